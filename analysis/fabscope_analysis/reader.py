@@ -1,0 +1,336 @@
+"""Reader for fabscope result files (docs/file-format.md, format_version 1).
+
+This is the API users' own scripts import::
+
+    from fabscope_analysis.reader import open_result
+    with open_result("results/demo.h5") as run:
+        print(run.tests()[["name", "condition", "bytes", "status"]])
+        s = run.test(0).samples()
+
+Everything comes back as pandas DataFrames (numpy for the pair matrix) with the
+fixed-length byte strings of the tables decoded to ``str``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Dict, Optional
+
+import numpy as np
+import pandas as pd
+
+from .errors import IncompleteResultWarning, ResultFileError, UnsupportedVersionError
+
+try:
+    import h5py
+except ImportError as exc:  # pragma: no cover - depends on the machine
+    raise ImportError(
+        "fabscope_analysis needs h5py: on Debian/Ubuntu `apt-get install python3-h5py` "
+        "and run with /usr/bin/python3, or `pip install h5py`") from exc
+
+KNOWN_FORMAT_VERSIONS = (1,)
+
+# Column sets of the tables, so an absent or empty table still has its columns.
+SAMPLE_COLUMNS = ["rank", "iter", "peer", "bytes", "t_post_ns", "t_done_ns", "flags"]
+SUMMARY_COLUMNS = ["rank", "samples", "min_ns", "mean_ns", "p50_ns", "p99_ns", "p999_ns",
+                   "max_ns", "bytes", "errors"]
+EVENT_COLUMNS = ["rank", "t_ns", "kind", "peer", "detail"]
+COUNTER_COLUMNS = ["rank", "source", "name", "before", "after", "delta"]
+RANK_COLUMNS = ["rank", "host", "local_rank", "local_size", "pid", "gpu", "nic",
+                "clock_offset_ns", "clock_uncertainty_ns"]
+
+FLAG_DATA_CHECK_FAILED = 1 << 0
+FLAG_DEADLINE_MISSED = 1 << 1
+
+
+def _decode_scalar(value):
+    """Attribute value -> plain Python value (str, int, float, or list of those)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace").rstrip("\0")
+    if isinstance(value, np.ndarray):
+        if value.shape == ():
+            return _decode_scalar(value[()])
+        return [_decode_scalar(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def decode_attrs(attrs) -> Dict[str, object]:
+    """h5py AttributeManager -> dict of plain Python values."""
+    return {key: _decode_scalar(attrs[key]) for key in attrs.keys()}
+
+
+def table_to_frame(data: np.ndarray, columns=None) -> pd.DataFrame:
+    """Compound numpy array -> DataFrame, decoding byte-string columns to str."""
+    if data is None or data.dtype.names is None:
+        return pd.DataFrame(columns=columns or [])
+    frame = {}
+    for name in data.dtype.names:
+        col = data[name]
+        if col.dtype.kind == "S":
+            frame[name] = np.char.decode(np.char.rstrip(col, b"\0"), "ascii", errors="replace") \
+                .astype(object) if len(col) else np.array([], dtype=object)
+        elif col.dtype.kind == "O":
+            frame[name] = [_decode_scalar(v) for v in col]
+        else:
+            frame[name] = col
+    df = pd.DataFrame(frame)
+    if columns:
+        for missing in [c for c in columns if c not in df.columns]:
+            df[missing] = pd.Series(dtype="int64")
+    return df
+
+
+class TestInstance:
+    """One ``/tests/NNNN`` group."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    def __init__(self, group, path: str):
+        self._group = group
+        self._path = path
+        self.group_name = group.name.rsplit("/", 1)[-1]
+        self.attrs: Dict[str, object] = decode_attrs(group.attrs)
+        self.index = int(self.attrs.get("index", int(self.group_name)))
+
+    def __repr__(self):
+        a = self.attrs
+        return (f"TestInstance({self.index}, name={a.get('name')!r}, kind={a.get('kind')!r}, "
+                f"condition={a.get('condition')!r}, bytes={a.get('bytes')})")
+
+    def get(self, key, default=None):
+        return self.attrs.get(key, default)
+
+    @property
+    def metric(self) -> str:
+        return str(self.attrs.get("metric", "latency"))
+
+    @property
+    def sample_divisor(self) -> int:
+        divisor = int(self.attrs.get("sample_divisor", 1) or 1)
+        return divisor if divisor > 0 else 1
+
+    def _table(self, name, columns) -> pd.DataFrame:
+        if name not in self._group:
+            return pd.DataFrame({c: pd.Series(dtype="int64") for c in columns}) if columns else \
+                pd.DataFrame()
+        obj = self._group[name]
+        if not isinstance(obj, h5py.Dataset):
+            raise ResultFileError(f"{self._path}: {obj.name} should be a table (dataset), "
+                                  f"found a group")
+        return table_to_frame(obj[()], columns)
+
+    def has(self, name: str) -> bool:
+        return name in self._group
+
+    def samples(self) -> pd.DataFrame:
+        """Raw samples, one row per timed operation per rank (columns as in the file)."""
+        return self._table("samples", SAMPLE_COLUMNS)
+
+    def summary(self) -> pd.DataFrame:
+        return self._table("summary", SUMMARY_COLUMNS)
+
+    def events(self) -> pd.DataFrame:
+        return self._table("events", EVENT_COLUMNS)
+
+    def counters(self) -> pd.DataFrame:
+        return self._table("counters", COUNTER_COLUMNS)
+
+    def pair_matrix(self) -> Optional[np.ndarray]:
+        """nranks x nranks float64 (row = measuring rank, column = peer), or None."""
+        if "pair_matrix" not in self._group:
+            return None
+        return np.asarray(self._group["pair_matrix"][()], dtype=np.float64)
+
+
+class ResultFile:
+    """An open fabscope result file. Use as a context manager or call close()."""
+
+    def __init__(self, path: str, h5file):
+        self.path = path
+        self._file = h5file
+        self.attrs: Dict[str, object] = decode_attrs(h5file.attrs)
+        self._instances: Optional[Dict[int, TestInstance]] = None
+
+    # -- context manager -------------------------------------------------
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    # -- root --------------------------------------------------------------
+    @property
+    def format_version(self) -> int:
+        return int(self.attrs["format_version"])
+
+    @property
+    def complete(self) -> bool:
+        return int(self.attrs.get("complete", 0)) == 1
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    def ranks(self) -> pd.DataFrame:
+        """The /ranks table (host and nic decoded to str)."""
+        if "ranks" not in self._file:
+            return pd.DataFrame({c: pd.Series(dtype="int64") for c in RANK_COLUMNS})
+        return table_to_frame(self._file["ranks"][()], RANK_COLUMNS)
+
+    def host_of_rank(self) -> Dict[int, str]:
+        ranks = self.ranks()
+        return {int(r): str(h) for r, h in zip(ranks["rank"], ranks["host"])}
+
+    def has_hosts(self) -> bool:
+        return "hosts" in self._file
+
+    def hosts(self) -> Dict[str, Dict[str, object]]:
+        """/hosts/<host>/... as {host: {"attrs": {...}, "tables": {name: DataFrame}}}.
+
+        docs/file-format.md (version 1) does not define /hosts yet; this reads whatever
+        attributes and tables are there without assuming names.
+        """
+        result: Dict[str, Dict[str, object]] = {}
+        if "hosts" not in self._file:
+            return result
+        for host, group in self._file["hosts"].items():
+            entry = {"attrs": {}, "tables": {}}
+            if isinstance(group, h5py.Dataset):
+                entry["tables"][host] = _dataset_to_frame(group)
+                result[host] = entry
+                continue
+            entry["attrs"] = decode_attrs(group.attrs)
+
+            def visit(name, obj, entry=entry):
+                if isinstance(obj, h5py.Dataset):
+                    entry["tables"][name] = _dataset_to_frame(obj)
+                elif len(obj.attrs):
+                    for key, value in decode_attrs(obj.attrs).items():
+                        entry["attrs"][f"{name}/{key}"] = value
+            group.visititems(visit)
+            result[host] = entry
+        return result
+
+    # -- tests -------------------------------------------------------------
+    def _load_instances(self) -> Dict[int, TestInstance]:
+        if self._instances is None:
+            instances = {}
+            if "tests" in self._file:
+                for group_name in sorted(self._file["tests"].keys()):
+                    group = self._file["tests"][group_name]
+                    if not isinstance(group, h5py.Group):
+                        continue
+                    inst = TestInstance(group, self.path)
+                    instances[inst.index] = inst
+            self._instances = dict(sorted(instances.items()))
+        return self._instances
+
+    def instances(self):
+        """TestInstance objects in index order."""
+        return list(self._load_instances().values())
+
+    def test(self, index: int) -> TestInstance:
+        try:
+            return self._load_instances()[int(index)]
+        except KeyError:
+            raise KeyError(f"{self.path}: no test instance {index} "
+                           f"(have {sorted(self._load_instances())})") from None
+
+    def tests(self) -> pd.DataFrame:
+        """One row per test instance: every attribute, plus n_samples and which tables exist."""
+        rows = []
+        for inst in self.instances():
+            row = dict(inst.attrs)
+            row["index"] = inst.index
+            row["group"] = inst.group_name
+            row["n_samples"] = int(inst._group["samples"].shape[0]) if inst.has("samples") else 0
+            row["has_pair_matrix"] = inst.has("pair_matrix")
+            row["has_events"] = inst.has("events")
+            row["has_counters"] = inst.has("counters")
+            rows.append(row)
+        df = pd.DataFrame(rows)
+        if df.empty:
+            return pd.DataFrame(columns=["index", "name", "kind", "case", "condition", "bytes",
+                                         "status", "n_samples"])
+        first = [c for c in ["index", "name", "kind", "case", "condition", "transport", "memory",
+                             "pattern", "pass", "bytes", "metric", "status"] if c in df.columns]
+        return df[first + [c for c in df.columns if c not in first]].reset_index(drop=True)
+
+    def _concat(self, getter) -> pd.DataFrame:
+        parts = []
+        for inst in self.instances():
+            part = getter(inst)
+            if len(part):
+                part = part.copy()
+                part.insert(0, "test", inst.index)
+                parts.append(part)
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+    def all_events(self) -> pd.DataFrame:
+        """Events of every instance, with a leading ``test`` column (instance index)."""
+        return self._concat(lambda i: i.events())
+
+    def all_counters(self) -> pd.DataFrame:
+        return self._concat(lambda i: i.counters())
+
+
+def _dataset_to_frame(ds) -> pd.DataFrame:
+    data = ds[()]
+    if isinstance(data, np.ndarray) and data.dtype.names:
+        return table_to_frame(data)
+    if isinstance(data, np.ndarray) and data.ndim <= 2:
+        if data.dtype.kind in "SO":
+            data = np.vectorize(_decode_scalar, otypes=[object])(data) if data.size else data
+        return pd.DataFrame(np.atleast_1d(data))
+    return pd.DataFrame({"value": [_decode_scalar(data)]})
+
+
+def open_result(path, warn_incomplete: bool = True) -> ResultFile:
+    """Open a fabscope result file, checking ``format`` and ``format_version``.
+
+    Raises ResultFileError (UnsupportedVersionError for a version this reader does not
+    know). Warns with IncompleteResultWarning when the run did not end normally.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ResultFileError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ResultFileError(f"{path}: is a directory, expected a fabscope .h5 result file")
+    try:
+        h5file = h5py.File(path, "r")
+    except OSError as exc:
+        raise ResultFileError(f"{path}: cannot be read as HDF5 ({exc})") from None
+    try:
+        attrs = h5file.attrs
+        fmt = _decode_scalar(attrs["format"]) if "format" in attrs else None
+        if fmt != "fabscope":
+            raise ResultFileError(
+                f"{path}: not a fabscope result file (root attribute format is "
+                f"{fmt!r}, expected 'fabscope')")
+        if "format_version" not in attrs:
+            raise ResultFileError(f"{path}: root attribute format_version is missing")
+        version = _decode_scalar(attrs["format_version"])
+        if not isinstance(version, (int, np.integer)) or int(version) not in KNOWN_FORMAT_VERSIONS:
+            known = ", ".join(str(v) for v in KNOWN_FORMAT_VERSIONS)
+            raise UnsupportedVersionError(
+                f"{path}: format_version {version!r} is not supported by this "
+                f"fabscope_analysis (it reads version {known}); use a matching "
+                f"fabscope_analysis release")
+        result = ResultFile(path, h5file)
+    except Exception:
+        h5file.close()
+        raise
+    if warn_incomplete and not result.complete:
+        warnings.warn(
+            f"{path}: the run did not end normally (complete=0, exit_code="
+            f"{result.attrs.get('exit_code')}); results may be partial",
+            IncompleteResultWarning, stacklevel=2)
+    return result

@@ -1,0 +1,64 @@
+"""`summary FILE`: a text table per test, one row per size and condition."""
+
+from __future__ import annotations
+
+import sys
+from typing import List, TextIO
+
+import pandas as pd
+
+from .reader import ResultFile
+from .run_analysis import RunAnalysis, format_bytes, format_number
+
+
+def run_header(result: ResultFile) -> List[str]:
+    a = result.attrs
+    lines = [f"fabscope result {result.path}",
+             f"  run {a.get('run_id', '?')}  tool {a.get('tool_version', '?')}  scenario "
+             f"{a.get('scenario_name', '?')}  ranks {a.get('nranks', '?')} on "
+             f"{a.get('nhosts', '?')} hosts  started {a.get('started_utc', '?')}"]
+    if not result.complete:
+        lines.append(f"  WARNING: incomplete file (complete=0, exit_code={a.get('exit_code')}): "
+                     "the run did not end normally; the tests below may be partial or missing")
+    return lines
+
+
+def summary_tables(analysis: RunAnalysis) -> List[str]:
+    frame = analysis.summary_frame()
+    if frame.empty:
+        return ["(no test instances in this file)"]
+    out: List[str] = []
+    for name, group in frame.groupby("name", sort=False):
+        first = group.iloc[0]
+        out.append("")
+        out.append(f"== {name}  ({first['kind']}, {first['transport']}/{first['memory']}, "
+                   f"{'GB/s; p99 = slow tail' if first['unit'] == 'GB/s' else 'latency in us'})")
+        rows = []
+        for _, r in group.iterrows():
+            rows.append({
+                "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
+                "condition": r["condition"] + (f" ({r['pass']})" if r["pass"] not in
+                                               ("", "parallel") else ""),
+                "samples": int(r["samples"]),
+                "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
+                "p99.9": format_number(r["p99.9"]), "worst": format_number(r["worst"]),
+                "impact mean/p99": ("-" if pd.isna(r["impact_p99"]) and pd.isna(r["impact_mean"])
+                                    else f"{format_number(r['impact_mean'])}/"
+                                         f"{format_number(r['impact_p99'])}"),
+                "status": r["status"] + (f" [{r['flagged']}]" if r["flagged"] else ""),
+                "stragglers": r["stragglers"] or "-",
+            })
+        out.append(pd.DataFrame(rows).to_string(index=False))
+        for _, r in group.iterrows():
+            if r["error"]:
+                out.append(f"  {int(r['index']):04d} error: {r['error']}")
+    return out
+
+
+def print_summary(result: ResultFile, stream: TextIO = sys.stdout) -> None:
+    analysis = RunAnalysis(result)
+    for line in run_header(result) + summary_tables(analysis):
+        print(line, file=stream)
+    print("", file=stream)
+    print("impact = congested/quiet (latency) or quiet/congested (bandwidth): >1 is worse. "
+          "stragglers: ranks whose p99 exceeds 2x the median rank p99.", file=stream)

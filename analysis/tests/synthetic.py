@@ -1,0 +1,294 @@
+"""Writes small fabscope result files exactly as docs/file-format.md (version 1) says.
+
+Used by the tests to plant known defects (a slow pair, a slow rank, a crash) and edge
+cases (incomplete file, unknown version, empty test) where the answer is known.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import h5py
+import numpy as np
+
+SAMPLE_DTYPE = np.dtype([("rank", "<i4"), ("iter", "<i4"), ("peer", "<i4"), ("bytes", "<i8"),
+                         ("t_post_ns", "<i8"), ("t_done_ns", "<i8"), ("flags", "<u4")])
+SUMMARY_DTYPE = np.dtype([("rank", "<i4"), ("samples", "<i8"), ("min_ns", "<f8"),
+                          ("mean_ns", "<f8"), ("p50_ns", "<f8"), ("p99_ns", "<f8"),
+                          ("p999_ns", "<f8"), ("max_ns", "<f8"), ("bytes", "<i8"),
+                          ("errors", "<i8")])
+RANK_DTYPE = np.dtype([("rank", "<i4"), ("host", "S64"), ("local_rank", "<i4"),
+                       ("local_size", "<i4"), ("pid", "<i4"), ("gpu", "<i4"), ("nic", "S32"),
+                       ("clock_offset_ns", "<i8"), ("clock_uncertainty_ns", "<i8")])
+EVENT_DTYPE = np.dtype([("rank", "<i4"), ("t_ns", "<i8"), ("kind", "S32"), ("peer", "<i4"),
+                        ("detail", "S160")])
+COUNTER_DTYPE = np.dtype([("rank", "<i4"), ("source", "S64"), ("name", "S64"),
+                          ("before", "<i8"), ("after", "<i8"), ("delta", "<i8")])
+
+T0 = 1_000_000_000_000  # global clock at run start (ns)
+
+
+def make_samples(entries: Iterable[Tuple[int, int, int, int, float]], start_ns: int,
+                 gap_ns: int = 1000, flags: Optional[Dict[Tuple[int, int], int]] = None
+                 ) -> np.ndarray:
+    """entries: (rank, iter, peer, bytes, duration_ns) -> samples table.
+
+    Each rank's operations follow each other with gap_ns between them.
+    """
+    entries = list(entries)
+    out = np.zeros(len(entries), dtype=SAMPLE_DTYPE)
+    clock: Dict[int, int] = {}
+    for i, (rank, it, peer, nbytes, duration) in enumerate(entries):
+        t = clock.get(rank, start_ns)
+        d = max(int(round(duration)), 1)
+        out[i] = (rank, it, peer, nbytes, t, t + d, (flags or {}).get((rank, it), 0))
+        clock[rank] = t + d + gap_ns
+    return out
+
+
+def latency_entries(pairs: Sequence[Tuple[int, int]], iterations: int, base_ns: float,
+                    rng: np.random.Generator, nbytes: int = 8, divisor: int = 2,
+                    slow_ranks: Dict[int, float] = None, jitter: float = 0.05):
+    """Ping-pong round trips (durations include the divisor) measured by pair[0]."""
+    for rank, peer in pairs:
+        factor = (slow_ranks or {}).get(rank, 1.0)
+        noise = rng.lognormal(0.0, jitter, iterations)
+        for it in range(iterations):
+            yield rank, it, peer, nbytes, base_ns * divisor * factor * noise[it]
+
+
+def bandwidth_entries(pairs: Sequence[Tuple[int, int]], iterations: int, nbytes: int,
+                      gbps: float, rng: np.random.Generator,
+                      slow_pairs: Dict[Tuple[int, int], float] = None, jitter: float = 0.03):
+    for rank, peer in pairs:
+        factor = (slow_pairs or {}).get((rank, peer), 1.0)
+        noise = rng.lognormal(0.0, jitter, iterations)
+        for it in range(iterations):
+            yield rank, it, peer, nbytes, nbytes / (gbps * factor) * noise[it]
+
+
+class SyntheticRun:
+    def __init__(self, path, nranks: int = 4, ranks_per_host: int = 2, seed: int = 7,
+                 format_version=1, fmt: str = "fabscope"):
+        self.path = str(path)
+        self.nranks = nranks
+        self.ranks_per_host = ranks_per_host
+        self.rng = np.random.default_rng(seed)
+        self.format_version = format_version
+        self.fmt = fmt
+        self.file = h5py.File(self.path, "w")
+        self.next_index = 0
+        self.clock = T0 + 1_000_000
+        self._write_root()
+        self._write_ranks()
+        self.file.create_group("tests")
+
+    def host(self, rank: int) -> str:
+        return f"fh{rank // self.ranks_per_host}"
+
+    def _write_root(self):
+        a = self.file.attrs
+        a["format"] = self.fmt
+        a["format_version"] = np.int64(self.format_version) if isinstance(
+            self.format_version, int) else self.format_version
+        a["tool_version"] = "0.1.0-synthetic"
+        a["run_id"] = "synthetic-run"
+        a["started_utc"] = "2025-01-01T00:00:00Z"
+        a["finished_utc"] = ""
+        a["complete"] = np.int64(0)
+        a["exit_code"] = np.int64(-1)
+        a["command_line"] = "fabscope run --scenario synthetic.yaml --output x.h5"
+        a["scenario_name"] = "synthetic"
+        a["scenario_file"] = "synthetic.yaml"
+        a["scenario_text"] = "name: synthetic\n"
+        a["overrides"] = ""
+        a["nranks"] = np.int64(self.nranks)
+        a["nhosts"] = np.int64((self.nranks + self.ranks_per_host - 1) // self.ranks_per_host)
+        a["hdf5_mode"] = "serial-gather"
+        a["epoch_offset_ns"] = np.int64(1_700_000_000_000_000_000 - T0)
+        a["seed"] = np.int64(1)
+        a["launch_preset"] = ""
+
+    def _write_ranks(self):
+        rows = np.zeros(self.nranks, dtype=RANK_DTYPE)
+        for r in range(self.nranks):
+            rows[r] = (r, self.host(r).encode(), r % self.ranks_per_host, self.ranks_per_host,
+                       1000 + r, -1, b"eth0", 0 if r == 0 else 1234 * r, 150)
+        self.file.create_dataset("ranks", data=rows)
+
+    def add_hosts(self, inventory: Dict[str, Dict[str, object]]):
+        """/hosts/<host> with attributes (the format does not define /hosts yet)."""
+        group = self.file.require_group("hosts")
+        for host, attrs in inventory.items():
+            g = group.create_group(host)
+            for k, v in attrs.items():
+                g.attrs[k] = v
+
+    def add_test(self, name: str, kind: str, samples: np.ndarray, *, nbytes: int,
+                 condition: str = "quiet", case: Optional[str] = None, metric: str = "latency",
+                 divisor: int = 1, pattern: str = "pairs", pass_: str = "parallel",
+                 status: str = "passed", error: str = "", window: int = 1,
+                 events: Sequence[Tuple[int, int, str, int, str]] = (),
+                 counters: Sequence[Tuple[int, str, str, int, int]] = (),
+                 pair_matrix: Optional[np.ndarray] = None, transport: str = "mpi",
+                 memory: str = "host", quiet_index: Optional[int] = None) -> int:
+        index = self.next_index
+        self.next_index += 1
+        g = self.file["tests"].create_group(f"{index:04d}")
+        t_start = self.clock
+        if len(samples):
+            t_end = int(samples["t_done_ns"].max()) + 1000
+        else:
+            t_end = t_start + 1000
+        self.clock = t_end + 1_000_000
+        a = g.attrs
+        for key, value in (("index", np.int64(index)), ("name", name), ("kind", kind),
+                           ("case", case or f"{name}/{nbytes}"), ("condition", condition),
+                           ("transport", transport), ("memory", memory), ("pattern", pattern),
+                           ("pass", pass_), ("bytes", np.int64(nbytes)),
+                           ("window", np.int64(window)),
+                           ("iterations", np.int64(int(samples["iter"].max()) + 1
+                                                   if len(samples) else 0)),
+                           ("warmup", np.int64(10)), ("timeout_s", 30.0), ("metric", metric),
+                           ("sample_divisor", np.int64(divisor)), ("status", status),
+                           ("error", error), ("t_start_ns", np.int64(t_start)),
+                           ("t_end_ns", np.int64(t_end)),
+                           ("retest_of", np.int64(-1))):
+            a[key] = value
+        lat = (samples["t_done_ns"] - samples["t_post_ns"]).astype(np.float64) / divisor
+        stat = (lambda f: float(f(lat)) if len(lat) else float("nan"))
+        a["p50_ns"] = stat(lambda x: np.percentile(x, 50))
+        a["p99_ns"] = stat(lambda x: np.percentile(x, 99))
+        a["p999_ns"] = stat(lambda x: np.percentile(x, 99.9))
+        a["max_ns"] = stat(np.max)
+        a["mean_ns"] = stat(np.mean)
+        if metric == "bandwidth" and len(samples):
+            dur = (samples["t_done_ns"] - samples["t_post_ns"]).astype(np.float64)
+            a["gbps_p50"] = nbytes * window / np.percentile(dur, 50)
+            a["gbps_p99"] = nbytes * window / np.percentile(dur, 99)
+            a["gbps_mean"] = float(samples["bytes"].sum()) / float(dur.sum())
+        else:
+            a["gbps_p50"] = a["gbps_p99"] = a["gbps_mean"] = float("nan")
+        if condition != "quiet" and quiet_index is not None:
+            a["quiet_index"] = np.int64(quiet_index)
+            a["impact_mean"] = float("nan")  # the analysis recomputes from samples
+            a["impact_p99"] = float("nan")
+        g.create_dataset("samples", data=samples, dtype=SAMPLE_DTYPE, maxshape=(None,))
+        g.create_dataset("summary", data=self._summary(samples, divisor))
+        if pair_matrix is not None:
+            g.create_dataset("pair_matrix", data=np.asarray(pair_matrix, dtype=np.float64))
+        if events:
+            ev = np.zeros(len(events), dtype=EVENT_DTYPE)
+            for i, (rank, dt, ekind, peer, detail) in enumerate(events):
+                ev[i] = (rank, t_start + dt, ekind.encode(), peer, detail.encode())
+            g.create_dataset("events", data=ev)
+        if counters:
+            ct = np.zeros(len(counters), dtype=COUNTER_DTYPE)
+            for i, (rank, source, cname, before, after) in enumerate(counters):
+                ct[i] = (rank, source.encode(), cname.encode(), before, after, after - before)
+            g.create_dataset("counters", data=ct)
+        self.file.flush()
+        return index
+
+    @staticmethod
+    def _summary(samples: np.ndarray, divisor: int) -> np.ndarray:
+        ranks = sorted(set(int(r) for r in samples["rank"]))
+        out = np.zeros(len(ranks), dtype=SUMMARY_DTYPE)
+        for i, r in enumerate(ranks):
+            s = samples[samples["rank"] == r]
+            lat = (s["t_done_ns"] - s["t_post_ns"]).astype(np.float64) / divisor
+            out[i] = (r, len(s), lat.min(), lat.mean(), np.percentile(lat, 50),
+                      np.percentile(lat, 99), np.percentile(lat, 99.9), lat.max(),
+                      int(s["bytes"].sum()), int(np.count_nonzero(s["flags"])))
+        return out
+
+    def start_ns(self) -> int:
+        return self.clock
+
+    def close(self, complete: bool = True, exit_code: int = 0):
+        if complete:
+            self.file.attrs["complete"] = np.int64(1)
+            self.file.attrs["exit_code"] = np.int64(exit_code)
+            self.file.attrs["finished_utc"] = "2025-01-01T00:05:00Z"
+        self.file.close()
+
+
+def all_pairs(nranks: int) -> List[Tuple[int, int]]:
+    return [(r, p) for r in range(nranks) for p in range(nranks) if r != p]
+
+
+def pair_matrix_from(samples: np.ndarray, nranks: int, metric: str, divisor: int = 1
+                     ) -> np.ndarray:
+    m = np.full((nranks, nranks), np.nan)
+    for r in range(nranks):
+        for p in range(nranks):
+            s = samples[(samples["rank"] == r) & (samples["peer"] == p)]
+            if not len(s):
+                continue
+            dur = (s["t_done_ns"] - s["t_post_ns"]).astype(np.float64)
+            m[r, p] = (np.median(s["bytes"] / dur) if metric == "bandwidth"
+                       else np.median(dur / divisor))
+    return m
+
+
+def write_standard_run(path, *, slow_pair: Optional[Tuple[int, int]] = (2, 5),
+                       slow_rank: Optional[int] = 3, complete: bool = True, nranks: int = 8,
+                       latency_scale: float = 1.0, bandwidth_scale: float = 1.0,
+                       seed: int = 7, with_hosts: bool = True) -> SyntheticRun:
+    """A run with every section the report knows, and planted defects.
+
+    - 0000 latency quiet, 0001 latency under incast (impact ~1.8), rank `slow_rank` 5x slower
+    - 0002 bandwidth all-pairs with pair `slow_pair` at 40% speed, pair matrix
+    - 0003 incast (one receiver, senders 1..n-1), one sender starved
+    - 0004 kvpush with requests and a fault event sequence
+    - 0005 empty latency test (0 samples, status error)
+    """
+    run = SyntheticRun(path, nranks=nranks, ranks_per_host=2, seed=seed)
+    rng = run.rng
+    pairs = [(r, r ^ 1) for r in range(nranks)]
+    slow = {slow_rank: 5.0} if slow_rank is not None else {}
+    quiet = run.add_test(
+        "pingpong", "latency",
+        make_samples(latency_entries(pairs, 300, 2000 * latency_scale, rng, slow_ranks=slow),
+                     run.start_ns()),
+        nbytes=8, divisor=2, case="pingpong/8",
+        counters=[(r, "net:eth0", "rx_bytes", 10_000, 10_000 + 4800 + r) for r in range(nranks)]
+        + [(1, "snmp:Tcp", "RetransSegs", 5, 5)])
+    run.add_test(
+        "pingpong", "latency",
+        make_samples(latency_entries(pairs, 300, 3600 * latency_scale, rng, slow_ranks=slow,
+                                     jitter=0.25), run.start_ns()),
+        nbytes=8, divisor=2, case="pingpong/8", condition="incast", quiet_index=quiet,
+        counters=[(r, "snmp:Tcp", "RetransSegs", 5, 5 + 3 * r) for r in range(nranks)])
+    slow_pairs = {}
+    if slow_pair is not None:
+        slow_pairs = {slow_pair: 0.4, (slow_pair[1], slow_pair[0]): 0.4}
+    bw = make_samples(bandwidth_entries(all_pairs(nranks), 20, 1 << 20,
+                                        10.0 * bandwidth_scale, rng, slow_pairs=slow_pairs),
+                      run.start_ns())
+    run.add_test("allpairs-bw", "bandwidth", bw, nbytes=1 << 20, metric="bandwidth",
+                 pattern="all-pairs", window=1,
+                 pair_matrix=pair_matrix_from(bw, nranks, "bandwidth"))
+    senders = list(range(1, nranks))
+    inc = make_samples(bandwidth_entries([(s, 0) for s in senders], 30, 256 << 10, 2.0, rng,
+                                         slow_pairs={(senders[-1], 0): 0.3}), run.start_ns())
+    run.add_test("incast-7to1", "incast", inc, nbytes=256 << 10, metric="bandwidth",
+                 pattern="incast")
+    kv_start = run.start_ns()
+    kv = make_samples(bandwidth_entries([(0, 2), (1, 3)], 40, 640 << 10, 5.0, rng),
+                      kv_start, gap_ns=20_000)
+    run.add_test("kv-push", "kvpush", kv, nbytes=640 << 10, metric="bandwidth",
+                 events=[(1, 200_000, "fault", 3, "link fh1:eth1 down (injected)"),
+                         (1, 450_000, "detected", 3, "send to rank 3 timed out after 250 us"),
+                         (1, 900_000, "rerouted", 3, "retry via rank 2"),
+                         (1, 1_500_000, "recovered", 3, "link up, latency back to normal")])
+    run.add_test("pingpong-empty", "latency", np.zeros(0, dtype=SAMPLE_DTYPE), nbytes=64,
+                 divisor=2, status="error",
+                 error="rank 1 at t=1000000123 ns: peer 0 unreachable (deadline 30 s)")
+    if with_hosts:
+        run.add_hosts({run.host(r): {"link_layer": "Ethernet", "rate_gbps": 100.0,
+                                     "mtu": np.int64(9000 if r != 4 else 1500),
+                                     "firmware": "22.36.1010"}
+                       for r in range(0, nranks, 2)})
+    run.close(complete=complete, exit_code=0 if complete else -1)
+    return run
