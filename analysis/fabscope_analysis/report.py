@@ -1,0 +1,363 @@
+"""`report FILE -o report.html`: one self-contained page with embedded PNG figures.
+
+Sections whose data is absent from the file are left out rather than shown empty.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Dict, List, Tuple
+
+import numpy as np
+import pandas as pd
+
+from . import html as H
+from . import plots
+from .inventory import inconsistent_fields, inventory_frame
+from .reader import ResultFile, TestInstance
+from .run_analysis import RunAnalysis, format_bytes, format_number
+from .stats import incast_senders, is_bandwidth, jain_index, unit_of
+
+MAX_FIGURES_PER_SECTION = 24
+MAX_TIMELINE_SEGMENTS = 3000
+
+
+def _cases(analysis: RunAnalysis) -> "OrderedDict[str, List[TestInstance]]":
+    cases: "OrderedDict[str, List[TestInstance]]" = OrderedDict()
+    for inst in analysis.instances:
+        cases.setdefault(str(inst.get("case", inst.get("name"))), []).append(inst)
+    return cases
+
+
+def _label(inst: TestInstance) -> str:
+    label = str(inst.get("condition", "?"))
+    if inst.get("pass") not in (None, "", "parallel"):
+        label += f" ({inst.get('pass')})"
+    return label
+
+
+def _header(result: ResultFile) -> List[str]:
+    a = result.attrs
+    parts = [f"<h1>fabscope report: {H.esc(a.get('scenario_name', ''))}</h1>",
+             f"<div class=\"muted\">{H.esc(result.path)}</div>"]
+    if not result.complete:
+        parts.append(H.warning(
+            f"This file is incomplete (complete=0, exit_code={a.get('exit_code')}): the run did "
+            "not end normally. Tests after the last flushed one are missing; the last one may be "
+            "partial."))
+    fields = [("run id", a.get("run_id")), ("tool version", a.get("tool_version")),
+              ("started / finished (UTC)", f"{a.get('started_utc', '')} / "
+                                           f"{a.get('finished_utc', '') or '-'}"),
+              ("ranks / hosts", f"{a.get('nranks')} / {a.get('nhosts')}"),
+              ("exit code", a.get("exit_code")), ("launch preset", a.get("launch_preset") or "-"),
+              ("HDF5 mode", a.get("hdf5_mode")), ("seed", a.get("seed")),
+              ("scenario file", a.get("scenario_file")), ("command line", a.get("command_line"))]
+    if a.get("overrides"):
+        fields.append(("overrides", str(a.get("overrides")).replace("\n", "; ")))
+    parts.append(H.key_value_table(fields))
+    return parts
+
+
+def _summary_section(analysis: RunAnalysis) -> str:
+    frame = analysis.summary_frame()
+    if frame.empty:
+        return H.section("summary", "Summary", ["<p>No test instances in this file.</p>"])
+    rows, classes = [], []
+    for _, r in frame.iterrows():
+        rows.append({"#": f"{int(r['index']):04d}", "test": r["name"], "kind": r["kind"],
+                     "bytes": format_bytes(r["bytes"]), "condition": r["condition"],
+                     "unit": r["unit"], "samples": int(r["samples"]),
+                     "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
+                     "p99.9": format_number(r["p99.9"]), "worst": format_number(r["worst"]),
+                     "impact mean": format_number(r["impact_mean"]),
+                     "impact p99": format_number(r["impact_p99"]),
+                     "status": r["status"] + (f" [{r['flagged']}]" if r["flagged"] else ""),
+                     "stragglers": r["stragglers"] or "-", "error": r["error"]})
+        classes.append({"status": "good" if r["status"] == "passed" and not r["flagged"] else "bad",
+                        "stragglers": "bad" if r["stragglers"] else "",
+                        "impact p99": "bad" if r["impact_p99"] > 2 else "",
+                        "samples": "bad" if r["samples"] == 0 else ""})
+    table = H.table(pd.DataFrame(rows), left=["test", "kind", "condition", "status",
+                                              "stragglers", "error"],
+                    classes=pd.DataFrame(classes))
+    return H.section("summary", "Summary", [table], intro=(
+        "Latency in us; bandwidth in GB/s where p99/p99.9/worst are the slow side (99% of "
+        "samples were at least this fast). Impact: congested vs quiet of the same case, >1 is "
+        "worse. Stragglers: ranks whose p99 exceeds 2x the median rank p99 (rank@host)."))
+
+
+def _cdf_section(analysis: RunAnalysis) -> str:
+    figs = []
+    for case, insts in _cases(analysis).items():
+        series = []
+        for inst in insts:
+            s = analysis.samples(inst)
+            if s.empty:
+                continue
+            values = s["gbps"] if is_bandwidth(inst.metric) else s["latency_ns"] / 1e3
+            series.append((_label(inst), values.to_numpy()))
+        if not series:
+            continue
+        metric = insts[0].metric
+        xlabel = "GB/s per sample" if is_bandwidth(metric) else "latency (us)"
+        first = insts[0]
+        figs.append(H.figure(plots.cdf(series, xlabel,
+                                       f"{first.get('name')} {format_bytes(first.get('bytes'))}"
+                                       f" ({first.get('kind')})", is_bandwidth(metric)),
+                             f"case {case}"))
+    if not figs:
+        return ""
+    return _capped_section("cdf", "Distributions per condition", figs,
+                           "Left: cumulative distribution of all ranks' raw samples; right: the "
+                           "slow tail on a log scale (latency: fraction above x; bandwidth: "
+                           "fraction at or below x).")
+
+
+def _capped_section(anchor, title, figs, intro):
+    note = []
+    if len(figs) > MAX_FIGURES_PER_SECTION:
+        note = [f"<p class=\"muted\">{len(figs) - MAX_FIGURES_PER_SECTION} more figures not "
+                "shown.</p>"]
+        figs = figs[:MAX_FIGURES_PER_SECTION]
+    return H.section(anchor, title, [H.grid(figs)] + note, intro=intro)
+
+
+def _rank_tail_section(analysis: RunAnalysis) -> str:
+    figs = []
+    for case, insts in _cases(analysis).items():
+        per_condition: Dict[str, pd.DataFrame] = OrderedDict()
+        stragglers = set()
+        for inst in insts:
+            st = analysis.stats(inst)
+            if len(st.rank_tails) >= 2:
+                per_condition[_label(inst)] = st.rank_tails
+                stragglers.update(st.stragglers)
+        if not per_condition:
+            continue
+        first = insts[0]
+        unit = unit_of(first.metric)
+        title = f"{first.get('name')} {format_bytes(first.get('bytes'))}: per-rank p99"
+        if is_bandwidth(first.metric):
+            title += " (slow side)"
+        caption = "stragglers: " + (", ".join(analysis.describe_rank(r) for r in sorted(stragglers))
+                                    if stragglers else "none")
+        figs.append(H.figure(plots.rank_tails(per_condition, unit, title, sorted(stragglers)),
+                             caption))
+    if not figs:
+        return ""
+    return _capped_section("ranks", "Per-rank tails", figs,
+                           "p99 of each measuring rank's own samples, per condition. A rank "
+                           "whose p99 exceeds 2x the median rank p99 is a straggler (hatched).")
+
+
+def _heatmap_section(analysis: RunAnalysis) -> str:
+    figs = []
+    for inst in analysis.instances:
+        matrix = inst.pair_matrix()
+        if matrix is None or not np.isfinite(matrix).any():
+            continue
+        bandwidth = is_bandwidth(inst.metric)
+        shown = matrix if bandwidth else matrix / 1e3
+        labels = [f"{r} {analysis.hosts.get(r, '')}".strip() for r in range(matrix.shape[0])]
+        unit = "GB/s (median per pair)" if bandwidth else "latency us (median per pair)"
+        finite = shown[np.isfinite(shown)]
+        med = float(np.median(finite))
+        worst_idx = np.unravel_index(
+            np.nanargmin(shown) if bandwidth else np.nanargmax(shown), shown.shape)
+        caption = (f"median pair {format_number(med)}; worst pair {worst_idx[0]} -> "
+                   f"{worst_idx[1]} at {format_number(shown[worst_idx])} "
+                   f"({format_number(shown[worst_idx] / med if med else float('nan'))}x median)")
+        figs.append(H.figure(plots.heatmap(
+            shown, labels, unit, f"{inst.get('name')} {format_bytes(inst.get('bytes'))} "
+                                 f"[{inst.get('condition')}]", bandwidth), caption))
+    if not figs:
+        return ""
+    return _capped_section("pairs", "Rank x rank pair matrix", figs,
+                           "Row = measuring rank, column = peer; grey = not measured.")
+
+
+def _incast_section(analysis: RunAnalysis) -> str:
+    figs, rows = [], []
+    for inst in analysis.instances:
+        if inst.get("kind") != "incast":
+            continue
+        senders = incast_senders(analysis.samples(inst))
+        if senders.empty:
+            continue
+        jain = jain_index(senders["gbps"])
+        labels = [analysis.describe_rank(s) for s in senders["sender"]]
+        figs.append(H.figure(plots.sender_bars(
+            labels, senders["gbps"].tolist(),
+            f"{inst.get('name')} {format_bytes(inst.get('bytes'))} [{inst.get('condition')}]",
+            jain), f"test {inst.index:04d}"))
+        g = senders["gbps"]
+        rows.append({"#": f"{inst.index:04d}", "test": inst.get("name"),
+                     "condition": inst.get("condition"), "senders": len(senders),
+                     "total GB/s": format_number(float(senders["bytes"].sum()) /
+                                                 _incast_span(analysis.samples(inst))),
+                     "min / max sender GB/s": f"{format_number(g.min())} / "
+                                              f"{format_number(g.max())}",
+                     "Jain index": format_number(jain)})
+    if not figs:
+        return ""
+    return H.section("incast", "Incast fairness",
+                     [H.table(pd.DataFrame(rows), left=["test", "condition"]), H.grid(figs)],
+                     intro="Per-sender throughput = bytes sent / the sender's active span. "
+                           "Jain's index (sum x)^2 / (n sum x^2): 1 = every sender got the same "
+                           "share, 1/n = one sender got everything. Red bars: below 80% of the "
+                           "mean.")
+
+
+def _incast_span(samples: pd.DataFrame) -> float:
+    return float(samples["t_done_ns"].max() - samples["t_post_ns"].min()) if len(samples) else \
+        float("nan")
+
+
+def _kv_section(analysis: RunAnalysis) -> str:
+    figs = []
+    for inst in analysis.instances:
+        if inst.get("kind") != "kvpush":
+            continue
+        s = analysis.samples(inst)
+        if s.empty:
+            continue
+        t0 = float(inst.get("t_start_ns", s["t_post_ns"].min()))
+        shown = s.sort_values("t_post_ns").head(MAX_TIMELINE_SEGMENTS)
+        rows = [(int(r.rank), (r.t_post_ns - t0) / 1e6, (r.t_done_ns - t0) / 1e6, int(r.peer))
+                for r in shown.itertuples()]
+        ev = inst.events()
+        events = [((float(e.t_ns) - t0) / 1e6, int(e.rank), str(e.kind)) for e in ev.itertuples()]
+        caption = f"test {inst.index:04d}, {len(s)} requests"
+        if len(s) > MAX_TIMELINE_SEGMENTS:
+            caption += f" (first {MAX_TIMELINE_SEGMENTS} shown)"
+        figs.append(H.figure(plots.request_timeline(
+            rows, events, f"{inst.get('name')} {format_bytes(inst.get('bytes'))} "
+                          f"[{inst.get('condition')}]"), caption))
+    if not figs:
+        return ""
+    return _capped_section("kv", "KV-cache push request timelines", figs,
+                           "Each bar is one request from post to completion on the global clock; "
+                           "markers are events (faults, detection, reroute, recovery).")
+
+
+def _fault_section(analysis: RunAnalysis) -> str:
+    events = analysis.result.all_events()
+    not_passed = [i for i in analysis.instances if str(i.get("status")) not in ("passed",)]
+    if events.empty and not not_passed:
+        return ""
+    starts = [int(i.get("t_start_ns")) for i in analysis.instances if i.get("t_start_ns")]
+    run_start = min(starts) if starts else (int(events["t_ns"].min()) if len(events) else 0)
+    ends = [int(i.get("t_end_ns")) for i in analysis.instances if i.get("t_end_ns")]
+    span_ns = (max(ends) - run_start) if ends else 1
+    scale, unit = (1e9, "s") if span_ns > 5e9 else (1e6, "ms")
+    parts = []
+    if len(events):
+        spans = [((int(i.get("t_start_ns")) - run_start) / scale,
+                  (int(i.get("t_end_ns")) - run_start) / scale, f"{i.index:04d}",
+                  str(i.get("status"))) for i in analysis.instances
+                 if i.get("t_start_ns") and i.get("t_end_ns")]
+        marks = [((float(e.t_ns) - run_start) / scale, int(e.rank), str(e.kind))
+                 for e in events.itertuples()]
+        parts.append(H.figure(plots.fault_timeline(spans, marks, unit)))
+        table = pd.DataFrame({
+            f"t ({unit})": [format_number((float(t) - run_start) / scale) for t in events["t_ns"]],
+            "test": [f"{int(t):04d}" for t in events["test"]],
+            "rank": [analysis.describe_rank(r) for r in events["rank"]],
+            "kind": events["kind"],
+            "peer": ["-" if int(p) < 0 else analysis.describe_rank(p) for p in events["peer"]],
+            "detail": events["detail"]})
+        parts.append(H.table(table, left=["rank", "kind", "peer", "detail"]))
+    if not_passed:
+        parts.append("<h3>Test instances that did not pass</h3>")
+        parts.append(H.table(pd.DataFrame([{"#": f"{i.index:04d}", "test": i.get("name"),
+                                            "condition": i.get("condition"),
+                                            "status": i.get("status"), "error": i.get("error")}
+                                           for i in not_passed]),
+                             left=["test", "condition", "status", "error"]))
+    return H.section("faults", "Faults, errors and recoveries", parts,
+                     intro="Events recorded by the ranks, on the global clock since the first "
+                           "test started.")
+
+
+def _inventory_section(analysis: RunAnalysis) -> str:
+    result = analysis.result
+    parts = []
+    ranks = result.ranks()
+    if len(ranks):
+        shown = ranks.copy()
+        shown["clock_uncertainty_us"] = shown["clock_uncertainty_ns"] / 1e3
+        shown = shown.drop(columns=["clock_uncertainty_ns"])
+        parts.append("<h3>Ranks</h3>")
+        parts.append(H.table(shown, left=["host", "nic"]))
+    if result.has_hosts():
+        inv = inventory_frame(result)
+        flags = inconsistent_fields(inv)
+        parts.append("<h3>Host inventory</h3>")
+        if flags:
+            for field, groups in flags.items():
+                parts.append(H.warning(
+                    f"Inconsistent {field}: " + "; ".join(
+                        f"{value} on {', '.join(hosts)}" for value, hosts in groups.items())))
+        else:
+            parts.append("<p class=\"good\">All hosts report the same inventory values.</p>")
+        if not inv.empty:
+            classes = pd.DataFrame([{c: ("bad" if c in flags else "") for c in inv.columns}
+                                    for _ in range(len(inv))])
+            parts.append(H.table(inv, left=list(inv.columns), classes=classes))
+        for host, entry in result.hosts().items():
+            for name, frame in entry["tables"].items():
+                parts.append(f"<h3>{H.esc(host)}: {H.esc(name)}</h3>")
+                parts.append(H.table(frame.head(50), left=list(frame.columns)))
+    if not parts:
+        return ""
+    return H.section("inventory", "Inventory and consistency", parts)
+
+
+def _counter_section(analysis: RunAnalysis) -> str:
+    counters = analysis.result.all_counters()
+    if counters.empty:
+        return ""
+    changed = counters[counters["delta"] != 0]
+    if changed.empty:
+        return H.section("counters", "Counter deltas",
+                         ["<p>Counters were read, and none changed during any test.</p>"])
+    names = {i.index: f"{i.get('name')} [{i.get('condition')}]" for i in analysis.instances}
+    rows = []
+    for (test, source, name), group in changed.groupby(["test", "source", "name"], sort=True):
+        top = group.loc[group["delta"].abs().idxmax()]
+        rows.append({"#": f"{int(test):04d}", "test": names.get(int(test), ""),
+                     "source": source, "counter": name, "total delta": int(group["delta"].sum()),
+                     "ranks changed": int(len(group)),
+                     "largest": f"{int(top['delta'])} on {analysis.describe_rank(top['rank'])}"})
+    return H.section("counters", "Counter deltas",
+                     [H.table(pd.DataFrame(rows), left=["test", "source", "counter", "largest"])],
+                     intro="Counters that changed between the snapshots around each test "
+                           "(summed over ranks; one reader per host). Retransmits, drops and "
+                           "congestion notifications here explain tails above.")
+
+
+def build_report(result: ResultFile) -> str:
+    analysis = RunAnalysis(result)
+    sections: List[Tuple[str, str, str]] = []
+    for anchor, title, builder in (
+            ("summary", "Summary", _summary_section), ("cdf", "Distributions", _cdf_section),
+            ("ranks", "Per-rank tails", _rank_tail_section),
+            ("pairs", "Pair matrix", _heatmap_section), ("incast", "Incast", _incast_section),
+            ("kv", "KV push", _kv_section), ("faults", "Faults", _fault_section),
+            ("inventory", "Inventory", _inventory_section),
+            ("counters", "Counters", _counter_section)):
+        content = builder(analysis)
+        if content:
+            sections.append((anchor, title, content))
+    body = _header(result)
+    body.append(H.nav([(a, t) for a, t, _ in sections]))
+    body.extend(content for _, _, content in sections)
+    body.append("<p class=\"muted\">Written by fabscope_analysis from the raw samples in the "
+                "file.</p>")
+    return H.page(f"fabscope report {result.attrs.get('run_id', '')}", body)
+
+
+def write_report(result: ResultFile, output: str) -> None:
+    text = build_report(result)
+    with open(output, "w", encoding="utf-8") as out:
+        out.write(text)
