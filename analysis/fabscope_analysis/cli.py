@@ -45,7 +45,8 @@ def _cmd_compare(args) -> int:
     from .compare import run_compare
     results = [_open(p) for p in args.files]
     try:
-        run_compare(results, args.output, resamples=args.resamples, seed=args.seed)
+        run_compare(results, args.output, resamples=args.resamples, seed=args.seed,
+                    min_effect=args.min_effect / 100.0)
     finally:
         for r in results:
             r.close()
@@ -90,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, default=400,
                    help="bootstrap resamples per statistic (default 400, at most 5000)")
     p.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default 12345)")
+    p.add_argument("--min-effect", type=float, default=2.0, metavar="PERCENT",
+                   help="differences smaller than this (relative, %%) are called negligible "
+                        "even when the interval excludes zero (default 2)")
     p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser("accept", help="verdict against a criteria file (exit 0 pass, 1 fail)")

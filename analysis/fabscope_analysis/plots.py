@@ -40,7 +40,7 @@ def cdf(series: Sequence[Tuple[str, np.ndarray]], xlabel: str, title: str,
             continue
         lo, hi = min(lo, v[0]), max(hi, v[-1])
         y = np.arange(1, len(v) + 1) / len(v)
-        color = QUIET_COLOR if label == "quiet" else PALETTE[(i + 1) % len(PALETTE)]
+        color = PALETTE[i % len(PALETTE)]
         ax.step(v, y, where="post", label=f"{label} (n={len(v)})", color=color)
         if low_is_bad:
             tail.step(v, y, where="post", color=color)
@@ -55,7 +55,8 @@ def cdf(series: Sequence[Tuple[str, np.ndarray]], xlabel: str, title: str,
         a.grid(True, which="both", alpha=0.3)
     ax.set_ylabel("fraction of samples <= x")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     tail.set_yscale("log")
     tail.set_ylabel("fraction <= x (slow tail)" if low_is_bad else "fraction > x (tail)")
     tail.set_title("slow tail", fontsize=10)

@@ -11,7 +11,7 @@ Conventions (same as the file's own attributes, docs/file-format.md):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -206,37 +206,43 @@ def incast_senders(s: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def bootstrap_diff(a: np.ndarray, b: np.ndarray, stat, resamples: int = 400,
-                   max_samples: int = 20000, seed: int = 12345, level: float = 0.95):
-    """Bootstrap CI of stat(b) - stat(a), resampling both sides independently.
+def bootstrap_quantile_diffs(a: np.ndarray, b: np.ndarray, quantiles: Sequence[float],
+                             resamples: int = 400, max_samples: int = 20000, seed: int = 12345,
+                             level: float = 0.95) -> List[Tuple[float, float, float]]:
+    """Bootstrap CIs of percentile_q(b) - percentile_q(a) for each q, resampling both sides.
 
-    ``stat`` maps a 2-D array (resamples x n) to a 1-D array along axis 1. When a side
-    has more than max_samples values a fixed random subset is used, which only widens
-    the interval (conservative). Returns (diff, low, high).
+    Both sides are resampled independently with replacement, ``resamples`` times, from a
+    generator with a fixed seed, so the same files always give the same intervals. When a
+    side has more than max_samples values a fixed random subset is used, which only widens
+    the interval (conservative). Returns [(diff, low, high)] in the order of ``quantiles``.
     """
     rng = np.random.default_rng(seed)
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
+    nan = (float("nan"),) * 3
     if len(a) == 0 or len(b) == 0:
-        return float("nan"), float("nan"), float("nan")
-    point = float(stat(b[None, :])[0] - stat(a[None, :])[0])
+        return [nan for _ in quantiles]
+    qs = np.asarray(list(quantiles), dtype=np.float64)
+    point = np.percentile(b, qs) - np.percentile(a, qs)
     if len(a) > max_samples:
         a = rng.choice(a, max_samples, replace=False)
     if len(b) > max_samples:
         b = rng.choice(b, max_samples, replace=False)
-    diffs = []
     chunk = max(1, min(resamples, 2_000_000 // max(len(a), len(b))))
+    diffs = []
     done = 0
     while done < resamples:
         n = min(chunk, resamples - done)
         ra = a[rng.integers(0, len(a), size=(n, len(a)))]
         rb = b[rng.integers(0, len(b), size=(n, len(b)))]
-        diffs.append(stat(rb) - stat(ra))
+        # percentile with several q along axis 1 -> shape (len(qs), n)
+        diffs.append(np.percentile(rb, qs, axis=1) - np.percentile(ra, qs, axis=1))
         done += n
-    diffs = np.concatenate(diffs)
+    d = np.concatenate(diffs, axis=1)
     alpha = (1.0 - level) / 2.0
-    low, high = np.percentile(diffs, [100 * alpha, 100 * (1 - alpha)])
-    return point, float(low), float(high)
+    low = np.percentile(d, 100 * alpha, axis=1)
+    high = np.percentile(d, 100 * (1 - alpha), axis=1)
+    return [(float(p), float(lo), float(hi)) for p, lo, hi in zip(point, low, high)]
 
 
 def sample_values_for_compare(s: pd.DataFrame, metric: str) -> np.ndarray:
@@ -247,15 +253,13 @@ def sample_values_for_compare(s: pd.DataFrame, metric: str) -> np.ndarray:
     return s["latency_ns"].to_numpy(dtype=np.float64) / 1e3
 
 
-def compare_stat(metric: str, key: str):
-    """Vectorised statistic for bootstrap_diff in display units.
+def display_quantile(metric: str, key: str) -> float:
+    """Percentile of the per-sample display values that a tail name means.
 
-    For bandwidth the tails are the low percentiles of the per-sample GB/s.
+    For bandwidth the tails are the slow side: p99 -> 1st percentile of per-sample GB/s.
     """
     q = TAIL_QUANTILES[key]
-    if is_bandwidth(metric):
-        q = 100.0 - q
-    return lambda arr: np.percentile(arr, q, axis=1)
+    return 100.0 - q if is_bandwidth(metric) else q
 
 
 def describe_rank(rank: int, hosts: Dict[int, str]) -> str:
