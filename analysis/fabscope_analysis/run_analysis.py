@@ -110,6 +110,8 @@ def format_number(value, digits: int = 3) -> str:
     v = float(value)
     if v == 0:
         return "0"
+    if v.is_integer() and abs(v) < 1e6:
+        return str(int(v))
     mag = abs(v)
     if mag >= 1000:
         return f"{v:,.0f}"

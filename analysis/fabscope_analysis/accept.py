@@ -1,0 +1,389 @@
+"""`accept FILE --criteria C.yaml [--baseline B.h5] [--junit out.xml]`: pass/fail verdict.
+
+Every (rule, matching test instance) is one check; a failed check names the ranks, hosts
+or pairs responsible. Exit 0 when every check passes, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, TextIO, Tuple
+
+import numpy as np
+import pandas as pd
+
+from .criteria import (BANDWIDTH_METRICS, LATENCY_METRICS, Bound, Criteria, CriteriaError,
+                       Rule, load_criteria)
+from .reader import ResultFile, TestInstance
+from .run_analysis import RunAnalysis, describe_instance, format_number, instance_key
+from .stats import (impact_factor, is_bandwidth, mean_value, pair_values, tail_value,
+                    worse_is_higher_times, worst_value)
+
+__all__ = ["load_criteria", "run_accept", "evaluate", "CheckResult"]
+
+MAX_NAMED = 5  # responsible ranks/pairs named per failure
+
+
+@dataclass
+class CheckResult:
+    rule: str
+    subject: str
+    messages: List[str] = field(default_factory=list)
+    details: List[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.messages
+
+
+# -- metric values ----------------------------------------------------------------------
+
+def _metric_fn(key: str) -> Optional[Callable[[str, np.ndarray, np.ndarray], float]]:
+    stat = key.rsplit("_", 1)[0]
+    quantile = {"p50": 50.0, "p99": 99.0, "p999": 99.9}.get(stat)
+    if quantile is not None:
+        return lambda metric, t, b: tail_value(metric, t, b, quantile)
+    if stat == "mean":
+        return mean_value
+    if stat in ("max", "worst"):
+        return worst_value
+    return None
+
+
+def _applicable(key: str, inst: TestInstance) -> bool:
+    if key in LATENCY_METRICS:
+        return not is_bandwidth(inst.metric)
+    if key in BANDWIDTH_METRICS:
+        return is_bandwidth(inst.metric)
+    return True
+
+
+def _unit(key: str) -> str:
+    if key.endswith("_us"):
+        return " us"
+    if key.endswith("_gbps"):
+        return " GB/s"
+    return ""
+
+
+def _group_values(samples: pd.DataFrame, metric: str, key: str, by) -> Dict[object, float]:
+    fn = _metric_fn(key)
+    out = {}
+    if fn is None or samples.empty:
+        return out
+    for group_key, group in samples.groupby(by, sort=True):
+        times = worse_is_higher_times(group, metric)
+        out[group_key] = fn(metric, times, group["bytes"].to_numpy(dtype=np.float64))
+    return out
+
+
+def _violates(value: float, bound: Bound) -> bool:
+    if not np.isfinite(value):
+        return True
+    return (bound.min is not None and value < bound.min) or \
+           (bound.max is not None and value > bound.max)
+
+
+def _bound_text(bound: Bound, unit: str = "", ratio: bool = False) -> str:
+    parts = []
+    suffix = "x" if ratio else unit
+    if bound.min is not None:
+        parts.append(f">= {format_number(bound.min)}{suffix}")
+    if bound.max is not None:
+        parts.append(f"<= {format_number(bound.max)}{suffix}")
+    return " and ".join(parts)
+
+
+# -- matching ---------------------------------------------------------------------------
+
+def _matches(rule: Rule, inst: TestInstance) -> bool:
+    for key, wanted in rule.match.items():
+        if key == "bytes":
+            b = float(inst.get("bytes", 0))
+            if (wanted.min is not None and b < wanted.min) or \
+               (wanted.max is not None and b > wanted.max):
+                return False
+            continue
+        attr = "metric" if key == "metric" else key
+        value = str(inst.get(attr, ""))
+        ok = False
+        for pattern in wanted:
+            if key == "condition" and pattern == "congested":
+                ok = ok or value != "quiet"
+            else:
+                ok = ok or fnmatch.fnmatchcase(value, pattern)
+        if not ok:
+            return False
+    return True
+
+
+# -- evaluation -------------------------------------------------------------------------
+
+class _Evaluator:
+    def __init__(self, analysis: RunAnalysis, baseline: Optional[RunAnalysis]):
+        self.a = analysis
+        self.baseline = baseline
+        self.baseline_index = {instance_key(i): i for i in baseline.instances} if baseline else {}
+
+    def rank(self, r) -> str:
+        host = self.a.hosts.get(int(r))
+        return f"rank {int(r)} ({host})" if host else f"rank {int(r)}"
+
+    def pair(self, r, p) -> str:
+        return f"{self.rank(r)} -> {self.rank(p)}"
+
+    def _named(self, items: List[Tuple[str, float]], unit: str) -> str:
+        shown = ", ".join(f"{who} {format_number(v)}{unit}" for who, v in items[:MAX_NAMED])
+        if len(items) > MAX_NAMED:
+            shown += f" and {len(items) - MAX_NAMED} more"
+        return shown
+
+    def _responsible(self, inst: TestInstance, key: str, bound: Bound) -> str:
+        """Ranks (and pairs, for pair patterns) whose own value breaks the bound."""
+        s = self.a.samples(inst)
+        unit = _unit(key)
+        higher_bad = bound.max is not None
+        parts = []
+        for label, by, namer in (("ranks", "rank", lambda k: self.rank(k)),
+                                 ("pairs", ["rank", "peer"], lambda k: self.pair(*k))):
+            if label == "pairs":
+                s_pairs = s[s["peer"] >= 0]
+                if s_pairs.empty or s_pairs.groupby("rank")["peer"].nunique().max() < 2:
+                    continue  # one peer per rank: the rank list already names the pair
+                values = _group_values(s_pairs, inst.metric, key, by)
+            else:
+                values = _group_values(s, inst.metric, key, by)
+            bad = [(namer(k), v) for k, v in values.items() if _violates(v, bound)]
+            bad.sort(key=lambda item: -item[1] if higher_bad else item[1])
+            if bad:
+                parts.append(f"{label} over the limit: {self._named(bad, unit)}")
+        if not parts:
+            values = _group_values(s, inst.metric, key, "rank")
+            if values:
+                worst = max(values.items(), key=lambda kv: kv[1]) if higher_bad else \
+                    min(values.items(), key=lambda kv: kv[1])
+                parts.append(f"no single rank breaks it (all ranks together do); worst "
+                             f"{self.rank(worst[0])} {format_number(worst[1])}{unit}")
+        return "; ".join(parts)
+
+    def value(self, inst: TestInstance, key: str) -> float:
+        st = self.a.stats(inst)
+        if key == "samples":
+            return float(st.n_samples)
+        if key == "flagged_samples":
+            s = self.a.samples(inst)
+            return float(np.count_nonzero(s["flags"].to_numpy())) if len(s) else 0.0
+        if key == "impact_mean":
+            return self.a.impacts(inst)[0]
+        if key == "impact_p99":
+            return self.a.impacts(inst)[1]
+        stat = key.rsplit("_", 1)[0]
+        return st.value({"p999": "p99.9"}.get(stat, stat))
+
+    def limits(self, rule: Rule, inst: TestInstance, result: CheckResult):
+        for key, bound in rule.limits.items():
+            if not _applicable(key, inst):
+                continue
+            if key.startswith("impact_") and self.a.quiet_partner(inst) is None:
+                continue
+            value = self.value(inst, key)
+            if key not in ("samples", "flagged_samples") and self.a.stats(inst).n_samples == 0:
+                result.messages.append(f"{key}: no samples to evaluate (status "
+                                       f"{inst.get('status')}: {inst.get('error') or '-'})")
+                continue
+            result.details.append(f"{key} = {format_number(value)}{_unit(key)}")
+            if not _violates(value, bound):
+                continue
+            msg = (f"{key} = {format_number(value)}{_unit(key)}, required "
+                   f"{_bound_text(bound, _unit(key))}")
+            if key in ("impact_mean", "impact_p99"):
+                msg += "; " + self._impact_ranks(inst, key)
+            elif key == "flagged_samples":
+                s = self.a.samples(inst)
+                flagged = s[s["flags"] != 0].groupby("rank").size().sort_values(ascending=False)
+                msg += "; flagged on " + self._named(
+                    [(self.rank(r), float(n)) for r, n in flagged.items()], " samples")
+            elif key != "samples":
+                msg += "; " + self._responsible(inst, key, bound)
+            result.messages.append(msg)
+
+    def _impact_ranks(self, inst: TestInstance, key: str) -> str:
+        quiet = self.a.quiet_partner(inst)
+        stat_key = "p99_x" if key == "impact_p99" else "mean_x"
+        q_vals = _group_values(self.a.samples(quiet), inst.metric, stat_key, "rank")
+        c_vals = _group_values(self.a.samples(inst), inst.metric, stat_key, "rank")
+        per_rank = [(self.rank(r), impact_factor(inst.metric, q_vals[r], c_vals[r]))
+                    for r in c_vals if r in q_vals]
+        per_rank = [(w, v) for w, v in per_rank if np.isfinite(v)]
+        per_rank.sort(key=lambda item: -item[1])
+        return "most affected: " + (self._named(per_rank, "x") if per_rank else "-")
+
+    def baseline_check(self, rule: Rule, inst: TestInstance, result: CheckResult):
+        if not rule.baseline:
+            return
+        base_inst = self.baseline_index.get(instance_key(inst))
+        if base_inst is None:
+            key = instance_key(inst)
+            result.messages.append(f"baseline {self.baseline.result.path} has no instance with "
+                                   f"case {key[0]!r}, condition {key[1]!r}, pass {key[2]!r}")
+            return
+        base = _Evaluator(self.baseline, None)
+        for key, bound in rule.baseline.items():
+            if not _applicable(key, inst):
+                continue
+            now, before = self.value(inst, key), base.value(base_inst, key)
+            if not (np.isfinite(now) and np.isfinite(before)) or before == 0:
+                result.messages.append(f"{key}: cannot compare with the baseline "
+                                       f"({format_number(now)} vs {format_number(before)})")
+                continue
+            ratio = now / before
+            result.details.append(f"{key} ratio to baseline = {ratio:.3f}")
+            if not _violates(ratio, bound):
+                continue
+            now_ranks = _group_values(self.a.samples(inst), inst.metric, key, "rank")
+            base_ranks = _group_values(self.baseline.samples(base_inst), inst.metric, key, "rank")
+            ratios = [(self.rank(r), now_ranks[r] / base_ranks[r]) for r in now_ranks
+                      if r in base_ranks and base_ranks[r]]
+            bad = [(w, v) for w, v in ratios if _violates(v, bound)]
+            bad.sort(key=lambda item: -item[1] if bound.max is not None else item[1])
+            who = (f"ranks beyond it: {self._named(bad, 'x')}" if bad
+                   else "no single rank beyond it")
+            result.messages.append(
+                f"{key} = {format_number(now)}{_unit(key)} is {ratio:.3f}x the baseline "
+                f"{format_number(before)}{_unit(key)}, required {_bound_text(bound, ratio=True)}"
+                f"; {who}")
+
+    def outliers(self, rule: Rule, inst: TestInstance, result: CheckResult):
+        s = self.a.samples(inst)
+        metric = inst.metric
+        unit = " GB/s" if is_bandwidth(metric) else " us"
+        fraction = rule.outliers.get("pair_min_fraction_of_median")
+        if fraction is not None:
+            pairs = pair_values(s, metric)
+            if len(pairs) >= 2:
+                median = float(np.median(pairs["median"]))
+                result.details.append(f"median pair {format_number(median)}{unit} over "
+                                      f"{len(pairs)} pairs")
+                bad = []
+                for row in pairs.itertuples():
+                    # performance relative to the median pair: 1 = typical, <1 = slower
+                    rel = row.median / median if is_bandwidth(metric) else median / row.median
+                    if rel < fraction:
+                        bad.append((row.rank, row.peer, row.median, rel))
+                bad.sort(key=lambda item: item[3])
+                for rank, peer, value, rel in bad[:MAX_NAMED]:
+                    result.messages.append(
+                        f"pair {self.pair(rank, peer)}: {format_number(value)}{unit} is "
+                        f"{100 * rel:.0f}% of the median pair's performance "
+                        f"({format_number(median)}{unit}), required >= {100 * fraction:.0f}%")
+                if len(bad) > MAX_NAMED:
+                    result.messages.append(f"... and {len(bad) - MAX_NAMED} more slow pairs")
+        ratio = rule.outliers.get("rank_p99_max_ratio_to_median")
+        if ratio is not None:
+            tails = self.a.stats(inst).rank_tails
+            if len(tails) >= 2:
+                median_time = float(np.median(tails["p99_time_ns"]))
+                median_show = float(np.median(tails["p99"]))
+                result.details.append(f"median rank p99 {format_number(median_show)}{unit}")
+                bad = [(row.rank, row.p99, row.p99_time_ns / median_time)
+                       for row in tails.itertuples()
+                       if median_time > 0 and row.p99_time_ns > ratio * median_time]
+                bad.sort(key=lambda item: -item[2])
+                for rank, p99, times in bad[:MAX_NAMED]:
+                    side = " (slow side)" if is_bandwidth(metric) else ""
+                    result.messages.append(
+                        f"{self.rank(rank)}: p99{side} {format_number(p99)}{unit} takes "
+                        f"{times:.1f}x the median rank's p99 time (median rank p99 "
+                        f"{format_number(median_show)}{unit}), required <= {ratio:g}x")
+                if len(bad) > MAX_NAMED:
+                    result.messages.append(f"... and {len(bad) - MAX_NAMED} more slow ranks")
+
+
+def evaluate(result: ResultFile, criteria: Criteria,
+             baseline: Optional[ResultFile] = None) -> List[CheckResult]:
+    if criteria.needs_baseline() and baseline is None:
+        rule = next(r for r in criteria.rules if r.baseline)
+        raise CriteriaError(criteria.path, rule.line,
+                            f"rule {rule.name!r} compares with a baseline: pass --baseline FILE")
+    analysis = RunAnalysis(result)
+    evaluator = _Evaluator(analysis, RunAnalysis(baseline) if baseline is not None else None)
+    checks: List[CheckResult] = []
+    if criteria.require_complete:
+        check = CheckResult("run complete", result.path)
+        if not result.complete:
+            check.messages.append(f"the run did not end normally (complete=0, exit_code="
+                                  f"{result.attrs.get('exit_code')}); tests may be missing")
+        checks.append(check)
+    if criteria.allowed_status is not None:
+        for inst in analysis.instances:
+            check = CheckResult("status", describe_instance(inst))
+            status = str(inst.get("status", ""))
+            if status not in criteria.allowed_status:
+                check.messages.append(f"status {status} (allowed: "
+                                      f"{', '.join(criteria.allowed_status)}): "
+                                      f"{inst.get('error') or 'no error message'}")
+            checks.append(check)
+    for rule in criteria.rules:
+        matched = [i for i in analysis.instances if _matches(rule, i)]
+        if not matched:
+            check = CheckResult(rule.name, "(no matching test instance)")
+            if not rule.optional:
+                check.messages.append(f"no test instance matches this rule (criteria line "
+                                      f"{rule.line}); mark it 'optional: true' if that is fine")
+            checks.append(check)
+            continue
+        evaluated = 0
+        for inst in matched:
+            check = CheckResult(rule.name, describe_instance(inst))
+            evaluator.limits(rule, inst, check)
+            evaluator.baseline_check(rule, inst, check)
+            if rule.outliers:
+                evaluator.outliers(rule, inst, check)
+            # a check with neither a value nor a failure did not apply (e.g. p99_us on a
+            # bandwidth test, impact on a quiet one, outliers with a single rank)
+            if check.details or check.messages:
+                checks.append(check)
+                evaluated += 1
+        if not evaluated and not rule.optional:
+            checks.append(CheckResult(rule.name, "(no applicable test instance)", [
+                f"the rule matched {len(matched)} instance(s) but none of its checks applies "
+                f"to them (criteria line {rule.line}): check the metric names against the "
+                f"test kinds, or mark it 'optional: true'"]))
+    return checks
+
+
+def write_junit(checks: List[CheckResult], path: str, suite_name: str) -> None:
+    failures = sum(1 for c in checks if not c.passed)
+    suites = ET.Element("testsuites", tests=str(len(checks)), failures=str(failures))
+    suite = ET.SubElement(suites, "testsuite", name=suite_name, tests=str(len(checks)),
+                          failures=str(failures), errors="0", skipped="0")
+    for check in checks:
+        case = ET.SubElement(suite, "testcase", classname=f"fabscope.accept.{check.rule}",
+                             name=check.subject)
+        if not check.passed:
+            failure = ET.SubElement(case, "failure", message=check.messages[0][:500],
+                                    type="criteria")
+            failure.text = "\n".join(check.messages)
+        if check.details:
+            out = ET.SubElement(case, "system-out")
+            out.text = "\n".join(check.details)
+    ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def run_accept(result: ResultFile, criteria: Criteria, baseline: Optional[ResultFile] = None,
+               junit_path: Optional[str] = None, stream: TextIO = sys.stdout) -> bool:
+    checks = evaluate(result, criteria, baseline)
+    for check in checks:
+        print(f"{'PASS' if check.passed else 'FAIL'}  {check.rule}: {check.subject}", file=stream)
+        for msg in check.messages:
+            print(f"      {msg}", file=stream)
+    failed = [c for c in checks if not c.passed]
+    print(f"\naccept: {len(checks) - len(failed)} of {len(checks)} checks passed"
+          f" ({criteria.path} on {result.path}) -> {'PASS' if not failed else 'FAIL'}",
+          file=stream)
+    if junit_path:
+        write_junit(checks, junit_path, f"fabscope accept {result.name}")
+    return not failed
