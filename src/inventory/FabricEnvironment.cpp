@@ -1,0 +1,38 @@
+#include "inventory/FabricEnvironment.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace fabscope::inventory {
+
+bool isFabricVariable(const std::string& name) {
+  static const char* const prefixes[] = {"NCCL_", "UCX_", "OMPI_", "SLURM_"};
+  for (const char* prefix : prefixes)
+    if (name.rfind(prefix, 0) == 0) return true;
+  return name == "CUDA_VISIBLE_DEVICES";
+}
+
+bool looksSecret(const std::string& name) {
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  static const char* const markers[] = {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "JWT", "AUTH", "KEY"};
+  for (const char* marker : markers)
+    if (upper.find(marker) != std::string::npos) return true;
+  return false;
+}
+
+std::vector<std::pair<std::string, std::string>> fabricEnvironment(const std::vector<std::string>& environment) {
+  std::vector<std::pair<std::string, std::string>> kept;
+  for (const auto& entry : environment) {
+    auto equals = entry.find('=');
+    if (equals == std::string::npos || equals == 0) continue;
+    std::string name = entry.substr(0, equals);
+    if (!isFabricVariable(name) || looksSecret(name)) continue;
+    kept.emplace_back(std::move(name), entry.substr(equals + 1));
+  }
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+}  // namespace fabscope::inventory

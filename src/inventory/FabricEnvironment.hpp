@@ -1,0 +1,19 @@
+#pragma once
+// The fabric-related part of an environment: NCCL_*, UCX_*, OMPI_*, SLURM_*
+// and CUDA_VISIBLE_DEVICES, without anything that looks like a secret.
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fabscope::inventory {
+
+// Entries are "NAME=VALUE"; the result is sorted by name.
+std::vector<std::pair<std::string, std::string>> fabricEnvironment(const std::vector<std::string>& environment);
+
+bool isFabricVariable(const std::string& name);
+
+// Names containing TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, JWT, AUTH or KEY
+// (case-insensitive) are never recorded.
+bool looksSecret(const std::string& name);
+
+}  // namespace fabscope::inventory

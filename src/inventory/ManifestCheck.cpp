@@ -1,0 +1,209 @@
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "inventory/Manifest.hpp"
+
+namespace fabscope::inventory {
+
+std::string statusName(ManifestStatus status) {
+  switch (status) {
+    case ManifestStatus::match: return "match";
+    case ManifestStatus::mismatch: return "mismatch";
+    case ManifestStatus::missing: return "missing";
+  }
+  return "unknown";
+}
+
+bool manifestFailed(const std::vector<ManifestRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(),
+                     [](const ManifestRow& row) { return row.mustMatch && row.status != ManifestStatus::match; });
+}
+
+bool versionMatches(const std::string& intended, const std::string& discovered) {
+  if (intended.empty() || discovered.empty()) return false;
+  if (intended == discovered) return true;
+  auto partOfVersion = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; };
+  for (std::size_t at = discovered.find(intended); at != std::string::npos; at = discovered.find(intended, at + 1)) {
+    const std::size_t end = at + intended.size();
+    const bool leftBoundary = at == 0 || !partOfVersion(discovered[at - 1]) || !partOfVersion(intended.front());
+    bool rightBoundary = end == discovered.size() || !partOfVersion(discovered[end]) || !partOfVersion(intended.back());
+    // "2.28" covers "2.28.3": a dot followed by more digits continues the same series.
+    if (!rightBoundary && discovered[end] == '.' && end + 1 < discovered.size() &&
+        std::isdigit(static_cast<unsigned char>(discovered[end + 1])))
+      rightBoundary = true;
+    if (leftBoundary && rightBoundary) return true;
+  }
+  return false;
+}
+
+namespace {
+
+std::string formatNumber(double number) {
+  char buffer[32];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, number);
+  return ec == std::errc() ? std::string(buffer, end) : std::string();
+}
+
+class HostChecker {
+ public:
+  HostChecker(const HostInventory& host, std::vector<ManifestRow>& rows) : host_(host), rows_(rows) {}
+
+  void add(const std::string& component, const std::string& intended, const std::string& discovered,
+           ManifestStatus status, const Expectation& expectation) {
+    rows_.push_back({component, host_.hostname, intended, discovered, status, expectation.mustMatch,
+                     expectation.validation});
+  }
+
+  void compare(const std::string& component, const std::string& intended, const std::string& discovered,
+               const Expectation& expectation) {
+    ManifestStatus status = discovered.empty()          ? ManifestStatus::missing
+                            : discovered == intended ? ManifestStatus::match
+                                                     : ManifestStatus::mismatch;
+    add(component, intended, discovered, status, expectation);
+  }
+
+  void checkFabric(const FabricIntent& fabric) {
+    const Expectation& e = fabric.expectation;
+    std::vector<std::pair<std::string, const RdmaPort*>> activePorts;
+    for (const auto& device : host_.rdmaDevices)
+      for (const auto& port : device.ports)
+        if (port.state == "ACTIVE") activePorts.emplace_back(device.name + "/" + std::to_string(port.number), &port);
+
+    const std::vector<const NetInterface*> interfaces = fabricInterfaces(fabric);
+    if (fabric.protocol == "tcp") {
+      bool anyUp = std::any_of(interfaces.begin(), interfaces.end(),
+                               [](const NetInterface* n) { return n->operstate == "up" || n->operstate == "unknown"; });
+      add("fabric/protocol", "tcp", anyUp ? "tcp" : "no fabric interface up",
+          anyUp ? ManifestStatus::match : ManifestStatus::missing, e);
+    } else {
+      bool ib = false, roce = false;
+      for (const auto& [name, port] : activePorts) {
+        ib = ib || port->linkLayer == "InfiniBand";
+        roce = roce || port->linkLayer == "Ethernet";
+      }
+      std::string discovered = ib && roce ? "ib+roce" : ib ? "ib" : roce ? "roce" : "";
+      add("fabric/protocol", fabric.protocol, discovered.empty() ? "no active RDMA port" : discovered,
+          discovered.empty()                ? ManifestStatus::missing
+          : discovered == fabric.protocol ? ManifestStatus::match
+                                          : ManifestStatus::mismatch,
+          e);
+    }
+
+    if (fabric.protocol != "tcp") {
+      if (fabric.rateGbps) {
+        for (const auto& [name, port] : activePorts)
+          compare("fabric/rate_gbps@" + name, formatNumber(*fabric.rateGbps),
+                  port->rateGbps > 0 ? formatNumber(port->rateGbps) : "", e);
+        if (activePorts.empty()) add("fabric/rate_gbps", formatNumber(*fabric.rateGbps), "no active RDMA port", ManifestStatus::missing, e);
+      }
+      if (fabric.width) {
+        for (const auto& [name, port] : activePorts)
+          compare("fabric/width@" + name, std::to_string(*fabric.width), port->width > 0 ? std::to_string(port->width) : "", e);
+        if (activePorts.empty()) add("fabric/width", std::to_string(*fabric.width), "no active RDMA port", ManifestStatus::missing, e);
+      }
+      if (fabric.rdmaMtu) {
+        for (const auto& [name, port] : activePorts)
+          compare("fabric/rdma_mtu@" + name, std::to_string(*fabric.rdmaMtu),
+                  port->activeMtu > 0 ? std::to_string(port->activeMtu) : "", e);
+        if (activePorts.empty()) add("fabric/rdma_mtu", std::to_string(*fabric.rdmaMtu), "no active RDMA port", ManifestStatus::missing, e);
+      }
+    } else if (fabric.rateGbps) {
+      for (const NetInterface* net : interfaces)
+        compare("fabric/rate_gbps@" + net->name, formatNumber(*fabric.rateGbps),
+                net->speedMbps > 0 ? formatNumber(static_cast<double>(net->speedMbps) / 1000.0) : "", e);
+      if (interfaces.empty()) add("fabric/rate_gbps", formatNumber(*fabric.rateGbps), "no fabric interface", ManifestStatus::missing, e);
+    }
+    if (fabric.mtu) {
+      for (const NetInterface* net : interfaces)
+        compare("fabric/mtu@" + net->name, std::to_string(*fabric.mtu), net->mtu > 0 ? std::to_string(net->mtu) : "", e);
+      if (interfaces.empty()) add("fabric/mtu", std::to_string(*fabric.mtu), "no fabric interface", ManifestStatus::missing, e);
+    }
+  }
+
+  void checkAdapter(const AdapterIntent& adapter) {
+    const Expectation& e = adapter.expectation;
+    const std::string base = "adapter/" + adapter.model;
+    bool found = false;
+    for (const auto& device : host_.rdmaDevices) {
+      if (device.boardId != adapter.model && device.hcaType != adapter.model) continue;
+      found = true;
+      const std::string component = base + "@" + device.name;
+      if (adapter.firmware) compare(component + "/firmware", *adapter.firmware, device.firmware, e);
+      const NetInterface* net = interfaceOf(device);
+      if (adapter.driver) compare(component + "/driver", *adapter.driver, net ? net->driver : "", e);
+      if (adapter.driverVersion) {
+        const std::string discovered = net ? net->driverVersion : "";
+        add(component + "/driver_version", *adapter.driverVersion, discovered,
+            discovered.empty()                                      ? ManifestStatus::missing
+            : versionMatches(*adapter.driverVersion, discovered) ? ManifestStatus::match
+                                                                 : ManifestStatus::mismatch,
+            e);
+      }
+    }
+    if (!found) add(base, "present", "none", ManifestStatus::missing, e);
+  }
+
+  void checkSoftware(const SoftwareIntent& software) {
+    const SoftwareVersions& v = host_.versions;
+    const std::string* discovered = software.name == "mpi"             ? &v.mpi
+                                    : software.name == "ucx"           ? &v.ucx
+                                    : software.name == "nccl"          ? &v.nccl
+                                    : software.name == "cuda_runtime"  ? &v.cudaRuntime
+                                    : software.name == "cuda_driver"   ? &v.cudaDriver
+                                    : software.name == "nvidia_driver" ? &v.nvidiaDriver
+                                    : software.name == "kernel"        ? &v.kernel
+                                    : software.name == "os"            ? &v.os
+                                                                       : nullptr;
+    const std::string value = discovered ? *discovered : std::string();
+    add("software/" + software.name, software.version, value,
+        value.empty()                                 ? ManifestStatus::missing
+        : versionMatches(software.version, value) ? ManifestStatus::match
+                                                  : ManifestStatus::mismatch,
+        software.expectation);
+  }
+
+ private:
+  std::vector<const NetInterface*> fabricInterfaces(const FabricIntent& fabric) const {
+    std::vector<const NetInterface*> selected;
+    for (const auto& net : host_.interfaces) {
+      bool chosen = false;
+      if (!fabric.interfaces.empty()) {
+        for (const auto& pattern : fabric.interfaces)
+          chosen = chosen || fnmatch(pattern.c_str(), net.name.c_str(), 0) == 0;
+      } else if (fabric.protocol == "tcp") {
+        chosen = net.name != "lo" && net.operstate == "up";
+      } else {
+        chosen = !net.rdmaDevice.empty();
+      }
+      if (chosen) selected.push_back(&net);
+    }
+    return selected;
+  }
+
+  const NetInterface* interfaceOf(const RdmaDevice& device) const {
+    for (const auto& net : host_.interfaces)
+      if (net.rdmaDevice == device.name) return &net;
+    return nullptr;
+  }
+
+  const HostInventory& host_;
+  std::vector<ManifestRow>& rows_;
+};
+
+}  // namespace
+
+std::vector<ManifestRow> checkManifest(const Manifest& manifest, const std::vector<HostInventory>& hosts) {
+  std::vector<ManifestRow> rows;
+  for (const auto& host : hosts) {
+    HostChecker checker(host, rows);
+    if (manifest.fabric) checker.checkFabric(*manifest.fabric);
+    for (const auto& adapter : manifest.adapters) checker.checkAdapter(adapter);
+    for (const auto& software : manifest.software) checker.checkSoftware(software);
+  }
+  return rows;
+}
+
+}  // namespace fabscope::inventory

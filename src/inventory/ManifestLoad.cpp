@@ -1,0 +1,197 @@
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "inventory/Manifest.hpp"
+#include "inventory/YamlChecks.hpp"
+
+namespace fabscope::inventory {
+
+ManifestError::ManifestError(const std::string& file, int line, int column, const std::string& problem)
+    : std::runtime_error(file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + problem),
+      line_(line),
+      column_(column) {}
+
+namespace {
+
+const std::vector<std::string> kTopKeys = {"manifest_version", "name", "fabric", "adapters", "software"};
+const std::vector<std::string> kFabricKeys = {"protocol", "rate_gbps", "width", "mtu", "rdma_mtu",
+                                              "interfaces", "validation", "must_match"};
+const std::vector<std::string> kAdapterKeys = {"model", "firmware", "driver", "driver_version", "validation",
+                                               "must_match"};
+const std::vector<std::string> kSoftwareNames = {"mpi", "ucx", "nccl", "cuda_runtime", "cuda_driver",
+                                                 "nvidia_driver", "kernel", "os"};
+const std::vector<std::string> kSoftwareKeys = {"version", "validation", "must_match"};
+
+class ManifestParser {
+ public:
+  explicit ManifestParser(std::string file) : reader_(std::move(file)) {}
+
+  Manifest parse(const std::string& text) {
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::ParserException& e) {
+      reader_.fail<ManifestError>(e.mark, "YAML syntax error: " + e.msg);
+    }
+    Manifest manifest;
+    manifest.file = reader_.file();
+    if (!root.IsMap()) fail(root.Mark(), "expected a mapping with keys " + joinNames(kTopKeys) + ", found " + describeNodeType(root));
+    requireKnownKeys(root, kTopKeys, "the manifest");
+    if (root["manifest_version"]) {
+      int version = integer(root["manifest_version"], "manifest_version");
+      if (version != 1) fail(root["manifest_version"].Mark(), "manifest_version " + std::to_string(version) + " is not supported (expected 1)");
+    }
+    if (root["name"]) manifest.name = scalar(root["name"], "name");
+    if (root["fabric"]) manifest.fabric = fabric(root["fabric"]);
+    if (root["adapters"]) {
+      const YAML::Node list = root["adapters"];
+      if (!list.IsSequence()) fail(list.Mark(), "'adapters' must be a list of adapter entries, found " + describeNodeType(list));
+      for (const auto& entry : list) manifest.adapters.push_back(adapter(entry));
+    }
+    if (root["software"]) manifest.software = software(root["software"]);
+    return manifest;
+  }
+
+ private:
+  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& problem) const {
+    reader_.fail<ManifestError>(mark, problem);
+  }
+
+  void requireKnownKeys(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& where) {
+    if (auto unknown = firstUnknownKey(map, allowed))
+      fail(unknown->Mark(), "unknown key '" + (unknown->IsScalar() ? unknown->Scalar() : std::string("?")) + "' in " +
+                                where + " (expected one of: " + joinNames(allowed) + ")");
+  }
+
+  std::string scalar(const YAML::Node& node, const std::string& key) {
+    if (!node.IsScalar()) fail(node.Mark(), "'" + key + "' must be a single value, found " + describeNodeType(node));
+    return node.Scalar();
+  }
+
+  double number(const YAML::Node& node, const std::string& key) {
+    const std::string text = scalar(node, key);
+    try {
+      std::size_t used = 0;
+      double value = std::stod(text, &used);
+      if (used == text.size() && std::isfinite(value) && value > 0) return value;
+    } catch (const std::exception&) {
+    }
+    fail(node.Mark(), "'" + key + "' must be a positive number, found '" + text + "'");
+  }
+
+  int integer(const YAML::Node& node, const std::string& key) {
+    const std::string text = scalar(node, key);
+    try {
+      std::size_t used = 0;
+      long value = std::stol(text, &used);
+      if (used == text.size() && value > 0 && value < (1L << 30)) return static_cast<int>(value);
+    } catch (const std::exception&) {
+    }
+    fail(node.Mark(), "'" + key + "' must be a positive integer, found '" + text + "'");
+  }
+
+  bool boolean(const YAML::Node& node, const std::string& key) {
+    const std::string text = scalar(node, key);
+    if (text == "true" || text == "yes") return true;
+    if (text == "false" || text == "no") return false;
+    fail(node.Mark(), "'" + key + "' must be true or false, found '" + text + "'");
+  }
+
+  Expectation expectation(const YAML::Node& map) {
+    Expectation result;
+    result.line = map.Mark().line + 1;
+    if (map["validation"]) {
+      result.validation = scalar(map["validation"], "validation");
+      if (result.validation != "vendor-validated" && result.validation != "site-integrated")
+        fail(map["validation"].Mark(),
+             "'validation' must be vendor-validated or site-integrated, found '" + result.validation + "'");
+    }
+    if (map["must_match"]) result.mustMatch = boolean(map["must_match"], "must_match");
+    return result;
+  }
+
+  FabricIntent fabric(const YAML::Node& node) {
+    if (!node.IsMap()) fail(node.Mark(), "'fabric' must be a mapping with keys " + joinNames(kFabricKeys) + ", found " + describeNodeType(node));
+    requireKnownKeys(node, kFabricKeys, "'fabric'");
+    FabricIntent intent;
+    if (!node["protocol"]) fail(node.Mark(), "'fabric' needs a 'protocol' (ib, roce or tcp)");
+    intent.protocol = scalar(node["protocol"], "protocol");
+    if (intent.protocol != "ib" && intent.protocol != "roce" && intent.protocol != "tcp")
+      fail(node["protocol"].Mark(), "'protocol' must be ib, roce or tcp, found '" + intent.protocol + "'");
+    if (node["rate_gbps"]) intent.rateGbps = number(node["rate_gbps"], "rate_gbps");
+    if (node["width"]) intent.width = integer(node["width"], "width");
+    if (node["mtu"]) intent.mtu = integer(node["mtu"], "mtu");
+    if (node["rdma_mtu"]) {
+      intent.rdmaMtu = integer(node["rdma_mtu"], "rdma_mtu");
+      const int m = *intent.rdmaMtu;
+      if (m != 256 && m != 512 && m != 1024 && m != 2048 && m != 4096)
+        fail(node["rdma_mtu"].Mark(), "'rdma_mtu' must be 256, 512, 1024, 2048 or 4096, found " + std::to_string(m));
+    }
+    if (node["interfaces"]) {
+      const YAML::Node list = node["interfaces"];
+      if (!list.IsSequence()) fail(list.Mark(), "'interfaces' must be a list of interface names, found " + describeNodeType(list));
+      for (const auto& item : list) intent.interfaces.push_back(scalar(item, "interfaces"));
+    }
+    intent.expectation = expectation(node);
+    return intent;
+  }
+
+  AdapterIntent adapter(const YAML::Node& node) {
+    if (!node.IsMap()) fail(node.Mark(), "an adapter entry must be a mapping with keys " + joinNames(kAdapterKeys) + ", found " + describeNodeType(node));
+    requireKnownKeys(node, kAdapterKeys, "an adapter entry");
+    AdapterIntent intent;
+    if (!node["model"]) fail(node.Mark(), "an adapter entry needs a 'model' (board_id or hca_type)");
+    intent.model = scalar(node["model"], "model");
+    if (node["firmware"]) intent.firmware = scalar(node["firmware"], "firmware");
+    if (node["driver"]) intent.driver = scalar(node["driver"], "driver");
+    if (node["driver_version"]) intent.driverVersion = scalar(node["driver_version"], "driver_version");
+    intent.expectation = expectation(node);
+    return intent;
+  }
+
+  std::vector<SoftwareIntent> software(const YAML::Node& node) {
+    if (!node.IsMap()) fail(node.Mark(), "'software' must be a mapping of " + joinNames(kSoftwareNames) + ", found " + describeNodeType(node));
+    requireKnownKeys(node, kSoftwareNames, "'software'");
+    std::vector<SoftwareIntent> result;
+    for (const auto& entry : node) {
+      SoftwareIntent intent;
+      intent.name = entry.first.Scalar();
+      const YAML::Node value = entry.second;
+      if (value.IsScalar()) {
+        intent.version = value.Scalar();
+        intent.expectation.line = value.Mark().line + 1;
+      } else if (value.IsMap()) {
+        requireKnownKeys(value, kSoftwareKeys, "'software." + intent.name + "'");
+        if (!value["version"]) fail(value.Mark(), "'software." + intent.name + "' needs a 'version'");
+        intent.version = scalar(value["version"], "version");
+        intent.expectation = expectation(value);
+      } else {
+        fail(value.Mark().line >= 0 ? value.Mark() : entry.first.Mark(),
+             "'software." + intent.name + "' must be a version or a mapping with keys " + joinNames(kSoftwareKeys) +
+                 ", found " + describeNodeType(value));
+      }
+      if (intent.version.empty()) fail(entry.first.Mark(), "'software." + intent.name + "' has an empty version");
+      result.push_back(std::move(intent));
+    }
+    return result;
+  }
+
+  YamlReader reader_;
+};
+
+}  // namespace
+
+Manifest parseManifest(const std::string& text, const std::string& file) { return ManifestParser(file).parse(text); }
+
+Manifest loadManifest(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw ManifestError(path.string(), 0, 0, "cannot open the manifest file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parseManifest(text.str(), path.string());
+}
+
+}  // namespace fabscope::inventory
