@@ -20,7 +20,7 @@ QUIET_COLOR = "#1f77b4"
 
 def _to_png(fig) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=90)
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
@@ -51,13 +51,15 @@ def cdf(series: Sequence[Tuple[str, np.ndarray]], xlabel: str, title: str,
         if log_x:
             a.set_xscale("log")
         a.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+        a.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         a.set_xlabel(xlabel)
-        a.grid(True, which="both", alpha=0.3)
+        a.grid(True, which="major", alpha=0.3)
     ax.set_ylabel("fraction of samples <= x")
     ax.set_title(title, fontsize=10)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
     tail.set_yscale("log")
+    tail.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     tail.set_ylabel("fraction <= x (slow tail)" if low_is_bad else "fraction > x (tail)")
     tail.set_title("slow tail", fontsize=10)
     fig.tight_layout()

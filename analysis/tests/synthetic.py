@@ -234,7 +234,8 @@ def pair_matrix_from(samples: np.ndarray, nranks: int, metric: str, divisor: int
 def write_standard_run(path, *, slow_pair: Optional[Tuple[int, int]] = (2, 5),
                        slow_rank: Optional[int] = 3, complete: bool = True, nranks: int = 8,
                        latency_scale: float = 1.0, bandwidth_scale: float = 1.0,
-                       seed: int = 7, with_hosts: bool = True) -> SyntheticRun:
+                       seed: int = 7, with_hosts: bool = True, slow_sender: bool = True,
+                       with_empty: bool = True, mtu_mismatch: bool = True) -> SyntheticRun:
     """A run with every section the report knows, and planted defects.
 
     - 0000 latency quiet, 0001 latency under incast (impact ~1.8), rank `slow_rank` 5x slower
@@ -242,6 +243,9 @@ def write_standard_run(path, *, slow_pair: Optional[Tuple[int, int]] = (2, 5),
     - 0003 incast (one receiver, senders 1..n-1), one sender starved
     - 0004 kvpush with requests and a fault event sequence
     - 0005 empty latency test (0 samples, status error)
+    - /hosts with fh2 at MTU 1500 while the others have 9000
+
+    Each planted defect can be switched off to get a run that should be accepted.
     """
     run = SyntheticRun(path, nranks=nranks, ranks_per_host=2, seed=seed)
     rng = run.rng
@@ -271,7 +275,8 @@ def write_standard_run(path, *, slow_pair: Optional[Tuple[int, int]] = (2, 5),
                  pair_matrix=pair_matrix_from(bw, nranks, "bandwidth"))
     senders = list(range(1, nranks))
     inc = make_samples(bandwidth_entries([(s, 0) for s in senders], 30, 256 << 10, 2.0, rng,
-                                         slow_pairs={(senders[-1], 0): 0.3}), run.start_ns())
+                                         slow_pairs={(senders[-1], 0): 0.3} if slow_sender else {}),
+                       run.start_ns())
     run.add_test("incast-7to1", "incast", inc, nbytes=256 << 10, metric="bandwidth",
                  pattern="incast")
     kv_start = run.start_ns()
@@ -282,12 +287,14 @@ def write_standard_run(path, *, slow_pair: Optional[Tuple[int, int]] = (2, 5),
                          (1, 450_000, "detected", 3, "send to rank 3 timed out after 250 us"),
                          (1, 900_000, "rerouted", 3, "retry via rank 2"),
                          (1, 1_500_000, "recovered", 3, "link up, latency back to normal")])
-    run.add_test("pingpong-empty", "latency", np.zeros(0, dtype=SAMPLE_DTYPE), nbytes=64,
-                 divisor=2, status="error",
-                 error="rank 1 at t=1000000123 ns: peer 0 unreachable (deadline 30 s)")
+    if with_empty:
+        run.add_test("pingpong-empty", "latency", np.zeros(0, dtype=SAMPLE_DTYPE), nbytes=64,
+                     divisor=2, status="error",
+                     error="rank 1 at t=1000000123 ns: peer 0 unreachable (deadline 30 s)")
     if with_hosts:
         run.add_hosts({run.host(r): {"link_layer": "Ethernet", "rate_gbps": 100.0,
-                                     "mtu": np.int64(9000 if r != 4 else 1500),
+                                     "mtu": np.int64(1500 if r == 4 and mtu_mismatch
+                                                     else 9000),
                                      "firmware": "22.36.1010"}
                        for r in range(0, nranks, 2)})
     run.close(complete=complete, exit_code=0 if complete else -1)

@@ -1,0 +1,197 @@
+import os
+import textwrap
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from fabscope_analysis import CriteriaError, open_result
+from fabscope_analysis.accept import evaluate
+from fabscope_analysis.criteria import load_criteria, parse_criteria_text
+from helpers import ANALYSIS_DIR, run_cli
+
+SHIPPED = os.path.join(ANALYSIS_DIR, "criteria", "rack-acceptance.yaml")
+
+OUTLIERS = textwrap.dedent("""\
+    fabscope_criteria: 1
+    allowed_status: null
+    rules:
+      - name: uniform pairs
+        match: {pattern: all-pairs}
+        outliers: {pair_min_fraction_of_median: 0.9}
+      - name: no straggler
+        match: {kind: latency}
+        outliers: {rank_p99_max_ratio_to_median: 2.0}
+    """)
+
+
+def _write(tmp_path, text, name="criteria.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _failures(path, criteria_text, baseline=None):
+    criteria = parse_criteria_text(textwrap.dedent(criteria_text))
+    with open_result(path, warn_incomplete=False) as run:
+        base = open_result(baseline) if baseline else None
+        try:
+            return [c for c in evaluate(run, criteria, base) if not c.passed]
+        finally:
+            if base:
+                base.close()
+
+
+def test_planted_slow_pair_and_rank_named(files, tmp_path):
+    junit = tmp_path / "out.xml"
+    out = run_cli("accept", files["standard"], "--criteria", _write(tmp_path, OUTLIERS),
+                  "--junit", junit)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "pair rank 2 (fh1) -> rank 5 (fh2)" in out.stdout
+    assert "pair rank 5 (fh2) -> rank 2 (fh1)" in out.stdout
+    assert "40% of the median pair" in out.stdout
+    assert "rank 3 (fh1): p99" in out.stdout and "5.0x the median" in out.stdout
+    # no other pair or rank is blamed
+    assert out.stdout.count("\nFAIL  ") == 3 and "rank 4" not in out.stdout
+    tree = ET.parse(junit).getroot()
+    suite = tree.find("testsuite")
+    assert suite.get("failures") == "3" and int(suite.get("tests")) == 4
+    failed = [c for c in suite.iter("testcase") if c.find("failure") is not None]
+    assert {c.get("classname") for c in failed} == {"fabscope.accept.uniform pairs",
+                                                    "fabscope.accept.no straggler"}
+    assert "rank 2 (fh1) -> rank 5 (fh2)" in "".join(c.find("failure").text for c in failed)
+
+
+def test_clean_run_accepted_with_shipped_criteria(files, tmp_path):
+    junit = tmp_path / "ok.xml"
+    out = run_cli("accept", files["clean"], "--criteria", SHIPPED, "--junit", junit)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "-> PASS" in out.stdout and "FAIL " not in out.stdout
+    assert ET.parse(junit).getroot().find("testsuite").get("failures") == "0"
+
+
+def test_shipped_criteria_fail_planted_defects(files):
+    out = run_cli("accept", files["standard"], "--criteria", SHIPPED)
+    assert out.returncode == 1
+    for expected in ("status error", "rank 3 (fh1)", "pair rank 2 (fh1) -> rank 5 (fh2)",
+                     "rank 7 (fh3)", "samples = 0, required >= 100"):
+        assert expected in out.stdout, expected
+
+
+def test_absolute_limit_names_ranks(files):
+    fails = _failures(files["standard"], """\
+        fabscope_criteria: 1
+        allowed_status: null
+        rules:
+          - name: tight
+            match: {kind: latency, condition: quiet, name: pingpong}
+            limits: {p99_us: {max: 5}}
+        """)
+    assert len(fails) == 1
+    msg = fails[0].messages[0]
+    assert "p99_us = 10.67 us, required <= 5 us" in msg
+    assert "ranks over the limit: rank 3 (fh1)" in msg and "rank 2 " not in msg
+
+
+def test_bandwidth_limit_names_pairs(files):
+    fails = _failures(files["standard"], """\
+        fabscope_criteria: 1
+        allowed_status: null
+        rules:
+          - name: bw
+            match: {kind: bandwidth}
+            limits: {p99_gbps: {min: 8}}
+        """)
+    msg = fails[0].messages[0]
+    assert "required >= 8 GB/s" in msg
+    assert "pairs over the limit: rank 5 (fh2) -> rank 2 (fh1)" in msg or \
+        "pairs over the limit: rank 2 (fh1) -> rank 5 (fh2)" in msg
+
+
+def test_impact_limit_names_most_affected(files):
+    fails = _failures(files["standard"], """\
+        fabscope_criteria: 1
+        allowed_status: null
+        rules:
+          - name: impact
+            match: {condition: congested}
+            limits: {impact_mean: {max: 1.2}}
+        """)
+    assert len(fails) == 1 and "impact_mean = 1.8" in fails[0].messages[0]
+    assert "most affected: rank" in fails[0].messages[0]
+
+
+def test_baseline_rules(files, tmp_path):
+    text = """\
+        fabscope_criteria: 1
+        allowed_status: null
+        rules:
+          - name: no regression
+            match: {kind: latency, name: pingpong}
+            baseline: {p50_us: {max_ratio: 1.1}}
+        """
+    fails = _failures(files["slower"], text, baseline=files["standard"])
+    assert len(fails) == 2
+    assert "1.3" in fails[0].messages[0] and "x the baseline" in fails[0].messages[0]
+    assert "ranks beyond it: rank" in fails[0].messages[0]
+    assert _failures(files["same"], text, baseline=files["standard"]) == []
+    # baseline rules without --baseline: bad usage, exit 2 naming the rule's line
+    out = run_cli("accept", files["slower"], "--criteria", _write(tmp_path, textwrap.dedent(text)))
+    assert out.returncode == 2 and "criteria.yaml:4" in out.stderr and "--baseline" in out.stderr
+    out = run_cli("accept", files["slower"], "--criteria", _write(tmp_path, textwrap.dedent(text)),
+                  "--baseline", files["standard"])
+    assert out.returncode == 1
+
+
+def test_incomplete_run_fails(files):
+    fails = _failures(files["incomplete"], """\
+        fabscope_criteria: 1
+        rules:
+          - name: any
+            match: {kind: latency}
+            limits: {samples: {min: 1}}
+        """)
+    assert fails[0].rule == "run complete"
+
+
+def test_rule_matching_nothing_fails_unless_optional(files):
+    text = """\
+        fabscope_criteria: 1
+        allowed_status: null
+        rules:
+          - name: allreduce
+            match: {kind: allreduce}
+            limits: {p99_us: {max: 100}}
+        """
+    fails = _failures(files["clean"], text)
+    assert len(fails) == 1 and "no test instance matches" in fails[0].messages[0]
+    assert _failures(files["clean"], textwrap.dedent(text) + "    optional: true\n") == []
+
+
+@pytest.mark.parametrize("text,line,message", [
+    ("fabscope_criteria: 1\nrules:\n  - name: a\n    limits: {p99_us: {max: 1}\n",
+     5, "not valid YAML"),
+    ("fabscope_criteria: 1\nrules:\n  - name: a\n    limits:\n      p99: {max: 1}\n",
+     5, "unknown key 'p99' in limits"),
+    ("fabscope_criteria: 1\nrules:\n  - name: a\n    limits:\n      p99_us: {max: fast}\n",
+     5, "limits.p99_us.max must be a number"),
+    ("fabscope_criteria: 1\nrules:\n  - name: a\n    match: {kind: latency}\n"
+     "    match: {kind: bandwidth}\n    limits: {p99_us: {max: 1}}\n", 5, "duplicate key 'match'"),
+    ("fabscope_criteria: 2\nrules: []\n", 1, "fabscope_criteria must be 1"),
+    ("fabscope_criteria: 1\nrules:\n  - name: a\n    match: {kind: latency}\n", 3,
+     "checks nothing"),
+    ("fabscope_criteria: 1\nrules:\n  - name: a\n    outliers:\n"
+     "      pair_min_fraction_of_median: 90\n", 5, "must be in (0, 1]"),
+])
+def test_bad_criteria_give_file_and_line(tmp_path, files, text, line, message):
+    path = _write(tmp_path, text)
+    with pytest.raises(CriteriaError) as err:
+        load_criteria(path)
+    assert err.value.line == line, str(err.value)
+    assert message in str(err.value)
+    out = run_cli("accept", files["clean"], "--criteria", path)
+    assert out.returncode == 2 and f"{path}:{line}:" in out.stderr
+
+
+def test_missing_criteria_file_exit_2(files, tmp_path):
+    out = run_cli("accept", files["clean"], "--criteria", tmp_path / "nope.yaml")
+    assert out.returncode == 2 and "cannot read criteria file" in out.stderr

@@ -1,0 +1,74 @@
+import numpy as np
+
+from fabscope_analysis import open_result
+from fabscope_analysis.compare import context_frame, run_compare
+from fabscope_analysis.stats import bootstrap_quantile_diffs
+from helpers import run_cli
+
+
+def _frame(paths, **kw):
+    import io
+    results = [open_result(p) for p in paths]
+    try:
+        return run_compare(results, None, stream=io.StringIO(), **kw)
+    finally:
+        for r in results:
+            r.close()
+
+
+def _verdict(frame, case, condition, stat):
+    row = frame[(frame.case == case) & (frame.condition == condition) & (frame.stat == stat)]
+    assert len(row) == 1
+    return row.iloc[0]
+
+
+def test_same_fabric_shows_no_real_difference(files):
+    frame = _frame([files["standard"], files["same"]])
+    sampled = frame[frame.n_ref > 0]
+    assert len(sampled) == 15
+    assert not sampled.verdict.isin(["worse", "better"]).any(), sampled[["case", "stat", "verdict"]]
+
+
+def test_slower_fabric_detected_with_interval(files):
+    frame = _frame([files["standard"], files["slower"]])
+    row = _verdict(frame, "pingpong/8", "quiet", "p50")
+    assert row.verdict == "worse"
+    assert 0.25 < row.relative < 0.35 and row.ci_low > 0
+    # the slow pair is only in the reference, so the other run's bandwidth tail is better
+    assert _verdict(frame, "allpairs-bw/1048576", "quiet", "p99").verdict == "better"
+    assert _verdict(frame, "allpairs-bw/1048576", "quiet", "p50").verdict in (
+        "no clear difference", "negligible (<2%)")
+
+
+def test_bootstrap_is_deterministic_and_bounded():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(10, 1, 50_000), rng.normal(10, 1, 50_000)
+    first = bootstrap_quantile_diffs(a, b, [50, 99], resamples=100, seed=3)
+    assert first == bootstrap_quantile_diffs(a, b, [50, 99], resamples=100, seed=3)
+    for diff, low, high in first:
+        assert low <= diff <= high and low < 0 < high
+
+
+def test_topology_differences_warned(files):
+    results = [open_result(files["standard"]), open_result(files["small"])]
+    try:
+        _, warnings = context_frame(results, ["A", "B"])
+    finally:
+        for r in results:
+            r.close()
+    assert any(w.startswith("ranks differs") for w in warnings)
+    assert any(w.startswith("hosts differs") for w in warnings)
+
+
+def test_compare_command_writes_html_and_table(files, tmp_path):
+    html = tmp_path / "compare.html"
+    out = run_cli("compare", files["standard"], files["slower"], files["same"], "-o", html,
+                  "--resamples", "100")
+    assert out.returncode == 0, out.stderr
+    assert "== slower.h5 vs standard.h5 (reference)" in out.stdout
+    assert "== same.h5 vs standard.h5 (reference)" in out.stdout
+    assert "WARNING: inventory: mtu differs" in out.stdout
+    text = html.read_text()
+    assert "Runs side by side" in text and "data:image/png;base64," in text
+    out = run_cli("compare", files["standard"])
+    assert out.returncode == 2 and "at least two" in out.stderr

@@ -1,0 +1,55 @@
+import math
+
+import numpy as np
+
+from fabscope_analysis import open_result
+from fabscope_analysis.run_analysis import RunAnalysis
+from helpers import run_cli
+
+
+def test_numbers_match_raw_samples_and_file_attributes(files):
+    with open_result(files["standard"]) as run:
+        frame = RunAnalysis(run).summary_frame().set_index("index")
+        quiet = run.test(0)
+        s = quiet.samples()
+        lat_us = (s.t_done_ns - s.t_post_ns) / 2 / 1e3
+        assert math.isclose(frame.loc[0, "p50"], np.percentile(lat_us, 50))
+        assert math.isclose(frame.loc[0, "p50"], quiet.get("p50_ns") / 1e3)
+        assert math.isclose(frame.loc[0, "worst"], quiet.get("max_ns") / 1e3)
+        bw = run.test(2)
+        assert frame.loc[2, "unit"] == "GB/s"
+        assert math.isclose(frame.loc[2, "p50"], bw.get("gbps_p50"), rel_tol=1e-9)
+        assert math.isclose(frame.loc[2, "p99"], bw.get("gbps_p99"), rel_tol=1e-9)
+        assert math.isclose(frame.loc[2, "mean"], bw.get("gbps_mean"), rel_tol=1e-9)
+        assert frame.loc[2, "p99"] < frame.loc[2, "p50"]  # slow side for bandwidth
+        # incast latency ~1.8x the quiet one (planted), impact > 1 means worse
+        assert 1.6 < frame.loc[1, "impact_mean"] < 2.1
+        assert math.isnan(frame.loc[0, "impact_mean"])
+        assert frame.loc[0, "stragglers"] == "3@fh1"
+        assert frame.loc[2, "stragglers"] == "2@fh1, 5@fh2"
+        assert frame.loc[5, "samples"] == 0 and frame.loc[5, "status"] == "error"
+
+
+def test_summary_command(files):
+    out = run_cli("summary", files["standard"])
+    assert out.returncode == 0, out.stderr
+    assert "== pingpong" in out.stdout and "incast" in out.stdout
+    assert "3@fh1" in out.stdout and "peer 0 unreachable" in out.stdout
+    assert "WARNING" not in out.stdout
+
+
+def test_summary_warns_on_incomplete(files):
+    out = run_cli("summary", files["incomplete"])
+    assert out.returncode == 0
+    assert "incomplete" in out.stderr and "WARNING: incomplete file" in out.stdout
+
+
+def test_summary_bad_files_exit_2(tmp_path):
+    out = run_cli("summary", tmp_path / "missing.h5")
+    assert out.returncode == 2 and "no such file" in out.stderr
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(b"not hdf5")
+    out = run_cli("summary", bad)
+    assert out.returncode == 2 and "cannot be read as HDF5" in out.stderr
+    out = run_cli("summary")
+    assert out.returncode == 2
