@@ -22,6 +22,16 @@ on_exit "rm -rf '$scratch'"
 on_exit "'$cluster' down >/dev/null"
 "$cluster" up 4 --subnet "$subnet"
 
+# Plain mpirun with the cluster's hostfile and rsh agent: every process runs
+# inside its own host and sees that host's name.
+"$cluster" hostfile >"$scratch/hostfile"
+names=$(timeout --kill-after=5 60 mpirun --hostfile "$scratch/hostfile" -np 4 --bind-to none \
+  --mca plm_rsh_agent "$FABSCOPE_SOURCE_DIR/launch/emulated-cluster-rsh" \
+  --mca oob_tcp_if_include "$subnet" hostname | sort | paste -sd' ') \
+  || fail "mpirun with the cluster's hostfile failed"
+[[ $names == "${hosts[*]}" ]] || fail "mpirun hostname across the hostfile printed '$names', expected '${hosts[*]}'"
+note "mpirun --hostfile: one process on each of $names"
+
 port_bytes() {
   local port=$1
   echo $(( $(<"/sys/class/net/$port/statistics/rx_bytes") + $(<"/sys/class/net/$port/statistics/tx_bytes") ))

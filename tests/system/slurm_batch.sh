@@ -58,7 +58,8 @@ node_name=$(sed 's/^NodeName=\([^ ]*\).*/\1/' <<<"$node_line")
 export SLURM_CONF=$scratch/slurm.conf
 cat >"$SLURM_CONF" <<EOF
 ClusterName=fabscope-test
-SlurmctldHost=$node_name
+# Loopback addresses: the test must not depend on the host name resolving.
+SlurmctldHost=$node_name(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
 AuthType=auth/munge
@@ -82,7 +83,7 @@ ReturnToService=2
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 MinJobAge=600
-$node_line State=UNKNOWN
+$node_line NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=fabscope Nodes=$node_name Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
 
