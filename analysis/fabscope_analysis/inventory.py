@@ -1,34 +1,87 @@
-"""Host inventory (/hosts) and topology facts (/ranks) in comparable form."""
+"""Host inventory (/hosts) and topology facts (/ranks) in comparable form.
+
+docs/file-format.md (version 1) does not define /hosts yet. This module reads what is
+there without assuming more than: per host a group whose attributes, and whose tables
+with ``key`` and ``value`` columns, are inventory facts; and tables with a ``what``
+column (severity/host/component/what/expected/found) are consistency flags written by
+fabscope itself.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List
 
 import pandas as pd
 
 from .reader import ResultFile
 
+# Facts that are unique per host by nature; a difference there is not a finding.
+UNIQUE_PER_HOST = re.compile(r"(^|/)(host|hostname|name|node_guid|sys_image_guid|guid|mac|"
+                             r"address|serial|uuid|pci|bus_id|gid(/\d+)?|pid)$", re.I)
+
+
+def _is_key_value(frame: pd.DataFrame) -> bool:
+    return {"key", "value"} <= set(frame.columns)
+
+
+def _is_flags(frame: pd.DataFrame) -> bool:
+    return "what" in frame.columns
+
 
 def inventory_frame(result: ResultFile) -> pd.DataFrame:
-    """One row per host, one column per inventory attribute (empty without /hosts)."""
+    """One row per host, one column per inventory fact (empty without /hosts)."""
     rows = []
     for host, entry in result.hosts().items():
-        row = {"host": host}
-        row.update({k: (", ".join(map(str, v)) if isinstance(v, list) else v)
-                    for k, v in entry["attrs"].items()})
-        rows.append(row)
+        facts = {k: (", ".join(map(str, v)) if isinstance(v, list) else v)
+                 for k, v in entry["attrs"].items()}
+        for frame in entry["tables"].values():
+            if _is_key_value(frame):
+                facts.update({str(k): v for k, v in zip(frame["key"], frame["value"])})
+        if facts:
+            rows.append({"host": host, **facts})
     return pd.DataFrame(rows)
 
 
+def recorded_flags(result: ResultFile) -> pd.DataFrame:
+    """Consistency flags fabscope wrote into /hosts (empty frame when there are none)."""
+    parts = []
+    for host, entry in result.hosts().items():
+        for frame in entry["tables"].values():
+            if _is_flags(frame) and len(frame):
+                frame = frame.copy()
+                if "host" not in frame.columns:
+                    frame.insert(0, "host", host)
+                parts.append(frame)
+    if not parts:
+        return pd.DataFrame()
+    return pd.concat(parts, ignore_index=True).drop_duplicates()
+
+
+def other_tables(result: ResultFile) -> Dict[str, Dict[str, pd.DataFrame]]:
+    """Tables under /hosts that are neither key/value inventory nor flags (e.g. manifest)."""
+    out: Dict[str, Dict[str, pd.DataFrame]] = {}
+    for host, entry in result.hosts().items():
+        for name, frame in entry["tables"].items():
+            if not (_is_key_value(frame) or _is_flags(frame)):
+                out.setdefault(host, {})[name] = frame
+    return out
+
+
 def inconsistent_fields(frame: pd.DataFrame) -> Dict[str, Dict[str, List[str]]]:
-    """Fields whose value differs between hosts: {field: {value: [hosts]}}."""
+    """Fields whose value differs between hosts: {field: {value: [hosts]}}.
+
+    Facts that are unique per host by nature (names, GUIDs, addresses) are ignored.
+    """
     flags: Dict[str, Dict[str, List[str]]] = {}
+    if len(frame) < 2:
+        return flags
     for col in frame.columns:
-        if col == "host":
+        if col == "host" or UNIQUE_PER_HOST.search(str(col)):
             continue
         groups: Dict[str, List[str]] = {}
         for host, value in zip(frame["host"], frame[col]):
-            groups.setdefault(str(value), []).append(str(host))
+            groups.setdefault("(absent)" if pd.isna(value) else str(value), []).append(str(host))
         if len(groups) > 1:
             flags[col] = groups
     return flags
@@ -64,8 +117,9 @@ def topology(result: ResultFile) -> Dict[str, str]:
         "complete": str(a.get("complete", "")),
     }
     for col in inv.columns:
-        if col != "host":
-            facts[f"inventory: {col}"] = ", ".join(sorted({str(v) for v in inv[col]}))
+        if col != "host" and not UNIQUE_PER_HOST.search(str(col)):
+            facts[f"inventory: {col}"] = ", ".join(sorted({str(v) for v in inv[col]
+                                                           if not pd.isna(v)}))
     return facts
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from . import html as H
 from . import plots
-from .inventory import inconsistent_fields, inventory_frame
+from .inventory import inconsistent_fields, inventory_frame, other_tables, recorded_flags
 from .reader import ResultFile, TestInstance
 from .run_analysis import RunAnalysis, format_bytes, format_number
 from .stats import incast_senders, is_bandwidth, jain_index, unit_of
@@ -290,27 +290,51 @@ def _inventory_section(analysis: RunAnalysis) -> str:
         parts.append("<h3>Ranks</h3>")
         parts.append(H.table(shown, left=["host", "nic"]))
     if result.has_hosts():
-        inv = inventory_frame(result)
-        flags = inconsistent_fields(inv)
-        parts.append("<h3>Host inventory</h3>")
-        if flags:
-            for field, groups in flags.items():
-                parts.append(H.warning(
-                    f"Inconsistent {field}: " + "; ".join(
-                        f"{value} on {', '.join(hosts)}" for value, hosts in groups.items())))
-        else:
-            parts.append("<p class=\"good\">All hosts report the same inventory values.</p>")
-        if not inv.empty:
-            classes = pd.DataFrame([{c: ("bad" if c in flags else "") for c in inv.columns}
-                                    for _ in range(len(inv))])
-            parts.append(H.table(inv, left=list(inv.columns), classes=classes))
-        for host, entry in result.hosts().items():
-            for name, frame in entry["tables"].items():
-                parts.append(f"<h3>{H.esc(host)}: {H.esc(name)}</h3>")
-                parts.append(H.table(frame.head(50), left=list(frame.columns)))
+        parts.extend(_host_inventory(result))
     if not parts:
         return ""
     return H.section("inventory", "Inventory and consistency", parts)
+
+
+MAX_INVENTORY_ROWS = 300
+
+
+def _host_inventory(result: ResultFile) -> List[str]:
+    parts = []
+    flags = recorded_flags(result)
+    inv = inventory_frame(result)
+    differing = inconsistent_fields(inv)
+    if len(flags):
+        parts.append("<h3>Consistency flags (recorded by fabscope)</h3>")
+        classes = None
+        if "severity" in flags.columns:
+            classes = pd.DataFrame([{"severity": "bad" if s in ("error", "warning") else ""}
+                                    for s in flags["severity"]])
+        parts.append(H.table(flags, left=list(flags.columns), classes=classes))
+    elif differing:
+        parts.append("<h3>Consistency flags (values that differ between hosts)</h3>")
+        for field, groups in list(differing.items())[:50]:
+            parts.append(H.warning(f"Inconsistent {field}: " + "; ".join(
+                f"{value} on {', '.join(hosts)}" for value, hosts in groups.items())))
+    elif len(inv) > 1:
+        parts.append("<p class=\"good\">All hosts report the same inventory values.</p>")
+    if not inv.empty:
+        # facts as rows, hosts as columns: hosts are few, facts can be many
+        table = inv.set_index("host").T
+        table.insert(0, "fact", table.index)
+        table = table.reset_index(drop=True).fillna("(absent)")
+        order = sorted(range(len(table)), key=lambda i: table["fact"][i] not in differing)
+        table = table.iloc[order].reset_index(drop=True)
+        classes = pd.DataFrame([{c: ("bad" if f in differing else "") for c in table.columns}
+                                for f in table["fact"]])
+        parts.append(f"<h3>Host inventory ({len(table)} facts; differing ones first)</h3>")
+        parts.append(H.table(table, left=list(table.columns), classes=classes,
+                             max_rows=MAX_INVENTORY_ROWS))
+    for host, tables in other_tables(result).items():
+        for name, frame in tables.items():
+            parts.append(f"<h3>{H.esc(host)}: {H.esc(name)}</h3>")
+            parts.append(H.table(frame.head(50), left=list(frame.columns)))
+    return parts
 
 
 def _counter_section(analysis: RunAnalysis) -> str:

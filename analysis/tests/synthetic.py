@@ -124,6 +124,14 @@ class SyntheticRun:
             for k, v in attrs.items():
                 g.attrs[k] = v
 
+    def add_host_table(self, host: str, name: str, rows: Sequence[Sequence[str]],
+                       columns: Sequence[str]):
+        """/hosts/<host>/<name>: a table of fixed-length strings (e.g. key/value inventory)."""
+        group = self.file.require_group("hosts").require_group(host)
+        dtype = np.dtype([(c, "S128") for c in columns])
+        data = np.array([tuple(str(v).encode() for v in row) for row in rows], dtype=dtype)
+        group.create_dataset(name, data=data)
+
     def add_test(self, name: str, kind: str, samples: np.ndarray, *, nbytes: int,
                  condition: str = "quiet", case: Optional[str] = None, metric: str = "latency",
                  divisor: int = 1, pattern: str = "pairs", pass_: str = "parallel",

@@ -78,3 +78,28 @@ def test_report_renders_in_chromium(standard_report, tmp_path):
     assert len(np.unique(pixels.reshape(-1, pixels.shape[-1])[::97], axis=0)) > 50
     if os.environ.get("FABSCOPE_KEEP_SCREENSHOT"):
         os.replace(png, os.environ["FABSCOPE_KEEP_SCREENSHOT"])
+
+
+def test_key_value_inventory_and_recorded_flags(tmp_path):
+    path = tmp_path / "inv.h5"
+    run = SyntheticRun(path, nranks=4)
+    run.add_test("pp", "latency", make_samples(latency_entries([(0, 1), (2, 3)], 20, 1500,
+                                                              run.rng), run.start_ns()),
+                 nbytes=8, divisor=2)
+    for host, fw in (("fh0", "22.36.1010"), ("fh1", "20.31.1014")):
+        run.add_host_table(host, "inventory", [("host/name", host),
+                                               ("rdma/mlx5_0/fw_ver", fw),
+                                               ("net/eth0/mtu", "9000")], ["key", "value"])
+    run.add_host_table("fh1", "consistency",
+                       [("warning", "fh1", "rdma/mlx5_0/fw_ver", "firmware differs from peers",
+                         "22.36.1010", "20.31.1014")],
+                       ["severity", "host", "component", "what", "expected", "found"])
+    run.close()
+    with open_result(path) as result:
+        text = build_report(result)
+    assert "Consistency flags (recorded by fabscope)" in text
+    assert "firmware differs from peers" in text
+    assert "rdma/mlx5_0/fw_ver" in text and "Host inventory (3 facts" in text
+    from fabscope_analysis.inventory import inconsistent_fields, inventory_frame
+    with open_result(path) as result:
+        assert list(inconsistent_fields(inventory_frame(result))) == ["rdma/mlx5_0/fw_ver"]

@@ -1,0 +1,140 @@
+"""Checks on result files written by the real fabscope binary.
+
+./tests/run sets FABSCOPE_REAL_H5 to one or more result files (separated by the path
+separator, ':' on Linux). Each file is checked against docs/file-format.md and pushed
+through every command. Skipped when the variable is not set.
+"""
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+from fabscope_analysis import open_result
+from fabscope_analysis.reader import (COUNTER_COLUMNS, EVENT_COLUMNS, RANK_COLUMNS,
+                                      SAMPLE_COLUMNS, SUMMARY_COLUMNS)
+from helpers import ANALYSIS_DIR, chromium_binary, run_cli, screenshot
+
+REAL = [p for p in os.environ.get("FABSCOPE_REAL_H5", "").split(os.pathsep) if p]
+SHIPPED = os.path.join(ANALYSIS_DIR, "criteria", "rack-acceptance.yaml")
+
+pytestmark = pytest.mark.skipif(
+    not REAL, reason="FABSCOPE_REAL_H5 is not set (./tests/run sets it to result files "
+                     "written by the real fabscope binary)")
+
+ROOT_ATTRS = {"format": str, "format_version": int, "tool_version": str, "run_id": str,
+              "started_utc": str, "finished_utc": str, "complete": int, "exit_code": int,
+              "command_line": str, "scenario_name": str, "scenario_file": str,
+              "scenario_text": str, "overrides": str, "nranks": int, "nhosts": int,
+              "hdf5_mode": str, "epoch_offset_ns": int, "seed": int, "launch_preset": str}
+TEST_ATTRS = {"index": int, "name": str, "kind": str, "case": str, "condition": str,
+              "transport": str, "memory": str, "pattern": str, "pass": str, "bytes": int,
+              "window": int, "iterations": int, "warmup": int, "timeout_s": float,
+              "metric": str, "sample_divisor": int, "status": str, "error": str,
+              "t_start_ns": int, "t_end_ns": int, "retest_of": int, "p50_ns": float,
+              "p99_ns": float, "p999_ns": float, "max_ns": float, "mean_ns": float,
+              "gbps_p50": float, "gbps_p99": float, "gbps_mean": float}
+STATUSES = {"passed", "failed", "timeout", "error", "skipped"}
+
+
+def _params():
+    return [pytest.param(p, id=os.path.basename(p)) for p in REAL] or [None]
+
+
+@pytest.mark.parametrize("path", _params())
+def test_layout_follows_file_format(path):
+    problems = []
+    with open_result(path, warn_incomplete=False) as run:
+        for key, kind in ROOT_ATTRS.items():
+            if key not in run.attrs:
+                problems.append(f"/ attribute {key} missing")
+            elif not isinstance(run.attrs[key], kind):
+                problems.append(f"/ attribute {key} is {type(run.attrs[key]).__name__}, "
+                                f"expected {kind.__name__}")
+        nranks = int(run.attrs["nranks"])
+        ranks = run.ranks()
+        if list(ranks.columns) != RANK_COLUMNS:
+            problems.append(f"/ranks columns {list(ranks.columns)}, expected {RANK_COLUMNS}")
+        if sorted(ranks["rank"]) != list(range(nranks)):
+            problems.append(f"/ranks has ranks {sorted(ranks['rank'])}, nranks={nranks}")
+        if ranks["host"].nunique() != int(run.attrs["nhosts"]):
+            problems.append(f"/ranks has {ranks['host'].nunique()} hosts, nhosts="
+                            f"{run.attrs['nhosts']}")
+        for inst in run.instances():
+            where = f"/tests/{inst.group_name}"
+            for key, kind in TEST_ATTRS.items():
+                value = inst.attrs.get(key)
+                if value is None:
+                    problems.append(f"{where} attribute {key} missing")
+                elif kind is float and not isinstance(value, (float, int)):
+                    problems.append(f"{where} {key} is {type(value).__name__}, expected float")
+                elif kind is not float and not isinstance(value, kind):
+                    problems.append(f"{where} {key} is {type(value).__name__}, "
+                                    f"expected {kind.__name__}")
+            if int(inst.group_name) != inst.index:
+                problems.append(f"{where} index attribute is {inst.index}")
+            if inst.get("metric") not in ("latency", "bandwidth"):
+                problems.append(f"{where} metric {inst.get('metric')!r}")
+            if inst.get("status") not in STATUSES:
+                problems.append(f"{where} status {inst.get('status')!r}")
+            if inst.get("condition") != "quiet":
+                for key in ("impact_mean", "impact_p99", "quiet_index"):
+                    if key not in inst.attrs:
+                        problems.append(f"{where} (condition {inst.get('condition')}) lacks "
+                                        f"{key}")
+            s = inst.samples()
+            if list(s.columns) != SAMPLE_COLUMNS:
+                problems.append(f"{where}/samples columns {list(s.columns)}")
+                continue
+            if len(s):
+                if (s.t_done_ns < s.t_post_ns).any():
+                    problems.append(f"{where}/samples has t_done_ns < t_post_ns")
+                if not s["rank"].between(0, nranks - 1).all():
+                    problems.append(f"{where}/samples rank outside 0..{nranks - 1}")
+                if not s["peer"].between(-1, nranks - 1).all():
+                    problems.append(f"{where}/samples peer outside -1..{nranks - 1}")
+                lat = (s.t_done_ns - s.t_post_ns).to_numpy(np.float64) / inst.sample_divisor
+                for key, value in (("p50_ns", np.percentile(lat, 50)),
+                                   ("p99_ns", np.percentile(lat, 99)),
+                                   ("max_ns", lat.max())):
+                    if not math.isclose(inst.get(key), value, rel_tol=1e-6, abs_tol=1.0):
+                        problems.append(f"{where} {key}={inst.get(key)} but the samples give "
+                                        f"{value}")
+            summary = inst.summary()
+            if list(summary.columns) != SUMMARY_COLUMNS:
+                problems.append(f"{where}/summary columns {list(summary.columns)}")
+            elif len(s) and int(summary["samples"].sum()) != len(s):
+                problems.append(f"{where}/summary counts {int(summary['samples'].sum())} "
+                                f"samples, the table has {len(s)}")
+            if inst.has("events") and list(inst.events().columns) != EVENT_COLUMNS:
+                problems.append(f"{where}/events columns {list(inst.events().columns)}")
+            if inst.has("counters"):
+                ct = inst.counters()
+                if list(ct.columns) != COUNTER_COLUMNS:
+                    problems.append(f"{where}/counters columns {list(ct.columns)}")
+                elif not (ct["delta"] == ct["after"] - ct["before"]).all():
+                    problems.append(f"{where}/counters delta != after - before")
+            m = inst.pair_matrix()
+            if m is not None and m.shape != (nranks, nranks):
+                problems.append(f"{where}/pair_matrix shape {m.shape}")
+    assert not problems, f"{path} does not follow docs/file-format.md:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", _params())
+def test_commands_on_real_file(path, tmp_path):
+    out = run_cli("summary", path)
+    assert out.returncode == 0, out.stderr
+    assert "==" in out.stdout or "no test instances" in out.stdout
+    html = tmp_path / "report.html"
+    out = run_cli("report", path, "-o", html)
+    assert out.returncode == 0, out.stderr
+    if chromium_binary():
+        shot = screenshot(html, tmp_path / "report.png")
+        assert shot.returncode == 0, shot.stderr[-2000:]
+    out = run_cli("accept", path, "--criteria", SHIPPED, "--junit", tmp_path / "accept.xml")
+    assert out.returncode in (0, 1), out.stdout + out.stderr
+    assert (tmp_path / "accept.xml").exists()
+    out = run_cli("compare", path, path, "--resamples", "50")
+    assert out.returncode == 0, out.stderr
+    assert " worse" not in out.stdout and " better" not in out.stdout
