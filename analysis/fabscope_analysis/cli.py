@@ -118,6 +118,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (ResultFileError, CriteriaError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        # output piped into `head` and closed early: not an error of the analysis
+        sys.stderr.close()
+        return EXIT_OK
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -72,7 +72,7 @@ def rank_tails(per_condition: Dict[str, "object"], unit: str, title: str,
     conditions = list(per_condition)
     ranks = sorted({int(r) for t in per_condition.values() for r in t["rank"]})
     width = 0.8 / max(len(conditions), 1)
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.35 * len(ranks) * len(conditions) + 2), 3.1))
+    fig, ax = plt.subplots(figsize=(min(12.0, max(5.0, 0.35 * len(ranks) * len(conditions) + 2)), 3.1))
     x = np.arange(len(ranks))
     for i, cond in enumerate(conditions):
         t = per_condition[cond].set_index("rank")
@@ -84,7 +84,7 @@ def rank_tails(per_condition: Dict[str, "object"], unit: str, title: str,
                 bar.set_hatch("//")
                 bar.set_edgecolor("black")
     ax.set_xticks(x)
-    ax.set_xticklabels([str(r) for r in ranks], fontsize=8)
+    ax.set_xticklabels([str(r) for r in ranks], fontsize=8 if len(ranks) <= 32 else 6)
     ax.set_xlabel("measuring rank (hatched: straggler)")
     ax.set_ylabel(f"p99 ({unit})")
     ax.set_title(title, fontsize=10)

@@ -6,6 +6,7 @@ congested instances are paired by ``case`` (via ``quiet_index`` when the file ha
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -33,12 +34,20 @@ class RunAnalysis:
         self.straggler_ratio = straggler_ratio
         self.instances: List[TestInstance] = result.instances()
         self.hosts: Dict[int, str] = result.host_of_rank()
-        self._samples: Dict[int, pd.DataFrame] = {}
+        # Samples are the big part of a file: keep only the few most recently used.
+        self._samples: "OrderedDict[int, pd.DataFrame]" = OrderedDict()
         self._stats: Dict[int, InstanceStats] = {}
 
+    SAMPLE_CACHE_SIZE = 4
+
     def samples(self, inst: TestInstance) -> pd.DataFrame:
-        if inst.index not in self._samples:
+        """Samples with duration_ns/latency_ns/gbps columns (cached, bounded)."""
+        if inst.index in self._samples:
+            self._samples.move_to_end(inst.index)
+        else:
             self._samples[inst.index] = with_derived(inst.samples(), inst.sample_divisor)
+            while len(self._samples) > self.SAMPLE_CACHE_SIZE:
+                self._samples.popitem(last=False)
         return self._samples[inst.index]
 
     def stats(self, inst: TestInstance) -> InstanceStats:
