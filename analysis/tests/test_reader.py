@@ -97,3 +97,32 @@ def test_file_without_tests(tmp_path):
         assert run.tests().empty and run.instances() == []
         with pytest.raises(KeyError, match="no test instance 3"):
             run.test(3)
+
+
+def test_padded_compound_layout(tmp_path):
+    """The C++ writer stores structs as they are in memory (aligned, with padding)."""
+    from synthetic import EVENT_DTYPE
+    path = tmp_path / "padded.h5"
+    run = SyntheticRun(path, nranks=2)
+    aligned = np.dtype({"names": list(SAMPLE_DTYPE.names),
+                        "formats": [SAMPLE_DTYPE[n] for n in SAMPLE_DTYPE.names]}, align=True)
+    samples = np.zeros(3, dtype=aligned)
+    samples["rank"], samples["peer"], samples["bytes"] = 0, 1, 8
+    samples["t_post_ns"] = [100, 300, 500]
+    samples["t_done_ns"] = [150, 360, 570]
+    index = run.add_test("pp", "latency", samples.astype(SAMPLE_DTYPE), nbytes=8)
+    group = run.file["tests"][f"{index:04d}"]
+    del group["samples"]
+    group.create_dataset("samples", data=samples)
+    ev_aligned = np.dtype({"names": list(EVENT_DTYPE.names),
+                           "formats": [EVENT_DTYPE[n] for n in EVENT_DTYPE.names]}, align=True)
+    ev = np.zeros(1, dtype=ev_aligned)
+    ev[0] = (1, 123, b"deadline", 0, b"x" * 160)  # full width: no NUL terminator
+    group.create_dataset("events", data=ev)
+    run.close()
+    assert aligned.itemsize > SAMPLE_DTYPE.itemsize
+    with open_result(path) as result:
+        s = result.test(index).samples()
+        assert list(s["t_done_ns"] - s["t_post_ns"]) == [50, 60, 70]
+        e = result.test(index).events()
+        assert e["kind"][0] == "deadline" and e["detail"][0] == "x" * 160
