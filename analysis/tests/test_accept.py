@@ -195,3 +195,11 @@ def test_bad_criteria_give_file_and_line(tmp_path, files, text, line, message):
 def test_missing_criteria_file_exit_2(files, tmp_path):
     out = run_cli("accept", files["clean"], "--criteria", tmp_path / "nope.yaml")
     assert out.returncode == 2 and "cannot read criteria file" in out.stderr
+
+
+def test_bad_result_or_baseline_file_exit_2(files, tmp_path):
+    out = run_cli("accept", tmp_path / "missing.h5", "--criteria", SHIPPED)
+    assert out.returncode == 2 and "missing.h5: no such file" in out.stderr
+    out = run_cli("accept", files["clean"], "--criteria", SHIPPED, "--baseline",
+                  tmp_path / "base.h5")
+    assert out.returncode == 2 and "base.h5: no such file" in out.stderr
