@@ -41,8 +41,8 @@ class CheckResult:
 
 # -- metric values ----------------------------------------------------------------------
 
-def _metric_fn(key: str) -> Optional[Callable[[str, np.ndarray, np.ndarray], float]]:
-    stat = key.rsplit("_", 1)[0]
+def _stat_fn(stat: str) -> Optional[Callable[[str, np.ndarray, np.ndarray], float]]:
+    """p50/p99/p999/mean/max/worst -> f(metric, times_ns, sample_bytes) in display units."""
     quantile = {"p50": 50.0, "p99": 99.0, "p999": 99.9}.get(stat)
     if quantile is not None:
         return lambda metric, t, b: tail_value(metric, t, b, quantile)
@@ -69,8 +69,14 @@ def _unit(key: str) -> str:
     return ""
 
 
+def _stat_of(key: str) -> str:
+    """'p99_us' -> 'p99', 'impact_mean' -> 'mean'."""
+    return key.split("_", 1)[1] if key.startswith("impact_") else key.rsplit("_", 1)[0]
+
+
 def _group_values(samples: pd.DataFrame, metric: str, key: str, by) -> Dict[object, float]:
-    fn = _metric_fn(key)
+    """Per group (rank, or (rank, peer)) value of the metric `key`."""
+    fn = _stat_fn(_stat_of(key))
     out = {}
     if fn is None or samples.empty:
         return out
@@ -212,9 +218,8 @@ class _Evaluator:
 
     def _impact_ranks(self, inst: TestInstance, key: str) -> str:
         quiet = self.a.quiet_partner(inst)
-        stat_key = "p99_x" if key == "impact_p99" else "mean_x"
-        q_vals = _group_values(self.a.samples(quiet), inst.metric, stat_key, "rank")
-        c_vals = _group_values(self.a.samples(inst), inst.metric, stat_key, "rank")
+        q_vals = _group_values(self.a.samples(quiet), inst.metric, key, "rank")
+        c_vals = _group_values(self.a.samples(inst), inst.metric, key, "rank")
         per_rank = [(self.rank(r), impact_factor(inst.metric, q_vals[r], c_vals[r]))
                     for r in c_vals if r in q_vals]
         per_rank = [(w, v) for w, v in per_rank if np.isfinite(v)]
