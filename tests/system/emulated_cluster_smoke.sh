@@ -52,7 +52,8 @@ set -e
 # Prints "host payload_bytes" per host: the payload the result file says the
 # ranks of that host measured (a lower bound of what crossed its bridge port,
 # since every peer is on another host).
-payload_by_host=$(/usr/bin/python3 - "$result" "${hosts[@]}" <<'PY') || fail "result file $result does not show 4 complete ranks on 4 emulated hosts"
+payload_per_host() {
+  /usr/bin/python3 - "$@" <<'PY'
 import sys, h5py
 path, expected = sys.argv[1], sorted(sys.argv[2:])
 def text(value):
@@ -85,6 +86,9 @@ if problems:
 for host, nbytes in payload.items():
     print(host, nbytes)
 PY
+}
+payload_by_host=$(payload_per_host "$result" "${hosts[@]}") \
+  || fail "result file $result does not show 4 complete ranks on 4 emulated hosts"
 note "result file: complete, 4 ranks on hosts ${hosts[*]}, launch_preset emulated"
 
 while read -r host payload; do
