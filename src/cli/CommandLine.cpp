@@ -1,0 +1,166 @@
+#include "cli/CommandLine.hpp"
+
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "cli/Commands.hpp"
+#include "fabscope/BuildConfig.hpp"
+#include "runtime/Errors.hpp"
+
+namespace po = boost::program_options;
+
+namespace fabscope::cli {
+namespace {
+
+const char* const overview = R"(fabscope - does this whole fabric meet the latency LLM serving needs?
+
+Runs a test matrix (point-to-point latency and bandwidth, ...) on every MPI rank
+and writes every rank's raw timing samples into one shared HDF5 file. Start it
+once across the cluster with mpirun or srun.
+
+Usage:
+  fabscope run --scenario FILE [--output FILE.h5] [--set key=value]...
+  fabscope list --scenario FILE [--ranks N] [--set key=value]...
+  fabscope inventory [--json]
+  fabscope --version
+  fabscope --help | fabscope COMMAND --help
+
+Commands:
+  run        measure the scenario's tests and write the result file
+  list       print the expanded test matrix (nothing is measured)
+  inventory  print what this host's fabric is (adapters, interfaces, versions)
+
+Examples:
+  mpirun -np 4 build/fabscope run --scenario scenarios/smoke.yaml --output results/smoke.h5
+  mpirun -np 4 build/fabscope run --scenario scenarios/smoke.yaml --output r.h5 --set iterations=50
+  build/fabscope list --scenario scenarios/smoke.yaml --ranks 16
+
+Exit codes:
+  0  everything ran and passed its checks
+  1  a check failed (wrong data, a deadline missed)
+  2  bad usage or scenario: nothing was measured and no result file was written
+  3  runtime failure (e.g. a rank was lost): the partial file is kept, marked complete=0
+
+The result file layout is documented in docs/file-format.md; the analysis
+package is run with `python3 -m fabscope_analysis summary FILE`.
+)";
+
+po::options_description scenarioOptions() {
+  po::options_description d("Scenario options");
+  d.add_options()
+      ("scenario,s", po::value<std::string>()->value_name("FILE"),
+       "scenario file (YAML) listing the tests, sizes, iterations, timeouts and transports; "
+       "default: scenarios/smoke.yaml of this source tree")
+      ("set", po::value<std::vector<std::string>>()->value_name("KEY=VALUE")->composing(),
+       "override a scenario value; repeatable. KEY is a test key for every test (iterations=50, "
+       "sizes=[8,4KiB], timeout=10s, transport=mpi) or TEST.KEY for one test (p2p-latency.iterations=10), "
+       "or a run-level key: seed=N, hdf5=auto|parallel|serial");
+  return d;
+}
+
+std::string defaultScenario() {
+  const std::filesystem::path p = std::filesystem::path(FABSCOPE_SOURCE_DIR) / "scenarios" / "smoke.yaml";
+  return p.string();
+}
+
+std::string joinCommandLine(int argc, char** argv) {
+  std::string out;
+  for (int i = 0; i < argc; ++i) out += (i ? " " : "") + std::string(argv[i]);
+  return out;
+}
+
+int commandHelp(const po::options_description& options, const char* usage,
+                const char* example) {
+  std::cout << "Usage: " << usage << "\n\n" << options << "\nExample:\n  " << example << "\n";
+  return exit_code::ok;
+}
+
+}  // namespace
+
+int runCommandLine(int argc, char** argv) {
+  try {
+    if (argc < 2) {
+      std::cerr << overview;
+      return exit_code::usage;
+    }
+    const std::string command = argv[1];
+    if (command == "--help" || command == "-h" || command == "help") {
+      std::cout << overview;
+      return exit_code::ok;
+    }
+    if (command == "--version" || command == "-V") {
+      std::cout << "fabscope " << FABSCOPE_VERSION << " (HDF5 " << (FABSCOPE_HDF5_PARALLEL ? "parallel" : "serial")
+                << ", CUDA " << (FABSCOPE_HAVE_CUDA ? "on" : "off") << ", NCCL " << (FABSCOPE_HAVE_NCCL ? "on" : "off")
+                << ", UCX " << (FABSCOPE_HAVE_UCX ? "on" : "off") << ", verbs " << (FABSCOPE_HAVE_VERBS ? "on" : "off")
+                << ")\n";
+      return exit_code::ok;
+    }
+
+    po::options_description common("General options");
+    common.add_options()("help,h", "show this help");
+    po::variables_map vm;
+    auto parse = [&](const po::options_description& all) {
+      po::store(po::command_line_parser(argc - 1, argv + 1).options(all).run(), vm);
+      po::notify(vm);
+    };
+
+    if (command == "run") {
+      po::options_description opts("fabscope run");
+      opts.add(scenarioOptions()).add_options()
+          ("output,o", po::value<std::string>()->value_name("FILE.h5"),
+           "result file (HDF5) written by all ranks together; default fabscope-<UTC time>.h5 in the current folder")
+          ("overwrite", "replace the output file if it exists (without it, an existing file is an error)")
+          ("no-progress", "do not print progress lines on stderr");
+      opts.add(common);
+      parse(opts);
+      if (vm.count("help"))
+        return commandHelp(opts, "fabscope run --scenario FILE [--output FILE.h5] [--set KEY=VALUE]...",
+                           "mpirun -np 4 fabscope run --scenario scenarios/smoke.yaml --output results/smoke.h5");
+      RunCommand c;
+      c.scenarioPath = vm.count("scenario") ? vm["scenario"].as<std::string>() : defaultScenario();
+      if (vm.count("set")) c.overrides = vm["set"].as<std::vector<std::string>>();
+      c.outputPath = vm.count("output") ? vm["output"].as<std::string>() : "";
+      c.overwrite = vm.count("overwrite") > 0;
+      c.progress = vm.count("no-progress") == 0;
+      c.commandLine = joinCommandLine(argc, argv);
+      return runRunCommand(c, argc, argv);
+    }
+    if (command == "list") {
+      po::options_description opts("fabscope list");
+      opts.add(scenarioOptions()).add_options()
+          ("ranks,n", po::value<int>()->value_name("N"),
+           "plan for N ranks instead of the number this command was started with");
+      opts.add(common);
+      parse(opts);
+      if (vm.count("help"))
+        return commandHelp(opts, "fabscope list --scenario FILE [--ranks N] [--set KEY=VALUE]...",
+                           "fabscope list --scenario scenarios/smoke.yaml --ranks 16");
+      ListCommand c;
+      c.scenarioPath = vm.count("scenario") ? vm["scenario"].as<std::string>() : defaultScenario();
+      if (vm.count("set")) c.overrides = vm["set"].as<std::vector<std::string>>();
+      c.ranks = vm.count("ranks") ? vm["ranks"].as<int>() : 0;
+      return runListCommand(c, argc, argv);
+    }
+    if (command == "inventory") {
+      po::options_description opts("fabscope inventory");
+      opts.add_options()("json", "print JSON instead of text");
+      opts.add(common);
+      parse(opts);
+      if (vm.count("help"))
+        return commandHelp(opts, "fabscope inventory [--json]", "fabscope inventory --json > host.json");
+      return runInventoryCommand(vm.count("json") > 0);
+    }
+    std::cerr << "fabscope: unknown command '" << command << "'; expected run, list, inventory, --help or --version\n";
+    return exit_code::usage;
+  } catch (const po::error& e) {
+    std::cerr << "fabscope: " << e.what() << " (see fabscope --help)\n";
+    return exit_code::usage;
+  }
+}
+
+}  // namespace fabscope::cli

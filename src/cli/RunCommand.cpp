@@ -1,0 +1,90 @@
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+
+#include "cli/Commands.hpp"
+#include "driver/Runner.hpp"
+#include "runtime/Mpi.hpp"
+#include "runtime/Timestamp.hpp"
+#include "scenario/Scenario.hpp"
+
+namespace fabscope::cli {
+namespace {
+
+std::string defaultOutputName() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char name[64];
+  std::strftime(name, sizeof name, "fabscope-%Y%m%d-%H%M%S.h5", &tm);
+  return name;
+}
+
+// Problems only rank 0 can see (the output path) become everyone's error.
+std::string checkOutputPath(const std::string& path, bool overwrite) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  if (fs::exists(p) && !overwrite)
+    return path + ": the output file already exists; choose another name or pass --overwrite";
+  if (fs::is_directory(p)) return path + ": is a folder; expected a file name such as results/run.h5";
+  const auto parent = p.parent_path();
+  if (!parent.empty() && !fs::is_directory(parent))
+    return path + ": the folder '" + parent.string() + "' does not exist";
+  return {};
+}
+
+}  // namespace
+
+int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
+  runtime::MpiEnvironment mpi(argc, argv);
+  const auto world = runtime::Communicator::world();
+  const bool rank0 = world.rank() == 0;
+  const suite::Registry registry;
+  const auto agreeDeadline = runtime::Deadline::afterSeconds(120);
+
+  scenario::Scenario scenario;
+  std::string problem;
+  std::string outputPath = command.outputPath;
+  try {
+    scenario = scenario::loadScenarioFile(command.scenarioPath, command.overrides, registry.scenarioRules(world.size()));
+    driver::planMatrix(scenario, registry, world.size());
+  } catch (const UsageError& e) {
+    problem = e.what();
+  }
+  if (rank0 && problem.empty()) {
+    if (outputPath.empty()) outputPath = defaultOutputName();
+    problem = checkOutputPath(outputPath, command.overwrite);
+  }
+  try {
+    outputPath = world.broadcastString(outputPath, 0, agreeDeadline);
+    // The first problem any rank found stops every rank before anything is written.
+    const auto problems = world.allreduceMax(problem.empty() ? 0 : 1, agreeDeadline);
+    if (problems) {
+      const auto rank0Problem = world.broadcastString(problem, 0, agreeDeadline);
+      if (rank0) std::fprintf(stderr, "fabscope: error: %s\n", (rank0Problem.empty() ? problem : rank0Problem).c_str());
+      else if (!problem.empty() && problem != rank0Problem)
+        std::fprintf(stderr, "fabscope: error (rank %d): %s\n", world.rank(), problem.c_str());
+      return exit_code::usage;
+    }
+  } catch (const RuntimeFailure& e) {
+    std::fprintf(stderr, "fabscope: rank %d: %s\n", world.rank(), e.what());
+    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+  }
+
+  try {
+    driver::Runner runner(scenario, registry, world, {outputPath, command.commandLine, command.progress});
+    return runner.run();
+  } catch (const UsageError& e) {
+    // Only possible before the file exists (e.g. hdf5=parallel on a serial build).
+    if (rank0) std::fprintf(stderr, "fabscope: error: %s\n", e.what());
+    return exit_code::usage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fabscope: %s rank %d: runtime failure: %s\nfabscope: the result file keeps every test "
+                 "finished so far and is marked complete=0\n",
+                 runtime::utcTimestamp(runtime::realtimeNow()).c_str(), world.rank(), e.what());
+    std::fflush(stderr);
+    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+  }
+}
+
+}  // namespace fabscope::cli

@@ -1,0 +1,376 @@
+#include "driver/Runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <random>
+
+#include "driver/Progress.hpp"
+#include "driver/SummaryTable.hpp"
+#include "fabscope/BuildConfig.hpp"
+#include "runtime/Timestamp.hpp"
+#include "scenario/Units.hpp"
+#include "transport/MpiTransport.hpp"
+
+namespace fabscope::driver {
+namespace {
+
+constexpr int formatVersion = 1;
+// Extra time the control plane grants after a test's own deadline before a
+// silent rank is declared lost.
+constexpr double controlGraceSeconds = 30;
+
+enum StatusCode : std::int64_t { passed = 0, failed = 1, timeout = 2, errored = 3 };
+
+const char* statusName(std::int64_t code) {
+  switch (code) {
+    case passed: return "passed";
+    case failed: return "failed";
+    case timeout: return "timeout";
+    default: return "error";
+  }
+}
+
+std::string groupPathOf(int index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "/tests/%04d", index);
+  return name;
+}
+
+std::string envOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+struct PairKey {
+  int a, b;
+  bool operator<(const PairKey& o) const { return a != o.a ? a < o.a : b < o.b; }
+};
+
+}  // namespace
+
+std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
+                                        int worldSize) {
+  std::vector<PlannedInstance> out;
+  for (auto& instance : scenario::expandMatrix(scenario)) {
+    auto plan = registry.kind(instance.spec->kind).plan(instance, scenario.file, worldSize);
+    out.push_back({std::move(instance), std::move(plan)});
+  }
+  return out;
+}
+
+Runner::Runner(const scenario::Scenario& scenario, const suite::Registry& registry,
+               const runtime::Communicator& world, RunOptions options)
+    : scenario_(scenario), registry_(registry), world_(world), options_(std::move(options)) {}
+
+void Runner::writeRunHeader(output::ResultFile& file) {
+  const auto now = runtime::realtimeNow();
+  const auto mono = runtime::monotonicNow();
+  output::Attributes attrs = {
+      {"format", std::string("fabscope")},
+      {"format_version", std::int64_t{formatVersion}},
+      {"tool_version", std::string(FABSCOPE_VERSION)},
+      {"run_id", runId_},
+      {"started_utc", runtime::utcTimestamp(now)},
+      {"finished_utc", std::string()},
+      {"complete", std::int64_t{0}},
+      {"exit_code", std::int64_t{-1}},
+      {"command_line", options_.commandLine},
+      {"scenario_name", scenario_.name},
+      {"scenario_file", scenario_.file},
+      {"scenario_text", scenario_.text},
+      {"overrides", [&] {
+         std::string s;
+         for (const auto& o : scenario_.overrides) s += o + "\n";
+         return s;
+       }()},
+      {"nranks", std::int64_t{world_.size()}},
+      {"nhosts", std::int64_t{identity_.hostCount}},
+      {"hdf5_mode", std::string(output::writeModeName(file.mode()))},
+      {"epoch_offset_ns", std::int64_t{now - mono}},
+      {"seed", static_cast<std::int64_t>(seed_)},
+      {"launch_preset", envOr("FABSCOPE_FABRIC", "")},
+  };
+  file.setAttributes("/", attrs, runtime::Deadline::afterSeconds(60));
+}
+
+void Runner::writeRanks(output::ResultFile& file) {
+  output::RankRecord row{};
+  row.rank = identity_.rank;
+  output::setText(row.host, identity_.host);
+  row.local_rank = identity_.localRank;
+  row.local_size = identity_.localSize;
+  row.pid = identity_.pid;
+  row.gpu = identity_.gpu;
+  output::setText(row.nic, identity_.nic);
+  row.clock_offset_ns = clock_.mine().offset;
+  row.clock_uncertainty_ns = clock_.mine().uncertainty;
+  file.writeTable<output::RankRecord>("/ranks", std::span(&row, 1), runtime::Deadline::afterSeconds(60));
+}
+
+int Runner::run() {
+  const auto setup = runtime::Deadline::afterSeconds(120);
+  const bool rank0 = world_.rank() == 0;
+  identity_ = runtime::discoverRankIdentity(world_, setup);
+  clock_ = runtime::ClockSync::measure(world_, 50, setup);
+
+  std::uint64_t seed = scenario_.seed;
+  if (!scenario_.seedGiven && rank0) seed = std::random_device{}() & 0x7fffffffffffull;
+  world_.broadcast(&seed, sizeof seed, 0, setup);
+  seed_ = seed;
+  char id[40];
+  std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(std::random_device{}()) << 32 |
+                                               static_cast<unsigned long long>(runtime::realtimeNow() & 0xffffffff));
+  runId_ = world_.broadcastString(id, 0, setup);
+
+  auto planned = planMatrix(scenario_, registry_, world_.size());
+  output::ResultFile file(options_.outputPath, scenario_.hdf5Mode, world_, setup);
+  if (rank0) {
+    std::fprintf(stderr, "fabscope %s: scenario '%s', %d ranks on %d hosts, %zu test instances, seed %llu\n",
+                 FABSCOPE_VERSION, scenario_.name.c_str(), world_.size(), identity_.hostCount, planned.size(),
+                 static_cast<unsigned long long>(seed_));
+    std::fprintf(stderr, "fabscope: writing %s (%s HDF5)\n", options_.outputPath.c_str(),
+                 output::writeModeName(file.mode()));
+  }
+  writeRunHeader(file);
+  writeRanks(file);
+  file.createGroup("/tests");
+  file.flush();
+
+  transport::MpiTransport transport(world_, setup);
+  Progress progress(static_cast<int>(planned.size()), rank0 && options_.progress);
+  std::deque<PlannedInstance> queue(planned.begin(), planned.end());
+  int exitCode = exit_code::ok;
+  int index = 0;
+  while (!queue.empty()) {
+    PlannedInstance current = std::move(queue.front());
+    queue.pop_front();
+    progress.starting(index, current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
+    std::vector<suite::RankPair> worst;
+    auto result = runInstance(index, current, file, transport, worst);
+    if (result.status != "passed") exitCode = exit_code::checkFailed;
+    if (!worst.empty()) {
+      PlannedInstance retest = current;
+      retest.plan.schedule = suite::serialScheduleOf(worst);
+      retest.plan.pass = "serial-retest";
+      retest.plan.retestOf = index;
+      retest.plan.retestWorst = 0;
+      retest.plan.maxSamplesPerRank =
+          static_cast<std::int64_t>(worst.size()) * current.instance.spec->iterations;
+      queue.push_front(std::move(retest));
+      progress.setTotal(static_cast<int>(planned.size()) + 1);
+      planned.emplace_back();  // keeps the total in step with the extra instance
+    }
+    if (rank0) results_.push_back(std::move(result));
+    ++index;
+  }
+
+  file.setAttributes("/",
+                     {{"finished_utc", runtime::utcTimestamp(runtime::realtimeNow())},
+                      {"complete", std::int64_t{1}},
+                      {"exit_code", std::int64_t{exitCode}}},
+                     runtime::Deadline::afterSeconds(60));
+  file.flush();
+  if (rank0) {
+    printSummaryTable(stdout, results_);
+    std::printf("result file: %s (complete)\n", options_.outputPath.c_str());
+    std::fflush(stdout);
+  }
+  return exitCode;
+}
+
+InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
+                                   transport::Transport& transport, std::vector<suite::RankPair>& worstPairs) {
+  const auto& instance = planned.instance;
+  const auto& plan = planned.plan;
+  const auto& spec = *instance.spec;
+  const bool rank0 = world_.rank() == 0;
+  const auto control = runtime::Deadline::afterSeconds(spec.timeoutSeconds + controlGraceSeconds);
+
+  suite::SampleBuffer samples(static_cast<std::size_t>(plan.maxSamplesPerRank));
+  world_.barrier(control);
+  const auto tStart = clock_.toGlobal(runtime::monotonicNow());
+  suite::RunContext ctx{world_, transport, identity_, clock_, instance, plan, samples,
+                        runtime::Deadline::afterSeconds(spec.timeoutSeconds), seed_ + static_cast<std::uint64_t>(index), false, {}};
+  std::int64_t status = passed;
+  std::string errorText;
+  try {
+    registry_.kind(spec.kind).run(ctx);
+  } catch (const DeadlineExceeded& e) {
+    status = timeout;
+    errorText = "rank " + std::to_string(world_.rank()) + " (" + identity_.host + "): " + e.what();
+  } catch (const RuntimeFailure& e) {
+    status = errored;
+    errorText = "rank " + std::to_string(world_.rank()) + " (" + identity_.host + "): " + e.what();
+  }
+  if (status == passed && ctx.dataCheckFailed) {
+    status = failed;
+    errorText = ctx.dataCheckMessage;
+  }
+  if (samples.overflowed() && status == passed) {
+    status = errored;
+    errorText = "rank " + std::to_string(world_.rank()) + ": more samples than planned (a bug in the test kind)";
+  }
+  const auto tEnd = clock_.toGlobal(runtime::monotonicNow());
+
+  // Agreement: if a rank cannot answer now, it is lost and the run cannot go on.
+  std::int64_t agreed = 0;
+  std::vector<std::string> errors;
+  try {
+    agreed = world_.allreduceMax(status, control);
+    errors = world_.gatherStrings(errorText, 0, control);
+  } catch (const DeadlineExceeded& e) {
+    throw RuntimeFailure("lost contact with other ranks after test " + std::to_string(index) + " (" +
+                         instance.caseId + "): " + e.what() + (errorText.empty() ? "" : "; this rank saw: " + errorText));
+  }
+  if (agreed >= timeout) transport.reset(control);
+  std::string firstError;
+  for (const auto& e : errors)
+    if (!e.empty()) {
+      firstError = e;
+      break;
+    }
+
+  for (auto& s : samples.used()) {
+    s.t_post_ns = clock_.toGlobal(s.t_post_ns);
+    s.t_done_ns = clock_.toGlobal(s.t_done_ns);
+  }
+
+  // This rank's own statistics.
+  const double divisor = plan.sampleDivisor;
+  std::vector<double> mine;
+  std::int64_t myBytes = 0;
+  for (const auto& s : samples.used()) {
+    mine.push_back(static_cast<double>(s.t_done_ns - s.t_post_ns) / divisor);
+    myBytes += s.bytes;
+  }
+  std::vector<output::SummaryRecord> mySummary;
+  if (!mine.empty()) {
+    const auto st = stats::summarize(mine);
+    mySummary.push_back({world_.rank(), static_cast<std::int64_t>(st.count), st.min, st.mean, st.p50, st.p99, st.p999,
+                         st.max, myBytes, ctx.dataCheckFailed ? 1 : 0});
+  }
+
+  // Rank 0 sees every sample for the run-wide numbers.
+  std::vector<int> counts;
+  const auto all = world_.gatherBytes(std::as_bytes(samples.used()), 0, counts, control);
+  InstanceResult result;
+  result.index = index;
+  result.name = spec.name;
+  result.kind = spec.kind;
+  result.caseId = instance.caseId;
+  result.condition = instance.condition;
+  result.pattern = plan.pattern;
+  result.pass = plan.pass;
+  result.status = statusName(agreed);
+  result.error = firstError;
+  result.bytes = instance.bytes;
+  result.metric = plan.metric;
+
+  output::Attributes attrs = {
+      {"index", std::int64_t{index}},
+      {"name", spec.name},
+      {"kind", spec.kind},
+      {"case", instance.caseId},
+      {"condition", instance.condition},
+      {"transport", spec.transport},
+      {"memory", spec.memory},
+      {"pattern", plan.pattern},
+      {"pass", plan.pass},
+      {"description", plan.description},
+      {"bytes", instance.bytes},
+      {"window", std::int64_t{plan.window}},
+      {"iterations", std::int64_t{spec.iterations}},
+      {"warmup", std::int64_t{spec.warmup}},
+      {"timeout_s", spec.timeoutSeconds},
+      {"metric", std::string(plan.metric == suite::Metric::latency ? "latency" : "bandwidth")},
+      {"sample_divisor", std::int64_t{plan.sampleDivisor}},
+      {"status", result.status},
+      {"error", firstError},
+      {"t_start_ns", tStart},
+      {"t_end_ns", tEnd},
+      {"retest_of", std::int64_t{plan.retestOf}},
+  };
+  std::vector<double> matrix;
+  const int n = world_.size();
+  std::vector<std::int32_t> worstFlat;
+  if (rank0) {
+    const auto* records = reinterpret_cast<const output::SampleRecord*>(all.data());
+    const std::size_t count = all.size() / sizeof(output::SampleRecord);
+    std::vector<double> values;
+    std::map<PairKey, std::vector<double>> perPair;
+    double totalBytes = 0, totalTime = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto& s = records[i];
+      const double d = static_cast<double>(s.t_done_ns - s.t_post_ns);
+      values.push_back(d / divisor);
+      totalBytes += static_cast<double>(s.bytes);
+      totalTime += d;
+      perPair[{s.rank, s.peer}].push_back(d / divisor);
+    }
+    result.latency = stats::summarize(values);
+    result.bytesPerSample = count ? totalBytes / static_cast<double>(count) : 0;
+    result.gbpsMean = totalTime > 0 ? totalBytes / totalTime : 0;
+    const auto& l = result.latency;
+    for (auto [k, v] : {std::pair{"p50_ns", l.p50}, {"p99_ns", l.p99}, {"p999_ns", l.p999}, {"max_ns", l.max},
+                        {"mean_ns", l.mean}})
+      attrs.emplace_back(k, v);
+    if (plan.metric == suite::Metric::bandwidth) {
+      attrs.emplace_back("gbps_p50", result.bytesPerSample / l.p50);
+      attrs.emplace_back("gbps_p99", result.bytesPerSample / l.p99);
+      attrs.emplace_back("gbps_mean", result.gbpsMean);
+    }
+    if (instance.condition != "quiet") {
+      for (const auto& earlier : results_)
+        if (earlier.caseId == instance.caseId && earlier.condition == "quiet" && earlier.pass == plan.pass) {
+          result.impactMean = l.mean / earlier.latency.mean;
+          result.impactP99 = l.p99 / earlier.latency.p99;
+          attrs.emplace_back("impact_mean", result.impactMean);
+          attrs.emplace_back("impact_p99", result.impactP99);
+          attrs.emplace_back("quiet_index", std::int64_t{earlier.index});
+        }
+    }
+    if (plan.pattern == "all-pairs") {
+      matrix.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), std::nan(""));
+      std::vector<std::pair<double, PairKey>> ranked;
+      for (auto& [key, v] : perPair) {
+        const double median = stats::summarize(v).p50;
+        const double cell = plan.metric == suite::Metric::latency ? median : result.bytesPerSample / median;
+        matrix[static_cast<std::size_t>(key.a) * n + key.b] = cell;
+        if (plan.metric == suite::Metric::latency) matrix[static_cast<std::size_t>(key.b) * n + key.a] = cell;
+        ranked.push_back({median, key});  // larger time = worse, for both metrics
+      }
+      if (plan.retestWorst > 0 && agreed == passed) {
+        std::sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+        for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(plan.retestWorst); ++i) {
+          worstFlat.push_back(ranked[i].second.a);
+          worstFlat.push_back(ranked[i].second.b);
+        }
+      }
+    }
+  }
+
+  const std::string group = groupPathOf(index);
+  file.createGroup(group);
+  file.setAttributes(group, attrs, control);
+  file.writeTable<output::SampleRecord>(group + "/samples", samples.used(), control);
+  file.writeTable<output::SummaryRecord>(group + "/summary", mySummary, control);
+  if (plan.pattern == "all-pairs") file.writeMatrix(group + "/pair_matrix", matrix, n, n);
+  file.flush();
+
+  if (plan.retestWorst > 0) {
+    std::int64_t pairs = static_cast<std::int64_t>(worstFlat.size() / 2);
+    world_.broadcast(&pairs, sizeof pairs, 0, control);
+    worstFlat.resize(static_cast<std::size_t>(pairs) * 2);
+    if (pairs > 0)
+      world_.broadcast(worstFlat.data(), static_cast<int>(worstFlat.size() * sizeof(std::int32_t)), 0, control);
+    for (std::int64_t i = 0; i < pairs; ++i)
+      worstPairs.push_back({worstFlat[static_cast<std::size_t>(2 * i)], worstFlat[static_cast<std::size_t>(2 * i + 1)]});
+  }
+  return result;
+}
+
+}  // namespace fabscope::driver

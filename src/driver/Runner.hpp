@@ -1,0 +1,54 @@
+#pragma once
+// Runs a validated scenario on every rank and writes the shared result file.
+#include <string>
+#include <vector>
+
+#include "driver/InstanceResult.hpp"
+#include "output/ResultFile.hpp"
+#include "runtime/ClockSync.hpp"
+#include "runtime/RankIdentity.hpp"
+#include "scenario/Matrix.hpp"
+#include "suite/Registry.hpp"
+
+namespace fabscope::driver {
+
+struct RunOptions {
+  std::string outputPath;
+  std::string commandLine;
+  bool progress = true;
+};
+
+struct PlannedInstance {
+  scenario::TestInstance instance;
+  suite::InstancePlan plan;
+};
+
+// The matrix with every instance's plan; throws ScenarioError on bad kind keys.
+std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
+                                        int worldSize);
+
+class Runner {
+ public:
+  Runner(const scenario::Scenario& scenario, const suite::Registry& registry, const runtime::Communicator& world,
+         RunOptions options);
+  // Returns the exit code (0 or 1); throws RuntimeFailure when the run cannot go on.
+  int run();
+
+ private:
+  InstanceResult runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
+                             transport::Transport& transport, std::vector<suite::RankPair>& worstPairs);
+  void writeRunHeader(output::ResultFile& file);
+  void writeRanks(output::ResultFile& file);
+
+  const scenario::Scenario& scenario_;
+  const suite::Registry& registry_;
+  const runtime::Communicator& world_;
+  RunOptions options_;
+  runtime::RankIdentity identity_;
+  runtime::ClockSync clock_;
+  std::uint64_t seed_ = 0;
+  std::string runId_;
+  std::vector<InstanceResult> results_;
+};
+
+}  // namespace fabscope::driver

@@ -1,0 +1,81 @@
+#pragma once
+// Rows of the tables in the result file (docs/file-format.md). Plain structs so
+// a rank can fill a preallocated array of them inside a timed loop.
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "output/Hdf5.hpp"
+
+namespace fabscope::output {
+
+namespace sample_flags {
+inline constexpr std::uint32_t dataCheckFailed = 1u << 0;
+inline constexpr std::uint32_t deadlineMissed = 1u << 1;
+}  // namespace sample_flags
+
+struct SampleRecord {
+  std::int32_t rank;
+  std::int32_t iter;
+  std::int32_t peer;
+  std::int64_t bytes;
+  std::int64_t t_post_ns;
+  std::int64_t t_done_ns;
+  std::uint32_t flags;
+};
+
+struct RankRecord {
+  std::int32_t rank;
+  char host[64];
+  std::int32_t local_rank;
+  std::int32_t local_size;
+  std::int32_t pid;
+  std::int32_t gpu;
+  char nic[32];
+  std::int64_t clock_offset_ns;
+  std::int64_t clock_uncertainty_ns;
+};
+
+struct SummaryRecord {
+  std::int32_t rank;
+  std::int64_t samples;
+  double min_ns, mean_ns, p50_ns, p99_ns, p999_ns, max_ns;
+  std::int64_t bytes;
+  std::int64_t errors;
+};
+
+struct EventRecord {
+  std::int32_t rank;
+  std::int64_t t_ns;
+  char kind[32];
+  std::int32_t peer;
+  char detail[160];
+};
+
+struct CounterRecord {
+  std::int32_t rank;
+  char source[64];
+  char name[64];
+  std::int64_t before;
+  std::int64_t after;
+  std::int64_t delta;
+};
+
+// Copies `text` into a fixed-size field, truncating and NUL-padding.
+template <std::size_t N>
+void setText(char (&field)[N], std::string_view text) {
+  std::memset(field, 0, N);
+  std::memcpy(field, text.data(), text.size() < N ? text.size() : N);
+}
+
+// The HDF5 compound type describing each record (memory layout = file layout).
+template <typename Record>
+H5Type compoundTypeOf();
+
+template <> H5Type compoundTypeOf<SampleRecord>();
+template <> H5Type compoundTypeOf<RankRecord>();
+template <> H5Type compoundTypeOf<SummaryRecord>();
+template <> H5Type compoundTypeOf<EventRecord>();
+template <> H5Type compoundTypeOf<CounterRecord>();
+
+}  // namespace fabscope::output

@@ -1,0 +1,66 @@
+#pragma once
+// The one shared result file of a run. Every method is collective over the
+// communicator it was opened with: with parallel HDF5 every rank takes part
+// in the (collective) writes; otherwise rows are gathered to rank 0, which
+// alone holds the file open.
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "output/Hdf5.hpp"
+#include "output/Records.hpp"
+#include "runtime/Mpi.hpp"
+
+namespace fabscope::output {
+
+enum class WriteMode { parallel, serialGather };
+
+using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
+
+class ResultFile {
+ public:
+  // `requested`: "auto", "parallel" or "serial". Truncates an existing file.
+  ResultFile(const std::string& path, const std::string& requested, const runtime::Communicator& comm,
+             const runtime::Deadline& deadline);
+  ~ResultFile();
+  ResultFile(const ResultFile&) = delete;
+  ResultFile& operator=(const ResultFile&) = delete;
+
+  WriteMode mode() const { return mode_; }
+  const std::string& path() const { return path_; }
+
+  void createGroup(const std::string& path);
+  // Attributes as rank 0 has them (other ranks' values are ignored).
+  void setAttributes(const std::string& objectPath, const Attributes& attributes,
+                     const runtime::Deadline& deadline);
+
+  template <typename Record>
+  void writeTable(const std::string& path, std::span<const Record> myRows,
+                  const runtime::Deadline& deadline) {
+    H5Type type = compoundTypeOf<Record>();
+    writeRows(path, type.get(), sizeof(Record), std::as_bytes(myRows), deadline);
+  }
+
+  // A dense float64 matrix that rank 0 holds (others pass an empty span).
+  void writeMatrix(const std::string& path, std::span<const double> rank0Values, std::size_t rows,
+                   std::size_t cols);
+
+  void flush();
+
+ private:
+  void writeRows(const std::string& path, hid_t type, std::size_t rowBytes,
+                 std::span<const std::byte> myRows, const runtime::Deadline& deadline);
+  bool holdsFile() const { return mode_ == WriteMode::parallel || comm_.rank() == 0; }
+
+  std::string path_;
+  const runtime::Communicator& comm_;
+  WriteMode mode_;
+  H5File file_;
+};
+
+// Which mode `requested` resolves to on this build.
+WriteMode resolveWriteMode(const std::string& requested);
+const char* writeModeName(WriteMode mode);
+
+}  // namespace fabscope::output

@@ -1,0 +1,160 @@
+#include "runtime/Mpi.hpp"
+
+#include <cstring>
+#include <utility>
+
+namespace fabscope::runtime {
+
+void checkMpi(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw RuntimeFailure(std::string(what) + " failed: " + std::string(text, len));
+}
+
+MpiEnvironment::MpiEnvironment(int& argc, char**& argv) {
+  int provided = 0;
+  checkMpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  // Errors come back as codes so they turn into exceptions with context.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+MpiEnvironment::~MpiEnvironment() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+void MpiEnvironment::abortJob(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort();
+}
+
+Communicator::Communicator(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+Communicator::~Communicator() {
+  if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+Communicator::Communicator(Communicator&& other) noexcept
+    : comm_(std::exchange(other.comm_, MPI_COMM_NULL)),
+      owned_(std::exchange(other.owned_, false)),
+      rank_(other.rank_),
+      size_(other.size_) {}
+
+Communicator& Communicator::operator=(Communicator&& other) noexcept {
+  if (this != &other) {
+    if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    comm_ = std::exchange(other.comm_, MPI_COMM_NULL);
+    owned_ = std::exchange(other.owned_, false);
+    rank_ = other.rank_;
+    size_ = other.size_;
+  }
+  return *this;
+}
+
+void Communicator::complete(MPI_Request& request, const Deadline& deadline,
+                            const char* what) const {
+  int done = 0;
+  waitUntil(
+      [&] {
+        checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
+        return done != 0;
+      },
+      deadline, what);
+}
+
+void Communicator::barrier(const Deadline& deadline) const {
+  MPI_Request r;
+  checkMpi(MPI_Ibarrier(comm_, &r), "MPI_Ibarrier");
+  complete(r, deadline, "a barrier with all ranks");
+}
+
+void Communicator::broadcast(void* data, int bytes, int root, const Deadline& deadline) const {
+  MPI_Request r;
+  checkMpi(MPI_Ibcast(data, bytes, MPI_BYTE, root, comm_, &r), "MPI_Ibcast");
+  complete(r, deadline, "a broadcast");
+}
+
+std::string Communicator::broadcastString(const std::string& text, int root,
+                                          const Deadline& deadline) const {
+  std::int64_t length = static_cast<std::int64_t>(text.size());
+  broadcast(&length, sizeof length, root, deadline);
+  std::string out = rank_ == root ? text : std::string(static_cast<std::size_t>(length), '\0');
+  if (length > 0) broadcast(out.data(), static_cast<int>(length), root, deadline);
+  return out;
+}
+
+std::int64_t Communicator::allreduce(std::int64_t value, MPI_Op op,
+                                     const Deadline& deadline) const {
+  std::int64_t out = 0;
+  MPI_Request r;
+  checkMpi(MPI_Iallreduce(&value, &out, 1, MPI_INT64_T, op, comm_, &r), "MPI_Iallreduce");
+  complete(r, deadline, "an allreduce");
+  return out;
+}
+
+std::vector<std::int64_t> Communicator::allgather(std::int64_t value,
+                                                  const Deadline& deadline) const {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(size_));
+  MPI_Request r;
+  checkMpi(MPI_Iallgather(&value, 1, MPI_INT64_T, out.data(), 1, MPI_INT64_T, comm_, &r),
+           "MPI_Iallgather");
+  complete(r, deadline, "an allgather");
+  return out;
+}
+
+std::vector<std::byte> Communicator::gatherBytes(std::span<const std::byte> mine, int root,
+                                                 std::vector<int>& countsOut,
+                                                 const Deadline& deadline) const {
+  int count = static_cast<int>(mine.size());
+  countsOut.assign(static_cast<std::size_t>(size_), 0);
+  MPI_Request r;
+  checkMpi(MPI_Igather(&count, 1, MPI_INT, countsOut.data(), 1, MPI_INT, root, comm_, &r),
+           "MPI_Igather");
+  complete(r, deadline, "a gather of sizes");
+  std::vector<int> displacements(static_cast<std::size_t>(size_), 0);
+  std::vector<std::byte> out;
+  if (rank_ == root) {
+    std::int64_t total = 0;
+    for (int i = 0; i < size_; ++i) {
+      displacements[static_cast<std::size_t>(i)] = static_cast<int>(total);
+      total += countsOut[static_cast<std::size_t>(i)];
+    }
+    if (total > INT32_MAX) throw RuntimeFailure("gather of more than 2 GiB to one rank");
+    out.resize(static_cast<std::size_t>(total));
+  }
+  checkMpi(MPI_Igatherv(mine.data(), count, MPI_BYTE, out.data(), countsOut.data(),
+                        displacements.data(), MPI_BYTE, root, comm_, &r),
+           "MPI_Igatherv");
+  complete(r, deadline, "a gather of data");
+  return out;
+}
+
+std::vector<std::string> Communicator::gatherStrings(const std::string& mine, int root,
+                                                     const Deadline& deadline) const {
+  std::vector<int> counts;
+  auto bytes = gatherBytes(std::as_bytes(std::span(mine.data(), mine.size())), root, counts,
+                           deadline);
+  std::vector<std::string> out;
+  if (rank_ != root) return out;
+  std::size_t offset = 0;
+  for (int c : counts) {
+    out.emplace_back(reinterpret_cast<const char*>(bytes.data()) + offset,
+                     static_cast<std::size_t>(c));
+    offset += static_cast<std::size_t>(c);
+  }
+  return out;
+}
+
+Communicator Communicator::split(int color, int key) const {
+  MPI_Comm out;
+  checkMpi(MPI_Comm_split(comm_, color, key, &out), "MPI_Comm_split");
+  return Communicator(out, true);
+}
+
+}  // namespace fabscope::runtime

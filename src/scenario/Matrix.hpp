@@ -1,0 +1,21 @@
+#pragma once
+// The expanded test matrix: one instance per test x size x condition, in the
+// order they run (conditions of one case are adjacent so quiet and congested
+// runs of a case are measured close in time).
+#include <string>
+#include <vector>
+
+#include "scenario/Scenario.hpp"
+
+namespace fabscope::scenario {
+
+struct TestInstance {
+  const TestSpec* spec = nullptr;
+  std::int64_t bytes = 0;
+  std::string condition;
+  std::string caseId;  // same for one test and size across conditions
+};
+
+std::vector<TestInstance> expandMatrix(const Scenario& scenario);
+
+}  // namespace fabscope::scenario

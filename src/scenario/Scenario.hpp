@@ -1,0 +1,100 @@
+#pragma once
+// A scenario file, parsed and validated: the tests to run and their axes.
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/Errors.hpp"
+
+namespace fabscope::scenario {
+
+// Bad scenario or override: exit code 2, message "file:line:column: ...".
+class ScenarioError : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
+struct TestSpec {
+  std::string name;
+  std::string kind;
+  std::vector<std::int64_t> sizes;
+  int iterations = 0;
+  int warmup = 0;
+  double timeoutSeconds = 0;
+  std::string transport;
+  std::string memory;
+  std::vector<std::string> conditions;
+  int ranks = 0;  // participating ranks; 0 = all
+  YAML::Node node;  // the test's mapping, for keys of its kind
+  std::map<std::string, std::string> overrides;  // key -> "--set key=value" that set it
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string file;
+  std::string text;
+  std::uint64_t seed = 0;
+  bool seedGiven = false;
+  std::string hdf5Mode = "auto";  // auto | parallel | serial
+  std::vector<TestSpec> tests;
+  std::vector<std::string> overrides;
+};
+
+// What the rest of the program allows, so the loader can reject early.
+struct KindRules {
+  std::vector<std::string> extraKeys;  // keys beyond the common ones
+  int minRanks = 1;
+  // Checks the kind's own keys; throws ScenarioError (use ParamReader).
+  std::function<void(const TestSpec&, const std::string& file, int worldSize)> validate;
+};
+
+struct ScenarioRules {
+  std::map<std::string, KindRules> kinds;
+  std::map<std::string, std::string> transports;  // name -> "" if built, else why not
+  std::map<std::string, std::string> memoryKinds;  // name -> "" if built, else why not
+  std::vector<std::string> conditions;
+  int worldSize = 1;
+};
+
+Scenario loadScenarioFile(const std::string& path, const std::vector<std::string>& overrides,
+                          const ScenarioRules& rules);
+Scenario loadScenarioText(const std::string& text, const std::string& displayName,
+                          const std::vector<std::string>& overrides, const ScenarioRules& rules);
+
+// Typed access to a test's kind-specific keys with errors that point at the file.
+class ParamReader {
+ public:
+  ParamReader(const TestSpec& spec, std::string file) : spec_(spec), file_(std::move(file)) {}
+  ParamReader(const TestSpec& spec, std::string file, YAML::Node node, std::string prefix)
+      : spec_(spec), file_(std::move(file)), node_(std::move(node)), prefix_(std::move(prefix)),
+        nested_(true) {}
+
+  bool has(const std::string& key) const;
+  std::int64_t integer(const std::string& key, std::int64_t fallback, std::int64_t min,
+                       std::int64_t max) const;
+  std::string choice(const std::string& key, const std::vector<std::string>& allowed,
+                     const std::string& fallback) const;
+  // A nested mapping with its own allowed keys.
+  ParamReader mapping(const std::string& key, const std::vector<std::string>& allowedKeys) const;
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+
+ private:
+  YAML::Node node() const { return nested_ ? node_ : spec_.node; }
+  const TestSpec& spec_;
+  std::string file_;
+  YAML::Node node_;
+  std::string prefix_;
+  bool nested_ = false;
+};
+
+// "file:line:column" of a node (1-based), or "file" when it has no position.
+std::string positionOf(const std::string& file, const YAML::Node& node);
+
+}  // namespace fabscope::scenario

@@ -1,0 +1,369 @@
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "scenario/Scenario.hpp"
+#include "scenario/Units.hpp"
+
+namespace fabscope::scenario {
+namespace {
+
+const std::vector<std::string> topKeys = {"name", "description", "seed", "hdf5", "defaults", "tests"};
+const std::vector<std::string> commonKeys = {"name",   "kind",      "sizes",     "iterations",
+                                             "warmup", "timeout",   "transport", "memory",
+                                             "conditions", "ranks"};
+const std::vector<std::string> runLevelOverrideKeys = {"seed", "hdf5"};
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+class Loader {
+ public:
+  Loader(std::string file, const ScenarioRules& rules) : file_(std::move(file)), rules_(rules) {}
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& message) const {
+    throw ScenarioError(positionOf(file_, node) + ": " + message);
+  }
+
+  Scenario load(const std::string& text, const std::vector<std::string>& overrides) {
+    Scenario scenario;
+    scenario.file = file_;
+    scenario.text = text;
+    scenario.overrides = overrides;
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::ParserException& e) {
+      throw ScenarioError(file_ + ":" + std::to_string(e.mark.line + 1) + ":" +
+                          std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+    }
+    if (!root.IsMap()) {
+      if (root.IsNull()) throw ScenarioError(file_ + ":1:1: the scenario is empty; expected a mapping with a 'tests:' list");
+      fail(root, "expected a mapping with keys " + joined(topKeys));
+    }
+    for (const auto& entry : root) {
+      const auto key = entry.first.as<std::string>();
+      if (!contains(topKeys, key))
+        fail(entry.first, "unknown key '" + key + "'; expected one of: " + joined(topKeys));
+    }
+    scenario.name = scalar(root, "name", "a scenario name", "unnamed");
+    scenario.description = scalar(root, "description", "a text", "");
+    if (root["seed"]) {
+      scenario.seed = static_cast<std::uint64_t>(integerOf(root["seed"], "seed", 0, INT64_MAX));
+      scenario.seedGiven = true;
+    }
+    if (root["hdf5"]) scenario.hdf5Mode = choiceOf(root["hdf5"], "hdf5", {"auto", "parallel", "serial"});
+
+    const YAML::Node defaults = root["defaults"] ? root["defaults"] : YAML::Node(YAML::NodeType::Map);
+    if (!defaults.IsMap()) fail(defaults, "'defaults' must be a mapping of test keys");
+    for (const auto& entry : defaults) {
+      const auto key = entry.first.as<std::string>();
+      if (key == "name" || key == "kind" || !contains(commonKeys, key))
+        fail(entry.first, "unknown key '" + key + "' in defaults; expected one of: sizes, iterations, "
+                          "warmup, timeout, transport, memory, conditions, ranks");
+    }
+
+    const YAML::Node tests = root["tests"];
+    if (!tests) throw ScenarioError(file_ + ":1:1: the scenario has no 'tests:' list");
+    if (!tests.IsSequence() || tests.size() == 0) fail(tests, "'tests' must be a non-empty list of tests");
+
+    applyOverrides(scenario, tests, overrides);
+
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < tests.size(); ++i) {
+      TestSpec spec = parseTest(tests[i], defaults, i);
+      spec.overrides = testOverrides_[i];
+      if (!names.insert(spec.name).second) fail(tests[i], "two tests are named '" + spec.name + "'; names must be unique");
+      const auto& kind = rules_.kinds.at(spec.kind);
+      const int participants = spec.ranks > 0 ? spec.ranks : rules_.worldSize;
+      if (spec.ranks > rules_.worldSize)
+        fail(tests[i]["ranks"], "test '" + spec.name + "' asks for " + std::to_string(spec.ranks) +
+                                    " ranks but the run has only " + std::to_string(rules_.worldSize));
+      if (participants < kind.minRanks)
+        fail(tests[i], "test '" + spec.name + "' (" + spec.kind + ") needs at least " +
+                           std::to_string(kind.minRanks) + " ranks; the run has " +
+                           std::to_string(participants) + " (start more ranks with mpirun -np)");
+      if (kind.validate) kind.validate(spec, file_, rules_.worldSize);
+      scenario.tests.push_back(std::move(spec));
+    }
+    return scenario;
+  }
+
+ private:
+  void applyOverrides(Scenario& scenario, YAML::Node tests, const std::vector<std::string>& overrides) {
+    testOverrides_.assign(tests.size(), {});
+    for (const auto& text : overrides) {
+      const auto eq = text.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw ScenarioError("--set " + text + ": expected key=value, e.g. --set iterations=100");
+      std::string key = text.substr(0, eq);
+      const std::string value = text.substr(eq + 1);
+      const std::string where = "--set " + text;
+      YAML::Node parsed;
+      try {
+        parsed = YAML::Load(value);
+      } catch (const YAML::Exception& e) {
+        throw ScenarioError(where + ": value is not valid YAML: " + e.msg);
+      }
+      if (key == "seed") {
+        scenario.seed = static_cast<std::uint64_t>(integerOfOverride(parsed, where));
+        scenario.seedGiven = true;
+        continue;
+      }
+      if (key == "hdf5") {
+        if (value != "auto" && value != "parallel" && value != "serial")
+          throw ScenarioError(where + ": expected auto, parallel or serial");
+        scenario.hdf5Mode = value;
+        continue;
+      }
+      std::string onlyTest;
+      if (const auto dot = key.find('.'); dot != std::string::npos) {
+        onlyTest = key.substr(0, dot);
+        key = key.substr(dot + 1);
+      }
+      if (key == "name" || key == "kind")
+        throw ScenarioError(where + ": the test's '" + key + "' cannot be overridden");
+      bool applied = false;
+      for (std::size_t i = 0; i < tests.size(); ++i) {
+        YAML::Node test = tests[i];
+        if (!test.IsMap()) continue;
+        const std::string testName = test["name"] ? test["name"].as<std::string>("") : "";
+        if (!onlyTest.empty() && testName != onlyTest) continue;
+        const std::string kind = test["kind"] ? test["kind"].as<std::string>("") : "";
+        const auto k = rules_.kinds.find(kind);
+        const bool allowed = contains(commonKeys, key) ||
+                             (k != rules_.kinds.end() && contains(k->second.extraKeys, key));
+        if (!allowed) {
+          if (!onlyTest.empty())
+            throw ScenarioError(where + ": test '" + onlyTest + "' (" + kind + ") has no key '" + key + "'");
+          continue;
+        }
+        test[key] = parsed;
+        testOverrides_[i][key] = where;
+        applied = true;
+      }
+      if (!applied) {
+        if (!onlyTest.empty()) throw ScenarioError(where + ": no test is named '" + onlyTest + "'");
+        throw ScenarioError(where + ": no test in the scenario has a key '" + key +
+                            "'; common keys: " + joined(commonKeys) + "; run-level keys: " +
+                            joined(runLevelOverrideKeys));
+      }
+    }
+  }
+
+  std::string scalar(const YAML::Node& parent, const std::string& key, const std::string& what,
+                     const std::string& fallback) const {
+    const YAML::Node n = parent[key];
+    if (!n) return fallback;
+    if (!n.IsScalar()) fail(n, "'" + key + "' must be " + what);
+    return n.as<std::string>();
+  }
+
+  std::int64_t integerOf(const YAML::Node& n, const std::string& key, std::int64_t min, std::int64_t max) const {
+    std::int64_t v = 0;
+    if (!n.IsScalar() || !YAML::convert<std::int64_t>::decode(n, v))
+      fail(n, "'" + key + "' must be a whole number, got '" + (n.IsScalar() ? n.Scalar() : std::string("a list or mapping")) + "'");
+    if (v < min || v > max)
+      fail(n, "'" + key + "' is " + std::to_string(v) + "; expected " + std::to_string(min) + ".." + std::to_string(max));
+    return v;
+  }
+
+  std::int64_t integerOfOverride(const YAML::Node& n, const std::string& where) const {
+    std::int64_t v = 0;
+    if (!n.IsScalar() || !YAML::convert<std::int64_t>::decode(n, v) || v < 0)
+      throw ScenarioError(where + ": expected a non-negative whole number");
+    return v;
+  }
+
+  std::string choiceOf(const YAML::Node& n, const std::string& key, const std::vector<std::string>& allowed) const {
+    if (!n.IsScalar()) fail(n, "'" + key + "' must be one of: " + joined(allowed));
+    const auto v = n.as<std::string>();
+    if (!contains(allowed, v)) fail(n, "'" + key + "' is '" + v + "'; expected one of: " + joined(allowed));
+    return v;
+  }
+
+  // The test's own value, else the defaults' value.
+  YAML::Node pick(const YAML::Node& test, const YAML::Node& defaults, const std::string& key) const {
+    if (test[key]) return test[key];
+    if (defaults[key]) return defaults[key];
+    return YAML::Node(YAML::NodeType::Undefined);
+  }
+
+  std::vector<std::int64_t> sizesOf(const YAML::Node& n) const {
+    std::vector<std::int64_t> sizes;
+    auto addScalar = [&](const YAML::Node& item) {
+      if (!item.IsScalar()) fail(item, "a size must be a number or text like 4KiB or '8..4MiB x2'");
+      try {
+        for (auto s : parseSizeList(item.Scalar())) sizes.push_back(s);
+      } catch (const std::invalid_argument& e) {
+        fail(item, e.what());
+      }
+    };
+    if (n.IsSequence()) {
+      if (n.size() == 0) fail(n, "'sizes' is an empty list; give at least one size");
+      for (const auto& item : n) addScalar(item);
+    } else {
+      addScalar(n);
+    }
+    return sizes;
+  }
+
+  TestSpec parseTest(const YAML::Node& test, const YAML::Node& defaults, std::size_t index) const {
+    if (!test.IsMap()) fail(test, "each entry of 'tests' must be a mapping with at least 'kind' and 'sizes'");
+    TestSpec spec;
+    spec.node = test;
+    if (!test["kind"]) fail(test, "test #" + std::to_string(index + 1) + " has no 'kind'; known kinds: " + kindNames());
+    spec.kind = scalar(test, "kind", "a test kind", "");
+    if (!rules_.kinds.count(spec.kind)) fail(test["kind"], "unknown test kind '" + spec.kind + "'; known kinds: " + kindNames());
+    const auto& kind = rules_.kinds.at(spec.kind);
+    spec.name = scalar(test, "name", "a test name", spec.kind + "-" + std::to_string(index + 1));
+    for (const auto& entry : test) {
+      const auto key = entry.first.as<std::string>();
+      if (!contains(commonKeys, key) && !contains(kind.extraKeys, key)) {
+        std::vector<std::string> allowed = commonKeys;
+        allowed.insert(allowed.end(), kind.extraKeys.begin(), kind.extraKeys.end());
+        fail(entry.first, "unknown key '" + key + "' in test '" + spec.name + "' (" + spec.kind +
+                              "); expected one of: " + joined(allowed));
+      }
+    }
+    const YAML::Node sizes = pick(test, defaults, "sizes");
+    if (!sizes) fail(test, "test '" + spec.name + "' has no 'sizes' (e.g. sizes: [8, 4KiB, '64KiB..4MiB x4'])");
+    spec.sizes = sizesOf(sizes);
+    auto intKey = [&](const char* key, std::int64_t fallback, std::int64_t min, std::int64_t max) {
+      const YAML::Node n = pick(test, defaults, key);
+      return static_cast<int>(n ? integerOf(n, key, min, max) : fallback);
+    };
+    spec.iterations = intKey("iterations", 100, 1, 100'000'000);
+    spec.warmup = intKey("warmup", 10, 0, 100'000'000);
+    spec.ranks = intKey("ranks", 0, 1, 1'000'000);
+    if (const YAML::Node n = pick(test, defaults, "timeout")) {
+      if (!n.IsScalar()) fail(n, "'timeout' must be a duration such as 30s");
+      try {
+        spec.timeoutSeconds = parseDurationSeconds(n.Scalar());
+      } catch (const std::invalid_argument& e) {
+        fail(n, e.what());
+      }
+    } else {
+      spec.timeoutSeconds = 60;
+    }
+    spec.transport = availableChoice(pick(test, defaults, "transport"), "transport", rules_.transports, "mpi");
+    spec.memory = availableChoice(pick(test, defaults, "memory"), "memory", rules_.memoryKinds, "host");
+    if (const YAML::Node n = pick(test, defaults, "conditions")) {
+      std::vector<YAML::Node> items;
+      if (n.IsSequence()) {
+        if (n.size() == 0) fail(n, "'conditions' is empty; use [quiet] for no neighbour traffic");
+        for (const auto& c : n) items.push_back(c);
+      } else {
+        items.push_back(n);
+      }
+      for (const auto& c : items) {
+        const auto v = choiceOf(c, "conditions", rules_.conditions);
+        if (contains(spec.conditions, v)) fail(c, "condition '" + v + "' is listed twice");
+        spec.conditions.push_back(v);
+      }
+    } else {
+      spec.conditions = {"quiet"};
+    }
+    return spec;
+  }
+
+  std::string availableChoice(const YAML::Node& n, const std::string& key,
+                              const std::map<std::string, std::string>& available,
+                              const std::string& fallback) const {
+    if (!n) return fallback;
+    std::vector<std::string> names;
+    for (const auto& [name, why] : available) names.push_back(name);
+    const std::string v = choiceOf(n, key, names);
+    if (!available.at(v).empty()) fail(n, key + " '" + v + "' is not available in this build: " + available.at(v));
+    return v;
+  }
+
+  std::string kindNames() const {
+    std::vector<std::string> names;
+    for (const auto& [name, rules] : rules_.kinds) names.push_back(name);
+    return joined(names);
+  }
+
+  std::string file_;
+  const ScenarioRules& rules_;
+  std::vector<std::map<std::string, std::string>> testOverrides_;
+};
+
+}  // namespace
+
+std::string positionOf(const std::string& file, const YAML::Node& node) {
+  const auto mark = node.Mark();
+  if (mark.is_null() || mark.line < 0) return file;
+  return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+Scenario loadScenarioText(const std::string& text, const std::string& displayName,
+                          const std::vector<std::string>& overrides, const ScenarioRules& rules) {
+  return Loader(displayName, rules).load(text, overrides);
+}
+
+Scenario loadScenarioFile(const std::string& path, const std::vector<std::string>& overrides,
+                          const ScenarioRules& rules) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ScenarioError(path + ": cannot open the scenario file (does it exist and is it readable?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return loadScenarioText(text.str(), path, overrides, rules);
+}
+
+// --- ParamReader ---------------------------------------------------------------
+
+bool ParamReader::has(const std::string& key) const { return static_cast<bool>(node()[key]); }
+
+void ParamReader::fail(const std::string& key, const std::string& message) const {
+  const auto o = spec_.overrides.find(key);
+  if (!nested_ && o != spec_.overrides.end()) throw ScenarioError(o->second + ": " + message);
+  const YAML::Node n = node()[key];
+  throw ScenarioError(positionOf(file_, n ? n : node()) + ": " + message);
+}
+
+std::int64_t ParamReader::integer(const std::string& key, std::int64_t fallback, std::int64_t min,
+                                  std::int64_t max) const {
+  const YAML::Node n = node()[key];
+  if (!n) return fallback;
+  std::int64_t v = 0;
+  if (!n.IsScalar() || !YAML::convert<std::int64_t>::decode(n, v))
+    fail(key, "'" + prefix_ + key + "' in test '" + spec_.name + "' must be a whole number");
+  if (v < min || v > max)
+    fail(key, "'" + prefix_ + key + "' in test '" + spec_.name + "' is " + std::to_string(v) +
+                  "; expected " + std::to_string(min) + ".." + std::to_string(max));
+  return v;
+}
+
+std::string ParamReader::choice(const std::string& key, const std::vector<std::string>& allowed,
+                                const std::string& fallback) const {
+  const YAML::Node n = node()[key];
+  if (!n) return fallback;
+  if (!n.IsScalar() || !contains(allowed, n.Scalar()))
+    fail(key, "'" + prefix_ + key + "' in test '" + spec_.name + "' is '" +
+                  (n.IsScalar() ? n.Scalar() : std::string("not a word")) + "'; expected one of: " + joined(allowed));
+  return n.Scalar();
+}
+
+ParamReader ParamReader::mapping(const std::string& key, const std::vector<std::string>& allowedKeys) const {
+  const YAML::Node n = node()[key];
+  YAML::Node m = n ? n : YAML::Node(YAML::NodeType::Map);
+  if (!m.IsMap()) fail(key, "'" + prefix_ + key + "' in test '" + spec_.name + "' must be a mapping with keys " + joined(allowedKeys));
+  for (const auto& entry : m) {
+    const auto k = entry.first.as<std::string>();
+    if (!contains(allowedKeys, k))
+      throw ScenarioError(positionOf(file_, entry.first) + ": unknown key '" + k + "' in '" + prefix_ + key +
+                          "' of test '" + spec_.name + "'; expected one of: " + joined(allowedKeys));
+  }
+  return ParamReader(spec_, file_, m, prefix_ + key + ".");
+}
+
+}  // namespace fabscope::scenario

@@ -1,0 +1,13 @@
+#pragma once
+// Factories of the test kinds; Registry.cpp lists them.
+#include <memory>
+
+#include "suite/TestKind.hpp"
+
+namespace fabscope::suite {
+
+std::unique_ptr<TestKind> makeLatencyTest();
+std::unique_ptr<TestKind> makeBandwidthTest();
+std::unique_ptr<TestKind> makeBidirectionalBandwidthTest();
+
+}  // namespace fabscope::suite

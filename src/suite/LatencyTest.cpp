@@ -1,0 +1,48 @@
+// Ping-pong latency: the initiator sends, the responder echoes; one sample is
+// a round trip, reported as half of it (sample_divisor 2), like osu_latency.
+#include "suite/Kinds.hpp"
+#include "suite/PointToPoint.hpp"
+
+namespace fabscope::suite {
+namespace {
+
+class LatencyTest final : public PointToPointKind {
+ public:
+  std::string name() const override { return "latency"; }
+  std::string summary() const override { return "ping-pong latency between pairs of ranks (one-way = round trip / 2)"; }
+
+ protected:
+  Metric metric() const override { return Metric::latency; }
+  int sampleDivisor() const override { return 2; }
+
+  void measurePair(RunContext& ctx, const RankPair& pair, PairBuffers& b) const override {
+    auto& t = ctx.transport;
+    const int me = ctx.world.rank();
+    const bool initiator = pair.initiator == me;
+    const int peer = initiator ? pair.responder : pair.initiator;
+    const auto n = b.sliceBytes;
+    const int warmup = ctx.instance.spec->warmup;
+    const int total = warmup + ctx.instance.spec->iterations;
+    for (int i = 0; i < total; ++i) {
+      if (initiator) {
+        const auto t0 = runtime::monotonicNow();
+        t.postRecv(1, peer, dataTag, b.recv.data(), n);
+        t.postSend(0, peer, dataTag, b.send.data(), n);
+        t.waitSlots(0, 2, ctx.deadline);
+        const auto t1 = runtime::monotonicNow();
+        if (i >= warmup) ctx.samples.record(me, i - warmup, peer, static_cast<std::int64_t>(n), t0, t1);
+      } else {
+        t.postRecv(1, peer, dataTag, b.recv.data(), n);
+        t.waitSlots(1, 1, ctx.deadline);
+        t.postSend(0, peer, dataTag, b.send.data(), n);
+        t.waitSlots(0, 1, ctx.deadline);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TestKind> makeLatencyTest() { return std::make_unique<LatencyTest>(); }
+
+}  // namespace fabscope::suite

@@ -1,0 +1,39 @@
+#pragma once
+// Shared shape of the point-to-point kinds: patterns (pairs, all-pairs with a
+// parallel or serial pass), the round loop, buffers and the data check. A kind
+// supplies only how one pair is measured.
+#include "suite/TestKind.hpp"
+#include "transport/HostBuffer.hpp"
+
+namespace fabscope::suite {
+
+struct PairBuffers {
+  transport::HostBuffer send;
+  transport::HostBuffer recv;
+  std::size_t sliceBytes = 0;   // one message
+  std::size_t slices = 1;       // distinct receive slices (window messages land apart)
+};
+
+class PointToPointKind : public TestKind {
+ public:
+  scenario::KindRules rules() const override;
+  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
+                    int worldSize) const override;
+  void run(RunContext& ctx) const override;
+
+ protected:
+  virtual Metric metric() const = 0;
+  virtual int sampleDivisor() const { return 1; }
+  virtual bool usesWindow() const { return false; }
+  virtual bool oneWay() const { return false; }  // all-pairs measures both directions
+  // Measures `iterations` samples (after `warmup`) between this rank and its peer.
+  virtual void measurePair(RunContext& ctx, const RankPair& pair, PairBuffers& buffers) const = 0;
+
+  // Default window for windowed kinds.
+  static constexpr int defaultWindow = 64;
+};
+
+inline constexpr int dataTag = 11;
+inline constexpr int ackTag = 12;
+
+}  // namespace fabscope::suite

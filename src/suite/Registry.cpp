@@ -1,0 +1,41 @@
+#include "suite/Registry.hpp"
+
+#include "fabscope/BuildConfig.hpp"
+#include "suite/Kinds.hpp"
+
+namespace fabscope::suite {
+
+Registry::Registry() {
+  for (auto make : {makeLatencyTest, makeBandwidthTest, makeBidirectionalBandwidthTest}) {
+    auto k = make();
+    auto name = k->name();
+    kinds_.emplace(std::move(name), std::move(k));
+  }
+}
+
+const TestKind& Registry::kind(const std::string& name) const {
+  const auto it = kinds_.find(name);
+  if (it == kinds_.end()) throw UsageError("unknown test kind '" + name + "'");
+  return *it->second;
+}
+
+scenario::ScenarioRules Registry::scenarioRules(int worldSize) const {
+  scenario::ScenarioRules rules;
+  for (const auto& [name, kind] : kinds_) rules.kinds.emplace(name, kind->rules());
+  rules.transports = {
+      {"mpi", ""},
+      {"ucx", "the UCX transport is not implemented yet (issue: transports)"},
+      {"verbs", "the libibverbs transport is not implemented yet (issue: transports)"},
+      {"nccl", FABSCOPE_HAVE_NCCL ? "the NCCL data path is not implemented yet" : "built without CUDA/NCCL"},
+  };
+  rules.memoryKinds = {
+      {"host", ""},
+      {"cuda", FABSCOPE_HAVE_CUDA ? "GPU memory tests are not implemented yet" : "built without CUDA"},
+      {"cuda-host", FABSCOPE_HAVE_CUDA ? "pinned-memory tests are not implemented yet" : "built without CUDA"},
+  };
+  rules.conditions = {"quiet"};
+  rules.worldSize = worldSize;
+  return rules;
+}
+
+}  // namespace fabscope::suite

@@ -1,0 +1,64 @@
+#pragma once
+// One plug-in per test kind (nccl-tests' model, without its globals): its
+// scenario keys, how many samples and bytes an instance needs, and the timed
+// run itself. Adding a test = one new file + one line in Registry.cpp.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "output/Records.hpp"
+#include "output/ResultFile.hpp"
+#include "runtime/ClockSync.hpp"
+#include "runtime/RankIdentity.hpp"
+#include "scenario/Matrix.hpp"
+#include "suite/PairSchedule.hpp"
+#include "suite/SampleBuffer.hpp"
+#include "transport/Transport.hpp"
+
+namespace fabscope::suite {
+
+enum class Metric { latency, bandwidth };
+
+// What an instance will do, known before anything is measured.
+struct InstancePlan {
+  Metric metric = Metric::latency;
+  int sampleDivisor = 1;
+  std::string pattern = "pairs";
+  std::string pass = "parallel";
+  int window = 1;
+  Schedule schedule;               // empty for collectives
+  std::int64_t maxSamplesPerRank = 0;
+  std::int64_t bufferBytesPerRank = 0;
+  std::string description;         // for `fabscope list`
+  int retestWorst = 0;             // all-pairs: serially re-measure this many worst pairs
+  int retestOf = -1;
+};
+
+struct RunContext {
+  const runtime::Communicator& world;
+  transport::Transport& transport;
+  const runtime::RankIdentity& identity;
+  const runtime::ClockSync& clock;
+  const scenario::TestInstance& instance;
+  const InstancePlan& plan;
+  SampleBuffer& samples;
+  runtime::Deadline deadline;
+  std::uint64_t seed;
+  bool dataCheckFailed = false;
+  std::string dataCheckMessage;
+};
+
+class TestKind {
+ public:
+  virtual ~TestKind() = default;
+  virtual std::string name() const = 0;
+  virtual std::string summary() const = 0;  // one line for --help
+  virtual scenario::KindRules rules() const = 0;
+  virtual InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
+                            int worldSize) const = 0;
+  // Runs the timed part on every rank; samples go to ctx.samples (local clock).
+  virtual void run(RunContext& ctx) const = 0;
+};
+
+}  // namespace fabscope::suite

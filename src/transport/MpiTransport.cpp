@@ -1,0 +1,70 @@
+#include "transport/MpiTransport.hpp"
+
+namespace fabscope::transport {
+
+using runtime::checkMpi;
+
+MpiTransport::MpiTransport(const runtime::Communicator& world, const runtime::Deadline& deadline)
+    : world_(world.handle()) {
+  duplicate(world_, deadline);
+}
+
+MpiTransport::~MpiTransport() {
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void MpiTransport::duplicate(MPI_Comm from, const runtime::Deadline& deadline) {
+  MPI_Request r;
+  checkMpi(MPI_Comm_idup(from, &comm_, &r), "MPI_Comm_idup");
+  int done = 0;
+  runtime::waitUntil(
+      [&] {
+        checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(comm dup)");
+        return done != 0;
+      },
+      deadline, "all ranks to set up the MPI transport");
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+}
+
+void MpiTransport::reserve(int slots) {
+  if (static_cast<int>(requests_.size()) < slots) requests_.resize(static_cast<std::size_t>(slots), MPI_REQUEST_NULL);
+}
+
+void MpiTransport::postSend(int slot, int peer, int tag, const void* buffer, std::size_t bytes) {
+  checkMpi(MPI_Isend(buffer, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_,
+                     &requests_[static_cast<std::size_t>(slot)]),
+           "MPI_Isend");
+}
+
+void MpiTransport::postRecv(int slot, int peer, int tag, void* buffer, std::size_t bytes) {
+  checkMpi(MPI_Irecv(buffer, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_,
+                     &requests_[static_cast<std::size_t>(slot)]),
+           "MPI_Irecv");
+}
+
+bool MpiTransport::testSlots(int first, int count) {
+  int done = 0;
+  const int rc = MPI_Testall(count, requests_.data() + first, &done, MPI_STATUSES_IGNORE);
+  if (rc != MPI_SUCCESS) {
+    reportError({runtime::monotonicNow(), -1, "MPI_Testall returned an error"});
+    checkMpi(rc, "MPI_Testall");
+  }
+  return done != 0;
+}
+
+void MpiTransport::reset(const runtime::Deadline& deadline) {
+  // Outstanding receives are cancelled; sends are left to MPI (cancelling
+  // sends is deprecated) and the communicator they belong to is retired.
+  for (auto& r : requests_) {
+    if (r != MPI_REQUEST_NULL) {
+      MPI_Cancel(&r);
+      MPI_Request_free(&r);
+      r = MPI_REQUEST_NULL;
+    }
+  }
+  MPI_Comm old = comm_;
+  duplicate(world_, deadline);
+  MPI_Comm_free(&old);
+}
+
+}  // namespace fabscope::transport

@@ -1,0 +1,54 @@
+#pragma once
+// The data plane tests measure through. MPI stays the control plane; a
+// transport only moves bytes between ranks. Operations live in caller-chosen
+// slots of a pool reserved before the timed loop, so posting and completing
+// never allocate.
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "runtime/Deadline.hpp"
+
+namespace fabscope::transport {
+
+enum class MemoryKind { host, cuda, cudaHost };
+
+struct TransportError {
+  runtime::Nanoseconds at;  // monotonic clock when it was noticed
+  int peer;                 // -1 if not tied to one peer
+  std::string message;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string_view name() const = 0;
+
+  // Makes room for `slots` concurrent operations (outside timed loops).
+  virtual void reserve(int slots) = 0;
+  virtual void postSend(int slot, int peer, int tag, const void* buffer, std::size_t bytes) = 0;
+  virtual void postRecv(int slot, int peer, int tag, void* buffer, std::size_t bytes) = 0;
+  // True when every operation in slots [first, first + count) has completed.
+  virtual bool testSlots(int first, int count) = 0;
+  // Drops every outstanding operation so the next test starts clean (after a
+  // timeout). Collective over the transport's ranks, bounded by `deadline`.
+  virtual void reset(const runtime::Deadline& deadline) = 0;
+
+  void waitSlots(int first, int count, const runtime::Deadline& deadline) {
+    runtime::waitUntil([&] { return testSlots(first, count); }, deadline, waitDescription());
+  }
+
+  void onError(std::function<void(const TransportError&)> handler) { errorHandler_ = std::move(handler); }
+
+ protected:
+  virtual const char* waitDescription() const { return "a transfer to or from a peer rank"; }
+  void reportError(const TransportError& error) const {
+    if (errorHandler_) errorHandler_(error);
+  }
+
+ private:
+  std::function<void(const TransportError&)> errorHandler_;
+};
+
+}  // namespace fabscope::transport
