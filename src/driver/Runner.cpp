@@ -13,7 +13,7 @@
 #include "fabscope/BuildConfig.hpp"
 #include "runtime/Timestamp.hpp"
 #include "scenario/Units.hpp"
-#include "transport/MpiTransport.hpp"
+#include "transport/TransportFactory.hpp"
 
 namespace fabscope::driver {
 namespace {
@@ -140,7 +140,8 @@ int Runner::run() {
   file.createGroup("/tests");
   file.flush();
 
-  transport::MpiTransport transport(world_, setup);
+  // One transport per name, opened when a test first needs it.
+  std::map<std::string, std::unique_ptr<transport::Transport>> transports;
   Progress progress(static_cast<int>(planned.size()), rank0 && options_.progress);
   std::deque<PlannedInstance> queue(planned.begin(), planned.end());
   int exitCode = exit_code::ok;
@@ -150,7 +151,11 @@ int Runner::run() {
     queue.pop_front();
     progress.starting(index, current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
     std::vector<suite::RankPair> worst;
-    auto result = runInstance(index, current, file, transport, worst);
+    auto& transport = transports[current.instance.spec->transport];
+    if (!transport)
+      transport = transport::openTransport(current.instance.spec->transport, world_,
+                                           runtime::Deadline::afterSeconds(120));
+    auto result = runInstance(index, current, file, *transport, worst);
     if (result.status != "passed") exitCode = exit_code::checkFailed;
     if (!worst.empty()) {
       PlannedInstance retest = current;

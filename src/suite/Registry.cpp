@@ -2,6 +2,7 @@
 
 #include "fabscope/BuildConfig.hpp"
 #include "suite/Kinds.hpp"
+#include "transport/TransportFactory.hpp"
 
 namespace fabscope::suite {
 
@@ -22,12 +23,7 @@ const TestKind& Registry::kind(const std::string& name) const {
 scenario::ScenarioRules Registry::scenarioRules(int worldSize) const {
   scenario::ScenarioRules rules;
   for (const auto& [name, kind] : kinds_) rules.kinds.emplace(name, kind->rules());
-  rules.transports = {
-      {"mpi", ""},
-      {"ucx", "the UCX transport is not implemented yet (issue: transports)"},
-      {"verbs", "the libibverbs transport is not implemented yet (issue: transports)"},
-      {"nccl", FABSCOPE_HAVE_NCCL ? "the NCCL data path is not implemented yet" : "built without CUDA/NCCL"},
-  };
+  rules.transports = transport::transportAvailability();
   rules.memoryKinds = {
       {"host", ""},
       {"cuda", FABSCOPE_HAVE_CUDA ? "GPU memory tests are not implemented yet" : "built without CUDA"},

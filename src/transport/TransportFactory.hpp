@@ -1,0 +1,20 @@
+#pragma once
+// Which data paths this build has, and how to open one. A new backend adds
+// itself here and nowhere else.
+#include <map>
+#include <memory>
+#include <string>
+
+#include "runtime/Mpi.hpp"
+#include "transport/Transport.hpp"
+
+namespace fabscope::transport {
+
+// name -> "" when usable in this build, otherwise why not (shown to the user).
+std::map<std::string, std::string> transportAvailability();
+
+// Collective over `world`: every rank opens the same transport.
+std::unique_ptr<Transport> openTransport(const std::string& name, const runtime::Communicator& world,
+                                         const runtime::Deadline& deadline);
+
+}  // namespace fabscope::transport
