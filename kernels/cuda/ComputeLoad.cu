@@ -8,15 +8,16 @@ namespace fabscope::kernels::cuda {
 namespace {
 
 constexpr unsigned kThreads = 256;
-// FMAs between looks at the clock and the flag: long enough that the checks
-// cost nothing, short enough (~tens of microseconds) to stop promptly.
-constexpr int kFmaPerCheck = 4096;
+// FMAs per thread between looks at the clock and the flag: long enough that
+// the checks cost little, short enough (tens of microseconds) to stop promptly.
+constexpr int kFmaPerCheck = 8192;
 
 struct Stats {
   unsigned long long startNs;
   unsigned long long endNs;
   unsigned long long fmaOps;
   unsigned long long stoppedByHost;
+  int deviceStop;  // block 0 relays the host flag here for the other blocks
 };
 
 __device__ inline unsigned long long globalTimerNs() {
@@ -29,30 +30,43 @@ __global__ void computeLoadKernel(unsigned long long durationNs, const volatile 
                                   float* sink) {
   const unsigned long long start = globalTimerNs();
   if (blockIdx.x == 0 && threadIdx.x == 0) stats->startNs = start;
-  // Four independent dependency chains so the FMA pipes stay full.
-  float a = threadIdx.x * 1e-3f, b = blockIdx.x * 1e-3f, c = 1.0001f, d = 0.9999f;
+  // Eight independent chains keep the FMA pipes full; x -> x * m + k
+  // converges (no overflow, no denormals), so the values stay ordinary floats.
+  constexpr int kChains = 8;
+  float v[kChains];
+#pragma unroll
+  for (int c = 0; c < kChains; ++c) v[c] = threadIdx.x * 1e-3f + c;
+  const float m = 0.9999f, k = 1e-4f;
   unsigned long long rounds = 0;
-  bool byHost = false;
-  for (;;) {
-#pragma unroll 16
-    for (int k = 0; k < kFmaPerCheck / 4; ++k) {
-      a = fmaf(a, c, d);
-      b = fmaf(b, d, c);
-      c = fmaf(c, a, -b);
-      d = fmaf(d, b, -a);
+  // Only block 0 reads the host flag (a read across PCIe) and relays it in
+  // device memory; in every block only thread 0 looks, then tells the block.
+  // Hundreds of blocks polling mapped memory would turn the load into a PCIe
+  // read storm instead of arithmetic.
+  volatile int* relay = &stats->deviceStop;
+  __shared__ int stopReason;  // 0 go on, 1 deadline, 2 host asked
+  int reason = 0;
+  while (reason == 0) {
+    for (int r = 0; r < kFmaPerCheck / kChains; ++r) {
+#pragma unroll
+      for (int c = 0; c < kChains; ++c) v[c] = fmaf(v[c], m, k);
     }
     ++rounds;
-    if (*stopFlag != 0) {
-      byHost = true;
-      break;
+    if (threadIdx.x == 0) {
+      if (blockIdx.x == 0 && *stopFlag != 0) *relay = 1;
+      stopReason = *relay != 0 ? 2 : (globalTimerNs() - start >= durationNs ? 1 : 0);
     }
-    if (globalTimerNs() - start >= durationNs) break;
+    __syncthreads();
+    reason = stopReason;
+    __syncthreads();
   }
+  float total = 0;
+#pragma unroll
+  for (int c = 0; c < kChains; ++c) total += v[c];
   // The sink keeps the arithmetic from being optimised away.
-  if (a + b + c + d == 1234.5f) *sink = a;
+  if (total == 1234.5f) *sink = total;
   atomicAdd(&stats->fmaOps, rounds * kFmaPerCheck);
   atomicMax(&stats->endNs, globalTimerNs());
-  if (byHost) atomicOr(&stats->stoppedByHost, 1ull);
+  if (reason == 2 && threadIdx.x == 0) atomicOr(&stats->stoppedByHost, 1ull);
 }
 
 }  // namespace
@@ -82,9 +96,9 @@ void ComputeLoad::start(std::chrono::nanoseconds maxDuration) {
       static_cast<Stats*>(stats_.data()),
       reinterpret_cast<float*>(static_cast<char*>(stats_.data()) + sizeof(Stats)));
   FABSCOPE_CUDA_CHECK_LAUNCH("computeLoadKernel");
-  copyAsync(hostStats_.data(), stats_.data(), sizeof(Stats), stream_);
+  launched_ = true;  // from here on the destructor must stop the kernel
   maxDuration_ = maxDuration;
-  launched_ = true;
+  copyAsync(hostStats_.data(), stats_.data(), sizeof(Stats), stream_);
 }
 
 bool ComputeLoad::running() const { return launched_ && !stream_.idle(); }

@@ -10,6 +10,9 @@
 namespace fabscope::kernels::cuda::detail {
 
 [[noreturn]] inline void throwCudaError(cudaError_t status, const char* call, const char* file, int line) {
+  // The runtime also records a non-sticky failure as the thread's "last
+  // error"; clear it so a later launch check does not report it again.
+  (void)cudaGetLastError();
   throw CudaError(std::string(call) + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) +
                   ") at " + file + ":" + std::to_string(line));
 }
@@ -24,5 +27,12 @@ namespace fabscope::kernels::cuda::detail {
                                                         __FILE__, __LINE__);               \
   } while (0)
 
-// After a kernel launch: launch-configuration errors surface here.
-#define FABSCOPE_CUDA_CHECK_LAUNCH(what) FABSCOPE_CUDA_CHECK(cudaPeekAtLastError())
+// After a kernel launch: launch errors surface (and are cleared) here.
+#define FABSCOPE_CUDA_CHECK_LAUNCH(what)                                                   \
+  do {                                                                                     \
+    const cudaError_t fabscope_cuda_status_ = cudaGetLastError();                          \
+    if (fabscope_cuda_status_ != cudaSuccess)                                              \
+      ::fabscope::kernels::cuda::detail::throwCudaError(fabscope_cuda_status_,             \
+                                                        (std::string("kernel launch ") + (what)).c_str(), \
+                                                        __FILE__, __LINE__);               \
+  } while (0)

@@ -65,7 +65,9 @@ TEST_P(HostKvCopy, GatherScatterRoundTrip) {
   std::vector<bool> owned(64, false);
   for (auto id : dstIds) owned[id] = true;
   for (std::uint64_t blk = 0; blk < 64; ++blk)
-    if (!owned[blk]) EXPECT_EQ(dstPool[g.poolOffset(0, 0, blk)], 0xCD);
+    if (!owned[blk]) {
+      EXPECT_EQ(dstPool[g.poolOffset(0, 0, blk)], 0xCD);
+    }
   // Wrong request id is caught.
   EXPECT_TRUE(fk::verifyKvBlocksHost(dstPool.data(), g, dstIds, 78, g.allLayers()).found);
 }
