@@ -165,7 +165,7 @@ class _Evaluator:
             bad = [(namer(k), v) for k, v in values.items() if _violates(v, bound)]
             bad.sort(key=lambda item: -item[1] if higher_bad else item[1])
             if bad:
-                parts.append(f"{label} over the limit: {self._named(bad, unit)}")
+                parts.append(f"{label} beyond the limit: {self._named(bad, unit)}")
         if not parts:
             values = _group_values(s, inst.metric, key, "rank")
             if values:

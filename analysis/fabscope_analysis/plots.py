@@ -31,7 +31,7 @@ def cdf(series: Sequence[Tuple[str, np.ndarray]], xlabel: str, title: str,
 
     For latency the bad tail is 1 - F (slow samples); for bandwidth (low_is_bad) it is F.
     """
-    fig, (ax, tail) = plt.subplots(1, 2, figsize=(9.2, 3.3))
+    fig, (ax, tail) = plt.subplots(1, 2, figsize=(6.2, 2.8))
     lo, hi = np.inf, 0.0
     for i, (label, values) in enumerate(series):
         v = np.sort(np.asarray(values, dtype=np.float64))

@@ -65,7 +65,9 @@ def _summary_section(analysis: RunAnalysis) -> str:
     rows, classes = [], []
     for _, r in frame.iterrows():
         rows.append({"#": f"{int(r['index']):04d}", "test": r["name"], "kind": r["kind"],
-                     "bytes": format_bytes(r["bytes"]), "condition": r["condition"],
+                     "bytes": format_bytes(r["bytes"]),
+                     "condition": r["condition"] + (f" ({r['pass']})" if r["pass"] not in
+                                                    ("", "parallel") else ""),
                      "unit": r["unit"], "samples": int(r["samples"]),
                      "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
                      "p99.9": format_number(r["p99.9"]), "worst": format_number(r["worst"]),
@@ -169,7 +171,7 @@ def _heatmap_section(analysis: RunAnalysis) -> str:
                    f"({format_number(shown[worst_idx] / med if med else float('nan'))}x median)")
         figs.append(H.figure(plots.heatmap(
             shown, labels, unit, f"{inst.get('name')} {format_bytes(inst.get('bytes'))} "
-                                 f"[{inst.get('condition')}]", bandwidth), caption))
+                                 f"[{_label(inst)}]", bandwidth), caption))
     if not figs:
         return ""
     return _capped_section("pairs", "Rank x rank pair matrix", figs,

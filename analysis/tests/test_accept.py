@@ -89,7 +89,7 @@ def test_absolute_limit_names_ranks(files):
     assert len(fails) == 1
     msg = fails[0].messages[0]
     assert "p99_us = 10.67 us, required <= 5 us" in msg
-    assert "ranks over the limit: rank 3 (fh1)" in msg and "rank 2 " not in msg
+    assert "ranks beyond the limit: rank 3 (fh1)" in msg and "rank 2 " not in msg
 
 
 def test_bandwidth_limit_names_pairs(files):
@@ -103,8 +103,8 @@ def test_bandwidth_limit_names_pairs(files):
         """)
     msg = fails[0].messages[0]
     assert "required >= 8 GB/s" in msg
-    assert "pairs over the limit: rank 5 (fh2) -> rank 2 (fh1)" in msg or \
-        "pairs over the limit: rank 2 (fh1) -> rank 5 (fh2)" in msg
+    assert "pairs beyond the limit: rank 5 (fh2) -> rank 2 (fh1)" in msg or \
+        "pairs beyond the limit: rank 2 (fh1) -> rank 5 (fh2)" in msg
 
 
 def test_impact_limit_names_most_affected(files):

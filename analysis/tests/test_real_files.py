@@ -33,8 +33,8 @@ TEST_ATTRS = {"index": int, "name": str, "kind": str, "case": str, "condition": 
               "window": int, "iterations": int, "warmup": int, "timeout_s": float,
               "metric": str, "sample_divisor": int, "status": str, "error": str,
               "t_start_ns": int, "t_end_ns": int, "retest_of": int, "p50_ns": float,
-              "p99_ns": float, "p999_ns": float, "max_ns": float, "mean_ns": float,
-              "gbps_p50": float, "gbps_p99": float, "gbps_mean": float}
+              "p99_ns": float, "p999_ns": float, "max_ns": float, "mean_ns": float}
+BANDWIDTH_ATTRS = {"gbps_p50": float, "gbps_p99": float, "gbps_mean": float}
 STATUSES = {"passed", "failed", "timeout", "error", "skipped"}
 
 
@@ -63,7 +63,10 @@ def test_layout_follows_file_format(path):
                             f"{run.attrs['nhosts']}")
         for inst in run.instances():
             where = f"/tests/{inst.group_name}"
-            for key, kind in TEST_ATTRS.items():
+            expected = dict(TEST_ATTRS)
+            if inst.get("metric") == "bandwidth":
+                expected.update(BANDWIDTH_ATTRS)
+            for key, kind in expected.items():
                 value = inst.attrs.get(key)
                 if value is None:
                     problems.append(f"{where} attribute {key} missing")
