@@ -1,0 +1,138 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "driver/Runner.hpp"
+#include "scenario/Matrix.hpp"
+#include "scenario/Scenario.hpp"
+#include "suite/Registry.hpp"
+
+using namespace fabscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+scenario::Scenario load(const std::string& text, std::vector<std::string> overrides = {}, int ranks = 4) {
+  static const suite::Registry registry;
+  auto s = scenario::loadScenarioText(text, "t.yaml", overrides, registry.scenarioRules(ranks));
+  driver::planMatrix(s, registry, ranks);
+  return s;
+}
+
+std::string errorOf(const std::string& text, std::vector<std::string> overrides = {}, int ranks = 4) {
+  try {
+    load(text, overrides, ranks);
+  } catch (const scenario::ScenarioError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const char* const twoTests = R"(
+name: t
+defaults: {iterations: 7, timeout: 5s}
+tests:
+  - name: lat
+    kind: latency
+    sizes: [8, "1KiB..4KiB x2"]
+  - name: bw
+    kind: bandwidth
+    sizes: 1MiB
+    window: 4
+    iterations: 3
+)";
+
+}  // namespace
+
+TEST(Scenario, DefaultsApplyUnlessTheTestSetsItsOwn) {
+  const auto s = load(twoTests);
+  ASSERT_EQ(s.tests.size(), 2u);
+  EXPECT_EQ(s.tests[0].iterations, 7);
+  EXPECT_EQ(s.tests[1].iterations, 3);
+  EXPECT_DOUBLE_EQ(s.tests[0].timeoutSeconds, 5);
+  EXPECT_EQ(s.tests[0].sizes, (std::vector<std::int64_t>{8, 1024, 2048, 4096}));
+  EXPECT_EQ(s.tests[0].transport, "mpi");
+  EXPECT_EQ(s.tests[0].conditions, std::vector<std::string>{"quiet"});
+}
+
+TEST(Scenario, MatrixExpandsTestsTimesSizesTimesConditions) {
+  const auto s = load(twoTests);
+  const auto m = scenario::expandMatrix(s);
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m[0].caseId, "lat/8B");
+  EXPECT_EQ(m[4].caseId, "bw/1MiB");
+  EXPECT_EQ(m[4].bytes, 1 << 20);
+}
+
+TEST(Scenario, OverridesForAllTestsAndForOneTest) {
+  const auto s = load(twoTests, {"iterations=11", "bw.window=2", "seed=9"});
+  EXPECT_EQ(s.tests[0].iterations, 11);
+  EXPECT_EQ(s.tests[1].iterations, 11);
+  EXPECT_TRUE(s.seedGiven);
+  EXPECT_EQ(s.seed, 9u);
+  const auto planned = driver::planMatrix(s, suite::Registry(), 4);
+  EXPECT_EQ(planned.back().plan.window, 2);
+}
+
+TEST(Scenario, OverrideErrorsNameTheOverride) {
+  EXPECT_NE(errorOf(twoTests, {"iterations"}).find("expected key=value"), std::string::npos);
+  EXPECT_NE(errorOf(twoTests, {"iterations=zero"}).find("t.yaml"), std::string::npos);
+  EXPECT_NE(errorOf(twoTests, {"bogus=1"}).find("--set bogus=1: no test in the scenario has a key 'bogus'"),
+            std::string::npos);
+  EXPECT_NE(errorOf(twoTests, {"nosuch.iterations=1"}).find("no test is named 'nosuch'"), std::string::npos);
+  EXPECT_NE(errorOf(twoTests, {"bw.window=0"}).find("--set bw.window=0"), std::string::npos);
+  EXPECT_NE(errorOf(twoTests, {"hdf5=fast"}).find("auto, parallel or serial"), std::string::npos);
+}
+
+TEST(Scenario, TooFewRanksForPointToPoint) {
+  EXPECT_NE(errorOf(twoTests, {}, 1).find("needs at least 2 ranks"), std::string::npos);
+}
+
+// Every file in tests/data/bad-scenarios starts with "# expect: LINE:COL: text".
+TEST(Scenario, BadInputCorpusNamesFileLineColumnAndProblem) {
+  const fs::path dir = fs::path(FABSCOPE_TEST_DATA_DIR) / "bad-scenarios";
+  int checked = 0;
+  static const suite::Registry registry;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    std::ifstream in(entry.path());
+    std::string first;
+    std::getline(in, first);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(first, m, std::regex(R"(# expect: (\d+:\d+): (.*))"))) << entry.path();
+    const std::string where = entry.path().string() + ":" + m[1].str() + ": ";
+    const std::string text = m[2].str();
+    std::string message = "no error";
+    try {
+      auto s = scenario::loadScenarioFile(entry.path().string(), {}, registry.scenarioRules(4));
+      driver::planMatrix(s, registry, 4);
+    } catch (const scenario::ScenarioError& e) {
+      message = e.what();
+    }
+    EXPECT_EQ(message.rfind(where, 0), 0u) << entry.path().filename() << ": got: " << message;
+    EXPECT_NE(message.find(text), std::string::npos) << entry.path().filename() << ": got: " << message;
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+}
+
+TEST(Scenario, ShippedScenariosAreValid) {
+  static const suite::Registry registry;
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(FABSCOPE_SOURCE_DIR) / "scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    EXPECT_NO_THROW({
+      auto s = scenario::loadScenarioFile(entry.path().string(), {}, registry.scenarioRules(4));
+      driver::planMatrix(s, registry, 4);
+    }) << entry.path();
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
+}
+
+TEST(Scenario, MissingFileIsAUsageError) {
+  static const suite::Registry registry;
+  EXPECT_THROW(scenario::loadScenarioFile("/nonexistent/x.yaml", {}, registry.scenarioRules(4)), scenario::ScenarioError);
+}
