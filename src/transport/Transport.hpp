@@ -7,6 +7,8 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "runtime/Deadline.hpp"
 
@@ -34,6 +36,33 @@ class Transport {
   // Drops every outstanding operation so the next test starts clean (after a
   // timeout). Collective over the transport's ranks, bounded by `deadline`.
   virtual void reset(const runtime::Deadline& deadline) = 0;
+
+  // --- Optional extensions (defaults: not supported) ------------------------
+  // Facts about the backend's environment for the result file (key, value),
+  // e.g. library version, UCX_TLS, transports selected. Outside timed loops.
+  virtual std::vector<std::pair<std::string, std::string>> describe() const { return {}; }
+
+  // One-sided put. exposeRegion is collective over the transport's ranks:
+  // every rank registers its own [base, base + bytes) and learns every other
+  // rank's remote key; the returned id names that region on all ranks.
+  // Regions stay registered until withdrawRegion (also collective).
+  virtual bool supportsPut() const { return false; }
+  virtual int exposeRegion(void* base, std::size_t bytes, MemoryKind kind, const runtime::Deadline& deadline) {
+    (void)base, (void)bytes, (void)kind, (void)deadline;
+    throw UsageError(std::string("transport '") + std::string(name()) + "' does not support one-sided put");
+  }
+  virtual void withdrawRegion(int region, const runtime::Deadline& deadline) { (void)region, (void)deadline; }
+  // Writes bytes from `local` into `peer`'s region at `remoteOffset`. The slot
+  // completes when `local` may be reused, not when the data is visible remotely:
+  // postFlush's slot completes when every earlier put to `peer` has landed.
+  virtual void postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local, std::size_t bytes) {
+    (void)slot, (void)peer, (void)region, (void)remoteOffset, (void)local, (void)bytes;
+    throw UsageError(std::string("transport '") + std::string(name()) + "' does not support one-sided put");
+  }
+  virtual void postFlush(int slot, int peer) {
+    (void)slot, (void)peer;
+    throw UsageError(std::string("transport '") + std::string(name()) + "' does not support one-sided put");
+  }
 
   void waitSlots(int first, int count, const runtime::Deadline& deadline) {
     runtime::waitUntil([&] { return testSlots(first, count); }, deadline, waitDescription());

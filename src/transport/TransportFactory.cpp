@@ -2,14 +2,20 @@
 
 #include "fabscope/BuildConfig.hpp"
 #include "transport/MpiTransport.hpp"
+#if FABSCOPE_HAVE_UCX
+#include "transport/UcxTransport.hpp"
+#endif
+#if FABSCOPE_HAVE_VERBS
+#include "transport/VerbsTransport.hpp"
+#endif
 
 namespace fabscope::transport {
 
 std::map<std::string, std::string> transportAvailability() {
   return {
       {"mpi", ""},
-      {"ucx", FABSCOPE_HAVE_UCX ? "the UCX transport is not implemented yet" : "built without UCX"},
-      {"verbs", FABSCOPE_HAVE_VERBS ? "the libibverbs transport is not implemented yet" : "built without libibverbs"},
+      {"ucx", FABSCOPE_HAVE_UCX ? "" : "built without UCX"},
+      {"verbs", FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs"},
       {"nccl", FABSCOPE_HAVE_NCCL ? "the NCCL data path is not implemented yet" : "built without CUDA/NCCL"},
   };
 }
@@ -17,6 +23,12 @@ std::map<std::string, std::string> transportAvailability() {
 std::unique_ptr<Transport> openTransport(const std::string& name, const runtime::Communicator& world,
                                          const runtime::Deadline& deadline) {
   if (name == "mpi") return std::make_unique<MpiTransport>(world, deadline);
+#if FABSCOPE_HAVE_UCX
+  if (name == "ucx") return std::make_unique<UcxTransport>(world, deadline);
+#endif
+#if FABSCOPE_HAVE_VERBS
+  if (name == "verbs") return std::make_unique<VerbsTransport>(world, deadline);
+#endif
   const auto why = transportAvailability();
   const auto it = why.find(name);
   throw UsageError("transport '" + name + "' cannot be opened: " + (it == why.end() ? "unknown transport" : it->second));

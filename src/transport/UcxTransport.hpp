@@ -1,0 +1,103 @@
+#pragma once
+// UCX (UCP) data path: one context and one worker per rank, tag send/receive
+// for the slot API and RMA put for one-sided tests. Worker addresses travel
+// over MPI once; an endpoint to a peer is created on first use. Endpoints use
+// UCP_ERR_HANDLING_MODE_PEER, so a lost peer shows up as an error callback
+// that fails every wait on that peer instead of letting it hang.
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/Mpi.hpp"
+#include "transport/Transport.hpp"
+
+namespace fabscope::transport {
+
+class UcxTransport final : public Transport {
+ public:
+  // Collective over `world`, which must outlive the transport (reset() and
+  // region setup use it as the control plane).
+  UcxTransport(const runtime::Communicator& world, const runtime::Deadline& deadline);
+  ~UcxTransport() override;
+  UcxTransport(const UcxTransport&) = delete;
+  UcxTransport& operator=(const UcxTransport&) = delete;
+
+  std::string_view name() const override { return "ucx"; }
+  void reserve(int slots) override;
+  void postSend(int slot, int peer, int tag, const void* buffer, std::size_t bytes) override;
+  void postRecv(int slot, int peer, int tag, void* buffer, std::size_t bytes) override;
+  bool testSlots(int first, int count) override;
+  void reset(const runtime::Deadline& deadline) override;
+
+  std::vector<std::pair<std::string, std::string>> describe() const override;
+
+  bool supportsPut() const override { return true; }
+  int exposeRegion(void* base, std::size_t bytes, MemoryKind kind, const runtime::Deadline& deadline) override;
+  void withdrawRegion(int region, const runtime::Deadline& deadline) override;
+  void postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local,
+               std::size_t bytes) override;
+  void postFlush(int slot, int peer) override;
+
+ protected:
+  const char* waitDescription() const override { return "a UCX transfer to or from a peer rank"; }
+
+ private:
+  struct ContextDeleter {
+    void operator()(ucp_context* c) const noexcept { ucp_cleanup(c); }
+  };
+  struct WorkerDeleter {
+    void operator()(ucp_worker* w) const noexcept { ucp_worker_destroy(w); }
+  };
+
+  // One per rank; its address is the error callback's argument, so the vector
+  // is sized once in the constructor and never reallocated.
+  struct Peer {
+    UcxTransport* owner = nullptr;
+    int rank = -1;
+    std::vector<std::byte> address;  // the peer's worker address
+    ucp_ep_h endpoint = nullptr;
+    bool failed = false;
+    ucs_status_t failure = UCS_OK;
+    runtime::Nanoseconds failedAt = 0;
+  };
+
+  struct Slot {
+    void* request = nullptr;  // UCX request still in flight, or null
+    int peer = -1;
+  };
+
+  struct Region {
+    bool live = false;
+    ucp_mem_h memory = nullptr;
+    std::vector<std::uint64_t> remoteBase;             // per peer
+    std::vector<std::size_t> remoteBytes;              // per peer
+    std::vector<std::vector<std::byte>> packedRkey;    // per peer, as received
+    std::vector<ucp_rkey_h> rkey;                      // per peer, unpacked on first put
+  };
+
+  static void onEndpointError(void* arg, ucp_ep_h endpoint, ucs_status_t status);
+
+  ucp_ep_h endpointTo(int peer);
+  void track(int slot, int peer, ucs_status_ptr_t started, const char* operation);
+  [[noreturn]] void failSlot(int slot, ucs_status_t status);
+  [[noreturn]] void failPeer(int slot);
+  void checkSlot(int slot, int peer) const;
+  // Cancels and frees every request still in flight (error and reset paths).
+  void abandonPending(const runtime::Deadline& deadline);
+  void closeEndpoint(Peer& peer, const runtime::Deadline& deadline);
+  void destroyRkeysOf(int peer);
+  void waitRequest(void* request, const runtime::Deadline& deadline, const char* what);
+
+  const runtime::Communicator& world_;
+  int me_;
+  std::uint32_t epoch_ = 0;
+  std::unique_ptr<ucp_context, ContextDeleter> context_;
+  std::unique_ptr<ucp_worker, WorkerDeleter> worker_;
+  std::vector<Peer> peers_;
+  std::vector<Slot> slots_;
+  std::vector<Region> regions_;
+};
+
+}  // namespace fabscope::transport

@@ -1,0 +1,137 @@
+#include "transport/VerbsParameters.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "runtime/Errors.hpp"
+
+namespace fabscope::transport::verbs {
+namespace {
+
+int integerOption(const std::function<const char*(const char*)>& lookup, const char* name, int fallback, int lo,
+                  int hi) {
+  const char* text = lookup(name);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  if (*end != '\0' || v < lo || v > hi)
+    throw UsageError(std::string(name) + "='" + text + "': expected an integer from " + std::to_string(lo) + " to " +
+                     std::to_string(hi));
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+VerbsOptions verbsOptionsFrom(const std::function<const char*(const char*)>& lookup) {
+  VerbsOptions o;
+  if (const char* d = lookup("FABSCOPE_VERBS_DEVICE")) o.device = d;
+  o.port = integerOption(lookup, "FABSCOPE_VERBS_PORT", o.port, 1, 255);
+  const char* gid = lookup("FABSCOPE_VERBS_GID_INDEX");
+  if (gid && std::string(gid) != "auto") o.gidIndex = integerOption(lookup, "FABSCOPE_VERBS_GID_INDEX", -1, 0, 255);
+  o.timeout = integerOption(lookup, "FABSCOPE_VERBS_TIMEOUT", o.timeout, 0, 31);
+  o.retryCount = integerOption(lookup, "FABSCOPE_VERBS_RETRY_CNT", o.retryCount, 0, 7);
+  return o;
+}
+
+VerbsOptions verbsOptionsFromEnvironment() {
+  return verbsOptionsFrom([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
+}
+
+double lostPeerSeconds(int timeout, int retryCount) {
+  if (timeout == 0) return std::numeric_limits<double>::infinity();
+  return 4.096e-6 * std::ldexp(1.0, timeout) * static_cast<double>(retryCount + 1);
+}
+
+bool isZeroGid(const std::array<std::uint8_t, 16>& gid) {
+  return std::all_of(gid.begin(), gid.end(), [](std::uint8_t b) { return b == 0; });
+}
+
+bool isIpv4MappedGid(const std::array<std::uint8_t, 16>& gid) {
+  for (int i = 0; i < 10; ++i)
+    if (gid[static_cast<std::size_t>(i)] != 0) return false;
+  return gid[10] == 0xff && gid[11] == 0xff;
+}
+
+bool isLinkLocalGid(const std::array<std::uint8_t, 16>& gid) { return gid[0] == 0xfe && (gid[1] & 0xc0) == 0x80; }
+
+GidChoice chooseGid(LinkLayer linkLayer, const std::vector<GidEntry>& table, int requestedIndex) {
+  if (requestedIndex >= 0) {
+    for (const auto& e : table)
+      if (e.index == requestedIndex) {
+        if (isZeroGid(e.gid))
+          throw RuntimeFailure("FABSCOPE_VERBS_GID_INDEX=" + std::to_string(requestedIndex) +
+                               ": that GID table entry is empty (no address configured on the port)");
+        return {requestedIndex, "FABSCOPE_VERBS_GID_INDEX"};
+      }
+    throw RuntimeFailure("FABSCOPE_VERBS_GID_INDEX=" + std::to_string(requestedIndex) +
+                         ": the port's GID table has no such entry (" + std::to_string(table.size()) + " entries)");
+  }
+  if (linkLayer == LinkLayer::infiniband) return {-1, "InfiniBand: addressed by LID, no GRH"};
+
+  auto pick = [&](auto&& accept) -> const GidEntry* {
+    for (const auto& e : table)
+      if (!isZeroGid(e.gid) && accept(e)) return &e;
+    return nullptr;
+  };
+  if (auto* e = pick([](const GidEntry& g) { return g.type == IBV_GID_TYPE_ROCE_V2 && isIpv4MappedGid(g.gid); }))
+    return {e->index, "RoCE v2, IPv4 address"};
+  if (auto* e = pick([](const GidEntry& g) { return g.type == IBV_GID_TYPE_ROCE_V2 && !isLinkLocalGid(g.gid); }))
+    return {e->index, "RoCE v2, IPv6 address"};
+  if (auto* e = pick([](const GidEntry& g) { return g.type == IBV_GID_TYPE_ROCE_V2; }))
+    return {e->index, "RoCE v2, link-local address (not routable)"};
+  if (auto* e = pick([](const GidEntry& g) { return g.type == IBV_GID_TYPE_ROCE_V1; }))
+    return {e->index, "RoCE v1 (not routable: no RoCE v2 GID on this port)"};
+  throw RuntimeFailure("RoCE port has no usable GID (is an IP address configured on its network interface?)");
+}
+
+QpTransition toInit(int port) {
+  QpTransition t;
+  t.attr.qp_state = IBV_QPS_INIT;
+  t.attr.pkey_index = 0;
+  t.attr.port_num = static_cast<std::uint8_t>(port);
+  t.attr.qp_access_flags = remoteAccess;
+  t.mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+  return t;
+}
+
+QpTransition toReadyToReceive(const VerbsOptions& options, const QpEndpointInfo& local, const QpEndpointInfo& remote,
+                              int gidIndex) {
+  QpTransition t;
+  t.attr.qp_state = IBV_QPS_RTR;
+  t.attr.path_mtu = static_cast<ibv_mtu>(std::min(local.mtu, remote.mtu));
+  t.attr.dest_qp_num = remote.qpn;
+  t.attr.rq_psn = remote.psn & 0xffffff;
+  t.attr.max_dest_rd_atomic = 1;
+  t.attr.min_rnr_timer = static_cast<std::uint8_t>(options.minRnrTimer);
+  t.attr.ah_attr.port_num = static_cast<std::uint8_t>(options.port);
+  t.attr.ah_attr.sl = 0;
+  t.attr.ah_attr.src_path_bits = 0;
+  t.attr.ah_attr.dlid = remote.lid;
+  if (gidIndex >= 0) {
+    t.attr.ah_attr.is_global = 1;
+    t.attr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gidIndex);
+    t.attr.ah_attr.grh.hop_limit = 64;  // RoCE v2 is routed over IP
+    t.attr.ah_attr.grh.traffic_class = 0;
+    t.attr.ah_attr.grh.flow_label = 0;
+    std::copy(remote.gid.begin(), remote.gid.end(), t.attr.ah_attr.grh.dgid.raw);
+  }
+  t.mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+           IBV_QP_MIN_RNR_TIMER;
+  return t;
+}
+
+QpTransition toReadyToSend(const VerbsOptions& options, const QpEndpointInfo& local) {
+  QpTransition t;
+  t.attr.qp_state = IBV_QPS_RTS;
+  t.attr.timeout = static_cast<std::uint8_t>(options.timeout);
+  t.attr.retry_cnt = static_cast<std::uint8_t>(options.retryCount);
+  t.attr.rnr_retry = static_cast<std::uint8_t>(options.rnrRetry);
+  t.attr.sq_psn = local.psn & 0xffffff;
+  t.attr.max_rd_atomic = 1;
+  t.mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+  return t;
+}
+
+}  // namespace fabscope::transport::verbs

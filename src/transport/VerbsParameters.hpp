@@ -1,0 +1,81 @@
+#pragma once
+// The parameter logic of the libibverbs backend, kept free of device calls so
+// it can be tested on machines without RDMA hardware: options from the
+// environment, the time after which RC retries give up on a peer, GID choice
+// for RoCE v2 vs InfiniBand, and the QP attributes of each state transition.
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fabscope::transport::verbs {
+
+struct VerbsOptions {
+  std::string device;      // FABSCOPE_VERBS_DEVICE; empty = first device found
+  int port = 1;            // FABSCOPE_VERBS_PORT (1..255)
+  int gidIndex = -1;       // FABSCOPE_VERBS_GID_INDEX; -1 = choose (see chooseGid)
+  int timeout = 14;        // FABSCOPE_VERBS_TIMEOUT: local ACK timeout exponent (0..31; 0 = wait forever)
+  int retryCount = 7;      // FABSCOPE_VERBS_RETRY_CNT (0..7)
+  int rnrRetry = 7;        // 7 = retry forever while the receiver has not posted a receive
+  int minRnrTimer = 12;    // 0.64 ms, the IB spec encoding
+};
+
+// Reads FABSCOPE_VERBS_* through `lookup` (std::getenv in production).
+// Throws UsageError naming the variable and the accepted range.
+VerbsOptions verbsOptionsFrom(const std::function<const char*(const char*)>& lookup);
+VerbsOptions verbsOptionsFromEnvironment();
+
+// Seconds until an RC QP declares its peer lost: every transmission waits
+// 4.096 us x 2^timeout for an ACK and is tried retry_cnt + 1 times.
+// timeout 0 means "wait forever" (infinity).
+double lostPeerSeconds(int timeout, int retryCount);
+
+enum class LinkLayer { infiniband, ethernet };
+
+struct GidEntry {
+  int index = 0;
+  std::array<std::uint8_t, 16> gid{};
+  ibv_gid_type type = IBV_GID_TYPE_IB;  // IB, RoCE v1 or RoCE v2
+};
+
+bool isZeroGid(const std::array<std::uint8_t, 16>& gid);
+bool isIpv4MappedGid(const std::array<std::uint8_t, 16>& gid);
+bool isLinkLocalGid(const std::array<std::uint8_t, 16>& gid);  // fe80::/10
+
+struct GidChoice {
+  int index = -1;     // -1: no GRH (InfiniBand inside one subnet, addressed by LID)
+  std::string why;    // recorded in the result file
+};
+
+// InfiniBand: the LID addresses the peer; a GID (GRH) only when one is asked
+// for. RoCE: a GRH is mandatory; prefer RoCE v2 (routable, UDP) with an IPv4
+// address, then any RoCE v2, then RoCE v1. An explicit index must exist and be
+// non-zero. Throws RuntimeFailure when RoCE has no usable GID.
+GidChoice chooseGid(LinkLayer linkLayer, const std::vector<GidEntry>& table, int requestedIndex);
+
+// What one side of a queue pair tells the other over MPI.
+struct QpEndpointInfo {
+  std::uint32_t qpn = 0;
+  std::uint32_t psn = 0;  // 24 bits
+  std::uint16_t lid = 0;
+  std::uint8_t mtu = IBV_MTU_1024;  // ibv_mtu of the sender's active port
+  std::array<std::uint8_t, 16> gid{};
+};
+
+struct QpTransition {
+  ibv_qp_attr attr{};
+  int mask = 0;
+};
+
+inline constexpr int remoteAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+QpTransition toInit(int port);
+// Path MTU is the smaller of both active MTUs.
+QpTransition toReadyToReceive(const VerbsOptions& options, const QpEndpointInfo& local, const QpEndpointInfo& remote,
+                              int gidIndex);
+QpTransition toReadyToSend(const VerbsOptions& options, const QpEndpointInfo& local);
+
+}  // namespace fabscope::transport::verbs
