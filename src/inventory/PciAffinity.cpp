@@ -32,6 +32,13 @@ HwlocNumaMap loadHwlocNumaMap() {
   }
   std::unique_ptr<hwloc_topology, TopologyDeleter> topology(raw);
   hwloc_topology_set_io_types_filter(topology.get(), HWLOC_TYPE_FILTER_KEEP_ALL);
+#if HWLOC_API_VERSION >= 0x00020100
+  // Linux's own sysfs PCI discovery is enough for NUMA locality. The libpciaccess
+  // based "pci" component leaks at every load (LeakSanitizer sees it), and the
+  // OpenCL/GL components probe GPUs and X displays we do not need.
+  for (const char* component : {"pci", "opencl", "gl"})
+    hwloc_topology_set_components(topology.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, component);
+#endif
   if (hwloc_topology_load(topology.get()) != 0) {
     numaMap.note = "hwloc: hwloc_topology_load failed";
     return numaMap;
