@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""Checks a fabscope result file's structure and contents (used by the MPI tests).
+
+usage: check_result.py FILE NRANKS [--mode parallel|serial-gather] [--transport NAME]
+Exits 1 with a message naming what is wrong.
+"""
+import argparse
+import sys
+
+import h5py
+import numpy as np
+
+
+def fail(msg):
+    print(f"check_result: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+ap = argparse.ArgumentParser()
+ap.add_argument("file")
+ap.add_argument("nranks", type=int)
+ap.add_argument("--mode")
+ap.add_argument("--transport", default="mpi")
+a = ap.parse_args()
+
+with h5py.File(a.file, "r") as f:
+    at = f.attrs
+    if text(at["format"]) != "fabscope" or int(at["format_version"]) != 1:
+        fail("format/format_version wrong")
+    if int(at["complete"]) != 1 or int(at["exit_code"]) != 0:
+        fail(f"complete={at['complete']} exit_code={at['exit_code']}")
+    if int(at["nranks"]) != a.nranks:
+        fail(f"nranks {at['nranks']} != {a.nranks}")
+    if a.mode and text(at["hdf5_mode"]) != a.mode:
+        fail(f"hdf5_mode {text(at['hdf5_mode'])} != {a.mode}")
+    for key in ("run_id", "started_utc", "finished_utc", "command_line", "scenario_text", "tool_version"):
+        if not text(at[key]):
+            fail(f"root attribute {key} is empty")
+    ranks = f["ranks"][()]
+    if sorted(ranks["rank"].tolist()) != list(range(a.nranks)):
+        fail(f"/ranks rows {ranks['rank'].tolist()}")
+    if any(not text(h) for h in ranks["host"]):
+        fail("a rank without host")
+    if np.any(ranks["clock_uncertainty_ns"] < 0):
+        fail("negative clock uncertainty")
+    tests = f["tests"]
+    if len(tests) == 0:
+        fail("no test instances")
+    for name in sorted(tests):
+        g = tests[name]
+        ga = g.attrs
+        where = f"/tests/{name} ({text(ga['case'])})"
+        if text(ga["status"]) != "passed":
+            fail(f"{where}: status {text(ga['status'])}: {text(ga['error'])}")
+        if text(ga["transport"]) != a.transport:
+            fail(f"{where}: transport {text(ga['transport'])}")
+        s = g["samples"][()]
+        if len(s) == 0:
+            fail(f"{where}: no samples")
+        if np.any(s["t_done_ns"] <= s["t_post_ns"]):
+            fail(f"{where}: a sample ends before it starts")
+        if np.any(s["bytes"] <= 0) or np.any(s["flags"] != 0):
+            fail(f"{where}: bad bytes or flags")
+        if np.any((s["peer"] < 0) | (s["peer"] >= a.nranks) | (s["peer"] == s["rank"])):
+            fail(f"{where}: bad peer")
+        if not (int(ga["t_start_ns"]) <= s["t_post_ns"].min() and s["t_done_ns"].max() <= int(ga["t_end_ns"])):
+            fail(f"{where}: samples outside the instance's time span (global clock broken?)")
+        iters = int(ga["iterations"])
+        per_rank = {}
+        for r in s["rank"]:
+            per_rank[int(r)] = per_rank.get(int(r), 0) + 1
+        if any(c % iters for c in per_rank.values()):
+            fail(f"{where}: sample counts {per_rank} are not multiples of {iters} iterations")
+        pattern, pas = text(ga["pattern"]), text(ga["pass"])
+        if pattern == "pairs" and pas == "parallel":
+            measuring = a.nranks // 2
+            if sorted(per_rank) != list(range(measuring)) or set(per_rank.values()) != {iters}:
+                fail(f"{where}: pairs pattern expects ranks 0..{measuring - 1} with {iters} samples each, got {per_rank}")
+        if pattern == "all-pairs" and pas == "parallel":
+            pairs = {(int(r), int(p)) for r, p in zip(s["rank"], s["peer"])}
+            kind = text(ga["kind"])
+            want = a.nranks * (a.nranks - 1) // (1 if kind == "bandwidth" else 2)
+            if len(pairs) != want:
+                fail(f"{where}: all-pairs measured {len(pairs)} pairs, expected {want}")
+            m = g["pair_matrix"][()]
+            if m.shape != (a.nranks, a.nranks) or not np.all(np.isnan(np.diag(m))):
+                fail(f"{where}: pair_matrix shape {m.shape} or diagonal wrong")
+        if pas == "serial-retest":
+            if int(ga["retest_of"]) < 0:
+                fail(f"{where}: serial-retest without retest_of")
+        summ = g["summary"][()]
+        if sorted(summ["rank"].tolist()) != sorted(per_rank):
+            fail(f"{where}: summary ranks {summ['rank'].tolist()} != sampled ranks {sorted(per_rank)}")
+        lat = (s["t_done_ns"] - s["t_post_ns"]) / int(ga["sample_divisor"])
+        if abs(np.percentile(lat, 50) - float(ga["p50_ns"])) > 1e-6 * max(1.0, float(ga["p50_ns"])):
+            fail(f"{where}: p50 attribute {ga['p50_ns']} != numpy {np.percentile(lat, 50)}")
+print(f"check_result: {a.file}: ok")

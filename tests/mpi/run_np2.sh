@@ -1,0 +1,9 @@
+# The smoke scenario on 2 ranks, written both ways (parallel HDF5 and gathered to rank 0).
+source "$(dirname "$0")/lib.bash"
+for mode in parallel serial; do
+  out="$scratch/np2-$mode.h5"
+  run_mpi -np 2 "$FABSCOPE_BIN" run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/smoke.yaml" --output "$out" \
+    --set hdf5=$mode --set iterations=30 --no-progress
+  expected=$([ $mode = parallel ] && echo parallel || echo serial-gather)
+  check_result "$out" 2 --mode "$expected"
+done
