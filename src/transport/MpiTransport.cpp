@@ -44,7 +44,9 @@ void MpiTransport::postRecv(int slot, int peer, int tag, void* buffer, std::size
 
 bool MpiTransport::testSlots(int first, int count) {
   int done = 0;
-  const int rc = MPI_Testall(count, requests_.data() + first, &done, MPI_STATUSES_IGNORE);
+  // MPI_Test is measurably cheaper than MPI_Testall on one request (ping-pong path).
+  const int rc = count == 1 ? MPI_Test(&requests_[static_cast<std::size_t>(first)], &done, MPI_STATUS_IGNORE)
+                            : MPI_Testall(count, requests_.data() + first, &done, MPI_STATUSES_IGNORE);
   if (rc != MPI_SUCCESS) {
     reportError({runtime::monotonicNow(), -1, "MPI_Testall returned an error"});
     checkMpi(rc, "MPI_Testall");
