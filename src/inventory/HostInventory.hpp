@@ -15,6 +15,8 @@ struct GidEntry {
   std::string gid;     // as sysfs prints it: fe80:0000:...:0001
   std::string type;    // "IB/RoCE v1", "RoCE v2" or "" when the kernel does not say
   std::string netdev;  // interface the GID belongs to (RoCE), "" for InfiniBand
+
+  bool operator==(const GidEntry&) const = default;
 };
 
 struct RdmaPort {
@@ -29,6 +31,8 @@ struct RdmaPort {
   int activeMtu = 0;      // bytes; from verbs or a sysfs active_mtu file, 0 when unknown
   std::string lid;        // InfiniBand only
   std::vector<GidEntry> gids;  // non-zero entries only
+
+  bool operator==(const RdmaPort&) const = default;
 };
 
 struct RdmaDevice {
@@ -44,6 +48,8 @@ struct RdmaDevice {
   std::vector<std::string> netdevs;  // interfaces on the same PCI function
   std::vector<RdmaPort> ports;
   std::string source;        // "sysfs", "verbs" or "sysfs+verbs"
+
+  bool operator==(const RdmaDevice&) const = default;
 };
 
 struct NetInterface {
@@ -58,6 +64,8 @@ struct NetInterface {
   std::string devicePath;     // resolved sysfs device path relative to the sysfs root
   int numaNode = -1;
   std::string rdmaDevice;     // RDMA device on the same PCI function, "" if none
+
+  bool operator==(const NetInterface&) const = default;
 };
 
 struct GpuInfo {
@@ -66,6 +74,8 @@ struct GpuInfo {
   std::string pciAddress;  // normalised: 0000:3b:00.0
   std::string devicePath;  // resolved sysfs device path relative to the sysfs root
   int numaNode = -1;
+
+  bool operator==(const GpuInfo&) const = default;
 };
 
 // Distance classes as nvidia-smi topo prints them: PIX (same PCIe switch),
@@ -76,6 +86,8 @@ struct GpuNicAffinity {
   std::string nic;          // interface name, or RDMA device name when it has no netdev
   std::string relation;
   bool closest = false;     // no other NIC is nearer to this GPU
+
+  bool operator==(const GpuNicAffinity&) const = default;
 };
 
 struct SoftwareVersions {
@@ -89,6 +101,8 @@ struct SoftwareVersions {
   std::string kernel;        // uname -r
   std::string kernelBuild;   // uname -v
   std::string os;            // PRETTY_NAME of os-release
+
+  bool operator==(const SoftwareVersions&) const = default;
 };
 
 struct HostInventory {
@@ -101,6 +115,8 @@ struct HostInventory {
   std::vector<std::pair<std::string, std::string>> environment;  // sorted by name
   std::string numaSource;          // "hwloc" or "sysfs"
   std::vector<std::string> notes;  // what could not be read and why
+
+  bool operator==(const HostInventory&) const = default;
 };
 
 struct InventoryOptions {

@@ -11,6 +11,7 @@
 
 #include "inventory/HostInventory.hpp"
 #include "inventory/InventoryFormat.hpp"
+#include "inventory/InventoryWire.hpp"
 #include "inventory/JsonWriter.hpp"
 
 using namespace fabscope::inventory;
@@ -115,4 +116,26 @@ TEST(InventoryFormat, TextNamesDevicesAndPorts) {
   EXPECT_NE(text.find("mlx5_0"), std::string::npos);
   EXPECT_NE(text.find("200 Gb/sec (4X HDR)"), std::string::npos);
   EXPECT_NE(text.find("(2 RoCE v2)"), std::string::npos);
+}
+
+TEST(InventoryWire, RoundTripsExactly) {
+  HostInventory inventory = collectHostInventory(fixtureOptions());
+  GpuInfo gpu;
+  gpu.index = 1;
+  gpu.model = "GPU with \"quotes\"\nand 1:2 colons";
+  gpu.numaNode = 1;
+  inventory.gpus.push_back(gpu);
+  inventory.affinity.push_back({1, "ens1f0", "NODE", true});
+  inventory.rdmaDevices[0].ports[0].rateGbps = 2.5;
+  inventory.notes.push_back("");
+  const std::string bytes = serializeInventory(inventory);
+  EXPECT_EQ(deserializeInventory(bytes), inventory);
+}
+
+TEST(InventoryWire, RejectsDamagedInput) {
+  HostInventory inventory = collectHostInventory(fixtureOptions());
+  const std::string bytes = serializeInventory(inventory);
+  EXPECT_THROW(deserializeInventory(bytes.substr(0, bytes.size() - 3)), std::runtime_error);
+  EXPECT_THROW(deserializeInventory(bytes + "x"), std::runtime_error);
+  EXPECT_THROW(deserializeInventory("not an inventory"), std::runtime_error);
 }
