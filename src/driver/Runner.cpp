@@ -64,7 +64,7 @@ std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, cons
 
 Runner::Runner(const scenario::Scenario& scenario, const suite::Registry& registry,
                const runtime::Communicator& world, RunOptions options)
-    : scenario_(scenario), registry_(registry), world_(world), options_(std::move(options)) {}
+    : scenario_(scenario), registry_(registry), world_(world), comm_(&world), options_(std::move(options)) {}
 
 void Runner::writeRunHeader(output::ResultFile& file) {
   const auto now = runtime::realtimeNow();
@@ -111,6 +111,37 @@ void Runner::writeRanks(output::ResultFile& file) {
   file.writeTable<output::RankRecord>("/ranks", std::span(&row, 1), runtime::Deadline::afterSeconds(60));
 }
 
+void Runner::writeSkipped(int index, const PlannedInstance& planned, output::ResultFile& file, const std::string& why) {
+  const auto& spec = *planned.instance.spec;
+  const auto control = runtime::Deadline::afterSeconds(60);
+  const std::string group = groupPathOf(index);
+  file.createGroup(group);
+  file.setAttributes(group,
+                     {{"index", std::int64_t{index}}, {"name", spec.name}, {"kind", spec.kind},
+                      {"case", planned.instance.caseId}, {"condition", planned.instance.condition},
+                      {"transport", spec.transport}, {"memory", spec.memory}, {"bytes", planned.instance.bytes},
+                      {"iterations", std::int64_t{spec.iterations}}, {"status", std::string("skipped")},
+                      {"error", why}},
+                     control);
+  file.writeTable<output::SampleRecord>(group + "/samples", {}, control);
+  file.flush();
+}
+
+InstanceResult Runner::skippedResult(int index, const PlannedInstance& planned) const {
+  InstanceResult r;
+  r.index = index;
+  r.name = planned.instance.spec->name;
+  r.kind = planned.instance.spec->kind;
+  r.caseId = planned.instance.caseId;
+  r.condition = planned.instance.condition;
+  r.pattern = planned.plan.pattern;
+  r.pass = planned.plan.pass;
+  r.bytes = planned.instance.bytes;
+  r.status = "skipped";
+  r.latency = stats::summarize(std::span<double>{});
+  return r;
+}
+
 int Runner::run() {
   const auto setup = runtime::Deadline::afterSeconds(120);
   const bool rank0 = world_.rank() == 0;
@@ -127,7 +158,15 @@ int Runner::run() {
   runId_ = world_.broadcastString(id, 0, setup);
 
   auto planned = planMatrix(scenario_, registry_, world_.size());
-  output::ResultFile file(options_.outputPath, scenario_.hdf5Mode, world_, setup);
+  std::string hdf5Mode = scenario_.hdf5Mode;
+  const bool mayLoseRanks =
+      std::any_of(planned.begin(), planned.end(), [](const PlannedInstance& p) { return p.plan.mayLoseRanks; });
+  if (mayLoseRanks) {
+    if (hdf5Mode == "parallel")
+      throw UsageError("the scenario has a fault drill, which loses ranks: it needs hdf5=serial (or auto), not parallel");
+    hdf5Mode = "serial";
+  }
+  output::ResultFile file(options_.outputPath, hdf5Mode, world_, setup);
   if (rank0) {
     std::fprintf(stderr, "fabscope %s: scenario '%s', %d ranks on %d hosts, %zu test instances, seed %llu\n",
                  FABSCOPE_VERSION, scenario_.name.c_str(), world_.size(), identity_.hostCount, planned.size(),
@@ -151,12 +190,20 @@ int Runner::run() {
     queue.pop_front();
     progress.starting(index, current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
     std::vector<suite::RankPair> worst;
+    if (survivors_) {
+      // The cluster that lost a rank is not the one the rest of the matrix was for.
+      writeSkipped(index, current, file, "skipped: ranks were lost in an earlier fault drill");
+      if (rank0) results_.push_back(skippedResult(index, current));
+      ++index;
+      continue;
+    }
     auto& transport = transports[current.instance.spec->transport];
     if (!transport)
       transport = transport::openTransport(current.instance.spec->transport, world_,
                                            runtime::Deadline::afterSeconds(120));
     auto result = runInstance(index, current, file, *transport, worst);
-    if (result.status != "passed") exitCode = exit_code::checkFailed;
+    if (leaveRun_) return exit_code::ok;
+    if (result.status != "passed" && result.status != "skipped") exitCode = exit_code::checkFailed;
     if (!worst.empty()) {
       PlannedInstance retest = current;
       retest.plan.schedule = suite::serialScheduleOf(worst);
@@ -196,7 +243,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   const auto control = runtime::Deadline::afterSeconds(spec.timeoutSeconds + controlGraceSeconds);
 
   suite::SampleBuffer samples(static_cast<std::size_t>(plan.maxSamplesPerRank));
-  world_.barrier(control);
+  comm_->barrier(control);
   const auto tStart = clock_.toGlobal(runtime::monotonicNow());
   suite::RunContext ctx{world_, transport, identity_, clock_, instance, plan, samples,
                         runtime::Deadline::afterSeconds(spec.timeoutSeconds), seed_ + static_cast<std::uint64_t>(index), false, {}};
@@ -220,13 +267,22 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
     errorText = "rank " + std::to_string(world_.rank()) + ": more samples than planned (a bug in the test kind)";
   }
   const auto tEnd = clock_.toGlobal(runtime::monotonicNow());
+  if (ctx.leaveRun) {
+    leaveRun_ = true;
+    return {};
+  }
+  if (ctx.survivors) {
+    survivors_ = std::move(ctx.survivors);
+    comm_ = &*survivors_;
+    file.switchCommunicator(*comm_);
+  }
 
   // Agreement: if a rank cannot answer now, it is lost and the run cannot go on.
   std::int64_t agreed = 0;
   std::vector<std::string> errors;
   try {
-    agreed = world_.allreduceMax(status, control);
-    errors = world_.gatherStrings(errorText, 0, control);
+    agreed = comm_->allreduceMax(status, control);
+    errors = comm_->gatherStrings(errorText, 0, control);
   } catch (const DeadlineExceeded& e) {
     throw RuntimeFailure("lost contact with other ranks after test " + std::to_string(index) + " (" +
                          instance.caseId + "): " + e.what() + (errorText.empty() ? "" : "; this rank saw: " + errorText));
@@ -261,7 +317,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
 
   // Rank 0 sees every sample for the run-wide numbers.
   std::vector<int> counts;
-  const auto all = world_.gatherBytes(std::as_bytes(samples.used()), 0, counts, control);
+  const auto all = comm_->gatherBytes(std::as_bytes(samples.used()), 0, counts, control);
   InstanceResult result;
   result.index = index;
   result.name = spec.name;
@@ -299,6 +355,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
       {"t_end_ns", tEnd},
       {"retest_of", std::int64_t{plan.retestOf}},
   };
+  attrs.insert(attrs.end(), ctx.attributes.begin(), ctx.attributes.end());
   std::vector<double> matrix;
   const int n = world_.size();
   std::vector<std::int32_t> worstFlat;
@@ -364,14 +421,15 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   file.writeTable<output::SampleRecord>(group + "/samples", samples.used(), control);
   file.writeTable<output::SummaryRecord>(group + "/summary", mySummary, control);
   if (plan.pattern == "all-pairs") file.writeMatrix(group + "/pair_matrix", matrix, n, n);
+  registry_.kind(spec.kind).writeExtra(ctx, file, group, control);
   file.flush();
 
   if (plan.retestWorst > 0) {
     std::int64_t pairs = static_cast<std::int64_t>(worstFlat.size() / 2);
-    world_.broadcast(&pairs, sizeof pairs, 0, control);
+    comm_->broadcast(&pairs, sizeof pairs, 0, control);
     worstFlat.resize(static_cast<std::size_t>(pairs) * 2);
     if (pairs > 0)
-      world_.broadcast(worstFlat.data(), static_cast<int>(worstFlat.size() * sizeof(std::int32_t)), 0, control);
+      comm_->broadcast(worstFlat.data(), static_cast<int>(worstFlat.size() * sizeof(std::int32_t)), 0, control);
     for (std::int64_t i = 0; i < pairs; ++i)
       worstPairs.push_back({worstFlat[static_cast<std::size_t>(2 * i)], worstFlat[static_cast<std::size_t>(2 * i + 1)]});
   }

@@ -1,5 +1,6 @@
 #pragma once
 // Runs a validated scenario on every rank and writes the shared result file.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,16 +34,25 @@ class Runner {
          RunOptions options);
   // Returns the exit code (0 or 1); throws RuntimeFailure when the run cannot go on.
   int run();
+  // True on a rank that left the run on purpose (the victim of a fault drill):
+  // it must exit without MPI_Finalize.
+  bool leftRun() const { return leaveRun_; }
 
  private:
   InstanceResult runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
                              transport::Transport& transport, std::vector<suite::RankPair>& worstPairs);
   void writeRunHeader(output::ResultFile& file);
+  void writeSkipped(int index, const PlannedInstance& planned, output::ResultFile& file, const std::string& why);
+  InstanceResult skippedResult(int index, const PlannedInstance& planned) const;
   void writeRanks(output::ResultFile& file);
 
   const scenario::Scenario& scenario_;
   const suite::Registry& registry_;
   const runtime::Communicator& world_;
+  // The ranks the run goes on with: the world, or the survivors of a fault drill.
+  const runtime::Communicator* comm_;
+  std::optional<runtime::Communicator> survivors_;
+  bool leaveRun_ = false;
   RunOptions options_;
   runtime::RankIdentity identity_;
   runtime::ClockSync clock_;

@@ -1,5 +1,7 @@
 #include "output/ResultFile.hpp"
 
+#include <cstring>
+
 #include "fabscope/BuildConfig.hpp"
 
 namespace fabscope::output {
@@ -70,13 +72,13 @@ const char* writeModeName(WriteMode mode) {
 
 ResultFile::ResultFile(const std::string& path, const std::string& requested,
                        const runtime::Communicator& comm, const runtime::Deadline& deadline)
-    : path_(path), comm_(comm), mode_(resolveWriteMode(requested)) {
+    : path_(path), comm_(&comm), mode_(resolveWriteMode(requested)) {
   quietHdf5ErrorStack();
   H5Plist fapl(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
   // Dense attribute storage: scenario texts may exceed 64 KiB.
   checkH5(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST), "H5Pset_libver_bounds");
 #if FABSCOPE_HDF5_PARALLEL
-  if (mode_ == WriteMode::parallel) checkH5(H5Pset_fapl_mpio(fapl.get(), comm_.handle(), MPI_INFO_NULL), "H5Pset_fapl_mpio");
+  if (mode_ == WriteMode::parallel) checkH5(H5Pset_fapl_mpio(fapl.get(), comm_->handle(), MPI_INFO_NULL), "H5Pset_fapl_mpio");
 #endif
   int ok = 1;
   if (holdsFile()) {
@@ -86,7 +88,7 @@ ResultFile::ResultFile(const std::string& path, const std::string& requested,
   }
   if (mode_ == WriteMode::serialGather) {
     std::int64_t flag = ok;
-    comm_.broadcast(&flag, sizeof flag, 0, deadline);
+    comm_->broadcast(&flag, sizeof flag, 0, deadline);
     ok = static_cast<int>(flag);
   }
   if (!ok) throw RuntimeFailure("cannot create the result file '" + path + "' (does its folder exist and is it writable?)");
@@ -103,7 +105,7 @@ void ResultFile::createGroup(const std::string& path) {
 void ResultFile::setAttributes(const std::string& objectPath, const Attributes& attributes,
                                const runtime::Deadline& deadline) {
   Attributes agreed = attributes;
-  if (mode_ == WriteMode::parallel) agreed = decode(comm_.broadcastString(encode(attributes), 0, deadline));
+  if (mode_ == WriteMode::parallel) agreed = decode(comm_->broadcastString(encode(attributes), 0, deadline));
   if (!holdsFile()) return;
   const hid_t object = H5Oopen(file_.get(), objectPath.c_str(), H5P_DEFAULT);
   if (object < 0) throw RuntimeFailure("HDF5: cannot open " + objectPath + " in " + path_);
@@ -120,10 +122,10 @@ void ResultFile::writeRows(const std::string& path, hid_t type, std::size_t rowB
                            std::span<const std::byte> myRows, const runtime::Deadline& deadline) {
   const auto myCount = static_cast<std::int64_t>(myRows.size() / rowBytes);
   if (mode_ == WriteMode::parallel) {
-    const auto counts = comm_.allgather(myCount, deadline);
+    const auto counts = comm_->allgather(myCount, deadline);
     std::int64_t total = 0, offset = 0;
-    for (int r = 0; r < comm_.size(); ++r) {
-      if (r < comm_.rank()) offset += counts[static_cast<std::size_t>(r)];
+    for (int r = 0; r < comm_->size(); ++r) {
+      if (r < comm_->rank()) offset += counts[static_cast<std::size_t>(r)];
       total += counts[static_cast<std::size_t>(r)];
     }
     const hsize_t dims[1] = {static_cast<hsize_t>(total)};
@@ -149,8 +151,8 @@ void ResultFile::writeRows(const std::string& path, hid_t type, std::size_t rowB
     return;
   }
   std::vector<int> counts;
-  const auto all = comm_.gatherBytes(myRows, 0, counts, deadline);
-  if (comm_.rank() != 0) return;
+  const auto all = comm_->gatherBytes(myRows, 0, counts, deadline);
+  if (comm_->rank() != 0) return;
   const hsize_t dims[1] = {static_cast<hsize_t>(all.size() / rowBytes)};
   H5Space space(H5Screate_simple(1, dims, nullptr), "H5Screate_simple");
   H5Dataset ds(H5Dcreate2(file_.get(), path.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
@@ -168,7 +170,7 @@ void ResultFile::writeMatrix(const std::string& path, std::span<const double> ra
   // In parallel mode only rank 0 contributes data; the others select nothing.
   H5Space fileSpace(H5Dget_space(ds.get()), "H5Dget_space");
   H5Space memSpace(H5Screate_simple(2, dims, nullptr), "H5Screate_simple");
-  if (comm_.rank() != 0) {
+  if (comm_->rank() != 0) {
     checkH5(H5Sselect_none(fileSpace.get()), "H5Sselect_none");
     checkH5(H5Sselect_none(memSpace.get()), "H5Sselect_none");
   }
@@ -178,8 +180,17 @@ void ResultFile::writeMatrix(const std::string& path, std::span<const double> ra
 #endif
   static const double none = 0;
   checkH5(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, memSpace.get(), fileSpace.get(), dxpl.get(),
-                   comm_.rank() == 0 ? rank0Values.data() : &none),
+                   comm_->rank() == 0 ? rank0Values.data() : &none),
           "write of " + path);
+}
+
+void ResultFile::switchCommunicator(const runtime::Communicator& survivors) {
+  if (mode_ == WriteMode::parallel)
+    throw RuntimeFailure("ranks were lost while the result file is written with parallel HDF5; "
+                         "fault drills need hdf5=serial (the runner chooses it for them)");
+  if (comm_->rank() == 0 && survivors.rank() != 0)
+    throw RuntimeFailure("rank 0 must survive a fault drill: it holds the result file");
+  comm_ = &survivors;
 }
 
 void ResultFile::flush() {

@@ -48,13 +48,16 @@ class ResultFile {
 
   void flush();
 
+  // Continues on `survivors` after ranks were lost (gathered mode only).
+  void switchCommunicator(const runtime::Communicator& survivors);
+
  private:
   void writeRows(const std::string& path, hid_t type, std::size_t rowBytes,
                  std::span<const std::byte> myRows, const runtime::Deadline& deadline);
-  bool holdsFile() const { return mode_ == WriteMode::parallel || comm_.rank() == 0; }
+  bool holdsFile() const { return mode_ == WriteMode::parallel || comm_->rank() == 0; }
 
   std::string path_;
-  const runtime::Communicator& comm_;
+  const runtime::Communicator* comm_;
   WriteMode mode_;
   H5File file_;
 };

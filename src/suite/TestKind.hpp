@@ -33,6 +33,9 @@ struct InstancePlan {
   std::string description;         // for `fabscope list`
   int retestWorst = 0;             // all-pairs: serially re-measure this many worst pairs
   int retestOf = -1;
+  // The instance may lose ranks on purpose (fault drills): the file is then
+  // written gathered to rank 0 so the survivors alone can finish it.
+  bool mayLoseRanks = false;
 };
 
 struct RunContext {
@@ -47,6 +50,13 @@ struct RunContext {
   std::uint64_t seed;
   bool dataCheckFailed = false;
   std::string dataCheckMessage;
+  // Kind-specific attributes for /tests/NNNN (rank 0's values are written).
+  output::Attributes attributes;
+  // Set by a kind that lost ranks: the run goes on with these ranks only
+  // (every survivor must set it; rank 0 must survive).
+  std::optional<runtime::Communicator> survivors;
+  // Set on a rank that must take no further part (e.g. the victim of a drill).
+  bool leaveRun = false;
 };
 
 class TestKind {
@@ -59,6 +69,12 @@ class TestKind {
                             int worldSize) const = 0;
   // Runs the timed part on every rank; samples go to ctx.samples (local clock).
   virtual void run(RunContext& ctx) const = 0;
+  // Writes kind-specific tables under `group` (collective over the run's
+  // communicator, after the samples). Default: nothing.
+  virtual void writeExtra(RunContext& ctx, output::ResultFile& file, const std::string& group,
+                          const runtime::Deadline& deadline) const {
+    (void)ctx, (void)file, (void)group, (void)deadline;
+  }
 };
 
 }  // namespace fabscope::suite
