@@ -125,6 +125,11 @@ void UcxTransport::onEndpointError(void* arg, ucp_ep_h /*endpoint*/, ucs_status_
   peer->failed = true;
   peer->failure = status;
   peer->failedAt = runtime::monotonicNow();
+  // Said at once, on this rank's own stderr: the run may be unable to reach
+  // the point where errors are gathered (the peer is gone), and the admin
+  // needs to know which link failed and when.
+  std::fprintf(stderr, "fabscope: rank %d: UCX endpoint to rank %d failed (%s) at monotonic %.3f s\n",
+               peer->owner->me_, peer->rank, ucs_status_string(status), static_cast<double>(peer->failedAt) / 1e9);
   peer->owner->reportError({peer->failedAt, peer->rank,
                             "UCX endpoint to rank " + std::to_string(peer->rank) + " failed: " + statusText(status)});
 }

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# A UCX peer disappears in the middle of a long latency test (kill -9 of
+# rank 1). The survivor must see a UCX error naming the lost peer within a
+# bounded time of the kill (not the test's own deadline), and the run must
+# end with exit 3 (runtime failure) instead of hanging.
+# Over TCP loopback the socket closes at once; over shared memory UCX only
+# learns it through keepalive, set to 1 s here.
+set -euo pipefail
+
+src=${FABSCOPE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${FABSCOPE_BIN:-$src/build/fabscope}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+work=$(mktemp -d /tmp/fabscope-ucx-lost.XXXXXX)
+mpirun_pid=
+cleanup() {
+  if [[ -n $mpirun_pid ]] && kill -0 "$mpirun_pid" 2>/dev/null; then kill -9 "$mpirun_pid" 2>/dev/null || true; fi
+  [[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+test_timeout_s=10
+cat >"$work/long-latency.yaml" <<YAML
+name: ucx-peer-lost
+description: a latency test long enough to kill a rank in the middle of it
+seed: 1
+defaults:
+  transport: ucx
+  memory: host
+  timeout: ${test_timeout_s}s
+tests:
+  - name: long-latency
+    kind: latency
+    pattern: pairs
+    sizes: [8]
+    iterations: 2000000
+    warmup: 10
+YAML
+
+monotonic() { /usr/bin/python3 -c 'import time; print(f"{time.monotonic():.3f}")'; }
+
+# Pid of the process of `rank` among mpirun's descendants.
+rank_pid() {
+  local rank=$1 pid
+  for pid in $(pgrep -f -- "$work/long-latency.yaml" || true); do
+    [[ $pid == "$mpirun_pid" ]] && continue
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$rank"; then
+      echo "$pid"
+      return 0
+    fi
+  done
+  return 1
+}
+
+failures=0
+run_case() {  # label max_detect_s env...
+  local label=$1 max_detect=$2
+  shift 2
+  local log=$work/$label.log
+  echo "== $label: kill rank 1 during a UCX latency test ($*)"
+  env "$@" mpirun -np 2 --mca orte_abort_on_non_zero_status 0 -x UCX_TLS -x UCX_NET_DEVICES -x UCX_KEEPALIVE_INTERVAL \
+    "$bin" run --scenario "$work/long-latency.yaml" --output "$work/$label.h5" --overwrite --no-progress \
+    >"$log" 2>&1 &
+  mpirun_pid=$!
+  # Let the test get into its timed loop.
+  local victim= i
+  for i in $(seq 1 100); do
+    victim=$(rank_pid 1 || true)
+    [[ -n $victim ]] && break
+    sleep 0.1
+  done
+  [[ -n $victim ]] || { echo "FAIL: $label: rank 1 never started" >&2; cat "$log" >&2; failures=$((failures + 1)); return; }
+  sleep 3
+  local killed_at
+  killed_at=$(monotonic)
+  kill -9 "$victim" || { echo "FAIL: $label: rank 1 (pid $victim) had already ended before the kill; log:" >&2; tail -20 "$log" >&2; failures=$((failures + 1)); return; }
+  # Bounded wait for the survivor: the test deadline plus the runner's grace plus slack.
+  local rc=0 waited=0 hung=
+  while kill -0 "$mpirun_pid" 2>/dev/null && [[ $waited -lt $((test_timeout_s + 60)) ]]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  if kill -0 "$mpirun_pid" 2>/dev/null; then
+    hung=1
+    local survivor
+    survivor=$(rank_pid 0 || true)
+    [[ -n $survivor ]] && kill -9 "$survivor" 2>/dev/null || true
+    kill -9 "$mpirun_pid" 2>/dev/null || true
+  fi
+  wait "$mpirun_pid" || rc=$?
+  mpirun_pid=
+  local line
+  line=$(grep -m1 "UCX endpoint to rank 1 failed" "$log" || true)
+  if [[ -z $line ]]; then
+    echo "FAIL: $label: no UCX error naming rank 1 in the survivor's output (exit $rc); log:" >&2
+    tail -20 "$log" >&2
+    failures=$((failures + 1))
+    return
+  fi
+  local noticed
+  noticed=$(sed -n 's/.*at monotonic \([0-9.]*\) s.*/\1/p' <<<"$line")
+  local delay
+  delay=$(/usr/bin/python3 -c "print(f'{float(\"$noticed\") - float(\"$killed_at\"):.3f}')")
+  echo "$label: survivor's endpoint error came $delay s after the kill (limit $max_detect s); mpirun exit $rc"
+  if ! /usr/bin/python3 -c "import sys; d=float('$delay'); sys.exit(0 if -0.5 <= d <= $max_detect else 1)"; then
+    echo "FAIL: $label: detection took $delay s, more than $max_detect s" >&2
+    failures=$((failures + 1))
+  fi
+  if [[ -n $hung ]]; then
+    echo "FAIL: $label: the UCX error surfaced, but the survivor still ran $waited s after the kill and was killed" >&2
+    echo "      (it did not finish as a runtime failure; last lines of its output:)" >&2
+    grep -v "UCX  WARN" "$log" | tail -5 >&2
+    failures=$((failures + 1))
+  elif ! grep -q "runtime failure" "$log"; then
+    echo "FAIL: $label: the run ended (mpirun exit $rc) but not as a runtime failure; log:" >&2
+    tail -20 "$log" >&2
+    failures=$((failures + 1))
+  fi
+}
+
+run_case tcp-loopback 5 UCX_TLS=tcp,self UCX_NET_DEVICES=lo UCX_KEEPALIVE_INTERVAL=1s
+[[ -n ${ONLY_TCP:-} ]] || run_case shm 10 UCX_TLS=sm,self UCX_NET_DEVICES=all UCX_KEEPALIVE_INTERVAL=1s
+[[ $failures -eq 0 ]] || exit 1
+echo "the survivor saw the lost UCX peer in bounded time in every case"
