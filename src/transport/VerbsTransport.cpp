@@ -65,7 +65,8 @@ void VerbsTransport::openLocal() {
   std::unique_ptr<ibv_device*, DeviceListDeleter> list(ibv_get_device_list(&count));
   if (!list || count == 0)
     throw RuntimeFailure(
-        "no RDMA device found (ibv_get_device_list: " + std::string(list ? "empty list" : errnoText(errno)) +
+        "no RDMA device found (ibv_get_device_list: " +
+        std::string(list ? "empty list" : errno == ENOSYS ? "the kernel has no RDMA support loaded" : errnoText(errno)) +
         (options_.device.empty() ? std::string("; wanted any device")
                                  : "; wanted FABSCOPE_VERBS_DEVICE=" + options_.device) +
         "; /sys/class/infiniband lists the devices this host has)");
