@@ -35,6 +35,7 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
                   spec.kind.c_str(), scenario::formatSize(p.instance.bytes).c_str(), p.instance.condition.c_str(),
                   spec.transport.c_str(), spec.memory.c_str(), spec.iterations, spec.warmup, timeout,
                   scenario::formatSize(memory).c_str(), p.plan.description.c_str());
+      if (!p.instance.sizeFormula.empty()) std::printf("     size = %s\n", p.instance.sizeFormula.c_str());
     }
     std::printf("\npeak memory per rank for samples and buffers: about %.1f MiB\n", static_cast<double>(peak) / (1 << 20));
     return exit_code::ok;

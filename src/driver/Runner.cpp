@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 
+#include "conditions/NeighbourLoad.hpp"
 #include "driver/Progress.hpp"
 #include "driver/SummaryTable.hpp"
 #include "fabscope/BuildConfig.hpp"
@@ -43,6 +44,13 @@ std::string groupPathOf(int index) {
 std::string envOr(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v ? v : fallback;
+}
+
+// FNV-1a: the same value on every rank and every build, unlike std::hash.
+std::uint64_t stableHash(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
 }
 
 struct PairKey {
@@ -242,15 +250,49 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   const bool rank0 = world_.rank() == 0;
   const auto control = runtime::Deadline::afterSeconds(spec.timeoutSeconds + controlGraceSeconds);
 
-  suite::SampleBuffer samples(static_cast<std::size_t>(plan.maxSamplesPerRank));
+  const auto& kind = registry_.kind(spec.kind);
+  const bool congested = instance.condition != "quiet";
+  // Same canaries for every condition of a case: the seed depends on the test, not the condition.
+  const auto roles = suite::assignRoles(suite::roleSpecOf(spec), identity_.hostOfRank, kind.rules().minRanks,
+                                        suite::hasCongestedCondition(spec), seed_ ^ stableHash(spec.name));
+  const int me = world_.rank();
+  const bool canary = roles.isCanary(me);
+  const bool congestor = roles.isCongestor(me);
+  const int rolePosition = static_cast<int>(
+      canary ? std::find(roles.canaries.begin(), roles.canaries.end(), me) - roles.canaries.begin() : me);
+
+  suite::SampleBuffer samples(canary ? static_cast<std::size_t>(plan.maxSamplesPerRank) : 0);
   comm_->barrier(control);
+  // Comm split has no non-blocking form; the barrier above makes sure every rank is here.
+  const runtime::Communicator measuring = comm_->split(canary ? 0 : congestor ? 1 : 2, rolePosition);
+  const auto runDeadline = runtime::Deadline::afterSeconds(spec.timeoutSeconds);
+  std::optional<conditions::GatedLoad> load;
+  conditions::LoadGraph loadGraph;
+  if (congested) {
+    loadGraph = conditions::planLoad(instance.condition, roles, identity_.hostOfRank);
+    load.emplace(*comm_, runDeadline);
+  }
   const auto tStart = clock_.toGlobal(runtime::monotonicNow());
-  suite::RunContext ctx{world_, transport, identity_, clock_, instance, plan, samples,
-                        runtime::Deadline::afterSeconds(spec.timeoutSeconds), seed_ + static_cast<std::uint64_t>(index), false, {}};
+  suite::RunContext ctx{world_, measuring, roles.canaries, transport, identity_, clock_, instance, plan, samples,
+                        runDeadline, seed_ + static_cast<std::uint64_t>(index), false, {}};
   std::int64_t status = passed;
   std::string errorText;
+  conditions::LoadReport loadReport;
   try {
-    registry_.kind(spec.kind).run(ctx);
+    if (canary) {
+      if (load) load->canaryBeforeMeasuring();
+      try {
+        kind.run(ctx);
+      } catch (...) {
+        // Release the congestors even when the measurement failed.
+        if (load) load->canaryAfterMeasuring();
+        throw;
+      }
+      if (load) load->canaryAfterMeasuring();
+    } else if (load) {
+      if (congestor) loadReport = load->congest(instance.condition, loadGraph, spec.loadBytes);
+      else load->idle();
+    }
   } catch (const DeadlineExceeded& e) {
     status = timeout;
     errorText = "rank " + std::to_string(world_.rank()) + " (" + identity_.host + "): " + e.what();
@@ -354,7 +396,15 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
       {"t_start_ns", tStart},
       {"t_end_ns", tEnd},
       {"retest_of", std::int64_t{plan.retestOf}},
+      {"canaries", suite::joinRanks(roles.canaries)},
+      {"congestors", suite::joinRanks(roles.congestors)},
+      {"placement", roles.placement},
+      {"size_formula", instance.sizeFormula},
   };
+  if (congested) {
+    attrs.emplace_back("load", loadGraph.description);
+    attrs.emplace_back("load_bytes", spec.loadBytes);
+  }
   attrs.insert(attrs.end(), ctx.attributes.begin(), ctx.attributes.end());
   std::vector<double> matrix;
   const int n = world_.size();
@@ -407,9 +457,14 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
       }
       if (plan.retestWorst > 0 && agreed == passed) {
         std::sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+        // The retest's schedule is in group indices, like every schedule.
+        auto indexOf = [&](int worldRank) {
+          return static_cast<std::int32_t>(std::find(roles.canaries.begin(), roles.canaries.end(), worldRank) -
+                                           roles.canaries.begin());
+        };
         for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(plan.retestWorst); ++i) {
-          worstFlat.push_back(ranked[i].second.a);
-          worstFlat.push_back(ranked[i].second.b);
+          worstFlat.push_back(indexOf(ranked[i].second.a));
+          worstFlat.push_back(indexOf(ranked[i].second.b));
         }
       }
     }

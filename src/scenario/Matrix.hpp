@@ -14,6 +14,7 @@ struct TestInstance {
   std::int64_t bytes = 0;
   std::string condition;
   std::string caseId;  // same for one test and size across conditions
+  std::string sizeFormula;  // how the size was derived from the model, "" if literal
 };
 
 std::vector<TestInstance> expandMatrix(const Scenario& scenario);

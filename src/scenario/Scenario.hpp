@@ -30,6 +30,15 @@ struct TestSpec {
   std::string memory;
   std::vector<std::string> conditions;
   int ranks = 0;  // participating ranks; 0 = all
+  // roles: which of the participating ranks measure; the rest make neighbour
+  // traffic under congested conditions.
+  int canaries = 0;
+  double canaryFraction = 0;
+  std::string placement = "spread";
+  std::int64_t loadBytes = 64 * 1024;  // message size of the neighbour traffic
+  std::vector<std::string> sizeFormulas;  // per size: how it was derived ("" if given literally)
+  YAML::Node scenarioModel;     // the scenario's top-level `model`, if any
+  YAML::Node scenarioParallel;  // the scenario's top-level `parallel`, if any
   YAML::Node node;  // the test's mapping, for keys of its kind
   std::map<std::string, std::string> overrides;  // key -> "--set key=value" that set it
 };

@@ -3,16 +3,18 @@
 #include <set>
 #include <sstream>
 
+#include "model/ModelSpecYaml.hpp"
+#include "model/TrafficSizes.hpp"
 #include "scenario/Scenario.hpp"
 #include "scenario/Units.hpp"
 
 namespace fabscope::scenario {
 namespace {
 
-const std::vector<std::string> topKeys = {"name", "description", "seed", "hdf5", "defaults", "tests"};
+const std::vector<std::string> topKeys = {"name", "description", "seed", "hdf5", "model", "parallel", "defaults", "tests"};
 const std::vector<std::string> commonKeys = {"name",   "kind",      "sizes",     "iterations",
                                              "warmup", "timeout",   "transport", "memory",
-                                             "conditions", "ranks"};
+                                             "conditions", "ranks", "roles", "load_bytes"};
 const std::vector<std::string> runLevelOverrideKeys = {"seed", "hdf5"};
 
 std::string joined(const std::vector<std::string>& words) {
@@ -77,9 +79,14 @@ class Loader {
 
     applyOverrides(scenario, tests, overrides);
 
+    model_ = root["model"] ? root["model"] : YAML::Node(YAML::NodeType::Undefined);
+    parallel_ = root["parallel"] ? root["parallel"] : YAML::Node(YAML::NodeType::Undefined);
+    if (model_) checkModel(model_, parallel_);
     std::set<std::string> names;
     for (std::size_t i = 0; i < tests.size(); ++i) {
       TestSpec spec = parseTest(tests[i], defaults, i);
+      spec.scenarioModel = model_;
+      spec.scenarioParallel = parallel_;
       spec.overrides = testOverrides_[i];
       if (!names.insert(spec.name).second) fail(tests[i], "two tests are named '" + spec.name + "'; names must be unique");
       const auto& kind = rules_.kinds.at(spec.kind);
@@ -197,6 +204,83 @@ class Loader {
     return YAML::Node(YAML::NodeType::Undefined);
   }
 
+  void checkModel(const YAML::Node& modelNode, const YAML::Node& parallelNode) const {
+    try {
+      model::modelSpecFromYaml(modelNode);
+      if (parallelNode) model::parallelLayoutFromYaml(parallelNode);
+    } catch (const model::ModelSpecError& e) {
+      throw ScenarioError(file_ + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column()) + ": " + e.message());
+    }
+  }
+
+  // sizes: {derive: tp-allreduce, decode_batch: [1, 32], prefill_chunk: [2048]}
+  //        {derive: kv-block-layer | kv-block, block_tokens: 16}
+  //        {derive: kv-request, block_tokens: 16, prompt_tokens: [8192]}
+  //        {derive: moe-dispatch-token, tokens: [1, 128]}
+  // with the scenario's (or the mapping's own) `model` and `parallel`.
+  void derivedSizes(const YAML::Node& n, TestSpec& spec) const {
+    static const std::vector<std::string> keys = {"derive", "model", "parallel", "decode_batch", "prefill_chunk",
+                                                  "block_tokens", "prompt_tokens", "tokens"};
+    for (const auto& entry : n) {
+      const auto key = entry.first.as<std::string>("");
+      if (!contains(keys, key)) fail(entry.first, "unknown key '" + key + "' in derived sizes; expected one of: " + joined(keys));
+    }
+    if (!n["derive"]) fail(n, "derived sizes need 'derive': tp-allreduce, kv-block-layer, kv-block, kv-request or moe-dispatch-token");
+    const std::string what = choiceOf(n["derive"], "derive", {"tp-allreduce", "kv-block-layer", "kv-block", "kv-request", "moe-dispatch-token"});
+    const YAML::Node modelNode = n["model"] ? n["model"] : model_;
+    const YAML::Node parallelNode = n["parallel"] ? n["parallel"] : parallel_;
+    if (!modelNode) fail(n, "derived sizes need a model: give 'model:' here or at the top of the scenario (e.g. model: llama3-70b)");
+    auto counts = [&](const char* key, bool required) {
+      std::vector<std::int64_t> out;
+      const YAML::Node c = n[key];
+      if (!c) {
+        if (required) fail(n, std::string("'derive: ") + what + "' needs '" + key + "'");
+        return out;
+      }
+      if (c.IsSequence()) {
+        for (const auto& item : c) out.push_back(integerOf(item, key, 1, 100'000'000));
+      } else {
+        out.push_back(integerOf(c, key, 1, 100'000'000));
+      }
+      return out;
+    };
+    auto add = [&](const model::DerivedSize& d, const YAML::Node& where) {
+      if (d.bytes == 0 || d.bytes > static_cast<std::uint64_t>(maxMessageBytes))
+        fail(where, "derived size " + d.formula + " is outside 1 B..1 GiB");
+      spec.sizes.push_back(static_cast<std::int64_t>(d.bytes));
+      spec.sizeFormulas.push_back(d.formula);
+    };
+    try {
+      const auto m = model::modelSpecFromYaml(modelNode);
+      const auto layout = parallelNode ? model::parallelLayoutFromYaml(parallelNode) : model::ParallelLayout{};
+      if (what == "tp-allreduce") {
+        const auto decode = counts("decode_batch", false);
+        const auto prefill = counts("prefill_chunk", false);
+        if (decode.empty() && prefill.empty()) fail(n, "'derive: tp-allreduce' needs decode_batch and/or prefill_chunk");
+        for (auto b : decode) add(model::allReduceBytesForDecode(m, static_cast<std::uint64_t>(b)), n["decode_batch"]);
+        for (auto c : prefill) add(model::allReduceBytesForPrefill(m, static_cast<std::uint64_t>(c)), n["prefill_chunk"]);
+      } else if (what == "moe-dispatch-token") {
+        for (auto t : counts("tokens", true)) {
+          auto d = model::moeDispatchBytesPerToken(m, model::Dtype::fp8);
+          d.formula = std::to_string(t) + " tokens x (" + d.formula + ")";
+          d.bytes *= static_cast<std::uint64_t>(t);
+          add(d, n["tokens"]);
+        }
+      } else {
+        const auto blockTokens = static_cast<std::uint32_t>(counts("block_tokens", true).front());
+        if (what == "kv-block-layer") add(model::kvBytesPerBlockPerLayer(m, layout, blockTokens), n);
+        else if (what == "kv-block") add(model::kvBytesPerBlock(m, layout, blockTokens), n);
+        else
+          for (auto p : counts("prompt_tokens", true))
+            add(model::kvBytesPerRequest(m, layout, blockTokens, static_cast<std::uint64_t>(p)), n["prompt_tokens"]);
+      }
+    } catch (const model::ModelSpecError& e) {
+      throw ScenarioError(file_ + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column()) + ": " + e.message());
+    } catch (const std::invalid_argument& e) {
+      fail(n, e.what());
+    }
+  }
+
   std::vector<std::int64_t> sizesOf(const YAML::Node& n) const {
     std::vector<std::int64_t> sizes;
     auto addScalar = [&](const YAML::Node& item) {
@@ -236,7 +320,12 @@ class Loader {
     }
     const YAML::Node sizes = pick(test, defaults, "sizes");
     if (!sizes) fail(test, "test '" + spec.name + "' has no 'sizes' (e.g. sizes: [8, 4KiB, '64KiB..4MiB x4'])");
-    spec.sizes = sizesOf(sizes);
+    if (sizes.IsMap()) {
+      derivedSizes(sizes, spec);
+    } else {
+      spec.sizes = sizesOf(sizes);
+      spec.sizeFormulas.assign(spec.sizes.size(), "");
+    }
     auto intKey = [&](const char* key, std::int64_t fallback, std::int64_t min, std::int64_t max) {
       const YAML::Node n = pick(test, defaults, key);
       return static_cast<int>(n ? integerOf(n, key, min, max) : fallback);
@@ -244,6 +333,37 @@ class Loader {
     spec.iterations = intKey("iterations", 100, 1, 100'000'000);
     spec.warmup = intKey("warmup", 10, 0, 100'000'000);
     spec.ranks = intKey("ranks", 0, 1, 1'000'000);
+    if (const YAML::Node r = pick(test, defaults, "roles")) {
+      if (!r.IsMap()) fail(r, "'roles' must be a mapping, e.g. {canaries: 2, placement: spread}");
+      for (const auto& entry : r) {
+        const auto key = entry.first.as<std::string>("");
+        if (key != "canaries" && key != "placement")
+          fail(entry.first, "unknown key '" + key + "' in roles; expected canaries, placement");
+      }
+      if (const YAML::Node c = r["canaries"]) {
+        if (c.IsScalar() && !c.Scalar().empty() && c.Scalar().back() == '%') {
+          double percent = 0;
+          try {
+            percent = std::stod(c.Scalar());
+          } catch (const std::exception&) {
+            fail(c, "'canaries' must be a count or a percentage such as 50%");
+          }
+          if (percent <= 0 || percent > 100) fail(c, "'canaries' percentage must be in (0, 100]");
+          spec.canaryFraction = percent / 100.0;
+        } else {
+          spec.canaries = static_cast<int>(integerOf(c, "canaries", 1, 1'000'000));
+        }
+      }
+      if (r["placement"]) spec.placement = choiceOf(r["placement"], "placement", {"spread", "packed", "random"});
+    }
+    if (const YAML::Node n = pick(test, defaults, "load_bytes")) {
+      if (!n.IsScalar()) fail(n, "'load_bytes' must be a size such as 64KiB");
+      try {
+        spec.loadBytes = parseSize(n.Scalar());
+      } catch (const std::invalid_argument& e) {
+        fail(n, e.what());
+      }
+    }
     if (const YAML::Node n = pick(test, defaults, "timeout")) {
       if (!n.IsScalar()) fail(n, "'timeout' must be a duration such as 30s");
       try {
@@ -294,6 +414,8 @@ class Loader {
 
   std::string file_;
   const ScenarioRules& rules_;
+  YAML::Node model_;
+  YAML::Node parallel_;
   std::vector<std::map<std::string, std::string>> testOverrides_;
 };
 

@@ -44,7 +44,12 @@ InstancePlan PointToPointKind::plan(const scenario::TestInstance& instance, cons
   plan.sampleDivisor = sampleDivisor();
   plan.window = usesWindow() ? static_cast<int>(p.integer("window", defaultWindow, 1, 1024)) : 1;
   plan.pattern = p.choice("pattern", {"pairs", "all-pairs"}, "pairs");
-  const int ranks = spec.ranks > 0 ? spec.ranks : worldSize;
+  int ranks = 0;
+  try {
+    ranks = canaryCount(roleSpecOf(spec), worldSize, 2, hasCongestedCondition(spec));
+  } catch (const UsageError& e) {
+    throw scenario::ScenarioError(scenario::positionOf(scenarioFile, spec.node) + ": test '" + spec.name + "': " + e.what());
+  }
   std::string detail;
   if (plan.pattern == "pairs") {
     plan.schedule = pairsSchedule(ranks);
@@ -85,7 +90,11 @@ void PointToPointKind::run(RunContext& ctx) const {
   const std::size_t wanted = bytes * static_cast<std::size_t>(ctx.plan.window);
   buffers.slices = wanted <= std::max(maxReceiveBytes, bytes) ? static_cast<std::size_t>(ctx.plan.window)
                                                               : std::max<std::size_t>(1, maxReceiveBytes / bytes);
-  const auto mine = roundsOf(ctx.plan.schedule, me);
+  // The schedule is in group indices; the transport needs world ranks.
+  auto mine = roundsOf(ctx.plan.schedule, ctx.group.rank());
+  for (auto& [round, pair] : mine)
+    pair = {ctx.participants[static_cast<std::size_t>(pair.initiator)],
+            ctx.participants[static_cast<std::size_t>(pair.responder)]};
   if (!mine.empty()) {
     buffers.send = transport::HostBuffer(bytes);
     buffers.recv = transport::HostBuffer(bytes * buffers.slices);
@@ -96,7 +105,7 @@ void PointToPointKind::run(RunContext& ctx) const {
   std::size_t next = 0;
   for (int round = 0; round < static_cast<int>(ctx.plan.schedule.size()); ++round) {
     // Everyone starts a round together, so pairs of one round overlap fully.
-    ctx.world.barrier(ctx.deadline);
+    ctx.group.barrier(ctx.deadline);
     if (next < mine.size() && mine[next].first == round) {
       const RankPair pair = mine[next++].second;
       const int peer = pair.initiator == me ? pair.responder : pair.initiator;
@@ -117,7 +126,7 @@ void PointToPointKind::run(RunContext& ctx) const {
       }
     }
   }
-  ctx.world.barrier(ctx.deadline);
+  ctx.group.barrier(ctx.deadline);
 }
 
 }  // namespace fabscope::suite

@@ -7,7 +7,7 @@
 namespace fabscope::suite {
 
 Registry::Registry() {
-  for (auto make : {makeLatencyTest, makeBandwidthTest, makeBidirectionalBandwidthTest}) {
+  for (auto make : {makeLatencyTest, makeBandwidthTest, makeBidirectionalBandwidthTest, makeKvPushTest}) {
     auto k = make();
     auto name = k->name();
     kinds_.emplace(std::move(name), std::move(k));
@@ -29,7 +29,7 @@ scenario::ScenarioRules Registry::scenarioRules(int worldSize) const {
       {"cuda", FABSCOPE_HAVE_CUDA ? "GPU memory tests are not implemented yet" : "built without CUDA"},
       {"cuda-host", FABSCOPE_HAVE_CUDA ? "pinned-memory tests are not implemented yet" : "built without CUDA"},
   };
-  rules.conditions = {"quiet"};
+  rules.conditions = {"quiet", "incast", "alltoall", "bidirectional", "copy"};
   rules.worldSize = worldSize;
   return rules;
 }

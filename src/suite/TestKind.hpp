@@ -13,6 +13,7 @@
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
 #include "suite/PairSchedule.hpp"
+#include "suite/Roles.hpp"
 #include "suite/SampleBuffer.hpp"
 #include "transport/Transport.hpp"
 
@@ -39,7 +40,12 @@ struct InstancePlan {
 };
 
 struct RunContext {
+  // All ranks of the run; transports address peers by their rank here.
   const runtime::Communicator& world;
+  // The measuring ranks (canaries) of this instance, in role order; group
+  // index i is world rank participants[i]. Barriers between rounds use it.
+  const runtime::Communicator& group;
+  const std::vector<int>& participants;
   transport::Transport& transport;
   const runtime::RankIdentity& identity;
   const runtime::ClockSync& clock;
@@ -58,6 +64,16 @@ struct RunContext {
   // Set on a rank that must take no further part (e.g. the victim of a drill).
   bool leaveRun = false;
 };
+
+// The roles part of a test's scenario entry.
+inline RoleSpec roleSpecOf(const scenario::TestSpec& spec) {
+  return {spec.ranks, spec.canaries, spec.canaryFraction, spec.placement};
+}
+inline bool hasCongestedCondition(const scenario::TestSpec& spec) {
+  for (const auto& c : spec.conditions)
+    if (c != "quiet") return true;
+  return false;
+}
 
 class TestKind {
  public:

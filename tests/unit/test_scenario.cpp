@@ -136,3 +136,52 @@ TEST(Scenario, MissingFileIsAUsageError) {
   static const suite::Registry registry;
   EXPECT_THROW(scenario::loadScenarioFile("/nonexistent/x.yaml", {}, registry.scenarioRules(4)), scenario::ScenarioError);
 }
+
+TEST(Scenario, SizesDerivedFromTheModelCarryTheirFormula) {
+  const auto s = load(R"(
+model: llama3-70b
+parallel: {tp: 8}
+tests:
+  - name: ar
+    kind: latency
+    sizes: {derive: tp-allreduce, decode_batch: [1, 32, 256], prefill_chunk: 2048}
+  - name: kv
+    kind: bandwidth
+    sizes: {derive: kv-block-layer, block_tokens: 16}
+  - name: req
+    kind: bandwidth
+    sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [8192]}
+)");
+  EXPECT_EQ(s.tests[0].sizes, (std::vector<std::int64_t>{16 << 10, 512 << 10, 4 << 20, 32 << 20}));
+  EXPECT_NE(s.tests[0].sizeFormulas[1].find("32 tokens x 8192 hidden"), std::string::npos);
+  EXPECT_EQ(s.tests[1].sizes, (std::vector<std::int64_t>{8 << 10}));
+  EXPECT_EQ(s.tests[2].sizes, (std::vector<std::int64_t>{320 << 20}));
+  const auto m = scenario::expandMatrix(s);
+  EXPECT_FALSE(m[0].sizeFormula.empty());
+}
+
+TEST(Scenario, DerivedSizeErrorsPointAtTheFile) {
+  EXPECT_NE(errorOf("tests:\n  - kind: latency\n    sizes: {derive: tp-allreduce, decode_batch: [1]}\n")
+                .find("need a model"),
+            std::string::npos);
+  EXPECT_NE(errorOf("model: llama9-1t\ntests:\n  - kind: latency\n    sizes: [8]\n").find("t.yaml:1:"), std::string::npos);
+  EXPECT_NE(errorOf("model: llama3-8b\ntests:\n  - kind: latency\n    sizes: {derive: kv-block}\n").find("block_tokens"),
+            std::string::npos);
+}
+
+TEST(Scenario, RolesAndConditions) {
+  const auto s = load(R"(
+tests:
+  - kind: latency
+    sizes: [8]
+    conditions: [quiet, incast]
+    roles: {canaries: "50%", placement: packed}
+    load_bytes: 1MiB
+)");
+  EXPECT_DOUBLE_EQ(s.tests[0].canaryFraction, 0.5);
+  EXPECT_EQ(s.tests[0].placement, "packed");
+  EXPECT_EQ(s.tests[0].loadBytes, 1 << 20);
+  EXPECT_EQ(scenario::expandMatrix(s).size(), 2u);
+  EXPECT_NE(errorOf("tests:\n  - kind: latency\n    sizes: [8]\n    roles: {canaries: 0}\n").find("t.yaml:4:"),
+            std::string::npos);
+}
