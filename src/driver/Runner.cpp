@@ -205,10 +205,10 @@ int Runner::run() {
       ++index;
       continue;
     }
-    auto& transport = transports[current.instance.spec->transport];
-    if (!transport)
-      transport = transport::openTransport(current.instance.spec->transport, world_,
-                                           runtime::Deadline::afterSeconds(120));
+    const std::string transportName =
+        registry_.kind(current.instance.spec->kind).usesTransport() ? current.instance.spec->transport : "mpi";
+    auto& transport = transports[transportName];
+    if (!transport) transport = transport::openTransport(transportName, world_, runtime::Deadline::afterSeconds(120));
     auto result = runInstance(index, current, file, *transport, worst);
     if (leaveRun_) return exit_code::ok;
     if (result.status != "passed" && result.status != "skipped") exitCode = exit_code::checkFailed;

@@ -9,5 +9,7 @@ namespace fabscope::suite {
 std::unique_ptr<TestKind> makeLatencyTest();
 std::unique_ptr<TestKind> makeBandwidthTest();
 std::unique_ptr<TestKind> makeBidirectionalBandwidthTest();
+std::unique_ptr<TestKind> makeAllReduceTest();
+std::unique_ptr<TestKind> makeKvPushTest();
 
 }  // namespace fabscope::suite

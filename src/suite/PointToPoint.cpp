@@ -25,6 +25,14 @@ scenario::KindRules PointToPointKind::rules() const {
   r.minRanks = 2;
   r.validate = [this](const scenario::TestSpec& spec, const std::string& file, int worldSize) {
     scenario::ParamReader p(spec, file);
+    if (spec.memory != "host")
+      throw scenario::ScenarioError(scenario::positionOf(file, spec.node["memory"] ? spec.node["memory"] : spec.node) +
+                                    ": test '" + spec.name + "': point-to-point tests over memory '" + spec.memory +
+                                    "' are not implemented yet; use memory: host");
+    if (spec.transport == "nccl")
+      throw scenario::ScenarioError(scenario::positionOf(file, spec.node["transport"] ? spec.node["transport"] : spec.node) +
+                                    ": test '" + spec.name + "': transport 'nccl' is for the allreduce kind; "
+                                    "point-to-point tests run over mpi");
     p.choice("pattern", {"pairs", "all-pairs"}, "pairs");
     if (usesWindow()) p.integer("window", defaultWindow, 1, 1024);
     auto ap = p.mapping("all_pairs", {"mode", "retest_worst"});

@@ -83,6 +83,10 @@ class TestKind {
   virtual scenario::KindRules rules() const = 0;
   virtual InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
                             int worldSize) const = 0;
+  // False for kinds that bring their own data path (collectives): the runner
+  // then hands them the MPI transport and checks the scenario's transport
+  // with the kind's own rules.
+  virtual bool usesTransport() const { return true; }
   // Runs the timed part on every rank; samples go to ctx.samples (local clock).
   virtual void run(RunContext& ctx) const = 0;
   // Writes kind-specific tables under `group` (collective over the run's

@@ -1,0 +1,44 @@
+# The all-reduce test: values verified, busbw and straggler attributes present,
+# and a spoiled result on one rank must fail the test (exit 1, status failed).
+source "$(dirname "$0")/lib.bash"
+cat > "$scratch/ar.yaml" <<'YAML'
+name: allreduce-check
+tests:
+  - name: ar
+    kind: allreduce
+    sizes: [4KiB, 1MiB]
+    iterations: 30
+    warmup: 3
+    timeout: 30s
+YAML
+run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$scratch/ar.yaml" --output "$scratch/ok.h5" --no-progress > /dev/null
+/usr/bin/python3 - "$scratch/ok.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["complete"] == 1 and f.attrs["exit_code"] == 0
+    for name, g in f["tests"].items():
+        a = g.attrs
+        assert a["kind"] == "allreduce" and a["status"] == "passed", (name, a["status"], a["error"])
+        s = g["samples"][()]
+        assert sorted(set(s["rank"])) == [0, 1, 2, 3] and len(s) == 4 * 30, len(s)
+        assert np.all(s["peer"] == -1)
+        n = 4
+        assert abs(a["busbw_gbps"] - a["algbw_gbps"] * 2 * (n - 1) / n) < 1e-9
+        assert a["busbw_gbps"] > 0 and 0 <= a["straggler_rank"] < 4
+        # the collective's time is at least every rank's own time in it (global clock)
+        assert a["collective_p50_ns"] > 0
+print("allreduce: values verified, busbw and straggler present")
+PY
+rc=0
+FABSCOPE_SELFTEST_CORRUPT_RANK=2 run_mpi -np 4 -x FABSCOPE_SELFTEST_CORRUPT_RANK "$FABSCOPE_BIN" run \
+  --scenario "$scratch/ar.yaml" --output "$scratch/bad.h5" --no-progress > "$scratch/out" 2>&1 || rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: a spoiled all-reduce result gave exit $rc, expected 1"; cat "$scratch/out"; exit 1; }
+/usr/bin/python3 - "$scratch/bad.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    g = f["tests/0000"]
+    assert g.attrs["status"] == "failed", g.attrs["status"]
+    assert "rank 2" in g.attrs["error"] and "expected" in g.attrs["error"], g.attrs["error"]
+    assert f.attrs["complete"] == 1 and f.attrs["exit_code"] == 1
+print("allreduce: a wrong element on rank 2 was caught")
+PY
