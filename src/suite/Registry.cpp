@@ -7,7 +7,7 @@
 namespace fabscope::suite {
 
 Registry::Registry() {
-  for (auto make : {makeLatencyTest, makeBandwidthTest, makeBidirectionalBandwidthTest, makeKvPushTest}) {
+  for (auto make : {makeLatencyTest, makeBandwidthTest, makeBidirectionalBandwidthTest, makeKvPushTest, makeAllReduceTest}) {
     auto k = make();
     auto name = k->name();
     kinds_.emplace(std::move(name), std::move(k));
@@ -26,8 +26,8 @@ scenario::ScenarioRules Registry::scenarioRules(int worldSize) const {
   rules.transports = transport::transportAvailability();
   rules.memoryKinds = {
       {"host", ""},
-      {"cuda", FABSCOPE_HAVE_CUDA ? "GPU memory tests are not implemented yet" : "built without CUDA"},
-      {"cuda-host", FABSCOPE_HAVE_CUDA ? "pinned-memory tests are not implemented yet" : "built without CUDA"},
+      {"cuda", FABSCOPE_HAVE_CUDA ? "" : "built without CUDA"},
+      {"cuda-host", FABSCOPE_HAVE_CUDA ? "" : "built without CUDA"},
   };
   rules.conditions = {"quiet", "incast", "alltoall", "bidirectional", "copy"};
   rules.worldSize = worldSize;

@@ -16,7 +16,7 @@ std::map<std::string, std::string> transportAvailability() {
       {"mpi", ""},
       {"ucx", FABSCOPE_HAVE_UCX ? "" : "built without UCX"},
       {"verbs", FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs"},
-      {"nccl", FABSCOPE_HAVE_NCCL ? "the NCCL data path is not implemented yet" : "built without CUDA/NCCL"},
+      {"nccl", FABSCOPE_HAVE_NCCL ? "" : "built without CUDA/NCCL"},
   };
 }
 
