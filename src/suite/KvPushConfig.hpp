@@ -1,0 +1,64 @@
+#pragma once
+// The scenario keys of the `kvpush` test kind, read and checked once, and what
+// follows from them (KV layout per rank, bytes and messages per request).
+//
+// Instance design: one scenario test = one strategy; one instance = that
+// strategy x one prompt length. The loader makes one instance per size, so a
+// kvpush test gives its prompt lengths as derived sizes,
+//   sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [2048, 8192]}
+// and each instance's bytes are the KV bytes per rank of one request. (Literal
+// sizes with the test's own `prompt_tokens` also work; they must then equal
+// the derived values, and the error message prints them.)
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kv/KvBlockLayout.hpp"
+#include "model/ModelSpec.hpp"
+#include "scenario/Scenario.hpp"
+
+namespace fabscope::suite::kvpush {
+
+enum class Strategy { perBlock, staged, layerStream };
+enum class LoopMode { closed, open };
+
+const char* strategyName(Strategy s);
+
+struct KvPushConfig {
+  model::ModelSpec model;
+  model::ParallelLayout parallel;
+  std::uint32_t blockTokens = 16;
+  std::vector<std::int64_t> promptTokens;
+  Strategy strategy = Strategy::perBlock;
+  int prefillRanks = 0;
+  int decodeRanks = 0;
+  LoopMode loop = LoopMode::closed;
+  int inFlight = 1;            // requests a prefill rank keeps in transfer at once
+  double ratePerSecond = 0;    // open loop: Poisson arrivals per prefill rank
+  int requests = 0;            // measured requests per prefill rank
+  int warmupRequests = 0;      // per prefill rank, before the measured ones
+  double computePerLayerSeconds = 0;  // layer-stream: busy-wait per layer
+  std::uint64_t poolBlocks = 0;       // per worker pool; 0 in the file = derived
+
+  int participants() const { return prefillRanks + decodeRanks; }
+  int totalRequestsPerPrefill() const { return warmupRequests + requests; }
+};
+
+// Reads and checks every kvpush key of `spec`. Throws scenario::ScenarioError
+// "file:line:column: message" (model errors included).
+KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const std::string& file, int worldSize);
+
+// The per-rank layout of the pool (TP shard of one worker) for `poolBlocks`.
+kv::KvBlockLayout layoutOf(const KvPushConfig& config, std::uint64_t poolBlocks);
+std::uint64_t blocksForTokens(const KvPushConfig& config, std::int64_t tokens);
+// KV bytes of one request per rank: whole blocks, every layer and plane.
+std::int64_t requestBytesPerRank(const KvPushConfig& config, std::int64_t tokens);
+// Messages of one request on the wire (the header message not counted).
+std::uint64_t messagesPerRequest(const KvPushConfig& config, std::int64_t tokens);
+// Pool blocks a worker needs so that every request in flight has its blocks:
+// a prefill rank holds inFlight requests, a decode rank inFlight per prefill rank.
+std::uint64_t poolBlocksNeeded(const KvPushConfig& config, std::int64_t tokens);
+// The prompt length whose bytes per rank equal `bytes` (the instance size).
+std::int64_t promptTokensForBytes(const KvPushConfig& config, std::int64_t bytes);
+
+}  // namespace fabscope::suite::kvpush

@@ -1,0 +1,44 @@
+#pragma once
+// Who sends which request to whom, and when requests arrive. Pure functions
+// of the configuration and the seed, so every rank computes the same plan
+// without talking, and the unit tests can pin it down.
+#include <cstdint>
+#include <vector>
+
+namespace fabscope::suite::kvpush {
+
+// Request `index` (0-based, warm-up included) of prefill rank `prefill` goes
+// to decode rank number decodeIndexOf(...) in [0, decodeCount): requests
+// rotate over the decode ranks, starting at a different one per prefill rank,
+// so P prefill ranks spread evenly over D decode ranks and many-to-one
+// (D = 1) sends everything to the one decode rank.
+int decodeIndexOf(int prefill, int index, int decodeCount);
+
+// The request indices of `prefill` that decode rank `decode` receives, in the
+// order they are sent (ascending).
+std::vector<int> requestsFromPrefill(int prefill, int decode, int decodeCount, int requestsPerPrefill);
+
+// Globally unique id of a request (the fill pattern and the file use it).
+inline std::uint64_t requestIdOf(int prefill, int index, int requestsPerPrefill) {
+  return static_cast<std::uint64_t>(prefill) * static_cast<std::uint64_t>(requestsPerPrefill) +
+         static_cast<std::uint64_t>(index);
+}
+
+// Open loop: arrival offsets (ns from the start) of `count` requests of a
+// Poisson process with `ratePerSecond`, exponential gaps drawn from a
+// mt19937_64 seeded with `seed` by inversion (the same sequence with every
+// standard library). Ascending; the first arrival is one gap after 0.
+std::vector<std::int64_t> poissonArrivalOffsetsNs(int count, double ratePerSecond, std::uint64_t seed);
+
+// Seed of one prefill rank's arrival process, distinct per rank.
+std::uint64_t arrivalSeedOf(std::uint64_t instanceSeed, int prefill);
+
+// Message tags of the sequence-th request of one (prefill -> decode) stream.
+// Tags repeat after tagCycle requests; a receiver posts at most in_flight
+// (<= 64) requests ahead per sender, so a repeated tag is never ambiguous.
+inline constexpr int tagCycle = 1024;
+inline constexpr int tagBase = 4096;
+inline int headerTagOf(int sequence) { return tagBase + 2 * (sequence % tagCycle); }
+inline int dataTagOf(int sequence) { return tagBase + 2 * (sequence % tagCycle) + 1; }
+
+}  // namespace fabscope::suite::kvpush
