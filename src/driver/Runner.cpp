@@ -347,6 +347,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   std::vector<double> mine;
   std::int64_t myBytes = 0;
   for (const auto& s : samples.used()) {
+    if (s.flags & output::sample_flags::auxiliaryMask) continue;
     mine.push_back(static_cast<double>(s.t_done_ns - s.t_post_ns) / divisor);
     myBytes += s.bytes;
   }
@@ -417,6 +418,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
     double totalBytes = 0, totalTime = 0;
     for (std::size_t i = 0; i < count; ++i) {
       const auto& s = records[i];
+      if (s.flags & output::sample_flags::auxiliaryMask) continue;
       const double d = static_cast<double>(s.t_done_ns - s.t_post_ns);
       values.push_back(d / divisor);
       totalBytes += static_cast<double>(s.bytes);
@@ -424,7 +426,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
       perPair[{s.rank, s.peer}].push_back(d / divisor);
     }
     result.latency = stats::summarize(values);
-    result.bytesPerSample = count ? totalBytes / static_cast<double>(count) : 0;
+    result.bytesPerSample = values.empty() ? 0 : totalBytes / static_cast<double>(values.size());
     result.gbpsMean = totalTime > 0 ? totalBytes / totalTime : 0;
     const auto& l = result.latency;
     for (auto [k, v] : {std::pair{"p50_ns", l.p50}, {"p99_ns", l.p99}, {"p999_ns", l.p999}, {"max_ns", l.max},

@@ -10,6 +10,7 @@ std::unique_ptr<TestKind> makeLatencyTest();
 std::unique_ptr<TestKind> makeBandwidthTest();
 std::unique_ptr<TestKind> makeBidirectionalBandwidthTest();
 std::unique_ptr<TestKind> makeAllReduceTest();
+std::unique_ptr<TestKind> makeIncastTest();
 std::unique_ptr<TestKind> makeKvPushTest();
 
 }  // namespace fabscope::suite

@@ -7,7 +7,7 @@
 namespace fabscope::suite {
 
 Registry::Registry() {
-  for (auto make : {makeLatencyTest, makeBandwidthTest, makeBidirectionalBandwidthTest, makeKvPushTest, makeAllReduceTest}) {
+  for (auto make : {makeLatencyTest, makeBandwidthTest, makeBidirectionalBandwidthTest, makeKvPushTest, makeAllReduceTest, makeIncastTest}) {
     auto k = make();
     auto name = k->name();
     kinds_.emplace(std::move(name), std::move(k));

@@ -21,6 +21,7 @@ class SampleBuffer {
   std::span<output::SampleRecord> used() { return {records_.data(), used_}; }
   std::span<const output::SampleRecord> used() const { return {records_.data(), used_}; }
   bool overflowed() const noexcept { return overflowed_; }
+  bool full() const noexcept { return used_ >= records_.size(); }
   void clear() noexcept {
     used_ = 0;
     overflowed_ = false;
