@@ -1,6 +1,9 @@
 #include "output/ResultFile.hpp"
 
+#include <sys/statvfs.h>
+
 #include <cstring>
+#include <filesystem>
 
 #include "fabscope/BuildConfig.hpp"
 
@@ -53,6 +56,19 @@ Attributes decode(const std::string& text) {
   }
   return out;
 }
+
+// Bytes the file system holding `path` can still take, or -1 if unknown.
+std::int64_t freeBytesNear(const std::string& path) {
+  auto folder = std::filesystem::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  struct statvfs fs {};
+  if (statvfs(folder.c_str(), &fs) != 0) return -1;
+  return static_cast<std::int64_t>(fs.f_bavail) * static_cast<std::int64_t>(fs.f_frsize);
+}
+
+// Room for a table's object header, its attributes and HDF5's free-space
+// bookkeeping beyond the raw rows.
+constexpr std::int64_t metadataMarginBytes = 256 * 1024;
 
 }  // namespace
 
@@ -128,6 +144,11 @@ void ResultFile::writeRows(const std::string& path, hid_t type, std::size_t rowB
       if (r < comm_->rank()) offset += counts[static_cast<std::size_t>(r)];
       total += counts[static_cast<std::size_t>(r)];
     }
+    // Rank 0's view of the free space decides for everyone: all ranks must
+    // leave the collective write together.
+    std::int64_t freeBytes = comm_->rank() == 0 ? freeBytesNear(path_) : 0;
+    comm_->broadcast(&freeBytes, sizeof freeBytes, 0, deadline);
+    requireSpace(path, total * static_cast<std::int64_t>(rowBytes), freeBytes);
     const hsize_t dims[1] = {static_cast<hsize_t>(total)};
     H5Space fileSpace(H5Screate_simple(1, dims, nullptr), "H5Screate_simple");
     H5Dataset ds(H5Dcreate2(file_.get(), path.c_str(), type, fileSpace.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
@@ -153,11 +174,25 @@ void ResultFile::writeRows(const std::string& path, hid_t type, std::size_t rowB
   std::vector<int> counts;
   const auto all = comm_->gatherBytes(myRows, 0, counts, deadline);
   if (comm_->rank() != 0) return;
+  requireSpace(path, static_cast<std::int64_t>(all.size()), freeBytesNear(path_));
   const hsize_t dims[1] = {static_cast<hsize_t>(all.size() / rowBytes)};
   H5Space space(H5Screate_simple(1, dims, nullptr), "H5Screate_simple");
   H5Dataset ds(H5Dcreate2(file_.get(), path.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                ("H5Dcreate " + path).c_str());
   if (dims[0] > 0) checkH5(H5Dwrite(ds.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()), "write of " + path);
+}
+
+// A full disk must stop the run before HDF5 writes into it: Open MPI 4.1's
+// MPI-IO (OMPIO) reports a failed pwritev on stderr yet returns success, and
+// HDF5 then records an end of file beyond the bytes on disk, after which the
+// whole file, earlier tests included, no longer opens ("truncated file").
+// Checking first keeps every instance written so far readable.
+void ResultFile::requireSpace(const std::string& table, std::int64_t bytes, std::int64_t freeBytes) const {
+  if (freeBytes < 0) return;  // unknown: nothing to decide on
+  if (bytes + bytes / 8 + metadataMarginBytes <= freeBytes) return;
+  throw RuntimeFailure("HDF5: writing " + table + " (" + std::to_string(bytes) + " bytes) to " + path_ +
+                       " failed: only " + std::to_string(freeBytes) +
+                       " bytes are free on its file system (disk full?); nothing of this table was written");
 }
 
 void ResultFile::writeMatrix(const std::string& path, std::span<const double> rank0Values,

@@ -54,6 +54,8 @@ class ResultFile {
  private:
   void writeRows(const std::string& path, hid_t type, std::size_t rowBytes,
                  std::span<const std::byte> myRows, const runtime::Deadline& deadline);
+  // Throws RuntimeFailure when `freeBytes` (>= 0) cannot take `bytes` of `table`.
+  void requireSpace(const std::string& table, std::int64_t bytes, std::int64_t freeBytes) const;
   bool holdsFile() const { return mode_ == WriteMode::parallel || comm_->rank() == 0; }
 
   std::string path_;
