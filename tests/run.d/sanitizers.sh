@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# tests/run stage: the unit tests (with the fuzz-corpus replays) and the MPI
+# tests again, built with AddressSanitizer + UndefinedBehaviorSanitizer in a
+# second tree (build-asan), leak detection on. Suppressions (next to this
+# script, see docs/hardening.md) cover reports inside Open MPI, its components
+# and UCX only; a report in fabscope's own code fails the stage.
+#
+#   tests/run.d/sanitizers.sh [CTEST-ARGS...]   e.g. -R unit to narrow it down
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+here=$root/tests/run.d/sanitizers
+tree=${FABSCOPE_ASAN_BUILD:-$root/build-asan}
+jobs=$(nproc)
+
+nice cmake -S . -B "$tree" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABSCOPE_SANITIZE=ON -DFABSCOPE_ENABLE_CUDA=OFF >/dev/null || exit 1
+# Only what the selected tests run; the benchmarks stay out of this tree.
+targets=(fabscope fabscope_unit_tests)
+for t in fabscope_replay_scenario fabscope_replay_sizes; do
+  grep -q "^$t:" <(cmake --build "$tree" --target help 2>/dev/null | sed -n 's/^\.\.\. \([^ ]*\).*/\1:/p') && targets+=("$t")
+done
+nice cmake --build "$tree" -j "$jobs" --target "${targets[@]}" || exit 1
+
+# abort_on_error: a report kills the process with SIGABRT, which every test
+# (and mpirun) sees as a failure. detect_odr_violation=0: Open MPI's components
+# define the same globals as libmpi (an Open MPI matter, not ours).
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1:detect_odr_violation=0:strict_string_checks=1:check_initialization_order=1:detect_stack_use_after_return=0
+export LSAN_OPTIONS=suppressions=$here/lsan.supp:print_suppressions=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$here/ubsan.supp
+# Keep Open MPI's components loaded until exit, so leak reports inside them
+# name the component (and match the suppressions) instead of '<unknown module>'.
+export OMPI_MCA_mca_base_component_disable_dlclose=1
+# UCX's malloc/mmap hooks patch the allocator that ASan owns.
+export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+# The MPI tests that kill ranks on purpose (crash_*, *_peer_lost) measure
+# recovery timing that ASan's slowdown would distort; they run in the normal
+# tree only. See docs/hardening.md for the list and why.
+exclude=$(cat "$here/excluded-tests.txt" | sed -e 's/#.*//' -e '/^ *$/d' | paste -sd'|')
+ctest --test-dir "$tree" --output-on-failure -L "unit|mpi" ${exclude:+-E "$exclude"} --timeout 600 "$@"
