@@ -115,7 +115,12 @@ int runCommandLine(int argc, char** argv) {
           ("output,o", po::value<std::string>()->value_name("FILE.h5"),
            "result file (HDF5) written by all ranks together; default fabscope-<UTC time>.h5 in the current folder")
           ("overwrite", "replace the output file if it exists (without it, an existing file is an error)")
-          ("no-progress", "do not print progress lines on stderr");
+          ("no-progress", "do not print progress lines on stderr")
+          ("manifest", po::value<std::string>()->value_name("FILE"),
+           "YAML description of the intended fabric (protocol, rate, MTU, adapters, firmware, software versions); "
+           "a must-match difference makes the run exit 1 (see docs/inventory.md)")
+          ("topology", po::value<std::string>()->value_name("FILE"),
+           "YAML map host -> site, pod, leaf; default: SLURM_TOPOLOGY_ADDR when set");
       opts.add(common);
       parse(opts);
       if (vm.count("help"))
@@ -127,6 +132,8 @@ int runCommandLine(int argc, char** argv) {
       c.outputPath = vm.count("output") ? vm["output"].as<std::string>() : "";
       c.overwrite = vm.count("overwrite") > 0;
       c.progress = vm.count("no-progress") == 0;
+      if (vm.count("manifest")) c.manifestPath = vm["manifest"].as<std::string>();
+      if (vm.count("topology")) c.topologyPath = vm["topology"].as<std::string>();
       c.commandLine = joinCommandLine(argc, argv);
       return runRunCommand(c, argc, argv);
     }

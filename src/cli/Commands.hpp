@@ -11,6 +11,8 @@ struct RunCommand {
   bool overwrite = false;
   bool progress = true;
   std::string commandLine;
+  std::string manifestPath;
+  std::string topologyPath;
 };
 
 struct ListCommand {

@@ -1,14 +1,24 @@
+#include <mpi.h>
+
 #include <cstdio>
 
 #include "cli/Commands.hpp"
+#include "inventory/HostInventory.hpp"
+#include "inventory/InventoryFormat.hpp"
 #include "runtime/Errors.hpp"
+#include "runtime/Mpi.hpp"
 
 namespace fabscope::cli {
 
 int runInventoryCommand(bool json) {
-  (void)json;
-  std::fprintf(stderr, "fabscope: the inventory command is not part of this build yet\n");
-  return exit_code::usage;
+  namespace inv = fabscope::inventory;
+  inv::InventoryOptions options;
+  options.environment = inv::currentEnvironment();
+  // MPI_Get_library_version may be called before MPI_Init: no launcher needed.
+  options.mpiLibraryVersion = runtime::mpiLibraryVersion();
+  const auto inventory = inv::collectHostInventory(options);
+  std::fputs((json ? inv::toJson(inventory) : inv::toText(inventory)).c_str(), stdout);
+  return exit_code::ok;
 }
 
 }  // namespace fabscope::cli

@@ -46,9 +46,11 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
   scenario::Scenario scenario;
   std::string problem;
   std::string outputPath = command.outputPath;
+  driver::FabricInputs fabric;
   try {
     scenario = scenario::loadScenarioFile(command.scenarioPath, command.overrides, registry.scenarioRules(world.size()));
     driver::planMatrix(scenario, registry, world.size());
+    fabric = driver::loadFabricInputs(command.manifestPath, command.topologyPath);
   } catch (const UsageError& e) {
     problem = e.what();
   }
@@ -73,7 +75,7 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
   }
 
   try {
-    driver::Runner runner(scenario, registry, world, {outputPath, command.commandLine, command.progress});
+    driver::Runner runner(scenario, registry, world, {outputPath, command.commandLine, command.progress, std::move(fabric)});
     const int code = runner.run();
     if (runner.leftRun()) {
       // The victim of a fault drill: the survivors finish the run without it.

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "conditions/NeighbourLoad.hpp"
+#include "inventory/HostInventory.hpp"
 #include "driver/Progress.hpp"
 #include "driver/SummaryTable.hpp"
 #include "fabscope/BuildConfig.hpp"
@@ -116,6 +117,12 @@ void Runner::writeRanks(output::ResultFile& file) {
   output::setText(row.nic, identity_.nic);
   row.clock_offset_ns = clock_.mine().offset;
   row.clock_uncertainty_ns = clock_.mine().uncertainty;
+  const auto& topology = options_.fabric.topology;
+  const auto label = inventory::topologyForHost(identity_.host, topology ? &*topology : nullptr,
+                                                inventory::currentEnvironment());
+  output::setText(row.site, label.site);
+  output::setText(row.pod, label.pod);
+  output::setText(row.leaf, label.leaf);
   file.writeTable<output::RankRecord>("/ranks", std::span(&row, 1), runtime::Deadline::afterSeconds(60));
 }
 
@@ -184,6 +191,9 @@ int Runner::run() {
   }
   writeRunHeader(file);
   writeRanks(file);
+  const auto fabric = recordFabric(file, world_, identity_, options_.fabric, setup);
+  file.setAttributes("/", {{"consistency_flags", std::int64_t{fabric.consistencyFlags}},
+                           {"manifest_failed", std::int64_t{fabric.manifestFailed ? 1 : 0}}}, setup);
   file.createGroup("/tests");
   file.flush();
 
@@ -228,6 +238,7 @@ int Runner::run() {
     ++index;
   }
 
+  if (fabric.manifestFailed) exitCode = exit_code::checkFailed;
   file.setAttributes("/",
                      {{"finished_utc", runtime::utcTimestamp(runtime::realtimeNow())},
                       {"complete", std::int64_t{1}},
@@ -236,6 +247,11 @@ int Runner::run() {
   file.flush();
   if (rank0) {
     printSummaryTable(stdout, results_);
+    if (!fabric.lines.empty()) {
+      std::printf("\nfabric inventory: %d consistency flag(s)%s\n", fabric.consistencyFlags,
+                  fabric.manifestFailed ? "; the manifest check FAILED" : "");
+      for (const auto& line : fabric.lines) std::printf("  %s\n", line.c_str());
+    }
     std::printf("result file: %s (complete)\n", options_.outputPath.c_str());
     std::fflush(stdout);
   }
@@ -262,6 +278,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
       canary ? std::find(roles.canaries.begin(), roles.canaries.end(), me) - roles.canaries.begin() : me);
 
   suite::SampleBuffer samples(canary ? static_cast<std::size_t>(plan.maxSamplesPerRank) : 0);
+  CounterWindow counters(identity_.localRank == 0);
   comm_->barrier(control);
   // Comm split has no non-blocking form; the barrier above makes sure every rank is here.
   const runtime::Communicator measuring = comm_->split(canary ? 0 : congestor ? 1 : 2, rolePosition);
@@ -309,6 +326,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
     errorText = "rank " + std::to_string(world_.rank()) + ": more samples than planned (a bug in the test kind)";
   }
   const auto tEnd = clock_.toGlobal(runtime::monotonicNow());
+  counters.finish();
   if (ctx.leaveRun) {
     leaveRun_ = true;
     return {};
@@ -478,6 +496,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   file.writeTable<output::SampleRecord>(group + "/samples", samples.used(), control);
   file.writeTable<output::SummaryRecord>(group + "/summary", mySummary, control);
   if (plan.pattern == "all-pairs") file.writeMatrix(group + "/pair_matrix", matrix, n, n);
+  file.writeTable<output::CounterRecord>(group + "/counters", counters.rows(world_.rank()), control);
   registry_.kind(spec.kind).writeExtra(ctx, file, group, control);
   file.flush();
 

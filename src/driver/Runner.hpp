@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/FabricRecorder.hpp"
 #include "driver/InstanceResult.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/ClockSync.hpp"
@@ -17,6 +18,7 @@ struct RunOptions {
   std::string outputPath;
   std::string commandLine;
   bool progress = true;
+  FabricInputs fabric;
 };
 
 struct PlannedInstance {

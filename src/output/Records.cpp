@@ -49,6 +49,9 @@ H5Type compoundTypeOf<RankRecord>() {
       .text("nic", offsetof(RankRecord, nic), sizeof(RankRecord::nic))
       .field("clock_offset_ns", offsetof(RankRecord, clock_offset_ns), H5T_NATIVE_INT64)
       .field("clock_uncertainty_ns", offsetof(RankRecord, clock_uncertainty_ns), H5T_NATIVE_INT64)
+      .text("site", offsetof(RankRecord, site), sizeof(RankRecord::site))
+      .text("pod", offsetof(RankRecord, pod), sizeof(RankRecord::pod))
+      .text("leaf", offsetof(RankRecord, leaf), sizeof(RankRecord::leaf))
       .take();
 }
 
@@ -88,6 +91,39 @@ H5Type compoundTypeOf<CounterRecord>() {
       .field("before", offsetof(CounterRecord, before), H5T_NATIVE_INT64)
       .field("after", offsetof(CounterRecord, after), H5T_NATIVE_INT64)
       .field("delta", offsetof(CounterRecord, delta), H5T_NATIVE_INT64)
+      .take();
+}
+
+template <>
+H5Type compoundTypeOf<KeyValueRecord>() {
+  return CompoundBuilder(sizeof(KeyValueRecord))
+      .text("key", offsetof(KeyValueRecord, key), sizeof(KeyValueRecord::key))
+      .text("value", offsetof(KeyValueRecord, value), sizeof(KeyValueRecord::value))
+      .take();
+}
+
+template <>
+H5Type compoundTypeOf<ConsistencyRecord>() {
+  return CompoundBuilder(sizeof(ConsistencyRecord))
+      .text("severity", offsetof(ConsistencyRecord, severity), sizeof(ConsistencyRecord::severity))
+      .text("host", offsetof(ConsistencyRecord, host), sizeof(ConsistencyRecord::host))
+      .text("component", offsetof(ConsistencyRecord, component), sizeof(ConsistencyRecord::component))
+      .text("what", offsetof(ConsistencyRecord, what), sizeof(ConsistencyRecord::what))
+      .text("expected", offsetof(ConsistencyRecord, expected), sizeof(ConsistencyRecord::expected))
+      .text("found", offsetof(ConsistencyRecord, found), sizeof(ConsistencyRecord::found))
+      .take();
+}
+
+template <>
+H5Type compoundTypeOf<ManifestRecord>() {
+  return CompoundBuilder(sizeof(ManifestRecord))
+      .text("component", offsetof(ManifestRecord, component), sizeof(ManifestRecord::component))
+      .text("host", offsetof(ManifestRecord, host), sizeof(ManifestRecord::host))
+      .text("intended", offsetof(ManifestRecord, intended), sizeof(ManifestRecord::intended))
+      .text("discovered", offsetof(ManifestRecord, discovered), sizeof(ManifestRecord::discovered))
+      .text("status", offsetof(ManifestRecord, status), sizeof(ManifestRecord::status))
+      .field("must_match", offsetof(ManifestRecord, must_match), H5T_NATIVE_INT32)
+      .text("validation", offsetof(ManifestRecord, validation), sizeof(ManifestRecord::validation))
       .take();
 }
 

@@ -38,6 +38,9 @@ struct RankRecord {
   char nic[32];
   std::int64_t clock_offset_ns;
   std::int64_t clock_uncertainty_ns;
+  char site[32];
+  char pod[32];
+  char leaf[32];
 };
 
 struct SummaryRecord {
@@ -81,5 +84,40 @@ template <> H5Type compoundTypeOf<RankRecord>();
 template <> H5Type compoundTypeOf<SummaryRecord>();
 template <> H5Type compoundTypeOf<EventRecord>();
 template <> H5Type compoundTypeOf<CounterRecord>();
+
+}  // namespace fabscope::output
+
+namespace fabscope::output {
+
+// /hosts/<host>/inventory: one fact per row.
+struct KeyValueRecord {
+  char key[96];
+  char value[256];
+};
+
+// /hosts/<host>/consistency: differences between hosts that usually mean trouble.
+struct ConsistencyRecord {
+  char severity[16];
+  char host[64];
+  char component[96];
+  char what[256];
+  char expected[128];
+  char found[128];
+};
+
+// /hosts/<host>/manifest: intended (manifest) vs discovered.
+struct ManifestRecord {
+  char component[96];
+  char host[64];
+  char intended[128];
+  char discovered[128];
+  char status[16];
+  std::int32_t must_match;
+  char validation[32];
+};
+
+template <> H5Type compoundTypeOf<KeyValueRecord>();
+template <> H5Type compoundTypeOf<ConsistencyRecord>();
+template <> H5Type compoundTypeOf<ManifestRecord>();
 
 }  // namespace fabscope::output

@@ -5,6 +5,16 @@
 
 namespace fabscope::runtime {
 
+std::string mpiLibraryVersion() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(version, &length) != MPI_SUCCESS) return {};
+  // Open MPI counts the terminating NUL in `length`; keep the text only.
+  std::string text(version, strnlen(version, static_cast<std::size_t>(length)));
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
 void checkMpi(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];

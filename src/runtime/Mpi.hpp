@@ -67,6 +67,9 @@ class Communicator {
   int size_ = 0;
 };
 
+// The MPI library's own version text (callable before MPI_Init), "" if unknown.
+std::string mpiLibraryVersion();
+
 // Throws RuntimeFailure with `what` and MPI's own error text when rc != MPI_SUCCESS.
 void checkMpi(int rc, const char* what);
 
