@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <filesystem>
+#include <map>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -16,6 +18,7 @@ const std::vector<std::string> commonKeys = {"name",   "kind",      "sizes",    
                                              "warmup", "timeout",   "transport", "memory",
                                              "conditions", "ranks", "roles", "load_bytes"};
 const std::vector<std::string> runLevelOverrideKeys = {"seed", "hdf5"};
+constexpr double maxTimeoutSeconds = 24 * 3600;
 
 std::string joined(const std::vector<std::string>& words) {
   std::string out;
@@ -25,6 +28,26 @@ std::string joined(const std::vector<std::string>& words) {
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// The first byte that is not UTF-8, as (line, column) 1-based; (0, 0) if all is well.
+std::pair<int, int> firstNonUtf8(const std::string& text) {
+  int line = 1, column = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return {line, column};
+    for (std::size_t k = 1; k < length; ++k)
+      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return {line, column};
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += length;
+  }
+  return {0, 0};
 }
 
 class Loader {
@@ -40,6 +63,9 @@ class Loader {
     scenario.file = file_;
     scenario.text = text;
     scenario.overrides = overrides;
+    if (const auto [line, column] = firstNonUtf8(text); line > 0)
+      throw ScenarioError(file_ + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                          ": the file is not UTF-8 text (save it as UTF-8)");
     YAML::Node root;
     try {
       root = YAML::Load(text);
@@ -47,12 +73,13 @@ class Loader {
       throw ScenarioError(file_ + ":" + std::to_string(e.mark.line + 1) + ":" +
                           std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
     }
+    checkKeys(root);
     if (!root.IsMap()) {
       if (root.IsNull()) throw ScenarioError(file_ + ":1:1: the scenario is empty; expected a mapping with a 'tests:' list");
       fail(root, "expected a mapping with keys " + joined(topKeys));
     }
     for (const auto& entry : root) {
-      const auto key = entry.first.as<std::string>();
+      const auto key = entry.first.Scalar();
       if (!contains(topKeys, key))
         fail(entry.first, "unknown key '" + key + "'; expected one of: " + joined(topKeys));
     }
@@ -67,7 +94,7 @@ class Loader {
     const YAML::Node defaults = root["defaults"] ? root["defaults"] : YAML::Node(YAML::NodeType::Map);
     if (!defaults.IsMap()) fail(defaults, "'defaults' must be a mapping of test keys");
     for (const auto& entry : defaults) {
-      const auto key = entry.first.as<std::string>();
+      const auto key = entry.first.Scalar();
       if (key == "name" || key == "kind" || !contains(commonKeys, key))
         fail(entry.first, "unknown key '" + key + "' in defaults; expected one of: sizes, iterations, "
                           "warmup, timeout, transport, memory, conditions, ranks");
@@ -105,6 +132,24 @@ class Loader {
   }
 
  private:
+  // Every mapping in the document: keys are plain words and appear once
+  // (yaml-cpp itself accepts both a list as a key and a repeated key).
+  void checkKeys(const YAML::Node& node) const {
+    if (node.IsMap()) {
+      std::map<std::string, int> seen;
+      for (const auto& entry : node) {
+        if (!entry.first.IsScalar()) fail(entry.first, "a key must be a plain word, not a list or mapping");
+        const auto [it, fresh] = seen.emplace(entry.first.Scalar(), entry.first.Mark().line + 1);
+        if (!fresh)
+          fail(entry.first, "key '" + entry.first.Scalar() + "' appears twice in this mapping (first at line " +
+                                std::to_string(it->second) + ")");
+        checkKeys(entry.second);
+      }
+    } else if (node.IsSequence()) {
+      for (const auto& item : node) checkKeys(item);
+    }
+  }
+
   void applyOverrides(Scenario& scenario, YAML::Node tests, const std::vector<std::string>& overrides) {
     testOverrides_.assign(tests.size(), {});
     for (const auto& text : overrides) {
@@ -222,7 +267,7 @@ class Loader {
     static const std::vector<std::string> keys = {"derive", "model", "parallel", "decode_batch", "prefill_chunk",
                                                   "block_tokens", "prompt_tokens", "tokens"};
     for (const auto& entry : n) {
-      const auto key = entry.first.as<std::string>("");
+      const auto key = entry.first.Scalar();
       if (!contains(keys, key)) fail(entry.first, "unknown key '" + key + "' in derived sizes; expected one of: " + joined(keys));
     }
     if (!n["derive"]) fail(n, "derived sizes need 'derive': tp-allreduce, kv-block-layer, kv-block, kv-request or moe-dispatch-token");
@@ -310,7 +355,7 @@ class Loader {
     const auto& kind = rules_.kinds.at(spec.kind);
     spec.name = scalar(test, "name", "a test name", spec.kind + "-" + std::to_string(index + 1));
     for (const auto& entry : test) {
-      const auto key = entry.first.as<std::string>();
+      const auto key = entry.first.Scalar();
       if (!contains(commonKeys, key) && !contains(kind.extraKeys, key)) {
         std::vector<std::string> allowed = commonKeys;
         allowed.insert(allowed.end(), kind.extraKeys.begin(), kind.extraKeys.end());
@@ -336,7 +381,7 @@ class Loader {
     if (const YAML::Node r = pick(test, defaults, "roles")) {
       if (!r.IsMap()) fail(r, "'roles' must be a mapping, e.g. {canaries: 2, placement: spread}");
       for (const auto& entry : r) {
-        const auto key = entry.first.as<std::string>("");
+        const auto key = entry.first.Scalar();
         if (key != "canaries" && key != "placement")
           fail(entry.first, "unknown key '" + key + "' in roles; expected canaries, placement");
       }
@@ -371,6 +416,7 @@ class Loader {
       } catch (const std::invalid_argument& e) {
         fail(n, e.what());
       }
+      if (spec.timeoutSeconds > maxTimeoutSeconds) fail(n, "'timeout' is longer than 24h; give a deadline a person would wait for");
     } else {
       spec.timeoutSeconds = 60;
     }
@@ -429,11 +475,21 @@ std::string positionOf(const std::string& file, const YAML::Node& node) {
 
 Scenario loadScenarioText(const std::string& text, const std::string& displayName,
                           const std::vector<std::string>& overrides, const ScenarioRules& rules) {
-  return Loader(displayName, rules).load(text, overrides);
+  try {
+    return Loader(displayName, rules).load(text, overrides);
+  } catch (const YAML::Exception& e) {
+    // A safety net: every yaml-cpp surprise is still a bad scenario (exit 2), never a crash.
+    const bool placed = !e.mark.is_null();
+    throw ScenarioError(displayName + (placed ? ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) : "") +
+                        ": " + e.msg);
+  }
 }
 
 Scenario loadScenarioFile(const std::string& path, const std::vector<std::string>& overrides,
                           const ScenarioRules& rules) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ScenarioError(path + ": is a folder; expected a scenario file such as scenarios/smoke.yaml");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ScenarioError(path + ": cannot open the scenario file (does it exist and is it readable?)");
   std::ostringstream text;
@@ -480,7 +536,7 @@ ParamReader ParamReader::mapping(const std::string& key, const std::vector<std::
   YAML::Node m = n ? n : YAML::Node(YAML::NodeType::Map);
   if (!m.IsMap()) fail(key, "'" + prefix_ + key + "' in test '" + spec_.name + "' must be a mapping with keys " + joined(allowedKeys));
   for (const auto& entry : m) {
-    const auto k = entry.first.as<std::string>();
+    const auto k = entry.first.Scalar();
     if (!contains(allowedKeys, k))
       throw ScenarioError(positionOf(file_, entry.first) + ": unknown key '" + k + "' in '" + prefix_ + key +
                           "' of test '" + spec_.name + "'; expected one of: " + joined(allowedKeys));
