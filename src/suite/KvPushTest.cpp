@@ -177,7 +177,7 @@ class PrefillWorker {
     const auto id = requestIdOf(me_, index, s_.config.totalRequestsPerPrefill());
     placement_.place(static_cast<std::uint64_t>(s_.tokens), lane.blockIds);
     kernels::fillKvBlocksHost(pool_.data(), s_.geometry, lane.blockIds, id, s_.geometry.allLayers());
-    if (corruptFirstRequest_ && index == 0)  // self-test of the decode side's checker
+    if (corruptFirstRequest_ && index == s_.config.warmupRequests)  // self-test of the decode side's checker
       pool_.data()[s_.geometry.poolOffset(0, 0, lane.blockIds[0])] ^= std::byte{0x5A};
     lane.index = index;
     lane.header = {static_cast<std::int64_t>(id), index, 0, 0, 0};

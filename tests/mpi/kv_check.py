@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""Checks the kvpush tests of a fabscope result file (used by tests/mpi/kv_push.sh
+and tests/system/kv_emulated.sh).
+
+usage: kv_check.py FILE --prefill P --decode D [--expect-corrupt]
+Every kvpush test must hold a requests table with prefill x requests_per_prefill
+rows, one sample per request, times in order, every request verified; with
+--expect-corrupt (FABSCOPE_KV_CORRUPT_FOR_TEST=1), every test must have failed
+on exactly one request: prefill rank 0's first measured one.
+"""
+import argparse
+import sys
+
+import h5py
+import numpy as np
+
+
+def fail(msg):
+    print(f"kv_check: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+ap = argparse.ArgumentParser()
+ap.add_argument("file")
+ap.add_argument("--prefill", type=int, required=True)
+ap.add_argument("--decode", type=int, required=True)
+ap.add_argument("--expect-corrupt", action="store_true")
+a = ap.parse_args()
+
+with h5py.File(a.file, "r") as f:
+    groups = [g for g in f["tests"].values() if text(g.attrs["kind"]) == "kvpush"]
+    if not groups:
+        fail("no kvpush test in the file")
+    strategies = set()
+    for i, g in enumerate(groups):
+        name = g.name
+        at = g.attrs
+        if "requests" not in g:
+            fail(f"{name}: no requests table")
+        r = g["requests"][()]
+        s = g["samples"][()]
+        n = a.prefill * int(at["requests_per_prefill"])
+        if len(r) != n or len(s) != n:
+            fail(f"{name}: {len(r)} request rows and {len(s)} samples, expected {n}")
+        if int(at["prefill_ranks"]) != a.prefill or int(at["decode_ranks"]) != a.decode:
+            fail(f"{name}: roles {at['prefill_ranks']} -> {at['decode_ranks']}")
+        if sorted(set(r["prefill_rank"].tolist())) != list(range(a.prefill)):
+            fail(f"{name}: prefill ranks {sorted(set(r['prefill_rank'].tolist()))}")
+        if sorted(set(r["decode_rank"].tolist())) != list(range(a.prefill, a.prefill + a.decode)):
+            fail(f"{name}: decode ranks {sorted(set(r['decode_rank'].tolist()))}")
+        if len(set(r["request_id"].tolist())) != n:
+            fail(f"{name}: request ids repeat")
+        if np.any(r["bytes"] != int(at["bytes"])) or np.any(r["blocks"] != int(at["blocks_per_request"])):
+            fail(f"{name}: bytes or blocks differ from the instance")
+        if np.any(r["t_start_ns"] < r["t_arrival_ns"]) or np.any(r["t_done_ns"] <= r["t_start_ns"]):
+            fail(f"{name}: arrival <= start < done does not hold")
+        if not np.array_equal(np.sort(s["t_post_ns"]), np.sort(r["t_start_ns"])) or \
+           not np.array_equal(np.sort(s["t_done_ns"]), np.sort(r["t_done_ns"])):
+            fail(f"{name}: samples and request rows disagree")
+        strategy = text(at["strategy"])
+        strategies.add(strategy)
+        if any(text(x) != strategy for x in r["strategy"]):
+            fail(f"{name}: strategy column differs from attribute {strategy}")
+        if strategy == "staged" and (np.any(r["gather_ns"] <= 0) or np.any(r["scatter_ns"] <= 0)):
+            fail(f"{name}: staged requests without gather/scatter times")
+        if strategy != "staged" and (np.any(r["gather_ns"] != 0) or np.any(r["scatter_ns"] != 0)):
+            fail(f"{name}: gather/scatter times on a {strategy} request")
+        if not float(at["kv_gbps_aggregate"]) > 0:
+            fail(f"{name}: kv_gbps_aggregate {at['kv_gbps_aggregate']}")
+        bad = r[r["verified"] == 0]
+        if a.expect_corrupt:
+            if text(at["status"]) != "failed" or "expected" not in text(at["error"]):
+                fail(f"{name}: status {text(at['status'])!r}, error {text(at['error'])!r}; the corruption was not reported")
+            first = int(r["request_id"][r["prefill_rank"] == 0].min())
+            if bad["request_id"].tolist() != [first]:
+                fail(f"{name}: unverified requests {bad['request_id'].tolist()}, expected [{first}] only")
+            continue
+        if text(at["status"]) != "passed":
+            fail(f"{name}: status {text(at['status'])}: {text(at['error'])}")
+        if len(bad) or int(at["requests_verified"]) != n:
+            fail(f"{name}: {len(bad)} requests not verified")
+    print(f"kv_check: {len(groups)} kvpush tests ({', '.join(sorted(strategies))}), "
+          f"{a.prefill} prefill -> {a.decode} decode, every request accounted for")

@@ -1,0 +1,49 @@
+#!/bin/bash
+# kvpush on host memory: every strategy, 2 prefill -> 2 decode (the shipped
+# Llama-3-70B scenario) and 3 prefill -> 1 decode (closed and open loop);
+# every request verified at the decode rank; and the checker's self-test:
+# one corrupted byte must fail the test with exit code 1.
+source "$(dirname "$0")/lib.bash"
+kv_check() { /usr/bin/python3 "$FABSCOPE_SOURCE_DIR/tests/mpi/kv_check.py" "$@"; }
+
+out="$scratch/disagg.h5"
+run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/kv-disagg-llama70b.yaml" \
+  --output "$out" --no-progress | tee "$scratch/stdout"
+grep -q "result file: $out (complete)" "$scratch/stdout"
+check_result "$out" 4
+kv_check "$out" --prefill 2 --decode 2
+
+cat > "$scratch/many-to-one.yaml" <<'YAML'
+name: kv-many-to-one
+seed: 3
+model: llama3-8b
+parallel: {tp: 8}
+defaults: {transport: mpi, memory: host, timeout: 60s}
+tests:
+  - {name: m2o-per-block, kind: kvpush, strategy: per-block, prefill_ranks: 3, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [100]}, loop: {mode: closed, in_flight: 2},
+     iterations: 5, warmup_requests: 1}
+  - {name: m2o-staged, kind: kvpush, strategy: staged, prefill_ranks: 3, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [100, 300]}, loop: {mode: open, rate: 200},
+     iterations: 5, pool_blocks: 80}
+  - {name: m2o-layer-stream, kind: kvpush, strategy: layer-stream, compute_per_layer: 20us, prefill_ranks: 3,
+     decode_ranks: 1, sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [100]}, iterations: 5}
+YAML
+out="$scratch/m2o.h5"
+run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$scratch/many-to-one.yaml" --output "$out" --no-progress
+check_result "$out" 4
+kv_check "$out" --prefill 3 --decode 1
+
+# Self-test of the checker: prefill rank 0 flips one byte of request 0.
+set +e
+FABSCOPE_KV_CORRUPT_FOR_TEST=1 run_mpi -x FABSCOPE_KV_CORRUPT_FOR_TEST -np 4 "$FABSCOPE_BIN" run \
+  --scenario "$scratch/many-to-one.yaml" --output "$scratch/corrupt.h5" --no-progress > "$scratch/corrupt.out" 2>&1
+rc=$?
+set -e
+if [ "$rc" != 1 ]; then
+  cat "$scratch/corrupt.out"
+  echo "kv_push: a corrupted byte gave exit code $rc, expected 1 (check failed)" >&2
+  exit 1
+fi
+kv_check "$scratch/corrupt.h5" --prefill 3 --decode 1 --expect-corrupt
+echo "kv_push: ok"

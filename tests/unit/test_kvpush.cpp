@@ -1,0 +1,154 @@
+// kvpush: request routing, Poisson arrivals, and the scenario keys (through
+// the real loader, so the derived sizes and the kind's checks meet).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "scenario/Matrix.hpp"
+#include "suite/KvPushConfig.hpp"
+#include "suite/KvPushSchedule.hpp"
+#include "suite/Registry.hpp"
+
+namespace fabscope {
+namespace {
+
+using namespace suite::kvpush;
+
+scenario::Scenario load(const std::string& tests, int ranks = 4) {
+  static const suite::Registry registry;
+  const std::string text = "name: t\nseed: 1\nmodel: llama3-70b\nparallel: {tp: 8}\ntests:\n" + tests;
+  return scenario::loadScenarioText(text, "t.yaml", {}, registry.scenarioRules(ranks));
+}
+
+std::string loadError(const std::string& tests, int ranks = 4) {
+  try {
+    (void)load(tests, ranks);
+  } catch (const scenario::ScenarioError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string perBlock =
+    "  - kind: kvpush\n    strategy: per-block\n"
+    "    sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [1024, 2048]}\n";
+
+TEST(KvPushSchedule, ManyPrefillToOneDecodeSendsEverythingThere) {
+  for (int p = 0; p < 3; ++p)
+    for (int k = 0; k < 10; ++k) EXPECT_EQ(decodeIndexOf(p, k, 1), 0);
+  EXPECT_EQ(requestsFromPrefill(2, 0, 1, 5), (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+TEST(KvPushSchedule, RequestsRotateOverDecodeRanksAndEachGoesToExactlyOne) {
+  const int decodes = 3, perPrefill = 7;
+  for (int p = 0; p < 4; ++p) {
+    std::vector<int> all;
+    std::vector<int> perDecode(decodes);
+    for (int d = 0; d < decodes; ++d) {
+      const auto mine = requestsFromPrefill(p, d, decodes, perPrefill);
+      EXPECT_TRUE(std::is_sorted(mine.begin(), mine.end()));
+      perDecode[static_cast<std::size_t>(d)] = static_cast<int>(mine.size());
+      all.insert(all.end(), mine.begin(), mine.end());
+    }
+    std::sort(all.begin(), all.end());
+    std::vector<int> expected(perPrefill);
+    std::iota(expected.begin(), expected.end(), 0);
+    EXPECT_EQ(all, expected) << "prefill " << p;
+    // Balanced to within one request.
+    const auto [lo, hi] = std::minmax_element(perDecode.begin(), perDecode.end());
+    EXPECT_LE(*hi - *lo, 1);
+  }
+  // Different prefill ranks start on different decode ranks.
+  EXPECT_EQ(decodeIndexOf(0, 0, 2), 0);
+  EXPECT_EQ(decodeIndexOf(1, 0, 2), 1);
+  EXPECT_THROW(decodeIndexOf(0, 0, 0), std::invalid_argument);
+}
+
+TEST(KvPushSchedule, RequestIdsAreUniqueAcrossPrefillRanks) {
+  std::set<std::uint64_t> ids;
+  for (int p = 0; p < 4; ++p)
+    for (int k = 0; k < 9; ++k) EXPECT_TRUE(ids.insert(requestIdOf(p, k, 9)).second);
+}
+
+TEST(KvPushSchedule, PoissonArrivalsAreSeededAscendingAndHaveTheRate) {
+  const auto a = poissonArrivalOffsetsNs(20000, 1000.0, 42);
+  EXPECT_EQ(a, poissonArrivalOffsetsNs(20000, 1000.0, 42));
+  EXPECT_NE(a, poissonArrivalOffsetsNs(20000, 1000.0, 43));
+  EXPECT_GT(a.front(), 0);
+  EXPECT_TRUE(std::is_sorted(a.begin(), a.end()));
+  // Mean gap 1 ms; the standard error over 20000 gaps is 0.7 %.
+  const double meanGapNs = static_cast<double>(a.back()) / 20000.0;
+  EXPECT_NEAR(meanGapNs, 1e6, 0.03e6);
+  // Exponential gaps: about 1/e of them exceed the mean.
+  int longer = 0;
+  for (std::size_t i = 1; i < a.size(); ++i) longer += (a[i] - a[i - 1]) > 1'000'000;
+  EXPECT_NEAR(longer / 20000.0, 0.3679, 0.02);
+  EXPECT_NE(arrivalSeedOf(7, 0), arrivalSeedOf(7, 1));
+  EXPECT_THROW(poissonArrivalOffsetsNs(3, 0.0, 1), std::invalid_argument);
+}
+
+TEST(KvPushSchedule, TagsOfRequestsInFlightNeverCollide) {
+  std::set<int> tags;
+  for (int s = 0; s < 64; ++s) {
+    EXPECT_TRUE(tags.insert(headerTagOf(s)).second);
+    EXPECT_TRUE(tags.insert(dataTagOf(s)).second);
+  }
+  EXPECT_LT(dataTagOf(tagCycle - 1), 32767);  // MPI guarantees tags up to 32767
+}
+
+TEST(KvPushConfig, Llama70bTp8BytesAndMessagesFollowTheLayout) {
+  const auto s = load(perBlock);
+  const auto c = readKvPushConfig(s.tests[0], "t.yaml", 4);
+  // 80 layers x (K,V) x 1 kv head per rank x 128 x 2 B = 40 KiB per token.
+  EXPECT_EQ(requestBytesPerRank(c, 1024), 1024 * 40 * 1024);
+  EXPECT_EQ(s.tests[0].sizes, (std::vector<std::int64_t>{1024 * 40 * 1024, 2048 * 40 * 1024}));
+  EXPECT_EQ(messagesPerRequest(c, 1024), 80u * 2u * 64u);
+  EXPECT_EQ(blocksForTokens(c, 1000), 63u);  // partial last block counts
+  EXPECT_EQ(c.prefillRanks, 2);
+  EXPECT_EQ(c.decodeRanks, 2);
+  EXPECT_EQ(promptTokensForBytes(c, 2048 * 40 * 1024), 2048);
+  // Decode rank: in_flight (1) per prefill rank (2) x 128 blocks.
+  EXPECT_EQ(poolBlocksNeeded(c, 2048), 256u);
+}
+
+TEST(KvPushConfig, StagedIsOneMessageAndManyToOneIsAllowed) {
+  const auto s = load(
+      "  - kind: kvpush\n    strategy: staged\n    prefill_ranks: 3\n    decode_ranks: 1\n"
+      "    loop: {mode: open, rate: 50, in_flight: 2}\n"
+      "    sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [512]}\n");
+  const auto c = readKvPushConfig(s.tests[0], "t.yaml", 4);
+  EXPECT_EQ(messagesPerRequest(c, 512), 1u);
+  EXPECT_EQ(c.loop, LoopMode::open);
+  EXPECT_DOUBLE_EQ(c.ratePerSecond, 50);
+  EXPECT_EQ(poolBlocksNeeded(c, 512), 32u * 2u * 3u);
+}
+
+TEST(KvPushConfig, LiteralSizesMustBeTheDerivedBytesAndTheErrorSaysThem) {
+  const auto e = loadError(
+      "  - kind: kvpush\n    prompt_tokens: [1024]\n    sizes: [1MiB]\n");
+  EXPECT_NE(e.find("t.yaml:8:12:"), std::string::npos) << e;
+  EXPECT_NE(e.find("[41943040]"), std::string::npos) << e;
+  EXPECT_NE(e.find("derive: kv-request"), std::string::npos) << e;
+  EXPECT_EQ(loadError("  - kind: kvpush\n    prompt_tokens: [1024]\n    sizes: [41943040]\n"), "");
+}
+
+TEST(KvPushConfig, BadKeysAreScenarioErrorsWithPositions) {
+  EXPECT_NE(loadError(perBlock + "    direction: pull\n").find("one-sided get"), std::string::npos);
+  EXPECT_NE(loadError(perBlock + "    loop: {mode: open}\n").find("needs 'rate'"), std::string::npos);
+  EXPECT_NE(loadError(perBlock + "    loop: {mode: closed, rate: 3}\n").find("'mode: open' only"), std::string::npos);
+  EXPECT_NE(loadError(perBlock + "    compute_per_layer: 1ms\n").find("applies to 'strategy: layer-stream' only"), std::string::npos);
+  EXPECT_NE(loadError(perBlock + "    prefill_ranks: 4\n    decode_ranks: 1\n").find("at least one prefill"),
+            std::string::npos);
+  EXPECT_NE(loadError(perBlock + "    pool_blocks: 10\n").find("too small"), std::string::npos);
+  EXPECT_NE(loadError(perBlock + "    prompt_tokens: [8]\n").find("one place"), std::string::npos);
+  EXPECT_NE(loadError("  - kind: kvpush\n    sizes: {derive: kv-block, block_tokens: 16}\n").find("kv-request"),
+            std::string::npos);
+  // kv_heads 8 cannot be split 16 ways.
+  const auto e = loadError("  - kind: kvpush\n    parallel: {tp: 16}\n    prompt_tokens: [64]\n    sizes: [1]\n");
+  EXPECT_NE(e.find("t.yaml:"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace fabscope
