@@ -94,6 +94,11 @@ struct SlotCursor {
   }
 };
 
+// World rank (what the transport addresses) of the measuring rank at `position`.
+int worldRankOf(const RunContext& ctx, int position) {
+  return ctx.participants.at(static_cast<std::size_t>(position));
+}
+
 // Spins for `duration` as the stand-in for one layer's compute, driving the
 // transport meanwhile (as a GPU would keep the NIC busy while computing).
 template <typename Progress>
@@ -167,9 +172,6 @@ class PrefillWorker {
   };
 
   int baseOf(std::size_t lane) const { return static_cast<int>(lane) * s_.slotsPerLane; }
-  int decodeRankOf(int index) const {
-    return s_.config.prefillRanks + decodeIndexOf(me_, index, s_.config.decodeRanks);
-  }
 
   // Places and fills the request's blocks: the stand-in for prefill producing
   // its KV. Happens before the request's transfer starts, never inside it.
@@ -191,7 +193,7 @@ class PrefillWorker {
     auto& t = ctx_.transport;
     const int base = baseOf(static_cast<std::size_t>(laneIndex));
     const int decodeIndex = decodeIndexOf(me_, lane.index, s_.config.decodeRanks);
-    const int peer = s_.config.prefillRanks + decodeIndex;
+    const int peer = worldRankOf(ctx_, s_.config.prefillRanks + decodeIndex);
     const int sequence = sequenceTo_[static_cast<std::size_t>(decodeIndex)]++;
     const auto& g = s_.geometry;
     const auto range = g.allLayers();
@@ -330,7 +332,7 @@ class DecodeWorker {
     lane.active = false;
     if (peer.nextPost >= peer.expected.size()) return;
     auto& t = ctx_.transport;
-    const int source = static_cast<int>(p);
+    const int source = worldRankOf(ctx_, static_cast<int>(p));
     lane.sequence = static_cast<int>(peer.nextPost);
     lane.index = peer.expected[peer.nextPost++];
     placement_.place(static_cast<std::uint64_t>(s_.tokens), lane.blockIds);
@@ -361,8 +363,9 @@ class DecodeWorker {
       tDone = monotonicNow();
       scatterNs = tDone - tLanded;
     }
-    const int prefillRank = static_cast<int>(p);
-    const auto expectedId = requestIdOf(prefillRank, lane.index, s_.config.totalRequestsPerPrefill());
+    const int prefillIndex = static_cast<int>(p);
+    const int prefillRank = worldRankOf(ctx_, prefillIndex);
+    const auto expectedId = requestIdOf(prefillIndex, lane.index, s_.config.totalRequestsPerPrefill());
     bool verified = false;
     if (lane.header.requestId != static_cast<std::int64_t>(expectedId)) {
       flagBadData("request header from prefill rank " + std::to_string(prefillRank) + " names request " +
@@ -465,17 +468,18 @@ class KvPushTest final : public TestKind {
   void run(RunContext& ctx) const override {
     const Shape s = shapeOf(ctx.instance, ctx.instance.spec->name, ctx.world.size());
     const auto& c = s.config;
-    const int me = ctx.world.rank();
+    // Roles by position among the measuring ranks: [0, P) prefill, then D decode.
+    const int me = ctx.group.rank();
     lastRequests_.clear();
     std::unique_ptr<PrefillWorker> prefill;
     std::unique_ptr<DecodeWorker> decode;
     if (me < c.prefillRanks) prefill = std::make_unique<PrefillWorker>(ctx, s, me);
     else if (me < c.participants()) decode = std::make_unique<DecodeWorker>(ctx, s, me - c.prefillRanks, lastRequests_);
     try {
-      ctx.world.barrier(ctx.deadline);  // pools allocated everywhere before the first message
+      ctx.group.barrier(ctx.deadline);  // pools allocated everywhere before the first message
       if (prefill) prefill->run();
       if (decode) decode->run();
-      ctx.world.barrier(ctx.deadline);
+      ctx.group.barrier(ctx.deadline);
     } catch (...) {
       // Sends may still be in flight from these buffers (the runner's reset
       // cancels receives only): keep them mapped for the rest of the run.
@@ -490,6 +494,7 @@ class KvPushTest final : public TestKind {
                   const runtime::Deadline& deadline) const override {
     (void)ctx;
     file.writeTable<output::KvRequestRecord>(group + "/requests", lastRequests_, deadline);
+    lastRequests_.clear();  // a rank left out of the next instance must not write these again
   }
 
  private:
@@ -506,7 +511,7 @@ class KvPushTest final : public TestKind {
       first = std::min(first, r.t_start_ns);
       last = std::max(last, r.t_done_ns);
     }
-    const auto& w = ctx.world;
+    const auto& w = ctx.group;
     const auto& d = ctx.deadline;
     const auto requests = w.allreduceSum(static_cast<std::int64_t>(lastRequests_.size()), d);
     bytes = w.allreduceSum(bytes, d);

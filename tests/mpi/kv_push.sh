@@ -34,6 +34,23 @@ run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$scratch/many-to-one.yaml" --outpu
 check_result "$out" 4
 kv_check "$out" --prefill 3 --decode 1
 
+# A subset of the ranks (ranks: 3 of 4): rank 3 takes no part, the others
+# find their roles by position among the measuring ranks.
+cat > "$scratch/subset.yaml" <<'YAML'
+name: kv-subset
+seed: 5
+model: llama3-8b
+parallel: {tp: 8}
+defaults: {transport: mpi, memory: host, timeout: 60s}
+tests:
+  - {name: subset-staged, kind: kvpush, strategy: staged, ranks: 3, prefill_ranks: 2, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [64]}, iterations: 3}
+YAML
+out="$scratch/subset.h5"
+run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$scratch/subset.yaml" --output "$out" --no-progress
+check_result "$out" 4
+kv_check "$out" --prefill 2 --decode 1
+
 # Self-test of the checker: prefill rank 0 flips one byte of request 0.
 set +e
 FABSCOPE_KV_CORRUPT_FOR_TEST=1 run_mpi -x FABSCOPE_KV_CORRUPT_FOR_TEST -np 4 "$FABSCOPE_BIN" run \
