@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <utility>
 #include <map>
 #include <random>
 
@@ -203,6 +204,7 @@ int Runner::run() {
   std::deque<PlannedInstance> queue(planned.begin(), planned.end());
   int exitCode = exit_code::ok;
   int index = 0;
+  try {
   while (!queue.empty()) {
     PlannedInstance current = std::move(queue.front());
     queue.pop_front();
@@ -236,6 +238,30 @@ int Runner::run() {
     }
     if (rank0) results_.push_back(std::move(result));
     ++index;
+  }
+
+  bool transportsGroup = false;
+  for (const auto& [name, t] : transports) {
+    // Facts a transport can only tell after use (e.g. UCX's selected lanes).
+    const auto facts = t->describe();
+    if (facts.empty()) continue;
+    if (!std::exchange(transportsGroup, true)) file.createGroup("/transports");
+    output::Attributes attributes;
+    for (const auto& [key, value] : facts) attributes.emplace_back(key, value);
+    file.createGroup("/transports/" + name);
+    file.setAttributes("/transports/" + name, attributes, runtime::Deadline::afterSeconds(60));
+  }
+  } catch (const std::exception& e) {
+    // A rank is lost: no collective may run again, not even closing the file
+    // (parallel HDF5 closes collectively). Every finished test is already
+    // flushed; the file stays complete=0. MPI_Abort ends every rank.
+    std::fprintf(stderr,
+                 "fabscope: %s rank %d: runtime failure: %s\nfabscope: the result file %s keeps every test finished "
+                 "so far and is marked complete=0\n",
+                 runtime::utcTimestamp(runtime::realtimeNow()).c_str(), world_.rank(), e.what(),
+                 options_.outputPath.c_str());
+    std::fflush(stderr);
+    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
   }
 
   if (fabric.manifestFailed) exitCode = exit_code::checkFailed;
@@ -492,12 +518,22 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
 
   const std::string group = groupPathOf(index);
   file.createGroup(group);
+  // `status` goes in last: a group without it was interrupted while being written.
+  output::Attributes verdict;
+  for (auto it = attrs.begin(); it != attrs.end();)
+    if (it->first == "status" || it->first == "error") {
+      verdict.push_back(*it);
+      it = attrs.erase(it);
+    } else {
+      ++it;
+    }
   file.setAttributes(group, attrs, control);
   file.writeTable<output::SampleRecord>(group + "/samples", samples.used(), control);
   file.writeTable<output::SummaryRecord>(group + "/summary", mySummary, control);
   if (plan.pattern == "all-pairs") file.writeMatrix(group + "/pair_matrix", matrix, n, n);
   file.writeTable<output::CounterRecord>(group + "/counters", counters.rows(world_.rank()), control);
   registry_.kind(spec.kind).writeExtra(ctx, file, group, control);
+  file.setAttributes(group, verdict, control);
   file.flush();
 
   if (plan.retestWorst > 0) {
