@@ -21,6 +21,7 @@ struct KvRequestRecord {
   std::int64_t t_done_ns;     // its KV was usable in the decode pool (decode side)
   std::int64_t gather_ns;     // staged: prefill gather into staging (inside start..done)
   std::int64_t scatter_ns;    // staged: decode scatter out of staging (inside start..done)
+  std::int64_t copy_ns;       // memory: cuda: device<->pinned host copies, both ends (inside start..done)
   char strategy[16];
   std::uint8_t verified;      // 1: every byte matched the request's fill pattern
 };
@@ -44,6 +45,7 @@ inline H5Type compoundTypeOf<KvRequestRecord>() {
   field("t_done_ns", offsetof(KvRequestRecord, t_done_ns), H5T_NATIVE_INT64);
   field("gather_ns", offsetof(KvRequestRecord, gather_ns), H5T_NATIVE_INT64);
   field("scatter_ns", offsetof(KvRequestRecord, scatter_ns), H5T_NATIVE_INT64);
+  field("copy_ns", offsetof(KvRequestRecord, copy_ns), H5T_NATIVE_INT64);
   H5Type text = fixedStringType(sizeof(KvRequestRecord::strategy));
   field("strategy", offsetof(KvRequestRecord, strategy), text.get());
   field("verified", offsetof(KvRequestRecord, verified), H5T_NATIVE_UINT8);

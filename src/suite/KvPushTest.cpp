@@ -22,6 +22,7 @@
 #include "kv/RequestBlockPlacement.hpp"
 #include "output/KvRecords.hpp"
 #include "suite/KvPushConfig.hpp"
+#include "suite/KvPushGpu.hpp"
 #include "suite/KvPushSchedule.hpp"
 #include "suite/Kinds.hpp"
 #include "transport/HostBuffer.hpp"
@@ -39,6 +40,29 @@ struct RequestHeader {
   std::int64_t tArrivalGlobal;
   std::int64_t tStartGlobal;
   std::int64_t gatherNs;
+  std::int64_t copyNs;          // memory: cuda: device -> pinned host at the prefill rank
+};
+
+// Host memory for pools and staging buffers: pageable, or pinned (cudaHostAlloc)
+// for the GPU memory kinds so host<->device copies run at full speed.
+class HostBytes {
+ public:
+  HostBytes() = default;
+  HostBytes(std::size_t bytes, bool pinned) {
+    if (pinned) {
+      pinned_ = std::make_unique<PinnedStaging>(bytes);
+      data_ = pinned_->data();
+    } else {
+      pageable_ = transport::HostBuffer(bytes);
+      data_ = pageable_.data();
+    }
+  }
+  std::byte* data() const { return data_; }
+
+ private:
+  transport::HostBuffer pageable_;
+  std::unique_ptr<PinnedStaging> pinned_;
+  std::byte* data_ = nullptr;
 };
 
 // Everything one instance needs, derived once before the timed part.
@@ -52,6 +76,8 @@ struct Shape {
   std::int64_t bytes = 0;
   std::uint64_t stagingBytes = 0;
   int slotsPerLane = 0;  // header + data messages
+  bool gpuPool = false;     // memory: cuda: the pool is in device memory
+  bool pinnedHost = false;  // memory: cuda or cuda-host: host buffers are pinned
 };
 
 Shape shapeOf(const scenario::TestInstance& instance, const std::string& file, int worldSize) {
@@ -66,8 +92,13 @@ Shape shapeOf(const scenario::TestInstance& instance, const std::string& file, i
   s.bytes = instance.bytes;
   s.stagingBytes = s.config.strategy == Strategy::staged ? s.geometry.stagingBytes(s.blocks, s.geometry.allLayers()) : 0;
   s.slotsPerLane = static_cast<int>(1 + s.messages);
+  s.gpuPool = instance.spec->memory == "cuda";
+  s.pinnedHost = instance.spec->memory != "host";
   return s;
 }
+
+// A GPU copy or kernel that takes this long is hung, not slow.
+constexpr std::chrono::nanoseconds gpuTimeout = std::chrono::seconds(30);
 
 std::uint64_t placementSeedOf(std::uint64_t seed, int rank) {
   return kernels::mix64(seed * 0x2545F4914F6CDD1Dull + static_cast<std::uint64_t>(rank) + 17);
@@ -118,15 +149,16 @@ class PrefillWorker {
  public:
   PrefillWorker(RunContext& ctx, const Shape& shape, int prefillIndex)
       : ctx_(ctx), s_(shape), me_(prefillIndex),
-        pool_(shape.layout.poolBytes()),
+        pool_(shape.gpuPool ? 0 : shape.layout.poolBytes(), shape.pinnedHost),
         placement_(shape.layout.numBlocks, shape.config.blockTokens, placementSeedOf(ctx.seed, ctx.world.rank())),
         lanes_(static_cast<std::size_t>(shape.config.inFlight)),
         sequenceTo_(static_cast<std::size_t>(shape.config.decodeRanks), 0) {
     const int total = s_.config.totalRequestsPerPrefill();
     for (auto& lane : lanes_) {
       lane.blockIds.resize(s_.blocks);
-      if (s_.stagingBytes) lane.staging = transport::HostBuffer(s_.stagingBytes);
+      if (s_.stagingBytes) lane.staging = HostBytes(s_.stagingBytes, s_.pinnedHost);
     }
+    if (s_.gpuPool) gpu_ = std::make_unique<GpuKvPool>(s_.geometry, s_.blocks, s_.stagingBytes, gpuTimeout);
     if (s_.config.loop == LoopMode::open)
       arrivals_ = poissonArrivalOffsetsNs(total, s_.config.ratePerSecond, arrivalSeedOf(ctx.seed, me_));
     const char* corrupt = std::getenv("FABSCOPE_KV_CORRUPT_FOR_TEST");
@@ -166,7 +198,7 @@ class PrefillWorker {
     int index = 0;
     Nanoseconds arrival = 0;
     std::vector<std::uint32_t> blockIds;
-    transport::HostBuffer staging;
+    HostBytes staging;
     RequestHeader header{};
     SlotCursor slots;
   };
@@ -178,11 +210,17 @@ class PrefillWorker {
   void prepare(Lane& lane, int index, Nanoseconds t0) {
     const auto id = requestIdOf(me_, index, s_.config.totalRequestsPerPrefill());
     placement_.place(static_cast<std::uint64_t>(s_.tokens), lane.blockIds);
-    kernels::fillKvBlocksHost(pool_.data(), s_.geometry, lane.blockIds, id, s_.geometry.allLayers());
-    if (corruptFirstRequest_ && index == s_.config.warmupRequests)  // self-test of the decode side's checker
-      pool_.data()[s_.geometry.poolOffset(0, 0, lane.blockIds[0])] ^= std::byte{0x5A};
+    // Self-test of the decode side's checker: one flipped byte.
+    const bool corrupt = corruptFirstRequest_ && index == s_.config.warmupRequests;
+    const auto corruptAt = static_cast<std::int64_t>(s_.geometry.poolOffset(0, 0, lane.blockIds[0]));
+    if (gpu_) {
+      gpu_->fill(lane.blockIds, id, corrupt ? corruptAt : -1);
+    } else {
+      kernels::fillKvBlocksHost(pool_.data(), s_.geometry, lane.blockIds, id, s_.geometry.allLayers());
+      if (corrupt) pool_.data()[corruptAt] ^= std::byte{0x5A};
+    }
     lane.index = index;
-    lane.header = {static_cast<std::int64_t>(id), index, 0, 0, 0};
+    lane.header = {static_cast<std::int64_t>(id), index, 0, 0, 0, 0};
     // Closed loop: the request arrives when its KV is ready. Open loop: at its
     // Poisson time; if that has passed, the lateness is queue wait.
     lane.arrival = s_.config.loop == LoopMode::open ? t0 + arrivals_[static_cast<std::size_t>(index)] : monotonicNow();
@@ -206,8 +244,14 @@ class PrefillWorker {
     int slot = base + 1;
     switch (s_.config.strategy) {
       case Strategy::staged: {
-        kernels::gatherKvBlocksHost(pool, lane.staging.data(), g, lane.blockIds, range);
-        lane.header.gatherNs = monotonicNow() - tStart;
+        if (gpu_) {
+          const auto times = gpu_->gatherToHost(lane.blockIds, lane.staging.data());
+          lane.header.gatherNs = times.kernelNs;
+          lane.header.copyNs = times.copyNs;
+        } else {
+          kernels::gatherKvBlocksHost(pool, lane.staging.data(), g, lane.blockIds, range);
+          lane.header.gatherNs = monotonicNow() - tStart;
+        }
         t.postSend(base, peer, headerTagOf(sequence), &lane.header, sizeof lane.header);
         t.postSend(slot++, peer, dataTagOf(sequence), lane.staging.data(), s_.stagingBytes);
         break;
@@ -244,7 +288,8 @@ class PrefillWorker {
   RunContext& ctx_;
   const Shape& s_;
   int me_;
-  transport::HostBuffer pool_;
+  HostBytes pool_;
+  std::unique_ptr<GpuKvPool> gpu_;
   kv::RequestBlockPlacement placement_;
   std::vector<Lane> lanes_;
   std::vector<int> sequenceTo_;  // requests sent so far to each decode rank
@@ -258,7 +303,7 @@ class DecodeWorker {
  public:
   DecodeWorker(RunContext& ctx, const Shape& shape, int decodeIndex, std::vector<output::KvRequestRecord>& rows)
       : ctx_(ctx), s_(shape), me_(decodeIndex), rows_(rows),
-        pool_(shape.layout.poolBytes()),
+        pool_(shape.gpuPool ? 0 : shape.layout.poolBytes(), shape.pinnedHost),
         placement_(shape.layout.numBlocks, shape.config.blockTokens, placementSeedOf(ctx.seed, ctx.world.rank())) {
     const int total = s_.config.totalRequestsPerPrefill();
     const int inFlight = s_.config.inFlight;
@@ -273,9 +318,10 @@ class DecodeWorker {
       peer.lanes.resize(static_cast<std::size_t>(inFlight));
       for (auto& lane : peer.lanes) {
         lane.blockIds.resize(s_.blocks);
-        if (s_.stagingBytes) lane.staging = transport::HostBuffer(s_.stagingBytes);
+        if (s_.stagingBytes) lane.staging = HostBytes(s_.stagingBytes, s_.pinnedHost);
       }
     }
+    if (s_.gpuPool) gpu_ = std::make_unique<GpuKvPool>(s_.geometry, s_.blocks, s_.stagingBytes, gpuTimeout);
     rows_.clear();
     rows_.reserve(measured);
     std::snprintf(strategy_, sizeof strategy_, "%s", strategyName(s_.config.strategy));
@@ -309,7 +355,7 @@ class DecodeWorker {
     int sequence = 0;
     int index = 0;
     std::vector<std::uint32_t> blockIds;
-    transport::HostBuffer staging;
+    HostBytes staging;
     RequestHeader header{};
     SlotCursor slots;
   };
@@ -358,7 +404,13 @@ class DecodeWorker {
     const auto& g = s_.geometry;
     Nanoseconds tDone = tLanded;
     Nanoseconds scatterNs = 0;
-    if (s_.config.strategy == Strategy::staged) {
+    Nanoseconds copyNs = lane.header.copyNs;
+    if (gpu_) {
+      const auto times = gpu_->scatterFromHost(lane.staging.data(), lane.blockIds);
+      tDone = monotonicNow();
+      scatterNs = times.kernelNs;
+      copyNs += times.copyNs;
+    } else if (s_.config.strategy == Strategy::staged) {
       kernels::scatterKvBlocksHost(lane.staging.data(), pool_.data(), g, lane.blockIds, g.allLayers());
       tDone = monotonicNow();
       scatterNs = tDone - tLanded;
@@ -371,7 +423,8 @@ class DecodeWorker {
       flagBadData("request header from prefill rank " + std::to_string(prefillRank) + " names request " +
                   std::to_string(lane.header.requestId) + ", expected " + std::to_string(expectedId));
     } else {
-      const auto bad = kernels::verifyKvBlocksHost(pool_.data(), g, lane.blockIds, expectedId, g.allLayers());
+      const auto bad = gpu_ ? gpu_->verify(lane.blockIds, expectedId)
+                            : kernels::verifyKvBlocksHost(pool_.data(), g, lane.blockIds, expectedId, g.allLayers());
       verified = !bad.found;
       if (bad.found)
         flagBadData("request " + std::to_string(expectedId) + " from prefill rank " + std::to_string(prefillRank) +
@@ -394,6 +447,7 @@ class DecodeWorker {
     row.t_done_ns = ctx_.clock.toGlobal(tDone);
     row.gather_ns = lane.header.gatherNs;
     row.scatter_ns = scatterNs;
+    row.copy_ns = copyNs;
     std::memcpy(row.strategy, strategy_, sizeof row.strategy);
     row.verified = verified ? 1 : 0;
     rows_.push_back(row);  // capacity reserved in the constructor: no allocation
@@ -409,7 +463,8 @@ class DecodeWorker {
   const Shape& s_;
   int me_;
   std::vector<output::KvRequestRecord>& rows_;
-  transport::HostBuffer pool_;
+  HostBytes pool_;
+  std::unique_ptr<GpuKvPool> gpu_;
   kv::RequestBlockPlacement placement_;
   std::vector<Peer> peers_;
   std::size_t expectedTotal_ = 0;
@@ -437,10 +492,9 @@ class KvPushTest final : public TestKind {
       if (spec.conditions != std::vector<std::string>{"quiet"})
         p.fail("conditions", "kvpush runs under 'quiet' only so far: its ranks are prefill and decode workers, "
                              "none is free to make neighbour traffic");
-      if (spec.memory != "host") {
-        p.fail("memory", "kvpush moves host memory only so far (memory: host); the cuda / cuda-host paths "
-                         "are not wired into this kind yet");
-      }
+      if (spec.memory == "cuda" && p.choice("strategy", {"per-block", "staged", "layer-stream"}, "per-block") != "staged")
+        p.fail("strategy", "kvpush with memory: cuda runs the staged strategy only (GPU gather, pinned host staging, "
+                           "GPU scatter): per-block messages from device memory need a CUDA-aware transport");
     };
     return r;
   }
@@ -500,13 +554,14 @@ class KvPushTest final : public TestKind {
  private:
   void recordAttributes(RunContext& ctx, const Shape& s) const {
     const auto& c = s.config;
-    std::int64_t bytes = 0, transferNs = 0, gatherNs = 0, scatterNs = 0, verified = 0;
+    std::int64_t bytes = 0, transferNs = 0, gatherNs = 0, scatterNs = 0, copyNs = 0, verified = 0;
     std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
     for (const auto& r : lastRequests_) {
       bytes += r.bytes;
       transferNs += r.t_done_ns - r.t_start_ns;
       gatherNs += r.gather_ns;
       scatterNs += r.scatter_ns;
+      copyNs += r.copy_ns;
       verified += r.verified;
       first = std::min(first, r.t_start_ns);
       last = std::max(last, r.t_done_ns);
@@ -518,6 +573,7 @@ class KvPushTest final : public TestKind {
     transferNs = w.allreduceSum(transferNs, d);
     gatherNs = w.allreduceSum(gatherNs, d);
     scatterNs = w.allreduceSum(scatterNs, d);
+    copyNs = w.allreduceSum(copyNs, d);
     verified = w.allreduceSum(verified, d);
     first = w.allreduceMin(first, d);
     last = w.allreduceMax(last, d);
@@ -549,6 +605,7 @@ class KvPushTest final : public TestKind {
     a.emplace_back("kv_gbps_per_request", transferNs > 0 ? static_cast<double>(bytes) / static_cast<double>(transferNs) : 0.0);
     a.emplace_back("gather_ns_mean", requests ? static_cast<double>(gatherNs) / static_cast<double>(requests) : 0.0);
     a.emplace_back("scatter_ns_mean", requests ? static_cast<double>(scatterNs) / static_cast<double>(requests) : 0.0);
+    a.emplace_back("copy_ns_mean", requests ? static_cast<double>(copyNs) / static_cast<double>(requests) : 0.0);
   }
 
   // The decode rank's request rows between run() and writeExtra(). The runner

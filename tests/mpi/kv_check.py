@@ -69,6 +69,11 @@ with h5py.File(a.file, "r") as f:
             fail(f"{name}: staged requests without gather/scatter times")
         if strategy != "staged" and (np.any(r["gather_ns"] != 0) or np.any(r["scatter_ns"] != 0)):
             fail(f"{name}: gather/scatter times on a {strategy} request")
+        memory = text(at["memory"])
+        if memory == "cuda" and np.any(r["copy_ns"] <= 0):
+            fail(f"{name}: memory cuda without host<->device copy times")
+        if memory != "cuda" and np.any(r["copy_ns"] != 0):
+            fail(f"{name}: copy times on {memory} memory")
         if not float(at["kv_gbps_aggregate"]) > 0:
             fail(f"{name}: kv_gbps_aggregate {at['kv_gbps_aggregate']}")
         bad = r[r["verified"] == 0]
