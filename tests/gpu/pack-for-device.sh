@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds what the GPU machine runs and packs it into .gpu-pack/ (ignored by
+# git): fabscope, the GPU test and benchmark programs, and the shared
+# libraries the GPU machine lacks (it has CUDA, NCCL, Open MPI 4.1 and UCX,
+# but no HDF5-openmpi, Boost.Program_options or yaml-cpp of these versions).
+# Then run there (device tool, carry [".gpu-pack"]):  bash .gpu-pack/run-gpu-tests.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+cmake --build build -j "$(nproc)" --target fabscope fabscope_gpu_tests fabscope_gpu_bench
+pack=.gpu-pack
+rm -rf "$pack"; mkdir -p "$pack/lib"
+cp build/fabscope build/tests/gpu/fabscope_gpu_tests build/tests/gpu/fabscope_gpu_bench "$pack/"
+strip --strip-debug "$pack"/fabscope*  # the transfer to the GPU machine is size-limited
+# Libraries not on the GPU machine (see shared/notes/gpu-device.md), with their own dependencies.
+for lib in $(ldd build/fabscope | awk '/=> \// {print $3}'); do
+  case "$(basename "$lib")" in
+    libhdf5_openmpi*|libboost_program_options*|libsz*|libaec*|libyaml-cpp*) cp -L "$lib" "$pack/lib/" ;;
+  esac
+done
+cp tests/gpu/run-gpu-tests.sh "$pack/"
+grep -qx '/.gpu-pack/' .git/info/exclude 2>/dev/null || echo '/.gpu-pack/' >> .git/info/exclude
+du -sh "$pack"
