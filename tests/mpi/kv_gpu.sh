@@ -1,0 +1,57 @@
+#!/bin/bash
+# kvpush with GPU memory on 2 ranks sharing one GPU: memory cuda (device
+# pools, GPU gather/scatter/verify, pinned staging, copy time apart) and
+# memory cuda-host (pinned pools), every request verified, and a corrupted
+# byte caught by the GPU verifier. Skips (77) without a CUDA build or a GPU.
+source "$(dirname "$0")/lib.bash"
+config=${FABSCOPE_BUILD_DIR:-$(dirname "$FABSCOPE_BIN")}/generated/fabscope/BuildConfig.hpp
+if ! grep -q "FABSCOPE_HAVE_CUDA 1" "$config" 2>/dev/null; then
+  echo "kv_gpu: SKIP: not a CUDA build ($config)" >&2
+  exit 77
+fi
+if ! nvidia-smi -L 2>/dev/null | grep -q "^GPU "; then
+  echo "kv_gpu: SKIP: no GPU visible (nvidia-smi -L)" >&2
+  exit 77
+fi
+# The GPU machine may lack h5py: then the exit codes are checked here and the
+# files are left in $FABSCOPE_TEST_OUT (if set) for kv_check.py elsewhere.
+kv_check() {
+  if /usr/bin/python3 -c "import h5py" 2>/dev/null; then
+    /usr/bin/python3 "$FABSCOPE_SOURCE_DIR/tests/mpi/kv_check.py" "$@"
+  else
+    echo "kv_gpu: no h5py here; $1 checked by exit code only" >&2
+    if [ -n "${FABSCOPE_TEST_OUT:-}" ]; then cp "$1" "$FABSCOPE_TEST_OUT/"; fi
+  fi
+}
+
+cat > "$scratch/gpu.yaml" <<'YAML'
+name: kv-gpu
+seed: 9
+model: llama3-70b
+parallel: {tp: 8}
+defaults: {transport: mpi, timeout: 60s}
+tests:
+  - {name: gpu-staged, kind: kvpush, strategy: staged, memory: cuda, prefill_ranks: 1, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [2048, 8192]}, iterations: 10,
+     loop: {mode: closed, in_flight: 2}}
+  - {name: pinned-staged, kind: kvpush, strategy: staged, memory: cuda-host, prefill_ranks: 1, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [2048]}, iterations: 6}
+  - {name: pinned-per-block, kind: kvpush, strategy: per-block, memory: cuda-host, prefill_ranks: 1, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [512]}, iterations: 4}
+YAML
+out="$scratch/gpu.h5"
+run_mpi -np 2 "$FABSCOPE_BIN" run --scenario "$scratch/gpu.yaml" --output "$out" --no-progress
+kv_check "$out" --prefill 1 --decode 1
+
+set +e
+FABSCOPE_KV_CORRUPT_FOR_TEST=1 run_mpi -x FABSCOPE_KV_CORRUPT_FOR_TEST -np 2 "$FABSCOPE_BIN" run \
+  --scenario "$scratch/gpu.yaml" --output "$scratch/corrupt.h5" --no-progress > "$scratch/corrupt.out" 2>&1
+rc=$?
+set -e
+if [ "$rc" != 1 ]; then
+  cat "$scratch/corrupt.out"
+  echo "kv_gpu: a corrupted byte gave exit code $rc, expected 1" >&2
+  exit 1
+fi
+kv_check "$scratch/corrupt.h5" --prefill 1 --decode 1 --expect-corrupt
+echo "kv_gpu: ok"
