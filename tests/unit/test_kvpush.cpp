@@ -6,6 +6,7 @@
 #include <numeric>
 #include <set>
 
+#include "fabscope/BuildConfig.hpp"
 #include "scenario/Matrix.hpp"
 #include "suite/KvPushConfig.hpp"
 #include "suite/KvPushSchedule.hpp"
@@ -148,6 +149,18 @@ TEST(KvPushConfig, BadKeysAreScenarioErrorsWithPositions) {
   // kv_heads 8 cannot be split 16 ways.
   const auto e = loadError("  - kind: kvpush\n    parallel: {tp: 16}\n    prompt_tokens: [64]\n    sizes: [1]\n");
   EXPECT_NE(e.find("t.yaml:"), std::string::npos) << e;
+}
+
+TEST(KvPushConfig, DeviceMemoryRunsTheStagedStrategyOnly) {
+  if (!FABSCOPE_HAVE_CUDA) GTEST_SKIP() << "built without CUDA: the loader refuses memory: cuda";
+  EXPECT_NE(loadError(perBlock + "    memory: cuda\n").find("staged strategy only"), std::string::npos);
+  EXPECT_EQ(loadError("  - kind: kvpush\n    strategy: staged\n    memory: cuda\n"
+                      "    sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [64]}\n"), "");
+  EXPECT_EQ(loadError(perBlock + "    memory: cuda-host\n"), "");
+}
+
+TEST(KvPushConfig, OnlyTheQuietConditionIsAccepted) {
+  EXPECT_NE(loadError(perBlock + "    conditions: [quiet, incast]\n").find("'quiet' only"), std::string::npos);
 }
 
 }  // namespace
