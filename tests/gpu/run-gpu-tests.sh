@@ -22,7 +22,7 @@ step "kernels: CUDA vs host, byte for byte" env FABSCOPE_REQUIRE_GPU=1 "$here/fa
 step "benchmarks: kernels vs cudaMemcpyAsync, copy load vs plain loop" "$here/fabscope_gpu_bench"
 cat > "$out/gpu.yaml" <<'YAML'
 name: gpu-allreduce
-description: NCCL all-reduce on GPU memory (one GPU: one rank), verified; MPI path for comparison
+description: NCCL all-reduce on GPU memory, one rank per GPU, every element verified
 tests:
   - name: nccl-allreduce
     kind: allreduce
