@@ -30,7 +30,8 @@ class NcclComm {
     group.broadcast(&id, sizeof id, 0, deadline);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // so initialisation can be bounded by the deadline
-    checkNccl(ncclCommInitRankConfig(&comm_, group.size(), id, group.rank(), &config), "ncclCommInitRankConfig");
+    const auto rc = ncclCommInitRankConfig(&comm_, group.size(), id, group.rank(), &config);
+    if (rc != ncclInProgress) checkNccl(rc, "ncclCommInitRankConfig");
     waitReady(deadline, "NCCL communicator initialisation");
   }
   ~NcclComm() {
