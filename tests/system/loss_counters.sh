@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Counters explain a tail: with 5% packet loss on one emulated host (dropped
+# on its way in and out), TCP retransmissions show up in the counter deltas
+# (/tests/NNNN/counters, snmp:Tcp RetransSegs, read per network namespace) of
+# the lossy host and of its peer, and not on a host that carried no traffic
+# through it. (The peer retransmits more: its data is what the lossy host's
+# input drops.)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
+require_root "creates network namespaces and a bridge"
+require_fabscope
+cluster=$FABSCOPE_SOURCE_DIR/launch/emulated-cluster
+export FABSCOPE_CLUSTER_PREFIX=ecloss
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+scratch=$(mktemp -d /tmp/fabscope-loss.XXXXXX)
+on_exit "rm -rf '$scratch'"
+on_exit "'$cluster' down >/dev/null"
+"$cluster" up 3 --subnet 198.18.15.0/24
+"$cluster" loss ecloss1 5
+# Ranks 0 (ecloss0) and 1 (ecloss1) stream both ways; rank 2 (ecloss2) only joins barriers.
+cat > "$scratch/loss.yaml" <<'YAML'
+name: loss-counters
+tests:
+  - name: lossy-link
+    kind: bibw
+    sizes: [256KiB]
+    window: 8
+    iterations: 40
+    warmup: 2
+    timeout: 120s
+    ranks: 2
+YAML
+set +e
+timeout --kill-after=10 400 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --fabric emulated -N 1 --bin "$FABSCOPE_BIN" -- \
+  run --scenario "$scratch/loss.yaml" --output "$scratch/loss.h5" --no-progress
+rc=$?
+set -e
+((rc == 0)) || fail "fabscope exited with $rc"
+/usr/bin/python3 - "$scratch/loss.h5" <<'PY' || fail "retransmissions were not where the loss was"
+import sys, h5py
+def text(v): return v.decode() if isinstance(v, bytes) else str(v)
+with h5py.File(sys.argv[1], "r") as f:
+    hosts = {int(r["rank"]): text(r["host"]) for r in f["ranks"][()]}
+    c = f["tests/0000/counters"][()]
+    retrans = {hosts[int(r)]: 0 for r in set(c["rank"])}
+    for row in c:
+        if text(row["source"]) == "snmp:Tcp" and text(row["name"]) == "RetransSegs":
+            retrans[hosts[int(row["rank"])]] += int(row["delta"])
+    print("TCP RetransSegs delta per host:", retrans)
+    assert retrans["ecloss1"] > 0, "no retransmissions on the lossy host"
+    assert retrans["ecloss0"] > 0, "no retransmissions on the lossy host's peer"
+    assert min(retrans["ecloss0"], retrans["ecloss1"]) >= 10 * max(1, retrans["ecloss2"]), \
+        "the host without traffic through the lossy one retransmitted as much"
+PY
+note "retransmissions appeared on the lossy link only"
