@@ -38,7 +38,7 @@ SUMMARY_COLUMNS = ["rank", "samples", "min_ns", "mean_ns", "p50_ns", "p99_ns", "
 EVENT_COLUMNS = ["rank", "t_ns", "kind", "peer", "detail"]
 COUNTER_COLUMNS = ["rank", "source", "name", "before", "after", "delta"]
 RANK_COLUMNS = ["rank", "host", "local_rank", "local_size", "pid", "gpu", "nic",
-                "clock_offset_ns", "clock_uncertainty_ns"]
+                "clock_offset_ns", "clock_uncertainty_ns", "site", "pod", "leaf"]
 
 FLAG_DATA_CHECK_FAILED = 1 << 0
 FLAG_DEADLINE_MISSED = 1 << 1
