@@ -55,15 +55,18 @@ bool MpiTransport::testSlots(int first, int count) {
 }
 
 void MpiTransport::reset(const runtime::Deadline& deadline) {
-  // Outstanding receives are cancelled; sends are left to MPI (cancelling
-  // sends is deprecated) and the communicator they belong to is retired.
-  for (auto& r : requests_) {
-    if (r != MPI_REQUEST_NULL) {
-      MPI_Cancel(&r);
-      MPI_Request_free(&r);
-      r = MPI_REQUEST_NULL;
-    }
-  }
+  // Cancel everything still outstanding and wait until MPI has let go of it:
+  // a send that is merely freed could still read its buffer after the test
+  // that owned the buffer has released it.
+  for (auto& r : requests_)
+    if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+  int done = 0;
+  runtime::waitUntil(
+      [&] {
+        MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE);
+        return done != 0;
+      },
+      deadline, "outstanding transfers to be cancelled after a timeout");
   MPI_Comm old = comm_;
   duplicate(world_, deadline);
   MPI_Comm_free(&old);

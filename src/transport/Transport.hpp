@@ -35,6 +35,9 @@ class Transport {
   virtual bool testSlots(int first, int count) = 0;
   // Drops every outstanding operation so the next test starts clean (after a
   // timeout). Collective over the transport's ranks, bounded by `deadline`.
+  // After reset() returns, no outstanding operation touches its buffer any more
+  // (MPI: cancelled and completed; a send that cannot be cancelled is waited for
+  // under the deadline).
   virtual void reset(const runtime::Deadline& deadline) = 0;
 
   // --- Optional extensions (defaults: not supported) ------------------------
