@@ -82,6 +82,11 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
       std::fflush(nullptr);
       std::_Exit(exit_code::ok);
     }
+    if (runner.transfersAbandoned()) {
+      // The file is complete and closed; only MPI_Finalize is skipped.
+      std::fflush(nullptr);
+      std::_Exit(code);
+    }
     return code;
   } catch (const UsageError& e) {
     // Only possible before the file exists (e.g. hdf5=parallel on a serial build).

@@ -210,9 +210,11 @@ int Runner::run() {
     queue.pop_front();
     progress.starting(index, current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
     std::vector<suite::RankPair> worst;
-    if (survivors_) {
+    if (survivors_ || abandoned_) {
       // The cluster that lost a rank is not the one the rest of the matrix was for.
-      writeSkipped(index, current, file, "skipped: ranks were lost in an earlier fault drill");
+      writeSkipped(index, current, file,
+                   survivors_ ? "skipped: ranks were lost in an earlier fault drill"
+                              : "skipped: an earlier test missed its deadline and its transfers may still be in flight");
       if (rank0) results_.push_back(skippedResult(index, current));
       ++index;
       continue;
@@ -317,7 +319,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   }
   const auto tStart = clock_.toGlobal(runtime::monotonicNow());
   suite::RunContext ctx{world_, measuring, roles.canaries, transport, identity_, clock_, instance, plan, samples,
-                        runDeadline, seed_ + static_cast<std::uint64_t>(index), false, {}};
+                        buffers_, runDeadline, seed_ + static_cast<std::uint64_t>(index), false, {}};
   std::int64_t status = passed;
   std::string errorText;
   conditions::LoadReport loadReport;
@@ -373,7 +375,15 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
     throw RuntimeFailure("lost contact with other ranks after test " + std::to_string(index) + " (" +
                          instance.caseId + "): " + e.what() + (errorText.empty() ? "" : "; this rank saw: " + errorText));
   }
-  if (agreed >= timeout) transport.reset(control);
+  // Transfers of a test that missed its deadline may still be in flight (a
+  // matched rendezvous can be neither cancelled nor abandoned), so no later
+  // test may share the data path with them: the rest of the matrix is skipped.
+  if (agreed >= timeout) {
+    abandoned_ = true;
+    buffers_.abandon();
+  } else {
+    buffers_.release();
+  }
   std::string firstError;
   for (const auto& e : errors)
     if (!e.empty()) {

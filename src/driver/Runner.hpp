@@ -39,6 +39,9 @@ class Runner {
   // True on a rank that left the run on purpose (the victim of a fault drill):
   // it must exit without MPI_Finalize.
   bool leftRun() const { return leaveRun_; }
+  // True when transfers of a timed-out test may still be pending: MPI_Finalize
+  // could wait for them forever, so the process must exit without it.
+  bool transfersAbandoned() const { return abandoned_; }
 
  private:
   InstanceResult runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
@@ -55,6 +58,8 @@ class Runner {
   const runtime::Communicator* comm_;
   std::optional<runtime::Communicator> survivors_;
   bool leaveRun_ = false;
+  bool abandoned_ = false;
+  suite::BufferArena buffers_;
   RunOptions options_;
   runtime::RankIdentity identity_;
   runtime::ClockSync clock_;

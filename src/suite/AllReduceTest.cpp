@@ -79,13 +79,15 @@ class AllReduceTest final : public TestKind {
     if (spec.transport == "nccl") {
       result = runNcclAllReduce(ctx, count, contribution);
     } else {
-      std::vector<float> send(count), recv(count);
+      // From the arena: a timed-out collective may still use them.
+      auto* send = reinterpret_cast<float*>(ctx.buffers.allocate(bytes));
+      auto* recv = reinterpret_cast<float*>(ctx.buffers.allocate(bytes));
       for (std::size_t i = 0; i < count; ++i) send[i] = contribution(ctx.group.rank(), i);
       const int total = spec.warmup + spec.iterations;
       for (int it = 0; it < total; ++it) {
         const auto t0 = runtime::monotonicNow();
         MPI_Request r;
-        runtime::checkMpi(MPI_Iallreduce(send.data(), recv.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+        runtime::checkMpi(MPI_Iallreduce(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
                                          ctx.group.handle(), &r),
                           "MPI_Iallreduce");
         int done = 0;
@@ -98,7 +100,7 @@ class AllReduceTest final : public TestKind {
         const auto t1 = runtime::monotonicNow();
         if (it >= spec.warmup) ctx.samples.record(me, it - spec.warmup, -1, static_cast<std::int64_t>(bytes), t0, t1);
       }
-      result = std::move(recv);
+      result.assign(recv, recv + count);
     }
     // Self-test of the checker (tests/mpi/allreduce.sh): this rank's result is
     // spoiled on purpose, and the check below must catch it.

@@ -29,7 +29,7 @@ class BandwidthTest final : public PointToPointKind {
     for (int i = 0; i < total; ++i) {
       if (sender) {
         const auto t0 = runtime::monotonicNow();
-        for (int w = 0; w < window; ++w) t.postSend(w, peer, dataTag, b.send.data(), n);
+        for (int w = 0; w < window; ++w) t.postSend(w, peer, dataTag, b.send, n);
         t.postRecv(window, peer, ackTag, &ack, sizeof ack);
         t.waitSlots(0, window + 1, ctx.deadline);
         const auto t1 = runtime::monotonicNow();
@@ -37,7 +37,7 @@ class BandwidthTest final : public PointToPointKind {
           ctx.samples.record(me, i - warmup, peer, static_cast<std::int64_t>(n) * window, t0, t1);
       } else {
         for (int w = 0; w < window; ++w)
-          t.postRecv(w, peer, dataTag, b.recv.data() + (static_cast<std::size_t>(w) % b.slices) * n, n);
+          t.postRecv(w, peer, dataTag, b.recv + (static_cast<std::size_t>(w) % b.slices) * n, n);
         t.waitSlots(0, window, ctx.deadline);
         t.postSend(window, peer, ackTag, &ack, sizeof ack);
         t.waitSlots(window, 1, ctx.deadline);

@@ -27,8 +27,8 @@ class BidirectionalBandwidthTest final : public PointToPointKind {
     for (int i = 0; i < total; ++i) {
       const auto t0 = runtime::monotonicNow();
       for (int w = 0; w < window; ++w)
-        t.postRecv(window + w, peer, dataTag, b.recv.data() + (static_cast<std::size_t>(w) % b.slices) * n, n);
-      for (int w = 0; w < window; ++w) t.postSend(w, peer, dataTag, b.send.data(), n);
+        t.postRecv(window + w, peer, dataTag, b.recv + (static_cast<std::size_t>(w) % b.slices) * n, n);
+      for (int w = 0; w < window; ++w) t.postSend(w, peer, dataTag, b.send, n);
       t.waitSlots(0, 2 * window, ctx.deadline);
       const auto t1 = runtime::monotonicNow();
       if (initiator && i >= warmup)

@@ -91,8 +91,8 @@ class IncastTest final : public TestKind {
     auto& t = ctx.transport;
     const auto n = static_cast<std::size_t>(ctx.instance.bytes);
     const int window = ctx.plan.window;
-    transport::HostBuffer buffer(n);
-    kernels::fillPatternHost(buffer.data(), n, ctx.seed + static_cast<std::uint64_t>(ctx.world.rank()));
+    std::byte* buffer = ctx.buffers.allocate(n);
+    kernels::fillPatternHost(buffer, n, ctx.seed + static_cast<std::uint64_t>(ctx.world.rank()));
     t.reserve(window + 1);
     std::int32_t ack = 0;
     const auto& spec = *ctx.instance.spec;
@@ -101,7 +101,7 @@ class IncastTest final : public TestKind {
     for (int i = 0; i < spec.warmup + spec.iterations; ++i) {
       const auto t0 = runtime::monotonicNow();
       t.postRecv(window, receiver, ackTag, &ack, sizeof ack);
-      for (int w = 0; w < window; ++w) t.postSend(w, receiver, incastTag, buffer.data(), n);
+      for (int w = 0; w < window; ++w) t.postSend(w, receiver, incastTag, buffer, n);
       t.waitSlots(0, window + 1, ctx.deadline);
       const auto t1 = runtime::monotonicNow();
       if (i >= spec.warmup)
@@ -114,7 +114,7 @@ class IncastTest final : public TestKind {
     const auto n = static_cast<std::size_t>(ctx.instance.bytes);
     const int window = ctx.plan.window;
     const int senders = ctx.group.size() - firstSender;
-    transport::HostBuffer buffer(n * static_cast<std::size_t>(window) * static_cast<std::size_t>(senders));
+    std::byte* buffer = ctx.buffers.allocate(n * static_cast<std::size_t>(window) * static_cast<std::size_t>(senders));
     // Slots: [0, senders*window) data, then one ack per sender, then probe ping, pong, stop.
     const int ackBase = senders * window;
     const int pingSlot = ackBase + senders, pongSlot = pingSlot + 1, stopSlot = pongSlot + 1;
@@ -145,7 +145,7 @@ class IncastTest final : public TestKind {
       for (int s = 0; s < senders; ++s)
         for (int w = 0; w < window; ++w)
           t.postRecv(s * window + w, ctx.participants[static_cast<std::size_t>(firstSender + s)], incastTag,
-                     buffer.data() + (static_cast<std::size_t>(s) * window + w) * n, n);
+                     buffer + (static_cast<std::size_t>(s) * window + w) * n, n);
       std::vector<bool> acked(static_cast<std::size_t>(senders), false);
       int remaining = senders;
       while (remaining > 0) {
@@ -168,7 +168,7 @@ class IncastTest final : public TestKind {
     for (int s = 0; s < senders && !ctx.dataCheckFailed; ++s) {
       const int sender = ctx.participants[static_cast<std::size_t>(firstSender + s)];
       for (int w = 0; w < window; ++w) {
-        const auto* slice = buffer.data() + (static_cast<std::size_t>(s) * window + w) * n;
+        const auto* slice = buffer + (static_cast<std::size_t>(s) * window + w) * n;
         const auto bad = kernels::verifyPatternHost(slice, n, ctx.seed + static_cast<std::uint64_t>(sender));
         if (bad != n) {
           ctx.dataCheckFailed = true;

@@ -25,20 +25,20 @@ class LatencyTest final : public PointToPointKind {
     const int total = warmup + ctx.instance.spec->iterations;
     // Each side posts the receive for its next message before it sends, so a
     // message never waits in MPI's unexpected queue.
-    t.postRecv(1, peer, dataTag, b.recv.data(), n);
+    t.postRecv(1, peer, dataTag, b.recv, n);
     for (int i = 0; i < total; ++i) {
       if (initiator) {
         const auto t0 = runtime::monotonicNow();
-        t.postSend(0, peer, dataTag, b.send.data(), n);
+        t.postSend(0, peer, dataTag, b.send, n);
         t.waitSlots(1, 1, ctx.deadline);
         const auto t1 = runtime::monotonicNow();
         t.waitSlots(0, 1, ctx.deadline);
-        if (i + 1 < total) t.postRecv(1, peer, dataTag, b.recv.data(), n);
+        if (i + 1 < total) t.postRecv(1, peer, dataTag, b.recv, n);
         if (i >= warmup) ctx.samples.record(me, i - warmup, peer, static_cast<std::int64_t>(n), t0, t1);
       } else {
         t.waitSlots(1, 1, ctx.deadline);
-        if (i + 1 < total) t.postRecv(1, peer, dataTag, b.recv.data(), n);
-        t.postSend(0, peer, dataTag, b.send.data(), n);
+        if (i + 1 < total) t.postRecv(1, peer, dataTag, b.recv, n);
+        t.postSend(0, peer, dataTag, b.send, n);
         t.waitSlots(0, 1, ctx.deadline);
       }
     }

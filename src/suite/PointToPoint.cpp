@@ -104,9 +104,10 @@ void PointToPointKind::run(RunContext& ctx) const {
     pair = {ctx.participants[static_cast<std::size_t>(pair.initiator)],
             ctx.participants[static_cast<std::size_t>(pair.responder)]};
   if (!mine.empty()) {
-    buffers.send = transport::HostBuffer(bytes);
-    buffers.recv = transport::HostBuffer(bytes * buffers.slices);
-    kernels::fillPatternHost(buffers.send.data(), bytes, patternSeed(ctx.seed, me));
+    buffers.send = ctx.buffers.allocate(bytes);
+    buffers.recvBytes = bytes * buffers.slices;
+    buffers.recv = ctx.buffers.allocate(buffers.recvBytes);
+    kernels::fillPatternHost(buffers.send, bytes, patternSeed(ctx.seed, me));
   }
   ctx.transport.reserve(2 * ctx.plan.window + 2);
 
@@ -117,13 +118,13 @@ void PointToPointKind::run(RunContext& ctx) const {
     if (next < mine.size() && mine[next].first == round) {
       const RankPair pair = mine[next++].second;
       const int peer = pair.initiator == me ? pair.responder : pair.initiator;
-      std::memset(buffers.recv.data(), 0, buffers.recv.size());
+      std::memset(buffers.recv, 0, buffers.recvBytes);
       measurePair(ctx, pair, buffers);
       // The bytes of the last timed iteration are still in the receive slices.
       const bool received = !oneWay() || pair.responder == me;
       if (received) {
         for (std::size_t s = 0; s < buffers.slices && s < static_cast<std::size_t>(ctx.plan.window); ++s) {
-          const auto* slice = buffers.recv.data() + s * bytes;
+          const auto* slice = buffers.recv + s * bytes;
           const auto bad = kernels::verifyPatternHost(slice, bytes, patternSeed(ctx.seed, peer));
           if (bad != bytes && !ctx.dataCheckFailed) {
             ctx.dataCheckFailed = true;

@@ -8,8 +8,9 @@
 namespace fabscope::suite {
 
 struct PairBuffers {
-  transport::HostBuffer send;
-  transport::HostBuffer recv;
+  std::byte* send = nullptr;
+  std::byte* recv = nullptr;
+  std::size_t recvBytes = 0;
   std::size_t sliceBytes = 0;   // one message
   std::size_t slices = 1;       // distinct receive slices (window messages land apart)
 };

@@ -14,6 +14,7 @@
 #include "scenario/Matrix.hpp"
 #include "suite/PairSchedule.hpp"
 #include "suite/Roles.hpp"
+#include "suite/BufferArena.hpp"
 #include "suite/SampleBuffer.hpp"
 #include "transport/Transport.hpp"
 
@@ -52,6 +53,7 @@ struct RunContext {
   const scenario::TestInstance& instance;
   const InstancePlan& plan;
   SampleBuffer& samples;
+  BufferArena& buffers;  // every buffer a transfer touches comes from here
   runtime::Deadline deadline;
   std::uint64_t seed;
   bool dataCheckFailed = false;

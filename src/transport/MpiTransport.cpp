@@ -1,6 +1,13 @@
 #include "transport/MpiTransport.hpp"
 
+#include <algorithm>
+
 namespace fabscope::transport {
+
+namespace {
+// How long reset() lets in-flight transfers finish before cancelling them.
+constexpr runtime::Nanoseconds resetGraceNs = 2'000'000'000;
+}  // namespace
 
 using runtime::checkMpi;
 
@@ -55,18 +62,22 @@ bool MpiTransport::testSlots(int first, int count) {
 }
 
 void MpiTransport::reset(const runtime::Deadline& deadline) {
-  // Cancel everything still outstanding and wait until MPI has let go of it:
-  // a send that is merely freed could still read its buffer after the test
-  // that owned the buffer has released it.
-  for (auto& r : requests_)
-    if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+  // First let what is in flight finish (a matched rendezvous can be neither
+  // cancelled nor abandoned: its peer would wait for it); then cancel what is
+  // left, which is unmatched; then wait until MPI has let go of every buffer.
   int done = 0;
-  runtime::waitUntil(
-      [&] {
-        MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE);
-        return done != 0;
-      },
-      deadline, "outstanding transfers to be cancelled after a timeout");
+  auto allDone = [&] {
+    MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE);
+    return done != 0;
+  };
+  const auto grace = runtime::Deadline(std::min(deadline.at(), runtime::monotonicNow() + resetGraceNs));
+  while (!allDone() && !grace.expired()) {
+  }
+  if (!done) {
+    for (auto& r : requests_)
+      if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+    runtime::waitUntil(allDone, deadline, "outstanding transfers to be cancelled after a timeout");
+  }
   MPI_Comm old = comm_;
   duplicate(world_, deadline);
   MPI_Comm_free(&old);

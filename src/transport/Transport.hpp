@@ -36,8 +36,8 @@ class Transport {
   // Drops every outstanding operation so the next test starts clean (after a
   // timeout). Collective over the transport's ranks, bounded by `deadline`.
   // After reset() returns, no outstanding operation touches its buffer any more
-  // (MPI: cancelled and completed; a send that cannot be cancelled is waited for
-  // under the deadline).
+  // (MPI: in-flight transfers get a short grace to finish, the rest are
+  // cancelled, and all are waited for under the deadline).
   virtual void reset(const runtime::Deadline& deadline) = 0;
 
   // --- Optional extensions (defaults: not supported) ------------------------
