@@ -26,8 +26,7 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
     int index = 0;
     for (const auto& p : planned) {
       const auto& spec = *p.instance.spec;
-      const std::int64_t memory =
-          p.plan.maxSamplesPerRank * static_cast<std::int64_t>(sizeof(output::SampleRecord)) + p.plan.bufferBytesPerRank;
+      const std::int64_t memory = driver::memoryPerRank(p.plan);
       peak = std::max(peak, memory);
       char timeout[16];
       std::snprintf(timeout, sizeof timeout, "%.0fs", spec.timeoutSeconds);
@@ -37,7 +36,8 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
                   scenario::formatSize(memory).c_str(), p.plan.description.c_str());
       if (!p.instance.sizeFormula.empty()) std::printf("     size = %s\n", p.instance.sizeFormula.c_str());
     }
-    std::printf("\npeak memory per rank for samples and buffers: about %.1f MiB\n", static_cast<double>(peak) / (1 << 20));
+    std::printf("\npeak memory per rank for samples and buffers: about %.1f MiB (limit max_memory_per_rank %.0f MiB)\n",
+                static_cast<double>(peak) / (1 << 20), static_cast<double>(scenario.maxMemoryPerRank) / (1 << 20));
     return exit_code::ok;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "fabscope: error: %s\n", e.what());

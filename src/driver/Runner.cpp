@@ -62,11 +62,23 @@ struct PairKey {
 
 }  // namespace
 
+std::int64_t memoryPerRank(const suite::InstancePlan& plan) {
+  return plan.maxSamplesPerRank * static_cast<std::int64_t>(sizeof(output::SampleRecord)) + plan.bufferBytesPerRank;
+}
+
 std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
                                         int worldSize) {
   std::vector<PlannedInstance> out;
   for (auto& instance : scenario::expandMatrix(scenario)) {
     auto plan = registry.kind(instance.spec->kind).plan(instance, scenario.file, worldSize);
+    const std::int64_t memory = memoryPerRank(plan);
+    if (memory > scenario.maxMemoryPerRank)
+      throw scenario::ScenarioError(
+          scenario::positionOf(scenario.file, instance.spec->node) + ": test '" + instance.spec->name + "' at " +
+          scenario::formatSize(instance.bytes) + " needs about " + std::to_string(memory >> 20) +
+          " MiB per rank for samples and buffers, more than max_memory_per_rank (" +
+          std::to_string(scenario.maxMemoryPerRank >> 20) + " MiB); lower iterations, window or sizes, or raise the "
+          "limit with --set max_memory_per_rank=16GiB");
     out.push_back({std::move(instance), std::move(plan)});
   }
   return out;

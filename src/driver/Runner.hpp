@@ -26,7 +26,11 @@ struct PlannedInstance {
   suite::InstancePlan plan;
 };
 
-// The matrix with every instance's plan; throws ScenarioError on bad kind keys.
+// Samples and buffers one rank needs for an instance (known before it runs).
+std::int64_t memoryPerRank(const suite::InstancePlan& plan);
+
+// The matrix with every instance's plan; throws ScenarioError on bad kind keys
+// and on an instance above the scenario's max_memory_per_rank.
 std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
                                         int worldSize);
 

@@ -51,6 +51,8 @@ struct Scenario {
   std::uint64_t seed = 0;
   bool seedGiven = false;
   std::string hdf5Mode = "auto";  // auto | parallel | serial
+  // Samples and buffers one rank may allocate for one test instance.
+  std::int64_t maxMemoryPerRank = std::int64_t{4} << 30;
   std::vector<TestSpec> tests;
   std::vector<std::string> overrides;
 };

@@ -13,11 +13,12 @@
 namespace fabscope::scenario {
 namespace {
 
-const std::vector<std::string> topKeys = {"name", "description", "seed", "hdf5", "model", "parallel", "defaults", "tests"};
+const std::vector<std::string> topKeys = {"name", "description", "seed", "hdf5", "max_memory_per_rank",
+                                          "model", "parallel", "defaults", "tests"};
 const std::vector<std::string> commonKeys = {"name",   "kind",      "sizes",     "iterations",
                                              "warmup", "timeout",   "transport", "memory",
                                              "conditions", "ranks", "roles", "load_bytes"};
-const std::vector<std::string> runLevelOverrideKeys = {"seed", "hdf5"};
+const std::vector<std::string> runLevelOverrideKeys = {"seed", "hdf5", "max_memory_per_rank"};
 constexpr double maxTimeoutSeconds = 24 * 3600;
 
 std::string joined(const std::vector<std::string>& words) {
@@ -90,6 +91,14 @@ class Loader {
       scenario.seedGiven = true;
     }
     if (root["hdf5"]) scenario.hdf5Mode = choiceOf(root["hdf5"], "hdf5", {"auto", "parallel", "serial"});
+    if (const YAML::Node m = root["max_memory_per_rank"]) {
+      if (!m.IsScalar()) fail(m, "'max_memory_per_rank' must be a size such as 8GiB");
+      try {
+        scenario.maxMemoryPerRank = parseMemorySize(m.Scalar());
+      } catch (const std::invalid_argument& e) {
+        fail(m, e.what());
+      }
+    }
 
     const YAML::Node defaults = root["defaults"] ? root["defaults"] : YAML::Node(YAML::NodeType::Map);
     if (!defaults.IsMap()) fail(defaults, "'defaults' must be a mapping of test keys");
@@ -168,6 +177,14 @@ class Loader {
       if (key == "seed") {
         scenario.seed = static_cast<std::uint64_t>(integerOfOverride(parsed, where));
         scenario.seedGiven = true;
+        continue;
+      }
+      if (key == "max_memory_per_rank") {
+        try {
+          scenario.maxMemoryPerRank = parseMemorySize(value);
+        } catch (const std::invalid_argument& e) {
+          throw ScenarioError(where + ": " + e.what());
+        }
         continue;
       }
       if (key == "hdf5") {

@@ -36,6 +36,22 @@ NumberAndUnit splitNumber(std::string_view text, const char* what) {
 
 }  // namespace
 
+std::int64_t parseMemorySize(std::string_view text) {
+  const auto [number, unit] = splitNumber(text, "a memory size such as 512MiB or 8GiB");
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "KiB") scale = 1024.0;
+  else if (unit == "MiB") scale = 1024.0 * 1024;
+  else if (unit == "GiB") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
+  else
+    throw std::invalid_argument("unknown memory unit '" + std::string(unit) + "'; expected B, KiB, MiB, GiB or TiB");
+  const double bytes = number * scale;
+  if (!(bytes >= 1 << 20) || bytes > 1e15)
+    throw std::invalid_argument("memory size '" + std::string(trim(text)) + "' must be between 1MiB and 1PiB");
+  return static_cast<std::int64_t>(bytes);
+}
+
 std::int64_t parseSize(std::string_view text) {
   const auto [number, unit] = splitNumber(text, "a size such as 8, 4KiB or 1MiB");
   double scale = 0;

@@ -15,6 +15,9 @@ inline constexpr std::int64_t maxMessageBytes = std::int64_t{1} << 30;
 // Throws std::invalid_argument with what was expected.
 std::int64_t parseSize(std::string_view text);
 
+// A memory budget: like parseSize but without the message limit.
+std::int64_t parseMemorySize(std::string_view text);
+
 // One size or a geometric range: "8..4MiB x2" (factor defaults to 2), "1KiB".
 std::vector<std::int64_t> parseSizeList(std::string_view text);
 

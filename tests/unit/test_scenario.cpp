@@ -185,3 +185,10 @@ tests:
   EXPECT_NE(errorOf("tests:\n  - kind: latency\n    sizes: [8]\n    roles: {canaries: 0}\n").find("t.yaml:4:"),
             std::string::npos);
 }
+
+TEST(Scenario, MemoryLimitIsCheckedBeforeRunning) {
+  const char* const big = "tests:\n  - {kind: latency, sizes: [8], iterations: 100000000}\n";
+  EXPECT_NE(errorOf(big).find("more than max_memory_per_rank"), std::string::npos);
+  EXPECT_EQ(errorOf(big, {"max_memory_per_rank=128GiB"}), "no error");
+  EXPECT_NE(errorOf(big, {"max_memory_per_rank=lots"}).find("--set max_memory_per_rank=lots"), std::string::npos);
+}
