@@ -16,6 +16,7 @@ struct InstanceResult {
   double bytesPerSample = 0;    // bandwidth: mean bytes in one sample
   double gbpsMean = 0;
   double impactMean = 0, impactP99 = 0;  // 0 = not computed
+  std::string spansSites;  // the sites of a measuring group that spans more than one
 };
 
 }  // namespace fabscope::driver

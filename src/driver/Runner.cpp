@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <set>
 #include <utility>
 #include <map>
 #include <random>
@@ -137,6 +138,8 @@ void Runner::writeRanks(output::ResultFile& file) {
   output::setText(row.pod, label.pod);
   output::setText(row.leaf, label.leaf);
   file.writeTable<output::RankRecord>("/ranks", std::span(&row, 1), runtime::Deadline::afterSeconds(60));
+  // Every rank's site on rank 0, to flag test groups that span sites.
+  siteOfRank_ = world_.gatherStrings(label.site, 0, runtime::Deadline::afterSeconds(60));
 }
 
 void Runner::writeSkipped(int index, const PlannedInstance& planned, output::ResultFile& file, const std::string& why) {
@@ -468,6 +471,18 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
       {"placement", roles.placement},
       {"size_formula", instance.sizeFormula},
   };
+  if (rank0) {
+    // A group across sites measures a WAN path, not the cluster fabric: say so.
+    std::set<std::string> sites;
+    for (int r : roles.canaries)
+      if (!siteOfRank_[static_cast<std::size_t>(r)].empty()) sites.insert(siteOfRank_[static_cast<std::size_t>(r)]);
+    if (sites.size() > 1) {
+      std::string list;
+      for (const auto& s : sites) list += (list.empty() ? "" : ",") + s;
+      attrs.emplace_back("spans_sites", list);
+      result.spansSites = list;
+    }
+  }
   if (congested) {
     attrs.emplace_back("load", loadGraph.description);
     attrs.emplace_back("load_bytes", spec.loadBytes);

@@ -64,6 +64,7 @@ class Runner {
   bool leaveRun_ = false;
   bool abandoned_ = false;
   suite::BufferArena buffers_;
+  std::vector<std::string> siteOfRank_;  // rank 0 only
   RunOptions options_;
   runtime::RankIdentity identity_;
   runtime::ClockSync clock_;

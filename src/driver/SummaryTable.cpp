@@ -45,6 +45,9 @@ void printSummaryTable(std::FILE* out, const std::vector<InstanceResult>& result
                  r.condition.c_str(), s.count, cells[0].c_str(), cells[1].c_str(), cells[2].c_str(), cells[3].c_str(),
                  impact, r.status.c_str());
     if (!r.error.empty()) std::fprintf(out, "     ! %s\n", r.error.c_str());
+    if (!r.spansSites.empty())
+      std::fprintf(out, "     ! the measuring ranks span sites %s: a WAN path, not one cluster fabric\n",
+                   r.spansSites.c_str());
   }
   std::fprintf(out, "\nlatency: one-way, microseconds; bandwidth: GB/s = 10^9 bytes/s at that sample time; "
                     "impact: congested/quiet p99 (>1 is worse)\n");

@@ -29,10 +29,23 @@ tests:
     warmup: 2
     timeout: 120s
     ranks: 2
+  - name: across-sites
+    kind: latency
+    sizes: [8]
+    iterations: 20
+    timeout: 60s
+YAML
+# Topology labels: the third host sits in another site, so a test that uses
+# all three hosts is flagged as spanning sites.
+cat > "$scratch/topology.yaml" <<'YAML'
+hosts:
+  ecloss0: {site: dc1, pod: p1, leaf: l1}
+  ecloss1: {site: dc1, pod: p1, leaf: l2}
+  ecloss2: {site: dc2, pod: p9, leaf: l9}
 YAML
 set +e
 timeout --kill-after=10 400 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --fabric emulated -N 1 --bin "$FABSCOPE_BIN" -- \
-  run --scenario "$scratch/loss.yaml" --output "$scratch/loss.h5" --no-progress
+  run --scenario "$scratch/loss.yaml" --output "$scratch/loss.h5" --no-progress --topology "$scratch/topology.yaml"
 rc=$?
 set -e
 ((rc == 0)) || fail "fabscope exited with $rc"
@@ -51,5 +64,9 @@ with h5py.File(sys.argv[1], "r") as f:
     assert retrans["ecloss0"] > 0, "no retransmissions on the lossy host's peer"
     assert min(retrans["ecloss0"], retrans["ecloss1"]) >= 10 * max(1, retrans["ecloss2"]), \
         "the host without traffic through the lossy one retransmitted as much"
+    sites = {text(r["host"]): text(r["site"]) for r in f["ranks"][()]}
+    assert sites == {"ecloss0": "dc1", "ecloss1": "dc1", "ecloss2": "dc2"}, sites
+    assert "spans_sites" not in f["tests/0000"].attrs, "a one-site pair was flagged"
+    assert text(f["tests/0001"].attrs["spans_sites"]) == "dc1,dc2", dict(f["tests/0001"].attrs)
 PY
 note "retransmissions appeared on the lossy link only"
