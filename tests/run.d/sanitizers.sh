@@ -38,4 +38,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 # recovery timing that ASan's slowdown would distort; they run in the normal
 # tree only. See docs/hardening.md for the list and why.
 exclude=$(cat "$here/excluded-tests.txt" | sed -e 's/#.*//' -e '/^ *$/d' | paste -sd'|')
-ctest --test-dir "$tree" --output-on-failure -L "unit|mpi" ${exclude:+-E "$exclude"} --timeout 600 "$@"
+# Unit tests: memory errors, undefined behaviour and leaks.
+ctest --test-dir "$tree" --output-on-failure -L unit ${exclude:+-E "$exclude"} --timeout 600 "$@" || exit 1
+# MPI tests: memory errors and undefined behaviour, but no leak check. A whole
+# MPI program leaks inside Open MPI's components at exit (their frames show as
+# "<unknown module>", so no suppression can name them); fabscope's own
+# allocations are leak-checked by the unit tests above.
+ASAN_OPTIONS=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0} \
+  ctest --test-dir "$tree" --output-on-failure -L mpi ${exclude:+-E "$exclude"} --timeout 600 "$@"

@@ -1,0 +1,106 @@
+// HDF5 write-then-read round trip of the result file writer, in both modes,
+// on a single-rank communicator.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <vector>
+
+#include "MpiForTests.hpp"
+#include "fabscope/BuildConfig.hpp"
+#include "output/ResultFile.hpp"
+
+using namespace fabscope;
+
+namespace {
+
+std::string readStringAttribute(hid_t object, const char* name) {
+  const hid_t a = H5Aopen(object, name, H5P_DEFAULT);
+  const hid_t type = H5Aget_type(a);
+  char* text = nullptr;
+  const hid_t memType = H5Tcopy(H5T_C_S1);
+  H5Tset_size(memType, H5T_VARIABLE);
+  H5Tset_cset(memType, H5T_CSET_UTF8);
+  H5Aread(a, memType, &text);
+  std::string out = text ? text : "";
+  H5free_memory(text);
+  H5Tclose(memType);
+  H5Tclose(type);
+  H5Aclose(a);
+  return out;
+}
+
+std::int64_t readIntAttribute(hid_t object, const char* name) {
+  std::int64_t v = -99;
+  const hid_t a = H5Aopen(object, name, H5P_DEFAULT);
+  H5Aread(a, H5T_NATIVE_INT64, &v);
+  H5Aclose(a);
+  return v;
+}
+
+void roundTrip(const std::string& mode) {
+  fabscope::testing::ensureMpi();
+  const runtime::Communicator self(MPI_COMM_SELF);
+  const auto path = (std::filesystem::temp_directory_path() / ("fabscope-roundtrip-" + mode + ".h5")).string();
+  const auto deadline = runtime::Deadline::afterSeconds(30);
+  std::vector<output::SampleRecord> rows;
+  for (int i = 0; i < 1000; ++i) rows.push_back({0, i, 1, 4096, 1000 + i, 2000 + 3 * i, i % 3 == 0 ? 1u : 0u});
+  {
+    output::ResultFile file(path, mode, self, deadline);
+    file.setAttributes("/", {{"format", std::string("fabscope")}, {"complete", std::int64_t{0}}}, deadline);
+    file.createGroup("/tests");
+    file.createGroup("/tests/0000");
+    file.writeTable<output::SampleRecord>("/tests/0000/samples", rows, deadline);
+    const std::vector<double> m = {std::nan(""), 2.5, 3.5, std::nan("")};
+    file.writeMatrix("/tests/0000/pair_matrix", m, 2, 2);
+    // Attributes are replaced, not duplicated (complete goes 0 -> 1 at the end of a run).
+    file.setAttributes("/", {{"complete", std::int64_t{1}}, {"note", std::string("é ünïcode")}}, deadline);
+    file.flush();
+  }
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  EXPECT_EQ(readStringAttribute(f, "format"), "fabscope");
+  EXPECT_EQ(readIntAttribute(f, "complete"), 1);
+  EXPECT_EQ(readStringAttribute(f, "note"), "é ünïcode");
+  const hid_t ds = H5Dopen2(f, "/tests/0000/samples", H5P_DEFAULT);
+  const hid_t space = H5Dget_space(ds);
+  hsize_t n = 0;
+  H5Sget_simple_extent_dims(space, &n, nullptr);
+  ASSERT_EQ(n, rows.size());
+  std::vector<output::SampleRecord> back(n);
+  auto type = output::compoundTypeOf<output::SampleRecord>();
+  ASSERT_GE(H5Dread(ds, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, back.data()), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(back[i].iter, rows[i].iter);
+    EXPECT_EQ(back[i].t_done_ns, rows[i].t_done_ns);
+    EXPECT_EQ(back[i].flags, rows[i].flags);
+  }
+  double m[4];
+  const hid_t mds = H5Dopen2(f, "/tests/0000/pair_matrix", H5P_DEFAULT);
+  H5Dread(mds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, m);
+  EXPECT_TRUE(std::isnan(m[0]));
+  EXPECT_DOUBLE_EQ(m[1], 2.5);
+  H5Dclose(mds);
+  H5Sclose(space);
+  H5Dclose(ds);
+  H5Fclose(f);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+
+TEST(ResultFile, RoundTripGatheredToRankZero) { roundTrip("serial"); }
+
+TEST(ResultFile, RoundTripParallelHdf5) {
+  if (!FABSCOPE_HDF5_PARALLEL) GTEST_SKIP() << "this build's HDF5 is serial";
+  roundTrip("parallel");
+}
+
+TEST(ResultFile, UnwritableFolderIsARuntimeFailure) {
+  fabscope::testing::ensureMpi();
+  const runtime::Communicator self(MPI_COMM_SELF);
+  EXPECT_THROW(output::ResultFile("/nonexistent/folder/x.h5", "serial", self, runtime::Deadline::afterSeconds(5)),
+               RuntimeFailure);
+}
