@@ -4,7 +4,12 @@
 #include <cstring>
 #include <map>
 
+#include "fabscope/BuildConfig.hpp"
 #include "transport/HostBuffer.hpp"
+#if FABSCOPE_HAVE_CUDA
+#include "cuda/CopyLoad.hpp"
+#include "cuda/CudaApi.hpp"
+#endif
 
 namespace fabscope::conditions {
 namespace {
@@ -52,15 +57,15 @@ LoadGraph planLoad(const std::string& condition, const suite::RoleAssignment& ro
     }
     g.description = std::to_string(half) + " congestor pairs streaming both ways";
   } else if (condition == "copy") {
-    g.description = std::to_string(c.size()) + " congestors copying memory (host memory bandwidth load)";
+    g.description = std::to_string(c.size()) + " congestors copying: host<->GPU over PCIe on GPU hosts, host memory otherwise";
   } else {
     throw UsageError("unknown condition '" + condition + "'");
   }
   return g;
 }
 
-GatedLoad::GatedLoad(const runtime::Communicator& world, const runtime::Deadline& deadline)
-    : world_(world), deadline_(deadline) {
+GatedLoad::GatedLoad(const runtime::Communicator& world, const runtime::Deadline& deadline, int localRank)
+    : world_(world), deadline_(deadline), localRank_(localRank) {
   MPI_Request r;
   runtime::checkMpi(MPI_Comm_idup(world.handle(), &comm_, &r), "MPI_Comm_idup(load)");
   int done = 0;
@@ -106,9 +111,36 @@ void GatedLoad::idle() {
 }
 
 LoadReport GatedLoad::congest(const std::string& condition, const LoadGraph& graph, std::int64_t messageBytes) {
-  if (condition == "copy") return copyMemory(std::max<std::int64_t>(messageBytes, 32 << 20));
+  if (condition == "copy") {
+#if FABSCOPE_HAVE_CUDA
+    // On a GPU host the copy load is what serving does: host<->GPU copies over PCIe.
+    if (kernels::cuda::deviceCount() > 0) return copyToGpu(std::max<std::int64_t>(messageBytes, 8 << 20));
+#endif
+    return copyMemory(std::max<std::int64_t>(messageBytes, 32 << 20));
+  }
   return stream(graph, messageBytes);
 }
+
+#if FABSCOPE_HAVE_CUDA
+LoadReport GatedLoad::copyToGpu(std::int64_t chunkBytes) {
+  kernels::cuda::CopyLoadConfig config;
+  config.device = localRank_ % kernels::cuda::deviceCount();
+  config.chunkBytes = static_cast<std::uint64_t>(chunkBytes);
+  kernels::cuda::CopyLoad copies(config);
+  const auto t0 = runtime::monotonicNow();
+  // The copy threads stop on their own at the deadline at the latest.
+  copies.start(std::chrono::nanoseconds(std::max<runtime::Nanoseconds>(deadline_.at() - t0, 1)));
+  postGate(startGate_);
+  waitGate(startGate_, "all ranks to see the copy load start");
+  postGate(stopGate_);
+  waitGate(stopGate_, "the measurement to finish while copying to the GPU");
+  const auto stats = copies.stop();
+  LoadReport report;
+  report.bytesSent = static_cast<std::int64_t>(stats.hostToDeviceBytes + stats.deviceToHostBytes);
+  report.seconds = static_cast<double>(runtime::monotonicNow() - t0) / 1e9;
+  return report;
+}
+#endif
 
 // Senders keep `loadWindow` messages in flight to each destination; receivers
 // keep receives posted from any source until every source sent its stop

@@ -38,7 +38,7 @@ LoadGraph planLoad(const std::string& condition, const suite::RoleAssignment& ro
 
 class GatedLoad {
  public:
-  GatedLoad(const runtime::Communicator& world, const runtime::Deadline& deadline);
+  GatedLoad(const runtime::Communicator& world, const runtime::Deadline& deadline, int localRank);
 
   // Canary side: wait for gate 1 before measuring, join gate 2 after.
   void canaryBeforeMeasuring();
@@ -51,12 +51,14 @@ class GatedLoad {
  private:
   LoadReport stream(const LoadGraph& graph, std::int64_t messageBytes);
   LoadReport copyMemory(std::int64_t bufferBytes);
+  LoadReport copyToGpu(std::int64_t chunkBytes);
   void postGate(MPI_Request& gate);
   bool gateDone(MPI_Request& gate);
   void waitGate(MPI_Request& gate, const char* what);
 
   const runtime::Communicator& world_;
   runtime::Deadline deadline_;
+  int localRank_;
   MPI_Comm comm_;  // private duplicate so load traffic never matches test traffic
   MPI_Request startGate_ = MPI_REQUEST_NULL;
   MPI_Request stopGate_ = MPI_REQUEST_NULL;

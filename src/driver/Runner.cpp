@@ -330,7 +330,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   conditions::LoadGraph loadGraph;
   if (congested) {
     loadGraph = conditions::planLoad(instance.condition, roles, identity_.hostOfRank);
-    load.emplace(*comm_, runDeadline);
+    load.emplace(*comm_, runDeadline, identity_.localRank);
   }
   const auto tStart = clock_.toGlobal(runtime::monotonicNow());
   suite::RunContext ctx{world_, measuring, roles.canaries, transport, identity_, clock_, instance, plan, samples,
@@ -398,6 +398,13 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
     buffers_.abandon();
   } else {
     buffers_.release();
+  }
+  // What the neighbour traffic achieved, so a weak load is not mistaken for a robust fabric.
+  double loadGbps = 0;
+  if (congested) {
+    const auto loadBytes = comm_->allreduceSum(loadReport.bytesSent, control);
+    const auto loadNs = comm_->allreduceMax(static_cast<std::int64_t>(loadReport.seconds * 1e9), control);
+    loadGbps = loadNs > 0 ? static_cast<double>(loadBytes) / static_cast<double>(loadNs) : 0;
   }
   std::string firstError;
   for (const auto& e : errors)
@@ -486,6 +493,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   if (congested) {
     attrs.emplace_back("load", loadGraph.description);
     attrs.emplace_back("load_bytes", spec.loadBytes);
+    attrs.emplace_back("load_gbps", loadGbps);
   }
   attrs.insert(attrs.end(), ctx.attributes.begin(), ctx.attributes.end());
   std::vector<double> matrix;

@@ -35,5 +35,21 @@ tests:
 YAML
 step "NCCL all-reduce on one rank, verified" mpirun -np 1 "$here/fabscope" run --scenario "$out/gpu.yaml" \
   --output "$out/gpu-allreduce.h5" --overwrite --no-progress
+cat > "$out/copy.yaml" <<'YAML'
+name: gpu-copy-condition
+description: point-to-point latency quiet and while two congestor ranks keep host-GPU copies running
+tests:
+  - name: probe
+    kind: latency
+    sizes: [8, 64KiB]
+    iterations: 2000
+    warmup: 100
+    timeout: 60s
+    conditions: [quiet, copy]
+    roles: {canaries: 2}
+    load_bytes: 64MiB
+YAML
+step "copy condition (host<->GPU copies) against a point-to-point test, 4 ranks" mpirun -np 4 "$here/fabscope" run \
+  --scenario "$out/copy.yaml" --output "$out/gpu-copy.h5" --overwrite --no-progress
 echo "gpu steps failed: $failed" | tee -a "$report"
 [ $failed -eq 0 ]
