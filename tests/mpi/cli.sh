@@ -22,4 +22,11 @@ grep -q "does not exist" "$scratch/out"
 expect_rc 2 "$FABSCOPE_BIN" run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/smoke.yaml" --output "$scratch/one.h5"
 grep -q "needs at least 2 ranks" "$scratch/out"
 [ ! -e "$scratch/one.h5" ]
+# A manifest that does not parse stops the run before anything is measured.
+for bad in bad-protocol unknown-key syntax-error; do
+  expect_rc 2 run_mpi -np 2 "$FABSCOPE_BIN" run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/smoke.yaml" \
+    --output "$scratch/m-$bad.h5" --manifest "$FABSCOPE_SOURCE_DIR/tests/data/manifests/$bad.yaml"
+  grep -q "manifests/$bad.yaml:[0-9]*:[0-9]*: " "$scratch/out" || { echo "FAIL: manifest $bad: no file:line:column"; cat "$scratch/out"; exit 1; }
+  [ ! -e "$scratch/m-$bad.h5" ] || { echo "FAIL: manifest $bad left a result file"; exit 1; }
+done
 echo "cli: ok"
