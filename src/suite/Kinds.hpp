@@ -12,5 +12,6 @@ std::unique_ptr<TestKind> makeBidirectionalBandwidthTest();
 std::unique_ptr<TestKind> makeAllReduceTest();
 std::unique_ptr<TestKind> makeIncastTest();
 std::unique_ptr<TestKind> makeKvPushTest();
+std::unique_ptr<TestKind> makeFaultDrillTest();
 
 }  // namespace fabscope::suite

@@ -7,7 +7,7 @@
 namespace fabscope::suite {
 
 Registry::Registry() {
-  for (auto make : {makeLatencyTest, makeBandwidthTest, makeBidirectionalBandwidthTest, makeKvPushTest, makeAllReduceTest, makeIncastTest}) {
+  for (auto make : {makeLatencyTest, makeBandwidthTest, makeBidirectionalBandwidthTest, makeKvPushTest, makeAllReduceTest, makeIncastTest, makeFaultDrillTest}) {
     auto k = make();
     auto name = k->name();
     kinds_.emplace(std::move(name), std::move(k));

@@ -1,0 +1,101 @@
+// Fault drill: the scenario keys (through the real loader and planner) and
+// the recovery computation.
+#include <gtest/gtest.h>
+
+#include "driver/Runner.hpp"
+#include "fabscope/BuildConfig.hpp"
+#include "scenario/Matrix.hpp"
+#include "suite/FaultDrillConfig.hpp"
+#include "suite/Registry.hpp"
+
+namespace fabscope {
+namespace {
+
+const suite::Registry& registry() {
+  static const suite::Registry r;
+  return r;
+}
+
+std::string text(const std::string& keys) {
+  return "name: t\nseed: 1\ntests:\n  - name: drill\n    kind: fault\n    sizes: [64]\n    timeout: 60s\n" + keys;
+}
+
+// The error of loading and planning on `ranks` ranks, "" if none.
+std::string planError(const std::string& keys, int ranks = 4) {
+  try {
+    const auto s = scenario::loadScenarioText(text(keys), "t.yaml", {}, registry().scenarioRules(ranks));
+    (void)driver::planMatrix(s, registry(), ranks);
+  } catch (const scenario::ScenarioError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(FaultDrillConfig, RefusesTheMpiDataPath) {
+  const auto e = planError("    transport: mpi\n");
+  EXPECT_NE(e.find("needs transport: ucx"), std::string::npos) << e;
+  EXPECT_NE(e.find("cannot survive"), std::string::npos) << e;
+}
+
+TEST(FaultDrillConfig, VictimMustBeAWorker) {
+  if (!FABSCOPE_HAVE_UCX) GTEST_SKIP() << "built without UCX";
+  EXPECT_NE(planError("    transport: ucx\n    victim: 0\n").find("victim"), std::string::npos);
+  // On 4 ranks index 3 is the spare.
+  const auto e = planError("    transport: ucx\n    victim: 3\n", 4);
+  EXPECT_NE(e.find("victim must be a worker, 1 .. 2"), std::string::npos) << e;
+  EXPECT_EQ(planError("    transport: ucx\n    victim: 2\n", 4), "");
+  EXPECT_NE(planError("    transport: ucx\n", 3).find("at least 4"), std::string::npos);
+}
+
+TEST(FaultDrillConfig, FaultMustComeWhileTrafficFlows) {
+  if (!FABSCOPE_HAVE_UCX) GTEST_SKIP() << "built without UCX";
+  const auto e = planError("    transport: ucx\n    requests: 100\n    rate: 100\n    at: 2s\n");
+  EXPECT_NE(e.find("after the last request"), std::string::npos) << e;
+  EXPECT_NE(planError("    transport: ucx\n    at: soon\n").find("expected a duration"), std::string::npos);
+  EXPECT_NE(planError("    transport: ucx\n    fault: hang\n").find("not implemented"), std::string::npos);
+  EXPECT_NE(planError("    transport: ucx\n    requests: 100000\n    rate: 1000\n").find("timeout must be"),
+            std::string::npos);
+}
+
+TEST(FaultDrillConfig, ReadsTheKeys) {
+  if (!FABSCOPE_HAVE_UCX) GTEST_SKIP() << "built without UCX";
+  const auto s = scenario::loadScenarioText(
+      text("    transport: ucx\n    victim: 2\n    at: 500ms\n    detect_within: 1s\n    heartbeat: 50ms\n"
+           "    requests: 2000\n    rate: 500\n"),
+      "t.yaml", {}, registry().scenarioRules(5));
+  const auto c = suite::readFaultDrillConfig(s.tests.at(0), "t.yaml", 5);
+  EXPECT_EQ(c.victim, 2);
+  EXPECT_DOUBLE_EQ(c.atSeconds, 0.5);
+  EXPECT_DOUBLE_EQ(c.detectWithinSeconds, 1.0);
+  EXPECT_DOUBLE_EQ(c.replyTimeoutSeconds(), 0.15);
+  EXPECT_EQ(c.requests, 2000);
+  EXPECT_EQ(c.replyBytes, 64);
+  const auto planned = driver::planMatrix(s, registry(), 5);
+  EXPECT_TRUE(planned.at(0).plan.mayLoseRanks);
+}
+
+constexpr runtime::Nanoseconds ms = 1000000;
+
+TEST(FaultDrillRecovery, BackAtNinetyPercentAfterAGap) {
+  // 1 completion per ms for 1 s, nothing for 200 ms after the fault, then 1/ms again.
+  std::vector<runtime::Nanoseconds> done;
+  for (runtime::Nanoseconds t = 1; t < 1000; ++t) done.push_back(t * ms);
+  for (runtime::Nanoseconds t = 1200; t < 2000; ++t) done.push_back(t * ms);
+  const auto r = suite::findRecovery(done, 0, 1000 * ms, 1100 * ms, 20 * ms);
+  ASSERT_TRUE(r.recoveredAt);
+  EXPECT_NEAR(r.preFaultPerSecond, 999, 1);
+  // The first 20 ms window after 1200 ms holding >= 18 completions ends near 1217 ms.
+  EXPECT_GE(*r.recoveredAt, 1215 * ms);
+  EXPECT_LE(*r.recoveredAt, 1220 * ms);
+}
+
+TEST(FaultDrillRecovery, HalfTheThroughputIsNotRecovered) {
+  std::vector<runtime::Nanoseconds> done;
+  for (runtime::Nanoseconds t = 1; t < 1000; ++t) done.push_back(t * ms);
+  for (runtime::Nanoseconds t = 1000; t < 2000; t += 2) done.push_back(t * ms);
+  EXPECT_FALSE(suite::findRecovery(done, 0, 1000 * ms, 1000 * ms, 20 * ms).recoveredAt);
+  EXPECT_FALSE(suite::findRecovery({}, 0, 1000 * ms, 1000 * ms, 20 * ms).recoveredAt);
+}
+
+}  // namespace
+}  // namespace fabscope
