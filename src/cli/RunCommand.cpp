@@ -82,6 +82,14 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
       std::fflush(nullptr);
       std::_Exit(exit_code::ok);
     }
+    if (runner.lostRanks()) {
+      // MPI_Finalize synchronises with every rank, the dead one included, and
+      // never returns (seen with Open MPI 4.1); a bounded finalize left mpirun
+      // itself waiting. Leave at once: the file is complete and closed.
+      // Open MPI then reports the survivors as ending without MPI_Finalize.
+      std::fflush(nullptr);
+      std::_Exit(code);
+    }
     if (runner.transfersAbandoned()) {
       // The file is complete and closed; only MPI_Finalize is skipped.
       std::fflush(nullptr);

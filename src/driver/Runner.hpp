@@ -46,6 +46,8 @@ class Runner {
   // True when transfers of a timed-out test may still be pending: MPI_Finalize
   // could wait for them forever, so the process must exit without it.
   bool transfersAbandoned() const { return abandoned_; }
+  // True after a fault drill lost ranks: MPI_Finalize would wait for them.
+  bool lostRanks() const { return survivors_.has_value(); }
 
  private:
   InstanceResult runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
