@@ -130,11 +130,12 @@ class Loader {
       if (spec.ranks > rules_.worldSize)
         fail(tests[i]["ranks"], "test '" + spec.name + "' asks for " + std::to_string(spec.ranks) +
                                     " ranks but the run has only " + std::to_string(rules_.worldSize));
+      // The kind's own checks first: a wrong transport or key is the more useful message.
+      if (kind.validate) kind.validate(spec, file_, rules_.worldSize);
       if (participants < kind.minRanks)
         fail(tests[i], "test '" + spec.name + "' (" + spec.kind + ") needs at least " +
                            std::to_string(kind.minRanks) + " ranks; the run has " +
                            std::to_string(participants) + " (start more ranks with mpirun -np)");
-      if (kind.validate) kind.validate(spec, file_, rules_.worldSize);
       scenario.tests.push_back(std::move(spec));
     }
     return scenario;
