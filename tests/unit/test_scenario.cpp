@@ -192,3 +192,10 @@ TEST(Scenario, MemoryLimitIsCheckedBeforeRunning) {
   EXPECT_EQ(errorOf(big, {"max_memory_per_rank=128GiB"}), "no error");
   EXPECT_NE(errorOf(big, {"max_memory_per_rank=lots"}).find("--set max_memory_per_rank=lots"), std::string::npos);
 }
+
+TEST(Scenario, MoeDispatchSizesComeFromTheModel) {
+  const auto s = load("model: deepseek-v3\ntests:\n  - kind: latency\n    sizes: {derive: moe-dispatch-token, tokens: [1, 128]}\n");
+  // DeepEP low-latency dispatch, fp8: 7408 B per token copy.
+  EXPECT_EQ(s.tests[0].sizes, (std::vector<std::int64_t>{7408, 128 * 7408}));
+  EXPECT_NE(s.tests[0].sizeFormulas[1].find("128 tokens"), std::string::npos);
+}
