@@ -7,15 +7,7 @@
 # must share their `case`.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
-require_root "creates network namespaces and a bridge"
-require_fabscope
-cluster=$FABSCOPE_SOURCE_DIR/launch/emulated-cluster
-export FABSCOPE_CLUSTER_PREFIX=ecincast
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-scratch=$(mktemp -d /tmp/fabscope-incast.XXXXXX)
-on_exit "rm -rf '$scratch'"
-on_exit "'$cluster' down >/dev/null"
-"$cluster" up 4 --subnet 198.18.12.0/24
+up_emulated_cluster ecincast 198.18.12.0/24 4
 # Canaries are spread: rank 0 (ecincast0) measures against rank 1 (ecincast1);
 # the incast target is the other rank on ecincast1, so its link is the bottleneck.
 "$cluster" rate ecincast1 100mbit

@@ -7,15 +7,7 @@
 # input drops.)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
-require_root "creates network namespaces and a bridge"
-require_fabscope
-cluster=$FABSCOPE_SOURCE_DIR/launch/emulated-cluster
-export FABSCOPE_CLUSTER_PREFIX=ecloss
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-scratch=$(mktemp -d /tmp/fabscope-loss.XXXXXX)
-on_exit "rm -rf '$scratch'"
-on_exit "'$cluster' down >/dev/null"
-"$cluster" up 3 --subnet 198.18.15.0/24
+up_emulated_cluster ecloss 198.18.15.0/24 3
 "$cluster" loss ecloss1 5
 # Ranks 0 (ecloss0) and 1 (ecloss1) stream both ways; rank 2 (ecloss2) only joins barriers.
 cat > "$scratch/loss.yaml" <<'YAML'

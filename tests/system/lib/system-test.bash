@@ -82,3 +82,19 @@ with h5py.File(sys.argv[1], "r") as f:
     print(value)
 PY
 }
+
+# up_emulated_cluster PREFIX SUBNET HOSTS: a cluster of the test's own (prefix and
+# subnet apart from other tests), removed on exit together with the scratch
+# folder it creates. Sets $cluster and $scratch for the caller.
+up_emulated_cluster() {
+  local prefix=$1 subnet=$2 hosts=$3
+  require_root "creates network namespaces and a bridge"
+  require_fabscope
+  cluster=$FABSCOPE_SOURCE_DIR/launch/emulated-cluster
+  export FABSCOPE_CLUSTER_PREFIX=$prefix
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  scratch=$(mktemp -d "/tmp/fabscope-$prefix.XXXXXX")
+  on_exit "rm -rf '$scratch'"
+  on_exit "'$cluster' down >/dev/null"
+  "$cluster" up "$hosts" --subnet "$subnet"
+}
