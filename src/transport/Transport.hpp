@@ -41,6 +41,14 @@ class Transport {
   virtual void reset(const runtime::Deadline& deadline) = 0;
 
   // --- Optional extensions (defaults: not supported) ------------------------
+  // Which memory a transfer buffer may live in. MPI and UCX here take host and
+  // pinned host memory; NCCL takes device memory only.
+  virtual bool canAddress(MemoryKind kind) const { return kind != MemoryKind::cuda; }
+  // True when messages between two ranks match in posting order only, per
+  // direction, with tags ignored and sizes equal on both sides (NCCL): a kind
+  // must then post the same sequence on both sides of every pair.
+  virtual bool matchesInOrder() const { return false; }
+
   // Facts about the backend's environment for the result file (key, value),
   // e.g. library version, UCX_TLS, transports selected. Outside timed loops.
   virtual std::vector<std::pair<std::string, std::string>> describe() const { return {}; }
@@ -61,6 +69,13 @@ class Transport {
   virtual void postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local, std::size_t bytes) {
     (void)slot, (void)peer, (void)region, (void)remoteOffset, (void)local, (void)bytes;
     throw UsageError(std::string("transport '") + std::string(name()) + "' does not support one-sided put");
+  }
+  // One-sided get: reads `bytes` at `remoteOffset` of `peer`'s region into
+  // `local`; the slot completes when the data is in `local`.
+  virtual bool supportsGet() const { return false; }
+  virtual void postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local, std::size_t bytes) {
+    (void)slot, (void)peer, (void)region, (void)remoteOffset, (void)local, (void)bytes;
+    throw UsageError(std::string("transport '") + std::string(name()) + "' does not support one-sided get");
   }
   virtual void postFlush(int slot, int peer) {
     (void)slot, (void)peer;
