@@ -395,20 +395,37 @@ void UcxTransport::withdrawRegion(int region, const runtime::Deadline& deadline)
   r = Region{};
 }
 
+UcxTransport::RemoteTarget UcxTransport::remoteTarget(int peer, int region, std::size_t remoteOffset,
+                                                      std::size_t bytes, const char* operation) {
+  Region& r = regions_.at(static_cast<std::size_t>(region));
+  const auto p = static_cast<std::size_t>(peer);
+  if (!r.live || remoteOffset + bytes > r.remoteBytes[p])
+    throw UsageError(std::string("UCX ") + operation + " of " + std::to_string(bytes) + " bytes at offset " +
+                     std::to_string(remoteOffset) + " does not fit region " + std::to_string(region) + " of rank " +
+                     std::to_string(peer));
+  ucp_ep_h ep = endpointTo(peer);
+  if (!r.rkey[p])  // first access to this peer's region: unpack its key for this endpoint
+    checkUcs(ucp_ep_rkey_unpack(ep, r.packedRkey[p].data(), &r.rkey[p]), "ucp_ep_rkey_unpack");
+  return {ep, r.remoteBase[p] + remoteOffset, r.rkey[p]};
+}
+
 void UcxTransport::postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local,
                            std::size_t bytes) {
   checkSlot(slot, peer);
-  Region& r = regions_[static_cast<std::size_t>(region)];
-  const auto p = static_cast<std::size_t>(peer);
-  if (!r.live || remoteOffset + bytes > r.remoteBytes[p])
-    throw UsageError("UCX put of " + std::to_string(bytes) + " bytes at offset " + std::to_string(remoteOffset) +
-                     " does not fit region " + std::to_string(region) + " of rank " + std::to_string(peer));
-  ucp_ep_h ep = endpointTo(peer);
-  if (!r.rkey[p])  // first put to this peer's region: unpack its key for this endpoint
-    checkUcs(ucp_ep_rkey_unpack(ep, r.packedRkey[p].data(), &r.rkey[p]), "ucp_ep_rkey_unpack");
+  const auto target = remoteTarget(peer, region, remoteOffset, bytes, "put");
   ucp_request_param_t param;
   param.op_attr_mask = 0;
-  track(slot, peer, ucp_put_nbx(ep, local, bytes, r.remoteBase[p] + remoteOffset, r.rkey[p], &param), "put");
+  track(slot, peer, ucp_put_nbx(target.endpoint, local, bytes, target.address, target.rkey, &param), "put");
+}
+
+void UcxTransport::postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local,
+                           std::size_t bytes) {
+  checkSlot(slot, peer);
+  const auto target = remoteTarget(peer, region, remoteOffset, bytes, "get");
+  ucp_request_param_t param;
+  param.op_attr_mask = 0;
+  // Unlike a put, a get's request completes only once the data is in `local`.
+  track(slot, peer, ucp_get_nbx(target.endpoint, local, bytes, target.address, target.rkey, &param), "get");
 }
 
 void UcxTransport::postFlush(int slot, int peer) {

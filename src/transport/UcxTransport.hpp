@@ -1,6 +1,6 @@
 #pragma once
 // UCX (UCP) data path: one context and one worker per rank, tag send/receive
-// for the slot API and RMA put for one-sided tests. Worker addresses travel
+// for the slot API and RMA put and get for one-sided tests. Worker addresses travel
 // over MPI once; an endpoint to a peer is created on first use. Endpoints use
 // UCP_ERR_HANDLING_MODE_PEER, so a lost peer shows up as an error callback
 // that fails every wait on that peer instead of letting it hang.
@@ -38,6 +38,8 @@ class UcxTransport final : public Transport {
   void withdrawRegion(int region, const runtime::Deadline& deadline) override;
   void postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local,
                std::size_t bytes) override;
+  bool supportsGet() const override { return true; }
+  void postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local, std::size_t bytes) override;
   void postFlush(int slot, int peer) override;
 
  protected:
@@ -76,6 +78,15 @@ class UcxTransport final : public Transport {
     std::vector<std::vector<std::byte>> packedRkey;    // per peer, as received
     std::vector<ucp_rkey_h> rkey;                      // per peer, unpacked on first put
   };
+
+  // Where a put or get of `bytes` at `remoteOffset` of `peer`'s region goes
+  // (the peer's rkey is unpacked for its endpoint on first use).
+  struct RemoteTarget {
+    ucp_ep_h endpoint;
+    std::uint64_t address;
+    ucp_rkey_h rkey;
+  };
+  RemoteTarget remoteTarget(int peer, int region, std::size_t remoteOffset, std::size_t bytes, const char* operation);
 
   static void onEndpointError(void* arg, ucp_ep_h endpoint, ucs_status_t status);
 

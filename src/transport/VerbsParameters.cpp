@@ -134,4 +134,16 @@ QpTransition toReadyToSend(const VerbsOptions& options, const QpEndpointInfo& lo
   return t;
 }
 
+ibv_send_wr rdmaWorkRequest(std::uint64_t slot, ibv_wr_opcode opcode, ibv_sge& sge, RdmaTarget target) {
+  ibv_send_wr wr{};
+  wr.wr_id = slot;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = opcode;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = target.remoteAddress;
+  wr.wr.rdma.rkey = target.rkey;
+  return wr;
+}
+
 }  // namespace fabscope::transport::verbs

@@ -78,4 +78,13 @@ QpTransition toReadyToReceive(const VerbsOptions& options, const QpEndpointInfo&
                               int gidIndex);
 QpTransition toReadyToSend(const VerbsOptions& options, const QpEndpointInfo& local);
 
+// A signalled one-sided work request (IBV_WR_RDMA_WRITE for put,
+// IBV_WR_RDMA_READ for get) moving `sge` to or from remoteAddress/rkey.
+// `sge` must outlive the request until ibv_post_send has taken it.
+struct RdmaTarget {
+  std::uint64_t remoteAddress = 0;
+  std::uint32_t rkey = 0;
+};
+ibv_send_wr rdmaWorkRequest(std::uint64_t slot, ibv_wr_opcode opcode, ibv_sge& sge, RdmaTarget target);
+
 }  // namespace fabscope::transport::verbs

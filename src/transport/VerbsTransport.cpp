@@ -363,23 +363,31 @@ void VerbsTransport::withdrawRegion(int region, const runtime::Deadline& deadlin
   regions_.at(static_cast<std::size_t>(region)).mr.reset();
 }
 
-void VerbsTransport::postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local,
-                             std::size_t bytes) {
-  const Region& r = regions_[static_cast<std::size_t>(region)];
+void VerbsTransport::postRdma(int slot, int peer, int region, std::size_t remoteOffset, const void* local,
+                              std::size_t bytes, ibv_wr_opcode opcode, const char* operation) {
+  const Region& r = regions_.at(static_cast<std::size_t>(region));
   const auto p = static_cast<std::size_t>(peer);
   if (!r.mr || remoteOffset + bytes > r.remoteBytes[p])
-    throw UsageError("verbs put of " + std::to_string(bytes) + " bytes at offset " + std::to_string(remoteOffset) +
-                     " does not fit region " + std::to_string(region) + " of rank " + std::to_string(peer));
+    throw UsageError(std::string("verbs ") + operation + " of " + std::to_string(bytes) + " bytes at offset " +
+                     std::to_string(remoteOffset) + " does not fit region " + std::to_string(region) + " of rank " +
+                     std::to_string(peer));
   ibv_sge sge{reinterpret_cast<std::uint64_t>(local), static_cast<std::uint32_t>(bytes), localKey(local, bytes)};
-  ibv_send_wr wr{};
-  wr.wr_id = static_cast<std::uint64_t>(slot);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = r.remoteBase[p] + remoteOffset;
-  wr.wr.rdma.rkey = r.remoteKey[p];
+  auto wr = verbs::rdmaWorkRequest(static_cast<std::uint64_t>(slot), opcode, sge,
+                                   {r.remoteBase[p] + remoteOffset, r.remoteKey[p]});
   postSendRequest(slot, peer, wr);
+}
+
+void VerbsTransport::postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local,
+                             std::size_t bytes) {
+  postRdma(slot, peer, region, remoteOffset, local, bytes, IBV_WR_RDMA_WRITE, "put");
+}
+
+void VerbsTransport::postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local,
+                             std::size_t bytes) {
+  // The local buffer is registered with local write access (verbs::remoteAccess);
+  // the read's completion means the data is in `local`. The queue pair allows
+  // max_rd_atomic (1) reads in flight; the HCA queues the rest in order.
+  postRdma(slot, peer, region, remoteOffset, local, bytes, IBV_WR_RDMA_READ, "get");
 }
 
 void VerbsTransport::postFlush(int slot, int peer) {

@@ -1,6 +1,7 @@
 #pragma once
 // Raw libibverbs data path: one reliable-connected queue pair per peer, send/
-// receive for the slot API and RDMA write for one-sided put. Queue-pair
+// receive for the slot API, RDMA write for one-sided put and RDMA read for
+// one-sided get. Queue-pair
 // information travels over MPI. Not yet run on hardware (no RDMA device on
 // the machines it was written on); parameter logic is in VerbsParameters.
 //
@@ -42,6 +43,8 @@ class VerbsTransport final : public Transport {
   void withdrawRegion(int region, const runtime::Deadline& deadline) override;
   void postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local,
                std::size_t bytes) override;
+  bool supportsGet() const override { return true; }
+  void postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local, std::size_t bytes) override;
   void postFlush(int slot, int peer) override;
 
  protected:
@@ -87,6 +90,9 @@ class VerbsTransport final : public Transport {
   void bringUp(int peer);
   std::uint32_t localKey(const void* buffer, std::size_t bytes);
   void postSendRequest(int slot, int peer, ibv_send_wr& wr);
+  // An RDMA write or read of `bytes` between `local` and `peer`'s region.
+  void postRdma(int slot, int peer, int region, std::size_t remoteOffset, const void* local, std::size_t bytes,
+                ibv_wr_opcode opcode, const char* operation);
   void drainAfterError(const runtime::Deadline& deadline);
   [[noreturn]] void failCompletion(const ibv_wc& wc);
 

@@ -195,4 +195,34 @@ TEST(VerbsQpTransitions, ReadyToSendCarriesTimeoutAndRetries) {
   EXPECT_EQ(t.mask, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                         IBV_QP_MAX_QP_RD_ATOMIC);
 }
+
+TEST(VerbsRdmaWorkRequest, ReadIsSignalledAndTargetsTheRemoteRegion) {
+  std::uint64_t local[4] = {};
+  ibv_sge sge{reinterpret_cast<std::uint64_t>(local), sizeof local, 0x1234};
+  const auto read = rdmaWorkRequest(17, IBV_WR_RDMA_READ, sge, {0xabc000 + 64, 0x77});
+  EXPECT_EQ(read.opcode, IBV_WR_RDMA_READ);
+  EXPECT_EQ(read.wr_id, 17u);
+  EXPECT_EQ(read.send_flags, static_cast<unsigned>(IBV_SEND_SIGNALED));  // completion = data is local
+  EXPECT_EQ(read.num_sge, 1);
+  EXPECT_EQ(read.sg_list, &sge);
+  EXPECT_EQ(read.sg_list->addr, reinterpret_cast<std::uint64_t>(local));
+  EXPECT_EQ(read.sg_list->length, sizeof local);
+  EXPECT_EQ(read.wr.rdma.remote_addr, 0xabc000u + 64);
+  EXPECT_EQ(read.wr.rdma.rkey, 0x77u);
+  EXPECT_EQ(read.next, nullptr);
+
+  const auto write = rdmaWorkRequest(3, IBV_WR_RDMA_WRITE, sge, {0x1000, 9});
+  EXPECT_EQ(write.opcode, IBV_WR_RDMA_WRITE);
+  EXPECT_EQ(write.wr.rdma.remote_addr, 0x1000u);
+  EXPECT_EQ(write.wr.rdma.rkey, 9u);
+}
+
+TEST(VerbsQpTransitions, RemoteReadIsAllowedForGet) {
+  // postGet (RDMA READ) needs remote read access on the registered memory and
+  // at least one outstanding read on both ends of the queue pair.
+  EXPECT_NE(remoteAccess & IBV_ACCESS_REMOTE_READ, 0);
+  EXPECT_NE(remoteAccess & IBV_ACCESS_LOCAL_WRITE, 0);
+  EXPECT_GE(toReadyToSend(VerbsOptions{}, QpEndpointInfo{}).attr.max_rd_atomic, 1);
+  EXPECT_GE(toReadyToReceive(VerbsOptions{}, QpEndpointInfo{}, QpEndpointInfo{}, -1).attr.max_dest_rd_atomic, 1);
+}
 #endif
