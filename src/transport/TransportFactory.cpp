@@ -20,6 +20,14 @@ std::map<std::string, std::string> transportAvailability() {
   };
 }
 
+TransportCapabilities transportCapabilities(const std::string& name) {
+  if (name == "mpi") return {};
+  if (name == "ucx") return {.deviceMemory = false, .inOrder = false, .put = true, .get = true};
+  if (name == "verbs") return {.deviceMemory = false, .inOrder = false, .put = true, .get = true};
+  if (name == "nccl") return {.deviceMemory = true, .inOrder = true, .put = false, .get = false};
+  throw UsageError("unknown transport '" + name + "'");
+}
+
 std::unique_ptr<Transport> openTransport(const std::string& name, const runtime::Communicator& world,
                                          const runtime::Deadline& deadline) {
   if (name == "mpi") return std::make_unique<MpiTransport>(world, deadline);

@@ -10,6 +10,17 @@
 
 namespace fabscope::transport {
 
+// What a transport can do, known by name before anything is opened (the
+// scenario loader checks against it). Mirrors the virtual queries on Transport.
+struct TransportCapabilities {
+  bool deviceMemory = false;  // transfer buffers may be in GPU memory
+  bool inOrder = false;       // matches by posting order, tags ignored (Transport::matchesInOrder)
+  bool put = false;
+  bool get = false;
+};
+// Throws UsageError for an unknown name.
+TransportCapabilities transportCapabilities(const std::string& name);
+
 // name -> "" when usable in this build, otherwise why not (shown to the user).
 std::map<std::string, std::string> transportAvailability();
 
