@@ -396,6 +396,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   if (agreed >= timeout) {
     abandoned_ = true;
     buffers_.abandon();
+    if (ctx.kindState) abandonedKindStates_.push_back(ctx.kindState);
   } else {
     buffers_.release();
   }

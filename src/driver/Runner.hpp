@@ -66,6 +66,9 @@ class Runner {
   bool leaveRun_ = false;
   bool abandoned_ = false;
   suite::BufferArena buffers_;
+  // Kind states (RunContext::kindState) of timed-out instances: like the
+  // arena's buffers, they may hold memory that transfers still touch.
+  std::vector<std::shared_ptr<void>> abandonedKindStates_;
   std::vector<std::string> siteOfRank_;  // rank 0 only
   RunOptions options_;
   runtime::RankIdentity identity_;

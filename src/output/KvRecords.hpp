@@ -23,6 +23,7 @@ struct KvRequestRecord {
   std::int64_t scatter_ns;    // staged: decode scatter out of staging (inside start..done)
   std::int64_t copy_ns;       // memory: cuda: device<->pinned host copies, both ends (inside start..done)
   char strategy[16];
+  char direction[16];         // push | push-put | pull
   std::uint8_t verified;      // 1: every byte matched the request's fill pattern
 };
 
@@ -48,6 +49,7 @@ inline H5Type compoundTypeOf<KvRequestRecord>() {
   field("copy_ns", offsetof(KvRequestRecord, copy_ns), H5T_NATIVE_INT64);
   H5Type text = fixedStringType(sizeof(KvRequestRecord::strategy));
   field("strategy", offsetof(KvRequestRecord, strategy), text.get());
+  field("direction", offsetof(KvRequestRecord, direction), text.get());
   field("verified", offsetof(KvRequestRecord, verified), H5T_NATIVE_UINT8);
   return type;
 }

@@ -58,6 +58,15 @@ const char* strategyName(Strategy s) {
   return "?";
 }
 
+const char* directionName(Direction d) {
+  switch (d) {
+    case Direction::push: return "push";
+    case Direction::pushPut: return "push-put";
+    case Direction::pull: return "pull";
+  }
+  return "?";
+}
+
 KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const std::string& file, int worldSize) {
   scenario::ParamReader p(spec, file);
   const YAML::Node& node = spec.node;
@@ -107,10 +116,8 @@ KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const std::string&
   c.strategy = strategy == "staged" ? Strategy::staged
                : strategy == "layer-stream" ? Strategy::layerStream
                                             : Strategy::perBlock;
-  const auto direction = p.choice("direction", {"push", "pull"}, "push");
-  if (direction == "pull")
-    p.fail("direction", "'direction: pull' (decode reads from prefill) needs one-sided get, which no fabscope "
-                        "transport offers yet (put only); use 'direction: push'");
+  const auto direction = p.choice("direction", {"push", "push-put", "pull"}, "push");
+  c.direction = direction == "pull" ? Direction::pull : direction == "push-put" ? Direction::pushPut : Direction::push;
 
   const int ranks = spec.ranks > 0 ? spec.ranks : worldSize;
   const bool bothGiven = p.has("prefill_ranks") && p.has("decode_ranks");

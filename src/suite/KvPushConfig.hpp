@@ -21,8 +21,15 @@ namespace fabscope::suite::kvpush {
 
 enum class Strategy { perBlock, staged, layerStream };
 enum class LoopMode { closed, open };
+// How a request's KV crosses: `push` = two-sided send/receive; `push-put` =
+// the prefill rank writes into blocks the decode rank granted (one-sided put,
+// flush, then a small notification); `pull` = the decode rank reads from the
+// prefill rank's blocks (one-sided get) once told where they are.
+enum class Direction { push, pushPut, pull };
 
 const char* strategyName(Strategy s);
+const char* directionName(Direction d);
+inline bool isOneSided(Direction d) { return d != Direction::push; }
 
 struct KvPushConfig {
   model::ModelSpec model;
@@ -30,6 +37,7 @@ struct KvPushConfig {
   std::uint32_t blockTokens = 16;
   std::vector<std::int64_t> promptTokens;
   Strategy strategy = Strategy::perBlock;
+  Direction direction = Direction::push;
   int prefillRanks = 0;
   int decodeRanks = 0;
   LoopMode loop = LoopMode::closed;

@@ -3,9 +3,13 @@
 #include "fabscope/BuildConfig.hpp"
 
 #if FABSCOPE_HAVE_CUDA
+#include <algorithm>
+#include <string>
+
 #include "cuda/CudaApi.hpp"
 #include "cuda/KvKernelsCuda.hpp"
 #include "runtime/Clock.hpp"
+#include "runtime/Errors.hpp"
 
 namespace fabscope::suite::kvpush {
 
@@ -27,13 +31,16 @@ struct GpuKvPool::Impl {
   cu::Stream stream;
   cu::DeviceBuffer pool;
   cu::DeviceBuffer staging;
-  std::uint64_t stagingBytes;
+  std::uint64_t stagingBytes;  // of one slot
+  std::uint64_t stagingSlots;
   cu::DeviceBlockList blocks;
   cu::KvVerifier verifier;
   cu::Event begin, kernelDone, copyDone;
 
-  Impl(const kernels::KvCopyGeometry& g, std::uint64_t maxBlocks, std::uint64_t stagingSize, std::chrono::nanoseconds t)
-      : geometry(g), timeout(t), pool(g.poolBytes()), staging(stagingSize ? stagingSize : 1), stagingBytes(stagingSize),
+  Impl(const kernels::KvCopyGeometry& g, std::uint64_t maxBlocks, std::uint64_t stagingSize, std::uint64_t slots,
+       std::chrono::nanoseconds t)
+      : geometry(g), timeout(t), pool(g.poolBytes()),
+        staging(std::max<std::uint64_t>(stagingSize * slots, 1)), stagingBytes(stagingSize), stagingSlots(slots),
         blocks(maxBlocks) {}
 
   std::int64_t elapsedNs(const cu::Event& a, const cu::Event& b) const {
@@ -42,8 +49,8 @@ struct GpuKvPool::Impl {
 };
 
 GpuKvPool::GpuKvPool(const kernels::KvCopyGeometry& geometry, std::uint64_t maxBlocks, std::uint64_t stagingBytes,
-                     std::chrono::nanoseconds timeout)
-    : impl_(std::make_unique<Impl>(geometry, maxBlocks, stagingBytes, timeout)) {
+                     std::uint64_t stagingSlots, std::chrono::nanoseconds timeout)
+    : impl_(std::make_unique<Impl>(geometry, maxBlocks, stagingBytes, std::max<std::uint64_t>(stagingSlots, 1), timeout)) {
   cu::memsetAsync(impl_->pool.data(), 0, impl_->pool.size(), impl_->stream);
   impl_->stream.synchronize(timeout);
 }
@@ -98,6 +105,37 @@ kernels::KvMismatch GpuKvPool::verify(std::span<const std::uint32_t> blockIds, s
   return m.verifier.wait(m.stream, m.timeout);
 }
 
+std::byte* GpuKvPool::poolData() const { return static_cast<std::byte*>(impl_->pool.data()); }
+
+std::byte* GpuKvPool::stagingSlot(std::uint64_t slot) const {
+  if (slot >= impl_->stagingSlots)
+    throw UsageError("kvpush: device staging slot " + std::to_string(slot) + " of " +
+                     std::to_string(impl_->stagingSlots));
+  return static_cast<std::byte*>(impl_->staging.data()) + slot * impl_->stagingBytes;
+}
+
+std::int64_t GpuKvPool::gatherToSlot(std::span<const std::uint32_t> blockIds, std::uint64_t slot) {
+  auto& m = *impl_;
+  std::byte* to = stagingSlot(slot);
+  m.blocks.upload(blockIds, m.geometry, m.stream);
+  m.begin.record(m.stream);
+  cu::gatherKvBlocks(m.pool.data(), to, m.geometry, m.blocks, m.geometry.allLayers(), m.stream);
+  m.kernelDone.record(m.stream);
+  m.stream.synchronize(m.timeout);
+  return m.elapsedNs(m.begin, m.kernelDone);
+}
+
+std::int64_t GpuKvPool::scatterFromSlot(std::uint64_t slot, std::span<const std::uint32_t> blockIds) {
+  auto& m = *impl_;
+  const std::byte* from = stagingSlot(slot);
+  m.blocks.upload(blockIds, m.geometry, m.stream);
+  m.begin.record(m.stream);
+  cu::scatterKvBlocks(from, m.pool.data(), m.geometry, m.blocks, m.geometry.allLayers(), m.stream);
+  m.kernelDone.record(m.stream);
+  m.stream.synchronize(m.timeout);
+  return m.elapsedNs(m.begin, m.kernelDone);
+}
+
 }  // namespace fabscope::suite::kvpush
 #endif
 
@@ -120,12 +158,19 @@ PinnedStaging& PinnedStaging::operator=(PinnedStaging&&) noexcept = default;
 std::byte* PinnedStaging::data() const { noCuda(); }
 
 struct GpuKvPool::Impl {};
-GpuKvPool::GpuKvPool(const kernels::KvCopyGeometry&, std::uint64_t, std::uint64_t, std::chrono::nanoseconds) { noCuda(); }
+GpuKvPool::GpuKvPool(const kernels::KvCopyGeometry&, std::uint64_t, std::uint64_t, std::uint64_t,
+                     std::chrono::nanoseconds) {
+  noCuda();
+}
 GpuKvPool::~GpuKvPool() = default;
 void GpuKvPool::fill(std::span<const std::uint32_t>, std::uint64_t, std::int64_t) { noCuda(); }
 GpuStageTimes GpuKvPool::gatherToHost(std::span<const std::uint32_t>, void*) { noCuda(); }
 GpuStageTimes GpuKvPool::scatterFromHost(const void*, std::span<const std::uint32_t>) { noCuda(); }
 kernels::KvMismatch GpuKvPool::verify(std::span<const std::uint32_t>, std::uint64_t) { noCuda(); }
+std::byte* GpuKvPool::poolData() const { noCuda(); }
+std::byte* GpuKvPool::stagingSlot(std::uint64_t) const { noCuda(); }
+std::int64_t GpuKvPool::gatherToSlot(std::span<const std::uint32_t>, std::uint64_t) { noCuda(); }
+std::int64_t GpuKvPool::scatterFromSlot(std::uint64_t, std::span<const std::uint32_t>) { noCuda(); }
 
 }  // namespace fabscope::suite::kvpush
 #endif

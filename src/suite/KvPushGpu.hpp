@@ -1,10 +1,11 @@
 #pragma once
 // The GPU side of kvpush (memory: cuda): the KV pool lives in device memory;
 // a request is filled, gathered, scattered and verified by the kernels in
-// kernels/cuda, and crosses the network through pinned host staging buffers
-// (the transports here are not CUDA-aware), with the host<->device copy time
-// measured apart from the kernels and from the network. Staged strategy only:
-// per-block messages from device memory would need a CUDA-aware transport.
+// kernels/cuda. Over a transport that cannot address device memory it
+// crosses through pinned host staging buffers (staged strategy only), with
+// the host<->device copy time measured apart from the kernels and from the
+// network. Over one that can (NCCL), every strategy sends straight from and
+// into device memory: the pool's blocks, or a device staging slot.
 //
 // Declared in every build; defined only when FABSCOPE_HAVE_CUDA (callers
 // check the memory kind, which the scenario loader allows only then).
@@ -39,10 +40,10 @@ class PinnedStaging {
 
 class GpuKvPool {
  public:
-  // Allocates the device pool, a device staging buffer of stagingBytes and
-  // room for `maxBlocks` block ids, on the current device.
+  // Allocates the device pool, `stagingSlots` device staging buffers of
+  // stagingBytes each and room for `maxBlocks` block ids, on the current device.
   GpuKvPool(const kernels::KvCopyGeometry& geometry, std::uint64_t maxBlocks, std::uint64_t stagingBytes,
-            std::chrono::nanoseconds timeout);
+            std::uint64_t stagingSlots, std::chrono::nanoseconds timeout);
   ~GpuKvPool();
   GpuKvPool(const GpuKvPool&) = delete;
   GpuKvPool& operator=(const GpuKvPool&) = delete;
@@ -55,6 +56,15 @@ class GpuKvPool {
   // Copies `pinned` to device staging, then scatters it into the blocks.
   GpuStageTimes scatterFromHost(const void* pinned, std::span<const std::uint32_t> blockIds);
   kernels::KvMismatch verify(std::span<const std::uint32_t> blockIds, std::uint64_t requestId);
+
+  // Device-direct paths: what a device-capable transport sends from and
+  // receives into. The kernels finish before these return (the transport's
+  // own stream then reads or writes the memory).
+  std::byte* poolData() const;
+  std::byte* stagingSlot(std::uint64_t slot) const;
+  // Gather into / scatter out of staging slot `slot`; returns the kernel time.
+  std::int64_t gatherToSlot(std::span<const std::uint32_t> blockIds, std::uint64_t slot);
+  std::int64_t scatterFromSlot(std::uint64_t slot, std::span<const std::uint32_t> blockIds);
 
  private:
   struct Impl;

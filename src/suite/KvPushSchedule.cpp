@@ -22,6 +22,14 @@ std::vector<int> requestsFromPrefill(int prefill, int decode, int decodeCount, i
   return out;
 }
 
+std::vector<ExpectedRequest> inOrderReceivesOf(int decode, int prefillCount, int decodeCount, int requestsPerPrefill) {
+  std::vector<ExpectedRequest> out;
+  for (int k = 0; k < requestsPerPrefill; ++k)
+    for (int p = 0; p < prefillCount; ++p)
+      if (decodeIndexOf(p, k, decodeCount) == decode) out.push_back({p, k});
+  return out;
+}
+
 std::vector<std::int64_t> poissonArrivalOffsetsNs(int count, double ratePerSecond, std::uint64_t seed) {
   if (!(ratePerSecond > 0)) throw std::invalid_argument("Poisson arrivals need a rate above 0");
   std::mt19937_64 rng(seed);

@@ -33,12 +33,31 @@ std::vector<std::int64_t> poissonArrivalOffsetsNs(int count, double ratePerSecon
 // Seed of one prefill rank's arrival process, distinct per rank.
 std::uint64_t arrivalSeedOf(std::uint64_t instanceSeed, int prefill);
 
+// For transports that match in posting order (NCCL): the requests decode
+// rank `decode` receives, as (prefill, index) in the one order every rank
+// agrees on, by index then prefill. Prefill ranks send in index order, so a
+// decode rank that posts its receives in this order never waits on a
+// receive whose message is queued behind one it has not posted yet.
+struct ExpectedRequest {
+  int prefill;
+  int index;
+};
+std::vector<ExpectedRequest> inOrderReceivesOf(int decode, int prefillCount, int decodeCount, int requestsPerPrefill);
+
 // Message tags of the sequence-th request of one (prefill -> decode) stream.
 // Tags repeat after tagCycle requests; a receiver posts at most in_flight
 // (<= 64) requests ahead per sender, so a repeated tag is never ambiguous.
+//   header:  push: the request header; push-put: the notification after the
+//            data landed; pull: "ready" (header + where the blocks are)
+//   data:    push: the KV messages; pull: "layer l is ready" (layer-stream)
+//   control: push-put: the decode rank's grant (where to write), pull: the
+//            prefill rank's block list
+//   release: pull: the decode rank is done reading (prefill frees its blocks)
 inline constexpr int tagCycle = 1024;
 inline constexpr int tagBase = 4096;
-inline int headerTagOf(int sequence) { return tagBase + 2 * (sequence % tagCycle); }
-inline int dataTagOf(int sequence) { return tagBase + 2 * (sequence % tagCycle) + 1; }
+inline int headerTagOf(int sequence) { return tagBase + 4 * (sequence % tagCycle); }
+inline int dataTagOf(int sequence) { return tagBase + 4 * (sequence % tagCycle) + 1; }
+inline int controlTagOf(int sequence) { return tagBase + 4 * (sequence % tagCycle) + 2; }
+inline int releaseTagOf(int sequence) { return tagBase + 4 * (sequence % tagCycle) + 3; }
 
 }  // namespace fabscope::suite::kvpush

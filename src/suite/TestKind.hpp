@@ -65,6 +65,9 @@ struct RunContext {
   std::optional<runtime::Communicator> survivors;
   // Set on a rank that must take no further part (e.g. the victim of a drill).
   bool leaveRun = false;
+  // The kind's own state of this instance, from run() to writeExtra() (e.g.
+  // rows of an extra table); empty on ranks that did not run it.
+  std::shared_ptr<void> kindState;
 };
 
 // The roles part of a test's scenario entry.
