@@ -2,9 +2,11 @@
 """Checks the kvpush tests of a fabscope result file (used by tests/mpi/kv_push.sh
 and tests/system/kv_emulated.sh).
 
-usage: kv_check.py FILE --prefill P --decode D [--expect-corrupt]
+usage: kv_check.py FILE --prefill P --decode D [--directions push,pull] [--expect-corrupt]
 Every kvpush test must hold a requests table with prefill x requests_per_prefill
-rows, one sample per request, times in order, every request verified; with
+rows, one sample per request, times in order, every request verified, the
+direction column equal to the test's `direction` attribute; --directions: the
+file must hold exactly these directions, each with every strategy; with
 --expect-corrupt (FABSCOPE_KV_CORRUPT_FOR_TEST=1), every test must have failed
 on exactly one request: prefill rank 0's first measured one.
 """
@@ -28,6 +30,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("file")
 ap.add_argument("--prefill", type=int, required=True)
 ap.add_argument("--decode", type=int, required=True)
+ap.add_argument("--directions", help="comma-separated directions the file must hold, each with every strategy")
 ap.add_argument("--expect-corrupt", action="store_true")
 a = ap.parse_args()
 
@@ -36,6 +39,7 @@ with h5py.File(a.file, "r") as f:
     if not groups:
         fail("no kvpush test in the file")
     strategies = set()
+    combinations = set()
     for i, g in enumerate(groups):
         name = g.name
         at = g.attrs
@@ -65,6 +69,14 @@ with h5py.File(a.file, "r") as f:
         strategies.add(strategy)
         if any(text(x) != strategy for x in r["strategy"]):
             fail(f"{name}: strategy column differs from attribute {strategy}")
+        direction = text(at["direction"])
+        if direction not in ("push", "push-put", "pull"):
+            fail(f"{name}: direction attribute {direction!r}")
+        if any(text(x) != direction for x in r["direction"]):
+            fail(f"{name}: direction column {sorted(set(text(x) for x in r['direction']))} differs from attribute {direction}")
+        if int(at["one_sided"]) != (direction != "push"):
+            fail(f"{name}: one_sided {at['one_sided']} for direction {direction}")
+        combinations.add((direction, strategy))
         if strategy == "staged" and (np.any(r["gather_ns"] <= 0) or np.any(r["scatter_ns"] <= 0)):
             fail(f"{name}: staged requests without gather/scatter times")
         if strategy != "staged" and (np.any(r["gather_ns"] != 0) or np.any(r["scatter_ns"] != 0)):
@@ -88,5 +100,10 @@ with h5py.File(a.file, "r") as f:
             fail(f"{name}: status {text(at['status'])}: {text(at['error'])}")
         if len(bad) or int(at["requests_verified"]) != n:
             fail(f"{name}: {len(bad)} requests not verified")
-    print(f"kv_check: {len(groups)} kvpush tests ({', '.join(sorted(strategies))}), "
+    if a.directions:
+        wanted = {(d, st) for d in a.directions.split(",") for st in ("per-block", "staged", "layer-stream")}
+        if combinations != wanted:
+            fail(f"direction x strategy: missing {sorted(wanted - combinations)}, unexpected {sorted(combinations - wanted)}")
+    print(f"kv_check: {len(groups)} kvpush tests ({', '.join(sorted(strategies))}; "
+          f"{', '.join(sorted({d for d, _ in combinations}))}), "
           f"{a.prefill} prefill -> {a.decode} decode, every request accounted for")
