@@ -84,8 +84,8 @@ class KvPushTest final : public TestKind {
                                 "'direction: push'");
       if (isOneSided(c.direction) && !everyRankMeasures(spec, worldSize))
         p.fail("direction", std::string("'direction: ") + direction + "' exposes every rank's KV pool to the others, "
-                                "which takes all " + std::to_string(worldSize) + " ranks of the run: drop 'ranks', "
-                                "'canaries' and 'canary_fraction' from this test (spare ranks stay idle)");
+                                "which takes all " + std::to_string(worldSize) + " ranks of the run: drop 'ranks' and "
+                                "'roles: {canaries}' from this test (spare ranks stay idle)");
       if (spec.memory == "cuda" && c.strategy != Strategy::staged && !can.deviceMemory)
         p.fail("strategy", "kvpush with memory: cuda over transport '" + spec.transport + "' runs the staged strategy "
                            "only (GPU gather, pinned host staging, GPU scatter): per-block and layer-stream messages "

@@ -10,6 +10,7 @@
 #include "scenario/Matrix.hpp"
 #include "suite/KvPushConfig.hpp"
 #include "suite/KvPushSchedule.hpp"
+#include "suite/KvPushWorkers.hpp"
 #include "suite/Registry.hpp"
 
 namespace fabscope {
@@ -95,8 +96,55 @@ TEST(KvPushSchedule, TagsOfRequestsInFlightNeverCollide) {
   for (int s = 0; s < 64; ++s) {
     EXPECT_TRUE(tags.insert(headerTagOf(s)).second);
     EXPECT_TRUE(tags.insert(dataTagOf(s)).second);
+    EXPECT_TRUE(tags.insert(controlTagOf(s)).second);
+    EXPECT_TRUE(tags.insert(releaseTagOf(s)).second);
   }
-  EXPECT_LT(dataTagOf(tagCycle - 1), 32767);  // MPI guarantees tags up to 32767
+  EXPECT_LT(releaseTagOf(tagCycle - 1), 32767);  // MPI guarantees tags up to 32767
+  EXPECT_EQ(headerTagOf(tagCycle), headerTagOf(0));
+}
+
+TEST(KvPushSchedule, InOrderReceivesFollowIndexThenPrefillAndEachSendersOrder) {
+  const int prefills = 3, decodes = 2, perPrefill = 9;
+  for (int d = 0; d < decodes; ++d) {
+    const auto order = inOrderReceivesOf(d, prefills, decodes, perPrefill);
+    for (std::size_t i = 1; i < order.size(); ++i) {
+      const auto& a = order[i - 1];
+      const auto& b = order[i];
+      EXPECT_TRUE(a.index < b.index || (a.index == b.index && a.prefill < b.prefill)) << "position " << i;
+    }
+    // Exactly the requests this decode rank receives, each sender's in its order.
+    for (int p = 0; p < prefills; ++p) {
+      std::vector<int> fromP;
+      for (const auto& r : order)
+        if (r.prefill == p) fromP.push_back(r.index);
+      EXPECT_EQ(fromP, requestsFromPrefill(p, d, decodes, perPrefill)) << "decode " << d << " prefill " << p;
+    }
+  }
+  // Many to one: index-major over all prefill ranks.
+  const auto one = inOrderReceivesOf(0, 2, 1, 2);
+  ASSERT_EQ(one.size(), 4u);
+  EXPECT_EQ(one[1].prefill, 1);
+  EXPECT_EQ(one[1].index, 0);
+  EXPECT_EQ(one[2].prefill, 0);
+  EXPECT_EQ(one[2].index, 1);
+}
+
+TEST(KvPushWorkers, LaneSlotsHoldControlMessagesThenEveryDataOperation) {
+  Shape s;
+  s.geometry.layers = 80;
+  s.messages = 80 * 2 * 16;
+  s.config.strategy = Strategy::layerStream;
+  s.config.direction = Direction::pull;
+  const auto pullStream = laneSlotsOf(s);
+  EXPECT_EQ(pullStream.layers, 80);  // one "layer ready" message slot per layer
+  EXPECT_EQ(pullStream.data(), LaneSlots::layerReady + 80);
+  EXPECT_EQ(pullStream.perLane(), LaneSlots::layerReady + 80 + 80 * 2 * 16);
+  s.config.direction = Direction::pushPut;
+  EXPECT_EQ(laneSlotsOf(s).layers, 0);
+  EXPECT_EQ(laneSlotsOf(s).perLane(), LaneSlots::layerReady + 80 * 2 * 16);
+  EXPECT_LT(LaneSlots::header, LaneSlots::layerReady);
+  EXPECT_LT(LaneSlots::control, LaneSlots::layerReady);
+  EXPECT_LT(LaneSlots::extra, LaneSlots::layerReady);
 }
 
 TEST(KvPushConfig, Llama70bTp8BytesAndMessagesFollowTheLayout) {
@@ -157,6 +205,45 @@ TEST(KvPushConfig, DeviceMemoryRunsTheStagedStrategyOnly) {
   EXPECT_EQ(loadError("  - kind: kvpush\n    strategy: staged\n    memory: cuda\n"
                       "    sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [64]}\n"), "");
   EXPECT_EQ(loadError(perBlock + "    memory: cuda-host\n"), "");
+}
+
+TEST(KvPushConfig, OneSidedDirectionsNeedATransportWithPutOrGet) {
+  const std::string ucx = perBlock + "    transport: ucx\n";
+  if (FABSCOPE_HAVE_UCX) {
+    const auto s = load(ucx + "    direction: pull\n");
+    EXPECT_EQ(readKvPushConfig(s.tests[0], "t.yaml", 4).direction, Direction::pull);
+    const auto put = load(ucx + "    direction: push-put\n");
+    EXPECT_EQ(readKvPushConfig(put.tests[0], "t.yaml", 4).direction, Direction::pushPut);
+    // Regions are exposed over every rank: not on part of them.
+    EXPECT_NE(loadError(ucx + "    direction: pull\n    ranks: 3\n").find("exposes every rank's KV pool"),
+              std::string::npos);
+    EXPECT_NE(loadError(ucx + "    direction: push-put\n    roles: {canaries: 2}\n").find("exposes every rank's KV pool"),
+              std::string::npos);
+    if (FABSCOPE_HAVE_CUDA) {
+      EXPECT_NE(loadError("  - kind: kvpush\n    strategy: staged\n    memory: cuda\n    transport: ucx\n"
+                          "    direction: pull\n"
+                          "    sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [64]}\n")
+                    .find("host memory only"),
+                std::string::npos);
+    }
+  }
+  EXPECT_EQ(load(perBlock).tests.size(), 1u);
+  EXPECT_EQ(readKvPushConfig(load(perBlock).tests[0], "t.yaml", 4).direction, Direction::push);
+  // MPI has neither: the error names the position of the direction's value.
+  const auto pull = loadError(perBlock + "    direction: pull\n");
+  EXPECT_NE(pull.find("t.yaml:9:16: 'direction: pull' needs one-sided get, which transport 'mpi'"), std::string::npos)
+      << pull;
+  EXPECT_NE(loadError(perBlock + "    direction: push-put\n").find("needs one-sided put"), std::string::npos);
+  EXPECT_NE(loadError(perBlock + "    direction: sideways\n").find("t.yaml:9:16:"), std::string::npos);
+  EXPECT_STREQ(directionName(Direction::pushPut), "push-put");
+}
+
+TEST(KvPushConfig, DeviceMemoryTakesEveryStrategyOverADeviceCapableTransport) {
+  if (!FABSCOPE_HAVE_CUDA || !FABSCOPE_HAVE_NCCL) GTEST_SKIP() << "built without CUDA/NCCL";
+  EXPECT_EQ(loadError(perBlock + "    memory: cuda\n    transport: nccl\n"), "");
+  EXPECT_NE(loadError(perBlock + "    memory: cuda\n    transport: mpi\n").find("transport: nccl"), std::string::npos);
+  EXPECT_NE(loadError(perBlock + "    memory: cuda\n    transport: nccl\n    direction: pull\n").find("one-sided get"),
+            std::string::npos);
 }
 
 TEST(KvPushConfig, OnlyTheQuietConditionIsAccepted) {
