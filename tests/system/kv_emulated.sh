@@ -2,6 +2,8 @@
 # kvpush across the emulated cluster: two prefill hosts push KV caches into
 # one decode host, every strategy, every request verified, over TCP between
 # network namespaces (no shared memory), and `down` leaves nothing behind.
+# Two one-sided variants over UCX as well (the decode host pulls staged
+# buffers; the prefill hosts put blocks), where put and get cross hosts.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 
@@ -32,6 +34,11 @@ tests:
      loop: {mode: open, rate: 20}}
   - {name: kv-layer-stream, kind: kvpush, strategy: layer-stream, compute_per_layer: 50us, prefill_ranks: 2,
      decode_ranks: 1, sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [128]}, iterations: 4}
+  - {name: kv-staged-pull, kind: kvpush, transport: ucx, direction: pull, strategy: staged, prefill_ranks: 2,
+     decode_ranks: 1, sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [512]}, iterations: 4,
+     loop: {mode: closed, in_flight: 2}}
+  - {name: kv-per-block-put, kind: kvpush, transport: ucx, direction: push-put, strategy: per-block, prefill_ranks: 2,
+     decode_ranks: 1, sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [128]}, iterations: 4}
 YAML
 
 result=$scratch/kv.h5
@@ -54,7 +61,7 @@ with h5py.File(sys.argv[1], "r") as f:
     preset = preset.decode() if isinstance(preset, bytes) else str(preset)
     assert preset == "emulated", preset
 PY
-note "two prefill hosts -> one decode host: every strategy verified"
+note "two prefill hosts -> one decode host: every strategy verified (push over MPI; pull and push-put over UCX)"
 
 "$cluster" down >/dev/null
 for host in eckv0 eckv1 eckv2; do
