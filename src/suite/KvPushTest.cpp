@@ -7,6 +7,7 @@
 // direction x one prompt length (KvPushConfig.hpp); the workers are in
 // KvPushTwoSided.cpp (push) and KvPushOneSided.cpp (push-put, pull).
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 
@@ -40,6 +41,15 @@ const char* memoryPathOf(const Shape& s) {
     case KvMemoryMode::gpuDirect: return "gpu-direct";
   }
   return "?";
+}
+
+// FABSCOPE_KV_IN_ORDER_FOR_TEST=1 makes every rank post as it must for a
+// transport that matches in posting order (NCCL), over a tag-matching one, so
+// the CPU tests run that bookkeeping (tests/mpi/kv_push.sh). Nothing else
+// reads this variable.
+bool inOrderForcedForTest() {
+  const char* forced = std::getenv("FABSCOPE_KV_IN_ORDER_FOR_TEST");
+  return forced && std::string(forced) == "1";
 }
 
 // Whether the scenario's ranks all take part: one-sided regions are exposed
@@ -121,7 +131,7 @@ class KvPushTest final : public TestKind {
     Shape& s = state->shape;
     auto& t = ctx.transport;
     s.deviceDirect = s.gpuPool && t.canAddress(transport::MemoryKind::cuda);
-    s.inOrder = t.matchesInOrder();
+    s.inOrder = t.matchesInOrder() || inOrderForcedForTest();
     const auto& c = s.config;
     checkTransport(ctx, s);
     // Roles by position among the measuring ranks: [0, P) prefill, then D decode.
@@ -231,6 +241,7 @@ class KvPushTest final : public TestKind {
     a.emplace_back("direction", std::string(directionName(c.direction)));
     a.emplace_back("one_sided", std::int64_t{isOneSided(c.direction) ? 1 : 0});
     a.emplace_back("memory_path", std::string(memoryPathOf(s)));
+    a.emplace_back("in_order_posting", std::int64_t{s.inOrder ? 1 : 0});
     a.emplace_back("model", c.model.name);
     a.emplace_back("tp", std::int64_t{c.parallel.tp});
     a.emplace_back("kv_layout", s.layout.describe());

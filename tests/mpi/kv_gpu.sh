@@ -2,7 +2,9 @@
 # kvpush with GPU memory on 2 ranks sharing one GPU: memory cuda (device
 # pools, GPU gather/scatter/verify, pinned staging, copy time apart) and
 # memory cuda-host (pinned pools), every request verified, and a corrupted
-# byte caught by the GPU verifier. Skips (77) without a CUDA build or a GPU.
+# byte caught by the GPU verifier; with 2 GPUs and the NCCL transport, every
+# strategy straight from and into device memory over NCCL as well. Skips (77)
+# without a CUDA build or a GPU.
 source "$(dirname "$0")/lib.bash"
 config=${FABSCOPE_BUILD_DIR:-$(dirname "$FABSCOPE_BIN")}/generated/fabscope/BuildConfig.hpp
 if ! grep -q "FABSCOPE_HAVE_CUDA 1" "$config" 2>/dev/null; then
@@ -54,4 +56,46 @@ if [ "$rc" != 1 ]; then
   exit 1
 fi
 kv_check "$scratch/corrupt.h5" --prefill 1 --decode 1 --expect-corrupt
+
+# Device memory straight on the wire over NCCL (gpu-direct: every strategy,
+# no pinned-host hop, copy_ns 0; in-order posting). NCCL ranks need a GPU
+# each, so this part needs 2 GPUs and a tree with the NCCL transport.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU " || true)
+if [ "$gpus" -ge 2 ] && [ -e "$FABSCOPE_SOURCE_DIR/src/transport/NcclTransport.cpp" ]; then
+  cat > "$scratch/direct.yaml" <<'YAML'
+name: kv-gpu-direct
+seed: 19
+model: llama3-70b
+parallel: {tp: 8}
+defaults: {transport: nccl, memory: cuda, timeout: 60s}
+tests:
+  - {name: direct-per-block, kind: kvpush, strategy: per-block, prefill_ranks: 1, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [512]}, iterations: 6,
+     loop: {mode: closed, in_flight: 2}}
+  - {name: direct-staged, kind: kvpush, strategy: staged, prefill_ranks: 1, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [2048, 8192]}, iterations: 10,
+     loop: {mode: closed, in_flight: 3}}
+  - {name: direct-layer-stream, kind: kvpush, strategy: layer-stream, compute_per_layer: 20us, prefill_ranks: 1,
+     decode_ranks: 1, sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [512]}, iterations: 4}
+  - {name: direct-staged-open, kind: kvpush, strategy: staged, prefill_ranks: 1, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [2048]}, iterations: 8,
+     loop: {mode: open, rate: 200, in_flight: 2}}
+YAML
+  out="$scratch/direct.h5"
+  run_mpi -np 2 "$FABSCOPE_BIN" run --scenario "$scratch/direct.yaml" --output "$out" --no-progress
+  kv_check "$out" --prefill 1 --decode 1
+  set +e
+  FABSCOPE_KV_CORRUPT_FOR_TEST=1 run_mpi -x FABSCOPE_KV_CORRUPT_FOR_TEST -np 2 "$FABSCOPE_BIN" run \
+    --scenario "$scratch/direct.yaml" --output "$scratch/direct-corrupt.h5" --no-progress > "$scratch/direct.out" 2>&1
+  rc=$?
+  set -e
+  if [ "$rc" != 1 ]; then
+    cat "$scratch/direct.out"
+    echo "kv_gpu: a corrupted byte on the gpu-direct path gave exit code $rc, expected 1" >&2
+    exit 1
+  fi
+  kv_check "$scratch/direct-corrupt.h5" --prefill 1 --decode 1 --expect-corrupt
+else
+  echo "kv_gpu: gpu-direct (NCCL) part skipped: needs 2 GPUs ($gpus here) and src/transport/NcclTransport.cpp" >&2
+fi
 echo "kv_gpu: ok"

@@ -1,6 +1,7 @@
 #!/bin/bash
 # kvpush on host memory: every strategy, 2 prefill -> 2 decode (the shipped
-# Llama-3-70B scenario) and 3 prefill -> 1 decode (closed and open loop);
+# Llama-3-70B scenario) and 3 prefill -> 1 decode (closed and open loop; once
+# more with the in-order posting an NCCL transport needs);
 # every request verified at the decode rank; and the checker's self-test:
 # one corrupted byte must fail the test with exit code 1.
 source "$(dirname "$0")/lib.bash"
@@ -33,6 +34,21 @@ out="$scratch/m2o.h5"
 run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$scratch/many-to-one.yaml" --output "$out" --no-progress
 check_result "$out" 4
 kv_check "$out" --prefill 3 --decode 1
+
+# The posting order an in-order transport (NCCL) needs, exercised over MPI:
+# decode ranks post by request index, then prefill rank, only into a free
+# lane of that prefill rank. Every request must still arrive and verify.
+out="$scratch/in-order.h5"
+FABSCOPE_KV_IN_ORDER_FOR_TEST=1 run_mpi -x FABSCOPE_KV_IN_ORDER_FOR_TEST -np 4 "$FABSCOPE_BIN" run \
+  --scenario "$scratch/many-to-one.yaml" --output "$out" --no-progress
+check_result "$out" 4
+kv_check "$out" --prefill 3 --decode 1
+/usr/bin/python3 - "$out" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    flags = {int(g.attrs["in_order_posting"]) for g in f["tests"].values()}
+assert flags == {1}, f"in_order_posting {flags}, expected 1 everywhere"
+PY
 
 # A subset of the ranks (ranks: 3 of 4): rank 3 takes no part, the others
 # find their roles by position among the measuring ranks.
