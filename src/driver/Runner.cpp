@@ -237,7 +237,7 @@ int Runner::run() {
     const std::string transportName =
         registry_.kind(current.instance.spec->kind).usesTransport() ? current.instance.spec->transport : "mpi";
     auto& transport = transports[transportName];
-    if (!transport) transport = transport::openTransport(transportName, world_, runtime::Deadline::afterSeconds(120));
+    if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, runtime::Deadline::afterSeconds(120));
     auto result = runInstance(index, current, file, *transport, worst);
     if (leaveRun_) return exit_code::ok;
     if (result.status != "passed" && result.status != "skipped") exitCode = exit_code::checkFailed;
