@@ -1,6 +1,7 @@
 #include "transport/NcclTransport.hpp"
 
 #include <cstring>
+#include <optional>
 
 #include "cuda/CudaApi.hpp"
 #include "transport/NcclComm.hpp"
@@ -42,6 +43,8 @@ struct NcclTransport::State {
   };
 
   int device = 0;
+  bool member = false;
+  std::optional<runtime::Communicator> members;  // the ranks with a GPU of their own
   std::unique_ptr<NcclComm> comm;
   std::unique_ptr<cu::Stream> stream;
   std::vector<Slot> slots;
@@ -56,8 +59,21 @@ NcclTransport::NcclTransport(const runtime::Communicator& world, int localRank, 
   const int devices = cu::deviceCount();
   if (devices == 0) throw RuntimeFailure("transport 'nccl' needs a GPU on every rank; this host has none");
   state_->device = localRank % devices;
+  state_->member = localRank < devices;
   cu::setDevice(state_->device);
+  state_->members.emplace(world.split(state_->member ? 0 : 1, world.rank()));
+  const auto ranks = world.allgather(state_->member ? state_->members->rank() : -1, deadline);
+  ncclRankOf_.assign(ranks.begin(), ranks.end());
   openCommunicator(deadline);
+}
+
+int NcclTransport::ncclPeer(int worldRank) const {
+  const int peer = ncclRankOf_.at(static_cast<std::size_t>(worldRank));
+  if (peer < 0 || !state_->member)
+    throw UsageError("NCCL transport: rank " + std::to_string(peer < 0 ? worldRank : world_.rank()) +
+                     " has no GPU of its own (more ranks on its host than GPUs), so it has no NCCL path; "
+                     "run one measuring rank per GPU");
+  return peer;
 }
 
 NcclTransport::~NcclTransport() = default;
@@ -65,7 +81,7 @@ NcclTransport::~NcclTransport() = default;
 void NcclTransport::openCommunicator(const runtime::Deadline& deadline) {
   state_->comm.reset();
   state_->stream = std::make_unique<cu::Stream>();
-  state_->comm = std::make_unique<NcclComm>(world_, deadline);
+  if (state_->member) state_->comm = std::make_unique<NcclComm>(*state_->members, deadline);
 }
 
 void NcclTransport::reserve(int slots) {
@@ -81,7 +97,7 @@ void NcclTransport::reserve(int slots) {
 
 void NcclTransport::postSend(int slot, int peer, int, const void* buffer, std::size_t bytes) {
   auto& s = state_->slots.at(static_cast<std::size_t>(slot));
-  State::Operation op{true, peer, const_cast<void*>(buffer), nullptr, bytes};
+  State::Operation op{true, ncclPeer(peer), const_cast<void*>(buffer), nullptr, bytes};
   if (buffer != s.classified) {
     s.classified = buffer;
     s.classifiedDevice = isDeviceAccessible(buffer);
@@ -101,7 +117,7 @@ void NcclTransport::postSend(int slot, int peer, int, const void* buffer, std::s
 
 void NcclTransport::postRecv(int slot, int peer, int, void* buffer, std::size_t bytes) {
   auto& s = state_->slots.at(static_cast<std::size_t>(slot));
-  State::Operation op{false, peer, buffer, nullptr, bytes};
+  State::Operation op{false, ncclPeer(peer), buffer, nullptr, bytes};
   if (buffer != s.classified) {
     s.classified = buffer;
     s.classifiedDevice = isDeviceAccessible(buffer);
@@ -159,7 +175,7 @@ bool NcclTransport::testSlots(int first, int count) {
     if (slot.operation.hostTarget) std::memcpy(slot.operation.hostTarget, slot.operation.buffer, slot.operation.bytes);
     slot.launch = 0;
   }
-  if (!all) {
+  if (!all && s.comm) {
     try {
       s.comm->checkAsyncError("NCCL send/receive");
     } catch (const RuntimeFailure& e) {
@@ -174,7 +190,7 @@ void NcclTransport::reset(const runtime::Deadline& deadline) {
   // Work queued on the stream cannot be cancelled one by one: the communicator
   // is aborted (which ends its kernels) and a new one is created.
   auto& s = *state_;
-  s.comm->markBroken();
+  if (s.comm) s.comm->markBroken();
   s.comm.reset();
   s.pendingSlots.clear();
   for (auto& slot : s.slots) {

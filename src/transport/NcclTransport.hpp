@@ -7,6 +7,11 @@
 // run in launch order on one stream; Transport::matchesInOrder() says so to
 // the kinds. Host buffers (small control messages such as acks and headers)
 // are bounced through pinned memory of the slot. Compiled only with NCCL.
+//
+// NCCL allows one rank per GPU in a communicator, so only the first
+// (device count) ranks of each host join it; the others (e.g. congestor ranks
+// that run a host<->GPU copy load on the same GPUs) have no NCCL path, and a
+// transfer addressed to or from them is a usage error.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -41,9 +46,11 @@ class NcclTransport final : public Transport {
   struct State;
   void launchPending();
   void openCommunicator(const runtime::Deadline& deadline);
+  int ncclPeer(int worldRank) const;
 
   const runtime::Communicator& world_;
   std::unique_ptr<State> state_;
+  std::vector<int> ncclRankOf_;  // world rank -> rank in the NCCL communicator, -1: not a member
 };
 
 }  // namespace fabscope::transport

@@ -47,11 +47,11 @@ tests:
     warmup: 20
     timeout: 120s
 YAML
-reference() { mpirun -np "$gpus" "$here/fabscope_nccl_allreduce_reference" "$iters" 20 "${sizes[@]}" > "$out/reference-$1.jsonl"; }
-step "reference all-reduce loop, run 1 ($gpus ranks)" reference 1
+reference=(mpirun -np "$gpus" "$here/fabscope_nccl_allreduce_reference" "$iters" 20 "${sizes[@]}")
+step "reference all-reduce loop, run 1 ($gpus ranks)" sh -c '"$@" > "$0"' "$out/reference-1.jsonl" "${reference[@]}"
 step "fabscope all-reduce ($gpus ranks)" mpirun -np "$gpus" "$here/fabscope" run --scenario "$out/allreduce.yaml" \
   --output "$out/allreduce.h5" --overwrite --no-progress
-step "reference all-reduce loop, run 2" reference 2
+step "reference all-reduce loop, run 2" sh -c '"$@" > "$0"' "$out/reference-2.jsonl" "${reference[@]}"
 
 step "scenario gpu-nccl-llama70b ($((2 * gpus)) ranks: $gpus on NCCL, $gpus congestors)" \
   mpirun -np $((2 * gpus)) "$here/fabscope" run --scenario "$here/scenarios/gpu-nccl-llama70b.yaml" \
