@@ -3,6 +3,8 @@
 #include "fabscope/BuildConfig.hpp"
 
 #if FABSCOPE_HAVE_NCCL
+#include <string>
+
 #include "cuda/CudaApi.hpp"
 #include "transport/NcclComm.hpp"
 #endif
@@ -23,14 +25,29 @@ std::vector<float> runNcclAllReduce(RunContext& ctx, std::size_t count, float (*
   kernels::cuda::DeviceBuffer send(bytes), recv(bytes);
   kernels::cuda::copy(send.data(), host.data(), bytes);
   kernels::cuda::Stream stream;
-  NcclComm comm(ctx.group, ctx.deadline);
+  // One all-reduce of this size on the bounded setup thread, so NCCL's lazy
+  // connection setup for the algorithm this size uses cannot hang the loop.
+  NcclComm comm(ctx.group, kernels::cuda::currentDevice(), ctx.deadline, [count](ncclComm_t c) {
+    void* scratch = nullptr;
+    cudaStream_t s = nullptr;
+    auto done = [&](cudaError_t e, const char* what) {
+      if (e != cudaSuccess) throw RuntimeFailure(std::string(what) + ": " + cudaGetErrorString(e));
+    };
+    done(cudaMalloc(&scratch, 2 * count * sizeof(float)), "cudaMalloc (NCCL connection setup)");
+    done(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate (NCCL connection setup)");
+    const auto rc = ncclAllReduce(scratch, static_cast<float*>(scratch) + count, count, ncclFloat, ncclSum, c, s);
+    const auto synced = cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+    cudaFree(scratch);
+    checkNccl(rc, "ncclAllReduce (connection setup)");
+    done(synced, "cudaStreamSynchronize (NCCL connection setup)");
+  });
   const auto& spec = *ctx.instance.spec;
   const int me = ctx.world.rank();
   for (int it = 0; it < spec.warmup + spec.iterations; ++it) {
     const auto t0 = runtime::monotonicNow();
-    const auto rc = ncclAllReduce(send.data(), recv.data(), count, ncclFloat, ncclSum, comm.get(), stream.get());
-    checkNccl(rc, "ncclAllReduce");
-    if (rc == ncclInProgress) comm.waitReady(ctx.deadline, "ncclAllReduce to be enqueued");
+    checkNccl(ncclAllReduce(send.data(), recv.data(), count, ncclFloat, ncclSum, comm.get(), stream.get()),
+              "ncclAllReduce");
     comm.waitStream(stream.get(), ctx.deadline, "an NCCL all-reduce to complete on the GPU");
     const auto t1 = runtime::monotonicNow();
     if (it >= spec.warmup) ctx.samples.record(me, it - spec.warmup, -1, static_cast<std::int64_t>(bytes), t0, t1);

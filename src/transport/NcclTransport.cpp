@@ -81,7 +81,40 @@ NcclTransport::~NcclTransport() = default;
 void NcclTransport::openCommunicator(const runtime::Deadline& deadline) {
   state_->comm.reset();
   state_->stream = std::make_unique<cu::Stream>();
-  if (state_->member) state_->comm = std::make_unique<NcclComm>(*state_->members, deadline);
+  if (!state_->member) return;
+  // A small and a large message both ways with every peer on the bounded
+  // setup thread, so NCCL's lazy connection setup (per peer and per channel
+  // count) happens there and not in a timed launch that could wait on a lost peer.
+  state_->comm = std::make_unique<NcclComm>(*state_->members, state_->device, deadline, [](ncclComm_t c) {
+    int ranks = 0, me = 0;
+    checkNccl(ncclCommCount(c, &ranks), "ncclCommCount");
+    checkNccl(ncclCommUserRank(c, &me), "ncclCommUserRank");
+    constexpr std::size_t large = 4u << 20;
+    void* scratch = nullptr;
+    cudaStream_t s = nullptr;
+    if (cudaMalloc(&scratch, 2 * large) != cudaSuccess) throw RuntimeFailure("cudaMalloc (NCCL connection setup)");
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+      cudaFree(scratch);
+      throw RuntimeFailure("cudaStreamCreate (NCCL connection setup)");
+    }
+    ncclResult_t rc = ncclSuccess;
+    for (const std::size_t bytes : {std::size_t{1}, large}) {
+      rc = ncclGroupStart();
+      for (int peer = 0; peer < ranks && rc == ncclSuccess; ++peer) {
+        if (peer == me) continue;
+        rc = ncclSend(scratch, bytes, ncclInt8, peer, c, s);
+        if (rc == ncclSuccess) rc = ncclRecv(static_cast<char*>(scratch) + large, bytes, ncclInt8, peer, c, s);
+      }
+      const auto end = ncclGroupEnd();
+      if (rc == ncclSuccess) rc = end;
+      if (rc != ncclSuccess) break;
+    }
+    const auto synced = cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+    cudaFree(scratch);
+    checkNccl(rc, "NCCL connection setup with every peer");
+    if (synced != cudaSuccess) throw RuntimeFailure(std::string("NCCL connection setup: ") + cudaGetErrorString(synced));
+  });
 }
 
 void NcclTransport::reserve(int slots) {
@@ -146,9 +179,7 @@ void NcclTransport::launchPending() {
                             : ncclRecv(op.buffer, op.bytes, ncclInt8, op.peer, s.comm->get(), stream);
     checkNccl(rc, op.send ? "ncclSend" : "ncclRecv");
   }
-  const auto rc = ncclGroupEnd();
-  checkNccl(rc, "ncclGroupEnd");
-  if (rc == ncclInProgress) s.comm->waitReady(runtime::Deadline::afterSeconds(60), "an NCCL group to be enqueued");
+  checkNccl(ncclGroupEnd(), "ncclGroupEnd");
   const std::uint64_t launch = ++s.launched;
   s.launchEvents[launch % s.launchEvents.size()].record(*s.stream);
   for (const int index : s.pendingSlots) {
