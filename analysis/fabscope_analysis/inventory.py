@@ -107,6 +107,9 @@ def topology(result: ResultFile) -> Dict[str, str]:
         "ranks per host": ", ".join(sorted({str(int(v)) for v in per_host.values})),
         "launch preset": str(a.get("launch_preset", "")),
         "nics": ", ".join(sorted({str(n) for n in ranks.get("nic", []) if str(n)})),
+        # Site labels decide the scopes results are split into (scopes.py).
+        "sites": ", ".join(sorted({str(v) for v in ranks.get("site", [])
+                                   if isinstance(v, str) and v})),
         "gpus used": str(int((ranks["gpu"] >= 0).sum())) if "gpu" in ranks else "",
         "transports": distinct("transport"),
         "memory": distinct("memory"),

@@ -35,10 +35,12 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
                    f"{'GB/s; p99 = slow tail' if first['unit'] == 'GB/s' else 'latency in us'})")
         rows = []
         for _, r in group.iterrows():
+            scope = {"scope": r["scope"] or "-"} if analysis.labelled else {}
             rows.append({
                 "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
                 "condition": r["condition"] + (f" ({r['pass']})" if r["pass"] not in
                                                ("", "parallel") else ""),
+                **scope,
                 "samples": int(r["samples"]),
                 "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
                 "p99.9": format_number(r["p99.9"]), "worst": format_number(r["worst"]),
@@ -49,9 +51,12 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
                 "stragglers": r["stragglers"] or "-",
             })
         out.append(pd.DataFrame(rows).to_string(index=False))
-        for _, r in group.iterrows():
+        for _, r in group.drop_duplicates("index").iterrows():
             if r["error"]:
                 out.append(f"  {int(r['index']):04d} error: {r['error']}")
+            if r["spans_sites"]:
+                out.append(f"  {int(r['index']):04d} the measuring group spans sites "
+                           f"{r['spans_sites']}: a WAN path, not one cluster fabric")
     return out
 
 
@@ -62,3 +67,8 @@ def print_summary(result: ResultFile, stream: TextIO = sys.stdout) -> None:
     print("", file=stream)
     print("impact = congested/quiet (latency) or quiet/congested (bandwidth): >1 is worse. "
           "stragglers: ranks whose p99 exceeds 2x the median rank p99.", file=stream)
+    if analysis.labelled:
+        print("scope: site=X both ends in site X; inter-site X<->Y between sites (a WAN path, "
+              "never mixed with a site's own fabric); group: a collective's whole group; "
+              "? = rank without a site label. Every number is over one scope's samples.",
+              file=stream)
