@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/CounterSummary.hpp"
 #include "stats/SiteScopes.hpp"
 #include "stats/Statistics.hpp"
 #include "suite/TestKind.hpp"
@@ -29,6 +30,7 @@ struct InstanceResult {
   std::string spansSites;  // the sites of a measuring group that spans more than one
   bool labelled = false;   // the run has site labels: `scopes` are named and printed
   std::vector<ScopeResult> scopes;  // display order; one unnamed scope without site labels
+  std::vector<CounterNote> counters;  // known counters that moved while it ran
 };
 
 }  // namespace fabscope::driver

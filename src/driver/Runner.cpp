@@ -12,6 +12,7 @@
 
 #include "conditions/NeighbourLoad.hpp"
 #include "inventory/HostInventory.hpp"
+#include "driver/CounterSummary.hpp"
 #include "driver/Progress.hpp"
 #include "driver/ScopedStatistics.hpp"
 #include "driver/SummaryTable.hpp"
@@ -436,9 +437,12 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   const auto mine = headlineSamples(samples.used(), divisor);
   const auto mySummary = rankSummaryRows(world_.rank(), mine, myScopes, ctx.dataCheckFailed);
 
-  // Rank 0 sees every sample for the run-wide numbers.
+  // Rank 0 sees every sample for the run-wide numbers, and every counter row
+  // to name the known counters that moved in the closing summary.
   std::vector<int> counts;
   const auto all = comm_->gatherBytes(std::as_bytes(samples.used()), 0, counts, control);
+  const auto counterRows = counters.rows(world_.rank());
+  const auto allCounters = comm_->gatherBytes(std::as_bytes(std::span(counterRows)), 0, counts, control);
   InstanceResult result;
   result.index = index;
   result.name = spec.name;
@@ -538,6 +542,10 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
         }
     }
     scopeTable = scopeRows(result);
+    result.counters = movedKnownCounters(
+        {reinterpret_cast<const output::CounterRecord*>(allCounters.data()),
+         allCounters.size() / sizeof(output::CounterRecord)},
+        identity_.hostOfRank);
     if (plan.pattern == "all-pairs") {
       matrix.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), std::nan(""));
       std::vector<std::pair<double, PairKey>> ranked;
@@ -591,7 +599,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   if (myScopes.labelled())
     file.writeTable<output::ScopeRecord>(group + "/scopes", scopeTable, control);
   if (plan.pattern == "all-pairs") file.writeMatrix(group + "/pair_matrix", matrix, n, n);
-  file.writeTable<output::CounterRecord>(group + "/counters", counters.rows(world_.rank()), control);
+  file.writeTable<output::CounterRecord>(group + "/counters", counterRows, control);
   registry_.kind(spec.kind).writeExtra(ctx, file, group, control);
   file.setAttributes(group, verdict, control);
   file.flush();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 
 #include "scenario/Units.hpp"
@@ -76,6 +77,8 @@ void printSummaryTable(std::FILE* out, const std::vector<InstanceResult>& result
                  {&scope.summary.latency, scope.summary.bytesPerSample, scope.impactP99, &scope.summary.scope.name});
     }
     if (!r.error.empty()) std::fprintf(out, "     ! %s\n", r.error.c_str());
+    if (!r.counters.empty())
+      std::fprintf(out, "     ~ counters moved: %s\n", describeCounterNotes(r.counters).c_str());
     if (!r.spansSites.empty()) {
       // A collective's group is one scope that crosses sites: its numbers are a
       // WAN path. Point-to-point rows above are already split by scope, but a
@@ -94,6 +97,11 @@ void printSummaryTable(std::FILE* out, const std::vector<InstanceResult>& result
   }
   std::fprintf(out, "\nlatency: one-way, microseconds; bandwidth: GB/s = 10^9 bytes/s at that sample time; "
                     "impact: congested/quiet p99 (>1 is worse)\n");
+  // The meaning of every known counter named above, once.
+  std::set<std::string> named;
+  for (const auto& r : results)
+    for (std::size_t i = 0; i < r.counters.size() && i < 4; ++i) named.insert(r.counters[i].name);
+  for (const auto& name : named) std::fprintf(out, "~ %s: %s\n", name.c_str(), counterMeaning(name).c_str());
   if (labelled)
     std::fprintf(out, "scope: site=X both ends in site X; inter-site X<->Y between sites (a WAN path, never mixed "
                       "with a site's own fabric); group: a collective's whole group\n");

@@ -37,8 +37,9 @@ hosts:
 YAML
 set +e
 timeout --kill-after=10 400 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --fabric emulated -N 1 --bin "$FABSCOPE_BIN" -- \
-  run --scenario "$scratch/loss.yaml" --output "$scratch/loss.h5" --no-progress --topology "$scratch/topology.yaml"
-rc=$?
+  run --scenario "$scratch/loss.yaml" --output "$scratch/loss.h5" --no-progress --topology "$scratch/topology.yaml" \
+  | tee "$scratch/loss.out"
+rc=${PIPESTATUS[0]}
 set -e
 ((rc == 0)) || fail "fabscope exited with $rc"
 /usr/bin/python3 - "$scratch/loss.h5" <<'PY' || fail "retransmissions were not where the loss was"
@@ -78,4 +79,7 @@ with h5py.File(sys.argv[1], "r") as f:
         assert text(g.attrs["site_scopes"]).split(";") == [text(x) for x in g["scopes"]["scope"]]
     assert list(f["tests/0000/scopes"]["scope"]) == [b"site=dc1"], "the lossy pair is inside dc1"
 PY
+# The closing summary names the known counter under the test it moved in.
+grep -q "~ counters moved: RetransSegs +" "$scratch/loss.out" || fail "the summary does not name RetransSegs"
+grep -q "~ RetransSegs: TCP segments retransmitted" "$scratch/loss.out" || fail "the summary does not explain RetransSegs"
 note "retransmissions appeared on the lossy link only"
