@@ -13,7 +13,8 @@ import pandas as pd
 
 from . import html as H
 from . import plots
-from .inventory import inconsistent_fields, inventory_frame, other_tables, recorded_flags
+from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame, other_tables,
+                        recorded_flags)
 from .reader import ResultFile, TestInstance
 from .run_analysis import RunAnalysis, format_bytes, format_number
 from .stats import incast_senders, is_bandwidth, jain_index, unit_of
@@ -94,9 +95,15 @@ def _summary_section(analysis: RunAnalysis) -> str:
                   "a collective group; samples of different scopes are never mixed.")
         spanning = frame.drop_duplicates("index")
         for _, r in spanning[spanning["spans_sites"] != ""].iterrows():
-            parts.append(H.warning(f"test {int(r['index']):04d} {r['name']}: the measuring group "
-                                   f"spans sites {r['spans_sites']}: a WAN path, not one "
-                                   "cluster fabric"))
+            scopes = frame[frame["index"] == r["index"]]["scope"]
+            if any(str(x).startswith("group across") for x in scopes):
+                parts.append(H.warning(f"test {int(r['index']):04d} {r['name']}: the measuring "
+                                       f"group spans sites {r['spans_sites']}: a WAN path, not "
+                                       "one cluster fabric"))
+            else:
+                parts.append(f"<p class=\"muted\">test {int(r['index']):04d} {H.esc(r['name'])}: "
+                             f"the measuring ranks span sites {H.esc(r['spans_sites'])}; its rows "
+                             "are split by site scope.</p>")
     return H.section("summary", "Summary", parts, intro=intro)
 
 
@@ -368,9 +375,11 @@ def _counter_section(analysis: RunAnalysis) -> str:
         rows.append({"#": f"{int(test):04d}", "test": names.get(int(test), ""),
                      "source": source, "counter": name, "total delta": int(group["delta"].sum()),
                      "ranks changed": int(len(group)),
-                     "largest": f"{int(top['delta'])} on {analysis.describe_rank(top['rank'])}"})
+                     "largest": f"{int(top['delta'])} on {analysis.describe_rank(top['rank'])}",
+                     "meaning": KNOWN_COUNTERS.get(str(name), "")})
     return H.section("counters", "Counter deltas",
-                     [H.table(pd.DataFrame(rows), left=["test", "source", "counter", "largest"])],
+                     [H.table(pd.DataFrame(rows), left=["test", "source", "counter", "largest",
+                                                        "meaning"])],
                      intro="Counters that changed between the snapshots around each test "
                            "(summed over ranks; one reader per host). Retransmits, drops and "
                            "congestion notifications here explain tails above.")

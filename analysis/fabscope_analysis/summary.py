@@ -7,6 +7,7 @@ from typing import List, TextIO
 
 import pandas as pd
 
+from .inventory import KNOWN_COUNTERS, moved_known_counters
 from .reader import ResultFile
 from .run_analysis import RunAnalysis, format_bytes, format_number
 
@@ -54,9 +55,21 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
         for _, r in group.drop_duplicates("index").iterrows():
             if r["error"]:
                 out.append(f"  {int(r['index']):04d} error: {r['error']}")
+            moved = moved_known_counters(analysis.result.test(int(r["index"])).counters(),
+                                         analysis.hosts)
+            if moved:
+                analysis.counters_named.update(m.split(" ", 1)[0] for m in moved[:4])
+                out.append(f"  {int(r['index']):04d} counters moved: " + ", ".join(moved[:4]) +
+                           (f" and {len(moved) - 4} more" if len(moved) > 4 else ""))
             if r["spans_sites"]:
-                out.append(f"  {int(r['index']):04d} the measuring group spans sites "
-                           f"{r['spans_sites']}: a WAN path, not one cluster fabric")
+                scopes = group[group["index"] == r["index"]]["scope"]
+                if any(str(x).startswith("group across") for x in scopes):
+                    out.append(f"  {int(r['index']):04d} the measuring group spans sites "
+                               f"{r['spans_sites']}: a WAN path, not one cluster fabric")
+                else:
+                    out.append(f"  {int(r['index']):04d} the measuring ranks span sites "
+                               f"{r['spans_sites']}: rows are split by site scope; group-wide "
+                               "attributes of this test (if any) span sites")
     return out
 
 
@@ -67,6 +80,8 @@ def print_summary(result: ResultFile, stream: TextIO = sys.stdout) -> None:
     print("", file=stream)
     print("impact = congested/quiet (latency) or quiet/congested (bandwidth): >1 is worse. "
           "stragglers: ranks whose p99 exceeds 2x the median rank p99.", file=stream)
+    for name in sorted(analysis.counters_named):
+        print(f"counter {name}: {KNOWN_COUNTERS[name]}", file=stream)
     if analysis.labelled:
         print("scope: site=X both ends in site X; inter-site X<->Y between sites (a WAN path, "
               "never mixed with a site's own fabric); group: a collective's whole group; "
