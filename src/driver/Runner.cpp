@@ -534,7 +534,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
       for (const auto& earlier : results_)
         if (earlier.caseId == instance.caseId && earlier.condition == "quiet" && earlier.pass == plan.pass &&
             compareWithQuiet(result, earlier)) {
-          if (result.impactP99 > 0) {
+          if (result.scopes.size() == 1 && earlier.scopes.size() == 1) {  // else per scope only
             attrs.emplace_back("impact_mean", result.impactMean);
             attrs.emplace_back("impact_p99", result.impactP99);
           }

@@ -70,6 +70,7 @@ bool compareWithQuiet(InstanceResult& congested, const InstanceResult& quiet) {
     any = true;
   }
   if (congested.scopes.size() == 1 && quiet.scopes.size() == 1 && any) {
+    // NaN when either side has no samples, as before site scopes existed.
     congested.impactMean = congested.scopes.front().impactMean;
     congested.impactP99 = congested.scopes.front().impactP99;
   }
