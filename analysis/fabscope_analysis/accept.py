@@ -1,7 +1,14 @@
 """`accept FILE --criteria C.yaml [--baseline B.h5] [--junit out.xml]`: pass/fail verdict.
 
-Every (rule, matching test instance) is one check; a failed check names the ranks, hosts
-or pairs responsible. Exit 0 when every check passes, 1 otherwise.
+Every (rule, matching test instance, site scope) is one check; a failed check names the
+ranks, hosts or pairs responsible. Exit 0 when every check passes, 1 otherwise.
+
+Site scopes (scopes.py): in a run whose ranks carry site labels, each instance is judged
+once per scope (site=A, site=B, inter-site A<->B, a collective's group), each against the
+rule's thresholds on its own samples only, so a WAN path never loosens or tightens a
+site's verdict. A rule's ``match: {scope: ...}`` (glob patterns on the scope name) picks
+scopes, e.g. strict limits for ``site=*`` and looser ones for ``inter-site *``. A run
+without site labels has one unnamed scope, matched by rules without ``scope``.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from .criteria import (BANDWIDTH_METRICS, LATENCY_METRICS, Bound, Criteria, Crit
                        Rule, load_criteria)
 from .reader import ResultFile, TestInstance
 from .run_analysis import RunAnalysis, describe_instance, format_number, instance_key
+from .scopes import Scope
 from .stats import (impact_factor, is_bandwidth, mean_value, pair_values, tail_value,
                     worse_is_higher_times, worst_value)
 
@@ -107,6 +115,8 @@ def _bound_text(bound: Bound, unit: str = "", ratio: bool = False) -> str:
 
 def _matches(rule: Rule, inst: TestInstance) -> bool:
     for key, wanted in rule.match.items():
+        if key == "scope":
+            continue  # per scope: _scope_matches
         if key == "bytes":
             b = float(inst.get("bytes", 0))
             if (wanted.min is not None and b < wanted.min) or \
@@ -124,6 +134,11 @@ def _matches(rule: Rule, inst: TestInstance) -> bool:
         if not ok:
             return False
     return True
+
+
+def _scope_matches(rule: Rule, scope: Scope) -> bool:
+    patterns = rule.match.get("scope")
+    return patterns is None or any(fnmatch.fnmatchcase(scope.name, p) for p in patterns)
 
 
 # -- evaluation -------------------------------------------------------------------------
@@ -147,9 +162,9 @@ class _Evaluator:
             shown += f" and {len(items) - MAX_NAMED} more"
         return shown
 
-    def _responsible(self, inst: TestInstance, key: str, bound: Bound) -> str:
+    def _responsible(self, inst: TestInstance, scope: Scope, key: str, bound: Bound) -> str:
         """Ranks (and pairs, for pair patterns) whose own value breaks the bound."""
-        s = self.a.samples(inst)
+        s = self.a.samples(inst, scope)
         unit = _unit(key)
         higher_bad = bound.max is not None
         parts = []
@@ -175,28 +190,28 @@ class _Evaluator:
                              f"{self.rank(worst[0])} {format_number(worst[1])}{unit}")
         return "; ".join(parts)
 
-    def value(self, inst: TestInstance, key: str) -> float:
-        st = self.a.stats(inst)
+    def value(self, inst: TestInstance, scope: Scope, key: str) -> float:
+        st = self.a.stats(inst, scope)
         if key == "samples":
             return float(st.n_samples)
         if key == "flagged_samples":
-            s = self.a.samples(inst)
+            s = self.a.samples(inst, scope)
             return float(np.count_nonzero(s["flags"].to_numpy())) if len(s) else 0.0
         if key == "impact_mean":
-            return self.a.impacts(inst)[0]
+            return self.a.impacts(inst, scope)[0]
         if key == "impact_p99":
-            return self.a.impacts(inst)[1]
+            return self.a.impacts(inst, scope)[1]
         stat = key.rsplit("_", 1)[0]
         return st.value({"p999": "p99.9"}.get(stat, stat))
 
-    def limits(self, rule: Rule, inst: TestInstance, result: CheckResult):
+    def limits(self, rule: Rule, inst: TestInstance, scope: Scope, result: CheckResult):
         for key, bound in rule.limits.items():
             if not _applicable(key, inst):
                 continue
-            if key.startswith("impact_") and self.a.quiet_partner(inst) is None:
+            if key.startswith("impact_") and self.a.quiet_scope(inst, scope) is None:
                 continue
-            value = self.value(inst, key)
-            if key not in ("samples", "flagged_samples") and self.a.stats(inst).n_samples == 0:
+            value = self.value(inst, scope, key)
+            if key not in ("samples", "flagged_samples") and self.a.stats(inst, scope).n_samples == 0:
                 result.messages.append(f"{key}: no samples to evaluate (status "
                                        f"{inst.get('status')}: {inst.get('error') or '-'})")
                 continue
@@ -206,27 +221,28 @@ class _Evaluator:
             msg = (f"{key} = {format_number(value)}{_unit(key)}, required "
                    f"{_bound_text(bound, _unit(key))}")
             if key in ("impact_mean", "impact_p99"):
-                msg += "; " + self._impact_ranks(inst, key)
+                msg += "; " + self._impact_ranks(inst, scope, key)
             elif key == "flagged_samples":
-                s = self.a.samples(inst)
+                s = self.a.samples(inst, scope)
                 flagged = s[s["flags"] != 0].groupby("rank").size().sort_values(ascending=False)
                 msg += "; flagged on " + self._named(
                     [(self.rank(r), float(n)) for r, n in flagged.items()], " samples")
             elif key != "samples":
-                msg += "; " + self._responsible(inst, key, bound)
+                msg += "; " + self._responsible(inst, scope, key, bound)
             result.messages.append(msg)
 
-    def _impact_ranks(self, inst: TestInstance, key: str) -> str:
+    def _impact_ranks(self, inst: TestInstance, scope: Scope, key: str) -> str:
         quiet = self.a.quiet_partner(inst)
-        q_vals = _group_values(self.a.samples(quiet), inst.metric, key, "rank")
-        c_vals = _group_values(self.a.samples(inst), inst.metric, key, "rank")
+        q_vals = _group_values(self.a.samples(quiet, self.a.quiet_scope(inst, scope)),
+                               inst.metric, key, "rank")
+        c_vals = _group_values(self.a.samples(inst, scope), inst.metric, key, "rank")
         per_rank = [(self.rank(r), impact_factor(inst.metric, q_vals[r], c_vals[r]))
                     for r in c_vals if r in q_vals]
         per_rank = [(w, v) for w, v in per_rank if np.isfinite(v)]
         per_rank.sort(key=lambda item: -item[1])
         return "most affected: " + (self._named(per_rank, "x") if per_rank else "-")
 
-    def baseline_check(self, rule: Rule, inst: TestInstance, result: CheckResult):
+    def baseline_check(self, rule: Rule, inst: TestInstance, scope: Scope, result: CheckResult):
         if not rule.baseline:
             return
         base_inst = self.baseline_index.get(instance_key(inst))
@@ -235,11 +251,20 @@ class _Evaluator:
             result.messages.append(f"baseline {self.baseline.result.path} has no instance with "
                                    f"case {key[0]!r}, condition {key[1]!r}, pass {key[2]!r}")
             return
+        base_scope = next((b for b in self.baseline.scopes(base_inst) if b.name == scope.name),
+                          None)
+        if base_scope is None:
+            result.messages.append(
+                f"baseline {self.baseline.result.path} has no site scope {scope.name or '(none)'!r} "
+                f"for case {instance_key(inst)[0]!r} (it has: "
+                f"{', '.join(b.name or '(none)' for b in self.baseline.scopes(base_inst))}); "
+                "a site's results are only compared with the same site's")
+            return
         base = _Evaluator(self.baseline, None)
         for key, bound in rule.baseline.items():
             if not _applicable(key, inst):
                 continue
-            now, before = self.value(inst, key), base.value(base_inst, key)
+            now, before = self.value(inst, scope, key), base.value(base_inst, base_scope, key)
             if not (np.isfinite(now) and np.isfinite(before)) or before == 0:
                 result.messages.append(f"{key}: cannot compare with the baseline "
                                        f"({format_number(now)} vs {format_number(before)})")
@@ -248,8 +273,9 @@ class _Evaluator:
             result.details.append(f"{key} ratio to baseline = {ratio:.3f}")
             if not _violates(ratio, bound):
                 continue
-            now_ranks = _group_values(self.a.samples(inst), inst.metric, key, "rank")
-            base_ranks = _group_values(self.baseline.samples(base_inst), inst.metric, key, "rank")
+            now_ranks = _group_values(self.a.samples(inst, scope), inst.metric, key, "rank")
+            base_ranks = _group_values(self.baseline.samples(base_inst, base_scope), inst.metric,
+                                       key, "rank")
             ratios = [(self.rank(r), now_ranks[r] / base_ranks[r]) for r in now_ranks
                       if r in base_ranks and base_ranks[r]]
             bad = [(w, v) for w, v in ratios if _violates(v, bound)]
@@ -261,8 +287,8 @@ class _Evaluator:
                 f"{format_number(before)}{_unit(key)}, required {_bound_text(bound, ratio=True)}"
                 f"; {who}")
 
-    def outliers(self, rule: Rule, inst: TestInstance, result: CheckResult):
-        s = self.a.samples(inst)
+    def outliers(self, rule: Rule, inst: TestInstance, scope: Scope, result: CheckResult):
+        s = self.a.samples(inst, scope)
         metric = inst.metric
         unit = " GB/s" if is_bandwidth(metric) else " us"
         fraction = rule.outliers.get("pair_min_fraction_of_median")
@@ -288,7 +314,7 @@ class _Evaluator:
                     result.messages.append(f"... and {len(bad) - MAX_NAMED} more slow pairs")
         ratio = rule.outliers.get("rank_p99_max_ratio_to_median")
         if ratio is not None:
-            tails = self.a.stats(inst).rank_tails
+            tails = self.a.stats(inst, scope).rank_tails
             if len(tails) >= 2:
                 median_time = float(np.median(tails["p99_time_ns"]))
                 median_show = float(np.median(tails["p99"]))
@@ -341,17 +367,33 @@ def evaluate(result: ResultFile, criteria: Criteria,
             checks.append(check)
             continue
         evaluated = 0
+        scoped = 0
         for inst in matched:
-            check = CheckResult(rule.name, describe_instance(inst))
-            evaluator.limits(rule, inst, check)
-            evaluator.baseline_check(rule, inst, check)
-            if rule.outliers:
-                evaluator.outliers(rule, inst, check)
-            # a check with neither a value nor a failure did not apply (e.g. p99_us on a
-            # bandwidth test, impact on a quiet one, outliers with a single rank)
-            if check.details or check.messages:
-                checks.append(check)
-                evaluated += 1
+            # Thresholds apply per site scope: each scope is its own check.
+            for scope in analysis.scopes(inst):
+                if not _scope_matches(rule, scope):
+                    continue
+                scoped += 1
+                check = CheckResult(rule.name, describe_instance(inst) +
+                                    analysis.scope_suffix(scope))
+                evaluator.limits(rule, inst, scope, check)
+                evaluator.baseline_check(rule, inst, scope, check)
+                if rule.outliers:
+                    evaluator.outliers(rule, inst, scope, check)
+                # a check with neither a value nor a failure did not apply (e.g. p99_us on a
+                # bandwidth test, impact on a quiet one, outliers with a single rank)
+                if check.details or check.messages:
+                    checks.append(check)
+                    evaluated += 1
+        if not scoped:
+            check = CheckResult(rule.name, "(no matching site scope)")
+            if not rule.optional:
+                check.messages.append(
+                    f"{len(matched)} test instance(s) match but none has a site scope matching "
+                    f"{', '.join(rule.match.get('scope', []))} (criteria line {rule.line}); "
+                    "mark it 'optional: true' if that is fine")
+            checks.append(check)
+            continue
         if not evaluated and not rule.optional:
             checks.append(CheckResult(rule.name, "(no applicable test instance)", [
                 f"the rule matched {len(matched)} instance(s) but none of its checks applies "

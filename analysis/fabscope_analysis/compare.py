@@ -1,7 +1,10 @@
 """`compare A.h5 B.h5 [...] [-o compare.html]`: the same cases side by side.
 
 The first file is the reference; every other file is compared with it. Instances are
-matched by (case, condition, pass). Differences of p50/p99/p99.9 come with a bootstrap
+matched by (case, condition, pass) and then by site scope (scopes.py): a site's own
+samples are only compared with the same site's, an inter-site (WAN) path only with the
+same inter-site path, so no comparison mixes scopes. A run without site labels has one
+unnamed scope, which does not match a labelled run's scopes. Differences of p50/p99/p99.9 come with a bootstrap
 confidence interval; a difference counts only when its interval excludes zero.
 """
 
@@ -18,6 +21,7 @@ from . import plots
 from .inventory import INFORMATIONAL_FACTS, topology
 from .reader import ResultFile, TestInstance
 from .run_analysis import RunAnalysis, format_bytes, format_number, instance_key
+from .scopes import Scope, scope_label
 from .stats import (bootstrap_quantile_diffs, display_quantile, is_bandwidth,
                     sample_values_for_compare, unit_of)
 
@@ -52,11 +56,19 @@ def context_frame(results: List[ResultFile], labels: List[str]) -> Tuple[pd.Data
     return pd.DataFrame(rows), warnings
 
 
-def _index(analysis: RunAnalysis) -> Dict[Tuple[str, str, str], TestInstance]:
+Key = Tuple[str, str, str, str]  # case, condition, pass, scope
+
+
+def _index(analysis: RunAnalysis) -> Dict[Key, Tuple[TestInstance, Scope]]:
     out = {}
     for inst in analysis.instances:
-        out.setdefault(instance_key(inst), inst)
+        for scope in analysis.scopes(inst):
+            out.setdefault(instance_key(inst) + (scope.name,), (inst, scope))
     return out
+
+
+def _describe(key: Key) -> str:
+    return f"{key[0]} [{key[1]}]" + (f" [{key[3]}]" if key[3] else "")
 
 
 def comparison_frame(analyses: List[RunAnalysis], labels: List[str], resamples: int,
@@ -70,19 +82,19 @@ def comparison_frame(analyses: List[RunAnalysis], labels: List[str], resamples: 
         only_other = sorted(set(other) - set(reference))
         if only_ref:
             notes.append(f"only in {labels[0]} (not in {labels[other_pos]}): "
-                         + ", ".join(f"{c} [{k}]" for c, k, _ in only_ref))
+                         + ", ".join(_describe(k) for k in only_ref))
         if only_other:
             notes.append(f"only in {labels[other_pos]}: "
-                         + ", ".join(f"{c} [{k}]" for c, k, _ in only_other))
+                         + ", ".join(_describe(k) for k in only_other))
         for key in [k for k in reference if k in other]:
-            a_inst, b_inst = reference[key], other[key]
+            (a_inst, a_scope), (b_inst, b_scope) = reference[key], other[key]
             metric = a_inst.metric
             if b_inst.metric != metric:
-                notes.append(f"{key[0]} [{key[1]}]: metric differs ({metric} vs "
+                notes.append(f"{_describe(key)}: metric differs ({metric} vs "
                              f"{b_inst.metric}); not compared")
                 continue
-            a = sample_values_for_compare(analyses[0].samples(a_inst), metric)
-            b = sample_values_for_compare(analyses[other_pos].samples(b_inst), metric)
+            a = sample_values_for_compare(analyses[0].samples(a_inst, a_scope), metric)
+            b = sample_values_for_compare(analyses[other_pos].samples(b_inst, b_scope), metric)
             qs = [display_quantile(metric, s) for s in STATS]
             results = bootstrap_quantile_diffs(a, b, qs, resamples=resamples, seed=seed)
             for stat, q, (diff, low, high) in zip(STATS, qs, results):
@@ -90,7 +102,7 @@ def comparison_frame(analyses: List[RunAnalysis], labels: List[str], resamples: 
                 b_val = float(np.percentile(b, q)) if len(b) else float("nan")
                 tail_n = min(len(a), len(b)) * (1 - max(q, 100 - q) / 100.0)
                 rows.append({
-                    "case": key[0], "condition": key[1], "pass": key[2],
+                    "case": key[0], "condition": key[1], "pass": key[2], "scope": key[3],
                     "name": a_inst.get("name"), "bytes": a_inst.get("bytes"),
                     "metric": metric, "unit": unit_of(metric), "stat": stat,
                     "reference": labels[0], "other": labels[other_pos],
@@ -121,12 +133,14 @@ def _verdict(metric: str, low: float, high: float, n_a: int, n_b: int, a_val: fl
 def text_table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "(no common cases to compare)"
+    labelled = bool((frame["scope"] != "").any())
     rows = []
     for _, r in frame.iterrows():
+        scope = {"scope": scope_label(Scope(r["scope"]))} if labelled else {}
         rows.append({
             "case": r["case"], "condition": r["condition"] + (f" ({r['pass']})" if r["pass"]
                                                              not in ("", "parallel") else ""),
-            "stat": r["stat"], "unit": r["unit"],
+            **scope, "stat": r["stat"], "unit": r["unit"],
             "ref": format_number(r["ref_value"]), "other": format_number(r["other_value"]),
             "diff [95% CI]": f"{format_number(r['diff'])} [{format_number(r['ci_low'])}, "
                              f"{format_number(r['ci_high'])}]",
@@ -154,10 +168,12 @@ def _html(results, labels, context, warnings, frame, notes, analyses) -> str:
                           intro="Topology, conditions and inventory of each run; highlighted "
                                 "rows differ, so differences below may come from them."))
     if not frame.empty:
+        labelled = bool((frame["scope"] != "").any())
         shown, classes = [], []
         for _, r in frame.iterrows():
             shown.append({"vs": f"{r['other']} vs {r['reference']}", "test": r["name"],
                           "bytes": format_bytes(r["bytes"]), "condition": r["condition"],
+                          **({"scope": scope_label(Scope(r["scope"]))} if labelled else {}),
                           "stat": r["stat"], "unit": r["unit"],
                           "reference": format_number(r["ref_value"]),
                           "other": format_number(r["other_value"]),
@@ -181,23 +197,25 @@ def _html(results, labels, context, warnings, frame, notes, analyses) -> str:
         body.append(H.section("unmatched", "Not compared",
                               ["<ul>" + "".join(f"<li>{H.esc(n)}</li>" for n in notes) + "</ul>"]))
     figs = []
-    keys = list(dict.fromkeys(zip(frame["case"], frame["condition"], frame["pass"]))) \
-        if not frame.empty else []
+    keys = list(dict.fromkeys(zip(frame["case"], frame["condition"], frame["pass"],
+                                  frame["scope"]))) if not frame.empty else []
+    indexes = [_index(analysis) for analysis in analyses]
     for key in keys[:MAX_CDF_FIGURES]:
         series = []
         metric = "latency"
-        for label, analysis in zip(labels, analyses):
-            inst = _index(analysis).get(key)
-            if inst is None:
+        for label, analysis, index in zip(labels, analyses, indexes):
+            found = index.get(key)
+            if found is None:
                 continue
+            inst, scope = found
             metric = inst.metric
-            values = sample_values_for_compare(analysis.samples(inst), metric)
+            values = sample_values_for_compare(analysis.samples(inst, scope), metric)
             if len(values):
                 series.append((label, values))
         if not series:
             continue
         figs.append(H.figure(plots.cdf(series, "GB/s per sample" if is_bandwidth(metric)
-                                       else "latency (us)", f"{key[0]} [{key[1]}]",
+                                       else "latency (us)", _describe(key),
                                        is_bandwidth(metric))))
     if figs:
         body.append(H.section("cdfs", "Distributions", [H.grid(figs)]))

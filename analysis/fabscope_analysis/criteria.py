@@ -32,7 +32,7 @@ ALL_METRICS = LATENCY_METRICS | BANDWIDTH_METRICS | IMPACT_METRICS | COUNT_METRI
 RATIO_METRICS = LATENCY_METRICS | BANDWIDTH_METRICS
 OUTLIER_RULES = {"pair_min_fraction_of_median", "rank_p99_max_ratio_to_median"}
 MATCH_KEYS = {"kind", "condition", "name", "case", "transport", "memory", "pattern", "pass",
-              "metric", "bytes"}
+              "metric", "bytes", "scope"}
 RULE_KEYS = {"name", "match", "limits", "baseline", "outliers", "optional", "description"}
 TOP_KEYS = {"fabscope_criteria", "require_complete", "allowed_status", "rules", "description"}
 

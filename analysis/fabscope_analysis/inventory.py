@@ -107,6 +107,9 @@ def topology(result: ResultFile) -> Dict[str, str]:
         "ranks per host": ", ".join(sorted({str(int(v)) for v in per_host.values})),
         "launch preset": str(a.get("launch_preset", "")),
         "nics": ", ".join(sorted({str(n) for n in ranks.get("nic", []) if str(n)})),
+        # Site labels decide the scopes results are split into (scopes.py).
+        "sites": ", ".join(sorted({str(v) for v in ranks.get("site", [])
+                                   if isinstance(v, str) and v})),
         "gpus used": str(int((ranks["gpu"] >= 0).sum())) if "gpu" in ranks else "",
         "transports": distinct("transport"),
         "memory": distinct("memory"),
@@ -125,3 +128,58 @@ def topology(result: ResultFile) -> Dict[str, str]:
 
 # Facts that only describe the run, so a difference is not a reason to doubt a comparison.
 INFORMATIONAL_FACTS = {"tool version", "hdf5 mode", "complete"}
+
+
+# Counters that explain a latency tail, with their meaning: the same list as fabscope's
+# closing summary (src/inventory/Counters.cpp, knownCounters()).
+KNOWN_COUNTERS = {
+    "port_xmit_wait": "ticks the port had data to send but no credits (congestion back-pressure)",
+    "port_xmit_discards": "packets dropped on send (port down or congested)",
+    "port_rcv_errors": "malformed packets received",
+    "symbol_error": "physical-layer symbol errors (cable, transceiver)",
+    "link_error_recovery": "link retrained after errors",
+    "link_downed": "link went down",
+    "local_link_integrity_errors": "local physical errors beyond threshold",
+    "excessive_buffer_overrun_errors": "receive buffer overruns",
+    "port_rcv_remote_physical_errors": "packets marked bad by a remote physical error",
+    "out_of_sequence": "packets received out of order (RoCE: loss or reordering)",
+    "packet_seq_err": "NAKs for packet sequence errors",
+    "local_ack_timeout_err": "transport retries after an ACK timeout",
+    "rnr_nak_retry_err": "receiver-not-ready retries exhausted",
+    "implied_nak_seq_err": "implied NAKs (lost responses)",
+    "duplicate_request": "requests received twice (retransmissions)",
+    "rx_icrc_encapsulated": "RoCE packets with a bad ICRC",
+    "np_cnp_sent": "congestion notifications sent by this receiver (ECN marks seen)",
+    "rp_cnp_handled": "congestion notifications handled by this sender (rate reduced)",
+    "rp_cnp_ignored": "congestion notifications ignored",
+    "np_ecn_marked_roce_packets": "received RoCE packets that carried an ECN mark",
+    "rx_dropped": "interface receive drops",
+    "tx_dropped": "interface transmit drops",
+    "rx_errors": "interface receive errors",
+    "tx_errors": "interface transmit errors",
+    "RetransSegs": "TCP segments retransmitted",
+    "TCPLostRetransmit": "TCP retransmissions that were lost again",
+    "TCPTimeouts": "TCP retransmission timeouts",
+    "TCPSynRetrans": "TCP SYN retransmissions",
+    "InErrs": "TCP segments received in error",
+}
+
+
+def moved_known_counters(counters: pd.DataFrame, hosts: Dict[int, str]) -> List[str]:
+    """'RetransSegs +57 (largest fh1 snmp:Tcp +50 of 2 readers)' per known counter that
+    moved (positive delta) in one test's counters table, largest total first."""
+    if counters.empty:
+        return []
+    moved = counters[(counters["delta"] > 0) & counters["name"].isin(list(KNOWN_COUNTERS))]
+    out = []
+    totals = moved.groupby("name")["delta"].sum().sort_values(ascending=False, kind="stable")
+    for name, total in totals.items():
+        rows = moved[moved["name"] == name]
+        top = rows.loc[rows["delta"].idxmax()]
+        where = f"{hosts.get(int(top['rank']), 'rank %d' % int(top['rank']))} {top['source']}"
+        if len(rows) > 1:
+            out.append(f"{name} +{int(total)} (largest {where} +{int(top['delta'])} of "
+                       f"{len(rows)} readers)")
+        else:
+            out.append(f"{name} +{int(total)} ({where})")
+    return out

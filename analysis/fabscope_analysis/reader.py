@@ -34,7 +34,11 @@ KNOWN_FORMAT_VERSIONS = (1,)
 # Column sets of the tables, so an absent or empty table still has its columns.
 SAMPLE_COLUMNS = ["rank", "iter", "peer", "bytes", "t_post_ns", "t_done_ns", "flags"]
 SUMMARY_COLUMNS = ["rank", "samples", "min_ns", "mean_ns", "p50_ns", "p99_ns", "p999_ns",
-                   "max_ns", "bytes", "errors"]
+                   "max_ns", "bytes", "errors", "scope"]
+# /tests/NNNN/scopes: the instance's statistics per site scope (runs with site labels).
+SCOPE_COLUMNS = ["scope", "sites", "crosses_sites", "samples", "min_ns", "mean_ns", "p50_ns",
+                 "p99_ns", "p999_ns", "max_ns", "bytes", "gbps_p50", "gbps_p99", "gbps_mean",
+                 "impact_mean", "impact_p99"]
 EVENT_COLUMNS = ["rank", "t_ns", "kind", "peer", "detail"]
 COUNTER_COLUMNS = ["rank", "source", "name", "before", "after", "delta"]
 RANK_COLUMNS = ["rank", "host", "local_rank", "local_size", "pid", "gpu", "nic",
@@ -42,6 +46,9 @@ RANK_COLUMNS = ["rank", "host", "local_rank", "local_size", "pid", "gpu", "nic",
 
 FLAG_DATA_CHECK_FAILED = 1 << 0
 FLAG_DEADLINE_MISSED = 1 << 1
+# Bits 8-15: rows that are not part of the instance's headline statistics (an incast
+# receiver's aggregate, a latency probe), as in docs/file-format.md.
+FLAG_AUXILIARY_MASK = 0xff00
 
 
 def _decode_scalar(value):
@@ -131,6 +138,10 @@ class TestInstance:
 
     def summary(self) -> pd.DataFrame:
         return self._table("summary", SUMMARY_COLUMNS)
+
+    def scope_table(self) -> pd.DataFrame:
+        """/tests/NNNN/scopes as fabscope wrote it (empty in runs without site labels)."""
+        return self._table("scopes", SCOPE_COLUMNS)
 
     def events(self) -> pd.DataFrame:
         return self._table("events", EVENT_COLUMNS)

@@ -13,7 +13,8 @@ import pandas as pd
 
 from . import html as H
 from . import plots
-from .inventory import inconsistent_fields, inventory_frame, other_tables, recorded_flags
+from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame, other_tables,
+                        recorded_flags)
 from .reader import ResultFile, TestInstance
 from .run_analysis import RunAnalysis, format_bytes, format_number
 from .stats import incast_senders, is_bandwidth, jain_index, unit_of
@@ -64,28 +65,46 @@ def _summary_section(analysis: RunAnalysis) -> str:
         return H.section("summary", "Summary", ["<p>No test instances in this file.</p>"])
     rows, classes = [], []
     for _, r in frame.iterrows():
+        scope = {"scope": r["scope"] or "-"} if analysis.labelled else {}
         rows.append({"#": f"{int(r['index']):04d}", "test": r["name"], "kind": r["kind"],
                      "bytes": format_bytes(r["bytes"]),
                      "condition": r["condition"] + (f" ({r['pass']})" if r["pass"] not in
                                                     ("", "parallel") else ""),
-                     "unit": r["unit"], "samples": int(r["samples"]),
+                     **scope, "unit": r["unit"], "samples": int(r["samples"]),
                      "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
                      "p99.9": format_number(r["p99.9"]), "worst": format_number(r["worst"]),
                      "impact mean": format_number(r["impact_mean"]),
                      "impact p99": format_number(r["impact_p99"]),
                      "status": r["status"] + (f" [{r['flagged']}]" if r["flagged"] else ""),
                      "stragglers": r["stragglers"] or "-", "error": r["error"]})
-        classes.append({"status": "good" if r["status"] == "passed" and not r["flagged"] else "bad",
+        classes.append({"scope": "bad" if r["crosses_sites"] else "",
+                        "status": "good" if r["status"] == "passed" and not r["flagged"] else "bad",
                         "stragglers": "bad" if r["stragglers"] else "",
                         "impact p99": "bad" if r["impact_p99"] > 2 else "",
                         "samples": "bad" if r["samples"] == 0 else ""})
-    table = H.table(pd.DataFrame(rows), left=["test", "kind", "condition", "status",
+    table = H.table(pd.DataFrame(rows), left=["test", "kind", "condition", "scope", "status",
                                               "stragglers", "error"],
                     classes=pd.DataFrame(classes))
-    return H.section("summary", "Summary", [table], intro=(
-        "Latency in us; bandwidth in GB/s where p99/p99.9/worst are the slow side (99% of "
-        "samples were at least this fast). Impact: congested vs quiet of the same case, >1 is "
-        "worse. Stragglers: ranks whose p99 exceeds 2x the median rank p99 (rank@host)."))
+    intro = ("Latency in us; bandwidth in GB/s where p99/p99.9/worst are the slow side (99% of "
+             "samples were at least this fast). Impact: congested vs quiet of the same case, >1 "
+             "is worse. Stragglers: ranks whose p99 exceeds 2x the median rank p99 (rank@host).")
+    parts = [table]
+    if analysis.labelled:
+        intro += (" Scope: the ranks carry site labels, so every row covers one site scope: "
+                  "site=X (both ends in site X), inter-site X<->Y (a WAN path, highlighted) or "
+                  "a collective group; samples of different scopes are never mixed.")
+        spanning = frame.drop_duplicates("index")
+        for _, r in spanning[spanning["spans_sites"] != ""].iterrows():
+            scopes = frame[frame["index"] == r["index"]]["scope"]
+            if any(str(x).startswith("group across") for x in scopes):
+                parts.append(H.warning(f"test {int(r['index']):04d} {r['name']}: the measuring "
+                                       f"group spans sites {r['spans_sites']}: a WAN path, not "
+                                       "one cluster fabric"))
+            else:
+                parts.append(f"<p class=\"muted\">test {int(r['index']):04d} {H.esc(r['name'])}: "
+                             f"the measuring ranks span sites {H.esc(r['spans_sites'])}; its rows "
+                             "are split by site scope.</p>")
+    return H.section("summary", "Summary", parts, intro=intro)
 
 
 def _cdf_section(analysis: RunAnalysis) -> str:
@@ -93,11 +112,12 @@ def _cdf_section(analysis: RunAnalysis) -> str:
     for case, insts in _cases(analysis).items():
         series = []
         for inst in insts:
-            s = analysis.samples(inst)
-            if s.empty:
-                continue
-            values = s["gbps"] if is_bandwidth(inst.metric) else s["latency_ns"] / 1e3
-            series.append((_label(inst), values.to_numpy()))
+            for scope in analysis.scopes(inst):
+                s = analysis.samples(inst, scope)
+                if s.empty:
+                    continue
+                values = s["gbps"] if is_bandwidth(inst.metric) else s["latency_ns"] / 1e3
+                series.append((_label(inst) + analysis.scope_suffix(scope), values.to_numpy()))
         if not series:
             continue
         metric = insts[0].metric
@@ -130,10 +150,11 @@ def _rank_tail_section(analysis: RunAnalysis) -> str:
         per_condition: Dict[str, pd.DataFrame] = OrderedDict()
         stragglers = set()
         for inst in insts:
-            st = analysis.stats(inst)
-            if len(st.rank_tails) >= 2:
-                per_condition[_label(inst)] = st.rank_tails
-                stragglers.update(st.stragglers)
+            for scope in analysis.scopes(inst):
+                st = analysis.stats(inst, scope)
+                if len(st.rank_tails) >= 2:
+                    per_condition[_label(inst) + analysis.scope_suffix(scope)] = st.rank_tails
+                    stragglers.update(st.stragglers)
         if not per_condition:
             continue
         first = insts[0]
@@ -354,9 +375,11 @@ def _counter_section(analysis: RunAnalysis) -> str:
         rows.append({"#": f"{int(test):04d}", "test": names.get(int(test), ""),
                      "source": source, "counter": name, "total delta": int(group["delta"].sum()),
                      "ranks changed": int(len(group)),
-                     "largest": f"{int(top['delta'])} on {analysis.describe_rank(top['rank'])}"})
+                     "largest": f"{int(top['delta'])} on {analysis.describe_rank(top['rank'])}",
+                     "meaning": KNOWN_COUNTERS.get(str(name), "")})
     return H.section("counters", "Counter deltas",
-                     [H.table(pd.DataFrame(rows), left=["test", "source", "counter", "largest"])],
+                     [H.table(pd.DataFrame(rows), left=["test", "source", "counter", "largest",
+                                                        "meaning"])],
                      intro="Counters that changed between the snapshots around each test "
                            "(summed over ranks; one reader per host). Retransmits, drops and "
                            "congestion notifications here explain tails above.")

@@ -2,6 +2,8 @@
 
 Derived samples and statistics are computed once per instance and cached; quiet and
 congested instances are paired by ``case`` (via ``quiet_index`` when the file has it).
+Statistics are per site scope (scopes.py): samples inside a site and samples between
+sites are never summarised together. A run without site labels has one scope.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import pandas as pd
 
-from .reader import ResultFile, TestInstance
+from .reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
+from .scopes import WHOLE, Scope, SiteScopes, group_of, scope_label, site_of_rank
 from .stats import (InstanceStats, impact_factor, instance_stats, is_bandwidth, unit_of,
                     with_derived)
 
@@ -34,27 +37,63 @@ class RunAnalysis:
         self.straggler_ratio = straggler_ratio
         self.instances: List[TestInstance] = result.instances()
         self.hosts: Dict[int, str] = result.host_of_rank()
+        self.sites: Dict[int, str] = site_of_rank(result.ranks())
+        # True when any rank has a site label: every statistic is then per site scope.
+        self.labelled = any(bool(s) for s in self.sites.values())
         # Samples are the big part of a file: keep only the few most recently used.
         self._samples: "OrderedDict[int, pd.DataFrame]" = OrderedDict()
-        self._stats: Dict[int, InstanceStats] = {}
+        self._stats: Dict[Tuple[int, str], InstanceStats] = {}
+        self._scopes: Dict[int, List[Scope]] = {}
+        self.counters_named: set = set()  # known counters a summary has named
 
     SAMPLE_CACHE_SIZE = 4
 
-    def samples(self, inst: TestInstance) -> pd.DataFrame:
-        """Samples with duration_ns/latency_ns/gbps columns (cached, bounded)."""
+    def _all_samples(self, inst: TestInstance) -> pd.DataFrame:
         if inst.index in self._samples:
             self._samples.move_to_end(inst.index)
         else:
-            self._samples[inst.index] = with_derived(inst.samples(), inst.sample_divisor)
+            raw = inst.samples()
+            if len(raw):
+                # Auxiliary rows (incast receiver aggregate, latency probe) are not
+                # headline samples, exactly as in the file's own statistics.
+                raw = raw[(raw["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
+            s = with_derived(raw.reset_index(drop=True), inst.sample_divisor)
+            s["scope"] = self.site_scopes(inst, s).assign(s)
+            self._samples[inst.index] = s
             while len(self._samples) > self.SAMPLE_CACHE_SIZE:
                 self._samples.popitem(last=False)
         return self._samples[inst.index]
 
-    def stats(self, inst: TestInstance) -> InstanceStats:
-        if inst.index not in self._stats:
-            self._stats[inst.index] = instance_stats(inst, self.samples(inst),
-                                                     self.straggler_ratio)
-        return self._stats[inst.index]
+    def site_scopes(self, inst: TestInstance, samples: pd.DataFrame) -> SiteScopes:
+        return SiteScopes(self.sites, group_of(inst, samples))
+
+    def scopes(self, inst: TestInstance) -> List[Scope]:
+        """The instance's site scopes in display order ([WHOLE] without site labels)."""
+        if inst.index not in self._scopes:
+            s = self._all_samples(inst)
+            self._scopes[inst.index] = self.site_scopes(inst, s).scopes_in(s)
+        return self._scopes[inst.index]
+
+    def samples(self, inst: TestInstance, scope: Optional[Scope] = None) -> pd.DataFrame:
+        """Samples with duration_ns/latency_ns/gbps/scope columns (cached, bounded).
+
+        With ``scope`` only that scope's samples; without, every sample of the instance
+        (which mixes scopes in a run with site labels: use it for per-pair views only).
+        """
+        s = self._all_samples(inst)
+        if scope is None or scope == WHOLE:
+            return s
+        return s[s["scope"] == scope.name]
+
+    def stats(self, inst: TestInstance, scope: Optional[Scope] = None) -> InstanceStats:
+        """Statistics of one scope (default: the instance's first scope)."""
+        if scope is None:
+            scope = self.scopes(inst)[0]
+        key = (inst.index, scope.name)
+        if key not in self._stats:
+            self._stats[key] = instance_stats(inst, self.samples(inst, scope),
+                                              self.straggler_ratio)
+        return self._stats[key]
 
     def quiet_partner(self, inst: TestInstance) -> Optional[TestInstance]:
         """The quiet instance a congested one is compared with (None for quiet ones)."""
@@ -71,40 +110,60 @@ class RunAnalysis:
         chosen = same_pass or candidates
         return chosen[0] if chosen else None
 
-    def impacts(self, inst: TestInstance) -> Tuple[float, float]:
-        """(impact_mean, impact_p99) recomputed from samples; NaN when not applicable."""
+    def quiet_scope(self, inst: TestInstance, scope: Scope) -> Optional[Scope]:
+        """The same scope in the quiet partner (None when it has no such scope)."""
         quiet = self.quiet_partner(inst)
         if quiet is None:
+            return None
+        return next((q for q in self.scopes(quiet) if q.name == scope.name), None)
+
+    def impacts(self, inst: TestInstance, scope: Optional[Scope] = None) -> Tuple[float, float]:
+        """(impact_mean, impact_p99) of one scope against the same scope run quiet."""
+        if scope is None:
+            scope = self.scopes(inst)[0]
+        quiet = self.quiet_partner(inst)
+        quiet_scope = self.quiet_scope(inst, scope)
+        if quiet is None or quiet_scope is None:
             return float("nan"), float("nan")
-        q, c = self.stats(quiet), self.stats(inst)
+        q, c = self.stats(quiet, quiet_scope), self.stats(inst, scope)
         return (impact_factor(inst.metric, q.mean, c.mean),
                 impact_factor(inst.metric, q.p99, c.p99))
 
     def summary_frame(self) -> pd.DataFrame:
-        """One row per instance: the numbers of the `summary` command."""
+        """One row per instance and site scope: the numbers of the `summary` command."""
         rows = []
         for inst in self.instances:
-            st = self.stats(inst)
-            impact_mean, impact_p99 = self.impacts(inst)
-            status = str(inst.get("status", "?"))
-            error = str(inst.get("error", "") or "")
-            flagged = []
-            if st.flagged_data:
-                flagged.append(f"{st.flagged_data} data-check")
-            if st.flagged_deadline:
-                flagged.append(f"{st.flagged_deadline} deadline")
-            rows.append({
-                "index": inst.index, "name": inst.get("name", ""), "kind": inst.get("kind", ""),
-                "case": inst.get("case", ""), "condition": inst.get("condition", ""),
-                "transport": inst.get("transport", ""), "memory": inst.get("memory", ""),
-                "pass": inst.get("pass", ""), "bytes": inst.get("bytes", 0),
-                "metric": inst.metric, "unit": unit_of(inst.metric), "samples": st.n_samples,
-                "p50": st.p50, "p99": st.p99, "p99.9": st.p999, "worst": st.worst,
-                "mean": st.mean, "impact_mean": impact_mean, "impact_p99": impact_p99,
-                "status": status, "flagged": ", ".join(flagged), "error": error,
-                "stragglers": ", ".join(self.describe_rank(r) for r in st.stragglers),
-            })
+            for scope in self.scopes(inst):
+                rows.append(self._summary_row(inst, scope))
         return pd.DataFrame(rows)
+
+    def _summary_row(self, inst: TestInstance, scope: Scope) -> dict:
+        st = self.stats(inst, scope)
+        impact_mean, impact_p99 = self.impacts(inst, scope)
+        status = str(inst.get("status", "?"))
+        error = str(inst.get("error", "") or "")
+        flagged = []
+        if st.flagged_data:
+            flagged.append(f"{st.flagged_data} data-check")
+        if st.flagged_deadline:
+            flagged.append(f"{st.flagged_deadline} deadline")
+        return {
+            "index": inst.index, "name": inst.get("name", ""), "kind": inst.get("kind", ""),
+            "case": inst.get("case", ""), "condition": inst.get("condition", ""),
+            "transport": inst.get("transport", ""), "memory": inst.get("memory", ""),
+            "pass": inst.get("pass", ""), "bytes": inst.get("bytes", 0),
+            "scope": scope.name, "crosses_sites": scope.crosses_sites,
+            "metric": inst.metric, "unit": unit_of(inst.metric), "samples": st.n_samples,
+            "p50": st.p50, "p99": st.p99, "p99.9": st.p999, "worst": st.worst,
+            "mean": st.mean, "impact_mean": impact_mean, "impact_p99": impact_p99,
+            "status": status, "flagged": ", ".join(flagged), "error": error,
+            "stragglers": ", ".join(self.describe_rank(r) for r in st.stragglers),
+            "spans_sites": str(inst.get("spans_sites", "") or ""),
+        }
+
+    def scope_suffix(self, scope: Scope) -> str:
+        """' [site=A]' in a run with site labels, '' otherwise."""
+        return f" [{scope_label(scope)}]" if self.labelled else ""
 
     def describe_rank(self, rank: int) -> str:
         host = self.hosts.get(int(rank))

@@ -7,6 +7,7 @@ from typing import List, TextIO
 
 import pandas as pd
 
+from .inventory import KNOWN_COUNTERS, moved_known_counters
 from .reader import ResultFile
 from .run_analysis import RunAnalysis, format_bytes, format_number
 
@@ -35,10 +36,12 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
                    f"{'GB/s; p99 = slow tail' if first['unit'] == 'GB/s' else 'latency in us'})")
         rows = []
         for _, r in group.iterrows():
+            scope = {"scope": r["scope"] or "-"} if analysis.labelled else {}
             rows.append({
                 "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
                 "condition": r["condition"] + (f" ({r['pass']})" if r["pass"] not in
                                                ("", "parallel") else ""),
+                **scope,
                 "samples": int(r["samples"]),
                 "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
                 "p99.9": format_number(r["p99.9"]), "worst": format_number(r["worst"]),
@@ -49,9 +52,24 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
                 "stragglers": r["stragglers"] or "-",
             })
         out.append(pd.DataFrame(rows).to_string(index=False))
-        for _, r in group.iterrows():
+        for _, r in group.drop_duplicates("index").iterrows():
             if r["error"]:
                 out.append(f"  {int(r['index']):04d} error: {r['error']}")
+            moved = moved_known_counters(analysis.result.test(int(r["index"])).counters(),
+                                         analysis.hosts)
+            if moved:
+                analysis.counters_named.update(m.split(" ", 1)[0] for m in moved[:4])
+                out.append(f"  {int(r['index']):04d} counters moved: " + ", ".join(moved[:4]) +
+                           (f" and {len(moved) - 4} more" if len(moved) > 4 else ""))
+            if r["spans_sites"]:
+                scopes = group[group["index"] == r["index"]]["scope"]
+                if any(str(x).startswith("group across") for x in scopes):
+                    out.append(f"  {int(r['index']):04d} the measuring group spans sites "
+                               f"{r['spans_sites']}: a WAN path, not one cluster fabric")
+                else:
+                    out.append(f"  {int(r['index']):04d} the measuring ranks span sites "
+                               f"{r['spans_sites']}: rows are split by site scope; group-wide "
+                               "attributes of this test (if any) span sites")
     return out
 
 
@@ -62,3 +80,10 @@ def print_summary(result: ResultFile, stream: TextIO = sys.stdout) -> None:
     print("", file=stream)
     print("impact = congested/quiet (latency) or quiet/congested (bandwidth): >1 is worse. "
           "stragglers: ranks whose p99 exceeds 2x the median rank p99.", file=stream)
+    for name in sorted(analysis.counters_named):
+        print(f"counter {name}: {KNOWN_COUNTERS[name]}", file=stream)
+    if analysis.labelled:
+        print("scope: site=X both ends in site X; inter-site X<->Y between sites (a WAN path, "
+              "never mixed with a site's own fabric); group: a collective's whole group; "
+              "? = rank without a site label. Every number is over one scope's samples.",
+              file=stream)

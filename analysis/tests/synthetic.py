@@ -20,6 +20,9 @@ SUMMARY_DTYPE = np.dtype([("rank", "<i4"), ("samples", "<i8"), ("min_ns", "<f8")
 RANK_DTYPE = np.dtype([("rank", "<i4"), ("host", "S64"), ("local_rank", "<i4"),
                        ("local_size", "<i4"), ("pid", "<i4"), ("gpu", "<i4"), ("nic", "S32"),
                        ("clock_offset_ns", "<i8"), ("clock_uncertainty_ns", "<i8")])
+# Since site labels: /ranks also has site, pod and leaf (str[32]).
+RANK_DTYPE_SITES = np.dtype(RANK_DTYPE.descr + [("site", "S32"), ("pod", "S32"),
+                                                ("leaf", "S32")])
 EVENT_DTYPE = np.dtype([("rank", "<i4"), ("t_ns", "<i8"), ("kind", "S32"), ("peer", "<i4"),
                         ("detail", "S160")])
 COUNTER_DTYPE = np.dtype([("rank", "<i4"), ("source", "S64"), ("name", "S64"),
@@ -69,7 +72,8 @@ def bandwidth_entries(pairs: Sequence[Tuple[int, int]], iterations: int, nbytes:
 
 class SyntheticRun:
     def __init__(self, path, nranks: int = 4, ranks_per_host: int = 2, seed: int = 7,
-                 format_version=1, fmt: str = "fabscope"):
+                 format_version=1, fmt: str = "fabscope", sites: Optional[Dict[int, str]] = None):
+        self.sites = sites  # rank -> site label; None: a /ranks table without site columns
         self.path = str(path)
         self.nranks = nranks
         self.ranks_per_host = ranks_per_host
@@ -110,10 +114,14 @@ class SyntheticRun:
         a["launch_preset"] = ""
 
     def _write_ranks(self):
-        rows = np.zeros(self.nranks, dtype=RANK_DTYPE)
+        rows = np.zeros(self.nranks, dtype=RANK_DTYPE if self.sites is None else RANK_DTYPE_SITES)
         for r in range(self.nranks):
-            rows[r] = (r, self.host(r).encode(), r % self.ranks_per_host, self.ranks_per_host,
-                       1000 + r, -1, b"eth0", 0 if r == 0 else 1234 * r, 150)
+            row = (r, self.host(r).encode(), r % self.ranks_per_host, self.ranks_per_host,
+                   1000 + r, -1, b"eth0", 0 if r == 0 else 1234 * r, 150)
+            if self.sites is not None:
+                site = self.sites.get(r, "")
+                row += (site.encode(), f"{site}-pod".encode() if site else b"", b"")
+            rows[r] = row
         self.file.create_dataset("ranks", data=rows)
 
     def add_hosts(self, inventory: Dict[str, Dict[str, object]]):
@@ -139,7 +147,8 @@ class SyntheticRun:
                  events: Sequence[Tuple[int, int, str, int, str]] = (),
                  counters: Sequence[Tuple[int, str, str, int, int]] = (),
                  pair_matrix: Optional[np.ndarray] = None, transport: str = "mpi",
-                 memory: str = "host", quiet_index: Optional[int] = None) -> int:
+                 memory: str = "host", quiet_index: Optional[int] = None,
+                 extra_attrs: Optional[Dict[str, object]] = None) -> int:
         index = self.next_index
         self.next_index += 1
         g = self.file["tests"].create_group(f"{index:04d}")
@@ -177,6 +186,8 @@ class SyntheticRun:
             a["gbps_mean"] = float(samples["bytes"].sum()) / float(dur.sum())
         else:
             a["gbps_p50"] = a["gbps_p99"] = a["gbps_mean"] = float("nan")
+        for key, value in (extra_attrs or {}).items():
+            a[key] = value
         if condition != "quiet" and quiet_index is not None:
             a["quiet_index"] = np.int64(quiet_index)
             a["impact_mean"] = float("nan")  # the analysis recomputes from samples

@@ -53,3 +53,14 @@ def test_summary_bad_files_exit_2(tmp_path):
     assert out.returncode == 2 and "cannot be read as HDF5" in out.stderr
     out = run_cli("summary")
     assert out.returncode == 2
+
+
+def test_summary_names_known_counters_that_moved(files):
+    out = run_cli("summary", files["standard"])
+    assert out.returncode == 0, out.stderr
+    # test 0001: every reader's RetransSegs moved by 3 x rank (ranks 1..7: 84 in all)
+    assert "0001 counters moved: RetransSegs +84 (largest fh3 snmp:Tcp +21 of 7 readers)" \
+        in out.stdout, out.stdout
+    assert "counter RetransSegs: TCP segments retransmitted" in out.stdout
+    # test 0000: rx_bytes moved but is not a known counter, RetransSegs did not move
+    assert "0000 counters moved" not in out.stdout

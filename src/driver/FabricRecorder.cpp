@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <map>
 
 #include "inventory/Consistency.hpp"
@@ -44,6 +45,8 @@ FabricVerdict recordFabric(output::ResultFile& file, const runtime::Communicator
     mine = inventory::serializeInventory(inventory::collectHostInventory(options));
   }
   const auto gathered = comm.gatherStrings(mine, 0, deadline);
+  // Every rank's binding (GPU and NIC in effect), for the NIC-far-from-GPU check.
+  const auto bindings = comm.gatherStrings(std::to_string(identity.gpu) + "\n" + identity.nic, 0, deadline);
 
   // Rank 0 decides everything; the host list travels to all ranks because
   // group creation is collective in parallel HDF5.
@@ -57,10 +60,12 @@ FabricVerdict recordFabric(output::ResultFile& file, const runtime::Communicator
       if (!text.empty()) hosts.push_back(inventory::deserializeInventory(text));
     inventory::ConsistencyOptions options;
     if (inputs.manifest && inputs.manifest->fabric) options.intendedProtocol = inputs.manifest->fabric->protocol;
-    for (int r = 0; r < identity.size; ++r)
-      options.bindings.push_back({r, identity.hostOfRank[static_cast<std::size_t>(r)], -1, ""});
-    options.bindings[0].gpu = identity.gpu;
-    options.bindings[0].nic = identity.nic;
+    for (int r = 0; r < identity.size; ++r) {
+      const auto& text = bindings[static_cast<std::size_t>(r)];
+      const auto split = text.find('\n');
+      options.bindings.push_back({r, identity.hostOfRank[static_cast<std::size_t>(r)],
+                                  std::stoi(text.substr(0, split)), text.substr(split + 1)});
+    }
     flags = inventory::checkConsistency(hosts, options);
     if (inputs.manifest) {
       manifestRows = inventory::checkManifest(*inputs.manifest, hosts);
@@ -69,6 +74,15 @@ FabricVerdict recordFabric(output::ResultFile& file, const runtime::Communicator
     verdict.consistencyFlags = static_cast<int>(flags.size());
     for (const auto& f : flags)
       verdict.lines.push_back(inventory::severityName(f.severity) + ": " + f.host + ": " + f.what);
+    if (inputs.manifest) {
+      // Intended vs discovered, also when everything matches: the summary says what was checked.
+      const auto matching = std::count_if(manifestRows.begin(), manifestRows.end(), [](const inventory::ManifestRow& m) {
+        return m.status == inventory::ManifestStatus::match;
+      });
+      verdict.lines.push_back("manifest '" + inputs.manifest->name + "' (" + inputs.manifest->file + "): " +
+                              std::to_string(matching) + " of " + std::to_string(manifestRows.size()) +
+                              " intended items match what was discovered");
+    }
     for (const auto& m : manifestRows)
       if (m.status != inventory::ManifestStatus::match)
         verdict.lines.push_back(std::string(m.mustMatch ? "manifest mismatch" : "manifest (advisory)") + ": " + m.host +

@@ -12,7 +12,9 @@
 
 #include "conditions/NeighbourLoad.hpp"
 #include "inventory/HostInventory.hpp"
+#include "driver/CounterSummary.hpp"
 #include "driver/Progress.hpp"
+#include "driver/ScopedStatistics.hpp"
 #include "driver/SummaryTable.hpp"
 #include "fabscope/BuildConfig.hpp"
 #include "runtime/Timestamp.hpp"
@@ -138,8 +140,19 @@ void Runner::writeRanks(output::ResultFile& file) {
   output::setText(row.pod, label.pod);
   output::setText(row.leaf, label.leaf);
   file.writeTable<output::RankRecord>("/ranks", std::span(&row, 1), runtime::Deadline::afterSeconds(60));
-  // Every rank's site on rank 0, to flag test groups that span sites.
-  siteOfRank_ = world_.gatherStrings(label.site, 0, runtime::Deadline::afterSeconds(60));
+  // Every rank's site on every rank: each rank splits its own summary by site
+  // scope, rank 0 the instance's statistics, and flags groups that span sites.
+  const auto control = runtime::Deadline::afterSeconds(60);
+  const auto gathered = world_.gatherStrings(label.site, 0, control);
+  std::string joined;
+  for (const auto& site : gathered) joined += site + "\n";
+  joined = world_.broadcastString(joined, 0, control);
+  siteOfRank_.clear();
+  for (std::size_t start = 0; start < joined.size();) {
+    const auto end = joined.find('\n', start);
+    siteOfRank_.push_back(joined.substr(start, end - start));
+    start = end + 1;
+  }
 }
 
 void Runner::writeSkipped(int index, const PlannedInstance& planned, output::ResultFile& file, const std::string& why) {
@@ -237,7 +250,7 @@ int Runner::run() {
     const std::string transportName =
         registry_.kind(current.instance.spec->kind).usesTransport() ? current.instance.spec->transport : "mpi";
     auto& transport = transports[transportName];
-    if (!transport) transport = transport::openTransport(transportName, world_, runtime::Deadline::afterSeconds(120));
+    if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, runtime::Deadline::afterSeconds(120));
     auto result = runInstance(index, current, file, *transport, worst);
     if (leaveRun_) return exit_code::ok;
     if (result.status != "passed" && result.status != "skipped") exitCode = exit_code::checkFailed;
@@ -419,25 +432,18 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
     s.t_done_ns = clock_.toGlobal(s.t_done_ns);
   }
 
-  // This rank's own statistics.
+  // This rank's own statistics, one row per site scope its samples fall in.
   const double divisor = plan.sampleDivisor;
-  std::vector<double> mine;
-  std::int64_t myBytes = 0;
-  for (const auto& s : samples.used()) {
-    if (s.flags & output::sample_flags::auxiliaryMask) continue;
-    mine.push_back(static_cast<double>(s.t_done_ns - s.t_post_ns) / divisor);
-    myBytes += s.bytes;
-  }
-  std::vector<output::SummaryRecord> mySummary;
-  if (!mine.empty()) {
-    const auto st = stats::summarize(mine);
-    mySummary.push_back({world_.rank(), static_cast<std::int64_t>(st.count), st.min, st.mean, st.p50, st.p99, st.p999,
-                         st.max, myBytes, ctx.dataCheckFailed ? 1 : 0});
-  }
+  stats::SiteScopes myScopes(siteOfRank_, roles.canaries);
+  const auto mine = headlineSamples(samples.used(), divisor);
+  const auto mySummary = rankSummaryRows(world_.rank(), mine, myScopes, ctx.dataCheckFailed);
 
-  // Rank 0 sees every sample for the run-wide numbers.
+  // Rank 0 sees every sample for the run-wide numbers, and every counter row
+  // to name the known counters that moved in the closing summary.
   std::vector<int> counts;
   const auto all = comm_->gatherBytes(std::as_bytes(samples.used()), 0, counts, control);
+  const auto counterRows = counters.rows(world_.rank());
+  const auto allCounters = comm_->gatherBytes(std::as_bytes(std::span(counterRows)), 0, counts, control);
   InstanceResult result;
   result.index = index;
   result.name = spec.name;
@@ -498,26 +504,23 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   }
   attrs.insert(attrs.end(), ctx.attributes.begin(), ctx.attributes.end());
   std::vector<double> matrix;
+  std::vector<output::ScopeRecord> scopeTable;
   const int n = world_.size();
   std::vector<std::int32_t> worstFlat;
   if (rank0) {
     const auto* records = reinterpret_cast<const output::SampleRecord*>(all.data());
     const std::size_t count = all.size() / sizeof(output::SampleRecord);
-    std::vector<double> values;
+    const auto headline = headlineSamples({records, count}, divisor);
+    stats::SiteScopes scopes(siteOfRank_, roles.canaries);
     std::map<PairKey, std::vector<double>> perPair;
-    double totalBytes = 0, totalTime = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-      const auto& s = records[i];
-      if (s.flags & output::sample_flags::auxiliaryMask) continue;
-      const double d = static_cast<double>(s.t_done_ns - s.t_post_ns);
-      values.push_back(d / divisor);
-      totalBytes += static_cast<double>(s.bytes);
-      totalTime += d;
-      perPair[{s.rank, s.peer}].push_back(d / divisor);
+    std::map<PairKey, double> pairBytes;
+    for (const auto& s : headline) {
+      perPair[{s.rank, s.peer}].push_back(s.value);
+      pairBytes[{s.rank, s.peer}] += s.bytes;
     }
-    result.latency = stats::summarize(values);
-    result.bytesPerSample = values.empty() ? 0 : totalBytes / static_cast<double>(values.size());
-    result.gbpsMean = totalTime > 0 ? totalBytes / totalTime : 0;
+    // Headline statistics: NaN when the samples fall into several site scopes
+    // (/tests/NNNN/scopes has each one's numbers).
+    summarizeInstance(result, headline, scopes);
     const auto& l = result.latency;
     for (auto [k, v] : {std::pair{"p50_ns", l.p50}, {"p99_ns", l.p99}, {"p999_ns", l.p999}, {"max_ns", l.max},
                         {"mean_ns", l.mean}})
@@ -527,25 +530,42 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
       attrs.emplace_back("gbps_p99", result.bytesPerSample / l.p99);
       attrs.emplace_back("gbps_mean", result.gbpsMean);
     }
+    if (result.labelled) attrs.emplace_back("site_scopes", scopeList(result));
     if (instance.condition != "quiet") {
       for (const auto& earlier : results_)
-        if (earlier.caseId == instance.caseId && earlier.condition == "quiet" && earlier.pass == plan.pass) {
-          result.impactMean = l.mean / earlier.latency.mean;
-          result.impactP99 = l.p99 / earlier.latency.p99;
-          attrs.emplace_back("impact_mean", result.impactMean);
-          attrs.emplace_back("impact_p99", result.impactP99);
+        if (earlier.caseId == instance.caseId && earlier.condition == "quiet" && earlier.pass == plan.pass &&
+            compareWithQuiet(result, earlier)) {
+          if (result.scopes.size() == 1 && earlier.scopes.size() == 1) {  // else per scope only
+            attrs.emplace_back("impact_mean", result.impactMean);
+            attrs.emplace_back("impact_p99", result.impactP99);
+          }
           attrs.emplace_back("quiet_index", std::int64_t{earlier.index});
         }
     }
+    scopeTable = scopeRows(result);
+    result.counters = movedKnownCounters(
+        {reinterpret_cast<const output::CounterRecord*>(allCounters.data()),
+         allCounters.size() / sizeof(output::CounterRecord)},
+        identity_.hostOfRank);
     if (plan.pattern == "all-pairs") {
       matrix.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), std::nan(""));
       std::vector<std::pair<double, PairKey>> ranked;
+      // A pair is judged against the median pair of its own site scope: a WAN
+      // pair is slow by nature and must not take every retest slot.
+      std::vector<std::vector<double>> scopeMedians(scopes.scopes().size());
+      std::map<PairKey, double> pairMedian;
       for (auto& [key, v] : perPair) {
-        const double median = stats::summarize(v).p50;
-        const double cell = plan.metric == suite::Metric::latency ? median : result.bytesPerSample / median;
+        pairMedian[key] = stats::summarize(v).p50;
+        scopeMedians[scopes.indexOf(key.a, key.b)].push_back(pairMedian[key]);
+      }
+      std::vector<double> typical;
+      for (auto& m : scopeMedians) typical.push_back(stats::summarize(m).p50);
+      for (const auto& [key, median] : pairMedian) {
+        const double bytesPerSample = pairBytes[key] / static_cast<double>(perPair[key].size());
+        const double cell = plan.metric == suite::Metric::latency ? median : bytesPerSample / median;
         matrix[static_cast<std::size_t>(key.a) * n + key.b] = cell;
         if (plan.metric == suite::Metric::latency) matrix[static_cast<std::size_t>(key.b) * n + key.a] = cell;
-        ranked.push_back({median, key});  // larger time = worse, for both metrics
+        ranked.push_back({median / typical[scopes.indexOf(key.a, key.b)], key});  // larger = worse, for both metrics
       }
       if (plan.retestWorst > 0 && agreed == passed) {
         std::sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
@@ -576,8 +596,11 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   file.setAttributes(group, attrs, control);
   file.writeTable<output::SampleRecord>(group + "/samples", samples.used(), control);
   file.writeTable<output::SummaryRecord>(group + "/summary", mySummary, control);
+  // Only in runs with site labels: without them the instance's attributes are its one scope.
+  if (myScopes.labelled())
+    file.writeTable<output::ScopeRecord>(group + "/scopes", scopeTable, control);
   if (plan.pattern == "all-pairs") file.writeMatrix(group + "/pair_matrix", matrix, n, n);
-  file.writeTable<output::CounterRecord>(group + "/counters", counters.rows(world_.rank()), control);
+  file.writeTable<output::CounterRecord>(group + "/counters", counterRows, control);
   registry_.kind(spec.kind).writeExtra(ctx, file, group, control);
   file.setAttributes(group, verdict, control);
   file.flush();

@@ -68,6 +68,29 @@ H5Type compoundTypeOf<SummaryRecord>() {
       .field("max_ns", offsetof(SummaryRecord, max_ns), H5T_NATIVE_DOUBLE)
       .field("bytes", offsetof(SummaryRecord, bytes), H5T_NATIVE_INT64)
       .field("errors", offsetof(SummaryRecord, errors), H5T_NATIVE_INT64)
+      .text("scope", offsetof(SummaryRecord, scope), sizeof(SummaryRecord::scope))
+      .take();
+}
+
+template <>
+H5Type compoundTypeOf<ScopeRecord>() {
+  return CompoundBuilder(sizeof(ScopeRecord))
+      .text("scope", offsetof(ScopeRecord, scope), sizeof(ScopeRecord::scope))
+      .text("sites", offsetof(ScopeRecord, sites), sizeof(ScopeRecord::sites))
+      .field("crosses_sites", offsetof(ScopeRecord, crosses_sites), H5T_NATIVE_INT32)
+      .field("samples", offsetof(ScopeRecord, samples), H5T_NATIVE_INT64)
+      .field("min_ns", offsetof(ScopeRecord, min_ns), H5T_NATIVE_DOUBLE)
+      .field("mean_ns", offsetof(ScopeRecord, mean_ns), H5T_NATIVE_DOUBLE)
+      .field("p50_ns", offsetof(ScopeRecord, p50_ns), H5T_NATIVE_DOUBLE)
+      .field("p99_ns", offsetof(ScopeRecord, p99_ns), H5T_NATIVE_DOUBLE)
+      .field("p999_ns", offsetof(ScopeRecord, p999_ns), H5T_NATIVE_DOUBLE)
+      .field("max_ns", offsetof(ScopeRecord, max_ns), H5T_NATIVE_DOUBLE)
+      .field("bytes", offsetof(ScopeRecord, bytes), H5T_NATIVE_INT64)
+      .field("gbps_p50", offsetof(ScopeRecord, gbps_p50), H5T_NATIVE_DOUBLE)
+      .field("gbps_p99", offsetof(ScopeRecord, gbps_p99), H5T_NATIVE_DOUBLE)
+      .field("gbps_mean", offsetof(ScopeRecord, gbps_mean), H5T_NATIVE_DOUBLE)
+      .field("impact_mean", offsetof(ScopeRecord, impact_mean), H5T_NATIVE_DOUBLE)
+      .field("impact_p99", offsetof(ScopeRecord, impact_p99), H5T_NATIVE_DOUBLE)
       .take();
 }
 

@@ -49,6 +49,19 @@ struct SummaryRecord {
   double min_ns, mean_ns, p50_ns, p99_ns, p999_ns, max_ns;
   std::int64_t bytes;
   std::int64_t errors;
+  char scope[64];  // site scope (stats/SiteScopes.hpp); "" in a run without site labels
+};
+
+// /tests/NNNN/scopes: the instance's statistics per site scope (runs with site labels).
+struct ScopeRecord {
+  char scope[64];
+  char sites[64];
+  std::int32_t crosses_sites;
+  std::int64_t samples;
+  double min_ns, mean_ns, p50_ns, p99_ns, p999_ns, max_ns;
+  std::int64_t bytes;
+  double gbps_p50, gbps_p99, gbps_mean;  // NaN for latency tests
+  double impact_mean, impact_p99;        // NaN unless a congested instance with a quiet partner
 };
 
 struct EventRecord {
@@ -82,6 +95,7 @@ H5Type compoundTypeOf();
 template <> H5Type compoundTypeOf<SampleRecord>();
 template <> H5Type compoundTypeOf<RankRecord>();
 template <> H5Type compoundTypeOf<SummaryRecord>();
+template <> H5Type compoundTypeOf<ScopeRecord>();
 template <> H5Type compoundTypeOf<EventRecord>();
 template <> H5Type compoundTypeOf<CounterRecord>();
 

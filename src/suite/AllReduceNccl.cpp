@@ -3,83 +3,17 @@
 #include "fabscope/BuildConfig.hpp"
 
 #if FABSCOPE_HAVE_NCCL
-#include <cuda_runtime.h>
-#include <nccl.h>
-
-#include <chrono>
+#include <string>
 
 #include "cuda/CudaApi.hpp"
+#include "transport/NcclComm.hpp"
 #endif
 
 namespace fabscope::suite {
 
 #if FABSCOPE_HAVE_NCCL
-namespace {
-
-void checkNccl(ncclResult_t rc, const char* what) {
-  if (rc != ncclSuccess) throw RuntimeFailure(std::string(what) + " failed: " + ncclGetErrorString(rc));
-}
-
-// Owns an NCCL communicator; aborts it (not destroys) when a peer may be gone,
-// because ncclCommDestroy would wait for that peer.
-class NcclComm {
- public:
-  NcclComm(const runtime::Communicator& group, const runtime::Deadline& deadline) {
-    ncclUniqueId id{};
-    if (group.rank() == 0) checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    group.broadcast(&id, sizeof id, 0, deadline);
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;  // so initialisation can be bounded by the deadline
-    const auto rc = ncclCommInitRankConfig(&comm_, group.size(), id, group.rank(), &config);
-    if (rc != ncclInProgress) checkNccl(rc, "ncclCommInitRankConfig");
-    waitReady(deadline, "NCCL communicator initialisation");
-  }
-  ~NcclComm() {
-    if (comm_) (healthy_ ? ncclCommDestroy(comm_) : ncclCommAbort(comm_));
-  }
-  NcclComm(const NcclComm&) = delete;
-  NcclComm& operator=(const NcclComm&) = delete;
-  ncclComm_t get() const { return comm_; }
-
-  void waitReady(const runtime::Deadline& deadline, const char* what) {
-    ncclResult_t state = ncclInProgress;
-    runtime::waitUntil(
-        [&] {
-          ncclCommGetAsyncError(comm_, &state);
-          return state != ncclInProgress;
-        },
-        deadline, what);
-    if (state != ncclSuccess) {
-      healthy_ = false;
-      checkNccl(state, what);
-    }
-  }
-  // Polls the stream and NCCL's asynchronous error state until the work is done.
-  void waitStream(cudaStream_t stream, const runtime::Deadline& deadline) {
-    try {
-      runtime::waitUntil(
-          [&] {
-            ncclResult_t async = ncclSuccess;
-            ncclCommGetAsyncError(comm_, &async);
-            if (async != ncclSuccess && async != ncclInProgress) {
-              healthy_ = false;
-              checkNccl(async, "NCCL (asynchronous error)");
-            }
-            return cudaStreamQuery(stream) == cudaSuccess;
-          },
-          deadline, "an NCCL all-reduce to complete on the GPU");
-    } catch (const DeadlineExceeded&) {
-      healthy_ = false;
-      throw;
-    }
-  }
-
- private:
-  ncclComm_t comm_ = nullptr;
-  bool healthy_ = true;
-};
-
-}  // namespace
+using transport::checkNccl;
+using transport::NcclComm;
 
 std::vector<float> runNcclAllReduce(RunContext& ctx, std::size_t count, float (*contribution)(int, std::size_t)) {
   const int devices = kernels::cuda::deviceCount();
@@ -91,15 +25,30 @@ std::vector<float> runNcclAllReduce(RunContext& ctx, std::size_t count, float (*
   kernels::cuda::DeviceBuffer send(bytes), recv(bytes);
   kernels::cuda::copy(send.data(), host.data(), bytes);
   kernels::cuda::Stream stream;
-  NcclComm comm(ctx.group, ctx.deadline);
+  // One all-reduce of this size on the bounded setup thread, so NCCL's lazy
+  // connection setup for the algorithm this size uses cannot hang the loop.
+  NcclComm comm(ctx.group, kernels::cuda::currentDevice(), ctx.deadline, [count](ncclComm_t c) {
+    void* scratch = nullptr;
+    cudaStream_t s = nullptr;
+    auto done = [&](cudaError_t e, const char* what) {
+      if (e != cudaSuccess) throw RuntimeFailure(std::string(what) + ": " + cudaGetErrorString(e));
+    };
+    done(cudaMalloc(&scratch, 2 * count * sizeof(float)), "cudaMalloc (NCCL connection setup)");
+    done(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate (NCCL connection setup)");
+    const auto rc = ncclAllReduce(scratch, static_cast<float*>(scratch) + count, count, ncclFloat, ncclSum, c, s);
+    const auto synced = cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+    cudaFree(scratch);
+    checkNccl(rc, "ncclAllReduce (connection setup)");
+    done(synced, "cudaStreamSynchronize (NCCL connection setup)");
+  });
   const auto& spec = *ctx.instance.spec;
   const int me = ctx.world.rank();
   for (int it = 0; it < spec.warmup + spec.iterations; ++it) {
     const auto t0 = runtime::monotonicNow();
-    const auto rc = ncclAllReduce(send.data(), recv.data(), count, ncclFloat, ncclSum, comm.get(), stream.get());
-    if (rc == ncclInProgress) comm.waitReady(ctx.deadline, "ncclAllReduce to be enqueued");
-    else checkNccl(rc, "ncclAllReduce");
-    comm.waitStream(stream.get(), ctx.deadline);
+    checkNccl(ncclAllReduce(send.data(), recv.data(), count, ncclFloat, ncclSum, comm.get(), stream.get()),
+              "ncclAllReduce");
+    comm.waitStream(stream.get(), ctx.deadline, "an NCCL all-reduce to complete on the GPU");
     const auto t1 = runtime::monotonicNow();
     if (it >= spec.warmup) ctx.samples.record(me, it - spec.warmup, -1, static_cast<std::int64_t>(bytes), t0, t1);
   }

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "host/PatternFill.hpp"
+#include "fabscope/BuildConfig.hpp"
 #include "scenario/Units.hpp"
+#include "transport/TransportFactory.hpp"
 
 namespace fabscope::suite {
 namespace {
@@ -16,7 +17,24 @@ std::uint64_t patternSeed(std::uint64_t runSeed, int sender) {
   return runSeed * 1315423911u + static_cast<std::uint64_t>(sender) + 1;
 }
 
+scenario::ScenarioError memoryError(const scenario::TestSpec& spec, const std::string& file, const std::string& why) {
+  return scenario::ScenarioError(scenario::positionOf(file, spec.node["memory"] ? spec.node["memory"] : spec.node) +
+                                 ": test '" + spec.name + "': " + why);
+}
+
 }  // namespace
+
+void checkMemoryAndTransport(const scenario::TestSpec& spec, const std::string& file) {
+  const auto caps = transport::transportCapabilities(spec.transport);
+  if (spec.memory != "host" && !FABSCOPE_HAVE_CUDA)
+    throw memoryError(spec, file, "memory '" + spec.memory + "' needs a build with CUDA; use memory: host");
+  if (spec.memory == "cuda" && !caps.deviceMemory)
+    throw memoryError(spec, file, "memory 'cuda' over transport '" + spec.transport + "': that transport cannot "
+                      "move GPU memory here (not CUDA-aware); use transport: nccl");
+  if (spec.memory == "host" && caps.deviceMemory && spec.transport == "nccl")
+    throw memoryError(spec, file, "transport 'nccl' moves GPU-addressable memory only; use memory: cuda "
+                      "(device) or cuda-host (pinned)");
+}
 
 scenario::KindRules PointToPointKind::rules() const {
   scenario::KindRules r;
@@ -25,14 +43,7 @@ scenario::KindRules PointToPointKind::rules() const {
   r.minRanks = 2;
   r.validate = [this](const scenario::TestSpec& spec, const std::string& file, int worldSize) {
     scenario::ParamReader p(spec, file);
-    if (spec.memory != "host")
-      throw scenario::ScenarioError(scenario::positionOf(file, spec.node["memory"] ? spec.node["memory"] : spec.node) +
-                                    ": test '" + spec.name + "': point-to-point tests over memory '" + spec.memory +
-                                    "' are not implemented yet; use memory: host");
-    if (spec.transport == "nccl")
-      throw scenario::ScenarioError(scenario::positionOf(file, spec.node["transport"] ? spec.node["transport"] : spec.node) +
-                                    ": test '" + spec.name + "': transport 'nccl' is for the allreduce kind; "
-                                    "point-to-point tests run over mpi");
+    checkMemoryAndTransport(spec, file);
     p.choice("pattern", {"pairs", "all-pairs"}, "pairs");
     if (usesWindow()) p.integer("window", defaultWindow, 1, 1024);
     auto ap = p.mapping("all_pairs", {"mode", "retest_worst"});
@@ -103,11 +114,12 @@ void PointToPointKind::run(RunContext& ctx) const {
   for (auto& [round, pair] : mine)
     pair = {ctx.participants[static_cast<std::size_t>(pair.initiator)],
             ctx.participants[static_cast<std::size_t>(pair.responder)]};
+  const auto memory = memoryKindOf(ctx.instance.spec->memory);
   if (!mine.empty()) {
-    buffers.send = ctx.buffers.allocate(bytes);
+    buffers.send = ctx.buffers.allocate(bytes, memory);
     buffers.recvBytes = bytes * buffers.slices;
-    buffers.recv = ctx.buffers.allocate(buffers.recvBytes);
-    kernels::fillPatternHost(buffers.send, bytes, patternSeed(ctx.seed, me));
+    buffers.recv = ctx.buffers.allocate(buffers.recvBytes, memory);
+    fillPattern(buffers.send, bytes, patternSeed(ctx.seed, me), memory);
   }
   ctx.transport.reserve(2 * ctx.plan.window + 2);
 
@@ -118,14 +130,14 @@ void PointToPointKind::run(RunContext& ctx) const {
     if (next < mine.size() && mine[next].first == round) {
       const RankPair pair = mine[next++].second;
       const int peer = pair.initiator == me ? pair.responder : pair.initiator;
-      std::memset(buffers.recv, 0, buffers.recvBytes);
+      zeroBuffer(buffers.recv, buffers.recvBytes, memory);
       measurePair(ctx, pair, buffers);
       // The bytes of the last timed iteration are still in the receive slices.
       const bool received = !oneWay() || pair.responder == me;
       if (received) {
         for (std::size_t s = 0; s < buffers.slices && s < static_cast<std::size_t>(ctx.plan.window); ++s) {
           const auto* slice = buffers.recv + s * bytes;
-          const auto bad = kernels::verifyPatternHost(slice, bytes, patternSeed(ctx.seed, peer));
+          const auto bad = verifyPattern(slice, bytes, patternSeed(ctx.seed, peer), memory);
           if (bad != bytes && !ctx.dataCheckFailed) {
             ctx.dataCheckFailed = true;
             ctx.dataCheckMessage = "rank " + std::to_string(me) + ": data from rank " + std::to_string(peer) +

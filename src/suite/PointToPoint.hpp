@@ -34,6 +34,10 @@ class PointToPointKind : public TestKind {
   static constexpr int defaultWindow = 64;
 };
 
+// Scenario check shared by the kinds that move a test buffer over a transport:
+// the memory kind must be one the transport (and the build) can address.
+void checkMemoryAndTransport(const scenario::TestSpec& spec, const std::string& file);
+
 inline constexpr int dataTag = 11;
 inline constexpr int ackTag = 12;
 

@@ -8,6 +8,9 @@
 #if FABSCOPE_HAVE_VERBS
 #include "transport/VerbsTransport.hpp"
 #endif
+#if FABSCOPE_HAVE_NCCL
+#include "transport/NcclTransport.hpp"
+#endif
 
 namespace fabscope::transport {
 
@@ -28,11 +31,15 @@ TransportCapabilities transportCapabilities(const std::string& name) {
   throw UsageError("unknown transport '" + name + "'");
 }
 
-std::unique_ptr<Transport> openTransport(const std::string& name, const runtime::Communicator& world,
+std::unique_ptr<Transport> openTransport(const std::string& name, const runtime::Communicator& world, int localRank,
                                          const runtime::Deadline& deadline) {
+  (void)localRank;
   if (name == "mpi") return std::make_unique<MpiTransport>(world, deadline);
 #if FABSCOPE_HAVE_UCX
   if (name == "ucx") return std::make_unique<UcxTransport>(world, deadline);
+#endif
+#if FABSCOPE_HAVE_NCCL
+  if (name == "nccl") return std::make_unique<NcclTransport>(world, localRank, deadline);
 #endif
 #if FABSCOPE_HAVE_VERBS
   if (name == "verbs") return std::make_unique<VerbsTransport>(world, deadline);

@@ -24,8 +24,9 @@ TransportCapabilities transportCapabilities(const std::string& name);
 // name -> "" when usable in this build, otherwise why not (shown to the user).
 std::map<std::string, std::string> transportAvailability();
 
-// Collective over `world`: every rank opens the same transport.
-std::unique_ptr<Transport> openTransport(const std::string& name, const runtime::Communicator& world,
+// Collective over `world`: every rank opens the same transport. `localRank`
+// (position among the ranks of this host) picks the GPU of GPU transports.
+std::unique_ptr<Transport> openTransport(const std::string& name, const runtime::Communicator& world, int localRank,
                                          const runtime::Deadline& deadline);
 
 }  // namespace fabscope::transport

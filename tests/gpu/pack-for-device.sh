@@ -4,13 +4,15 @@
 # libraries the GPU machine lacks (it has CUDA, NCCL, Open MPI 4.1 and UCX,
 # but no HDF5-openmpi, Boost.Program_options or yaml-cpp of these versions).
 # Then run there (device tool, carry [".gpu-pack"]):  bash .gpu-pack/run-gpu-tests.sh
+# (one GPU) or  bash .gpu-pack/run-multi-gpu.sh  (two or more GPUs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
-cmake --build build -j "$(nproc)" --target fabscope fabscope_gpu_tests fabscope_gpu_bench
+cmake --build build -j "$(nproc)" --target fabscope fabscope_gpu_tests fabscope_gpu_bench fabscope_nccl_allreduce_reference
 pack=.gpu-pack
 rm -rf "$pack"; mkdir -p "$pack/lib"
-cp build/fabscope build/tests/gpu/fabscope_gpu_tests build/tests/gpu/fabscope_gpu_bench "$pack/"
+cp build/fabscope build/tests/gpu/fabscope_gpu_tests build/tests/gpu/fabscope_gpu_bench \
+  build/tests/gpu/fabscope_nccl_allreduce_reference "$pack/"
 strip --strip-debug "$pack"/fabscope*  # the transfer to the GPU machine is size-limited
 # Libraries not on the GPU machine (see shared/notes/gpu-device.md), with their own dependencies.
 for lib in $(ldd build/fabscope | awk '/=> \// {print $3}'); do
@@ -18,6 +20,10 @@ for lib in $(ldd build/fabscope | awk '/=> \// {print $3}'); do
     libhdf5_openmpi*|libboost_program_options*|libsz*|libaec*|libyaml-cpp*) cp -L "$lib" "$pack/lib/" ;;
   esac
 done
-cp tests/gpu/run-gpu-tests.sh "$pack/"
+cp tests/gpu/run-gpu-tests.sh tests/gpu/run-multi-gpu.sh "$pack/"
+mkdir -p "$pack/scenarios" "$pack/scenarios-extra"
+cp scenarios/gpu-*.yaml "$pack/scenarios/"
+# Extra GPU scenarios run by run-multi-gpu.sh with one rank per GPU.
+cp tests/gpu/scenarios/*.yaml "$pack/scenarios-extra/" 2>/dev/null || true
 grep -qx '/.gpu-pack/' .git/info/exclude 2>/dev/null || echo '/.gpu-pack/' >> .git/info/exclude
 du -sh "$pack"

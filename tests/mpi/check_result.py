@@ -95,6 +95,10 @@ with h5py.File(a.file, "r") as f:
         summ = g["summary"][()]
         if sorted(summ["rank"].tolist()) != sorted(per_rank):
             fail(f"{where}: summary ranks {summ['rank'].tolist()} != sampled ranks {sorted(per_rank)}")
+        # Without site labels there is one site scope: no scope names, no /scopes table.
+        if not any(text(x) for x in f["ranks"]["site"]):
+            if any(text(x) for x in summ["scope"]) or "scopes" in g or "site_scopes" in ga:
+                fail(f"{where}: site scopes in a run without site labels")
         lat = (s["t_done_ns"] - s["t_post_ns"]) / int(ga["sample_divisor"])
         if abs(np.percentile(lat, 50) - float(ga["p50_ns"])) > 1e-6 * max(1.0, float(ga["p50_ns"])):
             fail(f"{where}: p50 attribute {ga['p50_ns']} != numpy {np.percentile(lat, 50)}")

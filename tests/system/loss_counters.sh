@@ -37,8 +37,9 @@ hosts:
 YAML
 set +e
 timeout --kill-after=10 400 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --fabric emulated -N 1 --bin "$FABSCOPE_BIN" -- \
-  run --scenario "$scratch/loss.yaml" --output "$scratch/loss.h5" --no-progress --topology "$scratch/topology.yaml"
-rc=$?
+  run --scenario "$scratch/loss.yaml" --output "$scratch/loss.h5" --no-progress --topology "$scratch/topology.yaml" \
+  | tee "$scratch/loss.out"
+rc=${PIPESTATUS[0]}
 set -e
 ((rc == 0)) || fail "fabscope exited with $rc"
 /usr/bin/python3 - "$scratch/loss.h5" <<'PY' || fail "retransmissions were not where the loss was"
@@ -63,5 +64,22 @@ with h5py.File(sys.argv[1], "r") as f:
     assert sites == {"ecloss0": "dc1", "ecloss1": "dc1", "ecloss2": "dc2"}, sites
     assert "spans_sites" not in f["tests/0000"].attrs, "a one-site pair was flagged"
     assert text(f["tests/0001"].attrs["spans_sites"]) == "dc1,dc2", dict(f["tests/0001"].attrs)
+    # Statistics are split by site scope: each row of /scopes holds exactly the
+    # samples whose two ends are in that scope, none of another's.
+    site = {int(r["rank"]): text(r["site"]) for r in f["ranks"][()]}
+    for index in ("0000", "0001"):
+        g = f["tests/" + index]
+        s = g["samples"][()]
+        scope = lambda r, p: "site=" + site[r] if site[r] == site[p] else \
+            "inter-site %s<->%s" % tuple(sorted((site[r], site[p])))
+        names = [scope(int(r), int(p)) for r, p in zip(s["rank"], s["peer"])]
+        rows = {text(r["scope"]): int(r["samples"]) for r in g["scopes"][()]}
+        want = {n: names.count(n) for n in set(names)}
+        assert rows == want, (index, rows, want)
+        assert text(g.attrs["site_scopes"]).split(";") == [text(x) for x in g["scopes"]["scope"]]
+    assert list(f["tests/0000/scopes"]["scope"]) == [b"site=dc1"], "the lossy pair is inside dc1"
 PY
+# The closing summary names the known counter under the test it moved in.
+grep -q "~ counters moved: RetransSegs +" "$scratch/loss.out" || fail "the summary does not name RetransSegs"
+grep -q "~ RetransSegs: TCP segments retransmitted" "$scratch/loss.out" || fail "the summary does not explain RetransSegs"
 note "retransmissions appeared on the lossy link only"

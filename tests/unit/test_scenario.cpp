@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "driver/Runner.hpp"
+#include "fabscope/BuildConfig.hpp"
 #include "scenario/Matrix.hpp"
 #include "scenario/Scenario.hpp"
 #include "suite/Registry.hpp"
@@ -123,6 +124,8 @@ TEST(Scenario, ShippedScenariosAreValid) {
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(FABSCOPE_SOURCE_DIR) / "scenarios")) {
     if (entry.path().extension() != ".yaml") continue;
+    // GPU scenarios name transport nccl / memory cuda, which builds without CUDA refuse.
+    if (!FABSCOPE_HAVE_NCCL && entry.path().filename().string().rfind("gpu-", 0) == 0) continue;
     EXPECT_NO_THROW({
       auto s = scenario::loadScenarioFile(entry.path().string(), {}, registry.scenarioRules(4));
       driver::planMatrix(s, registry, 4);
@@ -198,4 +201,32 @@ TEST(Scenario, MoeDispatchSizesComeFromTheModel) {
   // DeepEP low-latency dispatch, fp8: 7408 B per token copy.
   EXPECT_EQ(s.tests[0].sizes, (std::vector<std::int64_t>{7408, 128 * 7408}));
   EXPECT_NE(s.tests[0].sizeFormulas[1].find("128 tokens"), std::string::npos);
+}
+
+TEST(Scenario, GpuMemoryNeedsATransportThatCanAddressIt) {
+  const std::string overMpi = R"(
+tests:
+  - kind: latency
+    sizes: [8]
+    memory: cuda
+)";
+  const auto e = errorOf(overMpi);
+  EXPECT_NE(e.find("t.yaml:5:13:"), std::string::npos) << e;
+#if FABSCOPE_HAVE_NCCL
+  EXPECT_NE(e.find("use transport: nccl"), std::string::npos) << e;
+  const std::string ncclHost = R"(
+tests:
+  - kind: incast
+    sizes: [8]
+    transport: nccl
+    memory: host
+)";
+  const auto h = errorOf(ncclHost);
+  EXPECT_NE(h.find("t.yaml:6:13:"), std::string::npos) << h;
+  EXPECT_NE(h.find("moves GPU-addressable memory only"), std::string::npos) << h;
+  for (const char* kind : {"latency", "bandwidth", "bibw", "incast"}) {
+    const auto ok = std::string("tests:\n  - kind: ") + kind + "\n    sizes: [1MiB]\n    transport: nccl\n    memory: cuda\n";
+    EXPECT_EQ(errorOf(ok), "no error") << kind;
+  }
+#endif
 }

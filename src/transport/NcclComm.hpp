@@ -1,0 +1,58 @@
+#pragma once
+// An NCCL communicator over an MPI communicator's ranks, shared by the NCCL
+// transport and the all-reduce test. Compiled only with NCCL.
+//
+// Blocking mode, as a plain NCCL program uses it: non-blocking communicators
+// run every launch as an asynchronous group job on a thread of its own, which
+// cost 40 us per all-reduce on an H200 pair, and 4 ms (a scheduler tick) when
+// mpirun bound each rank to one core. The calls that can block on a peer —
+// creation and the first connection to each peer — run on a helper thread
+// that the caller waits for under its deadline; if the deadline passes, the
+// run fails (that thread cannot be interrupted and ends with the process).
+// Launches after that only enqueue work, and completion is polled on the
+// stream together with NCCL's asynchronous error state, under the deadline.
+// A communicator that saw an error or a missed deadline is aborted, not
+// destroyed, because ncclCommDestroy would wait for a peer that may be gone.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <functional>
+#include <string>
+
+#include "runtime/Deadline.hpp"
+#include "runtime/Errors.hpp"
+#include "runtime/Mpi.hpp"
+
+namespace fabscope::transport {
+
+inline void checkNccl(ncclResult_t rc, const char* what) {
+  if (rc != ncclSuccess) throw RuntimeFailure(std::string(what) + " failed: " + ncclGetErrorString(rc));
+}
+
+class NcclComm {
+ public:
+  // Collective over `group`, on GPU `device`. `connect` (optional) runs on the
+  // helper thread right after creation, e.g. one small operation with every
+  // peer so that NCCL's lazy connection setup is inside the bounded part; it
+  // must leave its work finished on the GPU.
+  NcclComm(const runtime::Communicator& group, int device, const runtime::Deadline& deadline,
+           const std::function<void(ncclComm_t)>& connect = {});
+  ~NcclComm();
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+
+  ncclComm_t get() const { return comm_; }
+  void markBroken() { healthy_ = false; }
+
+  // Throws (and marks the communicator broken) if NCCL reports an
+  // asynchronous error, e.g. a peer lost by the proxy thread.
+  void checkAsyncError(const char* what);
+  // Polls `stream` and NCCL's asynchronous error state until the work is done.
+  void waitStream(cudaStream_t stream, const runtime::Deadline& deadline, const char* what);
+
+ private:
+  ncclComm_t comm_ = nullptr;
+  bool healthy_ = true;
+};
+
+}  // namespace fabscope::transport
