@@ -96,6 +96,10 @@ class KvPushTest final : public TestKind {
         p.fail("direction", std::string("'direction: ") + direction + "' exposes every rank's KV pool to the others, "
                                 "which takes all " + std::to_string(worldSize) + " ranks of the run: drop 'ranks' and "
                                 "'roles: {canaries}' from this test (spare ranks stay idle)");
+      if (can.inOrder && spec.memory != "cuda")
+        p.fail("memory", "kvpush over transport '" + spec.transport + "' keeps its KV in GPU memory: give "
+                         "'memory: cuda' (the transport bounces only small host messages, such as the request "
+                         "headers, through pinned memory)");
       if (spec.memory == "cuda" && c.strategy != Strategy::staged && !can.deviceMemory)
         p.fail("strategy", "kvpush with memory: cuda over transport '" + spec.transport + "' runs the staged strategy "
                            "only (GPU gather, pinned host staging, GPU scatter): per-block and layer-stream messages "

@@ -244,6 +244,10 @@ TEST(KvPushConfig, DeviceMemoryTakesEveryStrategyOverADeviceCapableTransport) {
   EXPECT_NE(loadError(perBlock + "    memory: cuda\n    transport: mpi\n").find("transport: nccl"), std::string::npos);
   EXPECT_NE(loadError(perBlock + "    memory: cuda\n    transport: nccl\n    direction: pull\n").find("one-sided get"),
             std::string::npos);
+  // NCCL bounces small host messages only: the KV itself must be on the GPU.
+  EXPECT_NE(loadError(perBlock + "    transport: nccl\n").find("give 'memory: cuda'"), std::string::npos);
+  EXPECT_NE(loadError(perBlock + "    transport: nccl\n    memory: cuda-host\n").find("t.yaml:10:13:"),
+            std::string::npos);
 }
 
 TEST(KvPushConfig, OnlyTheQuietConditionIsAccepted) {
