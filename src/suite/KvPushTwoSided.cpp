@@ -229,8 +229,13 @@ class PushDecode final : public KvWorker {
       auto& lanes = peers_[p].lanes;
       const auto free = std::find_if(lanes.begin(), lanes.end(), [](const Lane& l) { return !l.active; });
       if (free == lanes.end()) return;
-      post(p, static_cast<std::size_t>(free - lanes.begin()));
+      const auto l = static_cast<std::size_t>(free - lanes.begin());
+      post(p, l);
       ++nextInOrder_;
+      // Launch this request's receives as a group of their own (NCCL: the
+      // next test launches what was posted; a group completes as a whole), so
+      // its completion is not held back by a later request posted with it.
+      (void)ctx_.transport.testSlots(baseOf(p, l) + LaneSlots::header, 1);
     }
   }
 

@@ -59,7 +59,9 @@ kv_check "$scratch/corrupt.h5" --prefill 1 --decode 1 --expect-corrupt
 
 # Device memory straight on the wire over NCCL (gpu-direct: every strategy,
 # no pinned-host hop, copy_ns 0; in-order posting). NCCL ranks need a GPU
-# each, so this part needs 2 GPUs and a tree with the NCCL transport.
+# each, so this part needs 2 GPUs and a tree with the NCCL transport. Short
+# prompts: the transport keeps a pinned bounce buffer per slot, and per-block
+# reserves one slot per block message.
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU " || true)
 if [ "$gpus" -ge 2 ] && [ -e "$FABSCOPE_SOURCE_DIR/src/transport/NcclTransport.cpp" ]; then
   cat > "$scratch/direct.yaml" <<'YAML'
@@ -70,13 +72,13 @@ parallel: {tp: 8}
 defaults: {transport: nccl, memory: cuda, timeout: 60s}
 tests:
   - {name: direct-per-block, kind: kvpush, strategy: per-block, prefill_ranks: 1, decode_ranks: 1,
-     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [512]}, iterations: 6,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [128]}, iterations: 6,
      loop: {mode: closed, in_flight: 2}}
   - {name: direct-staged, kind: kvpush, strategy: staged, prefill_ranks: 1, decode_ranks: 1,
      sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [2048, 8192]}, iterations: 10,
      loop: {mode: closed, in_flight: 3}}
   - {name: direct-layer-stream, kind: kvpush, strategy: layer-stream, compute_per_layer: 20us, prefill_ranks: 1,
-     decode_ranks: 1, sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [512]}, iterations: 4}
+     decode_ranks: 1, sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [128]}, iterations: 4}
   - {name: direct-staged-open, kind: kvpush, strategy: staged, prefill_ranks: 1, decode_ranks: 1,
      sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [2048]}, iterations: 8,
      loop: {mode: open, rate: 200, in_flight: 2}}
