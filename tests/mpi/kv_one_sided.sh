@@ -7,6 +7,11 @@
 # corrupted byte must fail push-put and pull with exit code 1), and the
 # loader's refusal of a one-sided test on part of the ranks (exit 2).
 source "$(dirname "$0")/lib.bash"
+config=${FABSCOPE_BUILD_DIR:-$(dirname "$FABSCOPE_BIN")}/generated/fabscope/BuildConfig.hpp
+if ! grep -q "FABSCOPE_HAVE_UCX 1" "$config" 2>/dev/null; then
+  echo "kv_one_sided: SKIP: not a UCX build ($config)" >&2
+  exit 77
+fi
 kv_check() { /usr/bin/python3 "$FABSCOPE_SOURCE_DIR/tests/mpi/kv_check.py" "$@"; }
 ucx_shm=(-x UCX_TLS=sm,self)
 ucx_tcp=(-x UCX_TLS=tcp,self -x UCX_NET_DEVICES=lo)
