@@ -228,6 +228,18 @@ int Runner::run() {
 
   // One transport per name, opened when a test first needs it.
   std::map<std::string, std::unique_ptr<transport::Transport>> transports;
+  // After a missed deadline transfers may still be in flight inside a
+  // transport (UCX can cancel neither sends nor puts nor gets, and destroying
+  // its worker under them crashed): like the buffers they touch, the
+  // transports are then left alive; the process exits without MPI_Finalize.
+  struct KeepTransportsIfAbandoned {
+    std::map<std::string, std::unique_ptr<transport::Transport>>& transports;
+    const bool& abandoned;
+    ~KeepTransportsIfAbandoned() {
+      if (abandoned)
+        for (auto& entry : transports) (void)entry.second.release();
+    }
+  } keepTransportsIfAbandoned{transports, abandoned_};
   Progress progress(static_cast<int>(planned.size()), rank0 && options_.progress);
   std::deque<PlannedInstance> queue(planned.begin(), planned.end());
   int exitCode = exit_code::ok;

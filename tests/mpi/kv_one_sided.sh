@@ -4,8 +4,9 @@
 # memory), many prefill ranks to one decode rank over TCP loopback (where
 # UCX emulates put and get in software, so the target's progress matters),
 # a spare rank that only exposes placeholders, the checker's self-test (one
-# corrupted byte must fail push-put and pull with exit code 1), and the
-# loader's refusal of a one-sided test on part of the ranks (exit 2).
+# corrupted byte must fail push-put and pull with exit code 1), a missed
+# deadline with gets in flight (exit 1, no crash), and the loader's refusal
+# of a one-sided test on part of the ranks (exit 2).
 source "$(dirname "$0")/lib.bash"
 config=${FABSCOPE_BUILD_DIR:-$(dirname "$FABSCOPE_BIN")}/generated/fabscope/BuildConfig.hpp
 if ! grep -q "FABSCOPE_HAVE_UCX 1" "$config" 2>/dev/null; then
@@ -87,6 +88,40 @@ if [ "$rc" != 1 ]; then
   exit 1
 fi
 kv_check "$scratch/corrupt.h5" --prefill 3 --decode 1 --expect-corrupt
+
+# A missed deadline with gets still in flight: the instance times out, the
+# rest is skipped, the file is complete, and the run ends with exit code 1
+# (not a crash inside UCX: the runner leaves the transport alive).
+cat > "$scratch/timeout.yaml" <<'YAML'
+name: kv-one-sided-timeout
+seed: 3
+model: llama3-70b
+parallel: {tp: 8}
+defaults: {transport: ucx, memory: host, timeout: 1s}
+tests:
+  - {name: slow-pull, kind: kvpush, direction: pull, strategy: per-block, prefill_ranks: 1, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [4096]}, iterations: 50}
+  - {name: after, kind: kvpush, strategy: staged, prefill_ranks: 1, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [64]}, iterations: 2}
+YAML
+set +e
+run_mpi -np 2 "${ucx_shm[@]}" "$FABSCOPE_BIN" run --scenario "$scratch/timeout.yaml" --output "$scratch/timeout.h5" \
+  --no-progress > "$scratch/timeout.out" 2>&1
+rc=$?
+set -e
+if [ "$rc" != 1 ]; then
+  cat "$scratch/timeout.out"
+  echo "kv_one_sided: a timed-out pull gave exit code $rc, expected 1" >&2
+  exit 1
+fi
+/usr/bin/python3 - "$scratch/timeout.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    assert int(f.attrs["complete"]) == 1, "file not complete"
+    status = [g.attrs["status"] for g in f["tests"].values()]
+    status = [s.decode() if isinstance(s, bytes) else str(s) for s in status]
+    assert status == ["timeout", "skipped"], status
+PY
 
 # One-sided on part of the ranks: refused at load, naming the key.
 sed 's/prefill_ranks: 1, decode_ranks: 1,/ranks: 2, prefill_ranks: 1, decode_ranks: 1,/' "$scratch/spare.yaml" > "$scratch/subset.yaml"
