@@ -49,6 +49,8 @@ struct NcclTransport::State {
   std::unique_ptr<cu::Stream> stream;
   std::vector<Slot> slots;
   std::vector<int> pendingSlots;      // in posting order
+  std::vector<std::uint8_t> sentTo;   // per NCCL rank: a send to it is in the group being formed
+  std::vector<int> sentPeers;         // which entries of sentTo are set
   std::vector<cu::Event> launchEvents;  // ring, indexed by launch number
   std::uint64_t launched = 0;
   std::uint64_t completed = 0;  // every launch up to this one has finished
@@ -64,6 +66,8 @@ NcclTransport::NcclTransport(const runtime::Communicator& world, int localRank, 
   state_->members.emplace(world.split(state_->member ? 0 : 1, world.rank()));
   const auto ranks = world.allgather(state_->member ? state_->members->rank() : -1, deadline);
   ncclRankOf_.assign(ranks.begin(), ranks.end());
+  state_->sentTo.assign(static_cast<std::size_t>(world.size()), 0);
+  state_->sentPeers.reserve(static_cast<std::size_t>(world.size()));
   openCommunicator(deadline);
 }
 
@@ -168,24 +172,51 @@ void NcclTransport::postRecv(int slot, int peer, int, void* buffer, std::size_t 
   state_->pendingSlots.push_back(slot);
 }
 
+// NCCL pairs the k-th send to a peer with the k-th receive from it inside a
+// group and runs the pairs in order, so a receive whose message the peer only
+// sends after our later sends arrive (a bandwidth window's ack) must not share
+// a group with them: a receive from a peer that follows a send to the same
+// peer in posting order starts a new group. A receive posted before the sends
+// (a ping-pong, a bidirectional window) stays with them, paired.
 void NcclTransport::launchPending() {
   auto& s = *state_;
   if (s.pendingSlots.empty()) return;
   const auto stream = s.stream->get();
-  checkNccl(ncclGroupStart(), "ncclGroupStart");
-  for (const int index : s.pendingSlots) {
-    auto& op = s.slots[static_cast<std::size_t>(index)].operation;
-    const auto rc = op.send ? ncclSend(op.buffer, op.bytes, ncclInt8, op.peer, s.comm->get(), stream)
-                            : ncclRecv(op.buffer, op.bytes, ncclInt8, op.peer, s.comm->get(), stream);
-    checkNccl(rc, op.send ? "ncclSend" : "ncclRecv");
-  }
-  checkNccl(ncclGroupEnd(), "ncclGroupEnd");
-  const std::uint64_t launch = ++s.launched;
-  s.launchEvents[launch % s.launchEvents.size()].record(*s.stream);
-  for (const int index : s.pendingSlots) {
-    auto& slot = s.slots[static_cast<std::size_t>(index)];
-    slot.pending = false;
-    slot.launch = launch;
+  std::size_t begin = 0;
+  while (begin < s.pendingSlots.size()) {
+    std::size_t end = begin;
+    for (; end < s.pendingSlots.size(); ++end) {
+      const auto& op = s.slots[static_cast<std::size_t>(s.pendingSlots[end])].operation;
+      if (op.send) {
+        if (!s.sentTo[static_cast<std::size_t>(op.peer)]) {
+          s.sentTo[static_cast<std::size_t>(op.peer)] = 1;
+          s.sentPeers.push_back(op.peer);
+        }
+      } else if (s.sentTo[static_cast<std::size_t>(op.peer)]) {
+        break;
+      }
+    }
+    for (const int peer : s.sentPeers) s.sentTo[static_cast<std::size_t>(peer)] = 0;
+    s.sentPeers.clear();
+    checkNccl(ncclGroupStart(), "ncclGroupStart");
+    for (std::size_t i = begin; i < end; ++i) {
+      auto& op = s.slots[static_cast<std::size_t>(s.pendingSlots[i])].operation;
+      const auto rc = op.send ? ncclSend(op.buffer, op.bytes, ncclInt8, op.peer, s.comm->get(), stream)
+                              : ncclRecv(op.buffer, op.bytes, ncclInt8, op.peer, s.comm->get(), stream);
+      if (rc != ncclSuccess) {
+        ncclGroupEnd();
+        checkNccl(rc, op.send ? "ncclSend" : "ncclRecv");
+      }
+    }
+    checkNccl(ncclGroupEnd(), "ncclGroupEnd");
+    const std::uint64_t launch = ++s.launched;
+    s.launchEvents[launch % s.launchEvents.size()].record(*s.stream);
+    for (std::size_t i = begin; i < end; ++i) {
+      auto& slot = s.slots[static_cast<std::size_t>(s.pendingSlots[i])];
+      slot.pending = false;
+      slot.launch = launch;
+    }
+    begin = end;
   }
   s.pendingSlots.clear();
 }
