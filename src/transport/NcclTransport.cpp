@@ -5,6 +5,7 @@
 
 #include "cuda/CudaApi.hpp"
 #include "transport/NcclComm.hpp"
+#include "transport/NcclGroupCut.hpp"
 
 namespace fabscope::transport {
 namespace {
@@ -49,8 +50,8 @@ struct NcclTransport::State {
   std::unique_ptr<cu::Stream> stream;
   std::vector<Slot> slots;
   std::vector<int> pendingSlots;      // in posting order
-  std::vector<std::uint8_t> sentTo;   // per NCCL rank: a send to it is in the group being formed
-  std::vector<int> sentPeers;         // which entries of sentTo are set
+  std::vector<PostedOperation> pendingOps;  // the same, as endOfNcclGroup reads them
+  std::vector<std::uint8_t> sentTo;         // scratch for endOfNcclGroup, per NCCL rank
   std::vector<cu::Event> launchEvents;  // ring, indexed by launch number
   std::uint64_t launched = 0;
   std::uint64_t completed = 0;  // every launch up to this one has finished
@@ -67,7 +68,7 @@ NcclTransport::NcclTransport(const runtime::Communicator& world, int localRank, 
   const auto ranks = world.allgather(state_->member ? state_->members->rank() : -1, deadline);
   ncclRankOf_.assign(ranks.begin(), ranks.end());
   state_->sentTo.assign(static_cast<std::size_t>(world.size()), 0);
-  state_->sentPeers.reserve(static_cast<std::size_t>(world.size()));
+
   openCommunicator(deadline);
 }
 
@@ -128,6 +129,7 @@ void NcclTransport::reserve(int slots) {
   for (auto& slot : s.slots)
     if (!slot.bounce.data()) slot.bounce = cu::PinnedHostBuffer(hostBounceBytes);
   s.pendingSlots.reserve(static_cast<std::size_t>(slots));
+  s.pendingOps.reserve(static_cast<std::size_t>(slots));
   // At most one launch per slot can be unfinished, so this many events suffice.
   while (static_cast<int>(s.launchEvents.size()) < slots + 1) s.launchEvents.emplace_back(false);
 }
@@ -150,6 +152,7 @@ void NcclTransport::postSend(int slot, int peer, int, const void* buffer, std::s
   s.operation = op;
   s.pending = true;
   state_->pendingSlots.push_back(slot);
+  state_->pendingOps.push_back({op.send, op.peer});
 }
 
 void NcclTransport::postRecv(int slot, int peer, int, void* buffer, std::size_t bytes) {
@@ -170,34 +173,17 @@ void NcclTransport::postRecv(int slot, int peer, int, void* buffer, std::size_t 
   s.operation = op;
   s.pending = true;
   state_->pendingSlots.push_back(slot);
+  state_->pendingOps.push_back({op.send, op.peer});
 }
 
-// NCCL pairs the k-th send to a peer with the k-th receive from it inside a
-// group and runs the pairs in order, so a receive whose message the peer only
-// sends after our later sends arrive (a bandwidth window's ack) must not share
-// a group with them: a receive from a peer that follows a send to the same
-// peer in posting order starts a new group. A receive posted before the sends
-// (a ping-pong, a bidirectional window) stays with them, paired.
+// Groups are cut by endOfNcclGroup (NcclGroupCut.hpp: why).
 void NcclTransport::launchPending() {
   auto& s = *state_;
   if (s.pendingSlots.empty()) return;
   const auto stream = s.stream->get();
   std::size_t begin = 0;
   while (begin < s.pendingSlots.size()) {
-    std::size_t end = begin;
-    for (; end < s.pendingSlots.size(); ++end) {
-      const auto& op = s.slots[static_cast<std::size_t>(s.pendingSlots[end])].operation;
-      if (op.send) {
-        if (!s.sentTo[static_cast<std::size_t>(op.peer)]) {
-          s.sentTo[static_cast<std::size_t>(op.peer)] = 1;
-          s.sentPeers.push_back(op.peer);
-        }
-      } else if (s.sentTo[static_cast<std::size_t>(op.peer)]) {
-        break;
-      }
-    }
-    for (const int peer : s.sentPeers) s.sentTo[static_cast<std::size_t>(peer)] = 0;
-    s.sentPeers.clear();
+    const std::size_t end = endOfNcclGroup(s.pendingOps, begin, s.sentTo);
     checkNccl(ncclGroupStart(), "ncclGroupStart");
     for (std::size_t i = begin; i < end; ++i) {
       auto& op = s.slots[static_cast<std::size_t>(s.pendingSlots[i])].operation;
@@ -219,6 +205,7 @@ void NcclTransport::launchPending() {
     begin = end;
   }
   s.pendingSlots.clear();
+  s.pendingOps.clear();
 }
 
 bool NcclTransport::testSlots(int first, int count) {
@@ -255,6 +242,7 @@ void NcclTransport::reset(const runtime::Deadline& deadline) {
   if (s.comm) s.comm->markBroken();
   s.comm.reset();
   s.pendingSlots.clear();
+  s.pendingOps.clear();
   for (auto& slot : s.slots) {
     slot.launch = 0;
     slot.pending = false;
