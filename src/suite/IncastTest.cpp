@@ -102,8 +102,9 @@ class IncastTest final : public TestKind {
     ctx.group.barrier(ctx.deadline);
     for (int i = 0; i < spec.warmup + spec.iterations; ++i) {
       const auto t0 = runtime::monotonicNow();
-      t.postRecv(window, receiver, ackTag, &ack, sizeof ack);
+      // The ack answers the window, so it is posted after it (in-order transports pair them otherwise).
       for (int w = 0; w < window; ++w) t.postSend(w, receiver, incastTag, buffer, n);
+      t.postRecv(window, receiver, ackTag, &ack, sizeof ack);
       t.waitSlots(0, window + 1, ctx.deadline);
       const auto t1 = runtime::monotonicNow();
       if (i >= spec.warmup)

@@ -5,6 +5,7 @@
 
 #include "cuda/CudaApi.hpp"
 #include "transport/NcclComm.hpp"
+#include "transport/NcclGroupCut.hpp"
 
 namespace fabscope::transport {
 namespace {
@@ -49,6 +50,8 @@ struct NcclTransport::State {
   std::unique_ptr<cu::Stream> stream;
   std::vector<Slot> slots;
   std::vector<int> pendingSlots;      // in posting order
+  std::vector<PostedOperation> pendingOps;  // the same, as endOfNcclGroup reads them
+  std::vector<std::uint8_t> sentTo;         // scratch for endOfNcclGroup, per NCCL rank
   std::vector<cu::Event> launchEvents;  // ring, indexed by launch number
   std::uint64_t launched = 0;
   std::uint64_t completed = 0;  // every launch up to this one has finished
@@ -64,6 +67,8 @@ NcclTransport::NcclTransport(const runtime::Communicator& world, int localRank, 
   state_->members.emplace(world.split(state_->member ? 0 : 1, world.rank()));
   const auto ranks = world.allgather(state_->member ? state_->members->rank() : -1, deadline);
   ncclRankOf_.assign(ranks.begin(), ranks.end());
+  state_->sentTo.assign(static_cast<std::size_t>(world.size()), 0);
+
   openCommunicator(deadline);
 }
 
@@ -124,6 +129,7 @@ void NcclTransport::reserve(int slots) {
   for (auto& slot : s.slots)
     if (!slot.bounce.data()) slot.bounce = cu::PinnedHostBuffer(hostBounceBytes);
   s.pendingSlots.reserve(static_cast<std::size_t>(slots));
+  s.pendingOps.reserve(static_cast<std::size_t>(slots));
   // At most one launch per slot can be unfinished, so this many events suffice.
   while (static_cast<int>(s.launchEvents.size()) < slots + 1) s.launchEvents.emplace_back(false);
 }
@@ -146,6 +152,7 @@ void NcclTransport::postSend(int slot, int peer, int, const void* buffer, std::s
   s.operation = op;
   s.pending = true;
   state_->pendingSlots.push_back(slot);
+  state_->pendingOps.push_back({op.send, op.peer});
 }
 
 void NcclTransport::postRecv(int slot, int peer, int, void* buffer, std::size_t bytes) {
@@ -166,28 +173,39 @@ void NcclTransport::postRecv(int slot, int peer, int, void* buffer, std::size_t 
   s.operation = op;
   s.pending = true;
   state_->pendingSlots.push_back(slot);
+  state_->pendingOps.push_back({op.send, op.peer});
 }
 
+// Groups are cut by endOfNcclGroup (NcclGroupCut.hpp: why).
 void NcclTransport::launchPending() {
   auto& s = *state_;
   if (s.pendingSlots.empty()) return;
   const auto stream = s.stream->get();
-  checkNccl(ncclGroupStart(), "ncclGroupStart");
-  for (const int index : s.pendingSlots) {
-    auto& op = s.slots[static_cast<std::size_t>(index)].operation;
-    const auto rc = op.send ? ncclSend(op.buffer, op.bytes, ncclInt8, op.peer, s.comm->get(), stream)
-                            : ncclRecv(op.buffer, op.bytes, ncclInt8, op.peer, s.comm->get(), stream);
-    checkNccl(rc, op.send ? "ncclSend" : "ncclRecv");
-  }
-  checkNccl(ncclGroupEnd(), "ncclGroupEnd");
-  const std::uint64_t launch = ++s.launched;
-  s.launchEvents[launch % s.launchEvents.size()].record(*s.stream);
-  for (const int index : s.pendingSlots) {
-    auto& slot = s.slots[static_cast<std::size_t>(index)];
-    slot.pending = false;
-    slot.launch = launch;
+  std::size_t begin = 0;
+  while (begin < s.pendingSlots.size()) {
+    const std::size_t end = endOfNcclGroup(s.pendingOps, begin, s.sentTo);
+    checkNccl(ncclGroupStart(), "ncclGroupStart");
+    for (std::size_t i = begin; i < end; ++i) {
+      auto& op = s.slots[static_cast<std::size_t>(s.pendingSlots[i])].operation;
+      const auto rc = op.send ? ncclSend(op.buffer, op.bytes, ncclInt8, op.peer, s.comm->get(), stream)
+                              : ncclRecv(op.buffer, op.bytes, ncclInt8, op.peer, s.comm->get(), stream);
+      if (rc != ncclSuccess) {
+        ncclGroupEnd();
+        checkNccl(rc, op.send ? "ncclSend" : "ncclRecv");
+      }
+    }
+    checkNccl(ncclGroupEnd(), "ncclGroupEnd");
+    const std::uint64_t launch = ++s.launched;
+    s.launchEvents[launch % s.launchEvents.size()].record(*s.stream);
+    for (std::size_t i = begin; i < end; ++i) {
+      auto& slot = s.slots[static_cast<std::size_t>(s.pendingSlots[i])];
+      slot.pending = false;
+      slot.launch = launch;
+    }
+    begin = end;
   }
   s.pendingSlots.clear();
+  s.pendingOps.clear();
 }
 
 bool NcclTransport::testSlots(int first, int count) {
@@ -224,6 +242,7 @@ void NcclTransport::reset(const runtime::Deadline& deadline) {
   if (s.comm) s.comm->markBroken();
   s.comm.reset();
   s.pendingSlots.clear();
+  s.pendingOps.clear();
   for (auto& slot : s.slots) {
     slot.launch = 0;
     slot.pending = false;

@@ -2,10 +2,11 @@
 // GPU-to-GPU send/receive over NCCL (one rank per GPU). NCCL has no tags and
 // no independent progress per message: messages between two ranks match in
 // posting order per direction, and sizes must agree on both sides. Operations
-// posted before the next test are launched together as one NCCL group (so a
-// send and a receive posted together never wait on each other), and groups
-// run in launch order on one stream; Transport::matchesInOrder() says so to
-// the kinds. Host buffers (small control messages such as acks and headers)
+// posted before the next test are launched together as NCCL groups (so a
+// send and a receive posted together never wait on each other; see
+// launchPending for where a group is cut), and groups run in launch order on
+// one stream; Transport::matchesInOrder() says so to the kinds, which post in
+// causal order: a receive that answers sends is posted after them. Host buffers (small control messages such as acks and headers)
 // are bounced through pinned memory of the slot. Compiled only with NCCL.
 //
 // NCCL allows one rank per GPU in a communicator, so only the first
