@@ -1,5 +1,6 @@
 #include "transport/NcclTransport.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -36,7 +37,7 @@ struct NcclTransport::State {
     std::uint64_t launch = 0;  // 0: nothing posted since the last completion
     bool pending = false;      // posted, not yet launched
     Operation operation;
-    cu::PinnedHostBuffer bounce;
+    int bounce = -1;  // index of the pinned bounce buffer a host-memory message holds
     // The pointer last seen in this slot and whether NCCL can address it:
     // timed loops reuse one buffer, so the CUDA query runs once per buffer.
     const void* classified = nullptr;
@@ -53,6 +54,11 @@ struct NcclTransport::State {
   std::vector<PostedOperation> pendingOps;  // the same, as endOfNcclGroup reads them
   std::vector<std::uint8_t> sentTo;         // scratch for endOfNcclGroup, per NCCL rank
   std::vector<cu::Event> launchEvents;  // ring, indexed by launch number
+  // Pinned buffers for host-memory messages (acks, headers): a pool shared by
+  // all slots, because a kind may reserve thousands of slots (one per KV
+  // block message) of which only a few carry host memory at a time.
+  std::vector<cu::PinnedHostBuffer> bounces;
+  std::vector<int> freeBounces;
   std::uint64_t launched = 0;
   std::uint64_t completed = 0;  // every launch up to this one has finished
 };
@@ -127,7 +133,10 @@ void NcclTransport::reserve(int slots) {
   if (static_cast<int>(s.slots.size()) >= slots) return;
   s.slots.resize(static_cast<std::size_t>(slots));
   for (auto& slot : s.slots)
-    if (!slot.bounce.data()) slot.bounce = cu::PinnedHostBuffer(hostBounceBytes);
+  while (static_cast<int>(s.bounces.size()) < std::min(slots, maxBouncedInFlight)) {
+    s.freeBounces.push_back(static_cast<int>(s.bounces.size()));
+    s.bounces.emplace_back(hostBounceBytes);
+  }
   s.pendingSlots.reserve(static_cast<std::size_t>(slots));
   s.pendingOps.reserve(static_cast<std::size_t>(slots));
   // At most one launch per slot can be unfinished, so this many events suffice.
@@ -146,8 +155,9 @@ void NcclTransport::postSend(int slot, int peer, int, const void* buffer, std::s
       throw UsageError("NCCL transport: a send of " + std::to_string(bytes) +
                        " bytes from pageable host memory; only messages up to " + std::to_string(hostBounceBytes) +
                        " bytes are bounced (use memory: cuda or cuda-host)");
-    std::memcpy(s.bounce.data(), buffer, bytes);
-    op.buffer = s.bounce.data();
+    s.bounce = takeBounce();
+    op.buffer = state_->bounces[static_cast<std::size_t>(s.bounce)].data();
+    std::memcpy(op.buffer, buffer, bytes);
   }
   s.operation = op;
   s.pending = true;
@@ -167,13 +177,24 @@ void NcclTransport::postRecv(int slot, int peer, int, void* buffer, std::size_t 
       throw UsageError("NCCL transport: a receive of " + std::to_string(bytes) +
                        " bytes into pageable host memory; only messages up to " + std::to_string(hostBounceBytes) +
                        " bytes are bounced (use memory: cuda or cuda-host)");
-    op.buffer = s.bounce.data();
+    s.bounce = takeBounce();
+    op.buffer = state_->bounces[static_cast<std::size_t>(s.bounce)].data();
     op.hostTarget = buffer;
   }
   s.operation = op;
   s.pending = true;
   state_->pendingSlots.push_back(slot);
   state_->pendingOps.push_back({op.send, op.peer});
+}
+
+int NcclTransport::takeBounce() {
+  auto& free = state_->freeBounces;
+  if (free.empty())
+    throw UsageError("NCCL transport: more than " + std::to_string(state_->bounces.size()) +
+                     " messages from or into pageable host memory in flight; keep bulk data in GPU memory");
+  const int index = free.back();
+  free.pop_back();
+  return index;
 }
 
 // Groups are cut by endOfNcclGroup (NcclGroupCut.hpp: why).
@@ -222,6 +243,10 @@ bool NcclTransport::testSlots(int first, int count) {
       continue;
     }
     if (slot.operation.hostTarget) std::memcpy(slot.operation.hostTarget, slot.operation.buffer, slot.operation.bytes);
+    if (slot.bounce >= 0) {
+      s.freeBounces.push_back(slot.bounce);
+      slot.bounce = -1;
+    }
     slot.launch = 0;
   }
   if (!all && s.comm) {
@@ -243,9 +268,12 @@ void NcclTransport::reset(const runtime::Deadline& deadline) {
   s.comm.reset();
   s.pendingSlots.clear();
   s.pendingOps.clear();
+  s.freeBounces.clear();
+  for (int i = 0; i < static_cast<int>(s.bounces.size()); ++i) s.freeBounces.push_back(i);
   for (auto& slot : s.slots) {
     slot.launch = 0;
     slot.pending = false;
+    slot.bounce = -1;
   }
   s.launched = s.completed = 0;
   openCommunicator(deadline);

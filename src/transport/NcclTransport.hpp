@@ -7,7 +7,7 @@
 // launchPending for where a group is cut), and groups run in launch order on
 // one stream; Transport::matchesInOrder() says so to the kinds, which post in
 // causal order: a receive that answers sends is posted after them. Host buffers (small control messages such as acks and headers)
-// are bounced through pinned memory of the slot. Compiled only with NCCL.
+// are bounced through a small pool of pinned buffers. Compiled only with NCCL.
 //
 // NCCL allows one rank per GPU in a communicator, so only the first
 // (device count) ranks of each host join it; the others (e.g. congestor ranks
@@ -26,6 +26,8 @@ class NcclTransport final : public Transport {
  public:
   // Largest host buffer a slot bounces; larger messages must be in GPU memory.
   static constexpr std::size_t hostBounceBytes = 64 * 1024;
+  // Host-memory messages in flight at once (each holds one pinned bounce buffer).
+  static constexpr int maxBouncedInFlight = 64;
 
   NcclTransport(const runtime::Communicator& world, int localRank, const runtime::Deadline& deadline);
   ~NcclTransport() override;
@@ -46,6 +48,7 @@ class NcclTransport final : public Transport {
  private:
   struct State;
   void launchPending();
+  int takeBounce();
   void openCommunicator(const runtime::Deadline& deadline);
   int ncclPeer(int worldRank) const;
 
