@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """fabscope's NCCL all-reduce against the reference loop, size by size.
 
-Usage: compare_allreduce.py ALLREDUCE.h5 REFERENCE.jsonl [REFERENCE.jsonl ...]
+Usage: compare_allreduce.py ALLREDUCE.h5[,ALLREDUCE.h5...] REFERENCE.jsonl [REFERENCE.jsonl ...]
 
 Both sides are reduced the same way: per iteration the slowest rank's own
 launch-to-completion time, then the median over iterations; busbw = bytes /
@@ -58,7 +58,12 @@ def main(argv):
     if len(argv) < 3:
         print(__doc__)
         return 2
-    fab, _ = fabscope_sizes(argv[1])
+    runs = [fabscope_sizes(p)[0] for p in argv[1].split(",")]
+    # Several fabscope runs: the median of their per-size medians.
+    fab = {}
+    for size in set.intersection(*(set(r) for r in runs)):
+        values = sorted(r[size] for r in runs)
+        fab[size] = values[len(values) // 2]
     ref = reference_sizes(argv[2:])
     print("| size | ranks | reference p50 (spread) | fabscope p50 | time ratio | reference busbw | fabscope busbw | busbw ratio | fabscope busbw (global clock) | target |")
     print("|---|---|---|---|---|---|---|---|---|---|")

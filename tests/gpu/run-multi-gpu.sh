@@ -8,7 +8,8 @@
 #     measuring rank per GPU plus as many congestor ranks;
 #  3. the GPU benchmarks (kernels, copy load, sample-recording overhead).
 # Results go to ${OUT:-gpu-results}: report, JSON lines of the reference, the
-# HDF5 files. Analyse them with tests/gpu/compare_allreduce.py and
+# HDF5 files (ROUNDS=N alternates reference and fabscope N times; ONLY=allreduce
+# stops after that part). Analyse them with tests/gpu/compare_allreduce.py and
 # `python3 -m fabscope_analysis report`. Exit 1 if any step failed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,10 +49,19 @@ tests:
     timeout: 120s
 YAML
 reference=(mpirun -np "$gpus" "$here/fabscope_nccl_allreduce_reference" "$iters" 20 "${sizes[@]}")
-step "reference all-reduce loop, run 1 ($gpus ranks)" sh -c '"$@" > "$0"' "$out/reference-1.jsonl" "${reference[@]}"
-step "fabscope all-reduce ($gpus ranks)" mpirun -np "$gpus" "$here/fabscope" run --scenario "$out/allreduce.yaml" \
-  --output "$out/allreduce.h5" --overwrite --no-progress
-step "reference all-reduce loop, run 2" sh -c '"$@" > "$0"' "$out/reference-2.jsonl" "${reference[@]}"
+# ROUNDS alternations of reference and fabscope, then one more reference run:
+# drift of the machine shows up as the spread of the reference runs.
+rounds=${ROUNDS:-1}
+for ((round = 1; round <= rounds; round++)); do
+  step "reference all-reduce loop, run $round ($gpus ranks)" sh -c '"$@" > "$0"' "$out/reference-$round.jsonl" "${reference[@]}"
+  step "fabscope all-reduce, run $round ($gpus ranks)" mpirun -np "$gpus" "$here/fabscope" run --scenario "$out/allreduce.yaml" \
+    --output "$out/allreduce-$round.h5" --overwrite --no-progress
+done
+step "reference all-reduce loop, run $((rounds + 1))" sh -c '"$@" > "$0"' "$out/reference-$((rounds + 1)).jsonl" "${reference[@]}"
+if [ "${ONLY:-}" = allreduce ]; then
+  echo "multi-gpu steps failed: $failed (ONLY=allreduce)" | tee -a "$report"
+  [ $failed -eq 0 ]; exit
+fi
 
 step "scenario gpu-nccl-llama70b ($((2 * gpus)) ranks: $gpus on NCCL, $gpus congestors)" \
   mpirun -np $((2 * gpus)) "$here/fabscope" run --scenario "$here/scenarios/gpu-nccl-llama70b.yaml" \
