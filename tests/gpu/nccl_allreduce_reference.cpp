@@ -6,6 +6,9 @@
 // (blocking), no deadlines, no recording beyond one array per size.
 //
 // Usage (one rank per GPU): mpirun -np N nccl_allreduce_reference ITERATIONS WARMUP BYTES...
+// REFERENCE_WAIT=query polls cudaStreamQuery instead of cudaStreamSynchronize
+// (how fabscope waits, so its deadline can be checked): the difference
+// between the two is the cost of waiting by polling.
 // Prints one JSON object per size on rank 0.
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -41,6 +44,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int iterations = std::atoi(argv[1]), warmup = std::atoi(argv[2]);
+  const char* waitMode = std::getenv("REFERENCE_WAIT");
+  const bool pollQuery = waitMode && std::string(waitMode) == "query";
   int devices = 0;
   CUDA(cudaGetDeviceCount(&devices));
   MPI_Comm local;
@@ -69,7 +74,14 @@ int main(int argc, char** argv) {
     for (int it = 0; it < warmup + iterations; ++it) {
       const auto t0 = std::chrono::steady_clock::now();
       NCCL(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, stream));
-      CUDA(cudaStreamSynchronize(stream));
+      if (pollQuery) {
+        cudaError_t state;
+        while ((state = cudaStreamQuery(stream)) == cudaErrorNotReady) {
+        }
+        CUDA(state);
+      } else {
+        CUDA(cudaStreamSynchronize(stream));
+      }
       const auto t1 = std::chrono::steady_clock::now();
       if (it >= warmup) ns[static_cast<std::size_t>(it - warmup)] = std::chrono::duration<double, std::nano>(t1 - t0).count();
     }
@@ -85,8 +97,8 @@ int main(int argc, char** argv) {
       const double p50 = slowest[slowest.size() / 2];
       const double algbw = static_cast<double>(bytes) / p50;  // bytes per ns = GB/s
       std::printf("{\"bytes\": %zu, \"ranks\": %d, \"p50_ns\": %.1f, \"algbw_gbps\": %.3f, \"busbw_gbps\": %.3f, "
-                  "\"verified\": %s}\n",
-                  bytes, size, p50, algbw, algbw * 2.0 * (size - 1) / size, allCorrect ? "true" : "false");
+                  "\"verified\": %s, \"wait\": \"%s\"}\n",
+                  bytes, size, p50, algbw, algbw * 2.0 * (size - 1) / size, allCorrect ? "true" : "false", pollQuery ? "query" : "sync");
       std::fflush(stdout);
     }
     CUDA(cudaFree(send));
