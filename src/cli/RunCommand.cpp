@@ -2,6 +2,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <thread>
+#include <chrono>
 
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
@@ -11,6 +13,12 @@
 
 namespace fabscope::cli {
 namespace {
+
+// launch/fabscope-mpirun and launch/slurm/fabscope.sbatch look for this at
+// the start of a line, followed by the exit code.
+constexpr const char* lostRanksResultMarker = "fabscope: result after a fault drill: exit code";
+// How long a victim that survived its own fault waits for the launcher to end it.
+constexpr double victimWaitSeconds = 60;
 
 std::string defaultOutputName() {
   std::time_t now = std::time(nullptr);
@@ -78,15 +86,30 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
     driver::Runner runner(scenario, registry, world, {outputPath, command.commandLine, command.progress, std::move(fabric)});
     const int code = runner.run();
     if (runner.leftRun()) {
-      // The victim of a fault drill: the survivors finish the run without it.
+      // The victim of a fault drill that is still alive (hang, link-down,
+      // loss): the survivors finish the run without it. Leaving now would end
+      // the job under Open MPI (a rank that exits without MPI_Finalize aborts
+      // the job) while they still write; so it waits, bounded, to be ended by
+      // the launcher once the survivors have left.
       std::fflush(nullptr);
+      const auto wait = runtime::Deadline::afterSeconds(victimWaitSeconds);
+      while (!wait.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       std::_Exit(exit_code::ok);
     }
     if (runner.lostRanks()) {
-      // MPI_Finalize synchronises with every rank, the dead one included, and
+      // MPI_Finalize synchronises with every rank, the lost one included, and
       // never returns (seen with Open MPI 4.1); a bounded finalize left mpirun
-      // itself waiting. Leave at once: the file is complete and closed.
-      // Open MPI then reports the survivors as ending without MPI_Finalize.
+      // itself waiting. So the survivors leave without it, together, once
+      // rank 0 has closed the file. The launcher then reports the job as
+      // failed (mpirun: the victim's signal or the missing finalize), so rank
+      // 0 states the real result in a line the wrappers read.
+      if (rank0)
+        std::printf("%s %d (%d rank(s) lost on purpose; the launcher's own exit status reflects that loss)\n",
+                    lostRanksResultMarker, code, runner.lostRankCount());
+      std::fflush(nullptr);
+      if (!runner.survivorsDone(runtime::Deadline::afterSeconds(30)))
+        std::fprintf(stderr, "fabscope: rank %d: the other survivors did not all reach the end within 30 s\n",
+                     world.rank());
       std::fflush(nullptr);
       std::_Exit(code);
     }
