@@ -1,6 +1,7 @@
 #include "suite/FaultDrillConfig.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 #include "scenario/Units.hpp"
@@ -144,6 +145,33 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const std:
            "victim must be a worker, 1 .. " + std::to_string(ranks - 2) + " (0 is the client, " +
                std::to_string(ranks - 1) + " the spare)");
   return c;
+}
+
+std::string mechanismOf(const std::string& path) { return path.substr(0, path.find(':')); }
+
+DetectionJudgement judgeDetections(const std::vector<SurvivorDetection>& survivors, std::int64_t faultNs,
+                                   double detectWithinMs, bool detectionRequired) {
+  DetectionJudgement j;
+  auto ms = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", v);
+    return std::string(text);
+  };
+  for (const auto& s : survivors) {
+    const std::string who = "rank " + std::to_string(s.rank);
+    if (!j.perSurvivor.empty()) j.perSurvivor += "; ";
+    if (s.detectedNs < 0) {
+      j.perSurvivor += who + ": not detected";
+      if (detectionRequired) j.late += (j.late.empty() ? "" : ", ") + who + " never detected it";
+      continue;
+    }
+    ++j.detected;
+    const double after = static_cast<double>(s.detectedNs - faultNs) / 1e6;
+    j.slowestMs = std::max(j.slowestMs, after);
+    j.perSurvivor += who + ": " + ms(after) + " ms via " + mechanismOf(s.path);
+    if (detectionRequired && after > detectWithinMs) j.late += (j.late.empty() ? "" : ", ") + who + " after " + ms(after) + " ms";
+  }
+  return j;
 }
 
 RecoveryResult findRecovery(const std::vector<runtime::Nanoseconds>& completions, runtime::Nanoseconds start,

@@ -52,6 +52,25 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const std:
 // Throws std::invalid_argument naming an unknown or unclosed placeholder.
 std::string expandFaultCommand(const std::string& command, const std::map<std::string, std::string>& values);
 
+// The detection path's name: the part of a detection detail before ':'
+// ("heartbeat", "transport error callback", "missed reply", ...).
+std::string mechanismOf(const std::string& path);
+
+// Every survivor's detection of the victim against detect_within.
+struct SurvivorDetection {
+  int rank = -1;
+  std::int64_t detectedNs = -1;  // global clock; -1: never
+  std::string path;
+};
+struct DetectionJudgement {
+  int detected = 0;
+  double slowestMs = -1;    // -1 when nobody detected it
+  std::string perSurvivor;  // "rank R: T ms via PATH; rank S: not detected"
+  std::string late;         // survivors past the deadline or never (when detection is required); empty = in time
+};
+DetectionJudgement judgeDetections(const std::vector<SurvivorDetection>& survivors, std::int64_t faultNs,
+                                   double detectWithinMs, bool detectionRequired);
+
 // When throughput is back: the first completion time t at or after
 // `detectedAt` such that the completions in (t - window, t] reach 90% of the
 // pre-fault rate (completions in [start, faultAt) per ns) times `window`.

@@ -73,8 +73,6 @@ struct ClientOutcome {
   std::int64_t hung = 0;
 };
 
-std::string mechanismOf(const std::string& path) { return path.substr(0, path.find(':')); }
-
 std::string milliseconds(double ms) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f", ms);
@@ -154,8 +152,20 @@ class FaultDrillTest final : public TestKind {
     const bool victim = index == c.victim;
     // Before the fault, while every rank is alive: the communicator the run goes on with.
     auto survivors = ctx.group.split(victim ? 1 : 0, index);
-    ctx.group.barrier(ctx.deadline);
-    const auto start = runtime::monotonicNow();
+    // One start instant on the global clock for every rank, so the fault
+    // moment (start + at) is the same instant everywhere within the clock
+    // sync's error, not shifted by how late each rank left a barrier (tens of
+    // ms on a loaded machine: enough to make detections look earlier than the
+    // fault).
+    constexpr runtime::Nanoseconds startMargin = 100'000'000;
+    const auto proposal = index == 0 ? ctx.clock.toGlobal(runtime::monotonicNow()) + startMargin
+                                     : std::numeric_limits<std::int64_t>::min();
+    const auto startGlobal = ctx.group.allreduceMax(proposal, ctx.deadline);
+    const runtime::Nanoseconds start = startGlobal - ctx.clock.toGlobal(0);
+    while (runtime::monotonicNow() < start) {
+      if (ctx.deadline.expired()) ctx.deadline.fail("the drill's common start");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
     ClientOutcome client;
     Detection mine;
     if (index == 0) client = serveClient(ctx, c, start);
@@ -576,26 +586,17 @@ ClientOutcome FaultDrillTest::serveClient(RunContext& ctx, const FaultDrillConfi
 void FaultDrillTest::judge(RunContext& ctx, const FaultDrillConfig& c, ClientOutcome& client,
                            const std::vector<std::int64_t>& detectedAt, const std::vector<std::string>& paths) const {
   // Survivor i of the survivors' communicator is group index i, skipping the victim.
-  const auto faultNs = ctx.clock.toGlobal(client.faultAt);
-  std::string perSurvivor, late;
-  double slowest = -1;
-  int detectedCount = 0;
+  std::vector<SurvivorDetection> survivors;
   for (std::size_t i = 0; i < detectedAt.size(); ++i) {
     const auto g = i < static_cast<std::size_t>(c.victim) ? i : i + 1;
-    const int rank = ctx.participants[g];
-    const std::string who = "rank " + std::to_string(rank);
-    if (!perSurvivor.empty()) perSurvivor += "; ";
-    if (detectedAt[i] < 0) {
-      perSurvivor += who + ": not detected";
-      if (c.detectionRequired()) late += (late.empty() ? "" : ", ") + who + " never detected it";
-      continue;
-    }
-    ++detectedCount;
-    const double ms = static_cast<double>(detectedAt[i] - faultNs) / 1e6;
-    slowest = std::max(slowest, ms);
-    perSurvivor += who + ": " + milliseconds(ms) + " ms via " + mechanismOf(paths[i]);
-    if (ms > c.detectWithinSeconds * 1e3) late += (late.empty() ? "" : ", ") + who + " after " + milliseconds(ms) + " ms";
+    survivors.push_back({ctx.participants[g], detectedAt[i], paths[i]});
   }
+  const auto judged = judgeDetections(survivors, ctx.clock.toGlobal(client.faultAt), c.detectWithinSeconds * 1e3,
+                                      c.detectionRequired());
+  const auto& late = judged.late;
+  const auto slowest = judged.slowestMs;
+  const auto detectedCount = judged.detected;
+  const auto& perSurvivor = judged.perSurvivor;
   const double clientMs = client.detection.at ? static_cast<double>(*client.detection.at - client.faultAt) / 1e6 : -1;
   auto& a = client.attributes;
   a.emplace_back("detected", std::int64_t{client.detection.at ? 1 : 0});

@@ -125,6 +125,26 @@ TEST(FaultCommandRun, ExitStatusOutputAndDeadline) {
   EXPECT_LT(runtime::monotonicNow() - before, 5'000'000'000);
 }
 
+TEST(FaultDrillJudgement, LateOrMissingDetectionFailsTheDrill) {
+  const std::int64_t fault = 10'000'000'000;
+  std::vector<suite::SurvivorDetection> s{{0, fault + 120'000'000, "heartbeat: none for 600 ms"},
+                                          {2, fault + 2'500'000'000, "transport error callback: UCX ..."},
+                                          {3, -1, ""}};
+  auto j = suite::judgeDetections(s, fault, 2000, true);
+  EXPECT_EQ(j.detected, 2);
+  EXPECT_DOUBLE_EQ(j.slowestMs, 2500);
+  EXPECT_EQ(j.perSurvivor,
+            "rank 0: 120.0 ms via heartbeat; rank 2: 2500.0 ms via transport error callback; rank 3: not detected");
+  EXPECT_EQ(j.late, "rank 2 after 2500.0 ms, rank 3 never detected it");
+  // A lossy link need not be noticed at all: when and whether is only reported.
+  EXPECT_EQ(suite::judgeDetections(s, fault, 2000, false).late, "");
+  EXPECT_EQ(suite::judgeDetections(s, fault, 2000, false).detected, 2);
+  // Everyone in time: nothing late.
+  s[1].detectedNs = fault + 1'999'000'000;
+  s[2].detectedNs = fault + 5'000'000;
+  EXPECT_EQ(suite::judgeDetections(s, fault, 2000, true).late, "");
+}
+
 constexpr runtime::Nanoseconds ms = 1000000;
 
 TEST(FaultDrillRecovery, BackAtNinetyPercentAfterAGap) {
