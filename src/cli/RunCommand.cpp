@@ -15,8 +15,19 @@ namespace fabscope::cli {
 namespace {
 
 // launch/fabscope-mpirun and launch/slurm/fabscope.sbatch look for this at
-// the start of a line, followed by the exit code.
-constexpr const char* lostRanksResultMarker = "fabscope: result after a fault drill: exit code";
+// the start of a line, followed by the exit code: in a fault-tolerant launch
+// the launcher's own status does not carry it (Open MPI 4.1 with
+// orte_abort_on_non_zero_status 0 ends 0 even when every rank exits 2, and
+// non-zero after a rank was lost on purpose).
+constexpr const char* resultMarker = "fabscope: result: exit code";
+
+// Rank 0's result line, when the launcher asked for it (FABSCOPE_REPORT_EXIT=1).
+void reportResult(bool rank0, int code) {
+  const char* asked = std::getenv("FABSCOPE_REPORT_EXIT");
+  if (!rank0 || !asked || std::string(asked) != "1") return;
+  std::printf("%s %d\n", resultMarker, code);
+  std::fflush(stdout);
+}
 // How long a victim that survived its own fault waits for the launcher to end it.
 constexpr double victimWaitSeconds = 60;
 
@@ -75,6 +86,7 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
       if (rank0) std::fprintf(stderr, "fabscope: error: %s\n", (rank0Problem.empty() ? problem : rank0Problem).c_str());
       else if (!problem.empty() && problem != rank0Problem)
         std::fprintf(stderr, "fabscope: error (rank %d): %s\n", world.rank(), problem.c_str());
+      reportResult(rank0, exit_code::usage);
       return exit_code::usage;
     }
   } catch (const RuntimeFailure& e) {
@@ -104,8 +116,9 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
       // failed (mpirun: the victim's signal or the missing finalize), so rank
       // 0 states the real result in a line the wrappers read.
       if (rank0)
-        std::printf("%s %d (%d rank(s) lost on purpose; the launcher's own exit status reflects that loss)\n",
-                    lostRanksResultMarker, code, runner.lostRankCount());
+        std::printf("%s %d (after a fault drill: %d rank(s) lost on purpose; the launcher's own exit status "
+                    "reflects that loss)\n",
+                    resultMarker, code, runner.lostRankCount());
       std::fflush(nullptr);
       if (!runner.survivorsDone(runtime::Deadline::afterSeconds(30)))
         std::fprintf(stderr, "fabscope: rank %d: the other survivors did not all reach the end within 30 s\n",
@@ -118,10 +131,12 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
       std::fflush(nullptr);
       std::_Exit(code);
     }
+    reportResult(rank0, code);
     return code;
   } catch (const UsageError& e) {
     // Only possible before the file exists (e.g. hdf5=parallel on a serial build).
     if (rank0) std::fprintf(stderr, "fabscope: error: %s\n", e.what());
+    reportResult(rank0, exit_code::usage);
     return exit_code::usage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fabscope: %s rank %d: runtime failure: %s\nfabscope: the result file keeps every test "

@@ -150,6 +150,7 @@ class FaultDrillTest final : public TestKind {
     const auto c = readFaultDrillConfig(*ctx.instance.spec, std::string(), ctx.group.size());
     const int index = ctx.group.rank();
     const bool victim = index == c.victim;
+    if (c.usesCommand()) requireVictimAloneOnItsHost(ctx, c);
     // Before the fault, while every rank is alive: the communicator the run goes on with.
     auto survivors = ctx.group.split(victim ? 1 : 0, index);
     // One start instant on the global clock for every rank, so the fault
@@ -206,6 +207,20 @@ class FaultDrillTest final : public TestKind {
     row.peer = peer;
     output::setText(row.detail, detail);
     lastEvents_.push_back(row);
+  }
+
+  // A link fault acts on the victim's host: a survivor there would be cut off
+  // too. Every rank checks the same table, so all of them stop together.
+  static void requireVictimAloneOnItsHost(const RunContext& ctx, const FaultDrillConfig& c) {
+    const auto& hosts = ctx.identity.hostOfRank;
+    const int victimRank = ctx.participants[static_cast<std::size_t>(c.victim)];
+    const auto& victimHost = hosts.at(static_cast<std::size_t>(victimRank));
+    for (int rank : ctx.participants)
+      if (rank != victimRank && hosts.at(static_cast<std::size_t>(rank)) == victimHost)
+        throw RuntimeFailure("fault: " + c.fault + " acts on the victim's host " + victimHost + ", which also runs rank " +
+                             std::to_string(rank) + " of the drill: it would be cut off too. Place the victim (rank " +
+                             std::to_string(victimRank) + ", index " + std::to_string(c.victim) +
+                             ") alone on its host, e.g. one rank per host, or choose another victim");
   }
 
   Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanoseconds start, bool victim) const;
