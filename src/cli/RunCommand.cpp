@@ -128,6 +128,7 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
     }
     if (runner.transfersAbandoned()) {
       // The file is complete and closed; only MPI_Finalize is skipped.
+      reportResult(rank0, code);
       std::fflush(nullptr);
       std::_Exit(code);
     }
