@@ -30,4 +30,18 @@ print(f"fault_command exit 0 after {a['fault_command_ms']:.0f} ms; restore_comma
 PY
 state=$(ip -n ecflink1 -o link show eth1)
 [[ $state == *"state UP"* || $state == *",UP"* ]] || fail "restore_command did not bring ecflink1's link back: $state"
-note "PASS: link-down drill detected in time, nothing hung, commands recorded, link restored"
+
+# A link fault on a host that runs other drill ranks would cut them off too:
+# 4 ranks on this one host must be refused as an error (exit 1 through the
+# wrapper) before the command runs.
+sed -e "s|^    fault_command: .*|    fault_command: touch $scratch/cut|" -e '/restore_command/d' "$scratch/drill.yaml" >"$scratch/shared.yaml"
+set +e
+OMPI_MCA_rmaps_base_oversubscribe=1 UCX_TLS=tcp,self UCX_NET_DEVICES=lo timeout --kill-after=10 90 \
+  "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --np 4 --bin "$FABSCOPE_BIN" --env UCX_TLS=tcp,self --env UCX_NET_DEVICES=lo -- \
+  run --scenario "$scratch/shared.yaml" --output "$scratch/shared.h5" --no-progress >"$scratch/shared.log" 2>&1
+shared_exit=$?
+set -e
+((shared_exit == 1)) || { tail -20 "$scratch/shared.log" >&2; fail "a link-down drill with the victim's host shared exited $shared_exit (expected 1)"; }
+[[ ! -e $scratch/cut ]] || fail "the fault command ran although the victim shares its host"
+grep -q "alone on its host" "$scratch/shared.log" || fail "the refusal does not say why (log: $scratch/shared.log)"
+note "PASS: link-down drill detected in time, nothing hung, commands recorded, link restored; a shared victim host is refused"
