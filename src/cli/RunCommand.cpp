@@ -29,7 +29,7 @@ void reportResult(bool rank0, int code) {
   std::fflush(stdout);
 }
 // How long a victim that survived its own fault waits for the launcher to end it.
-constexpr double victimWaitSeconds = 60;
+constexpr double victimWaitSeconds = 300;
 
 std::string defaultOutputName() {
   std::time_t now = std::time(nullptr);
