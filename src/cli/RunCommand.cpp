@@ -2,6 +2,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <thread>
+#include <chrono>
 
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
@@ -11,6 +13,23 @@
 
 namespace fabscope::cli {
 namespace {
+
+// launch/fabscope-mpirun and launch/slurm/fabscope.sbatch look for this at
+// the start of a line, followed by the exit code: in a fault-tolerant launch
+// the launcher's own status does not carry it (Open MPI 4.1 with
+// orte_abort_on_non_zero_status 0 ends 0 even when every rank exits 2, and
+// non-zero after a rank was lost on purpose).
+constexpr const char* resultMarker = "fabscope: result: exit code";
+
+// Rank 0's result line, when the launcher asked for it (FABSCOPE_REPORT_EXIT=1).
+void reportResult(bool rank0, int code) {
+  const char* asked = std::getenv("FABSCOPE_REPORT_EXIT");
+  if (!rank0 || !asked || std::string(asked) != "1") return;
+  std::printf("%s %d\n", resultMarker, code);
+  std::fflush(stdout);
+}
+// How long a victim that survived its own fault waits for the launcher to end it.
+constexpr double victimWaitSeconds = 300;
 
 std::string defaultOutputName() {
   std::time_t now = std::time(nullptr);
@@ -67,6 +86,7 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
       if (rank0) std::fprintf(stderr, "fabscope: error: %s\n", (rank0Problem.empty() ? problem : rank0Problem).c_str());
       else if (!problem.empty() && problem != rank0Problem)
         std::fprintf(stderr, "fabscope: error (rank %d): %s\n", world.rank(), problem.c_str());
+      reportResult(rank0, exit_code::usage);
       return exit_code::usage;
     }
   } catch (const RuntimeFailure& e) {
@@ -78,27 +98,46 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
     driver::Runner runner(scenario, registry, world, {outputPath, command.commandLine, command.progress, std::move(fabric)});
     const int code = runner.run();
     if (runner.leftRun()) {
-      // The victim of a fault drill: the survivors finish the run without it.
+      // The victim of a fault drill that is still alive (hang, link-down,
+      // loss): the survivors finish the run without it. Leaving now would end
+      // the job under Open MPI (a rank that exits without MPI_Finalize aborts
+      // the job) while they still write; so it waits, bounded, to be ended by
+      // the launcher once the survivors have left.
       std::fflush(nullptr);
+      const auto wait = runtime::Deadline::afterSeconds(victimWaitSeconds);
+      while (!wait.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       std::_Exit(exit_code::ok);
     }
     if (runner.lostRanks()) {
-      // MPI_Finalize synchronises with every rank, the dead one included, and
+      // MPI_Finalize synchronises with every rank, the lost one included, and
       // never returns (seen with Open MPI 4.1); a bounded finalize left mpirun
-      // itself waiting. Leave at once: the file is complete and closed.
-      // Open MPI then reports the survivors as ending without MPI_Finalize.
+      // itself waiting. So the survivors leave without it, together, once
+      // rank 0 has closed the file. The launcher then reports the job as
+      // failed (mpirun: the victim's signal or the missing finalize), so rank
+      // 0 states the real result in a line the wrappers read.
+      if (rank0)
+        std::printf("%s %d (after a fault drill: %d rank(s) lost on purpose; the launcher's own exit status "
+                    "reflects that loss)\n",
+                    resultMarker, code, runner.lostRankCount());
+      std::fflush(nullptr);
+      if (!runner.survivorsDone(runtime::Deadline::afterSeconds(30)))
+        std::fprintf(stderr, "fabscope: rank %d: the other survivors did not all reach the end within 30 s\n",
+                     world.rank());
       std::fflush(nullptr);
       std::_Exit(code);
     }
     if (runner.transfersAbandoned()) {
       // The file is complete and closed; only MPI_Finalize is skipped.
+      reportResult(rank0, code);
       std::fflush(nullptr);
       std::_Exit(code);
     }
+    reportResult(rank0, code);
     return code;
   } catch (const UsageError& e) {
     // Only possible before the file exists (e.g. hdf5=parallel on a serial build).
     if (rank0) std::fprintf(stderr, "fabscope: error: %s\n", e.what());
+    reportResult(rank0, exit_code::usage);
     return exit_code::usage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fabscope: %s rank %d: runtime failure: %s\nfabscope: the result file keeps every test "

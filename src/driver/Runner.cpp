@@ -326,6 +326,16 @@ int Runner::run() {
   return exitCode;
 }
 
+bool Runner::survivorsDone(const runtime::Deadline& deadline) const {
+  if (!survivors_) return true;
+  try {
+    survivors_->barrier(deadline);
+    return true;
+  } catch (const DeadlineExceeded&) {
+    return false;
+  }
+}
+
 InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
                                    transport::Transport& transport, std::vector<suite::RankPair>& worstPairs) {
   const auto& instance = planned.instance;

@@ -48,6 +48,11 @@ class Runner {
   bool transfersAbandoned() const { return abandoned_; }
   // True after a fault drill lost ranks: MPI_Finalize would wait for them.
   bool lostRanks() const { return survivors_.has_value(); }
+  // After a run that lost ranks: how many, and a barrier of the survivors so
+  // none leaves (which makes Open MPI end the job) before rank 0 has closed
+  // the result file. Bounded by `deadline`; false if it ran out.
+  int lostRankCount() const { return survivors_ ? world_.size() - survivors_->size() : 0; }
+  bool survivorsDone(const runtime::Deadline& deadline) const;
 
  private:
   InstanceResult runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,

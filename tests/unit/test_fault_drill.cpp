@@ -5,6 +5,7 @@
 #include "driver/Runner.hpp"
 #include "fabscope/BuildConfig.hpp"
 #include "scenario/Matrix.hpp"
+#include "suite/FaultCommand.hpp"
 #include "suite/FaultDrillConfig.hpp"
 #include "suite/Registry.hpp"
 
@@ -52,7 +53,6 @@ TEST(FaultDrillConfig, FaultMustComeWhileTrafficFlows) {
   const auto e = planError("    transport: ucx\n    requests: 100\n    rate: 100\n    at: 2s\n");
   EXPECT_NE(e.find("after the last request"), std::string::npos) << e;
   EXPECT_NE(planError("    transport: ucx\n    at: soon\n").find("expected a duration"), std::string::npos);
-  EXPECT_NE(planError("    transport: ucx\n    fault: hang\n").find("not implemented"), std::string::npos);
   EXPECT_NE(planError("    transport: ucx\n    requests: 100000\n    rate: 1000\n").find("timeout must be"),
             std::string::npos);
 }
@@ -67,11 +67,82 @@ TEST(FaultDrillConfig, ReadsTheKeys) {
   EXPECT_EQ(c.victim, 2);
   EXPECT_DOUBLE_EQ(c.atSeconds, 0.5);
   EXPECT_DOUBLE_EQ(c.detectWithinSeconds, 1.0);
-  EXPECT_DOUBLE_EQ(c.replyTimeoutSeconds(), 0.15);
+  EXPECT_DOUBLE_EQ(c.heartbeatDeadlineSeconds, 0.15);  // 3 heartbeats unless given
+  EXPECT_DOUBLE_EQ(c.requestTimeoutSeconds, 0.3);      // 2 heartbeat deadlines unless given
   EXPECT_EQ(c.requests, 2000);
   EXPECT_EQ(c.replyBytes, 64);
   const auto planned = driver::planMatrix(s, registry(), 5);
   EXPECT_TRUE(planned.at(0).plan.mayLoseRanks);
+}
+
+TEST(FaultDrillConfig, HangNeedsHeartbeatsFasterThanTheDetectionDeadline) {
+  if (!FABSCOPE_HAVE_UCX) GTEST_SKIP() << "built without UCX";
+  EXPECT_EQ(planError("    transport: ucx\n    fault: hang\n"), "");
+  auto e = planError("    transport: ucx\n    fault: hang\n    detect_within: 500ms\n    heartbeat: 200ms\n");
+  EXPECT_NE(e.find("must be shorter than detect_within"), std::string::npos) << e;
+  e = planError("    transport: ucx\n    heartbeat: 100ms\n    heartbeat_deadline: 150ms\n");
+  EXPECT_NE(e.find("at least 2 heartbeats"), std::string::npos) << e;
+}
+
+TEST(FaultDrillConfig, LinkFaultsNeedAnAdminCommand) {
+  if (!FABSCOPE_HAVE_UCX) GTEST_SKIP() << "built without UCX";
+  auto e = planError("    transport: ucx\n    fault: link-down\n");
+  EXPECT_NE(e.find("needs fault_command"), std::string::npos) << e;
+  EXPECT_NE(planError("    transport: ucx\n    fault: loss\n").find("needs fault_command"), std::string::npos);
+  EXPECT_EQ(planError("    transport: ucx\n    fault: link-down\n    fault_command: ip link set {victim_host} down\n"
+                      "    restore_command: echo up {victim_rank}\n"),
+            "");
+  e = planError("    transport: ucx\n    fault: link-down\n    fault_command: cut {victim}\n");
+  EXPECT_NE(e.find("unknown placeholder {victim}"), std::string::npos) << e;
+  e = planError("    transport: ucx\n    fault: kill\n    fault_command: true\n");
+  EXPECT_NE(e.find("for fault: link-down and loss"), std::string::npos) << e;
+  e = planError("    transport: ucx\n    fault: kill\n    loss_percent: 5\n");
+  EXPECT_NE(e.find("loss_percent is for fault: loss"), std::string::npos) << e;
+  // The commands' deadlines count against the test's timeout.
+  e = planError("    transport: ucx\n    fault: loss\n    fault_command: x\n    command_timeout: 30s\n");
+  EXPECT_NE(e.find("timeout must be at least"), std::string::npos) << e;
+}
+
+TEST(FaultCommandText, Placeholders) {
+  const std::map<std::string, std::string> v{{"victim_host", "n7"}, {"victim_rank", "3"}, {"percent", "20"}};
+  EXPECT_EQ(suite::expandFaultCommand("loss {victim_host} {percent} # {victim_rank}", v), "loss n7 20 # 3");
+  EXPECT_THROW(suite::expandFaultCommand("x {victim_host", v), std::invalid_argument);
+}
+
+TEST(FaultCommandRun, ExitStatusOutputAndDeadline) {
+  auto r = suite::runFaultCommand("echo cut; echo oops >&2; exit 3", 5);
+  EXPECT_EQ(r.exitStatus, 3);
+  EXPECT_FALSE(r.timedOut);
+  EXPECT_EQ(r.output, "cut\noops");
+  EXPECT_FALSE(r.ok());
+  r = suite::runFaultCommand("true", 5);
+  EXPECT_TRUE(r.ok()) << r.describe();
+  // A command past its deadline is killed with everything it started.
+  const auto before = runtime::monotonicNow();
+  r = suite::runFaultCommand("sleep 30 & sleep 30", 0.3);
+  EXPECT_TRUE(r.timedOut);
+  EXPECT_FALSE(r.ok());
+  EXPECT_LT(runtime::monotonicNow() - before, 5'000'000'000);
+}
+
+TEST(FaultDrillJudgement, LateOrMissingDetectionFailsTheDrill) {
+  const std::int64_t fault = 10'000'000'000;
+  std::vector<suite::SurvivorDetection> s{{0, fault + 120'000'000, "heartbeat: none for 600 ms"},
+                                          {2, fault + 2'500'000'000, "transport error callback: UCX ..."},
+                                          {3, -1, ""}};
+  auto j = suite::judgeDetections(s, fault, 2000, true);
+  EXPECT_EQ(j.detected, 2);
+  EXPECT_DOUBLE_EQ(j.slowestMs, 2500);
+  EXPECT_EQ(j.perSurvivor,
+            "rank 0: 120.0 ms via heartbeat; rank 2: 2500.0 ms via transport error callback; rank 3: not detected");
+  EXPECT_EQ(j.late, "rank 2 after 2500.0 ms, rank 3 never detected it");
+  // A lossy link need not be noticed at all: when and whether is only reported.
+  EXPECT_EQ(suite::judgeDetections(s, fault, 2000, false).late, "");
+  EXPECT_EQ(suite::judgeDetections(s, fault, 2000, false).detected, 2);
+  // Everyone in time: nothing late.
+  s[1].detectedNs = fault + 1'999'000'000;
+  s[2].detectedNs = fault + 5'000'000;
+  EXPECT_EQ(suite::judgeDetections(s, fault, 2000, true).late, "");
 }
 
 constexpr runtime::Nanoseconds ms = 1000000;

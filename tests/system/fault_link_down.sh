@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Fault drill `link-down` across a 4-host emulated cluster: at the fault
+# moment the client runs the cluster's own knob (fault_command) that pulls
+# rank 1's cable; the process stays alive and nothing resets its sockets, so
+# the survivors must notice through missed heartbeats (or a missed reply)
+# within detect_within; restore_command plugs the cable back after the
+# workload. The file must record both commands with their exit status.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/fault-drill.bash"
+
+knob=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/launch/emulated-cluster
+run_fault_drill ecflink 198.18.48.0/24 "    timeout: 40s
+    fault: link-down
+    fault_command: $knob --prefix ecflink link {victim_host} down
+    restore_command: $knob --prefix ecflink link {victim_host} up
+    command_timeout: 5s"
+check_fault_drill "heartbeat|missed reply|transport error callback"
+/usr/bin/python3 - "$result" <<'PY' || fail "the fault commands are not recorded as expected"
+import sys, h5py
+t = h5py.File(sys.argv[1], "r")["/tests/0000"]
+a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in t.attrs.items()}
+assert "link ecflink1 down" in a["fault_command"], a["fault_command"]
+assert a["fault_command_exit"] == 0 and a["fault_command_timed_out"] == 0, (a["fault_command_exit"], a["fault_command_output"])
+assert a["restore_command_exit"] == 0, a["restore_command_output"]
+assert a["fault_command_started_ns"] == a["fault_ns"]
+kinds = [k.decode() for k in t["events"]["kind"]]
+assert "fault_command" in kinds and "restore_command" in kinds, kinds
+print(f"fault_command exit 0 after {a['fault_command_ms']:.0f} ms; restore_command exit 0")
+PY
+state=$(ip -n ecflink1 -o link show eth1)
+[[ $state == *"state UP"* || $state == *",UP"* ]] || fail "restore_command did not bring ecflink1's link back: $state"
+
+# A link fault on a host that runs other drill ranks would cut them off too:
+# 4 ranks on this one host must be refused as an error (exit 1 through the
+# wrapper) before the command runs.
+sed -e "s|^    fault_command: .*|    fault_command: touch $scratch/cut|" -e '/restore_command/d' "$scratch/drill.yaml" >"$scratch/shared.yaml"
+set +e
+OMPI_MCA_rmaps_base_oversubscribe=1 UCX_TLS=tcp,self UCX_NET_DEVICES=lo timeout --kill-after=10 90 \
+  "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --np 4 --bin "$FABSCOPE_BIN" --env UCX_TLS=tcp,self --env UCX_NET_DEVICES=lo -- \
+  run --scenario "$scratch/shared.yaml" --output "$scratch/shared.h5" --no-progress >"$scratch/shared.log" 2>&1
+shared_exit=$?
+set -e
+((shared_exit == 1)) || { tail -20 "$scratch/shared.log" >&2; fail "a link-down drill with the victim's host shared exited $shared_exit (expected 1)"; }
+[[ ! -e $scratch/cut ]] || fail "the fault command ran although the victim shares its host"
+grep -q "alone on its host" "$scratch/shared.log" || fail "the refusal does not say why (log: $scratch/shared.log)"
+note "PASS: link-down drill detected in time, nothing hung, commands recorded, link restored; a shared victim host is refused"

@@ -1,0 +1,108 @@
+# Helpers for the fault drill system tests (tests/system/fault_*.sh): a drill
+# on a 4-host emulated cluster of the test's own (client, two workers, spare;
+# rank 1 the victim), launched the documented way (launch/fabscope-mpirun,
+# which turns on the fault-tolerant launch for a fault scenario and reports
+# fabscope's own result), and the checks every drill must pass.
+# Sourced after system-test.bash.
+
+# run_fault_drill PREFIX SUBNET FAULT_KEYS: brings the cluster up, writes the
+# scenario with FAULT_KEYS (YAML lines of the test) and runs it, bounded.
+# Sets $result (the file) and $drill_exit (the wrapper's exit code).
+run_fault_drill() {
+  local prefix=$1 subnet=$2 keys=$3
+  up_emulated_cluster "$prefix" "$subnet" 4
+  cat >"$scratch/drill.yaml" <<YAML
+name: $system_test_name
+seed: 1
+tests:
+  - name: drill
+    kind: fault
+    transport: ucx
+    memory: host
+    sizes: [64]
+    victim: 1
+    at: 1s
+    detect_within: 3s
+    heartbeat: 100ms
+    heartbeat_deadline: 600ms
+    requests: 2000
+    rate: 1000
+$keys
+YAML
+  result=$scratch/drill.h5
+  note "drill: $(grep -E '^ *(fault|fault_command):' "$scratch/drill.yaml" | paste -sd' ')"
+  local started=$SECONDS
+  set +e
+  timeout --kill-after=10 150 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --fabric emulated -N 1 --bin "$FABSCOPE_BIN" -- \
+    run --scenario "$scratch/drill.yaml" --output "$result" --no-progress >"$scratch/run.log" 2>&1
+  drill_exit=$?
+  set -e
+  note "the launch took $((SECONDS - started)) s and exited $drill_exit"
+  if ((drill_exit == 124 || drill_exit == 137)) && ! grep -q "fabscope-mpirun: mpirun ended" "$scratch/run.log"; then
+    grep -v "UCX  WARN" "$scratch/run.log" | tail -30 >&2
+    fail "the drill did not end within 150 s"
+  fi
+}
+
+# check_fault_drill MECHANISMS: the file is complete with exit_code 0, the
+# drill passed, every survivor detected the victim within detect_within, the
+# client through one of MECHANISMS (|-separated detection_mechanism values),
+# no request hung or failed, and the timeline reads fault -> detected ->
+# rerouted -> recovered in time order. Prints the timeline.
+check_fault_drill() {
+  local mechanisms=$1
+  if ((drill_exit != 0)); then
+    grep -v "UCX  WARN" "$scratch/run.log" | tail -40 >&2
+    fail "the drill exited $drill_exit through launch/fabscope-mpirun (expected 0)"
+  fi
+  grep -q "fabscope-mpirun: $(basename "$scratch/drill.yaml") has a fault drill\|fabscope-mpirun: .*has a fault drill: fault-tolerant launch" "$scratch/run.log" \
+    || fail "launch/fabscope-mpirun did not switch to a fault-tolerant launch for the fault scenario"
+  /usr/bin/python3 - "$result" "$mechanisms" <<'PY' || fail "the drill's result file is wrong (see above)"
+import sys, h5py
+path, mechanisms = sys.argv[1], sys.argv[2].split("|")
+def text(v):
+    return v.decode().rstrip("\0") if isinstance(v, bytes) else v
+problems = []
+with h5py.File(path, "r") as f:
+    if int(f.attrs.get("complete", 0)) != 1: problems.append("complete != 1")
+    if int(f.attrs.get("exit_code", -1)) != 0: problems.append(f"exit_code {f.attrs.get('exit_code')}")
+    t = f["/tests/0000"]
+    a = {k: text(v) for k, v in t.attrs.items()}
+    if a["status"] != "passed": problems.append(f"status {a['status']}: {a.get('error')}")
+    if a["detected"] != 1: problems.append("the client never detected the loss")
+    if not 0 <= a["detection_ms"] <= a["detect_within_ms"]:
+        problems.append(f"client detection after {a['detection_ms']} ms (deadline {a['detect_within_ms']} ms)")
+    if a["detection_mechanism"] not in mechanisms:
+        problems.append(f"client detection through {a['detection_mechanism']!r}, expected one of {mechanisms}")
+    if a["survivors_detected"] != a["survivors"] or a["survivors"] != 3:
+        problems.append(f"{a['survivors_detected']} of {a['survivors']} survivors detected it: {a['detection_per_survivor']}")
+    if not 0 <= a["detection_max_ms"] <= a["detect_within_ms"]:
+        problems.append(f"slowest survivor after {a['detection_max_ms']} ms")
+    if a["hung"] != 0: problems.append(f"{a['hung']} requests hung")
+    if a["failed_requests"] != 0: problems.append(f"{a['failed_requests']} requests failed")
+    if a["completed"] != a["requests"]: problems.append(f"{a['completed']} of {a['requests']} requests completed")
+    samples = t["samples"][()]
+    if len(samples) != a["completed"]: problems.append("samples != completed requests")
+    # The spare took over: it served requests (re-routed ones, and those sent
+    # to it directly once the victim's share moved to it).
+    served_by_spare = int((samples["peer"] == a["spare_rank"]).sum())
+    if served_by_spare < 1: problems.append("the spare served no request")
+    ev = t["events"][()]
+    kinds = [text(k) for k in ev["kind"]]
+    times = list(ev["t_ns"])
+    if times != sorted(times): problems.append("events not in time order")
+    for need in ("fault", "detected", "summary"):
+        if need not in kinds: problems.append(f"no '{need}' event")
+    if "fault" in kinds and "detected" in kinds and kinds.index("fault") > kinds.index("detected"):
+        problems.append("a detection before the fault")
+    detectors = {int(r) for r, k, p in zip(ev["rank"], kinds, ev["peer"]) if k == "detected" and int(p) == a["victim_rank"]}
+    if len(detectors) != 3: problems.append(f"detected rows of the victim from ranks {sorted(detectors)}, expected 3 survivors")
+    print(f"{a['fault']}: client detected after {a['detection_ms']:.1f} ms via {a['detection_mechanism']}; "
+          f"per survivor: {a['detection_per_survivor']}; {a['rerouted']} re-routed, {a['hung']} hung, "
+          f"{served_by_spare} served by the spare, recovered after {a['recovered_ms']:.0f} ms")
+    for r, tns, k, p, d in zip(ev["rank"], ev["t_ns"], kinds, ev["peer"], ev["detail"]):
+        if k != "rerouted": print(f"  rank {r} {tns} {k:15s} peer {p:2d} {text(d)[:110]}")
+for p in problems: print(f"{path}: {p}", file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+}

@@ -1,0 +1,118 @@
+// Fault drill heartbeats over an in-memory transport: a silent peer is
+// declared lost once the deadline has passed since its last heartbeat arrived,
+// not before; a peer that says bye is never declared lost.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <deque>
+#include <map>
+
+#include "suite/FaultHeartbeat.hpp"
+
+namespace fabscope {
+namespace {
+
+// Messages by (receiver, sender); tags are not needed: heartbeats are alone here.
+using Mailbox = std::map<std::pair<int, int>, std::deque<std::uint64_t>>;
+
+class MailboxTransport final : public transport::Transport {
+ public:
+  MailboxTransport(int me, Mailbox& box) : me_(me), box_(box) {}
+  std::string_view name() const override { return "mailbox"; }
+  void reserve(int slots) override { slots_.resize(static_cast<std::size_t>(slots)); }
+  void postSend(int slot, int peer, int, const void* buffer, std::size_t bytes) override {
+    std::uint64_t value = 0;
+    std::memcpy(&value, buffer, std::min(bytes, sizeof value));
+    box_[{peer, me_}].push_back(value);
+    slots_.at(static_cast<std::size_t>(slot)) = {};
+  }
+  void postRecv(int slot, int peer, int, void* buffer, std::size_t) override {
+    slots_.at(static_cast<std::size_t>(slot)) = {true, peer, static_cast<std::uint64_t*>(buffer)};
+  }
+  bool testSlots(int first, int count) override {
+    bool all = true;
+    for (int i = first; i < first + count; ++i) {
+      auto& s = slots_.at(static_cast<std::size_t>(i));
+      if (!s.pendingReceive) continue;
+      auto& queue = box_[{me_, s.peer}];
+      if (queue.empty()) {
+        all = false;
+        continue;
+      }
+      *s.buffer = queue.front();
+      queue.pop_front();
+      s.pendingReceive = false;
+    }
+    return all;
+  }
+  void reset(const runtime::Deadline&) override {}
+
+ private:
+  struct Slot {
+    bool pendingReceive = false;
+    int peer = -1;
+    std::uint64_t* buffer = nullptr;
+  };
+  int me_;
+  Mailbox& box_;
+  std::vector<Slot> slots_;
+};
+
+constexpr runtime::Nanoseconds ms = 1000000;
+
+struct Pair {
+  Mailbox box;
+  MailboxTransport ta{0, box}, tb{1, box};
+  std::uint64_t wordsA[2]{}, wordsB[2]{};
+  suite::Heartbeats a{ta, {1}, 0, 100 * ms, 300 * ms, wordsA};
+  suite::Heartbeats b{tb, {0}, 0, 100 * ms, 300 * ms, wordsB};
+  Pair() {
+    ta.reserve(suite::Heartbeats::slotsNeeded(1));
+    tb.reserve(suite::Heartbeats::slotsNeeded(1));
+    a.start(0);
+    b.start(0);
+  }
+};
+
+TEST(FaultHeartbeats, SilencePastTheDeadlineIsALoss) {
+  Pair p;
+  bool abandoned = false;
+  // Both alive for 500 ms, polling every 50 ms.
+  for (runtime::Nanoseconds t = 0; t <= 500 * ms; t += 50 * ms) {
+    EXPECT_TRUE(p.b.poll(t, abandoned).empty());
+    EXPECT_TRUE(p.a.poll(t, abandoned).empty()) << "at " << t / ms << " ms";
+  }
+  // b hangs: its last heartbeat went out at 500 ms and a read it then.
+  for (runtime::Nanoseconds t = 550 * ms; t <= 800 * ms; t += 50 * ms)
+    EXPECT_TRUE(p.a.poll(t, abandoned).empty()) << "declared lost too early, at " << t / ms << " ms";
+  const auto lost = p.a.poll(850 * ms, abandoned);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].peer, 1);
+  EXPECT_EQ(lost[0].at, 850 * ms);
+  EXPECT_EQ(lost[0].detail.rfind("heartbeat: none for 350 ms", 0), 0u) << lost[0].detail;
+  EXPECT_FALSE(p.a.tracking(1));
+  // Reported once.
+  EXPECT_TRUE(p.a.poll(2000 * ms, abandoned).empty());
+  EXPECT_FALSE(abandoned);
+}
+
+TEST(FaultHeartbeats, APeerThatSaysByeIsNotLost) {
+  Pair p;
+  bool abandoned = false;
+  EXPECT_TRUE(p.b.poll(0, abandoned).empty());
+  EXPECT_TRUE(p.a.poll(0, abandoned).empty());
+  p.b.sayBye(runtime::Deadline::afterSeconds(1));
+  EXPECT_TRUE(p.a.poll(50 * ms, abandoned).empty());
+  EXPECT_FALSE(p.a.tracking(1));
+  EXPECT_TRUE(p.a.poll(5000 * ms, abandoned).empty());
+}
+
+TEST(FaultHeartbeats, AForgottenPeerIsNeverReported) {
+  Pair p;
+  bool abandoned = false;
+  p.a.forget(1);  // lost through the transport's error callback
+  EXPECT_TRUE(p.a.poll(5000 * ms, abandoned).empty());
+}
+
+}  // namespace
+}  // namespace fabscope
