@@ -19,8 +19,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 scratch=$(mktemp -d /tmp/fabscope-emulated-smoke.XXXXXX)
 on_exit "rm -rf '$scratch'"
-on_exit "'$cluster' down >/dev/null"
 "$cluster" up 4 --subnet "$subnet"
+on_exit "'$cluster' down >/dev/null"  # only once up succeeded: never another run's cluster
 
 # Plain mpirun with the cluster's hostfile and rsh agent: every process runs
 # inside its own host and sees that host's name.

@@ -16,8 +16,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 scratch=$(mktemp -d /tmp/fabscope-ucx-emulated.XXXXXX)
 on_exit "rm -rf '$scratch'"
-on_exit "'$cluster' down >/dev/null"
 "$cluster" up 4 --subnet "$subnet"
+on_exit "'$cluster' down >/dev/null"  # only once up succeeded: never another run's cluster
 
 port_bytes() {
   echo $(( $(<"/sys/class/net/$1/statistics/rx_bytes") + $(<"/sys/class/net/$1/statistics/tx_bytes") ))

@@ -95,6 +95,8 @@ up_emulated_cluster() {
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   scratch=$(mktemp -d "/tmp/fabscope-$prefix.XXXXXX")
   on_exit "rm -rf '$scratch'"
-  on_exit "'$cluster' down >/dev/null"
+  # Registered only once `up` succeeded: a cluster of the same prefix that
+  # another run holds (up refuses then) must not be taken down by this one.
   "$cluster" up "$hosts" --subnet "$subnet"
+  on_exit "'$cluster' down >/dev/null"
 }
