@@ -357,9 +357,8 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
 
   suite::SampleBuffer samples(canary ? static_cast<std::size_t>(plan.maxSamplesPerRank) : 0);
   CounterWindow counters(identity_.localRank == 0);
-  comm_->barrier(control);
-  // Comm split has no non-blocking form; the barrier above makes sure every rank is here.
-  const runtime::Communicator measuring = comm_->split(canary ? 0 : congestor ? 1 : 2, rolePosition);
+  // Comm split has no non-blocking form; split() first bounds a barrier by `control`.
+  const runtime::Communicator measuring = comm_->split(canary ? 0 : congestor ? 1 : 2, rolePosition, control);
   const auto runDeadline = runtime::Deadline::afterSeconds(spec.timeoutSeconds);
   std::optional<conditions::GatedLoad> load;
   conditions::LoadGraph loadGraph;

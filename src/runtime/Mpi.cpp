@@ -163,7 +163,8 @@ std::vector<std::string> Communicator::gatherStrings(const std::string& mine, in
   return out;
 }
 
-Communicator Communicator::split(int color, int key) const {
+Communicator Communicator::split(int color, int key, const Deadline& deadline) const {
+  barrier(deadline);
   MPI_Comm out;
   checkMpi(MPI_Comm_split(comm_, color, key, &out), "MPI_Comm_split");
   return Communicator(out, true);

@@ -55,7 +55,10 @@ class Communicator {
   std::vector<std::string> gatherStrings(const std::string& mine, int root,
                                          const Deadline& deadline) const;
 
-  Communicator split(int color, int key) const;
+  // MPI has no non-blocking split. Every rank first shows up in a barrier
+  // bounded by `deadline` (a lost peer becomes DeadlineExceeded there), then
+  // the split runs with every rank known to be present.
+  Communicator split(int color, int key, const Deadline& deadline) const;
 
  private:
   std::int64_t allreduce(std::int64_t value, MPI_Op op, const Deadline& deadline) const;

@@ -85,7 +85,7 @@ class FaultDrillTest final : public TestKind {
     const bool victim = index == c.victim;
     if (c.usesCommand()) requireVictimAloneOnItsHost(ctx, c);
     // Before the fault, while every rank is alive: the communicator the run goes on with.
-    auto survivors = ctx.group.split(victim ? 1 : 0, index);
+    auto survivors = ctx.group.split(victim ? 1 : 0, index, ctx.deadline);
     // One start instant on the global clock for every rank, so the fault
     // moment (start + at) is the same instant everywhere within the clock
     // sync's error, not shifted by how late each rank left a barrier (tens of

@@ -70,7 +70,7 @@ NcclTransport::NcclTransport(const runtime::Communicator& world, int localRank, 
   state_->device = localRank % devices;
   state_->member = localRank < devices;
   cu::setDevice(state_->device);
-  state_->members.emplace(world.split(state_->member ? 0 : 1, world.rank()));
+  state_->members.emplace(world.split(state_->member ? 0 : 1, world.rank(), deadline));
   const auto ranks = world.allgather(state_->member ? state_->members->rank() : -1, deadline);
   ncclRankOf_.assign(ranks.begin(), ranks.end());
   state_->sentTo.assign(static_cast<std::size_t>(world.size()), 0);
