@@ -368,7 +368,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   }
   const auto tStart = clock_.toGlobal(runtime::monotonicNow());
   suite::RunContext ctx{world_, measuring, roles.canaries, transport, identity_, clock_, instance, plan, samples,
-                        buffers_, runDeadline, seed_ + static_cast<std::uint64_t>(index), false, {}};
+                        buffers_, runCache_, runDeadline, seed_ + static_cast<std::uint64_t>(index), false, {}};
   std::int64_t status = passed;
   std::string errorText;
   conditions::LoadReport loadReport;

@@ -71,6 +71,7 @@ class Runner {
   bool leaveRun_ = false;
   bool abandoned_ = false;
   suite::BufferArena buffers_;
+  suite::RunCache runCache_;  // after buffers_: destroyed first
   // Kind states (RunContext::kindState) of timed-out instances: like the
   // arena's buffers, they may hold memory that transfers still touch.
   std::vector<std::shared_ptr<void>> abandonedKindStates_;

@@ -15,6 +15,7 @@
 #include "suite/PairSchedule.hpp"
 #include "suite/Roles.hpp"
 #include "suite/BufferArena.hpp"
+#include "suite/RunCache.hpp"
 #include "suite/SampleBuffer.hpp"
 #include "transport/Transport.hpp"
 
@@ -54,6 +55,7 @@ struct RunContext {
   const InstancePlan& plan;
   SampleBuffer& samples;
   BufferArena& buffers;  // every buffer a transfer touches comes from here
+  RunCache& runCache;    // what a kind keeps across its instances of this run
   runtime::Deadline deadline;
   std::uint64_t seed;
   bool dataCheckFailed = false;

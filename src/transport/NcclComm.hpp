@@ -43,6 +43,15 @@ class NcclComm {
 
   ncclComm_t get() const { return comm_; }
   void markBroken() { healthy_ = false; }
+  bool healthy() const { return healthy_; }
+
+  // Runs `work` (NCCL calls that may block on a peer, e.g. the first operation
+  // of a new size, which connects lazily) on a helper thread on GPU `device`
+  // and waits for it under `deadline`; past the deadline the communicator is
+  // marked broken and DeadlineExceeded is thrown (the thread ends with the
+  // process). `work` must own everything it touches.
+  void runBounded(std::function<void(ncclComm_t)> work, int device, const runtime::Deadline& deadline,
+                  const std::string& what);
 
   // Throws (and marks the communicator broken) if NCCL reports an
   // asynchronous error, e.g. a peer lost by the proxy thread.

@@ -132,7 +132,6 @@ void NcclTransport::reserve(int slots) {
   auto& s = *state_;
   if (static_cast<int>(s.slots.size()) >= slots) return;
   s.slots.resize(static_cast<std::size_t>(slots));
-  for (auto& slot : s.slots)
   while (static_cast<int>(s.bounces.size()) < std::min(slots, maxBouncedInFlight)) {
     s.freeBounces.push_back(static_cast<int>(s.bounces.size()));
     s.bounces.emplace_back(hostBounceBytes);
