@@ -401,16 +401,7 @@ class OneSidedDecode final : public KvWorker {
 
   void complete(std::size_t p, std::size_t l, Nanoseconds tLanded) {
     auto& lane = peers_[p].lanes[l];
-    Nanoseconds tDone = tLanded;
-    std::int64_t scatterNs = 0;
-    std::int64_t copyNs = lane.header.copyNs;
-    if (s_.config.strategy == Strategy::staged) {
-      const auto times = memory_.scatter(stagingSlotOf(p, l), lane.blockIds);
-      tDone = monotonicNow();
-      scatterNs = times.kernelNs;
-      copyNs += times.copyNs;
-    }
-    ledger_.complete(static_cast<int>(p), lane.index, lane.header, lane.blockIds, tDone, scatterNs, copyNs);
+    ledger_.landed(static_cast<int>(p), lane.index, lane.header, lane.blockIds, stagingSlotOf(p, l), tLanded);
     placement_.release(lane.blockIds);
   }
 

@@ -65,6 +65,20 @@ DecodeLedger::DecodeLedger(RunContext& ctx, const Shape& shape, KvMemory& memory
   localMinusGlobal_ = -ctx.clock.toGlobal(0);
 }
 
+void DecodeLedger::landed(int prefillIndex, int index, const RequestHeader& header,
+                          std::span<const std::uint32_t> blockIds, std::size_t stagingSlot, Nanoseconds tLanded) {
+  Nanoseconds tDone = tLanded;
+  std::int64_t scatterNs = 0;
+  std::int64_t copyNs = header.copyNs;
+  if (s_.config.strategy == Strategy::staged) {
+    const auto times = memory_.scatter(stagingSlot, blockIds);
+    tDone = runtime::monotonicNow();
+    scatterNs = times.kernelNs;
+    copyNs += times.copyNs;
+  }
+  complete(prefillIndex, index, header, blockIds, tDone, scatterNs, copyNs);
+}
+
 void DecodeLedger::complete(int prefillIndex, int index, const RequestHeader& header,
                             std::span<const std::uint32_t> blockIds, Nanoseconds tDone, std::int64_t scatterNs,
                             std::int64_t copyNs) {

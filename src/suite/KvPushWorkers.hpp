@@ -129,6 +129,11 @@ class DecodeLedger {
   // One request's KV is in the pool at tDone.
   void complete(int prefillIndex, int index, const RequestHeader& header, std::span<const std::uint32_t> blockIds,
                 Nanoseconds tDone, std::int64_t scatterNs, std::int64_t copyNs);
+  // One request's bytes arrived at tLanded: a staged request is first
+  // scattered from staging slot `stagingSlot` (its kernel and copy times kept
+  // apart), then completed.
+  void landed(int prefillIndex, int index, const RequestHeader& header, std::span<const std::uint32_t> blockIds,
+              std::size_t stagingSlot, Nanoseconds tLanded);
 
  private:
   void flagBadData(const std::string& what);
