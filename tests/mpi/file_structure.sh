@@ -1,0 +1,54 @@
+#!/bin/bash
+# No behaviour change in the file's layout: every shipped scenario that runs on
+# a CPU-only machine is run with its own seed, and the structure of the file
+# (groups, attributes, table columns and types; not values) is compared with
+# the reference in tests/data/structure/<scenario>.txt, written by the binary
+# before a refactoring. A difference fails with the diff.
+#   FABSCOPE_STRUCTURE_WRITE=1 bash tests/mpi/file_structure.sh   rewrites the references
+# (only on purpose, with the file-format change documented in docs/file-format.md).
+# Not here: gpu-nccl-llama70b (needs GPUs; see tests/gpu).
+source "$(dirname "$0")/lib.bash"
+reference_dir="$FABSCOPE_SOURCE_DIR/tests/data/structure"
+dump() { /usr/bin/python3 "$FABSCOPE_SOURCE_DIR/tests/structure/dump_structure.py" "$1"; }
+config=${FABSCOPE_BUILD_DIR:-$(dirname "$FABSCOPE_BIN")}/generated/fabscope/BuildConfig.hpp
+have_ucx=$(grep -q "FABSCOPE_HAVE_UCX 1" "$config" 2>/dev/null && echo 1 || echo 0)
+failed=0
+
+# check NAME LAUNCH...: runs the launch (writing $scratch/NAME.h5), then compares.
+check() {
+  local name=$1
+  shift
+  local out="$scratch/$name.h5"
+  if ! "$@" --output "$out" --no-progress >"$scratch/$name.log" 2>&1; then
+    tail -20 "$scratch/$name.log" >&2
+    echo "file_structure: $name: the run failed" >&2
+    failed=1
+    return
+  fi
+  dump "$out" >"$scratch/$name.txt"
+  if [[ ${FABSCOPE_STRUCTURE_WRITE:-0} == 1 ]]; then
+    cp "$scratch/$name.txt" "$reference_dir/$name.txt"
+    echo "file_structure: wrote $reference_dir/$name.txt"
+  elif ! diff -u "$reference_dir/$name.txt" "$scratch/$name.txt" >&2; then
+    echo "file_structure: $name: the file's structure differs from $reference_dir/$name.txt (above: - reference, + now)" >&2
+    failed=1
+  else
+    echo "file_structure: $name: same structure ($(wc -l <"$scratch/$name.txt") lines)"
+  fi
+}
+
+scenario() { echo "$FABSCOPE_SOURCE_DIR/scenarios/$1.yaml"; }
+check smoke run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$(scenario smoke)" --set iterations=30
+check llama3-70b-serving run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$(scenario llama3-70b-serving)" \
+  --set iterations=20 --set warmup=2
+check kv-disagg-llama70b run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$(scenario kv-disagg-llama70b)"
+if [[ $have_ucx == 1 ]]; then
+  check kv-disagg-llama70b-one-sided run_mpi -np 4 -x UCX_TLS=sm,self "$FABSCOPE_BIN" run \
+    --scenario "$(scenario kv-disagg-llama70b-one-sided)"
+  # The victim leaves on purpose; the documented launch keeps the survivors going.
+  check fault-drill timeout --kill-after=10 120 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --np 4 \
+    --bin "$FABSCOPE_BIN" -- run --scenario "$(scenario fault-drill)"
+else
+  echo "file_structure: not a UCX build: kv-disagg-llama70b-one-sided and fault-drill not compared" >&2
+fi
+exit $failed
