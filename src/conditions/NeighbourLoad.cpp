@@ -5,7 +5,7 @@
 #include <map>
 
 #include "fabscope/BuildConfig.hpp"
-#include "transport/HostBuffer.hpp"
+#include "memory/HostBuffer.hpp"
 #if FABSCOPE_HAVE_CUDA
 #include "cuda/CopyLoad.hpp"
 #include "cuda/CudaApi.hpp"

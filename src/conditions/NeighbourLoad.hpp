@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/Mpi.hpp"
-#include "suite/Roles.hpp"
+#include "kinds/Roles.hpp"
 
 namespace fabscope::conditions {
 

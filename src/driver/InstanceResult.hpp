@@ -5,7 +5,7 @@
 #include "driver/CounterSummary.hpp"
 #include "stats/SiteScopes.hpp"
 #include "stats/Statistics.hpp"
-#include "suite/TestKind.hpp"
+#include "kinds/Kind.hpp"
 
 namespace fabscope::driver {
 

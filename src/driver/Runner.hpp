@@ -10,7 +10,7 @@
 #include "runtime/ClockSync.hpp"
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
-#include "suite/Registry.hpp"
+#include "kinds/Registry.hpp"
 
 namespace fabscope::driver {
 

@@ -58,7 +58,7 @@ PY
 
 san=(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
 common=(-std=c++20 -O1 -g "${san[@]}" -DOMPI_SKIP_MPICXX=1 "${cflags[@]}" -Wno-unused-command-line-argument)
-headers_newest=$(find "$root/src/scenario" "$root/src/suite" "$root/src/driver" -name '*.hpp' -printf '%T@\n' | sort -n | tail -1)
+headers_newest=$(find "$root/src/scenario" "$root/src/kinds" "$root/src/memory" "$root/src/driver" -name '*.hpp' -printf '%T@\n' | sort -n | tail -1)
 
 compile() {  # compile SOURCE OBJECT EXTRA-FLAGS...
   local src=$1 obj=$2; shift 2
@@ -69,7 +69,7 @@ compile() {  # compile SOURCE OBJECT EXTRA-FLAGS...
 }
 
 core_objs=()
-for src in "$root"/src/scenario/*.cpp "$root"/src/suite/*.cpp; do
+for src in "$root"/src/scenario/*.cpp $(find "$root/src/kinds" "$root/src/memory" -name '*.cpp' | sort); do
   obj="$out/obj/$(basename "$(dirname "$src")")_$(basename "$src" .cpp).o"
   compile "$src" "$obj" -fsanitize=fuzzer-no-link
   core_objs+=("$obj")

@@ -19,7 +19,7 @@
 #include "driver/Runner.hpp"
 #include "scenario/Scenario.hpp"
 #include "scenario/Units.hpp"
-#include "suite/Registry.hpp"
+#include "kinds/Registry.hpp"
 
 namespace {
 

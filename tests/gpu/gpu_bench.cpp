@@ -22,7 +22,7 @@
 #include "cuda/CudaCheck.hpp"
 #include "cuda/KvKernelsCuda.hpp"
 #include "runtime/Clock.hpp"
-#include "suite/SampleBuffer.hpp"
+#include "kinds/SampleBuffer.hpp"
 
 namespace fk = fabscope::kernels;
 namespace fc = fabscope::kernels::cuda;

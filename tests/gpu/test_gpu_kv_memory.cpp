@@ -13,7 +13,7 @@
 #include "cuda/CudaApi.hpp"
 #include "host/KvFillVerifyHost.hpp"
 #include "host/KvGatherScatterHost.hpp"
-#include "suite/KvPushMemory.hpp"
+#include "kinds/kvpush/KvPushMemory.hpp"
 
 namespace {
 

@@ -5,9 +5,9 @@
 #include "driver/Runner.hpp"
 #include "fabscope/BuildConfig.hpp"
 #include "scenario/Matrix.hpp"
-#include "suite/FaultCommand.hpp"
-#include "suite/FaultDrillConfig.hpp"
-#include "suite/Registry.hpp"
+#include "kinds/fault/FaultCommand.hpp"
+#include "kinds/fault/FaultDrillConfig.hpp"
+#include "kinds/Registry.hpp"
 
 namespace fabscope {
 namespace {

@@ -7,7 +7,7 @@
 #include <deque>
 #include <map>
 
-#include "suite/FaultHeartbeat.hpp"
+#include "kinds/fault/FaultHeartbeat.hpp"
 
 namespace fabscope {
 namespace {

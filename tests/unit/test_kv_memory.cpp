@@ -7,7 +7,7 @@
 #include <numeric>
 #include <random>
 
-#include "suite/KvPushMemory.hpp"
+#include "kinds/kvpush/KvPushMemory.hpp"
 
 namespace fabscope {
 namespace {

@@ -8,10 +8,10 @@
 
 #include "fabscope/BuildConfig.hpp"
 #include "scenario/Matrix.hpp"
-#include "suite/KvPushConfig.hpp"
-#include "suite/KvPushSchedule.hpp"
-#include "suite/KvPushWorkers.hpp"
-#include "suite/Registry.hpp"
+#include "kinds/kvpush/KvPushConfig.hpp"
+#include "kinds/kvpush/KvPushSchedule.hpp"
+#include "kinds/kvpush/KvPushWorkers.hpp"
+#include "kinds/Registry.hpp"
 
 namespace fabscope {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "suite/PairSchedule.hpp"
+#include "kinds/p2p/PairSchedule.hpp"
 
 using namespace fabscope::suite;
 

@@ -3,7 +3,7 @@
 #include <set>
 
 #include "runtime/Errors.hpp"
-#include "suite/Roles.hpp"
+#include "kinds/Roles.hpp"
 
 using namespace fabscope::suite;
 

@@ -8,7 +8,7 @@
 #include "fabscope/BuildConfig.hpp"
 #include "scenario/Matrix.hpp"
 #include "scenario/Scenario.hpp"
-#include "suite/Registry.hpp"
+#include "kinds/Registry.hpp"
 
 using namespace fabscope;
 namespace fs = std::filesystem;

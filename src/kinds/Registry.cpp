@@ -1,0 +1,37 @@
+#include "kinds/Registry.hpp"
+
+#include "fabscope/BuildConfig.hpp"
+#include "kinds/KindFactories.hpp"
+#include "transport/TransportFactory.hpp"
+
+namespace fabscope::suite {
+
+Registry::Registry() {
+  for (auto make : {makeLatencyKind, makeBandwidthKind, makeBidirectionalBandwidthKind, makeKvPushKind, makeAllReduceKind, makeIncastKind, makeFaultDrillKind}) {
+    auto k = make();
+    auto name = k->name();
+    kinds_.emplace(std::move(name), std::move(k));
+  }
+}
+
+const Kind& Registry::kind(const std::string& name) const {
+  const auto it = kinds_.find(name);
+  if (it == kinds_.end()) throw UsageError("unknown test kind '" + name + "'");
+  return *it->second;
+}
+
+scenario::ScenarioRules Registry::scenarioRules(int worldSize) const {
+  scenario::ScenarioRules rules;
+  for (const auto& [name, kind] : kinds_) rules.kinds.emplace(name, kind->rules());
+  rules.transports = transport::transportAvailability();
+  rules.memoryKinds = {
+      {"host", ""},
+      {"cuda", FABSCOPE_HAVE_CUDA ? "" : "built without CUDA"},
+      {"cuda-host", FABSCOPE_HAVE_CUDA ? "" : "built without CUDA"},
+  };
+  rules.conditions = {"quiet", "incast", "alltoall", "bidirectional", "copy"};
+  rules.worldSize = worldSize;
+  return rules;
+}
+
+}  // namespace fabscope::suite

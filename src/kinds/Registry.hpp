@@ -1,0 +1,24 @@
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+
+#include "scenario/Scenario.hpp"
+#include "kinds/Kind.hpp"
+
+namespace fabscope::suite {
+
+// Every test kind this build has, by name.
+class Registry {
+ public:
+  Registry();
+  const Kind& kind(const std::string& name) const;
+  const std::map<std::string, std::unique_ptr<Kind>>& all() const { return kinds_; }
+  // Scenario rules for the loader: kinds, transports and memory kinds of this build.
+  scenario::ScenarioRules scenarioRules(int worldSize) const;
+
+ private:
+  std::map<std::string, std::unique_ptr<Kind>> kinds_;
+};
+
+}  // namespace fabscope::suite

@@ -1,0 +1,175 @@
+// All-reduce (sum of float32) over the measuring ranks: MPI_Iallreduce on host
+// memory, or NCCL on GPU memory (transport: nccl, memory: cuda). Every rank
+// records the moment it arrived at each collective and when it left it, so a
+// late rank is visible in the file; rank 0 derives per-iteration times on the
+// global clock (last exit - first arrival), algbw and busbw = algbw x 2(n-1)/n,
+// and which rank arrived last most often (the straggler).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+#include "fabscope/BuildConfig.hpp"
+#include "stats/Statistics.hpp"
+#include "kinds/collectives/AllReduceNccl.hpp"
+#include "kinds/KindFactories.hpp"
+
+namespace fabscope::suite {
+namespace {
+
+// Element i of rank r's contribution: small integers, so float sums are exact.
+inline float contribution(int groupRank, std::size_t i) { return static_cast<float>((groupRank + 1) * (1 + i % 7)); }
+
+class AllReduceKind final : public Kind {
+ public:
+  std::string name() const override { return "allreduce"; }
+  std::string summary() const override { return "all-reduce (sum, float32) over the measuring ranks: MPI on host memory, NCCL on GPU memory"; }
+
+  scenario::KindRules rules() const override {
+    scenario::KindRules r;
+    r.minRanks = 1;
+    r.validate = [](const scenario::TestSpec& spec, const std::string& file, int) {
+      const bool nccl = spec.transport == "nccl";
+      if (!nccl && spec.transport != "mpi")
+        throw scenario::ScenarioError(scenario::positionOf(file, spec.node) + ": test '" + spec.name +
+                                      "': allreduce runs over transport mpi (host memory) or nccl (memory: cuda)");
+      if (nccl != (spec.memory == "cuda"))
+        throw scenario::ScenarioError(scenario::positionOf(file, spec.node) + ": test '" + spec.name +
+                                      "': use transport: nccl with memory: cuda, or transport: mpi with memory: host");
+      for (auto bytes : spec.sizes)
+        if (bytes % 4 != 0)
+          throw scenario::ScenarioError(scenario::positionOf(file, spec.node["sizes"] ? spec.node["sizes"] : spec.node) +
+                                        ": test '" + spec.name + "': all-reduce sizes must be whole float32 counts (multiples of 4 B), got " +
+                                        std::to_string(bytes));
+    };
+    return r;
+  }
+
+  bool usesTransport() const override { return false; }
+
+  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile, int worldSize) const override {
+    const auto& spec = *instance.spec;
+    InstancePlan p;
+    p.metric = Metric::latency;
+    p.pattern = "collective";
+    int ranks = 0;
+    try {
+      ranks = canaryCount(roleSpecOf(spec), worldSize, 1, hasCongestedCondition(spec));
+    } catch (const UsageError& e) {
+      throw scenario::ScenarioError(scenario::positionOf(scenarioFile, spec.node) + ": test '" + spec.name + "': " + e.what());
+    }
+    p.maxSamplesPerRank = spec.iterations;
+    p.bufferBytesPerRank = 2 * instance.bytes;
+    p.description = (spec.transport == "nccl" ? "ncclAllReduce" : "MPI_Allreduce") + std::string(" sum float32 over ") +
+                    std::to_string(ranks) + " ranks; busbw = algbw x 2(n-1)/n";
+    return p;
+  }
+
+  void run(RunContext& ctx) const override {
+    const auto& spec = *ctx.instance.spec;
+    const auto bytes = static_cast<std::size_t>(ctx.instance.bytes);
+    const std::size_t count = bytes / sizeof(float);
+    const int n = ctx.group.size();
+    const int me = ctx.world.rank();
+    std::vector<float> expected(count);
+    const float ranksSum = static_cast<float>(n * (n + 1) / 2);
+    for (std::size_t i = 0; i < count; ++i) expected[i] = ranksSum * static_cast<float>(1 + i % 7);
+
+    std::vector<float> result;
+    if (spec.transport == "nccl") {
+      result = runNcclAllReduce(ctx, count, contribution);
+    } else {
+      // From the arena: a timed-out collective may still use them.
+      auto* send = reinterpret_cast<float*>(ctx.buffers.allocate(bytes));
+      auto* recv = reinterpret_cast<float*>(ctx.buffers.allocate(bytes));
+      for (std::size_t i = 0; i < count; ++i) send[i] = contribution(ctx.group.rank(), i);
+      const int total = spec.warmup + spec.iterations;
+      for (int it = 0; it < total; ++it) {
+        const auto t0 = runtime::monotonicNow();
+        MPI_Request r;
+        runtime::checkMpi(MPI_Iallreduce(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                         ctx.group.handle(), &r),
+                          "MPI_Iallreduce");
+        int done = 0;
+        runtime::waitUntil(
+            [&] {
+              runtime::checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(allreduce)");
+              return done != 0;
+            },
+            ctx.deadline, "an all-reduce with the other ranks");
+        const auto t1 = runtime::monotonicNow();
+        if (it >= spec.warmup) ctx.samples.record(me, it - spec.warmup, -1, static_cast<std::int64_t>(bytes), t0, t1);
+      }
+      result.assign(recv, recv + count);
+    }
+    // Self-test of the checker (tests/mpi/allreduce.sh): this rank's result is
+    // spoiled on purpose, and the check below must catch it.
+    if (const char* bad = std::getenv("FABSCOPE_SELFTEST_CORRUPT_RANK"); bad && std::atoi(bad) == me && count > 0)
+      result[count / 2] += 1.0f;
+    for (std::size_t i = 0; i < count; ++i)
+      if (result[i] != expected[i]) {
+        ctx.dataCheckFailed = true;
+        ctx.dataCheckMessage = "rank " + std::to_string(me) + ": all-reduce element " + std::to_string(i) + " is " +
+                               std::to_string(result[i]) + ", expected " + std::to_string(expected[i]);
+        break;
+      }
+    summarizeOnRank0(ctx, n, bytes);
+  }
+
+ private:
+  // Per iteration on the global clock: first arrival, last arrival (and who), last exit.
+  void summarizeOnRank0(RunContext& ctx, int n, std::size_t bytes) const {
+    const auto used = ctx.samples.used();
+    std::vector<std::int64_t> mine;
+    for (const auto& s : used) {
+      mine.push_back(ctx.clock.toGlobal(s.t_post_ns));
+      mine.push_back(ctx.clock.toGlobal(s.t_done_ns));
+    }
+    std::vector<int> counts;
+    const auto all = ctx.group.gatherBytes(std::as_bytes(std::span(mine)), 0, counts, ctx.deadline);
+    if (ctx.group.rank() != 0) return;
+    const auto* times = reinterpret_cast<const std::int64_t*>(all.data());
+    const std::size_t iterations = used.size();
+    std::vector<double> duration(iterations);
+    std::vector<int> lastCount(static_cast<std::size_t>(n), 0);
+    std::vector<double> lateness;
+    for (std::size_t it = 0; it < iterations; ++it) {
+      std::int64_t firstIn = INT64_MAX, lastIn = INT64_MIN, lastOut = INT64_MIN;
+      int lateRank = 0;
+      std::size_t offset = 0;
+      for (int r = 0; r < n; ++r) {
+        const auto* rt = times + offset / sizeof(std::int64_t);
+        offset += static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]);
+        const std::int64_t in = rt[2 * it], out = rt[2 * it + 1];
+        firstIn = std::min(firstIn, in);
+        if (in > lastIn) lastIn = in, lateRank = r;
+        lastOut = std::max(lastOut, out);
+      }
+      duration[it] = static_cast<double>(lastOut - firstIn);
+      lateness.push_back(static_cast<double>(lastIn - firstIn));
+      ++lastCount[static_cast<std::size_t>(lateRank)];
+    }
+    const auto st = stats::summarize(duration);
+    const auto late = stats::summarize(lateness);
+    const int straggler = static_cast<int>(std::max_element(lastCount.begin(), lastCount.end()) - lastCount.begin());
+    const double algbw = static_cast<double>(bytes) / st.p50;  // bytes per ns = GB/s
+    const double busFactor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+    ctx.attributes = {
+        {"collective_p50_ns", st.p50},
+        {"collective_p99_ns", st.p99},
+        {"algbw_gbps", algbw},
+        {"busbw_gbps", algbw * busFactor},
+        {"straggler_rank", std::int64_t{ctx.participants[static_cast<std::size_t>(straggler)]}},
+        {"straggler_last_fraction", static_cast<double>(lastCount[static_cast<std::size_t>(straggler)]) /
+                                        std::max<double>(1, static_cast<double>(iterations))},
+        {"arrival_spread_p50_ns", late.p50},
+        {"arrival_spread_p99_ns", late.p99},
+    };
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Kind> makeAllReduceKind() { return std::make_unique<AllReduceKind>(); }
+
+}  // namespace fabscope::suite

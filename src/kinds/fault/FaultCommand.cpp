@@ -1,0 +1,135 @@
+#include "kinds/fault/FaultCommand.hpp"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+extern char** environ;
+
+namespace fabscope::suite {
+
+std::string FaultCommandResult::describe() const {
+  if (!error.empty()) return "not started: " + error;
+  std::string line = timedOut ? "killed at its deadline" : "exit " + std::to_string(exitStatus);
+  line += " after " + std::to_string((endedAt - startedAt) / 1000000) + " ms";
+  if (!output.empty()) {
+    auto first = output.substr(0, output.find('\n'));
+    line += ": " + first;
+  }
+  return line;
+}
+
+FaultCommand::~FaultCommand() {
+  if (pid_ > 0 && !done_) {
+    killGroup();
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (outputFd_ >= 0) close(outputFd_);
+}
+
+void FaultCommand::start(const std::string& command, double timeoutSeconds) {
+  result_ = {};
+  result_.command = command;
+  result_.startedAt = runtime::monotonicNow();
+  deadline_ = runtime::Deadline::afterSeconds(timeoutSeconds);
+  outputFd_ = memfd_create("fabscope-fault-command", MFD_CLOEXEC);
+  if (outputFd_ < 0) {
+    result_.error = std::string("memfd_create: ") + std::strerror(errno);
+    result_.endedAt = runtime::monotonicNow();
+    done_ = true;
+    return;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attributes);
+  // Own process group: a deadline kills the command and everything it started.
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setsigdefault(&attributes, &all);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, outputFd_, 1);
+  posix_spawn_file_actions_adddup2(&actions, outputFd_, 2);
+  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
+  const int rc = posix_spawn(&pid_, "/bin/sh", &actions, &attributes, const_cast<char**>(argv), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (rc != 0) {
+    pid_ = -1;
+    result_.error = std::string("posix_spawn /bin/sh: ") + std::strerror(rc);
+    result_.endedAt = runtime::monotonicNow();
+    done_ = true;
+  }
+}
+
+void FaultCommand::killGroup() {
+  if (pid_ > 0) kill(-pid_, SIGKILL);
+}
+
+void FaultCommand::collect(int status) {
+  done_ = true;
+  result_.endedAt = runtime::monotonicNow();
+  if (WIFEXITED(status)) result_.exitStatus = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) result_.exitStatus = 128 + WTERMSIG(status);
+  // What the command (and anything it left behind) wrote; the group is gone
+  // or killed, so the file no longer grows.
+  char buffer[maxOutputBytes];
+  const ssize_t n = pread(outputFd_, buffer, sizeof buffer, 0);
+  if (n > 0) result_.output.assign(buffer, static_cast<std::size_t>(n));
+  while (!result_.output.empty() && (result_.output.back() == '\n' || result_.output.back() == '\0'))
+    result_.output.pop_back();
+  close(outputFd_);
+  outputFd_ = -1;
+}
+
+bool FaultCommand::poll() {
+  if (done_) return true;
+  if (pid_ <= 0) return false;
+  int status = 0;
+  siginfo_t info{};
+  // WNOWAIT: the process stays unreaped, so its group id cannot be reused
+  // before the helpers it left in the group are killed.
+  if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_) {
+    killGroup();
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    collect(status);
+    return true;
+  }
+  if (deadline_.expired()) {
+    killGroup();
+    result_.timedOut = true;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    collect(status);
+    return true;
+  }
+  return false;
+}
+
+const FaultCommandResult& FaultCommand::finish() {
+  while (!poll()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return result_;
+}
+
+FaultCommandResult runFaultCommand(const std::string& command, double timeoutSeconds) {
+  FaultCommand c;
+  c.start(command, timeoutSeconds);
+  return c.finish();
+}
+
+}  // namespace fabscope::suite

@@ -1,0 +1,203 @@
+// Fault drill (kind `fault`): a serving-shaped request stream loses a worker
+// on purpose and the survivors must notice, re-route and carry on.
+// Group index 0 is the client; 1 .. n-2 are workers (one of them the victim);
+// n-1 is the spare, idle until it takes over the victim's share. At `at` after
+// the start the fault happens: the victim SIGKILLs itself (kill) or stops
+// answering while staying alive (hang), or the client runs fault_command
+// against the victim's link (link-down, loss). Every rank sends every other
+// rank heartbeats; a survivor detects the loss through the transport's error
+// callback (UCX endpoint error: over TCP the socket reset of a dead process),
+// missed heartbeats, or (client only) a reply missing for request_timeout.
+// The client re-routes the victim's in-flight and later requests to the
+// spare and writes the timeline to /tests/NNNN/events; every survivor adds its
+// own detection. Samples: one per completed request on the client (t_post =
+// first post, so a re-routed request's latency includes its wait on the
+// victim). A victim that stays alive leaves the run after the drill.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <thread>
+
+#include "kinds/fault/FaultDrillRoles.hpp"
+#include "kinds/KindFactories.hpp"
+
+namespace fabscope::suite {
+namespace {
+
+using namespace fault_drill;
+
+class FaultDrillKind final : public Kind {
+ public:
+  std::string name() const override { return "fault"; }
+  std::string summary() const override {
+    return "fault drill: a worker is killed, hangs or loses its link under a request stream; detection time "
+           "per survivor, re-routes, hung requests, recovery";
+  }
+
+  scenario::KindRules rules() const override {
+    scenario::KindRules r;
+    r.extraKeys = {"fault",          "victim",         "at",          "detect_within",  "heartbeat",
+                   "heartbeat_deadline", "request_timeout", "requests", "rate",          "fault_command",
+                   "restore_command", "command_timeout", "loss_percent"};
+    r.minRanks = 4;
+    r.validate = [](const scenario::TestSpec& spec, const std::string& file, int) {
+      readFaultDrillConfig(spec, file, 0);
+    };
+    return r;
+  }
+
+  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
+                    int worldSize) const override {
+    const auto& spec = *instance.spec;
+    int ranks = 0;
+    try {
+      ranks = canaryCount(roleSpecOf(spec), worldSize, 4, hasCongestedCondition(spec));
+    } catch (const UsageError& e) {
+      throw scenario::ScenarioError(scenario::positionOf(scenarioFile, spec.node) + ": test '" + spec.name +
+                                    "': " + e.what());
+    }
+    if (hasCongestedCondition(spec))
+      throw scenario::ScenarioError(scenario::positionOf(scenarioFile, spec.node) + ": test '" + spec.name +
+                                    "': a fault drill runs under condition quiet only");
+    const auto c = readFaultDrillConfig(spec, scenarioFile, ranks);
+    InstancePlan plan;
+    plan.metric = Metric::latency;
+    plan.pattern = "fault";
+    plan.mayLoseRanks = true;
+    plan.maxSamplesPerRank = c.requests;
+    // Client: one reply buffer per attempt (at most two per request), the
+    // request messages and two heartbeat words per peer.
+    plan.bufferBytesPerRank = 2 * c.requests * c.replyBytes +
+                              (c.requests + ranks) * static_cast<std::int64_t>(sizeof(RequestMessage)) +
+                              2 * ranks * static_cast<std::int64_t>(sizeof(std::uint64_t)) + 4096;
+    plan.description = "client -> " + std::to_string(ranks - 2) + " workers + spare, " + std::to_string(c.requests) +
+                       " requests at " + std::to_string(static_cast<long long>(c.rate)) + "/s; " + c.fault +
+                       " of rank index " + std::to_string(c.victim) + " at " + std::to_string(c.atSeconds) + " s";
+    return plan;
+  }
+
+  void run(RunContext& ctx) const override {
+    events_.rows.clear();
+    const auto c = readFaultDrillConfig(*ctx.instance.spec, std::string(), ctx.group.size());
+    const int index = ctx.group.rank();
+    const bool victim = index == c.victim;
+    if (c.usesCommand()) requireVictimAloneOnItsHost(ctx, c);
+    // Before the fault, while every rank is alive: the communicator the run goes on with.
+    auto survivors = ctx.group.split(victim ? 1 : 0, index, ctx.deadline);
+    // One start instant on the global clock for every rank, so the fault
+    // moment (start + at) is the same instant everywhere within the clock
+    // sync's error, not shifted by how late each rank left a barrier (tens of
+    // ms on a loaded machine: enough to make detections look earlier than the
+    // fault).
+    constexpr runtime::Nanoseconds startMargin = 100'000'000;
+    const auto proposal = index == 0 ? ctx.clock.toGlobal(runtime::monotonicNow()) + startMargin
+                                     : std::numeric_limits<std::int64_t>::min();
+    const auto startGlobal = ctx.group.allreduceMax(proposal, ctx.deadline);
+    const runtime::Nanoseconds start = startGlobal - ctx.clock.toGlobal(0);
+    while (runtime::monotonicNow() < start) {
+      if (ctx.deadline.expired()) ctx.deadline.fail("the drill's common start");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    ClientOutcome client;
+    Detection mine;
+    if (index == 0) client = serveClient(ctx, c, start, events_);
+    else mine = serveWorker(ctx, c, start, victim, events_);
+    if (victim) {
+      // Alive after a hang, link-down or loss: out of the run, so the
+      // survivors' communicator never waits for it.
+      ctx.leaveRun = true;
+      return;
+    }
+    if (index == 0) mine = client.detection;
+    // Every survivor's detection of the victim, on the global clock.
+    const auto detectedAt = survivors.allgather(mine.at ? ctx.clock.toGlobal(*mine.at) : -1, ctx.deadline);
+    const auto paths = survivors.gatherStrings(mine.path, 0, ctx.deadline);
+    // One timeline: every survivor's events, in time order, written by the client.
+    std::vector<int> counts;
+    const auto rows = survivors.gatherBytes(std::as_bytes(std::span(events_.rows)), 0, counts, ctx.deadline);
+    events_.rows.resize(rows.size() / sizeof(output::EventRecord));
+    if (!rows.empty()) std::memcpy(events_.rows.data(), rows.data(), events_.rows.size() * sizeof(output::EventRecord));
+    ctx.survivors = std::move(survivors);
+    if (index == 0) judge(ctx, c, client, detectedAt, paths);
+  }
+
+  void writeExtra(RunContext& ctx, output::ResultFile& file, const std::string& group,
+                  const runtime::Deadline& deadline) const override {
+    (void)ctx;
+    file.writeTable<output::EventRecord>(group + "/events", events_.rows, deadline);
+    events_.rows.clear();
+  }
+
+ private:
+  // A link fault acts on the victim's host: a survivor there would be cut off
+  // too. Every rank checks the same table, so all of them stop together.
+  static void requireVictimAloneOnItsHost(const RunContext& ctx, const FaultDrillConfig& c) {
+    const auto& hosts = ctx.identity.hostOfRank;
+    const int victimRank = ctx.participants[static_cast<std::size_t>(c.victim)];
+    const auto& victimHost = hosts.at(static_cast<std::size_t>(victimRank));
+    for (int rank : ctx.participants)
+      if (rank != victimRank && hosts.at(static_cast<std::size_t>(rank)) == victimHost)
+        throw RuntimeFailure("fault: " + c.fault + " acts on the victim's host " + victimHost + ", which also runs rank " +
+                             std::to_string(rank) + " of the drill: it would be cut off too. Place the victim (rank " +
+                             std::to_string(victimRank) + ", index " + std::to_string(c.victim) +
+                             ") alone on its host, e.g. one rank per host, or choose another victim");
+  }
+
+  void judge(RunContext& ctx, const FaultDrillConfig& c, ClientOutcome& client,
+             const std::vector<std::int64_t>& detectedAt, const std::vector<std::string>& paths) const;
+
+  // Every rank's events between run() and writeExtra(); the runner runs one
+  // instance at a time on one kind object.
+  mutable EventLog events_;
+};
+
+void FaultDrillKind::judge(RunContext& ctx, const FaultDrillConfig& c, ClientOutcome& client,
+                           const std::vector<std::int64_t>& detectedAt, const std::vector<std::string>& paths) const {
+  // Survivor i of the survivors' communicator is group index i, skipping the victim.
+  std::vector<SurvivorDetection> survivors;
+  for (std::size_t i = 0; i < detectedAt.size(); ++i) {
+    const auto g = i < static_cast<std::size_t>(c.victim) ? i : i + 1;
+    survivors.push_back({ctx.participants[g], detectedAt[i], paths[i]});
+  }
+  const auto judged = judgeDetections(survivors, ctx.clock.toGlobal(client.faultAt), c.detectWithinSeconds * 1e3,
+                                      c.detectionRequired());
+  const auto& late = judged.late;
+  const auto slowest = judged.slowestMs;
+  const auto detectedCount = judged.detected;
+  const auto& perSurvivor = judged.perSurvivor;
+  const double clientMs = client.detection.at ? static_cast<double>(*client.detection.at - client.faultAt) / 1e6 : -1;
+  auto& a = client.attributes;
+  a.emplace_back("detected", std::int64_t{client.detection.at ? 1 : 0});
+  a.emplace_back("detection_ms", clientMs);
+  a.emplace_back("detection_path", client.detection.path);
+  a.emplace_back("detection_mechanism", mechanismOf(client.detection.path));
+  a.emplace_back("survivors", static_cast<std::int64_t>(detectedAt.size()));
+  a.emplace_back("survivors_detected", std::int64_t{detectedCount});
+  a.emplace_back("detection_max_ms", slowest);
+  a.emplace_back("detection_per_survivor", perSurvivor);
+  events_.add(ctx, runtime::monotonicNow(), "summary", -1,
+        std::to_string(detectedCount) + "/" + std::to_string(detectedAt.size()) + " survivors detected, slowest " +
+            milliseconds(slowest) + " ms; " + std::to_string(client.hung) + " hung");
+  std::stable_sort(events_.rows.begin(), events_.rows.end(),
+                   [](const output::EventRecord& x, const output::EventRecord& y) { return x.t_ns < y.t_ns; });
+  ctx.attributes = a;
+
+  std::string verdict = client.verdict;
+  if (!late.empty()) {
+    verdict = "detection of rank " + std::to_string(ctx.participants[static_cast<std::size_t>(c.victim)]) + "'s " +
+              c.fault + " missed detect_within (" + milliseconds(c.detectWithinSeconds * 1e3) + " ms): " + late +
+              (verdict.empty() ? "" : "; " + verdict);
+  }
+  if (!verdict.empty()) {
+    ctx.dataCheckFailed = true;
+    ctx.dataCheckMessage = "fault drill: " + verdict;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Kind> makeFaultDrillKind() { return std::make_unique<FaultDrillKind>(); }
+
+}  // namespace fabscope::suite

@@ -1,0 +1,84 @@
+#pragma once
+// The two sides of a fault drill (kind `fault`, see FaultDrillKind.cpp): the
+// client's request stream with detection and re-routing, and the workers
+// (the victim among them), plus what they share: message layout, tags and the
+// rank's timeline of events.
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "output/Records.hpp"
+#include "kinds/fault/FaultDrillConfig.hpp"
+#include "kinds/Kind.hpp"
+
+namespace fabscope::suite::fault_drill {
+
+constexpr int requestTag = 41;
+constexpr int replyTagBase = 1 << 20;  // + request id; requests <= 1e6 keeps it under 2^21
+
+struct RequestMessage {
+  std::int32_t id;
+  std::int32_t stop;  // 1: no more requests, the worker leaves its loop
+};
+
+// Clears the transport's error handler when the drill ends: it captures locals.
+struct ErrorHandlerGuard {
+  transport::Transport& transport;
+  ~ErrorHandlerGuard() { transport.onError(nullptr); }
+};
+
+// How a survivor learned of the victim's loss.
+struct Detection {
+  std::optional<runtime::Nanoseconds> at;  // monotonic
+  std::string path;
+};
+
+// What the client knows after its loop.
+struct ClientOutcome {
+  runtime::Nanoseconds faultAt = 0;  // monotonic: planned (kill, hang) or fault_command started
+  Detection detection;
+  output::Attributes attributes;
+  std::string verdict;  // empty when the stream itself passed
+  std::int64_t hung = 0;
+};
+
+// This rank's rows of /tests/NNNN/events (global clock).
+class EventLog {
+ public:
+  void add(const RunContext& ctx, runtime::Nanoseconds monotonic, const char* kind, int peer,
+           const std::string& detail) {
+    output::EventRecord row{};
+    row.rank = ctx.world.rank();
+    row.t_ns = ctx.clock.toGlobal(monotonic);
+    output::setText(row.kind, kind);
+    row.peer = peer;
+    output::setText(row.detail, detail);
+    rows.push_back(row);
+  }
+  std::vector<output::EventRecord> rows;
+};
+
+inline std::string milliseconds(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", ms);
+  return text;
+}
+
+inline std::vector<int> othersThan(const std::vector<int>& ranks, int me) {
+  std::vector<int> out;
+  for (int r : ranks)
+    if (r != me) out.push_back(r);
+  return out;
+}
+
+// A worker (group index 1 .. n-1; the victim acts out the fault) until the
+// client's stop, or, for a victim that stays alive, until it leaves.
+Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanoseconds start, bool victim,
+                      EventLog& events);
+// The client (group index 0): request stream, fault command, detection,
+// re-routing, stop, restore command, and the attributes of the stream.
+ClientOutcome serveClient(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanoseconds start, EventLog& events);
+
+}  // namespace fabscope::suite::fault_drill

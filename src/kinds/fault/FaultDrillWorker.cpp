@@ -1,0 +1,104 @@
+// Fault drill, worker side: serves requests, sends heartbeats to every drill
+// rank and watches theirs; the victim acts out its fault (kill: SIGKILL;
+// hang: silent and idle while alive; link-down, loss: carries on as its link
+// lets it) and leaves after the drill.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include "kinds/fault/FaultDrillRoles.hpp"
+#include "kinds/fault/FaultHeartbeat.hpp"
+
+namespace fabscope::suite::fault_drill {
+
+Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanoseconds start, bool victim,
+                      EventLog& events) {
+  auto& t = ctx.transport;
+  const int client = ctx.participants[0];
+  const int victimRank = ctx.participants[static_cast<std::size_t>(c.victim)];
+  const auto peers = othersThan(ctx.participants, ctx.world.rank());
+  constexpr int requestSlot = 0, replySlot = 1, heartbeatSlots = 2;
+  t.reserve(heartbeatSlots + Heartbeats::slotsNeeded(peers.size()));
+  auto* message = reinterpret_cast<RequestMessage*>(ctx.buffers.allocate(sizeof(RequestMessage)));
+  std::byte* reply = ctx.buffers.allocate(static_cast<std::size_t>(c.replyBytes));
+  auto* beats = reinterpret_cast<std::uint64_t*>(ctx.buffers.allocate(2 * peers.size() * sizeof(std::uint64_t)));
+  std::memset(reply, 0x5a, static_cast<std::size_t>(c.replyBytes));
+  Heartbeats heartbeats(t, peers, heartbeatSlots, static_cast<runtime::Nanoseconds>(c.heartbeatSeconds * 1e9),
+                        static_cast<runtime::Nanoseconds>(c.heartbeatDeadlineSeconds * 1e9), beats);
+  const auto faultAt = start + static_cast<runtime::Nanoseconds>(c.atSeconds * 1e9);
+  const auto leaveAt = runtime::Deadline(start + static_cast<runtime::Nanoseconds>(c.victimLeavesAfterSeconds() * 1e9));
+  const auto giveUp = runtime::Deadline(start + static_cast<runtime::Nanoseconds>((c.workloadSeconds() + 5) * 1e9));
+  // A victim whose link is cut must not wait on it past the point where it leaves.
+  const runtime::Deadline& waits = victim ? leaveAt : ctx.deadline;
+
+  Detection detection;
+  std::map<int, bool> lost;
+  auto noteLost = [&](int peer, runtime::Nanoseconds at, const std::string& path) {
+    if (peer < 0 || lost[peer]) return;
+    lost[peer] = true;
+    heartbeats.forget(peer);
+    events.add(ctx, at, "detected", peer, path);
+    if (peer == victimRank && !detection.at) detection = {at, path};
+  };
+  t.onError([&](const transport::TransportError& e) { noteLost(e.peer, e.at, "transport error callback: " + e.message); });
+  ErrorHandlerGuard guard{t};
+
+  heartbeats.start(runtime::monotonicNow());
+  t.postRecv(requestSlot, client, requestTag, message, sizeof *message);
+  for (;;) {
+    const auto now = runtime::monotonicNow();
+    if (victim && now >= faultAt) {
+      if (c.fault == "kill") kill(getpid(), SIGKILL);  // nothing is flushed first: the drill is about the survivors
+      if (c.fault == "hang") {
+        // Alive, connected and silent: no progress, no heartbeats, no replies.
+        while (!leaveAt.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return detection;
+      }
+      // link-down, loss: the client's fault_command acts on the link; this
+      // rank carries on as well as its link lets it.
+    }
+    if (victim && leaveAt.expiredAt(now)) return detection;
+    if (!victim && giveUp.expiredAt(now)) {
+      // The client is gone or never sent the stop: carry on to the survivors'
+      // exchange rather than wait out the test's deadline.
+      events.add(ctx, now, "error", client, "no stop from the client by the end of the workload + 5 s");
+      break;
+    }
+    bool abandoned = false;
+    for (const auto& loss : heartbeats.poll(now, abandoned)) noteLost(loss.peer, loss.at, loss.detail);
+    bool arrived = false;
+    try {
+      arrived = t.testSlots(requestSlot, 1);
+    } catch (const RuntimeFailure& e) {
+      noteLost(client, runtime::monotonicNow(), std::string("transport failure: ") + e.what());
+      abandoned = true;
+    }
+    if (abandoned) {
+      // The transport cancelled every outstanding operation.
+      heartbeats.repost();
+      if (lost[client]) ctx.deadline.fail("requests from the client (rank " + std::to_string(client) + " was lost)");
+      t.postRecv(requestSlot, client, requestTag, message, sizeof *message);
+      continue;
+    }
+    if (arrived) {
+      if (message->stop) break;
+      t.postSend(replySlot, client, replyTagBase + message->id, reply, static_cast<std::size_t>(c.replyBytes));
+      try {
+        t.waitSlots(replySlot, 1, waits);
+      } catch (const DeadlineExceeded&) {
+        if (victim) return detection;
+        throw;
+      }
+      t.postRecv(requestSlot, client, requestTag, message, sizeof *message);
+    }
+    if (ctx.deadline.expiredAt(now)) ctx.deadline.fail("the next request from the client");
+  }
+  heartbeats.sayBye(runtime::Deadline::afterSeconds(1));
+  return detection;
+}
+
+}  // namespace fabscope::suite::fault_drill

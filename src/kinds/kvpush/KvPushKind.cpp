@@ -1,0 +1,282 @@
+// KV-cache transfer between prefill and decode workers (disaggregated
+// serving). Ranks [0, P) of the measuring group play prefill workers,
+// [P, P + D) decode workers, each one TP shard of its worker. A prefill rank
+// produces requests (fills their scattered pool blocks with a per-request
+// pattern); their KV crosses to a decode rank, which lands it in its own
+// scattered blocks and verifies every byte. One instance = one strategy x one
+// direction x one prompt length (KvPushConfig.hpp); the workers are in
+// KvPushTwoSided.cpp (push) and KvPushOneSided.cpp (push-put, pull).
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+
+#include "output/KvRecords.hpp"
+#include "kinds/kvpush/KvPushConfig.hpp"
+#include "kinds/kvpush/KvPushWorkers.hpp"
+#include "kinds/KindFactories.hpp"
+#include "transport/TransportFactory.hpp"
+
+namespace fabscope::suite {
+namespace {
+
+using namespace kvpush;
+
+// One instance's state on one rank, from run() to writeExtra() (RunContext::
+// kindState). Members are destroyed in reverse order: the workers before the
+// memory they use, the shape last. Kept by the runner after a missed
+// deadline, since transfers may still touch the memory.
+struct KvRunState {
+  Shape shape;
+  std::vector<output::KvRequestRecord> rows;  // decode ranks: one per measured request
+  std::unique_ptr<KvMemory> memory;
+  std::unique_ptr<DecodeLedger> ledger;
+  std::unique_ptr<KvWorker> worker;
+};
+
+const char* memoryPathOf(const Shape& s) {
+  switch (s.memoryMode()) {
+    case KvMemoryMode::hostPool: return "host";
+    case KvMemoryMode::gpuViaHost: return "gpu-via-pinned-host";
+    case KvMemoryMode::gpuDirect: return "gpu-direct";
+  }
+  return "?";
+}
+
+// FABSCOPE_KV_IN_ORDER_FOR_TEST=1 makes every rank post as it must for a
+// transport that matches in posting order (NCCL), over a tag-matching one, so
+// the CPU tests run that bookkeeping (tests/mpi/kv_push.sh). Nothing else
+// reads this variable.
+bool inOrderForcedForTest() {
+  const char* forced = std::getenv("FABSCOPE_KV_IN_ORDER_FOR_TEST");
+  return forced && std::string(forced) == "1";
+}
+
+// Whether the scenario's ranks all take part: one-sided regions are exposed
+// collectively over every rank of the transport.
+bool everyRankMeasures(const scenario::TestSpec& spec, int worldSize) {
+  const int used = spec.ranks > 0 ? std::min(spec.ranks, worldSize) : worldSize;
+  const bool allCanaries = (spec.canaries <= 0 || spec.canaries >= used) &&
+                           (spec.canaryFraction <= 0 || spec.canaryFraction >= 1);
+  return used == worldSize && allCanaries;
+}
+
+// --- The kind --------------------------------------------------------------
+
+class KvPushKind final : public Kind {
+ public:
+  std::string name() const override { return "kvpush"; }
+  std::string summary() const override {
+    return "KV-cache transfer from prefill to decode ranks (per-block, staged, layer-stream; push, push-put, pull), "
+           "every request verified";
+  }
+
+  scenario::KindRules rules() const override {
+    scenario::KindRules r;
+    r.extraKeys = {"model", "parallel", "block_tokens", "prompt_tokens", "strategy", "direction", "prefill_ranks",
+                   "decode_ranks", "loop", "requests", "warmup_requests", "compute_per_layer", "pool_blocks"};
+    r.minRanks = 2;
+    r.validate = [](const scenario::TestSpec& spec, const std::string& file, int worldSize) {
+      const KvPushConfig c = readKvPushConfig(spec, file, worldSize);
+      scenario::ParamReader p(spec, file);
+      if (spec.conditions != std::vector<std::string>{"quiet"})
+        p.fail("conditions", "kvpush runs under 'quiet' only so far: its ranks are prefill and decode workers, "
+                             "none is free to make neighbour traffic");
+      const auto can = transport::transportCapabilities(spec.transport);
+      const char* direction = directionName(c.direction);
+      if ((c.direction == Direction::pull && !can.get) || (c.direction == Direction::pushPut && !can.put))
+        p.fail("direction", std::string("'direction: ") + direction + "' needs one-sided " +
+                                (c.direction == Direction::pull ? "get" : "put") + ", which transport '" +
+                                spec.transport + "' does not offer; use transport: ucx (or verbs), or 'direction: push'");
+      if (isOneSided(c.direction) && spec.memory == "cuda")
+        p.fail("direction", std::string("'direction: ") + direction +
+                                "' runs on host memory only so far (memory: host or cuda-host); memory: cuda takes "
+                                "'direction: push'");
+      if (isOneSided(c.direction) && !everyRankMeasures(spec, worldSize))
+        p.fail("direction", std::string("'direction: ") + direction + "' exposes every rank's KV pool to the others, "
+                                "which takes all " + std::to_string(worldSize) + " ranks of the run: drop 'ranks' and "
+                                "'roles: {canaries}' from this test (spare ranks stay idle)");
+      if (can.inOrder && spec.memory != "cuda")
+        p.fail("memory", "kvpush over transport '" + spec.transport + "' keeps its KV in GPU memory: give "
+                         "'memory: cuda' (the transport bounces only small host messages, such as the request "
+                         "headers, through pinned memory)");
+      if (spec.memory == "cuda" && c.strategy != Strategy::staged && !can.deviceMemory)
+        p.fail("strategy", "kvpush with memory: cuda over transport '" + spec.transport + "' runs the staged strategy "
+                           "only (GPU gather, pinned host staging, GPU scatter): per-block and layer-stream messages "
+                           "from device memory need a transport that addresses it (transport: nccl)");
+    };
+    return r;
+  }
+
+  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
+                    int worldSize) const override {
+    const Shape s = shapeOf(instance, scenarioFile, worldSize);
+    const auto& c = s.config;
+    InstancePlan plan;
+    plan.metric = Metric::bandwidth;
+    plan.pattern = "kv-push";
+    plan.maxSamplesPerRank = static_cast<std::int64_t>(c.prefillRanks) * c.requests;
+    // The larger of the two roles: pool plus per-lane staging.
+    const auto lanes = static_cast<std::int64_t>(c.inFlight) * std::max(1, c.prefillRanks);
+    plan.bufferBytesPerRank = static_cast<std::int64_t>(s.layout.poolBytes() + s.stagingBytes * lanes);
+    plan.description = std::string(strategyName(c.strategy)) + " " + directionName(c.direction) + ", " + c.model.name + " tp " +
+                       std::to_string(c.parallel.tp) + ", " + std::to_string(s.tokens) + "-token prompts (" +
+                       std::to_string(s.blocks) + " blocks, " + std::to_string(s.messages) + " messages), " +
+                       std::to_string(c.prefillRanks) + " prefill -> " + std::to_string(c.decodeRanks) + " decode, " +
+                       (c.loop == LoopMode::closed ? "closed loop, " + std::to_string(c.inFlight) + " in flight"
+                                                   : "open loop, " + std::to_string(c.ratePerSecond) + " req/s");
+    return plan;
+  }
+
+  void run(RunContext& ctx) const override {
+    auto state = std::make_shared<KvRunState>();
+    ctx.kindState = state;
+    state->shape = shapeOf(ctx.instance, ctx.instance.spec->name, ctx.world.size());
+    Shape& s = state->shape;
+    auto& t = ctx.transport;
+    s.deviceDirect = s.gpuPool && t.canAddress(transport::MemoryKind::cuda);
+    s.inOrder = t.matchesInOrder() || inOrderForcedForTest();
+    const auto& c = s.config;
+    checkTransport(ctx, s);
+    // Roles by position among the measuring ranks: [0, P) prefill, then D decode.
+    const int me = ctx.group.rank();
+    const bool prefill = me < c.prefillRanks;
+    const bool decode = !prefill && me < c.participants();
+    if (prefill || decode)
+      state->memory = std::make_unique<KvMemory>(s.memoryMode(), s.geometry, s.blocks, s.stagingBytes,
+                                                 stagingSlotsOf(c, decode), ctx.buffers, s.pinnedHost);
+    const bool oneSided = isOneSided(c.direction);
+    KvRegions regions;
+    if (oneSided) regions = exposeRegions(ctx, *state);
+    if (decode)
+      state->ledger = std::make_unique<DecodeLedger>(ctx, s, *state->memory, state->rows,
+                                                     measuredRequestsOf(c, me - c.prefillRanks));
+    if (prefill)
+      state->worker = oneSided ? makeOneSidedPrefill(ctx, s, *state->memory, regions, me)
+                               : makePushPrefill(ctx, s, *state->memory, me);
+    if (decode)
+      state->worker = oneSided ? makeOneSidedDecode(ctx, s, *state->memory, regions, me - c.prefillRanks, *state->ledger)
+                               : makePushDecode(ctx, s, *state->memory, me - c.prefillRanks, *state->ledger);
+    // After a failure the regions stay exposed (withdrawing is collective and
+    // the peers may be gone); the transport unmaps them when it closes.
+    ctx.group.barrier(ctx.deadline);  // pools allocated everywhere before the first message
+    if (state->worker) state->worker->run();
+    ctx.group.barrier(ctx.deadline);
+    if (oneSided) {
+      if (regions.staging >= 0) t.withdrawRegion(regions.staging, ctx.deadline);
+      t.withdrawRegion(regions.pool, ctx.deadline);
+    }
+    recordAttributes(ctx, s, state->rows);
+  }
+
+  void writeExtra(RunContext& ctx, output::ResultFile& file, const std::string& group,
+                  const runtime::Deadline& deadline) const override {
+    // Ranks that did not run this instance write no rows.
+    static const std::vector<output::KvRequestRecord> none;
+    const auto state = std::static_pointer_cast<KvRunState>(ctx.kindState);
+    file.writeTable<output::KvRequestRecord>(group + "/requests", state ? state->rows : none, deadline);
+  }
+
+ private:
+  // The loader refuses what the transport cannot do (validate above); this
+  // catches a transport opened under another name than the scenario's.
+  static void checkTransport(const RunContext& ctx, const Shape& s) {
+    const auto& t = ctx.transport;
+    const auto& c = s.config;
+    const std::string name(t.name());
+    if (c.direction == Direction::pull && !t.supportsGet())
+      throw UsageError("kvpush: 'direction: pull' needs one-sided get; transport '" + name + "' has none");
+    if (c.direction == Direction::pushPut && !t.supportsPut())
+      throw UsageError("kvpush: 'direction: push-put' needs one-sided put; transport '" + name + "' has none");
+    if (isOneSided(c.direction) && ctx.group.size() != ctx.world.size())
+      throw UsageError("kvpush: one-sided directions need every rank of the run measuring");
+    if (s.memoryMode() == KvMemoryMode::gpuViaHost && c.strategy != Strategy::staged)
+      throw UsageError("kvpush: memory: cuda over transport '" + name + "' runs the staged strategy only");
+  }
+
+  // Collective over every rank of the transport: the pool, then (staged) the
+  // staging area; ranks without a role expose a placeholder.
+  static KvRegions exposeRegions(RunContext& ctx, KvRunState& state) {
+    auto& t = ctx.transport;
+    const bool staged = state.shape.stagingBytes > 0;
+    KvRegions regions;
+    if (state.memory) {
+      const auto kind = state.memory->transportMemory();
+      regions.pool = t.exposeRegion(state.memory->pool(), state.memory->poolBytes(), kind, ctx.deadline);
+      if (staged)
+        regions.staging = t.exposeRegion(state.memory->stagingArea(), state.memory->stagingAreaBytes(), kind, ctx.deadline);
+    } else {
+      constexpr std::size_t placeholder = 64;
+      regions.pool = t.exposeRegion(ctx.buffers.allocate(placeholder), placeholder, transport::MemoryKind::host, ctx.deadline);
+      if (staged)
+        regions.staging =
+            t.exposeRegion(ctx.buffers.allocate(placeholder), placeholder, transport::MemoryKind::host, ctx.deadline);
+    }
+    return regions;
+  }
+
+  void recordAttributes(RunContext& ctx, const Shape& s, const std::vector<output::KvRequestRecord>& rows) const {
+    const auto& c = s.config;
+    std::int64_t bytes = 0, transferNs = 0, gatherNs = 0, scatterNs = 0, copyNs = 0, verified = 0;
+    std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
+    for (const auto& r : rows) {
+      bytes += r.bytes;
+      transferNs += r.t_done_ns - r.t_start_ns;
+      gatherNs += r.gather_ns;
+      scatterNs += r.scatter_ns;
+      copyNs += r.copy_ns;
+      verified += r.verified;
+      first = std::min(first, r.t_start_ns);
+      last = std::max(last, r.t_done_ns);
+    }
+    const auto& w = ctx.group;
+    const auto& d = ctx.deadline;
+    const auto requests = w.allreduceSum(static_cast<std::int64_t>(rows.size()), d);
+    bytes = w.allreduceSum(bytes, d);
+    transferNs = w.allreduceSum(transferNs, d);
+    gatherNs = w.allreduceSum(gatherNs, d);
+    scatterNs = w.allreduceSum(scatterNs, d);
+    copyNs = w.allreduceSum(copyNs, d);
+    verified = w.allreduceSum(verified, d);
+    first = w.allreduceMin(first, d);
+    last = w.allreduceMax(last, d);
+    auto& a = ctx.attributes;
+    a.emplace_back("strategy", std::string(strategyName(c.strategy)));
+    a.emplace_back("direction", std::string(directionName(c.direction)));
+    a.emplace_back("one_sided", std::int64_t{isOneSided(c.direction) ? 1 : 0});
+    a.emplace_back("memory_path", std::string(memoryPathOf(s)));
+    a.emplace_back("in_order_posting", std::int64_t{s.inOrder ? 1 : 0});
+    a.emplace_back("model", c.model.name);
+    a.emplace_back("tp", std::int64_t{c.parallel.tp});
+    a.emplace_back("kv_layout", s.layout.describe());
+    a.emplace_back("block_tokens", std::int64_t{c.blockTokens});
+    a.emplace_back("block_bytes", static_cast<std::int64_t>(s.geometry.blockBytes));
+    a.emplace_back("pool_blocks", static_cast<std::int64_t>(s.layout.numBlocks));
+    a.emplace_back("prompt_tokens", s.tokens);
+    a.emplace_back("blocks_per_request", static_cast<std::int64_t>(s.blocks));
+    a.emplace_back("messages_per_request", static_cast<std::int64_t>(s.messages));
+    a.emplace_back("prefill_ranks", std::int64_t{c.prefillRanks});
+    a.emplace_back("decode_ranks", std::int64_t{c.decodeRanks});
+    a.emplace_back("loop", std::string(c.loop == LoopMode::closed ? "closed" : "open"));
+    a.emplace_back("in_flight", std::int64_t{c.inFlight});
+    a.emplace_back("rate_per_s", c.ratePerSecond);
+    a.emplace_back("compute_per_layer_s", c.computePerLayerSeconds);
+    a.emplace_back("requests_per_prefill", std::int64_t{c.requests});
+    a.emplace_back("warmup_requests", std::int64_t{c.warmupRequests});
+    a.emplace_back("requests_measured", requests);
+    a.emplace_back("requests_verified", verified);
+    // bytes / ns = GB/s. Aggregate: all measured bytes over the span from the
+    // first start to the last completion; per request: mean of its own rate.
+    a.emplace_back("kv_gbps_aggregate", last > first ? static_cast<double>(bytes) / static_cast<double>(last - first) : 0.0);
+    a.emplace_back("kv_gbps_per_request", transferNs > 0 ? static_cast<double>(bytes) / static_cast<double>(transferNs) : 0.0);
+    a.emplace_back("gather_ns_mean", requests ? static_cast<double>(gatherNs) / static_cast<double>(requests) : 0.0);
+    a.emplace_back("scatter_ns_mean", requests ? static_cast<double>(scatterNs) / static_cast<double>(requests) : 0.0);
+    a.emplace_back("copy_ns_mean", requests ? static_cast<double>(copyNs) / static_cast<double>(requests) : 0.0);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Kind> makeKvPushKind() { return std::make_unique<KvPushKind>(); }
+
+}  // namespace fabscope::suite

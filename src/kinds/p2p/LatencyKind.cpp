@@ -1,0 +1,52 @@
+// Ping-pong latency: the initiator sends, the responder echoes; one sample is
+// a round trip, reported as half of it (sample_divisor 2), like osu_latency.
+#include "kinds/KindFactories.hpp"
+#include "kinds/p2p/PointToPoint.hpp"
+
+namespace fabscope::suite {
+namespace {
+
+class LatencyKind final : public PointToPointKind {
+ public:
+  std::string name() const override { return "latency"; }
+  std::string summary() const override { return "ping-pong latency between pairs of ranks (one-way = round trip / 2)"; }
+
+ protected:
+  Metric metric() const override { return Metric::latency; }
+  int sampleDivisor() const override { return 2; }
+
+  void measurePair(RunContext& ctx, const RankPair& pair, PairBuffers& b) const override {
+    auto& t = ctx.transport;
+    const int me = ctx.world.rank();
+    const bool initiator = pair.initiator == me;
+    const int peer = initiator ? pair.responder : pair.initiator;
+    const auto n = b.sliceBytes;
+    const int warmup = ctx.instance.spec->warmup;
+    const int total = warmup + ctx.instance.spec->iterations;
+    // Each side posts the receive for its next message before it sends, so a
+    // message never waits in MPI's unexpected queue.
+    t.postRecv(1, peer, dataTag, b.recv, n);
+    for (int i = 0; i < total; ++i) {
+      if (initiator) {
+        const auto t0 = runtime::monotonicNow();
+        t.postSend(0, peer, dataTag, b.send, n);
+        t.waitSlots(1, 1, ctx.deadline);
+        const auto t1 = runtime::monotonicNow();
+        t.waitSlots(0, 1, ctx.deadline);
+        if (i + 1 < total) t.postRecv(1, peer, dataTag, b.recv, n);
+        if (i >= warmup) ctx.samples.record(me, i - warmup, peer, static_cast<std::int64_t>(n), t0, t1);
+      } else {
+        t.waitSlots(1, 1, ctx.deadline);
+        if (i + 1 < total) t.postRecv(1, peer, dataTag, b.recv, n);
+        t.postSend(0, peer, dataTag, b.send, n);
+        t.waitSlots(0, 1, ctx.deadline);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Kind> makeLatencyKind() { return std::make_unique<LatencyKind>(); }
+
+}  // namespace fabscope::suite

@@ -1,0 +1,153 @@
+#include "kinds/p2p/PointToPoint.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "fabscope/BuildConfig.hpp"
+#include "scenario/Units.hpp"
+#include "transport/TransportFactory.hpp"
+
+namespace fabscope::suite {
+namespace {
+
+// Receive buffers beyond this are reused slice by slice (window x size can be large).
+constexpr std::size_t maxReceiveBytes = 64u << 20;
+
+std::uint64_t patternSeed(std::uint64_t runSeed, int sender) {
+  return runSeed * 1315423911u + static_cast<std::uint64_t>(sender) + 1;
+}
+
+scenario::ScenarioError memoryError(const scenario::TestSpec& spec, const std::string& file, const std::string& why) {
+  return scenario::ScenarioError(scenario::positionOf(file, spec.node["memory"] ? spec.node["memory"] : spec.node) +
+                                 ": test '" + spec.name + "': " + why);
+}
+
+}  // namespace
+
+void checkMemoryAndTransport(const scenario::TestSpec& spec, const std::string& file) {
+  const auto caps = transport::transportCapabilities(spec.transport);
+  if (spec.memory != "host" && !FABSCOPE_HAVE_CUDA)
+    throw memoryError(spec, file, "memory '" + spec.memory + "' needs a build with CUDA; use memory: host");
+  if (spec.memory == "cuda" && !caps.deviceMemory)
+    throw memoryError(spec, file, "memory 'cuda' over transport '" + spec.transport + "': that transport cannot "
+                      "move GPU memory here (not CUDA-aware); use transport: nccl");
+  if (spec.memory == "host" && caps.deviceMemory && spec.transport == "nccl")
+    throw memoryError(spec, file, "transport 'nccl' moves GPU-addressable memory only; use memory: cuda "
+                      "(device) or cuda-host (pinned)");
+}
+
+scenario::KindRules PointToPointKind::rules() const {
+  scenario::KindRules r;
+  r.extraKeys = {"pattern", "all_pairs"};
+  if (usesWindow()) r.extraKeys.push_back("window");
+  r.minRanks = 2;
+  r.validate = [this](const scenario::TestSpec& spec, const std::string& file, int worldSize) {
+    scenario::ParamReader p(spec, file);
+    checkMemoryAndTransport(spec, file);
+    p.choice("pattern", {"pairs", "all-pairs"}, "pairs");
+    if (usesWindow()) p.integer("window", defaultWindow, 1, 1024);
+    auto ap = p.mapping("all_pairs", {"mode", "retest_worst"});
+    ap.choice("mode", {"parallel", "serial"}, "parallel");
+    ap.integer("retest_worst", 3, 0, 1'000'000);
+    (void)worldSize;
+  };
+  return r;
+}
+
+InstancePlan PointToPointKind::plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
+                                    int worldSize) const {
+  const auto& spec = *instance.spec;
+  scenario::ParamReader p(spec, scenarioFile);
+  InstancePlan plan;
+  plan.metric = metric();
+  plan.sampleDivisor = sampleDivisor();
+  plan.window = usesWindow() ? static_cast<int>(p.integer("window", defaultWindow, 1, 1024)) : 1;
+  plan.pattern = p.choice("pattern", {"pairs", "all-pairs"}, "pairs");
+  int ranks = 0;
+  try {
+    ranks = canaryCount(roleSpecOf(spec), worldSize, 2, hasCongestedCondition(spec));
+  } catch (const UsageError& e) {
+    throw scenario::ScenarioError(scenario::positionOf(scenarioFile, spec.node) + ": test '" + spec.name + "': " + e.what());
+  }
+  std::string detail;
+  if (plan.pattern == "pairs") {
+    plan.schedule = pairsSchedule(ranks);
+    plan.pass = "parallel";
+    detail = "pairs i<->i+" + std::to_string(ranks / 2) + ", " + std::to_string(ranks / 2) + " pairs at once";
+  } else {
+    auto ap = p.mapping("all_pairs", {"mode", "retest_worst"});
+    const auto mode = ap.choice("mode", {"parallel", "serial"}, "parallel");
+    const auto parallel = allPairsParallelSchedule(ranks, oneWay());
+    if (mode == "serial") {
+      plan.schedule = serialSchedule(parallel);
+      plan.pass = "serial";
+      detail = "all-pairs, one pair at a time (" + std::to_string(plan.schedule.size()) + " rounds)";
+    } else {
+      plan.schedule = parallel;
+      plan.pass = "parallel";
+      plan.retestWorst = static_cast<int>(ap.integer("retest_worst", 3, 0, 1'000'000));
+      detail = "all-pairs, " + std::to_string(plan.schedule.size()) + " rounds, every rank busy";
+      if (plan.retestWorst > 0) detail += "; then the " + std::to_string(plan.retestWorst) + " worst pairs serially";
+    }
+  }
+  std::int64_t roundsPerRank = 0;
+  for (int r = 0; r < ranks; ++r)
+    roundsPerRank = std::max<std::int64_t>(roundsPerRank, static_cast<std::int64_t>(roundsOf(plan.schedule, r).size()));
+  plan.maxSamplesPerRank = roundsPerRank * spec.iterations;
+  const auto receive = std::min<std::size_t>(static_cast<std::size_t>(instance.bytes) * static_cast<std::size_t>(plan.window),
+                                             std::max<std::size_t>(maxReceiveBytes, static_cast<std::size_t>(instance.bytes)));
+  plan.bufferBytesPerRank = instance.bytes + static_cast<std::int64_t>(receive);
+  plan.description = detail + (usesWindow() ? ", window " + std::to_string(plan.window) : "");
+  return plan;
+}
+
+void PointToPointKind::run(RunContext& ctx) const {
+  const int me = ctx.world.rank();
+  const auto bytes = static_cast<std::size_t>(ctx.instance.bytes);
+  PairBuffers buffers;
+  buffers.sliceBytes = bytes;
+  const std::size_t wanted = bytes * static_cast<std::size_t>(ctx.plan.window);
+  buffers.slices = wanted <= std::max(maxReceiveBytes, bytes) ? static_cast<std::size_t>(ctx.plan.window)
+                                                              : std::max<std::size_t>(1, maxReceiveBytes / bytes);
+  // The schedule is in group indices; the transport needs world ranks.
+  auto mine = roundsOf(ctx.plan.schedule, ctx.group.rank());
+  for (auto& [round, pair] : mine)
+    pair = {ctx.participants[static_cast<std::size_t>(pair.initiator)],
+            ctx.participants[static_cast<std::size_t>(pair.responder)]};
+  const auto memory = memoryKindOf(ctx.instance.spec->memory);
+  if (!mine.empty()) {
+    buffers.send = ctx.buffers.allocate(bytes, memory);
+    buffers.recvBytes = bytes * buffers.slices;
+    buffers.recv = ctx.buffers.allocate(buffers.recvBytes, memory);
+    fillPattern(buffers.send, bytes, patternSeed(ctx.seed, me), memory);
+  }
+  ctx.transport.reserve(2 * ctx.plan.window + 2);
+
+  std::size_t next = 0;
+  for (int round = 0; round < static_cast<int>(ctx.plan.schedule.size()); ++round) {
+    // Everyone starts a round together, so pairs of one round overlap fully.
+    ctx.group.barrier(ctx.deadline);
+    if (next < mine.size() && mine[next].first == round) {
+      const RankPair pair = mine[next++].second;
+      const int peer = pair.initiator == me ? pair.responder : pair.initiator;
+      zeroBuffer(buffers.recv, buffers.recvBytes, memory);
+      measurePair(ctx, pair, buffers);
+      // The bytes of the last timed iteration are still in the receive slices.
+      const bool received = !oneWay() || pair.responder == me;
+      if (received) {
+        for (std::size_t s = 0; s < buffers.slices && s < static_cast<std::size_t>(ctx.plan.window); ++s) {
+          const auto* slice = buffers.recv + s * bytes;
+          const auto bad = verifyPattern(slice, bytes, patternSeed(ctx.seed, peer), memory);
+          if (bad != bytes && !ctx.dataCheckFailed) {
+            ctx.dataCheckFailed = true;
+            ctx.dataCheckMessage = "rank " + std::to_string(me) + ": data from rank " + std::to_string(peer) +
+                                   " wrong at byte " + std::to_string(bad) + " of message slot " + std::to_string(s);
+          }
+        }
+      }
+    }
+  }
+  ctx.group.barrier(ctx.deadline);
+}
+
+}  // namespace fabscope::suite

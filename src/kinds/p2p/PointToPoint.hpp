@@ -1,0 +1,44 @@
+#pragma once
+// Shared shape of the point-to-point kinds: patterns (pairs, all-pairs with a
+// parallel or serial pass), the round loop, buffers and the data check. A kind
+// supplies only how one pair is measured.
+#include "kinds/Kind.hpp"
+#include "memory/HostBuffer.hpp"
+
+namespace fabscope::suite {
+
+struct PairBuffers {
+  std::byte* send = nullptr;
+  std::byte* recv = nullptr;
+  std::size_t recvBytes = 0;
+  std::size_t sliceBytes = 0;   // one message
+  std::size_t slices = 1;       // distinct receive slices (window messages land apart)
+};
+
+class PointToPointKind : public Kind {
+ public:
+  scenario::KindRules rules() const override;
+  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
+                    int worldSize) const override;
+  void run(RunContext& ctx) const override;
+
+ protected:
+  virtual Metric metric() const = 0;
+  virtual int sampleDivisor() const { return 1; }
+  virtual bool usesWindow() const { return false; }
+  virtual bool oneWay() const { return false; }  // all-pairs measures both directions
+  // Measures `iterations` samples (after `warmup`) between this rank and its peer.
+  virtual void measurePair(RunContext& ctx, const RankPair& pair, PairBuffers& buffers) const = 0;
+
+  // Default window for windowed kinds.
+  static constexpr int defaultWindow = 64;
+};
+
+// Scenario check shared by the kinds that move a test buffer over a transport:
+// the memory kind must be one the transport (and the build) can address.
+void checkMemoryAndTransport(const scenario::TestSpec& spec, const std::string& file);
+
+inline constexpr int dataTag = 11;
+inline constexpr int ackTag = 12;
+
+}  // namespace fabscope::suite
