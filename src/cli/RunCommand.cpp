@@ -5,6 +5,7 @@
 #include <thread>
 #include <chrono>
 
+#include "runtime/Deadlines.hpp"
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
 #include "runtime/Mpi.hpp"
@@ -60,7 +61,7 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
   const auto world = runtime::Communicator::world();
   const bool rank0 = world.rank() == 0;
   const suite::Registry registry;
-  const auto agreeDeadline = runtime::Deadline::afterSeconds(120);
+  const auto agreeDeadline = runtime::Deadline::afterSeconds(runtime::deadlines::setupSeconds);
 
   scenario::Scenario scenario;
   std::string problem;
@@ -120,7 +121,7 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
                     "reflects that loss)\n",
                     resultMarker, code, runner.lostRankCount());
       std::fflush(nullptr);
-      if (!runner.survivorsDone(runtime::Deadline::afterSeconds(30)))
+      if (!runner.survivorsDone(runtime::Deadline::afterSeconds(runtime::deadlines::survivorsCloseSeconds)))
         std::fprintf(stderr, "fabscope: rank %d: the other survivors did not all reach the end within 30 s\n",
                      world.rank());
       std::fflush(nullptr);

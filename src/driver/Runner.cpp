@@ -17,6 +17,7 @@
 #include "driver/ScopedStatistics.hpp"
 #include "driver/SummaryTable.hpp"
 #include "fabscope/BuildConfig.hpp"
+#include "runtime/Deadlines.hpp"
 #include "runtime/Timestamp.hpp"
 #include "scenario/Units.hpp"
 #include "transport/TransportFactory.hpp"
@@ -25,43 +26,25 @@ namespace fabscope::driver {
 namespace {
 
 constexpr int formatVersion = 1;
-// Extra time the control plane grants after a test's own deadline before a
-// silent rank is declared lost.
-constexpr double controlGraceSeconds = 30;
 
-enum StatusCode : std::int64_t { passed = 0, failed = 1, timeout = 2, errored = 3 };
+runtime::Deadline setupDeadline() { return runtime::Deadline::afterSeconds(runtime::deadlines::setupSeconds); }
+runtime::Deadline fileStep() { return runtime::Deadline::afterSeconds(runtime::deadlines::fileStepSeconds); }
 
-const char* statusName(std::int64_t code) {
-  switch (code) {
-    case passed: return "passed";
-    case failed: return "failed";
-    case timeout: return "timeout";
-    default: return "error";
-  }
-}
-
-std::string groupPathOf(int index) {
-  char name[32];
-  std::snprintf(name, sizeof name, "/tests/%04d", index);
-  return name;
+// The retest stage's instance: the worst pairs of `measured`, one at a time.
+PlannedInstance retestOf(const PlannedInstance& measured, const std::vector<suite::RankPair>& worst, int index) {
+  PlannedInstance retest = measured;
+  retest.plan.schedule = suite::serialScheduleOf(worst);
+  retest.plan.pass = "serial-retest";
+  retest.plan.retestOf = index;
+  retest.plan.retestWorst = 0;
+  retest.plan.maxSamplesPerRank = static_cast<std::int64_t>(worst.size()) * measured.instance.spec->iterations;
+  return retest;
 }
 
 std::string envOr(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v ? v : fallback;
 }
-
-// FNV-1a: the same value on every rank and every build, unlike std::hash.
-std::uint64_t stableHash(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-struct PairKey {
-  int a, b;
-  bool operator<(const PairKey& o) const { return a != o.a ? a < o.a : b < o.b; }
-};
 
 }  // namespace
 
@@ -91,10 +74,12 @@ Runner::Runner(const scenario::Scenario& scenario, const suite::Registry& regist
                const runtime::Communicator& world, RunOptions options)
     : scenario_(scenario), registry_(registry), world_(world), comm_(&world), options_(std::move(options)) {}
 
-void Runner::writeRunHeader(output::ResultFile& file) {
+void Runner::writeRunHeader(output::Recorder& recorder, const output::ResultFile& file) {
   const auto now = runtime::realtimeNow();
   const auto mono = runtime::monotonicNow();
-  output::Attributes attrs = {
+  std::string overrides;
+  for (const auto& o : scenario_.overrides) overrides += o + "\n";
+  recorder.attributes("/", {
       {"format", std::string("fabscope")},
       {"format_version", std::int64_t{formatVersion}},
       {"tool_version", std::string(FABSCOPE_VERSION)},
@@ -107,22 +92,17 @@ void Runner::writeRunHeader(output::ResultFile& file) {
       {"scenario_name", scenario_.name},
       {"scenario_file", scenario_.file},
       {"scenario_text", scenario_.text},
-      {"overrides", [&] {
-         std::string s;
-         for (const auto& o : scenario_.overrides) s += o + "\n";
-         return s;
-       }()},
+      {"overrides", overrides},
       {"nranks", std::int64_t{world_.size()}},
       {"nhosts", std::int64_t{identity_.hostCount}},
       {"hdf5_mode", std::string(output::writeModeName(file.mode()))},
       {"epoch_offset_ns", std::int64_t{now - mono}},
       {"seed", static_cast<std::int64_t>(seed_)},
       {"launch_preset", envOr("FABSCOPE_FABRIC", "")},
-  };
-  file.setAttributes("/", attrs, runtime::Deadline::afterSeconds(60));
+  });
 }
 
-void Runner::writeRanks(output::ResultFile& file) {
+void Runner::writeRanks(output::Recorder& recorder) {
   output::RankRecord row{};
   row.rank = identity_.rank;
   output::setText(row.host, identity_.host);
@@ -139,10 +119,10 @@ void Runner::writeRanks(output::ResultFile& file) {
   output::setText(row.site, label.site);
   output::setText(row.pod, label.pod);
   output::setText(row.leaf, label.leaf);
-  file.writeTable<output::RankRecord>("/ranks", std::span(&row, 1), runtime::Deadline::afterSeconds(60));
+  recorder.rank(row);
   // Every rank's site on every rank: each rank splits its own summary by site
   // scope, rank 0 the instance's statistics, and flags groups that span sites.
-  const auto control = runtime::Deadline::afterSeconds(60);
+  const auto control = fileStep();
   const auto gathered = world_.gatherStrings(label.site, 0, control);
   std::string joined;
   for (const auto& site : gathered) joined += site + "\n";
@@ -155,20 +135,15 @@ void Runner::writeRanks(output::ResultFile& file) {
   }
 }
 
-void Runner::writeSkipped(int index, const PlannedInstance& planned, output::ResultFile& file, const std::string& why) {
+void Runner::writeSkipped(int index, const PlannedInstance& planned, output::Recorder& recorder,
+                          const std::string& why) {
   const auto& spec = *planned.instance.spec;
-  const auto control = runtime::Deadline::afterSeconds(60);
-  const std::string group = groupPathOf(index);
-  file.createGroup(group);
-  file.setAttributes(group,
-                     {{"index", std::int64_t{index}}, {"name", spec.name}, {"kind", spec.kind},
-                      {"case", planned.instance.caseId}, {"condition", planned.instance.condition},
-                      {"transport", spec.transport}, {"memory", spec.memory}, {"bytes", planned.instance.bytes},
-                      {"iterations", std::int64_t{spec.iterations}}, {"status", std::string("skipped")},
-                      {"error", why}},
-                     control);
-  file.writeTable<output::SampleRecord>(group + "/samples", {}, control);
-  file.flush();
+  recorder.skipped(output::instanceGroupPath(index),
+                   {{"index", std::int64_t{index}}, {"name", spec.name}, {"kind", spec.kind},
+                    {"case", planned.instance.caseId}, {"condition", planned.instance.condition},
+                    {"transport", spec.transport}, {"memory", spec.memory}, {"bytes", planned.instance.bytes},
+                    {"iterations", std::int64_t{spec.iterations}}, {"status", std::string("skipped")},
+                    {"error", why}});
 }
 
 InstanceResult Runner::skippedResult(int index, const PlannedInstance& planned) const {
@@ -186,22 +161,22 @@ InstanceResult Runner::skippedResult(int index, const PlannedInstance& planned) 
   return r;
 }
 
-int Runner::run() {
-  const auto setup = runtime::Deadline::afterSeconds(120);
-  const bool rank0 = world_.rank() == 0;
+// Identity, clock, the run's seed and id: the same on every rank.
+void Runner::setUp() {
+  const auto setup = setupDeadline();
   identity_ = runtime::discoverRankIdentity(world_, setup);
   clock_ = runtime::ClockSync::measure(world_, 50, setup);
-
   std::uint64_t seed = scenario_.seed;
-  if (!scenario_.seedGiven && rank0) seed = std::random_device{}() & 0x7fffffffffffull;
+  if (!scenario_.seedGiven && world_.rank() == 0) seed = std::random_device{}() & 0x7fffffffffffull;
   world_.broadcast(&seed, sizeof seed, 0, setup);
   seed_ = seed;
   char id[40];
   std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(std::random_device{}()) << 32 |
                                                static_cast<unsigned long long>(runtime::realtimeNow() & 0xffffffff));
   runId_ = world_.broadcastString(id, 0, setup);
+}
 
-  auto planned = planMatrix(scenario_, registry_, world_.size());
+output::ResultFile Runner::openFile(const std::vector<PlannedInstance>& planned) {
   std::string hdf5Mode = scenario_.hdf5Mode;
   const bool mayLoseRanks =
       std::any_of(planned.begin(), planned.end(), [](const PlannedInstance& p) { return p.plan.mayLoseRanks; });
@@ -210,7 +185,15 @@ int Runner::run() {
       throw UsageError("the scenario has a fault drill, which loses ranks: it needs hdf5=serial (or auto), not parallel");
     hdf5Mode = "serial";
   }
-  output::ResultFile file(options_.outputPath, hdf5Mode, world_, setup);
+  return output::ResultFile(options_.outputPath, hdf5Mode, world_, setupDeadline());
+}
+
+int Runner::run() {
+  const bool rank0 = world_.rank() == 0;
+  setUp();
+  auto planned = planMatrix(scenario_, registry_, world_.size());
+  auto file = openFile(planned);
+  output::Recorder recorder(file);
   if (rank0) {
     std::fprintf(stderr, "fabscope %s: scenario '%s', %d ranks on %d hosts, %zu test instances, seed %llu\n",
                  FABSCOPE_VERSION, scenario_.name.c_str(), world_.size(), identity_.hostCount, planned.size(),
@@ -218,14 +201,34 @@ int Runner::run() {
     std::fprintf(stderr, "fabscope: writing %s (%s HDF5)\n", options_.outputPath.c_str(),
                  output::writeModeName(file.mode()));
   }
-  writeRunHeader(file);
-  writeRanks(file);
-  const auto fabric = recordFabric(file, world_, identity_, options_.fabric, setup);
-  file.setAttributes("/", {{"consistency_flags", std::int64_t{fabric.consistencyFlags}},
-                           {"manifest_failed", std::int64_t{fabric.manifestFailed ? 1 : 0}}}, setup);
-  file.createGroup("/tests");
-  file.flush();
+  writeRunHeader(recorder, file);
+  writeRanks(recorder);
+  const auto fabric = recordFabric(file, world_, identity_, options_.fabric, setupDeadline());
+  recorder.attributes("/", {{"consistency_flags", std::int64_t{fabric.consistencyFlags}},
+                            {"manifest_failed", std::int64_t{fabric.manifestFailed ? 1 : 0}}});
+  recorder.testsGroup();
+  int exitCode = exit_code::ok;
+  try {
+    exitCode = runMatrix(std::move(planned), file, recorder);
+  } catch (const std::exception& e) {
+    // A rank is lost: no collective may run again, not even closing the file
+    // (parallel HDF5 closes collectively). Every finished test is already
+    // flushed; the file stays complete=0. MPI_Abort ends every rank.
+    std::fprintf(stderr,
+                 "fabscope: %s rank %d: runtime failure: %s\nfabscope: the result file %s keeps every test finished "
+                 "so far and is marked complete=0\n",
+                 runtime::utcTimestamp(runtime::realtimeNow()).c_str(), world_.rank(), e.what(),
+                 options_.outputPath.c_str());
+    std::fflush(stderr);
+    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+  }
+  if (leaveRun_) return exit_code::ok;
+  return finish(file, recorder, fabric, exitCode);
+}
 
+// The matrix, one instance at a time; a retest runs right after the instance it retests.
+int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& file, output::Recorder& recorder) {
+  const bool rank0 = world_.rank() == 0;
   // One transport per name, opened when a test first needs it.
   std::map<std::string, std::unique_ptr<transport::Transport>> transports;
   // After a missed deadline transfers may still be in flight inside a
@@ -242,78 +245,49 @@ int Runner::run() {
   } keepTransportsIfAbandoned{transports, abandoned_};
   Progress progress(static_cast<int>(planned.size()), rank0 && options_.progress);
   std::deque<PlannedInstance> queue(planned.begin(), planned.end());
+  int total = static_cast<int>(planned.size());
   int exitCode = exit_code::ok;
-  int index = 0;
-  try {
-  while (!queue.empty()) {
+  for (int index = 0; !queue.empty(); ++index) {
     PlannedInstance current = std::move(queue.front());
     queue.pop_front();
     progress.starting(index, current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
-    std::vector<suite::RankPair> worst;
     if (survivors_ || abandoned_) {
       // The cluster that lost a rank is not the one the rest of the matrix was for.
-      writeSkipped(index, current, file,
+      writeSkipped(index, current, recorder,
                    survivors_ ? "skipped: ranks were lost in an earlier fault drill"
                               : "skipped: an earlier test missed its deadline and its transfers may still be in flight");
       if (rank0) results_.push_back(skippedResult(index, current));
-      ++index;
       continue;
     }
     const std::string transportName =
         registry_.kind(current.instance.spec->kind).usesTransport() ? current.instance.spec->transport : "mpi";
     auto& transport = transports[transportName];
-    if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, runtime::Deadline::afterSeconds(120));
-    auto result = runInstance(index, current, file, *transport, worst);
+    if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, setupDeadline());
+    std::vector<suite::RankPair> worst;
+    auto result = runInstance(index, current, file, recorder, *transport, worst);
     if (leaveRun_) return exit_code::ok;
     if (result.status != "passed" && result.status != "skipped") exitCode = exit_code::checkFailed;
     if (!worst.empty()) {
-      PlannedInstance retest = current;
-      retest.plan.schedule = suite::serialScheduleOf(worst);
-      retest.plan.pass = "serial-retest";
-      retest.plan.retestOf = index;
-      retest.plan.retestWorst = 0;
-      retest.plan.maxSamplesPerRank =
-          static_cast<std::int64_t>(worst.size()) * current.instance.spec->iterations;
-      queue.push_front(std::move(retest));
-      progress.setTotal(static_cast<int>(planned.size()) + 1);
-      planned.emplace_back();  // keeps the total in step with the extra instance
+      queue.push_front(retestOf(current, worst, index));
+      progress.setTotal(++total);
     }
     if (rank0) results_.push_back(std::move(result));
-    ++index;
   }
-
-  bool transportsGroup = false;
   for (const auto& [name, t] : transports) {
-    // Facts a transport can only tell after use (e.g. UCX's selected lanes).
-    const auto facts = t->describe();
-    if (facts.empty()) continue;
-    if (!std::exchange(transportsGroup, true)) file.createGroup("/transports");
-    output::Attributes attributes;
-    for (const auto& [key, value] : facts) attributes.emplace_back(key, value);
-    file.createGroup("/transports/" + name);
-    file.setAttributes("/transports/" + name, attributes, runtime::Deadline::afterSeconds(60));
+    output::Attributes facts;
+    for (const auto& [key, value] : t->describe()) facts.emplace_back(key, value);
+    recorder.transport(name, facts);
   }
-  } catch (const std::exception& e) {
-    // A rank is lost: no collective may run again, not even closing the file
-    // (parallel HDF5 closes collectively). Every finished test is already
-    // flushed; the file stays complete=0. MPI_Abort ends every rank.
-    std::fprintf(stderr,
-                 "fabscope: %s rank %d: runtime failure: %s\nfabscope: the result file %s keeps every test finished "
-                 "so far and is marked complete=0\n",
-                 runtime::utcTimestamp(runtime::realtimeNow()).c_str(), world_.rank(), e.what(),
-                 options_.outputPath.c_str());
-    std::fflush(stderr);
-    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
-  }
+  return exitCode;
+}
 
+int Runner::finish(output::ResultFile& file, output::Recorder& recorder, const FabricVerdict& fabric, int exitCode) {
   if (fabric.manifestFailed) exitCode = exit_code::checkFailed;
-  file.setAttributes("/",
-                     {{"finished_utc", runtime::utcTimestamp(runtime::realtimeNow())},
-                      {"complete", std::int64_t{1}},
-                      {"exit_code", std::int64_t{exitCode}}},
-                     runtime::Deadline::afterSeconds(60));
+  recorder.attributes("/", {{"finished_utc", runtime::utcTimestamp(runtime::realtimeNow())},
+                            {"complete", std::int64_t{1}},
+                            {"exit_code", std::int64_t{exitCode}}});
   file.flush();
-  if (rank0) {
+  if (world_.rank() == 0) {
     printSummaryTable(stdout, results_);
     if (!fabric.lines.empty()) {
       std::printf("\nfabric inventory: %d consistency flag(s)%s\n", fabric.consistencyFlags,
@@ -334,308 +308,6 @@ bool Runner::survivorsDone(const runtime::Deadline& deadline) const {
   } catch (const DeadlineExceeded&) {
     return false;
   }
-}
-
-InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
-                                   transport::Transport& transport, std::vector<suite::RankPair>& worstPairs) {
-  const auto& instance = planned.instance;
-  const auto& plan = planned.plan;
-  const auto& spec = *instance.spec;
-  const bool rank0 = world_.rank() == 0;
-  const auto control = runtime::Deadline::afterSeconds(spec.timeoutSeconds + controlGraceSeconds);
-
-  const auto& kind = registry_.kind(spec.kind);
-  const bool congested = instance.condition != "quiet";
-  // Same canaries for every condition of a case: the seed depends on the test, not the condition.
-  const auto roles = suite::assignRoles(suite::roleSpecOf(spec), identity_.hostOfRank, kind.rules().minRanks,
-                                        suite::hasCongestedCondition(spec), seed_ ^ stableHash(spec.name));
-  const int me = world_.rank();
-  const bool canary = roles.isCanary(me);
-  const bool congestor = roles.isCongestor(me);
-  const int rolePosition = static_cast<int>(
-      canary ? std::find(roles.canaries.begin(), roles.canaries.end(), me) - roles.canaries.begin() : me);
-
-  suite::SampleBuffer samples(canary ? static_cast<std::size_t>(plan.maxSamplesPerRank) : 0);
-  CounterWindow counters(identity_.localRank == 0);
-  // Comm split has no non-blocking form; split() first bounds a barrier by `control`.
-  const runtime::Communicator measuring = comm_->split(canary ? 0 : congestor ? 1 : 2, rolePosition, control);
-  const auto runDeadline = runtime::Deadline::afterSeconds(spec.timeoutSeconds);
-  std::optional<conditions::GatedLoad> load;
-  conditions::LoadGraph loadGraph;
-  if (congested) {
-    loadGraph = conditions::planLoad(instance.condition, roles, identity_.hostOfRank);
-    load.emplace(*comm_, runDeadline, identity_.localRank);
-  }
-  const auto tStart = clock_.toGlobal(runtime::monotonicNow());
-  suite::RunContext ctx{world_, measuring, roles.canaries, transport, identity_, clock_, instance, plan, samples,
-                        buffers_, runCache_, runDeadline, seed_ + static_cast<std::uint64_t>(index), false, {}};
-  std::int64_t status = passed;
-  std::string errorText;
-  conditions::LoadReport loadReport;
-  try {
-    if (canary) {
-      if (load) load->canaryBeforeMeasuring();
-      try {
-        kind.run(ctx);
-      } catch (...) {
-        // Release the congestors even when the measurement failed.
-        if (load) load->canaryAfterMeasuring();
-        throw;
-      }
-      if (load) load->canaryAfterMeasuring();
-    } else if (load) {
-      if (congestor) loadReport = load->congest(instance.condition, loadGraph, spec.loadBytes);
-      else load->idle();
-    }
-  } catch (const DeadlineExceeded& e) {
-    status = timeout;
-    errorText = "rank " + std::to_string(world_.rank()) + " (" + identity_.host + "): " + e.what();
-  } catch (const RuntimeFailure& e) {
-    status = errored;
-    errorText = "rank " + std::to_string(world_.rank()) + " (" + identity_.host + "): " + e.what();
-  }
-  if (status == passed && ctx.dataCheckFailed) {
-    status = failed;
-    errorText = ctx.dataCheckMessage;
-  }
-  if (samples.overflowed() && status == passed) {
-    status = errored;
-    errorText = "rank " + std::to_string(world_.rank()) + ": more samples than planned (a bug in the test kind)";
-  }
-  const auto tEnd = clock_.toGlobal(runtime::monotonicNow());
-  counters.finish();
-  if (ctx.leaveRun) {
-    leaveRun_ = true;
-    return {};
-  }
-  if (ctx.survivors) {
-    survivors_ = std::move(ctx.survivors);
-    comm_ = &*survivors_;
-    file.switchCommunicator(*comm_);
-  }
-
-  // Agreement: if a rank cannot answer now, it is lost and the run cannot go on.
-  std::int64_t agreed = 0;
-  std::vector<std::string> errors;
-  try {
-    agreed = comm_->allreduceMax(status, control);
-    errors = comm_->gatherStrings(errorText, 0, control);
-  } catch (const DeadlineExceeded& e) {
-    throw RuntimeFailure("lost contact with other ranks after test " + std::to_string(index) + " (" +
-                         instance.caseId + "): " + e.what() + (errorText.empty() ? "" : "; this rank saw: " + errorText));
-  }
-  // Transfers of a test that missed its deadline may still be in flight (a
-  // matched rendezvous can be neither cancelled nor abandoned), so no later
-  // test may share the data path with them: the rest of the matrix is skipped.
-  if (agreed >= timeout) {
-    abandoned_ = true;
-    buffers_.abandon();
-    if (ctx.kindState) abandonedKindStates_.push_back(ctx.kindState);
-  } else {
-    buffers_.release();
-  }
-  // What the neighbour traffic achieved, so a weak load is not mistaken for a robust fabric.
-  double loadGbps = 0;
-  if (congested) {
-    const auto loadBytes = comm_->allreduceSum(loadReport.bytesSent, control);
-    const auto loadNs = comm_->allreduceMax(static_cast<std::int64_t>(loadReport.seconds * 1e9), control);
-    loadGbps = loadNs > 0 ? static_cast<double>(loadBytes) / static_cast<double>(loadNs) : 0;
-  }
-  std::string firstError;
-  for (const auto& e : errors)
-    if (!e.empty()) {
-      firstError = e;
-      break;
-    }
-
-  for (auto& s : samples.used()) {
-    s.t_post_ns = clock_.toGlobal(s.t_post_ns);
-    s.t_done_ns = clock_.toGlobal(s.t_done_ns);
-  }
-
-  // This rank's own statistics, one row per site scope its samples fall in.
-  const double divisor = plan.sampleDivisor;
-  stats::SiteScopes myScopes(siteOfRank_, roles.canaries);
-  const auto mine = headlineSamples(samples.used(), divisor);
-  const auto mySummary = rankSummaryRows(world_.rank(), mine, myScopes, ctx.dataCheckFailed);
-
-  // Rank 0 sees every sample for the run-wide numbers, and every counter row
-  // to name the known counters that moved in the closing summary.
-  std::vector<int> counts;
-  const auto all = comm_->gatherBytes(std::as_bytes(samples.used()), 0, counts, control);
-  const auto counterRows = counters.rows(world_.rank());
-  const auto allCounters = comm_->gatherBytes(std::as_bytes(std::span(counterRows)), 0, counts, control);
-  InstanceResult result;
-  result.index = index;
-  result.name = spec.name;
-  result.kind = spec.kind;
-  result.caseId = instance.caseId;
-  result.condition = instance.condition;
-  result.pattern = plan.pattern;
-  result.pass = plan.pass;
-  result.status = statusName(agreed);
-  result.error = firstError;
-  result.bytes = instance.bytes;
-  result.metric = plan.metric;
-
-  output::Attributes attrs = {
-      {"index", std::int64_t{index}},
-      {"name", spec.name},
-      {"kind", spec.kind},
-      {"case", instance.caseId},
-      {"condition", instance.condition},
-      {"transport", spec.transport},
-      {"memory", spec.memory},
-      {"pattern", plan.pattern},
-      {"pass", plan.pass},
-      {"description", plan.description},
-      {"bytes", instance.bytes},
-      {"window", std::int64_t{plan.window}},
-      {"iterations", std::int64_t{spec.iterations}},
-      {"warmup", std::int64_t{spec.warmup}},
-      {"timeout_s", spec.timeoutSeconds},
-      {"metric", std::string(plan.metric == suite::Metric::latency ? "latency" : "bandwidth")},
-      {"sample_divisor", std::int64_t{plan.sampleDivisor}},
-      {"status", result.status},
-      {"error", firstError},
-      {"t_start_ns", tStart},
-      {"t_end_ns", tEnd},
-      {"retest_of", std::int64_t{plan.retestOf}},
-      {"canaries", suite::joinRanks(roles.canaries)},
-      {"congestors", suite::joinRanks(roles.congestors)},
-      {"placement", roles.placement},
-      {"size_formula", instance.sizeFormula},
-  };
-  if (rank0) {
-    // A group across sites measures a WAN path, not the cluster fabric: say so.
-    std::set<std::string> sites;
-    for (int r : roles.canaries)
-      if (!siteOfRank_[static_cast<std::size_t>(r)].empty()) sites.insert(siteOfRank_[static_cast<std::size_t>(r)]);
-    if (sites.size() > 1) {
-      std::string list;
-      for (const auto& s : sites) list += (list.empty() ? "" : ",") + s;
-      attrs.emplace_back("spans_sites", list);
-      result.spansSites = list;
-    }
-  }
-  if (congested) {
-    attrs.emplace_back("load", loadGraph.description);
-    attrs.emplace_back("load_bytes", spec.loadBytes);
-    attrs.emplace_back("load_gbps", loadGbps);
-  }
-  attrs.insert(attrs.end(), ctx.attributes.begin(), ctx.attributes.end());
-  std::vector<double> matrix;
-  std::vector<output::ScopeRecord> scopeTable;
-  const int n = world_.size();
-  std::vector<std::int32_t> worstFlat;
-  if (rank0) {
-    const auto* records = reinterpret_cast<const output::SampleRecord*>(all.data());
-    const std::size_t count = all.size() / sizeof(output::SampleRecord);
-    const auto headline = headlineSamples({records, count}, divisor);
-    stats::SiteScopes scopes(siteOfRank_, roles.canaries);
-    std::map<PairKey, std::vector<double>> perPair;
-    std::map<PairKey, double> pairBytes;
-    for (const auto& s : headline) {
-      perPair[{s.rank, s.peer}].push_back(s.value);
-      pairBytes[{s.rank, s.peer}] += s.bytes;
-    }
-    // Headline statistics: NaN when the samples fall into several site scopes
-    // (/tests/NNNN/scopes has each one's numbers).
-    summarizeInstance(result, headline, scopes);
-    const auto& l = result.latency;
-    for (auto [k, v] : {std::pair{"p50_ns", l.p50}, {"p99_ns", l.p99}, {"p999_ns", l.p999}, {"max_ns", l.max},
-                        {"mean_ns", l.mean}})
-      attrs.emplace_back(k, v);
-    if (plan.metric == suite::Metric::bandwidth) {
-      attrs.emplace_back("gbps_p50", result.bytesPerSample / l.p50);
-      attrs.emplace_back("gbps_p99", result.bytesPerSample / l.p99);
-      attrs.emplace_back("gbps_mean", result.gbpsMean);
-    }
-    if (result.labelled) attrs.emplace_back("site_scopes", scopeList(result));
-    if (instance.condition != "quiet") {
-      for (const auto& earlier : results_)
-        if (earlier.caseId == instance.caseId && earlier.condition == "quiet" && earlier.pass == plan.pass &&
-            compareWithQuiet(result, earlier)) {
-          if (result.scopes.size() == 1 && earlier.scopes.size() == 1) {  // else per scope only
-            attrs.emplace_back("impact_mean", result.impactMean);
-            attrs.emplace_back("impact_p99", result.impactP99);
-          }
-          attrs.emplace_back("quiet_index", std::int64_t{earlier.index});
-        }
-    }
-    scopeTable = scopeRows(result);
-    result.counters = movedKnownCounters(
-        {reinterpret_cast<const output::CounterRecord*>(allCounters.data()),
-         allCounters.size() / sizeof(output::CounterRecord)},
-        identity_.hostOfRank);
-    if (plan.pattern == "all-pairs") {
-      matrix.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), std::nan(""));
-      std::vector<std::pair<double, PairKey>> ranked;
-      // A pair is judged against the median pair of its own site scope: a WAN
-      // pair is slow by nature and must not take every retest slot.
-      std::vector<std::vector<double>> scopeMedians(scopes.scopes().size());
-      std::map<PairKey, double> pairMedian;
-      for (auto& [key, v] : perPair) {
-        pairMedian[key] = stats::summarize(v).p50;
-        scopeMedians[scopes.indexOf(key.a, key.b)].push_back(pairMedian[key]);
-      }
-      std::vector<double> typical;
-      for (auto& m : scopeMedians) typical.push_back(stats::summarize(m).p50);
-      for (const auto& [key, median] : pairMedian) {
-        const double bytesPerSample = pairBytes[key] / static_cast<double>(perPair[key].size());
-        const double cell = plan.metric == suite::Metric::latency ? median : bytesPerSample / median;
-        matrix[static_cast<std::size_t>(key.a) * n + key.b] = cell;
-        if (plan.metric == suite::Metric::latency) matrix[static_cast<std::size_t>(key.b) * n + key.a] = cell;
-        ranked.push_back({median / typical[scopes.indexOf(key.a, key.b)], key});  // larger = worse, for both metrics
-      }
-      if (plan.retestWorst > 0 && agreed == passed) {
-        std::sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-        // The retest's schedule is in group indices, like every schedule.
-        auto indexOf = [&](int worldRank) {
-          return static_cast<std::int32_t>(std::find(roles.canaries.begin(), roles.canaries.end(), worldRank) -
-                                           roles.canaries.begin());
-        };
-        for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(plan.retestWorst); ++i) {
-          worstFlat.push_back(indexOf(ranked[i].second.a));
-          worstFlat.push_back(indexOf(ranked[i].second.b));
-        }
-      }
-    }
-  }
-
-  const std::string group = groupPathOf(index);
-  file.createGroup(group);
-  // `status` goes in last: a group without it was interrupted while being written.
-  output::Attributes verdict;
-  for (auto it = attrs.begin(); it != attrs.end();)
-    if (it->first == "status" || it->first == "error") {
-      verdict.push_back(*it);
-      it = attrs.erase(it);
-    } else {
-      ++it;
-    }
-  file.setAttributes(group, attrs, control);
-  file.writeTable<output::SampleRecord>(group + "/samples", samples.used(), control);
-  file.writeTable<output::SummaryRecord>(group + "/summary", mySummary, control);
-  // Only in runs with site labels: without them the instance's attributes are its one scope.
-  if (myScopes.labelled())
-    file.writeTable<output::ScopeRecord>(group + "/scopes", scopeTable, control);
-  if (plan.pattern == "all-pairs") file.writeMatrix(group + "/pair_matrix", matrix, n, n);
-  file.writeTable<output::CounterRecord>(group + "/counters", counterRows, control);
-  registry_.kind(spec.kind).writeExtra(ctx, file, group, control);
-  file.setAttributes(group, verdict, control);
-  file.flush();
-
-  if (plan.retestWorst > 0) {
-    std::int64_t pairs = static_cast<std::int64_t>(worstFlat.size() / 2);
-    comm_->broadcast(&pairs, sizeof pairs, 0, control);
-    worstFlat.resize(static_cast<std::size_t>(pairs) * 2);
-    if (pairs > 0)
-      comm_->broadcast(worstFlat.data(), static_cast<int>(worstFlat.size() * sizeof(std::int32_t)), 0, control);
-    for (std::int64_t i = 0; i < pairs; ++i)
-      worstPairs.push_back({worstFlat[static_cast<std::size_t>(2 * i)], worstFlat[static_cast<std::size_t>(2 * i + 1)]});
-  }
-  return result;
 }
 
 }  // namespace fabscope::driver

@@ -1,12 +1,14 @@
 #pragma once
 // One plug-in per test kind (nccl-tests' model, without its globals): its
 // scenario keys, how many samples and bytes an instance needs, and the timed
-// run itself. Adding a test = one new file + one line in Registry.cpp.
+// run itself, which returns an Outcome; the runner's stages and the recorder
+// do the rest. What a new kind touches: docs/architecture.md.
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "output/KindTables.hpp"
 #include "output/Records.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/ClockSync.hpp"
@@ -41,6 +43,48 @@ struct InstancePlan {
   bool mayLoseRanks = false;
 };
 
+// A kind's data checks: the first failure's message is kept (the instance
+// then ends `failed`). Filled outside timed loops.
+class Verdict {
+ public:
+  void fail(std::string message) {
+    if (!failed_) message_ = std::move(message);
+    failed_ = true;
+  }
+  bool failed() const noexcept { return failed_; }
+  const std::string& message() const noexcept { return message_; }
+
+ private:
+  bool failed_ = false;
+  std::string message_;
+};
+
+// What a kind allocates for one instance and transfers may still touch after
+// a missed deadline: the runner keeps it alive then, like the arena's buffers.
+class InstanceState {
+ public:
+  virtual ~InstanceState() = default;
+  // The kind's tables as far as the instance got, written also when run()
+  // threw (a missed deadline part way keeps the rows measured before it).
+  virtual std::vector<output::KindTable> tablesSoFar() const { return {}; }
+};
+
+// What a kind's run of an instance gives back, beyond its samples (which go
+// to RunContext::samples inside the timed loop) and its verdict.
+struct Outcome {
+  // Kind-specific attributes for /tests/NNNN (rank 0's values are written).
+  output::Attributes attributes;
+  // The kind's own tables (declared by Kind::tables()); a rank may leave out
+  // a table, which is then written with no rows from it. Tables of the
+  // kind's InstanceState (tablesSoFar) are added by the runner.
+  std::vector<output::KindTable> tables;
+  // Set by a kind that lost ranks: the run goes on with these ranks only
+  // (every survivor must set it; rank 0 must survive).
+  std::optional<runtime::Communicator> survivors;
+  // Set on a rank that must take no further part (e.g. the victim of a drill).
+  bool leaveRun = false;
+};
+
 struct RunContext {
   // All ranks of the run; transports address peers by their rank here.
   const runtime::Communicator& world;
@@ -56,20 +100,19 @@ struct RunContext {
   SampleBuffer& samples;
   BufferArena& buffers;  // every buffer a transfer touches comes from here
   RunCache& runCache;    // what a kind keeps across its instances of this run
+  Verdict& verdict;      // data checks
+  // The kind's state of this instance that transfers may touch (kept after a
+  // missed deadline); empty until the kind adopts one.
+  std::unique_ptr<InstanceState>& state;
   runtime::Deadline deadline;
   std::uint64_t seed;
-  bool dataCheckFailed = false;
-  std::string dataCheckMessage;
-  // Kind-specific attributes for /tests/NNNN (rank 0's values are written).
-  output::Attributes attributes;
-  // Set by a kind that lost ranks: the run goes on with these ranks only
-  // (every survivor must set it; rank 0 must survive).
-  std::optional<runtime::Communicator> survivors;
-  // Set on a rank that must take no further part (e.g. the victim of a drill).
-  bool leaveRun = false;
-  // The kind's own state of this instance, from run() to writeExtra() (e.g.
-  // rows of an extra table); empty on ranks that did not run it.
-  std::shared_ptr<void> kindState;
+
+  template <typename State>
+  State& adopt(std::unique_ptr<State> s) {
+    auto& ref = *s;
+    state = std::move(s);
+    return ref;
+  }
 };
 
 // The roles part of a test's scenario entry.
@@ -94,14 +137,12 @@ class Kind {
   // then hands them the MPI transport and checks the scenario's transport
   // with the kind's own rules.
   virtual bool usesTransport() const { return true; }
-  // Runs the timed part on every rank; samples go to ctx.samples (local clock).
-  virtual void run(RunContext& ctx) const = 0;
-  // Writes kind-specific tables under `group` (collective over the run's
-  // communicator, after the samples). Default: nothing.
-  virtual void writeExtra(RunContext& ctx, output::ResultFile& file, const std::string& group,
-                          const runtime::Deadline& deadline) const {
-    (void)ctx, (void)file, (void)group, (void)deadline;
-  }
+  // Runs the timed part on a measuring rank; samples go to ctx.samples (local
+  // clock), data-check failures to ctx.verdict; the rest comes back.
+  virtual Outcome run(RunContext& ctx) const = 0;
+  // The kind's own tables under /tests/NNNN, with no rows: every rank writes
+  // each of them (collective), also ranks that did not run the instance.
+  virtual std::vector<output::KindTable> tables() const { return {}; }
 };
 
 }  // namespace fabscope::suite

@@ -6,16 +6,35 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <typeindex>
+#include <utility>
 
 namespace fabscope::suite {
 
+// What a kind keeps in the cache derives from this.
+class RunResource {
+ public:
+  virtual ~RunResource() = default;
+};
+
 class RunCache {
  public:
-  // The slot for `key`; empty until a kind fills it.
-  std::shared_ptr<void>& slot(const std::string& key) { return slots_[key]; }
+  // The resource of type `Resource` under `key`, or null when there is none.
+  template <typename Resource>
+  Resource* find(const std::string& key) {
+    const auto it = slots_.find({std::type_index(typeid(Resource)), key});
+    return it == slots_.end() ? nullptr : static_cast<Resource*>(it->second.get());
+  }
+  // Stores `resource` under `key`, replacing (destroying) the one there.
+  template <typename Resource>
+  Resource& put(const std::string& key, std::unique_ptr<Resource> resource) {
+    auto& slot = slots_[{std::type_index(typeid(Resource)), key}];
+    slot = std::move(resource);
+    return static_cast<Resource&>(*slot);
+  }
 
  private:
-  std::map<std::string, std::shared_ptr<void>> slots_;
+  std::map<std::pair<std::type_index, std::string>, std::unique_ptr<RunResource>> slots_;
 };
 
 }  // namespace fabscope::suite

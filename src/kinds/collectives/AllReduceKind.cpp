@@ -65,7 +65,7 @@ class AllReduceKind final : public Kind {
     return p;
   }
 
-  void run(RunContext& ctx) const override {
+  Outcome run(RunContext& ctx) const override {
     const auto& spec = *ctx.instance.spec;
     const auto bytes = static_cast<std::size_t>(ctx.instance.bytes);
     const std::size_t count = bytes / sizeof(float);
@@ -108,17 +108,18 @@ class AllReduceKind final : public Kind {
       result[count / 2] += 1.0f;
     for (std::size_t i = 0; i < count; ++i)
       if (result[i] != expected[i]) {
-        ctx.dataCheckFailed = true;
-        ctx.dataCheckMessage = "rank " + std::to_string(me) + ": all-reduce element " + std::to_string(i) + " is " +
-                               std::to_string(result[i]) + ", expected " + std::to_string(expected[i]);
+        ctx.verdict.fail("rank " + std::to_string(me) + ": all-reduce element " + std::to_string(i) + " is " +
+                         std::to_string(result[i]) + ", expected " + std::to_string(expected[i]));
         break;
       }
-    summarizeOnRank0(ctx, n, bytes);
+    Outcome outcome;
+    outcome.attributes = summarizeOnRank0(ctx, n, bytes);
+    return outcome;
   }
 
  private:
   // Per iteration on the global clock: first arrival, last arrival (and who), last exit.
-  void summarizeOnRank0(RunContext& ctx, int n, std::size_t bytes) const {
+  output::Attributes summarizeOnRank0(RunContext& ctx, int n, std::size_t bytes) const {
     const auto used = ctx.samples.used();
     std::vector<std::int64_t> mine;
     for (const auto& s : used) {
@@ -127,7 +128,7 @@ class AllReduceKind final : public Kind {
     }
     std::vector<int> counts;
     const auto all = ctx.group.gatherBytes(std::as_bytes(std::span(mine)), 0, counts, ctx.deadline);
-    if (ctx.group.rank() != 0) return;
+    if (ctx.group.rank() != 0) return {};
     const auto* times = reinterpret_cast<const std::int64_t*>(all.data());
     const std::size_t iterations = used.size();
     std::vector<double> duration(iterations);
@@ -154,7 +155,7 @@ class AllReduceKind final : public Kind {
     const int straggler = static_cast<int>(std::max_element(lastCount.begin(), lastCount.end()) - lastCount.begin());
     const double algbw = static_cast<double>(bytes) / st.p50;  // bytes per ns = GB/s
     const double busFactor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
-    ctx.attributes = {
+    return {
         {"collective_p50_ns", st.p50},
         {"collective_p99_ns", st.p99},
         {"algbw_gbps", algbw},

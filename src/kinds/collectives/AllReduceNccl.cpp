@@ -15,6 +15,15 @@ namespace fabscope::suite {
 using transport::checkNccl;
 using transport::NcclComm;
 
+namespace {
+// The run-long communicator of one set of measuring ranks (RunCache).
+struct NcclCommResource final : RunResource {
+  NcclCommResource(const runtime::Communicator& group, int device, const runtime::Deadline& deadline)
+      : comm(group, device, deadline) {}
+  NcclComm comm;
+};
+}  // namespace
+
 std::vector<float> runNcclAllReduce(RunContext& ctx, std::size_t count, float (*contribution)(int, std::size_t)) {
   const int devices = kernels::cuda::deviceCount();
   if (devices == 0) throw RuntimeFailure("memory: cuda was requested but this host has no GPU");
@@ -31,10 +40,10 @@ std::vector<float> runNcclAllReduce(RunContext& ctx, std::size_t count, float (*
   // differ by ~7% in speed, so one per instance would give each size its own.
   std::string key = "nccl-allreduce";
   for (const int r : ctx.participants) key += " " + std::to_string(r);
-  auto& slot = ctx.runCache.slot(key);
-  if (!slot || !std::static_pointer_cast<NcclComm>(slot)->healthy())
-    slot = std::make_shared<NcclComm>(ctx.group, device, ctx.deadline);
-  auto& comm = *std::static_pointer_cast<NcclComm>(slot);
+  auto* cached = ctx.runCache.find<NcclCommResource>(key);
+  if (!cached || !cached->comm.healthy())
+    cached = &ctx.runCache.put(key, std::make_unique<NcclCommResource>(ctx.group, device, ctx.deadline));
+  auto& comm = cached->comm;
   // One all-reduce of this size on a bounded helper thread first, so NCCL's
   // lazy connection setup for the algorithm this size uses cannot hang the loop.
   comm.runBounded(

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "runtime/Deadlines.hpp"
 #include "fabscope/BuildConfig.hpp"
 #include "kinds/fault/FaultCommand.hpp"
 #include "kinds/fault/FaultDrillRoles.hpp"
@@ -214,8 +215,8 @@ ClientOutcome serveClient(RunContext& ctx, const FaultDrillConfig& c, runtime::N
     if (hung <= 20) events.add(ctx, runtime::monotonicNow(), "hung", state[id].worker, "request " + std::to_string(id) + " never answered");
 
   // Release every live worker; a worker that dies now fails its send, bounded.
-  heartbeats.sayBye(runtime::Deadline::afterSeconds(1));
-  const auto stopDeadline = runtime::Deadline::afterSeconds(5);
+  heartbeats.sayBye(runtime::Deadline::afterSeconds(runtime::deadlines::goodbyeSeconds));
+  const auto stopDeadline = runtime::Deadline::afterSeconds(runtime::deadlines::drillStopSeconds);
   std::vector<int> stopSlots;
   for (int g = 1; g < n; ++g) {
     const int worker = ctx.participants[static_cast<std::size_t>(g)];

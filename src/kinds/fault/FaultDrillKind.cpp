@@ -78,8 +78,9 @@ class FaultDrillKind final : public Kind {
     return plan;
   }
 
-  void run(RunContext& ctx) const override {
-    events_.rows.clear();
+  Outcome run(RunContext& ctx) const override {
+    auto& events = ctx.adopt(std::make_unique<EventLog>());
+    Outcome outcome;
     const auto c = readFaultDrillConfig(*ctx.instance.spec, std::string(), ctx.group.size());
     const int index = ctx.group.rank();
     const bool victim = index == c.victim;
@@ -102,13 +103,13 @@ class FaultDrillKind final : public Kind {
     }
     ClientOutcome client;
     Detection mine;
-    if (index == 0) client = serveClient(ctx, c, start, events_);
-    else mine = serveWorker(ctx, c, start, victim, events_);
+    if (index == 0) client = serveClient(ctx, c, start, events);
+    else mine = serveWorker(ctx, c, start, victim, events);
     if (victim) {
       // Alive after a hang, link-down or loss: out of the run, so the
       // survivors' communicator never waits for it.
-      ctx.leaveRun = true;
-      return;
+      outcome.leaveRun = true;
+      return outcome;
     }
     if (index == 0) mine = client.detection;
     // Every survivor's detection of the victim, on the global clock.
@@ -116,18 +117,16 @@ class FaultDrillKind final : public Kind {
     const auto paths = survivors.gatherStrings(mine.path, 0, ctx.deadline);
     // One timeline: every survivor's events, in time order, written by the client.
     std::vector<int> counts;
-    const auto rows = survivors.gatherBytes(std::as_bytes(std::span(events_.rows)), 0, counts, ctx.deadline);
-    events_.rows.resize(rows.size() / sizeof(output::EventRecord));
-    if (!rows.empty()) std::memcpy(events_.rows.data(), rows.data(), events_.rows.size() * sizeof(output::EventRecord));
-    ctx.survivors = std::move(survivors);
-    if (index == 0) judge(ctx, c, client, detectedAt, paths);
+    const auto rows = survivors.gatherBytes(std::as_bytes(std::span(events.rows)), 0, counts, ctx.deadline);
+    events.rows.resize(rows.size() / sizeof(output::EventRecord));
+    if (!rows.empty()) std::memcpy(events.rows.data(), rows.data(), events.rows.size() * sizeof(output::EventRecord));
+    outcome.survivors = std::move(survivors);
+    if (index == 0) outcome.attributes = judge(ctx, c, client, detectedAt, paths, events);
+    return outcome;
   }
 
-  void writeExtra(RunContext& ctx, output::ResultFile& file, const std::string& group,
-                  const runtime::Deadline& deadline) const override {
-    (void)ctx;
-    file.writeTable<output::EventRecord>(group + "/events", events_.rows, deadline);
-    events_.rows.clear();
+  std::vector<output::KindTable> tables() const override {
+    return {{"events", std::vector<output::EventRecord>{}}};
   }
 
  private:
@@ -145,16 +144,15 @@ class FaultDrillKind final : public Kind {
                              ") alone on its host, e.g. one rank per host, or choose another victim");
   }
 
-  void judge(RunContext& ctx, const FaultDrillConfig& c, ClientOutcome& client,
-             const std::vector<std::int64_t>& detectedAt, const std::vector<std::string>& paths) const;
-
-  // Every rank's events between run() and writeExtra(); the runner runs one
-  // instance at a time on one kind object.
-  mutable EventLog events_;
+  // The client's attributes and verdict; sorts the timeline.
+  output::Attributes judge(RunContext& ctx, const FaultDrillConfig& c, ClientOutcome& client,
+                           const std::vector<std::int64_t>& detectedAt, const std::vector<std::string>& paths,
+                           EventLog& events) const;
 };
 
-void FaultDrillKind::judge(RunContext& ctx, const FaultDrillConfig& c, ClientOutcome& client,
-                           const std::vector<std::int64_t>& detectedAt, const std::vector<std::string>& paths) const {
+output::Attributes FaultDrillKind::judge(RunContext& ctx, const FaultDrillConfig& c, ClientOutcome& client,
+                                         const std::vector<std::int64_t>& detectedAt,
+                                         const std::vector<std::string>& paths, EventLog& events) const {
   // Survivor i of the survivors' communicator is group index i, skipping the victim.
   std::vector<SurvivorDetection> survivors;
   for (std::size_t i = 0; i < detectedAt.size(); ++i) {
@@ -177,12 +175,11 @@ void FaultDrillKind::judge(RunContext& ctx, const FaultDrillConfig& c, ClientOut
   a.emplace_back("survivors_detected", std::int64_t{detectedCount});
   a.emplace_back("detection_max_ms", slowest);
   a.emplace_back("detection_per_survivor", perSurvivor);
-  events_.add(ctx, runtime::monotonicNow(), "summary", -1,
+  events.add(ctx, runtime::monotonicNow(), "summary", -1,
         std::to_string(detectedCount) + "/" + std::to_string(detectedAt.size()) + " survivors detected, slowest " +
             milliseconds(slowest) + " ms; " + std::to_string(client.hung) + " hung");
-  std::stable_sort(events_.rows.begin(), events_.rows.end(),
+  std::stable_sort(events.rows.begin(), events.rows.end(),
                    [](const output::EventRecord& x, const output::EventRecord& y) { return x.t_ns < y.t_ns; });
-  ctx.attributes = a;
 
   std::string verdict = client.verdict;
   if (!late.empty()) {
@@ -191,9 +188,9 @@ void FaultDrillKind::judge(RunContext& ctx, const FaultDrillConfig& c, ClientOut
               (verdict.empty() ? "" : "; " + verdict);
   }
   if (!verdict.empty()) {
-    ctx.dataCheckFailed = true;
-    ctx.dataCheckMessage = "fault drill: " + verdict;
+    ctx.verdict.fail("fault drill: " + verdict);
   }
+  return a;
 }
 
 }  // namespace

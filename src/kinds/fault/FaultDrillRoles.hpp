@@ -45,7 +45,7 @@ struct ClientOutcome {
 };
 
 // This rank's rows of /tests/NNNN/events (global clock).
-class EventLog {
+class EventLog final : public InstanceState {
  public:
   void add(const RunContext& ctx, runtime::Nanoseconds monotonic, const char* kind, int peer,
            const std::string& detail) {
@@ -58,6 +58,8 @@ class EventLog {
     rows.push_back(row);
   }
   std::vector<output::EventRecord> rows;
+  // The timeline as far as the drill got, also after a failure part way.
+  std::vector<output::KindTable> tablesSoFar() const override { return {{"events", rows}}; }
 };
 
 inline std::string milliseconds(double ms) {

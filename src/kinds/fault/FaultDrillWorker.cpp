@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "runtime/Deadlines.hpp"
 #include "kinds/fault/FaultDrillRoles.hpp"
 #include "kinds/fault/FaultHeartbeat.hpp"
 
@@ -97,7 +98,7 @@ Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanos
     }
     if (ctx.deadline.expiredAt(now)) ctx.deadline.fail("the next request from the client");
   }
-  heartbeats.sayBye(runtime::Deadline::afterSeconds(1));
+  heartbeats.sayBye(runtime::Deadline::afterSeconds(runtime::deadlines::goodbyeSeconds));
   return detection;
 }
 

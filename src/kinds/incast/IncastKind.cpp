@@ -70,7 +70,7 @@ class IncastKind final : public Kind {
     return plan;
   }
 
-  void run(RunContext& ctx) const override {
+  Outcome run(RunContext& ctx) const override {
     const int index = ctx.group.rank();
     const int n = ctx.group.size();
     const bool probe = ParamProbe(ctx) && n >= 3;
@@ -79,7 +79,9 @@ class IncastKind final : public Kind {
     if (index == 0) receive(ctx, firstSender, probe);
     else if (probe && index == 1) runProbe(ctx, receiver);
     else send(ctx, receiver);
-    summarize(ctx, firstSender, probe);
+    Outcome outcome;
+    outcome.attributes = summarize(ctx, firstSender, probe);
+    return outcome;
   }
 
  private:
@@ -169,15 +171,14 @@ class IncastKind final : public Kind {
                            output::sample_flags::incastReceiver);
     }
     // Verify what the last iteration delivered from every sender.
-    for (int s = 0; s < senders && !ctx.dataCheckFailed; ++s) {
+    for (int s = 0; s < senders && !ctx.verdict.failed(); ++s) {
       const int sender = ctx.participants[static_cast<std::size_t>(firstSender + s)];
       for (int w = 0; w < window; ++w) {
         const auto* slice = buffer + (static_cast<std::size_t>(s) * window + w) * n;
         const auto bad = verifyPattern(slice, n, ctx.seed + static_cast<std::uint64_t>(sender), memory);
         if (bad != n) {
-          ctx.dataCheckFailed = true;
-          ctx.dataCheckMessage = "incast receiver: data from rank " + std::to_string(sender) + " wrong at byte " +
-                                 std::to_string(bad);
+          ctx.verdict.fail("incast receiver: data from rank " + std::to_string(sender) + " wrong at byte " +
+                           std::to_string(bad));
           break;
         }
       }
@@ -212,10 +213,10 @@ class IncastKind final : public Kind {
   }
 
   // Rank 0 of the group (the receiver) derives the incast's own numbers.
-  void summarize(RunContext& ctx, int firstSender, bool probe) const {
+  output::Attributes summarize(RunContext& ctx, int firstSender, bool probe) const {
     std::vector<int> counts;
     const auto all = ctx.group.gatherBytes(std::as_bytes(ctx.samples.used()), 0, counts, ctx.deadline);
-    if (ctx.group.rank() != 0) return;
+    if (ctx.group.rank() != 0) return {};
     const auto* rows = reinterpret_cast<const output::SampleRecord*>(all.data());
     const std::size_t count = all.size() / sizeof(output::SampleRecord);
     std::map<int, std::pair<double, double>> perSender;  // bytes, ns
@@ -234,7 +235,7 @@ class IncastKind final : public Kind {
     for (const auto& [rank, bt] : perSender) senderRates.push_back(bt.first / bt.second);
     const auto agg = stats::summarize(aggregate);
     const auto pr = stats::summarize(probeLatency);
-    ctx.attributes = {
+    output::Attributes attributes = {
         {"receiver_rank", std::int64_t{ctx.participants[0]}},
         {"senders", std::int64_t{ctx.group.size() - firstSender}},
         {"aggregate_gbps_p50", agg.p50},
@@ -243,10 +244,11 @@ class IncastKind final : public Kind {
         {"probe_samples", static_cast<std::int64_t>(pr.count)},
     };
     if (probe) {
-      ctx.attributes.emplace_back("probe_rank", std::int64_t{ctx.participants[1]});
-      ctx.attributes.emplace_back("probe_p50_ns", pr.p50);
-      ctx.attributes.emplace_back("probe_p99_ns", pr.p99);
+      attributes.emplace_back("probe_rank", std::int64_t{ctx.participants[1]});
+      attributes.emplace_back("probe_p50_ns", pr.p50);
+      attributes.emplace_back("probe_p99_ns", pr.p99);
     }
+    return attributes;
   }
 };
 

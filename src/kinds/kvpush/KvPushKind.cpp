@@ -22,16 +22,18 @@ namespace {
 
 using namespace kvpush;
 
-// One instance's state on one rank, from run() to writeExtra() (RunContext::
-// kindState). Members are destroyed in reverse order: the workers before the
-// memory they use, the shape last. Kept by the runner after a missed
-// deadline, since transfers may still touch the memory.
-struct KvRunState {
+// One instance's state on one rank (RunContext::state). Members are destroyed
+// in reverse order: the workers before the memory they use, the shape last.
+// Kept by the runner after a missed deadline, since transfers may still touch
+// the memory.
+struct KvRunState final : InstanceState {
   Shape shape;
   std::vector<output::KvRequestRecord> rows;  // decode ranks: one per measured request
   std::unique_ptr<KvMemory> memory;
   std::unique_ptr<DecodeLedger> ledger;
   std::unique_ptr<KvWorker> worker;
+  // The requests measured so far, also after a failure part way.
+  std::vector<output::KindTable> tablesSoFar() const override { return {{"requests", rows}}; }
 };
 
 const char* memoryPathOf(const Shape& s) {
@@ -128,9 +130,8 @@ class KvPushKind final : public Kind {
     return plan;
   }
 
-  void run(RunContext& ctx) const override {
-    auto state = std::make_shared<KvRunState>();
-    ctx.kindState = state;
+  Outcome run(RunContext& ctx) const override {
+    auto* state = &ctx.adopt(std::make_unique<KvRunState>());
     state->shape = shapeOf(ctx.instance, ctx.instance.spec->name, ctx.world.size());
     Shape& s = state->shape;
     auto& t = ctx.transport;
@@ -166,15 +167,13 @@ class KvPushKind final : public Kind {
       if (regions.staging >= 0) t.withdrawRegion(regions.staging, ctx.deadline);
       t.withdrawRegion(regions.pool, ctx.deadline);
     }
-    recordAttributes(ctx, s, state->rows);
+    Outcome outcome;
+    outcome.attributes = attributesOf(ctx, s, state->rows);
+    return outcome;
   }
 
-  void writeExtra(RunContext& ctx, output::ResultFile& file, const std::string& group,
-                  const runtime::Deadline& deadline) const override {
-    // Ranks that did not run this instance write no rows.
-    static const std::vector<output::KvRequestRecord> none;
-    const auto state = std::static_pointer_cast<KvRunState>(ctx.kindState);
-    file.writeTable<output::KvRequestRecord>(group + "/requests", state ? state->rows : none, deadline);
+  std::vector<output::KindTable> tables() const override {
+    return {{"requests", std::vector<output::KvRequestRecord>{}}};
   }
 
  private:
@@ -215,7 +214,7 @@ class KvPushKind final : public Kind {
     return regions;
   }
 
-  void recordAttributes(RunContext& ctx, const Shape& s, const std::vector<output::KvRequestRecord>& rows) const {
+  output::Attributes attributesOf(RunContext& ctx, const Shape& s, const std::vector<output::KvRequestRecord>& rows) const {
     const auto& c = s.config;
     std::int64_t bytes = 0, transferNs = 0, gatherNs = 0, scatterNs = 0, copyNs = 0, verified = 0;
     std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
@@ -240,7 +239,7 @@ class KvPushKind final : public Kind {
     verified = w.allreduceSum(verified, d);
     first = w.allreduceMin(first, d);
     last = w.allreduceMax(last, d);
-    auto& a = ctx.attributes;
+    output::Attributes a;
     a.emplace_back("strategy", std::string(strategyName(c.strategy)));
     a.emplace_back("direction", std::string(directionName(c.direction)));
     a.emplace_back("one_sided", std::int64_t{isOneSided(c.direction) ? 1 : 0});
@@ -272,6 +271,7 @@ class KvPushKind final : public Kind {
     a.emplace_back("gather_ns_mean", requests ? static_cast<double>(gatherNs) / static_cast<double>(requests) : 0.0);
     a.emplace_back("scatter_ns_mean", requests ? static_cast<double>(scatterNs) / static_cast<double>(requests) : 0.0);
     a.emplace_back("copy_ns_mean", requests ? static_cast<double>(copyNs) / static_cast<double>(requests) : 0.0);
+    return a;
   }
 };
 

@@ -119,9 +119,7 @@ void DecodeLedger::complete(int prefillIndex, int index, const RequestHeader& he
 }
 
 void DecodeLedger::flagBadData(const std::string& what) {
-  if (ctx_.dataCheckFailed) return;
-  ctx_.dataCheckFailed = true;
-  ctx_.dataCheckMessage = "rank " + std::to_string(ctx_.world.rank()) + ": " + what;
+  ctx_.verdict.fail("rank " + std::to_string(ctx_.world.rank()) + ": " + what);
 }
 
 }  // namespace fabscope::suite::kvpush

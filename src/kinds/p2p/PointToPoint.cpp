@@ -101,7 +101,7 @@ InstancePlan PointToPointKind::plan(const scenario::TestInstance& instance, cons
   return plan;
 }
 
-void PointToPointKind::run(RunContext& ctx) const {
+Outcome PointToPointKind::run(RunContext& ctx) const {
   const int me = ctx.world.rank();
   const auto bytes = static_cast<std::size_t>(ctx.instance.bytes);
   PairBuffers buffers;
@@ -138,16 +138,16 @@ void PointToPointKind::run(RunContext& ctx) const {
         for (std::size_t s = 0; s < buffers.slices && s < static_cast<std::size_t>(ctx.plan.window); ++s) {
           const auto* slice = buffers.recv + s * bytes;
           const auto bad = verifyPattern(slice, bytes, patternSeed(ctx.seed, peer), memory);
-          if (bad != bytes && !ctx.dataCheckFailed) {
-            ctx.dataCheckFailed = true;
-            ctx.dataCheckMessage = "rank " + std::to_string(me) + ": data from rank " + std::to_string(peer) +
-                                   " wrong at byte " + std::to_string(bad) + " of message slot " + std::to_string(s);
+          if (bad != bytes && !ctx.verdict.failed()) {
+            ctx.verdict.fail("rank " + std::to_string(me) + ": data from rank " + std::to_string(peer) +
+                             " wrong at byte " + std::to_string(bad) + " of message slot " + std::to_string(s));
           }
         }
       }
     }
   }
   ctx.group.barrier(ctx.deadline);
+  return {};
 }
 
 }  // namespace fabscope::suite

@@ -20,7 +20,7 @@ class PointToPointKind : public Kind {
   scenario::KindRules rules() const override;
   InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
                     int worldSize) const override;
-  void run(RunContext& ctx) const override;
+  Outcome run(RunContext& ctx) const override;
 
  protected:
   virtual Metric metric() const = 0;

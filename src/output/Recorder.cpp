@@ -1,0 +1,69 @@
+#include "output/Recorder.hpp"
+
+#include <cstdio>
+
+#include "runtime/Deadlines.hpp"
+
+namespace fabscope::output {
+
+std::string instanceGroupPath(int index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "/tests/%04d", index);
+  return name;
+}
+
+runtime::Deadline Recorder::step() const { return runtime::Deadline::afterSeconds(runtime::deadlines::fileStepSeconds); }
+
+void Recorder::attributes(const std::string& object, const Attributes& attributes) {
+  file_.setAttributes(object, attributes, step());
+}
+
+void Recorder::rank(const RankRecord& row) { file_.writeTable<RankRecord>("/ranks", std::span(&row, 1), step()); }
+
+void Recorder::testsGroup() {
+  file_.createGroup("/tests");
+  file_.flush();
+}
+
+void Recorder::skipped(const std::string& group, const Attributes& attributes) {
+  const auto deadline = step();
+  file_.createGroup(group);
+  file_.setAttributes(group, attributes, deadline);
+  file_.writeTable<SampleRecord>(group + "/samples", {}, deadline);
+  file_.flush();
+}
+
+void Recorder::instance(const InstanceRecord& r, const runtime::Deadline& deadline) {
+  file_.createGroup(r.group);
+  file_.setAttributes(r.group, r.attributes, deadline);
+  file_.writeTable<SampleRecord>(r.group + "/samples", r.samples, deadline);
+  file_.writeTable<SummaryRecord>(r.group + "/summary", r.summary, deadline);
+  if (r.withScopes) file_.writeTable<ScopeRecord>(r.group + "/scopes", r.scopes, deadline);
+  if (r.withPairMatrix) file_.writeMatrix(r.group + "/pair_matrix", r.pairMatrix, r.ranks, r.ranks);
+  file_.writeTable<CounterRecord>(r.group + "/counters", r.counters, deadline);
+  // Every rank writes every declared table (collective), with its own rows.
+  for (const auto& declared : r.declaredTables) {
+    std::visit(
+        [&](const auto& none) {
+          using Rows = std::decay_t<decltype(none)>;
+          Rows mine;
+          for (const auto& t : r.tables)
+            if (t.name == declared.name)
+              if (const auto* rows = std::get_if<Rows>(&t.rows)) mine.insert(mine.end(), rows->begin(), rows->end());
+          file_.writeTable<typename Rows::value_type>(r.group + "/" + declared.name, mine, deadline);
+        },
+        declared.rows);
+  }
+  file_.setAttributes(r.group, r.verdict, deadline);
+  file_.flush();
+}
+
+void Recorder::transport(const std::string& name, const Attributes& facts) {
+  if (facts.empty()) return;
+  if (!transportsGroup_) file_.createGroup("/transports");
+  transportsGroup_ = true;
+  file_.createGroup("/transports/" + name);
+  file_.setAttributes("/transports/" + name, facts, step());
+}
+
+}  // namespace fabscope::output

@@ -1,0 +1,59 @@
+#pragma once
+// The one writer of a run's results into the result file: the run's header
+// and closing attributes, /ranks, every test instance (measured or skipped)
+// and /transports. The runner's stages compute; the recorder only writes,
+// in the order docs/file-format.md promises (an instance's `status` last).
+// Every call is collective over the file's communicator.
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "output/KindTables.hpp"
+#include "output/Records.hpp"
+#include "output/ResultFile.hpp"
+#include "runtime/Deadline.hpp"
+
+namespace fabscope::output {
+
+// "/tests/0007" for instance 7.
+std::string instanceGroupPath(int index);
+
+// One instance as one rank writes it.
+struct InstanceRecord {
+  std::string group;           // /tests/NNNN
+  Attributes attributes;       // rank 0's are written
+  Attributes verdict;          // status and error: written last
+  std::span<const SampleRecord> samples;
+  std::span<const SummaryRecord> summary;
+  bool withScopes = false;     // runs with site labels only
+  std::span<const ScopeRecord> scopes;
+  bool withPairMatrix = false; // all-pairs only: ranks x ranks, rank 0's values
+  std::span<const double> pairMatrix;
+  std::size_t ranks = 0;
+  std::span<const CounterRecord> counters;
+  // The kind's declared tables (empty rows) and this rank's rows of them.
+  std::vector<KindTable> declaredTables;
+  std::vector<KindTable> tables;
+};
+
+class Recorder {
+ public:
+  explicit Recorder(ResultFile& file) : file_(file) {}
+
+  void attributes(const std::string& object, const Attributes& attributes);
+  void rank(const RankRecord& row);
+  void testsGroup();
+  // A test not run: its attributes (status skipped) and no samples.
+  void skipped(const std::string& group, const Attributes& attributes);
+  void instance(const InstanceRecord& record, const runtime::Deadline& deadline);
+  // Facts a transport can only tell after use; nothing when it has none.
+  void transport(const std::string& name, const Attributes& facts);
+
+ private:
+  runtime::Deadline step() const;
+  ResultFile& file_;
+  bool transportsGroup_ = false;
+};
+
+}  // namespace fabscope::output

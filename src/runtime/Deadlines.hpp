@@ -1,0 +1,20 @@
+#pragma once
+// The control plane's deadlines, named once. A test's own data-path deadline
+// is its scenario `timeout`; these bound everything around it.
+namespace fabscope::runtime::deadlines {
+
+// Start of a run: rank identity, clock sync, the seed, opening a transport,
+// agreeing on the scenario.
+inline constexpr double setupSeconds = 120;
+// One control-plane step of the result file (a header, a table, a flush).
+inline constexpr double fileStepSeconds = 60;
+// Extra time the control plane grants after a test's own deadline before a
+// silent rank is declared lost.
+inline constexpr double controlGraceSeconds = 30;
+// After a run that lost ranks: the survivors wait for rank 0 to close the file.
+inline constexpr double survivorsCloseSeconds = 30;
+// A fault drill's goodbye to peers that may be gone, and its stop message.
+inline constexpr double goodbyeSeconds = 1;
+inline constexpr double drillStopSeconds = 5;
+
+}  // namespace fabscope::runtime::deadlines
