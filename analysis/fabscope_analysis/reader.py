@@ -45,7 +45,6 @@ RANK_COLUMNS = ["rank", "host", "local_rank", "local_size", "pid", "gpu", "nic",
                 "clock_offset_ns", "clock_uncertainty_ns", "site", "pod", "leaf"]
 
 FLAG_DATA_CHECK_FAILED = 1 << 0
-FLAG_DEADLINE_MISSED = 1 << 1
 # Bits 8-15: rows that are not part of the instance's headline statistics (an incast
 # receiver's aggregate, a latency probe), as in docs/file-format.md.
 FLAG_AUXILIARY_MASK = 0xff00

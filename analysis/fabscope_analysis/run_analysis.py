@@ -145,8 +145,6 @@ class RunAnalysis:
         flagged = []
         if st.flagged_data:
             flagged.append(f"{st.flagged_data} data-check")
-        if st.flagged_deadline:
-            flagged.append(f"{st.flagged_deadline} deadline")
         return {
             "index": inst.index, "name": inst.get("name", ""), "kind": inst.get("kind", ""),
             "case": inst.get("case", ""), "condition": inst.get("condition", ""),

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from .reader import FLAG_DATA_CHECK_FAILED, FLAG_DEADLINE_MISSED, TestInstance
+from .reader import FLAG_DATA_CHECK_FAILED, TestInstance
 
 TAIL_QUANTILES = {"p50": 50.0, "p99": 99.0, "p99.9": 99.9}
 
@@ -99,7 +99,6 @@ class InstanceStats:
     worst: float
     mean: float
     flagged_data: int
-    flagged_deadline: int
     rank_tails: pd.DataFrame  # rank, samples, p50, p99 (display units), p99_time_ns
     stragglers: List[int] = field(default_factory=list)
     straggler_ratio: float = 2.0
@@ -151,7 +150,6 @@ def instance_stats(inst: TestInstance, samples: Optional[pd.DataFrame] = None,
         p999=tail_value(metric, times, b, 99.9), worst=worst_value(metric, times, b),
         mean=mean_value(metric, times, b),
         flagged_data=int(np.count_nonzero(flags & FLAG_DATA_CHECK_FAILED)),
-        flagged_deadline=int(np.count_nonzero(flags & FLAG_DEADLINE_MISSED)),
         rank_tails=tails, stragglers=find_stragglers(tails, straggler_ratio),
         straggler_ratio=straggler_ratio)
 

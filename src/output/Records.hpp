@@ -11,7 +11,8 @@ namespace fabscope::output {
 
 namespace sample_flags {
 inline constexpr std::uint32_t dataCheckFailed = 1u << 0;
-inline constexpr std::uint32_t deadlineMissed = 1u << 1;
+// Bit 1 is unused: a missed deadline ends the timed loop with the instance's
+// status `timeout`; no sample is recorded for the operation that missed it.
 // Samples that are not part of the instance's headline statistics:
 inline constexpr std::uint32_t incastReceiver = 1u << 8;  // receiver's aggregate per iteration
 inline constexpr std::uint32_t latencyProbe = 1u << 9;    // probe ping-pong during the incast

@@ -1,8 +1,11 @@
 #pragma once
 // Error types mapped onto the exit-code contract:
-//   UsageError    -> 2 (bad command line or scenario; nothing measured)
-//   CheckFailure  -> 1 (wrong data, deadline missed in a check)
-//   RuntimeFailure-> 3 (the run could not go on; partial file kept)
+//   UsageError       -> 2 (bad command line or scenario; nothing measured)
+//   RuntimeFailure   -> 3 (the run could not go on; partial file kept)
+//   DeadlineExceeded -> a RuntimeFailure; inside a test it ends that test with
+//                       status `timeout` and the run goes on.
+// A failed check (wrong data, a test not passed) is no exception: the runner
+// records it and the run exits 1 (exit_code::checkFailed).
 #include <stdexcept>
 #include <string>
 
