@@ -9,6 +9,8 @@
 #include <utility>
 #include <map>
 #include <random>
+#include <span>
+#include <thread>
 
 #include "conditions/NeighbourLoad.hpp"
 #include "inventory/HostInventory.hpp"
@@ -28,6 +30,16 @@ constexpr int formatVersion = 1;
 // Extra time the control plane grants after a test's own deadline before a
 // silent rank is declared lost.
 constexpr double controlGraceSeconds = 30;
+// A loss round: how long rank 0 waits for the ranks it calls to answer, and
+// for those that answered to print its conclusion.
+constexpr double lossAnswerSeconds = 5;
+constexpr double lossAckSeconds = 2;
+// How long a rank that reported a loss waits to be ended by rank 0 before it
+// ends the job itself.
+constexpr double lossEndSeconds = 10;
+// After this many instances missed their deadline the run stops recovering
+// (each leaves a data path and its buffers alive) and skips the rest.
+constexpr int maxRecoveries = 3;
 
 enum StatusCode : std::int64_t { passed = 0, failed = 1, timeout = 2, errored = 3 };
 
@@ -155,20 +167,144 @@ void Runner::writeRanks(output::ResultFile& file) {
   }
 }
 
-void Runner::writeSkipped(int index, const PlannedInstance& planned, output::ResultFile& file, const std::string& why) {
+output::Attributes Runner::unfinishedAttributes(int index, const PlannedInstance& planned, const std::string& status,
+                                                const std::string& why) const {
   const auto& spec = *planned.instance.spec;
+  return {{"index", std::int64_t{index}}, {"name", spec.name}, {"kind", spec.kind},
+          {"case", planned.instance.caseId}, {"condition", planned.instance.condition},
+          {"transport", spec.transport}, {"memory", spec.memory}, {"bytes", planned.instance.bytes},
+          {"iterations", std::int64_t{spec.iterations}}, {"pattern", planned.plan.pattern},
+          {"pass", planned.plan.pass}, {"status", status}, {"error", why}};
+}
+
+void Runner::writeSkipped(int index, const PlannedInstance& planned, output::ResultFile& file, const std::string& why) {
   const auto control = runtime::Deadline::afterSeconds(60);
   const std::string group = groupPathOf(index);
   file.createGroup(group);
-  file.setAttributes(group,
-                     {{"index", std::int64_t{index}}, {"name", spec.name}, {"kind", spec.kind},
-                      {"case", planned.instance.caseId}, {"condition", planned.instance.condition},
-                      {"transport", spec.transport}, {"memory", spec.memory}, {"bytes", planned.instance.bytes},
-                      {"iterations", std::int64_t{spec.iterations}}, {"status", std::string("skipped")},
-                      {"error", why}},
-                     control);
+  file.setAttributes(group, unfinishedAttributes(index, planned, "skipped", why), control);
   file.writeTable<output::SampleRecord>(group + "/samples", {}, control);
   file.flush();
+}
+
+namespace {
+
+std::string rankAndHost(int rank, const std::vector<std::string>& hostOfRank) {
+  const bool known = rank >= 0 && static_cast<std::size_t>(rank) < hostOfRank.size();
+  return "rank " + std::to_string(rank) + " (" + (known ? hostOfRank[static_cast<std::size_t>(rank)] : "?") + ")";
+}
+
+std::string namesOf(const std::vector<int>& ranks, const std::vector<std::string>& hostOfRank) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + rankAndHost(r, hostOfRank);
+  return out;
+}
+
+}  // namespace
+
+void printResultLine(bool rank0, int code) {
+  const char* asked = std::getenv("FABSCOPE_REPORT_EXIT");
+  if (!rank0 || !asked || std::string(asked) != "1") return;
+  std::printf("fabscope: result: exit code %d\n", code);
+  std::fflush(stdout);
+}
+
+void Runner::endAfterLoss(output::ResultFile& file, const std::string& myError, std::vector<int> lost,
+                          const RunningTest* running) {
+  const int me = world_.rank();
+  const auto& hosts = identity_.hostOfRank;
+  const auto now = [] { return runtime::utcTimestamp(runtime::realtimeNow()); };
+  std::fflush(stdout);
+  runtime::LossReport mine{myError, lost, {}};
+  if (running) {
+    for (auto& s : running->samples) {
+      s.t_post_ns = clock_.toGlobal(s.t_post_ns);
+      s.t_done_ns = clock_.toGlobal(s.t_done_ns);
+    }
+    const auto bytes = std::as_bytes(running->samples);
+    mine.samples.assign(bytes.begin(), bytes.end());
+  }
+  const auto* losses = options_.losses;
+  if (me != 0) {
+    std::string conclusion;
+    const bool rank0Lost = std::find(lost.begin(), lost.end(), 0) != lost.end();
+    if (losses && !rank0Lost) {
+      // Rank 0 may still be inside a test of its own: it joins at its next control-plane wait.
+      const double within = (running ? running->planned.instance.spec->timeoutSeconds : 0) + controlGraceSeconds +
+                            lossAnswerSeconds;
+      conclusion = losses->report(mine, static_cast<runtime::Nanoseconds>(within * 1e9));
+    }
+    std::fprintf(stderr, "fabscope: %s %s: runtime failure: %s%s%s\n", now().c_str(), rankAndHost(me, hosts).c_str(),
+                 myError.empty() ? "another rank reported a loss" : myError.c_str(),
+                 conclusion.empty() ? "" : "; rank 0: ", conclusion.c_str());
+    if (conclusion.empty())
+      std::fprintf(stderr, "fabscope: %s: %s; the result file cannot be finished\n", rankAndHost(me, hosts).c_str(),
+                   rank0Lost ? "rank 0, which holds the result file, is lost" : "rank 0 did not conclude the loss round");
+    std::fflush(stderr);
+    if (!conclusion.empty()) {
+      losses->acknowledge();
+      // Rank 0 ends the job once it has recorded the loss; this is only the fallback.
+      const auto wait = runtime::Deadline::afterSeconds(lossEndSeconds);
+      while (!wait.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+  }
+
+  runtime::LossOutcome outcome;
+  if (losses) outcome = losses->gather(std::move(mine), static_cast<runtime::Nanoseconds>(lossAnswerSeconds * 1e9));
+  else outcome = {lost, {}, {{0, std::move(mine)}}};
+  std::string firstError;
+  for (const auto& [rank, report] : outcome.reports)
+    if (!report.error.empty()) {
+      firstError = report.error;
+      break;
+    }
+  std::string line = outcome.lost.empty() ? "a control-plane wait failed"
+                                          : "lost contact with " + namesOf(outcome.lost, hosts);
+  if (!outcome.silent.empty())
+    line += std::string(outcome.silent.size() == outcome.lost.size() ? ": " : "; ") +
+            (outcome.silent.size() == 1 ? "it" : namesOf(outcome.silent, hosts)) + " did not answer within " +
+            std::to_string(static_cast<int>(lossAnswerSeconds)) + " s";
+  if (!firstError.empty()) line += "; first error: " + firstError;
+  std::fprintf(stderr, "fabscope: %s rank 0: runtime failure: %s\n", now().c_str(), line.c_str());
+  try {
+    file.continueAlone();
+    const auto control = runtime::Deadline::afterSeconds(10);
+    if (running) {
+      std::vector<output::SampleRecord> rows;
+      for (const auto& [rank, report] : outcome.reports) {
+        const auto* first = reinterpret_cast<const output::SampleRecord*>(report.samples.data());
+        rows.insert(rows.end(), first, first + report.samples.size() / sizeof(output::SampleRecord));
+      }
+      const std::string group = groupPathOf(running->index);
+      file.createGroup(group);
+      const std::string status = running->status == timeout ? "timeout" : "error";
+      auto attrs = unfinishedAttributes(running->index, running->planned, status, line);
+      attrs.emplace_back("samples_from_ranks", [&] {
+        std::string list;
+        for (const auto& [rank, report] : outcome.reports) list += (list.empty() ? "" : ",") + std::to_string(rank);
+        return list;
+      }());
+      file.setAttributes(group, attrs, control);
+      file.writeTable<output::SampleRecord>(group + "/samples", rows, control);
+    }
+    std::string lostList;
+    for (int r : outcome.lost) lostList += (lostList.empty() ? "" : ",") + std::to_string(r);
+    file.setAttributes("/",
+                       {{"finished_utc", now()}, {"complete", std::int64_t{0}},
+                        {"exit_code", std::int64_t{exit_code::runtimeFailure}}, {"error", line},
+                        {"lost_ranks", lostList}},
+                       control);
+    file.flush();
+    std::fprintf(stderr, "fabscope: the result file %s keeps every test finished so far%s, is marked complete=0 "
+                 "and exit_code=3\n", options_.outputPath.c_str(), running ? " and the interrupted one's samples" : "");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fabscope: rank 0: could not record the loss in %s: %s (it stays complete=0, exit_code=-1)\n",
+                 options_.outputPath.c_str(), e.what());
+  }
+  std::fflush(stderr);
+  printResultLine(true, exit_code::runtimeFailure);
+  if (losses) losses->conclude(outcome, line, static_cast<runtime::Nanoseconds>(lossAckSeconds * 1e9));
+  runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
 }
 
 InstanceResult Runner::skippedResult(int index, const PlannedInstance& planned) const {
@@ -235,11 +371,13 @@ int Runner::run() {
   struct KeepTransportsIfAbandoned {
     std::map<std::string, std::unique_ptr<transport::Transport>>& transports;
     const bool& abandoned;
+    std::vector<std::unique_ptr<transport::Transport>>& retired;
     ~KeepTransportsIfAbandoned() {
       if (abandoned)
         for (auto& entry : transports) (void)entry.second.release();
+      for (auto& t : retired) (void)t.release();
     }
-  } keepTransportsIfAbandoned{transports, abandoned_};
+  } keepTransportsIfAbandoned{transports, abandoned_, retiredTransports_};
   Progress progress(static_cast<int>(planned.size()), rank0 && options_.progress);
   std::deque<PlannedInstance> queue(planned.begin(), planned.end());
   int exitCode = exit_code::ok;
@@ -250,11 +388,14 @@ int Runner::run() {
     queue.pop_front();
     progress.starting(index, current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
     std::vector<suite::RankPair> worst;
-    if (survivors_ || abandoned_) {
+    if (survivors_ || recoveries_ > maxRecoveries) {
       // The cluster that lost a rank is not the one the rest of the matrix was for.
       writeSkipped(index, current, file,
                    survivors_ ? "skipped: ranks were lost in an earlier fault drill"
-                              : "skipped: an earlier test missed its deadline and its transfers may still be in flight");
+                              : "not run: " + std::to_string(recoveries_) +
+                                    " tests missed their deadline, more than the run recovers from (" +
+                                    std::to_string(maxRecoveries) + ")");
+      if (!survivors_) ++notRunAfterTimeouts_;
       if (rank0) results_.push_back(skippedResult(index, current));
       ++index;
       continue;
@@ -265,6 +406,16 @@ int Runner::run() {
     if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, runtime::Deadline::afterSeconds(120));
     auto result = runInstance(index, current, file, *transport, worst);
     if (leaveRun_) return exit_code::ok;
+    if (std::exchange(retireDataPath_, false)) {
+      // Every rank answered, but transfers of the missed instance may still be
+      // in flight (a matched rendezvous can be neither cancelled nor
+      // abandoned, and UCX crashed destroying a worker under them): the next
+      // instance gets a fresh data path, and the old one is kept, unused.
+      ++recoveries_;
+      retiredTransports_.push_back(std::move(transport));
+      transports.erase(transportName);
+      runCache_.retire();
+    }
     if (result.status != "passed" && result.status != "skipped") exitCode = exit_code::checkFailed;
     if (!worst.empty()) {
       PlannedInstance retest = current;
@@ -293,28 +444,39 @@ int Runner::run() {
     file.createGroup("/transports/" + name);
     file.setAttributes("/transports/" + name, attributes, runtime::Deadline::afterSeconds(60));
   }
+  } catch (const runtime::PeerLost& e) {
+    // No collective may run again, not even closing the file (parallel HDF5
+    // closes collectively): a loss round names the lost ranks and rank 0
+    // records the end alone. Every finished test is already flushed.
+    endAfterLoss(file, "rank " + std::to_string(world_.rank()) + ": " + e.what(), {e.peer()}, nullptr);
   } catch (const std::exception& e) {
-    // A rank is lost: no collective may run again, not even closing the file
-    // (parallel HDF5 closes collectively). Every finished test is already
-    // flushed; the file stays complete=0. MPI_Abort ends every rank.
-    std::fprintf(stderr,
-                 "fabscope: %s rank %d: runtime failure: %s\nfabscope: the result file %s keeps every test finished "
-                 "so far and is marked complete=0\n",
-                 runtime::utcTimestamp(runtime::realtimeNow()).c_str(), world_.rank(), e.what(),
-                 options_.outputPath.c_str());
-    std::fflush(stderr);
-    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+    if (survivors_) {
+      std::fprintf(stderr, "fabscope: %s rank %d: runtime failure after a fault drill: %s\n",
+                   runtime::utcTimestamp(runtime::realtimeNow()).c_str(), world_.rank(), e.what());
+      std::fflush(stderr);
+      runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+    }
+    endAfterLoss(file, "rank " + std::to_string(world_.rank()) + ": " + e.what(), {}, nullptr);
   }
 
   if (fabric.manifestFailed) exitCode = exit_code::checkFailed;
   file.setAttributes("/",
                      {{"finished_utc", runtime::utcTimestamp(runtime::realtimeNow())},
                       {"complete", std::int64_t{1}},
-                      {"exit_code", std::int64_t{exitCode}}},
+                      {"exit_code", std::int64_t{exitCode}},
+                      {"missed_deadlines", std::int64_t{recoveries_}},
+                      {"not_run_after_missed_deadlines", std::int64_t{notRunAfterTimeouts_}}},
                      runtime::Deadline::afterSeconds(60));
   file.flush();
   if (rank0) {
     printSummaryTable(stdout, results_);
+    if (recoveries_ > 0)
+      std::printf("\n%d test(s) missed their deadline; each following test ran on a fresh data path%s\n", recoveries_,
+                  notRunAfterTimeouts_ > 0
+                      ? (", until the limit of " + std::to_string(maxRecoveries) + ": " +
+                         std::to_string(notRunAfterTimeouts_) + " test(s) were NOT RUN")
+                            .c_str()
+                      : "");
     if (!fabric.lines.empty()) {
       std::printf("\nfabric inventory: %d consistency flag(s)%s\n", fabric.consistencyFlags,
                   fabric.manifestFailed ? "; the manifest check FAILED" : "");
@@ -371,6 +533,8 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
                         buffers_, runCache_, runDeadline, seed_ + static_cast<std::uint64_t>(index), false, {}};
   std::int64_t status = passed;
   std::string errorText;
+  std::vector<int> lostPeers;  // known gone: the run ends now, not at a deadline
+  bool lossRound = false;      // another rank started a loss round
   conditions::LoadReport loadReport;
   try {
     if (canary) {
@@ -390,6 +554,14 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   } catch (const DeadlineExceeded& e) {
     status = timeout;
     errorText = "rank " + std::to_string(world_.rank()) + " (" + identity_.host + "): " + e.what();
+  } catch (const runtime::PeerLost& e) {
+    status = errored;
+    errorText = "rank " + std::to_string(world_.rank()) + " (" + identity_.host + "): " + e.what();
+    lostPeers.push_back(e.peer());
+  } catch (const runtime::LossRoundStarted& e) {
+    status = errored;
+    errorText = "rank " + std::to_string(world_.rank()) + " (" + identity_.host + "): " + e.what();
+    lossRound = true;
   } catch (const RuntimeFailure& e) {
     status = errored;
     errorText = "rank " + std::to_string(world_.rank()) + " (" + identity_.host + "): " + e.what();
@@ -414,21 +586,27 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
     file.switchCommunicator(*comm_);
   }
 
+  const RunningTest running{index, planned, samples.used(), status};
+  if (!lostPeers.empty() || lossRound) endAfterLoss(file, errorText, lostPeers, &running);
   // Agreement: if a rank cannot answer now, it is lost and the run cannot go on.
   std::int64_t agreed = 0;
   std::vector<std::string> errors;
   try {
     agreed = comm_->allreduceMax(status, control);
     errors = comm_->gatherStrings(errorText, 0, control);
-  } catch (const DeadlineExceeded& e) {
-    throw RuntimeFailure("lost contact with other ranks after test " + std::to_string(index) + " (" +
-                         instance.caseId + "): " + e.what() + (errorText.empty() ? "" : "; this rank saw: " + errorText));
+  } catch (const RuntimeFailure& e) {
+    if (survivors_) throw;  // a fault drill's survivors: the drill's own ending applies
+    endAfterLoss(file,
+                 "waiting for the other ranks after test " + std::to_string(index) + " (" + instance.caseId +
+                     "): " + e.what() + (errorText.empty() ? "" : "; this rank saw: " + errorText),
+                 {}, &running);
   }
   // Transfers of a test that missed its deadline may still be in flight (a
   // matched rendezvous can be neither cancelled nor abandoned), so no later
-  // test may share the data path with them: the rest of the matrix is skipped.
+  // test may share the data path, the buffers or the kind's state with them.
   if (agreed >= timeout) {
     abandoned_ = true;
+    retireDataPath_ = true;
     buffers_.abandon();
     if (ctx.kindState) abandonedKindStates_.push_back(ctx.kindState);
   } else {

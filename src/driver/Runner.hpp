@@ -8,6 +8,7 @@
 #include "driver/InstanceResult.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/ClockSync.hpp"
+#include "runtime/LossChannel.hpp"
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
 #include "suite/Registry.hpp"
@@ -19,7 +20,14 @@ struct RunOptions {
   std::string commandLine;
   bool progress = true;
   FabricInputs fabric;
+  // Where a lost or silent rank is reported and named (see LossChannel).
+  const runtime::LossChannel* losses = nullptr;
 };
+
+// Rank 0's result line, when the launcher asked for it (FABSCOPE_REPORT_EXIT=1):
+// launch/fabscope-mpirun and launch/slurm/fabscope.sbatch read it, because in a
+// fault-tolerant launch the launcher's own status does not carry the code.
+void printResultLine(bool rank0, int code);
 
 struct PlannedInstance {
   scenario::TestInstance instance;
@@ -46,6 +54,11 @@ class Runner {
   // True when transfers of a timed-out test may still be pending: MPI_Finalize
   // could wait for them forever, so the process must exit without it.
   bool transfersAbandoned() const { return abandoned_; }
+  // How many instances missed their deadline and were recovered from (fresh
+  // transports for the next one), and how many were then not run because
+  // the run stopped recovering.
+  int recoveries() const { return recoveries_; }
+  int notRunAfterTimeouts() const { return notRunAfterTimeouts_; }
   // True after a fault drill lost ranks: MPI_Finalize would wait for them.
   bool lostRanks() const { return survivors_.has_value(); }
   // After a run that lost ranks: how many, and a barrier of the survivors so
@@ -59,7 +72,22 @@ class Runner {
                              transport::Transport& transport, std::vector<suite::RankPair>& worstPairs);
   void writeRunHeader(output::ResultFile& file);
   void writeSkipped(int index, const PlannedInstance& planned, output::ResultFile& file, const std::string& why);
+  output::Attributes unfinishedAttributes(int index, const PlannedInstance& planned, const std::string& status,
+                                          const std::string& why) const;
   InstanceResult skippedResult(int index, const PlannedInstance& planned) const;
+  // The test that was running when a rank was lost, for the loss round.
+  struct RunningTest {
+    int index;
+    const PlannedInstance& planned;
+    std::span<output::SampleRecord> samples;  // this rank's, local clock
+    std::int64_t status;
+  };
+  // A rank is lost or silent: names it with the other survivors (a loss
+  // round over the LossChannel), records what it can (rank 0: the running
+  // test's samples with its status, the error, exit_code 3, complete=0) and
+  // ends the job with exit code 3, within seconds. Never returns.
+  [[noreturn]] void endAfterLoss(output::ResultFile& file, const std::string& myError, std::vector<int> lost,
+                                 const RunningTest* running);
   void writeRanks(output::ResultFile& file);
 
   const scenario::Scenario& scenario_;
@@ -69,7 +97,13 @@ class Runner {
   const runtime::Communicator* comm_;
   std::optional<runtime::Communicator> survivors_;
   bool leaveRun_ = false;
+  // Transfers of a timed-out instance may still be in flight: its buffers,
+  // kind state and data path are kept alive, unused, until the process exits.
   bool abandoned_ = false;
+  bool retireDataPath_ = false;  // set by runInstance, acted on by run()
+  int recoveries_ = 0;
+  int notRunAfterTimeouts_ = 0;
+  std::vector<std::unique_ptr<transport::Transport>> retiredTransports_;
   suite::BufferArena buffers_;
   suite::RunCache runCache_;  // after buffers_: destroyed first
   // Kind states (RunContext::kindState) of timed-out instances: like the

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace fabscope::suite {
 
@@ -14,8 +15,17 @@ class RunCache {
   // The slot for `key`; empty until a kind fills it.
   std::shared_ptr<void>& slot(const std::string& key) { return slots_[key]; }
 
+  // After a missed deadline: what the kinds kept may be in use by transfers
+  // still in flight, so it is kept alive but never handed out again (the
+  // process then exits without running the destructors; see Runner).
+  void retire() {
+    for (auto& [key, value] : slots_) retired_.push_back(std::move(value));
+    slots_.clear();
+  }
+
  private:
   std::map<std::string, std::shared_ptr<void>> slots_;
+  std::vector<std::shared_ptr<void>> retired_;
 };
 
 }  // namespace fabscope::suite
