@@ -668,19 +668,22 @@ class _Analyser:
                                score=round(score, 3)))
         culprit_hosts = {c.host for c in out}
         seen_links = set()
+        directions = {(s, p) for s, p, _ in self.links}
         for s, p, f in self.links:
             hs, hp = self.host.get(s, str(s)), self.host.get(p, str(p))
-            if hs in culprit_hosts or hp in culprit_hosts or (hs, hp) in seen_links:
+            if hs in culprit_hosts or hp in culprit_hosts or frozenset((s, p)) in seen_links:
                 continue
-            seen_links.add((hs, hp))
+            seen_links.add(frozenset((s, p)))
+            if (p, s) in directions and s != p:
+                f.symptom += " (both directions)"
             out.append(Culprit(host=hs, ranks=[s, p], gpus=[self.gpu.get(s, -1),
                                                             self.gpu.get(p, -1)],
                                nics=[self.nic.get(s, ""), self.nic.get(p, "")],
                                direction="link", symptoms=[f"{f.symptom} [{f.test:04d} "
                                                            f"{f.test_name}]"],
                                evidence=[f"residual z={f.z:.1f} after both ends' effects; "
-                                         f"{f.slow_elsewhere[0]}/{f.slow_elsewhere[1]} other "
-                                         "pairs slow"],
+                                         f"{f.slow_elsewhere[0]}/{f.slow_elsewhere[1]} pairs "
+                                         "slow in the matrix (this link's included)"],
                                confidence="medium" if f.z >= 2 * Z_LINK else "low",
                                score=round(min(1.0, f.z / (3 * Z_LINK)), 3), peer_host=hp))
         out.sort(key=lambda c: (-c.score, c.host))
@@ -809,3 +812,55 @@ def write_json(d: Diagnosis, path: str):
     with open(path, "w") as out:
         json.dump(d.to_dict(), out, indent=2)
         out.write("\n")
+
+
+# ---------------------------------------------------------------------------------------
+# used by `report` and `accept`
+
+def verdict_html(result: ResultFile) -> str:
+    """The verdict block at the top of the report: the first line, then one per culprit."""
+    from . import html as H
+    try:
+        d = diagnose(result)
+    except Exception as exc:  # the report must still be written
+        return H.warning(f"diagnose failed on this file: {exc}")
+    cls = "good" if d.fit else "bad"
+    parts = [f"<h2 id=\"verdict\">Verdict: <span class=\"{cls}\">{H.esc(d.first_line())}"
+             f"</span></h2>"]
+    if d.culprits:
+        rows = [{"culprit": c.host if c.direction != "link" else f"{c.host} -> {c.peer_host}",
+                 "ranks": ",".join(map(str, c.ranks)),
+                 "gpu": ",".join(str(g) for g in c.gpus if g >= 0) or "-",
+                 "nic": ",".join(n for n in c.nics if n) or "-",
+                 "direction": c.direction, "symptom": "; ".join(c.symptoms),
+                 "evidence": "; ".join(c.evidence),
+                 "confidence": f"{c.confidence} ({c.score:.2f})"} for c in d.culprits]
+        parts.append(H.table(pd.DataFrame(rows), left=["culprit", "ranks", "gpu", "nic",
+                                                       "direction", "symptom", "evidence",
+                                                       "confidence"]))
+    for note in d.notes:
+        parts.append(f"<p class=\"muted\">{H.esc(note)}</p>")
+    if d.tests_used:
+        parts.append(f"<p class=\"muted\">diagnose judged: {H.esc(', '.join(d.tests_used))}"
+                     " (python3 -m fabscope_analysis diagnose FILE)</p>")
+    return "\n".join(parts)
+
+
+def acceptance_checks(result: ResultFile, baseline: Optional[ResultFile], check_type,
+                      strict: bool = False) -> list:
+    """accept's `diagnose` rule: one failed check per culprit, named by its host (the
+    JUnit test case name), or one check saying fit / cannot tell."""
+    d = diagnose(result, baseline=baseline)
+    if d.culprits:
+        checks = []
+        for c in d.culprits:
+            subject = c.host if c.direction != "link" else f"link {c.host} -> {c.peer_host}"
+            checks.append(check_type("diagnose", subject, messages=[c.line()],
+                                     details=list(d.notes)))
+        return checks
+    if d.verdict == "cannot tell":
+        msg = d.first_line()
+        return [check_type("diagnose", "(whole run)", messages=[msg] if strict else [],
+                           details=[msg + ("" if strict else " (allowed: diagnose is not "
+                                                               "'strict')")] + d.notes)]
+    return [check_type("diagnose", "(whole run)", details=["fit"] + d.notes)]

@@ -190,3 +190,38 @@ def test_256_ranks_in_reasonable_time(tmp_path):
     print(f"diagnose on 256 ranks: {elapsed:.2f} s")
     assert _named(d) == {"fh17": "receive", "fh200": "send"}
     assert elapsed < 60
+
+
+def test_report_puts_the_verdict_before_the_run_metadata(tmp_path):
+    path = tmp_path / "recv.h5"
+    write_matrix_run(path, receive={2: 0.3})
+    html = tmp_path / "r.html"
+    p = run_cli("report", path, "-o", html)
+    assert p.returncode == 0, p.stderr
+    text = html.read_text()
+    assert "not fit: 1 culprit" in text
+    assert text.index('id="verdict"') < text.index("run id")
+    assert "fh2" in text[text.index('id="verdict"'):text.index("run id")]
+
+
+def test_accept_fails_a_check_named_after_each_culprit_host(tmp_path):
+    path = tmp_path / "two.h5"
+    write_matrix_run(path, nranks=8, receive={1: 0.3}, send={5: 0.5})
+    criteria = tmp_path / "c.yaml"
+    criteria.write_text("fabscope_criteria: 1\nallowed_status: [passed]\ndiagnose: true\n"
+                        "rules:\n  - {name: samples, match: {kind: \"*\"}, limits: {samples: {min: 1}}}\n")
+    junit = tmp_path / "j.xml"
+    p = run_cli("accept", path, "--criteria", criteria, "--junit", junit)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "FAIL  diagnose: fh1" in p.stdout and "FAIL  diagnose: fh5" in p.stdout
+    xml = junit.read_text()
+    assert 'classname="fabscope.accept.diagnose" name="fh1"' in xml
+    assert 'classname="fabscope.accept.diagnose" name="fh5"' in xml
+    good = tmp_path / "good.h5"
+    write_matrix_run(good, seed=4)
+    p = run_cli("accept", good, "--criteria", criteria)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "PASS  diagnose: (whole run)" in p.stdout
+    criteria.write_text("fabscope_criteria: 1\ndiagnose: maybe\nrules:\n  - {name: samples, match: {kind: \"*\"}, limits: {samples: {min: 1}}}\n")
+    p = run_cli("accept", good, "--criteria", criteria)
+    assert p.returncode == 2 and "c.yaml:2: diagnose must be true, false or strict" in p.stderr
