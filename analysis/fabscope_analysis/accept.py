@@ -399,6 +399,10 @@ def evaluate(result: ResultFile, criteria: Criteria,
                 f"the rule matched {len(matched)} instance(s) but none of its checks applies "
                 f"to them (criteria line {rule.line}): check the metric names against the "
                 f"test kinds, or mark it 'optional: true'"]))
+    if criteria.diagnose != "off":
+        from .diagnose import acceptance_checks  # culprits named by host (docs/analysis.md)
+        checks.extend(acceptance_checks(result, baseline, CheckResult,
+                                        strict=criteria.diagnose == "strict"))
     return checks
 
 

@@ -1,7 +1,7 @@
-"""Command line: python3 -m fabscope_analysis summary|report|compare|accept ...
+"""Command line: python3 -m fabscope_analysis summary|report|compare|accept|diagnose ...
 
-Exit codes: 0 ok; 1 acceptance failed; 2 bad usage, unreadable/unknown result file or
-bad criteria file.
+Exit codes: 0 ok; 1 acceptance failed (diagnose: not fit, or cannot tell); 2 bad usage,
+unreadable/unknown result file or bad criteria file.
 """
 
 from __future__ import annotations
@@ -68,6 +68,21 @@ def _cmd_accept(args) -> int:
     return EXIT_OK if ok else EXIT_FAILED
 
 
+def _cmd_diagnose(args) -> int:
+    from .diagnose import diagnose, print_diagnosis, write_json
+    baseline = _open(args.baseline) if args.baseline else None
+    try:
+        with _open(args.file) as result:
+            verdict = diagnose(result, baseline=baseline)
+    finally:
+        if baseline is not None:
+            baseline.close()
+    print_diagnosis(verdict)
+    if args.json:
+        write_json(verdict, args.json)
+    return EXIT_OK if verdict.fit else EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python3 -m fabscope_analysis",
@@ -102,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", help="baseline result file for relative rules")
     p.add_argument("--junit", help="write JUnit XML here")
     p.set_defaults(func=_cmd_accept)
+
+    p = sub.add_parser("diagnose", help="fit, or name the culprit hosts (exit 0 fit, 1 not)")
+    p.add_argument("file")
+    p.add_argument("--json", metavar="OUT", help="also write the diagnosis as JSON here")
+    p.add_argument("--baseline", help="known-good run of the same scenario: a fabric that is "
+                                      "uniformly slower is only visible against it")
+    p.set_defaults(func=_cmd_diagnose)
     return parser
 
 

@@ -399,6 +399,8 @@ def build_report(result: ResultFile) -> str:
         if content:
             sections.append((anchor, title, content))
     body = _header(result)
+    from .diagnose import verdict_html
+    body[2:2] = [verdict_html(result)]  # the verdict comes before the run metadata
     body.append(H.nav([(a, t) for a, t, _ in sections]))
     body.extend(content for _, _, content in sections)
     body.append("<p class=\"muted\">Written by fabscope_analysis from the raw samples in the "
