@@ -16,7 +16,7 @@ from . import plots
 from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame, other_tables,
                         recorded_flags)
 from .reader import ResultFile, TestInstance
-from .run_analysis import RunAnalysis, format_bytes, format_number
+from .run_analysis import RunAnalysis, condition_label, format_bytes, format_number
 from .stats import incast_senders, is_bandwidth, jain_index, unit_of
 
 MAX_FIGURES_PER_SECTION = 24
@@ -30,11 +30,7 @@ def _cases(analysis: RunAnalysis) -> "OrderedDict[str, List[TestInstance]]":
     return cases
 
 
-def _label(inst: TestInstance) -> str:
-    label = str(inst.get("condition", "?"))
-    if inst.get("pass") not in (None, "", "parallel"):
-        label += f" ({inst.get('pass')})"
-    return label
+_label = condition_label  # one row label everywhere (run_analysis.condition_label)
 
 
 def _header(result: ResultFile) -> List[str]:
@@ -68,8 +64,7 @@ def _summary_section(analysis: RunAnalysis) -> str:
         scope = {"scope": r["scope"] or "-"} if analysis.labelled else {}
         rows.append({"#": f"{int(r['index']):04d}", "test": r["name"], "kind": r["kind"],
                      "bytes": format_bytes(r["bytes"]),
-                     "condition": r["condition"] + (f" ({r['pass']})" if r["pass"] not in
-                                                    ("", "parallel") else ""),
+                     "condition": r["label"],
                      **scope, "unit": r["unit"], "samples": int(r["samples"]),
                      "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
                      "p99.9": format_number(r["p99.9"]), "worst": format_number(r["worst"]),

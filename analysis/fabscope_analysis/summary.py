@@ -39,8 +39,7 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
             scope = {"scope": r["scope"] or "-"} if analysis.labelled else {}
             rows.append({
                 "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
-                "condition": r["condition"] + (f" ({r['pass']})" if r["pass"] not in
-                                               ("", "parallel") else ""),
+                "condition": r["label"],
                 **scope,
                 "samples": int(r["samples"]),
                 "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
