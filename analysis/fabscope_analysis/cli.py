@@ -32,14 +32,14 @@ def _open(path: str) -> ResultFile:
 def _cmd_summary(args) -> int:
     from .summary import print_summary
     with _open(args.file) as result:
-        print_summary(result)
+        print_summary(result, criteria=args.criteria)
     return EXIT_OK
 
 
 def _cmd_report(args) -> int:
     from .report import write_report
     with _open(args.file) as result:
-        write_report(result, args.output)
+        write_report(result, args.output, criteria=args.criteria)
     print(f"wrote {args.output}")
     return EXIT_OK
 
@@ -91,11 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("summary", help="table per test and condition")
     p.add_argument("file")
+    p.add_argument("--criteria", help="criteria YAML for the verdict line (default: in force)")
     p.set_defaults(func=_cmd_summary)
 
     p = sub.add_parser("report", help="self-contained HTML report with plots")
     p.add_argument("file")
     p.add_argument("-o", "--output", required=True, help="HTML file to write")
+    p.add_argument("--criteria", help="criteria YAML for the verdict (default: in force)")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("compare", help="compare runs case by case: A.h5 B.h5 [C.h5 ...] "

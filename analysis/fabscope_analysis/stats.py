@@ -249,9 +249,17 @@ class Unit:
     nbytes: np.ndarray
 
 
-def block_length(n: int) -> int:
+SINGLE_RUN_BLOCKS = 8
+
+
+def block_length(n: int, single_run: bool = False) -> int:
     """Blocks of consecutive iterations for the block bootstrap: about n^(1/3) long
-    (Kuensch 1989; Hall, Horowitz, Jing 1995), at least 1, at most n."""
+    (Kuensch 1989; Hall, Horowitz, Jing 1995), at least 1, at most n. With one run per
+    side, run-to-run variation cannot be seen, so the slowest structure the run has is
+    used instead: SINGLE_RUN_BLOCKS long blocks per rank (drift within the run widens the
+    interval rather than being averaged away)."""
+    if single_run:
+        return max(1, -(-n // SINGLE_RUN_BLOCKS))
     return max(1, min(n, int(round(n ** (1.0 / 3.0)))))
 
 
@@ -279,12 +287,13 @@ def pooled(units: List[List[Unit]]) -> Tuple[np.ndarray, np.ndarray]:
     return np.concatenate(times), np.concatenate(nbytes)
 
 
-def _block_resample(unit: Unit, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+def _block_resample(unit: Unit, rng: np.random.Generator, single_run: bool = False
+                    ) -> Tuple[np.ndarray, np.ndarray]:
     """Moving-block bootstrap of one rank's sequence: blocks of consecutive iterations."""
     n = len(unit.times)
     if n == 0:
         return unit.times, unit.nbytes
-    length = block_length(n)
+    length = block_length(n, single_run)
     starts = rng.integers(0, n - length + 1, size=-(-n // length))
     idx = (starts[:, None] + np.arange(length)[None, :]).ravel()[:n]
     return unit.times[idx], unit.nbytes[idx]
@@ -295,10 +304,11 @@ def hierarchical_resample(units: List[List[Unit]], rng: np.random.Generator
     """One hierarchical bootstrap draw: replicates (runs) with replacement, then ranks
     within each drawn replicate, then blocks of consecutive iterations within each rank."""
     times, nbytes = [], []
+    single_run = len(units) == 1
     for r in rng.integers(0, len(units), size=len(units)):
         ranks = units[r]
         for k in rng.integers(0, len(ranks), size=len(ranks)):
-            t, b = _block_resample(ranks[k], rng)
+            t, b = _block_resample(ranks[k], rng, single_run)
             times.append(t)
             nbytes.append(b)
     return np.concatenate(times), np.concatenate(nbytes)
