@@ -55,7 +55,10 @@ def aa_runs(tmp_path_factory):
     return paths
 
 
-def test_aa_false_positive_rate_at_most_5_percent(aa_runs):
+def test_aa_single_run_rate_is_reported(aa_runs):
+    """One run per side: run-to-run variation is unknown (the output says so); the rate
+    is printed, not asserted: on a loaded shared machine runs differ by more than their
+    within-run intervals (docs/analysis.md)."""
     import io
     from fabscope_analysis import open_result
     from fabscope_analysis.compare import run_compare, tally
@@ -70,18 +73,25 @@ def test_aa_false_positive_rate_at_most_5_percent(aa_runs):
         t = tally(frame)
         rows += len(frame)
         claimed += t["worse"] + t["better"]
-    print(f"A/A: {claimed} of {rows} rows claimed a difference")
+    print(f"A/A one run per side: {claimed} of {rows} rows claimed a difference")
     assert rows >= 60
+
+
+def test_aa_two_runs_per_side_false_positive_rate_at_most_5_percent(aa_runs):
+    """The hierarchical bootstrap with runs at the top: every 2-vs-2 split of the runs."""
+    rows, claimed = 0, 0
+    r = aa_runs
+    for a1, a2, b1, b2 in ((0, 1, 2, 3), (0, 2, 1, 3), (0, 3, 1, 2)):
+        out = run_cli("compare", r[a1], r[a2], "--", r[b1], r[b2], "--resamples", "200")
+        assert out.returncode == 0, out.stderr
+        assert "replicates per side: 2 vs 2" in out.stdout
+        assert "run-to-run variation is unknown" not in out.stdout
+        rows += len([l for l in out.stdout.splitlines() if " p50 " in l or " p99" in l])
+        claimed += len([l for l in out.stdout.splitlines()
+                        if l.endswith(" worse") or l.endswith(" better")])
+    print(f"A/A two runs per side: {claimed} of {rows} rows claimed a difference")
+    assert rows >= 30
     assert claimed <= 0.05 * rows, f"{claimed} of {rows} rows called better/worse"
-
-
-def test_aa_two_runs_per_side(aa_runs):
-    out = run_cli("compare", aa_runs[0], aa_runs[1], "--", aa_runs[2], aa_runs[3],
-                  "--resamples", "200")
-    assert out.returncode == 0, out.stderr
-    assert "replicates per side: 2 vs 2" in out.stdout
-    assert "run-to-run variation is unknown" not in out.stdout
-    assert " worse\n" not in out.stdout and " better\n" not in out.stdout, out.stdout
 
 
 def test_verdict_command_agrees_with_accept_on_real_file(aa_runs):
