@@ -27,8 +27,7 @@ from .criteria import (BANDWIDTH_METRICS, LATENCY_METRICS, Bound, Criteria, Crit
 from .reader import ResultFile, TestInstance
 from .run_analysis import RunAnalysis, describe_instance, format_number, instance_key
 from .scopes import Scope
-from .stats import (impact_factor, is_bandwidth, mean_value, pair_values, tail_value,
-                    worse_is_higher_times, worst_value)
+from .stats import figure_value, impact_factor, is_bandwidth, pair_values, worse_is_higher_times
 
 __all__ = ["load_criteria", "run_accept", "evaluate", "CheckResult"]
 
@@ -41,6 +40,9 @@ class CheckResult:
     subject: str
     messages: List[str] = field(default_factory=list)
     details: List[str] = field(default_factory=list)
+    instance: Optional[int] = None     # the test instance checked (None: the whole run)
+    scope: str = ""                    # its site scope name
+    failed: List[str] = field(default_factory=list)  # criteria keys that failed (p99_us, ...)
 
     @property
     def passed(self) -> bool:
@@ -50,15 +52,11 @@ class CheckResult:
 # -- metric values ----------------------------------------------------------------------
 
 def _stat_fn(stat: str) -> Optional[Callable[[str, np.ndarray, np.ndarray], float]]:
-    """p50/p99/p999/mean/max/worst -> f(metric, times_ns, sample_bytes) in display units."""
-    quantile = {"p50": 50.0, "p99": 99.0, "p999": 99.9}.get(stat)
-    if quantile is not None:
-        return lambda metric, t, b: tail_value(metric, t, b, quantile)
-    if stat == "mean":
-        return mean_value
-    if stat in ("max", "worst"):
-        return worst_value
-    return None
+    """p50/p99/p999/mean/max/worst -> f(metric, times_ns, sample_bytes) in display units
+    (stats.figure_value: the one definition every surface uses)."""
+    if stat not in ("p50", "p99", "p999", "mean", "max", "worst"):
+        return None
+    return lambda metric, t, b: figure_value(metric, stat, t, b)
 
 
 def _applicable(key: str, inst: TestInstance) -> bool:
@@ -212,12 +210,14 @@ class _Evaluator:
                 continue
             value = self.value(inst, scope, key)
             if key not in ("samples", "flagged_samples") and self.a.stats(inst, scope).n_samples == 0:
+                result.failed.append(key)
                 result.messages.append(f"{key}: no samples to evaluate (status "
                                        f"{inst.get('status')}: {inst.get('error') or '-'})")
                 continue
             result.details.append(f"{key} = {format_number(value)}{_unit(key)}")
             if not _violates(value, bound):
                 continue
+            result.failed.append(key)
             msg = (f"{key} = {format_number(value)}{_unit(key)}, required "
                    f"{_bound_text(bound, _unit(key))}")
             if key in ("impact_mean", "impact_p99"):
@@ -273,6 +273,7 @@ class _Evaluator:
             result.details.append(f"{key} ratio to baseline = {ratio:.3f}")
             if not _violates(ratio, bound):
                 continue
+            result.failed.append(key)
             now_ranks = _group_values(self.a.samples(inst, scope), inst.metric, key, "rank")
             base_ranks = _group_values(self.baseline.samples(base_inst, base_scope), inst.metric,
                                        key, "rank")
@@ -305,6 +306,8 @@ class _Evaluator:
                     if rel < fraction:
                         bad.append((row.rank, row.peer, row.median, rel))
                 bad.sort(key=lambda item: item[3])
+                if bad:
+                    result.failed.append("pair_min_fraction_of_median")
                 for rank, peer, value, rel in bad[:MAX_NAMED]:
                     result.messages.append(
                         f"pair {self.pair(rank, peer)}: {format_number(value)}{unit} is "
@@ -323,6 +326,8 @@ class _Evaluator:
                        for row in tails.itertuples()
                        if median_time > 0 and row.p99_time_ns > ratio * median_time]
                 bad.sort(key=lambda item: -item[2])
+                if bad:
+                    result.failed.append("rank_p99_max_ratio_to_median")
                 for rank, p99, times in bad[:MAX_NAMED]:
                     side = " (slow side)" if is_bandwidth(metric) else ""
                     result.messages.append(
@@ -350,9 +355,10 @@ def evaluate(result: ResultFile, criteria: Criteria,
         checks.append(check)
     if criteria.allowed_status is not None:
         for inst in analysis.instances:
-            check = CheckResult("status", describe_instance(inst))
+            check = CheckResult("status", describe_instance(inst), instance=inst.index)
             status = str(inst.get("status", ""))
             if status not in criteria.allowed_status:
+                check.failed.append("status")
                 check.messages.append(f"status {status} (allowed: "
                                       f"{', '.join(criteria.allowed_status)}): "
                                       f"{inst.get('error') or 'no error message'}")
@@ -375,7 +381,8 @@ def evaluate(result: ResultFile, criteria: Criteria,
                     continue
                 scoped += 1
                 check = CheckResult(rule.name, describe_instance(inst) +
-                                    analysis.scope_suffix(scope))
+                                    analysis.scope_suffix(scope), instance=inst.index,
+                                    scope=scope.name)
                 evaluator.limits(rule, inst, scope, check)
                 evaluator.baseline_check(rule, inst, scope, check)
                 if rule.outliers:
@@ -399,6 +406,10 @@ def evaluate(result: ResultFile, criteria: Criteria,
                 f"the rule matched {len(matched)} instance(s) but none of its checks applies "
                 f"to them (criteria line {rule.line}): check the metric names against the "
                 f"test kinds, or mark it 'optional: true'"]))
+    if criteria.diagnose != "off":
+        from .diagnose import acceptance_checks  # culprits named by host (docs/analysis.md)
+        checks.extend(acceptance_checks(result, baseline, CheckResult,
+                                        strict=criteria.diagnose == "strict"))
     return checks
 
 
@@ -420,17 +431,26 @@ def write_junit(checks: List[CheckResult], path: str, suite_name: str) -> None:
     ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
 
 
-def run_accept(result: ResultFile, criteria: Criteria, baseline: Optional[ResultFile] = None,
+def run_accept(result: ResultFile, criteria=None, baseline: Optional[ResultFile] = None,
                junit_path: Optional[str] = None, stream: TextIO = sys.stdout) -> bool:
-    checks = evaluate(result, criteria, baseline)
-    for check in checks:
+    """Print every check of the criteria in force and the verdict; True when it passes.
+
+    ``criteria``: a Criteria, a path, or None for the criteria in force
+    (verdict.criteria_in_force). The closing line is verdict.Verdict.line(): the same
+    line `verdict`, `summary` and the report show.
+    """
+    from .verdict import compute_verdict
+    verdict = compute_verdict(result, criteria, baseline=baseline)
+    for check in verdict.checks:
         print(f"{'PASS' if check.passed else 'FAIL'}  {check.rule}: {check.subject}", file=stream)
         for msg in check.messages:
             print(f"      {msg}", file=stream)
-    failed = [c for c in checks if not c.passed]
-    print(f"\naccept: {len(checks) - len(failed)} of {len(checks)} checks passed"
-          f" ({criteria.path} on {result.path}) -> {'PASS' if not failed else 'FAIL'}",
+    for reason in verdict.extra_reasons():
+        print(f"{'FAIL' if reason.failing else 'NOTE'}  {reason.text}", file=stream)
+    print(f"\naccept: {verdict.passed_count()} of {len(verdict.checks)} checks passed"
+          f" ({verdict.criteria.path} on {result.path}) -> {'PASS' if verdict.passed else 'FAIL'}",
           file=stream)
+    print(verdict.line(), file=stream)
     if junit_path:
-        write_junit(checks, junit_path, f"fabscope accept {result.name}")
-    return not failed
+        write_junit(verdict.checks, junit_path, f"fabscope accept {result.name}")
+    return verdict.passed

@@ -1,7 +1,9 @@
-"""Command line: python3 -m fabscope_analysis summary|report|compare|accept ...
+"""Command line: python3 -m fabscope_analysis summary|report|compare|accept|verdict|diagnose ...
 
-Exit codes: 0 ok; 1 acceptance failed; 2 bad usage, unreadable/unknown result file or
-bad criteria file.
+Exit codes (docs/analysis.md, "Exit codes"): 0 done (accept/verdict: the verdict is PASS;
+diagnose: fit); 1 the verdict is FAIL (accept, verdict), or diagnose finds the fabric not fit
+or cannot tell; 2 bad usage, an unreadable/unknown result file, a bad or missing criteria
+file, or compare with no case in common.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from .errors import CriteriaError, ResultFileError
 from .reader import ResultFile, open_result
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+COMPARE_VALUE_OPTIONS = {"-o", "--output", "--resamples", "--seed", "--negligible",
+                         "--min-effect"}
 
 
 def _open(path: str) -> ResultFile:
@@ -29,14 +33,14 @@ def _open(path: str) -> ResultFile:
 def _cmd_summary(args) -> int:
     from .summary import print_summary
     with _open(args.file) as result:
-        print_summary(result)
+        print_summary(result, criteria=args.criteria)
     return EXIT_OK
 
 
 def _cmd_report(args) -> int:
     from .report import write_report
     with _open(args.file) as result:
-        write_report(result, args.output)
+        write_report(result, args.output, criteria=args.criteria)
     print(f"wrote {args.output}")
     return EXIT_OK
 
@@ -46,7 +50,7 @@ def _cmd_compare(args) -> int:
     results = [_open(p) for p in args.files]
     try:
         run_compare(results, args.output, resamples=args.resamples, seed=args.seed,
-                    min_effect=args.min_effect / 100.0)
+                    min_effect=args.negligible / 100.0, split=args.split)
     finally:
         for r in results:
             r.close()
@@ -56,16 +60,41 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_accept(args) -> int:
-    from .accept import load_criteria, run_accept
-    criteria = load_criteria(args.criteria)
+    from .accept import run_accept
     baseline = _open(args.baseline) if args.baseline else None
     try:
         with _open(args.file) as result:
-            ok = run_accept(result, criteria, baseline=baseline, junit_path=args.junit)
+            ok = run_accept(result, args.criteria, baseline=baseline, junit_path=args.junit)
     finally:
         if baseline is not None:
             baseline.close()
     return EXIT_OK if ok else EXIT_FAILED
+
+
+def _cmd_diagnose(args) -> int:
+    from .diagnose import diagnose, print_diagnosis, write_json
+    baseline = _open(args.baseline) if args.baseline else None
+    try:
+        with _open(args.file) as result:
+            verdict = diagnose(result, baseline=baseline)
+    finally:
+        if baseline is not None:
+            baseline.close()
+    print_diagnosis(verdict)
+    if args.json:
+        write_json(verdict, args.json)
+    return EXIT_OK if verdict.fit else EXIT_FAILED
+
+
+def _cmd_verdict(args) -> int:
+    from .verdict import compute_verdict
+    with _open(args.file) as result:
+        verdict = compute_verdict(result, args.criteria)
+    print(verdict.line())
+    if not args.brief:
+        for reason in verdict.reasons:
+            print(f"  - {reason.text}")
+    return EXIT_OK if verdict.passed else EXIT_FAILED
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,39 +107,78 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("summary", help="table per test and condition")
     p.add_argument("file")
+    p.add_argument("--criteria", help="criteria YAML for the verdict line (default: in force)")
     p.set_defaults(func=_cmd_summary)
 
     p = sub.add_parser("report", help="self-contained HTML report with plots")
     p.add_argument("file")
     p.add_argument("-o", "--output", required=True, help="HTML file to write")
+    p.add_argument("--criteria", help="criteria YAML for the verdict (default: in force)")
     p.set_defaults(func=_cmd_report)
 
-    p = sub.add_parser("compare", help="compare runs case by case (first file = reference)")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p = sub.add_parser("compare", help="compare runs case by case: A.h5 B.h5 [C.h5 ...] "
+                                       "(first = reference) or A1.h5 A2.h5 -- B1.h5 B2.h5")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="result files; put -- between side A's runs and side B's runs")
     p.add_argument("-o", "--output", help="HTML file to write (the text table is always printed)")
     p.add_argument("--resamples", type=int, default=400,
                    help="bootstrap resamples per statistic (default 400, at most 5000)")
     p.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default 12345)")
-    p.add_argument("--min-effect", type=float, default=2.0, metavar="PERCENT",
-                   help="differences smaller than this (relative, %%) are called negligible "
-                        "even when the interval excludes zero (default 2)")
-    p.set_defaults(func=_cmd_compare)
+    p.add_argument("--negligible", "--min-effect", type=float, default=5.0, metavar="PERCENT",
+                   dest="negligible",
+                   help="real differences smaller than this (relative, %%) are called "
+                        "negligible, not better/worse (default 5)")
+    p.set_defaults(func=_cmd_compare, split=None)
 
-    p = sub.add_parser("accept", help="verdict against a criteria file (exit 0 pass, 1 fail)")
+    p = sub.add_parser("accept", help="every check of the criteria in force (exit 0 pass, 1 fail)")
     p.add_argument("file")
-    p.add_argument("--criteria", required=True, help="criteria YAML (see docs/analysis.md)")
+    p.add_argument("--criteria", help="criteria YAML (docs/analysis.md); default: the criteria "
+                                      "the scenario names, else the shipped default for the "
+                                      "run (local.yaml on one host, rack-acceptance.yaml)")
     p.add_argument("--baseline", help="baseline result file for relative rules")
     p.add_argument("--junit", help="write JUnit XML here")
     p.set_defaults(func=_cmd_accept)
+
+    p = sub.add_parser("diagnose", help="fit, or name the culprit hosts (exit 0 fit, 1 not)")
+    p.add_argument("file")
+    p.add_argument("--json", metavar="OUT", help="also write the diagnosis as JSON here")
+    p.add_argument("--baseline", help="known-good run of the same scenario: a fabric that is "
+                                      "uniformly slower is only visible against it")
+    p.set_defaults(func=_cmd_diagnose)
+
+    p = sub.add_parser("verdict", help="the run's verdict in one line (exit 0 PASS, 1 FAIL)")
+    p.add_argument("file")
+    p.add_argument("--criteria", help="criteria YAML (default: the criteria in force, as accept)")
+    p.add_argument("--brief", action="store_true", help="only the verdict line")
+    p.set_defaults(func=_cmd_verdict)
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    split = None
+    if "compare" in argv and "--" in argv[argv.index("compare"):]:
+        # compare A1 A2 -- B1 B2: argparse would swallow the "--", so split here
+        cut = argv.index("--", argv.index("compare"))
+        before, after = argv[:cut], argv[cut + 1:]
+        split, skip = 0, False
+        for token in before[before.index("compare") + 1:]:
+            if skip:
+                skip = False
+            elif token in COMPARE_VALUE_OPTIONS:
+                skip = True
+            elif not token.startswith("-"):
+                split += 1
+        argv = before + after
     args = parser.parse_args(argv)
     if args.command == "compare":
+        args.split = split
         if len(args.files) < 2:
             parser.error("compare needs at least two result files")
+        if split is not None and not 0 < split < len(args.files):
+            parser.error("compare A1.h5 [A2.h5 ...] -- B1.h5 [B2.h5 ...]: each side needs at "
+                         "least one file")
         if not 1 <= args.resamples <= 5000:
             parser.error("--resamples must be between 1 and 5000")
     try:

@@ -34,7 +34,8 @@ OUTLIER_RULES = {"pair_min_fraction_of_median", "rank_p99_max_ratio_to_median"}
 MATCH_KEYS = {"kind", "condition", "name", "case", "transport", "memory", "pattern", "pass",
               "metric", "bytes", "scope"}
 RULE_KEYS = {"name", "match", "limits", "baseline", "outliers", "optional", "description"}
-TOP_KEYS = {"fabscope_criteria", "require_complete", "allowed_status", "rules", "description"}
+TOP_KEYS = {"fabscope_criteria", "require_complete", "allowed_status", "rules", "description",
+            "diagnose"}
 
 
 class _LineDict(dict):
@@ -86,6 +87,9 @@ class Criteria:
     rules: List[Rule]
     require_complete: bool = True
     allowed_status: Optional[List[str]] = None
+    # diagnose (diagnose.py): "off", "on" (a culprit host fails) or "strict" (also fails
+    # when diagnose cannot tell)
+    diagnose: str = "off"
 
     def needs_baseline(self) -> bool:
         return any(r.baseline for r in self.rules)
@@ -223,6 +227,15 @@ def parse_criteria_text(text: str, path: str = "<criteria>") -> Criteria:
             raise CriteriaError(path, _line(doc, "require_complete"),
                                 "require_complete must be true/false")
         criteria.require_complete = doc["require_complete"]
+    if "diagnose" in doc:
+        value = doc["diagnose"]
+        if value is True or value is False:
+            criteria.diagnose = "on" if value else "off"
+        elif value == "strict":
+            criteria.diagnose = "strict"
+        else:
+            raise CriteriaError(path, _line(doc, "diagnose"),
+                                f"diagnose must be true, false or strict, found {value!r}")
     if "allowed_status" in doc:
         status = doc["allowed_status"]
         if status is None:

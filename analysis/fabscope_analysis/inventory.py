@@ -9,8 +9,11 @@ fabscope itself.
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import re
-from typing import Dict, List
+from functools import lru_cache
+from typing import Dict, List, Tuple
 
 import pandas as pd
 
@@ -21,6 +24,30 @@ UNIQUE_PER_HOST = re.compile(r"(^|/)(host|hostname|name|node_guid|sys_image_guid
                              r"address|serial|uuid|pci|bus_id|gid(/\d+)?|pid)$", re.I)
 
 
+LAUNCHER_VARIABLES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                                       "launcher-variables.txt")
+
+
+@lru_cache(maxsize=1)
+def launcher_variable_patterns() -> Tuple[str, ...]:
+    """The one list of per-job/per-rank launcher variables (data/launcher-variables.txt,
+    also compiled into the C++ run: src/inventory/LauncherVariables)."""
+    with open(LAUNCHER_VARIABLES_FILE, encoding="utf-8") as f:
+        return tuple(line.strip() for line in f
+                     if line.strip() and not line.lstrip().startswith("#"))
+
+
+def is_launcher_variable(name: str) -> bool:
+    """True for OMPI_COMM_WORLD_RANK, OMPI_MCA_orte_hnp_uri, SLURM_JOB_ID, PMIX_RANK, ..."""
+    return any(fnmatch.fnmatchcase(name, p) for p in launcher_variable_patterns())
+
+
+def is_launcher_fact(fact: str) -> bool:
+    """An inventory fact 'env/NAME' whose NAME a launcher sets per job or rank."""
+    fact = str(fact)
+    return fact.startswith("env/") and is_launcher_variable(fact[4:])
+
+
 def _is_key_value(frame: pd.DataFrame) -> bool:
     return {"key", "value"} <= set(frame.columns)
 
@@ -29,8 +56,12 @@ def _is_flags(frame: pd.DataFrame) -> bool:
     return "what" in frame.columns
 
 
-def inventory_frame(result: ResultFile) -> pd.DataFrame:
-    """One row per host, one column per inventory fact (empty without /hosts)."""
+def inventory_frame(result: ResultFile, launcher: bool = False) -> pd.DataFrame:
+    """One row per host, one column per inventory fact (empty without /hosts).
+
+    Facts a launcher sets per job or rank (is_launcher_fact) are left out unless
+    ``launcher`` is true: they differ between any two jobs and say nothing of the fabric.
+    """
     rows = []
     for host, entry in result.hosts().items():
         facts = {k: (", ".join(map(str, v)) if isinstance(v, list) else v)
@@ -38,13 +69,25 @@ def inventory_frame(result: ResultFile) -> pd.DataFrame:
         for frame in entry["tables"].values():
             if _is_key_value(frame):
                 facts.update({str(k): v for k, v in zip(frame["key"], frame["value"])})
+        if not launcher:
+            facts = {k: v for k, v in facts.items() if not is_launcher_fact(k)}
         if facts:
             rows.append({"host": host, **facts})
     return pd.DataFrame(rows)
 
 
+def launcher_fact_count(result: ResultFile) -> int:
+    """How many per-job launcher facts the file's /hosts hold (shown as a count only)."""
+    full = inventory_frame(result, launcher=True)
+    return sum(1 for c in full.columns if is_launcher_fact(c))
+
+
 def recorded_flags(result: ResultFile) -> pd.DataFrame:
-    """Consistency flags fabscope wrote into /hosts (empty frame when there are none)."""
+    """Consistency flags fabscope wrote into /hosts (empty frame when there are none).
+
+    Flags on a per-job launcher variable (written by releases before the ignore list)
+    are dropped: they are never a finding.
+    """
     parts = []
     for host, entry in result.hosts().items():
         for frame in entry["tables"].values():
@@ -55,7 +98,10 @@ def recorded_flags(result: ResultFile) -> pd.DataFrame:
                 parts.append(frame)
     if not parts:
         return pd.DataFrame()
-    return pd.concat(parts, ignore_index=True).drop_duplicates()
+    flags = pd.concat(parts, ignore_index=True).drop_duplicates()
+    if "component" in flags.columns:
+        flags = flags[[not is_launcher_fact(c) for c in flags["component"]]]
+    return flags.reset_index(drop=True)
 
 
 def other_tables(result: ResultFile) -> Dict[str, Dict[str, pd.DataFrame]]:

@@ -13,10 +13,10 @@ import pandas as pd
 
 from . import html as H
 from . import plots
-from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame, other_tables,
-                        recorded_flags)
+from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame,
+                        launcher_fact_count, other_tables, recorded_flags)
 from .reader import ResultFile, TestInstance
-from .run_analysis import RunAnalysis, format_bytes, format_number
+from .run_analysis import RunAnalysis, condition_label, format_bytes, format_number
 from .stats import incast_senders, is_bandwidth, jain_index, unit_of
 
 MAX_FIGURES_PER_SECTION = 24
@@ -30,11 +30,7 @@ def _cases(analysis: RunAnalysis) -> "OrderedDict[str, List[TestInstance]]":
     return cases
 
 
-def _label(inst: TestInstance) -> str:
-    label = str(inst.get("condition", "?"))
-    if inst.get("pass") not in (None, "", "parallel"):
-        label += f" ({inst.get('pass')})"
-    return label
+_label = condition_label  # one row label everywhere (run_analysis.condition_label)
 
 
 def _header(result: ResultFile) -> List[str]:
@@ -50,7 +46,7 @@ def _header(result: ResultFile) -> List[str]:
               ("started / finished (UTC)", f"{a.get('started_utc', '')} / "
                                            f"{a.get('finished_utc', '') or '-'}"),
               ("ranks / hosts", f"{a.get('nranks')} / {a.get('nhosts')}"),
-              ("exit code", a.get("exit_code")), ("launch preset", a.get("launch_preset") or "-"),
+              ("fabscope exit code (its own checks)", a.get("exit_code")), ("launch preset", a.get("launch_preset") or "-"),
               ("HDF5 mode", a.get("hdf5_mode")), ("seed", a.get("seed")),
               ("scenario file", a.get("scenario_file")), ("command line", a.get("command_line"))]
     if a.get("overrides"):
@@ -59,8 +55,29 @@ def _header(result: ResultFile) -> List[str]:
     return parts
 
 
-def _summary_section(analysis: RunAnalysis) -> str:
+def _verdict_block(verdict) -> str:
+    """The report's first block: the verdict, why, and which criteria (verdict.py)."""
+    if verdict is None:
+        return ""
+    if isinstance(verdict, str):  # criteria could not be loaded: say so, first
+        return f"<div class=\"verdict fail\"><b>verdict: unavailable</b> ({H.esc(verdict)})</div>"
+    failing = [r for r in verdict.reasons if r.failing]
+    items = "".join(f"<li>{H.esc(r.text)}</li>" for r in failing[:MAX_VERDICT_REASONS])
+    if len(failing) > MAX_VERDICT_REASONS:
+        items += f"<li>... and {len(failing) - MAX_VERDICT_REASONS} more (see accept)</li>"
+    notes = "".join(f"<li>{H.esc(r.text)}</li>" for r in verdict.reasons if not r.failing)
+    return (f"<div id=\"verdict\" class=\"verdict {'pass' if verdict.passed else 'fail'}\">"
+            f"<b>{H.esc(verdict.line())}</b>"
+            + (f"<ul>{items}{notes}</ul>" if items or notes else "") + "</div>")
+
+
+MAX_VERDICT_REASONS = 12
+
+
+def _summary_section(analysis: RunAnalysis, verdict=None) -> str:
     frame = analysis.summary_frame()
+    highlights = verdict.highlights() if verdict is not None and not isinstance(verdict, str) \
+        else {}
     if frame.empty:
         return H.section("summary", "Summary", ["<p>No test instances in this file.</p>"])
     rows, classes = [], []
@@ -68,24 +85,23 @@ def _summary_section(analysis: RunAnalysis) -> str:
         scope = {"scope": r["scope"] or "-"} if analysis.labelled else {}
         rows.append({"#": f"{int(r['index']):04d}", "test": r["name"], "kind": r["kind"],
                      "bytes": format_bytes(r["bytes"]),
-                     "condition": r["condition"] + (f" ({r['pass']})" if r["pass"] not in
-                                                    ("", "parallel") else ""),
+                     "condition": r["label"],
                      **scope, "unit": r["unit"], "samples": int(r["samples"]),
                      "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
                      "p99.9": format_number(r["p99.9"]), "worst": format_number(r["worst"]),
+                     "mean": format_number(r["mean"]),
                      "impact mean": format_number(r["impact_mean"]),
                      "impact p99": format_number(r["impact_p99"]),
                      "status": r["status"] + (f" [{r['flagged']}]" if r["flagged"] else ""),
                      "stragglers": r["stragglers"] or "-", "error": r["error"]})
-        classes.append({"scope": "bad" if r["crosses_sites"] else "",
-                        "status": "good" if r["status"] == "passed" and not r["flagged"] else "bad",
-                        "stragglers": "bad" if r["stragglers"] else "",
-                        "impact p99": "bad" if r["impact_p99"] > 2 else "",
-                        "samples": "bad" if r["samples"] == 0 else ""})
+        # Highlights mark exactly the figures the criteria in force failed, nothing else.
+        failed = highlights.get((int(r["index"]), r["scope"]), set())
+        classes.append({c: "bad" for c in failed})
     table = H.table(pd.DataFrame(rows), left=["test", "kind", "condition", "scope", "status",
                                               "stragglers", "error"],
                     classes=pd.DataFrame(classes))
-    intro = ("Latency in us; bandwidth in GB/s where p99/p99.9/worst are the slow side (99% of "
+    intro = ("Red cells: the figures the verdict's criteria failed. "
+             "Latency in us; bandwidth in GB/s where p99/p99.9/worst are the slow side (99% of "
              "samples were at least this fast). Impact: congested vs quiet of the same case, >1 "
              "is worse. Stragglers: ranks whose p99 exceeds 2x the median rank p99 (rank@host).")
     parts = [table]
@@ -351,6 +367,11 @@ def _host_inventory(result: ResultFile) -> List[str]:
         classes = pd.DataFrame([{c: ("bad" if f in differing else "") for c in table.columns}
                                 for f in table["fact"]])
         parts.append(f"<h3>Host inventory ({len(table)} facts; differing ones first)</h3>")
+        hidden = launcher_fact_count(result)
+        if hidden:
+            parts.append(f"<p class=\"muted\">{hidden} per-job launcher variables (Open MPI, "
+                         "PMIx, Slurm ranks, job ids, URIs, argv, session directories) are not "
+                         "shown or compared: fabscope_analysis/data/launcher-variables.txt.</p>")
         parts.append(H.table(table, left=list(table.columns), classes=classes,
                              max_rows=MAX_INVENTORY_ROWS))
     for host, tables in other_tables(result).items():
@@ -385,11 +406,20 @@ def _counter_section(analysis: RunAnalysis) -> str:
                            "congestion notifications here explain tails above.")
 
 
-def build_report(result: ResultFile) -> str:
+def build_report(result: ResultFile, criteria=None, verdict=None) -> str:
+    """The page; opens with the verdict (verdict.compute_verdict, as summary and accept)."""
+    from .errors import CriteriaError
+    from .verdict import compute_verdict
     analysis = RunAnalysis(result)
+    if verdict is None:
+        try:
+            verdict = compute_verdict(result, criteria)
+        except CriteriaError as exc:
+            verdict = str(exc)
     sections: List[Tuple[str, str, str]] = []
     for anchor, title, builder in (
-            ("summary", "Summary", _summary_section), ("cdf", "Distributions", _cdf_section),
+            ("summary", "Summary", lambda a: _summary_section(a, verdict)),
+            ("cdf", "Distributions", _cdf_section),
             ("ranks", "Per-rank tails", _rank_tail_section),
             ("pairs", "Pair matrix", _heatmap_section), ("incast", "Incast", _incast_section),
             ("kv", "KV push", _kv_section), ("faults", "Faults", _fault_section),
@@ -398,7 +428,10 @@ def build_report(result: ResultFile) -> str:
         content = builder(analysis)
         if content:
             sections.append((anchor, title, content))
-    body = _header(result)
+    header = _header(result)
+    from .diagnose import verdict_html
+    # The verdict and the culprits come before the run metadata.
+    body = header[:2] + [_verdict_block(verdict), verdict_html(result)] + header[2:]
     body.append(H.nav([(a, t) for a, t, _ in sections]))
     body.extend(content for _, _, content in sections)
     body.append("<p class=\"muted\">Written by fabscope_analysis from the raw samples in the "
@@ -406,7 +439,7 @@ def build_report(result: ResultFile) -> str:
     return H.page(f"fabscope report {result.attrs.get('run_id', '')}", body)
 
 
-def write_report(result: ResultFile, output: str) -> None:
-    text = build_report(result)
+def write_report(result: ResultFile, output: str, criteria=None) -> None:
+    text = build_report(result, criteria)
     with open(output, "w", encoding="utf-8") as out:
         out.write(text)

@@ -26,9 +26,22 @@ def instance_key(inst: TestInstance) -> Tuple[str, str, str]:
             str(inst.get("pass", "")))
 
 
+def condition_label(inst: TestInstance) -> str:
+    """'quiet', 'congested', 'quiet (serial-retest)': THE row label of a condition and pass,
+    used by summary, report, compare (text, HTML, plots) and accept alike."""
+    label = str(inst.get("condition", "") or "?")
+    passname = str(inst.get("pass", "") or "")
+    return label + (f" ({passname})" if passname not in ("", "parallel") else "")
+
+
+def case_label(inst: TestInstance) -> str:
+    """'p2p-latency/8B [quiet (serial-retest)]': a case and its condition label."""
+    return f"{inst.get('case', inst.get('name', '?'))} [{condition_label(inst)}]"
+
+
 def describe_instance(inst: TestInstance) -> str:
     return (f"test {inst.index:04d} {inst.get('name', '?')} [{inst.get('kind', '?')}, "
-            f"{inst.get('bytes', '?')} B, condition {inst.get('condition', '?')}]")
+            f"{inst.get('bytes', '?')} B, condition {condition_label(inst)}]")
 
 
 class RunAnalysis:
@@ -148,6 +161,7 @@ class RunAnalysis:
         return {
             "index": inst.index, "name": inst.get("name", ""), "kind": inst.get("kind", ""),
             "case": inst.get("case", ""), "condition": inst.get("condition", ""),
+            "label": condition_label(inst),
             "transport": inst.get("transport", ""), "memory": inst.get("memory", ""),
             "pass": inst.get("pass", ""), "bytes": inst.get("bytes", 0),
             "scope": scope.name, "crosses_sites": scope.crosses_sites,

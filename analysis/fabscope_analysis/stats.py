@@ -146,9 +146,9 @@ def instance_stats(inst: TestInstance, samples: Optional[pd.DataFrame] = None,
     tails = rank_tails(samples, metric)
     return InstanceStats(
         index=inst.index, metric=metric, n_samples=len(samples),
-        p50=tail_value(metric, times, b, 50.0), p99=tail_value(metric, times, b, 99.0),
-        p999=tail_value(metric, times, b, 99.9), worst=worst_value(metric, times, b),
-        mean=mean_value(metric, times, b),
+        p50=figure_value(metric, "p50", times, b), p99=figure_value(metric, "p99", times, b),
+        p999=figure_value(metric, "p99.9", times, b), worst=figure_value(metric, "worst", times, b),
+        mean=figure_value(metric, "mean", times, b),
         flagged_data=int(np.count_nonzero(flags & FLAG_DATA_CHECK_FAILED)),
         rank_tails=tails, stragglers=find_stragglers(tails, straggler_ratio),
         straggler_ratio=straggler_ratio)
@@ -204,15 +204,162 @@ def incast_senders(s: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+STAT_QUANTILES = TAIL_QUANTILES  # the statistics compare reports, by name
+
+
+def figure_value(metric: str, stat: str, times_ns: np.ndarray, sample_bytes: np.ndarray) -> float:
+    """THE definition of every figure fabscope_analysis shows, in display units.
+
+    ``stat`` is p50, p99, p99.9 (or p999), mean, worst (or max). summary, report, compare,
+    accept and the JSON/metrics outputs all call this (directly or through InstanceStats),
+    so one file gives one number per figure everywhere. Bandwidth tails are
+    bytes / (the q-th percentile of the sample times): the slow side (tail_value).
+    """
+    if stat in ("p999",):
+        stat = "p99.9"
+    if stat in TAIL_QUANTILES:
+        return tail_value(metric, times_ns, sample_bytes, TAIL_QUANTILES[stat])
+    if stat == "mean":
+        return mean_value(metric, times_ns, sample_bytes)
+    if stat in ("worst", "max"):
+        return worst_value(metric, times_ns, sample_bytes)
+    raise KeyError(f"unknown statistic {stat!r}")
+
+
+def _tail_values(metric: str, times: np.ndarray, sample_bytes: np.ndarray,
+                 quantiles: np.ndarray) -> np.ndarray:
+    """tail_value for several quantiles at once (the bootstrap's inner loop)."""
+    if len(times) == 0:
+        return np.full(len(quantiles), np.nan)
+    if not is_bandwidth(metric):
+        return np.percentile(times, quantiles) / 1e3
+    if np.all(sample_bytes == sample_bytes[0]):
+        t = np.percentile(times, quantiles)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(t > 0, float(sample_bytes[0]) / t, np.nan)
+    return np.array([tail_value(metric, times, sample_bytes, q) for q in quantiles])
+
+
+@dataclass
+class Unit:
+    """One rank's samples in one replicate, in the order they were measured."""
+    times: np.ndarray   # worse-is-higher times (ns): latency or duration
+    nbytes: np.ndarray
+
+
+SINGLE_RUN_BLOCKS = 8
+
+
+def block_length(n: int, single_run: bool = False) -> int:
+    """Blocks of consecutive iterations for the block bootstrap: about n^(1/3) long
+    (Kuensch 1989; Hall, Horowitz, Jing 1995), at least 1, at most n. With one run per
+    side, run-to-run variation cannot be seen, so the slowest structure the run has is
+    used instead: SINGLE_RUN_BLOCKS long blocks per rank (drift within the run widens the
+    interval rather than being averaged away)."""
+    if single_run:
+        return max(1, -(-n // SINGLE_RUN_BLOCKS))
+    return max(1, min(n, int(round(n ** (1.0 / 3.0)))))
+
+
+def side_units(replicates: Sequence[pd.DataFrame], metric: str) -> List[List[Unit]]:
+    """[replicate][rank] -> Unit, each rank's samples sorted by iteration (then post time)."""
+    out = []
+    for s in replicates:
+        ranks = []
+        if len(s):
+            order = [c for c in ("rank", "iter", "t_post_ns") if c in s.columns]
+            s = s.sort_values(order, kind="stable")
+            for _, group in s.groupby("rank", sort=True):
+                ranks.append(Unit(worse_is_higher_times(group, metric),
+                                  group["bytes"].to_numpy(dtype=np.float64)))
+        if ranks:
+            out.append(ranks)
+    return out
+
+
+def pooled(units: List[List[Unit]]) -> Tuple[np.ndarray, np.ndarray]:
+    times = [u.times for rep in units for u in rep]
+    nbytes = [u.nbytes for rep in units for u in rep]
+    if not times:
+        return np.zeros(0), np.zeros(0)
+    return np.concatenate(times), np.concatenate(nbytes)
+
+
+def _block_resample(unit: Unit, rng: np.random.Generator, single_run: bool = False
+                    ) -> Tuple[np.ndarray, np.ndarray]:
+    """Moving-block bootstrap of one rank's sequence: blocks of consecutive iterations."""
+    n = len(unit.times)
+    if n == 0:
+        return unit.times, unit.nbytes
+    length = block_length(n, single_run)
+    starts = rng.integers(0, n - length + 1, size=-(-n // length))
+    idx = (starts[:, None] + np.arange(length)[None, :]).ravel()[:n]
+    return unit.times[idx], unit.nbytes[idx]
+
+
+def hierarchical_resample(units: List[List[Unit]], rng: np.random.Generator
+                          ) -> Tuple[np.ndarray, np.ndarray]:
+    """One hierarchical bootstrap draw: replicates (runs) with replacement, then ranks
+    within each drawn replicate, then blocks of consecutive iterations within each rank."""
+    times, nbytes = [], []
+    single_run = len(units) == 1
+    for r in rng.integers(0, len(units), size=len(units)):
+        ranks = units[r]
+        for k in rng.integers(0, len(ranks), size=len(ranks)):
+            t, b = _block_resample(ranks[k], rng, single_run)
+            times.append(t)
+            nbytes.append(b)
+    return np.concatenate(times), np.concatenate(nbytes)
+
+
+def hierarchical_bootstrap_diffs(metric: str, a: List[List[Unit]], b: List[List[Unit]],
+                                 stats: Sequence[str] = ("p50", "p99", "p99.9"),
+                                 resamples: int = 400, seed: int = 12345, level: float = 0.95,
+                                 max_samples: int = 20000) -> List[Tuple[float, float, float]]:
+    """CIs of figure(b) - figure(a) for each statistic, by hierarchical bootstrap.
+
+    ``a`` and ``b`` are side_units(): [replicate][rank]. The point estimate is
+    figure_value() on all of a side's samples pooled (for one file: exactly summary's
+    number); each resample draws replicates, then ranks, then blocks of consecutive
+    iterations (so correlated neighbours travel together), and computes the same figure.
+    With one replicate per side the interval holds within-run variation only.
+    A side with more than max_samples samples is thinned by a fixed stride per rank
+    (keeping order), which only widens the interval. Fixed seed: same files, same answer.
+    Returns [(diff, low, high)] in the order of ``stats``.
+    """
+    nan = (float("nan"),) * 3
+    if not a or not b:
+        return [nan for _ in stats]
+    qs = np.asarray([TAIL_QUANTILES["p99.9" if s == "p999" else s] for s in stats])
+    point = _tail_values(metric, *pooled(b), qs) - _tail_values(metric, *pooled(a), qs)
+    rng = np.random.default_rng(seed)
+    a, b = _thin(a, max_samples), _thin(b, max_samples)
+    diffs = np.empty((resamples, len(qs)))
+    for i in range(resamples):
+        diffs[i] = (_tail_values(metric, *hierarchical_resample(b, rng), qs)
+                    - _tail_values(metric, *hierarchical_resample(a, rng), qs))
+    alpha = (1.0 - level) / 2.0
+    with np.errstate(invalid="ignore"):
+        low = np.nanpercentile(diffs, 100 * alpha, axis=0)
+        high = np.nanpercentile(diffs, 100 * (1 - alpha), axis=0)
+    return [(float(p), float(lo), float(hi)) for p, lo, hi in zip(point, low, high)]
+
+
+def _thin(units: List[List[Unit]], max_samples: int) -> List[List[Unit]]:
+    total = sum(len(u.times) for rep in units for u in rep)
+    if total <= max_samples:
+        return units
+    stride = -(-total // max_samples)
+    return [[Unit(u.times[::stride], u.nbytes[::stride]) for u in rep] for rep in units]
+
+
 def bootstrap_quantile_diffs(a: np.ndarray, b: np.ndarray, quantiles: Sequence[float],
                              resamples: int = 400, max_samples: int = 20000, seed: int = 12345,
                              level: float = 0.95) -> List[Tuple[float, float, float]]:
-    """Bootstrap CIs of percentile_q(b) - percentile_q(a) for each q, resampling both sides.
+    """Plain i.i.d. bootstrap of percentile_q(b) - percentile_q(a) (kept for scripts).
 
-    Both sides are resampled independently with replacement, ``resamples`` times, from a
-    generator with a fixed seed, so the same files always give the same intervals. When a
-    side has more than max_samples values a fixed random subset is used, which only widens
-    the interval (conservative). Returns [(diff, low, high)] in the order of ``quantiles``.
+    compare no longer uses it: samples of one run are not independent
+    (hierarchical_bootstrap_diffs is what compare uses).
     """
     rng = np.random.default_rng(seed)
     a = np.asarray(a, dtype=np.float64)
@@ -233,7 +380,6 @@ def bootstrap_quantile_diffs(a: np.ndarray, b: np.ndarray, quantiles: Sequence[f
         n = min(chunk, resamples - done)
         ra = a[rng.integers(0, len(a), size=(n, len(a)))]
         rb = b[rng.integers(0, len(b), size=(n, len(b)))]
-        # percentile with several q along axis 1 -> shape (len(qs), n)
         diffs.append(np.percentile(rb, qs, axis=1) - np.percentile(ra, qs, axis=1))
         done += n
     d = np.concatenate(diffs, axis=1)
@@ -243,12 +389,15 @@ def bootstrap_quantile_diffs(a: np.ndarray, b: np.ndarray, quantiles: Sequence[f
     return [(float(p), float(lo), float(hi)) for p, lo, hi in zip(point, low, high)]
 
 
-def sample_values_for_compare(s: pd.DataFrame, metric: str) -> np.ndarray:
-    """Per-sample values in display units for comparison: latency us, or GB/s."""
+def sample_values_for_plot(s: pd.DataFrame, metric: str) -> np.ndarray:
+    """Per-sample values for distribution plots: latency us, or GB/s per sample."""
     if is_bandwidth(metric):
         v = s["gbps"].to_numpy(dtype=np.float64)
         return v[np.isfinite(v)]
     return s["latency_ns"].to_numpy(dtype=np.float64) / 1e3
+
+
+sample_values_for_compare = sample_values_for_plot  # old name, kept for scripts
 
 
 def display_quantile(metric: str, key: str) -> float:

@@ -39,8 +39,7 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
             scope = {"scope": r["scope"] or "-"} if analysis.labelled else {}
             rows.append({
                 "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
-                "condition": r["condition"] + (f" ({r['pass']})" if r["pass"] not in
-                                               ("", "parallel") else ""),
+                "condition": r["label"],
                 **scope,
                 "samples": int(r["samples"]),
                 "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
@@ -73,9 +72,25 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
     return out
 
 
-def print_summary(result: ResultFile, stream: TextIO = sys.stdout) -> None:
+def verdict_lines(result: ResultFile, criteria=None) -> List[str]:
+    """The verdict first (verdict.compute_verdict: the same as accept and the report)."""
+    from .errors import CriteriaError
+    from .verdict import compute_verdict
+    try:
+        verdict = compute_verdict(result, criteria)
+    except CriteriaError as exc:
+        return [f"verdict: unavailable ({exc})"]
+    failing = [r for r in verdict.reasons if r.failing]
+    lines = [verdict.line()]
+    lines += [f"  - {r.text}" for r in failing[:8]]
+    if len(failing) > 8:
+        lines.append(f"  - ... and {len(failing) - 8} more (accept lists every check)")
+    return lines
+
+
+def print_summary(result: ResultFile, stream: TextIO = sys.stdout, criteria=None) -> None:
     analysis = RunAnalysis(result)
-    for line in run_header(result) + summary_tables(analysis):
+    for line in verdict_lines(result, criteria) + run_header(result) + summary_tables(analysis):
         print(line, file=stream)
     print("", file=stream)
     print("impact = congested/quiet (latency) or quiet/congested (bandwidth): >1 is worse. "

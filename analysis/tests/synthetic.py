@@ -318,3 +318,113 @@ def write_standard_run(path, *, slow_pair: Optional[Tuple[int, int]] = (2, 5),
                        for r in range(0, nranks, 2)})
     run.close(complete=complete, exit_code=0 if complete else -1)
     return run
+
+
+def matrix_samples(nranks: int, iterations: int, base_ns: float, rng: np.random.Generator,
+                   factor: np.ndarray, nbytes: int, start_ns: int, jitter: float = 0.05,
+                   tail: Optional[np.ndarray] = None, symmetric: bool = False) -> np.ndarray:
+    """All-pairs samples, vectorised (fast enough for 256 ranks).
+
+    factor[s][d] multiplies the time of pair s -> d; tail[s][d] (optional) is the
+    fraction of that pair's samples that take 50x longer (a retransmission timeout).
+    With symmetric=True each unordered pair is measured once, by its lower rank (a
+    ping-pong), as fabscope does for latency.
+    """
+    s_idx, d_idx = np.nonzero(~np.eye(nranks, dtype=bool))
+    if symmetric:
+        keep = s_idx < d_idx
+        s_idx, d_idx = s_idx[keep], d_idx[keep]
+    npairs = len(s_idx)
+    rank = np.repeat(s_idx, iterations)
+    peer = np.repeat(d_idx, iterations)
+    it = np.tile(np.arange(iterations), npairs)
+    dur = base_ns * np.repeat(factor[s_idx, d_idx], iterations) * \
+        rng.lognormal(0.0, jitter, npairs * iterations)
+    if tail is not None:
+        p = np.repeat(tail[s_idx, d_idx], iterations)
+        dur = np.where(rng.random(len(p)) < p, dur * 50.0, dur)
+    out = np.zeros(len(rank), dtype=SAMPLE_DTYPE)
+    out["rank"], out["iter"], out["peer"], out["bytes"] = rank, it, peer, nbytes
+    out["t_post_ns"] = start_ns + np.arange(len(rank), dtype=np.int64) * 10
+    out["t_done_ns"] = out["t_post_ns"] + np.maximum(dur.astype(np.int64), 1)
+    return out
+
+
+def fast_pair_matrix(samples: np.ndarray, nranks: int, metric: str, divisor: int = 1,
+                     symmetric: bool = False) -> np.ndarray:
+    """Median per pair (GB/s or ns), as fabscope's pair_matrix; mirrored when symmetric."""
+    import pandas as pd
+    dur = (samples["t_done_ns"] - samples["t_post_ns"]).astype(np.float64)
+    value = samples["bytes"] / dur if metric == "bandwidth" else dur / divisor
+    med = pd.DataFrame({"r": samples["rank"], "p": samples["peer"], "v": value}) \
+        .groupby(["r", "p"])["v"].median()
+    m = np.full((nranks, nranks), np.nan)
+    m[med.index.get_level_values(0), med.index.get_level_values(1)] = med.to_numpy()
+    if symmetric:
+        m = np.where(np.isfinite(m), m, m.T)
+    return m
+
+
+def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
+                     send: Optional[Dict[int, float]] = None,
+                     receive: Optional[Dict[int, float]] = None,
+                     link: Optional[Dict[Tuple[int, int], float]] = None,
+                     lossy: Optional[Dict[int, float]] = None, pair_noise: float = 0.0,
+                     seed: int = 1, iterations: int = 30, jitter: float = 0.05,
+                     retest: Optional[Sequence[Tuple[int, int]]] = None,
+                     controls: Optional[Sequence[Tuple[int, int]]] = None,
+                     control_flag: int = 1 << 10) -> SyntheticRun:
+    """An all-pairs latency (8 B ping-pong) and bandwidth (1 MiB) run with planted culprits.
+
+    send/receive: rank -> bandwidth factor (0.3 = that rank sends/receives at 30 %); a rank
+    in both is slow both ways. link: (s, d) -> factor for that one direction. lossy: rank ->
+    fraction of the samples of every pair touching it that hit a 50x timeout (both tests).
+    pair_noise: lognormal sigma of a per-pair factor (equal noise on every pair).
+    retest: pairs re-measured alone in a serial-retest instance of the bandwidth test, with
+    `controls` as control rows (flag control_flag).
+    """
+    run = SyntheticRun(path, nranks=nranks, ranks_per_host=ranks_per_host, seed=seed)
+    rng = run.rng
+    slow = np.ones((nranks, nranks))  # time factor = 1 / bandwidth factor
+    for r, f in (send or {}).items():
+        slow[r, :] /= f
+    for r, f in (receive or {}).items():
+        slow[:, r] /= f
+    for (s, d), f in (link or {}).items():
+        slow[s, d] /= f
+    if pair_noise:
+        slow *= rng.lognormal(0.0, pair_noise, (nranks, nranks))
+    tail = None
+    if lossy:
+        tail = np.zeros((nranks, nranks))
+        for r, frac in lossy.items():
+            tail[r, :] = np.maximum(tail[r, :], frac)
+            tail[:, r] = np.maximum(tail[:, r], frac)
+    # latency: a round trip sees both directions' slowness (geometric mean, symmetric)
+    lat_factor = np.sqrt(slow * slow.T)
+    lat = matrix_samples(nranks, iterations, 2 * 20_000, rng, lat_factor, 8, run.start_ns(),
+                         jitter=jitter, tail=tail, symmetric=True)
+    run.add_test("ap-lat", "latency", lat, nbytes=8, divisor=2, pattern="all-pairs",
+                 pair_matrix=fast_pair_matrix(lat, nranks, "latency", 2, symmetric=True))
+    nbytes = 1 << 20
+    bw = matrix_samples(nranks, iterations, nbytes / 1.0, rng, slow, nbytes, run.start_ns(),
+                        jitter=jitter, tail=tail)
+    parallel = run.add_test("ap-bw", "bandwidth", bw, nbytes=nbytes, metric="bandwidth",
+                            pattern="all-pairs",
+                            pair_matrix=fast_pair_matrix(bw, nranks, "bandwidth"))
+    if retest:
+        entries, flags = [], {}
+        pairs = list(retest) + list(controls or [])
+        for i, (s, d) in enumerate(pairs):
+            for it in range(10):
+                entries.append((s, i * 10 + it, d, nbytes,
+                                nbytes / 1.0 * slow[s, d] * rng.lognormal(0.0, jitter)))
+                if i >= len(retest):
+                    flags[(s, i * 10 + it)] = control_flag
+        samples = make_samples(entries, run.start_ns(), flags=flags)
+        run.add_test("ap-bw", "bandwidth", samples, nbytes=nbytes, metric="bandwidth",
+                     pattern="all-pairs", pass_="serial-retest",
+                     extra_attrs={"retest_of": np.int64(parallel)},
+                     pair_matrix=fast_pair_matrix(samples, nranks, "bandwidth"))
+    run.close()
+    return run

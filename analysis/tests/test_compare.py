@@ -34,10 +34,13 @@ def test_slower_fabric_detected_with_interval(files):
     row = _verdict(frame, "pingpong/8", "quiet", "p50")
     assert row.verdict == "worse"
     assert 0.25 < row.relative < 0.35 and row.ci_low > 0
-    # the slow pair is only in the reference, so the other run's bandwidth tail is better
-    assert _verdict(frame, "allpairs-bw/1048576", "quiet", "p99").verdict == "better"
+    # the slow pair is only in the reference: the other run's bandwidth tail is higher,
+    # but it rests on two of the ranks, and ranks are resampled (hierarchical bootstrap),
+    # so it is not called a difference of the whole run
+    row = _verdict(frame, "allpairs-bw/1048576", "quiet", "p99")
+    assert row.relative > 0 and row.verdict != "worse"
     assert _verdict(frame, "allpairs-bw/1048576", "quiet", "p50").verdict in (
-        "no clear difference", "negligible (<2%)")
+        "no clear difference", "negligible (<5%)")
 
 
 def test_bootstrap_is_deterministic_and_bounded():

@@ -26,8 +26,8 @@ def standard_report(files, tmp_path_factory):
 
 def test_full_report_has_every_section(standard_report):
     text = standard_report.read_text()
-    assert _section_ids(text) == {"summary", "cdf", "ranks", "pairs", "incast", "kv", "faults",
-                                  "inventory", "counters"}
+    assert _section_ids(text) == {"verdict", "summary", "cdf", "ranks", "pairs", "incast", "kv",
+                                  "faults", "inventory", "counters"}
     # self-contained: every image embedded, nothing fetched from elsewhere
     images = re.findall(r'<img [^>]*src="([^"]+)"', text)
     assert len(images) >= 8 and all(src.startswith("data:image/png;base64,") for src in images)
@@ -46,7 +46,7 @@ def test_absent_data_sections_omitted(tmp_path):
     with open_result(path) as result:
         text = build_report(result)
     # no pair matrix, incast, kv, events, counters or /hosts; one rank measures (no tails)
-    assert _section_ids(text) == {"summary", "cdf", "inventory"}
+    assert _section_ids(text) == {"verdict", "summary", "cdf", "inventory"}
     assert "Host inventory" not in text
 
 

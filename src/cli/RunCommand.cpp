@@ -16,19 +16,13 @@ namespace fabscope::cli {
 namespace {
 
 // launch/fabscope-mpirun and launch/slurm/fabscope.sbatch look for this at
-// the start of a line, followed by the exit code: in a fault-tolerant launch
-// the launcher's own status does not carry it (Open MPI 4.1 with
-// orte_abort_on_non_zero_status 0 ends 0 even when every rank exits 2, and
-// non-zero after a rank was lost on purpose).
+// the start of a line, followed by the exit code (driver::printResultLine): in
+// a fault-tolerant launch the launcher's own status does not carry it (Open
+// MPI 4.1 with orte_abort_on_non_zero_status 0 ends 0 even when every rank
+// exits 2, and non-zero after a rank was lost on purpose).
 constexpr const char* resultMarker = "fabscope: result: exit code";
 
-// Rank 0's result line, when the launcher asked for it (FABSCOPE_REPORT_EXIT=1).
-void reportResult(bool rank0, int code) {
-  const char* asked = std::getenv("FABSCOPE_REPORT_EXIT");
-  if (!rank0 || !asked || std::string(asked) != "1") return;
-  std::printf("%s %d\n", resultMarker, code);
-  std::fflush(stdout);
-}
+void reportResult(bool rank0, int code) { driver::printResultLine(rank0, code); }
 // How long a victim that survived its own fault waits for the launcher to end it.
 constexpr double victimWaitSeconds = 300;
 
@@ -58,7 +52,7 @@ std::string checkOutputPath(const std::string& path, bool overwrite) {
 
 int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
   runtime::MpiEnvironment mpi(argc, argv);
-  const auto world = runtime::Communicator::world();
+  auto world = runtime::Communicator::world();
   const bool rank0 = world.rank() == 0;
   const suite::Registry registry;
   const auto agreeDeadline = runtime::Deadline::afterSeconds(runtime::deadlines::setupSeconds);
@@ -96,7 +90,11 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
   }
 
   try {
-    driver::Runner runner(scenario, registry, world, {outputPath, command.commandLine, command.progress, std::move(fabric)});
+    // Opened before anything can be lost; every control-plane wait watches it.
+    runtime::LossChannel losses(world, agreeDeadline);
+    world.watchLosses(&losses);
+    driver::Runner runner(scenario, registry, world,
+                          {outputPath, command.commandLine, command.progress, std::move(fabric), &losses});
     const int code = runner.run();
     if (runner.leftRun()) {
       // The victim of a fault drill that is still alive (hang, link-down,

@@ -15,7 +15,7 @@
 namespace fabscope::driver {
 namespace {
 
-enum StatusCode : std::int64_t { passed = 0, failed = 1, timeout = 2, errored = 3 };
+using namespace instance_status;
 
 const char* statusName(std::int64_t code) {
   switch (code) {
@@ -53,8 +53,8 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   InstanceRun run(index, planned, registry_.kind(planned.instance.spec->kind));
   assignInstanceRoles(run);
   runUnderCondition(run, transport);
-  if (!carryOn(run, file)) return {};
-  agree(run);
+  if (!carryOn(run, file, recorder)) return {};
+  agree(run, recorder);
   reduce(run);
   record(run, recorder);
   if (run.agreed >= timeout && run.state) abandonedKindStates_.push_back(std::move(run.state));
@@ -113,6 +113,14 @@ void Runner::runUnderCondition(InstanceRun& run, transport::Transport& transport
   } catch (const DeadlineExceeded& e) {
     run.status = timeout;
     run.errorText = rankSaid(e);
+  } catch (const runtime::PeerLost& e) {
+    run.status = errored;
+    run.errorText = rankSaid(e);
+    run.lostPeers.push_back(e.peer());
+  } catch (const runtime::LossRoundStarted& e) {
+    run.status = errored;
+    run.errorText = rankSaid(e);
+    run.lossRound = true;
   } catch (const RuntimeFailure& e) {
     run.status = errored;
     run.errorText = rankSaid(e);
@@ -148,9 +156,10 @@ void Runner::runKind(InstanceRun& run, transport::Transport& transport) {
   run.outcome = run.kind.run(ctx);
 }
 
-// A rank that left on purpose stops here; after lost ranks the run (and the
-// file) goes on with the survivors.
-bool Runner::carryOn(InstanceRun& run, output::ResultFile& file) {
+// A rank that left on purpose stops here; after a fault drill's lost ranks
+// the run (and the file) goes on with the survivors; after a rank lost
+// otherwise the run ends (endAfterLoss).
+bool Runner::carryOn(InstanceRun& run, output::ResultFile& file, output::Recorder& recorder) {
   if (run.outcome.leaveRun) {
     leaveRun_ = true;
     return false;
@@ -160,25 +169,34 @@ bool Runner::carryOn(InstanceRun& run, output::ResultFile& file) {
     comm_ = &*survivors_;
     file.switchCommunicator(*comm_);
   }
+  if (!run.lostPeers.empty() || run.lossRound) {
+    const RunningTest running{run.index, run.planned, run.samples->used(), run.status};
+    endAfterLoss(recorder, run.errorText, run.lostPeers, &running);
+  }
   return true;
 }
 
 // Agreement: if a rank cannot answer now, it is lost and the run cannot go on.
-void Runner::agree(InstanceRun& run) {
+void Runner::agree(InstanceRun& run, output::Recorder& recorder) {
   std::vector<std::string> errors;
   try {
     run.agreed = comm_->allreduceMax(run.status, run.control);
     errors = comm_->gatherStrings(run.errorText, 0, run.control);
-  } catch (const DeadlineExceeded& e) {
-    throw RuntimeFailure("lost contact with other ranks after test " + std::to_string(run.index) + " (" +
-                         run.planned.instance.caseId + "): " + e.what() +
-                         (run.errorText.empty() ? "" : "; this rank saw: " + run.errorText));
+  } catch (const RuntimeFailure& e) {
+    if (survivors_) throw;  // a fault drill's survivors: the drill's own ending applies
+    const RunningTest running{run.index, run.planned, run.samples->used(), run.status};
+    endAfterLoss(recorder,
+                 "waiting for the other ranks after test " + std::to_string(run.index) + " (" +
+                     run.planned.instance.caseId + "): " + e.what() +
+                     (run.errorText.empty() ? "" : "; this rank saw: " + run.errorText),
+                 {}, &running);
   }
   // Transfers of a test that missed its deadline may still be in flight (a
   // matched rendezvous can be neither cancelled nor abandoned), so no later
-  // test may share the data path with them: the rest of the matrix is skipped.
+  // test may share the data path, the buffers or the kind's state with them.
   if (run.agreed >= timeout) {
     abandoned_ = true;
+    retireDataPath_ = true;
     buffers_.abandon();  // the kind's state is kept too, once recorded (runInstance)
   } else {
     buffers_.release();

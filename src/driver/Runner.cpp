@@ -9,6 +9,8 @@
 #include <utility>
 #include <map>
 #include <random>
+#include <span>
+#include <thread>
 
 #include "conditions/NeighbourLoad.hpp"
 #include "inventory/HostInventory.hpp"
@@ -26,6 +28,9 @@ namespace fabscope::driver {
 namespace {
 
 constexpr int formatVersion = 1;
+// After this many instances missed their deadline the run stops recovering
+// (each leaves a data path and its buffers alive) and skips the rest.
+constexpr int maxRecoveries = 3;
 
 runtime::Deadline setupDeadline() { return runtime::Deadline::afterSeconds(runtime::deadlines::setupSeconds); }
 runtime::Deadline fileStep() { return runtime::Deadline::afterSeconds(runtime::deadlines::fileStepSeconds); }
@@ -137,13 +142,135 @@ void Runner::writeRanks(output::Recorder& recorder) {
 
 void Runner::writeSkipped(int index, const PlannedInstance& planned, output::Recorder& recorder,
                           const std::string& why) {
+  recorder.skipped(output::instanceGroupPath(index), unfinishedAttributes(index, planned, "skipped", why));
+}
+
+namespace {
+
+std::string rankAndHost(int rank, const std::vector<std::string>& hostOfRank) {
+  const bool known = rank >= 0 && static_cast<std::size_t>(rank) < hostOfRank.size();
+  return "rank " + std::to_string(rank) + " (" + (known ? hostOfRank[static_cast<std::size_t>(rank)] : "?") + ")";
+}
+
+std::string namesOf(const std::vector<int>& ranks, const std::vector<std::string>& hostOfRank) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + rankAndHost(r, hostOfRank);
+  return out;
+}
+
+}  // namespace
+
+void printResultLine(bool rank0, int code) {
+  const char* asked = std::getenv("FABSCOPE_REPORT_EXIT");
+  if (!rank0 || !asked || std::string(asked) != "1") return;
+  std::printf("fabscope: result: exit code %d\n", code);
+  std::fflush(stdout);
+}
+
+void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError, std::vector<int> lost,
+                          const RunningTest* running) {
+  const int me = world_.rank();
+  const auto& hosts = identity_.hostOfRank;
+  const auto now = [] { return runtime::utcTimestamp(runtime::realtimeNow()); };
+  std::fflush(stdout);
+  runtime::LossReport mine{myError, lost, {}};
+  if (running) {
+    for (auto& s : running->samples) {
+      s.t_post_ns = clock_.toGlobal(s.t_post_ns);
+      s.t_done_ns = clock_.toGlobal(s.t_done_ns);
+    }
+    const auto bytes = std::as_bytes(running->samples);
+    mine.samples.assign(bytes.begin(), bytes.end());
+  }
+  const auto* losses = options_.losses;
+  if (me != 0) {
+    std::string conclusion;
+    const bool rank0Lost = std::find(lost.begin(), lost.end(), 0) != lost.end();
+    if (losses && !rank0Lost) {
+      // Rank 0 may still be inside a test of its own: it joins at its next control-plane wait.
+      const double within = (running ? running->planned.instance.spec->timeoutSeconds : 0) + runtime::deadlines::controlGraceSeconds +
+                            runtime::deadlines::lossAnswerSeconds;
+      conclusion = losses->report(mine, static_cast<runtime::Nanoseconds>(within * 1e9));
+    }
+    std::fprintf(stderr, "fabscope: %s %s: runtime failure: %s%s%s\n", now().c_str(), rankAndHost(me, hosts).c_str(),
+                 myError.empty() ? "another rank reported a loss" : myError.c_str(),
+                 conclusion.empty() ? "" : "; rank 0: ", conclusion.c_str());
+    if (conclusion.empty())
+      std::fprintf(stderr, "fabscope: %s: %s; the result file cannot be finished\n", rankAndHost(me, hosts).c_str(),
+                   rank0Lost ? "rank 0, which holds the result file, is lost" : "rank 0 did not conclude the loss round");
+    std::fflush(stderr);
+    if (!conclusion.empty()) {
+      losses->acknowledge();
+      // Rank 0 ends the job once it has recorded the loss; this is only the fallback.
+      const auto wait = runtime::Deadline::afterSeconds(runtime::deadlines::lossEndSeconds);
+      while (!wait.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+  }
+
+  runtime::LossOutcome outcome;
+  if (losses) outcome = losses->gather(std::move(mine), static_cast<runtime::Nanoseconds>(runtime::deadlines::lossAnswerSeconds * 1e9));
+  else outcome = {lost, {}, {{0, std::move(mine)}}};
+  std::string firstError;
+  for (const auto& [rank, report] : outcome.reports)
+    if (!report.error.empty()) {
+      firstError = report.error;
+      break;
+    }
+  std::string line = outcome.lost.empty() ? "a control-plane wait failed"
+                                          : "lost contact with " + namesOf(outcome.lost, hosts);
+  if (!outcome.silent.empty())
+    line += std::string(outcome.silent.size() == outcome.lost.size() ? ": " : "; ") +
+            (outcome.silent.size() == 1 ? "it" : namesOf(outcome.silent, hosts)) + " did not answer within " +
+            std::to_string(static_cast<int>(runtime::deadlines::lossAnswerSeconds)) + " s";
+  if (!firstError.empty()) line += "; first error: " + firstError;
+  std::fprintf(stderr, "fabscope: %s rank 0: runtime failure: %s\n", now().c_str(), line.c_str());
+  try {
+    recorder.continueAlone();
+    const auto control = runtime::Deadline::afterSeconds(runtime::deadlines::lossRecordSeconds);
+    if (running) {
+      std::vector<output::SampleRecord> rows;
+      for (const auto& [rank, report] : outcome.reports) {
+        const auto* first = reinterpret_cast<const output::SampleRecord*>(report.samples.data());
+        rows.insert(rows.end(), first, first + report.samples.size() / sizeof(output::SampleRecord));
+      }
+      const std::string status = running->status == instance_status::timeout ? "timeout" : "error";
+      auto attrs = unfinishedAttributes(running->index, running->planned, status, line);
+      attrs.emplace_back("samples_from_ranks", [&] {
+        std::string list;
+        for (const auto& [rank, report] : outcome.reports) list += (list.empty() ? "" : ",") + std::to_string(rank);
+        return list;
+      }());
+      recorder.interrupted(output::instanceGroupPath(running->index), attrs, rows, control);
+    }
+    std::string lostList;
+    for (int r : outcome.lost) lostList += (lostList.empty() ? "" : ",") + std::to_string(r);
+    recorder.attributes("/",
+                       {{"finished_utc", now()}, {"complete", std::int64_t{0}},
+                        {"exit_code", std::int64_t{exit_code::runtimeFailure}}, {"error", line},
+                        {"lost_ranks", lostList}},
+                       control);
+    recorder.flush();
+    std::fprintf(stderr, "fabscope: the result file %s keeps every test finished so far%s, is marked complete=0 "
+                 "and exit_code=3\n", options_.outputPath.c_str(), running ? " and the interrupted one's samples" : "");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fabscope: rank 0: could not record the loss in %s: %s (it stays complete=0, exit_code=-1)\n",
+                 options_.outputPath.c_str(), e.what());
+  }
+  std::fflush(stderr);
+  printResultLine(true, exit_code::runtimeFailure);
+  if (losses) losses->conclude(outcome, line, static_cast<runtime::Nanoseconds>(runtime::deadlines::lossAckSeconds * 1e9));
+  runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+}
+
+output::Attributes Runner::unfinishedAttributes(int index, const PlannedInstance& planned, const std::string& status,
+                                                const std::string& why) const {
   const auto& spec = *planned.instance.spec;
-  recorder.skipped(output::instanceGroupPath(index),
-                   {{"index", std::int64_t{index}}, {"name", spec.name}, {"kind", spec.kind},
-                    {"case", planned.instance.caseId}, {"condition", planned.instance.condition},
-                    {"transport", spec.transport}, {"memory", spec.memory}, {"bytes", planned.instance.bytes},
-                    {"iterations", std::int64_t{spec.iterations}}, {"status", std::string("skipped")},
-                    {"error", why}});
+  return {{"index", std::int64_t{index}}, {"name", spec.name}, {"kind", spec.kind},
+          {"case", planned.instance.caseId}, {"condition", planned.instance.condition},
+          {"transport", spec.transport}, {"memory", spec.memory}, {"bytes", planned.instance.bytes},
+          {"iterations", std::int64_t{spec.iterations}}, {"pattern", planned.plan.pattern},
+          {"pass", planned.plan.pass}, {"status", status}, {"error", why}};
 }
 
 InstanceResult Runner::skippedResult(int index, const PlannedInstance& planned) const {
@@ -210,17 +337,19 @@ int Runner::run() {
   int exitCode = exit_code::ok;
   try {
     exitCode = runMatrix(std::move(planned), file, recorder);
+  } catch (const runtime::PeerLost& e) {
+    // No collective may run again, not even closing the file (parallel HDF5
+    // closes collectively): a loss round names the lost ranks and rank 0
+    // records the end alone. Every finished test is already flushed.
+    endAfterLoss(recorder, "rank " + std::to_string(world_.rank()) + ": " + e.what(), {e.peer()}, nullptr);
   } catch (const std::exception& e) {
-    // A rank is lost: no collective may run again, not even closing the file
-    // (parallel HDF5 closes collectively). Every finished test is already
-    // flushed; the file stays complete=0. MPI_Abort ends every rank.
-    std::fprintf(stderr,
-                 "fabscope: %s rank %d: runtime failure: %s\nfabscope: the result file %s keeps every test finished "
-                 "so far and is marked complete=0\n",
-                 runtime::utcTimestamp(runtime::realtimeNow()).c_str(), world_.rank(), e.what(),
-                 options_.outputPath.c_str());
-    std::fflush(stderr);
-    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+    if (survivors_) {
+      std::fprintf(stderr, "fabscope: %s rank %d: runtime failure after a fault drill: %s\n",
+                   runtime::utcTimestamp(runtime::realtimeNow()).c_str(), world_.rank(), e.what());
+      std::fflush(stderr);
+      runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+    }
+    endAfterLoss(recorder, "rank " + std::to_string(world_.rank()) + ": " + e.what(), {}, nullptr);
   }
   if (leaveRun_) return exit_code::ok;
   return finish(file, recorder, fabric, exitCode);
@@ -238,11 +367,13 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
   struct KeepTransportsIfAbandoned {
     std::map<std::string, std::unique_ptr<transport::Transport>>& transports;
     const bool& abandoned;
+    std::vector<std::unique_ptr<transport::Transport>>& retired;
     ~KeepTransportsIfAbandoned() {
       if (abandoned)
         for (auto& entry : transports) (void)entry.second.release();
+      for (auto& t : retired) (void)t.release();
     }
-  } keepTransportsIfAbandoned{transports, abandoned_};
+  } keepTransportsIfAbandoned{transports, abandoned_, retiredTransports_};
   Progress progress(static_cast<int>(planned.size()), rank0 && options_.progress);
   std::deque<PlannedInstance> queue(planned.begin(), planned.end());
   int total = static_cast<int>(planned.size());
@@ -251,11 +382,14 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
     PlannedInstance current = std::move(queue.front());
     queue.pop_front();
     progress.starting(index, current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
-    if (survivors_ || abandoned_) {
+    if (survivors_ || recoveries_ > maxRecoveries) {
       // The cluster that lost a rank is not the one the rest of the matrix was for.
       writeSkipped(index, current, recorder,
                    survivors_ ? "skipped: ranks were lost in an earlier fault drill"
-                              : "skipped: an earlier test missed its deadline and its transfers may still be in flight");
+                              : "not run: " + std::to_string(recoveries_) +
+                                    " tests missed their deadline, more than the run recovers from (" +
+                                    std::to_string(maxRecoveries) + ")");
+      if (!survivors_) ++notRunAfterTimeouts_;
       if (rank0) results_.push_back(skippedResult(index, current));
       continue;
     }
@@ -266,6 +400,16 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
     std::vector<suite::RankPair> worst;
     auto result = runInstance(index, current, file, recorder, *transport, worst);
     if (leaveRun_) return exit_code::ok;
+    if (std::exchange(retireDataPath_, false)) {
+      // Every rank answered, but transfers of the missed instance may still be
+      // in flight (a matched rendezvous can be neither cancelled nor
+      // abandoned, and UCX crashed destroying a worker under them): the next
+      // instance gets a fresh data path, and the old one is kept, unused.
+      ++recoveries_;
+      retiredTransports_.push_back(std::move(transport));
+      transports.erase(transportName);
+      runCache_.retire();
+    }
     if (result.status != "passed" && result.status != "skipped") exitCode = exit_code::checkFailed;
     if (!worst.empty()) {
       queue.push_front(retestOf(current, worst, index));
@@ -285,10 +429,19 @@ int Runner::finish(output::ResultFile& file, output::Recorder& recorder, const F
   if (fabric.manifestFailed) exitCode = exit_code::checkFailed;
   recorder.attributes("/", {{"finished_utc", runtime::utcTimestamp(runtime::realtimeNow())},
                             {"complete", std::int64_t{1}},
-                            {"exit_code", std::int64_t{exitCode}}});
+                            {"exit_code", std::int64_t{exitCode}},
+                            {"missed_deadlines", std::int64_t{recoveries_}},
+                            {"not_run_after_missed_deadlines", std::int64_t{notRunAfterTimeouts_}}});
   file.flush();
   if (world_.rank() == 0) {
     printSummaryTable(stdout, results_);
+    if (recoveries_ > 0)
+      std::printf("\n%d test(s) missed their deadline; each following test ran on a fresh data path%s\n", recoveries_,
+                  notRunAfterTimeouts_ > 0
+                      ? (", until the limit of " + std::to_string(maxRecoveries) + ": " +
+                         std::to_string(notRunAfterTimeouts_) + " test(s) were NOT RUN")
+                            .c_str()
+                      : "");
     if (!fabric.lines.empty()) {
       std::printf("\nfabric inventory: %d consistency flag(s)%s\n", fabric.consistencyFlags,
                   fabric.manifestFailed ? "; the manifest check FAILED" : "");

@@ -10,6 +10,7 @@
 #include "output/Recorder.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/ClockSync.hpp"
+#include "runtime/LossChannel.hpp"
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
 #include "kinds/Registry.hpp"
@@ -21,7 +22,14 @@ struct RunOptions {
   std::string commandLine;
   bool progress = true;
   FabricInputs fabric;
+  // Where a lost or silent rank is reported and named (see LossChannel).
+  const runtime::LossChannel* losses = nullptr;
 };
+
+// Rank 0's result line, when the launcher asked for it (FABSCOPE_REPORT_EXIT=1):
+// launch/fabscope-mpirun and launch/slurm/fabscope.sbatch read it, because in a
+// fault-tolerant launch the launcher's own status does not carry the code.
+void printResultLine(bool rank0, int code);
 
 struct PlannedInstance {
   scenario::TestInstance instance;
@@ -35,6 +43,11 @@ std::int64_t memoryPerRank(const suite::InstancePlan& plan);
 // and on an instance above the scenario's max_memory_per_rank.
 std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
                                         int worldSize);
+
+// An instance's status as the ranks agree on it: the largest of theirs.
+namespace instance_status {
+enum : std::int64_t { passed = 0, failed = 1, timeout = 2, errored = 3 };
+}
 
 // What the stages of one instance share on one rank (InstanceStages.cpp), in
 // the order the stages fill it: roles, condition + run, agree, reduce, record.
@@ -58,6 +71,8 @@ struct InstanceRun {
   suite::Outcome outcome;  // empty when run() threw or the rank did not measure
   std::int64_t status = 0;
   std::string errorText;
+  std::vector<int> lostPeers;  // known gone: the run ends now, not at a deadline
+  bool lossRound = false;      // another rank started a loss round
   std::int64_t tStart = 0, tEnd = 0;
   // agree
   std::int64_t agreed = 0;
@@ -86,6 +101,11 @@ class Runner {
   // True when transfers of a timed-out test may still be pending: MPI_Finalize
   // could wait for them forever, so the process must exit without it.
   bool transfersAbandoned() const { return abandoned_; }
+  // How many instances missed their deadline and were recovered from (fresh
+  // transports for the next one), and how many were then not run because
+  // the run stopped recovering.
+  int recoveries() const { return recoveries_; }
+  int notRunAfterTimeouts() const { return notRunAfterTimeouts_; }
   // True after a fault drill lost ranks: MPI_Finalize would wait for them.
   bool lostRanks() const { return survivors_.has_value(); }
   // After a run that lost ranks: how many, and a barrier of the survivors so
@@ -103,6 +123,21 @@ class Runner {
   int runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& file, output::Recorder& recorder);
   void writeSkipped(int index, const PlannedInstance& planned, output::Recorder& recorder, const std::string& why);
   InstanceResult skippedResult(int index, const PlannedInstance& planned) const;
+  output::Attributes unfinishedAttributes(int index, const PlannedInstance& planned, const std::string& status,
+                                          const std::string& why) const;
+  // The test that was running when a rank was lost, for the loss round.
+  struct RunningTest {
+    int index;
+    const PlannedInstance& planned;
+    std::span<output::SampleRecord> samples;  // this rank's, local clock
+    std::int64_t status;
+  };
+  // A rank is lost or silent: names it with the other survivors (a loss
+  // round over the LossChannel), records what it can (rank 0: the running
+  // test's samples with its status, the error, exit_code 3, complete=0) and
+  // ends the job with exit code 3, within seconds. Never returns.
+  [[noreturn]] void endAfterLoss(output::Recorder& recorder, const std::string& myError, std::vector<int> lost,
+                                 const RunningTest* running);
   int finish(output::ResultFile& file, output::Recorder& recorder, const FabricVerdict& fabric, int exitCode);
 
   // One instance: the stages in order (InstanceStages.cpp).
@@ -112,8 +147,8 @@ class Runner {
   void assignInstanceRoles(InstanceRun& run);
   void runUnderCondition(InstanceRun& run, transport::Transport& transport);
   void runKind(InstanceRun& run, transport::Transport& transport);
-  bool carryOn(InstanceRun& run, output::ResultFile& file);
-  void agree(InstanceRun& run);
+  bool carryOn(InstanceRun& run, output::ResultFile& file, output::Recorder& recorder);
+  void agree(InstanceRun& run, output::Recorder& recorder);
   void reduce(InstanceRun& run);
   void instanceAttributes(InstanceRun& run);
   void reduceOnRank0(InstanceRun& run, std::span<const std::byte> allSamples, std::span<const std::byte> allCounters);
@@ -128,7 +163,13 @@ class Runner {
   const runtime::Communicator* comm_;
   std::optional<runtime::Communicator> survivors_;
   bool leaveRun_ = false;
+  // Transfers of a timed-out instance may still be in flight: its buffers,
+  // kind state and data path are kept alive, unused, until the process exits.
   bool abandoned_ = false;
+  bool retireDataPath_ = false;  // set by the agree stage, acted on by runMatrix
+  int recoveries_ = 0;
+  int notRunAfterTimeouts_ = 0;
+  std::vector<std::unique_ptr<transport::Transport>> retiredTransports_;
   suite::BufferArena buffers_;
   suite::RunCache runCache_;  // after buffers_: destroyed first
   // Kind states (RunContext::state) of timed-out instances: like the

@@ -8,6 +8,7 @@
 #include <string>
 #include <typeindex>
 #include <utility>
+#include <vector>
 
 namespace fabscope::suite {
 
@@ -33,8 +34,17 @@ class RunCache {
     return static_cast<Resource&>(*slot);
   }
 
+  // After a missed deadline: what the kinds kept may be in use by transfers
+  // still in flight, so it is kept alive but never handed out again (the
+  // process then exits without running the destructors; see Runner).
+  void retire() {
+    for (auto& [key, value] : slots_) retired_.push_back(std::move(value));
+    slots_.clear();
+  }
+
  private:
   std::map<std::pair<std::type_index, std::string>, std::unique_ptr<RunResource>> slots_;
+  std::vector<std::unique_ptr<RunResource>> retired_;
 };
 
 }  // namespace fabscope::suite

@@ -32,6 +32,8 @@ class Hid {
 
   hid_t get() const noexcept { return id_; }
   explicit operator bool() const noexcept { return id_ >= 0; }
+  // Gives the identifier up without closing it (closing may be collective).
+  hid_t release() noexcept { return std::exchange(id_, H5I_INVALID_HID); }
   void reset() noexcept {
     if (id_ >= 0) Close(id_);
     id_ = H5I_INVALID_HID;

@@ -58,6 +58,22 @@ void Recorder::instance(const InstanceRecord& r, const runtime::Deadline& deadli
   file_.flush();
 }
 
+void Recorder::continueAlone() { file_.continueAlone(); }
+
+void Recorder::interrupted(const std::string& group, const Attributes& attributes,
+                           std::span<const SampleRecord> samples, const runtime::Deadline& deadline) {
+  file_.createGroup(group);
+  file_.setAttributes(group, attributes, deadline);
+  file_.writeTable<SampleRecord>(group + "/samples", samples, deadline);
+}
+
+void Recorder::attributes(const std::string& object, const Attributes& attributes,
+                          const runtime::Deadline& deadline) {
+  file_.setAttributes(object, attributes, deadline);
+}
+
+void Recorder::flush() { file_.flush(); }
+
 void Recorder::transport(const std::string& name, const Attributes& facts) {
   if (facts.empty()) return;
   if (!transportsGroup_) file_.createGroup("/transports");

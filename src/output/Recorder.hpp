@@ -47,6 +47,13 @@ class Recorder {
   // A test not run: its attributes (status skipped) and no samples.
   void skipped(const std::string& group, const Attributes& attributes);
   void instance(const InstanceRecord& record, const runtime::Deadline& deadline);
+  // After lost ranks, on rank 0 alone (ResultFile::continueAlone): the
+  // interrupted instance's attributes and the samples the survivors sent.
+  void continueAlone();
+  void interrupted(const std::string& group, const Attributes& attributes, std::span<const SampleRecord> samples,
+                   const runtime::Deadline& deadline);
+  void attributes(const std::string& object, const Attributes& attributes, const runtime::Deadline& deadline);
+  void flush();
   // Facts a transport can only tell after use; nothing when it has none.
   void transport(const std::string& name, const Attributes& facts);
 

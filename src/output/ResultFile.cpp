@@ -121,7 +121,7 @@ void ResultFile::createGroup(const std::string& path) {
 void ResultFile::setAttributes(const std::string& objectPath, const Attributes& attributes,
                                const runtime::Deadline& deadline) {
   Attributes agreed = attributes;
-  if (mode_ == WriteMode::parallel) agreed = decode(comm_->broadcastString(encode(attributes), 0, deadline));
+  if (collective()) agreed = decode(comm_->broadcastString(encode(attributes), 0, deadline));
   if (!holdsFile()) return;
   const hid_t object = H5Oopen(file_.get(), objectPath.c_str(), H5P_DEFAULT);
   if (object < 0) throw RuntimeFailure("HDF5: cannot open " + objectPath + " in " + path_);
@@ -137,7 +137,7 @@ void ResultFile::setAttributes(const std::string& objectPath, const Attributes& 
 void ResultFile::writeRows(const std::string& path, hid_t type, std::size_t rowBytes,
                            std::span<const std::byte> myRows, const runtime::Deadline& deadline) {
   const auto myCount = static_cast<std::int64_t>(myRows.size() / rowBytes);
-  if (mode_ == WriteMode::parallel) {
+  if (collective()) {
     const auto counts = comm_->allgather(myCount, deadline);
     std::int64_t total = 0, offset = 0;
     for (int r = 0; r < comm_->size(); ++r) {
@@ -172,7 +172,9 @@ void ResultFile::writeRows(const std::string& path, hid_t type, std::size_t rowB
     return;
   }
   std::vector<int> counts;
-  const auto all = comm_->gatherBytes(myRows, 0, counts, deadline);
+  std::vector<std::byte> gathered;
+  if (!alone_) gathered = comm_->gatherBytes(myRows, 0, counts, deadline);
+  const std::span<const std::byte> all = alone_ ? myRows : std::span<const std::byte>(gathered);
   if (comm_->rank() != 0) return;
   requireSpace(path, static_cast<std::int64_t>(all.size()), freeBytesNear(path_));
   const hsize_t dims[1] = {static_cast<hsize_t>(all.size() / rowBytes)};
@@ -211,7 +213,7 @@ void ResultFile::writeMatrix(const std::string& path, std::span<const double> ra
   }
   H5Plist dxpl(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate(transfer)");
 #if FABSCOPE_HDF5_PARALLEL
-  if (mode_ == WriteMode::parallel) checkH5(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
+  if (collective()) checkH5(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
 #endif
   static const double none = 0;
   checkH5(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, memSpace.get(), fileSpace.get(), dxpl.get(),
@@ -226,6 +228,20 @@ void ResultFile::switchCommunicator(const runtime::Communicator& survivors) {
   if (comm_->rank() == 0 && survivors.rank() != 0)
     throw RuntimeFailure("rank 0 must survive a fault drill: it holds the result file");
   comm_ = &survivors;
+}
+
+void ResultFile::continueAlone() {
+  if (comm_->rank() != 0) throw RuntimeFailure("only rank 0 may go on alone with the result file");
+  if (alone_) return;
+  if (mode_ == WriteMode::parallel) {
+    (void)file_.release();
+    H5Plist fapl(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
+    checkH5(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST), "H5Pset_libver_bounds");
+    checkH5(H5Pset_fapl_sec2(fapl.get()), "H5Pset_fapl_sec2");
+    file_ = H5File(H5Fopen(path_.c_str(), H5F_ACC_RDWR, fapl.get()),
+                   ("reopening " + path_ + " without MPI-IO after ranks were lost").c_str());
+  }
+  alone_ = true;
 }
 
 void ResultFile::flush() {

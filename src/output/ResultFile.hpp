@@ -51,16 +51,26 @@ class ResultFile {
   // Continues on `survivors` after ranks were lost (gathered mode only).
   void switchCommunicator(const runtime::Communicator& survivors);
 
+  // After ranks were lost without warning: rank 0 goes on alone and every
+  // method becomes local to it (no collectives; other ranks must not call
+  // again). With parallel HDF5 the file is reopened through the serial
+  // driver: everything written so far was flushed, and the MPI-IO handle is
+  // given up unclosed (closing it is collective). Rank 0 only.
+  void continueAlone();
+  bool alone() const { return alone_; }
+
  private:
   void writeRows(const std::string& path, hid_t type, std::size_t rowBytes,
                  std::span<const std::byte> myRows, const runtime::Deadline& deadline);
   // Throws RuntimeFailure when `freeBytes` (>= 0) cannot take `bytes` of `table`.
   void requireSpace(const std::string& table, std::int64_t bytes, std::int64_t freeBytes) const;
-  bool holdsFile() const { return mode_ == WriteMode::parallel || comm_->rank() == 0; }
+  bool holdsFile() const { return (mode_ == WriteMode::parallel && !alone_) || comm_->rank() == 0; }
+  bool collective() const { return mode_ == WriteMode::parallel && !alone_; }
 
   std::string path_;
   const runtime::Communicator* comm_;
   WriteMode mode_;
+  bool alone_ = false;
   H5File file_;
 };
 

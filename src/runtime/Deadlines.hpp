@@ -13,6 +13,14 @@ inline constexpr double fileStepSeconds = 60;
 inline constexpr double controlGraceSeconds = 30;
 // After a run that lost ranks: the survivors wait for rank 0 to close the file.
 inline constexpr double survivorsCloseSeconds = 30;
+// A loss round: how long rank 0 waits for the ranks it calls to answer, and
+// for those that answered to print its conclusion; how long a rank that
+// reported a loss waits to be ended by rank 0 before it ends the job itself;
+// how long rank 0 may take to record the loss alone.
+inline constexpr double lossAnswerSeconds = 5;
+inline constexpr double lossAckSeconds = 2;
+inline constexpr double lossEndSeconds = 10;
+inline constexpr double lossRecordSeconds = 10;
 // A fault drill's goodbye to peers that may be gone, and its stop message.
 inline constexpr double goodbyeSeconds = 1;
 inline constexpr double drillStopSeconds = 5;

@@ -1,5 +1,7 @@
 #include "runtime/Mpi.hpp"
 
+#include "runtime/LossChannel.hpp"
+
 #include <cstring>
 #include <utility>
 
@@ -55,6 +57,7 @@ Communicator::~Communicator() {
 Communicator::Communicator(Communicator&& other) noexcept
     : comm_(std::exchange(other.comm_, MPI_COMM_NULL)),
       owned_(std::exchange(other.owned_, false)),
+      losses_(other.losses_),
       rank_(other.rank_),
       size_(other.size_) {}
 
@@ -63,6 +66,7 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
     if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
     comm_ = std::exchange(other.comm_, MPI_COMM_NULL);
     owned_ = std::exchange(other.owned_, false);
+    losses_ = other.losses_;
     rank_ = other.rank_;
     size_ = other.size_;
   }
@@ -72,10 +76,13 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
 void Communicator::complete(MPI_Request& request, const Deadline& deadline,
                             const char* what) const {
   int done = 0;
+  unsigned polls = 0;
   waitUntil(
       [&] {
         checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
-        return done != 0;
+        if (done) return true;
+        if (losses_ && (++polls & 255u) == 0) losses_->watch();
+        return false;
       },
       deadline, what);
 }
@@ -167,7 +174,9 @@ Communicator Communicator::split(int color, int key, const Deadline& deadline) c
   barrier(deadline);
   MPI_Comm out;
   checkMpi(MPI_Comm_split(comm_, color, key, &out), "MPI_Comm_split");
-  return Communicator(out, true);
+  Communicator split(out, true);
+  split.losses_ = losses_;
+  return split;
 }
 
 }  // namespace fabscope::runtime

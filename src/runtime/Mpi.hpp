@@ -12,6 +12,8 @@
 
 namespace fabscope::runtime {
 
+class LossChannel;
+
 // Owns MPI_Init/MPI_Finalize for the life of the program.
 class MpiEnvironment {
  public:
@@ -37,6 +39,10 @@ class Communicator {
   static Communicator world() { return Communicator(MPI_COMM_WORLD); }
 
   MPI_Comm handle() const noexcept { return comm_; }
+  // Waits on this communicator (and on those split from it) also watch
+  // `channel`: a loss round another rank started ends them at once
+  // (LossRoundStarted) instead of at their deadline.
+  void watchLosses(const LossChannel* channel) noexcept { losses_ = channel; }
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
 
@@ -66,6 +72,7 @@ class Communicator {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool owned_ = false;
+  const LossChannel* losses_ = nullptr;
   int rank_ = 0;
   int size_ = 0;
 };

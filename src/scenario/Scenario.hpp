@@ -46,6 +46,9 @@ struct TestSpec {
 struct Scenario {
   std::string name;
   std::string description;
+  // Criteria file the verdict uses for this scenario (docs/analysis.md, "The verdict");
+  // read by fabscope_analysis from the stored scenario text. Empty: the shipped default.
+  std::string criteria;
   std::string file;
   std::string text;
   std::uint64_t seed = 0;

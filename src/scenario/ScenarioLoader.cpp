@@ -13,7 +13,7 @@
 namespace fabscope::scenario {
 namespace {
 
-const std::vector<std::string> topKeys = {"name", "description", "seed", "hdf5", "max_memory_per_rank",
+const std::vector<std::string> topKeys = {"name", "description", "criteria", "seed", "hdf5", "max_memory_per_rank",
                                           "model", "parallel", "defaults", "tests"};
 const std::vector<std::string> commonKeys = {"name",   "kind",      "sizes",     "iterations",
                                              "warmup", "timeout",   "transport", "memory",
@@ -86,6 +86,7 @@ class Loader {
     }
     scenario.name = scalar(root, "name", "a scenario name", "unnamed");
     scenario.description = scalar(root, "description", "a text", "");
+    scenario.criteria = scalar(root, "criteria", "a criteria file path", "");
     if (root["seed"]) {
       scenario.seed = static_cast<std::uint64_t>(integerOf(root["seed"], "seed", 0, INT64_MAX));
       scenario.seedGiven = true;

@@ -1,5 +1,7 @@
 #include "transport/UcxTransport.hpp"
 
+#include "runtime/LossChannel.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -220,6 +222,8 @@ void UcxTransport::failSlot(int slot, ucs_status_t status) {
                         " completed with error: " + statusText(status);
   reportError({now, peer, message});
   abandonPending(runtime::Deadline::afterSeconds(5));
+  // An error on an endpoint whose peer failed is the peer's loss, not this operation's.
+  if (peers_[static_cast<std::size_t>(peer)].failed) throw runtime::PeerLost(message, peer);
   throw RuntimeFailure(message);
 }
 
@@ -232,7 +236,7 @@ void UcxTransport::failPeer(int slot) {
                         ", endpoint error at monotonic " + when + " s) while slot " + std::to_string(slot) +
                         " was waiting on it";
   abandonPending(runtime::Deadline::afterSeconds(5));
-  throw RuntimeFailure(message);
+  throw runtime::PeerLost(message, peer);
 }
 
 void UcxTransport::waitRequest(void* request, const runtime::Deadline& deadline, const char* what) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The per-host knobs of launch/emulated-cluster act on real packets (rate limit,
-# loss, link down/up, clear), and the tool refuses to use or delete namespaces
+# The per-host knobs of launch/emulated-cluster act on real packets (receive rate
+# limit, egress limit, loss, link down/up, clear), and the tool refuses to use or delete namespaces
 # it did not create.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
@@ -108,6 +108,27 @@ tc qdisc show dev "$receiver-br" | grep -q 'tbf.*rate 20Mbit' || fail "no 20Mbit
 limited=$(transfer_seconds $((2 << 20)))
 note "2 MiB into $receiver at 20mbit took $limited s"
 awk -v t="$limited" 'BEGIN { exit !(t >= 0.6) }' || fail "2 MiB took only $limited s through a 20mbit limit (expected >= 0.6 s)"
+
+# --- egress: tbf on the host's own eth1 limits what it sends, nothing else -------
+"$cluster" clear "$receiver" >/dev/null
+"$cluster" egress "$sender" 20mbit --burst 32kb
+ip netns exec "$sender" tc qdisc show dev eth1 | grep -q 'tbf.*rate 20Mbit' \
+  || fail "no 20Mbit tbf on eth1 in $sender: $(ip netns exec "$sender" tc qdisc show dev eth1)"
+limited=$(transfer_seconds $((2 << 20)))
+note "2 MiB out of $sender at egress 20mbit took $limited s"
+awk -v t="$limited" 'BEGIN { exit !(t >= 0.6) }' || fail "2 MiB left $sender in only $limited s through a 20mbit egress limit (expected >= 0.6 s)"
+"$cluster" clear "$sender" >/dev/null
+! ip netns exec "$sender" tc qdisc show dev eth1 | grep -q tbf || fail "clear left the egress tbf in $sender"
+# The same limit on the receiving host leaves its receive side free (it only sends ACKs).
+"$cluster" egress "$receiver" 20mbit --burst 32kb
+receive_free=$(transfer_seconds $((2 << 20)))
+note "2 MiB into $receiver with its egress at 20mbit took $receive_free s"
+awk -v t="$receive_free" 'BEGIN { exit !(t < 0.5) }' || fail "an egress limit on $receiver slowed what it receives: 2 MiB took $receive_free s (expected < 0.5 s)"
+"$cluster" status | grep -q "^$receiver .*20Mbit" || fail "status does not show the egress limit of $receiver: $("$cluster" status)"
+"$cluster" clear "$receiver" >/dev/null
+if "$cluster" egress "$receiver" 20furlongs 2>/dev/null; then
+  fail "egress accepted the rate '20furlongs'"
+fi
 
 # --- loss: nftables rules in the namespace, 100 % cuts the host off -------------
 "$cluster" loss "$receiver" 12.5

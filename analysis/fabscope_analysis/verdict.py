@@ -1,0 +1,163 @@
+"""The run's one verdict: the criteria in force, evaluated once, shown the same everywhere.
+
+`summary`, the top of `report`, `accept` and `verdict FILE [--brief]` (which the launch
+wrappers, the demo and the run's own closing line print) all call compute_verdict(), so
+they cannot disagree. The verdict is a list of reasons: every failed check of the
+criteria, and any reasons other analyses append (diagnose's culprits:
+``verdict.add_reason(Reason("culprit", "...", failing=True))``).
+
+Which criteria are in force, first that applies:
+1. ``--criteria FILE`` given to the command;
+2. the scenario's own top-level ``criteria: FILE`` (the scenario text is in the result
+   file; a relative path is looked up next to the scenario file, then in the shipped
+   criteria directory);
+3. the shipped default suited to the run: ``local.yaml`` for a run on one host (a local
+   run is not judged by rack limits), ``rack-acceptance.yaml`` for several hosts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple, Union
+
+import yaml
+
+from .criteria import Criteria, load_criteria
+from .errors import CriteriaError
+from .reader import ResultFile
+
+CRITERIA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "criteria")
+LOCAL_DEFAULT = "local.yaml"
+RACK_DEFAULT = "rack-acceptance.yaml"
+
+# Criteria keys -> the summary/report column that shows the failing figure.
+COLUMN_OF_KEY = {
+    "p50_us": "p50", "p50_gbps": "p50", "p99_us": "p99", "p99_gbps": "p99",
+    "p999_us": "p99.9", "p999_gbps": "p99.9", "max_us": "worst", "worst_gbps": "worst",
+    "mean_us": "mean", "mean_gbps": "mean", "impact_mean": "impact mean",
+    "impact_p99": "impact p99", "samples": "samples", "flagged_samples": "status",
+    "status": "status", "rank_p99_max_ratio_to_median": "stragglers",
+    "pair_min_fraction_of_median": "test",
+}
+
+
+@dataclass
+class Reason:
+    """One reason of the verdict. kind: 'check' (a failed criteria check), 'culprit'
+    (diagnose), 'note'. A failing reason makes the verdict FAIL."""
+    kind: str
+    text: str
+    failing: bool = True
+    rule: str = ""
+    instance: Optional[int] = None
+    scope: str = ""
+    columns: Tuple[str, ...] = ()
+
+
+@dataclass
+class Verdict:
+    criteria: Criteria
+    source: str                      # why these criteria are in force
+    result_path: str
+    checks: list                     # accept.CheckResult, in evaluation order
+    reasons: List[Reason] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not any(r.failing for r in self.reasons)
+
+    def passed_count(self) -> int:
+        return sum(1 for c in self.checks if c.passed)
+
+    def add_reason(self, reason: Reason) -> None:
+        """For other analyses (diagnose): append a reason; a failing one fails the run."""
+        self.reasons.append(reason)
+
+    def extra_reasons(self) -> List[Reason]:
+        return [r for r in self.reasons if r.kind != "check"]
+
+    def line(self) -> str:
+        """The one verdict line, e.g. 'verdict: FAIL (2 of 44 checks failed: ...)'."""
+        failed = [c for c in self.checks if not c.passed]
+        extra = [r for r in self.extra_reasons() if r.failing]
+        what = f"{len(self.checks) - len(failed)} of {len(self.checks)} checks passed"
+        if failed:
+            rules = list(dict.fromkeys(c.rule for c in failed))
+            what = (f"{len(failed)} of {len(self.checks)} checks failed: " + ", ".join(rules[:4])
+                    + (f" and {len(rules) - 4} more rules" if len(rules) > 4 else ""))
+        if extra:
+            what += "; " + "; ".join(r.text for r in extra[:2])
+        return (f"verdict: {'PASS' if self.passed else 'FAIL'} ({what}; criteria "
+                f"{self.criteria.path}, {self.source})")
+
+    def highlights(self) -> Dict[Tuple[int, str], Set[str]]:
+        """(instance index, scope name) -> the summary columns whose figure failed."""
+        out: Dict[Tuple[int, str], Set[str]] = {}
+        for reason in self.reasons:
+            if reason.failing and reason.instance is not None:
+                out.setdefault((reason.instance, reason.scope), set()).update(reason.columns)
+        return out
+
+
+def _resolve(name: str, scenario_file: str) -> Optional[str]:
+    candidates = [name] if os.path.isabs(name) else [
+        os.path.join(os.path.dirname(scenario_file or ""), name),
+        os.path.join(CRITERIA_DIR, name), os.path.join(CRITERIA_DIR, os.path.basename(name))]
+    return next((c for c in candidates if os.path.isfile(c)), None)
+
+
+def scenario_criteria(result: ResultFile) -> Optional[str]:
+    """The ``criteria:`` the scenario names (from the file's scenario_text), or None."""
+    text = result.attrs.get("scenario_text")
+    if not text:
+        return None
+    try:
+        doc = yaml.safe_load(str(text))
+    except yaml.YAMLError:
+        return None
+    value = doc.get("criteria") if isinstance(doc, dict) else None
+    return str(value) if value else None
+
+
+def criteria_in_force(result: ResultFile,
+                      explicit: Union[None, str, Criteria] = None) -> Tuple[Criteria, str]:
+    """(criteria, why) by the order in the module docstring. Raises CriteriaError."""
+    if isinstance(explicit, Criteria):
+        return explicit, "given"
+    if explicit:
+        return load_criteria(explicit), "given with --criteria"
+    named = scenario_criteria(result)
+    if named:
+        scenario_file = str(result.attrs.get("scenario_file", "") or "")
+        path = _resolve(named, scenario_file)
+        if path is None:
+            raise CriteriaError(scenario_file or result.path, 0,
+                                f"the scenario names criteria {named!r}, found neither next to "
+                                f"the scenario nor in {CRITERIA_DIR}; pass --criteria FILE")
+        return load_criteria(path), f"named by scenario {result.attrs.get('scenario_name', '')}"
+    hosts = int(result.attrs.get("nhosts", 1) or 1)
+    if hosts <= 1:
+        return (load_criteria(os.path.join(CRITERIA_DIR, LOCAL_DEFAULT)),
+                "shipped default for a run on one host")
+    return (load_criteria(os.path.join(CRITERIA_DIR, RACK_DEFAULT)),
+            f"shipped default for a run on {hosts} hosts")
+
+
+def compute_verdict(result: ResultFile, criteria: Union[None, str, Criteria] = None,
+                    baseline: Optional[ResultFile] = None) -> Verdict:
+    """Evaluate the criteria in force on the file: THE verdict of every surface."""
+    from .accept import evaluate
+    chosen, source = criteria_in_force(result, criteria)
+    checks = evaluate(result, chosen, baseline)
+    verdict = Verdict(chosen, source, result.path, checks)
+    for check in checks:
+        if check.passed:
+            continue
+        verdict.add_reason(Reason(
+            "check", f"{check.rule}: {check.subject}: {check.messages[0]}"
+            + (f" (+{len(check.messages) - 1} more)" if len(check.messages) > 1 else ""),
+            rule=check.rule, instance=check.instance, scope=check.scope,
+            columns=tuple(dict.fromkeys(COLUMN_OF_KEY.get(k, "test") for k in check.failed))))
+    return verdict

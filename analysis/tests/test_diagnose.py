@@ -1,0 +1,227 @@
+"""diagnose: localisation on synthetic all-pairs matrices with planted culprits."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from fabscope_analysis.diagnose import diagnose, median_polish
+from fabscope_analysis.reader import open_result
+from helpers import run_cli
+from synthetic import SyntheticRun, latency_entries, make_samples, write_matrix_run
+
+
+def _diagnose(path, **kw):
+    with open_result(path, warn_incomplete=False) as result:
+        return diagnose(result, **kw)
+
+
+def _named(d):
+    return {c.host: c.direction for c in d.culprits}
+
+
+def test_median_polish_recovers_additive_effects():
+    rng = np.random.default_rng(3)
+    row, col = rng.normal(0, 1, 7), rng.normal(0, 1, 7)
+    y = 2.0 + row[:, None] + col[None, :]
+    np.fill_diagonal(y, np.nan)
+    d = median_polish(y)
+    fitted = d.mu + d.row[:, None] + d.col[None, :]
+    assert np.nanmax(np.abs(fitted - y)) < 1e-6
+    assert np.nanmax(np.abs(d.resid)) < 1e-6
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_one_bad_receiver(tmp_path, seed):
+    path = tmp_path / "recv.h5"
+    write_matrix_run(path, receive={2: 0.3}, seed=seed)
+    d = _diagnose(path)
+    assert d.verdict == "not fit"
+    assert _named(d) == {"fh2": "receive"}
+    c = d.culprits[0]
+    assert c.ranks == [2] and c.nics == ["eth0"]
+    assert any("bandwidth 30% of the healthy population" in s for s in c.symptoms), c.symptoms
+    assert d.first_line() == "not fit: 1 culprit"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_one_bad_sender(tmp_path, seed):
+    path = tmp_path / "send.h5"
+    write_matrix_run(path, send={4: 0.4}, seed=seed)
+    d = _diagnose(path)
+    assert _named(d) == {"fh4": "send"}
+
+
+def test_two_culprits(tmp_path):
+    path = tmp_path / "two.h5"
+    write_matrix_run(path, nranks=8, receive={1: 0.3}, send={5: 0.5})
+    d = _diagnose(path)
+    assert _named(d) == {"fh1": "receive", "fh5": "send"}
+    assert d.first_line() == "not fit: 2 culprits"
+
+
+def test_victims_of_a_slow_both_ways_host_are_not_named(tmp_path):
+    path = tmp_path / "victims.h5"
+    write_matrix_run(path, send={3: 0.3}, receive={3: 0.3}, seed=5)
+    with open_result(path, warn_incomplete=False) as r:
+        m = r.test(1).pair_matrix()
+    healthy = np.nanmedian(np.delete(np.delete(m, 3, 0), 3, 1))
+    # every other host really has slow pairs, all of them with fh3
+    for victim in (0, 1, 2, 4, 5):
+        assert m[victim, 3] < 0.5 * healthy and m[3, victim] < 0.5 * healthy
+    d = _diagnose(path)
+    assert _named(d) == {"fh3": "both"}
+
+
+def test_lossy_host_named_from_the_tails(tmp_path):
+    path = tmp_path / "lossy.h5"
+    write_matrix_run(path, lossy={1: 0.1}, iterations=60, seed=4)
+    d = _diagnose(path)
+    assert _named(d) == {"fh1": "both"}
+    assert any("tail" in s for s in d.culprits[0].symptoms)
+
+
+def test_bad_link_is_a_link_not_a_host(tmp_path):
+    path = tmp_path / "link.h5"
+    write_matrix_run(path, nranks=8, link={(1, 6): 0.2}, seed=2)
+    d = _diagnose(path)
+    assert [(c.direction, c.host, c.peer_host) for c in d.culprits] == [("link", "fh1", "fh6")]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_noise_only_is_fit(tmp_path, seed):
+    path = tmp_path / "noise.h5"
+    write_matrix_run(path, nranks=8, seed=seed, pair_noise=0.08, jitter=0.1)
+    d = _diagnose(path)
+    assert d.verdict == "fit", d.lines()
+
+
+def test_ranks_on_one_host_are_reported_with_their_gpu_and_nic(tmp_path):
+    path = tmp_path / "two-per-host.h5"
+    write_matrix_run(path, nranks=8, ranks_per_host=2, receive={5: 0.3})
+    d = _diagnose(path)
+    assert _named(d) == {"fh2": "receive"}
+    assert d.culprits[0].ranks == [5]
+
+
+def test_too_few_ranks_cannot_tell(tmp_path):
+    path = tmp_path / "three.h5"
+    write_matrix_run(path, nranks=3, receive={2: 0.3})
+    d = _diagnose(path)
+    assert d.verdict == "cannot tell"
+    assert "at least 4" in d.first_line()
+
+
+def test_all_pairs_equally_noisy_cannot_tell(tmp_path):
+    path = tmp_path / "noisy.h5"
+    write_matrix_run(path, nranks=8, pair_noise=0.9, seed=3)
+    d = _diagnose(path)
+    assert d.verdict == "cannot tell", d.lines()
+    assert "noisy" in d.first_line()
+
+
+def test_no_all_pairs_cannot_tell(tmp_path):
+    path = tmp_path / "pairs-only.h5"
+    run = SyntheticRun(path, nranks=4)
+    run.add_test("pingpong", "latency",
+                 make_samples(latency_entries([(0, 1), (2, 3)], 50, 2000, run.rng),
+                              run.start_ns()), nbytes=8, divisor=2)
+    run.close()
+    d = _diagnose(path)
+    assert d.verdict == "cannot tell"
+    assert "no quiet all-pairs test" in d.first_line()
+
+
+def test_retest_without_controls_says_so(tmp_path):
+    path = tmp_path / "retest.h5"
+    write_matrix_run(path, receive={2: 0.3}, retest=[(0, 2), (1, 2)])
+    d = _diagnose(path)
+    assert any("neither clear nor confirm" in n for n in d.notes), d.notes
+
+
+def test_retest_against_controls(tmp_path):
+    path = tmp_path / "controls.h5"
+    # 0 -> 2 is slow alone too; 3 -> 4 is a healthy pair the parallel pass may have flagged
+    write_matrix_run(path, receive={2: 0.3}, retest=[(0, 2), (3, 4)],
+                     controls=[(1, 5), (5, 0), (4, 1)])
+    d = _diagnose(path)
+    text = "\n".join(d.notes)
+    assert "fh0 -> fh2" in text and "confirmed slow alone" in text
+    assert "fh3 -> fh4" in text and "cleared" in text
+
+
+def test_cli_exit_codes_first_line_and_json(tmp_path):
+    bad = tmp_path / "bad.h5"
+    write_matrix_run(bad, receive={2: 0.3})
+    out = tmp_path / "d.json"
+    p = run_cli("diagnose", bad, "--json", out)
+    assert p.returncode == 1, p.stderr
+    assert p.stdout.splitlines()[0] == "not fit: 1 culprit"
+    assert p.stdout.splitlines()[1].startswith("fh2 (rank 2, gpu -, nic eth0) receive:")
+    doc = json.loads(out.read_text())
+    assert doc["verdict"] == "not fit" and doc["culprits"][0]["host"] == "fh2"
+    good = tmp_path / "good.h5"
+    write_matrix_run(good, seed=9)
+    p = run_cli("diagnose", good)
+    assert p.returncode == 0 and p.stdout.splitlines()[0] == "fit"
+    p = run_cli("diagnose", tmp_path / "missing.h5")
+    assert p.returncode == 2 and "no such file" in p.stderr
+
+
+def test_baseline_sees_a_uniformly_slower_fabric(tmp_path):
+    base, slow = tmp_path / "base.h5", tmp_path / "slow.h5"
+    write_matrix_run(base, seed=1)
+    write_matrix_run(slow, seed=2, send={r: 0.5 for r in range(6)})
+    with open_result(slow, warn_incomplete=False) as r, \
+            open_result(base, warn_incomplete=False) as b:
+        assert diagnose(r).verdict == "fit"  # nothing stands out inside the run
+        d = diagnose(r, baseline=b)
+    assert d.verdict == "not fit"
+    assert d.culprits[0].host == "(all hosts)"
+
+
+def test_256_ranks_in_reasonable_time(tmp_path):
+    path = tmp_path / "big.h5"
+    write_matrix_run(path, nranks=256, receive={17: 0.3}, send={200: 0.4}, iterations=10)
+    start = time.monotonic()
+    d = _diagnose(path)
+    elapsed = time.monotonic() - start
+    print(f"diagnose on 256 ranks: {elapsed:.2f} s")
+    assert _named(d) == {"fh17": "receive", "fh200": "send"}
+    assert elapsed < 60
+
+
+def test_report_puts_the_verdict_before_the_run_metadata(tmp_path):
+    path = tmp_path / "recv.h5"
+    write_matrix_run(path, receive={2: 0.3})
+    html = tmp_path / "r.html"
+    p = run_cli("report", path, "-o", html)
+    assert p.returncode == 0, p.stderr
+    text = html.read_text()
+    assert "not fit: 1 culprit" in text
+    assert text.index('id="verdict"') < text.index("run id")
+    assert "fh2" in text[text.index('id="verdict"'):text.index("run id")]
+
+
+def test_accept_fails_a_check_named_after_each_culprit_host(tmp_path):
+    path = tmp_path / "two.h5"
+    write_matrix_run(path, nranks=8, receive={1: 0.3}, send={5: 0.5})
+    criteria = tmp_path / "c.yaml"
+    criteria.write_text("fabscope_criteria: 1\nallowed_status: [passed]\ndiagnose: true\n"
+                        "rules:\n  - {name: samples, match: {kind: \"*\"}, limits: {samples: {min: 1}}}\n")
+    junit = tmp_path / "j.xml"
+    p = run_cli("accept", path, "--criteria", criteria, "--junit", junit)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "FAIL  diagnose: fh1" in p.stdout and "FAIL  diagnose: fh5" in p.stdout
+    xml = junit.read_text()
+    assert 'classname="fabscope.accept.diagnose" name="fh1"' in xml
+    assert 'classname="fabscope.accept.diagnose" name="fh5"' in xml
+    good = tmp_path / "good.h5"
+    write_matrix_run(good, seed=4)
+    p = run_cli("accept", good, "--criteria", criteria)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "PASS  diagnose: (whole run)" in p.stdout
+    criteria.write_text("fabscope_criteria: 1\ndiagnose: maybe\nrules:\n  - {name: samples, match: {kind: \"*\"}, limits: {samples: {min: 1}}}\n")
+    p = run_cli("accept", good, "--criteria", criteria)
+    assert p.returncode == 2 and "c.yaml:2: diagnose must be true, false or strict" in p.stderr

@@ -1,0 +1,103 @@
+# A rank stops answering (SIGSTOP) in the middle of a 4-rank run, in both HDF5
+# modes. The survivors must end the run (exit 3) once the test's deadline and
+# the control plane's grace have passed, with rank 0 printing one line that
+# names the silent rank and its host; the file keeps that name (root `error`,
+# `lost_ranks`), exit_code=3, complete=0, and the running test's samples from
+# the three survivors with status `timeout` instead of losing them.
+source "$(dirname "$0")/lib.bash"
+cat > "$scratch/long.yaml" <<'YAML'
+name: silent-rank
+description: a latency test long enough to stop a rank in the middle of it
+seed: 3
+defaults: {warmup: 10, timeout: 4s}
+tests:
+  - name: long-latency
+    kind: latency
+    pattern: pairs
+    sizes: [8]
+    iterations: 5000000
+YAML
+/usr/bin/python3 - "$FABSCOPE_BIN" "$scratch" <<'PY'
+import os, signal, subprocess, sys, time
+import h5py
+
+binary, scratch = sys.argv[1], sys.argv[2]
+GRACE = 30  # the runner's control-plane grace after a test's own deadline
+
+
+def rank_pid(job, rank):
+    out = subprocess.run(["pgrep", "-f", os.path.join(scratch, "long.yaml")], capture_output=True, text=True).stdout
+    for pid in map(int, out.split()):
+        if pid == job.pid:
+            continue
+        try:
+            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
+            return pid
+    return None
+
+
+failures = []
+for mode in ("parallel", "serial"):
+    out = os.path.join(scratch, f"silent-{mode}.h5")
+    log_path = os.path.join(scratch, f"silent-{mode}.log")
+    with open(log_path, "w") as log:
+        job = subprocess.Popen(["mpirun", "-np", "4", "--mca", "orte_abort_on_non_zero_status", "0", "-x",
+                                "FABSCOPE_REPORT_EXIT", binary, "run", "--scenario",
+                                os.path.join(scratch, "long.yaml"), "--output", out, "--set", f"hdf5={mode}",
+                                "--no-progress"], stdout=log, stderr=subprocess.STDOUT,
+                               env=dict(os.environ, FABSCOPE_REPORT_EXIT="1"))
+        victim = None
+        start = time.monotonic()
+        while victim is None and time.monotonic() - start < 30:
+            victim = rank_pid(job, 3)
+            time.sleep(0.1)
+        if victim is None:
+            job.kill()
+            failures.append(f"{mode}: rank 3 never started")
+            continue
+        time.sleep(2)
+        os.kill(victim, signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            job.wait(timeout=4 + GRACE + 30)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            os.kill(victim, signal.SIGKILL)
+            failures.append(f"{mode}: the survivors hung with rank 3 stopped")
+            continue
+        took = time.monotonic() - stopped
+    text = open(log_path).read()
+    host = None
+    with h5py.File(out, "r") as f:
+        host = f["ranks"][3]["host"].decode()
+        a = f.attrs
+        name = f"rank 3 ({host})"
+        print(f"{mode}: the run ended {took:.1f} s after rank 3 stopped; file error: {a.get('error')!r}")
+        if int(a["exit_code"]) != 3 or int(a["complete"]) != 0:
+            failures.append(f"{mode}: exit_code={a['exit_code']} complete={a['complete']}, expected 3 and 0")
+        if name not in str(a.get("error", "")) or str(a.get("lost_ranks", "")) != "3":
+            failures.append(f"{mode}: the file does not name {name}: error={a.get('error')!r} "
+                            f"lost_ranks={a.get('lost_ranks')!r}")
+        # Pairs 0-2 and 1-3: ranks 0 and 1 time the ping-pongs, 2 and 3 answer.
+        g = f["tests/0000"]
+        ranks = set(int(r) for r in g["samples"]["rank"])
+        reported = sorted(int(r) for r in str(g.attrs.get("samples_from_ranks", "")).split(",") if r)
+        if g.attrs["status"] != "timeout" or ranks != {0, 1} or reported != [0, 1, 2]:
+            failures.append(f"{mode}: running test status {g.attrs['status']!r} with samples of ranks "
+                            f"{sorted(ranks)} from ranks {reported}; expected timeout, samples of 0 and 1, "
+                            "reports from 0, 1, 2")
+    lines = [l for l in text.splitlines() if l.startswith("fabscope:") and "rank 0: runtime failure" in l]
+    if len(lines) != 1 or f"rank 3 ({host})" not in lines[0]:
+        failures.append(f"{mode}: rank 0 did not print one line naming rank 3 ({host}): {lines}")
+    if "fabscope: result: exit code 3" not in text:
+        failures.append(f"{mode}: no result line with exit code 3")
+    if took > 4 + GRACE + 15:
+        failures.append(f"{mode}: ending took {took:.1f} s, more than the deadline + grace + 15 s")
+for f in failures:
+    print("FAIL: " + f, file=sys.stderr)
+sys.exit(1 if failures else 0)
+PY
+echo "silent_rank: ok"
