@@ -33,7 +33,7 @@ const char* gidTypeName(ibv_gid_type t) {
 }  // namespace
 
 VerbsTransport::VerbsTransport(const runtime::Communicator& world, const runtime::Deadline& deadline)
-    : world_(world), me_(world.rank()) {
+    : world_(world.duplicate(deadline)), me_(world.rank()) {
   // Every rank opens its device first and then all agree, so a rank without
   // hardware fails the whole open together instead of leaving peers waiting.
   std::string problem;

@@ -96,7 +96,12 @@ class VerbsTransport final : public Transport {
   void drainAfterError(const runtime::Deadline& deadline);
   [[noreturn]] void failCompletion(const ibv_wc& wc);
 
-  const runtime::Communicator& world_;
+  // The transport's own duplicate of the world for its control collectives:
+  // a collective left unfinished by a missed deadline must not break the
+  // matching of the runner's collectives on the world (seen as
+  // MPI_ERR_TRUNCATE in the next agreement), and a fresh transport after a
+  // missed deadline starts on a clean one.
+  runtime::Communicator world_;
   int me_;
   verbs::VerbsOptions options_;
   std::string deviceName_;
