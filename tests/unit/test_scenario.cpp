@@ -124,8 +124,21 @@ TEST(Scenario, ShippedScenariosAreValid) {
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(FABSCOPE_SOURCE_DIR) / "scenarios")) {
     if (entry.path().extension() != ".yaml") continue;
-    // GPU scenarios name transport nccl / memory cuda, which builds without CUDA refuse.
-    if (!FABSCOPE_HAVE_NCCL && entry.path().filename().string().rfind("gpu-", 0) == 0) continue;
+    // GPU scenarios name transport nccl / memory cuda, which builds without
+    // CUDA/NCCL must refuse with a clear error at the offending line.
+    if (!FABSCOPE_HAVE_NCCL && entry.path().filename().string().rfind("gpu-", 0) == 0) {
+      try {
+        auto s = scenario::loadScenarioFile(entry.path().string(), {}, registry.scenarioRules(4));
+        driver::planMatrix(s, registry, 4);
+        ADD_FAILURE() << entry.path() << " loaded in a build without NCCL";
+      } catch (const scenario::ScenarioError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find(entry.path().filename().string() + ":"), std::string::npos) << what;
+        EXPECT_NE(what.find("CUDA"), std::string::npos) << what;  // "built without CUDA/NCCL" or "needs a build with CUDA"
+      }
+      ++checked;
+      continue;
+    }
     EXPECT_NO_THROW({
       auto s = scenario::loadScenarioFile(entry.path().string(), {}, registry.scenarioRules(4));
       driver::planMatrix(s, registry, 4);
