@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 
+#include "runtime/Timestamp.hpp"
 #include "stats/Statistics.hpp"
 #include "suite/Kinds.hpp"
 #include "suite/PointToPoint.hpp"
@@ -178,7 +179,8 @@ class IncastTest final : public TestKind {
         const auto bad = verifyPattern(slice, n, ctx.seed + static_cast<std::uint64_t>(sender), memory);
         if (bad != n) {
           ctx.dataCheckFailed = true;
-          ctx.dataCheckMessage = "incast receiver: data from rank " + std::to_string(sender) + " wrong at byte " +
+          ctx.dataCheckMessage = runtime::utcTimestamp(runtime::realtimeNow()) + ": rank " + std::to_string(me) +
+                                 " (incast receiver): data from rank " + std::to_string(sender) + " wrong at byte " +
                                  std::to_string(bad);
           break;
         }

@@ -5,6 +5,7 @@
 
 #include "fabscope/BuildConfig.hpp"
 #include "scenario/Units.hpp"
+#include "runtime/Timestamp.hpp"
 #include "transport/TransportFactory.hpp"
 
 namespace fabscope::suite {
@@ -147,7 +148,8 @@ void PointToPointKind::run(RunContext& ctx) const {
           const auto bad = verifyPattern(slice, bytes, patternSeed(ctx.seed, peer), memory);
           if (bad != bytes && !ctx.dataCheckFailed) {
             ctx.dataCheckFailed = true;
-            ctx.dataCheckMessage = "rank " + std::to_string(me) + ": data from rank " + std::to_string(peer) +
+            ctx.dataCheckMessage = runtime::utcTimestamp(runtime::realtimeNow()) + ": rank " + std::to_string(me) +
+                                   ": data from rank " + std::to_string(peer) +
                                    " wrong at byte " + std::to_string(bad) + " of message slot " + std::to_string(s);
           }
         }

@@ -1,7 +1,7 @@
 # The point-to-point and incast data checks can fail: with the test key
 # corrupt_for_test every sender flips one byte of its message, and the
 # receivers must notice it (test status failed, the error names the byte, run
-# exit 1). The same scenario without the key passes, so the check is what fails.
+# exit 1, the error starts with a UTC timestamp and the rank). The same scenario without the key passes, so the check is what fails.
 source "$(dirname "$0")/lib.bash"
 write_scenario() {
   cat > "$scratch/$1.yaml" <<YAML
@@ -21,7 +21,7 @@ rc=0
 run_mpi -np 3 "$FABSCOPE_BIN" run --scenario "$scratch/corrupt.yaml" --output "$scratch/corrupt.h5" --no-progress > "$scratch/corrupt.out" 2>&1 || rc=$?
 [[ $rc == 1 ]] || { cat "$scratch/corrupt.out"; echo "FAIL: one wrong byte per message gave exit $rc, expected 1"; exit 1; }
 /usr/bin/python3 - "$scratch/clean.h5" "$scratch/corrupt.h5" <<'PY'
-import sys, h5py
+import re, sys, h5py
 def text(v): return v.decode() if isinstance(v, bytes) else str(v)
 for path, corrupt in ((sys.argv[1], False), (sys.argv[2], True)):
     with h5py.File(path, "r") as f:
@@ -32,6 +32,7 @@ for path, corrupt in ((sys.argv[1], False), (sys.argv[2], True)):
             if corrupt:
                 assert status == "failed", f"{name}: status {status} with a corrupted byte"
                 assert "wrong at byte" in error, f"{name}: error '{error}'"
+                assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z: rank \d", error), f"{name}: no timestamp/rank: '{error}'"
             else:
                 assert status == "passed", f"{name}: status {status}: {error}"
 print("data_check: a flipped byte fails latency, bandwidth, bidirectional-bandwidth and incast; clean runs pass")

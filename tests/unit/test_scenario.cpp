@@ -148,6 +148,16 @@ TEST(Scenario, ShippedScenariosAreValid) {
   EXPECT_GE(checked, 1);
 }
 
+TEST(Scenario, AFolderIsRefusedByName) {
+  static const suite::Registry registry;
+  try {
+    scenario::loadScenarioFile(FABSCOPE_SOURCE_DIR "/scenarios", {}, registry.scenarioRules(4));
+    ADD_FAILURE() << "a folder loaded as a scenario";
+  } catch (const scenario::ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a folder; expected a scenario file"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Scenario, MissingFileIsAUsageError) {
   static const suite::Registry registry;
   EXPECT_THROW(scenario::loadScenarioFile("/nonexistent/x.yaml", {}, registry.scenarioRules(4)), scenario::ScenarioError);
