@@ -26,7 +26,7 @@ done
 # A drill scenario in flow style, and a scenario with no drill.
 drill=$scratch/flow-drill.yaml
 sed -n '/^tests:/q;p' "$FABSCOPE_SOURCE_DIR/scenarios/fault-drill.yaml" > "$drill"
-echo "tests: [{name: lose-worker, kind: fault, transport: ucx, sizes: [4KiB], victim: 1, requests: 100}]" >> "$drill"
+echo "tests: [{name: lose-worker, kind: fault, transport: ucx, sizes: [4KiB], victim: 1, requests: 10000}]" >> "$drill"
 smoke=$FABSCOPE_SOURCE_DIR/scenarios/smoke.yaml
 
 run_sbatch() {
