@@ -7,8 +7,9 @@
 #
 #   launch_facts BIN RANKS RUN_ARGS...   (RUN_ARGS start with "run"; RANKS 0 = not known)
 # Sets LAUNCH_FACT_OUTPUT ("" when none given) and LAUNCH_FACT_FAULT_DRILL (0|1).
-# Returns fabscope's exit status when it refused the arguments or the scenario
-# (its error is on stderr); then nothing should be started.
+# Returns fabscope's exit status when it could not answer: 2 when it refused
+# the arguments or the scenario (its error is on stderr; then nothing should be
+# started), anything else when the binary failed otherwise.
 launch_facts() {
   local bin=$1 ranks=$2 facts status
   shift 2
