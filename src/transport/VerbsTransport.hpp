@@ -18,6 +18,7 @@
 #include "runtime/Mpi.hpp"
 #include "transport/Transport.hpp"
 #include "transport/VerbsParameters.hpp"
+#include "transport/VerbsPostWindow.hpp"
 
 namespace fabscope::transport {
 
@@ -90,6 +91,7 @@ class VerbsTransport final : public Transport {
   void bringUp(int peer);
   std::uint32_t localKey(const void* buffer, std::size_t bytes);
   void postSendRequest(int slot, int peer, ibv_send_wr& wr);
+  void postWaitingSend(int slot);
   // An RDMA write or read of `bytes` between `local` and `peer`'s region.
   void postRdma(int slot, int peer, int region, std::size_t remoteOffset, const void* local, std::size_t bytes,
                 ibv_wr_opcode opcode, const char* operation);
@@ -117,6 +119,16 @@ class VerbsTransport final : public Transport {
   std::vector<Slot> slots_;
   std::vector<MrHandle> registrations_;                   // send/receive buffers, registered on first use
   std::vector<Region> regions_;
+  // Send flow control: a work request waits (by slot) until its send queue
+  // and the completion queue have room (verbs::PostWindow).
+  struct WaitingSend {
+    ibv_send_wr wr{};
+    ibv_sge sge{};
+  };
+  std::vector<WaitingSend> waitingSends_;
+  verbs::PostWindow window_;
+  int deviceMaxInitiatorReads_ = 1;  // ibv_device_attr max_qp_init_rd_atom
+  int deviceMaxResponderReads_ = 1;  // ibv_device_attr max_qp_rd_atom
 };
 
 }  // namespace fabscope::transport

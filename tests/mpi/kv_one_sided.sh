@@ -9,7 +9,11 @@
 # of a one-sided test on part of the ranks (exit 2).
 source "$(dirname "$0")/lib.bash"
 config=${FABSCOPE_BUILD_DIR:-$(dirname "$FABSCOPE_BIN")}/generated/fabscope/BuildConfig.hpp
-if ! grep -q "FABSCOPE_HAVE_UCX 1" "$config" 2>/dev/null; then
+if [ ! -r "$config" ]; then
+  echo "kv_one_sided: FAIL: $config is missing: cannot tell what this build has (set FABSCOPE_BUILD_DIR)" >&2
+  exit 1
+fi
+if ! grep -q "FABSCOPE_HAVE_UCX 1" "$config"; then
   echo "kv_one_sided: SKIP: not a UCX build ($config)" >&2
   exit 77
 fi
