@@ -125,12 +125,14 @@ class SyntheticRun:
         self.file.create_dataset("ranks", data=rows)
 
     def add_hosts(self, inventory: Dict[str, Dict[str, object]]):
-        """/hosts/<host> with attributes (the format does not define /hosts yet)."""
+        """/hosts/<host>/inventory as the binary writes it (docs/file-format.md): a table
+        of key str[96] and value str[256], values as text."""
         group = self.file.require_group("hosts")
-        for host, attrs in inventory.items():
-            g = group.create_group(host)
-            for k, v in attrs.items():
-                g.attrs[k] = v
+        dtype = np.dtype([("key", "S96"), ("value", "S256")])
+        for host, facts in inventory.items():
+            g = group.require_group(host)
+            data = np.array([(str(k).encode(), str(v).encode()) for k, v in facts.items()], dtype=dtype)
+            g.create_dataset("inventory", data=data)
 
     def add_host_table(self, host: str, name: str, rows: Sequence[Sequence[str]],
                        columns: Sequence[str]):
@@ -311,10 +313,10 @@ def write_standard_run(path, *, slow_pair: Optional[Tuple[int, int]] = (2, 5),
                      divisor=2, status="error",
                      error="rank 1 at t=1000000123 ns: peer 0 unreachable (deadline 30 s)")
     if with_hosts:
-        run.add_hosts({run.host(r): {"link_layer": "Ethernet", "rate_gbps": 100.0,
-                                     "mtu": np.int64(1500 if r == 4 and mtu_mismatch
-                                                     else 9000),
-                                     "firmware": "22.36.1010"}
+        run.add_hosts({run.host(r): {"rdma/mlx5_0/port1/link_layer": "Ethernet",
+                                     "rdma/mlx5_0/port1/rate_gbps": "100",
+                                     "net/eth0/mtu": 1500 if r == 4 and mtu_mismatch else 9000,
+                                     "rdma/mlx5_0/fw_ver": "22.36.1010"}
                        for r in range(0, nranks, 2)})
     run.close(complete=complete, exit_code=0 if complete else -1)
     return run

@@ -70,7 +70,7 @@ def test_compare_command_writes_html_and_table(files, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "== slower.h5 vs standard.h5 (reference)" in out.stdout
     assert "== same.h5 vs standard.h5 (reference)" in out.stdout
-    assert "WARNING: inventory: mtu differs" in out.stdout
+    assert "WARNING: inventory: net/eth0/mtu differs" in out.stdout
     text = html.read_text()
     assert "Runs side by side" in text and "data:image/png;base64," in text
     out = run_cli("compare", files["standard"])

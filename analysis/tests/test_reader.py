@@ -37,7 +37,8 @@ def test_tables_decode_strings(files):
         assert m[2, 5] < 0.5 * np.nanmedian(m)
         assert run.test(0).pair_matrix() is None
         assert set(run.hosts()) == {"fh0", "fh1", "fh2", "fh3"}
-        assert run.hosts()["fh2"]["attrs"]["mtu"] == 1500
+        fh2 = run.hosts()["fh2"]["tables"]["inventory"]
+        assert dict(zip(fh2["key"], fh2["value"]))["net/eth0/mtu"] == "1500"
         assert len(run.all_events()) == 4 and "test" in run.all_events().columns
 
 

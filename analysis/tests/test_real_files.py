@@ -7,6 +7,8 @@ through every command. Skipped when the variable is not set.
 
 import math
 import os
+import textwrap
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -147,6 +149,46 @@ def test_commands_on_real_file(path, tmp_path):
     out = run_cli("accept", path, "--criteria", SHIPPED, "--junit", tmp_path / "accept.xml")
     assert out.returncode in (0, 1), out.stdout + out.stderr
     assert (tmp_path / "accept.xml").exists()
+    # The exit code is the verdict: 1 exactly when the JUnit file records a failure.
+    suites = ET.parse(tmp_path / "accept.xml").getroot()
+    failures = sum(len(case.findall("failure")) for case in suites.iter("testcase"))
+    assert (out.returncode == 1) == (failures > 0), (out.returncode, failures, out.stdout[-2000:])
     out = run_cli("compare", path, path, "--resamples", "50")
     assert out.returncode == 0, out.stderr
     assert " worse" not in out.stdout and " better" not in out.stdout
+
+
+@pytest.mark.parametrize("path", _params())
+def test_accept_verdicts_on_real_samples(path, tmp_path):
+    """accept's verdicts on a real file: limits set from the file's own samples just
+    above and just below one instance's p50 must pass and fail, naming the instance."""
+    with open_result(path, warn_incomplete=False) as run:
+        chosen = next((i for i in run.instances()
+                       if i.get("metric") == "latency" and i.get("status") == "passed"
+                       and len(i.samples()) and len(i.scope_table()) <= 1), None)
+        if chosen is None:
+            pytest.skip(f"{os.path.basename(path)} has no passed latency instance")
+        s = chosen.samples()
+        p50_us = float(np.percentile((s.t_done_ns - s.t_post_ns).to_numpy(np.float64)
+                                     / chosen.sample_divisor, 50)) / 1e3
+        name, nbytes, condition = chosen.get("name"), int(chosen.get("bytes")), chosen.get("condition")
+    verdicts = {}
+    for label, limit in (("loose", p50_us * 1.5), ("tight", p50_us * 0.5)):
+        criteria = tmp_path / f"{label}.yaml"
+        criteria.write_text(textwrap.dedent(f"""\
+            fabscope_criteria: 1
+            require_complete: false
+            allowed_status: null
+            rules:
+              - name: {label} p50
+                match: {{name: "{name}", condition: {condition}, bytes: {{min: {nbytes}, max: {nbytes}}}}}
+                limits: {{p50_us: {{max: {limit!r}}}}}
+            """))
+        junit = tmp_path / f"{label}.xml"
+        out = run_cli("accept", path, "--criteria", criteria, "--junit", junit)
+        cases = list(ET.parse(junit).getroot().iter("testcase"))
+        failed = [c for c in cases if c.findall("failure")]
+        verdicts[label] = (out.returncode, len(cases), len(failed))
+        assert cases, (label, out.stdout[-2000:])
+    assert verdicts["loose"][0] == 0 and verdicts["loose"][2] == 0, verdicts
+    assert verdicts["tight"][0] == 1 and verdicts["tight"][2] == verdicts["tight"][1], verdicts

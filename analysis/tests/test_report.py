@@ -32,7 +32,7 @@ def test_full_report_has_every_section(standard_report):
     images = re.findall(r'<img [^>]*src="([^"]+)"', text)
     assert len(images) >= 8 and all(src.startswith("data:image/png;base64,") for src in images)
     assert "http://" not in text and "https://" not in text
-    assert "Inconsistent mtu: 9000 on fh0, fh1, fh3; 1500 on fh2" in text
+    assert "Inconsistent net/eth0/mtu: 9000 on fh0, fh1, fh3; 1500 on fh2" in text
     assert "Jain index" in text and "link fh1:eth1 down (injected)" in text
     assert "RetransSegs" in text
 

@@ -7,17 +7,45 @@ from fabscope_analysis.run_analysis import RunAnalysis
 from helpers import run_cli
 
 
+def percentile_by_hand(values, q):
+    """Linear interpolation between closest ranks (the definition docs/analysis.md
+    names), written out without numpy so the check does not compare numpy with itself."""
+    ordered = sorted(float(v) for v in values)
+    position = q / 100 * (len(ordered) - 1)
+    below = int(math.floor(position))
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+
+
+def test_percentile_by_hand_is_right():
+    assert percentile_by_hand([4, 1, 3, 2], 50) == 2.5
+    assert percentile_by_hand([10, 20, 30, 40, 50], 99) == 49.6
+    assert percentile_by_hand([7], 99) == 7
+
+
 def test_numbers_match_raw_samples_and_file_attributes(files):
     with open_result(files["standard"]) as run:
         frame = RunAnalysis(run).summary_frame().set_index("index")
         quiet = run.test(0)
         s = quiet.samples()
-        lat_us = (s.t_done_ns - s.t_post_ns) / 2 / 1e3
-        assert math.isclose(frame.loc[0, "p50"], np.percentile(lat_us, 50))
+        lat_us = [(done - post) / 2 / 1e3 for post, done in zip(s.t_post_ns, s.t_done_ns)]
+        assert math.isclose(frame.loc[0, "p50"], percentile_by_hand(lat_us, 50), rel_tol=1e-12)
+        assert math.isclose(frame.loc[0, "p99"], percentile_by_hand(lat_us, 99), rel_tol=1e-12)
+        assert math.isclose(frame.loc[0, "mean"], sum(lat_us) / len(lat_us), rel_tol=1e-12)
+        assert math.isclose(frame.loc[0, "worst"], max(lat_us), rel_tol=1e-12)
         assert math.isclose(frame.loc[0, "p50"], quiet.get("p50_ns") / 1e3)
         assert math.isclose(frame.loc[0, "worst"], quiet.get("max_ns") / 1e3)
         bw = run.test(2)
         assert frame.loc[2, "unit"] == "GB/s"
+        b = bw.samples()
+        durations = [int(done) - int(post) for post, done in zip(b.t_post_ns, b.t_done_ns)]
+        nbytes = [int(x) for x in b["bytes"]]
+        # One message size: the p-th percentile in GB/s is the slow side, bytes over
+        # the p-th percentile of the durations.
+        assert len(set(nbytes)) == 1
+        assert math.isclose(frame.loc[2, "p50"], nbytes[0] / percentile_by_hand(durations, 50), rel_tol=1e-9)
+        assert math.isclose(frame.loc[2, "p99"], nbytes[0] / percentile_by_hand(durations, 99), rel_tol=1e-9)
+        assert math.isclose(frame.loc[2, "mean"], sum(nbytes) / sum(durations), rel_tol=1e-9)
         assert math.isclose(frame.loc[2, "p50"], bw.get("gbps_p50"), rel_tol=1e-9)
         assert math.isclose(frame.loc[2, "p99"], bw.get("gbps_p99"), rel_tol=1e-9)
         assert math.isclose(frame.loc[2, "mean"], bw.get("gbps_mean"), rel_tol=1e-9)

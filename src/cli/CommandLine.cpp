@@ -120,7 +120,10 @@ int runCommandLine(int argc, char** argv) {
            "YAML description of the intended fabric (protocol, rate, MTU, adapters, firmware, software versions); "
            "a must-match difference makes the run exit 1 (see docs/inventory.md)")
           ("topology", po::value<std::string>()->value_name("FILE"),
-           "YAML map host -> site, pod, leaf; default: SLURM_TOPOLOGY_ADDR when set");
+           "YAML map host -> site, pod, leaf; default: SLURM_TOPOLOGY_ADDR when set")
+          ("launch-facts", po::value<int>()->value_name("RANKS"),
+           "for launchers: measure nothing, start no MPI; load the scenario for RANKS ranks (0: not known) and "
+           "print 'launch-facts: output=FILE' (empty when not given) and 'launch-facts: fault_drill=0|1'");
       opts.add(common);
       parse(opts);
       if (vm.count("help"))
@@ -135,6 +138,7 @@ int runCommandLine(int argc, char** argv) {
       if (vm.count("manifest")) c.manifestPath = vm["manifest"].as<std::string>();
       if (vm.count("topology")) c.topologyPath = vm["topology"].as<std::string>();
       c.commandLine = joinCommandLine(argc, argv);
+      if (vm.count("launch-facts")) return runLaunchFactsCommand({.run = c, .ranks = vm["launch-facts"].as<int>()});
       return runRunCommand(c, argc, argv);
     }
     if (command == "list") {

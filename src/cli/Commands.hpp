@@ -21,7 +21,16 @@ struct ListCommand {
   int ranks = 0;
 };
 
+// What a launcher (launch/fabscope-mpirun, launch/slurm/fabscope.sbatch) needs
+// to know about a run before starting it, read from the arguments and the
+// scenario exactly as `fabscope run` reads them; no MPI, nothing measured.
+struct LaunchFactsCommand {
+  RunCommand run;
+  int ranks = 0;  // ranks the launcher will start; 0 = not known yet
+};
+
 int runRunCommand(const RunCommand& command, int& argc, char**& argv);
+int runLaunchFactsCommand(const LaunchFactsCommand& command);
 int runListCommand(const ListCommand& command, int& argc, char**& argv);
 int runInventoryCommand(bool json);
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/Commands.hpp"
@@ -38,6 +39,26 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
     }
     std::printf("\npeak memory per rank for samples and buffers: about %.1f MiB (limit max_memory_per_rank %.0f MiB)\n",
                 static_cast<double>(peak) / (1 << 20), static_cast<double>(scenario.maxMemoryPerRank) / (1 << 20));
+    return exit_code::ok;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "fabscope: error: %s\n", e.what());
+    return exit_code::usage;
+  }
+}
+
+int runLaunchFactsCommand(const LaunchFactsCommand& command) {
+  // Without a rank count the per-test "needs N ranks" checks must not refuse
+  // here: the run itself checks them against the ranks it really has.
+  constexpr int ranksNotKnown = 1 << 20;
+  const int ranks = command.ranks > 0 ? command.ranks : ranksNotKnown;
+  const suite::Registry registry;
+  try {
+    const auto scenario =
+        scenario::loadScenarioFile(command.run.scenarioPath, command.run.overrides, registry.scenarioRules(ranks));
+    const bool faultDrill = std::any_of(scenario.tests.begin(), scenario.tests.end(),
+                                        [](const scenario::TestSpec& test) { return test.kind == "fault"; });
+    std::printf("launch-facts: output=%s\n", command.run.outputPath.c_str());
+    std::printf("launch-facts: fault_drill=%d\n", faultDrill ? 1 : 0);
     return exit_code::ok;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "fabscope: error: %s\n", e.what());

@@ -96,7 +96,7 @@ void printSummaryTable(std::FILE* out, const std::vector<InstanceResult>& result
     }
   }
   std::fprintf(out, "\nlatency: one-way, microseconds; bandwidth: GB/s = 10^9 bytes/s at that sample time; "
-                    "impact: congested/quiet p99 (>1 is worse)\n");
+                    "impact: p99 congested/quiet for latency, quiet/congested for bandwidth (>1 is worse)\n");
   // The meaning of every known counter named above, once.
   std::set<std::string> named;
   for (const auto& r : results)

@@ -86,6 +86,23 @@ std::size_t verifyPattern(const std::byte* data, std::size_t bytes, std::uint64_
 #endif
 }
 
+void corruptOneByte(std::byte* data, std::size_t bytes, MemoryKind kind) {
+  if (bytes == 0) return;
+  std::byte* at = data + bytes / 2;
+  if (kind != MemoryKind::cuda) {
+    *at ^= std::byte{0x5A};
+    return;
+  }
+#if FABSCOPE_HAVE_CUDA
+  std::byte value{};
+  kernels::cuda::copy(&value, at, 1);
+  value ^= std::byte{0x5A};
+  kernels::cuda::copy(at, &value, 1);
+#else
+  noCuda(kind);
+#endif
+}
+
 void zeroBuffer(std::byte* data, std::size_t bytes, MemoryKind kind) {
   if (kind != MemoryKind::cuda) {
     std::memset(data, 0, bytes);

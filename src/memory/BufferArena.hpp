@@ -43,5 +43,7 @@ void fillPattern(std::byte* data, std::size_t bytes, std::uint64_t seed, MemoryK
 // Index of the first wrong byte, or `bytes` when all are right.
 std::size_t verifyPattern(const std::byte* data, std::size_t bytes, std::uint64_t seed, MemoryKind kind);
 void zeroBuffer(std::byte* data, std::size_t bytes, MemoryKind kind);
+// Flips the middle byte (the data checks' self-test, test key corrupt_for_test).
+void corruptOneByte(std::byte* data, std::size_t bytes, MemoryKind kind);
 
 }  // namespace fabscope::suite

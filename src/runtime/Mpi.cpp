@@ -179,4 +179,15 @@ Communicator Communicator::split(int color, int key, const Deadline& deadline) c
   return split;
 }
 
+Communicator Communicator::duplicate(const Deadline& deadline) const {
+  MPI_Comm out;
+  MPI_Request r;
+  checkMpi(MPI_Comm_idup(comm_, &out, &r), "MPI_Comm_idup");
+  complete(r, deadline, "every rank to duplicate a communicator");
+  MPI_Comm_set_errhandler(out, MPI_ERRORS_RETURN);
+  Communicator copy(out, true);
+  copy.losses_ = losses_;
+  return copy;
+}
+
 }  // namespace fabscope::runtime

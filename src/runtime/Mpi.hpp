@@ -65,6 +65,9 @@ class Communicator {
   // bounded by `deadline` (a lost peer becomes DeadlineExceeded there), then
   // the split runs with every rank known to be present.
   Communicator split(int color, int key, const Deadline& deadline) const;
+  // A duplicate (MPI_Comm_idup, completed under `deadline`): the same ranks
+  // with a separate matching of messages and collectives.
+  Communicator duplicate(const Deadline& deadline) const;
 
  private:
   std::int64_t allreduce(std::int64_t value, MPI_Op op, const Deadline& deadline) const;

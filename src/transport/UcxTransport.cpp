@@ -65,7 +65,7 @@ std::set<std::string> laneTransports(const std::string& info) {
 }  // namespace
 
 UcxTransport::UcxTransport(const runtime::Communicator& world, const runtime::Deadline& deadline)
-    : world_(world), me_(world.rank()) {
+    : world_(world.duplicate(deadline)), me_(world.rank()) {
   if (static_cast<std::uint64_t>(world.size()) > ucx_tag::maxSourceRank)
     throw UsageError("the UCX transport supports at most " + std::to_string(ucx_tag::maxSourceRank) + " ranks");
   // Shared-memory transports refuse endpoints that ask for peer error handling

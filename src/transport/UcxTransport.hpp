@@ -101,7 +101,12 @@ class UcxTransport final : public Transport {
   void destroyRkeysOf(int peer);
   void waitRequest(void* request, const runtime::Deadline& deadline, const char* what);
 
-  const runtime::Communicator& world_;
+  // The transport's own duplicate of the world for its control collectives:
+  // a collective left unfinished by a missed deadline must not break the
+  // matching of the runner's collectives on the world (seen as
+  // MPI_ERR_TRUNCATE in the next agreement), and a fresh transport after a
+  // missed deadline starts on a clean one.
+  runtime::Communicator world_;
   int me_;
   std::uint32_t epoch_ = 0;
   std::unique_ptr<ucp_context, ContextDeleter> context_;

@@ -32,6 +32,7 @@ VerbsOptions verbsOptionsFrom(const std::function<const char*(const char*)>& loo
   if (gid && std::string(gid) != "auto") o.gidIndex = integerOption(lookup, "FABSCOPE_VERBS_GID_INDEX", -1, 0, 255);
   o.timeout = integerOption(lookup, "FABSCOPE_VERBS_TIMEOUT", o.timeout, 0, 31);
   o.retryCount = integerOption(lookup, "FABSCOPE_VERBS_RETRY_CNT", o.retryCount, 0, 7);
+  o.maxReadsInFlight = integerOption(lookup, "FABSCOPE_VERBS_MAX_RD_ATOMIC", o.maxReadsInFlight, 1, 255);
   return o;
 }
 
@@ -96,6 +97,15 @@ QpTransition toInit(int port) {
   return t;
 }
 
+std::uint8_t readLimitOf(int deviceValue) { return static_cast<std::uint8_t>(std::clamp(deviceValue, 1, 255)); }
+
+int agreedReadsInFlight(const QpEndpointInfo& local, const QpEndpointInfo& remote, int requested) {
+  int n = std::min({int{local.maxInitiatorReads}, int{local.maxResponderReads}, int{remote.maxInitiatorReads},
+                    int{remote.maxResponderReads}});
+  if (requested > 0) n = std::min(n, requested);
+  return std::max(n, 1);
+}
+
 QpTransition toReadyToReceive(const VerbsOptions& options, const QpEndpointInfo& local, const QpEndpointInfo& remote,
                               int gidIndex) {
   QpTransition t;
@@ -103,7 +113,7 @@ QpTransition toReadyToReceive(const VerbsOptions& options, const QpEndpointInfo&
   t.attr.path_mtu = static_cast<ibv_mtu>(std::min(local.mtu, remote.mtu));
   t.attr.dest_qp_num = remote.qpn;
   t.attr.rq_psn = remote.psn & 0xffffff;
-  t.attr.max_dest_rd_atomic = 1;
+  t.attr.max_dest_rd_atomic = static_cast<std::uint8_t>(agreedReadsInFlight(local, remote, options.maxReadsInFlight));
   t.attr.min_rnr_timer = static_cast<std::uint8_t>(options.minRnrTimer);
   t.attr.ah_attr.port_num = static_cast<std::uint8_t>(options.port);
   t.attr.ah_attr.sl = 0;
@@ -122,14 +132,14 @@ QpTransition toReadyToReceive(const VerbsOptions& options, const QpEndpointInfo&
   return t;
 }
 
-QpTransition toReadyToSend(const VerbsOptions& options, const QpEndpointInfo& local) {
+QpTransition toReadyToSend(const VerbsOptions& options, const QpEndpointInfo& local, const QpEndpointInfo& remote) {
   QpTransition t;
   t.attr.qp_state = IBV_QPS_RTS;
   t.attr.timeout = static_cast<std::uint8_t>(options.timeout);
   t.attr.retry_cnt = static_cast<std::uint8_t>(options.retryCount);
   t.attr.rnr_retry = static_cast<std::uint8_t>(options.rnrRetry);
   t.attr.sq_psn = local.psn & 0xffffff;
-  t.attr.max_rd_atomic = 1;
+  t.attr.max_rd_atomic = static_cast<std::uint8_t>(agreedReadsInFlight(local, remote, options.maxReadsInFlight));
   t.mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
   return t;
 }

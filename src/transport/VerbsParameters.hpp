@@ -21,6 +21,9 @@ struct VerbsOptions {
   int retryCount = 7;      // FABSCOPE_VERBS_RETRY_CNT (0..7)
   int rnrRetry = 7;        // 7 = retry forever while the receiver has not posted a receive
   int minRnrTimer = 12;    // 0.64 ms, the IB spec encoding
+  // FABSCOPE_VERBS_MAX_RD_ATOMIC (1..255): RDMA reads (gets) one queue pair may
+  // have outstanding, to lower the agreed device maximum for experiments; 0 = no limit.
+  int maxReadsInFlight = 0;
 };
 
 // Reads FABSCOPE_VERBS_* through `lookup` (std::getenv in production).
@@ -63,7 +66,20 @@ struct QpEndpointInfo {
   std::uint16_t lid = 0;
   std::uint8_t mtu = IBV_MTU_1024;  // ibv_mtu of the sender's active port
   std::array<std::uint8_t, 16> gid{};
+  // The sender's device limits for RDMA reads in flight per queue pair
+  // (ibv_device_attr max_qp_init_rd_atom as initiator, max_qp_rd_atom as responder).
+  std::uint8_t maxInitiatorReads = 1;
+  std::uint8_t maxResponderReads = 1;
 };
+
+// Clamps a device limit (an int in ibv_device_attr) to the 1..255 a QP attribute holds.
+std::uint8_t readLimitOf(int deviceValue);
+
+// RDMA reads one queue pair keeps in flight, agreed by both ends from what
+// they exchanged: at most what each end may initiate and each end may answer,
+// and at most `requested` when it is > 0. Both ends compute the same number,
+// used as max_rd_atomic and max_dest_rd_atomic on both sides.
+int agreedReadsInFlight(const QpEndpointInfo& local, const QpEndpointInfo& remote, int requested);
 
 struct QpTransition {
   ibv_qp_attr attr{};
@@ -76,7 +92,7 @@ QpTransition toInit(int port);
 // Path MTU is the smaller of both active MTUs.
 QpTransition toReadyToReceive(const VerbsOptions& options, const QpEndpointInfo& local, const QpEndpointInfo& remote,
                               int gidIndex);
-QpTransition toReadyToSend(const VerbsOptions& options, const QpEndpointInfo& local);
+QpTransition toReadyToSend(const VerbsOptions& options, const QpEndpointInfo& local, const QpEndpointInfo& remote);
 
 // A signalled one-sided work request (IBV_WR_RDMA_WRITE for put,
 // IBV_WR_RDMA_READ for get) moving `sge` to or from remoteAddress/rkey.

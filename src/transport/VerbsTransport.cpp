@@ -33,7 +33,7 @@ const char* gidTypeName(ibv_gid_type t) {
 }  // namespace
 
 VerbsTransport::VerbsTransport(const runtime::Communicator& world, const runtime::Deadline& deadline)
-    : world_(world), me_(world.rank()) {
+    : world_(world.duplicate(deadline)), me_(world.rank()) {
   // Every rank opens its device first and then all agree, so a rank without
   // hardware fails the whole open together instead of leaving peers waiting.
   std::string problem;
@@ -84,6 +84,12 @@ void VerbsTransport::openLocal() {
   context_.reset(ibv_open_device(chosen));
   if (!context_) throw RuntimeFailure("ibv_open_device(" + deviceName_ + "): " + errnoText(errno));
 
+  ibv_device_attr device{};
+  if (int rc = ibv_query_device(context_.get(), &device); rc != 0)
+    throw RuntimeFailure("ibv_query_device(" + deviceName_ + "): " + errnoText(rc));
+  deviceMaxInitiatorReads_ = device.max_qp_init_rd_atom;
+  deviceMaxResponderReads_ = device.max_qp_rd_atom;
+
   ibv_port_attr port{};
   if (ibv_query_port(context_.get(), static_cast<std::uint8_t>(options_.port), &port) != 0)
     throw RuntimeFailure(deviceName_ + " port " + std::to_string(options_.port) +
@@ -117,6 +123,8 @@ void VerbsTransport::openLocal() {
   verbs::QpEndpointInfo base;
   base.lid = port.lid;
   base.mtu = static_cast<std::uint8_t>(port.active_mtu);
+  base.maxInitiatorReads = verbs::readLimitOf(deviceMaxInitiatorReads_);
+  base.maxResponderReads = verbs::readLimitOf(deviceMaxResponderReads_);
   if (gid_.index >= 0) {
     ibv_gid g{};
     if (ibv_query_gid(context_.get(), static_cast<std::uint8_t>(options_.port), gid_.index, &g) != 0)
@@ -141,6 +149,9 @@ void VerbsTransport::openLocal() {
     localInfo_.push_back(info);
   }
   peerFailed_.assign(static_cast<std::size_t>(ranks), false);
+  // Never more sends in flight than a send queue holds, nor more work in
+  // flight than the shared completion queue holds (cq_->cqe: what the driver gave).
+  window_.configure(ranks, maxWorkRequests, cq_->cqe);
 }
 
 void VerbsTransport::bringUp(int peer) {
@@ -153,7 +164,7 @@ void VerbsTransport::bringUp(int peer) {
   };
   apply(verbs::toInit(options_.port), "INIT");
   apply(verbs::toReadyToReceive(options_, localInfo_[p], remoteInfo_[p], gid_.index), "RTR");
-  apply(verbs::toReadyToSend(options_, localInfo_[p]), "RTS");
+  apply(verbs::toReadyToSend(options_, localInfo_[p], remoteInfo_[p]), "RTS");
 }
 
 void VerbsTransport::connectAll(const runtime::Deadline& deadline) {
@@ -175,6 +186,8 @@ void VerbsTransport::connectAll(const runtime::Deadline& deadline) {
 
 void VerbsTransport::reserve(int slots) {
   if (static_cast<int>(slots_.size()) < slots) slots_.resize(static_cast<std::size_t>(slots));
+  if (static_cast<int>(waitingSends_.size()) < slots) waitingSends_.resize(static_cast<std::size_t>(slots));
+  window_.reserve(slots);
 }
 
 std::uint32_t VerbsTransport::localKey(const void* buffer, std::size_t bytes) {
@@ -201,13 +214,27 @@ void VerbsTransport::postSendRequest(int slot, int peer, ibv_send_wr& wr) {
   if (peerFailed_[static_cast<std::size_t>(peer)])
     throw RuntimeFailure("verbs: rank " + std::to_string(peer) + " was lost earlier; not posting slot " +
                          std::to_string(slot));
-  ibv_send_wr* bad = nullptr;
-  const int rc = ibv_post_send(qps_[static_cast<std::size_t>(peer)].get(), &wr, &bad);
-  if (rc != 0) throw RuntimeFailure("ibv_post_send to rank " + std::to_string(peer) + ": " + errnoText(rc));
+  // Kept by slot until posted: the window may hold it back until completions
+  // free room in the send queue and the completion queue.
+  WaitingSend& w = waitingSends_[static_cast<std::size_t>(slot)];
+  w.wr = wr;
+  w.wr.next = nullptr;
+  if (wr.num_sge > 0) {
+    w.sge = *wr.sg_list;
+    w.wr.sg_list = &w.sge;
+  }
   Slot& s = slots_[static_cast<std::size_t>(slot)];
   s.state = SlotState::pending;
   s.peer = peer;
   s.isReceive = false;
+  window_.submit(peer, slot, [this](int item) { postWaitingSend(item); });
+}
+
+void VerbsTransport::postWaitingSend(int slot) {
+  const int peer = slots_[static_cast<std::size_t>(slot)].peer;
+  ibv_send_wr* bad = nullptr;
+  const int rc = ibv_post_send(qps_[static_cast<std::size_t>(peer)].get(), &waitingSends_[static_cast<std::size_t>(slot)].wr, &bad);
+  if (rc != 0) throw RuntimeFailure("ibv_post_send to rank " + std::to_string(peer) + ": " + errnoText(rc));
 }
 
 void VerbsTransport::postSend(int slot, int peer, int tag, const void* buffer, std::size_t bytes) {
@@ -234,6 +261,7 @@ void VerbsTransport::postRecv(int slot, int peer, int tag, void* buffer, std::si
   ibv_recv_wr* bad = nullptr;
   const int rc = ibv_post_recv(qps_[static_cast<std::size_t>(peer)].get(), &wr, &bad);
   if (rc != 0) throw RuntimeFailure("ibv_post_recv from rank " + std::to_string(peer) + ": " + errnoText(rc));
+  window_.receivePosted();
   Slot& s = slots_[static_cast<std::size_t>(slot)];
   s.state = SlotState::pending;
   s.peer = peer;
@@ -255,6 +283,9 @@ bool VerbsTransport::testSlots(int first, int count) {
                            ", posted for tag " + std::to_string(s.expectedTag) +
                            " (verbs matches receives in posting order)");
     s.state = SlotState::done;
+    // Room freed in the queues: held-back sends go out now.
+    if (s.isReceive) window_.receiveCompleted([this](int item) { postWaitingSend(item); });
+    else window_.complete(s.peer, [this](int item) { postWaitingSend(item); });
   }
   for (int i = first; i < first + count; ++i)
     if (slots_[static_cast<std::size_t>(i)].state == SlotState::pending) return false;
@@ -284,6 +315,8 @@ void VerbsTransport::drainAfterError(const runtime::Deadline& deadline) {
     attr.qp_state = IBV_QPS_ERR;
     ibv_modify_qp(qp.get(), &attr, IBV_QP_STATE);
   }
+  // Sends still held back never reached the hardware: nothing will flush them.
+  window_.dropWaiting([&](int slot) { slots_[static_cast<std::size_t>(slot)].state = SlotState::done; });
   auto anyPending = [&] {
     return std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.state == SlotState::pending; });
   };
@@ -299,6 +332,7 @@ void VerbsTransport::drainAfterError(const runtime::Deadline& deadline) {
       },
       deadline, "flushed RDMA work requests after a reset");
   for (auto& s : slots_) s.state = SlotState::idle;
+  window_.clearInFlight();
 }
 
 void VerbsTransport::reset(const runtime::Deadline& deadline) {
@@ -320,6 +354,15 @@ void VerbsTransport::reset(const runtime::Deadline& deadline) {
 std::vector<std::pair<std::string, std::string>> VerbsTransport::describe() const {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.6g", verbs::lostPeerSeconds(options_.timeout, options_.retryCount));
+  // RDMA reads in flight per queue pair, as agreed with each peer.
+  int fewestReads = 255, mostReads = 1;
+  for (std::size_t p = 0; p < localInfo_.size() && p < remoteInfo_.size(); ++p) {
+    const int n = verbs::agreedReadsInFlight(localInfo_[p], remoteInfo_[p], options_.maxReadsInFlight);
+    fewestReads = std::min(fewestReads, n);
+    mostReads = std::max(mostReads, n);
+  }
+  const std::string readsInFlight =
+      fewestReads == mostReads ? std::to_string(mostReads) : std::to_string(fewestReads) + ".." + std::to_string(mostReads);
   std::string gidType = "none";
   if (gid_.index >= 0) {
     ibv_gid_entry entry{};
@@ -337,6 +380,12 @@ std::vector<std::pair<std::string, std::string>> VerbsTransport::describe() cons
       {"verbs_timeout", std::to_string(options_.timeout)},
       {"verbs_retry_cnt", std::to_string(options_.retryCount)},
       {"verbs_lost_peer_seconds", seconds},
+      {"verbs_max_rd_atomic", readsInFlight},
+      {"verbs_device_max_qp_rd_atom", std::to_string(deviceMaxResponderReads_)},
+      {"verbs_device_max_qp_init_rd_atom", std::to_string(deviceMaxInitiatorReads_)},
+      {"verbs_max_rd_atomic_limit", options_.maxReadsInFlight > 0 ? std::to_string(options_.maxReadsInFlight) + " (FABSCOPE_VERBS_MAX_RD_ATOMIC)" : "none"},
+      {"verbs_send_queue_depth", std::to_string(maxWorkRequests)},
+      {"verbs_completion_queue_depth", std::to_string(cq_ ? cq_->cqe : 0)},
   };
 }
 
@@ -386,7 +435,8 @@ void VerbsTransport::postGet(int slot, int peer, int region, std::size_t remoteO
                              std::size_t bytes) {
   // The local buffer is registered with local write access (verbs::remoteAccess);
   // the read's completion means the data is in `local`. The queue pair allows
-  // max_rd_atomic (1) reads in flight; the HCA queues the rest in order.
+  // the reads in flight both devices agreed on (verbs::agreedReadsInFlight);
+  // the HCA queues the rest in order.
   postRdma(slot, peer, region, remoteOffset, local, bytes, IBV_WR_RDMA_READ, "get");
 }
 

@@ -18,6 +18,7 @@
 #include "runtime/Mpi.hpp"
 #include "transport/Transport.hpp"
 #include "transport/VerbsParameters.hpp"
+#include "transport/VerbsPostWindow.hpp"
 
 namespace fabscope::transport {
 
@@ -90,13 +91,19 @@ class VerbsTransport final : public Transport {
   void bringUp(int peer);
   std::uint32_t localKey(const void* buffer, std::size_t bytes);
   void postSendRequest(int slot, int peer, ibv_send_wr& wr);
+  void postWaitingSend(int slot);
   // An RDMA write or read of `bytes` between `local` and `peer`'s region.
   void postRdma(int slot, int peer, int region, std::size_t remoteOffset, const void* local, std::size_t bytes,
                 ibv_wr_opcode opcode, const char* operation);
   void drainAfterError(const runtime::Deadline& deadline);
   [[noreturn]] void failCompletion(const ibv_wc& wc);
 
-  const runtime::Communicator& world_;
+  // The transport's own duplicate of the world for its control collectives:
+  // a collective left unfinished by a missed deadline must not break the
+  // matching of the runner's collectives on the world (seen as
+  // MPI_ERR_TRUNCATE in the next agreement), and a fresh transport after a
+  // missed deadline starts on a clean one.
+  runtime::Communicator world_;
   int me_;
   verbs::VerbsOptions options_;
   std::string deviceName_;
@@ -112,6 +119,16 @@ class VerbsTransport final : public Transport {
   std::vector<Slot> slots_;
   std::vector<MrHandle> registrations_;                   // send/receive buffers, registered on first use
   std::vector<Region> regions_;
+  // Send flow control: a work request waits (by slot) until its send queue
+  // and the completion queue have room (verbs::PostWindow).
+  struct WaitingSend {
+    ibv_send_wr wr{};
+    ibv_sge sge{};
+  };
+  std::vector<WaitingSend> waitingSends_;
+  verbs::PostWindow window_;
+  int deviceMaxInitiatorReads_ = 1;  // ibv_device_attr max_qp_init_rd_atom
+  int deviceMaxResponderReads_ = 1;  // ibv_device_attr max_qp_rd_atom
 };
 
 }  // namespace fabscope::transport

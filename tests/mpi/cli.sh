@@ -2,9 +2,11 @@
 source "$(dirname "$0")/lib.bash"
 expect_rc() { local want=$1; shift; local rc=0; "$@" > "$scratch/out" 2>&1 || rc=$?; [ $rc -eq "$want" ] || { echo "FAIL: '$*' exit $rc, expected $want"; cat "$scratch/out"; exit 1; }; }
 expect_rc 0 "$FABSCOPE_BIN" --help
-grep -q "Exit codes" "$scratch/out" && grep -q "mpirun -np 4" "$scratch/out"
+grep -q "Exit codes" "$scratch/out"
+grep -q "mpirun -np 4" "$scratch/out"
 expect_rc 0 "$FABSCOPE_BIN" run --help
-grep -q -- "--set" "$scratch/out" && grep -q "Example" "$scratch/out"
+grep -q -- "--set" "$scratch/out"
+grep -q "Example" "$scratch/out"
 expect_rc 0 "$FABSCOPE_BIN" --version
 grep -q "^fabscope [0-9]" "$scratch/out"
 expect_rc 2 "$FABSCOPE_BIN"
@@ -15,7 +17,8 @@ grep -q "all-pairs, 7 rounds" "$scratch/out"
 # An existing output file is never overwritten by accident.
 echo "precious" > "$scratch/exists.h5"
 expect_rc 2 run_mpi -np 2 "$FABSCOPE_BIN" run --output "$scratch/exists.h5"
-grep -q "already exists" "$scratch/out" && grep -q precious "$scratch/exists.h5"
+grep -q "already exists" "$scratch/out"
+grep -q precious "$scratch/exists.h5"
 expect_rc 2 run_mpi -np 2 "$FABSCOPE_BIN" run --output "$scratch/no/such/folder/x.h5"
 grep -q "does not exist" "$scratch/out"
 # A test that needs 2 ranks refuses to start on 1.

@@ -125,6 +125,8 @@ def check(path, mode):
 for mode in ("parallel", "serial"):
     path, nranks = kill_mid_run(mode)
     if nranks != 4:
-        print(f"crash_kill ({mode}): note: {nranks} rank processes found under mpirun")
+        # Fewer means the kill hit a run that had not started all its ranks
+        # (or the wrong processes): the test would not show what it claims.
+        sys.exit(f"crash_kill ({mode}): {nranks} rank processes found under mpirun, expected 4")
     check(path, mode)
 PY

@@ -4,10 +4,15 @@
 # memory cuda-host (pinned pools), every request verified, and a corrupted
 # byte caught by the GPU verifier; with 2 GPUs and the NCCL transport, every
 # strategy straight from and into device memory over NCCL as well. Skips (77)
-# without a CUDA build or a GPU.
+# without a CUDA build or a GPU; the NCCL part skips (77) without 2 GPUs.
+# ctest-parts: shared-gpu nccl-direct
 source "$(dirname "$0")/lib.bash"
 config=${FABSCOPE_BUILD_DIR:-$(dirname "$FABSCOPE_BIN")}/generated/fabscope/BuildConfig.hpp
-if ! grep -q "FABSCOPE_HAVE_CUDA 1" "$config" 2>/dev/null; then
+if [ ! -r "$config" ]; then
+  echo "kv_gpu: FAIL: $config is missing: cannot tell what this build has (set FABSCOPE_BUILD_DIR)" >&2
+  exit 1
+fi
+if ! grep -q "FABSCOPE_HAVE_CUDA 1" "$config"; then
   echo "kv_gpu: SKIP: not a CUDA build ($config)" >&2
   exit 77
 fi
@@ -26,6 +31,7 @@ kv_check() {
   fi
 }
 
+if part_wanted shared-gpu; then
 cat > "$scratch/gpu.yaml" <<'YAML'
 name: kv-gpu
 seed: 9
@@ -57,13 +63,17 @@ if [ "$rc" != 1 ]; then
 fi
 kv_check "$scratch/corrupt.h5" --prefill 1 --decode 1 --expect-corrupt
 
+fi
+
 # Device memory straight on the wire over NCCL (gpu-direct: every strategy,
 # no pinned-host hop, copy_ns 0; in-order posting). NCCL ranks need a GPU
 # each, so this part needs 2 GPUs and a tree with the NCCL transport. Short
 # prompts: the transport keeps a pinned bounce buffer per slot, and per-block
 # reserves one slot per block message.
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU " || true)
-if [ "$gpus" -ge 2 ] && [ -e "$FABSCOPE_SOURCE_DIR/src/transport/NcclTransport.cpp" ]; then
+if ! part_wanted nccl-direct; then
+  :
+elif [ "$gpus" -ge 2 ] && [ -e "$FABSCOPE_SOURCE_DIR/src/transport/NcclTransport.cpp" ]; then
   cat > "$scratch/direct.yaml" <<'YAML'
 name: kv-gpu-direct
 seed: 19
@@ -98,6 +108,6 @@ YAML
   fi
   kv_check "$scratch/direct-corrupt.h5" --prefill 1 --decode 1 --expect-corrupt
 else
-  echo "kv_gpu: gpu-direct (NCCL) part skipped: needs 2 GPUs ($gpus here) and src/transport/NcclTransport.cpp" >&2
+  skip_part nccl-direct "gpu-direct (NCCL) needs 2 GPUs ($gpus here) and src/transport/NcclTransport.cpp"
 fi
 echo "kv_gpu: ok"

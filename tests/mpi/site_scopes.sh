@@ -5,6 +5,7 @@
 # group across both sites is flagged.
 # Labels come from a --topology file (root: each rank gets its own host name in a
 # UTS namespace) and from Slurm's SLURM_TOPOLOGY_ADDR set per rank (no root needed).
+# ctest-parts: topology slurm
 source "$(dirname "$0")/lib.bash"
 cat > "$scratch/scopes.yaml" <<'YAML'
 name: site-scopes
@@ -117,7 +118,9 @@ print("site scopes: file, closing table and analysis keep the sites apart")
 PY
 }
 
-if [ "$(id -u)" = 0 ] && unshare --uts true 2>/dev/null; then
+if ! part_wanted topology; then
+  :
+elif [ "$(id -u)" = 0 ] && unshare --uts true 2>/dev/null; then
   # Two host names on this machine: each rank in its own UTS namespace.
   run_mpi -np 2 unshare --uts sh -c 'hostname scope-a-node && exec "$0" "$@"' "$FABSCOPE_BIN" run \
       --scenario "$scratch/scopes.yaml" --output "$scratch/file.h5" --no-progress --topology "$scratch/topology.yaml" \
@@ -126,8 +129,9 @@ if [ "$(id -u)" = 0 ] && unshare --uts true 2>/dev/null; then
     > "$scratch/file.out"
   check "$scratch/file.h5" "$scratch/file.out"
 else
-  echo "site_scopes: not root: the --topology part needs UTS namespaces, only the Slurm part runs"
+  skip_part topology "not root: the --topology part needs UTS namespaces"
 fi
+part_wanted slurm || exit 0
 
 # The same split from Slurm's per-rank topology address (three switch levels: the top one is the site).
 pattern=SLURM_TOPOLOGY_ADDR_PATTERN=switch.switch.switch.node

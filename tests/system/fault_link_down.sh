@@ -31,6 +31,25 @@ PY
 state=$(ip -n ecflink1 -o link show eth1)
 [[ $state == *"state UP"* || $state == *",UP"* ]] || fail "restore_command did not bring ecflink1's link back: $state"
 
+# A drill must be able to fail end to end: a link-down whose fault_command
+# does nothing leaves the victim in service, nobody detects a loss, and the
+# run must exit 1 ("never detected") through launch/fabscope-mpirun too, with
+# the verdict in a complete file.
+sed -e "s|^    fault_command: .*|    fault_command: true|" -e '/restore_command/d' "$scratch/drill.yaml" >"$scratch/no-fault.yaml"
+launch_fault_drill "$scratch/no-fault.yaml" "$scratch/no-fault.h5" "$scratch/no-fault.log"
+((drill_exit == 1)) || { grep -v "UCX  WARN" "$scratch/no-fault.log" | tail -30 >&2; fail "a link-down drill whose fault_command does nothing exited $drill_exit (expected 1)"; }
+grep -q "never detected" "$scratch/no-fault.log" || fail "the failed drill's output does not say 'never detected' (log: $scratch/no-fault.log)"
+/usr/bin/python3 - "$scratch/no-fault.h5" <<'PY' || fail "the failed drill's file is wrong"
+import sys, h5py
+def text(v): return v.decode().rstrip("\0") if isinstance(v, bytes) else v
+with h5py.File(sys.argv[1], "r") as f:
+    assert int(f.attrs["complete"]) == 1 and int(f.attrs["exit_code"]) == 1, (f.attrs["complete"], f.attrs["exit_code"])
+    a = f["/tests/0000"].attrs
+    assert text(a["status"]) == "failed" and "never detected" in text(a["error"]), (text(a["status"]), text(a["error"]))
+    assert a["survivors_detected"] == 0, a["survivors_detected"]
+    print("no-op fault_command:", text(a["error"])[:160])
+PY
+
 # A link fault on a host that runs other drill ranks would cut them off too:
 # 4 ranks on this one host must be refused as an error (exit 1 through the
 # wrapper) before the command runs.
@@ -44,4 +63,4 @@ set -e
 ((shared_exit == 1)) || { tail -20 "$scratch/shared.log" >&2; fail "a link-down drill with the victim's host shared exited $shared_exit (expected 1)"; }
 [[ ! -e $scratch/cut ]] || fail "the fault command ran although the victim shares its host"
 grep -q "alone on its host" "$scratch/shared.log" || fail "the refusal does not say why (log: $scratch/shared.log)"
-note "PASS: link-down drill detected in time, nothing hung, commands recorded, link restored; a shared victim host is refused"
+note "PASS: link-down drill detected in time, nothing hung, commands recorded, link restored; a no-op fault fails with exit 1; a shared victim host is refused"

@@ -2,6 +2,7 @@
 # launch/fabscope-mpirun's presets and command line (--dry-run) against a fake
 # sysfs with RoCE and InfiniBand ports, launch/lib/bind-gpu against a fake
 # nvidia-smi, and fabscope's exit code passed through mpirun. Needs no root.
+# ctest-parts: presets mpirun-exit
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 
@@ -11,6 +12,7 @@ bind_gpu=$FABSCOPE_SOURCE_DIR/launch/lib/bind-gpu
 scratch=$(mktemp -d /tmp/fabscope-launch-presets.XXXXXX)
 on_exit "rm -rf '$scratch'"
 
+if part_wanted presets; then
 # --- a fake sysfs: two active RoCE ports, one RoCE port down, one IB port ------
 sysfs=$scratch/sys
 make_port() {  # device port link_layer state
@@ -112,8 +114,14 @@ output=$(PATH=$scratch/bin:$PATH OMPI_COMM_WORLD_LOCAL_RANK=2 "$bind_gpu" true 2
 ((status == 2)) && grep -q "local rank 2 has no GPU" <<<"$output" || fail "bind-gpu with more ranks than GPUs: exit $status, '$output'"
 note "bind-gpu picks the local rank's GPU and its NUMA node's CPUs, refuses extra ranks"
 
+fi
+
 # --- fabscope's exit code comes back through mpirun ------------------------------
-if command -v mpirun >/dev/null; then
+if ! part_wanted mpirun-exit; then
+  :
+elif ! command -v mpirun >/dev/null; then
+  skip_part mpirun-exit "no mpirun here"
+else
   printf '#!/bin/sh\nexit 3\n' >"$scratch/exit3"
   chmod +x "$scratch/exit3"
   status=0

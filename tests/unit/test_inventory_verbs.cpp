@@ -2,6 +2,11 @@
 // live query that must not crash on machines without RDMA devices.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "fabscope/BuildConfig.hpp"
 #include "inventory/RdmaVerbs.hpp"
 
 using namespace fabscope::inventory;
@@ -56,10 +61,29 @@ TEST(InventoryVerbs, MergesIntoSysfsDevices) {
   EXPECT_EQ(devices[1].ports[0].activeMtu, 1024);
 }
 
-TEST(InventoryVerbs, LiveQueryDoesNotCrash) {
+// The live query sees the devices the kernel lists in sysfs, no more and no
+// fewer (so on a machine without RDMA it must return none, and a build without
+// libibverbs says so in a note instead of pretending to have looked).
+TEST(InventoryVerbs, LiveQueryMatchesSysfs) {
   VerbsQuery query = queryVerbsDevices();
+  std::set<std::string> inSysfs;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/sys/class/infiniband", error))
+    inSysfs.insert(entry.path().filename().string());
+  std::set<std::string> seen;
   for (const auto& device : query.devices) {
     EXPECT_FALSE(device.name.empty());
     for (const auto& port : device.ports) EXPECT_GE(port.number, 1);
+    seen.insert(device.name);
   }
+  if (!FABSCOPE_HAVE_VERBS) {
+    EXPECT_TRUE(query.devices.empty());
+    ASSERT_EQ(query.notes.size(), 1u);
+    EXPECT_NE(query.notes[0].find("not built with libibverbs"), std::string::npos) << query.notes[0];
+    return;
+  }
+  // Devices verbs could not open are in the notes, not in the list.
+  EXPECT_GE(seen.size() + query.notes.size(), inSysfs.size());
+  for (const auto& name : seen) EXPECT_TRUE(inSysfs.count(name)) << name << " is not in /sys/class/infiniband";
+  if (inSysfs.empty()) EXPECT_TRUE(query.devices.empty()) << "devices found without any in /sys/class/infiniband";
 }

@@ -124,8 +124,21 @@ TEST(Scenario, ShippedScenariosAreValid) {
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(FABSCOPE_SOURCE_DIR) / "scenarios")) {
     if (entry.path().extension() != ".yaml") continue;
-    // GPU scenarios name transport nccl / memory cuda, which builds without CUDA refuse.
-    if (!FABSCOPE_HAVE_NCCL && entry.path().filename().string().rfind("gpu-", 0) == 0) continue;
+    // GPU scenarios name transport nccl / memory cuda, which builds without
+    // CUDA/NCCL must refuse with a clear error at the offending line.
+    if (!FABSCOPE_HAVE_NCCL && entry.path().filename().string().rfind("gpu-", 0) == 0) {
+      try {
+        auto s = scenario::loadScenarioFile(entry.path().string(), {}, registry.scenarioRules(4));
+        driver::planMatrix(s, registry, 4);
+        ADD_FAILURE() << entry.path() << " loaded in a build without NCCL";
+      } catch (const scenario::ScenarioError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find(entry.path().filename().string() + ":"), std::string::npos) << what;
+        EXPECT_NE(what.find("CUDA"), std::string::npos) << what;  // "built without CUDA/NCCL" or "needs a build with CUDA"
+      }
+      ++checked;
+      continue;
+    }
     EXPECT_NO_THROW({
       auto s = scenario::loadScenarioFile(entry.path().string(), {}, registry.scenarioRules(4));
       driver::planMatrix(s, registry, 4);
@@ -133,6 +146,16 @@ TEST(Scenario, ShippedScenariosAreValid) {
     ++checked;
   }
   EXPECT_GE(checked, 1);
+}
+
+TEST(Scenario, AFolderIsRefusedByName) {
+  static const suite::Registry registry;
+  try {
+    scenario::loadScenarioFile(FABSCOPE_SOURCE_DIR "/scenarios", {}, registry.scenarioRules(4));
+    ADD_FAILURE() << "a folder loaded as a scenario";
+  } catch (const scenario::ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a folder; expected a scenario file"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Scenario, MissingFileIsAUsageError) {

@@ -185,7 +185,7 @@ TEST(VerbsQpTransitions, ReadyToSendCarriesTimeoutAndRetries) {
   o.retryCount = 3;
   QpEndpointInfo local;
   local.psn = 0xfff00042;
-  const auto t = toReadyToSend(o, local);
+  const auto t = toReadyToSend(o, local, QpEndpointInfo{});
   EXPECT_EQ(t.attr.qp_state, IBV_QPS_RTS);
   EXPECT_EQ(t.attr.timeout, 18);
   EXPECT_EQ(t.attr.retry_cnt, 3);
@@ -222,7 +222,51 @@ TEST(VerbsQpTransitions, RemoteReadIsAllowedForGet) {
   // at least one outstanding read on both ends of the queue pair.
   EXPECT_NE(remoteAccess & IBV_ACCESS_REMOTE_READ, 0);
   EXPECT_NE(remoteAccess & IBV_ACCESS_LOCAL_WRITE, 0);
-  EXPECT_GE(toReadyToSend(VerbsOptions{}, QpEndpointInfo{}).attr.max_rd_atomic, 1);
+  EXPECT_GE(toReadyToSend(VerbsOptions{}, QpEndpointInfo{}, QpEndpointInfo{}).attr.max_rd_atomic, 1);
   EXPECT_GE(toReadyToReceive(VerbsOptions{}, QpEndpointInfo{}, QpEndpointInfo{}, -1).attr.max_dest_rd_atomic, 1);
+}
+
+namespace {
+QpEndpointInfo endWithReadLimits(int initiator, int responder) {
+  QpEndpointInfo e;
+  e.maxInitiatorReads = readLimitOf(initiator);
+  e.maxResponderReads = readLimitOf(responder);
+  return e;
+}
+}  // namespace
+
+TEST(VerbsReadsInFlight, BothEndsAgreeOnTheSmallestDeviceLimit) {
+  // A ConnectX-class adapter (16 both ways) and an older one (initiator 8, responder 4).
+  const auto a = endWithReadLimits(16, 16), b = endWithReadLimits(8, 4);
+  EXPECT_EQ(agreedReadsInFlight(a, b, 0), 4);
+  EXPECT_EQ(agreedReadsInFlight(b, a, 0), 4) << "both ends must compute the same number";
+  EXPECT_EQ(agreedReadsInFlight(a, a, 0), 16) << "no artificial limit of 1 between capable adapters";
+  // What each end programs into its QP: its reads out == the peer's reads answered.
+  const VerbsOptions o;
+  EXPECT_EQ(toReadyToSend(o, a, b).attr.max_rd_atomic, toReadyToReceive(o, b, a, -1).attr.max_dest_rd_atomic);
+  EXPECT_EQ(toReadyToSend(o, a, a).attr.max_rd_atomic, 16);
+  EXPECT_EQ(toReadyToReceive(o, a, a, -1).attr.max_dest_rd_atomic, 16);
+}
+
+TEST(VerbsReadsInFlight, TheRunCanLowerItButNeverRaiseIt) {
+  const auto a = endWithReadLimits(16, 16);
+  EXPECT_EQ(agreedReadsInFlight(a, a, 2), 2);
+  EXPECT_EQ(agreedReadsInFlight(a, a, 64), 16);
+  VerbsOptions o = verbsOptionsFrom([](const char* name) -> const char* {
+    return std::string(name) == "FABSCOPE_VERBS_MAX_RD_ATOMIC" ? "3" : nullptr;
+  });
+  EXPECT_EQ(o.maxReadsInFlight, 3);
+  EXPECT_EQ(toReadyToSend(o, a, a).attr.max_rd_atomic, 3);
+  EXPECT_EQ(toReadyToReceive(o, a, a, -1).attr.max_dest_rd_atomic, 3);
+  EXPECT_THROW(verbsOptionsFrom([](const char* name) -> const char* {
+                 return std::string(name) == "FABSCOPE_VERBS_MAX_RD_ATOMIC" ? "0" : nullptr;
+               }),
+               fabscope::UsageError);
+}
+
+TEST(VerbsReadsInFlight, DeviceLimitsAreClampedToWhatAQpHolds) {
+  EXPECT_EQ(readLimitOf(0), 1);     // a device reporting 0 still allows the one read a get needs
+  EXPECT_EQ(readLimitOf(16), 16);
+  EXPECT_EQ(readLimitOf(4096), 255);
 }
 #endif

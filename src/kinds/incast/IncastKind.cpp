@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 
+#include "runtime/Timestamp.hpp"
 #include "stats/Statistics.hpp"
 #include "kinds/KindFactories.hpp"
 #include "kinds/p2p/PointToPoint.hpp"
@@ -37,12 +38,13 @@ class IncastKind final : public Kind {
 
   scenario::KindRules rules() const override {
     scenario::KindRules r;
-    r.extraKeys = {"window", "probe"};
+    r.extraKeys = {"window", "probe", corruptForTestKey};
     r.minRanks = 2;
     r.validate = [](const scenario::TestSpec& spec, const std::string& file, int) {
       scenario::ParamReader p(spec, file);
       p.integer("window", 8, 1, 256);
       p.choice("probe", {"true", "false"}, "true");
+      p.choice(corruptForTestKey, {"true", "false"}, "false");
       checkMemoryAndTransport(spec, file);
     };
     return r;
@@ -97,6 +99,7 @@ class IncastKind final : public Kind {
     const auto memory = memoryKindOf(ctx.instance.spec->memory);
     std::byte* buffer = ctx.buffers.allocate(n, memory);
     fillPattern(buffer, n, ctx.seed + static_cast<std::uint64_t>(ctx.world.rank()), memory);
+    if (corruptsForTest(*ctx.instance.spec)) corruptOneByte(buffer, n, memory);
     t.reserve(window + 1);
     std::int32_t ack = 0;
     const auto& spec = *ctx.instance.spec;
@@ -177,7 +180,8 @@ class IncastKind final : public Kind {
         const auto* slice = buffer + (static_cast<std::size_t>(s) * window + w) * n;
         const auto bad = verifyPattern(slice, n, ctx.seed + static_cast<std::uint64_t>(sender), memory);
         if (bad != n) {
-          ctx.verdict.fail("incast receiver: data from rank " + std::to_string(sender) + " wrong at byte " +
+          ctx.verdict.fail(runtime::utcTimestamp(runtime::realtimeNow()) + ": rank " + std::to_string(me) +
+                           " (incast receiver): data from rank " + std::to_string(sender) + " wrong at byte " +
                            std::to_string(bad));
           break;
         }

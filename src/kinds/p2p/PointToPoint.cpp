@@ -5,6 +5,7 @@
 
 #include "fabscope/BuildConfig.hpp"
 #include "scenario/Units.hpp"
+#include "runtime/Timestamp.hpp"
 #include "transport/TransportFactory.hpp"
 
 namespace fabscope::suite {
@@ -36,15 +37,21 @@ void checkMemoryAndTransport(const scenario::TestSpec& spec, const std::string& 
                       "(device) or cuda-host (pinned)");
 }
 
+bool corruptsForTest(const scenario::TestSpec& spec) {
+  const auto node = spec.node[corruptForTestKey];
+  return node && node.IsScalar() && node.Scalar() == "true";
+}
+
 scenario::KindRules PointToPointKind::rules() const {
   scenario::KindRules r;
-  r.extraKeys = {"pattern", "all_pairs"};
+  r.extraKeys = {"pattern", "all_pairs", corruptForTestKey};
   if (usesWindow()) r.extraKeys.push_back("window");
   r.minRanks = 2;
   r.validate = [this](const scenario::TestSpec& spec, const std::string& file, int worldSize) {
     scenario::ParamReader p(spec, file);
     checkMemoryAndTransport(spec, file);
     p.choice("pattern", {"pairs", "all-pairs"}, "pairs");
+    p.choice(corruptForTestKey, {"true", "false"}, "false");
     if (usesWindow()) p.integer("window", defaultWindow, 1, 1024);
     auto ap = p.mapping("all_pairs", {"mode", "retest_worst"});
     ap.choice("mode", {"parallel", "serial"}, "parallel");
@@ -120,6 +127,7 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
     buffers.recvBytes = bytes * buffers.slices;
     buffers.recv = ctx.buffers.allocate(buffers.recvBytes, memory);
     fillPattern(buffers.send, bytes, patternSeed(ctx.seed, me), memory);
+    if (corruptsForTest(*ctx.instance.spec)) corruptOneByte(buffers.send, bytes, memory);
   }
   ctx.transport.reserve(2 * ctx.plan.window + 2);
 
@@ -139,8 +147,9 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
           const auto* slice = buffers.recv + s * bytes;
           const auto bad = verifyPattern(slice, bytes, patternSeed(ctx.seed, peer), memory);
           if (bad != bytes && !ctx.verdict.failed()) {
-            ctx.verdict.fail("rank " + std::to_string(me) + ": data from rank " + std::to_string(peer) +
-                             " wrong at byte " + std::to_string(bad) + " of message slot " + std::to_string(s));
+            ctx.verdict.fail(runtime::utcTimestamp(runtime::realtimeNow()) + ": rank " + std::to_string(me) +
+                             ": data from rank " + std::to_string(peer) + " wrong at byte " + std::to_string(bad) +
+                             " of message slot " + std::to_string(s));
           }
         }
       }

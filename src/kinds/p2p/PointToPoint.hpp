@@ -37,6 +37,12 @@ class PointToPointKind : public Kind {
 // Scenario check shared by the kinds that move a test buffer over a transport:
 // the memory kind must be one the transport (and the build) can address.
 void checkMemoryAndTransport(const scenario::TestSpec& spec, const std::string& file);
+// Test key corrupt_for_test: true (for fabscope's own tests): every sender
+// flips one byte of its message after filling it, so the receivers' data check
+// must fail and the run exit 1. An explicit scenario key, never an environment
+// variable, so a production run cannot trip it by accident.
+inline constexpr const char* corruptForTestKey = "corrupt_for_test";
+bool corruptsForTest(const scenario::TestSpec& spec);
 
 inline constexpr int dataTag = 11;
 inline constexpr int ackTag = 12;

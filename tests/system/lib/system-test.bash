@@ -100,3 +100,15 @@ up_emulated_cluster() {
   "$cluster" up "$hosts" --subnet "$subnet"
   on_exit "'$cluster' down >/dev/null"
 }
+
+# Tests in parts: see tests/mpi/lib.bash (same helpers).
+test_part=${1:-all}
+part_wanted() { [[ $test_part == all || $test_part == "$1" ]]; }
+skip_part() {  # PART WHY
+  if [[ $test_part == all ]]; then
+    echo "$(basename "$0"): part '$1' SKIPPED: $2" >&2
+  else
+    echo "$(basename "$0"): SKIP: $2" >&2
+    exit 77
+  fi
+}
