@@ -339,7 +339,9 @@ class _Evaluator:
 
 
 def evaluate(result: ResultFile, criteria: Criteria,
-             baseline: Optional[ResultFile] = None) -> List[CheckResult]:
+             baseline: Optional[ResultFile] = None, diagnosis=None) -> List[CheckResult]:
+    """Every check of the criteria on the file. ``diagnosis``: diagnose()'s result when
+    the caller has it already (verdict.compute_verdict), so culprits come from one run."""
     if criteria.needs_baseline() and baseline is None:
         rule = next(r for r in criteria.rules if r.baseline)
         raise CriteriaError(criteria.path, rule.line,
@@ -409,7 +411,8 @@ def evaluate(result: ResultFile, criteria: Criteria,
     if criteria.diagnose != "off":
         from .diagnose import acceptance_checks  # culprits named by host (docs/analysis.md)
         checks.extend(acceptance_checks(result, baseline, CheckResult,
-                                        strict=criteria.diagnose == "strict"))
+                                        strict=criteria.diagnose == "strict",
+                                        diagnosis=diagnosis))
     return checks
 
 

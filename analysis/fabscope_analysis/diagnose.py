@@ -817,19 +817,13 @@ def write_json(d: Diagnosis, path: str):
 # ---------------------------------------------------------------------------------------
 # used by `report` and `accept`
 
-def verdict_html(result: ResultFile) -> str:
-    """The verdict block at the top of the report: the first line, then one per culprit."""
+def culprits_html(d: "Diagnosis") -> str:
+    """The culprits of the verdict (report, under the verdict block): a table, the notes
+    and what diagnose judged. No verdict of its own: the verdict is verdict.py's."""
     from . import html as H
-    try:
-        d = diagnose(result)
-    except Exception as exc:  # the report must still be written
-        return H.warning(f"diagnose failed on this file: {exc}")
-    cls = "good" if d.fit else "bad"
-    parts = [f"<h2 id=\"verdict\">Verdict: <span class=\"{cls}\">{H.esc(d.first_line())}"
-             f"</span></h2>"]
+    parts = []
     if d.culprits:
-        rows = [{"culprit": c.host if c.direction != "link" else f"{c.host} -> {c.peer_host}",
-                 "ranks": ",".join(map(str, c.ranks)),
+        rows = [{"culprit": culprit_subject(c), "ranks": ",".join(map(str, c.ranks)),
                  "gpu": ",".join(str(g) for g in c.gpus if g >= 0) or "-",
                  "nic": ",".join(n for n in c.nics if n) or "-",
                  "direction": c.direction, "symptom": "; ".join(c.symptoms),
@@ -840,22 +834,27 @@ def verdict_html(result: ResultFile) -> str:
                                                        "confidence"]))
     for note in d.notes:
         parts.append(f"<p class=\"muted\">{H.esc(note)}</p>")
-    if d.tests_used:
-        parts.append(f"<p class=\"muted\">diagnose judged: {H.esc(', '.join(d.tests_used))}"
-                     " (python3 -m fabscope_analysis diagnose FILE)</p>")
+    parts.append(f"<p class=\"muted\">diagnose: {H.esc(d.first_line())}"
+                 + (f"; judged: {H.esc(', '.join(d.tests_used))}" if d.tests_used else "")
+                 + " (python3 -m fabscope_analysis diagnose FILE)</p>")
     return "\n".join(parts)
 
 
+def culprit_subject(c: Culprit) -> str:
+    """How a culprit is named in the verdict, accept and the JUnit test case name."""
+    return c.host if c.direction != "link" else f"link {c.host} -> {c.peer_host}"
+
+
 def acceptance_checks(result: ResultFile, baseline: Optional[ResultFile], check_type,
-                      strict: bool = False) -> list:
+                      strict: bool = False, diagnosis: Optional["Diagnosis"] = None) -> list:
     """accept's `diagnose` rule: one failed check per culprit, named by its host (the
-    JUnit test case name), or one check saying fit / cannot tell."""
-    d = diagnose(result, baseline=baseline)
+    JUnit test case name), or one check saying fit / cannot tell. ``diagnosis``: reuse
+    one already computed (the verdict computes it once for every surface)."""
+    d = diagnosis if diagnosis is not None else diagnose(result, baseline=baseline)
     if d.culprits:
         checks = []
         for c in d.culprits:
-            subject = c.host if c.direction != "link" else f"link {c.host} -> {c.peer_host}"
-            checks.append(check_type("diagnose", subject, messages=[c.line()],
+            checks.append(check_type("diagnose", culprit_subject(c), messages=[c.line()],
                                      details=list(d.notes)))
         return checks
     if d.verdict == "cannot tell":

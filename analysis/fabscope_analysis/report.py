@@ -60,15 +60,25 @@ def _verdict_block(verdict) -> str:
     if verdict is None:
         return ""
     if isinstance(verdict, str):  # criteria could not be loaded: say so, first
-        return f"<div class=\"verdict fail\"><b>verdict: unavailable</b> ({H.esc(verdict)})</div>"
+        return (f"<div class=\"verdict fail\"><h2 id=\"verdict\">Verdict: unavailable</h2>"
+                f"({H.esc(verdict)})</div>")
     failing = [r for r in verdict.reasons if r.failing]
     items = "".join(f"<li>{H.esc(r.text)}</li>" for r in failing[:MAX_VERDICT_REASONS])
     if len(failing) > MAX_VERDICT_REASONS:
         items += f"<li>... and {len(failing) - MAX_VERDICT_REASONS} more (see accept)</li>"
     notes = "".join(f"<li>{H.esc(r.text)}</li>" for r in verdict.reasons if not r.failing)
-    return (f"<div id=\"verdict\" class=\"verdict {'pass' if verdict.passed else 'fail'}\">"
+    culprits = ""
+    if verdict.diagnosis is not None:
+        from .diagnose import culprits_html
+        culprits = culprits_html(verdict.diagnosis)
+    else:
+        culprits = ("<p class=\"muted\">The criteria in force do not use diagnose "
+                    "(criteria key <code>diagnose: true</code>); python3 -m fabscope_analysis "
+                    "diagnose FILE names culprit hosts on its own.</p>")
+    return (f"<div class=\"verdict {'pass' if verdict.passed else 'fail'}\">"
+            f"<h2 id=\"verdict\">Verdict: {'PASS' if verdict.passed else 'FAIL'}</h2>"
             f"<b>{H.esc(verdict.line())}</b>"
-            + (f"<ul>{items}{notes}</ul>" if items or notes else "") + "</div>")
+            + (f"<ul>{items}{notes}</ul>" if items or notes else "") + culprits + "</div>")
 
 
 MAX_VERDICT_REASONS = 12
@@ -429,9 +439,9 @@ def build_report(result: ResultFile, criteria=None, verdict=None) -> str:
         if content:
             sections.append((anchor, title, content))
     header = _header(result)
-    from .diagnose import verdict_html
-    # The verdict and the culprits come before the run metadata.
-    body = header[:2] + [_verdict_block(verdict), verdict_html(result)] + header[2:]
+    # The verdict (with its culprits, when the criteria use diagnose) comes before the
+    # run metadata: one block, the same verdict as summary, accept and `verdict`.
+    body = header[:2] + [_verdict_block(verdict)] + header[2:]
     body.append(H.nav([(a, t) for a, t, _ in sections]))
     body.extend(content for _, _, content in sections)
     body.append("<p class=\"muted\">Written by fabscope_analysis from the raw samples in the "

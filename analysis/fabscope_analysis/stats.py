@@ -342,7 +342,31 @@ def hierarchical_bootstrap_diffs(metric: str, a: List[List[Unit]], b: List[List[
     with np.errstate(invalid="ignore"):
         low = np.nanpercentile(diffs, 100 * alpha, axis=0)
         high = np.nanpercentile(diffs, 100 * (1 - alpha), axis=0)
+    if len(a) >= 2 and len(b) >= 2:
+        # Few replicates: resampling 2 or 3 runs with replacement sees about half of the
+        # run-to-run variance (the bootstrap's (n-1)/n, and only n^n distinct draws), so
+        # the interval is also at least as wide as Welch's t interval on the replicates'
+        # own figures (Kalibera & Jones 2013: t at the top level when repetitions are few).
+        t_low, t_high = replicate_t_interval(metric, a, b, qs, level)
+        low, high = np.fmin(low, t_low), np.fmax(high, t_high)
     return [(float(p), float(lo), float(hi)) for p, lo, hi in zip(point, low, high)]
+
+
+def replicate_t_interval(metric: str, a: List[List[Unit]], b: List[List[Unit]],
+                         qs: np.ndarray, level: float = 0.95) -> Tuple[np.ndarray, np.ndarray]:
+    """Welch's t interval of figure(b) - figure(a) from each replicate's own figure,
+    centred on the difference of the replicate means (both sides need 2+ replicates)."""
+    from scipy.stats import t as student_t
+    fa = np.array([_tail_values(metric, *pooled([rep]), qs) for rep in a])
+    fb = np.array([_tail_values(metric, *pooled([rep]), qs) for rep in b])
+    va, vb = np.var(fa, axis=0, ddof=1) / len(fa), np.var(fb, axis=0, ddof=1) / len(fb)
+    se = np.sqrt(va + vb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (va + vb) ** 2 / (va ** 2 / (len(fa) - 1) + vb ** 2 / (len(fb) - 1))
+    df = np.where(np.isfinite(df) & (df > 0), df, min(len(fa), len(fb)) - 1)
+    half = student_t.ppf(0.5 + level / 2.0, df) * se
+    centre = fb.mean(axis=0) - fa.mean(axis=0)
+    return centre - half, centre + half
 
 
 def _thin(units: List[List[Unit]], max_samples: int) -> List[List[Unit]]:

@@ -3,8 +3,9 @@
 `summary`, the top of `report`, `accept` and `verdict FILE [--brief]` (which the launch
 wrappers, the demo and the run's own closing line print) all call compute_verdict(), so
 they cannot disagree. The verdict is a list of reasons: every failed check of the
-criteria, and any reasons other analyses append (diagnose's culprits:
-``verdict.add_reason(Reason("culprit", "...", failing=True))``).
+criteria; when the criteria say ``diagnose: true`` (or strict), diagnose runs once
+here and each culprit is a reason of kind ``culprit`` (its accept check is the same
+failure), so no surface shows a second, separate diagnose verdict.
 
 Which criteria are in force, first that applies:
 1. ``--criteria FILE`` given to the command;
@@ -49,11 +50,13 @@ class Reason:
     (diagnose), 'note'. A failing reason makes the verdict FAIL."""
     kind: str
     text: str
+    # kind 'culprit': the host (or 'link A -> B') diagnose named
     failing: bool = True
     rule: str = ""
     instance: Optional[int] = None
     scope: str = ""
     columns: Tuple[str, ...] = ()
+    subject: str = ""
 
 
 @dataclass
@@ -63,6 +66,7 @@ class Verdict:
     result_path: str
     checks: list                     # accept.CheckResult, in evaluation order
     reasons: List[Reason] = field(default_factory=list)
+    diagnosis: object = None         # diagnose.Diagnosis when the criteria use diagnose
 
     @property
     def passed(self) -> bool:
@@ -76,15 +80,23 @@ class Verdict:
         self.reasons.append(reason)
 
     def extra_reasons(self) -> List[Reason]:
-        return [r for r in self.reasons if r.kind != "check"]
+        """Reasons that are not one of the checks (accept prints the checks already)."""
+        return [r for r in self.reasons if r.kind != "check" and r.rule != "diagnose"]
+
+    def culprits(self) -> List[Reason]:
+        """diagnose's culprits (each is also a failed check of the criteria's diagnose)."""
+        return [r for r in self.reasons if r.kind == "culprit" and r.rule == "diagnose"]
 
     def line(self) -> str:
         """The one verdict line, e.g. 'verdict: FAIL (2 of 44 checks failed: ...)'."""
         failed = [c for c in self.checks if not c.passed]
         extra = [r for r in self.extra_reasons() if r.failing]
+        culprits = [r.subject for r in self.culprits()]
         what = f"{len(self.checks) - len(failed)} of {len(self.checks)} checks passed"
         if failed:
-            rules = list(dict.fromkeys(c.rule for c in failed))
+            rules = list(dict.fromkeys(c.rule if c.rule != "diagnose" or not culprits
+                                       else "culprits " + ", ".join(culprits)
+                                       for c in failed))
             what = (f"{len(failed)} of {len(self.checks)} checks failed: " + ", ".join(rules[:4])
                     + (f" and {len(rules) - 4} more rules" if len(rules) > 4 else ""))
         if extra:
@@ -150,10 +162,18 @@ def compute_verdict(result: ResultFile, criteria: Union[None, str, Criteria] = N
     """Evaluate the criteria in force on the file: THE verdict of every surface."""
     from .accept import evaluate
     chosen, source = criteria_in_force(result, criteria)
-    checks = evaluate(result, chosen, baseline)
-    verdict = Verdict(chosen, source, result.path, checks)
+    diagnosis = None
+    if chosen.diagnose != "off":
+        from .diagnose import diagnose
+        diagnosis = diagnose(result, baseline=baseline)
+    checks = evaluate(result, chosen, baseline, diagnosis=diagnosis)
+    verdict = Verdict(chosen, source, result.path, checks, diagnosis=diagnosis)
     for check in checks:
         if check.passed:
+            continue
+        if check.rule == "diagnose" and diagnosis is not None and diagnosis.culprits:
+            verdict.add_reason(Reason("culprit", f"culprit {check.messages[0]}",
+                                      rule="diagnose", subject=check.subject))
             continue
         verdict.add_reason(Reason(
             "check", f"{check.rule}: {check.subject}: {check.messages[0]}"

@@ -25,22 +25,24 @@ PAIRS = [(r, p) for r in range(4) for p in range(4) if r < p]
 INTRA_NS, WAN_NS = 2_000, 80_000
 
 
-def _latency(rng, intra=INTRA_NS, wan=WAN_NS, slow_site_a=1.0):
+def _latency(rng, intra=INTRA_NS, wan=WAN_NS, slow_site_a=1.0, iterations=200):
     entries = []
     for rank, peer in PAIRS:
         base = intra if SITES[rank] == SITES[peer] else wan
         if SITES[rank] == SITES[peer] == "A":
             base *= slow_site_a
-        noise = rng.lognormal(0.0, 0.05, 200)
-        entries += [(rank, it, peer, 8, 2 * base * noise[it]) for it in range(200)]
+        noise = rng.lognormal(0.0, 0.05, iterations)
+        entries += [(rank, it, peer, 8, 2 * base * noise[it]) for it in range(iterations)]
     return entries
 
 
-def _write(path, sites=SITES, seed=3, wan=WAN_NS, slow_site_a=1.0, congested=False):
+def _write(path, sites=SITES, seed=3, wan=WAN_NS, slow_site_a=1.0, congested=False,
+           iterations=200):
     run = SyntheticRun(path, nranks=4, ranks_per_host=1, seed=seed, sites=sites)
     rng = run.rng
     quiet = run.add_test("lat", "latency", make_samples(_latency(rng, wan=wan,
-                                                                 slow_site_a=slow_site_a),
+                                                                 slow_site_a=slow_site_a,
+                                                                 iterations=iterations),
                                                         run.start_ns()),
                          nbytes=8, divisor=2, pattern="all-pairs", case="lat/8",
                          extra_attrs={"canaries": "0,1,2,3"})
@@ -65,6 +67,9 @@ def scoped(tmp_path_factory):
             "unlabelled": _write(d / "unlabelled.h5", sites=None),
             "wan-slower": _write(d / "wan-slower.h5", seed=3, wan=2 * WAN_NS),  # same noise
             "congested": _write(d / "congested.h5", seed=5, congested=True),
+            # 400 iterations: 1,600 inter-site samples, 16 beyond the p99 (not a thin tail).
+            "long": _write(d / "long.h5", iterations=400),
+            "long-wan-slower": _write(d / "long-wan-slower.h5", wan=2 * WAN_NS, iterations=400),
             "dir": d}
 
 
@@ -223,26 +228,56 @@ def test_criteria_scope_key():
     limits: {samples: {min: 1}}"""), "c.yaml")
 
 
-def test_compare_matches_scope_with_scope(scoped):
-    runs = [open_result(scoped["labelled"]), open_result(scoped["wan-slower"])]
+def _compare(scoped, a, b):
+    runs = [open_result(scoped[a]), open_result(scoped[b])]
     try:
-        frame, notes = comparison_frame([RunAnalysis(r) for r in runs], ["A", "B"], 100, 1)
+        return comparison_frame([RunAnalysis(r) for r in runs], ["A", "B"], 100, 1)
     finally:
         for r in runs:
             r.close()
-    p99 = frame[(frame["stat"] == "p99") & (frame["name"] == "lat")]
-    verdict = dict(zip(p99["scope"], p99["verdict"]))
-    assert verdict["inter-site A<->B"] == "worse"
-    assert verdict["site=A"] != "worse" and verdict["site=B"] != "worse"
+
+
+def _rows_of(frame, stat):
+    rows = frame[(frame["stat"] == stat) & (frame["name"] == "lat")]
+    return {scope: row for scope, (_, row) in zip(rows["scope"], rows.iterrows())}
+
+
+def test_compare_matches_scope_with_scope(scoped):
+    """The WAN twice as slow: worse between the sites, nothing inside them."""
+    frame, notes = _compare(scoped, "long", "long-wan-slower")
     assert not notes
+    for stat in ("p50", "p99"):
+        rows = _rows_of(frame, stat)
+        assert rows["inter-site A<->B"]["verdict"] == "worse", (stat, rows)
+        assert rows["site=A"]["verdict"] != "worse" and rows["site=B"]["verdict"] != "worse"
+    # 1,600 samples leave 1.6 beyond the p99.9: a thin tail is never called a difference.
+    wan = _rows_of(frame, "p99.9")["inter-site A<->B"]
+    assert wan["thin_tail"] and wan["verdict"] == "no clear difference"
+
+
+def test_compare_thin_tail_is_not_a_verdict(scoped):
+    """800 inter-site samples leave 8 beyond the p99 (< MIN_TAIL_SAMPLES): the interval
+    excludes 0 by far, yet the p99 row is 'no clear difference' (thin tail); p50 is worse."""
+    frame, notes = _compare(scoped, "labelled", "wan-slower")
+    assert not notes
+    assert _rows_of(frame, "p50")["inter-site A<->B"]["verdict"] == "worse"
+    wan = _rows_of(frame, "p99")["inter-site A<->B"]
+    assert wan["ci_low"] > 0 and wan["thin_tail"]
+    assert wan["verdict"] == "no clear difference"
+    out = run_cli("compare", scoped["labelled"], scoped["wan-slower"], "--resamples", "50")
+    assert out.returncode == 0, out.stderr
+    assert "no clear difference (thin tail)" in out.stdout
 
 
 def test_compare_labelled_with_unlabelled_mixes_nothing(scoped):
+    """No scope in common: exit 2, and the message lists each side's cases."""
     out = run_cli("compare", scoped["labelled"], scoped["unlabelled"], "--resamples", "50")
-    assert out.returncode == 0, out.stderr
-    assert "(no common cases to compare)" in out.stdout
-    assert "only in labelled.h5" in out.stdout and "[site=A]" in out.stdout
-    assert "sites differs" in out.stdout
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "no case is on both sides" in out.stderr
+    labelled, unlabelled = out.stderr.split("labelled.h5 has: ", 1)[1].split("; unlabelled.h5 has: ")
+    assert "lat/8 [quiet] [site=A]" in labelled and "[inter-site A<->B]" in labelled
+    assert "lat/8 [quiet]" in unlabelled and "site=" not in unlabelled
+    assert out.stdout == ""
 
 
 def test_auxiliary_rows_are_not_headline_samples(tmp_path):

@@ -12,6 +12,7 @@ from fabscope_analysis.run_analysis import RunAnalysis
 from fabscope_analysis.stats import figure_value, side_units, pooled
 from fabscope_analysis.verdict import compute_verdict
 from helpers import run_cli
+from synthetic import write_matrix_run
 
 RACK = "analysis/criteria/rack-acceptance.yaml"
 
@@ -40,6 +41,72 @@ def test_verdict_agrees_across_surfaces_failing_and_passing(files, tmp_path):
         # the page opens with the verdict, before any table
         assert text.index('id="verdict"') < text.index("<table")
         assert line.replace("'", "&#x27;").replace("&", "&amp;").split(" (")[0] in text
+
+
+DIAGNOSE_CRITERIA = """fabscope_criteria: 1
+allowed_status: [passed]
+diagnose: {diagnose}
+rules:
+  - {{name: samples, match: {{kind: "*"}}, limits: {{samples: {{min: 1}}}}}}
+"""
+
+
+def _surfaces(path, criteria, tmp_path):
+    """verdict, verdict --brief, accept, summary and report on one file: (exit codes,
+    the verdict line each shows, the reasons each lists, the report's verdict block)."""
+    import html as htmllib
+    full = run_cli("verdict", path, "--criteria", criteria)
+    brief = run_cli("verdict", path, "--criteria", criteria, "--brief")
+    accept = run_cli("accept", path, "--criteria", criteria)
+    summary = run_cli("summary", path, "--criteria", criteria)
+    page = tmp_path / "page.html"
+    report = run_cli("report", path, "--criteria", criteria, "-o", page)
+    assert summary.returncode == report.returncode == 0, summary.stderr + report.stderr
+    text = page.read_text()
+    assert text.count('id="verdict"') == 1, "one verdict block, not two"
+    block = text[text.index('id="verdict"'):text.index("run id")]
+    shown = htmllib.unescape(re.search(r"<b>(verdict: [^<]*)</b>", block).group(1))
+    lines = {"verdict": full.stdout.splitlines()[0], "brief": brief.stdout.strip(),
+             "accept": accept.stdout.strip().splitlines()[-1],
+             "summary": summary.stdout.splitlines()[0], "report": shown}
+    reasons = {"verdict": [l[4:] for l in full.stdout.splitlines()[1:]],
+               "summary": [l[4:] for l in summary.stdout.splitlines()[1:]
+                           if l.startswith("  - ")],
+               "report": [htmllib.unescape(x) for x in re.findall(r"<li>([^<]*)</li>", block)]}
+    return (full.returncode, brief.returncode, accept.returncode), lines, reasons, block, accept
+
+
+def test_one_verdict_with_culprits_on_every_surface(tmp_path):
+    """diagnose's culprits are reasons of the one verdict: verdict, summary, the top of
+    the report and accept show the same line, the same culprits and the same exit code,
+    on a file with a culprit (fails), a clean file (passes) and, with diagnose off in
+    the criteria, the culprit file again (passes: no second, contradicting verdict)."""
+    culprit, clean = tmp_path / "culprit.h5", tmp_path / "clean.h5"
+    write_matrix_run(culprit, receive={2: 0.3})
+    write_matrix_run(clean, seed=4)
+    on, off = tmp_path / "on.yaml", tmp_path / "off.yaml"
+    on.write_text(DIAGNOSE_CRITERIA.format(diagnose="true"))
+    off.write_text(DIAGNOSE_CRITERIA.format(diagnose="false"))
+    for path, criteria, expect in ((culprit, on, 1), (clean, on, 0), (culprit, off, 0)):
+        codes, lines, reasons, block, accept = _surfaces(path, criteria, tmp_path)
+        assert codes == (expect,) * 3, (path, criteria, codes, lines)
+        assert len(set(lines.values())) == 1, lines
+        line = lines["brief"]
+        assert line.startswith("verdict: " + ("FAIL" if expect else "PASS")), line
+        assert reasons["verdict"] == reasons["summary"] == reasons["report"], reasons
+        if expect:  # the culprit, named the same way everywhere
+            assert "culprits fh2" in line
+            assert len(reasons["verdict"]) == 1 and reasons["verdict"][0].startswith(
+                "culprit fh2 (rank 2")
+            assert "FAIL  diagnose: fh2" in accept.stdout
+            assert '<td class="l">fh2</td>' in block and "receive" in block
+        else:
+            assert reasons["verdict"] == [] and "fh2" not in line
+        if criteria == off:  # no diagnose verdict of its own on the page
+            assert "not fit" not in block and '<td class="l">fh2</td>' not in block
+            assert "do not use diagnose" in block
+        elif not expect:
+            assert "diagnose: fit" in block
 
 
 def test_report_highlights_exactly_the_failed_figures(files):

@@ -1,7 +1,11 @@
 #include "inventory/FabricEnvironment.hpp"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cctype>
+
+#include "inventory/LauncherVariables.hpp"
 
 namespace fabscope::inventory {
 
@@ -22,13 +26,21 @@ bool looksSecret(const std::string& name) {
   return false;
 }
 
+bool isLauncherVariable(const std::string& name) {
+  // fnmatch without flags is Python's fnmatch.fnmatchcase for these globs (* ? only).
+  return std::any_of(kLauncherVariablePatterns.begin(), kLauncherVariablePatterns.end(),
+                     [&](const char* pattern) { return ::fnmatch(pattern, name.c_str(), 0) == 0; });
+}
+
 std::vector<std::pair<std::string, std::string>> fabricEnvironment(const std::vector<std::string>& environment) {
   std::vector<std::pair<std::string, std::string>> kept;
   for (const auto& entry : environment) {
     auto equals = entry.find('=');
     if (equals == std::string::npos || equals == 0) continue;
     std::string name = entry.substr(0, equals);
-    if (!isFabricVariable(name) || looksSecret(name)) continue;
+    // Per-job and per-rank launcher values differ between any two hosts and any two
+    // runs: recording them would make every host look inconsistent (issue 23).
+    if (!isFabricVariable(name) || looksSecret(name) || isLauncherVariable(name)) continue;
     kept.emplace_back(std::move(name), entry.substr(equals + 1));
   }
   std::sort(kept.begin(), kept.end());

@@ -1,6 +1,7 @@
 #pragma once
 // The fabric-related part of an environment: NCCL_*, UCX_*, OMPI_*, SLURM_*
-// and CUDA_VISIBLE_DEVICES, without anything that looks like a secret.
+// and CUDA_VISIBLE_DEVICES, without anything that looks like a secret and without
+// what a launcher sets per job or per rank (isLauncherVariable).
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,10 @@ namespace fabscope::inventory {
 std::vector<std::pair<std::string, std::string>> fabricEnvironment(const std::vector<std::string>& environment);
 
 bool isFabricVariable(const std::string& name);
+
+// OMPI_COMM_WORLD_RANK, OMPI_MCA_orte_hnp_uri, PMIX_RANK, SLURM_JOB_ID, ...: the globs of
+// analysis/fabscope_analysis/data/launcher-variables.txt, compiled in at build time.
+bool isLauncherVariable(const std::string& name);
 
 // Names containing TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, JWT, AUTH or KEY
 // (case-insensitive) are never recorded.

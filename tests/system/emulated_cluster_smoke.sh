@@ -54,7 +54,7 @@ set -e
 # since every peer is on another host).
 payload_per_host() {
   /usr/bin/python3 - "$@" <<'PY'
-import sys, h5py
+import os, sys, h5py
 path, expected = sys.argv[1], sorted(sys.argv[2:])
 def text(value):
     return value.decode().rstrip("\0") if isinstance(value, bytes) else str(value)
@@ -79,6 +79,20 @@ with h5py.File(path, "r") as f:
             host = host_of_rank.get(int(rank))
             if host in payload:
                 payload[host] += int(nbytes)
+    # What the launcher set per job or rank is not recorded (launcher-variables.txt,
+    # compiled into FabricEnvironment.cpp); the preset's real settings are.
+    sys.path.insert(0, os.path.join(os.environ["FABSCOPE_SOURCE_DIR"], "analysis"))
+    from fabscope_analysis.inventory import is_launcher_fact
+    for host in f.get("hosts", {}):
+        keys = [text(k) for k in f[f"hosts/{host}/inventory"]["key"]]
+        launcher = [k for k in keys if is_launcher_fact(k)]
+        if launcher:
+            problems.append(f"/hosts/{host}/inventory records launcher variables: {launcher[:6]}")
+        if "env/OMPI_MCA_btl" not in keys:
+            problems.append(f"/hosts/{host}/inventory lost the real setting env/OMPI_MCA_btl")
+        flags = [text(r["component"]) for r in f[f"hosts/{host}/consistency"][()]]
+        if any(c.startswith("env/") for c in flags):
+            problems.append(f"/hosts/{host}/consistency flags environment variables: {flags}")
 for p in problems:
     print(f"{path}: {p}", file=sys.stderr)
 if problems:

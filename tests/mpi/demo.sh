@@ -1,0 +1,26 @@
+# README command 1 end to end (launch/demo with the binary ctest built, results in
+# scratch): a healthy demo exits 0, its last line is the verdict PASS by the shipped
+# criteria meant for a one-host run (local.yaml), and accept on the same file agrees.
+source "$(dirname "$0")/lib.bash"
+out="$scratch/demo.log"
+set +e
+FABSCOPE_SKIP_INSTALL=1 FABSCOPE_DEMO_SKIP_BUILD=1 FABSCOPE_BIN="$FABSCOPE_BIN" \
+  FABSCOPE_DEMO_RESULTS="$scratch/results" \
+  timeout --kill-after=10 400 "$FABSCOPE_SOURCE_DIR/launch/demo" > "$out" 2>&1
+rc=$?
+set -e
+last=$(tail -n 1 "$out")
+echo "demo exit $rc, last line: $last"
+[ "$rc" = 0 ] || { tail -n 40 "$out"; echo "FAIL: the demo exited $rc"; exit 1; }
+case "$last" in
+  "verdict: PASS ("*"criteria $FABSCOPE_SOURCE_DIR/analysis/criteria/local.yaml, shipped default for a run on one host)") ;;
+  *) tail -n 40 "$out"; echo "FAIL: the demo does not end with the PASS verdict of local.yaml"; exit 1 ;;
+esac
+[ -s "$scratch/results/demo.h5" ] && [ -s "$scratch/results/demo.html" ] || { echo "FAIL: demo files missing"; exit 1; }
+grep -q 'id="verdict"' "$scratch/results/demo.html" || { echo "FAIL: the report has no verdict"; exit 1; }
+accept=$(PYTHONPATH="$FABSCOPE_SOURCE_DIR/analysis" /usr/bin/python3 -m fabscope_analysis accept "$scratch/results/demo.h5" | tail -n 1)
+[ "$accept" = "$last" ] || { echo "FAIL: accept says '$accept'"; exit 1; }
+# summary's first line is the same verdict
+first=$(grep -m1 '^verdict: ' "$out")
+[ "$first" = "$last" ] || { echo "FAIL: summary says '$first'"; exit 1; }
+echo "demo passes the criteria meant for it: $last"
