@@ -406,7 +406,7 @@ def _counter_section(analysis: RunAnalysis) -> str:
                            "congestion notifications here explain tails above.")
 
 
-def build_report(result: ResultFile, criteria=None, verdict=None) -> str:
+def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp=None) -> str:
     """The page; opens with the verdict (verdict.compute_verdict, as summary and accept)."""
     from .errors import CriteriaError
     from .verdict import compute_verdict
@@ -430,8 +430,10 @@ def build_report(result: ResultFile, criteria=None, verdict=None) -> str:
             sections.append((anchor, title, content))
     header = _header(result)
     from .diagnose import verdict_html
-    # The verdict and the culprits come before the run metadata.
-    body = header[:2] + [_verdict_block(verdict), verdict_html(result)] + header[2:]
+    from .impact import report_block
+    # The verdict, the culprits and what the fabric costs the served model come first.
+    body = header[:2] + [_verdict_block(verdict), verdict_html(result),
+                         report_block(result, model, tp)] + header[2:]
     body.append(H.nav([(a, t) for a, t, _ in sections]))
     body.extend(content for _, _, content in sections)
     body.append("<p class=\"muted\">Written by fabscope_analysis from the raw samples in the "
@@ -439,7 +441,7 @@ def build_report(result: ResultFile, criteria=None, verdict=None) -> str:
     return H.page(f"fabscope report {result.attrs.get('run_id', '')}", body)
 
 
-def write_report(result: ResultFile, output: str, criteria=None) -> None:
-    text = build_report(result, criteria)
+def write_report(result: ResultFile, output: str, criteria=None, model=None, tp=None) -> None:
+    text = build_report(result, criteria, model=model, tp=tp)
     with open(output, "w", encoding="utf-8") as out:
         out.write(text)
