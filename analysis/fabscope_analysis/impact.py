@@ -541,12 +541,12 @@ def compare_lines(results: Sequence[ResultFile], labels: Sequence[str],
             diff99 = row["p99_ms"] - base["p99_ms"]
             diff50 = row["p50_ms"] - base["p50_ms"]
             verb = "adds" if diff99 >= 0 else "saves"
-            lines.append(f"{label} {verb} {abs(diff99):.3g} ms per token at p99 "
-                         f"({diff50:+.3g} ms at p50) "
+            lines.append(f"{label} {verb} {_f(abs(diff99))} ms per token at p99 "
+                         f"({'+' if diff50 >= 0 else '-'}{_f(abs(diff50))} ms at p50) "
                          f"{'more than' if diff99 >= 0 else 'compared with'} "
                          f"{ref_label} for {d.model.name} TP{d.tp} decode batch "
                          f"{d.decode_batch} [{row['condition']}]: "
-                         f"{base['p99_ms']:.3g} -> {row['p99_ms']:.3g} ms")
+                         f"{_f(base['p99_ms'])} -> {_f(row['p99_ms'])} ms")
         for row in other.kv_rows:
             base = next((b for b in ref.kv_rows if b["series"] == row["series"]
                          and b["condition"] == row["condition"]
@@ -555,5 +555,5 @@ def compare_lines(results: Sequence[ResultFile], labels: Sequence[str],
                 continue
             lines.append(f"{label} vs {ref_label}, KV transfer {row['series']} "
                          f"[{row['condition']}] of a {d.prompt_tokens}-token request: p99 "
-                         f"{base['transfer_p99_ms']:.3g} -> {row['transfer_p99_ms']:.3g} ms")
+                         f"{_f(base['transfer_p99_ms'])} -> {_f(row['transfer_p99_ms'])} ms")
     return lines
