@@ -1,4 +1,4 @@
-"""Command line: python3 -m fabscope_analysis summary|report|compare|accept|verdict|diagnose ...
+"""Command line: python3 -m fabscope_analysis summary|report|compare|accept|verdict|diagnose|impact ...
 
 Exit codes (docs/analysis.md, "Exit codes"): 0 done (accept/verdict: the verdict is PASS;
 diagnose: fit); 1 the verdict is FAIL (accept, verdict), or diagnose finds the fabric not fit
@@ -14,11 +14,12 @@ from typing import List, Optional
 
 from . import __version__
 from .errors import CriteriaError, ResultFileError
+from .models import ModelError, preset
 from .reader import ResultFile, open_result
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 COMPARE_VALUE_OPTIONS = {"-o", "--output", "--resamples", "--seed", "--negligible",
-                         "--min-effect"}
+                         "--min-effect", "--model", "--tp"}
 
 
 def _open(path: str) -> ResultFile:
@@ -40,7 +41,7 @@ def _cmd_summary(args) -> int:
 def _cmd_report(args) -> int:
     from .report import write_report
     with _open(args.file) as result:
-        write_report(result, args.output, criteria=args.criteria)
+        write_report(result, args.output, criteria=args.criteria, model=args.model, tp=args.tp)
     print(f"wrote {args.output}")
     return EXIT_OK
 
@@ -50,7 +51,8 @@ def _cmd_compare(args) -> int:
     results = [_open(p) for p in args.files]
     try:
         run_compare(results, args.output, resamples=args.resamples, seed=args.seed,
-                    min_effect=args.negligible / 100.0, split=args.split)
+                    min_effect=args.negligible / 100.0, split=args.split,
+                    model=args.model, tp=args.tp)
     finally:
         for r in results:
             r.close()
@@ -86,6 +88,28 @@ def _cmd_diagnose(args) -> int:
     return EXIT_OK if verdict.fit else EXIT_FAILED
 
 
+def _cmd_impact(args) -> int:
+    from .impact import compute_impact, deployment_from_run, print_impact, write_json
+    with _open(args.file) as result:
+        try:
+            deployment = deployment_from_run(
+                result, args.model, args.tp, decode_batch=args.decode_batch,
+                prompt_tokens=args.prompt, block_tokens=args.block_tokens, ep=args.ep,
+                prefill_ms=args.prefill_ms)
+        except ModelError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if deployment is None:
+            print(f"error: {args.file}: the scenario names no model; give --model "
+                  "(llama3-8b, llama3-70b, llama3-405b, deepseek-v3)", file=sys.stderr)
+            return EXIT_USAGE
+        impact = compute_impact(result, deployment)
+    print_impact(impact, sys.stdout)
+    if args.json:
+        write_json(impact, args.json)
+    return EXIT_OK
+
+
 def _cmd_verdict(args) -> int:
     from .verdict import compute_verdict
     with _open(args.file) as result:
@@ -95,6 +119,21 @@ def _cmd_verdict(args) -> int:
         for reason in verdict.reasons:
             print(f"  - {reason.text}")
     return EXIT_OK if verdict.passed else EXIT_FAILED
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def _deployment_options(p) -> None:
+    p.add_argument("--model", help="model preset for the serving impact (default: the "
+                                   "scenario's model): llama3-8b, llama3-70b, llama3-405b, "
+                                   "deepseek-v3")
+    p.add_argument("--tp", type=_positive_int,
+                   help="tensor parallelism (default: the scenario's parallel.tp)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("-o", "--output", required=True, help="HTML file to write")
     p.add_argument("--criteria", help="criteria YAML for the verdict (default: in force)")
+    _deployment_options(p)
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("compare", help="compare runs case by case: A.h5 B.h5 [C.h5 ...] "
@@ -128,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
                    dest="negligible",
                    help="real differences smaller than this (relative, %%) are called "
                         "negligible, not better/worse (default 5)")
+    _deployment_options(p)
     p.set_defaults(func=_cmd_compare, split=None)
 
     p = sub.add_parser("accept", help="every check of the criteria in force (exit 0 pass, 1 fail)")
@@ -145,6 +186,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", help="known-good run of the same scenario: a fabric that is "
                                       "uniformly slower is only visible against it")
     p.set_defaults(func=_cmd_diagnose)
+
+    p = sub.add_parser("impact", help="what the measured fabric costs a served model: ms per "
+                                      "token of TP communication, KV transfer in TTFT")
+    p.add_argument("file")
+    _deployment_options(p)
+    p.add_argument("--decode-batch", type=_positive_int, default=32,
+                   help="sequences per decode step (default 32)")
+    p.add_argument("--prompt", type=_positive_int, default=8192,
+                   help="prompt tokens of a request whose KV moves (default 8192)")
+    p.add_argument("--block-tokens", type=_positive_int, default=16,
+                   help="tokens per KV block (default 16)")
+    p.add_argument("--ep", type=_positive_int, help="expert parallelism (MoE models)")
+    p.add_argument("--prefill-ms", type=float,
+                   help="prefill time of one prompt on the deployment's GPUs (not measured by "
+                        "fabscope); gives the KV transfer's share of time to first token")
+    p.add_argument("--json", metavar="OUT", help="also write every figure as JSON here")
+    p.set_defaults(func=_cmd_impact)
 
     p = sub.add_parser("verdict", help="the run's verdict in one line (exit 0 PASS, 1 FAIL)")
     p.add_argument("file")
@@ -172,6 +230,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                 split += 1
         argv = before + after
     args = parser.parse_args(argv)
+    if getattr(args, "model", None):
+        try:
+            preset(args.model)
+        except ModelError as exc:
+            parser.error(str(exc))
     if args.command == "compare":
         args.split = split
         if len(args.files) < 2:
@@ -183,7 +246,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             parser.error("--resamples must be between 1 and 5000")
     try:
         return args.func(args)
-    except (ResultFileError, CriteriaError) as exc:
+    except (ResultFileError, CriteriaError, ModelError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:

@@ -242,7 +242,8 @@ def text_table(frame: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def _html(sides: List[Side], context, warnings, frame, notes, negligible) -> str:
+def _html(sides: List[Side], context, warnings, frame, notes, negligible,
+          impact_lines: Sequence[str] = ()) -> str:
     labels = [l for side in sides for l in [side.label]]
     body = ["<h1>fabscope comparison</h1>",
             "<div class=\"muted\">" + " | ".join(
@@ -254,6 +255,12 @@ def _html(sides: List[Side], context, warnings, frame, notes, negligible) -> str
                 f"<b>{H.esc(headline(frame))}</b></div>")
     if not frame.empty and int(frame[["runs_ref", "runs_other"]].to_numpy().max()) <= 1:
         body.append(H.warning(ONE_RUN_NOTE))
+    if impact_lines:  # impact.compare_lines: what the difference costs the served model
+        body.append(H.section("impact", "Serving impact", ["<ul>" + "".join(
+            f"<li>{H.esc(line)}</li>" for line in impact_lines) + "</ul>"],
+            intro="Time per generated token added by TP communication (p99 of a decode "
+                  "step's sum of all-reduces, from the raw samples) and KV transfer, side by "
+                  "side; python3 -m fabscope_analysis impact FILE gives every figure."))
     if warnings:
         body.append(H.section("config", "Configuration differences that matter",
                               ["<ul class=\"compact\">" + "".join(
@@ -337,7 +344,8 @@ def _common_description(sides: List[Side]) -> str:
 
 def run_compare(results: List[ResultFile], output: Optional[str], resamples: int = 400,
                 seed: int = 12345, min_effect: float = DEFAULT_NEGLIGIBLE,
-                stream: TextIO = sys.stdout, split: Optional[int] = None) -> pd.DataFrame:
+                stream: TextIO = sys.stdout, split: Optional[int] = None,
+                model: Optional[str] = None, tp: Optional[int] = None) -> pd.DataFrame:
     """Compare files; ``split`` = number of files on side A (``A1 A2 -- B1 B2``), else the
     first file is the reference for every other one. Raises NoCommonCases (exit 2)."""
     labels = _labels(results)
@@ -366,8 +374,13 @@ def run_compare(results: List[ResultFile], output: Optional[str], resamples: int
     print(text_table(frame), file=stream)
     for n in notes:
         print(f"note: {n}", file=stream)
+    from .impact import compare_lines
+    impact_lines = compare_lines([side.results[0] for side in sides],
+                                 [side.label for side in sides], model, tp)
+    for line in impact_lines:
+        print(f"serving impact: {line}", file=stream)
     print(headline(frame), file=stream)
     if output:
         with open(output, "w", encoding="utf-8") as out:
-            out.write(_html(sides, context, warnings, frame, notes, min_effect))
+            out.write(_html(sides, context, warnings, frame, notes, min_effect, impact_lines))
     return frame

@@ -39,6 +39,9 @@ SUMMARY_COLUMNS = ["rank", "samples", "min_ns", "mean_ns", "p50_ns", "p99_ns", "
 SCOPE_COLUMNS = ["scope", "sites", "crosses_sites", "samples", "min_ns", "mean_ns", "p50_ns",
                  "p99_ns", "p999_ns", "max_ns", "bytes", "gbps_p50", "gbps_p99", "gbps_mean",
                  "impact_mean", "impact_p99"]
+REQUEST_COLUMNS = ["request_id", "prefill_rank", "decode_rank", "bytes", "blocks", "messages",
+                   "t_arrival_ns", "t_start_ns", "t_done_ns", "gather_ns", "scatter_ns",
+                   "copy_ns", "strategy", "direction", "verified"]
 EVENT_COLUMNS = ["rank", "t_ns", "kind", "peer", "detail"]
 COUNTER_COLUMNS = ["rank", "source", "name", "before", "after", "delta"]
 RANK_COLUMNS = ["rank", "host", "local_rank", "local_size", "pid", "gpu", "nic",
@@ -144,6 +147,10 @@ class TestInstance:
 
     def events(self) -> pd.DataFrame:
         return self._table("events", EVENT_COLUMNS)
+
+    def requests(self) -> pd.DataFrame:
+        """/tests/NNNN/requests (kvpush: one row per measured request; empty otherwise)."""
+        return self._table("requests", REQUEST_COLUMNS)
 
     def counters(self) -> pd.DataFrame:
         return self._table("counters", COUNTER_COLUMNS)

@@ -416,7 +416,7 @@ def _counter_section(analysis: RunAnalysis) -> str:
                            "congestion notifications here explain tails above.")
 
 
-def build_report(result: ResultFile, criteria=None, verdict=None) -> str:
+def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp=None) -> str:
     """The page; opens with the verdict (verdict.compute_verdict, as summary and accept)."""
     from .errors import CriteriaError
     from .verdict import compute_verdict
@@ -439,9 +439,11 @@ def build_report(result: ResultFile, criteria=None, verdict=None) -> str:
         if content:
             sections.append((anchor, title, content))
     header = _header(result)
+    from .impact import report_block
     # The verdict (with its culprits, when the criteria use diagnose) comes before the
-    # run metadata: one block, the same verdict as summary, accept and `verdict`.
-    body = header[:2] + [_verdict_block(verdict)] + header[2:]
+    # run metadata: one block, the same verdict as summary, accept and `verdict`; then
+    # what the fabric costs the served model.
+    body = header[:2] + [_verdict_block(verdict), report_block(result, model, tp)] + header[2:]
     body.append(H.nav([(a, t) for a, t, _ in sections]))
     body.extend(content for _, _, content in sections)
     body.append("<p class=\"muted\">Written by fabscope_analysis from the raw samples in the "
@@ -449,7 +451,7 @@ def build_report(result: ResultFile, criteria=None, verdict=None) -> str:
     return H.page(f"fabscope report {result.attrs.get('run_id', '')}", body)
 
 
-def write_report(result: ResultFile, output: str, criteria=None) -> None:
-    text = build_report(result, criteria)
+def write_report(result: ResultFile, output: str, criteria=None, model=None, tp=None) -> None:
+    text = build_report(result, criteria, model=model, tp=tp)
     with open(output, "w", encoding="utf-8") as out:
         out.write(text)

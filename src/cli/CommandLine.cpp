@@ -26,6 +26,7 @@ once across the cluster with mpirun or srun.
 Usage:
   fabscope run --scenario FILE [--output FILE.h5] [--set key=value]...
   fabscope list --scenario FILE [--ranks N] [--set key=value]...
+  fabscope list --model PRESET [--tp N] [--decode-batch B...] [--prompt TOKENS...] [--scenario FILE]
   fabscope inventory [--json]
   fabscope --version
   fabscope --help | fabscope COMMAND --help
@@ -145,16 +146,35 @@ int runCommandLine(int argc, char** argv) {
       po::options_description opts("fabscope list");
       opts.add(scenarioOptions()).add_options()
           ("ranks,n", po::value<int>()->value_name("N"),
-           "plan for N ranks instead of the number this command was started with");
+           "plan for N ranks instead of the number this command was started with")
+          ("model", po::value<std::string>()->value_name("PRESET"),
+           "print the sizes a serving-impact view of this model needs (python3 -m fabscope_analysis "
+           "impact); with --scenario, also which planned instances measure them")
+          ("tp", po::value<int>()->value_name("N")->default_value(8), "tensor parallelism (with --model)")
+          ("decode-batch", po::value<std::vector<int>>()->value_name("B")->multitoken(),
+           "decode batch sizes (with --model; default 1 32)")
+          ("prompt", po::value<std::vector<int>>()->value_name("TOKENS")->multitoken(),
+           "prompt lengths whose KV moves (with --model; default 2048 8192)")
+          ("block-tokens", po::value<int>()->value_name("N")->default_value(16), "tokens per KV block (with --model)");
       opts.add(common);
       parse(opts);
       if (vm.count("help"))
         return commandHelp(opts, "fabscope list --scenario FILE [--ranks N] [--set KEY=VALUE]...",
                            "fabscope list --scenario scenarios/smoke.yaml --ranks 16");
       ListCommand c;
-      c.scenarioPath = vm.count("scenario") ? vm["scenario"].as<std::string>() : defaultScenario();
+      c.scenarioGiven = vm.count("scenario") > 0;
+      c.scenarioPath = c.scenarioGiven ? vm["scenario"].as<std::string>() : defaultScenario();
       if (vm.count("set")) c.overrides = vm["set"].as<std::vector<std::string>>();
       c.ranks = vm.count("ranks") ? vm["ranks"].as<int>() : 0;
+      if (vm.count("model")) {
+        c.model = vm["model"].as<std::string>();
+        c.tp = vm["tp"].as<int>();
+        c.blockTokens = vm["block-tokens"].as<int>();
+        c.decodeBatches = vm.count("decode-batch") ? vm["decode-batch"].as<std::vector<int>>() : std::vector<int>{1, 32};
+        c.promptTokens = vm.count("prompt") ? vm["prompt"].as<std::vector<int>>() : std::vector<int>{2048, 8192};
+        // Sizes alone need no MPI and no scenario.
+        if (!c.scenarioGiven) return printServingNeeds(c);
+      }
       return runListCommand(c, argc, argv);
     }
     if (command == "inventory") {

@@ -17,8 +17,16 @@ struct RunCommand {
 
 struct ListCommand {
   std::string scenarioPath;
+  bool scenarioGiven = false;
   std::vector<std::string> overrides;
   int ranks = 0;
+  // --model: the sizes a serving-impact view of this deployment needs
+  // (fabscope_analysis impact); with --scenario also which planned instances measure them.
+  std::string model;
+  int tp = 8;
+  std::vector<int> decodeBatches;
+  std::vector<int> promptTokens;
+  int blockTokens = 16;
 };
 
 // What a launcher (launch/fabscope-mpirun, launch/slurm/fabscope.sbatch) needs
@@ -33,5 +41,7 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv);
 int runLaunchFactsCommand(const LaunchFactsCommand& command);
 int runListCommand(const ListCommand& command, int& argc, char**& argv);
 int runInventoryCommand(bool json);
+// Prints the sizes the serving-impact view of `command.model` needs; returns the exit code.
+int printServingNeeds(const ListCommand& command);
 
 }  // namespace fabscope::cli

@@ -1,13 +1,85 @@
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <set>
+#include <stdexcept>
 
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
+#include "model/ModelSpec.hpp"
+#include "model/TrafficSizes.hpp"
 #include "output/Records.hpp"
 #include "runtime/Mpi.hpp"
 #include "scenario/Units.hpp"
 
 namespace fabscope::cli {
+namespace {
+
+// One size the serving-impact view (fabscope_analysis impact) reads: the kind that
+// measures it, the scenario spelling that derives it, the bytes and the formula.
+struct ServingNeed {
+  std::string kind;
+  std::string derive;
+  std::uint64_t bytes = 0;
+  std::string formula;
+};
+
+std::vector<ServingNeed> servingNeeds(const ListCommand& c, const model::ModelSpec& spec) {
+  const model::ParallelLayout layout{static_cast<std::uint32_t>(c.tp)};
+  std::vector<ServingNeed> needs;
+  if (c.tp > 1)
+    for (const int batch : c.decodeBatches) {
+      const auto size = model::allReduceBytesForDecode(spec, static_cast<std::uint64_t>(batch));
+      needs.push_back({"allreduce", "tp-allreduce, decode_batch: " + std::to_string(batch), size.bytes, size.formula});
+    }
+  for (const int prompt : c.promptTokens) {
+    const auto size = model::kvBytesPerRequest(spec, layout, static_cast<std::uint32_t>(c.blockTokens),
+                                               static_cast<std::uint64_t>(prompt));
+    needs.push_back({"kvpush", "kv-request, block_tokens: " + std::to_string(c.blockTokens) +
+                                   ", prompt_tokens: " + std::to_string(prompt),
+                     size.bytes, size.formula});
+  }
+  return needs;
+}
+
+}  // namespace
+
+int printServingNeeds(const ListCommand& c) {
+  try {
+    if (c.tp < 1 || c.blockTokens < 1) throw std::invalid_argument("--tp and --block-tokens must be at least 1");
+    for (const int v : c.decodeBatches)
+      if (v < 1) throw std::invalid_argument("--decode-batch values must be at least 1");
+    for (const int v : c.promptTokens)
+      if (v < 1) throw std::invalid_argument("--prompt values must be at least 1");
+    const auto& spec = model::findPreset(c.model);
+    const model::ParallelLayout layout{static_cast<std::uint32_t>(c.tp)};
+    std::printf("model %s: hidden_size %u, layers %u, attention_heads %u, kv_heads %u, head_dim %u, dtype %s",
+                spec.name.c_str(), spec.hiddenSize, spec.layers, spec.attentionHeads, spec.kvHeads, spec.headDim,
+                std::string(model::dtypeName(spec.dtype)).c_str());
+    if (spec.mla) std::printf(", mla %u+%u", spec.mla->kvLoraRank, spec.mla->ropeHeadDim);
+    if (spec.moe)
+      std::printf(", moe %u+%u experts top-%u ffn %u", spec.moe->routedExperts, spec.moe->sharedExperts,
+                  spec.moe->expertsPerToken, spec.moe->expertIntermediate);
+    const auto steps = model::allReducesPerForwardStep(spec, layout);
+    std::printf("\ndeployment: tp %d; all-reduces per decode step: %llu (%s)\n", c.tp,
+                static_cast<unsigned long long>(steps.count), steps.formula.c_str());
+    std::printf("sizes a serving-impact view needs (python3 -m fabscope_analysis impact):\n");
+    for (const auto& need : servingNeeds(c, spec))
+      std::printf("  %-9s %10s  derive: %s\n            = %s\n", need.kind.c_str(),
+                  scenario::formatSize(static_cast<std::int64_t>(need.bytes)).c_str(), need.derive.c_str(),
+                  need.formula.c_str());
+    if (spec.moe) {
+      const auto token = model::moeDispatchBytesPerToken(spec, model::Dtype::fp8);
+      std::printf("  MoE dispatch/combine: %s per token copy (%s) - not measurable yet (no all-to-all kind)\n",
+                  scenario::formatSize(static_cast<std::int64_t>(token.bytes)).c_str(), token.formula.c_str());
+    }
+    std::printf("  front-end API share: not measurable yet (no API kind)\n");
+    return exit_code::ok;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "fabscope: error: %s\n", e.what());
+    return exit_code::usage;
+  }
+}
 
 int runListCommand(const ListCommand& command, int& argc, char**& argv) {
   runtime::MpiEnvironment mpi(argc, argv);
@@ -36,6 +108,30 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
                   spec.transport.c_str(), spec.memory.c_str(), spec.iterations, spec.warmup, timeout,
                   scenario::formatSize(memory).c_str(), p.plan.description.c_str());
       if (!p.instance.sizeFormula.empty()) std::printf("     size = %s\n", p.instance.sizeFormula.c_str());
+    }
+    if (!command.model.empty()) {
+      std::printf("\n");
+      const int status = printServingNeeds(command);
+      if (status != exit_code::ok) return status;
+      const auto needs = servingNeeds(command, model::findPreset(command.model));
+      int missing = 0;
+      for (const auto& need : needs) {
+        std::map<std::string, std::set<std::string>> conditionsByTest;
+        for (const auto& p : planned)
+          if (p.instance.spec->kind == need.kind && p.instance.bytes == static_cast<std::int64_t>(need.bytes))
+            conditionsByTest[p.instance.spec->name].insert(p.instance.condition);
+        std::string where;
+        for (const auto& [test, conditions] : conditionsByTest) {
+          where += (where.empty() ? "" : "; ") + test + " [";
+          std::string list;
+          for (const auto& condition : conditions) list += (list.empty() ? "" : ", ") + condition;
+          where += list + "]";
+        }
+        if (where.empty()) ++missing;
+        std::printf("  %s %s: %s\n", need.kind.c_str(), scenario::formatSize(static_cast<std::int64_t>(need.bytes)).c_str(),
+                    where.empty() ? "NOT measured by this scenario" : ("measured by " + where).c_str());
+      }
+      std::printf("serving-impact sizes measured by this scenario: %zu of %zu\n", needs.size() - missing, needs.size());
     }
     std::printf("\npeak memory per rank for samples and buffers: about %.1f MiB (limit max_memory_per_rank %.0f MiB)\n",
                 static_cast<double>(peak) / (1 << 20), static_cast<double>(scenario.maxMemoryPerRank) / (1 << 20));
