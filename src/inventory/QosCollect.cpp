@@ -104,10 +104,14 @@ void collectQos(HostInventory& inventory, const InventoryOptions& options) {
     mlnxQos = findExecutable("mlnx_qos");
     inventory.qosVendorTool = mlnxQos.empty() ? "" : "mlnx_qos (" + mlnxQos + ")";
   }
+  // The kernel answers for this machine's interfaces only: a copied sysfs tree
+  // (tests) gets DCB answers from dcbQuery or none at all.
+  std::error_code ec;
+  const bool liveSysfs = fs::equivalent(options.sysRoot, "/sys", ec);
   for (auto& net : inventory.interfaces) {
     if (!isQosCandidate(net)) continue;
     if (options.dcbQuery) net.qos.dcb = options.dcbQuery(net.name);
-    else if (options.useNetlink) net.qos.dcb = queryDcb(net.name);
+    else if (options.useNetlink && liveSysfs) net.qos.dcb = queryDcb(net.name);
     readEcnSysfs(options.sysRoot, net.name, net.qos);
     deriveTrust(net.driver, net.qos);
     if (!mlnxQos.empty() && net.qos.trustSource != "dcb apptrust") {
