@@ -62,7 +62,7 @@ struct QosItem {
 };
 
 struct QosIntent {
-  std::vector<std::string> interfaces;  // names or glob patterns; empty: interfaces with an RDMA device
+  std::vector<std::string> interfaces;  // names or glob patterns; empty: interfaces of RDMA devices with an Ethernet port
   std::optional<QosItem> pfcPriorities;
   std::optional<QosItem> trust;     // dscp | pcp
   std::optional<QosItem> roceTc;    // 0..255

@@ -173,7 +173,10 @@ class HostChecker {
       if (!qos.interfaces.empty()) {
         for (const auto& pattern : qos.interfaces) chosen = chosen || fnmatch(pattern.c_str(), net.name.c_str(), 0) == 0;
       } else {
-        chosen = !net.rdmaDevice.empty();
+        // DCB, trust and ECN are Ethernet settings: the RoCE interfaces, not IPoIB.
+        for (const auto& device : host_.rdmaDevices)
+          if (device.name == net.rdmaDevice)
+            for (const auto& port : device.ports) chosen = chosen || port.linkLayer == "Ethernet";
       }
       if (chosen) interfaces.push_back(&net);
     }

@@ -92,9 +92,9 @@ const ManifestRow& row(const std::vector<ManifestRow>& rows, const std::string& 
 
 TEST(QosNetlink, RequestIsWhatDcbToolSends) {
   const auto request = buildDcbIeeeGetRequest("eth0", 7);
-  // nlmsghdr (len 28, RTM_GETDCB 78, NLM_F_REQUEST, seq 7) + dcbmsg (AF_UNSPEC, DCB_CMD_IEEE_GET 21)
-  // + DCB_ATTR_IFNAME "eth0\0" (length 9, padded to 12).
-  const std::vector<std::uint8_t> expected = {28, 0, 0, 0, 78, 0, 1, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 21, 0, 0,
+  // nlmsghdr (len 32 with the attribute's padding, as libmnl's mnl_attr_put counts it; RTM_GETDCB 78,
+  // NLM_F_REQUEST, seq 7) + dcbmsg (AF_UNSPEC, DCB_CMD_IEEE_GET 21) + DCB_ATTR_IFNAME "eth0\0" (length 9, padded to 12).
+  const std::vector<std::uint8_t> expected = {32, 0, 0, 0, 78, 0, 1, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 21, 0, 0,
                                               9,  0, 1, 0, 'e', 't', 'h', '0', 0, 0, 0, 0};
   EXPECT_EQ(request, expected);
 }
