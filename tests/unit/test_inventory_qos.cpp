@@ -157,6 +157,7 @@ TEST(QosNetlink, MalformedRepliesAreUnknownNeverGuessed) {
   shortPfc[pfcAt] = 6;
   shortPfc[pfcAt + 1] = 0;
   EXPECT_EQ(parse(shortPfc).status, "unknown");
+  EXPECT_NE(parse(shortPfc).detail.find("DCB_ATTR_IEEE_PFC at byte"), std::string::npos) << parse(shortPfc).detail;
   // A reply for a different command.
   auto otherCommand = good;
   otherCommand[17] = 22;
