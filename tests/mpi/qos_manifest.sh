@@ -40,14 +40,14 @@ grep -qE "^  $iface  dcb not configured  dcb_detail the interface has no DCB sup
   || { echo "FAIL: $iface not recorded as 'not configured'"; cat "$scratch/inventory.txt"; exit 1; }
 
 set +e
-run_mpi -np 1 "$FABSCOPE_BIN" run --scenario "$scratch/tiny.yaml" --output "$scratch/must.h5" --no-progress \
+run_mpi -np 2 "$FABSCOPE_BIN" run --scenario "$scratch/tiny.yaml" --output "$scratch/must.h5" --no-progress \
   --manifest "$scratch/must.yaml" > "$scratch/must.out" 2>&1
 rc=$?
 set -e
 [ "$rc" = 1 ] || { echo "FAIL: a must-match qos difference exited $rc, expected 1"; cat "$scratch/must.out"; exit 1; }
 grep -q "manifest mismatch: .*qos/pfc_priorities@$iface intended '3', found 'DCB not configured'" "$scratch/must.out"
 
-run_mpi -np 1 "$FABSCOPE_BIN" run --scenario "$scratch/tiny.yaml" --output "$scratch/advisory.h5" --no-progress \
+run_mpi -np 2 "$FABSCOPE_BIN" run --scenario "$scratch/tiny.yaml" --output "$scratch/advisory.h5" --no-progress \
   --manifest "$scratch/advisory.yaml" > "$scratch/advisory.out"
 grep -q "manifest (advisory): .*qos/pfc_priorities@$iface" "$scratch/advisory.out"
 
