@@ -27,7 +27,7 @@ import pandas as pd
 from . import html as H
 from . import plots
 from .errors import ResultFileError
-from .inventory import INFORMATIONAL_FACTS, topology
+from .inventory import INFORMATIONAL_FACTS, qos_frame, topology
 from .reader import ResultFile, TestInstance
 from .run_analysis import RunAnalysis, condition_label, format_bytes, format_number, instance_key
 from .scopes import Scope, scope_label
@@ -243,7 +243,7 @@ def text_table(frame: pd.DataFrame) -> str:
 
 
 def _html(sides: List[Side], context, warnings, frame, notes, negligible,
-          impact_lines: Sequence[str] = ()) -> str:
+          impact_lines: Sequence[str] = (), qos: Optional[pd.DataFrame] = None) -> str:
     labels = [l for side in sides for l in [side.label]]
     body = ["<h1>fabscope comparison</h1>",
             "<div class=\"muted\">" + " | ".join(
@@ -269,6 +269,12 @@ def _html(sides: List[Side], context, warnings, frame, notes, negligible,
                                     "settings, firmware, MTU, link rates, topology); what "
                                     "launchers set per job or rank is not compared. A "
                                     "difference below may come from these."))
+    if qos is not None and not qos.empty:
+        body.append(H.section("qos", "Congestion control and QoS of each run",
+                              [H.table(qos, left=list(qos.columns))],
+                              intro="PFC, trust, DSCP map, ECN, RoCE mode and traffic class "
+                                    "per fabric interface and port, and the library variables "
+                                    "that choose them: the conditions each side ran under."))
     if not frame.empty:
         labelled = bool((frame["scope"] != "").any())
         shown, classes = [], []
@@ -371,6 +377,10 @@ def run_compare(results: List[ResultFile], output: Optional[str], resamples: int
     context, warnings = context_frame(results, labels)
     for w in warnings:
         print(f"WARNING: {w}", file=stream)
+    qos = qos_frame(results, labels)
+    if not qos.empty:
+        print("congestion control / QoS of each run:", file=stream)
+        print(qos.to_string(index=False), file=stream)
     print(text_table(frame), file=stream)
     for n in notes:
         print(f"note: {n}", file=stream)
@@ -382,5 +392,5 @@ def run_compare(results: List[ResultFile], output: Optional[str], resamples: int
     print(headline(frame), file=stream)
     if output:
         with open(output, "w", encoding="utf-8") as out:
-            out.write(_html(sides, context, warnings, frame, notes, min_effect, impact_lines))
+            out.write(_html(sides, context, warnings, frame, notes, min_effect, impact_lines, qos))
     return frame

@@ -229,3 +229,61 @@ def moved_known_counters(counters: pd.DataFrame, hosts: Dict[int, str]) -> List[
         else:
             out.append(f"{name} +{int(total)} ({where})")
     return out
+
+
+# Congestion control and QoS settings (fabscope's qos/* inventory facts, docs/inventory.md),
+# in the order a reader checks a lossless fabric, with short labels.
+QOS_INTERFACE_FACTS = [("dcb", "dcb"), ("pfc", "pfc_enabled"), ("trust", "trust"),
+                       ("dscp>prio", "app_dscp"), ("ets prio>tc", "ets_prio_tc"),
+                       ("ecn np", "ecn_np"), ("ecn rp", "ecn_rp")]
+QOS_PORT_FACTS = [("roce mode", "default_roce_mode"), ("roce tos", "default_roce_tos"),
+                  ("traffic class", "traffic_class"), ("sm sl", "sm_sl")]
+QOS_ENVIRONMENT = ["NCCL_IB_TC", "NCCL_IB_SL", "NCCL_IB_GID_INDEX", "NCCL_IB_ADAPTIVE_ROUTING",
+                   "UCX_IB_TRAFFIC_CLASS", "UCX_IB_SL", "UCX_IB_AR_ENABLE",
+                   "OMPI_MCA_btl_openib_ib_service_level"]
+_QOS_KEY = re.compile(r"^qos/(net/(?P<net>[^/]+)|rdma/(?P<dev>[^/]+)/port/(?P<port>\d+))/(?P<fact>.+)$")
+
+
+def qos_settings(result: ResultFile) -> Dict[str, str]:
+    """{setting: value} of one run's congestion control / QoS, e.g. 'ens1f0 pfc': '3'.
+
+    A setting that differs between hosts reads 'hostA: 3; hostB: none'. Library
+    variables that pick the traffic class / SL are included ('unset' when not set) once
+    the file has any qos fact; a file from before fabscope recorded QoS gives {}.
+    """
+    inv = inventory_frame(result)
+    if inv.empty or not any(str(c).startswith("qos/") for c in inv.columns):
+        return {}
+    labels = {fact: label for label, fact in QOS_INTERFACE_FACTS + QOS_PORT_FACTS}
+    wanted = []
+    for col in inv.columns:
+        m = _QOS_KEY.match(str(col))
+        if m and m.group("fact") in labels:
+            where = m.group("net") or f"{m.group('dev')}/{m.group('port')}"
+            order = [f for _, f in QOS_INTERFACE_FACTS + QOS_PORT_FACTS].index(m.group("fact"))
+            wanted.append((where, order, f"{where} {labels[m.group('fact')]}", col))
+    wanted.sort()
+    wanted += [("~env", i, f"env {name}", f"env/{name}") for i, name in enumerate(QOS_ENVIRONMENT)]
+    wanted.append(("~tool", 0, "vendor tool", "qos/vendor_tool"))
+    out: Dict[str, str] = {}
+    for _, _, label, col in wanted:
+        per_host = {str(h): ("unset" if col.startswith("env/") else "(absent)")
+                    if col not in inv.columns or pd.isna(v) else str(v)
+                    for h, v in zip(inv["host"], inv[col] if col in inv.columns
+                                    else [None] * len(inv))}
+        values = set(per_host.values())
+        out[label] = values.pop() if len(values) == 1 else "; ".join(
+            f"{h}: {v}" for h, v in per_host.items())
+    return out
+
+
+def qos_frame(results: List[ResultFile], labels: List[str]) -> pd.DataFrame:
+    """Settings as rows, one column per run: the side-by-side CC/QoS block (empty when no
+    run recorded QoS)."""
+    settings = [qos_settings(r) for r in results]
+    names = list(dict.fromkeys(k for s in settings for k in s))
+    if not names:
+        return pd.DataFrame()
+    return pd.DataFrame([{"setting": n, **{label: s.get(n, "(not recorded)")
+                                           for label, s in zip(labels, settings)}}
+                         for n in names])

@@ -13,7 +13,7 @@ import pandas as pd
 
 from . import html as H
 from . import plots
-from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame,
+from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame, qos_frame,
                         launcher_fact_count, other_tables, recorded_flags)
 from .reader import ResultFile, TestInstance
 from .run_analysis import RunAnalysis, condition_label, format_bytes, format_number
@@ -339,6 +339,10 @@ def _inventory_section(analysis: RunAnalysis) -> str:
         parts.append("<h3>Ranks</h3>")
         parts.append(H.table(shown, left=["host", "nic"]))
     if result.has_hosts():
+        qos = qos_frame([result], ["value"])
+        if not qos.empty:
+            parts.append("<h3>Congestion control and QoS</h3>")
+            parts.append(H.table(qos, left=list(qos.columns)))
         parts.extend(_host_inventory(result))
     if not parts:
         return ""

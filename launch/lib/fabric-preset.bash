@@ -114,3 +114,52 @@ fabric_print_command() {
   for word in "$@"; do line+="$(fabric_shell_word "$word") "; done
   echo "${line% }"
 }
+
+fabric_warn() {
+  echo "fabric preset: warning: $*" >&2
+}
+
+# Compares the traffic class a preset exports ($2) with what the HCA ports $1
+# ("dev:port,...") are configured for on this host: a class the port forces
+# (MLNX_OFED <dev>/tc/<port>/traffic_class), rdma_cm's default ToS (configfs),
+# and, when iproute2's `dcb` is installed, that the priority the DSCP
+# (class >> 2) maps to has PFC on, plus ECN on that priority (mlx5 sysfs).
+# Warns on every mismatch; never fails the launch.
+fabric_check_traffic_class() {
+  local hcas=$1 tc=$2 hca dev port text forced tos net dscp=$(($2 >> 2)) prio pfc ecn
+  local dcb_tool=${FABSCOPE_DCB_TOOL:-dcb}
+  local IFS=,
+  for hca in $hcas; do
+    dev=${hca%%:*}; port=${hca##*:}
+    [[ $port != "$hca" ]] || port=1
+    text=$(cat "$FABRIC_SYSFS/class/infiniband/$dev/tc/$port/traffic_class" 2>/dev/null || true)
+    forced=$(sed -n 's/.*tclass=\([0-9]\+\).*/\1/p; s/^\([0-9]\+\)$/\1/p' <<<"$text" | head -n 1)
+    if [[ -n $forced && $forced != "$tc" ]]; then
+      fabric_warn "$dev port $port forces traffic class $forced ($FABRIC_SYSFS/class/infiniband/$dev/tc/$port/traffic_class: '$text'), the preset exports $tc; the port's class wins"
+    fi
+    tos=$(cat "$FABRIC_SYSFS/kernel/config/rdma_cm/$dev/ports/$port/default_roce_tos" 2>/dev/null || true)
+    if [[ -n $tos && $tos != "$tc" ]]; then
+      fabric_warn "$dev port $port: rdma_cm's default ToS is $tos, the preset exports traffic class $tc (connections set up through rdma_cm use $tos)"
+    fi
+    net=$(fabric_detect_hca_netdev "$dev")
+    [[ -n $net ]] || continue
+    if ! command -v "$dcb_tool" >/dev/null 2>&1; then
+      echo "fabric preset: note: '$dcb_tool' (iproute2) is not installed: PFC on the priority of DSCP $dscp not checked" >&2
+      continue
+    fi
+    local app_table
+    if ! app_table=$("$dcb_tool" -N app show dev "$net" dscp-prio 2>&1); then
+      echo "fabric preset: note: DCB of $net not readable ('$dcb_tool app show dev $net': ${app_table:-failed}): PFC on the priority of DSCP $dscp not checked" >&2
+      continue
+    fi
+    prio=$(tr ' ' '\n' <<<"$app_table" | sed -n "s/^$dscp:\([0-7]\)$/\1/p" | head -n 1)
+    if [[ -z $prio ]]; then
+      fabric_warn "$net: no DSCP $dscp entry in the DCB APP table ('$dcb_tool app show dev $net'): traffic class $tc does not map to a configured priority"
+      continue
+    fi
+    pfc=$({ "$dcb_tool" pfc show dev "$net" prio-pfc 2>/dev/null || true; } | tr ' ' '\n' | sed -n "s/^$prio:\(on\|off\)$/\1/p" | head -n 1)
+    [[ $pfc == on ]] || fabric_warn "$net: traffic class $tc = DSCP $dscp -> priority $prio, but PFC on priority $prio is '${pfc:-unknown}' ('$dcb_tool pfc show dev $net')"
+    ecn=$(cat "$FABRIC_SYSFS/class/net/$net/ecn/roce_np/enable/$prio" 2>/dev/null || true)
+    [[ -z $ecn || $ecn == 1 ]] || fabric_warn "$net: ECN (roce_np) is off on priority $prio that traffic class $tc maps to"
+  done
+}

@@ -7,6 +7,7 @@
 #include "inventory/HostInventory.hpp"
 #include "inventory/NetInterfaces.hpp"
 #include "inventory/PciAffinity.hpp"
+#include "inventory/QosCollect.hpp"
 #include "inventory/RdmaSysfs.hpp"
 #include "inventory/RdmaVerbs.hpp"
 #include "inventory/SoftwareVersions.hpp"
@@ -44,6 +45,7 @@ HostInventory collectHostInventory(const InventoryOptions& options) {
 
   inventory.interfaces = readNetInterfaces(options.sysRoot);
   linkInterfacesToRdmaDevices(inventory.interfaces, inventory.rdmaDevices);
+  collectQos(inventory, options);
 
   inventory.versions = readSoftwareVersions(options.mpiLibraryVersion, options.sysRoot, options.osReleasePath);
   if (options.useCuda) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
@@ -238,6 +239,100 @@ void checkBindings(const std::vector<HostInventory>& hosts, const ConsistencyOpt
   }
 }
 
+
+// The traffic class RDMA traffic of this host is sent with: the port's forced
+// class (MLNX_OFED tc/<port>/traffic_class), else what the libraries were told
+// (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS), else rdma_cm's default ToS; -1 unknown.
+int rdmaTrafficClass(const HostInventory& host, const RdmaPort& port) {
+  if (port.qos.trafficClass >= 0) return port.qos.trafficClass;
+  for (const char* name : {"NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS"})
+    for (const auto& [key, value] : host.environment)
+      if (key == name) {
+        char* end = nullptr;
+        const long tc = std::strtol(value.c_str(), &end, 10);
+        if (end != value.c_str() && *end == '\0' && tc >= 0 && tc <= 255) return static_cast<int>(tc);
+      }
+  return port.qos.defaultRoceTos;
+}
+
+// The priority that DSCP (traffic class >> 2) maps to under DSCP trust; -1 when
+// trust is not DSCP or the APP table has no entry for it (then it is unknown).
+int rdmaPriority(const NetInterface& net, int trafficClass) {
+  if (trafficClass < 0 || net.qos.trust.rfind("dscp", 0) != 0) return -1;
+  const int dscp = trafficClass >> 2;
+  for (const auto& app : net.qos.dcb.apps)
+    if (app.selector == 5 && app.protocol == dscp) return app.priority;
+  return -1;
+}
+
+void checkQos(const std::vector<HostInventory>& hosts, std::vector<ConsistencyFlag>& flags) {
+  std::map<std::string, std::vector<Observation>> pfc, trust, ecnNp, ecnRp, dscp, ets, dcqcn, roceMode, trafficClass;
+  for (const auto& host : hosts) {
+    for (const auto& net : host.interfaces) {
+      const InterfaceQos& q = net.qos;
+      if (q.dcb.status.empty() || q.dcb.status == "unknown") continue;
+      const std::string group = "interface " + net.name;
+      const std::string base = "qos/net/" + net.name + "/";
+      const bool configured = q.dcb.status == "configured";
+      if (!configured || q.dcb.hasPfc)
+        pfc[group].push_back({host.hostname, base + "pfc_enabled",
+                              configured ? priorityList(q.dcb.pfcEnabledMask) : "DCB not configured"});
+      if (!q.trust.empty()) trust[group].push_back({host.hostname, base + "trust", q.trust});
+      if (q.ecnNpMask >= 0) ecnNp[group].push_back({host.hostname, base + "ecn_np", priorityList(q.ecnNpMask)});
+      if (q.ecnRpMask >= 0) ecnRp[group].push_back({host.hostname, base + "ecn_rp", priorityList(q.ecnRpMask)});
+      if (configured) dscp[group].push_back({host.hostname, base + "app_dscp", dscpMap(q.dcb)});
+      if (configured && q.dcb.hasEts) {
+        std::string text;
+        for (int tc : q.dcb.prioTc) text += (text.empty() ? "" : ",") + std::to_string(tc);
+        ets[group].push_back({host.hostname, base + "ets_prio_tc", text});
+      }
+      for (const auto& [name, value] : q.dcqcn)
+        dcqcn[group + " " + name].push_back({host.hostname, base + "dcqcn/" + name, value});
+    }
+    for (const auto& device : host.rdmaDevices)
+      for (const auto& port : device.ports) {
+        if (port.linkLayer == "InfiniBand") continue;
+        const std::string base = "qos/rdma/" + device.name + "/port/" + std::to_string(port.number) + "/";
+        if (!port.qos.defaultRoceMode.empty())
+          roceMode["RoCE ports"].push_back({host.hostname, base + "default_roce_mode", port.qos.defaultRoceMode});
+        if (port.qos.trafficClass >= 0)
+          trafficClass["RoCE ports"].push_back({host.hostname, base + "traffic_class", std::to_string(port.qos.trafficClass)});
+      }
+  }
+  if (hosts.size() >= 2) {
+    flagDifferences(pfc, Severity::error, "PFC priorities", flags);
+    flagDifferences(trust, Severity::error, "trust mode (PCP/DSCP)", flags);
+    flagDifferences(dscp, Severity::error, "DSCP-to-priority map", flags);
+    flagDifferences(ecnNp, Severity::error, "ECN notification-point priorities", flags);
+    flagDifferences(ecnRp, Severity::error, "ECN reaction-point priorities", flags);
+    flagDifferences(ets, Severity::warning, "ETS priority-to-traffic-class map", flags);
+    flagDifferences(dcqcn, Severity::warning, "DCQCN parameter", flags);
+    flagDifferences(roceMode, Severity::warning, "default RoCE mode", flags);
+    flagDifferences(trafficClass, Severity::warning, "port traffic class", flags);
+  }
+  // On each host by itself: lossless RoCE needs PFC on the priority its traffic maps to.
+  for (const auto& host : hosts)
+    for (const auto& device : host.rdmaDevices)
+      for (const auto& port : device.ports) {
+        if (port.linkLayer != "Ethernet" || port.state != "ACTIVE") continue;
+        for (const auto& net : host.interfaces) {
+          if (net.rdmaDevice != device.name || net.qos.dcb.status != "configured" || !net.qos.dcb.hasPfc) continue;
+          const int tc = rdmaTrafficClass(host, port);
+          const int priority = rdmaPriority(net, tc);
+          if (priority < 0) continue;
+          if (!(net.qos.dcb.pfcEnabledMask & (1 << priority)))
+            flags.push_back({Severity::error, host.hostname, "qos/net/" + net.name + "/pfc_enabled",
+                           "PFC is off on the priority RDMA traffic maps to (traffic class " + std::to_string(tc) +
+                               ", DSCP " + std::to_string(tc >> 2) + " -> priority " + std::to_string(priority) + ")",
+                           "PFC on priority " + std::to_string(priority), priorityList(net.qos.dcb.pfcEnabledMask)});
+          if (net.qos.ecnNpMask >= 0 && !(net.qos.ecnNpMask & (1 << priority)))
+            flags.push_back({Severity::warning, host.hostname, "qos/net/" + net.name + "/ecn_np",
+                             "ECN (notification point) is off on the RDMA priority " + std::to_string(priority),
+                             "ECN on priority " + std::to_string(priority), priorityList(net.qos.ecnNpMask)});
+        }
+      }
+}
+
 }  // namespace
 
 std::vector<ConsistencyFlag> checkConsistency(const std::vector<HostInventory>& hosts,
@@ -247,6 +342,7 @@ std::vector<ConsistencyFlag> checkConsistency(const std::vector<HostInventory>& 
   checkMtu(hosts, flags);
   checkPorts(hosts, options, flags);
   checkBindings(hosts, options, flags);
+  checkQos(hosts, flags);
   return flags;
 }
 

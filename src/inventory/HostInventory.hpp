@@ -4,9 +4,12 @@
 // /hosts/<host>; compared across hosts by checkConsistency() and against the
 // intended fabric by checkManifest().
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "inventory/Qos.hpp"
 
 namespace fabscope::inventory {
 
@@ -31,6 +34,7 @@ struct RdmaPort {
   int activeMtu = 0;      // bytes; from verbs or a sysfs active_mtu file, 0 when unknown
   std::string lid;        // InfiniBand only
   std::vector<GidEntry> gids;  // non-zero entries only
+  PortQos qos;                 // RoCE mode/ToS, traffic class, IB SL and capability mask
 
   bool operator==(const RdmaPort&) const = default;
 };
@@ -64,6 +68,7 @@ struct NetInterface {
   std::string devicePath;     // resolved sysfs device path relative to the sysfs root
   int numaNode = -1;
   std::string rdmaDevice;     // RDMA device on the same PCI function, "" if none
+  InterfaceQos qos;           // DCB, trust, ECN; dcb.status "" when not queried (virtual interfaces)
 
   bool operator==(const NetInterface&) const = default;
 };
@@ -114,6 +119,7 @@ struct HostInventory {
   SoftwareVersions versions;
   std::vector<std::pair<std::string, std::string>> environment;  // sorted by name
   std::string numaSource;          // "hwloc" or "sysfs"
+  std::string qosVendorTool;       // "mlnx_qos (PATH)" when it was run, "" when not installed or not asked
   std::vector<std::string> notes;  // what could not be read and why
 
   bool operator==(const HostInventory&) const = default;
@@ -131,6 +137,12 @@ struct InventoryOptions {
   bool useVerbs = true;
   bool useHwloc = true;
   bool useCuda = true;
+  // DCB of the fabric interfaces: live rtnetlink unless turned off; tests
+  // inject recorded replies through dcbQuery instead.
+  bool useNetlink = true;
+  std::function<DcbState(const std::string& ifname)> dcbQuery;
+  // Vendor tools (mlnx_qos) run only when installed and this is on.
+  bool useVendorTools = true;
 };
 
 HostInventory collectHostInventory(const InventoryOptions& options);

@@ -7,6 +7,9 @@ namespace fabscope::inventory {
 
 namespace {
 
+KeyValues portQosFacts(const RdmaPort& port);
+void writeFactsObject(JsonWriter& w, const KeyValues& facts);
+
 std::string formatNumber(double number) {
   char buffer[64];
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, number);
@@ -51,6 +54,87 @@ void writePort(JsonWriter& w, const RdmaPort& port) {
     w.endObject();
   }
   w.endArray();
+  w.key("qos");
+  writeFactsObject(w, portQosFacts(port));
+  w.endObject();
+}
+
+
+std::string joinInts(const std::array<int, 8>& values) {
+  std::string text;
+  for (int v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
+  return text;
+}
+
+// Flat QoS facts of one interface: the same keys for toKeyValues, JSON and text.
+KeyValues interfaceQosFacts(const InterfaceQos& q) {
+  KeyValues kv;
+  auto add = [&](std::string key, std::string value) { kv.emplace_back(std::move(key), std::move(value)); };
+  const DcbState& d = q.dcb;
+  add("dcb", d.status);
+  if (!d.detail.empty()) add("dcb_detail", d.detail);
+  if (d.status == "configured") {
+    add("dcbx", dcbxName(d.dcbx));
+    add("pfc_enabled", d.hasPfc ? priorityList(d.pfcEnabledMask) : "unknown");
+    if (d.hasPfc) {
+      add("pfc_cap", std::to_string(d.pfcCap));
+      add("pfc_delay", std::to_string(d.pfcDelay));
+    }
+    if (d.hasEts) {
+      add("ets_prio_tc", joinInts(d.prioTc));
+      add("ets_tc_bw", joinInts(d.tcTxBw));
+      std::string tsa;
+      for (int t : d.tcTsa) tsa += (tsa.empty() ? "" : ",") + tsaName(t);
+      add("ets_tsa", tsa);
+    } else {
+      add("ets_prio_tc", "unknown");
+    }
+    add("app_dscp", dscpMap(d));
+    add("app_pcp", pcpMap(d));
+    if (d.hasTrust) {
+      std::string order;
+      for (int selector : d.trustOrder) order += (order.empty() ? "" : ",") + selectorName(selector);
+      add("apptrust", order.empty() ? "none" : order);
+    }
+    if (d.hasBuffer) {
+      add("buffer_prio", joinInts(d.prioBuffer));
+      std::string sizes;
+      for (auto size : d.bufferSize) sizes += (sizes.empty() ? "" : ",") + std::to_string(size);
+      add("buffer_size", sizes);
+    }
+  }
+  add("trust", q.trust.empty() ? "unknown" : q.trust);
+  if (!q.trustSource.empty()) add("trust_source", q.trustSource);
+  add("ecn_np", priorityList(q.ecnNpMask));
+  add("ecn_rp", priorityList(q.ecnRpMask));
+  for (const auto& [name, value] : q.dcqcn) add("dcqcn/" + name, value);
+  return kv;
+}
+
+KeyValues portQosFacts(const RdmaPort& port) {
+  KeyValues kv;
+  auto add = [&](std::string key, std::string value) { kv.emplace_back(std::move(key), std::move(value)); };
+  const PortQos& q = port.qos;
+  if (port.linkLayer != "InfiniBand") {
+    add("default_roce_mode", q.defaultRoceMode.empty() ? "unknown" : q.defaultRoceMode);
+    add("default_roce_tos", q.defaultRoceTos >= 0 ? std::to_string(q.defaultRoceTos) : "unknown");
+    add("traffic_class", q.trafficClass >= 0 ? std::to_string(q.trafficClass) : "unknown");
+    if (q.trafficClass < 0 && !q.trafficClassText.empty()) add("traffic_class_text", q.trafficClassText);
+  } else {
+    add("sm_sl", q.smSl >= 0 ? std::to_string(q.smSl) : "unknown");
+  }
+  if (!q.capMask.empty()) {
+    add("cap_mask", q.capMask);
+    add("cap_flags", decodeIbCapabilityMask(q.capMask));
+  }
+  return kv;
+}
+
+bool hasInterfaceQos(const NetInterface& n) { return !n.qos.dcb.status.empty(); }
+
+void writeFactsObject(JsonWriter& w, const KeyValues& facts) {
+  w.beginObject();
+  for (const auto& [key, value] : facts) w.key(key).value(value);
   w.endObject();
 }
 
@@ -94,6 +178,12 @@ void writeJson(JsonWriter& w, const HostInventory& inv) {
     w.key("pci_address").value(n.pciAddress);
     w.key("numa_node").value(n.numaNode);
     w.key("rdma_device").value(n.rdmaDevice);
+    if (hasInterfaceQos(n)) {
+      w.key("qos");
+      writeFactsObject(w, interfaceQosFacts(n.qos));
+    } else {
+      w.key("qos").nullValue();
+    }
     w.endObject();
   }
   w.endArray();
@@ -118,6 +208,7 @@ void writeJson(JsonWriter& w, const HostInventory& inv) {
   }
   w.endArray();
   w.key("numa_source").value(inv.numaSource);
+  w.key("qos_vendor_tool").value(inv.qosVendorTool);
   w.key("versions");
   writeVersions(w, inv.versions);
   w.key("environment").beginObject();
@@ -200,6 +291,14 @@ KeyValues toKeyValues(const HostInventory& inv) {
   add("version/kernel", v.kernel);
   add("version/kernel_build", v.kernelBuild);
   add("version/os", v.os);
+  for (const auto& d : inv.rdmaDevices)
+    for (const auto& p : d.ports)
+      for (const auto& [key, value] : portQosFacts(p))
+        add("qos/rdma/" + d.name + "/port/" + std::to_string(p.number) + "/" + key, value);
+  for (const auto& n : inv.interfaces)
+    if (hasInterfaceQos(n))
+      for (const auto& [key, value] : interfaceQosFacts(n.qos)) add("qos/net/" + n.name + "/" + key, value);
+  add("qos/vendor_tool", inv.qosVendorTool.empty() ? "none (mlnx_qos not installed or not run)" : inv.qosVendorTool);
   for (const auto& [name, value] : inv.environment) add("env/" + name, value);
   for (std::size_t i = 0; i < inv.notes.size(); ++i) add("note/" + std::to_string(i), inv.notes[i]);
   return kv;
@@ -253,6 +352,21 @@ std::string toText(const HostInventory& inv) {
   show("nvidia driver", v.nvidiaDriver);
   show("kernel", v.kernel);
   show("os", v.os);
+  out << "congestion control / QoS (vendor tool: " << (inv.qosVendorTool.empty() ? "none" : inv.qosVendorTool) << "):\n";
+  for (const auto& n : inv.interfaces) {
+    if (!hasInterfaceQos(n)) continue;
+    out << "  " << n.name;
+    for (const auto& [key, value] : interfaceQosFacts(n.qos))
+      if (key.rfind("dcqcn/", 0) != 0) out << "  " << key << " " << value;
+    out << "\n";
+  }
+  for (const auto& d : inv.rdmaDevices)
+    for (const auto& p : d.ports) {
+      out << "  " << d.name << "/" << p.number;
+      for (const auto& [key, value] : portQosFacts(p))
+        if (key != "cap_mask") out << "  " << key << " " << value;
+      out << "\n";
+    }
   if (!inv.environment.empty()) {
     out << "environment:\n";
     for (const auto& [name, value] : inv.environment) out << "  " << name << "=" << value << "\n";

@@ -7,7 +7,7 @@ namespace fabscope::inventory {
 
 namespace {
 
-constexpr std::string_view kMagic = "fabscope-inventory-1\n";
+constexpr std::string_view kMagic = "fabscope-inventory-2\n";  // 2: QoS fields
 
 // Every value is "<length>:<bytes>", numbers in their shortest exact text.
 class Writer {
@@ -94,6 +94,100 @@ std::vector<T> readList(Reader& r, Fn readOne) {
   return items;
 }
 
+
+void writeDcb(Writer& w, const DcbState& d) {
+  w.text(d.status);
+  w.text(d.detail);
+  for (int v : {d.dcbx, d.hasPfc ? 1 : 0, d.pfcCap, d.pfcEnabledMask, d.pfcMbc, d.pfcDelay, d.hasEts ? 1 : 0,
+                d.etsWilling, d.etsCap})
+    w.integer(v);
+  for (const auto* table : {&d.prioTc, &d.tcTxBw, &d.tcTsa})
+    for (int v : *table) w.integer(v);
+  writeList(w, d.apps, [&](const DcbApp& a) {
+    w.integer(a.selector);
+    w.integer(a.protocol);
+    w.integer(a.priority);
+  });
+  w.integer(d.hasTrust ? 1 : 0);
+  writeList(w, d.trustOrder, [&](int s) { w.integer(s); });
+  w.integer(d.hasBuffer ? 1 : 0);
+  for (int v : d.prioBuffer) w.integer(v);
+  for (auto v : d.bufferSize) w.integer(v);
+  w.integer(d.bufferTotal);
+}
+
+DcbState readDcb(Reader& r) {
+  DcbState d;
+  d.status = r.text();
+  d.detail = r.text();
+  d.dcbx = r.small();
+  d.hasPfc = r.integer() != 0;
+  for (int* v : {&d.pfcCap, &d.pfcEnabledMask, &d.pfcMbc, &d.pfcDelay}) *v = r.small();
+  d.hasEts = r.integer() != 0;
+  d.etsWilling = r.small();
+  d.etsCap = r.small();
+  for (auto* table : {&d.prioTc, &d.tcTxBw, &d.tcTsa})
+    for (int& v : *table) v = r.small();
+  d.apps = readList<DcbApp>(r, [&](DcbApp& a) {
+    a.selector = r.small();
+    a.protocol = r.small();
+    a.priority = r.small();
+  });
+  d.hasTrust = r.integer() != 0;
+  d.trustOrder = readList<int>(r, [&](int& s) { s = r.small(); });
+  d.hasBuffer = r.integer() != 0;
+  for (int& v : d.prioBuffer) v = r.small();
+  for (auto& v : d.bufferSize) v = r.integer();
+  d.bufferTotal = r.integer();
+  return d;
+}
+
+void writeInterfaceQos(Writer& w, const InterfaceQos& q) {
+  writeDcb(w, q.dcb);
+  w.text(q.trust);
+  w.text(q.trustSource);
+  w.integer(q.ecnNpMask);
+  w.integer(q.ecnRpMask);
+  writeList(w, q.dcqcn, [&](const std::pair<std::string, std::string>& p) {
+    w.text(p.first);
+    w.text(p.second);
+  });
+}
+
+InterfaceQos readInterfaceQos(Reader& r) {
+  InterfaceQos q;
+  q.dcb = readDcb(r);
+  q.trust = r.text();
+  q.trustSource = r.text();
+  q.ecnNpMask = r.small();
+  q.ecnRpMask = r.small();
+  q.dcqcn = readList<std::pair<std::string, std::string>>(r, [&](std::pair<std::string, std::string>& p) {
+    p.first = r.text();
+    p.second = r.text();
+  });
+  return q;
+}
+
+void writePortQos(Writer& w, const PortQos& q) {
+  w.text(q.defaultRoceMode);
+  w.integer(q.defaultRoceTos);
+  w.text(q.trafficClassText);
+  w.integer(q.trafficClass);
+  w.integer(q.smSl);
+  w.text(q.capMask);
+}
+
+PortQos readPortQos(Reader& r) {
+  PortQos q;
+  q.defaultRoceMode = r.text();
+  q.defaultRoceTos = r.small();
+  q.trafficClassText = r.text();
+  q.trafficClass = r.small();
+  q.smSl = r.small();
+  q.capMask = r.text();
+  return q;
+}
+
 }  // namespace
 
 std::string serializeInventory(const HostInventory& inv) {
@@ -118,6 +212,7 @@ std::string serializeInventory(const HostInventory& inv) {
         w.text(g.type);
         w.text(g.netdev);
       });
+      writePortQos(w, p.qos);
     });
   });
   writeList(w, inv.interfaces, [&](const NetInterface& n) {
@@ -127,6 +222,7 @@ std::string serializeInventory(const HostInventory& inv) {
     w.integer(n.speedMbps);
     w.integer(n.mtu);
     w.integer(n.numaNode);
+    writeInterfaceQos(w, n.qos);
   });
   writeList(w, inv.gpus, [&](const GpuInfo& g) {
     w.integer(g.index);
@@ -150,6 +246,7 @@ std::string serializeInventory(const HostInventory& inv) {
     w.text(e.second);
   });
   w.text(inv.numaSource);
+  w.text(inv.qosVendorTool);
   writeList(w, inv.notes, [&](const std::string& n) { w.text(n); });
   return std::move(w.out());
 }
@@ -177,6 +274,7 @@ HostInventory deserializeInventory(std::string_view bytes) {
         g.type = r.text();
         g.netdev = r.text();
       });
+      p.qos = readPortQos(r);
     });
   });
   inv.interfaces = readList<NetInterface>(r, [&](NetInterface& n) {
@@ -186,6 +284,7 @@ HostInventory deserializeInventory(std::string_view bytes) {
     n.speedMbps = r.integer();
     n.mtu = r.small();
     n.numaNode = r.small();
+    n.qos = readInterfaceQos(r);
   });
   inv.gpus = readList<GpuInfo>(r, [&](GpuInfo& g) {
     g.index = r.small();
@@ -209,6 +308,7 @@ HostInventory deserializeInventory(std::string_view bytes) {
     e.second = r.text();
   });
   inv.numaSource = r.text();
+  inv.qosVendorTool = r.text();
   inv.notes = readList<std::string>(r, [&](std::string& n) { n = r.text(); });
   r.expectEnd();
   return inv;

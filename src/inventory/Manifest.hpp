@@ -54,12 +54,33 @@ struct SoftwareIntent {
   Expectation expectation;
 };
 
+// One congestion-control/QoS item, its value in the canonical text the
+// inventory prints ("3,4" / "none" for priorities, "26:3,48:6" for a DSCP map).
+struct QosItem {
+  std::string value;
+  Expectation expectation;
+};
+
+struct QosIntent {
+  std::vector<std::string> interfaces;  // names or glob patterns; empty: interfaces of RDMA devices with an Ethernet port
+  std::optional<QosItem> pfcPriorities;
+  std::optional<QosItem> trust;     // dscp | pcp
+  std::optional<QosItem> roceTc;    // 0..255
+  std::optional<QosItem> ecnNp;
+  std::optional<QosItem> ecnRp;
+  std::optional<QosItem> dscpMap;
+  std::optional<QosItem> roceMode;  // "RoCE v2" | "IB/RoCE v1"
+  std::optional<QosItem> ibSl;      // 0..15
+  Expectation expectation;          // the section's; an item's own must_match/validation override it
+};
+
 struct Manifest {
   std::string file;
   std::string name;
   std::optional<FabricIntent> fabric;
   std::vector<AdapterIntent> adapters;
   std::vector<SoftwareIntent> software;
+  std::optional<QosIntent> qos;
 };
 
 Manifest loadManifest(const std::filesystem::path& path);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <optional>
 
 #include "inventory/Manifest.hpp"
 
@@ -165,6 +166,97 @@ class HostChecker {
         software.expectation);
   }
 
+  void checkQos(const QosIntent& qos) {
+    std::vector<const NetInterface*> interfaces;
+    for (const auto& net : host_.interfaces) {
+      bool chosen = false;
+      if (!qos.interfaces.empty()) {
+        for (const auto& pattern : qos.interfaces) chosen = chosen || fnmatch(pattern.c_str(), net.name.c_str(), 0) == 0;
+      } else {
+        // DCB, trust and ECN are Ethernet settings: the RoCE interfaces, not IPoIB.
+        for (const auto& device : host_.rdmaDevices)
+          if (device.name == net.rdmaDevice)
+            for (const auto& port : device.ports) chosen = chosen || port.linkLayer == "Ethernet";
+      }
+      if (chosen) interfaces.push_back(&net);
+    }
+    auto perInterface = [&](const std::optional<QosItem>& item, const std::string& name, auto discover) {
+      if (!item) return;
+      for (const NetInterface* net : interfaces) compare("qos/" + name + "@" + net->name, item->value, discover(*net), item->expectation);
+      if (interfaces.empty()) add("qos/" + name, item->value, "no fabric interface", ManifestStatus::missing, item->expectation);
+    };
+    // "" (missing) when the setting could not be read; a known "no DCB" is a mismatch.
+    auto dcbValue = [](const NetInterface& net, const std::string& configuredValue) -> std::string {
+      if (net.qos.dcb.status == "configured") return configuredValue;
+      if (net.qos.dcb.status == "not configured") return "DCB not configured";
+      return "";
+    };
+    perInterface(qos.pfcPriorities, "pfc_priorities", [&](const NetInterface& net) {
+      return dcbValue(net, net.qos.dcb.hasPfc ? priorityList(net.qos.dcb.pfcEnabledMask) : "");
+    });
+    perInterface(qos.trust, "trust", [&](const NetInterface& net) { return net.qos.trust; });
+    perInterface(qos.ecnNp, "ecn_np", [&](const NetInterface& net) {
+      return net.qos.ecnNpMask < 0 ? std::string() : priorityList(net.qos.ecnNpMask);
+    });
+    perInterface(qos.ecnRp, "ecn_rp", [&](const NetInterface& net) {
+      return net.qos.ecnRpMask < 0 ? std::string() : priorityList(net.qos.ecnRpMask);
+    });
+    perInterface(qos.dscpMap, "dscp_map", [&](const NetInterface& net) {
+      // Only the DSCP values the manifest names, each with what the APP table gives it.
+      std::string discovered;
+      std::size_t start = 0;
+      while (start < qos.dscpMap->value.size()) {
+        auto end = qos.dscpMap->value.find(',', start);
+        if (end == std::string::npos) end = qos.dscpMap->value.size();
+        const std::string pair = qos.dscpMap->value.substr(start, end - start);
+        const int dscp = std::stoi(pair.substr(0, pair.find(':')));
+        std::string priorities;
+        for (const auto& app : net.qos.dcb.apps)
+          if (app.selector == 5 && app.protocol == dscp) priorities += (priorities.empty() ? "" : "/") + std::to_string(app.priority);
+        discovered += (discovered.empty() ? "" : ",") + std::to_string(dscp) + ":" + (priorities.empty() ? "none" : priorities);
+        start = end + 1;
+      }
+      return dcbValue(net, discovered);
+    });
+
+    std::vector<std::pair<std::string, const RdmaPort*>> rocePorts;
+    for (const auto& device : host_.rdmaDevices)
+      for (const auto& port : device.ports)
+        if (port.state == "ACTIVE" && port.linkLayer == "Ethernet")
+          rocePorts.emplace_back(device.name + "/" + std::to_string(port.number), &port);
+    auto environmentValue = [&](const std::string& name) -> std::optional<std::string> {
+      for (const auto& [key, value] : host_.environment)
+        if (key == name) return value;
+      return std::nullopt;
+    };
+    if (qos.roceTc) {
+      const QosItem& item = *qos.roceTc;
+      const std::size_t before = rows_.size();
+      for (const auto& [name, port] : rocePorts) {
+        if (port->qos.trafficClass >= 0) compare("qos/roce_tc@" + name, item.value, std::to_string(port->qos.trafficClass), item.expectation);
+        if (port->qos.defaultRoceTos >= 0)
+          compare("qos/roce_tc@" + name + "/rdma_cm", item.value, std::to_string(port->qos.defaultRoceTos), item.expectation);
+      }
+      for (const char* variable : {"NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS"})
+        if (auto value = environmentValue(variable)) compare(std::string("qos/roce_tc@env/") + variable, item.value, *value, item.expectation);
+      if (rows_.size() == before)
+        add("qos/roce_tc", item.value, "no traffic class on a port (tc/, rdma_cm) nor in NCCL_IB_TC/UCX_IB_TRAFFIC_CLASS",
+            ManifestStatus::missing, item.expectation);
+    }
+    if (qos.roceMode) {
+      for (const auto& [name, port] : rocePorts) compare("qos/roce_mode@" + name, qos.roceMode->value, port->qos.defaultRoceMode, qos.roceMode->expectation);
+      if (rocePorts.empty()) add("qos/roce_mode", qos.roceMode->value, "no active RoCE port", ManifestStatus::missing, qos.roceMode->expectation);
+    }
+    if (qos.ibSl) {
+      const std::size_t before = rows_.size();
+      for (const char* variable : {"NCCL_IB_SL", "UCX_IB_SL", "OMPI_MCA_btl_openib_ib_service_level"})
+        if (auto value = environmentValue(variable)) compare(std::string("qos/ib_sl@env/") + variable, qos.ibSl->value, *value, qos.ibSl->expectation);
+      if (rows_.size() == before)
+        add("qos/ib_sl", qos.ibSl->value, "none of NCCL_IB_SL, UCX_IB_SL, OMPI_MCA_btl_openib_ib_service_level is set",
+            ManifestStatus::missing, qos.ibSl->expectation);
+    }
+  }
+
  private:
   std::vector<const NetInterface*> fabricInterfaces(const FabricIntent& fabric) const {
     std::vector<const NetInterface*> selected;
@@ -202,6 +294,7 @@ std::vector<ManifestRow> checkManifest(const Manifest& manifest, const std::vect
     if (manifest.fabric) checker.checkFabric(*manifest.fabric);
     for (const auto& adapter : manifest.adapters) checker.checkAdapter(adapter);
     for (const auto& software : manifest.software) checker.checkSoftware(software);
+    if (manifest.qos) checker.checkQos(*manifest.qos);
   }
   return rows;
 }

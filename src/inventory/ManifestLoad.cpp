@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "inventory/Manifest.hpp"
@@ -16,7 +17,10 @@ ManifestError::ManifestError(const std::string& file, int line, int column, cons
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {"manifest_version", "name", "fabric", "adapters", "software"};
+const std::vector<std::string> kTopKeys = {"manifest_version", "name", "fabric", "adapters", "software", "qos"};
+const std::vector<std::string> kQosKeys = {"interfaces", "pfc_priorities", "trust", "roce_tc", "ecn_np", "ecn_rp",
+                                           "dscp_map", "roce_mode", "ib_sl", "validation", "must_match"};
+const std::vector<std::string> kQosItemKeys = {"value", "validation", "must_match"};
 const std::vector<std::string> kFabricKeys = {"protocol", "rate_gbps", "width", "mtu", "rdma_mtu",
                                               "interfaces", "validation", "must_match"};
 const std::vector<std::string> kAdapterKeys = {"model", "firmware", "driver", "driver_version", "validation",
@@ -52,6 +56,7 @@ class ManifestParser {
       for (const auto& entry : list) manifest.adapters.push_back(adapter(entry));
     }
     if (root["software"]) manifest.software = software(root["software"]);
+    if (root["qos"]) manifest.qos = qos(root["qos"]);
     return manifest;
   }
 
@@ -177,6 +182,89 @@ class ManifestParser {
       result.push_back(std::move(intent));
     }
     return result;
+  }
+
+  int rangedInteger(const YAML::Node& node, const std::string& key, int low, int high) {
+    const std::string text = scalar(node, key);
+    try {
+      std::size_t used = 0;
+      long value = std::stol(text, &used);
+      if (used == text.size() && value >= low && value <= high) return static_cast<int>(value);
+    } catch (const std::exception&) {
+    }
+    fail(node.Mark(), "'" + key + "' must be an integer from " + std::to_string(low) + " to " + std::to_string(high) +
+                          ", found '" + text + "'");
+  }
+
+  // [3, 4] -> "3,4", [] -> "none": the inventory's priorityList text.
+  std::string priorityList(const YAML::Node& node, const std::string& key) {
+    if (!node.IsSequence()) fail(node.Mark(), "'" + key + "' must be a list of priorities 0..7 (e.g. [3]; [] for none), found " + describeNodeType(node));
+    int mask = 0;
+    for (const auto& item : node) mask |= 1 << rangedInteger(item, key, 0, 7);
+    std::string text;
+    for (int p = 0; p < 8; ++p)
+      if (mask & (1 << p)) text += (text.empty() ? "" : ",") + std::to_string(p);
+    return text.empty() ? "none" : text;
+  }
+
+  // {26: 3, 48: 6} -> "26:3,48:6", ordered by DSCP.
+  std::string dscpMap(const YAML::Node& node) {
+    if (!node.IsMap() || node.size() == 0) fail(node.Mark(), "'dscp_map' must map DSCP values to priorities (e.g. {26: 3}), found " + describeNodeType(node));
+    std::map<int, int> map;
+    for (const auto& entry : node) map[rangedInteger(entry.first, "dscp_map key (DSCP)", 0, 63)] = rangedInteger(entry.second, "dscp_map priority", 0, 7);
+    std::string text;
+    for (const auto& [dscp, priority] : map) text += (text.empty() ? "" : ",") + std::to_string(dscp) + ":" + std::to_string(priority);
+    return text;
+  }
+
+  // An item is its value, or {value: ..., must_match: ..., validation: ...}.
+  template <typename Parse>
+  std::optional<QosItem> qosItem(const YAML::Node& section, const std::string& key, const Expectation& defaults, Parse parse) {
+    const YAML::Node node = section[key];
+    if (!node) return std::nullopt;
+    QosItem item;
+    item.expectation = defaults;
+    item.expectation.line = node.Mark().line + 1;
+    if (node.IsMap() && node["value"]) {
+      requireKnownKeys(node, kQosItemKeys, "'qos." + key + "'");
+      Expectation own = expectation(node);
+      if (node["validation"]) item.expectation.validation = own.validation;
+      if (node["must_match"]) item.expectation.mustMatch = own.mustMatch;
+      item.value = parse(node["value"]);
+    } else {
+      item.value = parse(node);
+    }
+    return item;
+  }
+
+  QosIntent qos(const YAML::Node& node) {
+    if (!node.IsMap()) fail(node.Mark(), "'qos' must be a mapping with keys " + joinNames(kQosKeys) + ", found " + describeNodeType(node));
+    requireKnownKeys(node, kQosKeys, "'qos'");
+    QosIntent intent;
+    intent.expectation = expectation(node);
+    const Expectation& e = intent.expectation;
+    if (node["interfaces"]) {
+      const YAML::Node list = node["interfaces"];
+      if (!list.IsSequence()) fail(list.Mark(), "'interfaces' must be a list of interface names, found " + describeNodeType(list));
+      for (const auto& item : list) intent.interfaces.push_back(scalar(item, "interfaces"));
+    }
+    intent.pfcPriorities = qosItem(node, "pfc_priorities", e, [&](const YAML::Node& n) { return priorityList(n, "pfc_priorities"); });
+    intent.ecnNp = qosItem(node, "ecn_np", e, [&](const YAML::Node& n) { return priorityList(n, "ecn_np"); });
+    intent.ecnRp = qosItem(node, "ecn_rp", e, [&](const YAML::Node& n) { return priorityList(n, "ecn_rp"); });
+    intent.trust = qosItem(node, "trust", e, [&](const YAML::Node& n) {
+      std::string value = scalar(n, "trust");
+      if (value != "dscp" && value != "pcp") fail(n.Mark(), "'trust' must be dscp or pcp, found '" + value + "'");
+      return value;
+    });
+    intent.roceTc = qosItem(node, "roce_tc", e, [&](const YAML::Node& n) { return std::to_string(rangedInteger(n, "roce_tc", 0, 255)); });
+    intent.ibSl = qosItem(node, "ib_sl", e, [&](const YAML::Node& n) { return std::to_string(rangedInteger(n, "ib_sl", 0, 15)); });
+    intent.dscpMap = qosItem(node, "dscp_map", e, [&](const YAML::Node& n) { return dscpMap(n); });
+    intent.roceMode = qosItem(node, "roce_mode", e, [&](const YAML::Node& n) {
+      std::string value = scalar(n, "roce_mode");
+      if (value != "RoCE v2" && value != "IB/RoCE v1") fail(n.Mark(), "'roce_mode' must be 'RoCE v2' or 'IB/RoCE v1' (as rdma_cm prints it), found '" + value + "'");
+      return value;
+    });
+    return intent;
   }
 
   YamlReader reader_;

@@ -80,6 +80,45 @@ expect_line "$out" '^  export NCCL_IB_DISABLE=1$' "tcp: no IB in NCCL"
 expect_line "$out" '--host a:1,b:1,c:1 -np 3 --bind-to core ' "tcp: hosts and core binding"
 note "presets and overrides resolve as expected"
 
+# --- roce: the exported traffic class against what the ports are configured for --
+# A fake iproute2 `dcb` answering in the format of dcb-app(8)/dcb-pfc(8):
+# DSCP 24 and 26 -> priority 3, PFC on priority 3 only (or only on 4 with PFC_ON=4).
+fake_dcb=$scratch/dcb
+cat >"$fake_dcb" <<'SH'
+#!/bin/sh
+case "$*" in
+  *"app show dev ens1f0np0 dscp-prio"*) echo "dscp-prio 0:0 24:3 26:3 48:6" ;;
+  *"pfc show dev ens1f0np0 prio-pfc"*)
+    on=${PFC_ON:-3}; line=prio-pfc
+    for p in 0 1 2 3 4 5 6 7; do if [ "$p" = "$on" ]; then line="$line $p:on"; else line="$line $p:off"; fi; done
+    echo "$line" ;;
+  *) exit 1 ;;
+esac
+SH
+chmod +x "$fake_dcb"
+export FABSCOPE_DCB_TOOL=$fake_dcb
+roce_err() { "$wrapper" --bin /bin/true --dry-run --fabric roce --hosts a --bind none "$@" -- run --scenario s.yaml --output r.h5 2>&1 >/dev/null; }
+err=$(roce_err)
+[[ -z $err ]] || fail "roce with a matching configuration warned: $err"
+mkdir -p "$sysfs/class/infiniband/mlx5_0/tc/1"
+echo "Global tclass=96" >"$sysfs/class/infiniband/mlx5_0/tc/1/traffic_class"
+expect_line "$(roce_err)" 'warning: mlx5_0 port 1 forces traffic class 96 .*the preset exports 106' "roce: port-forced class differs"
+[[ -z $(roce_err --traffic-class 96) ]] || fail "roce --traffic-class 96 still warned: $(roce_err --traffic-class 96)"
+rm -r "$sysfs/class/infiniband/mlx5_0/tc"
+mkdir -p "$sysfs/kernel/config/rdma_cm/mlx5_1/ports/1"
+echo 96 >"$sysfs/kernel/config/rdma_cm/mlx5_1/ports/1/default_roce_tos"
+expect_line "$(roce_err)" "warning: mlx5_1 port 1: rdma_cm's default ToS is 96, the preset exports traffic class 106" "roce: rdma_cm ToS differs"
+rm -r "$sysfs/kernel"
+expect_line "$(PFC_ON=4 roce_err)" 'warning: ens1f0np0: traffic class 106 = DSCP 26 -> priority 3, but PFC on priority 3 is .off.' "roce: PFC off on the priority"
+expect_line "$(roce_err --traffic-class 40)" 'warning: ens1f0np0: no DSCP 10 entry in the DCB APP table' "roce: DSCP not in the APP table"
+mkdir -p "$sysfs/class/net/ens1f0np0/ecn/roce_np/enable"
+echo 0 >"$sysfs/class/net/ens1f0np0/ecn/roce_np/enable/3"
+expect_line "$(roce_err)" 'warning: ens1f0np0: ECN \(roce_np\) is off on priority 3' "roce: ECN off on the priority"
+rm -r "$sysfs/class/net"
+FABSCOPE_DCB_TOOL=/nonexistent/dcb expect_line "$(FABSCOPE_DCB_TOOL=/nonexistent/dcb roce_err)" "note: '/nonexistent/dcb' \(iproute2\) is not installed" "roce: no dcb tool is said"
+unset FABSCOPE_DCB_TOOL
+note "roce preset warns when the ports are configured for another traffic class or PFC/ECN are off on its priority"
+
 # --- usage errors exit 2 with a message -----------------------------------------
 expect_usage_error() {  # pattern args...
   local pattern=$1 status=0 output
