@@ -100,11 +100,11 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
       // The victim of a fault drill that is still alive (hang, link-down,
       // loss): the survivors finish the run without it. Leaving now would end
       // the job under Open MPI (a rank that exits without MPI_Finalize aborts
-      // the job) while they still write; so it waits, bounded, to be ended by
-      // the launcher once the survivors have left.
+      // the job) while they still write; so it waits, bounded, for rank 0 to
+      // release it once the file is closed (a drill that never really cut it
+      // off), or to be ended by the launcher once the survivors have left.
       std::fflush(nullptr);
-      const auto wait = runtime::Deadline::afterSeconds(victimWaitSeconds);
-      while (!wait.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      (void)losses.waitForRelease(static_cast<runtime::Nanoseconds>(victimWaitSeconds * 1e9));
       std::_Exit(exit_code::ok);
     }
     if (runner.lostRanks()) {
@@ -119,6 +119,8 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
                     "reflects that loss)\n",
                     resultMarker, code, runner.lostRankCount());
       std::fflush(nullptr);
+      if (rank0)
+        for (int victim : runner.ranksLeftBehind()) losses.release(victim);
       if (!runner.survivorsDone(runtime::Deadline::afterSeconds(runtime::deadlines::survivorsCloseSeconds)))
         std::fprintf(stderr, "fabscope: rank %d: the other survivors did not all reach the end within 30 s\n",
                      world.rank());

@@ -453,6 +453,22 @@ int Runner::finish(output::ResultFile& file, output::Recorder& recorder, const F
   return exitCode;
 }
 
+std::vector<int> Runner::ranksLeftBehind() const {
+  if (!survivors_) return {};
+  MPI_Group worldGroup, survivorGroup;
+  MPI_Comm_group(world_.handle(), &worldGroup);
+  MPI_Comm_group(survivors_->handle(), &survivorGroup);
+  std::vector<int> mine(static_cast<std::size_t>(survivors_->size())), inWorld(mine.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<int>(i);
+  MPI_Group_translate_ranks(survivorGroup, static_cast<int>(mine.size()), mine.data(), worldGroup, inWorld.data());
+  MPI_Group_free(&worldGroup);
+  MPI_Group_free(&survivorGroup);
+  std::vector<int> left;
+  for (int r = 0; r < world_.size(); ++r)
+    if (std::find(inWorld.begin(), inWorld.end(), r) == inWorld.end()) left.push_back(r);
+  return left;
+}
+
 bool Runner::survivorsDone(const runtime::Deadline& deadline) const {
   if (!survivors_) return true;
   try {

@@ -112,6 +112,8 @@ class Runner {
   // none leaves (which makes Open MPI end the job) before rank 0 has closed
   // the result file. Bounded by `deadline`; false if it ran out.
   int lostRankCount() const { return survivors_ ? world_.size() - survivors_->size() : 0; }
+  // The world ranks a fault drill left behind (not among the survivors).
+  std::vector<int> ranksLeftBehind() const;
   bool survivorsDone(const runtime::Deadline& deadline) const;
 
  private:

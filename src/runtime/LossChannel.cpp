@@ -8,7 +8,7 @@
 namespace fabscope::runtime {
 namespace {
 
-enum Tag : int { callTag = 1, reportTag = 2, conclusionTag = 3, ackTag = 4 };
+enum Tag : int { callTag = 1, reportTag = 2, conclusionTag = 3, ackTag = 4, releaseTag = 5 };
 
 // The one byte rank 0 sends to call a rank; static so an unfinished send never reads freed memory.
 const char callByte = 1;
@@ -218,6 +218,24 @@ void LossChannel::acknowledge() const {
   const auto deadline = Deadline::afterSeconds(1);
   int done = 0;
   while (!done && !deadline.expired()) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+}
+
+void LossChannel::release(int rank) const {
+  MPI_Request request;
+  // Freed, not waited for: a victim cut off never receives it.
+  if (MPI_Isend(&callByte, 1, MPI_BYTE, rank, releaseTag, comm_, &request) == MPI_SUCCESS) MPI_Request_free(&request);
+}
+
+bool LossChannel::waitForRelease(Nanoseconds within) const {
+  const auto deadline = Deadline::after(within);
+  while (!deadline.expired()) {
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(0, releaseTag, comm_, &flag, &status);
+    if (flag) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
 }
 
 }  // namespace fabscope::runtime

@@ -78,6 +78,13 @@ class LossChannel {
   // After printing the conclusion.
   void acknowledge() const;
 
+  // The end of a fault drill: rank 0 tells a victim that is still alive that
+  // the survivors are done (a victim whose link is really down never hears it
+  // and is ended by the launcher instead).
+  void release(int rank) const;
+  // The victim: true once rank 0 released it, false after `within` ns.
+  bool waitForRelease(Nanoseconds within) const;
+
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   mutable std::vector<std::byte> outgoing_;

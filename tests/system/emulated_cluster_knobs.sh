@@ -132,8 +132,9 @@ fi
 
 # --- loss: nftables rules in the namespace, 100 % cuts the host off -------------
 "$cluster" loss "$receiver" 12.5
-ip netns exec "$receiver" nft list ruleset | grep -q 'numgen random mod 10000 < 1250' \
-  || fail "no 12.5 % loss rule in $receiver: $(ip netns exec "$receiver" nft list ruleset)"
+# Captured first: `nft ... | grep -q` under pipefail fails when grep stops reading early.
+ruleset=$(ip netns exec "$receiver" nft list ruleset)
+grep -q 'numgen random mod 10000 < 1250' <<<"$ruleset" || fail "no 12.5 % loss rule in $receiver: $ruleset"
 "$cluster" loss "$receiver" 100
 unreachable || fail "$receiver is still reachable with 100 % loss"
 "$cluster" loss "$receiver" 0

@@ -105,8 +105,13 @@ with h5py.File(path, "r") as f:
     if times != sorted(times): problems.append("events not in time order")
     for need in ("fault", "detected", "rerouted", "recovered", "summary"):
         if need not in kinds: problems.append(f"no '{need}' event")
-    order = [kinds.index(k) for k in ("fault", "detected", "rerouted", "recovered") if k in kinds]
-    if order != sorted(order): problems.append("the timeline is not fault -> detected -> rerouted -> recovered")
+    # Detection and the first re-route may come in either order (a request to the
+    # victim can fail in the client just before the endpoint's error is logged);
+    # both must follow the fault and precede the recovery.
+    first = {k: kinds.index(k) for k in ("fault", "detected", "rerouted", "recovered") if k in kinds}
+    if len(first) == 4 and not (first["fault"] < min(first["detected"], first["rerouted"])
+                                and max(first["detected"], first["rerouted"]) < first["recovered"]):
+        problems.append("the timeline is not fault -> detected and rerouted -> recovered")
     detectors = {int(r) for r, k, p in zip(ev["rank"], kinds, ev["peer"]) if k == "detected" and int(p) == a["victim_rank"]}
     if len(detectors) != 3: problems.append(f"detected rows of the victim from ranks {sorted(detectors)}, expected 3 survivors")
     print(f"{a['fault']}: client detected after {a['detection_ms']:.1f} ms via {a['detection_mechanism']}; "
