@@ -406,6 +406,18 @@ def _counter_section(analysis: RunAnalysis) -> str:
                            "congestion notifications here explain tails above.")
 
 
+def _validity_block(result: ResultFile) -> str:
+    """/validity before everything else: what makes the numbers doubtful."""
+    t = result.validity()
+    if t.empty:
+        return ""
+    t = t.assign(host=[("every host" if h in ("", "*") else h) for h in t["host"]])
+    yielded = int(result.attrs.get("waits_yield", 0)) == 1
+    return (H.warning(f"Validity: {len(t)} finding(s) make the numbers of this run doubtful"
+                      f"{' (waits yielded)' if yielded else ''}") +
+            H.table(t[["host", "what", "value", "limit", "effect"]], left=["host", "what", "effect"]))
+
+
 def build_report(result: ResultFile, criteria=None, verdict=None) -> str:
     """The page; opens with the verdict (verdict.compute_verdict, as summary and accept)."""
     from .errors import CriteriaError
@@ -431,7 +443,8 @@ def build_report(result: ResultFile, criteria=None, verdict=None) -> str:
     header = _header(result)
     from .diagnose import verdict_html
     # The verdict and the culprits come before the run metadata.
-    body = header[:2] + [_verdict_block(verdict), verdict_html(result)] + header[2:]
+    body = header[:2] + [_validity_block(result), _verdict_block(verdict),
+                         verdict_html(result)] + header[2:]
     body.append(H.nav([(a, t) for a, t, _ in sections]))
     body.extend(content for _, _, content in sections)
     body.append("<p class=\"muted\">Written by fabscope_analysis from the raw samples in the "

@@ -15,6 +15,9 @@ inline constexpr std::uint32_t deadlineMissed = 1u << 1;
 // Samples that are not part of the instance's headline statistics:
 inline constexpr std::uint32_t incastReceiver = 1u << 8;  // receiver's aggregate per iteration
 inline constexpr std::uint32_t latencyProbe = 1u << 9;    // probe ping-pong during the incast
+// A serial retest's control pair (drawn from the middle of the parallel pass,
+// measured alone like the retested pairs): the reference, not the subject.
+inline constexpr std::uint32_t controlPair = 1u << 10;
 inline constexpr std::uint32_t auxiliaryMask = 0xff00u;
 }  // namespace sample_flags
 
