@@ -130,6 +130,10 @@ void Runner::writeRunHeader(output::ResultFile& file) {
       {"epoch_offset_ns", std::int64_t{now - mono}},
       {"seed", static_cast<std::int64_t>(seed_)},
       {"launch_preset", envOr("FABSCOPE_FABRIC", "")},
+      // Known at start; /validity and validity_findings are written at the end
+      // (the clock finding needs the latencies).
+      {"waits_yield", std::int64_t{validity_.waitsYield ? 1 : 0}},
+      {"validity_findings", static_cast<std::int64_t>(validity_.findings.size())},
   };
   file.setAttributes("/", attrs, runtime::Deadline::afterSeconds(60));
 }
@@ -287,6 +291,7 @@ void Runner::endAfterLoss(output::ResultFile& file, const std::string& myError, 
       file.setAttributes(group, attrs, control);
       file.writeTable<output::SampleRecord>(group + "/samples", rows, control);
     }
+    validity::record(file, validity_, true, control);  // the start findings; no clock finding
     std::string lostList;
     for (int r : outcome.lost) lostList += (lostList.empty() ? "" : ",") + std::to_string(r);
     file.setAttributes("/",
@@ -325,6 +330,9 @@ InstanceResult Runner::skippedResult(int index, const PlannedInstance& planned) 
 int Runner::run() {
   const auto setup = runtime::Deadline::afterSeconds(120);
   const bool rank0 = world_.rank() == 0;
+  // First: the wait policy depends on it, and every later wait (clock sync
+  // included) must already yield where ranks outnumber CPUs.
+  validity_ = validity::judgeAtStart(world_, setup);
   identity_ = runtime::discoverRankIdentity(world_, setup);
   clock_ = runtime::ClockSync::measure(world_, 50, setup);
 
@@ -353,6 +361,7 @@ int Runner::run() {
                  static_cast<unsigned long long>(seed_));
     std::fprintf(stderr, "fabscope: writing %s (%s HDF5)\n", options_.outputPath.c_str(),
                  output::writeModeName(file.mode()));
+    for (const auto& line : validity::describe(validity_)) std::fprintf(stderr, "fabscope: %s\n", line.c_str());
   }
   writeRunHeader(file);
   writeRanks(file);
@@ -387,7 +396,7 @@ int Runner::run() {
     PlannedInstance current = std::move(queue.front());
     queue.pop_front();
     progress.starting(index, current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
-    std::vector<suite::RankPair> worst;
+    std::vector<suite::RankPair> worst, controls;
     if (survivors_ || recoveries_ > maxRecoveries) {
       // The cluster that lost a rank is not the one the rest of the matrix was for.
       writeSkipped(index, current, file,
@@ -404,7 +413,7 @@ int Runner::run() {
         registry_.kind(current.instance.spec->kind).usesTransport() ? current.instance.spec->transport : "mpi";
     auto& transport = transports[transportName];
     if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, runtime::Deadline::afterSeconds(120));
-    auto result = runInstance(index, current, file, *transport, worst);
+    auto result = runInstance(index, current, file, *transport, worst, controls);
     if (leaveRun_) return exit_code::ok;
     if (std::exchange(retireDataPath_, false)) {
       // Every rank answered, but transfers of the missed instance may still be
@@ -419,12 +428,14 @@ int Runner::run() {
     if (result.status != "passed" && result.status != "skipped") exitCode = exit_code::checkFailed;
     if (!worst.empty()) {
       PlannedInstance retest = current;
-      retest.plan.schedule = suite::serialScheduleOf(worst);
+      // The worst pairs and as many control pairs, alternated, one at a time.
+      retest.plan.schedule = suite::retestSchedule(worst, controls);
+      retest.plan.controlPairs = controls;
       retest.plan.pass = "serial-retest";
       retest.plan.retestOf = index;
       retest.plan.retestWorst = 0;
       retest.plan.maxSamplesPerRank =
-          static_cast<std::int64_t>(worst.size()) * current.instance.spec->iterations;
+          static_cast<std::int64_t>(worst.size() + controls.size()) * current.instance.spec->iterations;
       queue.push_front(std::move(retest));
       progress.setTotal(static_cast<int>(planned.size()) + 1);
       planned.emplace_back();  // keeps the total in step with the extra instance
@@ -460,6 +471,17 @@ int Runner::run() {
   }
 
   if (fabric.manifestFailed) exitCode = exit_code::checkFailed;
+  {
+    // Clock uncertainty against the smallest latency measured (one-way p50).
+    double smallestLatency = 0;
+    for (const auto& r : results_)
+      if (r.metric == suite::Metric::latency && r.status == "passed" && std::isfinite(r.latency.p50) &&
+          r.latency.p50 > 0 && (smallestLatency == 0 || r.latency.p50 < smallestLatency))
+        smallestLatency = r.latency.p50;
+    const auto closing = runtime::Deadline::afterSeconds(60);
+    validity::judgeClocks(validity_, *comm_, clock_.mine().uncertainty, smallestLatency, closing);
+    validity::record(file, validity_, rank0, closing);
+  }
   file.setAttributes("/",
                      {{"finished_utc", runtime::utcTimestamp(runtime::realtimeNow())},
                       {"complete", std::int64_t{1}},
@@ -469,6 +491,9 @@ int Runner::run() {
                      runtime::Deadline::afterSeconds(60));
   file.flush();
   if (rank0) {
+    // What makes the numbers doubtful comes before the numbers.
+    for (const auto& line : validity::describe(validity_)) std::printf("%s\n", line.c_str());
+    if (!validity_.findings.empty()) std::printf("\n");
     printSummaryTable(stdout, results_);
     if (recoveries_ > 0)
       std::printf("\n%d test(s) missed their deadline; each following test ran on a fresh data path%s\n", recoveries_,
@@ -499,7 +524,8 @@ bool Runner::survivorsDone(const runtime::Deadline& deadline) const {
 }
 
 InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
-                                   transport::Transport& transport, std::vector<suite::RankPair>& worstPairs) {
+                                   transport::Transport& transport, std::vector<suite::RankPair>& worstPairs,
+                                   std::vector<suite::RankPair>& controlPairs) {
   const auto& instance = planned.instance;
   const auto& plan = planned.plan;
   const auto& spec = *instance.spec;
@@ -705,7 +731,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   std::vector<double> matrix;
   std::vector<output::ScopeRecord> scopeTable;
   const int n = world_.size();
-  std::vector<std::int32_t> worstFlat;
+  std::vector<std::int32_t> worstFlat, controlFlat;
   if (rank0) {
     const auto* records = reinterpret_cast<const output::SampleRecord*>(all.data());
     const std::size_t count = all.size() / sizeof(output::SampleRecord);
@@ -773,9 +799,18 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
           return static_cast<std::int32_t>(std::find(roles.canaries.begin(), roles.canaries.end(), worldRank) -
                                            roles.canaries.begin());
         };
-        for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(plan.retestWorst); ++i) {
-          worstFlat.push_back(indexOf(ranked[i].second.a));
-          worstFlat.push_back(indexOf(ranked[i].second.b));
+        std::vector<suite::RankPair> rankedPairs;
+        for (const auto& [badness, key] : ranked) rankedPairs.push_back({indexOf(key.a), indexOf(key.b)});
+        const std::size_t retested = std::min(rankedPairs.size(), static_cast<std::size_t>(plan.retestWorst));
+        for (std::size_t i = 0; i < retested; ++i) {
+          worstFlat.push_back(rankedPairs[i].initiator);
+          worstFlat.push_back(rankedPairs[i].responder);
+        }
+        // As many controls as retested pairs, from the middle of this pass (seeded).
+        for (const auto& c : suite::controlPairs(rankedPairs, retested, static_cast<int>(retested),
+                                                 seed_ ^ stableHash("controls") ^ static_cast<std::uint64_t>(index))) {
+          controlFlat.push_back(c.initiator);
+          controlFlat.push_back(c.responder);
         }
       }
     }
@@ -812,6 +847,14 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
       comm_->broadcast(worstFlat.data(), static_cast<int>(worstFlat.size() * sizeof(std::int32_t)), 0, control);
     for (std::int64_t i = 0; i < pairs; ++i)
       worstPairs.push_back({worstFlat[static_cast<std::size_t>(2 * i)], worstFlat[static_cast<std::size_t>(2 * i + 1)]});
+    std::int64_t controls = static_cast<std::int64_t>(controlFlat.size() / 2);
+    comm_->broadcast(&controls, sizeof controls, 0, control);
+    controlFlat.resize(static_cast<std::size_t>(controls) * 2);
+    if (controls > 0)
+      comm_->broadcast(controlFlat.data(), static_cast<int>(controlFlat.size() * sizeof(std::int32_t)), 0, control);
+    for (std::int64_t i = 0; i < controls; ++i)
+      controlPairs.push_back(
+          {controlFlat[static_cast<std::size_t>(2 * i)], controlFlat[static_cast<std::size_t>(2 * i + 1)]});
   }
   return result;
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "validity/RunValidity.hpp"
 #include "driver/FabricRecorder.hpp"
 #include "driver/InstanceResult.hpp"
 #include "output/ResultFile.hpp"
@@ -69,7 +70,8 @@ class Runner {
 
  private:
   InstanceResult runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
-                             transport::Transport& transport, std::vector<suite::RankPair>& worstPairs);
+                             transport::Transport& transport, std::vector<suite::RankPair>& worstPairs,
+                             std::vector<suite::RankPair>& controlPairs);
   void writeRunHeader(output::ResultFile& file);
   void writeSkipped(int index, const PlannedInstance& planned, output::ResultFile& file, const std::string& why);
   output::Attributes unfinishedAttributes(int index, const PlannedInstance& planned, const std::string& status,
@@ -114,6 +116,7 @@ class Runner {
   runtime::RankIdentity identity_;
   runtime::ClockSync clock_;
   std::uint64_t seed_ = 0;
+  validity::RunValidity validity_;
   std::string runId_;
   std::vector<InstanceResult> results_;
 };

@@ -84,6 +84,15 @@ struct CounterRecord {
   std::int64_t delta;
 };
 
+// /validity: one finding that makes the run's numbers meaningless or doubtful.
+struct ValidityRecord {
+  char host[64];  // a hostname, or "*" for every host of the run
+  char what[32];  // oversubscribed, clock_uncertainty, cpu_governor, busy_host
+  double value;
+  double limit;
+  char effect[512];
+};
+
 // Copies `text` into a fixed-size field, truncating and NUL-padding.
 template <std::size_t N>
 void setText(char (&field)[N], std::string_view text) {
@@ -101,6 +110,7 @@ template <> H5Type compoundTypeOf<SummaryRecord>();
 template <> H5Type compoundTypeOf<ScopeRecord>();
 template <> H5Type compoundTypeOf<EventRecord>();
 template <> H5Type compoundTypeOf<CounterRecord>();
+template <> H5Type compoundTypeOf<ValidityRecord>();
 
 }  // namespace fabscope::output
 

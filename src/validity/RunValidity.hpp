@@ -1,0 +1,38 @@
+#pragma once
+// The run's side of validity (issue 16): gather every rank's facts at start,
+// judge them (Validity.hpp), set the process-wide wait policy once, and record
+// the findings in /validity with the root attributes.
+#include <string>
+#include <vector>
+
+#include "output/ResultFile.hpp"
+#include "runtime/Deadline.hpp"
+#include "runtime/Mpi.hpp"
+#include "validity/Validity.hpp"
+
+namespace fabscope::validity {
+
+struct RunValidity {
+  std::vector<Finding> findings;
+  bool waitsYield = false;
+  std::string waitsWhy;  // why the waits yield or spin, in words
+};
+
+// Collective over `world`, before any timed loop. Every rank gets every rank's
+// facts, judges them the same way and sets runtime::setWaitPolicy: waits yield
+// when ranks outnumber the CPUs open to them. FABSCOPE_WAITS_YIELD=1 or 0
+// forces yielding or spinning (to measure what yielding costs).
+RunValidity judgeAtStart(const runtime::Communicator& world, const runtime::Deadline& deadline);
+
+// The clock-sync finding once the latencies are known. Collective over `comm`
+// (the worst uncertainty of any rank); rank 0's `smallestLatencyNs` counts.
+void judgeClocks(RunValidity& validity, const runtime::Communicator& comm, std::int64_t myUncertaintyNs,
+                 double smallestLatencyNs, const runtime::Deadline& deadline);
+
+// /validity (rank 0's rows) and the root attributes validity_findings, waits_yield.
+void record(output::ResultFile& file, const RunValidity& validity, bool rank0, const runtime::Deadline& deadline);
+
+// Lines for the closing table ("" when nothing was found).
+std::vector<std::string> describe(const RunValidity& validity);
+
+}  // namespace fabscope::validity
