@@ -46,6 +46,12 @@ inline std::atomic<WaitPolicy> waitPolicy{WaitPolicy::spin};
 inline void setWaitPolicy(WaitPolicy policy) noexcept { detail::waitPolicy.store(policy, std::memory_order_relaxed); }
 inline WaitPolicy waitPolicy() noexcept { return detail::waitPolicy.load(std::memory_order_relaxed); }
 
+// For poll loops of their own (several things polled at once): after a sweep,
+// gives the CPU away when the policy says waits yield, else does nothing.
+inline void betweenPolls() noexcept {
+  if (waitPolicy() == WaitPolicy::yield) sched_yield();
+}
+
 // Polls `done()` until it returns true. Spinning checks the clock only every
 // few polls so the check costs nothing next to the poll itself. Yielding gives
 // the CPU to another runnable rank after every failed poll: with more polling
