@@ -99,12 +99,13 @@ TEST(Validity, BusyMachineAtStart) {
 }
 
 TEST(Validity, ClockUncertaintyAgainstTheSmallestLatency) {
-  EXPECT_TRUE(clockSync(2'000, 10'000).empty());  // 2 us against 10 us: a fifth
-  const auto found = clockSync(5'000, 10'000);
+  // About one latency is the ping-pong method's own floor: not a finding.
+  EXPECT_TRUE(clockSync(12'000, 10'000).empty());
+  const auto found = clockSync(25'000, 10'000);  // a disturbed sync
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].host, "*");
-  EXPECT_EQ(found[0].limit, 2'500);
-  EXPECT_TRUE(clockSync(5'000, 0).empty());  // no latency measured
+  EXPECT_EQ(found[0].limit, 20'000);
+  EXPECT_TRUE(clockSync(25'000, 0).empty());  // no latency measured
 }
 
 TEST(Validity, FactsSurviveTheWire) {
