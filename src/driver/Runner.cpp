@@ -291,7 +291,8 @@ void Runner::endAfterLoss(output::ResultFile& file, const std::string& myError, 
       file.setAttributes(group, attrs, control);
       file.writeTable<output::SampleRecord>(group + "/samples", rows, control);
     }
-    validity::record(file, validity_, true, control);  // the start findings; no clock finding
+    if (!std::exchange(validityRecorded_, true))
+      validity::record(file, validity_, true, control);  // the start findings; no clock finding
     std::string lostList;
     for (int r : outcome.lost) lostList += (lostList.empty() ? "" : ",") + std::to_string(r);
     file.setAttributes("/",
@@ -481,6 +482,7 @@ int Runner::run() {
     const auto closing = runtime::Deadline::afterSeconds(60);
     validity::judgeClocks(validity_, *comm_, clock_.mine().uncertainty, smallestLatency, closing);
     validity::record(file, validity_, rank0, closing);
+    validityRecorded_ = true;
   }
   file.setAttributes("/",
                      {{"finished_utc", runtime::utcTimestamp(runtime::realtimeNow())},

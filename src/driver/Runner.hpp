@@ -117,6 +117,7 @@ class Runner {
   runtime::ClockSync clock_;
   std::uint64_t seed_ = 0;
   validity::RunValidity validity_;
+  bool validityRecorded_ = false;  // /validity is written once
   std::string runId_;
   std::vector<InstanceResult> results_;
 };
