@@ -24,10 +24,11 @@ import pandas as pd
 
 from .criteria import (BANDWIDTH_METRICS, LATENCY_METRICS, Bound, Criteria, CriteriaError,
                        Rule, load_criteria)
-from .reader import ResultFile, TestInstance
+from .reader import FLAG_CONTROL_PAIR, ResultFile, TestInstance
 from .run_analysis import RunAnalysis, describe_instance, format_number, instance_key
 from .scopes import Scope
-from .stats import figure_value, impact_factor, is_bandwidth, pair_values, worse_is_higher_times
+from .stats import (figure_value, impact_factor, is_bandwidth, pair_values, with_derived,
+                    worse_is_higher_times)
 
 __all__ = ["load_criteria", "run_accept", "evaluate", "CheckResult"]
 
@@ -146,6 +147,30 @@ class _Evaluator:
         self.a = analysis
         self.baseline = baseline
         self.baseline_index = {instance_key(i): i for i in baseline.instances} if baseline else {}
+        # parallel pass index -> its serial retest
+        self.retest_of = {int(i.get("retest_of", -1)): i for i in analysis.instances
+                          if str(i.get("pass")) == "serial-retest"}
+
+    def retest_pairs(self, retest: TestInstance):
+        """A serial retest's pairs against its controls (measured alone the same way):
+        (control median, number of control pairs, {(rank, peer): (value, rel)}), rel
+        = performance relative to the controls (1 = as good, <1 = slower); None when
+        the retest has no control pairs (files before issue 16)."""
+        raw = retest.samples()
+        raw = raw[raw["peer"] >= 0]
+        control = (raw["flags"].astype("int64") & FLAG_CONTROL_PAIR) != 0
+        if not control.any():
+            return None
+        s = with_derived(raw.reset_index(drop=True), retest.sample_divisor)
+        control = control.to_numpy()
+        controls = pair_values(s[control], retest.metric)
+        retested = pair_values(s[~control], retest.metric)
+        median = float(np.median(controls["median"]))
+        bandwidth = is_bandwidth(retest.metric)
+        rel = {(int(r.rank), int(r.peer)): (float(r.median), r.median / median if bandwidth
+                                            else median / r.median)
+               for r in retested.itertuples()}
+        return median, len(controls), rel
 
     def rank(self, r) -> str:
         host = self.a.hosts.get(int(r))
@@ -293,6 +318,34 @@ class _Evaluator:
         metric = inst.metric
         unit = " GB/s" if is_bandwidth(metric) else " us"
         fraction = rule.outliers.get("pair_min_fraction_of_median")
+        judged = self.retest_pairs(inst) if fraction is not None and \
+            str(inst.get("pass")) == "serial-retest" else None
+        if judged is not None:
+            # A retest judges its pairs against its control pairs, never against
+            # itself: its own median is the suspects' (issue 16).
+            median, n_controls, rel = judged
+            result.details.append(f"control pairs' median {format_number(median)}{unit} over "
+                                  f"{n_controls} control pairs measured alone")
+            bad = sorted(((r, p, v, x) for (r, p), (v, x) in rel.items() if x < fraction),
+                         key=lambda item: item[3])
+            if bad:
+                result.failed.append("pair_min_fraction_of_median")
+            for rank, peer, value, x in bad[:MAX_NAMED]:
+                result.messages.append(
+                    f"pair {self.pair(rank, peer)}: {format_number(value)}{unit} alone is "
+                    f"{100 * x:.0f}% of the control pairs' {format_number(median)}{unit}, "
+                    f"required >= {100 * fraction:.0f}% (confirmed slow alone)")
+            for (rank, peer), (value, x) in sorted(rel.items()):
+                if x >= fraction:
+                    result.details.append(f"pair {self.pair(rank, peer)}: {format_number(value)}"
+                                          f"{unit} alone, {100 * x:.0f}% of the controls: cleared")
+            fraction = None  # judged
+        retest = self.retest_of.get(inst.index) if fraction is not None else None
+        cleared = {}
+        if retest is not None:
+            judged = self.retest_pairs(retest)
+            if judged is not None:
+                cleared = {k: v for k, v in judged[2].items() if v[1] >= fraction}
         if fraction is not None:
             pairs = pair_values(s, metric)
             if len(pairs) >= 2:
@@ -304,6 +357,15 @@ class _Evaluator:
                     # performance relative to the median pair: 1 = typical, <1 = slower
                     rel = row.median / median if is_bandwidth(metric) else median / row.median
                     if rel < fraction:
+                        alone = cleared.get((int(row.rank), int(row.peer)))
+                        if alone is not None:
+                            # Slow among the others, fine alone: interference, not a bad pair.
+                            result.details.append(
+                                f"pair {self.pair(row.rank, row.peer)}: {100 * rel:.0f}% of the "
+                                f"median pair here, but {100 * alone[1]:.0f}% of the control "
+                                f"pairs alone in the serial retest {retest.index:04d}: "
+                                "interference, not failed")
+                            continue
                         bad.append((row.rank, row.peer, row.median, rel))
                 bad.sort(key=lambda item: item[3])
                 if bad:
@@ -354,6 +416,20 @@ def evaluate(result: ResultFile, criteria: Criteria,
         if not result.complete:
             check.messages.append(f"the run did not end normally (complete=0, exit_code="
                                   f"{result.attrs.get('exit_code')}); tests may be missing")
+        checks.append(check)
+    validity = result.validity()
+    for row in validity.to_dict("records"):
+        # What makes the numbers meaningless or doubtful fails the run unless the
+        # criteria allow it (allow_validity).
+        check = CheckResult("validity", f"{row['what']} on "
+                            f"{'every host' if row['host'] in ('', '*') else row['host']}")
+        text = (f"{row['what']}: {format_number(row['value'])} against a limit of "
+                f"{format_number(row['limit'])}: {row['effect']}")
+        if row["what"] in criteria.allow_validity:
+            check.details.append(text + " (allowed: allow_validity)")
+        else:
+            check.failed.append("validity")
+            check.messages.append(text + " (allow it with allow_validity in the criteria)")
         checks.append(check)
     if criteria.allowed_status is not None:
         for inst in analysis.instances:

@@ -35,7 +35,9 @@ MATCH_KEYS = {"kind", "condition", "name", "case", "transport", "memory", "patte
               "metric", "bytes", "scope"}
 RULE_KEYS = {"name", "match", "limits", "baseline", "outliers", "optional", "description"}
 TOP_KEYS = {"fabscope_criteria", "require_complete", "allowed_status", "rules", "description",
-            "diagnose"}
+            "diagnose", "allow_validity"}
+# /validity findings (docs/file-format.md) a criteria file may allow
+VALIDITY_WHATS = ("oversubscribed", "clock_uncertainty", "cpu_governor", "busy_host")
 
 
 class _LineDict(dict):
@@ -90,6 +92,9 @@ class Criteria:
     # diagnose (diagnose.py): "off", "on" (a culprit host fails) or "strict" (also fails
     # when diagnose cannot tell)
     diagnose: str = "off"
+    # /validity findings that do not fail the run (what codes); every other finding
+    # fails it. `allow_validity: true` allows them all.
+    allow_validity: List[str] = field(default_factory=list)
 
     def needs_baseline(self) -> bool:
         return any(r.baseline for r in self.rules)
@@ -236,6 +241,16 @@ def parse_criteria_text(text: str, path: str = "<criteria>") -> Criteria:
         else:
             raise CriteriaError(path, _line(doc, "diagnose"),
                                 f"diagnose must be true, false or strict, found {value!r}")
+    if "allow_validity" in doc:
+        value = doc["allow_validity"]
+        if value is True or value is False:
+            criteria.allow_validity = list(VALIDITY_WHATS) if value else []
+        elif isinstance(value, list) and all(v in VALIDITY_WHATS for v in value):
+            criteria.allow_validity = list(value)
+        else:
+            raise CriteriaError(path, _line(doc, "allow_validity"),
+                                f"allow_validity must be true, false or a list of "
+                                f"{', '.join(VALIDITY_WHATS)}, found {value!r}")
     if "allowed_status" in doc:
         status = doc["allowed_status"]
         if status is None:

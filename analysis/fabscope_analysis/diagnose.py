@@ -35,6 +35,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
 import numpy as np
 import pandas as pd
 
+from . import reader as _reader
 from .reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
 
 # A rank (side) is a culprit when its effect is this many robust standard deviations
@@ -60,9 +61,8 @@ MIN_RANKS = 4
 # noise": if nothing stands out either, diagnose says it cannot tell.
 NOISY_SIGMA = math.log(1.5)
 # Serial-retest rows that are control pairs (measured alone, like the retested ones,
-# but drawn from the middle of the parallel pass). Provisional: the runner does not
-# write controls yet (issue 16); this bit must match it when it does.
-FLAG_CONTROL_PAIR = 1 << 10
+# but drawn from the middle of the parallel pass): reader.FLAG_CONTROL_PAIR.
+FLAG_CONTROL_PAIR = _reader.FLAG_CONTROL_PAIR
 # Counter names that mean a damaged packet, a port error or a drop on the host itself.
 ERROR_COUNTER = re.compile(r"(err|crc|symbol|discard|drop|link_?down|downed|integrity|"
                            r"excessive|overrun|carrier)", re.IGNORECASE)
@@ -309,6 +309,7 @@ class _Analyser:
         self.findings: List[Finding] = []
         self.links: List[Tuple[int, int, Finding]] = []
         self.notes: List[str] = []
+        self.cleared_pairs: set = set()  # (rank, peer) cleared alone by a serial retest
         self.cannot: List[str] = []
         self.used: List[str] = []
         self.matrices_judged = 0
@@ -460,8 +461,11 @@ class _Analyser:
             ctrl = float(s[control]["v"].median())
             for (r, p), v in pairs.items():
                 rel = v / ctrl if bandwidth else ctrl / v
-                word = "confirmed slow alone" if rel < 1 / MIN_RATIO["centre"] else \
-                    "cleared (interference in the parallel pass, not a bad link)"
+                cleared = rel >= 1 / MIN_RATIO["centre"]
+                if cleared:
+                    self.cleared_pairs.add((int(r), int(p)))
+                word = "cleared (interference in the parallel pass, not a bad link)" if cleared \
+                    else "confirmed slow alone"
                 self.notes.append(f"serial retest {self.name(inst)}: {self.host.get(r, r)} -> "
                                   f"{self.host.get(p, p)} {_fmt(v, bandwidth)} is "
                                   f"{100 * rel:.0f}% of the control pairs' "
@@ -673,6 +677,11 @@ class _Analyser:
             hs, hp = self.host.get(s, str(s)), self.host.get(p, str(p))
             if hs in culprit_hosts or hp in culprit_hosts or frozenset((s, p)) in seen_links:
                 continue
+            if (s, p) in self.cleared_pairs or (p, s) in self.cleared_pairs:
+                # Slow in the parallel pass, as fast as the controls alone: interference.
+                self.notes.append(f"link {hs} -> {hp} was slow in {f.test:04d} {f.test_name} "
+                                  "but cleared by the serial retest: not named")
+                continue
             seen_links.add(frozenset((s, p)))
             if (p, s) in directions and s != p:
                 f.symptom += " (both directions)"
@@ -766,12 +775,8 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
         extra, fabric = _baseline_notes(result, baseline)
         notes += extra
         culprits += fabric
-    validity = _validity_rows(result)
-    for c in culprits:
-        why = [v for v in validity if v[0] == c.host or v[0] in ("", "*")]
-        if why:
-            c.evidence.append("validity: " + "; ".join(f"{w} ({e})" for _, w, e in why))
-            c.confidence = "low"
+    culprits, validity_notes = _apply_validity(culprits, _validity_rows(result))
+    notes += validity_notes
     if culprits:
         verdict = "not fit"
         reasons = []
@@ -790,17 +795,45 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
                      tests_used=a.used)
 
 
+# Validity findings that make one host's own ranks slow (its CPUs are shared,
+# clocked down or busy): a host that stands out only through them is not a
+# fabric culprit. Clock uncertainty does not slow anyone.
+HOST_SLOWING_VALIDITY = ("oversubscribed", "busy_host", "cpu_governor")
+
+
+def _apply_validity(culprits: List[Culprit], validity: List[Tuple[str, str, str]]):
+    """Don't blame a host for what validity explains (issue 16).
+
+    A finding on that host alone (not "*") that slows its ranks explains a culprit
+    found from timings: it is not named, and a note says why. A culprit with error
+    counters of its own stays named (the CPUs do not make packets bad). A finding
+    on every host ("*") explains no one host standing out: it is shown with each
+    culprit as evidence, the diagnosis stands (issue 16: oversubscription with
+    yielding waits bounds resolution, it does not withhold a diagnosis)."""
+    kept, notes = [], []
+    for c in culprits:
+        own = [v for v in validity if v[0] == c.host and v[1] in HOST_SLOWING_VALIDITY]
+        every = [v for v in validity if v[0] in ("", "*")]
+        # counter findings' symptoms (see counters()): errors or retransmissions
+        from_counters = any(s.startswith(("errors:", "retransmissions")) for s in c.symptoms)
+        if own and c.direction != "link" and not from_counters:
+            notes.append(f"{c.host} stands out ({'; '.join(c.symptoms)}) but its validity "
+                         f"finding explains it: " + "; ".join(f"{w} ({e})" for _, w, e in own) +
+                         ": not named; fix the placement or load and run again")
+            continue
+        why = own + every
+        if why:
+            c.evidence.append("validity: " + "; ".join(f"{w} ({e})" for _, w, e in why))
+        kept.append(c)
+    return kept, notes
+
+
 def _validity_rows(result: ResultFile) -> List[Tuple[str, str, str]]:
-    """/validity (issue 16, written by the runner once it exists): host, what, effect."""
-    f = result._file
-    if f is None or "validity" not in f:
+    """/validity (docs/file-format.md): host, what, effect."""
+    if result._file is None:
         return []
-    from .reader import table_to_frame
-    t = table_to_frame(f["validity"][()])
-    if t.empty or "host" not in t:
-        return []
-    return [(str(r.get("host", "")), str(r.get("what", "")), str(r.get("effect", "")))
-            for r in t.to_dict("records")]
+    t = result.validity()
+    return [(str(r["host"]), str(r["what"]), str(r["effect"])) for r in t.to_dict("records")]
 
 
 def print_diagnosis(d: Diagnosis, stream: TextIO = sys.stdout):

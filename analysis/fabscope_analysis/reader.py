@@ -51,6 +51,12 @@ FLAG_DATA_CHECK_FAILED = 1 << 0
 # Bits 8-15: rows that are not part of the instance's headline statistics (an incast
 # receiver's aggregate, a latency probe), as in docs/file-format.md.
 FLAG_AUXILIARY_MASK = 0xff00
+# A serial retest's control pair (drawn from the middle of the parallel pass and
+# measured alone like the retested pairs): the reference the retested pairs are
+# judged against, not part of the headline.
+FLAG_CONTROL_PAIR = 1 << 10
+# /validity: what makes the run's numbers meaningless or doubtful (issue 16).
+VALIDITY_COLUMNS = ["host", "what", "value", "limit", "effect"]
 
 
 def _decode_scalar(value):
@@ -201,6 +207,14 @@ class ResultFile:
         if "ranks" not in self._file:
             return pd.DataFrame({c: pd.Series(dtype="int64") for c in RANK_COLUMNS})
         return table_to_frame(self._file["ranks"][()], RANK_COLUMNS)
+
+    def validity(self) -> pd.DataFrame:
+        """The /validity table: one row per finding (host "*" = every host), in the
+        file's order; empty (with its columns) when nothing was found or the file
+        predates it. The root attribute ``validity_findings`` holds the count."""
+        if "validity" not in self._file:
+            return pd.DataFrame(columns=VALIDITY_COLUMNS)
+        return table_to_frame(self._file["validity"][()], VALIDITY_COLUMNS)
 
     def host_of_rank(self) -> Dict[int, str]:
         ranks = self.ranks()

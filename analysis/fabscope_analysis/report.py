@@ -420,6 +420,18 @@ def _counter_section(analysis: RunAnalysis) -> str:
                            "congestion notifications here explain tails above.")
 
 
+def _validity_block(result: ResultFile) -> str:
+    """/validity before everything else: what makes the numbers doubtful."""
+    t = result.validity()
+    if t.empty:
+        return ""
+    t = t.assign(host=[("every host" if h in ("", "*") else h) for h in t["host"]])
+    yielded = int(result.attrs.get("waits_yield", 0)) == 1
+    return (H.warning(f"Validity: {len(t)} finding(s) make the numbers of this run doubtful"
+                      f"{' (waits yielded)' if yielded else ''}") +
+            H.table(t[["host", "what", "value", "limit", "effect"]], left=["host", "what", "effect"]))
+
+
 def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp=None) -> str:
     """The page; opens with the verdict (verdict.compute_verdict, as summary and accept)."""
     from .errors import CriteriaError
@@ -444,10 +456,11 @@ def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp
             sections.append((anchor, title, content))
     header = _header(result)
     from .impact import report_block
-    # The verdict (with its culprits, when the criteria use diagnose) comes before the
-    # run metadata: one block, the same verdict as summary, accept and `verdict`; then
-    # what the fabric costs the served model.
-    body = header[:2] + [_verdict_block(verdict), report_block(result, model, tp)] + header[2:]
+    # Before the run metadata: first what makes the numbers doubtful (/validity), then
+    # the verdict (with its culprits, when the criteria use diagnose; one block, the same
+    # verdict as summary, accept and `verdict`), then what the fabric costs the served model.
+    body = header[:2] + [_validity_block(result), _verdict_block(verdict),
+                         report_block(result, model, tp)] + header[2:]
     body.append(H.nav([(a, t) for a, t, _ in sections]))
     body.extend(content for _, _, content in sections)
     body.append("<p class=\"muted\">Written by fabscope_analysis from the raw samples in the "

@@ -24,6 +24,21 @@ def run_header(result: ResultFile) -> List[str]:
     return lines
 
 
+def validity_lines(result: ResultFile) -> List[str]:
+    """/validity first of all: what makes the numbers below meaningless or doubtful."""
+    t = result.validity()
+    if t.empty:
+        return []
+    yielded = int(result.attrs.get("waits_yield", 0)) == 1
+    lines = [f"VALIDITY: {len(t)} finding(s) make the numbers below doubtful"
+             f"{' (waits yielded)' if yielded else ''}:"]
+    for r in t.to_dict("records"):
+        host = "every host" if r["host"] in ("", "*") else r["host"]
+        lines.append(f"  ! {r['what']} on {host}: {format_number(r['value'])} "
+                     f"(limit {format_number(r['limit'])}): {r['effect']}")
+    return lines
+
+
 def summary_tables(analysis: RunAnalysis) -> List[str]:
     frame = analysis.summary_frame()
     if frame.empty:
@@ -90,7 +105,8 @@ def verdict_lines(result: ResultFile, criteria=None) -> List[str]:
 
 def print_summary(result: ResultFile, stream: TextIO = sys.stdout, criteria=None) -> None:
     analysis = RunAnalysis(result)
-    for line in verdict_lines(result, criteria) + run_header(result) + summary_tables(analysis):
+    for line in (validity_lines(result) + verdict_lines(result, criteria) + run_header(result) +
+                 summary_tables(analysis)):
         print(line, file=stream)
     print("", file=stream)
     print("impact = congested/quiet (latency) or quiet/congested (bandwidth): >1 is worse. "

@@ -27,6 +27,8 @@ EVENT_DTYPE = np.dtype([("rank", "<i4"), ("t_ns", "<i8"), ("kind", "S32"), ("pee
                         ("detail", "S160")])
 COUNTER_DTYPE = np.dtype([("rank", "<i4"), ("source", "S64"), ("name", "S64"),
                           ("before", "<i8"), ("after", "<i8"), ("delta", "<i8")])
+VALIDITY_DTYPE = np.dtype([("host", "S64"), ("what", "S32"), ("value", "<f8"), ("limit", "<f8"),
+                           ("effect", "S512")])
 
 T0 = 1_000_000_000_000  # global clock at run start (ns)
 
@@ -123,6 +125,16 @@ class SyntheticRun:
                 row += (site.encode(), f"{site}-pod".encode() if site else b"", b"")
             rows[r] = row
         self.file.create_dataset("ranks", data=rows)
+
+    def add_validity(self, rows: Sequence[Tuple[str, str, float, float, str]],
+                     waits_yield: int = 0):
+        """/validity as the runner writes it (docs/file-format.md), and its root attributes."""
+        data = np.zeros(len(rows), dtype=VALIDITY_DTYPE)
+        for i, (host, what, value, limit, effect) in enumerate(rows):
+            data[i] = (host.encode(), what.encode(), value, limit, effect.encode())
+        self.file.create_dataset("validity", data=data)
+        self.file.attrs["validity_findings"] = np.int64(len(rows))
+        self.file.attrs["waits_yield"] = np.int64(waits_yield)
 
     def add_hosts(self, inventory: Dict[str, Dict[str, object]]):
         """/hosts/<host>/inventory as the binary writes it (docs/file-format.md): a table
@@ -375,7 +387,10 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
                      seed: int = 1, iterations: int = 30, jitter: float = 0.05,
                      retest: Optional[Sequence[Tuple[int, int]]] = None,
                      controls: Optional[Sequence[Tuple[int, int]]] = None,
-                     control_flag: int = 1 << 10) -> SyntheticRun:
+                     control_flag: int = 1 << 10,
+                     validity: Optional[Sequence[Tuple[str, str, float, float, str]]] = None,
+                     retest_factor: Optional[Dict[Tuple[int, int], float]] = None,
+                     ) -> SyntheticRun:
     """An all-pairs latency (8 B ping-pong) and bandwidth (1 MiB) run with planted culprits.
 
     send/receive: rank -> bandwidth factor (0.3 = that rank sends/receives at 30 %); a rank
@@ -383,7 +398,9 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
     fraction of the samples of every pair touching it that hit a 50x timeout (both tests).
     pair_noise: lognormal sigma of a per-pair factor (equal noise on every pair).
     retest: pairs re-measured alone in a serial-retest instance of the bandwidth test, with
-    `controls` as control rows (flag control_flag).
+    `controls` as control rows (flag control_flag); retest_factor: (s, d) -> time factor
+    alone (1.0 = healthy alone: the parallel pass's slowness was interference).
+    validity: /validity rows (host, what, value, limit, effect).
     """
     run = SyntheticRun(path, nranks=nranks, ranks_per_host=ranks_per_host, seed=seed)
     rng = run.rng
@@ -419,8 +436,10 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
         pairs = list(retest) + list(controls or [])
         for i, (s, d) in enumerate(pairs):
             for it in range(10):
+                # measured alone: retest_factor overrides the parallel pass's slowness
+                alone = (retest_factor or {}).get((s, d), slow[s, d])
                 entries.append((s, i * 10 + it, d, nbytes,
-                                nbytes / 1.0 * slow[s, d] * rng.lognormal(0.0, jitter)))
+                                nbytes / 1.0 * alone * rng.lognormal(0.0, jitter)))
                 if i >= len(retest):
                     flags[(s, i * 10 + it)] = control_flag
         samples = make_samples(entries, run.start_ns(), flags=flags)
@@ -428,5 +447,7 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
                      pattern="all-pairs", pass_="serial-retest",
                      extra_attrs={"retest_of": np.int64(parallel)},
                      pair_matrix=fast_pair_matrix(samples, nranks, "bandwidth"))
+    if validity is not None:
+        run.add_validity(validity, waits_yield=1)
     run.close()
     return run

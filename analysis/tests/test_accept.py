@@ -203,3 +203,60 @@ def test_bad_result_or_baseline_file_exit_2(files, tmp_path):
     out = run_cli("accept", files["clean"], "--criteria", SHIPPED, "--baseline",
                   tmp_path / "base.h5")
     assert out.returncode == 2 and "base.h5: no such file" in out.stderr
+
+
+# -- issue 16: validity and serial retests with controls ------------------------------
+
+PAIRS_ONLY = textwrap.dedent("""\
+    fabscope_criteria: 1
+    allowed_status: null
+    rules:
+      - name: uniform pairs
+        match: {pattern: all-pairs, metric: bandwidth}
+        outliers: {pair_min_fraction_of_median: 0.8}
+    """)
+
+
+def _checks(path, text, tmp_path):
+    criteria = load_criteria(_write(tmp_path, text, "pairs.yaml"))
+    with open_result(str(path), warn_incomplete=False) as result:
+        return evaluate(result, criteria)
+
+
+def test_validity_fails_accept_unless_the_criteria_allow_it(tmp_path):
+    from synthetic import write_matrix_run
+    path = tmp_path / "v.h5"
+    write_matrix_run(path, validity=[("*", "oversubscribed", 6, 2, "ranks share CPUs"),
+                                     ("fh1", "busy_host", 4.5, 2, "busy")])
+    failed = [c for c in _checks(path, PAIRS_ONLY, tmp_path) if not c.passed]
+    assert {c.subject for c in failed if c.rule == "validity"} == \
+        {"oversubscribed on every host", "busy_host on fh1"}
+    allowed = PAIRS_ONLY.replace("allowed_status: null", "allowed_status: null\n"
+                                 "allow_validity: [oversubscribed]")
+    failed = [c for c in _checks(path, allowed, tmp_path) if not c.passed]
+    assert [c.subject for c in failed if c.rule == "validity"] == ["busy_host on fh1"]
+    all_allowed = PAIRS_ONLY.replace("allowed_status: null", "allowed_status: null\n"
+                                     "allow_validity: true")
+    assert not [c for c in _checks(path, all_allowed, tmp_path) if c.rule == "validity"
+                and not c.passed]
+    with pytest.raises(CriteriaError, match="allow_validity must be"):
+        load_criteria(_write(tmp_path, all_allowed.replace("true", "[slow]"), "bad.yaml"))
+
+
+def test_a_pair_cleared_alone_is_interference_and_a_confirmed_one_fails(tmp_path):
+    from synthetic import write_matrix_run
+    path = tmp_path / "r.h5"
+    # 0 -> 3 at 40 % in the parallel pass but healthy alone; 4 -> 5 slow both times.
+    write_matrix_run(path, nranks=8, link={(0, 3): 0.4, (4, 5): 0.4}, seed=5,
+                     retest=[(0, 3), (4, 5)], controls=[(1, 6), (2, 7), (6, 1)],
+                     retest_factor={(0, 3): 1.0})
+    checks = [c for c in _checks(path, PAIRS_ONLY, tmp_path) if c.rule == "uniform pairs"]
+    parallel, retest = checks
+    text = "\n".join(parallel.messages)
+    assert "rank 4 (fh4) -> rank 5 (fh5)" in text and "rank 0 (fh0) -> rank 3" not in text
+    assert any("rank 0 (fh0) -> rank 3 (fh3)" in d and "interference, not failed" in d
+               for d in parallel.details), parallel.details
+    assert not retest.passed
+    assert "rank 4 (fh4) -> rank 5 (fh5)" in "\n".join(retest.messages)
+    assert "of the control pairs'" in "\n".join(retest.messages)
+    assert any("rank 0 (fh0) -> rank 3 (fh3)" in d and "cleared" in d for d in retest.details)

@@ -225,3 +225,46 @@ def test_accept_fails_a_check_named_after_each_culprit_host(tmp_path):
     criteria.write_text("fabscope_criteria: 1\ndiagnose: maybe\nrules:\n  - {name: samples, match: {kind: \"*\"}, limits: {samples: {min: 1}}}\n")
     p = run_cli("accept", good, "--criteria", criteria)
     assert p.returncode == 2 and "c.yaml:2: diagnose must be true, false or strict" in p.stderr
+
+
+OVERSUBSCRIBED = "6 ranks may run on only 2 CPU(s) of one machine"
+
+
+def test_a_host_slowed_by_its_own_validity_finding_is_not_blamed(tmp_path):
+    # fh2 is slow receiving; its CPUs are oversubscribed (only on it): that explains it.
+    path = tmp_path / "explained.h5"
+    write_matrix_run(path, receive={2: 0.3},
+                     validity=[("fh2", "oversubscribed", 6, 2, OVERSUBSCRIBED)])
+    d = _diagnose(path)
+    assert "fh2" not in _named(d), d.lines()
+    assert any("fh2 stands out" in n and "not named" in n for n in d.notes), d.notes
+
+
+def test_a_finding_on_every_host_does_not_withhold_the_diagnosis(tmp_path):
+    path = tmp_path / "everywhere.h5"
+    write_matrix_run(path, receive={2: 0.3},
+                     validity=[("*", "oversubscribed", 6, 2, OVERSUBSCRIBED)])
+    d = _diagnose(path)
+    assert _named(d) == {"fh2": "receive"}, d.lines()
+    assert any("validity: oversubscribed" in e for e in d.culprits[0].evidence)
+
+
+def test_a_finding_on_another_host_explains_nothing_here(tmp_path):
+    path = tmp_path / "elsewhere.h5"
+    write_matrix_run(path, receive={2: 0.3},
+                     validity=[("fh4", "busy_host", 5.0, 2, "busy")])
+    assert _named(_diagnose(path)) == {"fh2": "receive"}
+
+
+def test_a_link_cleared_by_the_serial_retest_is_not_named(tmp_path):
+    # 0 -> 3 is slow in the parallel pass (a bad link by the residual) but as fast as
+    # the controls alone: interference.
+    path = tmp_path / "cleared.h5"
+    write_matrix_run(path, nranks=8, link={(0, 3): 0.25}, seed=3)
+    assert any(c.direction == "link" for c in _diagnose(path).culprits)
+    path2 = tmp_path / "cleared2.h5"
+    run = write_matrix_run(path2, nranks=8, link={(0, 3): 0.25}, seed=3, retest=[(0, 3)],
+                           controls=[(1, 5), (6, 2)], retest_factor={(0, 3): 1.0})
+    d = _diagnose(path2)
+    assert not any(c.direction == "link" for c in d.culprits), d.lines()
+    assert any("cleared by the serial retest" in n for n in d.notes), d.notes

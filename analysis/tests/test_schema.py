@@ -12,7 +12,9 @@ from fabscope_analysis import reader
 import synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = yaml.safe_load((ROOT / "src/output/schema.yaml").read_text())["tables"]
+DECLARED = yaml.safe_load((ROOT / "src/output/schema.yaml").read_text())
+SCHEMA = DECLARED["tables"]
+ROOT_ATTRIBUTES = DECLARED["root_attributes"]
 NUMPY = {"int32": "<i4", "int64": "<i8", "uint32": "<u4", "uint8": "|u1", "float64": "<f8"}
 
 
@@ -27,7 +29,8 @@ def columns(table):
 
 READER_LISTS = {"ranks": reader.RANK_COLUMNS, "samples": reader.SAMPLE_COLUMNS,
                 "summary": reader.SUMMARY_COLUMNS, "scopes": reader.SCOPE_COLUMNS,
-                "events": reader.EVENT_COLUMNS, "counters": reader.COUNTER_COLUMNS}
+                "events": reader.EVENT_COLUMNS, "counters": reader.COUNTER_COLUMNS,
+                "validity": reader.VALIDITY_COLUMNS}
 
 
 @pytest.mark.parametrize("table", sorted(READER_LISTS))
@@ -40,7 +43,7 @@ def test_reader_columns_are_the_declared_ones(table):
 # with the declared types.
 SYNTHETIC = {"samples": synthetic.SAMPLE_DTYPE, "summary": synthetic.SUMMARY_DTYPE,
              "ranks": synthetic.RANK_DTYPE_SITES, "events": synthetic.EVENT_DTYPE,
-             "counters": synthetic.COUNTER_DTYPE}
+             "counters": synthetic.COUNTER_DTYPE, "validity": synthetic.VALIDITY_DTYPE}
 
 
 @pytest.mark.parametrize("table", sorted(SYNTHETIC))
@@ -81,3 +84,28 @@ def test_docs_column_tables_name_no_other_column(table):
         return
     documented = [name for row in rows for name in re.findall(r"`([a-z_0-9]+)`", row.split("|")[1])]
     assert sorted(documented) == sorted(columns(table))
+
+
+def test_docs_root_attributes_are_the_declared_ones():
+    text = (ROOT / "docs/file-format.md").read_text()
+    body = text.split("## `/` (root attributes)", 1)[1].split("\n## ", 1)[0]
+    documented = []
+    for row in body.splitlines():
+        if row.startswith("| `"):
+            cells = row.split("|")
+            documented += [(name, cells[2].strip()) for name in re.findall(r"`([a-z_0-9]+)`", cells[1])]
+    assert sorted(documented) == sorted((a[0], a[1]) for a in ROOT_ATTRIBUTES)
+
+
+# attribute types as tests/structure/dump_structure.py prints them
+STRUCTURE_TYPE = {"str": "str", "i8": "int", "f8": "float"}
+
+
+@pytest.mark.parametrize("reference", ["smoke", "llama3-70b-serving", "kv-disagg-llama70b"])
+def test_written_root_attributes_are_the_declared_ones(reference):
+    """The binary's files (their structure, kept by tests/mpi/file_structure.sh) have
+    exactly the declared root attributes of a normal end, with the declared types."""
+    lines = (ROOT / "tests/data/structure" / f"{reference}.txt").read_text().splitlines()
+    written = sorted((name, STRUCTURE_TYPE.get(kind, kind)) for name, kind in
+                     (line[len("attr / "):].split(": ") for line in lines if line.startswith("attr / ")))
+    assert written == sorted((a[0], a[1]) for a in ROOT_ATTRIBUTES if a[2:] != ["after_loss"])

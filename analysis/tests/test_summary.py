@@ -92,3 +92,23 @@ def test_summary_names_known_counters_that_moved(files):
     assert "counter RetransSegs: TCP segments retransmitted" in out.stdout
     # test 0000: rx_bytes moved but is not a known counter, RetransSegs did not move
     assert "0000 counters moved" not in out.stdout
+
+
+def test_validity_comes_first_in_summary_and_report(tmp_path):
+    from synthetic import write_matrix_run
+    path = tmp_path / "v.h5"
+    write_matrix_run(path, validity=[("*", "oversubscribed", 6, 2, "six ranks share two CPUs")])
+    p = run_cli("summary", path)
+    first = p.stdout.splitlines()[0]
+    assert first.startswith("VALIDITY: 1 finding(s)") and "(waits yielded)" in first, p.stdout
+    assert "! oversubscribed on every host: 6 (limit 2): six ranks share two CPUs" in p.stdout
+    html = tmp_path / "r.html"
+    run_cli("report", path, "--output", html)
+    text = html.read_text()
+    body = text[text.index("<body"):]
+    # before the verdict block and the run metadata
+    assert body.index("Validity: 1 finding(s)") < body.index("six ranks share two CPUs") \
+        < body.index("class=\"verdict") < body.index("synthetic.yaml")
+    clean = tmp_path / "c.h5"
+    write_matrix_run(clean)
+    assert "VALIDITY" not in run_cli("summary", clean).stdout

@@ -49,7 +49,7 @@ InstanceRun::InstanceRun(int index, const PlannedInstance& planned, const suite:
 
 InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
                                    output::Recorder& recorder, transport::Transport& transport,
-                                   std::vector<suite::RankPair>& retests) {
+                                   RetestChoice& retest) {
   InstanceRun run(index, planned, registry_.kind(planned.instance.spec->kind));
   assignInstanceRoles(run);
   runUnderCondition(run, transport);
@@ -58,7 +58,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   reduce(run);
   record(run, recorder);
   if (run.agreed >= timeout && run.state) abandonedKindStates_.push_back(std::move(run.state));
-  retests = retestPairs(run);
+  retest = retestPairs(run);
   return std::move(run.result);
 }
 
@@ -338,7 +338,8 @@ void Runner::reduceOnRank0(InstanceRun& run, std::span<const std::byte> allSampl
 
 // All-pairs: the pair matrix, and the pairs to retest (worst against the
 // median pair of their own site scope: a WAN pair is slow by nature and must
-// not take every retest slot).
+// not take every retest slot) with as many control pairs from the middle of
+// the ranking (seeded), which the retest measures alone the same way.
 void Runner::pairMatrix(InstanceRun& run, std::span<const stats::ScopedSample> headline, stats::SiteScopes& scopes) {
   const auto& plan = run.planned.plan;
   const int n = world_.size();
@@ -372,9 +373,17 @@ void Runner::pairMatrix(InstanceRun& run, std::span<const stats::ScopedSample> h
   auto indexOf = [&](int worldRank) {
     return static_cast<std::int32_t>(std::find(canaries.begin(), canaries.end(), worldRank) - canaries.begin());
   };
-  for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(plan.retestWorst); ++i) {
-    run.worstFlat.push_back(indexOf(ranked[i].second.a));
-    run.worstFlat.push_back(indexOf(ranked[i].second.b));
+  std::vector<suite::RankPair> rankedPairs;
+  for (const auto& [badness, key] : ranked) rankedPairs.push_back({indexOf(key.a), indexOf(key.b)});
+  const std::size_t retested = std::min(rankedPairs.size(), static_cast<std::size_t>(plan.retestWorst));
+  for (std::size_t i = 0; i < retested; ++i) {
+    run.worstFlat.push_back(rankedPairs[i].initiator);
+    run.worstFlat.push_back(rankedPairs[i].responder);
+  }
+  for (const auto& c : suite::controlPairs(rankedPairs, retested, static_cast<int>(retested),
+                                           seed_ ^ stableHash("controls") ^ static_cast<std::uint64_t>(run.index))) {
+    run.controlFlat.push_back(c.initiator);
+    run.controlFlat.push_back(c.responder);
   }
 }
 
@@ -400,18 +409,24 @@ void Runner::record(InstanceRun& run, output::Recorder& recorder) {
   recorder.instance(r, run.control);
 }
 
-// Rank 0's choice of pairs to retest, on every rank (empty unless the plan retests).
-std::vector<suite::RankPair> Runner::retestPairs(InstanceRun& run) {
-  std::vector<suite::RankPair> pairs;
-  if (run.planned.plan.retestWorst <= 0) return pairs;
-  auto& flat = run.worstFlat;
-  std::int64_t count = static_cast<std::int64_t>(flat.size() / 2);
-  comm_->broadcast(&count, sizeof count, 0, run.control);
-  flat.resize(static_cast<std::size_t>(count) * 2);
-  if (count > 0) comm_->broadcast(flat.data(), static_cast<int>(flat.size() * sizeof(std::int32_t)), 0, run.control);
-  for (std::int64_t i = 0; i < count; ++i)
-    pairs.push_back({flat[static_cast<std::size_t>(2 * i)], flat[static_cast<std::size_t>(2 * i + 1)]});
-  return pairs;
+// Rank 0's choice of pairs to retest and their controls, on every rank (empty
+// unless the plan retests).
+RetestChoice Runner::retestPairs(InstanceRun& run) {
+  RetestChoice choice;
+  if (run.planned.plan.retestWorst <= 0) return choice;
+  const auto broadcastPairs = [&](std::vector<std::int32_t>& flat) {
+    std::vector<suite::RankPair> pairs;
+    std::int64_t count = static_cast<std::int64_t>(flat.size() / 2);
+    comm_->broadcast(&count, sizeof count, 0, run.control);
+    flat.resize(static_cast<std::size_t>(count) * 2);
+    if (count > 0) comm_->broadcast(flat.data(), static_cast<int>(flat.size() * sizeof(std::int32_t)), 0, run.control);
+    for (std::int64_t i = 0; i < count; ++i)
+      pairs.push_back({flat[static_cast<std::size_t>(2 * i)], flat[static_cast<std::size_t>(2 * i + 1)]});
+    return pairs;
+  };
+  choice.worst = broadcastPairs(run.worstFlat);
+  choice.controls = broadcastPairs(run.controlFlat);
+  return choice;
 }
 
 }  // namespace fabscope::driver

@@ -35,14 +35,17 @@ constexpr int maxRecoveries = 3;
 runtime::Deadline setupDeadline() { return runtime::Deadline::afterSeconds(runtime::deadlines::setupSeconds); }
 runtime::Deadline fileStep() { return runtime::Deadline::afterSeconds(runtime::deadlines::fileStepSeconds); }
 
-// The retest stage's instance: the worst pairs of `measured`, one at a time.
-PlannedInstance retestOf(const PlannedInstance& measured, const std::vector<suite::RankPair>& worst, int index) {
+// The retest stage's instance: the worst pairs of `measured` and as many
+// control pairs, alternated, one at a time (control samples: flag bit 10).
+PlannedInstance retestOf(const PlannedInstance& measured, const RetestChoice& choice, int index) {
   PlannedInstance retest = measured;
-  retest.plan.schedule = suite::serialScheduleOf(worst);
+  retest.plan.schedule = suite::retestSchedule(choice.worst, choice.controls);
+  retest.plan.controlPairs = choice.controls;
   retest.plan.pass = "serial-retest";
   retest.plan.retestOf = index;
   retest.plan.retestWorst = 0;
-  retest.plan.maxSamplesPerRank = static_cast<std::int64_t>(worst.size()) * measured.instance.spec->iterations;
+  retest.plan.maxSamplesPerRank = static_cast<std::int64_t>(choice.worst.size() + choice.controls.size()) *
+                                  measured.instance.spec->iterations;
   return retest;
 }
 
@@ -84,7 +87,7 @@ void Runner::writeRunHeader(output::Recorder& recorder, const output::ResultFile
   const auto mono = runtime::monotonicNow();
   std::string overrides;
   for (const auto& o : scenario_.overrides) overrides += o + "\n";
-  recorder.attributes("/", {
+  output::Attributes header = {
       {"format", std::string("fabscope")},
       {"format_version", std::int64_t{formatVersion}},
       {"tool_version", std::string(FABSCOPE_VERSION)},
@@ -104,7 +107,11 @@ void Runner::writeRunHeader(output::Recorder& recorder, const output::ResultFile
       {"epoch_offset_ns", std::int64_t{now - mono}},
       {"seed", static_cast<std::int64_t>(seed_)},
       {"launch_preset", envOr("FABSCOPE_FABRIC", "")},
-  });
+  };
+  // Known at start: the wait policy and the start findings (the count becomes
+  // final with /validity at the end: the clock finding needs the latencies).
+  for (auto& attribute : validity::attributesOf(validity_)) header.push_back(std::move(attribute));
+  recorder.attributes("/", header);
 }
 
 void Runner::writeRanks(output::Recorder& recorder) {
@@ -243,6 +250,8 @@ void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError
       }());
       recorder.interrupted(output::instanceGroupPath(running->index), attrs, rows, control);
     }
+    if (!std::exchange(validityRecorded_, true))  // the start findings; no clock finding
+      recorder.validity(validity::rowsOf(validity_), validity::attributesOf(validity_), control);
     std::string lostList;
     for (int r : outcome.lost) lostList += (lostList.empty() ? "" : ",") + std::to_string(r);
     recorder.attributes("/",
@@ -291,6 +300,9 @@ InstanceResult Runner::skippedResult(int index, const PlannedInstance& planned) 
 // Identity, clock, the run's seed and id: the same on every rank.
 void Runner::setUp() {
   const auto setup = setupDeadline();
+  // First: the wait policy depends on it, and every later wait (clock sync
+  // included) must already yield where ranks outnumber CPUs.
+  validity_ = validity::judgeAtStart(world_, setup);
   identity_ = runtime::discoverRankIdentity(world_, setup);
   clock_ = runtime::ClockSync::measure(world_, 50, setup);
   std::uint64_t seed = scenario_.seed;
@@ -327,6 +339,7 @@ int Runner::run() {
                  static_cast<unsigned long long>(seed_));
     std::fprintf(stderr, "fabscope: writing %s (%s HDF5)\n", options_.outputPath.c_str(),
                  output::writeModeName(file.mode()));
+    for (const auto& line : validity::describe(validity_)) std::fprintf(stderr, "fabscope: %s\n", line.c_str());
   }
   writeRunHeader(recorder, file);
   writeRanks(recorder);
@@ -397,8 +410,8 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
         registry_.kind(current.instance.spec->kind).usesTransport() ? current.instance.spec->transport : "mpi";
     auto& transport = transports[transportName];
     if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, setupDeadline());
-    std::vector<suite::RankPair> worst;
-    auto result = runInstance(index, current, file, recorder, *transport, worst);
+    RetestChoice retest;
+    auto result = runInstance(index, current, file, recorder, *transport, retest);
     if (leaveRun_) return exit_code::ok;
     if (std::exchange(retireDataPath_, false)) {
       // Every rank answered, but transfers of the missed instance may still be
@@ -411,8 +424,8 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
       runCache_.retire();
     }
     if (result.status != "passed" && result.status != "skipped") exitCode = exit_code::checkFailed;
-    if (!worst.empty()) {
-      queue.push_front(retestOf(current, worst, index));
+    if (!retest.worst.empty()) {
+      queue.push_front(retestOf(current, retest, index));
       progress.setTotal(++total);
     }
     if (rank0) results_.push_back(std::move(result));
@@ -427,6 +440,20 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
 
 int Runner::finish(output::ResultFile& file, output::Recorder& recorder, const FabricVerdict& fabric, int exitCode) {
   if (fabric.manifestFailed) exitCode = exit_code::checkFailed;
+  {
+    // Clock uncertainty against the smallest latency measured (one-way p50, rank 0's results).
+    double smallestLatency = 0;
+    for (const auto& r : results_)
+      if (r.metric == suite::Metric::latency && r.status == "passed" && std::isfinite(r.latency.p50) &&
+          r.latency.p50 > 0 && (smallestLatency == 0 || r.latency.p50 < smallestLatency))
+        smallestLatency = r.latency.p50;
+    const auto closing = fileStep();
+    validity::judgeClocks(validity_, *comm_, clock_.mine().uncertainty, smallestLatency, closing);
+    std::vector<output::ValidityRecord> rows;
+    if (comm_->rank() == 0) rows = validity::rowsOf(validity_);
+    recorder.validity(rows, validity::attributesOf(validity_), closing);
+    validityRecorded_ = true;
+  }
   recorder.attributes("/", {{"finished_utc", runtime::utcTimestamp(runtime::realtimeNow())},
                             {"complete", std::int64_t{1}},
                             {"exit_code", std::int64_t{exitCode}},
@@ -434,6 +461,8 @@ int Runner::finish(output::ResultFile& file, output::Recorder& recorder, const F
                             {"not_run_after_missed_deadlines", std::int64_t{notRunAfterTimeouts_}}});
   file.flush();
   if (world_.rank() == 0) {
+    // What makes the numbers doubtful comes before the numbers.
+    for (const auto& line : validity::describe(validity_)) std::printf("%s\n", line.c_str());
     printSummaryTable(stdout, results_);
     if (recoveries_ > 0)
       std::printf("\n%d test(s) missed their deadline; each following test ran on a fresh data path%s\n", recoveries_,

@@ -14,6 +14,7 @@
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
 #include "kinds/Registry.hpp"
+#include "validity/RunValidity.hpp"
 
 namespace fabscope::driver {
 
@@ -48,6 +49,13 @@ std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, cons
 namespace instance_status {
 enum : std::int64_t { passed = 0, failed = 1, timeout = 2, errored = 3 };
 }
+
+// The retest stage's choice (all-pairs, group indices): the worst pairs of the
+// parallel pass and as many control pairs from its middle, measured alone alike.
+struct RetestChoice {
+  std::vector<suite::RankPair> worst;
+  std::vector<suite::RankPair> controls;
+};
 
 // What the stages of one instance share on one rank (InstanceStages.cpp), in
 // the order the stages fill it: roles, condition + run, agree, reduce, record.
@@ -86,7 +94,8 @@ struct InstanceRun {
   output::Attributes attributes;
   std::vector<output::ScopeRecord> scopeTable;
   std::vector<double> pairMatrix;
-  std::vector<std::int32_t> worstFlat;  // retest pairs in group indices, flattened
+  std::vector<std::int32_t> worstFlat;    // retest pairs in group indices, flattened
+  std::vector<std::int32_t> controlFlat;  // their control pairs, the same way
 };
 
 class Runner {
@@ -145,7 +154,7 @@ class Runner {
   // One instance: the stages in order (InstanceStages.cpp).
   InstanceResult runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
                              output::Recorder& recorder, transport::Transport& transport,
-                             std::vector<suite::RankPair>& retestPairs);
+                             RetestChoice& retest);
   void assignInstanceRoles(InstanceRun& run);
   void runUnderCondition(InstanceRun& run, transport::Transport& transport);
   void runKind(InstanceRun& run, transport::Transport& transport);
@@ -156,7 +165,7 @@ class Runner {
   void reduceOnRank0(InstanceRun& run, std::span<const std::byte> allSamples, std::span<const std::byte> allCounters);
   void pairMatrix(InstanceRun& run, std::span<const stats::ScopedSample> headline, stats::SiteScopes& scopes);
   void record(InstanceRun& run, output::Recorder& recorder);
-  std::vector<suite::RankPair> retestPairs(InstanceRun& run);
+  RetestChoice retestPairs(InstanceRun& run);
 
   const scenario::Scenario& scenario_;
   const suite::Registry& registry_;
@@ -182,6 +191,8 @@ class Runner {
   runtime::RankIdentity identity_;
   runtime::ClockSync clock_;
   std::uint64_t seed_ = 0;
+  validity::RunValidity validity_;
+  bool validityRecorded_ = false;  // /validity is written once (at the end, or by the loss record)
   std::string runId_;
   std::vector<InstanceResult> results_;
 };

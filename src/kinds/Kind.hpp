@@ -38,6 +38,9 @@ struct InstancePlan {
   std::string description;         // for `fabscope list`
   int retestWorst = 0;             // all-pairs: serially re-measure this many worst pairs
   int retestOf = -1;
+  // A serial retest's control pairs (group indices; also in `schedule`): their
+  // samples carry sample_flags::controlPair.
+  std::vector<RankPair> controlPairs;
   // The instance may lose ranks on purpose (fault drills): the file is then
   // written gathered to rank 0 so the survivors alone can finish it.
   bool mayLoseRanks = false;

@@ -20,6 +20,11 @@ class SampleBuffer {
 
   std::span<output::SampleRecord> used() { return {records_.data(), used_}; }
   std::span<const output::SampleRecord> used() const { return {records_.data(), used_}; }
+  std::size_t count() const noexcept { return used_; }
+  // Marks the samples recorded since `start` (after the timed loop that wrote them).
+  void flagSince(std::size_t start, std::uint32_t flags) noexcept {
+    for (std::size_t i = start; i < used_; ++i) records_[i].flags |= flags;
+  }
   bool overflowed() const noexcept { return overflowed_; }
   bool full() const noexcept { return used_ >= records_.size(); }
   void clear() noexcept {

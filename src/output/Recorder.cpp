@@ -25,6 +25,12 @@ void Recorder::testsGroup() {
   file_.flush();
 }
 
+void Recorder::validity(std::span<const ValidityRecord> rows, const Attributes& rootAttributes,
+                        const runtime::Deadline& deadline) {
+  file_.writeTable<ValidityRecord>("/validity", rows, deadline);
+  file_.setAttributes("/", rootAttributes, deadline);
+}
+
 void Recorder::skipped(const std::string& group, const Attributes& attributes) {
   const auto deadline = step();
   file_.createGroup(group);

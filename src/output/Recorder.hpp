@@ -1,7 +1,7 @@
 #pragma once
 // The one writer of a run's results into the result file: the run's header
-// and closing attributes, /ranks, every test instance (measured or skipped)
-// and /transports. The runner's stages compute; the recorder only writes,
+// and closing attributes, /ranks, /validity, every test instance (measured or
+// skipped) and /transports. The runner's stages compute; the recorder only writes,
 // in the order docs/file-format.md promises (an instance's `status` last).
 // Every call is collective over the file's communicator.
 #include <cstddef>
@@ -44,6 +44,10 @@ class Recorder {
   void attributes(const std::string& object, const Attributes& attributes);
   void rank(const RankRecord& row);
   void testsGroup();
+  // /validity (every rank's rows joined: rank 0 passes the findings, the others
+  // none) and the root attributes that go with it.
+  void validity(std::span<const ValidityRecord> rows, const Attributes& rootAttributes,
+                const runtime::Deadline& deadline);
   // A test not run: its attributes (status skipped) and no samples.
   void skipped(const std::string& group, const Attributes& attributes);
   void instance(const InstanceRecord& record, const runtime::Deadline& deadline);

@@ -118,6 +118,17 @@ H5Type compoundTypeOf<CounterRecord>() {
 }
 
 template <>
+H5Type compoundTypeOf<ValidityRecord>() {
+  return CompoundBuilder(sizeof(ValidityRecord))
+      .text("host", offsetof(ValidityRecord, host), sizeof(ValidityRecord::host))
+      .text("what", offsetof(ValidityRecord, what), sizeof(ValidityRecord::what))
+      .field("value", offsetof(ValidityRecord, value), H5T_NATIVE_DOUBLE)
+      .field("limit", offsetof(ValidityRecord, limit), H5T_NATIVE_DOUBLE)
+      .text("effect", offsetof(ValidityRecord, effect), sizeof(ValidityRecord::effect))
+      .take();
+}
+
+template <>
 H5Type compoundTypeOf<KeyValueRecord>() {
   return CompoundBuilder(sizeof(KeyValueRecord))
       .text("key", offsetof(KeyValueRecord, key), sizeof(KeyValueRecord::key))

@@ -16,6 +16,9 @@ inline constexpr std::uint32_t dataCheckFailed = 1u << 0;
 // Samples that are not part of the instance's headline statistics:
 inline constexpr std::uint32_t incastReceiver = 1u << 8;  // receiver's aggregate per iteration
 inline constexpr std::uint32_t latencyProbe = 1u << 9;    // probe ping-pong during the incast
+// A serial retest's control pair (drawn from the middle of the parallel pass,
+// measured alone like the retested pairs): the reference, not the subject.
+inline constexpr std::uint32_t controlPair = 1u << 10;
 inline constexpr std::uint32_t auxiliaryMask = 0xff00u;
 }  // namespace sample_flags
 
@@ -82,6 +85,15 @@ struct CounterRecord {
   std::int64_t delta;
 };
 
+// /validity: one finding that makes the run's numbers meaningless or doubtful.
+struct ValidityRecord {
+  char host[64];  // a hostname, or "*" for every host of the run
+  char what[32];  // oversubscribed, clock_uncertainty, cpu_governor, busy_host
+  double value;
+  double limit;
+  char effect[512];
+};
+
 // Copies `text` into a fixed-size field, truncating and NUL-padding.
 template <std::size_t N>
 void setText(char (&field)[N], std::string_view text) {
@@ -99,6 +111,7 @@ template <> H5Type compoundTypeOf<SummaryRecord>();
 template <> H5Type compoundTypeOf<ScopeRecord>();
 template <> H5Type compoundTypeOf<EventRecord>();
 template <> H5Type compoundTypeOf<CounterRecord>();
+template <> H5Type compoundTypeOf<ValidityRecord>();
 
 }  // namespace fabscope::output
 

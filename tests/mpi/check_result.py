@@ -10,6 +10,8 @@ import sys
 import h5py
 import numpy as np
 
+CONTROL_PAIR = 1 << 10  # sample flag: a serial retest's control pair
+
 
 def fail(msg):
     print(f"check_result: {msg}", file=sys.stderr)
@@ -63,8 +65,18 @@ with h5py.File(a.file, "r") as f:
             fail(f"{where}: no samples")
         if np.any(s["t_done_ns"] <= s["t_post_ns"]):
             fail(f"{where}: a sample ends before it starts")
-        if np.any(s["bytes"] <= 0) or np.any(s["flags"] != 0):
+        # A serial retest's control pairs carry flag bit 10 (the reference, not headline).
+        allowed = CONTROL_PAIR if text(ga["pass"]) == "serial-retest" else 0
+        if np.any(s["bytes"] <= 0) or np.any((s["flags"] & ~np.uint32(allowed)) != 0):
             fail(f"{where}: bad bytes or flags")
+        if text(ga["pass"]) == "serial-retest":
+            control = (s["flags"] & CONTROL_PAIR) != 0
+            # as many control pairs as retested ones, where enough pairs were left
+            retested = {(int(r), int(p)) for r, p in zip(s["rank"][~control], s["peer"][~control])}
+            controls = {(int(r), int(p)) for r, p in zip(s["rank"][control], s["peer"][control])}
+            if retested & controls or len(controls) > len(retested):
+                fail(f"{where}: control pairs {sorted(controls)} against retested {sorted(retested)}")
+            s = s[~control]  # the headline: what the attributes and /summary describe
         if np.any((s["peer"] < 0) | (s["peer"] >= a.nranks) | (s["peer"] == s["rank"])):
             fail(f"{where}: bad peer")
         if not (int(ga["t_start_ns"]) <= s["t_post_ns"].min() and s["t_done_ns"].max() <= int(ga["t_end_ns"])):

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "kinds/p2p/PairSchedule.hpp"
@@ -54,4 +55,57 @@ TEST(PairSchedule, SerialRunsOnePairPerRound) {
   const auto only = serialScheduleOf({{2, 3}, {0, 1}});
   EXPECT_EQ(roundsOf(only, 3).size(), 1u);
   EXPECT_EQ(roundsOf(only, 3)[0].first, 0);
+}
+
+namespace {
+std::vector<RankPair> rankedPairs(int n) {  // every pair of n ranks, in a fixed order
+  std::vector<RankPair> out;
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b) out.push_back({a, b});
+  return out;
+}
+}  // namespace
+
+TEST(PairSchedule, ControlsComeFromTheMiddleAndNeverFromTheRetested) {
+  const auto ranked = rankedPairs(8);  // 28 pairs; middle half = positions 7..20
+  for (std::uint64_t seed : {1ull, 2ull, 3ull, 99ull}) {
+    const auto controls = controlPairs(ranked, 3, 3, seed);
+    ASSERT_EQ(controls.size(), 3u);
+    std::set<std::pair<int, int>> seen;
+    for (const auto& c : controls) {
+      const auto at = static_cast<std::size_t>(std::find(ranked.begin(), ranked.end(), c) - ranked.begin());
+      EXPECT_GE(at, 7u) << "seed " << seed;
+      EXPECT_LT(at, 21u) << "seed " << seed;
+      EXPECT_TRUE(seen.insert({c.initiator, c.responder}).second) << "a control drawn twice";
+    }
+  }
+}
+
+TEST(PairSchedule, ControlsAreSeeded) {
+  const auto ranked = rankedPairs(12);
+  EXPECT_EQ(controlPairs(ranked, 4, 4, 7), controlPairs(ranked, 4, 4, 7));
+  bool differs = false;
+  for (std::uint64_t seed = 1; seed < 10; ++seed)
+    differs = differs || controlPairs(ranked, 4, 4, seed) != controlPairs(ranked, 4, 4, 0);
+  EXPECT_TRUE(differs) << "the seed does not change the draw";
+}
+
+TEST(PairSchedule, FewPairsStillGiveControlsOutsideTheRetested) {
+  const auto ranked = rankedPairs(4);  // 6 pairs, 3 retested: the middle half alone has too few
+  const auto controls = controlPairs(ranked, 3, 3, 5);
+  ASSERT_EQ(controls.size(), 3u);
+  for (const auto& c : controls)
+    EXPECT_GE(std::find(ranked.begin(), ranked.end(), c) - ranked.begin(), 3);
+  EXPECT_TRUE(controlPairs(ranked, 6, 3, 5).empty());  // nothing left to draw from
+  EXPECT_TRUE(controlPairs(ranked, 2, 0, 5).empty());
+}
+
+TEST(PairSchedule, RetestAlternatesRetestedAndControlPairsOnePerRound) {
+  const auto schedule = retestSchedule({{0, 1}, {2, 3}}, {{4, 5}, {6, 7}, {0, 2}});
+  ASSERT_EQ(schedule.size(), 5u);
+  const std::vector<RankPair> order = {{0, 1}, {4, 5}, {2, 3}, {6, 7}, {0, 2}};
+  for (std::size_t i = 0; i < schedule.size(); ++i) {
+    ASSERT_EQ(schedule[i].size(), 1u);
+    EXPECT_EQ(schedule[i][0], order[i]);
+  }
 }

@@ -54,12 +54,13 @@ TEST(Schema, RecordsMatchTheDeclaration) {
   EXPECT_EQ(columnsOf<ScopeRecord>(), declared("scopes"));
   EXPECT_EQ(columnsOf<EventRecord>(), declared("events"));
   EXPECT_EQ(columnsOf<CounterRecord>(), declared("counters"));
+  EXPECT_EQ(columnsOf<ValidityRecord>(), declared("validity"));
   EXPECT_EQ(columnsOf<KvRequestRecord>(), declared("requests"));
 }
 
 TEST(Schema, EveryDeclaredTableIsChecked) {
   const auto schema = YAML::LoadFile(std::string(FABSCOPE_SOURCE_DIR) + "/src/output/schema.yaml");
-  EXPECT_EQ(schema["tables"].size(), 7u) << "a table was added to schema.yaml: check its record above";
+  EXPECT_EQ(schema["tables"].size(), 8u) << "a table was added to schema.yaml: check its record above";
 }
 
 }  // namespace

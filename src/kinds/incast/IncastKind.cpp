@@ -165,6 +165,7 @@ class IncastKind final : public Kind {
           --remaining;
         }
         serveProbe();
+        runtime::betweenPolls();
         if (ctx.deadline.expired()) ctx.deadline.fail("incast data from every sender");
       }
       const auto t1 = runtime::monotonicNow();
@@ -191,6 +192,7 @@ class IncastKind final : public Kind {
       incastDone = true;
       while (!probeDone) {
         serveProbe();
+        runtime::betweenPolls();
         if (ctx.deadline.expired()) ctx.deadline.fail("the latency probe to finish");
       }
       if (pongPending) t.waitSlots(pongSlot, 1, ctx.deadline);

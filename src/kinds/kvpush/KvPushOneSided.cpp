@@ -70,6 +70,7 @@ class OneSidedPrefill final : public KvWorker {
           ++finished;
         }
       }
+      runtime::betweenPolls();
       if (deadline.expired()) deadline.fail("prefill rank's one-sided KV transfers to complete");
     }
   }
@@ -267,6 +268,7 @@ class OneSidedDecode final : public KvWorker {
             ++received;
             postNext(p, l);
           }
+      runtime::betweenPolls();
       if (deadline.expired()) deadline.fail("decode rank's one-sided KV transfers to complete");
     }
   }

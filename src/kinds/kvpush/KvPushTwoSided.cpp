@@ -54,6 +54,7 @@ class PushPrefill final : public KvWorker {
           ++finished;
         }
       }
+      runtime::betweenPolls();
       if (deadline.expired()) deadline.fail("prefill rank's KV transfers to complete");
     }
   }
@@ -188,6 +189,7 @@ class PushDecode final : public KvWorker {
           postReceives();
         }
       }
+      runtime::betweenPolls();
       if (deadline.expired()) deadline.fail("decode rank's KV transfers to arrive");
     }
   }

@@ -1,5 +1,8 @@
 #include "kinds/p2p/PairSchedule.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace fabscope::suite {
 
 Schedule pairsSchedule(int ranks) {
@@ -51,6 +54,54 @@ std::vector<std::pair<int, RankPair>> roundsOf(const Schedule& schedule, int ran
     for (const auto& p : schedule[static_cast<std::size_t>(r)])
       if (p.initiator == rank || p.responder == rank) out.emplace_back(r, p);
   return out;
+}
+
+namespace {
+
+// splitmix64: a fixed generator, unlike std::uniform_int_distribution whose
+// output differs between standard libraries.
+std::uint64_t nextRandom(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+std::vector<RankPair> controlPairs(const std::vector<RankPair>& rankedWorstFirst, std::size_t retested, int count,
+                                   std::uint64_t seed) {
+  const std::size_t n = rankedWorstFirst.size();
+  if (count <= 0 || retested >= n) return {};
+  // Positions outside the retested ones, nearest the median position first.
+  std::vector<std::size_t> positions;
+  for (std::size_t i = retested; i < n; ++i) positions.push_back(i);
+  const double median = (static_cast<double>(n) - 1) / 2;
+  std::stable_sort(positions.begin(), positions.end(), [&](std::size_t a, std::size_t b) {
+    return std::abs(static_cast<double>(a) - median) < std::abs(static_cast<double>(b) - median);
+  });
+  std::size_t pool = 0;  // the middle half: ranks n/4 .. 3n/4
+  for (std::size_t p : positions)
+    if (4 * p >= n && 4 * p < 3 * n) ++pool;
+  pool = std::min(positions.size(), std::max(pool, static_cast<std::size_t>(count)));
+  positions.resize(pool);
+  std::sort(positions.begin(), positions.end());  // the draw depends on the seed only
+  std::uint64_t state = seed;
+  const std::size_t take = std::min(pool, static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < take; ++i)  // partial Fisher-Yates
+    std::swap(positions[i], positions[i + nextRandom(state) % (pool - i)]);
+  std::vector<RankPair> out;
+  for (std::size_t i = 0; i < take; ++i) out.push_back(rankedWorstFirst[positions[i]]);
+  return out;
+}
+
+Schedule retestSchedule(const std::vector<RankPair>& retested, const std::vector<RankPair>& controls) {
+  Schedule schedule;
+  for (std::size_t i = 0; i < std::max(retested.size(), controls.size()); ++i) {
+    if (i < retested.size()) schedule.push_back({retested[i]});
+    if (i < controls.size()) schedule.push_back({controls[i]});
+  }
+  return schedule;
 }
 
 }  // namespace fabscope::suite

@@ -1,6 +1,7 @@
 #pragma once
 // Who measures with whom, round by round. Within a round every pair runs at
 // the same time; rounds are separated by barriers.
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,20 @@ Schedule serialSchedule(const Schedule& parallel);
 
 // Only the given pairs, one per round.
 Schedule serialScheduleOf(const std::vector<RankPair>& pairs);
+
+// Control pairs for a serial retest (issue 16): a pair re-measured alone means
+// something only next to pairs measured the same way. `rankedWorstFirst` is every
+// pair of the parallel pass, worst first; its first `retested` are the retested
+// pairs. Draws `count` pairs (seeded, the same for the same seed on any build)
+// from the middle half of the ranking, so neither the suspects nor the best
+// pairs set the reference; when the middle half has too few, the pairs nearest
+// the median outside it fill in. Fewer when there are not enough pairs.
+std::vector<RankPair> controlPairs(const std::vector<RankPair>& rankedWorstFirst, std::size_t retested, int count,
+                                   std::uint64_t seed);
+
+// A serial retest: retested and control pairs alternated, one pair per round,
+// so a drift during the retest touches both alike.
+Schedule retestSchedule(const std::vector<RankPair>& retested, const std::vector<RankPair>& controls);
 
 // The pairs `rank` takes part in, in round order: (round index, pair).
 std::vector<std::pair<int, RankPair>> roundsOf(const Schedule& schedule, int rank);

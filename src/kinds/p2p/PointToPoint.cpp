@@ -118,6 +118,10 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
                                                               : std::max<std::size_t>(1, maxReceiveBytes / bytes);
   // The schedule is in group indices; the transport needs world ranks.
   auto mine = roundsOf(ctx.plan.schedule, ctx.group.rank());
+  std::vector<bool> controlRound(ctx.plan.schedule.size(), false);
+  for (const auto& [round, pair] : mine)
+    controlRound[static_cast<std::size_t>(round)] =
+        std::find(ctx.plan.controlPairs.begin(), ctx.plan.controlPairs.end(), pair) != ctx.plan.controlPairs.end();
   for (auto& [round, pair] : mine)
     pair = {ctx.participants[static_cast<std::size_t>(pair.initiator)],
             ctx.participants[static_cast<std::size_t>(pair.responder)]};
@@ -139,7 +143,10 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
       const RankPair pair = mine[next++].second;
       const int peer = pair.initiator == me ? pair.responder : pair.initiator;
       zeroBuffer(buffers.recv, buffers.recvBytes, memory);
+      const std::size_t firstSample = ctx.samples.count();
       measurePair(ctx, pair, buffers);
+      if (controlRound[static_cast<std::size_t>(round)])
+        ctx.samples.flagSince(firstSample, output::sample_flags::controlPair);
       // The bytes of the last timed iteration are still in the receive slices.
       const bool received = !oneWay() || pair.responder == me;
       if (received) {
