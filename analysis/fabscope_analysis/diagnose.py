@@ -310,6 +310,10 @@ class _Analyser:
         self.links: List[Tuple[int, int, Finding]] = []
         self.notes: List[str] = []
         self.cleared_pairs: set = set()  # (rank, peer) cleared alone by a serial retest
+        # parallel pass index -> {(rank, peer): cleared?} for every pair its retest measured
+        self.retested: Dict[int, Dict[Tuple[int, int], bool]] = {}
+        # (test index, measure) -> each pair's time relative to the healthy pairs' median
+        self.pair_ratio: Dict[Tuple[int, str], np.ndarray] = {}
         self.cannot: List[str] = []
         self.used: List[str] = []
         self.matrices_judged = 0
@@ -392,6 +396,7 @@ class _Analyser:
         # slow pair: outside ~95 % of the healthy pairs and slower by the practical margin
         slow_bar = max(2.0 * pair_sigma, math.log(MIN_RATIO[m.measure]))
         slow = measured & (y - ref > slow_bar)
+        self.pair_ratio[(m.inst.index, m.measure)] = np.exp(y - ref)
         slow_elsewhere = (int((slow & healthy).sum()), int(healthy.sum()))
         if not flagged and pair_sigma > NOISY_SIGMA:
             self.noisy.append(f"{label}: pair-to-pair spread {math.exp(pair_sigma):.2f}x "
@@ -424,7 +429,11 @@ class _Analyser:
                 if not np.isfinite(e):
                     continue
                 total = y[s, p] - ref
+                # also slow against the healthy pairs (the bar the evidence counts):
+                # a residual that stands out of a tight fit but not out of the pairs'
+                # own spread is noise, not a cable
                 if e / link_sigma >= Z_LINK and math.exp(total) >= MIN_LINK_RATIO[m.measure] \
+                        and slow[s, p] \
                         and int(s) not in bad_ranks and int(p) not in bad_ranks:
                     ratio = math.exp(total)
                     self.links.append((int(s), int(p), Finding(
@@ -464,6 +473,8 @@ class _Analyser:
                 cleared = rel >= 1 / MIN_RATIO["centre"]
                 if cleared:
                     self.cleared_pairs.add((int(r), int(p)))
+                if parent is not None:
+                    self.retested.setdefault(parent.index, {})[(int(r), int(p))] = cleared
                 word = "cleared (interference in the parallel pass, not a bad link)" if cleared \
                     else "confirmed slow alone"
                 self.notes.append(f"serial retest {self.name(inst)}: {self.host.get(r, r)} -> "
@@ -630,13 +641,41 @@ class _Analyser:
         return out
 
     # -- putting it together ----------------------------------------------------------
+    def _cleared_by_retest(self, host: str, f: Finding) -> bool:
+        """A centre (median) finding whose every retested pair on the finding's side was as
+        fast alone as the control pairs: the parallel pass's interference, not the host.
+        Tail findings stand: the retest compares medians, and a lossy link's median is
+        normal while its tail is not."""
+        pairs = self.retested.get(f.test)
+        if f.measure != "centre" or not pairs:
+            return False
+        mine = [ok for (r, p), ok in pairs.items()
+                if (f.side in ("send", "both") and r == f.rank)
+                or (f.side in ("receive", "both") and p == f.rank)]
+        if not mine or not all(mine):
+            return False
+        self.notes.append(f"{host} looked slow in {f.test:04d} {f.test_name} ({f.symptom}) but "
+                          f"all {len(mine)} of its retested pair(s) were as fast alone as the "
+                          "control pairs: not named")
+        return True
+
+    def _worst_cleared(self, f: Finding) -> float:
+        """The slowest (time relative to the healthy pairs) pair of f's test and measure
+        that the serial retest cleared; 0 when none was."""
+        if f.measure != "centre":
+            return 0.0  # the retest compares medians: it clears no tail
+        ratio = self.pair_ratio.get((f.test, f.measure))
+        cleared = [float(ratio[r, p]) for (r, p), ok in self.retested.get(f.test, {}).items()
+                   if ok and ratio is not None and np.isfinite(ratio[r, p])]
+        return max(cleared, default=0.0)
+
     def culprits(self) -> List[Culprit]:
         by_host: Dict[str, List[Finding]] = {}
         for f in self.findings:
             by_host.setdefault(self.host.get(f.rank, f"rank {f.rank}"), []).append(f)
         out: List[Culprit] = []
         for h, fs in by_host.items():
-            primary = [f for f in fs if f.primary]
+            primary = [f for f in fs if f.primary and not self._cleared_by_retest(h, f)]
             if not primary:
                 continue  # supporting evidence alone names nobody
             directed = {f.side for f in primary if f.side in ("send", "receive")}
@@ -681,6 +720,15 @@ class _Analyser:
                 # Slow in the parallel pass, as fast as the controls alone: interference.
                 self.notes.append(f"link {hs} -> {hp} was slow in {f.test:04d} {f.test_name} "
                                   "but cleared by the serial retest: not named")
+                continue
+            cleared_worst = self._worst_cleared(f)
+            if f.ratio <= cleared_worst:
+                # The retest measured the worst pairs alone and found them healthy; a link
+                # no slower than those in the same pass is the same interference.
+                self.notes.append(f"link {hs} -> {hp} was slow in {f.test:04d} {f.test_name} "
+                                  f"({f.ratio:.2f}x the healthy pairs' time) but no slower than "
+                                  f"a pair the serial retest cleared ({cleared_worst:.2f}x): "
+                                  "not named")
                 continue
             seen_links.add(frozenset((s, p)))
             if (p, s) in directions and s != p:

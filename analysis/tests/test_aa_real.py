@@ -1,21 +1,20 @@
 """A/A and exit codes of compare on files the real binary writes on this machine.
 
-Four runs of one small 2-rank scenario (same build, same machine, nothing changed) are
-compared two runs against two (the three ways to split them), in process. A row can
-only claim a difference (`better`/`worse`) when its tail is not thin (compare's
-MIN_TAIL_SAMPLES), so the rate counts those rows only ("live" rows): the 9 cases x
-p50/p99 of each comparison (p99.9 needs 10,000 samples per side: always thin here).
+Six runs of one small 2-rank scenario (same build, same machine, nothing changed) are
+compared three runs against three (the 10 ways to split them), in process; two against
+two (the 3 splits of runs 0-3) is printed. A row can only claim a difference
+(`better`/`worse`) when its tail is not thin (compare's MIN_TAIL_SAMPLES), so the rate
+counts those rows only ("live" rows): the 9 cases x p50/p99 of each comparison (p99.9
+needs 10,000 samples per side: always thin here).
 
 The assertion is a one-sided binomial test of "the false-difference rate is at most
-5 %" at level ALPHA = 0.01: with 54 live rows it fails from 8 claims on (14.8 %). A
-method with a true 5 % rate fails it 1 time in 100 if rows were independent; rows of
+5 %" at level ALPHA = 0.01: with 180 live rows it fails from 17 claims (9.4 %). Rows of
 one comparison share their runs (a run slow everywhere moves all its rows), so chance
-failures are somewhat more frequent than that, which is why the level is not 0.05.
-Measured on this machine (load 12-16): this method 0 of 54; the plain bootstrap of two
-runs per side (no t bound at the top level) 8 of 54 (fails); using one run per side
-while counting two 9 of 54 (fails); one run per side, printed below, 6 of 18 p50 rows.
-The measured rate and the rows that claimed are printed. Skipped (visibly) without the fabscope
-binary or mpirun; bounded: 4 runs of a few seconds each on an idle machine.
+failures are more frequent than 1 in 100, which is why the level is not 0.05.
+Measured on the quiet machine (docs/analysis.md): three runs a side 2, 2, 10 of 180;
+two runs a side 1 to 8 of 54 (the reason three are asserted and recommended).
+Skipped (visibly) without the fabscope binary or mpirun; bounded: 6 runs of a few
+seconds each on an idle machine.
 """
 
 import itertools
@@ -29,7 +28,7 @@ from helpers import run_cli
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-RUNS = 4
+RUNS = 6
 ALPHA = 0.01      # level of the one-sided binomial test against NOMINAL
 NOMINAL = 0.05    # a 95 % interval is wrong on about 5 % of same-fabric rows
 # 520 iterations: two runs per side give 1,040 samples, 10.4 beyond the p99 (not thin).
@@ -110,26 +109,41 @@ def test_aa_single_run_rate_is_reported(aa_runs):
     assert rows >= 18
 
 
-def test_aa_two_runs_per_side_false_positive_rate(aa_runs):
-    """The hierarchical bootstrap with runs at the top: every 2-vs-2 split of the runs."""
+def _split_rate(paths, splits):
     rows, claimed, claims = 0, 0, []
-    r = aa_runs
-    for a1, a2, b1, b2 in ((0, 1, 2, 3), (0, 2, 1, 3), (0, 3, 1, 2)):
-        n, c, live = _compare([r[a1], r[a2]], [r[b1], r[b2]])
+    for side_a, side_b in splits:
+        n, c, live = _compare([paths[i] for i in side_a], [paths[i] for i in side_b])
         rows, claimed = rows + n, claimed + c
-        claims += [f"{x.case} {x.stat} {x.verdict} ({100 * x.relative:+.0f} %)"
+        label = "".join(map(str, side_a)) + "|" + "".join(map(str, side_b))
+        claims += [f"runs {label} {x.case} {x.stat} {x.verdict} ({100 * x.relative:+.0f} %)"
                    for x in live.itertuples() if x.verdict in ("better", "worse")]
+    return rows, claimed, claims
+
+
+def test_aa_two_and_three_runs_per_side_false_positive_rate(aa_runs):
+    """The hierarchical bootstrap with runs at the top, t bound on the runs' figures.
+    Asserted: three runs per side (the 10 splits of 6 runs into 3 + 3). Printed: two
+    runs per side (the 3 splits of runs 0-3), which a quiet machine's bimodal runs (a
+    few fast, a few slow) defeat: one split of 4 runs always separates 2 slow from 2
+    fast, and with 2 degrees of freedom the t bound then calls a difference."""
+    rows2, claimed2, claims2 = _split_rate(aa_runs,
+        [((0, 1), (2, 3)), ((0, 2), (1, 3)), ((0, 3), (1, 2))])
+    print(f"\nA/A two runs per side: {claimed2} of {rows2} live rows claimed a difference "
+          f"({100 * claimed2 / max(rows2, 1):.1f} %); " + "; ".join(claims2))
+    splits = [(a, tuple(i for i in range(RUNS) if i not in a))
+              for a in itertools.combinations(range(RUNS), 3) if 0 in a]
+    rows, claimed, claims = _split_rate(aa_runs, splits)
     p_value = binomial_tail(claimed, rows)
-    print(f"\nA/A two runs per side: {claimed} of {rows} live rows claimed a difference "
+    print(f"A/A three runs per side: {claimed} of {rows} live rows claimed a difference "
           f"({100 * claimed / max(rows, 1):.1f} %), one-sided binomial p = {p_value:.2g} "
           f"against {100 * NOMINAL:g} % (fails below {ALPHA}); " + "; ".join(claims))
-    assert rows >= 45, f"only {rows} rows with tails thick enough to claim anything"
+    assert rows >= 150, f"only {rows} rows with tails thick enough to claim anything"
     assert p_value >= ALPHA, (f"{claimed} of {rows} rows called better/worse: "
                               f"p = {p_value:.2g} < {ALPHA} against {NOMINAL}")
 
 
 def test_compare_cli_two_runs_per_side(aa_runs):
-    out = run_cli("compare", *aa_runs[:2], "--", *aa_runs[2:], "--resamples", "50")
+    out = run_cli("compare", *aa_runs[:2], "--", *aa_runs[2:4], "--resamples", "50")
     assert out.returncode == 0, out.stderr
     assert "replicates per side: 2 vs 2" in out.stdout
     assert "run-to-run variation is unknown" not in out.stdout
@@ -138,6 +152,9 @@ def test_compare_cli_two_runs_per_side(aa_runs):
 def test_verdict_command_agrees_with_accept_on_real_file(aa_runs):
     verdict = run_cli("verdict", aa_runs[0], "--brief")
     accept = run_cli("accept", aa_runs[0])
-    assert verdict.returncode == accept.returncode == 0, verdict.stdout + accept.stdout
+    # The same answer, not necessarily PASS: on a loaded machine the validity check may
+    # rightly find the host busy; what must hold is that both surfaces say the same.
+    assert verdict.returncode == accept.returncode, verdict.stdout + accept.stdout
+    assert verdict.returncode in (0, 1), verdict.stdout + verdict.stderr
     assert verdict.stdout.strip().splitlines() == [accept.stdout.strip().splitlines()[-1]]
     assert "shipped default for a run on one host" in verdict.stdout

@@ -268,3 +268,47 @@ def test_a_link_cleared_by_the_serial_retest_is_not_named(tmp_path):
     d = _diagnose(path2)
     assert not any(c.direction == "link" for c in d.culprits), d.lines()
     assert any("cleared by the serial retest" in n for n in d.notes), d.notes
+
+
+def _symptom_tests(d, host):
+    return {sym.rsplit("[", 1)[-1].rstrip("]") for c in d.culprits if c.host == host
+            for sym in c.symptoms}
+
+
+def test_a_finding_whose_retested_pairs_are_all_cleared_does_not_name_the_host(tmp_path):
+    # fh2 receives slowly in the parallel pass of the bandwidth test; alone, its retested
+    # pairs are as fast as the controls (interference in the parallel pass): that finding
+    # does not name it. The synthetic latency test (not retested) still shows fh2 slow
+    # and still names it, from that test alone. A retest that confirms the slowness, or
+    # leaves one pair slow alone, keeps the bandwidth finding.
+    pairs, controls = [(0, 2), (1, 2)], [(3, 5), (5, 4), (4, 3)]
+    confirmed = tmp_path / "confirmed.h5"
+    write_matrix_run(confirmed, receive={2: 0.3}, retest=pairs, controls=controls)
+    assert "0001 ap-bw" in _symptom_tests(_diagnose(confirmed), "fh2")
+    cleared = tmp_path / "cleared.h5"
+    write_matrix_run(cleared, receive={2: 0.3}, retest=pairs, controls=controls,
+                     retest_factor={p: 1.0 for p in pairs})
+    d = _diagnose(cleared)
+    assert _symptom_tests(d, "fh2") == {"0000 ap-lat"}, d.lines()
+    assert any("fh2 looked slow in 0001 ap-bw" in n and "not named" in n for n in d.notes)
+    partly = tmp_path / "partly.h5"
+    write_matrix_run(partly, receive={2: 0.3}, retest=pairs, controls=controls,
+                     retest_factor={(0, 2): 1.0})
+    assert "0001 ap-bw" in _symptom_tests(_diagnose(partly), "fh2")
+
+
+def test_a_link_no_slower_than_a_cleared_pair_is_not_named(tmp_path):
+    # 1 -> 4 is 3x slow in the parallel pass and cleared alone; 0 -> 3 (not retested) is
+    # 2x slow: the same interference, not named. At 6x it is slower than anything the
+    # retest cleared and is named.
+    def links(path, factor):
+        write_matrix_run(path, nranks=8, link={(0, 3): factor, (1, 4): 1 / 3}, seed=3,
+                         retest=[(1, 4)], controls=[(2, 6), (6, 5)],
+                         retest_factor={(1, 4): 1.0})
+        d = _diagnose(path)
+        return d, {(c.host, c.peer_host) for c in d.culprits if c.direction == "link"}
+    d, named = links(tmp_path / "weak.h5", 0.5)
+    assert ("fh0", "fh3") not in named, d.lines()
+    assert any("no slower than a pair the serial retest cleared" in n for n in d.notes)
+    d, named = links(tmp_path / "strong.h5", 1 / 6)
+    assert ("fh0", "fh3") in named, d.lines()

@@ -100,16 +100,20 @@ def test_layout_follows_file_format(path):
                     problems.append(f"{where}/samples rank outside 0..{nranks - 1}")
                 if not s["peer"].between(-1, nranks - 1).all():
                     problems.append(f"{where}/samples peer outside -1..{nranks - 1}")
-                lat = (s.t_done_ns - s.t_post_ns).to_numpy(np.float64) / inst.sample_divisor
+                # docs/file-format.md: rows with any of flag bits 8-15 (incast aggregate,
+                # probe, a retest's control pair) are not part of the headline.
+                headline_rows = (s["flags"].to_numpy().astype(np.int64) & 0xFF00) == 0
+                lat = ((s.t_done_ns - s.t_post_ns).to_numpy(np.float64)[headline_rows]
+                       / inst.sample_divisor)
                 scopes = inst.scope_table()
                 if len(scopes) > 1:
                     # Several site scopes: no headline over all of them, each scope its own.
                     if not math.isnan(inst.get("p50_ns")):
                         problems.append(f"{where} p50_ns over {len(scopes)} site scopes")
-                    if int(scopes["samples"].sum()) != len(s):
+                    if int(scopes["samples"].sum()) != len(lat):
                         problems.append(f"{where}/scopes counts {int(scopes['samples'].sum())} "
-                                        f"samples, the table has {len(s)}")
-                headline = () if len(scopes) > 1 else (
+                                        f"samples, the table has {len(lat)} headline rows")
+                headline = () if len(scopes) > 1 or not len(lat) else (
                     ("p50_ns", np.percentile(lat, 50)), ("p99_ns", np.percentile(lat, 99)),
                     ("max_ns", lat.max()))
                 for key, value in headline:
@@ -119,9 +123,9 @@ def test_layout_follows_file_format(path):
             summary = inst.summary()
             if list(summary.columns) != SUMMARY_COLUMNS:
                 problems.append(f"{where}/summary columns {list(summary.columns)}")
-            elif len(s) and int(summary["samples"].sum()) != len(s):
+            elif len(s) and int(summary["samples"].sum()) != len(lat):
                 problems.append(f"{where}/summary counts {int(summary['samples'].sum())} "
-                                f"samples, the table has {len(s)}")
+                                f"samples, the table has {len(lat)} headline rows")
             if inst.has("events") and list(inst.events().columns) != EVENT_COLUMNS:
                 problems.append(f"{where}/events columns {list(inst.events().columns)}")
             if inst.has("counters"):
@@ -164,7 +168,9 @@ def test_commands_on_real_file(path, tmp_path):
 @pytest.mark.parametrize("path", _params())
 def test_accept_verdicts_on_real_samples(path, tmp_path):
     """accept's verdicts on a real file: limits set from the file's own samples just
-    above and just below one instance's p50 must pass and fail, naming the instance."""
+    above and just below one instance's p50 must pass and fail, naming the instance.
+    Validity findings are allowed here: tests/run runs 4 ranks on CI's 2 CPUs, and the
+    oversubscription finding (tested in test_accept.py and tests/mpi/validity.sh) is not what this test checks."""
     with open_result(path, warn_incomplete=False) as run:
         chosen = next((i for i in run.instances()
                        if i.get("metric") == "latency" and i.get("status") == "passed"
@@ -172,9 +178,11 @@ def test_accept_verdicts_on_real_samples(path, tmp_path):
         if chosen is None:
             pytest.skip(f"{os.path.basename(path)} has no passed latency instance")
         s = chosen.samples()
+        s = s[(s["flags"].to_numpy().astype(np.int64) & 0xFF00) == 0]  # the headline rows
         p50_us = float(np.percentile((s.t_done_ns - s.t_post_ns).to_numpy(np.float64)
                                      / chosen.sample_divisor, 50)) / 1e3
         name, nbytes, condition = chosen.get("name"), int(chosen.get("bytes")), chosen.get("condition")
+        index = chosen.index
     verdicts = {}
     for label, limit in (("loose", p50_us * 1.5), ("tight", p50_us * 0.5)):
         criteria = tmp_path / f"{label}.yaml"
@@ -182,6 +190,7 @@ def test_accept_verdicts_on_real_samples(path, tmp_path):
             fabscope_criteria: 1
             require_complete: false
             allowed_status: null
+            allow_validity: true
             rules:
               - name: {label} p50
                 match: {{name: "{name}", condition: {condition}, bytes: {{min: {nbytes}, max: {nbytes}}}}}
@@ -190,8 +199,10 @@ def test_accept_verdicts_on_real_samples(path, tmp_path):
         junit = tmp_path / f"{label}.xml"
         out = run_cli("accept", path, "--criteria", criteria, "--junit", junit)
         cases = list(ET.parse(junit).getroot().iter("testcase"))
-        failed = [c for c in cases if c.findall("failure")]
-        verdicts[label] = (out.returncode, len(cases), len(failed))
+        failed = sorted(c.get("name") for c in cases if c.findall("failure"))
+        verdicts[label] = (out.returncode, failed)
         assert cases, (label, out.stdout[-2000:])
-    assert verdicts["loose"][0] == 0 and verdicts["loose"][2] == 0, verdicts
-    assert verdicts["tight"][0] == 1 and verdicts["tight"][2] == verdicts["tight"][1], verdicts
+    # Only the rule decides: loose passes everything, tight fails the chosen instance alone.
+    assert verdicts["loose"] == (0, []), verdicts
+    assert verdicts["tight"][0] == 1 and len(verdicts["tight"][1]) == 1, verdicts
+    assert verdicts["tight"][1][0].startswith(f"test {index:04d} {name} "), verdicts

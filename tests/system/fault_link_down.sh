@@ -46,7 +46,11 @@ with h5py.File(sys.argv[1], "r") as f:
     assert int(f.attrs["complete"]) == 1 and int(f.attrs["exit_code"]) == 1, (f.attrs["complete"], f.attrs["exit_code"])
     a = f["/tests/0000"].attrs
     assert text(a["status"]) == "failed" and "never detected" in text(a["error"]), (text(a["status"]), text(a["error"]))
-    assert a["survivors_detected"] == 0, a["survivors_detected"]
+    ev = f["/tests/0000/events"][()]
+    timeline = "\n".join(f"  rank {r} {t} {text(k)} peer {p} {text(d)[:120]}"
+                         for r, t, k, p, d in zip(ev["rank"], ev["t_ns"], ev["kind"], ev["peer"], ev["detail"])
+                         if text(k) != "rerouted")
+    assert a["survivors_detected"] == 0, f"{a['survivors_detected']} survivor(s) detected a loss:\n{timeline}"
     print("no-op fault_command:", text(a["error"])[:160])
 PY
 

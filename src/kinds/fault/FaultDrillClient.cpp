@@ -119,7 +119,11 @@ ClientOutcome serveClient(RunContext& ctx, const FaultDrillConfig& c, runtime::N
   };
   // A request whose worker is gone: to the spare, or failed when it has no
   // live worker left or was re-routed already.
-  auto reroute = [&](std::size_t id, runtime::Nanoseconds now) {
+  auto reroute = [&](std::size_t id, runtime::Nanoseconds) {
+    // Stamped now, not with the loop's time: the loss that causes a re-route may have
+    // been learnt (callback) after the loop read the clock, and a re-route stamped
+    // before its cause would put it before the fault in the timeline.
+    const auto now = runtime::monotonicNow();
     auto& r = state[id];
     const int from = r.worker;
     if (!r.rerouted && !targets.empty() && nextSlot + 2 <= maxSlots) {

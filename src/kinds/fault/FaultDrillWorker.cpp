@@ -38,9 +38,16 @@ Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanos
 
   Detection detection;
   std::map<int, bool> lost;
+  bool stopped = false;  // the client's stop arrived: the drill is over
   auto noteLost = [&](int peer, runtime::Nanoseconds at, const std::string& path) {
     if (peer < 0 || lost[peer]) return;
     lost[peer] = true;
+    if (stopped) {
+      // After the stop peers leave (and stop progressing their transport) on
+      // purpose: an endpoint error now is the orderly end, not a detected fault.
+      events.add(ctx, at, "gone_after_stop", peer, path);
+      return;
+    }
     heartbeats.forget(peer);
     events.add(ctx, at, "detected", peer, path);
     if (peer == victimRank && !detection.at) detection = {at, path};
@@ -48,8 +55,16 @@ Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanos
   t.onError([&](const transport::TransportError& e) { noteLost(e.peer, e.at, "transport error callback: " + e.message); });
   ErrorHandlerGuard guard{t};
 
+  // The buffer is marked empty before every receive: when the transport abandons
+  // its operations (a peer failed), a request that had already arrived is in the
+  // buffer and must be served, not dropped (the client would wait for its reply in vain).
+  auto receiveNextRequest = [&] {
+    message->id = -1;
+    message->stop = 0;
+    t.postRecv(requestSlot, client, requestTag, message, sizeof *message);
+  };
   heartbeats.start(runtime::monotonicNow());
-  t.postRecv(requestSlot, client, requestTag, message, sizeof *message);
+  receiveNextRequest();
   for (;;) {
     const auto now = runtime::monotonicNow();
     if (victim && now >= faultAt) {
@@ -82,11 +97,17 @@ Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanos
       // The transport cancelled every outstanding operation.
       heartbeats.repost();
       if (lost[client]) ctx.deadline.fail("requests from the client (rank " + std::to_string(client) + " was lost)");
-      t.postRecv(requestSlot, client, requestTag, message, sizeof *message);
-      continue;
+      arrived = message->id >= 0 || message->stop != 0;
+      if (!arrived) {
+        receiveNextRequest();
+        continue;
+      }
     }
     if (arrived) {
-      if (message->stop) break;
+      if (message->stop) {
+        stopped = true;
+        break;
+      }
       t.postSend(replySlot, client, replyTagBase + message->id, reply, static_cast<std::size_t>(c.replyBytes));
       try {
         t.waitSlots(replySlot, 1, waits);
@@ -94,11 +115,21 @@ Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanos
         if (victim) return detection;
         throw;
       }
-      t.postRecv(requestSlot, client, requestTag, message, sizeof *message);
+      receiveNextRequest();
     }
     if (ctx.deadline.expiredAt(now)) ctx.deadline.fail("the next request from the client");
   }
   heartbeats.sayBye(runtime::Deadline::afterSeconds(runtime::deadlines::goodbyeSeconds));
+  if (victim && stopped) {
+    // A victim still connected (its fault did nothing, or the link came back) got
+    // its stop with the survivors: if it left at once, a survivor still waiting for
+    // its own stop would see the victim's endpoint fail and count a detection of a
+    // fault that never happened. It lingers one heartbeat deadline, bounded.
+    const auto linger = runtime::Deadline(
+        std::min(runtime::monotonicNow() + static_cast<runtime::Nanoseconds>(c.heartbeatDeadlineSeconds * 1e9),
+                 leaveAt.at()));
+    while (!linger.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   return detection;
 }
 

