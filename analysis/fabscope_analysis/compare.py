@@ -145,7 +145,7 @@ def compare_sides(a: Side, b: Side, resamples: int, seed: int,
             thin = stat != "p50" and tail_n < MIN_TAIL_SAMPLES
             rows.append({
                 "case": key[0], "condition": key[1], "pass": key[2], "scope": key[3],
-                "label": condition_label(a_inst),
+                "label": condition_label(a_inst, replicate=False),
                 "name": a_inst.get("name"), "bytes": a_inst.get("bytes"),
                 "metric": metric, "unit": unit_of(metric), "stat": stat,
                 "reference": a.label, "other": b.label,

@@ -26,10 +26,14 @@ def instance_key(inst: TestInstance) -> Tuple[str, str, str]:
             str(inst.get("pass", "")))
 
 
-def condition_label(inst: TestInstance) -> str:
-    """'quiet', 'congested', 'quiet (serial-retest)': THE row label of a condition and pass,
-    used by summary, report, compare (text, HTML, plots) and accept alike."""
+def condition_label(inst: TestInstance, replicate: bool = True) -> str:
+    """'quiet', 'congested', 'quiet (serial-retest)', 'quiet #2' (the second of a
+    scenario's `repeats`): THE row label of a condition and pass, used by summary,
+    report, compare (text, HTML, plots) and accept alike (and by the run's closing
+    table). compare pools a case's replicates into one row: replicate=False."""
     label = str(inst.get("condition", "") or "?")
+    if replicate and int(inst.get("repeats", 1) or 1) > 1:
+        label += f" #{int(inst.get('replicate', 0)) + 1}"
     passname = str(inst.get("pass", "") or "")
     return label + (f" ({passname})" if passname not in ("", "parallel") else "")
 

@@ -20,6 +20,7 @@ struct InstanceResult {
   int index = 0;
   std::string name, kind, caseId, condition, pattern, pass, status, error;
   std::int64_t bytes = 0;
+  int replicate = 0, repeats = 1;  // scenario `repeats`: which measurement of the case, of how many
   suite::Metric metric = suite::Metric::latency;
   // Headline: the statistics of the one scope, NaN (count = all samples) when
   // the samples fall into several site scopes, which are never mixed.

@@ -277,6 +277,12 @@ void Runner::instanceAttributes(InstanceRun& run) {
       {"placement", run.roles.placement},
       {"size_formula", instance.sizeFormula},
   };
+  result.replicate = instance.replicate;
+  result.repeats = spec.repeats;
+  if (spec.repeats > 1) {  // only then: files without `repeats` keep their layout
+    run.attributes.emplace_back("replicate", std::int64_t{instance.replicate});
+    run.attributes.emplace_back("repeats", std::int64_t{spec.repeats});
+  }
 }
 
 void Runner::reduceOnRank0(InstanceRun& run, std::span<const std::byte> allSamples,
@@ -320,8 +326,8 @@ void Runner::reduceOnRank0(InstanceRun& run, std::span<const std::byte> allSampl
   if (result.labelled) attrs.emplace_back("site_scopes", scopeList(result));
   if (instance.condition != "quiet")
     for (const auto& earlier : results_)
-      if (earlier.caseId == instance.caseId && earlier.condition == "quiet" && earlier.pass == plan.pass &&
-          compareWithQuiet(result, earlier)) {
+      if (earlier.caseId == instance.caseId && earlier.replicate == instance.replicate &&
+          earlier.condition == "quiet" && earlier.pass == plan.pass && compareWithQuiet(result, earlier)) {
         if (result.scopes.size() == 1 && earlier.scopes.size() == 1) {  // else per scope only
           attrs.emplace_back("impact_mean", result.impactMean);
           attrs.emplace_back("impact_p99", result.impactP99);

@@ -275,11 +275,16 @@ void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError
 output::Attributes Runner::unfinishedAttributes(int index, const PlannedInstance& planned, const std::string& status,
                                                 const std::string& why) const {
   const auto& spec = *planned.instance.spec;
-  return {{"index", std::int64_t{index}}, {"name", spec.name}, {"kind", spec.kind},
+  output::Attributes attrs{{"index", std::int64_t{index}}, {"name", spec.name}, {"kind", spec.kind},
           {"case", planned.instance.caseId}, {"condition", planned.instance.condition},
           {"transport", spec.transport}, {"memory", spec.memory}, {"bytes", planned.instance.bytes},
           {"iterations", std::int64_t{spec.iterations}}, {"pattern", planned.plan.pattern},
           {"pass", planned.plan.pass}, {"status", status}, {"error", why}};
+  if (spec.repeats > 1) {
+    attrs.emplace_back("replicate", std::int64_t{planned.instance.replicate});
+    attrs.emplace_back("repeats", std::int64_t{spec.repeats});
+  }
+  return attrs;
 }
 
 InstanceResult Runner::skippedResult(int index, const PlannedInstance& planned) const {
@@ -288,6 +293,8 @@ InstanceResult Runner::skippedResult(int index, const PlannedInstance& planned) 
   r.name = planned.instance.spec->name;
   r.kind = planned.instance.spec->kind;
   r.caseId = planned.instance.caseId;
+  r.replicate = planned.instance.replicate;
+  r.repeats = planned.instance.spec->repeats;
   r.condition = planned.instance.condition;
   r.pattern = planned.plan.pattern;
   r.pass = planned.plan.pass;

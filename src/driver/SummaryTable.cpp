@@ -48,9 +48,11 @@ void printRow(std::FILE* out, const InstanceResult& r, const RowValues& v) {
   char impact[16] = "-";
   if (v.impactP99 > 0) std::snprintf(impact, sizeof impact, "%.2fx", v.impactP99);
   const std::string pattern = r.pass == "parallel" ? r.pattern : r.pattern + "/" + r.pass;
-  std::fprintf(out, "%-4d %-22.22s %-9s %-8s %-13.13s %-8.8s %8zu %13s %13s %13s %13s %7s  ", r.index,
+  // replicates of one case (scenario `repeats`): "quiet #2", as the analysis labels them
+  const std::string condition = r.repeats > 1 ? r.condition + " #" + std::to_string(r.replicate + 1) : r.condition;
+  std::fprintf(out, "%-4d %-22.22s %-9s %-8s %-13.13s %-12.12s %8zu %13s %13s %13s %13s %7s  ", r.index,
                r.name.c_str(), r.kind.c_str(), scenario::formatSize(r.bytes).c_str(), pattern.c_str(),
-               r.condition.c_str(), s.count, cells[0].c_str(), cells[1].c_str(), cells[2].c_str(), cells[3].c_str(),
+               condition.c_str(), s.count, cells[0].c_str(), cells[1].c_str(), cells[2].c_str(), cells[3].c_str(),
                impact);
   if (v.scope) std::fprintf(out, "%-26s  ", v.scope->empty() ? "-" : v.scope->c_str());
   std::fprintf(out, "%s\n", r.status.c_str());
@@ -63,7 +65,7 @@ void printSummaryTable(std::FILE* out, const std::vector<InstanceResult>& result
   // are never mixed in one row.
   bool labelled = false;
   for (const auto& r : results) labelled = labelled || r.labelled;
-  std::fprintf(out, "\n%-4s %-22s %-9s %-8s %-13s %-8s %8s %13s %13s %13s %13s %7s  ", "#", "test", "kind", "size",
+  std::fprintf(out, "\n%-4s %-22s %-9s %-8s %-13s %-12s %8s %13s %13s %13s %13s %7s  ", "#", "test", "kind", "size",
                "pattern", "cond", "samples", "p50", "p99", "p99.9", "worst", "impact");
   if (labelled) std::fprintf(out, "%-26s  ", "scope");
   std::fprintf(out, "status\n");

@@ -1,7 +1,8 @@
 #pragma once
-// The expanded test matrix: one instance per test x size x condition, in the
-// order they run (conditions of one case are adjacent so quiet and congested
-// runs of a case are measured close in time).
+// The expanded test matrix: one instance per test x size x condition x
+// replicate, in the order they run (conditions of one case are adjacent so quiet
+// and congested runs of a case are measured close in time; replicates are rounds
+// over the whole matrix, so drift over the run spreads over every case alike).
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@ struct TestInstance {
   std::string condition;
   std::string caseId;  // same for one test and size across conditions
   std::string sizeFormula;  // how the size was derived from the model, "" if literal
+  int replicate = 0;        // 0 .. spec->repeats - 1
 };
 
 std::vector<TestInstance> expandMatrix(const Scenario& scenario);

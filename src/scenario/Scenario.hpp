@@ -30,6 +30,9 @@ struct TestSpec {
   std::string memory;
   std::vector<std::string> conditions;
   int ranks = 0;  // participating ranks; 0 = all
+  // Each case measured this many times, interleaved with the other cases (rounds
+  // over the whole matrix): replicates of one case for compare's top level.
+  int repeats = 1;
   // roles: which of the participating ranks measure; the rest make neighbour
   // traffic under congested conditions.
   int canaries = 0;

@@ -17,7 +17,8 @@ const std::vector<std::string> topKeys = {"name", "description", "criteria", "se
                                           "model", "parallel", "defaults", "tests"};
 const std::vector<std::string> commonKeys = {"name",   "kind",      "sizes",     "iterations",
                                              "warmup", "timeout",   "transport", "memory",
-                                             "conditions", "ranks", "roles", "load_bytes"};
+                                             "conditions", "ranks", "roles", "load_bytes",
+                                             "repeats"};
 const std::vector<std::string> runLevelOverrideKeys = {"seed", "hdf5", "max_memory_per_rank"};
 constexpr double maxTimeoutSeconds = 24 * 3600;
 
@@ -107,7 +108,7 @@ class Loader {
       const auto key = entry.first.Scalar();
       if (key == "name" || key == "kind" || !contains(commonKeys, key))
         fail(entry.first, "unknown key '" + key + "' in defaults; expected one of: sizes, iterations, "
-                          "warmup, timeout, transport, memory, conditions, ranks");
+                          "warmup, timeout, transport, memory, conditions, ranks, roles, load_bytes, repeats");
     }
 
     const YAML::Node tests = root["tests"];
@@ -397,6 +398,7 @@ class Loader {
     spec.iterations = intKey("iterations", 100, 1, 100'000'000);
     spec.warmup = intKey("warmup", 10, 0, 100'000'000);
     spec.ranks = intKey("ranks", 0, 1, 1'000'000);
+    spec.repeats = intKey("repeats", 1, 1, 1000);
     if (const YAML::Node r = pick(test, defaults, "roles")) {
       if (!r.IsMap()) fail(r, "'roles' must be a mapping, e.g. {canaries: 2, placement: spread}");
       for (const auto& entry : r) {

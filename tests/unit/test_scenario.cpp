@@ -67,6 +67,22 @@ TEST(Scenario, MatrixExpandsTestsTimesSizesTimesConditions) {
   EXPECT_EQ(m[4].bytes, 1 << 20);
 }
 
+TEST(Scenario, RepeatsRunInRoundsOverTheWholeMatrix) {
+  // bw repeats 3 times, lat (default from `defaults`) twice: rounds over the matrix,
+  // a test with fewer repeats simply drops out of the later rounds.
+  const auto s = load(std::string(twoTests) + "    repeats: 3\n", {"lat.repeats=2"});
+  const auto m = scenario::expandMatrix(s);
+  ASSERT_EQ(m.size(), 4u * 2 + 1 * 3);
+  std::vector<std::string> order;
+  for (const auto& i : m) order.push_back(i.caseId + "#" + std::to_string(i.replicate));
+  EXPECT_EQ(order, (std::vector<std::string>{"lat/8B#0", "lat/1KiB#0", "lat/2KiB#0", "lat/4KiB#0", "bw/1MiB#0",
+                                             "lat/8B#1", "lat/1KiB#1", "lat/2KiB#1", "lat/4KiB#1", "bw/1MiB#1",
+                                             "bw/1MiB#2"}));
+  EXPECT_EQ(scenario::expandMatrix(load(twoTests)).size(), 5u);  // default: once
+  EXPECT_NE(errorOf(std::string(twoTests) + "    repeats: 0\n").find("t.yaml:13:"), std::string::npos)
+      << errorOf(std::string(twoTests) + "    repeats: 0\n");
+}
+
 TEST(Scenario, OverridesForAllTestsAndForOneTest) {
   const auto s = load(twoTests, {"iterations=11", "bw.window=2", "seed=9"});
   EXPECT_EQ(s.tests[0].iterations, 11);
