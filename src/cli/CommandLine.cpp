@@ -117,6 +117,8 @@ int runCommandLine(int argc, char** argv) {
            "result file (HDF5) written by all ranks together; default fabscope-<UTC time>.h5 in the current folder")
           ("overwrite", "replace the output file if it exists (without it, an existing file is an error)")
           ("no-progress", "do not print progress lines on stderr")
+          ("no-verdict", "do not end with the verdict line (it runs python3 -m fabscope_analysis verdict on the "
+                         "file: the same verdict summary, report and accept give)")
           ("manifest", po::value<std::string>()->value_name("FILE"),
            "YAML description of the intended fabric (protocol, rate, MTU, adapters, firmware, software versions); "
            "a must-match difference makes the run exit 1 (see docs/inventory.md)")
@@ -136,6 +138,7 @@ int runCommandLine(int argc, char** argv) {
       c.outputPath = vm.count("output") ? vm["output"].as<std::string>() : "";
       c.overwrite = vm.count("overwrite") > 0;
       c.progress = vm.count("no-progress") == 0;
+      c.verdict = vm.count("no-verdict") == 0;
       if (vm.count("manifest")) c.manifestPath = vm["manifest"].as<std::string>();
       if (vm.count("topology")) c.topologyPath = vm["topology"].as<std::string>();
       c.commandLine = joinCommandLine(argc, argv);

@@ -10,6 +10,7 @@ struct RunCommand {
   std::string outputPath;
   bool overwrite = false;
   bool progress = true;
+  bool verdict = true;  // the closing verdict line (ClosingVerdict.hpp)
   std::string commandLine;
   std::string manifestPath;
   std::string topologyPath;

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "runtime/Deadlines.hpp"
+#include "cli/ClosingVerdict.hpp"
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
 #include "runtime/Mpi.hpp"
@@ -25,6 +26,8 @@ constexpr const char* resultMarker = "fabscope: result: exit code";
 void reportResult(bool rank0, int code) { driver::printResultLine(rank0, code); }
 // How long a victim that survived its own fault waits for the launcher to end it.
 constexpr double victimWaitSeconds = 300;
+// How long the analysis may take to give the closing verdict.
+constexpr double verdictTimeoutSeconds = 120;
 
 std::string defaultOutputName() {
   std::time_t now = std::time(nullptr);
@@ -126,6 +129,12 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
                      world.rank());
       std::fflush(nullptr);
       std::_Exit(code);
+    }
+    // The file is complete and closed (exit 0 or 1): its verdict is the closing line.
+    const bool fileComplete = code == exit_code::ok || code == exit_code::checkFailed;
+    if (rank0 && command.verdict && fileComplete) {
+      std::printf("%s\n", closingVerdict(outputPath, verdictTimeoutSeconds).c_str());
+      std::fflush(stdout);
     }
     if (runner.transfersAbandoned()) {
       // The file is complete and closed; only MPI_Finalize is skipped.
