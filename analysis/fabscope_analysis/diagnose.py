@@ -54,6 +54,11 @@ Z_OTHER_SIDE = 2.5
 MIN_RATIO_OTHER_SIDE = {"centre": 1.12, "tail": 2.5}
 # A bad link: residual this many residual-deviations above zero, and this much slower.
 Z_LINK = 5.0
+# A few of the kernel scheduler's slices (CFS periods are a few ms): on CPUs shared by
+# more ranks than CPUs, or with other work, a latency tail can grow by that much
+# without any fault on the path. A lossy link's retransmission timeouts (200 ms and
+# up in TCP; ~27 ms p99 on the emulated cluster at 2 % loss) are far above it.
+SCHEDULER_SLICES_NS = 5e6
 MIN_LINK_RATIO = {"centre": 1.5, "tail": 10.0}
 # Below this many ranks in a matrix a slow pair cannot be pinned on one end.
 MIN_RANKS = 4
@@ -314,6 +319,11 @@ class _Analyser:
         self.retested: Dict[int, Dict[Tuple[int, int], bool]] = {}
         # (test index, measure) -> each pair's time relative to the healthy pairs' median
         self.pair_ratio: Dict[Tuple[int, str], np.ndarray] = {}
+        # (test index, measure) -> the healthy pairs' median time (ns), latency only
+        self.healthy_ns: Dict[Tuple[int, str], float] = {}
+        # hosts whose CPUs were shared (a /validity oversubscribed or busy_host row;
+        # "*" = every host): their latency tails hold the kernel scheduler's slices
+        self.scheduled_hosts: set = set()
         self.cannot: List[str] = []
         self.used: List[str] = []
         self.matrices_judged = 0
@@ -397,6 +407,8 @@ class _Analyser:
         slow_bar = max(2.0 * pair_sigma, math.log(MIN_RATIO[m.measure]))
         slow = measured & (y - ref > slow_bar)
         self.pair_ratio[(m.inst.index, m.measure)] = np.exp(y - ref)
+        if m.inst.metric == "latency":
+            self.healthy_ns[(m.inst.index, m.measure)] = math.exp(ref)
         slow_elsewhere = (int((slow & healthy).sum()), int(healthy.sum()))
         if not flagged and pair_sigma > NOISY_SIGMA:
             self.noisy.append(f"{label}: pair-to-pair spread {math.exp(pair_sigma):.2f}x "
@@ -641,6 +653,17 @@ class _Analyser:
         return out
 
     # -- putting it together ----------------------------------------------------------
+    def _within_scheduler_slices(self, hosts: Sequence[str], f: Finding) -> Optional[float]:
+        """The extra p99 time (ns) of a link's latency tail finding when both hosts
+        shared its CPUs (validity) and the extra is within a few scheduler slices
+        (SCHEDULER_SLICES_NS): the kernel's, not the fabric's. None otherwise."""
+        if f.measure != "tail" or (f.test, f.measure) not in self.healthy_ns:
+            return None
+        if "*" not in self.scheduled_hosts and not all(h in self.scheduled_hosts for h in hosts):
+            return None
+        extra = self.healthy_ns[(f.test, f.measure)] * (f.ratio - 1.0)
+        return extra if extra < SCHEDULER_SLICES_NS else None
+
     def _cleared_by_retest(self, host: str, f: Finding) -> bool:
         """A centre (median) finding whose every retested pair on the finding's side was as
         fast alone as the control pairs: the parallel pass's interference, not the host.
@@ -659,6 +682,15 @@ class _Analyser:
                           "control pairs: not named")
         return True
 
+    def _scheduler_note(self, who: str, hosts: Sequence[str], f: Finding) -> bool:
+        extra = self._within_scheduler_slices(hosts, f)
+        if extra is None:
+            return False
+        self.notes.append(f"{who}: p99 {f.ratio:.1f}x the healthy pairs' in {f.test:04d} "
+                          f"{f.test_name}, {extra / 1e6:.2f} ms more: within the kernel "
+                          f"scheduler's slices on CPUs the run shared (validity), not named")
+        return True
+
     def _worst_cleared(self, f: Finding) -> float:
         """The slowest (time relative to the healthy pairs) pair of f's test and measure
         that the serial retest cleared; 0 when none was."""
@@ -675,6 +707,8 @@ class _Analyser:
             by_host.setdefault(self.host.get(f.rank, f"rank {f.rank}"), []).append(f)
         out: List[Culprit] = []
         for h, fs in by_host.items():
+            # (A host's tail finding stands on shared CPUs too: the scheduler does not
+            # slow every pair of one host and no other.)
             primary = [f for f in fs if f.primary and not self._cleared_by_retest(h, f)]
             if not primary:
                 continue  # supporting evidence alone names nobody
@@ -720,6 +754,8 @@ class _Analyser:
                 # Slow in the parallel pass, as fast as the controls alone: interference.
                 self.notes.append(f"link {hs} -> {hp} was slow in {f.test:04d} {f.test_name} "
                                   "but cleared by the serial retest: not named")
+                continue
+            if self._scheduler_note(f"link {hs} -> {hp}", [hs, hp], f):
                 continue
             cleared_worst = self._worst_cleared(f)
             if f.ratio <= cleared_worst:
@@ -810,6 +846,8 @@ def _baseline_notes(result: ResultFile, baseline: ResultFile) -> Tuple[List[str]
 
 def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagnosis:
     a = _Analyser(result)
+    validity = _validity_rows(result)
+    a.scheduled_hosts = {h for h, what, _ in validity if what in ("oversubscribed", "busy_host")}
     instances = [i for i in result.instances()]
     a.all_pairs(instances)
     a.retests(instances)
@@ -823,7 +861,7 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
         extra, fabric = _baseline_notes(result, baseline)
         notes += extra
         culprits += fabric
-    culprits, validity_notes = _apply_validity(culprits, _validity_rows(result))
+    culprits, validity_notes = _apply_validity(culprits, validity)
     notes += validity_notes
     if culprits:
         verdict = "not fit"

@@ -390,6 +390,7 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
                      control_flag: int = 1 << 10,
                      validity: Optional[Sequence[Tuple[str, str, float, float, str]]] = None,
                      retest_factor: Optional[Dict[Tuple[int, int], float]] = None,
+                     link_tail: Optional[Dict[Tuple[int, int], float]] = None,
                      ) -> SyntheticRun:
     """An all-pairs latency (8 B ping-pong) and bandwidth (1 MiB) run with planted culprits.
 
@@ -401,6 +402,8 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
     `controls` as control rows (flag control_flag); retest_factor: (s, d) -> time factor
     alone (1.0 = healthy alone: the parallel pass's slowness was interference).
     validity: /validity rows (host, what, value, limit, effect).
+    link_tail: (s, d) -> fraction of that pair's samples (both directions) hitting the 50x
+    timeout, like `lossy` for one link.
     """
     run = SyntheticRun(path, nranks=nranks, ranks_per_host=ranks_per_host, seed=seed)
     rng = run.rng
@@ -414,8 +417,11 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
     if pair_noise:
         slow *= rng.lognormal(0.0, pair_noise, (nranks, nranks))
     tail = None
-    if lossy:
+    if lossy or link_tail:
         tail = np.zeros((nranks, nranks))
+    for (s, d), frac in (link_tail or {}).items():
+        tail[s, d] = tail[d, s] = max(tail[s, d], frac)
+    if lossy:
         for r, frac in lossy.items():
             tail[r, :] = np.maximum(tail[r, :], frac)
             tail[:, r] = np.maximum(tail[:, r], frac)

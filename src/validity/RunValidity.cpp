@@ -9,10 +9,15 @@
 
 namespace fabscope::validity {
 
+// Long enough for a few scheduler ticks (jiffies are 4-10 ms), short against a run.
+constexpr double busyWindowSeconds = 0.25;
+
 RunValidity judgeAtStart(const runtime::Communicator& world, const runtime::Deadline& deadline) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  const auto mine = encode(readFacts(world.rank(), host));
+  // Every rank sleeps the same window while each measures the machine's busy CPUs.
+  world.barrier(deadline);
+  const auto mine = encode(readFacts(world.rank(), host, busyWindowSeconds));
   const auto gathered = world.gatherStrings(mine, 0, deadline);
   std::string joined;
   for (const auto& line : gathered) joined += line + "\n";

@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace fabscope::validity {
 namespace {
@@ -174,17 +177,23 @@ std::vector<Finding> busyMachines(const std::vector<RankFacts>& ranks) {
   const auto allHosts = allHostsOf(ranks);
   for (const auto& [id, machine] : byMachine(ranks)) {
     const RankFacts* any = machine.ranks.front();
-    if (any->loadAverage1 < 0 || any->onlineCpus <= 0) continue;
-    double load = 0;  // the ranks read it at slightly different times: the highest
-    for (const auto* r : machine.ranks) load = std::max(load, r->loadAverage1);
-    if (load <= any->onlineCpus) continue;
+    if (any->onlineCpus <= 0) continue;
+    // Each rank measured the same window; a rank's own wake-up adds to its reading,
+    // so the lowest reading is the closest to the others' work alone.
+    double busy = -1;
+    for (const auto* r : machine.ranks)
+      if (r->otherBusyCpus >= 0) busy = busy < 0 ? r->otherBusyCpus : std::min(busy, r->otherBusyCpus);
+    if (busy < 0) continue;
+    const double free = std::max(0.5, static_cast<double>(any->onlineCpus) - static_cast<double>(machine.ranks.size()));
+    if (busy <= free) continue;
     Finding f;
     f.what = busyHost;
-    f.value = load;
-    f.limit = any->onlineCpus;
-    f.effect = "the machine was busy at start (1-minute load average " + formatNumber(load) + " on " +
-               std::to_string(any->onlineCpus) + " CPUs): other work competes for the CPUs and its "
-               "interference is in the times";
+    f.value = busy;
+    f.limit = free;
+    f.effect = "the machine was busy at start: other work kept " + formatNumber(busy) + " of its " +
+               std::to_string(any->onlineCpus) + " CPUs busy (measured while every rank slept), more than the " +
+               formatNumber(free) + " the run's " + std::to_string(machine.ranks.size()) +
+               " rank(s) leave free: it competes for the CPUs and its interference is in the times";
     addForHosts(out, hostsOf(machine.ranks), allHosts, f);
   }
   return out;
@@ -215,7 +224,25 @@ std::vector<Finding> clockSync(std::int64_t worstUncertaintyNs, double smallestL
   return {f};
 }
 
-RankFacts readFacts(int rank, const std::string& host) {
+namespace {
+
+// /proc/stat's first line: (all jiffies, idle + iowait jiffies); nullopt if unreadable.
+std::optional<std::pair<double, double>> cpuJiffies() {
+  std::FILE* f = std::fopen("/proc/stat", "r");
+  if (!f) return std::nullopt;
+  double v[10] = {};
+  const int n = std::fscanf(f, "cpu %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                            &v[6], &v[7], &v[8], &v[9]);
+  std::fclose(f);
+  if (n < 5) return std::nullopt;
+  double total = 0;
+  for (int i = 0; i < std::min(n, 8); ++i) total += v[i];  // guest time is already in user
+  return std::make_pair(total, v[3] + v[4]);
+}
+
+}  // namespace
+
+RankFacts readFacts(int rank, const std::string& host, double busyWindowSeconds) {
   RankFacts facts;
   facts.rank = rank;
   facts.host = host;
@@ -228,12 +255,14 @@ RankFacts readFacts(int rank, const std::string& host) {
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
       if (CPU_ISSET(cpu, &set)) facts.cpus.push_back(cpu);
   facts.onlineCpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  double load = -1;
-  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
-    std::fclose(f);
+  const auto before = cpuJiffies();
+  std::this_thread::sleep_for(std::chrono::duration<double>(busyWindowSeconds));
+  const auto after = cpuJiffies();
+  if (before && after && after->first > before->first) {
+    const double busyFraction =
+        1.0 - (after->second - before->second) / (after->first - before->first);
+    facts.otherBusyCpus = std::max(0.0, busyFraction) * facts.onlineCpus;
   }
-  facts.loadAverage1 = load;
   for (int cpu : facts.cpus)
     facts.governors.push_back(
         firstLineOf("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cpufreq/scaling_governor"));
@@ -244,7 +273,7 @@ std::string encode(const RankFacts& f) {
   std::string governors;
   for (std::size_t i = 0; i < f.governors.size(); ++i) governors += (i ? "," : "") + f.governors[i];
   return std::to_string(f.rank) + "\t" + f.host + "\t" + f.machine + "\t" + joined(f.cpus) + "\t" +
-         std::to_string(f.onlineCpus) + "\t" + formatNumber(f.loadAverage1) + "\t" + governors;
+         std::to_string(f.onlineCpus) + "\t" + formatNumber(f.otherBusyCpus) + "\t" + governors;
 }
 
 RankFacts decode(const std::string& line) {
@@ -257,7 +286,7 @@ RankFacts decode(const std::string& line) {
   for (const auto& c : split(fields[3], ','))
     if (!c.empty()) f.cpus.push_back(std::stoi(c));
   f.onlineCpus = std::stoi(fields[4]);
-  f.loadAverage1 = std::stod(fields[5]);
+  f.otherBusyCpus = std::stod(fields[5]);
   if (!f.cpus.empty()) f.governors = split(fields[6], ',');
   f.governors.resize(f.cpus.size());
   return f;

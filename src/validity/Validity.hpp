@@ -18,8 +18,11 @@ struct RankFacts {
   // namespaces) share one machine's CPUs, so the hostname cannot tell.
   std::string machine;  // /etc/machine-id + boot_id
   std::vector<int> cpus;  // sched_getaffinity, ascending
-  int onlineCpus = 0;     // the machine's, for the load average
-  double loadAverage1 = -1;  // /proc/loadavg, -1 when unreadable
+  int onlineCpus = 0;     // the machine's
+  // CPUs kept busy by other work at start (average over a short window while every
+  // rank of the run slept: /proc/stat), -1 when unreadable. Not the load average:
+  // it lags by a minute and still counts a job that has just ended.
+  double otherBusyCpus = -1;
   // scaling_governor of each CPU in `cpus` that has one ("" where unreadable).
   std::vector<std::string> governors;
 };
@@ -50,8 +53,8 @@ bool waitsMustYield(const std::vector<Finding>& findings);
 // CPU frequency governors other than `performance` (where readable), per machine.
 std::vector<Finding> governors(const std::vector<RankFacts>& ranks);
 
-// A busy machine at start: 1-minute load average above its online CPUs. Our own
-// ranks had only just started, so the load is (mostly) someone else's.
+// A busy machine at start: other work kept more CPUs busy than the run's ranks
+// on that machine leave free (at least half a CPU), measured while they slept.
 std::vector<Finding> busyMachines(const std::vector<RankFacts>& ranks);
 
 // The placement, governor and load findings together (what is known at start).
@@ -71,7 +74,9 @@ std::vector<Finding> clockSync(std::int64_t worstUncertaintyNs, double smallestL
 std::string hostsLabel(const std::vector<std::string>& machineHosts, const std::vector<std::string>& allHosts);
 
 // Facts of this process (affinity, machine identity, load, governors).
-RankFacts readFacts(int rank, const std::string& host);
+// `busyWindowSeconds`: how long this rank sleeps between two reads of /proc/stat
+// (every rank of the run sleeps the same window, so the busy CPUs are others' work).
+RankFacts readFacts(int rank, const std::string& host, double busyWindowSeconds);
 
 // A line per rank for gathering over the control plane, and back.
 std::string encode(const RankFacts& facts);

@@ -16,7 +16,7 @@ RankFacts rank(int r, std::string host, std::string machine, std::vector<int> cp
   f.machine = std::move(machine);
   f.cpus = std::move(cpus);
   f.onlineCpus = online;
-  f.loadAverage1 = load;
+  f.otherBusyCpus = load;
   f.governors.assign(f.cpus.size(), "");
   return f;
 }
@@ -90,11 +90,17 @@ TEST(Validity, GovernorOtherThanPerformance) {
 }
 
 TEST(Validity, BusyMachineAtStart) {
-  const auto found = busyMachines({rank(0, "a", "m1", {0, 1}, 3.5, 2), rank(1, "b", "m2", {0, 1}, 1.5, 2)});
+  // One rank on each 2-CPU machine leaves 1 CPU free: other work on 1.6 CPUs is a
+  // finding, on 0.3 is not.
+  const auto found = busyMachines({rank(0, "a", "m1", {0, 1}, 1.6, 2), rank(1, "b", "m2", {0, 1}, 0.3, 2)});
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].host, "a");
-  EXPECT_EQ(found[0].value, 3.5);
-  EXPECT_EQ(found[0].limit, 2);
+  EXPECT_EQ(found[0].value, 1.6);
+  EXPECT_EQ(found[0].limit, 1);
+  // Two ranks on 2 CPUs leave none: more than half a CPU of others' work is a finding.
+  EXPECT_EQ(busyMachines({rank(0, "a", "m", {0, 1}, 0.7, 2), rank(1, "a", "m", {0, 1}, 0.9, 2)}).size(), 1u);
+  // The lowest reading of a machine counts (a rank's own wake-up adds to its reading).
+  EXPECT_TRUE(busyMachines({rank(0, "a", "m", {0, 1}, 0.2, 2), rank(1, "a", "m", {0, 1}, 0.9, 2)}).empty());
   EXPECT_TRUE(busyMachines({rank(0, "a", "m1", {0}, -1, 2)}).empty());  // unreadable
 }
 
@@ -117,14 +123,17 @@ TEST(Validity, FactsSurviveTheWire) {
   EXPECT_EQ(back.machine, "id/boot");
   EXPECT_EQ(back.cpus, f.cpus);
   EXPECT_EQ(back.onlineCpus, 8);
-  EXPECT_DOUBLE_EQ(back.loadAverage1, 1.25);
+  EXPECT_DOUBLE_EQ(back.otherBusyCpus, 1.25);
   EXPECT_EQ(back.governors, f.governors);
   EXPECT_THROW(decode("1\t2"), std::runtime_error);
 }
 
 TEST(Validity, ThisProcessHasFacts) {
-  const auto f = readFacts(0, "here");
+  const auto f = readFacts(0, "here", 0.05);
   EXPECT_FALSE(f.cpus.empty());
   EXPECT_GT(f.onlineCpus, 0);
   EXPECT_NE(f.machine, "/");
+  // measured from /proc/stat: between no CPU and all of them
+  EXPECT_GE(f.otherBusyCpus, 0);
+  EXPECT_LE(f.otherBusyCpus, f.onlineCpus);
 }
