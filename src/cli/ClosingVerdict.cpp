@@ -6,15 +6,12 @@
 #include <sstream>
 
 #include "kinds/fault/FaultCommand.hpp"
+#include "runtime/ShellQuote.hpp"
 
 namespace fabscope::cli {
 namespace {
 
-std::string shellQuoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using runtime::shellQuoted;
 
 std::string envOr(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);

@@ -117,6 +117,9 @@ int runCommandLine(int argc, char** argv) {
            "result file (HDF5) written by all ranks together; default fabscope-<UTC time>.h5 in the current folder")
           ("overwrite", "replace the output file if it exists (without it, an existing file is an error)")
           ("no-progress", "do not print progress lines on stderr")
+          ("allow-commands", "let the scenario file's own commands run (a fault drill's fault_command and "
+                             "restore_command); without it such a scenario is refused (exit 2). 'fabscope list' shows "
+                             "them first; a command given with --set is always allowed")
           ("no-verdict", "do not end with the verdict line (it runs python3 -m fabscope_analysis verdict on the "
                          "file: the same verdict summary, report and accept give)")
           ("manifest", po::value<std::string>()->value_name("FILE"),
@@ -139,6 +142,7 @@ int runCommandLine(int argc, char** argv) {
       c.overwrite = vm.count("overwrite") > 0;
       c.progress = vm.count("no-progress") == 0;
       c.verdict = vm.count("no-verdict") == 0;
+      c.allowCommands = vm.count("allow-commands") > 0;
       if (vm.count("manifest")) c.manifestPath = vm["manifest"].as<std::string>();
       if (vm.count("topology")) c.topologyPath = vm["topology"].as<std::string>();
       c.commandLine = joinCommandLine(argc, argv);

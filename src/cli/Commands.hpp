@@ -11,6 +11,7 @@ struct RunCommand {
   bool overwrite = false;
   bool progress = true;
   bool verdict = true;  // the closing verdict line (ClosingVerdict.hpp)
+  bool allowCommands = false;  // --allow-commands: the scenario's own commands may run
   std::string commandLine;
   std::string manifestPath;
   std::string topologyPath;

@@ -6,6 +6,7 @@
 
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
+#include "kinds/fault/FaultDrillConfig.hpp"
 #include "model/ModelSpec.hpp"
 #include "model/TrafficSizes.hpp"
 #include "output/Records.hpp"
@@ -14,6 +15,23 @@
 
 namespace fabscope::cli {
 namespace {
+
+// Every shell command a planned instance would run, placeholders filled as the run
+// fills them (quoted); the victim's host is known only once the ranks are placed.
+std::vector<std::string> commandsOf(const driver::PlannedInstance& p, const std::string& file, int ranks) {
+  const auto& spec = *p.instance.spec;
+  if (spec.kind != "fault") return {};
+  const auto c = suite::readFaultDrillConfig(spec, file, ranks);
+  const std::map<std::string, std::string> values = {
+      {"victim_host", "<host of rank " + std::to_string(c.victim) + ">"},
+      {"victim_rank", std::to_string(c.victim)},
+      {"percent", std::to_string(static_cast<int>(c.lossPercent))}};
+  std::vector<std::string> out;
+  if (!c.faultCommand.empty()) out.push_back("fault_command: " + suite::expandFaultCommand(c.faultCommand, values));
+  if (!c.restoreCommand.empty())
+    out.push_back("restore_command: " + suite::expandFaultCommand(c.restoreCommand, values));
+  return out;
+}
 
 // One size the serving-impact view (fabscope_analysis impact) reads: the kind that
 // measures it, the scenario spelling that derives it, the bytes and the formula.
@@ -88,7 +106,9 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
   const int ranks = command.ranks > 0 ? command.ranks : world.size();
   const suite::Registry registry;
   try {
-    const auto scenario = scenario::loadScenarioFile(command.scenarioPath, command.overrides, registry.scenarioRules(ranks));
+    auto rules = registry.scenarioRules(ranks);
+    rules.allowCommands = true;  // list runs nothing: it shows the commands a run would
+    const auto scenario = scenario::loadScenarioFile(command.scenarioPath, command.overrides, rules);
     const auto planned = driver::planMatrix(scenario, registry, ranks);
     std::printf("scenario '%s' (%s) for %d ranks: %zu test instances\n", scenario.name.c_str(),
                 scenario.file.c_str(), ranks, planned.size());
@@ -108,6 +128,7 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
                   spec.transport.c_str(), spec.memory.c_str(), spec.iterations, spec.warmup, timeout,
                   scenario::formatSize(memory).c_str(), p.plan.description.c_str());
       if (!p.instance.sizeFormula.empty()) std::printf("     size = %s\n", p.instance.sizeFormula.c_str());
+      for (const auto& line : commandsOf(p, scenario.file, ranks)) std::printf("     runs: %s\n", line.c_str());
     }
     if (!command.model.empty()) {
       std::printf("\n");
@@ -150,7 +171,11 @@ int runLaunchFactsCommand(const LaunchFactsCommand& command) {
   const suite::Registry registry;
   try {
     const auto scenario =
-        scenario::loadScenarioFile(command.run.scenarioPath, command.run.overrides, registry.scenarioRules(ranks));
+        scenario::loadScenarioFile(command.run.scenarioPath, command.run.overrides, [&] {
+          auto rules = registry.scenarioRules(ranks);
+          rules.allowCommands = command.run.allowCommands;
+          return rules;
+        }());
     const bool faultDrill = std::any_of(scenario.tests.begin(), scenario.tests.end(),
                                         [](const scenario::TestSpec& test) { return test.kind == "fault"; });
     std::printf("launch-facts: output=%s\n", command.run.outputPath.c_str());

@@ -65,7 +65,9 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
   std::string outputPath = command.outputPath;
   driver::FabricInputs fabric;
   try {
-    scenario = scenario::loadScenarioFile(command.scenarioPath, command.overrides, registry.scenarioRules(world.size()));
+    auto rules = registry.scenarioRules(world.size());
+    rules.allowCommands = command.allowCommands;
+    scenario = scenario::loadScenarioFile(command.scenarioPath, command.overrides, rules);
     driver::planMatrix(scenario, registry, world.size());
     fabric = driver::loadFabricInputs(command.manifestPath, command.topologyPath);
   } catch (const UsageError& e) {

@@ -66,6 +66,9 @@ struct Scenario {
 // What the rest of the program allows, so the loader can reject early.
 struct KindRules {
   std::vector<std::string> extraKeys;  // keys beyond the common ones
+  // Keys whose value is a shell command: refused unless the run allows commands
+  // (--allow-commands) or the value came from --set (issue 27).
+  std::vector<std::string> commandKeys;
   int minRanks = 1;
   // Checks the kind's own keys; throws ScenarioError (use ParamReader).
   std::function<void(const TestSpec&, const std::string& file, int worldSize)> validate;
@@ -77,6 +80,9 @@ struct ScenarioRules {
   std::map<std::string, std::string> memoryKinds;  // name -> "" if built, else why not
   std::vector<std::string> conditions;
   int worldSize = 1;
+  // --allow-commands: a scenario file's own commands may run. Off by default: a
+  // scenario from elsewhere must not run what it says as whoever runs fabscope.
+  bool allowCommands = false;
 };
 
 Scenario loadScenarioFile(const std::string& path, const std::vector<std::string>& overrides,

@@ -383,6 +383,17 @@ class Loader {
                               "); expected one of: " + joined(allowed));
       }
     }
+    // A command in the scenario file runs only when the admin allows it; one given
+    // with --set is the admin's own (testOverrides_ knows which keys --set wrote).
+    for (const auto& key : kind.commandKeys) {
+      const YAML::Node command = test[key];
+      if (!command || rules_.allowCommands || (index < testOverrides_.size() && testOverrides_[index].count(key))) continue;
+      fail(command, "test '" + spec.name + "' would run the command " + key + ": '" +
+                        (command.IsScalar() ? command.Scalar() : std::string("?")) +
+                        "'; a scenario's commands run only with --allow-commands (or give the command "
+                        "yourself: --set " + spec.name + "." + key + "='...'); 'fabscope list' shows every "
+                        "command a scenario would run");
+    }
     const YAML::Node sizes = pick(test, defaults, "sizes");
     if (!sizes) fail(test, "test '" + spec.name + "' has no 'sizes' (e.g. sizes: [8, 4KiB, '64KiB..4MiB x4'])");
     if (sizes.IsMap()) {

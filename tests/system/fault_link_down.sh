@@ -20,7 +20,8 @@ check_fault_drill "heartbeat|missed reply|transport error callback"
 import sys, h5py
 t = h5py.File(sys.argv[1], "r")["/tests/0000"]
 a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in t.attrs.items()}
-assert "link ecflink1 down" in a["fault_command"], a["fault_command"]
+# the host placeholder is filled quoted: one word whatever it holds (issue 27)
+assert "link 'ecflink1' down" in a["fault_command"], a["fault_command"]
 assert a["fault_command_exit"] == 0 and a["fault_command_timed_out"] == 0, (a["fault_command_exit"], a["fault_command_output"])
 assert a["restore_command_exit"] == 0, a["restore_command_output"]
 assert a["fault_command_started_ns"] == a["fault_ns"]
@@ -54,6 +55,24 @@ with h5py.File(sys.argv[1], "r") as f:
     print("no-op fault_command:", text(a["error"])[:160])
 PY
 
+# A scenario's own commands run only with --allow-commands (issue 27): without it
+# the same launch is refused before anything runs (exit 2), naming the command and
+# the flag, and the command never ran; a command given with --set needs no flag.
+sed -e "s|^    fault_command: .*|    fault_command: touch $scratch/ran|" -e '/restore_command/d' "$scratch/drill.yaml" >"$scratch/untrusted.yaml"
+set +e
+timeout --kill-after=10 60 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --fabric emulated -N 1 --bin "$FABSCOPE_BIN" -- \
+  run --scenario "$scratch/untrusted.yaml" --output "$scratch/untrusted.h5" --no-progress >"$scratch/untrusted.log" 2>&1
+untrusted_exit=$?
+set -e
+((untrusted_exit == 2)) || { tail -20 "$scratch/untrusted.log" >&2; fail "a scenario with a command, launched without --allow-commands, exited $untrusted_exit (expected 2)"; }
+grep -q "untrusted.yaml:[0-9]*:[0-9]*: .*would run the command fault_command: 'touch $scratch/ran'.*--allow-commands" "$scratch/untrusted.log" \
+  || { cat "$scratch/untrusted.log" >&2; fail "the refusal does not name the file position, the command and --allow-commands"; }
+[[ ! -e $scratch/ran ]] || fail "the refused scenario's command ran"
+[[ ! -e $scratch/untrusted.h5 ]] || fail "the refused run wrote a result file"
+listed=$("$FABSCOPE_BIN" list --scenario "$scratch/untrusted.yaml" --ranks 4)
+grep -q "runs: fault_command: touch $scratch/ran" <<<"$listed" || { echo "$listed" >&2; fail "fabscope list does not show the command"; }
+note "without --allow-commands the scenario's command is refused (exit 2) and listed by fabscope list"
+
 # A link fault on a host that runs other drill ranks would cut them off too:
 # 4 ranks on this one host must be refused as an error (exit 1 through the
 # wrapper) before the command runs.
@@ -61,7 +80,7 @@ sed -e "s|^    fault_command: .*|    fault_command: touch $scratch/cut|" -e '/re
 set +e
 OMPI_MCA_rmaps_base_oversubscribe=1 UCX_TLS=tcp,self UCX_NET_DEVICES=lo timeout --kill-after=10 90 \
   "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --np 4 --bin "$FABSCOPE_BIN" --env UCX_TLS=tcp,self --env UCX_NET_DEVICES=lo -- \
-  run --scenario "$scratch/shared.yaml" --output "$scratch/shared.h5" --no-progress >"$scratch/shared.log" 2>&1
+  run --scenario "$scratch/shared.yaml" --output "$scratch/shared.h5" --no-progress --allow-commands >"$scratch/shared.log" 2>&1
 shared_exit=$?
 set -e
 ((shared_exit == 1)) || { tail -20 "$scratch/shared.log" >&2; fail "a link-down drill with the victim's host shared exited $shared_exit (expected 1)"; }

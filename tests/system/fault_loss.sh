@@ -32,7 +32,7 @@ with h5py.File(sys.argv[1], "r") as f:
     if a["status"] != "passed": problems.append(f"status {a['status']}: {a.get('error')}")
     if a["hung"] != 0: problems.append(f"{a['hung']} requests hung")
     if a["completed"] + a["failed_requests"] != a["requests"]: problems.append("requests unaccounted for")
-    if "loss ecfloss1 30" not in a["fault_command"]: problems.append(f"fault_command {a['fault_command']!r}")
+    if "loss 'ecfloss1' '30'" not in a["fault_command"]: problems.append(f"fault_command {a['fault_command']!r}")
     if a["fault_command_exit"] != 0: problems.append(f"fault_command exit {a['fault_command_exit']}: {a['fault_command_output']}")
     if a["restore_command_exit"] != 0: problems.append(f"restore_command exit {a['restore_command_exit']}")
     kinds = [text(k) for k in t["events"]["kind"]]

@@ -21,10 +21,14 @@ std::string text(const std::string& keys) {
   return "name: t\nseed: 1\ntests:\n  - name: drill\n    kind: fault\n    sizes: [64]\n    timeout: 60s\n" + keys;
 }
 
-// The error of loading and planning on `ranks` ranks, "" if none.
-std::string planError(const std::string& keys, int ranks = 4) {
+// The error of loading and planning on `ranks` ranks, "" if none (commands allowed
+// unless said: most tests here are about the drill's own checks).
+std::string planError(const std::string& keys, int ranks = 4, bool allowCommands = true,
+                      const std::vector<std::string>& overrides = {}) {
   try {
-    const auto s = scenario::loadScenarioText(text(keys), "t.yaml", {}, registry().scenarioRules(ranks));
+    auto rules = registry().scenarioRules(ranks);
+    rules.allowCommands = allowCommands;
+    const auto s = scenario::loadScenarioText(text(keys), "t.yaml", overrides, rules);
     (void)driver::planMatrix(s, registry(), ranks);
   } catch (const scenario::ScenarioError& e) {
     return e.what();
@@ -105,8 +109,34 @@ TEST(FaultDrillConfig, LinkFaultsNeedAnAdminCommand) {
 
 TEST(FaultCommandText, Placeholders) {
   const std::map<std::string, std::string> v{{"victim_host", "n7"}, {"victim_rank", "3"}, {"percent", "20"}};
-  EXPECT_EQ(suite::expandFaultCommand("loss {victim_host} {percent} # {victim_rank}", v), "loss n7 20 # 3");
+  EXPECT_EQ(suite::expandFaultCommand("loss {victim_host} {percent} # {victim_rank}", v), "loss 'n7' '20' # '3'");
   EXPECT_THROW(suite::expandFaultCommand("x {victim_host", v), std::invalid_argument);
+}
+
+TEST(FaultCommandText, HostileValuesStayOneWord) {
+  // A value is substituted as one single-quoted shell word: no ;, $(), backquote,
+  // newline or quote in a host name can add a command (issue 27).
+  const std::map<std::string, std::string> v{
+      {"victim_host", "n1; rm -rf / #"}, {"victim_rank", "$(reboot)"}, {"percent", "a'b\nc`id`"}};
+  EXPECT_EQ(suite::expandFaultCommand("cut {victim_host} {victim_rank} {percent}", v),
+            "cut 'n1; rm -rf / #' '$(reboot)' 'a'\\''b\nc`id`'");
+  // and the shell agrees: echo prints the three values back unchanged, runs nothing
+  const auto r = suite::runFaultCommand(suite::expandFaultCommand("printf '%s|' {victim_host} {victim_rank} {percent}", v), 5);
+  EXPECT_EQ(r.exitStatus, 0) << r.output;
+  EXPECT_EQ(r.output, "n1; rm -rf / #|$(reboot)|a'b\nc`id`|");
+}
+
+TEST(FaultDrillConfig, CommandsInTheScenarioNeedAllowCommands) {
+  if (!FABSCOPE_HAVE_UCX) GTEST_SKIP() << "built without UCX";
+  const std::string drill = "    transport: ucx\n    fault: link-down\n    fault_command: cut {victim_host}\n";
+  auto e = planError(drill, 4, false);
+  EXPECT_NE(e.find("t.yaml:10:"), std::string::npos) << e;  // the command's own line
+  EXPECT_NE(e.find("would run the command fault_command: 'cut {victim_host}'"), std::string::npos) << e;
+  EXPECT_NE(e.find("--allow-commands"), std::string::npos) << e;
+  EXPECT_EQ(planError(drill, 4, true), "");
+  // The admin's own command line is trusted: a command given with --set runs.
+  EXPECT_EQ(planError("    transport: ucx\n    fault: link-down\n", 4, false, {"drill.fault_command=cut {victim_host}"}),
+            "");
 }
 
 TEST(FaultCommandRun, ExitStatusOutputAndDeadline) {

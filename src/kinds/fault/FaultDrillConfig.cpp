@@ -1,5 +1,7 @@
 #include "kinds/fault/FaultDrillConfig.hpp"
 
+#include "runtime/ShellQuote.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
@@ -61,7 +63,8 @@ std::string expandFaultCommand(const std::string& command, const std::map<std::s
       for (const auto& [k, v] : values) known += (known.empty() ? "{" : ", {") + k + "}";
       throw std::invalid_argument("unknown placeholder {" + name + "}; known: " + known);
     }
-    out += it->second;
+    // Quoted: a value (a host name, a rank) is one word and can never add shell syntax.
+    out += runtime::shellQuoted(it->second);
     i = close;
   }
   return out;

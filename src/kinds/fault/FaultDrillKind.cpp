@@ -41,6 +41,7 @@ class FaultDrillKind final : public Kind {
     r.extraKeys = {"fault",          "victim",         "at",          "detect_within",  "heartbeat",
                    "heartbeat_deadline", "request_timeout", "requests", "rate",          "fault_command",
                    "restore_command", "command_timeout", "loss_percent"};
+    r.commandKeys = {"fault_command", "restore_command"};
     r.minRanks = 4;
     r.validate = [](const scenario::TestSpec& spec, const std::string& file, int) {
       readFaultDrillConfig(spec, file, 0);

@@ -41,7 +41,7 @@ launch_fault_drill() {
   local started=$SECONDS
   set +e
   timeout --kill-after=10 150 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --fabric emulated -N 1 --bin "$FABSCOPE_BIN" -- \
-    run --scenario "$scenario" --output "$output" --no-progress >"$log" 2>&1
+    run --scenario "$scenario" --output "$output" --no-progress --allow-commands >"$log" 2>&1
   drill_exit=$?
   set -e
   note "the launch took $((SECONDS - started)) s and exited $drill_exit"
