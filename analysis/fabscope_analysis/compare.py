@@ -270,8 +270,14 @@ def _html(sides: List[Side], context, warnings, frame, notes, negligible,
                                     "launchers set per job or rank is not compared. A "
                                     "difference below may come from these."))
     if qos is not None and not qos.empty:
-        body.append(H.section("qos", "Congestion control and QoS of each run",
-                              [H.table(qos, left=list(qos.columns))],
+        # Identical on every side: one folded line, so the differences stay near the top.
+        side_columns = [c for c in qos.columns if c != "setting"]
+        same = all(len({str(v) for v in row}) == 1
+                   for row in qos[side_columns].itertuples(index=False))
+        table = H.table(qos, left=list(qos.columns))
+        content = [f"<details><summary>the same on every side ({len(qos)} settings)</summary>"
+                   f"{table}</details>"] if same else [table]
+        body.append(H.section("qos", "Congestion control and QoS of each run", content,
                               intro="PFC, trust, DSCP map, ECN, RoCE mode and traffic class "
                                     "per fabric interface and port, and the library variables "
                                     "that choose them: the conditions each side ran under."))

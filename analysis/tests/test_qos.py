@@ -70,6 +70,15 @@ def test_compare_prints_the_block_side_by_side(tmp_path):
     assert list(frame.columns) == ["setting", "A", "B"]
     html = (tmp_path / "c.html").read_text()
     assert "Congestion control and QoS of each run" in html and "fh0: none; fh1: 3" in html
+    assert "the same on every side" not in html  # they differ: shown open
+
+
+def test_compare_folds_the_block_when_every_side_is_the_same(tmp_path):
+    a, _ = _two_runs(tmp_path)
+    with open_result(a) as ra, open_result(a) as rb:
+        run_compare([ra, rb], str(tmp_path / "same.html"), resamples=50, stream=io.StringIO())
+    html = (tmp_path / "same.html").read_text()
+    assert "<details><summary>the same on every side (" in html
 
 
 def test_report_shows_the_block_and_old_files_have_none(tmp_path):
