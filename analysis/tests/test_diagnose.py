@@ -334,3 +334,29 @@ def test_a_link_tail_within_scheduler_slices_on_shared_cpus_is_not_named(tmp_pat
     assert any("scheduler's slices" in n for n in d.notes), d.notes
     d = run("lossy.h5", lossy={2: 0.1}, validity=shared)
     assert "fh2" in _named(d), d.lines()
+
+
+def test_control_pairs_that_touch_a_suspect_cannot_clear_it(tmp_path):
+    # The controls were drawn from pairs into fh2 itself (as slow as the retested ones):
+    # "as fast as the controls" would clear a slow receiver. They are not a reference.
+    path = tmp_path / "tainted.h5"
+    write_matrix_run(path, receive={2: 0.3}, retest=[(0, 2), (1, 2)], controls=[(3, 2), (4, 2)])
+    d = _diagnose(path)
+    assert "0001 ap-bw" in _symptom_tests(d, "fh2"), d.lines()
+    assert any("every control pair touches a host the parallel pass found" in n for n in d.notes)
+
+
+def test_a_mildly_slow_link_on_shared_cpus_is_not_named(tmp_path):
+    # 1.7x on one link names it on a clean machine; on CPUs the run shared (validity)
+    # one pair cannot be resolved that finely, and a 4x link still is named.
+    shared = [("*", "oversubscribed", 8, 2, "shared")]
+    def links(name, factor, validity=None):
+        path = tmp_path / name
+        write_matrix_run(path, nranks=8, link={(0, 3): factor}, seed=3, validity=validity)
+        d = _diagnose(path)
+        return d, [c for c in d.culprits if c.direction == "link"]
+    assert links("mild.h5", 1 / 1.7)[1]
+    d, named = links("mild-shared.h5", 1 / 1.7, shared)
+    assert not named, d.lines()
+    assert any("one pair can be resolved to" in n for n in d.notes), d.notes
+    assert links("strong-shared.h5", 1 / 4, shared)[1]

@@ -66,8 +66,36 @@ std::vector<RankPair> rankedPairs(int n) {  // every pair of n ranks, in a fixed
 }
 }  // namespace
 
+// 28 pairs of 8 ranks, worst first: the 3 retested pairs share ranks 0..3; 4 more
+// pairs touching them, then the 10 pairs among ranks 4..7 (positions 7..16, inside
+// the middle half 7..20), then the other pairs touching 0..3.
+std::vector<RankPair> rankedWithSuspects() {
+  std::vector<RankPair> retested{{0, 1}, {0, 2}, {0, 3}}, touching, disjoint;
+  for (const auto& p : rankedPairs(8)) {
+    if (std::find(retested.begin(), retested.end(), p) != retested.end()) continue;
+    (p.initiator < 4 || p.responder < 4 ? touching : disjoint).push_back(p);
+  }
+  auto out = retested;
+  out.insert(out.end(), touching.begin(), touching.begin() + 4);
+  out.insert(out.end(), disjoint.begin(), disjoint.end());
+  out.insert(out.end(), touching.begin() + 4, touching.end());
+  return out;
+}
+
+TEST(PairSchedule, ControlsNeverShareARankWithTheRetestedWhenOthersRemain) {
+  const auto ranked = rankedWithSuspects();
+  for (std::uint64_t seed : {1ull, 2ull, 3ull, 99ull})
+    for (const auto& c : controlPairs(ranked, 3, 3, seed)) {
+      EXPECT_GE(c.initiator, 4) << "seed " << seed;  // not 0..3: those are the suspects' ranks
+      EXPECT_GE(c.responder, 4) << "seed " << seed;
+    }
+  // 4 ranks: every other pair shares a rank with (0,1) or (2,3): they fill in.
+  const std::vector<RankPair> small{{0, 1}, {2, 3}, {0, 2}, {1, 3}, {0, 3}, {1, 2}};
+  EXPECT_EQ(controlPairs(small, 2, 2, 5).size(), 2u);
+}
+
 TEST(PairSchedule, ControlsComeFromTheMiddleAndNeverFromTheRetested) {
-  const auto ranked = rankedPairs(8);  // 28 pairs; middle half = positions 7..20
+  const auto ranked = rankedWithSuspects();  // 28 pairs; middle half = positions 7..20
   for (std::uint64_t seed : {1ull, 2ull, 3ull, 99ull}) {
     const auto controls = controlPairs(ranked, 3, 3, seed);
     ASSERT_EQ(controls.size(), 3u);

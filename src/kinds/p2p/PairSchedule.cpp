@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 
 namespace fabscope::suite {
 
@@ -73,9 +74,20 @@ std::vector<RankPair> controlPairs(const std::vector<RankPair>& rankedWorstFirst
                                    std::uint64_t seed) {
   const std::size_t n = rankedWorstFirst.size();
   if (count <= 0 || retested >= n) return {};
-  // Positions outside the retested ones, nearest the median position first.
-  std::vector<std::size_t> positions;
-  for (std::size_t i = retested; i < n; ++i) positions.push_back(i);
+  // Positions outside the retested ones, nearest the median position first; pairs
+  // that share a rank with a retested pair only when too few others remain (a
+  // control through a suspect host is as slow as the suspect and clears it).
+  std::set<int> suspects;
+  for (std::size_t i = 0; i < retested; ++i) {
+    suspects.insert(rankedWorstFirst[i].initiator);
+    suspects.insert(rankedWorstFirst[i].responder);
+  }
+  std::vector<std::size_t> positions, touching;
+  for (std::size_t i = retested; i < n; ++i)
+    (suspects.count(rankedWorstFirst[i].initiator) || suspects.count(rankedWorstFirst[i].responder) ? touching
+                                                                                                      : positions)
+        .push_back(i);
+  if (positions.size() < static_cast<std::size_t>(count)) positions.insert(positions.end(), touching.begin(), touching.end());
   const double median = (static_cast<double>(n) - 1) / 2;
   std::stable_sort(positions.begin(), positions.end(), [&](std::size_t a, std::size_t b) {
     return std::abs(static_cast<double>(a) - median) < std::abs(static_cast<double>(b) - median);

@@ -37,7 +37,8 @@ Schedule serialScheduleOf(const std::vector<RankPair>& pairs);
 // pairs. Draws `count` pairs (seeded, the same for the same seed on any build)
 // from the middle half of the ranking, so neither the suspects nor the best
 // pairs set the reference; when the middle half has too few, the pairs nearest
-// the median outside it fill in. Fewer when there are not enough pairs.
+// the median outside it fill in. Pairs sharing a rank with a retested pair are
+// used only when fewer than `count` others remain. Fewer when there are not enough pairs.
 std::vector<RankPair> controlPairs(const std::vector<RankPair>& rankedWorstFirst, std::size_t retested, int count,
                                    std::uint64_t seed);
 
