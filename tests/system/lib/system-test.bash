@@ -101,14 +101,4 @@ up_emulated_cluster() {
   on_exit "'$cluster' down >/dev/null"
 }
 
-# Tests in parts: see tests/mpi/lib.bash (same helpers).
-test_part=${1:-all}
-part_wanted() { [[ $test_part == all || $test_part == "$1" ]]; }
-skip_part() {  # PART WHY
-  if [[ $test_part == all ]]; then
-    echo "$(basename "$0"): part '$1' SKIPPED: $2" >&2
-  else
-    echo "$(basename "$0"): SKIP: $2" >&2
-    exit 77
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../../support/test-parts.bash"
