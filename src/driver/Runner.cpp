@@ -33,6 +33,10 @@ constexpr int formatVersion = 1;
 constexpr int maxRecoveries = 3;
 
 runtime::Deadline setupDeadline() { return runtime::Deadline::afterSeconds(runtime::deadlines::setupSeconds); }
+transport::TransportTuning transportTuning(const scenario::TransportSettings& settings) {
+  return {.verbsMaxReadsInFlight = settings.verbsMaxReadsInFlight,
+          .verbsMaxReadsInFlightFrom = "transports.verbs.max_rd_atomic at " + settings.verbsMaxReadsInFlightFrom};
+}
 runtime::Deadline fileStep() { return runtime::Deadline::afterSeconds(runtime::deadlines::fileStepSeconds); }
 
 // The retest stage's instance: the worst pairs of `measured` and as many
@@ -416,7 +420,8 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
     const std::string transportName =
         registry_.kind(current.instance.spec->kind).usesTransport() ? current.instance.spec->transport : "mpi";
     auto& transport = transports[transportName];
-    if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, setupDeadline());
+    if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, transportTuning(scenario_.transports),
+                                                                setupDeadline());
     RetestChoice retest;
     auto result = runInstance(index, current, file, recorder, *transport, retest);
     if (leaveRun_) return exit_code::ok;

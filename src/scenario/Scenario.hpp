@@ -46,6 +46,15 @@ struct TestSpec {
   std::map<std::string, std::string> overrides;  // key -> "--set key=value" that set it
 };
 
+// Per-run transport settings from the scenario's top-level 'transports:' mapping,
+// for experiments; each only lowers what the transport would otherwise use.
+struct TransportSettings {
+  // transports: {verbs: {max_rd_atomic: N}} (1..255): RDMA reads in flight per
+  // queue pair; 0 = the limit the two devices agree on.
+  int verbsMaxReadsInFlight = 0;
+  std::string verbsMaxReadsInFlightFrom;  // "file:line:column" that set it
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -59,6 +68,7 @@ struct Scenario {
   std::string hdf5Mode = "auto";  // auto | parallel | serial
   // Samples and buffers one rank may allocate for one test instance.
   std::int64_t maxMemoryPerRank = std::int64_t{4} << 30;
+  TransportSettings transports;
   std::vector<TestSpec> tests;
   std::vector<std::string> overrides;
 };

@@ -14,7 +14,7 @@ namespace fabscope::scenario {
 namespace {
 
 const std::vector<std::string> topKeys = {"name", "description", "criteria", "seed", "hdf5", "max_memory_per_rank",
-                                          "model", "parallel", "defaults", "tests"};
+                                          "transports", "model", "parallel", "defaults", "tests"};
 const std::vector<std::string> commonKeys = {"name",   "kind",      "sizes",     "iterations",
                                              "warmup", "timeout",   "transport", "memory",
                                              "conditions", "ranks", "roles", "load_bytes",
@@ -101,6 +101,8 @@ class Loader {
         fail(m, e.what());
       }
     }
+
+    if (const YAML::Node t = root["transports"]) parseTransportSettings(t, scenario.transports);
 
     const YAML::Node defaults = root["defaults"] ? root["defaults"] : YAML::Node(YAML::NodeType::Map);
     if (!defaults.IsMap()) fail(defaults, "'defaults' must be a mapping of test keys");
@@ -237,6 +239,23 @@ class Loader {
     if (!n) return fallback;
     if (!n.IsScalar()) fail(n, "'" + key + "' must be " + what);
     return n.as<std::string>();
+  }
+
+  // transports: {verbs: {max_rd_atomic: N}}; the only per-run transport setting so far.
+  void parseTransportSettings(const YAML::Node& t, TransportSettings& settings) const {
+    if (!t.IsMap()) fail(t, "'transports' must be a mapping such as {verbs: {max_rd_atomic: 4}}");
+    for (const auto& entry : t) {
+      const auto name = entry.first.Scalar();
+      if (name != "verbs") fail(entry.first, "unknown transport '" + name + "' under 'transports'; expected: verbs");
+      const YAML::Node v = entry.second;
+      if (!v.IsMap()) fail(v, "'transports.verbs' must be a mapping such as {max_rd_atomic: 4}");
+      for (const auto& key : v) {
+        if (key.first.Scalar() != "max_rd_atomic")
+          fail(key.first, "unknown key '" + key.first.Scalar() + "' under 'transports.verbs'; expected: max_rd_atomic");
+        settings.verbsMaxReadsInFlight = static_cast<int>(integerOf(key.second, "max_rd_atomic", 1, 255));
+        settings.verbsMaxReadsInFlightFrom = positionOf(file_, key.second);
+      }
+    }
   }
 
   std::int64_t integerOf(const YAML::Node& n, const std::string& key, std::int64_t min, std::int64_t max) const {

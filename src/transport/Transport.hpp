@@ -16,6 +16,13 @@ namespace fabscope::transport {
 
 enum class MemoryKind { host, cuda, cudaHost };
 
+// Per-run settings a scenario may give a transport when it is opened (the
+// scenario's 'transports:' key); transports that have none ignore them.
+struct TransportTuning {
+  int verbsMaxReadsInFlight = 0;          // 0: the limit the two devices agree on
+  std::string verbsMaxReadsInFlightFrom;  // where it was set ("file:line:column")
+};
+
 struct TransportError {
   runtime::Nanoseconds at;  // monotonic clock when it was noticed
   int peer;                 // -1 if not tied to one peer

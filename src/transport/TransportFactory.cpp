@@ -32,8 +32,9 @@ TransportCapabilities transportCapabilities(const std::string& name) {
 }
 
 std::unique_ptr<Transport> openTransport(const std::string& name, const runtime::Communicator& world, int localRank,
-                                         const runtime::Deadline& deadline) {
+                                         const TransportTuning& tuning, const runtime::Deadline& deadline) {
   (void)localRank;
+  (void)tuning;  // used by verbs only, which may not be built
   if (name == "mpi") return std::make_unique<MpiTransport>(world, deadline);
 #if FABSCOPE_HAVE_UCX
   if (name == "ucx") return std::make_unique<UcxTransport>(world, deadline);
@@ -42,7 +43,7 @@ std::unique_ptr<Transport> openTransport(const std::string& name, const runtime:
   if (name == "nccl") return std::make_unique<NcclTransport>(world, localRank, deadline);
 #endif
 #if FABSCOPE_HAVE_VERBS
-  if (name == "verbs") return std::make_unique<VerbsTransport>(world, deadline);
+  if (name == "verbs") return std::make_unique<VerbsTransport>(world, tuning, deadline);
 #endif
   const auto why = transportAvailability();
   const auto it = why.find(name);

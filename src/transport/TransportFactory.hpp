@@ -27,6 +27,6 @@ std::map<std::string, std::string> transportAvailability();
 // Collective over `world`: every rank opens the same transport. `localRank`
 // (position among the ranks of this host) picks the GPU of GPU transports.
 std::unique_ptr<Transport> openTransport(const std::string& name, const runtime::Communicator& world, int localRank,
-                                         const runtime::Deadline& deadline);
+                                         const TransportTuning& tuning, const runtime::Deadline& deadline);
 
 }  // namespace fabscope::transport

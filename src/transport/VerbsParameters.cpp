@@ -33,7 +33,15 @@ VerbsOptions verbsOptionsFrom(const std::function<const char*(const char*)>& loo
   o.timeout = integerOption(lookup, "FABSCOPE_VERBS_TIMEOUT", o.timeout, 0, 31);
   o.retryCount = integerOption(lookup, "FABSCOPE_VERBS_RETRY_CNT", o.retryCount, 0, 7);
   o.maxReadsInFlight = integerOption(lookup, "FABSCOPE_VERBS_MAX_RD_ATOMIC", o.maxReadsInFlight, 1, 255);
+  if (o.maxReadsInFlight > 0) o.maxReadsInFlightFrom = "FABSCOPE_VERBS_MAX_RD_ATOMIC";
   return o;
+}
+
+void lowerReadsInFlight(VerbsOptions& options, int limit, const std::string& from) {
+  if (limit <= 0) return;
+  if (options.maxReadsInFlight > 0 && options.maxReadsInFlight <= limit) return;
+  options.maxReadsInFlight = limit;
+  options.maxReadsInFlightFrom = from;
 }
 
 VerbsOptions verbsOptionsFromEnvironment() {

@@ -24,12 +24,17 @@ struct VerbsOptions {
   // FABSCOPE_VERBS_MAX_RD_ATOMIC (1..255): RDMA reads (gets) one queue pair may
   // have outstanding, to lower the agreed device maximum for experiments; 0 = no limit.
   int maxReadsInFlight = 0;
+  std::string maxReadsInFlightFrom;  // what set maxReadsInFlight, for /transports/verbs
 };
 
 // Reads FABSCOPE_VERBS_* through `lookup` (std::getenv in production).
 // Throws UsageError naming the variable and the accepted range.
 VerbsOptions verbsOptionsFrom(const std::function<const char*(const char*)>& lookup);
 VerbsOptions verbsOptionsFromEnvironment();
+
+// A further limit on RDMA reads in flight (the scenario's transports.verbs.max_rd_atomic):
+// the lower of it and what is already set wins; 0 leaves the options as they are.
+void lowerReadsInFlight(VerbsOptions& options, int limit, const std::string& from);
 
 // Seconds until an RC QP declares its peer lost: every transmission waits
 // 4.096 us x 2^timeout for an ACK and is tried retry_cnt + 1 times.

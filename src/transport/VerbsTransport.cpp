@@ -32,13 +32,15 @@ const char* gidTypeName(ibv_gid_type t) {
 
 }  // namespace
 
-VerbsTransport::VerbsTransport(const runtime::Communicator& world, const runtime::Deadline& deadline)
+VerbsTransport::VerbsTransport(const runtime::Communicator& world, const TransportTuning& tuning,
+                               const runtime::Deadline& deadline)
     : world_(world.duplicate(deadline)), me_(world.rank()) {
   // Every rank opens its device first and then all agree, so a rank without
   // hardware fails the whole open together instead of leaving peers waiting.
   std::string problem;
   try {
     options_ = verbs::verbsOptionsFromEnvironment();
+    verbs::lowerReadsInFlight(options_, tuning.verbsMaxReadsInFlight, tuning.verbsMaxReadsInFlightFrom);
     openLocal();
   } catch (const UsageError&) {
     throw;
@@ -383,7 +385,7 @@ std::vector<std::pair<std::string, std::string>> VerbsTransport::describe() cons
       {"verbs_max_rd_atomic", readsInFlight},
       {"verbs_device_max_qp_rd_atom", std::to_string(deviceMaxResponderReads_)},
       {"verbs_device_max_qp_init_rd_atom", std::to_string(deviceMaxInitiatorReads_)},
-      {"verbs_max_rd_atomic_limit", options_.maxReadsInFlight > 0 ? std::to_string(options_.maxReadsInFlight) + " (FABSCOPE_VERBS_MAX_RD_ATOMIC)" : "none"},
+      {"verbs_max_rd_atomic_limit", options_.maxReadsInFlight > 0 ? std::to_string(options_.maxReadsInFlight) + " (" + options_.maxReadsInFlightFrom + ")" : "none"},
       {"verbs_send_queue_depth", std::to_string(maxWorkRequests)},
       {"verbs_completion_queue_depth", std::to_string(cq_ ? cq_->cqe : 0)},
   };

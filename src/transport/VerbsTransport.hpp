@@ -26,7 +26,7 @@ class VerbsTransport final : public Transport {
  public:
   // Collective over `world` (which must outlive the transport). Throws
   // RuntimeFailure on every rank when any rank lacks a usable device.
-  VerbsTransport(const runtime::Communicator& world, const runtime::Deadline& deadline);
+  VerbsTransport(const runtime::Communicator& world, const TransportTuning& tuning, const runtime::Deadline& deadline);
   ~VerbsTransport() override;
   VerbsTransport(const VerbsTransport&) = delete;
   VerbsTransport& operator=(const VerbsTransport&) = delete;

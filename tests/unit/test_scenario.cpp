@@ -235,6 +235,20 @@ TEST(Scenario, MemoryLimitIsCheckedBeforeRunning) {
   EXPECT_NE(errorOf(big, {"max_memory_per_rank=lots"}).find("--set max_memory_per_rank=lots"), std::string::npos);
 }
 
+TEST(Scenario, TransportSettingsLowerTheVerbsReadsInFlight) {
+  const auto s = load("transports:\n  verbs: {max_rd_atomic: 4}\ntests:\n  - {kind: latency, sizes: [8]}\n");
+  EXPECT_EQ(s.transports.verbsMaxReadsInFlight, 4);
+  EXPECT_EQ(s.transports.verbsMaxReadsInFlightFrom, "t.yaml:2:26");
+  EXPECT_EQ(load("tests:\n  - {kind: latency, sizes: [8]}\n").transports.verbsMaxReadsInFlight, 0);
+  const std::string tail = "tests:\n  - {kind: latency, sizes: [8]}\n";
+  EXPECT_NE(errorOf("transports:\n  verbs: {max_rd_atomic: 0}\n" + tail).find("t.yaml:2:26: 'max_rd_atomic' is 0; expected 1..255"),
+            std::string::npos);
+  EXPECT_NE(errorOf("transports:\n  verbs: {depth: 2}\n" + tail).find("t.yaml:2:11: unknown key 'depth'"), std::string::npos);
+  EXPECT_NE(errorOf("transports:\n  ucx: {max_rd_atomic: 2}\n" + tail).find("t.yaml:2:3: unknown transport 'ucx'"),
+            std::string::npos);
+  EXPECT_NE(errorOf("transports: 4\n" + tail).find("t.yaml:1:13: 'transports' must be a mapping"), std::string::npos);
+}
+
 TEST(Scenario, MoeDispatchSizesComeFromTheModel) {
   const auto s = load("model: deepseek-v3\ntests:\n  - kind: latency\n    sizes: {derive: moe-dispatch-token, tokens: [1, 128]}\n");
   // DeepEP low-latency dispatch, fp8: 7408 B per token copy.

@@ -258,6 +258,21 @@ TEST(VerbsReadsInFlight, TheRunCanLowerItButNeverRaiseIt) {
   EXPECT_EQ(o.maxReadsInFlight, 3);
   EXPECT_EQ(toReadyToSend(o, a, a).attr.max_rd_atomic, 3);
   EXPECT_EQ(toReadyToReceive(o, a, a, -1).attr.max_dest_rd_atomic, 3);
+  EXPECT_EQ(o.maxReadsInFlightFrom, "FABSCOPE_VERBS_MAX_RD_ATOMIC");
+  // The scenario's limit: the lower one wins, whoever set it, and says so.
+  VerbsOptions lowered = o;
+  lowerReadsInFlight(lowered, 5, "scenario");
+  EXPECT_EQ(lowered.maxReadsInFlight, 3);
+  EXPECT_EQ(lowered.maxReadsInFlightFrom, "FABSCOPE_VERBS_MAX_RD_ATOMIC");
+  lowerReadsInFlight(lowered, 2, "scenario");
+  EXPECT_EQ(lowered.maxReadsInFlight, 2);
+  EXPECT_EQ(lowered.maxReadsInFlightFrom, "scenario");
+  EXPECT_EQ(toReadyToSend(lowered, a, a).attr.max_rd_atomic, 2);
+  VerbsOptions plain;
+  lowerReadsInFlight(plain, 0, "scenario");
+  EXPECT_EQ(plain.maxReadsInFlight, 0);
+  lowerReadsInFlight(plain, 8, "scenario");
+  EXPECT_EQ(toReadyToSend(plain, a, a).attr.max_rd_atomic, 8);
   EXPECT_THROW(verbsOptionsFrom([](const char* name) -> const char* {
                  return std::string(name) == "FABSCOPE_VERBS_MAX_RD_ATOMIC" ? "0" : nullptr;
                }),
