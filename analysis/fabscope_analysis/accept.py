@@ -332,13 +332,15 @@ class _Evaluator:
                 result.failed.append("pair_min_fraction_of_median")
             for rank, peer, value, x in bad[:MAX_NAMED]:
                 result.messages.append(
-                    f"pair {self.pair(rank, peer)}: {format_number(value)}{unit} alone is "
-                    f"{100 * x:.0f}% of the control pairs' {format_number(median)}{unit}, "
-                    f"required >= {100 * fraction:.0f}% (confirmed slow alone)")
+                    f"pair {self.pair(rank, peer)}: {format_number(value)}{unit} alone "
+                    f"against the control pairs' {format_number(median)}{unit}: "
+                    f"{100 * x:.0f}% of their performance, required >= "
+                    f"{100 * fraction:.0f}% (confirmed slow alone)")
             for (rank, peer), (value, x) in sorted(rel.items()):
                 if x >= fraction:
                     result.details.append(f"pair {self.pair(rank, peer)}: {format_number(value)}"
-                                          f"{unit} alone, {100 * x:.0f}% of the controls: cleared")
+                                          f"{unit} alone, {100 * x:.0f}% of the controls' "
+                                          "performance: cleared")
             fraction = None  # judged
         retest = self.retest_of.get(inst.index) if fraction is not None else None
         cleared = {}

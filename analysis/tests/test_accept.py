@@ -258,5 +258,5 @@ def test_a_pair_cleared_alone_is_interference_and_a_confirmed_one_fails(tmp_path
                for d in parallel.details), parallel.details
     assert not retest.passed
     assert "rank 4 (fh4) -> rank 5 (fh5)" in "\n".join(retest.messages)
-    assert "of the control pairs'" in "\n".join(retest.messages)
+    assert "against the control pairs'" in "\n".join(retest.messages)
     assert any("rank 0 (fh0) -> rank 3 (fh3)" in d and "cleared" in d for d in retest.details)
