@@ -391,6 +391,7 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
                      validity: Optional[Sequence[Tuple[str, str, float, float, str]]] = None,
                      retest_factor: Optional[Dict[Tuple[int, int], float]] = None,
                      link_tail: Optional[Dict[Tuple[int, int], float]] = None,
+                     latency_host: Optional[Dict[int, float]] = None,
                      ) -> SyntheticRun:
     """An all-pairs latency (8 B ping-pong) and bandwidth (1 MiB) run with planted culprits.
 
@@ -404,6 +405,7 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
     validity: /validity rows (host, what, value, limit, effect).
     link_tail: (s, d) -> fraction of that pair's samples (both directions) hitting the 50x
     timeout, like `lossy` for one link.
+    latency_host: rank -> time factor of every latency pair touching it (bandwidth as is).
     """
     run = SyntheticRun(path, nranks=nranks, ranks_per_host=ranks_per_host, seed=seed)
     rng = run.rng
@@ -427,6 +429,9 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
             tail[:, r] = np.maximum(tail[:, r], frac)
     # latency: a round trip sees both directions' slowness (geometric mean, symmetric)
     lat_factor = np.sqrt(slow * slow.T)
+    for r, f in (latency_host or {}).items():
+        lat_factor[r, :] *= f
+        lat_factor[:, r] *= f
     lat = matrix_samples(nranks, iterations, 2 * 20_000, rng, lat_factor, 8, run.start_ns(),
                          jitter=jitter, tail=tail, symmetric=True)
     run.add_test("ap-lat", "latency", lat, nbytes=8, divisor=2, pattern="all-pairs",

@@ -383,5 +383,26 @@ def test_a_rank_slow_on_a_minority_of_its_pairs_is_not_named(monkeypatch):
     d = _diagnose(path)
     assert _named(d) == planted, d.lines()
     assert any("fdiag4 looked slow" in n and "only 2/5 pairs with it were slow" in n for n in d.notes), d.notes
+    # without the rule (and without the scheduler-slices rule, which also covers 1.2x
+    # on these shared CPUs) fdiag4 is named
+    monkeypatch.setattr(diagnose_module, "SCHEDULER_SLICES_NS", 0.0)
+    assert _named(_diagnose(path)) == planted
     monkeypatch.setattr(diagnose_module, "MIN_SLOW_SHARE", 0.0)
     assert _named(_diagnose(path)) == {**planted, "fdiag4": "both"}
+
+
+def test_a_host_latency_within_scheduler_slices_on_shared_cpus_cannot_tell(tmp_path):
+    # A clean emulated host's pairs sat at ~4 ms round trips (96x) in one run: on CPUs
+    # the run shared that is the scheduler's slice, not the host's NIC. Named on a
+    # machine of its own; "cannot tell" on shared CPUs; 40 ms more (a retransmission
+    # timeout's size) still names it there.
+    shared = [("*", "oversubscribed", 6, 2, "shared")]
+    def run(name, factor, validity=None):
+        path = tmp_path / name
+        write_matrix_run(path, latency_host={0: factor}, seed=2, validity=validity)
+        return _diagnose(path)
+    assert _named(run("own.h5", 96)) == {"fh0": "both"}
+    d = run("shared.h5", 96, shared)
+    assert d.verdict == "cannot tell" and not d.culprits, d.lines()
+    assert d.reasons[0].startswith("fh0: latency 9") and "scheduler's slices" in d.reasons[0], d.reasons
+    assert _named(run("shared-far.h5", 2000, shared)) == {"fh0": "both"}
