@@ -154,6 +154,10 @@ class Finding:
     slow_touching: Tuple[int, int] = (0, 0)   # slow / all pairs touching it on that side
     slow_elsewhere: Tuple[int, int] = (0, 0)  # slow / all pairs touching no culprit
     primary: bool = True      # can name a culprit by itself
+    # pairs touching it on that side at least the practical margin (MIN_RATIO) slower
+    # than the healthy median / all of them: the quorum MIN_SLOW_SHARE counts these
+    # (the "slow" bar also needs 2 sigma, which a noisy matrix lifts above a real fault)
+    over_margin: Tuple[int, int] = (0, 0)
 
 
 @dataclass
@@ -430,23 +434,28 @@ class _Analyser:
             self.noisy.append(f"{label}: pair-to-pair spread {math.exp(pair_sigma):.2f}x "
                               f"(robust sigma of log time) with no rank standing out")
         for (r, side), se in flagged.items():
+            margin = measured & (y - ref >= math.log(MIN_RATIO[m.measure]))
             if side == "send":
                 touching = measured[r, :]
                 vals = y[r, touching]
                 k = int(slow[r, :].sum())
+                over = int(margin[r, :].sum())
             elif side == "receive":
                 touching = measured[:, r]
                 vals = y[touching, r]
                 k = int(slow[:, r].sum())
+                over = int(margin[:, r].sum())
             else:
                 touching = measured[r, :] | measured[:, r]
                 vals = np.r_[y[r, measured[r, :]], y[measured[:, r], r]]
                 k = int((slow[r, :] | slow[:, r]).sum())
+                over = int((margin[r, :] | margin[:, r]).sum())
             ratio = math.exp(float(np.median(vals)) - ref)
             self.findings.append(Finding(
                 rank=r, side=side, test=m.inst.index, test_name=str(m.inst.get("name")),
                 measure=m.measure, symptom=_describe(m, ratio), ratio=ratio, z=se.z,
-                slow_touching=(k, int(touching.sum())), slow_elsewhere=slow_elsewhere))
+                slow_touching=(k, int(touching.sum())), slow_elsewhere=slow_elsewhere,
+                over_margin=(over, int(touching.sum()))))
         # bad links: large residual, neither end explains it
         if True:  # bad links
             link_sigma = max(resid_sigma, 0.01)
@@ -734,13 +743,15 @@ class _Analyser:
         return True
 
     def _minority_of_pairs(self, host: str, f: Finding) -> bool:
-        """A matrix finding resting on fewer than MIN_SLOW_SHARE of the rank's pairs."""
-        k, n = f.slow_touching
+        """A matrix finding resting on fewer than MIN_SLOW_SHARE of the rank's pairs (each
+        at least the practical margin slower than the healthy median)."""
+        k, n = f.over_margin
         if n == 0 or k >= MIN_SLOW_SHARE * n:
             return False
         self.notes.append(f"{host} looked slow in {f.test:04d} {f.test_name} ({f.symptom}) but "
-                          f"only {k}/{n} pairs {_touching(f.side)} were slow (a fault at its end "
-                          "slows most of them): not named")
+                          f"only {k}/{n} pairs {_touching(f.side)} were "
+                          f"{MIN_RATIO[f.measure]:g}x slower than the healthy pairs (a fault at its "
+                          "end slows most of them): not named")
         return True
 
     def _confirmed_alone(self, test: int, s: int, p: int) -> bool:
