@@ -597,10 +597,10 @@ class _Analyser:
 
     def collectives(self, instances: Sequence[TestInstance]):
         for inst in instances:
-            if inst.get("kind") != "allreduce":
+            if inst.get("kind") not in ("allreduce", "alltoall"):
                 continue
             s = inst.samples()
-            s = s[s["peer"] < 0]
+            s = s[(s["peer"] < 0) & ((s["flags"] & FLAG_AUXILIARY_MASK) == 0)]
             if s.empty or s["rank"].nunique() < 3:
                 continue
             first = s.groupby("iter")["t_post_ns"].transform("min")

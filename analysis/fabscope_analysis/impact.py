@@ -12,7 +12,8 @@ From the measured instances whose sizes match a deployment (docs/models.md formu
 - KV transfer for a request of the prompt length, per kvpush strategy measured: transfer
   (start -> KV usable) apart from queueing (arrival -> start), and its share of time to
   first token when the prefill time is given (fabscope does not measure compute).
-- MoE dispatch/combine and the front-end API: no kind measures them yet; named as missing.
+- MoE dispatch/combine: measured by kind alltoall, not yet composed per token; the front-end
+  API: no kind measures it yet; both named as missing.
 
 A size that was not measured is interpolated between the two nearest measured sizes of the
 same test (time affine in bytes, alpha + bytes / beta, between them; the order of the
@@ -253,11 +254,23 @@ def compute_impact(result: ResultFile, deployment: Deployment,
     _kv_transfer(analysis, d, out)
     if d.model.moe is not None:
         per_token = moe_dispatch_bytes_per_token(d.model, "fp8")
-        out.missing.append(
-            f"MoE dispatch and combine: not measured - fabscope has no all-to-all "
-            f"(dispatch/combine) kind yet; a step would send {d.model.moe.experts_per_token} "
-            f"copies of {per_token} B per token (DeepEP fp8) to experts over EP"
-            f"{d.ep or '?'} in each of its MoE layers, dispatch and combine")
+        measured = _instances(result, "alltoall")
+        if measured:
+            rounds = ", ".join(
+                f"{i.get('name')} {int(i.get('tokens_per_rank', 0))} tokens/rank "
+                f"[{i.get('condition', 'quiet')}]: round p50 "
+                f"{float(i.get('collective_p50_ns', 0)) / 1e3:.1f} us, p99 "
+                f"{float(i.get('collective_p99_ns', 0)) / 1e3:.1f} us" for i in measured[:6])
+            out.missing.append(
+                f"MoE dispatch and combine: measured by kind alltoall ({rounds}) but not yet "
+                f"composed into the per-token figure (that needs the MoE layers per step and "
+                f"the tokens per EP{d.ep or '?'} rank of the deployment)")
+        else:
+            out.missing.append(
+                f"MoE dispatch and combine: not measured in this file (add a kind: alltoall "
+                f"test); a step sends up to {d.model.moe.experts_per_token} copies of "
+                f"{per_token} B per token (DeepEP fp8) to experts over EP{d.ep or '?'} in each "
+                f"of its MoE layers, dispatch and combine")
     elif d.ep:
         out.notes.append(f"--ep {d.ep} ignored: {d.model.name} has no MoE layers")
     out.missing.append("front-end API share of a request: not measured - fabscope has no "

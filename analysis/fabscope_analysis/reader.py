@@ -42,6 +42,9 @@ SCOPE_COLUMNS = ["scope", "sites", "crosses_sites", "samples", "min_ns", "mean_n
 REQUEST_COLUMNS = ["request_id", "prefill_rank", "decode_rank", "bytes", "blocks", "messages",
                    "t_arrival_ns", "t_start_ns", "t_done_ns", "gather_ns", "scatter_ns",
                    "copy_ns", "strategy", "direction", "verified"]
+ALLTOALL_RANK_COLUMNS = ["rank", "tokens", "dispatch_copies_sent", "dispatch_copies_local",
+                         "dispatch_bytes_sent", "dispatch_bytes_received", "combine_bytes_sent",
+                         "combine_bytes_received", "verified"]
 EVENT_COLUMNS = ["rank", "t_ns", "kind", "peer", "detail"]
 COUNTER_COLUMNS = ["rank", "source", "name", "before", "after", "delta"]
 RANK_COLUMNS = ["rank", "host", "local_rank", "local_size", "pid", "gpu", "nic",
@@ -55,6 +58,9 @@ FLAG_AUXILIARY_MASK = 0xff00
 # measured alone like the retested pairs): the reference the retested pairs are
 # judged against, not part of the headline.
 FLAG_CONTROL_PAIR = 1 << 10
+# An all-to-all's dispatch and combine phases (the headline row is the whole round).
+FLAG_DISPATCH_PHASE = 1 << 11
+FLAG_COMBINE_PHASE = 1 << 12
 # /validity: what makes the run's numbers meaningless or doubtful (issue 16).
 VALIDITY_COLUMNS = ["host", "what", "value", "limit", "effect"]
 
@@ -157,6 +163,10 @@ class TestInstance:
     def requests(self) -> pd.DataFrame:
         """/tests/NNNN/requests (kvpush: one row per measured request; empty otherwise)."""
         return self._table("requests", REQUEST_COLUMNS)
+
+    def alltoall_ranks(self) -> pd.DataFrame:
+        """/tests/NNNN/alltoall_ranks (alltoall: one row per measuring rank; empty otherwise)."""
+        return self._table("alltoall_ranks", ALLTOALL_RANK_COLUMNS)
 
     def counters(self) -> pd.DataFrame:
         return self._table("counters", COUNTER_COLUMNS)

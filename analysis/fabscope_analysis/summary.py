@@ -69,6 +69,9 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
         for _, r in group.drop_duplicates("index").iterrows():
             if r["error"]:
                 out.append(f"  {int(r['index']):04d} error: {r['error']}")
+            if r["kind"] == "alltoall":
+                out.append(f"  {int(r['index']):04d} " +
+                           alltoall_line(analysis.result.test(int(r["index"]))))
             moved = moved_known_counters(analysis.result.test(int(r["index"])).counters(),
                                          analysis.hosts)
             if moved:
@@ -85,6 +88,24 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
                                f"{r['spans_sites']}: rows are split by site scope; group-wide "
                                "attributes of this test (if any) span sites")
     return out
+
+
+def alltoall_line(inst) -> str:
+    """An MoE all-to-all's phases and routing (the headline rows are whole rounds:
+    dispatch + combine, per rank)."""
+    g = inst.get
+    routing = str(g("popularity", "?"))
+    if routing == "zipf":
+        routing += f" s={format_number(g('zipf_exponent'))}"
+    return (f"MoE {int(g('tokens_per_rank', 0))} tokens/rank, top-{int(g('top_k', 0))} of "
+            f"{int(g('experts', 0))} experts ({routing}), {format_number(g('copies_per_token'))} "
+            f"copies/token: dispatch p50 {format_number(g('dispatch_p50_ns', 0) / 1e3)} us "
+            f"(busbw {format_number(g('dispatch_busbw_gbps'))} GB/s), combine p50 "
+            f"{format_number(g('combine_p50_ns', 0) / 1e3)} us (busbw "
+            f"{format_number(g('combine_busbw_gbps'))} GB/s), round p50 "
+            f"{format_number(g('collective_p50_ns', 0) / 1e3)} us (slowest rank per iteration, "
+            f"per call); load imbalance {format_number(g('load_imbalance'))} (max/mean copies "
+            "held per rank)")
 
 
 def verdict_lines(result: ResultFile, criteria=None) -> List[str]:

@@ -273,7 +273,7 @@ def test_missing_inputs_are_named(tmp_path):
     with open_result(path) as result:
         impact = compute_impact(result, Deployment(models.preset("deepseek-v3"), 8, ep=8))
     text = " | ".join(impact.missing)
-    assert "MoE dispatch and combine: not measured" in text and "7408 B" in text
+    assert "MoE dispatch and combine: not measured in this file" in text and "7408 B" in text
     assert "EP8" in text
     assert "no kvpush test" in text
     assert "no condition other than quiet" in text

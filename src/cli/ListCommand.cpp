@@ -88,8 +88,11 @@ int printServingNeeds(const ListCommand& c) {
                   need.formula.c_str());
     if (spec.moe) {
       const auto token = model::moeDispatchBytesPerToken(spec, model::Dtype::fp8);
-      std::printf("  MoE dispatch/combine: %s per token copy (%s) - not measurable yet (no all-to-all kind)\n",
-                  scenario::formatSize(static_cast<std::int64_t>(token.bytes)).c_str(), token.formula.c_str());
+      const auto combine = model::moeCombineBytesPerToken(spec);
+      std::printf("  MoE dispatch: %s per token copy (%s)\n  MoE combine: %s per expert result (%s)\n"
+                  "            measured by kind alltoall, sizes: {derive: moe-dispatch, tokens: [...]}\n",
+                  scenario::formatSize(static_cast<std::int64_t>(token.bytes)).c_str(), token.formula.c_str(),
+                  scenario::formatSize(static_cast<std::int64_t>(combine.bytes)).c_str(), combine.formula.c_str());
     }
     std::printf("  front-end API share: not measurable yet (no API kind)\n");
     return exit_code::ok;

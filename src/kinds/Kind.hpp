@@ -108,7 +108,11 @@ struct RunContext {
   // missed deadline); empty until the kind adopts one.
   std::unique_ptr<InstanceState>& state;
   runtime::Deadline deadline;
-  std::uint64_t seed;
+  std::uint64_t seed;      // this instance's
+  // The same for every condition and replicate of one case (test and size), so
+  // random choices that shape the traffic (e.g. MoE routing) match between the
+  // quiet and the congested instance they are compared across.
+  std::uint64_t caseSeed;
 
   template <typename State>
   State& adopt(std::unique_ptr<State> s) {

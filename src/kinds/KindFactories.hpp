@@ -10,6 +10,7 @@ std::unique_ptr<Kind> makeLatencyKind();
 std::unique_ptr<Kind> makeBandwidthKind();
 std::unique_ptr<Kind> makeBidirectionalBandwidthKind();
 std::unique_ptr<Kind> makeAllReduceKind();
+std::unique_ptr<Kind> makeAllToAllKind();
 std::unique_ptr<Kind> makeIncastKind();
 std::unique_ptr<Kind> makeKvPushKind();
 std::unique_ptr<Kind> makeFaultDrillKind();

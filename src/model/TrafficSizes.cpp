@@ -170,4 +170,13 @@ DerivedSize moeDispatchBytesPerToken(const ModelSpec& model, Dtype dispatchDtype
   return out;
 }
 
+DerivedSize moeCombineBytesPerToken(const ModelSpec& model) {
+  if (!model.moe)
+    throw std::invalid_argument("model '" + model.name + "' has no MoE layers to combine from");
+  DerivedSize out;
+  out.bytes = std::uint64_t{model.hiddenSize} * 2;
+  out.formula = std::to_string(model.hiddenSize) + " hidden x 2 B (bf16)" + equalsBytes(out.bytes);
+  return out;
+}
+
 }  // namespace fabscope::model

@@ -54,5 +54,8 @@ std::uint64_t blocksForTokens(std::uint64_t tokens, std::uint32_t blockTokens);
 // DeepSeek-V3 fp8: 16 + 7168 + 56 x 4 = 7408 B. Throws std::invalid_argument
 // for dtypes other than fp8 and bf16 and for models without MoE.
 DerivedSize moeDispatchBytesPerToken(const ModelSpec& model, Dtype dispatchDtype);
+// One expert's result for one token in the combine (bf16 hidden state, as
+// DeepEP's combine returns it): hidden x 2 B.
+DerivedSize moeCombineBytesPerToken(const ModelSpec& model);
 
 }  // namespace fabscope::model

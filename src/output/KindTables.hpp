@@ -6,12 +6,14 @@
 #include <variant>
 #include <vector>
 
+#include "output/CollectiveRecords.hpp"
 #include "output/KvRecords.hpp"
 #include "output/Records.hpp"
 
 namespace fabscope::output {
 
-using KindTableRows = std::variant<std::vector<EventRecord>, std::vector<KvRequestRecord>>;
+using KindTableRows =
+    std::variant<std::vector<EventRecord>, std::vector<KvRequestRecord>, std::vector<AllToAllRankRecord>>;
 
 struct KindTable {
   std::string name;  // the dataset under the instance's group, e.g. "requests"

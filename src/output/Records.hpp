@@ -19,6 +19,9 @@ inline constexpr std::uint32_t latencyProbe = 1u << 9;    // probe ping-pong dur
 // A serial retest's control pair (drawn from the middle of the parallel pass,
 // measured alone like the retested pairs): the reference, not the subject.
 inline constexpr std::uint32_t controlPair = 1u << 10;
+// An all-to-all's phases, beside the headline round (dispatch + combine):
+inline constexpr std::uint32_t dispatchPhase = 1u << 11;
+inline constexpr std::uint32_t combinePhase = 1u << 12;
 inline constexpr std::uint32_t auxiliaryMask = 0xff00u;
 }  // namespace sample_flags
 

@@ -111,6 +111,7 @@ class ParamReader {
   bool has(const std::string& key) const;
   std::int64_t integer(const std::string& key, std::int64_t fallback, std::int64_t min,
                        std::int64_t max) const;
+  double number(const std::string& key, double fallback, double min, double max) const;
   std::string choice(const std::string& key, const std::vector<std::string>& allowed,
                      const std::string& fallback) const;
   // A nested mapping with its own allowed keys.

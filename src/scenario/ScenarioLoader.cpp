@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <fstream>
@@ -300,7 +301,7 @@ class Loader {
   // sizes: {derive: tp-allreduce, decode_batch: [1, 32], prefill_chunk: [2048]}
   //        {derive: kv-block-layer | kv-block, block_tokens: 16}
   //        {derive: kv-request, block_tokens: 16, prompt_tokens: [8192]}
-  //        {derive: moe-dispatch-token, tokens: [1, 128]}
+  //        {derive: moe-dispatch | moe-dispatch-token, tokens: [1, 128]}
   // with the scenario's (or the mapping's own) `model` and `parallel`.
   void derivedSizes(const YAML::Node& n, TestSpec& spec) const {
     static const std::vector<std::string> keys = {"derive", "model", "parallel", "decode_batch", "prefill_chunk",
@@ -309,8 +310,8 @@ class Loader {
       const auto key = entry.first.Scalar();
       if (!contains(keys, key)) fail(entry.first, "unknown key '" + key + "' in derived sizes; expected one of: " + joined(keys));
     }
-    if (!n["derive"]) fail(n, "derived sizes need 'derive': tp-allreduce, kv-block-layer, kv-block, kv-request or moe-dispatch-token");
-    const std::string what = choiceOf(n["derive"], "derive", {"tp-allreduce", "kv-block-layer", "kv-block", "kv-request", "moe-dispatch-token"});
+    if (!n["derive"]) fail(n, "derived sizes need 'derive': tp-allreduce, kv-block-layer, kv-block, kv-request, moe-dispatch or moe-dispatch-token");
+    const std::string what = choiceOf(n["derive"], "derive", {"tp-allreduce", "kv-block-layer", "kv-block", "kv-request", "moe-dispatch", "moe-dispatch-token"});
     const YAML::Node modelNode = n["model"] ? n["model"] : model_;
     const YAML::Node parallelNode = n["parallel"] ? n["parallel"] : parallel_;
     if (!modelNode) fail(n, "derived sizes need a model: give 'model:' here or at the top of the scenario (e.g. model: llama3-70b)");
@@ -343,7 +344,9 @@ class Loader {
         if (decode.empty() && prefill.empty()) fail(n, "'derive: tp-allreduce' needs decode_batch and/or prefill_chunk");
         for (auto b : decode) add(model::allReduceBytesForDecode(m, static_cast<std::uint64_t>(b)), n["decode_batch"]);
         for (auto c : prefill) add(model::allReduceBytesForPrefill(m, static_cast<std::uint64_t>(c)), n["prefill_chunk"]);
-      } else if (what == "moe-dispatch-token") {
+      } else if (what == "moe-dispatch" || what == "moe-dispatch-token") {
+        // tokens per rank x one token copy (fp8): a rank's dispatch payload with
+        // one copy per token (the alltoall kind routes each to its top-k experts)
         for (auto t : counts("tokens", true)) {
           auto d = model::moeDispatchBytesPerToken(m, model::Dtype::fp8);
           d.formula = std::to_string(t) + " tokens x (" + d.formula + ")";
@@ -569,6 +572,20 @@ std::int64_t ParamReader::integer(const std::string& key, std::int64_t fallback,
   if (v < min || v > max)
     fail(key, "'" + prefix_ + key + "' in test '" + spec_.name + "' is " + std::to_string(v) +
                   "; expected " + std::to_string(min) + ".." + std::to_string(max));
+  return v;
+}
+
+double ParamReader::number(const std::string& key, double fallback, double min, double max) const {
+  const YAML::Node n = node()[key];
+  if (!n) return fallback;
+  double v = 0;
+  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v))
+    fail(key, "'" + prefix_ + key + "' in test '" + spec_.name + "' must be a number");
+  if (v < min || v > max) {
+    std::ostringstream range;
+    range << min << ".." << max;
+    fail(key, "'" + prefix_ + key + "' in test '" + spec_.name + "' is " + n.Scalar() + "; expected " + range.str());
+  }
   return v;
 }
 

@@ -12,6 +12,7 @@
 #include "fabscope/BuildConfig.hpp"
 #include "stats/Statistics.hpp"
 #include "kinds/collectives/AllReduceNccl.hpp"
+#include "kinds/collectives/CollectiveTimes.hpp"
 #include "kinds/KindFactories.hpp"
 
 namespace fabscope::suite {
@@ -120,39 +121,16 @@ class AllReduceKind final : public Kind {
  private:
   // Per iteration on the global clock: first arrival, last arrival (and who), last exit.
   output::Attributes summarizeOnRank0(RunContext& ctx, int n, std::size_t bytes) const {
-    const auto used = ctx.samples.used();
     std::vector<std::int64_t> mine;
-    for (const auto& s : used) {
+    for (const auto& s : ctx.samples.used()) {
       mine.push_back(ctx.clock.toGlobal(s.t_post_ns));
       mine.push_back(ctx.clock.toGlobal(s.t_done_ns));
     }
-    std::vector<int> counts;
-    const auto all = ctx.group.gatherBytes(std::as_bytes(std::span(mine)), 0, counts, ctx.deadline);
+    const auto stamps = gatherStamps(ctx.group, mine, ctx.deadline);
     if (ctx.group.rank() != 0) return {};
-    const auto* times = reinterpret_cast<const std::int64_t*>(all.data());
-    const std::size_t iterations = used.size();
-    std::vector<double> duration(iterations);
-    std::vector<int> lastCount(static_cast<std::size_t>(n), 0);
-    std::vector<double> lateness;
-    for (std::size_t it = 0; it < iterations; ++it) {
-      std::int64_t firstIn = INT64_MAX, lastIn = INT64_MIN, lastOut = INT64_MIN;
-      int lateRank = 0;
-      std::size_t offset = 0;
-      for (int r = 0; r < n; ++r) {
-        const auto* rt = times + offset / sizeof(std::int64_t);
-        offset += static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]);
-        const std::int64_t in = rt[2 * it], out = rt[2 * it + 1];
-        firstIn = std::min(firstIn, in);
-        if (in > lastIn) lastIn = in, lateRank = r;
-        lastOut = std::max(lastOut, out);
-      }
-      duration[it] = static_cast<double>(lastOut - firstIn);
-      lateness.push_back(static_cast<double>(lastIn - firstIn));
-      ++lastCount[static_cast<std::size_t>(lateRank)];
-    }
-    const auto st = stats::summarize(duration);
-    const auto late = stats::summarize(lateness);
-    const int straggler = static_cast<int>(std::max_element(lastCount.begin(), lastCount.end()) - lastCount.begin());
+    auto t = collectiveTimes(stamps, ctx.samples.used().size(), 2, 0, 1);
+    const auto st = stats::summarize(t.duration);
+    const auto late = stats::summarize(t.lateness);
     const double algbw = static_cast<double>(bytes) / st.p50;  // bytes per ns = GB/s
     const double busFactor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
     return {
@@ -160,9 +138,8 @@ class AllReduceKind final : public Kind {
         {"collective_p99_ns", st.p99},
         {"algbw_gbps", algbw},
         {"busbw_gbps", algbw * busFactor},
-        {"straggler_rank", std::int64_t{ctx.participants[static_cast<std::size_t>(straggler)]}},
-        {"straggler_last_fraction", static_cast<double>(lastCount[static_cast<std::size_t>(straggler)]) /
-                                        std::max<double>(1, static_cast<double>(iterations))},
+        {"straggler_rank", std::int64_t{ctx.participants[static_cast<std::size_t>(t.straggler)]}},
+        {"straggler_last_fraction", t.stragglerFraction},
         {"arrival_spread_p50_ns", late.p50},
         {"arrival_spread_p99_ns", late.p99},
     };

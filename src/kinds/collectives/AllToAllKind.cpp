@@ -1,0 +1,335 @@
+// MoE expert-parallel all-to-all (issue 17): each measuring rank routes its
+// tokens to the ranks holding their top-k experts (MoeRouting), the dispatch
+// sends one copy per (token, rank) with MPI_Ialltoallv, the combine returns
+// one result per copy the same way. Every copy carries a 16-byte header and a
+// payload derived from it, checked after the timed loop. Per iteration every
+// rank stamps its arrival, the end of its dispatch and the end of its combine;
+// rank 0 derives each phase's time on the global clock (last exit - first
+// arrival), algbw and busbw (nccl-tests' all-to-all convention), the load
+// imbalance and the straggler. Host memory over MPI; GPU memory over NCCL is
+// not built yet (the loader says so).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <sstream>
+
+#include "kinds/KindFactories.hpp"
+#include "kinds/collectives/AllToAllConfig.hpp"
+#include "kinds/collectives/CollectiveTimes.hpp"
+#include "stats/Statistics.hpp"
+
+namespace fabscope::suite {
+namespace {
+
+using moe::AllToAllConfig;
+using moe::TokenHeader;
+
+// The byte counts and displacements of one MPI_Ialltoallv, made before the
+// timed loop (MPI takes int counts: one block per peer stays under 2 GiB).
+struct ExchangeLayout {
+  std::vector<int> sendCounts, sendDispls, recvCounts, recvDispls;
+  std::int64_t sendBytes = 0, recvBytes = 0;
+
+  static ExchangeLayout of(const std::vector<std::int64_t>& sendItems, const std::vector<std::int64_t>& recvItems,
+                           std::int64_t itemBytes) {
+    ExchangeLayout l;
+    auto fill = [&](const std::vector<std::int64_t>& items, std::vector<int>& counts, std::vector<int>& displs,
+                    std::int64_t& total) {
+      for (const auto k : items) {
+        const std::int64_t bytes = k * itemBytes;
+        if (bytes > INT32_MAX || total > INT32_MAX)
+          throw UsageError("alltoall: one rank's block of " + std::to_string(bytes) +
+                           " bytes is beyond what MPI_Alltoallv counts in int; use fewer tokens per rank");
+        counts.push_back(static_cast<int>(bytes));
+        displs.push_back(static_cast<int>(total));
+        total += bytes;
+      }
+    };
+    fill(sendItems, l.sendCounts, l.sendDispls, l.sendBytes);
+    fill(recvItems, l.recvCounts, l.recvDispls, l.recvBytes);
+    return l;
+  }
+};
+
+std::string exponentText(double s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
+}
+
+void writeCopy(std::byte* at, const TokenHeader& h, std::int64_t bytes) {
+  std::memcpy(at, &h, sizeof h);
+  auto* payload = reinterpret_cast<std::uint8_t*>(at + sizeof h);
+  for (std::size_t i = 0; i + sizeof h < static_cast<std::size_t>(bytes); ++i) payload[i] = moe::payloadByte(h, i);
+}
+
+// "" when the copy at `at` is the one expected, else what is wrong.
+std::string checkCopy(const std::byte* at, const TokenHeader& expected, std::int64_t bytes) {
+  TokenHeader h;
+  std::memcpy(&h, at, sizeof h);
+  if (h.source != expected.source || h.token != expected.token || h.holder != expected.holder || h.magic != expected.magic)
+    return "header (source " + std::to_string(h.source) + ", token " + std::to_string(h.token) + ", holder " +
+           std::to_string(h.holder) + ") where (source " + std::to_string(expected.source) + ", token " +
+           std::to_string(expected.token) + ", holder " + std::to_string(expected.holder) + ") was due";
+  const auto* payload = reinterpret_cast<const std::uint8_t*>(at + sizeof h);
+  for (std::size_t i = 0; i + sizeof h < static_cast<std::size_t>(bytes); ++i)
+    if (payload[i] != moe::payloadByte(h, i))
+      return "payload byte " + std::to_string(i) + " of token " + std::to_string(h.token) + " from rank " +
+             std::to_string(h.source) + " is " + std::to_string(payload[i]) + ", expected " +
+             std::to_string(moe::payloadByte(h, i));
+  return {};
+}
+
+void alltoallv(const std::byte* send, std::byte* recv, const ExchangeLayout& l, const runtime::Communicator& group,
+               const runtime::Deadline& deadline, const char* what) {
+  MPI_Request r;
+  runtime::checkMpi(MPI_Ialltoallv(send, l.sendCounts.data(), l.sendDispls.data(), MPI_BYTE, recv, l.recvCounts.data(),
+                                   l.recvDispls.data(), MPI_BYTE, group.handle(), &r),
+                    "MPI_Ialltoallv");
+  int done = 0;
+  runtime::waitUntil(
+      [&] {
+        runtime::checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(alltoallv)");
+        return done != 0;
+      },
+      deadline, what);
+}
+
+class AllToAllKind final : public Kind {
+ public:
+  std::string name() const override { return "alltoall"; }
+  std::string summary() const override {
+    return "MoE all-to-all: dispatch tokens to the ranks of their top-k experts, combine the results back "
+           "(MPI on host memory), every byte verified";
+  }
+
+  scenario::KindRules rules() const override {
+    scenario::KindRules r;
+    r.extraKeys = {"model", "experts", "top_k", "routing", "token_bytes"};
+    r.minRanks = 2;
+    r.validate = [](const scenario::TestSpec& spec, const std::string& file, int) {
+      if (spec.transport != "mpi" || spec.memory != "host")
+        throw scenario::ScenarioError(scenario::positionOf(file, spec.node) + ": test '" + spec.name +
+                                      "': alltoall runs over transport mpi on memory: host so far (NCCL on GPU "
+                                      "memory is not built yet)");
+      (void)moe::readAllToAllConfig(spec, file);
+    };
+    return r;
+  }
+
+  bool usesTransport() const override { return false; }
+
+  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile, int worldSize) const override {
+    const auto& spec = *instance.spec;
+    const auto c = moe::readAllToAllConfig(spec, scenarioFile);
+    const auto tokens = moe::tokensOf(c, instance.bytes, spec, scenarioFile);
+    InstancePlan p;
+    p.metric = Metric::latency;
+    p.pattern = "collective";
+    int ranks = 0;
+    try {
+      ranks = canaryCount(roleSpecOf(spec), worldSize, 2, hasCongestedCondition(spec));
+    } catch (const UsageError& e) {
+      throw scenario::ScenarioError(scenario::positionOf(scenarioFile, spec.node) + ": test '" + spec.name + "': " + e.what());
+    }
+    p.maxSamplesPerRank = 3 * static_cast<std::int64_t>(spec.iterations);
+    // The most a rank can hold: its copies out (one per rank at most per token),
+    // every rank's copies in, and the same again as combine results.
+    const std::int64_t out = tokens * std::min(c.routing.topK, ranks), in = tokens * ranks;
+    p.bufferBytesPerRank = (out + in) * (c.dispatchTokenBytes + c.combineTokenBytes);
+    p.description = "MoE dispatch + combine (MPI_Ialltoallv) over " + std::to_string(ranks) + " ranks: " +
+                    std::to_string(tokens) + " tokens/rank to top-" + std::to_string(c.routing.topK) + " of " +
+                    std::to_string(c.routing.experts) + " experts (" + moe::popularityName(c.routing.popularity) +
+                    (c.routing.popularity == moe::Popularity::zipf ? " s=" + exponentText(c.routing.zipfExponent) : "") +
+                    "), " + c.sizeSource + "; busbw = algbw x (n-1)/n";
+    return p;
+  }
+
+  Outcome run(RunContext& ctx) const override {
+    const auto& spec = *ctx.instance.spec;
+    const AllToAllConfig c = moe::readAllToAllConfig(spec, spec.name);
+    const auto tokens = moe::tokensOf(c, ctx.instance.bytes, spec, spec.name);
+    const int n = ctx.group.size(), g = ctx.group.rank(), me = ctx.world.rank();
+    const auto D = c.dispatchTokenBytes, C = c.combineTokenBytes;
+
+    // Routing and the counts every rank will receive (outside the timed loop).
+    const auto routing = moe::routeTokens(c.routing, static_cast<int>(tokens), n, g, ctx.caseSeed);
+    std::vector<std::int64_t> sendCopies(static_cast<std::size_t>(n)), recvCopies(static_cast<std::size_t>(n));
+    for (int d = 0; d < n; ++d) sendCopies[static_cast<std::size_t>(d)] = static_cast<std::int64_t>(routing.tokensTo[static_cast<std::size_t>(d)].size());
+    {
+      MPI_Request r;
+      runtime::checkMpi(MPI_Ialltoall(sendCopies.data(), 1, MPI_INT64_T, recvCopies.data(), 1, MPI_INT64_T,
+                                      ctx.group.handle(), &r),
+                        "MPI_Ialltoall(token counts)");
+      int done = 0;
+      runtime::waitUntil(
+          [&] {
+            runtime::checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(token counts)");
+            return done != 0;
+          },
+          ctx.deadline, "the MoE token counts from the other ranks");
+    }
+    const auto dispatch = ExchangeLayout::of(sendCopies, recvCopies, D);
+    const auto combine = ExchangeLayout::of(recvCopies, sendCopies, C);
+    // From the arena: a timed-out collective may still use them.
+    auto* dispatchOut = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(dispatch.sendBytes, 1)));
+    auto* dispatchIn = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(dispatch.recvBytes, 1)));
+    auto* combineOut = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(combine.sendBytes, 1)));
+    auto* combineIn = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(combine.recvBytes, 1)));
+    for (int d = 0; d < n; ++d) {
+      std::byte* at = dispatchOut + dispatch.sendDispls[static_cast<std::size_t>(d)];
+      for (const auto t : routing.tokensTo[static_cast<std::size_t>(d)]) {
+        writeCopy(at, {g, t, d, moe::kDispatchMagic}, D);
+        at += D;
+      }
+    }
+    // One untimed dispatch tells each rank which tokens it holds (the headers),
+    // so its combine results can be written before the loop; then the inbound
+    // buffers are cleared, so the check after the loop sees the timed data.
+    alltoallv(dispatchOut, dispatchIn, dispatch, ctx.group, ctx.deadline, "an MoE dispatch (all-to-all) with the other ranks");
+    std::vector<std::vector<std::int32_t>> heldTokens(static_cast<std::size_t>(n));
+    for (int s = 0; s < n; ++s) {
+      const std::byte* at = dispatchIn + dispatch.recvDispls[static_cast<std::size_t>(s)];
+      std::byte* out = combineOut + combine.sendDispls[static_cast<std::size_t>(s)];
+      for (std::int64_t k = 0; k < recvCopies[static_cast<std::size_t>(s)]; ++k, at += D, out += C) {
+        TokenHeader h;
+        std::memcpy(&h, at, sizeof h);
+        heldTokens[static_cast<std::size_t>(s)].push_back(h.token);
+        writeCopy(out, {s, h.token, g, moe::kCombineMagic}, C);
+      }
+    }
+    std::memset(dispatchIn, 0, static_cast<std::size_t>(dispatch.recvBytes));
+    std::memset(combineIn, 0, static_cast<std::size_t>(combine.recvBytes));
+
+    const auto self = static_cast<std::size_t>(g);
+    const std::int64_t dispatchNet = (dispatch.sendBytes - sendCopies[self] * D);
+    const std::int64_t combineNet = (combine.sendBytes - recvCopies[self] * C);
+    const int total = spec.warmup + spec.iterations;
+    for (int it = 0; it < total; ++it) {
+      const auto t0 = runtime::monotonicNow();
+      alltoallv(dispatchOut, dispatchIn, dispatch, ctx.group, ctx.deadline, "an MoE dispatch (all-to-all) with the other ranks");
+      const auto t1 = runtime::monotonicNow();
+      alltoallv(combineOut, combineIn, combine, ctx.group, ctx.deadline, "an MoE combine (all-to-all) with the other ranks");
+      const auto t2 = runtime::monotonicNow();
+      if (it < spec.warmup) continue;
+      const int i = it - spec.warmup;
+      ctx.samples.record(me, i, -1, dispatchNet + combineNet, t0, t2);
+      ctx.samples.record(me, i, -1, dispatchNet, t0, t1, output::sample_flags::dispatchPhase);
+      ctx.samples.record(me, i, -1, combineNet, t1, t2, output::sample_flags::combinePhase);
+    }
+
+    // Self-test of the checks (tests/mpi/alltoall.sh): this rank's inbound
+    // dispatch is spoiled on purpose, and the check below must catch it.
+    if (const char* bad = std::getenv("FABSCOPE_SELFTEST_CORRUPT_RANK"); bad && std::atoi(bad) == me && dispatch.recvBytes > 0)
+      reinterpret_cast<std::uint8_t*>(dispatchIn)[dispatch.recvBytes - 1] ^= 0x5a;
+    std::string problem;
+    for (int s = 0; s < n && problem.empty(); ++s) {
+      const std::byte* at = dispatchIn + dispatch.recvDispls[static_cast<std::size_t>(s)];
+      for (const auto t : heldTokens[static_cast<std::size_t>(s)]) {
+        if (problem = checkCopy(at, {s, t, g, moe::kDispatchMagic}, D); !problem.empty()) break;
+        at += D;
+      }
+    }
+    for (int d = 0; d < n && problem.empty(); ++d) {
+      const std::byte* at = combineIn + combine.recvDispls[static_cast<std::size_t>(d)];
+      for (const auto t : routing.tokensTo[static_cast<std::size_t>(d)]) {
+        if (problem = checkCopy(at, {g, t, d, moe::kCombineMagic}, C); !problem.empty()) break;
+        at += C;
+      }
+    }
+    if (!problem.empty()) ctx.verdict.fail("rank " + std::to_string(me) + ": all-to-all " + problem);
+
+    output::AllToAllRankRecord row{};
+    row.rank = me;
+    row.tokens = tokens;
+    row.dispatch_copies_local = sendCopies[self];
+    row.dispatch_copies_sent = std::accumulate(sendCopies.begin(), sendCopies.end(), std::int64_t{0}) - sendCopies[self];
+    row.dispatch_bytes_sent = dispatchNet;
+    row.dispatch_bytes_received = dispatch.recvBytes - recvCopies[self] * D;
+    row.combine_bytes_sent = combineNet;
+    row.combine_bytes_received = combine.recvBytes - sendCopies[self] * C;
+    row.verified = problem.empty() ? 1 : 0;
+
+    Outcome outcome;
+    outcome.attributes = summarizeOnRank0(ctx, c, tokens, dispatch, recvCopies);
+    outcome.tables.push_back({"alltoall_ranks", std::vector<output::AllToAllRankRecord>{row}});
+    return outcome;
+  }
+
+  std::vector<output::KindTable> tables() const override {
+    return {{"alltoall_ranks", std::vector<output::AllToAllRankRecord>{}}};
+  }
+
+ private:
+  output::Attributes summarizeOnRank0(RunContext& ctx, const AllToAllConfig& c, std::int64_t tokens,
+                                      const ExchangeLayout& dispatch, const std::vector<std::int64_t>& recvCopies) const {
+    // Load per rank: copies held (its experts' work) and sent, self included.
+    const std::int64_t held = std::accumulate(recvCopies.begin(), recvCopies.end(), std::int64_t{0});
+    const auto heldAll = ctx.group.allgather(held, ctx.deadline);
+    const auto sentAll = ctx.group.allgather(dispatch.sendBytes / c.dispatchTokenBytes, ctx.deadline);
+    // Stamps per measured iteration: arrival, end of dispatch, end of combine.
+    std::vector<std::int64_t> mine;
+    for (const auto& s : ctx.samples.used())
+      if (s.flags == 0) {
+        mine.push_back(ctx.clock.toGlobal(s.t_post_ns));
+        mine.push_back(0);
+        mine.push_back(ctx.clock.toGlobal(s.t_done_ns));
+      } else if (s.flags & output::sample_flags::dispatchPhase) {
+        mine[mine.size() - 2] = ctx.clock.toGlobal(s.t_done_ns);
+      }
+    const auto stamps = gatherStamps(ctx.group, mine, ctx.deadline);
+    if (ctx.group.rank() != 0) return {};
+    const int n = ctx.group.size();
+    const std::size_t iterations = mine.size() / 3;
+    auto dispatchT = collectiveTimes(stamps, iterations, 3, 0, 1);
+    auto combineT = collectiveTimes(stamps, iterations, 3, 1, 2);
+    auto roundT = collectiveTimes(stamps, iterations, 3, 0, 2);
+    const auto d = stats::summarize(dispatchT.duration), cb = stats::summarize(combineT.duration),
+               round = stats::summarize(roundT.duration), late = stats::summarize(roundT.lateness);
+    auto mean = [](const std::vector<std::int64_t>& v) {
+      return static_cast<double>(std::accumulate(v.begin(), v.end(), std::int64_t{0})) / static_cast<double>(v.size());
+    };
+    auto maxOf = [](const std::vector<std::int64_t>& v) { return static_cast<double>(*std::max_element(v.begin(), v.end())); };
+    // nccl-tests' all-to-all: algbw = bytes a rank sends (its own share
+    // included) / time; busbw = algbw x (n-1)/n, the share that crosses.
+    const double copiesSentMean = mean(sentAll);
+    const double dispatchAlgbw = copiesSentMean * static_cast<double>(c.dispatchTokenBytes) / d.p50;
+    const double combineAlgbw = copiesSentMean * static_cast<double>(c.combineTokenBytes) / cb.p50;
+    const double busFactor = static_cast<double>(n - 1) / n;
+    return {
+        {"model", c.modelName},
+        {"tokens_per_rank", tokens},
+        {"experts", std::int64_t{c.routing.experts}},
+        {"top_k", std::int64_t{c.routing.topK}},
+        {"popularity", std::string(moe::popularityName(c.routing.popularity))},
+        {"zipf_exponent", c.routing.popularity == moe::Popularity::zipf ? c.routing.zipfExponent : 0.0},
+        {"dispatch_token_bytes", c.dispatchTokenBytes},
+        {"combine_token_bytes", c.combineTokenBytes},
+        {"copies_per_token", tokens > 0 ? copiesSentMean / static_cast<double>(tokens) : 0.0},
+        {"collective_p50_ns", round.p50},
+        {"collective_p99_ns", round.p99},
+        {"dispatch_p50_ns", d.p50},
+        {"dispatch_p99_ns", d.p99},
+        {"combine_p50_ns", cb.p50},
+        {"combine_p99_ns", cb.p99},
+        {"dispatch_algbw_gbps", dispatchAlgbw},
+        {"dispatch_busbw_gbps", dispatchAlgbw * busFactor},
+        {"combine_algbw_gbps", combineAlgbw},
+        {"combine_busbw_gbps", combineAlgbw * busFactor},
+        {"load_imbalance", mean(heldAll) > 0 ? maxOf(heldAll) / mean(heldAll) : 1.0},
+        {"send_imbalance", copiesSentMean > 0 ? maxOf(sentAll) / copiesSentMean : 1.0},
+        {"straggler_rank", std::int64_t{ctx.participants[static_cast<std::size_t>(roundT.straggler)]}},
+        {"straggler_last_fraction", roundT.stragglerFraction},
+        {"arrival_spread_p50_ns", late.p50},
+        {"arrival_spread_p99_ns", late.p99},
+    };
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Kind> makeAllToAllKind() { return std::make_unique<AllToAllKind>(); }
+
+}  // namespace fabscope::suite

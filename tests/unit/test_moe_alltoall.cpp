@@ -1,0 +1,132 @@
+// The MoE all-to-all's routing (pure, seeded) and its scenario keys.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "driver/Runner.hpp"
+#include "kinds/Registry.hpp"
+#include "kinds/collectives/AllToAllConfig.hpp"
+#include "kinds/collectives/MoeRouting.hpp"
+#include "scenario/Scenario.hpp"
+
+using namespace fabscope;
+using suite::moe::Popularity;
+using suite::moe::RoutingSpec;
+using suite::moe::routeTokens;
+
+namespace {
+
+// Copies each rank receives (its experts' load) when every rank routes `tokens`.
+std::vector<std::int64_t> loadPerRank(const RoutingSpec& spec, int tokens, int ranks, std::uint64_t seed) {
+  std::vector<std::int64_t> load(static_cast<std::size_t>(ranks), 0);
+  for (int me = 0; me < ranks; ++me) {
+    const auto r = routeTokens(spec, tokens, ranks, me, seed);
+    for (int d = 0; d < ranks; ++d) load[static_cast<std::size_t>(d)] += static_cast<std::int64_t>(r.tokensTo[static_cast<std::size_t>(d)].size());
+  }
+  return load;
+}
+
+double imbalance(const std::vector<std::int64_t>& load) {
+  const double mean = static_cast<double>(std::accumulate(load.begin(), load.end(), std::int64_t{0})) / static_cast<double>(load.size());
+  return static_cast<double>(*std::max_element(load.begin(), load.end())) / mean;
+}
+
+}  // namespace
+
+TEST(MoeRouting, EachTokenGoesOnceToEveryRankOfItsTopKExperts) {
+  const RoutingSpec spec{.experts = 32, .topK = 4};
+  const auto r = routeTokens(spec, 500, 8, 3, 42);
+  ASSERT_EQ(r.tokensTo.size(), 8u);
+  std::vector<int> destinations(500, 0);
+  for (const auto& tokens : r.tokensTo) {
+    EXPECT_TRUE(std::is_sorted(tokens.begin(), tokens.end()));
+    EXPECT_EQ(std::set<std::int32_t>(tokens.begin(), tokens.end()).size(), tokens.size()) << "a token twice to one rank";
+    for (const auto t : tokens) ++destinations[static_cast<std::size_t>(t)];
+  }
+  // 4 distinct experts of 32 on 8 ranks (4 per rank): 1 to 4 ranks per token,
+  // and with 4 picks among 8 ranks mostly more than one.
+  for (const int d : destinations) EXPECT_TRUE(d >= 1 && d <= 4) << d;
+  EXPECT_GT(r.copies(), 500 * 2);
+  EXPECT_EQ(r.copies(), std::accumulate(destinations.begin(), destinations.end(), std::int64_t{0}));
+}
+
+TEST(MoeRouting, SameInputsSameRoutingAndRanksDiffer) {
+  const RoutingSpec spec{.experts = 16, .topK = 2, .popularity = Popularity::zipf, .zipfExponent = 1.0};
+  const auto a = routeTokens(spec, 64, 4, 1, 7), b = routeTokens(spec, 64, 4, 1, 7);
+  EXPECT_EQ(a.tokensTo, b.tokensTo);
+  EXPECT_NE(a.tokensTo, routeTokens(spec, 64, 4, 2, 7).tokensTo);
+  EXPECT_NE(a.tokensTo, routeTokens(spec, 64, 4, 1, 8).tokensTo);
+}
+
+TEST(MoeRouting, ZipfLoadsSomeRanksMoreThanUniform) {
+  const RoutingSpec uniform{.experts = 16, .topK = 2};
+  const RoutingSpec skewed{.experts = 16, .topK = 2, .popularity = Popularity::zipf, .zipfExponent = 2.0};
+  const double even = imbalance(loadPerRank(uniform, 2000, 4, 11));
+  const double skew = imbalance(loadPerRank(skewed, 2000, 4, 11));
+  EXPECT_LT(even, 1.05);
+  // Every rank agrees on the hot experts (the order depends on the seed only),
+  // so their rank's load adds up across sources.
+  EXPECT_GT(skew, 1.5);
+}
+
+TEST(MoeRouting, ImpossibleSpecsAreRefused) {
+  EXPECT_THROW(routeTokens({.experts = 4, .topK = 5}, 1, 2, 0, 1), std::invalid_argument);
+  EXPECT_THROW(routeTokens({.experts = 4, .topK = 2}, 1, 2, 2, 1), std::invalid_argument);
+  EXPECT_EQ(suite::moe::rankOfExpert(255, 256, 8), 7);
+  EXPECT_EQ(suite::moe::rankOfExpert(0, 256, 8), 0);
+  EXPECT_EQ(suite::moe::rankOfExpert(31, 256, 8), 0);
+  EXPECT_EQ(suite::moe::rankOfExpert(32, 256, 8), 1);
+}
+
+namespace {
+
+std::string errorOf(const std::string& text, int ranks = 4) {
+  static const suite::Registry registry;
+  try {
+    auto s = scenario::loadScenarioText(text, "t.yaml", {}, registry.scenarioRules(ranks));
+    driver::planMatrix(s, registry, ranks);
+  } catch (const scenario::ScenarioError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(MoeAllToAllScenario, SizesAndRoutingComeFromTheModelOrTheTest) {
+  EXPECT_EQ(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, sizes: {derive: moe-dispatch, tokens: [1, 128]}}\n"),
+            "no error");
+  EXPECT_EQ(errorOf("tests:\n  - {kind: alltoall, experts: 8, top_k: 2, token_bytes: {dispatch: 64, combine: 32}, sizes: [640]}\n"),
+            "no error");
+  // a model without experts
+  EXPECT_NE(errorOf("model: llama3-70b\ntests:\n  - {kind: alltoall, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+                .find("t.yaml:3:29: model 'llama3-70b' has no MoE layers"),
+            std::string::npos)
+      << errorOf("model: llama3-70b\ntests:\n  - {kind: alltoall, sizes: {derive: moe-dispatch, tokens: [8]}}\n");
+  // no model and no sizes of a token
+  EXPECT_NE(errorOf("tests:\n  - {kind: alltoall, experts: 8, top_k: 2, sizes: [640]}\n").find("t.yaml:2:5: test 'alltoall-1' (alltoall) needs the bytes of one token"),
+            std::string::npos)
+      << errorOf("tests:\n  - {kind: alltoall, experts: 8, top_k: 2, sizes: [640]}\n");
+  // a literal size that is not whole tokens
+  EXPECT_NE(errorOf("tests:\n  - {kind: alltoall, experts: 8, top_k: 2, token_bytes: {dispatch: 64, combine: 32}, sizes: [100]}\n")
+                .find("size 100 B is not a whole number of 64 B token copies"),
+            std::string::npos);
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, top_k: 300, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+                .find("t.yaml:3:29: 'top_k' in test 'alltoall-1' is 300, more than its 256 experts"),
+            std::string::npos)
+      << errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, top_k: 300, sizes: {derive: moe-dispatch, tokens: [8]}}\n");
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, routing: {popularity: hot}, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+                .find("'routing.popularity' in test 'alltoall-1' is 'hot'; expected one of: uniform, zipf"),
+            std::string::npos);
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, routing: {exponent: 2}, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+                .find("'routing.exponent' applies to 'popularity: zipf' only"),
+            std::string::npos);
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: ucx, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+                .find("alltoall runs over transport mpi on memory: host so far"),
+            std::string::npos);
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, sizes: {derive: moe-dispatch, tokens: [8]}}\n", 1)
+                .find("needs at least 2 ranks"),
+            std::string::npos);
+}
