@@ -39,15 +39,38 @@ std::string defaultOutputName() {
 }
 
 // Problems only rank 0 can see (the output path) become everyone's error.
+// The result file is always created anew and exclusively (ResultFile uses
+// H5F_ACC_EXCL): never written through a symbolic link planted at the path,
+// and --overwrite replaces a regular file only (removed first, see below).
 std::string checkOutputPath(const std::string& path, bool overwrite) {
   namespace fs = std::filesystem;
   const fs::path p(path);
-  if (fs::exists(p) && !overwrite)
+  std::error_code ec;
+  const auto st = fs::symlink_status(p, ec);
+  if (fs::is_symlink(st))
+    return path + ": is a symbolic link; fabscope writes its result only to a file it creates itself (a link "
+                  "may point anywhere): remove the link or choose another name";
+  if (fs::is_directory(st)) return path + ": is a folder; expected a file name such as results/run.h5";
+  if (fs::exists(st) && !overwrite)
     return path + ": the output file already exists; choose another name or pass --overwrite";
-  if (fs::is_directory(p)) return path + ": is a folder; expected a file name such as results/run.h5";
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    return path + ": exists and is not a regular file; --overwrite replaces only a regular file";
   const auto parent = p.parent_path();
   if (!parent.empty() && !fs::is_directory(parent))
     return path + ": the folder '" + parent.string() + "' does not exist";
+  return {};
+}
+
+// --overwrite: the old regular file goes before the new one is created
+// exclusively (checked again here: it may have changed since the first check).
+std::string removeForOverwrite(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto st = fs::symlink_status(path, ec);
+  if (!fs::exists(st)) return {};
+  if (!fs::is_regular_file(st))
+    return path + ": is no longer a regular file (replaced since the first check); not overwritten";
+  if (!fs::remove(path, ec)) return path + ": cannot remove the old file for --overwrite: " + ec.message();
   return {};
 }
 
@@ -88,6 +111,15 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
         std::fprintf(stderr, "fabscope: error (rank %d): %s\n", world.rank(), problem.c_str());
       reportResult(rank0, exit_code::usage);
       return exit_code::usage;
+    }
+    if (command.overwrite) {
+      const std::string removeProblem = world.broadcastString(rank0 ? removeForOverwrite(outputPath) : "", 0,
+                                                              agreeDeadline);
+      if (!removeProblem.empty()) {
+        if (rank0) std::fprintf(stderr, "fabscope: error: %s\n", removeProblem.c_str());
+        reportResult(rank0, exit_code::usage);
+        return exit_code::usage;
+      }
     }
   } catch (const RuntimeFailure& e) {
     std::fprintf(stderr, "fabscope: rank %d: %s\n", world.rank(), e.what());

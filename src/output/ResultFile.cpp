@@ -98,7 +98,9 @@ ResultFile::ResultFile(const std::string& path, const std::string& requested,
 #endif
   int ok = 1;
   if (holdsFile()) {
-    const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
+    // Exclusive: a file or link that appeared at the path since the command
+    // line's checks makes the create fail; nothing is written through it.
+    const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get());
     ok = id >= 0;
     if (ok) file_ = H5File(id, "H5Fcreate");
   }
@@ -107,7 +109,10 @@ ResultFile::ResultFile(const std::string& path, const std::string& requested,
     comm_->broadcast(&flag, sizeof flag, 0, deadline);
     ok = static_cast<int>(flag);
   }
-  if (!ok) throw RuntimeFailure("cannot create the result file '" + path + "' (does its folder exist and is it writable?)");
+  if (!ok)
+    throw RuntimeFailure("cannot create the result file '" + path +
+                         "' (it is created exclusively: a file or link put there after the checks is never written "
+                         "through; otherwise, is its folder writable?)");
 }
 
 ResultFile::~ResultFile() = default;

@@ -21,6 +21,20 @@ grep -q "already exists" "$scratch/out"
 grep -q precious "$scratch/exists.h5"
 expect_rc 2 run_mpi -np 2 "$FABSCOPE_BIN" run --output "$scratch/no/such/folder/x.h5"
 grep -q "does not exist" "$scratch/out"
+# A symbolic link at the output path is never written through, --overwrite or not;
+# --overwrite replaces a regular file only.
+ln -s "$scratch/exists.h5" "$scratch/link.h5"
+for flag in "" --overwrite; do
+  expect_rc 2 run_mpi -np 2 "$FABSCOPE_BIN" run --output "$scratch/link.h5" $flag
+  grep -q "is a symbolic link" "$scratch/out"
+  grep -q precious "$scratch/exists.h5"
+done
+mkfifo "$scratch/fifo.h5"
+expect_rc 2 run_mpi -np 2 "$FABSCOPE_BIN" run --output "$scratch/fifo.h5" --overwrite
+grep -q "replaces only a regular file" "$scratch/out"
+expect_rc 0 run_mpi -np 2 "$FABSCOPE_BIN" run --output "$scratch/exists.h5" --overwrite --set iterations=5 --no-verdict
+if grep -q precious "$scratch/exists.h5"; then echo "FAIL: --overwrite left the old file"; exit 1; fi
+/usr/bin/python3 -c 'import h5py, sys; f = h5py.File(sys.argv[1], "r"); assert f.attrs["complete"] == 1' "$scratch/exists.h5"
 # A test that needs 2 ranks refuses to start on 1.
 expect_rc 2 "$FABSCOPE_BIN" run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/smoke.yaml" --output "$scratch/one.h5"
 grep -q "needs at least 2 ranks" "$scratch/out"

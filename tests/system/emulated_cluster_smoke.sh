@@ -19,6 +19,15 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 scratch=$(mktemp -d /tmp/fabscope-emulated-smoke.XXXXXX)
 on_exit "rm -rf '$scratch'"
+# A state folder others can write (they could plant a state file naming any link
+# for 'down' to delete) is refused before anything is created.
+mkdir -m 0777 "$scratch/open-state" && chmod 0777 "$scratch/open-state"
+if FABSCOPE_CLUSTER_STATE_DIR=$scratch/open-state "$cluster" up 2 --subnet "$subnet" >"$scratch/open.out" 2>&1; then
+  FABSCOPE_CLUSTER_STATE_DIR=$scratch/open-state "$cluster" down >/dev/null 2>&1 || true
+  fail "up accepted a state folder writable by others"
+fi
+grep -q "writable by others" "$scratch/open.out" || { cat "$scratch/open.out"; fail "up's refusal does not say why"; }
+! ip netns list | grep -qw ecsmoke0 || fail "the refused up created namespace ecsmoke0"
 "$cluster" up 4 --subnet "$subnet"
 on_exit "'$cluster' down >/dev/null"  # only once up succeeded: never another run's cluster
 

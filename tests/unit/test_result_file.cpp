@@ -10,6 +10,8 @@
 
 #include "MpiForTests.hpp"
 #include "fabscope/BuildConfig.hpp"
+#include <fstream>
+#include <unistd.h>
 #include "output/ResultFile.hpp"
 
 using namespace fabscope;
@@ -45,6 +47,7 @@ void roundTrip(const std::string& mode) {
   const runtime::Communicator self(MPI_COMM_SELF);
   const auto path = (std::filesystem::temp_directory_path() / ("fabscope-roundtrip-" + mode + ".h5")).string();
   const auto deadline = runtime::Deadline::afterSeconds(30);
+  std::filesystem::remove(path);  // created exclusively: a file left by an earlier run is refused
   std::vector<output::SampleRecord> rows;
   for (int i = 0; i < 1000; ++i) rows.push_back({0, i, 1, 4096, 1000 + i, 2000 + 3 * i, i % 3 == 0 ? 1u : 0u});
   {
@@ -96,6 +99,33 @@ TEST(ResultFile, RoundTripGatheredToRankZero) { roundTrip("serial"); }
 TEST(ResultFile, RoundTripParallelHdf5) {
   if (!FABSCOPE_HDF5_PARALLEL) GTEST_SKIP() << "this build's HDF5 is serial";
   roundTrip("parallel");
+}
+
+// A link (or file) planted at the path after the command line's checks is
+// never written through: the create is exclusive, and the target is untouched.
+TEST(ResultFile, NeverWritesThroughAPlantedLink) {
+  fabscope::testing::ensureMpi();
+  const runtime::Communicator self(MPI_COMM_SELF);
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("fabscope-link-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto target = dir / "victim.txt", link = dir / "result.h5";
+  { std::ofstream(target) << "precious"; }
+  fs::create_symlink(target, link);
+  for (const char* mode : {"serial", "parallel"}) {
+    if (std::string(mode) == "parallel" && !FABSCOPE_HDF5_PARALLEL) continue;
+    EXPECT_THROW(output::ResultFile(link.string(), mode, self, runtime::Deadline::afterSeconds(5)), RuntimeFailure)
+        << mode;
+    std::ifstream in(target);
+    std::string text;
+    std::getline(in, text);
+    EXPECT_EQ(text, "precious") << mode;
+  }
+  fs::remove(link);
+  fs::create_symlink(dir / "dangling.h5", link);  // a dangling link is not followed either
+  EXPECT_THROW(output::ResultFile(link.string(), "serial", self, runtime::Deadline::afterSeconds(5)), RuntimeFailure);
+  EXPECT_FALSE(fs::exists(dir / "dangling.h5"));
+  fs::remove_all(dir);
 }
 
 TEST(ResultFile, UnwritableFolderIsARuntimeFailure) {
