@@ -1,9 +1,11 @@
-"""Command line: python3 -m fabscope_analysis summary|report|compare|accept|verdict|diagnose|impact ...
+"""Command line: python3 -m fabscope_analysis COMMAND ... (summary, report, compare, accept,
+verdict, diagnose, impact, export).
 
 Exit codes (docs/analysis.md, "Exit codes"): 0 done (accept/verdict: the verdict is PASS;
-diagnose: fit); 1 the verdict is FAIL (accept, verdict), or diagnose finds the fabric not fit
-or cannot tell; 2 bad usage, an unreadable/unknown result file, a bad or missing criteria
-file, or compare with no case in common.
+diagnose: fit; export: the file is written, whatever the verdict); 1 the verdict is FAIL
+(accept, verdict), or diagnose finds the fabric not fit or cannot tell; 2 bad usage, an
+unreadable/unknown result file, a bad or missing criteria file, compare with no case in
+common, or export unable to write its file.
 """
 
 from __future__ import annotations
@@ -121,6 +123,23 @@ def _cmd_verdict(args) -> int:
     return EXIT_OK if verdict.passed else EXIT_FAILED
 
 
+def _cmd_export(args) -> int:
+    from .export import export_openmetrics, series_count
+    results = []
+    try:
+        for path in args.files:
+            results.append(_open(path))
+        metrics = export_openmetrics(results, args.openmetrics, criteria=args.criteria,
+                                     model=args.model, tp=args.tp, max_pairs=args.max_pairs)
+    finally:
+        for r in results:
+            r.close()
+    if args.openmetrics != "-":
+        print(f"wrote {args.openmetrics} ({series_count(metrics)} series from "
+              f"{len(args.files)} file{'s' if len(args.files) != 1 else ''})")
+    return EXIT_OK
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -209,6 +228,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--criteria", help="criteria YAML (default: the criteria in force, as accept)")
     p.add_argument("--brief", action="store_true", help="only the verdict line")
     p.set_defaults(func=_cmd_verdict)
+
+    p = sub.add_parser("export", help="the headline figures as metrics for Prometheus "
+                                      "(node_exporter's textfile collector)")
+    p.add_argument("--openmetrics", required=True, metavar="OUT",
+                   help="write OpenMetrics text here (also valid Prometheus text: "
+                        "node_exporter's textfile collector reads it); - for stdout")
+    p.add_argument("files", nargs="+", metavar="FILE", help="result files")
+    p.add_argument("--criteria", help="criteria YAML for the verdict (default: in force, "
+                                      "per file)")
+    _deployment_options(p)
+    p.add_argument("--max-pairs", type=_positive_int, default=4096, metavar="N",
+                   help="per-pair series only for instances with at most N pairs "
+                        "(default 4096: 64 ranks all-pairs)")
+    p.set_defaults(func=_cmd_export)
     return parser
 
 

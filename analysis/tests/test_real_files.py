@@ -8,6 +8,8 @@ through every command. Skipped when the variable is not set.
 import math
 import os
 import re
+import shutil
+import subprocess
 import textwrap
 import xml.etree.ElementTree as ET
 
@@ -163,6 +165,14 @@ def test_commands_on_real_file(path, tmp_path):
     # A file against itself: no row's verdict may claim a difference.
     assert not re.search(r"(worse|better)$", out.stdout, re.M), out.stdout
     assert "0 worse, 0 better" in out.stdout, out.stdout
+    metrics = tmp_path / "fabscope.prom"
+    out = run_cli("export", "--openmetrics", metrics, path)
+    assert out.returncode == 0, out.stderr
+    assert metrics.read_text().endswith("# EOF\n")
+    if shutil.which("promtool"):   # test_export.py skips visibly without it
+        check = subprocess.run(["promtool", "check", "metrics"], input=metrics.read_text(),
+                               text=True, capture_output=True, timeout=60)
+        assert check.returncode == 0 and not check.stdout.strip(), check.stdout + check.stderr
 
 
 @pytest.mark.parametrize("path", _params())
