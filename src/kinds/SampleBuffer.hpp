@@ -1,6 +1,7 @@
 #pragma once
 // A rank's samples for one instance: allocated before the timed loop, filled
 // inside it with two stores and no bounds growth.
+#include <span>
 #include <vector>
 
 #include "output/Records.hpp"
