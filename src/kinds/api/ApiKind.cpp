@@ -25,6 +25,15 @@ std::string numberText(double v) {
   return out.str();
 }
 
+// "rank 2 198.18.0.3:40123, ...": where each server listened.
+std::string endpointsText(const std::vector<api::Endpoint>& servers, const std::vector<int>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < servers.size(); ++i)
+    out += (i ? ", " : "") + std::string("rank ") + std::to_string(ranks[i]) + " " + api::ipv4Text(servers[i].ipv4) +
+           ":" + std::to_string(servers[i].port);
+  return out;
+}
+
 // Every rank's problem (or ""), the same joined text on every rank.
 std::string agreedProblems(const runtime::Communicator& group, const std::string& mine, const runtime::Deadline& deadline) {
   const auto all = group.gatherStrings(mine, 0, deadline);
@@ -200,6 +209,7 @@ class ApiKind final : public Kind {
           {"network", c.network},
           {"interface", address.interface},
           {"protocol", std::string("fabscope framed TCP, one connection per request")},
+          {"server_endpoints", endpointsText(servers, serverRanks)},
           {"requests_measured", measured},
           {"requests_ok", ok},
           {"request_errors", named},
