@@ -135,7 +135,7 @@ TEST(MoeAllToAllScenario, SizesAndRoutingComeFromTheModelOrTheTest) {
 TEST(ApiScenario, KeysAreCheckedAtLoad) {
   const std::string ok = "tests:\n  - {kind: api, sizes: [256], clients: 1, rate: 100, requests: 10}\n";
   EXPECT_EQ(errorOf(ok), "no error");
-  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], clients: 4}\n").find("t.yaml:2:40: test 'api-1' has 4 ranks: 'clients: 4' leaves none to serve"),
+  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], clients: 4}\n").find("t.yaml:2:40: test 'api-1' has 4 measuring ranks: 'clients: 4' leaves none to serve"),
             std::string::npos)
       << errorOf("tests:\n  - {kind: api, sizes: [256], clients: 4}\n");
   EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], chunks: 100, chunk_interval: 1s, request_timeout: 5s}\n")

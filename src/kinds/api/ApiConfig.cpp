@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "kinds/Roles.hpp"
 #include "scenario/Units.hpp"
 
 namespace fabscope::suite::api {
@@ -61,10 +62,19 @@ std::int64_t bytesOf(const scenario::ParamReader& p, const scenario::TestSpec& s
 ApiConfig readApiConfig(const scenario::TestSpec& spec, const std::string& file, int worldSize) {
   scenario::ParamReader p(spec, file);
   ApiConfig c;
-  const int ranks = spec.ranks > 0 ? spec.ranks : worldSize;
+  // The measuring ranks (canaries when the test has congested conditions) split
+  // into clients and servers; congestors make the neighbour traffic.
+  int ranks = 0;
+  try {
+    ranks = canaryCount({spec.ranks, spec.canaries, spec.canaryFraction, spec.placement}, worldSize, 2,
+                        std::any_of(spec.conditions.begin(), spec.conditions.end(),
+                                    [](const std::string& c) { return c != "quiet"; }));
+  } catch (const UsageError& e) {
+    throw ScenarioError(scenario::positionOf(file, spec.node) + ": test '" + spec.name + "': " + e.what());
+  }
   c.clients = static_cast<int>(p.integer("clients", ranks / 2, 1, 1'000'000));
   if (c.clients >= ranks)
-    p.fail("clients", "test '" + spec.name + "' has " + std::to_string(ranks) + " ranks: 'clients: " +
+    p.fail("clients", "test '" + spec.name + "' has " + std::to_string(ranks) + " measuring ranks: 'clients: " +
                           std::to_string(c.clients) + "' leaves none to serve (give fewer clients or more ranks)");
   c.ratePerSecond = p.number("rate", 100, 0.001, 1e6);
   c.maxInFlight = static_cast<int>(p.integer("max_in_flight", 8, 1, 10'000));

@@ -92,7 +92,7 @@ class ApiKind final : public Kind {
     p.bufferBytesPerRank = std::max<std::int64_t>(open * (16 + c.chunkBytes),
                                                   static_cast<std::int64_t>(c.maxInFlight) * (24 + c.requestBytes)) +
                            static_cast<std::int64_t>(c.requests) * static_cast<std::int64_t>(sizeof(output::ApiRequestRecord));
-    const int ranks = spec.ranks > 0 ? spec.ranks : worldSize;
+    const int ranks = canaryCount(roleSpecOf(spec), worldSize, 2, hasCongestedCondition(spec));
     p.description = std::to_string(c.clients) + " clients -> " + std::to_string(ranks - c.clients) +
                     " servers over TCP (" + (c.interface.empty() ? std::string("fabric NIC") : c.interface) + ", " +
                     c.network + "): " + numberText(c.ratePerSecond) + " req/s per client (Poisson, " +
