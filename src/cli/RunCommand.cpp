@@ -1,6 +1,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <unistd.h>
+
 #include <filesystem>
 #include <thread>
 #include <chrono>
@@ -10,6 +12,7 @@
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
 #include "runtime/Mpi.hpp"
+#include "runtime/Watchdog.hpp"
 #include "runtime/Timestamp.hpp"
 #include "scenario/Scenario.hpp"
 
@@ -80,6 +83,11 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
   runtime::MpiEnvironment mpi(argc, argv);
   auto world = runtime::Communicator::world();
   const bool rank0 = world.rank() == 0;
+  {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    runtime::watchdog::start(world.rank(), host);
+  }
   const suite::Registry registry;
   const auto agreeDeadline = runtime::Deadline::afterSeconds(runtime::deadlines::setupSeconds);
 
