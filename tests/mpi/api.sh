@@ -83,3 +83,9 @@ with h5py.File(sys.argv[1], "r") as f:
     assert "api requests failed, by server: rank 2 (" in err and ("busy" in err or "reset" in err), err
     print("api: busy servers fail the test, named:", a["request_errors"])
 PY
+# The serving impact shows the front end's share (what the network added beyond the
+# servers' own service time), not a "missing" line.
+out=$(cd "$FABSCOPE_SOURCE_DIR/analysis" && /usr/bin/python3 -m fabscope_analysis impact "$scratch/ok.h5" --model llama3-70b --tp 2)
+grep -q "^Front end: what the network adds" <<<"$out" || { echo "FAIL: impact has no front-end section"; echo "$out"; exit 1; }
+if grep -q "front-end API share of a request: not measured" <<<"$out"; then echo "FAIL: impact calls the measured front end missing"; exit 1; fi
+echo "api: impact reports the front end's share"
