@@ -94,7 +94,7 @@ int printServingNeeds(const ListCommand& c) {
                   scenario::formatSize(static_cast<std::int64_t>(token.bytes)).c_str(), token.formula.c_str(),
                   scenario::formatSize(static_cast<std::int64_t>(combine.bytes)).c_str(), combine.formula.c_str());
     }
-    std::printf("  front-end API share: not measurable yet (no API kind)\n");
+    std::printf("  front-end API share: measured by kind api (requests, streamed chunks; its sizes are the chunks')\n");
     return exit_code::ok;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "fabscope: error: %s\n", e.what());
