@@ -49,6 +49,19 @@ add_custom_command(OUTPUT ${FABSCOPE_MAN_PAGE}
 add_custom_target(fabscope_man_page ALL DEPENDS ${FABSCOPE_MAN_PAGE})
 install(FILES ${FABSCOPE_MAN_PAGE} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
+# An Lmod module file with the prefix installed to: share/modulefiles/fabscope/VERSION.lua
+# (`module use PREFIX/share/modulefiles; module load fabscope`).
+install(CODE "
+  set(FABSCOPE_VERSION \"${PROJECT_VERSION}\")
+  set(PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  set(BINDIR \"${CMAKE_INSTALL_BINDIR}\")
+  set(MANDIR \"${CMAKE_INSTALL_MANDIR}\")
+  set(DATADIR \"${CMAKE_INSTALL_DATADIR}\")
+  set(PYTHONDIR \"${FABSCOPE_PYTHON_DIR}\")
+  configure_file(\"${CMAKE_CURRENT_SOURCE_DIR}/packaging/modules/fabscope.lua.in\"
+                 \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/modulefiles/fabscope/${PROJECT_VERSION}.lua\" @ONLY)
+  message(STATUS \"Installing: \$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/modulefiles/fabscope/${PROJECT_VERSION}.lua\")")
+
 # Packages: a .deb always, an .rpm where rpmbuild exists.
 set(CPACK_PACKAGE_NAME fabscope)
 set(CPACK_PACKAGE_VENDOR "fabscope")
