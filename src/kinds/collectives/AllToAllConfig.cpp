@@ -4,6 +4,7 @@
 
 #include "model/ModelSpecYaml.hpp"
 #include "model/TrafficSizes.hpp"
+#include "scenario/TestSource.hpp"
 
 namespace fabscope::suite::moe {
 namespace {
@@ -16,14 +17,15 @@ using scenario::ScenarioError;
 
 }  // namespace
 
-AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const std::string& file) {
-  scenario::ParamReader p(spec, file);
-  const YAML::Node& node = spec.node;
+AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
+  scenario::ParamReader p(spec, source);
+  const std::string& file = source.file;
+  const YAML::Node& node = source.test;
   AllToAllConfig c;
   const YAML::Node sizes = node["sizes"];
   const YAML::Node modelNode = sizes && sizes.IsMap() && sizes["model"] ? sizes["model"]
                                : node["model"]                         ? node["model"]
-                                                                       : spec.scenarioModel;
+                                                                       : source.model;
   std::optional<model::ModelSpec> m;
   if (modelNode) {
     try {
@@ -83,16 +85,15 @@ AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const std::str
   if (tokenBytes.has("dispatch") && sizes && sizes.IsMap())
     tokenBytes.fail("dispatch", "'token_bytes.dispatch' and derived sizes disagree on who sizes a token; with "
                                 "'derive: moe-dispatch' the model does (drop token_bytes.dispatch, or give literal sizes)");
-  for (const auto bytes : spec.sizes) (void)tokensOf(c, bytes, spec, file);
+  for (const auto bytes : spec.sizes) (void)tokensOf(c, bytes, spec);
   return c;
 }
 
-std::int64_t tokensOf(const AllToAllConfig& c, std::int64_t bytes, const scenario::TestSpec& spec, const std::string& file) {
+std::int64_t tokensOf(const AllToAllConfig& c, std::int64_t bytes, const scenario::TestSpec& spec) {
   if (bytes % c.dispatchTokenBytes != 0)
-    failAt(file, spec.node["sizes"] ? spec.node["sizes"] : spec.node,
-           "alltoall test '" + spec.name + "': size " + std::to_string(bytes) + " B is not a whole number of " +
-               std::to_string(c.dispatchTokenBytes) + " B token copies (a size is tokens per rank x dispatch bytes per "
-               "token; " + c.sizeSource + ")");
+    throw ScenarioError(spec.where("sizes") + ": alltoall test '" + spec.name + "': size " + std::to_string(bytes) +
+                        " B is not a whole number of " + std::to_string(c.dispatchTokenBytes) +
+                        " B token copies (a size is tokens per rank x dispatch bytes per token; " + c.sizeSource + ")");
   return bytes / c.dispatchTokenBytes;
 }
 
