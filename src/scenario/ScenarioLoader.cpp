@@ -528,6 +528,12 @@ std::string positionOf(const std::string& file, const YAML::Node& node) {
   return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
 }
 
+ScenarioError modelErrorAt(const std::string& file, const model::ModelSpecError& e, const YAML::Node& fallback) {
+  return ScenarioError((e.line() > 0 ? file + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column())
+                                     : positionOf(file, fallback)) +
+                       ": " + e.message());
+}
+
 Scenario loadScenarioText(const std::string& text, const std::string& displayName,
                           const std::vector<std::string>& overrides, const ScenarioRules& rules) {
   try {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/ModelSpecYaml.hpp"
 #include "scenario/Scenario.hpp"
 
 namespace fabscope::scenario {
@@ -54,5 +55,10 @@ class ParamReader {
 
 // "file:line:column" of a node (1-based), or "file" when it has no position.
 std::string positionOf(const std::string& file, const YAML::Node& node);
+
+// A model or parallel layout the parse step could not read
+// (model/ModelSpecYaml.hpp), as a ScenarioError at the error's own position,
+// else at `fallback`'s.
+ScenarioError modelErrorAt(const std::string& file, const model::ModelSpecError& e, const YAML::Node& fallback);
 
 }  // namespace fabscope::scenario

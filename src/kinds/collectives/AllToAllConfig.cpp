@@ -19,7 +19,6 @@ using scenario::ScenarioError;
 
 AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
   scenario::ParamReader p(spec, source);
-  const std::string& file = source.file;
   const YAML::Node& node = source.test;
   AllToAllConfig c;
   const YAML::Node sizes = node["sizes"];
@@ -31,12 +30,10 @@ AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const scenario
     try {
       m = model::modelSpecFromYaml(modelNode);
     } catch (const model::ModelSpecError& e) {
-      const std::string where = e.line() > 0 ? file + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column())
-                                             : scenario::positionOf(file, node);
-      throw ScenarioError(where + ": " + e.message());
+      throw scenario::modelErrorAt(source.file, e, node);
     }
     if (!m->moe)
-      failAt(file, node["model"] ? node["model"] : node,
+      failAt(source.file, node["model"] ? node["model"] : node,
              "test '" + spec.name + "' (alltoall) routes tokens to experts, but model '" + m->name +
                  "' has no MoE layers (use a model with experts, e.g. deepseek-v3, or give experts, top_k and "
                  "token_bytes without a model)");
@@ -47,7 +44,7 @@ AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const scenario
   c.routing.experts = static_cast<int>(p.integer("experts", modelExperts, 1, 1'000'000));
   c.routing.topK = static_cast<int>(p.integer("top_k", modelTopK, 1, 1'000'000));
   if (c.routing.experts == 0 || c.routing.topK == 0)
-    failAt(file, node, "test '" + spec.name + "' (alltoall) needs 'experts' and 'top_k' (or a model with experts, "
+    failAt(source.file, node, "test '" + spec.name + "' (alltoall) needs 'experts' and 'top_k' (or a model with experts, "
                        "e.g. model: deepseek-v3)");
   if (c.routing.topK > c.routing.experts)
     p.fail("top_k", "'top_k' in test '" + spec.name + "' is " + std::to_string(c.routing.topK) + ", more than its " +
@@ -73,14 +70,14 @@ AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const scenario
   c.combineTokenBytes = tokenBytes.integer("combine", combine, static_cast<std::int64_t>(sizeof(TokenHeader)) + 1,
                                            std::int64_t{1} << 24);
   if (c.dispatchTokenBytes == 0 || c.combineTokenBytes == 0)
-    failAt(file, node, "test '" + spec.name + "' (alltoall) needs the bytes of one token: 'token_bytes: {dispatch: 7408, "
+    failAt(source.file, node, "test '" + spec.name + "' (alltoall) needs the bytes of one token: 'token_bytes: {dispatch: 7408, "
                        "combine: 14336}' or a model with experts");
   if (tokenBytes.has("dispatch") || tokenBytes.has("combine"))
     c.sizeSource = "per token: dispatch " + std::to_string(c.dispatchTokenBytes) + " B, combine " +
                    std::to_string(c.combineTokenBytes) + " B (token_bytes)";
   if (sizes && sizes.IsMap() && !(sizes["derive"] && sizes["derive"].IsScalar() &&
                                   (sizes["derive"].Scalar() == "moe-dispatch" || sizes["derive"].Scalar() == "moe-dispatch-token")))
-    failAt(file, sizes, "alltoall test '" + spec.name + "' takes 'sizes: {derive: moe-dispatch, tokens: [1, 128]}' or "
+    failAt(source.file, sizes, "alltoall test '" + spec.name + "' takes 'sizes: {derive: moe-dispatch, tokens: [1, 128]}' or "
                         "literal sizes (tokens x dispatch bytes per token)");
   if (tokenBytes.has("dispatch") && sizes && sizes.IsMap())
     tokenBytes.fail("dispatch", "'token_bytes.dispatch' and derived sizes disagree on who sizes a token; with "
