@@ -92,6 +92,7 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
   const auto agreeDeadline = runtime::Deadline::afterSeconds(runtime::deadlines::setupSeconds);
 
   scenario::Scenario scenario;
+  std::vector<driver::PlannedInstance> planned;
   std::string problem;
   std::string outputPath = command.outputPath;
   driver::FabricInputs fabric;
@@ -99,7 +100,7 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
     auto rules = registry.scenarioRules(world.size());
     rules.allowCommands = command.allowCommands;
     scenario = scenario::loadScenarioFile(command.scenarioPath, command.overrides, rules);
-    driver::planMatrix(scenario, registry, world.size());
+    planned = driver::planMatrix(scenario, registry, world.size());
     fabric = driver::loadFabricInputs(command.manifestPath, command.topologyPath);
   } catch (const UsageError& e) {
     problem = e.what();
@@ -139,8 +140,9 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
     runtime::LossChannel losses(world, agreeDeadline);
     world.watchLosses(&losses);
     driver::Runner runner(scenario, registry, world,
-                          {outputPath, command.commandLine, command.progress, std::move(fabric), &losses});
-    const int code = runner.run();
+                          {outputPath, command.commandLine, command.progress, std::move(fabric), &losses,
+                           command.selfTest});
+    const int code = runner.run(std::move(planned));
     if (runner.leftRun()) {
       // The victim of a fault drill that is still alive (hang, link-down,
       // loss): the survivors finish the run without it. Leaving now would end

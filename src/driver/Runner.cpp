@@ -68,11 +68,11 @@ std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, cons
                                         int worldSize) {
   std::vector<PlannedInstance> out;
   for (auto& instance : scenario::expandMatrix(scenario)) {
-    auto plan = registry.kind(instance.spec->kind).plan(instance, scenario.file, worldSize);
+    auto plan = registry.kind(instance.spec->kind).plan(instance, worldSize);
     const std::int64_t memory = memoryPerRank(plan);
     if (memory > scenario.maxMemoryPerRank)
       throw scenario::ScenarioError(
-          scenario::positionOf(scenario.file, instance.spec->node) + ": test '" + instance.spec->name + "' at " +
+          instance.spec->at + ": test '" + instance.spec->name + "' at " +
           scenario::formatSize(instance.bytes) + " needs about " + std::to_string(memory >> 20) +
           " MiB per rank for samples and buffers, more than max_memory_per_rank (" +
           std::to_string(scenario.maxMemoryPerRank >> 20) + " MiB); lower iterations, window or sizes, or raise the "
@@ -338,10 +338,9 @@ output::ResultFile Runner::openFile(const std::vector<PlannedInstance>& planned)
   return output::ResultFile(options_.outputPath, hdf5Mode, world_, setupDeadline());
 }
 
-int Runner::run() {
+int Runner::run(std::vector<PlannedInstance> planned) {
   const bool rank0 = world_.rank() == 0;
   setUp();
-  auto planned = planMatrix(scenario_, registry_, world_.size());
   auto file = openFile(planned);
   output::Recorder recorder(file);
   if (rank0) {

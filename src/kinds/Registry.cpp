@@ -14,6 +14,13 @@ Registry::Registry() {
   }
 }
 
+Registry::Registry(std::vector<std::unique_ptr<Kind>> kinds) {
+  for (auto& k : kinds) {
+    auto name = k->name();
+    kinds_.emplace(std::move(name), std::move(k));
+  }
+}
+
 const Kind& Registry::kind(const std::string& name) const {
   const auto it = kinds_.find(name);
   if (it == kinds_.end()) throw UsageError("unknown test kind '" + name + "'");
