@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "kinds/Kind.hpp"
 #include "kinds/Roles.hpp"
+#include "scenario/TestSource.hpp"
 #include "scenario/Units.hpp"
 
 namespace fabscope::suite::api {
@@ -24,27 +26,26 @@ std::string perSecond(double r) {
   return out.str();
 }
 
-double secondsOf(const scenario::ParamReader& p, const scenario::TestSpec& spec, const std::string& file,
+double secondsOf(const scenario::ParamReader& p, const scenario::TestSpec& spec, const scenario::TestSource& source,
                  const std::string& key, double fallback, double min, double max) {
   if (!p.has(key)) return fallback;
-  const YAML::Node n = spec.node[key];
+  const YAML::Node n = source.test[key];
   double v = 0;
   try {
     v = scenario::parseDurationSeconds(n.Scalar());
   } catch (const std::invalid_argument& e) {
     p.fail(key, "'" + key + "' in test '" + spec.name + "': " + e.what());
   }
-  (void)file;
   if (v < min || v > max)
     p.fail(key, "'" + key + "' in test '" + spec.name + "' is " + n.Scalar() + "; expected " +
                     seconds(min) + " to " + seconds(max));
   return v;
 }
 
-std::int64_t bytesOf(const scenario::ParamReader& p, const scenario::TestSpec& spec, const std::string& key,
-                     std::int64_t fallback, std::int64_t min, std::int64_t max) {
+std::int64_t bytesOf(const scenario::ParamReader& p, const scenario::TestSpec& spec, const scenario::TestSource& source,
+                     const std::string& key, std::int64_t fallback, std::int64_t min, std::int64_t max) {
   if (!p.has(key)) return fallback;
-  const YAML::Node n = spec.node[key];
+  const YAML::Node n = source.test[key];
   std::int64_t v = 0;
   try {
     v = scenario::parseMemorySize(n.Scalar());
@@ -59,19 +60,12 @@ std::int64_t bytesOf(const scenario::ParamReader& p, const scenario::TestSpec& s
 
 }  // namespace
 
-ApiConfig readApiConfig(const scenario::TestSpec& spec, const std::string& file, int worldSize) {
-  scenario::ParamReader p(spec, file);
+ApiConfig readApiConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
+  scenario::ParamReader p(spec, source);
   ApiConfig c;
   // The measuring ranks (canaries when the test has congested conditions) split
   // into clients and servers; congestors make the neighbour traffic.
-  int ranks = 0;
-  try {
-    ranks = canaryCount({spec.ranks, spec.canaries, spec.canaryFraction, spec.placement}, worldSize, 2,
-                        std::any_of(spec.conditions.begin(), spec.conditions.end(),
-                                    [](const std::string& c) { return c != "quiet"; }));
-  } catch (const UsageError& e) {
-    throw ScenarioError(scenario::positionOf(file, spec.node) + ": test '" + spec.name + "': " + e.what());
-  }
+  const int ranks = measuringRanksOf(spec, source.worldSize, 2);
   c.clients = static_cast<int>(p.integer("clients", ranks / 2, 1, 1'000'000));
   if (c.clients >= ranks)
     p.fail("clients", "test '" + spec.name + "' has " + std::to_string(ranks) + " measuring ranks: 'clients: " +
@@ -80,7 +74,7 @@ ApiConfig readApiConfig(const scenario::TestSpec& spec, const std::string& file,
   c.maxInFlight = static_cast<int>(p.integer("max_in_flight", 8, 1, 10'000));
   c.requests = static_cast<int>(p.integer("requests", 200, 1, 10'000'000));
   c.warmupRequests = static_cast<int>(p.integer("warmup_requests", 10, 0, 10'000'000));
-  c.requestBytes = bytesOf(p, spec, "request_bytes", 2048, 16, std::int64_t{64} << 20);
+  c.requestBytes = bytesOf(p, spec, source, "request_bytes", 2048, 16, std::int64_t{64} << 20);
   c.chunks = static_cast<int>(p.integer("chunks", 32, 1, 1'000'000));
   // The test's sizes are the chunk sizes (one instance each); run() sets chunkBytes.
   for (const auto bytes : spec.sizes)
@@ -88,9 +82,9 @@ ApiConfig readApiConfig(const scenario::TestSpec& spec, const std::string& file,
       p.fail("sizes", "test '" + spec.name + "' (api): a size is the bytes of one answer chunk; " +
                           scenario::formatSize(bytes) + " is more than 16MiB");
   c.chunkBytes = spec.sizes.empty() ? 1 : *std::max_element(spec.sizes.begin(), spec.sizes.end());
-  c.serviceSeconds = secondsOf(p, spec, file, "service_time", 0.005, 0, 60);
-  c.chunkIntervalSeconds = secondsOf(p, spec, file, "chunk_interval", 0.001, 0, 10);
-  c.requestTimeoutSeconds = secondsOf(p, spec, file, "request_timeout", 10, 0.001, 3600);
+  c.serviceSeconds = secondsOf(p, spec, source, "service_time", 0.005, 0, 60);
+  c.chunkIntervalSeconds = secondsOf(p, spec, source, "chunk_interval", 0.001, 0, 10);
+  c.requestTimeoutSeconds = secondsOf(p, spec, source, "request_timeout", 10, 0.001, 3600);
   c.maxConnections = static_cast<int>(p.integer("max_connections", 1024, 1, 100'000));
   const double streamSeconds = c.serviceSeconds + c.chunkIntervalSeconds * (c.chunks - 1);
   if (streamSeconds >= c.requestTimeoutSeconds)
@@ -106,7 +100,7 @@ ApiConfig readApiConfig(const scenario::TestSpec& spec, const std::string& file,
                ", not less than the test's timeout " + seconds(spec.timeoutSeconds) +
                " (lower requests, raise rate or timeout)");
   if (p.has("interface")) {
-    const YAML::Node n = spec.node["interface"];
+    const YAML::Node n = source.test["interface"];
     if (!n.IsScalar() || n.Scalar().empty() || n.Scalar().size() > 15 || n.Scalar().find('/') != std::string::npos)
       p.fail("interface", "'interface' in test '" + spec.name + "' must be a network interface name such as eth1");
     c.interface = n.Scalar();

@@ -10,9 +10,13 @@
 
 #include "scenario/Scenario.hpp"
 
+namespace fabscope::scenario {
+struct TestSource;
+}
+
 namespace fabscope::suite::api {
 
-struct ApiConfig {
+struct ApiConfig final : scenario::KindConfig {
   int clients = 0;                   // ranks [0, clients) of the group; the rest serve
   double ratePerSecond = 0;          // Poisson arrivals per client
   int maxInFlight = 8;               // per client: arrivals beyond it wait (the wait is recorded)
@@ -31,7 +35,7 @@ struct ApiConfig {
   int totalRequestsPerClient() const { return warmupRequests + requests; }
 };
 
-// Throws scenario::ScenarioError "file:line:column: message".
-ApiConfig readApiConfig(const scenario::TestSpec& spec, const std::string& file, int worldSize);
+// The kind's parse step (at load). Throws scenario::ScenarioError "file:line:column: message".
+ApiConfig readApiConfig(const scenario::TestSpec& spec, const scenario::TestSource& source);
 
 }  // namespace fabscope::suite::api

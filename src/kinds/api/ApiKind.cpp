@@ -67,22 +67,23 @@ class ApiKind final : public Kind {
                    "service_time", "chunk_interval", "request_timeout", "max_connections",
                    "interface", "network"};
     r.minRanks = 2;
-    r.validate = [](const scenario::TestSpec& spec, const std::string& file, int worldSize) {
-      scenario::ParamReader p(spec, file);
+    r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
+      // Its own TCP sockets carry it: the run's default transport (mpi) on host
+      // memory is the only setting that does not pretend otherwise.
       if (spec.transport != "mpi" || spec.memory != "host")
-        p.fail(spec.transport != "mpi" ? "transport" : "memory",
-               "test '" + spec.name + "' (api) runs over its own TCP sockets on host memory: 'transport' and "
-               "'memory' do not apply (leave them out)");
-      (void)api::readApiConfig(spec, file, worldSize);
+        throw scenario::ScenarioError(spec.where(spec.transport != "mpi" ? "transport" : "memory") + ": test '" +
+                                      spec.name + "' (api) runs over its own TCP sockets on host memory: "
+                                      "'transport' and 'memory' do not apply (leave them out)");
+      return std::make_shared<ApiConfig>(api::readApiConfig(spec, source));
     };
     return r;
   }
 
   bool usesTransport() const override { return false; }
 
-  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile, int worldSize) const override {
+  InstancePlan plan(const scenario::TestInstance& instance, int worldSize) const override {
     const auto& spec = *instance.spec;
-    ApiConfig c = api::readApiConfig(spec, scenarioFile, worldSize);
+    ApiConfig c = scenario::configOf<ApiConfig>(spec);
     c.chunkBytes = instance.bytes;
     InstancePlan p;
     p.metric = Metric::latency;
@@ -92,7 +93,7 @@ class ApiKind final : public Kind {
     p.bufferBytesPerRank = std::max<std::int64_t>(open * (16 + c.chunkBytes),
                                                   static_cast<std::int64_t>(c.maxInFlight) * (24 + c.requestBytes)) +
                            static_cast<std::int64_t>(c.requests) * static_cast<std::int64_t>(sizeof(output::ApiRequestRecord));
-    const int ranks = canaryCount(roleSpecOf(spec), worldSize, 2, hasCongestedCondition(spec));
+    const int ranks = measuringRanksOf(spec, worldSize, 2);
     p.description = std::to_string(c.clients) + " clients -> " + std::to_string(ranks - c.clients) +
                     " servers over TCP (" + (c.interface.empty() ? std::string("fabric NIC") : c.interface) + ", " +
                     c.network + "): " + numberText(c.ratePerSecond) + " req/s per client (Poisson, " +
@@ -104,7 +105,7 @@ class ApiKind final : public Kind {
 
   Outcome run(RunContext& ctx) const override {
     const auto& spec = *ctx.instance.spec;
-    ApiConfig config = api::readApiConfig(spec, spec.name, ctx.world.size());
+    ApiConfig config = scenario::configOf<ApiConfig>(spec);
     config.chunkBytes = ctx.instance.bytes;
     const ApiConfig& c = config;
     const int n = ctx.group.size(), g = ctx.group.rank(), me = ctx.world.rank();
