@@ -29,9 +29,7 @@ AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const std::str
     try {
       m = model::modelSpecFromYaml(modelNode);
     } catch (const model::ModelSpecError& e) {
-      const std::string where = e.line() > 0 ? file + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column())
-                                             : scenario::positionOf(file, node);
-      throw ScenarioError(where + ": " + e.message());
+      throw ScenarioError(scenario::positionOf(file, e.node(), node) + ": " + e.message());
     }
     if (!m->moe)
       failAt(file, node["model"] ? node["model"] : node,

@@ -94,9 +94,7 @@ KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const std::string&
     c.model = model::modelSpecFromYaml(modelNode);
     c.parallel = parallelNode ? model::parallelLayoutFromYaml(parallelNode) : model::ParallelLayout{};
   } catch (const model::ModelSpecError& e) {
-    const std::string where = e.line() > 0 ? file + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column())
-                                           : scenario::positionOf(file, node);
-    throw ScenarioError(where + ": " + e.message());
+    throw ScenarioError(scenario::positionOf(file, e.node(), node) + ": " + e.message());
   }
 
   if (derived) {
