@@ -58,6 +58,26 @@ std::string envOr(const char* name, const char* fallback) {
   return v ? v : fallback;
 }
 
+// A congested condition's neighbour traffic needs congestors besides the
+// measuring ranks; too few is the scenario's fault (exit 2 before anything
+// runs), not a runtime failure in the middle of the run.
+void checkCongestors(const scenario::TestInstance& instance, const suite::Kind& kind, const std::string& file,
+                     int worldSize) {
+  const int needed = conditions::minCongestors(instance.condition);
+  if (needed == 0) return;
+  const auto& spec = *instance.spec;
+  const int used = spec.ranks > 0 ? std::min(spec.ranks, worldSize) : worldSize;
+  const int canaries =
+      suite::canaryCount(suite::roleSpecOf(spec), worldSize, kind.rules().minRanks, suite::hasCongestedCondition(spec));
+  if (used - canaries >= needed) return;
+  throw scenario::ScenarioError(
+      scenario::positionOf(file, spec.node["conditions"] ? spec.node["conditions"] : spec.node) + ": test '" +
+      spec.name + "' under condition '" + instance.condition + "' needs at least " + std::to_string(needed) +
+      " congestor ranks besides its " + std::to_string(canaries) + " measuring ranks; the run gives it " +
+      std::to_string(used) + " rank(s) in all (start more ranks with mpirun -np, or measure with fewer: roles: "
+      "{canaries: N})");
+}
+
 }  // namespace
 
 std::int64_t memoryPerRank(const suite::InstancePlan& plan) {
@@ -68,7 +88,9 @@ std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, cons
                                         int worldSize) {
   std::vector<PlannedInstance> out;
   for (auto& instance : scenario::expandMatrix(scenario)) {
-    auto plan = registry.kind(instance.spec->kind).plan(instance, scenario.file, worldSize);
+    const auto& kind = registry.kind(instance.spec->kind);
+    checkCongestors(instance, kind, scenario.file, worldSize);
+    auto plan = kind.plan(instance, scenario.file, worldSize);
     const std::int64_t memory = memoryPerRank(plan);
     if (memory > scenario.maxMemoryPerRank)
       throw scenario::ScenarioError(
