@@ -113,8 +113,8 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
     rules.allowCommands = true;  // list runs nothing: it shows the commands a run would
     const auto scenario = scenario::loadScenarioFile(command.scenarioPath, command.overrides, rules);
     const auto planned = driver::planMatrix(scenario, registry, ranks);
-    std::printf("scenario '%s' (%s) for %d ranks: %zu test instances\n", scenario.name.c_str(),
-                scenario.file.c_str(), ranks, planned.size());
+    std::printf("scenario '%s' (%s) for %d ranks: %zu test instances%s\n", scenario.name.c_str(),
+                scenario.file.c_str(), ranks, planned.size(), driver::retestsAmong(planned).c_str());
     if (!scenario.description.empty()) std::printf("  %s\n", scenario.description.c_str());
     std::printf("\n%-4s %-22s %-9s %-8s %-8s %-6s %-5s %6s %6s %9s %10s  %s\n", "#", "test", "kind", "size", "cond",
                 "transp", "mem", "iters", "warmup", "timeout", "mem/rank", "plan");

@@ -20,6 +20,10 @@ constexpr int loadWindow = 4;
 
 }  // namespace
 
+int minCongestors(const std::string& condition) {
+  return condition == "incast" || condition == "alltoall" || condition == "bidirectional" ? 2 : 0;
+}
+
 LoadGraph planLoad(const std::string& condition, const suite::RoleAssignment& roles,
                    const std::vector<std::string>& hostOfRank) {
   const int world = static_cast<int>(hostOfRank.size());
@@ -32,7 +36,8 @@ LoadGraph planLoad(const std::string& condition, const suite::RoleAssignment& ro
     ++g.sourceCount[static_cast<std::size_t>(to)];
   };
   if (condition == "incast") {
-    if (c.size() < 2) throw UsageError("condition 'incast' needs at least 2 congestor ranks (a target and a sender)");
+    if (static_cast<int>(c.size()) < minCongestors(condition))
+      throw UsageError("condition 'incast' needs at least 2 congestor ranks (a target and a sender)");
     int target = c.front();
     const auto& victimHost = hostOfRank[static_cast<std::size_t>(roles.canaries.back())];
     for (int r : c)
@@ -42,13 +47,15 @@ LoadGraph planLoad(const std::string& condition, const suite::RoleAssignment& ro
     g.description = std::to_string(c.size() - 1) + " congestors stream to rank " + std::to_string(target) + " on " +
                     hostOfRank[static_cast<std::size_t>(target)];
   } else if (condition == "alltoall") {
-    if (c.size() < 2) throw UsageError("condition 'alltoall' needs at least 2 congestor ranks");
+    if (static_cast<int>(c.size()) < minCongestors(condition))
+      throw UsageError("condition 'alltoall' needs at least 2 congestor ranks");
     for (int a : c)
       for (int b : c)
         if (a != b) link(a, b);
     g.description = "all-to-all among " + std::to_string(c.size()) + " congestors";
   } else if (condition == "bidirectional") {
-    if (c.size() < 2) throw UsageError("condition 'bidirectional' needs at least 2 congestor ranks");
+    if (static_cast<int>(c.size()) < minCongestors(condition))
+      throw UsageError("condition 'bidirectional' needs at least 2 congestor ranks");
     // Pair congestors across hosts where possible: first half with second half.
     const std::size_t half = c.size() / 2;
     for (std::size_t i = 0; i < half; ++i) {

@@ -36,6 +36,11 @@ struct LoadGraph {
 LoadGraph planLoad(const std::string& condition, const suite::RoleAssignment& roles,
                    const std::vector<std::string>& hostOfRank);
 
+// The congestors planLoad needs for `condition` (incast: a target and a
+// sender); checked when the matrix is planned, so a run that has too few
+// stops before anything is measured (exit 2), not in the middle.
+int minCongestors(const std::string& condition);
+
 class GatedLoad {
  public:
   GatedLoad(const runtime::Communicator& world, const runtime::Deadline& deadline, int localRank);

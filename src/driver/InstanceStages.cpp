@@ -7,6 +7,7 @@
 #include <set>
 
 #include "driver/CounterSummary.hpp"
+#include "driver/Progress.hpp"
 #include "driver/Runner.hpp"
 #include "driver/ScopedStatistics.hpp"
 #include "runtime/Deadlines.hpp"
@@ -91,6 +92,9 @@ void Runner::runUnderCondition(InstanceRun& run, transport::Transport& transport
     run.loadGraph = conditions::planLoad(instance.condition, run.roles, identity_.hostOfRank);
     load.emplace(*comm_, runDeadline, identity_.localRank);
   }
+  // Rank 0 says how a long test is getting on, from a thread of its own.
+  std::optional<ProgressWatch> watch;
+  if (progress_ && progress_->enabled()) watch.emplace(progress_->heading(), *run.samples, spec.timeoutSeconds);
   run.tStart = clock_.toGlobal(runtime::monotonicNow());
   const auto rankSaid = [&](const std::exception& e) {
     return "rank " + std::to_string(world_.rank()) + " (" + identity_.host + "): " + e.what();

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <set>
 #include <utility>
 #include <map>
+#include <optional>
 #include <random>
 #include <span>
 #include <thread>
@@ -60,16 +60,63 @@ std::string envOr(const char* name, const char* fallback) {
 
 }  // namespace
 
+std::string retestsAmong(const std::vector<PlannedInstance>& planned) {
+  const auto retests = std::count_if(planned.begin(), planned.end(),
+                                     [](const PlannedInstance& p) { return p.plan.pass == "serial-retest"; });
+  return retests == 0 ? "" : " (" + std::to_string(retests) + " of them serial retests)";
+}
+
 std::int64_t memoryPerRank(const suite::InstancePlan& plan) {
   return plan.maxSamplesPerRank * static_cast<std::int64_t>(sizeof(output::SampleRecord)) + plan.bufferBytesPerRank;
 }
 
+namespace {
+
+// A congested condition's neighbour traffic needs congestors besides the
+// measuring ranks; too few is the scenario's fault (exit 2 before anything
+// runs), not a runtime failure in the middle of the run.
+void checkCongestors(const scenario::TestInstance& instance, const suite::Kind& kind, int worldSize) {
+  const int needed = conditions::minCongestors(instance.condition);
+  if (needed == 0) return;
+  const auto& spec = *instance.spec;
+  const int used = spec.ranks > 0 ? std::min(spec.ranks, worldSize) : worldSize;
+  const int canaries =
+      suite::canaryCount(suite::roleSpecOf(spec), worldSize, kind.rules().minRanks, suite::hasCongestedCondition(spec));
+  if (used - canaries >= needed) return;
+  throw scenario::ScenarioError(
+      spec.where("conditions") + ": test '" +
+      spec.name + "' under condition '" + instance.condition + "' needs at least " + std::to_string(needed) +
+      " congestor ranks besides its " + std::to_string(canaries) + " measuring ranks; the run gives it " +
+      std::to_string(used) + " rank(s) in all (start more ranks with mpirun -np, or measure with fewer: roles: "
+      "{canaries: N})");
+}
+
+// The place of `measured`'s serial retest in the plan (pass serial-retest, no
+// schedule yet): the pairs to retest are known only once `measured` has run.
+PlannedInstance retestSlotOf(const PlannedInstance& measured, int index) {
+  PlannedInstance slot = measured;
+  std::int64_t pairs = 0;
+  for (const auto& round : measured.plan.schedule) pairs += static_cast<std::int64_t>(round.size());
+  const std::int64_t retested = std::min<std::int64_t>(measured.plan.retestWorst, pairs);
+  slot.plan.schedule.clear();
+  slot.plan.pass = "serial-retest";
+  slot.plan.retestOf = index;
+  slot.plan.retestWorst = 0;
+  // At most as many control pairs as retested ones (retestOf sets the exact count).
+  slot.plan.maxSamplesPerRank = 2 * retested * measured.instance.spec->iterations;
+  slot.plan.description = "serial retest of #" + std::to_string(index) + ": its " + std::to_string(retested) +
+                          " worst pairs and as many control pairs, one pair at a time";
+  return slot;
+}
+
+}  // namespace
+
 std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
                                         int worldSize) {
   std::vector<PlannedInstance> out;
-  for (auto& instance : scenario::expandMatrix(scenario)) {
-    auto plan = registry.kind(instance.spec->kind).plan(instance, worldSize);
-    const std::int64_t memory = memoryPerRank(plan);
+  const auto add = [&](PlannedInstance planned) {
+    const auto& instance = planned.instance;
+    const std::int64_t memory = memoryPerRank(planned.plan);
     if (memory > scenario.maxMemoryPerRank)
       throw scenario::ScenarioError(
           instance.spec->at + ": test '" + instance.spec->name + "' at " +
@@ -77,7 +124,17 @@ std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, cons
           " MiB per rank for samples and buffers, more than max_memory_per_rank (" +
           std::to_string(scenario.maxMemoryPerRank >> 20) + " MiB); lower iterations, window or sizes, or raise the "
           "limit with --set max_memory_per_rank=16GiB");
-    out.push_back({std::move(instance), std::move(plan)});
+    out.push_back(std::move(planned));
+  };
+  for (auto& instance : scenario::expandMatrix(scenario)) {
+    const auto& kind = registry.kind(instance.spec->kind);
+    checkCongestors(instance, kind, worldSize);
+    auto plan = kind.plan(instance, worldSize);
+    const bool retests = plan.retestWorst > 0;
+    add({std::move(instance), std::move(plan)});
+    // Its serial retest comes right after it, planned now so that the count
+    // announced at the start is the count in the table at the end.
+    if (retests) add(retestSlotOf(out.back(), static_cast<int>(out.size()) - 1));
   }
   return out;
 }
@@ -284,6 +341,7 @@ output::Attributes Runner::unfinishedAttributes(int index, const PlannedInstance
           {"transport", spec.transport}, {"memory", spec.memory}, {"bytes", planned.instance.bytes},
           {"iterations", std::int64_t{spec.iterations}}, {"pattern", planned.plan.pattern},
           {"pass", planned.plan.pass}, {"status", status}, {"error", why}};
+  if (planned.plan.retestOf >= 0) attrs.emplace_back("retest_of", std::int64_t{planned.plan.retestOf});
   if (spec.repeats > 1) {
     attrs.emplace_back("replicate", std::int64_t{planned.instance.replicate});
     attrs.emplace_back("repeats", std::int64_t{spec.repeats});
@@ -344,9 +402,9 @@ int Runner::run(std::vector<PlannedInstance> planned) {
   auto file = openFile(planned);
   output::Recorder recorder(file);
   if (rank0) {
-    std::fprintf(stderr, "fabscope %s: scenario '%s', %d ranks on %d hosts, %zu test instances, seed %llu\n",
+    std::fprintf(stderr, "fabscope %s: scenario '%s', %d ranks on %d hosts, %zu test instances%s, seed %llu\n",
                  FABSCOPE_VERSION, scenario_.name.c_str(), world_.size(), identity_.hostCount, planned.size(),
-                 static_cast<unsigned long long>(seed_));
+                 retestsAmong(planned).c_str(), static_cast<unsigned long long>(seed_));
     std::fprintf(stderr, "fabscope: writing %s (%s HDF5)\n", options_.outputPath.c_str(),
                  output::writeModeName(file.mode()));
     for (const auto& line : validity::describe(validity_)) std::fprintf(stderr, "fabscope: %s\n", line.c_str());
@@ -398,13 +456,33 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
     }
   } keepTransportsIfAbandoned{transports, abandoned_, retiredTransports_};
   Progress progress(static_cast<int>(planned.size()), rank0 && options_.progress);
-  std::deque<PlannedInstance> queue(planned.begin(), planned.end());
-  int total = static_cast<int>(planned.size());
+  progress_ = &progress;
+  struct ForgetProgress {
+    Progress*& progress;
+    ~ForgetProgress() { progress = nullptr; }
+  } forgetProgress{progress_};
   int exitCode = exit_code::ok;
-  for (int index = 0; !queue.empty(); ++index) {
-    PlannedInstance current = std::move(queue.front());
-    queue.pop_front();
+  // The instance a serial retest slot retests, and the pairs it chose (none
+  // when it did not pass: then the slot is recorded as not run). The same on
+  // every rank (the choice is rank 0's, broadcast).
+  std::optional<PlannedInstance> measured;
+  RetestChoice retest;
+  for (int index = 0; index < static_cast<int>(planned.size()); ++index) {
+    PlannedInstance current = std::move(planned[static_cast<std::size_t>(index)]);
     progress.starting(index, current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
+    const bool retestSlot = current.plan.pass == "serial-retest";
+    if (retestSlot && !survivors_ && recoveries_ <= maxRecoveries) {
+      if (!measured || retest.worst.empty()) {
+        writeSkipped(index, current, recorder,
+                     "not run: the parallel pass (test " + std::to_string(current.plan.retestOf) +
+                         ") did not pass, so it named no pairs to retest");
+        if (rank0) results_.push_back(skippedResult(index, current));
+        continue;
+      }
+      current = retestOf(*measured, retest, current.plan.retestOf);
+    }
+    measured.reset();
+    retest = {};
     if (survivors_ || recoveries_ > maxRecoveries) {
       // The cluster that lost a rank is not the one the rest of the matrix was for.
       writeSkipped(index, current, recorder,
@@ -421,7 +499,6 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
     auto& transport = transports[transportName];
     if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, transportTuning(scenario_.transports),
                                                                 setupDeadline());
-    RetestChoice retest;
     auto result = runInstance(index, current, file, recorder, *transport, retest);
     if (leaveRun_) return exit_code::ok;
     if (std::exchange(retireDataPath_, false)) {
@@ -435,10 +512,7 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
       runCache_.retire();
     }
     if (result.status != "passed" && result.status != "skipped") exitCode = exit_code::checkFailed;
-    if (!retest.worst.empty()) {
-      queue.push_front(retestOf(current, retest, index));
-      progress.setTotal(++total);
-    }
+    if (current.plan.retestWorst > 0) measured = std::move(current);
     if (rank0) results_.push_back(std::move(result));
   }
   for (const auto& [name, t] : transports) {

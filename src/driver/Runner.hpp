@@ -19,6 +19,8 @@
 
 namespace fabscope::driver {
 
+class Progress;
+
 struct RunOptions {
   std::string outputPath;
   std::string commandLine;
@@ -40,11 +42,16 @@ struct PlannedInstance {
   suite::InstancePlan plan;
 };
 
+// " (K of them serial retests)" for a plan with K retest slots, else "".
+std::string retestsAmong(const std::vector<PlannedInstance>& planned);
+
 // Samples and buffers one rank needs for an instance (known before it runs).
 std::int64_t memoryPerRank(const suite::InstancePlan& plan);
 
-// The matrix with every instance's plan; throws ScenarioError on bad kind keys
-// and on an instance above the scenario's max_memory_per_rank.
+// The matrix with every instance's plan, each all-pairs instance that retests
+// followed by its serial retest's slot (pass serial-retest, pairs chosen when
+// it runs); throws ScenarioError on bad kind keys and on an instance above the
+// scenario's max_memory_per_rank.
 std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
                                         int worldSize);
 
@@ -200,6 +207,7 @@ class Runner {
   bool validityRecorded_ = false;  // /validity is written once (at the end, or by the loss record)
   std::string runId_;
   std::vector<InstanceResult> results_;
+  Progress* progress_ = nullptr;  // runMatrix's, while it runs
 };
 
 }  // namespace fabscope::driver

@@ -14,6 +14,26 @@ std::string formatCudaVersion(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
+std::string noGpuNote(GpuCountFailure failure, int driverVersion, int runtimeVersion, const std::string& cudaText) {
+  const std::string runtime = formatCudaVersion(runtimeVersion);
+  // CUDA answers "driver version is insufficient" also when there is no driver
+  // at all (cudaDriverGetVersion gives 0): that is what the admin needs to hear.
+  if (driverVersion <= 0)
+    return "cuda: no NVIDIA GPU driver on this host (the CUDA runtime" + (runtime.empty() ? "" : " " + runtime) +
+           " is installed, but no driver is loaded): GPUs not listed";
+  const std::string driver = formatCudaVersion(driverVersion);
+  switch (failure) {
+    case GpuCountFailure::insufficientDriver:
+      return "cuda: the NVIDIA driver supports CUDA " + driver + ", older than the CUDA runtime " + runtime +
+             " fabscope was built with: update the driver; GPUs not listed";
+    case GpuCountFailure::noDevice:
+      return "cuda: no GPU found (the NVIDIA driver, CUDA " + driver + ", is loaded but sees no device)";
+    case GpuCountFailure::other:
+      break;
+  }
+  return "cuda: no GPU visible: " + cudaText;
+}
+
 #if FABSCOPE_HAVE_CUDA
 
 GpuQuery queryCudaGpus() {
@@ -26,7 +46,10 @@ GpuQuery queryCudaGpus() {
   int count = 0;
   cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess) {
-    query.notes.push_back(std::string("cuda: no GPU visible: ") + cudaGetErrorString(rc));
+    const auto failure = rc == cudaErrorInsufficientDriver ? GpuCountFailure::insufficientDriver
+                         : rc == cudaErrorNoDevice         ? GpuCountFailure::noDevice
+                                                           : GpuCountFailure::other;
+    query.notes.push_back(noGpuNote(failure, driverVersion, runtimeVersion, cudaGetErrorString(rc)));
     cudaGetLastError();  // not sticky; clear it so later CUDA calls do not see it
     return query;
   }

@@ -21,6 +21,11 @@ GpuQuery queryCudaGpus();
 // "13000" style CUDA version numbers -> "13.0".
 std::string formatCudaVersion(int version);
 
+// Why the CUDA runtime lists no GPU, in plain words: the driver's CUDA version
+// (0: no driver loaded), the runtime's, and what cudaGetDeviceCount said.
+enum class GpuCountFailure { insufficientDriver, noDevice, other };
+std::string noGpuNote(GpuCountFailure failure, int driverVersion, int runtimeVersion, const std::string& cudaText);
+
 // Fills devicePath and (when still unknown) numaNode from <sys>/bus/pci/devices/<address>.
 void locateGpusInSysfs(std::vector<GpuInfo>& gpus, const std::filesystem::path& sysRoot);
 

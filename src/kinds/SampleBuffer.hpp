@@ -1,6 +1,10 @@
 #pragma once
 // A rank's samples for one instance: allocated before the timed loop, filled
-// inside it with two stores and no bounds growth.
+// inside it with two stores and no bounds growth. The count is an atomic with
+// relaxed order (a plain load and store on x86, as before) so that the
+// progress watch (driver/Progress.hpp) may read it from another thread; it
+// never reads the records.
+#include <atomic>
 #include <span>
 #include <vector>
 
@@ -15,27 +19,34 @@ class SampleBuffer {
 
   void record(std::int32_t rank, std::int32_t iter, std::int32_t peer, std::int64_t bytes,
               std::int64_t tPost, std::int64_t tDone, std::uint32_t flags = 0) noexcept {
-    if (used_ < records_.size()) records_[used_++] = {rank, iter, peer, bytes, tPost, tDone, flags};
-    else overflowed_ = true;
+    const std::size_t used = used_.load(std::memory_order_relaxed);
+    if (used < records_.size()) {
+      records_[used] = {rank, iter, peer, bytes, tPost, tDone, flags};
+      used_.store(used + 1, std::memory_order_relaxed);
+    } else {
+      overflowed_ = true;
+    }
   }
 
-  std::span<output::SampleRecord> used() { return {records_.data(), used_}; }
-  std::span<const output::SampleRecord> used() const { return {records_.data(), used_}; }
-  std::size_t count() const noexcept { return used_; }
+  std::span<output::SampleRecord> used() { return {records_.data(), count()}; }
+  std::span<const output::SampleRecord> used() const { return {records_.data(), count()}; }
+  // Also read by the progress watch's thread while the timed loop runs.
+  std::size_t count() const noexcept { return used_.load(std::memory_order_relaxed); }
+  std::size_t capacity() const noexcept { return records_.size(); }
   // Marks the samples recorded since `start` (after the timed loop that wrote them).
   void flagSince(std::size_t start, std::uint32_t flags) noexcept {
-    for (std::size_t i = start; i < used_; ++i) records_[i].flags |= flags;
+    for (std::size_t i = start, end = count(); i < end; ++i) records_[i].flags |= flags;
   }
   bool overflowed() const noexcept { return overflowed_; }
-  bool full() const noexcept { return used_ >= records_.size(); }
+  bool full() const noexcept { return count() >= records_.size(); }
   void clear() noexcept {
-    used_ = 0;
+    used_.store(0, std::memory_order_relaxed);
     overflowed_ = false;
   }
 
  private:
   std::vector<output::SampleRecord> records_;
-  std::size_t used_ = 0;
+  std::atomic<std::size_t> used_{0};
   bool overflowed_ = false;
 };
 

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <limits>
 #include <optional>
+#include <utility>
 #include <set>
 #include <vector>
 
@@ -18,7 +19,7 @@ std::string positionPrefix(int line, int column) {
 [[noreturn]] void fail(const YAML::Node& at, const std::string& message) {
   const YAML::Mark mark = at.Mark();
   const bool known = !mark.is_null();
-  throw ModelSpecError(message, known ? mark.line + 1 : 0, known ? mark.column + 1 : 0);
+  throw ModelSpecError(message, known ? mark.line + 1 : 0, known ? mark.column + 1 : 0, at);
 }
 
 // One logical field and the spellings it may appear under.
@@ -141,11 +142,12 @@ MoeSpec readMoe(const YAML::Node& node, const MoeSpec& base) {
 
 }  // namespace
 
-ModelSpecError::ModelSpecError(const std::string& message, int line, int column)
+ModelSpecError::ModelSpecError(const std::string& message, int line, int column, YAML::Node node)
     : std::runtime_error(positionPrefix(line, column) + message),
       message_(message),
       line_(line),
-      column_(column) {}
+      column_(column),
+      node_(std::move(node)) {}
 
 ModelSpec modelSpecFromYaml(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) fail(node, "model: expected a preset name or a mapping");

@@ -30,16 +30,19 @@ namespace fabscope::model {
 class ModelSpecError : public std::runtime_error {
  public:
   // line/column are 1-based; 0 when the node has no position (built in code).
-  ModelSpecError(const std::string& message, int line, int column);
+  ModelSpecError(const std::string& message, int line, int column, YAML::Node node = {});
   int line() const { return line_; }
   int column() const { return column_; }
   // The message without the "line L, column C: " prefix.
   const std::string& message() const { return message_; }
+  // The node the error is about (scenario::positionOf names a --set value's option).
+  const YAML::Node& node() const { return node_; }
 
  private:
   std::string message_;
   int line_;
   int column_;
+  YAML::Node node_;
 };
 
 ModelSpec modelSpecFromYaml(const YAML::Node& node);

@@ -23,6 +23,24 @@ const std::vector<std::string> commonKeys = {"name",   "kind",      "sizes",    
                                              "repeats"};
 const std::vector<std::string> runLevelOverrideKeys = {"seed", "hdf5", "max_memory_per_rank"};
 constexpr double maxTimeoutSeconds = 24 * 3600;
+// A value given with --set is parsed on its own, so its marks are positions in
+// the option's text, not in the file ("smoke.yaml:1:1" would point at the
+// file's first line). Each of its nodes carries the option in its YAML tag
+// instead (tags are read nowhere else), and positionOf names the option: the
+// same for the loader's checks, ParamReader's and each kind's own.
+const std::string setOptionTag = "tag:fabscope,set:";
+
+void markAsSetOption(YAML::Node node, const std::string& where) {
+  node.SetTag(setOptionTag + where);
+  if (node.IsMap()) {
+    for (auto entry : node) {
+      markAsSetOption(entry.first, where);
+      markAsSetOption(entry.second, where);
+    }
+  } else if (node.IsSequence()) {
+    for (auto item : node) markAsSetOption(item, where);
+  }
+}
 
 std::string joined(const std::vector<std::string>& words) {
   std::string out;
@@ -180,6 +198,7 @@ class Loader {
       } catch (const YAML::Exception& e) {
         throw ScenarioError(where + ": value is not valid YAML: " + e.msg);
       }
+      markAsSetOption(parsed, where);
       if (key == "seed") {
         scenario.seed = static_cast<std::uint64_t>(integerOfOverride(parsed, where));
         scenario.seedGiven = true;
@@ -294,7 +313,7 @@ class Loader {
       model::modelSpecFromYaml(modelNode);
       if (parallelNode) model::parallelLayoutFromYaml(parallelNode);
     } catch (const model::ModelSpecError& e) {
-      throw ScenarioError(file_ + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column()) + ": " + e.message());
+      throw ScenarioError(positionOf(file_, e.node(), modelNode) + ": " + e.message());
     }
   }
 
@@ -362,7 +381,7 @@ class Loader {
             add(model::kvBytesPerRequest(m, layout, blockTokens, static_cast<std::uint64_t>(p)), n["prompt_tokens"]);
       }
     } catch (const model::ModelSpecError& e) {
-      throw ScenarioError(file_ + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column()) + ": " + e.message());
+      throw ScenarioError(positionOf(file_, e.node(), n) + ": " + e.message());
     } catch (const std::invalid_argument& e) {
       fail(n, e.what());
     }
@@ -523,15 +542,23 @@ class Loader {
 }  // namespace
 
 std::string positionOf(const std::string& file, const YAML::Node& node) {
+  if (const std::string& tag = node.Tag(); tag.rfind(setOptionTag, 0) == 0) return tag.substr(setOptionTag.size());
   const auto mark = node.Mark();
   if (mark.is_null() || mark.line < 0) return file;
   return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
 }
 
 ScenarioError modelErrorAt(const std::string& file, const model::ModelSpecError& e, const YAML::Node& fallback) {
+  // The node names a --set value's option (positionOf); without one, its line and column.
+  if (e.node().IsDefined()) return ScenarioError(positionOf(file, e.node(), fallback) + ": " + e.message());
   return ScenarioError((e.line() > 0 ? file + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column())
                                      : positionOf(file, fallback)) +
                        ": " + e.message());
+}
+
+std::string positionOf(const std::string& file, const YAML::Node& node, const YAML::Node& fallback) {
+  const std::string place = node.IsDefined() ? positionOf(file, node) : file;
+  return place == file ? positionOf(file, fallback) : place;
 }
 
 Scenario loadScenarioText(const std::string& text, const std::string& displayName,

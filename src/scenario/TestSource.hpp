@@ -53,8 +53,11 @@ class ParamReader {
   bool nested_ = false;
 };
 
-// "file:line:column" of a node (1-based), or "file" when it has no position.
+// "file:line:column" of a node (1-based), or "file" when it has no position;
+// for a value given with --set (or any part of it), that option: "--set KEY=VALUE".
 std::string positionOf(const std::string& file, const YAML::Node& node);
+// The same, with `fallback`'s position when `node` has none of its own.
+std::string positionOf(const std::string& file, const YAML::Node& node, const YAML::Node& fallback);
 
 // A model or parallel layout the parse step could not read
 // (model/ModelSpecYaml.hpp), as a ScenarioError at the error's own position,

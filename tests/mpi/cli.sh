@@ -43,6 +43,24 @@ grep -q "replaces only a regular file" "$scratch/out"
 expect_rc 0 run_mpi -np 2 "$FABSCOPE_BIN" run --output "$scratch/exists.h5" --overwrite --set iterations=5 --no-verdict
 if grep -q precious "$scratch/exists.h5"; then echo "FAIL: --overwrite left the old file"; exit 1; fi
 /usr/bin/python3 -c 'import h5py, sys; f = h5py.File(sys.argv[1], "r"); assert f.attrs["complete"] == 1' "$scratch/exists.h5"
+# A usage error under mpirun: rank 0 says it once, every rank exits 2 without
+# MPI_Abort (so no "MPI_ABORT was invoked" from Open MPI), nothing is written.
+# The last case is found only with the run's ranks (an incast condition with no
+# ranks left to make the load): it used to surface mid-run as a runtime failure
+# (exit 3, MPI_Abort, a partial file).
+usage_error_under_mpirun() {  # expected-text output-file args...
+  local text=$1 output=$2; shift 2
+  expect_rc 2 run_mpi -np 2 "$FABSCOPE_BIN" "$@"
+  grep -q -- "$text" "$scratch/out" || { echo "FAIL: '$*': no '$text'"; cat "$scratch/out"; exit 1; }
+  ! grep -q "MPI_ABORT was invoked" "$scratch/out" || { echo "FAIL: '$*': MPI_Abort on a usage error"; cat "$scratch/out"; exit 1; }
+  ! grep -q "runtime failure" "$scratch/out" || { echo "FAIL: '$*': a usage error reported as a runtime failure"; cat "$scratch/out"; exit 1; }
+  [ "$(grep -c "fabscope: error" "$scratch/out")" = 1 ] || { echo "FAIL: '$*': the error not said once, by rank 0"; cat "$scratch/out"; exit 1; }
+  [ -z "$output" ] || [ ! -e "$output" ] || { echo "FAIL: '$*' left $output"; exit 1; }
+}
+usage_error_under_mpirun "the output file already exists" "" run --output "$scratch/exists.h5" --no-verdict
+usage_error_under_mpirun "error: --set conditions=.quiet, incast.: test 'p2p-latency' under condition 'incast' needs at least 2 congestor ranks" \
+  "$scratch/incast.h5" run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/smoke.yaml" --set 'conditions=[quiet, incast]' \
+  --output "$scratch/incast.h5" --no-progress --no-verdict
 # A test that needs 2 ranks refuses to start on 1.
 expect_rc 2 "$FABSCOPE_BIN" run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/smoke.yaml" --output "$scratch/one.h5"
 grep -q "needs at least 2 ranks" "$scratch/out"

@@ -2,6 +2,21 @@
 # scratch): a healthy demo exits 0, its last line is the verdict PASS by the shipped
 # criteria meant for a one-host run (local.yaml), and accept on the same file agrees.
 source "$(dirname "$0")/lib.bash"
+# The demo installs only what it needs (launch/install-deps --demo); ./tests/run the rest.
+install_deps=$FABSCOPE_SOURCE_DIR/launch/install-deps
+grep -q '^\[ .* \] || launch/install-deps --demo$' "$FABSCOPE_SOURCE_DIR/launch/demo" \
+  || { echo "FAIL: launch/demo does not install with --demo"; exit 1; }
+demo_list=$("$install_deps" --demo --list) all_list=$("$install_deps" --list)
+for needed in cmake libopenmpi-dev openmpi-bin libhdf5-openmpi-dev libyaml-cpp-dev python3-h5py python3-pandas; do
+  grep -qx "$needed" <<<"$demo_list" || { echo "FAIL: the demo's packages lack $needed"; exit 1; }
+done
+for test_only in libgtest-dev clang slurm-wlm chromium prometheus python3-pytest nftables; do
+  ! grep -qx "$test_only" <<<"$demo_list" || { echo "FAIL: the demo installs $test_only, which only the tests need"; exit 1; }
+  grep -qx "$test_only" <<<"$all_list" || { echo "FAIL: install-deps for ./tests/run lacks $test_only"; exit 1; }
+done
+missing_from_all=$(comm -23 <(sort <<<"$demo_list") <(sort <<<"$all_list"))
+[ -z "$missing_from_all" ] || { echo "FAIL: ./tests/run's packages lack the demo's $missing_from_all"; exit 1; }
+echo "demo: installs $(wc -l <<<"$demo_list") packages, ./tests/run $(wc -l <<<"$all_list")"
 out="$scratch/demo.log"
 set +e
 FABSCOPE_SKIP_INSTALL=1 FABSCOPE_DEMO_SKIP_BUILD=1 FABSCOPE_BIN="$FABSCOPE_BIN" \

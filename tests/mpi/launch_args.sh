@@ -6,6 +6,7 @@
 #  - both wrappers launch fault-tolerantly when the scenario fabscope loads has
 #    a test of kind fault, however it was given (-s F, -sF, --scenario=F) and
 #    however the YAML spells it (flow style "- {kind: fault}").
+# fabscope-mpirun takes the rank count as mpirun does (-np, -n) as well as --np.
 # The sbatch script runs outside Slurm here with srun and mpirun replaced by
 # stand-ins on PATH that record the command they were given (no job starts).
 source "$(dirname "$0")/lib.bash"
@@ -79,4 +80,15 @@ for args in "-s $drill" "-s$drill" "--scenario=$drill"; do
 done
 mpirun_dry run -s "$smoke" -o "$scratch/x.h5" || { cat "$scratch/out"; fail "fabscope-mpirun with smoke failed"; }
 ! grep -q "orte_abort_on_non_zero_status" "$scratch/out" || fail "fabscope-mpirun: smoke scenario launched fault-tolerantly"
+
+# --- fabscope-mpirun: the rank count in mpirun's own spellings ----------------------
+for spelling in "--np 3" "-np 3" "-n 3"; do
+  # shellcheck disable=SC2086  # the spelling is split on purpose
+  timeout 60 "$mpirun_wrapper" --dry-run $spelling --bin "$FABSCOPE_BIN" -- run -s "$smoke" -o "$scratch/x.h5" \
+    > "$scratch/out" 2>&1 || { cat "$scratch/out"; fail "fabscope-mpirun with '$spelling' failed"; }
+  grep -q "^  mpirun -np 3 " "$scratch/out" || { cat "$scratch/out"; fail "fabscope-mpirun with '$spelling': no 'mpirun -np 3'"; }
+done
+rc=0; timeout 60 "$mpirun_wrapper" --dry-run -np zero --bin "$FABSCOPE_BIN" -- run -s "$smoke" > "$scratch/out" 2>&1 || rc=$?
+[[ $rc == 2 ]] && grep -q -- "--np must be a positive integer, got 'zero'" "$scratch/out" \
+  || { cat "$scratch/out"; fail "fabscope-mpirun -np zero: exit $rc, expected 2 naming --np"; }
 echo "launch_args: ok"

@@ -16,7 +16,11 @@ mkdir -p "$out/artifacts"
 status=0
 for target in scenario sizes; do
   bin=$out/fuzz_$target
-  mapfile -t regressions < <(find "$root/tests/fuzz/regressions/$target" -type f ! -name '*.md' | sort)
+  # A target without a regression folder has no regression inputs yet.
+  regressions=()
+  if [ -d "$root/tests/fuzz/regressions/$target" ]; then
+    mapfile -t regressions < <(find "$root/tests/fuzz/regressions/$target" -type f ! -name '*.md' | sort)
+  fi
   if [ ${#regressions[@]} -gt 0 ]; then
     echo "fuzz_$target: replaying ${#regressions[@]} regression inputs"
     "$bin" -runs=0 "${regressions[@]}" > "$out/replay-$target.log" 2>&1 || {

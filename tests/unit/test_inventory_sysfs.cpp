@@ -220,3 +220,24 @@ TEST(InventoryLive, CollectsThisMachine) {
   for (const auto& device : inventory.rdmaDevices) EXPECT_FALSE(device.name.empty());
   for (const auto& gpu : inventory.gpus) EXPECT_FALSE(gpu.model.empty());
 }
+
+// Without a driver CUDA says "driver version is insufficient"; the note says
+// what is really wrong (issue 21: a machine with CUDA installed and no driver).
+TEST(InventoryGpu, NoDriverIsSaidPlainly) {
+  const auto noDriver = noGpuNote(GpuCountFailure::insufficientDriver, 0, 13000,
+                                  "CUDA driver version is insufficient for CUDA runtime version");
+  EXPECT_EQ(noDriver, "cuda: no NVIDIA GPU driver on this host (the CUDA runtime 13.0 is installed, but no driver "
+                      "is loaded): GPUs not listed");
+  EXPECT_NE(noGpuNote(GpuCountFailure::insufficientDriver, 12020, 13000, "x").find(
+                "the NVIDIA driver supports CUDA 12.2, older than the CUDA runtime 13.0"),
+            std::string::npos);
+  EXPECT_NE(noGpuNote(GpuCountFailure::noDevice, 13000, 13000, "x").find("no GPU found"), std::string::npos);
+  EXPECT_EQ(noGpuNote(GpuCountFailure::other, 13000, 13000, "some CUDA text"), "cuda: no GPU visible: some CUDA text");
+  // This machine, as it is: where the driver is missing, the note says so.
+  const auto query = queryCudaGpus();
+  if (query.gpus.empty() && query.cudaDriverVersion.empty() && !query.cudaRuntimeVersion.empty()) {
+    ASSERT_FALSE(query.notes.empty());
+    EXPECT_NE(query.notes.front().find("no NVIDIA GPU driver on this host"), std::string::npos) << query.notes.front();
+    EXPECT_EQ(query.notes.front().find("insufficient"), std::string::npos) << query.notes.front();
+  }
+}

@@ -20,7 +20,9 @@ void expectEveryPairOnceEveryRankBusy(int n) {
       const auto key = std::minmax(p.initiator, p.responder);
       ASSERT_TRUE(seen.insert(key).second) << "pair measured twice";
     }
-    if (n % 2 == 0) EXPECT_EQ(static_cast<int>(busy.size()), n) << "a rank idles in a round";
+    if (n % 2 == 0) {
+      EXPECT_EQ(static_cast<int>(busy.size()), n) << "a rank idles in a round";
+    }
   }
   EXPECT_EQ(static_cast<int>(seen.size()), n * (n - 1) / 2);
   EXPECT_EQ(static_cast<int>(schedule.size()), n % 2 == 0 ? n - 1 : n);
