@@ -14,6 +14,7 @@ without site labels has one unnamed scope, matched by rules without ``scope``.
 from __future__ import annotations
 
 import fnmatch
+import re
 import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -494,21 +495,32 @@ def evaluate(result: ResultFile, criteria: Criteria,
     return checks
 
 
+# Characters XML 1.0 does not allow at all (escaping cannot carry them): control
+# characters but tab, newline and carriage return, and the non-characters.
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    """Text from a result file made fit for XML: what XML cannot hold shown as \\xNN."""
+    return _XML_INVALID.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def write_junit(checks: List[CheckResult], path: str, suite_name: str) -> None:
+    """JUnit XML; ElementTree escapes markup, _xml_text what XML cannot carry."""
     failures = sum(1 for c in checks if not c.passed)
     suites = ET.Element("testsuites", tests=str(len(checks)), failures=str(failures))
-    suite = ET.SubElement(suites, "testsuite", name=suite_name, tests=str(len(checks)),
+    suite = ET.SubElement(suites, "testsuite", name=_xml_text(suite_name), tests=str(len(checks)),
                           failures=str(failures), errors="0", skipped="0")
     for check in checks:
-        case = ET.SubElement(suite, "testcase", classname=f"fabscope.accept.{check.rule}",
-                             name=check.subject)
+        case = ET.SubElement(suite, "testcase", classname=_xml_text(f"fabscope.accept.{check.rule}"),
+                             name=_xml_text(check.subject))
         if not check.passed:
-            failure = ET.SubElement(case, "failure", message=check.messages[0][:500],
+            failure = ET.SubElement(case, "failure", message=_xml_text(check.messages[0][:500]),
                                     type="criteria")
-            failure.text = "\n".join(check.messages)
+            failure.text = _xml_text("\n".join(check.messages))
         if check.details:
             out = ET.SubElement(case, "system-out")
-            out.text = "\n".join(check.details)
+            out.text = _xml_text("\n".join(check.details))
     ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
 
 

@@ -11,6 +11,7 @@ common, or export unable to write its file.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import List, Optional
 
@@ -245,6 +246,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# C0 control characters but tab and newline, and DEL: a terminal acts on them
+# (ESC starts an escape sequence, BEL rings, CR overwrites the line).
+_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
+class TerminalSafe:
+    """A text stream that writes control characters as visible escapes (\\x1b)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(_TERMINAL_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -277,6 +296,17 @@ def main(argv: Optional[List[str]] = None) -> int:
                          "least one file")
         if not 1 <= args.resamples <= 5000:
             parser.error("--resamples must be between 1 and 5000")
+    # Names in a result file from elsewhere (hosts, tests, the scenario) reach the
+    # terminal: their control characters are shown, not obeyed (issue 27).
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalSafe(sys.stdout), TerminalSafe(sys.stderr)
+    try:
+        return _run(args)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _run(args) -> int:
     try:
         return args.func(args)
     except (ResultFileError, CriteriaError, ModelError) as exc:
