@@ -39,7 +39,7 @@ from . import html as H
 from .models import (ModelError, ModelSpec, allreduce_bytes, allreduces_per_step,
                      kv_heads_per_rank, kv_request_bytes, model_from_scenario,
                      moe_dispatch_bytes_per_token, preset)
-from .reader import ResultFile, TestInstance
+from .reader import FLAG_AUXILIARY_MASK, FLAG_CHUNK_GAP, ResultFile, TestInstance
 from .run_analysis import RunAnalysis, format_bytes, format_number
 
 DEFAULT_DECODE_BATCH = 32
@@ -216,6 +216,8 @@ class Impact:
     file: str
     tp_rows: List[dict] = field(default_factory=list)
     kv_rows: List[dict] = field(default_factory=list)
+    moe_rows: List[dict] = field(default_factory=list)
+    frontend_rows: List[dict] = field(default_factory=list)
     missing: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     method: str = ""
@@ -232,7 +234,8 @@ class Impact:
                 "kv_request_bytes": kv_request_bytes(d.model, d.tp, d.block_tokens,
                                                      d.prompt_tokens),
                 "tail_method": self.method, "tp_communication": self.tp_rows,
-                "kv_transfer": self.kv_rows, "missing": self.missing, "notes": self.notes}
+                "kv_transfer": self.kv_rows, "moe_communication": self.moe_rows,
+                "frontend": self.frontend_rows, "missing": self.missing, "notes": self.notes}
 
     def tp_row(self, condition: str, series: Optional[str] = None) -> Optional[dict]:
         for r in self.tp_rows:
@@ -253,28 +256,10 @@ def compute_impact(result: ResultFile, deployment: Deployment,
     _tp_communication(analysis, d, count, target, out, resamples, seed)
     _kv_transfer(analysis, d, out)
     if d.model.moe is not None:
-        per_token = moe_dispatch_bytes_per_token(d.model, "fp8")
-        measured = _instances(result, "alltoall")
-        if measured:
-            rounds = ", ".join(
-                f"{i.get('name')} {int(i.get('tokens_per_rank', 0))} tokens/rank "
-                f"[{i.get('condition', 'quiet')}]: round p50 "
-                f"{float(i.get('collective_p50_ns', 0)) / 1e3:.1f} us, p99 "
-                f"{float(i.get('collective_p99_ns', 0)) / 1e3:.1f} us" for i in measured[:6])
-            out.missing.append(
-                f"MoE dispatch and combine: measured by kind alltoall ({rounds}) but not yet "
-                f"composed into the per-token figure (that needs the MoE layers per step and "
-                f"the tokens per EP{d.ep or '?'} rank of the deployment)")
-        else:
-            out.missing.append(
-                f"MoE dispatch and combine: not measured in this file (add a kind: alltoall "
-                f"test); a step sends up to {d.model.moe.experts_per_token} copies of "
-                f"{per_token} B per token (DeepEP fp8) to experts over EP{d.ep or '?'} in each "
-                f"of its MoE layers, dispatch and combine")
+        _moe_communication(analysis, d, out, resamples, seed)
     elif d.ep:
         out.notes.append(f"--ep {d.ep} ignored: {d.model.name} has no MoE layers")
-    out.missing.append("front-end API share of a request: not measured - fabscope has no "
-                       "API (HTTP/gRPC front-end) kind yet")
+    _frontend(analysis, out)
     return out
 
 
@@ -346,6 +331,103 @@ def _tp_communication(analysis: RunAnalysis, d: Deployment, count: int, target: 
     if not any(r["condition"] != "quiet" for r in out.tp_rows):
         out.missing.append("TP all-reduce under congestion: no condition other than quiet "
                            "was run")
+
+
+def _moe_communication(analysis: RunAnalysis, d: Deployment, out: Impact, resamples: int,
+                       seed: int) -> None:
+    """MoE dispatch + combine per generated token: one all-to-all round (dispatch then
+    combine, as the alltoall kind times it) per MoE layer, composed over the layers like
+    the all-reduces, at the decode batch's tokens per rank."""
+    per_token = moe_dispatch_bytes_per_token(d.model, "fp8")
+    target = d.decode_batch * per_token
+    layers = d.model.layers
+    insts = _instances(analysis.result, "alltoall")
+    if not insts:
+        out.missing.append(
+            f"MoE dispatch and combine: not measured in this file (add a kind: alltoall test "
+            f"with sizes: {{derive: moe-dispatch, tokens: [{d.decode_batch}]}}); a step sends up "
+            f"to {d.model.moe.experts_per_token} copies of {per_token} B per token (DeepEP fp8) "
+            f"to experts over EP{d.ep or '?'} in each of its MoE layers, dispatch and combine")
+        return
+    series: Dict[str, List[TestInstance]] = {}
+    for inst in insts:
+        series.setdefault(_series_name(inst), []).append(inst)
+    for name, members in series.items():
+        for condition in _conditions(members):
+            by_size: Dict[int, np.ndarray] = {}
+            ranks = 0
+            for inst in members:
+                if str(inst.get("condition", "quiet")) != condition:
+                    continue
+                if int(inst.get("dispatch_token_bytes", per_token)) != per_token:
+                    continue  # another token size (literal sizes): not this model's
+                s = analysis.samples(inst)
+                s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
+                by_size[int(inst.get("bytes"))] = collective_times(s)
+                ranks = max(ranks, int(s["rank"].nunique()) if len(s) else 0)
+            times, how = _at_size(by_size, target)
+            row = {"series": name, "condition": condition, "tokens_per_rank": d.decode_batch,
+                   "bytes": target, "how": how, "rounds_per_step": layers}
+            if times is None:
+                out.missing.append(f"MoE {name} [{condition}]: {how} (the decode batch of "
+                                   f"{d.decode_batch} tokens per rank x {per_token} B)")
+                out.moe_rows.append(row)
+                continue
+            sums = compose_step([(times, layers)], resamples, seed)
+            row.update(quantiles_ms(sums))
+            row.update({"ranks_measured": ranks, "iterations": int(len(times)),
+                        "round_p50_us": float(np.percentile(times, 50)) / 1e3,
+                        "round_p99_us": float(np.percentile(times, 99)) / 1e3})
+            out.moe_rows.append(row)
+    for row in out.moe_rows:
+        quiet = next((r for r in out.moe_rows if r["condition"] == "quiet"
+                      and r["series"] == row["series"] and r.get("p99_ms") is not None), None)
+        if row["condition"] != "quiet" and quiet and row.get("p99_ms") is not None:
+            row["inflation_p50"] = row["p50_ms"] / quiet["p50_ms"]
+            row["inflation_p99"] = row["p99_ms"] / quiet["p99_ms"]
+    measured = sorted({r["ranks_measured"] for r in out.moe_rows if r.get("ranks_measured")})
+    if measured:
+        out.notes.append(
+            f"MoE: every one of {d.model.name}'s {layers} layers counted as an MoE layer (the "
+            "preset does not say which are dense: an upper bound); the all-to-alls were "
+            f"measured over {', '.join(map(str, measured))} ranks"
+            + (f", not scaled to EP{d.ep}" if d.ep and d.ep not in measured else ""))
+
+
+def _frontend(analysis: RunAnalysis, out: Impact) -> None:
+    """What the network adds to a request at the front end (api kind): the connect, the
+    time to first byte beyond the server's service time, the chunk gaps beyond its
+    interval: the fabric's (or front end's) share, the model server's own time taken off."""
+    insts = _instances(analysis.result, "api")
+    if not insts:
+        out.missing.append("front-end API share of a request: not measured in this file (add a "
+                           "kind: api test)")
+        return
+    for inst in insts:
+        rows = inst.api_requests()
+        ok = rows[rows["status"] == "ok"] if not rows.empty else rows
+        if ok.empty:
+            out.missing.append(f"front end {inst.get('name')} [{inst.get('condition', 'quiet')}]: "
+                               "no request answered")
+            continue
+        service_ns = float(inst.get("service_time_s", 0)) * 1e9
+        interval_ns = float(inst.get("chunk_interval_s", 0)) * 1e9
+        s = inst.samples()  # raw: the gaps are flagged rows, left out of the headline
+        gaps = (s.loc[(s["flags"].astype("int64") & FLAG_CHUNK_GAP) != 0, "t_done_ns"]
+                - s.loc[(s["flags"].astype("int64") & FLAG_CHUNK_GAP) != 0, "t_post_ns"]
+                ).to_numpy(dtype=np.float64)
+        connect = ok["connect_ns"].to_numpy(dtype=np.float64)
+        added = np.maximum(ok["ttfb_ns"].to_numpy(dtype=np.float64) - service_ns, 0)
+        row = {"series": str(inst.get("name")), "condition": str(inst.get("condition", "quiet")),
+               "network": str(inst.get("network", "")), "interface": str(inst.get("interface", "")),
+               "requests": int(len(ok)),
+               "connect_p50_ms": float(np.percentile(connect, 50)) / 1e6,
+               "connect_p99_ms": float(np.percentile(connect, 99)) / 1e6,
+               "ttft_added_p50_ms": float(np.percentile(added, 50)) / 1e6,
+               "ttft_added_p99_ms": float(np.percentile(added, 99)) / 1e6}
+        if len(gaps):
+            row["per_token_added_p99_ms"] = max(float(np.percentile(gaps, 99)) - interval_ns, 0) / 1e6
+        out.frontend_rows.append(row)
 
 
 def _kv_transfer(analysis: RunAnalysis, d: Deployment, out: Impact) -> None:
@@ -435,6 +517,24 @@ def headline_lines(impact: Impact) -> List[str]:
         if "inflation_p99" in r:
             text += f"; x{_f(r['inflation_p50'])} p50, x{_f(r['inflation_p99'])} p99 vs quiet"
         lines.append(text)
+    for r in impact.moe_rows:
+        if r.get("p99_ms") is None:
+            continue
+        text = (f"MoE dispatch + combine [{r['condition']}] {r['series']}: {_f(r['p50_ms'])} ms "
+                f"per token at p50, {_f(r['p99_ms'])} ms at p99 ({r['rounds_per_step']} rounds "
+                f"of {r['tokens_per_rank']} tokens per rank, {r['how']}, {r['ranks_measured']} "
+                "ranks)")
+        if "inflation_p99" in r:
+            text += f"; x{_f(r['inflation_p50'])} p50, x{_f(r['inflation_p99'])} p99 vs quiet"
+        lines.append(text)
+    for r in impact.frontend_rows:
+        text = (f"front end [{r['condition']}] {r['series']} over {r['interface']} "
+                f"({r['network']}): adds {_f(r['ttft_added_p50_ms'])} ms to the first token at "
+                f"p50, {_f(r['ttft_added_p99_ms'])} ms at p99 (connect {_f(r['connect_p50_ms'])} / "
+                f"{_f(r['connect_p99_ms'])} ms)")
+        if "per_token_added_p99_ms" in r:
+            text += f", {_f(r['per_token_added_p99_ms'])} ms per streamed chunk at p99"
+        lines.append(text)
     for r in impact.kv_rows:
         if "transfer_p99_ms" not in r:
             continue
@@ -490,6 +590,30 @@ def print_impact(impact: Impact, stream) -> None:
                 for r in impact.kv_rows]
         print(f"KV transfer of a {d.prompt_tokens}-token request (prefill -> decode, one TP "
               "shard per rank)", file=stream)
+        print(pd.DataFrame(rows).to_string(index=False), file=stream)
+        print("", file=stream)
+    if impact.moe_rows:
+        rows = [{"test": r["series"], "condition": r["condition"], "size": r["how"],
+                 "ranks": r.get("ranks_measured", "-"),
+                 "round p50/p99 us": (f"{_f(r.get('round_p50_us'))} / {_f(r.get('round_p99_us'))}"),
+                 "ms/token p50": _f(r.get("p50_ms")), "ms/token p99": _f(r.get("p99_ms")),
+                 "inflation p50/p99": (f"{_f(r['inflation_p50'])} / {_f(r['inflation_p99'])}"
+                                       if "inflation_p99" in r else "-")}
+                for r in impact.moe_rows]
+        print(f"MoE dispatch + combine per generated token ({d.model.layers} rounds of "
+              f"{d.decode_batch} tokens per rank, composed like the all-reduces)", file=stream)
+        print(pd.DataFrame(rows).to_string(index=False), file=stream)
+        print("", file=stream)
+    if impact.frontend_rows:
+        rows = [{"test": r["series"], "condition": r["condition"],
+                 "network": f"{r['network']} ({r['interface']})", "requests": r["requests"],
+                 "connect p50/p99 ms": f"{_f(r['connect_p50_ms'])} / {_f(r['connect_p99_ms'])}",
+                 "added to first token p50/p99 ms": (f"{_f(r['ttft_added_p50_ms'])} / "
+                                                     f"{_f(r['ttft_added_p99_ms'])}"),
+                 "added per chunk p99 ms": _f(r.get("per_token_added_p99_ms"))}
+                for r in impact.frontend_rows]
+        print("Front end: what the network adds to a request beyond the server's own service "
+              "time and chunk interval", file=stream)
         print(pd.DataFrame(rows).to_string(index=False), file=stream)
         print("", file=stream)
     for n in impact.notes:

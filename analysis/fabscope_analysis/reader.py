@@ -45,6 +45,9 @@ REQUEST_COLUMNS = ["request_id", "prefill_rank", "decode_rank", "bytes", "blocks
 ALLTOALL_RANK_COLUMNS = ["rank", "tokens", "dispatch_copies_sent", "dispatch_copies_local",
                          "dispatch_bytes_sent", "dispatch_bytes_received", "combine_bytes_sent",
                          "combine_bytes_received", "verified"]
+API_REQUEST_COLUMNS = ["request_id", "client_rank", "server_rank", "t_arrival_ns", "t_start_ns",
+                       "connect_ns", "ttfb_ns", "t_done_ns", "gap_max_ns", "chunks", "bytes",
+                       "status", "network", "interface"]
 EVENT_COLUMNS = ["rank", "t_ns", "kind", "peer", "detail"]
 COUNTER_COLUMNS = ["rank", "source", "name", "before", "after", "delta"]
 RANK_COLUMNS = ["rank", "host", "local_rank", "local_size", "pid", "gpu", "nic",
@@ -61,6 +64,9 @@ FLAG_CONTROL_PAIR = 1 << 10
 # An all-to-all's dispatch and combine phases (the headline row is the whole round).
 FLAG_DISPATCH_PHASE = 1 << 11
 FLAG_COMBINE_PHASE = 1 << 12
+# A front-end request's time to first byte and the gaps between its chunks (api).
+FLAG_FIRST_BYTE = 1 << 13
+FLAG_CHUNK_GAP = 1 << 14
 # /validity: what makes the run's numbers meaningless or doubtful (issue 16).
 VALIDITY_COLUMNS = ["host", "what", "value", "limit", "effect"]
 
@@ -167,6 +173,10 @@ class TestInstance:
     def alltoall_ranks(self) -> pd.DataFrame:
         """/tests/NNNN/alltoall_ranks (alltoall: one row per measuring rank; empty otherwise)."""
         return self._table("alltoall_ranks", ALLTOALL_RANK_COLUMNS)
+
+    def api_requests(self) -> pd.DataFrame:
+        """/tests/NNNN/api_requests (api: one row per measured request; empty otherwise)."""
+        return self._table("api_requests", API_REQUEST_COLUMNS)
 
     def counters(self) -> pd.DataFrame:
         return self._table("counters", COUNTER_COLUMNS)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 from typing import List, TextIO
 
+import numpy as np
 import pandas as pd
 
 from .inventory import KNOWN_COUNTERS, moved_known_counters
-from .reader import ResultFile
+from .reader import FLAG_AUXILIARY_MASK, FLAG_CHUNK_GAP, FLAG_FIRST_BYTE, ResultFile
 from .run_analysis import RunAnalysis, format_bytes, format_number
 
 
@@ -69,6 +70,9 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
         for _, r in group.drop_duplicates("index").iterrows():
             if r["error"]:
                 out.append(f"  {int(r['index']):04d} error: {r['error']}")
+            if r["kind"] == "api":
+                out.append(f"  {int(r['index']):04d} " +
+                           api_line(analysis.result.test(int(r["index"]))))
             if r["kind"] == "alltoall":
                 out.append(f"  {int(r['index']):04d} " +
                            alltoall_line(analysis.result.test(int(r["index"]))))
@@ -106,6 +110,31 @@ def alltoall_line(inst) -> str:
             f"{format_number(g('collective_p50_ns', 0) / 1e3)} us (slowest rank per iteration, "
             f"per call); load imbalance {format_number(g('load_imbalance'))} (max/mean copies "
             "held per rank)")
+
+
+def api_line(inst) -> str:
+    """A front-end test's request anatomy: the headline rows are whole requests (connect
+    -> last byte); time to first byte and chunk gaps are flagged rows of their own, the
+    connect time a column of api_requests."""
+    s = inst.samples()
+    took = (s["t_done_ns"] - s["t_post_ns"]).astype("float64") / 1e3
+    flags = s["flags"].astype("int64")
+
+    def pct(values) -> str:
+        if len(values) == 0:
+            return "-"
+        return "/".join(format_number(float(np.percentile(values, q))) for q in (50, 99, 99.9))
+
+    rows = inst.api_requests()
+    connect = rows.loc[rows["connect_ns"] >= 0, "connect_ns"].to_numpy(dtype="float64") / 1e3
+    ok = int((rows["status"] == "ok").sum()) if not rows.empty else 0
+    errors = str(inst.get("request_errors", "") or "")
+    return (f"API over {inst.get('interface', '?')} ({inst.get('network', '?')}): {ok}/{len(rows)} "
+            f"requests ok; p50/p99/p99.9 us: connect {pct(connect)}, first byte "
+            f"{pct(took[(flags & FLAG_FIRST_BYTE) != 0])}, chunk gap "
+            f"{pct(took[(flags & FLAG_CHUNK_GAP) != 0])}, whole answer "
+            f"{pct(took[(flags & FLAG_AUXILIARY_MASK) == 0])}" +
+            (f"; errors by server: {errors}" if errors else ""))
 
 
 def verdict_lines(result: ResultFile, criteria=None) -> List[str]:

@@ -28,8 +28,12 @@ from .criteria import Criteria, load_criteria
 from .errors import CriteriaError
 from .reader import ResultFile
 
-CRITERIA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "criteria")
+# The shipped criteria: next to the package in the source tree (analysis/criteria), or
+# inside it when installed (cmake --install puts them in fabscope_analysis/criteria).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+CRITERIA_DIR = next((d for d in (os.path.join(os.path.dirname(_HERE), "criteria"),
+                                 os.path.join(_HERE, "criteria")) if os.path.isdir(d)),
+                    os.path.join(os.path.dirname(_HERE), "criteria"))
 LOCAL_DEFAULT = "local.yaml"
 RACK_DEFAULT = "rack-acceptance.yaml"
 

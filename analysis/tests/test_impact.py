@@ -352,3 +352,38 @@ def test_real_serving_run():
     assert between.tp_row("quiet")["how"].startswith("interpolated between measured 16 KiB")
     kv_between = [r for r in between.kv_rows if r["strategy"] == "staged"][0]
     assert kv_between["how"] == "interpolated between measured 80 MiB and 320 MiB"
+
+
+def test_moe_dispatch_and_combine_per_token_from_alltoall_rounds(tmp_path):
+    """An alltoall instance at the decode batch's tokens per rank: one round per layer,
+    composed like the all-reduces (61 rounds of ~100 us for DeepSeek-V3 ~ 6.1 ms); a
+    round under congestion twice as slow inflates it twice; another batch is named as
+    missing, not made up."""
+    rng = np.random.default_rng(4)
+    per_token = models.moe_dispatch_bytes_per_token(models.preset("deepseek-v3"), "fp8")
+    run = SyntheticRun(tmp_path / "moe.h5", nranks=4)
+    run.file.attrs["scenario_text"] = "name: s\nmodel: deepseek-v3\n"
+    quiet = None
+    for condition, scale in (("quiet", 1.0), ("incast", 2.0)):
+        times = scale * 100_000 * rng.lognormal(0, 0.05, 300)
+        s = allreduce_samples(times, (0, 1, 2, 3), start=run.start_ns())
+        for row in s:
+            row["bytes"] = 32 * per_token
+        idx = run.add_test("moe", "alltoall", s, nbytes=32 * per_token, condition=condition,
+                           case=f"moe/{32 * per_token}", quiet_index=quiet,
+                           extra_attrs={"dispatch_token_bytes": np.int64(per_token),
+                                        "tokens_per_rank": np.int64(32)})
+        quiet = idx if condition == "quiet" else quiet
+    run.close()
+    with open_result(str(tmp_path / "moe.h5")) as result:
+        impact = compute_impact(result, Deployment(models.preset("deepseek-v3"), 1, ep=4))
+        q = next(r for r in impact.moe_rows if r["condition"] == "quiet")
+        c = next(r for r in impact.moe_rows if r["condition"] == "incast")
+        assert q["rounds_per_step"] == 61 and q["how"].startswith("measured at")
+        assert 5.8 < q["p50_ms"] < 6.4, q
+        assert 1.8 < c["inflation_p50"] < 2.2, c
+        assert not any("MoE" in m for m in impact.missing), impact.missing
+        other = compute_impact(result, Deployment(models.preset("deepseek-v3"), 1, ep=4,
+                                                  decode_batch=64))
+        assert any("MoE" in m and "not measured" in m for m in other.missing), other.missing
+        assert all(r.get("p50_ms") is None for r in other.moe_rows)

@@ -10,6 +10,7 @@
 
 #include "cli/Commands.hpp"
 #include "fabscope/BuildConfig.hpp"
+#include "kinds/SelfTest.hpp"
 #include "runtime/Errors.hpp"
 
 namespace po = boost::program_options;
@@ -75,6 +76,51 @@ std::string joinCommandLine(int argc, char** argv) {
   return out;
 }
 
+// `fabscope run`'s options; the self-test hooks under a heading of their own.
+po::options_description runOptions() {
+  po::options_description opts("fabscope run");
+  opts.add(scenarioOptions()).add_options()
+      ("output,o", po::value<std::string>()->value_name("FILE.h5"),
+       "result file (HDF5) written by all ranks together; default fabscope-<UTC time>.h5 in the current folder")
+      ("overwrite", "replace the output file if it exists (without it, an existing file is an error)")
+      ("no-progress", "do not print progress lines on stderr")
+      ("allow-commands", "let the scenario file's own commands run (a fault drill's fault_command and "
+                         "restore_command); without it such a scenario is refused (exit 2). 'fabscope list' shows "
+                         "them first; a command given with --set is always allowed")
+      ("no-verdict", "do not end with the verdict line (it runs python3 -m fabscope_analysis verdict on the "
+                     "file: the same verdict summary, report and accept give)")
+      ("manifest", po::value<std::string>()->value_name("FILE"),
+       "YAML description of the intended fabric (protocol, rate, MTU, adapters, firmware, software versions); "
+       "a must-match difference makes the run exit 1 (see docs/inventory.md)")
+      ("topology", po::value<std::string>()->value_name("FILE"),
+       "YAML map host -> site, pod, leaf; default: SLURM_TOPOLOGY_ADDR when set")
+      ("launch-facts", po::value<int>()->value_name("RANKS"),
+       "for launchers: measure nothing, start no MPI; load the scenario for RANKS ranks (0: not known) and "
+       "print 'launch-facts: output=FILE' (empty when not given) and 'launch-facts: fault_drill=0|1'");
+  po::options_description selfTest("Self-test options (for fabscope's own tests)");
+  selfTest.add_options()
+      ("self-test", po::value<std::vector<std::string>>()->value_name("HOOK")->composing(), suite::selfTestHelp);
+  opts.add(selfTest);
+  return opts;
+}
+
+// The run command of parsed options; throws UsageError for a bad --self-test.
+RunCommand runCommandOf(const po::variables_map& vm, int argc, char** argv) {
+  RunCommand c;
+  c.scenarioPath = vm.count("scenario") ? vm["scenario"].as<std::string>() : defaultScenario();
+  if (vm.count("set")) c.overrides = vm["set"].as<std::vector<std::string>>();
+  c.outputPath = vm.count("output") ? vm["output"].as<std::string>() : "";
+  c.overwrite = vm.count("overwrite") > 0;
+  c.progress = vm.count("no-progress") == 0;
+  c.verdict = vm.count("no-verdict") == 0;
+  c.allowCommands = vm.count("allow-commands") > 0;
+  if (vm.count("manifest")) c.manifestPath = vm["manifest"].as<std::string>();
+  if (vm.count("topology")) c.topologyPath = vm["topology"].as<std::string>();
+  if (vm.count("self-test")) c.selfTest = suite::parseSelfTestHooks(vm["self-test"].as<std::vector<std::string>>());
+  c.commandLine = joinCommandLine(argc, argv);
+  return c;
+}
+
 int commandHelp(const po::options_description& options, const char* usage,
                 const char* example) {
   std::cout << "Usage: " << usage << "\n\n" << options << "\nExample:\n  " << example << "\n";
@@ -111,41 +157,19 @@ int runCommandLine(int argc, char** argv) {
     };
 
     if (command == "run") {
-      po::options_description opts("fabscope run");
-      opts.add(scenarioOptions()).add_options()
-          ("output,o", po::value<std::string>()->value_name("FILE.h5"),
-           "result file (HDF5) written by all ranks together; default fabscope-<UTC time>.h5 in the current folder")
-          ("overwrite", "replace the output file if it exists (without it, an existing file is an error)")
-          ("no-progress", "do not print progress lines on stderr")
-          ("allow-commands", "let the scenario file's own commands run (a fault drill's fault_command and "
-                             "restore_command); without it such a scenario is refused (exit 2). 'fabscope list' shows "
-                             "them first; a command given with --set is always allowed")
-          ("no-verdict", "do not end with the verdict line (it runs python3 -m fabscope_analysis verdict on the "
-                         "file: the same verdict summary, report and accept give)")
-          ("manifest", po::value<std::string>()->value_name("FILE"),
-           "YAML description of the intended fabric (protocol, rate, MTU, adapters, firmware, software versions); "
-           "a must-match difference makes the run exit 1 (see docs/inventory.md)")
-          ("topology", po::value<std::string>()->value_name("FILE"),
-           "YAML map host -> site, pod, leaf; default: SLURM_TOPOLOGY_ADDR when set")
-          ("launch-facts", po::value<int>()->value_name("RANKS"),
-           "for launchers: measure nothing, start no MPI; load the scenario for RANKS ranks (0: not known) and "
-           "print 'launch-facts: output=FILE' (empty when not given) and 'launch-facts: fault_drill=0|1'");
+      po::options_description opts = runOptions();
       opts.add(common);
       parse(opts);
       if (vm.count("help"))
         return commandHelp(opts, "fabscope run --scenario FILE [--output FILE.h5] [--set KEY=VALUE]...",
                            "mpirun -np 4 fabscope run --scenario scenarios/smoke.yaml --output results/smoke.h5");
       RunCommand c;
-      c.scenarioPath = vm.count("scenario") ? vm["scenario"].as<std::string>() : defaultScenario();
-      if (vm.count("set")) c.overrides = vm["set"].as<std::vector<std::string>>();
-      c.outputPath = vm.count("output") ? vm["output"].as<std::string>() : "";
-      c.overwrite = vm.count("overwrite") > 0;
-      c.progress = vm.count("no-progress") == 0;
-      c.verdict = vm.count("no-verdict") == 0;
-      c.allowCommands = vm.count("allow-commands") > 0;
-      if (vm.count("manifest")) c.manifestPath = vm["manifest"].as<std::string>();
-      if (vm.count("topology")) c.topologyPath = vm["topology"].as<std::string>();
-      c.commandLine = joinCommandLine(argc, argv);
+      try {
+        c = runCommandOf(vm, argc, argv);
+      } catch (const UsageError& e) {
+        std::cerr << "fabscope: error: " << e.what() << "\n";
+        return exit_code::usage;
+      }
       if (vm.count("launch-facts")) return runLaunchFactsCommand({.run = c, .ranks = vm["launch-facts"].as<int>()});
       return runRunCommand(c, argc, argv);
     }

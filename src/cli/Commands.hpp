@@ -2,6 +2,8 @@
 #include <string>
 #include <vector>
 
+#include "kinds/SelfTest.hpp"
+
 namespace fabscope::cli {
 
 struct RunCommand {
@@ -15,6 +17,7 @@ struct RunCommand {
   std::string commandLine;
   std::string manifestPath;
   std::string topologyPath;
+  suite::SelfTestHooks selfTest;  // --self-test (fabscope's own tests only)
 };
 
 struct ListCommand {

@@ -18,10 +18,10 @@ namespace {
 
 // Every shell command a planned instance would run, placeholders filled as the run
 // fills them (quoted); the victim's host is known only once the ranks are placed.
-std::vector<std::string> commandsOf(const driver::PlannedInstance& p, const std::string& file, int ranks) {
+std::vector<std::string> commandsOf(const driver::PlannedInstance& p) {
   const auto& spec = *p.instance.spec;
   if (spec.kind != "fault") return {};
-  const auto c = suite::readFaultDrillConfig(spec, file, ranks);
+  const auto& c = scenario::configOf<suite::FaultDrillConfig>(spec);
   const std::map<std::string, std::string> values = {
       {"victim_host", "<host of rank " + std::to_string(c.victim) + ">"},
       {"victim_rank", std::to_string(c.victim)},
@@ -94,7 +94,7 @@ int printServingNeeds(const ListCommand& c) {
                   scenario::formatSize(static_cast<std::int64_t>(token.bytes)).c_str(), token.formula.c_str(),
                   scenario::formatSize(static_cast<std::int64_t>(combine.bytes)).c_str(), combine.formula.c_str());
     }
-    std::printf("  front-end API share: not measurable yet (no API kind)\n");
+    std::printf("  front-end API share: measured by kind api (requests, streamed chunks; its sizes are the chunks')\n");
     return exit_code::ok;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "fabscope: error: %s\n", e.what());
@@ -131,7 +131,7 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
                   spec.transport.c_str(), spec.memory.c_str(), spec.iterations, spec.warmup, timeout,
                   scenario::formatSize(memory).c_str(), p.plan.description.c_str());
       if (!p.instance.sizeFormula.empty()) std::printf("     size = %s\n", p.instance.sizeFormula.c_str());
-      for (const auto& line : commandsOf(p, scenario.file, ranks)) std::printf("     runs: %s\n", line.c_str());
+      for (const auto& line : commandsOf(p)) std::printf("     runs: %s\n", line.c_str());
     }
     if (!command.model.empty()) {
       std::printf("\n");

@@ -1,6 +1,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <unistd.h>
+
 #include <filesystem>
 #include <thread>
 #include <chrono>
@@ -10,6 +12,7 @@
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
 #include "runtime/Mpi.hpp"
+#include "runtime/Watchdog.hpp"
 #include "runtime/Timestamp.hpp"
 #include "scenario/Scenario.hpp"
 
@@ -80,10 +83,16 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
   runtime::MpiEnvironment mpi(argc, argv);
   auto world = runtime::Communicator::world();
   const bool rank0 = world.rank() == 0;
+  {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    runtime::watchdog::start(world.rank(), host);
+  }
   const suite::Registry registry;
   const auto agreeDeadline = runtime::Deadline::afterSeconds(runtime::deadlines::setupSeconds);
 
   scenario::Scenario scenario;
+  std::vector<driver::PlannedInstance> planned;
   std::string problem;
   std::string outputPath = command.outputPath;
   driver::FabricInputs fabric;
@@ -91,7 +100,7 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
     auto rules = registry.scenarioRules(world.size());
     rules.allowCommands = command.allowCommands;
     scenario = scenario::loadScenarioFile(command.scenarioPath, command.overrides, rules);
-    driver::planMatrix(scenario, registry, world.size());
+    planned = driver::planMatrix(scenario, registry, world.size());
     fabric = driver::loadFabricInputs(command.manifestPath, command.topologyPath);
   } catch (const UsageError& e) {
     problem = e.what();
@@ -131,8 +140,9 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
     runtime::LossChannel losses(world, agreeDeadline);
     world.watchLosses(&losses);
     driver::Runner runner(scenario, registry, world,
-                          {outputPath, command.commandLine, command.progress, std::move(fabric), &losses});
-    const int code = runner.run();
+                          {outputPath, command.commandLine, command.progress, std::move(fabric), &losses,
+                           command.selfTest});
+    const int code = runner.run(std::move(planned));
     if (runner.leftRun()) {
       // The victim of a fault drill that is still alive (hang, link-down,
       // loss): the survivors finish the run without it. Leaving now would end

@@ -158,7 +158,8 @@ void Runner::runKind(InstanceRun& run, transport::Transport& transport) {
                         runtime::Deadline::afterSeconds(run.planned.instance.spec->timeoutSeconds),
                         seed_ + static_cast<std::uint64_t>(run.index),
                         seed_ ^ stableHash(run.planned.instance.spec->name) ^
-                            (static_cast<std::uint64_t>(run.planned.instance.bytes) * 0x9e3779b97f4a7c15ULL)};
+                            (static_cast<std::uint64_t>(run.planned.instance.bytes) * 0x9e3779b97f4a7c15ULL),
+                        options_.selfTest};
   run.outcome = run.kind.run(ctx);
 }
 

@@ -75,8 +75,7 @@ namespace {
 // A congested condition's neighbour traffic needs congestors besides the
 // measuring ranks; too few is the scenario's fault (exit 2 before anything
 // runs), not a runtime failure in the middle of the run.
-void checkCongestors(const scenario::TestInstance& instance, const suite::Kind& kind, const std::string& file,
-                     int worldSize) {
+void checkCongestors(const scenario::TestInstance& instance, const suite::Kind& kind, int worldSize) {
   const int needed = conditions::minCongestors(instance.condition);
   if (needed == 0) return;
   const auto& spec = *instance.spec;
@@ -85,7 +84,7 @@ void checkCongestors(const scenario::TestInstance& instance, const suite::Kind& 
       suite::canaryCount(suite::roleSpecOf(spec), worldSize, kind.rules().minRanks, suite::hasCongestedCondition(spec));
   if (used - canaries >= needed) return;
   throw scenario::ScenarioError(
-      scenario::positionOf(file, spec.node["conditions"] ? spec.node["conditions"] : spec.node) + ": test '" +
+      spec.where("conditions") + ": test '" +
       spec.name + "' under condition '" + instance.condition + "' needs at least " + std::to_string(needed) +
       " congestor ranks besides its " + std::to_string(canaries) + " measuring ranks; the run gives it " +
       std::to_string(used) + " rank(s) in all (start more ranks with mpirun -np, or measure with fewer: roles: "
@@ -120,7 +119,7 @@ std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, cons
     const std::int64_t memory = memoryPerRank(planned.plan);
     if (memory > scenario.maxMemoryPerRank)
       throw scenario::ScenarioError(
-          scenario::positionOf(scenario.file, instance.spec->node) + ": test '" + instance.spec->name + "' at " +
+          instance.spec->at + ": test '" + instance.spec->name + "' at " +
           scenario::formatSize(instance.bytes) + " needs about " + std::to_string(memory >> 20) +
           " MiB per rank for samples and buffers, more than max_memory_per_rank (" +
           std::to_string(scenario.maxMemoryPerRank >> 20) + " MiB); lower iterations, window or sizes, or raise the "
@@ -129,8 +128,8 @@ std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, cons
   };
   for (auto& instance : scenario::expandMatrix(scenario)) {
     const auto& kind = registry.kind(instance.spec->kind);
-    checkCongestors(instance, kind, scenario.file, worldSize);
-    auto plan = kind.plan(instance, scenario.file, worldSize);
+    checkCongestors(instance, kind, worldSize);
+    auto plan = kind.plan(instance, worldSize);
     const bool retests = plan.retestWorst > 0;
     add({std::move(instance), std::move(plan)});
     // Its serial retest comes right after it, planned now so that the count
@@ -397,10 +396,9 @@ output::ResultFile Runner::openFile(const std::vector<PlannedInstance>& planned)
   return output::ResultFile(options_.outputPath, hdf5Mode, world_, setupDeadline());
 }
 
-int Runner::run() {
+int Runner::run(std::vector<PlannedInstance> planned) {
   const bool rank0 = world_.rank() == 0;
   setUp();
-  auto planned = planMatrix(scenario_, registry_, world_.size());
   auto file = openFile(planned);
   output::Recorder recorder(file);
   if (rank0) {

@@ -14,6 +14,7 @@
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
 #include "kinds/Registry.hpp"
+#include "kinds/SelfTest.hpp"
 #include "validity/RunValidity.hpp"
 
 namespace fabscope::driver {
@@ -27,6 +28,8 @@ struct RunOptions {
   FabricInputs fabric;
   // Where a lost or silent rank is reported and named (see LossChannel).
   const runtime::LossChannel* losses = nullptr;
+  // --self-test hooks for fabscope's own tests (kinds/SelfTest.hpp); none in a real run.
+  suite::SelfTestHooks selfTest;
 };
 
 // Rank 0's result line, when the launcher asked for it (FABSCOPE_REPORT_EXIT=1):
@@ -109,8 +112,10 @@ class Runner {
  public:
   Runner(const scenario::Scenario& scenario, const suite::Registry& registry, const runtime::Communicator& world,
          RunOptions options);
-  // Returns the exit code (0 or 1); throws RuntimeFailure when the run cannot go on.
-  int run();
+  // Runs `planned` (planMatrix of the runner's scenario, planned once at
+  // load). Returns the exit code (0 or 1); throws RuntimeFailure when the run
+  // cannot go on.
+  int run(std::vector<PlannedInstance> planned);
   // True on a rank that left the run on purpose (the victim of a fault drill):
   // it must exit without MPI_Finalize.
   bool leftRun() const { return leaveRun_; }

@@ -19,6 +19,7 @@
 #include "memory/BufferArena.hpp"
 #include "kinds/RunCache.hpp"
 #include "kinds/SampleBuffer.hpp"
+#include "kinds/SelfTest.hpp"
 #include "transport/Transport.hpp"
 
 namespace fabscope::suite {
@@ -113,6 +114,8 @@ struct RunContext {
   // random choices that shape the traffic (e.g. MoE routing) match between the
   // quiet and the congested instance they are compared across.
   std::uint64_t caseSeed;
+  // --self-test hooks (fabscope's own tests spoil data on purpose); none in a real run.
+  const SelfTestHooks& selfTest;
 
   template <typename State>
   State& adopt(std::unique_ptr<State> s) {
@@ -131,15 +134,27 @@ inline bool hasCongestedCondition(const scenario::TestSpec& spec) {
     if (c != "quiet") return true;
   return false;
 }
+// How many ranks measure in an instance of `spec` (at least `minimum`); a
+// ScenarioError at the test's position when the roles cannot give that many.
+inline int measuringRanksOf(const scenario::TestSpec& spec, int worldSize, int minimum) {
+  try {
+    return canaryCount(roleSpecOf(spec), worldSize, minimum, hasCongestedCondition(spec));
+  } catch (const UsageError& e) {
+    throw scenario::ScenarioError(spec.at + ": test '" + spec.name + "': " + e.what());
+  }
+}
 
 class Kind {
  public:
   virtual ~Kind() = default;
   virtual std::string name() const = 0;
   virtual std::string summary() const = 0;  // one line for --help
+  // Its keys and checks; rules().parse reads the kind's keys of a test once,
+  // at load, into the test's config (scenario::configOf) for plan and run.
   virtual scenario::KindRules rules() const = 0;
-  virtual InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
-                            int worldSize) const = 0;
+  // What an instance will do; from the test's config, no YAML. Throws
+  // ScenarioError (at the positions the loader captured in the spec).
+  virtual InstancePlan plan(const scenario::TestInstance& instance, int worldSize) const = 0;
   // False for kinds that bring their own data path (collectives): the runner
   // then hands them the MPI transport and checks the scenario's transport
   // with the kind's own rules.

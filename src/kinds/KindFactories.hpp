@@ -11,6 +11,7 @@ std::unique_ptr<Kind> makeBandwidthKind();
 std::unique_ptr<Kind> makeBidirectionalBandwidthKind();
 std::unique_ptr<Kind> makeAllReduceKind();
 std::unique_ptr<Kind> makeAllToAllKind();
+std::unique_ptr<Kind> makeApiKind();
 std::unique_ptr<Kind> makeIncastKind();
 std::unique_ptr<Kind> makeKvPushKind();
 std::unique_ptr<Kind> makeFaultDrillKind();

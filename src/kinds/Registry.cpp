@@ -7,8 +7,15 @@
 namespace fabscope::suite {
 
 Registry::Registry() {
-  for (auto make : {makeLatencyKind, makeBandwidthKind, makeBidirectionalBandwidthKind, makeKvPushKind, makeAllReduceKind, makeAllToAllKind, makeIncastKind, makeFaultDrillKind}) {
+  for (auto make : {makeLatencyKind, makeBandwidthKind, makeBidirectionalBandwidthKind, makeKvPushKind, makeAllReduceKind, makeAllToAllKind, makeApiKind, makeIncastKind, makeFaultDrillKind}) {
     auto k = make();
+    auto name = k->name();
+    kinds_.emplace(std::move(name), std::move(k));
+  }
+}
+
+Registry::Registry(std::vector<std::unique_ptr<Kind>> kinds) {
+  for (auto& k : kinds) {
     auto name = k->name();
     kinds_.emplace(std::move(name), std::move(k));
   }

@@ -2,6 +2,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "scenario/Scenario.hpp"
 #include "kinds/Kind.hpp"
@@ -12,6 +13,8 @@ namespace fabscope::suite {
 class Registry {
  public:
   Registry();
+  // Only these kinds (test doubles in fabscope's unit tests).
+  explicit Registry(std::vector<std::unique_ptr<Kind>> kinds);
   const Kind& kind(const std::string& name) const;
   const std::map<std::string, std::unique_ptr<Kind>>& all() const { return kinds_; }
   // Scenario rules for the loader: kinds, transports and memory kinds of this build.

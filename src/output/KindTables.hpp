@@ -6,6 +6,7 @@
 #include <variant>
 #include <vector>
 
+#include "output/ApiRecords.hpp"
 #include "output/CollectiveRecords.hpp"
 #include "output/KvRecords.hpp"
 #include "output/Records.hpp"
@@ -13,7 +14,8 @@
 namespace fabscope::output {
 
 using KindTableRows =
-    std::variant<std::vector<EventRecord>, std::vector<KvRequestRecord>, std::vector<AllToAllRankRecord>>;
+    std::variant<std::vector<EventRecord>, std::vector<KvRequestRecord>, std::vector<AllToAllRankRecord>,
+                 std::vector<ApiRequestRecord>>;
 
 struct KindTable {
   std::string name;  // the dataset under the instance's group, e.g. "requests"

@@ -22,6 +22,10 @@ inline constexpr std::uint32_t controlPair = 1u << 10;
 // An all-to-all's phases, beside the headline round (dispatch + combine):
 inline constexpr std::uint32_t dispatchPhase = 1u << 11;
 inline constexpr std::uint32_t combinePhase = 1u << 12;
+// A front-end request's time to first byte and the gaps between its chunks,
+// beside the headline row (connect -> last byte):
+inline constexpr std::uint32_t firstByte = 1u << 13;
+inline constexpr std::uint32_t chunkGap = 1u << 14;
 inline constexpr std::uint32_t auxiliaryMask = 0xff00u;
 }  // namespace sample_flags
 

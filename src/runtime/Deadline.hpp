@@ -7,6 +7,7 @@
 #include <string>
 
 #include "runtime/Clock.hpp"
+#include "runtime/Watchdog.hpp"
 #include "runtime/Errors.hpp"
 
 namespace fabscope::runtime {
@@ -60,6 +61,8 @@ inline void betweenPolls() noexcept {
 // allocation and writes nothing, so it is allowed in a timed loop.
 template <typename Poll>
 void waitUntil(Poll&& done, const Deadline& deadline, const char* waitingFor) {
+  // Seen by the watchdog, which ends the rank if a poll never returns.
+  const watchdog::Watch watch(waitingFor, deadline.at());
   if (waitPolicy() == WaitPolicy::yield) {
     for (;;) {
       for (int i = 0; i < 16; ++i) {

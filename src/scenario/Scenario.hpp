@@ -1,11 +1,15 @@
 #pragma once
 // A scenario file, parsed and validated: the tests to run and their axes.
-#include <yaml-cpp/yaml.h>
-
+// No YAML past this point: each kind's own keys are read once, at load, into
+// the kind's typed config (KindRules::parse, TestSpec::config); the YAML
+// itself is seen only by the loader and the kinds' parse steps
+// (scenario/TestSource.hpp).
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,14 @@ namespace fabscope::scenario {
 class ScenarioError : public UsageError {
  public:
   using UsageError::UsageError;
+};
+
+// A kind's own keys of one test, read and checked once at load by the kind's
+// parse step (KindRules::parse). Each kind derives its own config from this;
+// plan and run read it through configOf<Config>(spec).
+class KindConfig {
+ public:
+  virtual ~KindConfig() = default;
 };
 
 struct TestSpec {
@@ -40,11 +52,32 @@ struct TestSpec {
   std::string placement = "spread";
   std::int64_t loadBytes = 64 * 1024;  // message size of the neighbour traffic
   std::vector<std::string> sizeFormulas;  // per size: how it was derived ("" if given literally)
-  YAML::Node scenarioModel;     // the scenario's top-level `model`, if any
-  YAML::Node scenarioParallel;  // the scenario's top-level `parallel`, if any
-  YAML::Node node;  // the test's mapping, for keys of its kind
   std::map<std::string, std::string> overrides;  // key -> "--set key=value" that set it
+  // Where the test stands, captured at load for messages after it (plan):
+  // "file:line:column" of the test's mapping, and of each key's value in it.
+  std::string at;
+  std::map<std::string, std::string> keyAt;
+  // The kind's keys as its parse step read them (configOf below).
+  std::shared_ptr<const KindConfig> config;
+
+  // "file:line:column" of `key` in the test's own mapping, else of the test.
+  const std::string& where(const std::string& key) const {
+    const auto it = keyAt.find(key);
+    return it == keyAt.end() ? at : it->second;
+  }
 };
+
+// The test's config as its kind's parse step made it. A kind asking for
+// another kind's config type is a programming error, said plainly.
+template <typename Config>
+const Config& configOf(const TestSpec& spec) {
+  const auto* config = dynamic_cast<const Config*>(spec.config.get());
+  if (!config)
+    throw std::logic_error("test '" + spec.name + "' (" + spec.kind + "): " +
+                           (spec.config ? "its config is not the type asked for (another kind's config?)"
+                                        : "it has no config (was it loaded with its kind's rules?)"));
+  return *config;
+}
 
 // Per-run transport settings from the scenario's top-level 'transports:' mapping,
 // for experiments; each only lowers what the transport would otherwise use.
@@ -73,6 +106,8 @@ struct Scenario {
   std::vector<std::string> overrides;
 };
 
+struct TestSource;  // the test's YAML, for parse steps only (scenario/TestSource.hpp)
+
 // What the rest of the program allows, so the loader can reject early.
 struct KindRules {
   std::vector<std::string> extraKeys;  // keys beyond the common ones
@@ -80,8 +115,10 @@ struct KindRules {
   // (--allow-commands) or the value came from --set (issue 27).
   std::vector<std::string> commandKeys;
   int minRanks = 1;
-  // Checks the kind's own keys; throws ScenarioError (use ParamReader).
-  std::function<void(const TestSpec&, const std::string& file, int worldSize)> validate;
+  // Reads and checks the kind's own keys of one test, once, at load (the
+  // common keys are in `spec` already); the result becomes `spec.config`.
+  // Throws ScenarioError "file:line:column: ..." (use ParamReader).
+  std::function<std::shared_ptr<const KindConfig>(const TestSpec& spec, const TestSource& source)> parse;
 };
 
 struct ScenarioRules {
@@ -99,39 +136,5 @@ Scenario loadScenarioFile(const std::string& path, const std::vector<std::string
                           const ScenarioRules& rules);
 Scenario loadScenarioText(const std::string& text, const std::string& displayName,
                           const std::vector<std::string>& overrides, const ScenarioRules& rules);
-
-// Typed access to a test's kind-specific keys with errors that point at the file.
-class ParamReader {
- public:
-  ParamReader(const TestSpec& spec, std::string file) : spec_(spec), file_(std::move(file)) {}
-  ParamReader(const TestSpec& spec, std::string file, YAML::Node node, std::string prefix)
-      : spec_(spec), file_(std::move(file)), node_(std::move(node)), prefix_(std::move(prefix)),
-        nested_(true) {}
-
-  bool has(const std::string& key) const;
-  std::int64_t integer(const std::string& key, std::int64_t fallback, std::int64_t min,
-                       std::int64_t max) const;
-  double number(const std::string& key, double fallback, double min, double max) const;
-  std::string choice(const std::string& key, const std::vector<std::string>& allowed,
-                     const std::string& fallback) const;
-  // A nested mapping with its own allowed keys.
-  ParamReader mapping(const std::string& key, const std::vector<std::string>& allowedKeys) const;
-
-  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
-
- private:
-  YAML::Node node() const { return nested_ ? node_ : spec_.node; }
-  const TestSpec& spec_;
-  std::string file_;
-  YAML::Node node_;
-  std::string prefix_;
-  bool nested_ = false;
-};
-
-// "file:line:column" of a node (1-based), or "file" when it has no position;
-// for a value given with --set (or any part of it), that option: "--set KEY=VALUE".
-std::string positionOf(const std::string& file, const YAML::Node& node);
-// The same, with `fallback`'s position when `node` has none of its own.
-std::string positionOf(const std::string& file, const YAML::Node& node, const YAML::Node& fallback);
 
 }  // namespace fabscope::scenario

@@ -9,6 +9,7 @@
 #include "model/ModelSpecYaml.hpp"
 #include "model/TrafficSizes.hpp"
 #include "scenario/Scenario.hpp"
+#include "scenario/TestSource.hpp"
 #include "scenario/Units.hpp"
 
 namespace fabscope::scenario {
@@ -144,8 +145,6 @@ class Loader {
     std::set<std::string> names;
     for (std::size_t i = 0; i < tests.size(); ++i) {
       TestSpec spec = parseTest(tests[i], defaults, i);
-      spec.scenarioModel = model_;
-      spec.scenarioParallel = parallel_;
       spec.overrides = testOverrides_[i];
       if (!names.insert(spec.name).second) fail(tests[i], "two tests are named '" + spec.name + "'; names must be unique");
       const auto& kind = rules_.kinds.at(spec.kind);
@@ -153,8 +152,9 @@ class Loader {
       if (spec.ranks > rules_.worldSize)
         fail(tests[i]["ranks"], "test '" + spec.name + "' asks for " + std::to_string(spec.ranks) +
                                     " ranks but the run has only " + std::to_string(rules_.worldSize));
-      // The kind's own checks first: a wrong transport or key is the more useful message.
-      if (kind.validate) kind.validate(spec, file_, rules_.worldSize);
+      // The kind's own keys, read once into its config; its checks come first:
+      // a wrong transport or key is the more useful message.
+      if (kind.parse) spec.config = kind.parse(spec, TestSource{file_, tests[i], model_, parallel_, rules_.worldSize});
       if (participants < kind.minRanks)
         fail(tests[i], "test '" + spec.name + "' (" + spec.kind + ") needs at least " +
                            std::to_string(kind.minRanks) + " ranks; the run has " +
@@ -409,7 +409,8 @@ class Loader {
   TestSpec parseTest(const YAML::Node& test, const YAML::Node& defaults, std::size_t index) const {
     if (!test.IsMap()) fail(test, "each entry of 'tests' must be a mapping with at least 'kind' and 'sizes'");
     TestSpec spec;
-    spec.node = test;
+    spec.at = positionOf(file_, test);
+    for (const auto& entry : test) spec.keyAt[entry.first.Scalar()] = positionOf(file_, entry.second);
     if (!test["kind"]) fail(test, "test #" + std::to_string(index + 1) + " has no 'kind'; known kinds: " + kindNames());
     spec.kind = scalar(test, "kind", "a test kind", "");
     if (!rules_.kinds.count(spec.kind)) fail(test["kind"], "unknown test kind '" + spec.kind + "'; known kinds: " + kindNames());
@@ -545,6 +546,14 @@ std::string positionOf(const std::string& file, const YAML::Node& node) {
   const auto mark = node.Mark();
   if (mark.is_null() || mark.line < 0) return file;
   return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+ScenarioError modelErrorAt(const std::string& file, const model::ModelSpecError& e, const YAML::Node& fallback) {
+  // The node names a --set value's option (positionOf); without one, its line and column.
+  if (e.node().IsDefined()) return ScenarioError(positionOf(file, e.node(), fallback) + ": " + e.message());
+  return ScenarioError((e.line() > 0 ? file + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column())
+                                     : positionOf(file, fallback)) +
+                       ": " + e.message());
 }
 
 std::string positionOf(const std::string& file, const YAML::Node& node, const YAML::Node& fallback) {

@@ -1,5 +1,7 @@
 #include "transport/TransportFactory.hpp"
 
+#include <vector>
+
 #include "fabscope/BuildConfig.hpp"
 #include "transport/MpiTransport.hpp"
 #if FABSCOPE_HAVE_UCX
@@ -14,21 +16,52 @@
 
 namespace fabscope::transport {
 
-std::map<std::string, std::string> transportAvailability() {
-  return {
-      {"mpi", ""},
-      {"ucx", FABSCOPE_HAVE_UCX ? "" : "built without UCX"},
-      {"verbs", FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs"},
-      {"nccl", FABSCOPE_HAVE_NCCL ? "" : "built without CUDA/NCCL"},
+namespace {
+
+struct TransportEntry {
+  const char* name;
+  const char* unavailable;  // "" when built, else why not
+  TransportCapabilities can;
+};
+
+// Every transport by name: whether this build has it and what it can do,
+// declared here once.
+const std::vector<TransportEntry>& transportTable() {
+  static const std::vector<TransportEntry> table = {
+      {"mpi", "", {.collectives = Collectives::host}},
+      {"ucx", FABSCOPE_HAVE_UCX ? "" : "built without UCX",
+       {.put = true,
+        .get = true,
+        .survivesPeerLoss = true,
+        .peerLossReport = "UCX endpoint error callback (UCP_ERR_HANDLING_MODE_PEER): over TCP a dead process's "
+                          "socket reset arrives at once; a hung process or a dead link is never reported (UCX "
+                          "keepalive aside), heartbeats catch those"}},
+      {"verbs", FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs", {.put = true, .get = true}},
+      {"nccl", FABSCOPE_HAVE_NCCL ? "" : "built without CUDA/NCCL",
+       {.hostMemory = false, .deviceMemory = true, .inOrder = true, .collectives = Collectives::device}},
   };
+  return table;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> transportAvailability() {
+  std::map<std::string, std::string> out;
+  for (const auto& t : transportTable()) out.emplace(t.name, t.unavailable);
+  return out;
 }
 
 TransportCapabilities transportCapabilities(const std::string& name) {
-  if (name == "mpi") return {};
-  if (name == "ucx") return {.deviceMemory = false, .inOrder = false, .put = true, .get = true};
-  if (name == "verbs") return {.deviceMemory = false, .inOrder = false, .put = true, .get = true};
-  if (name == "nccl") return {.deviceMemory = true, .inOrder = true, .put = false, .get = false};
+  for (const auto& t : transportTable())
+    if (name == t.name) return t.can;
   throw UsageError("unknown transport '" + name + "'");
+}
+
+std::string transportsWith(bool TransportCapabilities::*capability) {
+  std::string out;
+  for (const auto& t : transportTable())
+    if (t.can.*capability) out += (out.empty() ? "" : " or ") + std::string(t.name);
+  return out;
 }
 
 std::unique_ptr<Transport> openTransport(const std::string& name, const runtime::Communicator& world, int localRank,

@@ -9,8 +9,9 @@
 
 namespace fabscope::validity {
 
-// Long enough for a few scheduler ticks (jiffies are 4-10 ms), short against a run.
-constexpr double busyWindowSeconds = 0.25;
+// Three parts of 0.15 s, each long enough for a few scheduler ticks (jiffies are
+// 4-10 ms); short against a run.
+constexpr double busyWindowSeconds = 0.45;
 
 RunValidity judgeAtStart(const runtime::Communicator& world, const runtime::Deadline& deadline) {
   char host[256] = {};

@@ -74,8 +74,9 @@ std::vector<Finding> clockSync(std::int64_t worstUncertaintyNs, double smallestL
 std::string hostsLabel(const std::vector<std::string>& machineHosts, const std::vector<std::string>& allHosts);
 
 // Facts of this process (affinity, machine identity, load, governors).
-// `busyWindowSeconds`: how long this rank sleeps between two reads of /proc/stat
-// (every rank of the run sleeps the same window, so the busy CPUs are others' work).
+// `busyWindowSeconds`: how long this rank sleeps while it reads /proc/stat (every
+// rank of the run sleeps the same window, so the busy CPUs are others' work); the
+// window is read in three parts and the quietest part counts.
 RankFacts readFacts(int rank, const std::string& host, double busyWindowSeconds);
 
 // A line per rank for gathering over the control plane, and back.

@@ -46,7 +46,7 @@ with h5py.File(sys.argv[1], "r") as f:
 print("allreduce: values verified, busbw and straggler present")
 PY
 rc=0
-FABSCOPE_SELFTEST_CORRUPT_RANK=2 run_mpi -np 4 -x FABSCOPE_SELFTEST_CORRUPT_RANK "$FABSCOPE_BIN" run \
+run_mpi -np 4 "$FABSCOPE_BIN" run --self-test corrupt-rank=2 \
   --scenario "$scratch/ar.yaml" --output "$scratch/bad.h5" --no-progress > "$scratch/out" 2>&1 || rc=$?
 [ $rc -eq 1 ] || { echo "FAIL: a spoiled all-reduce result gave exit $rc, expected 1"; cat "$scratch/out"; exit 1; }
 /usr/bin/python3 - "$scratch/bad.h5" <<'PY'

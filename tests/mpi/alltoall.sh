@@ -75,7 +75,7 @@ with h5py.File(sys.argv[1], "r") as f:
 print("alltoall: every byte verified, bytes conserved, skew seen")
 PY
 rc=0
-FABSCOPE_SELFTEST_CORRUPT_RANK=1 run_mpi -np 4 -x FABSCOPE_SELFTEST_CORRUPT_RANK "$FABSCOPE_BIN" run \
+run_mpi -np 4 "$FABSCOPE_BIN" run --self-test corrupt-rank=1 \
   --scenario "$scratch/a2a.yaml" --output "$scratch/bad.h5" --no-progress > "$scratch/out" 2>&1 || rc=$?
 [ $rc -eq 1 ] || { echo "FAIL: a spoiled token gave exit $rc, expected 1"; cat "$scratch/out"; exit 1; }
 /usr/bin/python3 - "$scratch/bad.h5" <<'PY'

@@ -12,6 +12,14 @@ grep -q "^fabscope [0-9]" "$scratch/out"
 expect_rc 2 "$FABSCOPE_BIN"
 expect_rc 2 "$FABSCOPE_BIN" frobnicate
 expect_rc 2 "$FABSCOPE_BIN" run --no-such-option
+# Test hooks are explicit options, listed apart; an unknown one is a usage error.
+expect_rc 0 "$FABSCOPE_BIN" run --help
+grep -q "Self-test options (for fabscope's own tests)" "$scratch/out"
+grep -q -- "--self-test HOOK" "$scratch/out"
+expect_rc 2 "$FABSCOPE_BIN" run --self-test no-such-hook
+grep -q "unknown hook; known: corrupt-rank=N, kv-corrupt, kv-in-order" "$scratch/out"
+expect_rc 2 "$FABSCOPE_BIN" run --self-test corrupt-rank=two
+grep -q "expected corrupt-rank=N" "$scratch/out"
 expect_rc 0 "$FABSCOPE_BIN" list --scenario "$FABSCOPE_SOURCE_DIR/scenarios/smoke.yaml" --ranks 8
 grep -q "all-pairs, 7 rounds" "$scratch/out"
 # An existing output file is never overwritten by accident.

@@ -7,7 +7,7 @@ Every kvpush test must hold a requests table with prefill x requests_per_prefill
 rows, one sample per request, times in order, every request verified, the
 direction column equal to the test's `direction` attribute; --directions: the
 file must hold exactly these directions, each with every strategy; with
---expect-corrupt (FABSCOPE_KV_CORRUPT_FOR_TEST=1), every test must have failed
+--expect-corrupt (fabscope run --self-test kv-corrupt), every test must have failed
 on exactly one request: prefill rank 0's first measured one.
 """
 import argparse

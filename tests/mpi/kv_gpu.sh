@@ -52,7 +52,7 @@ run_mpi -np 2 "$FABSCOPE_BIN" run --scenario "$scratch/gpu.yaml" --output "$out"
 kv_check "$out" --prefill 1 --decode 1
 
 set +e
-FABSCOPE_KV_CORRUPT_FOR_TEST=1 run_mpi -x FABSCOPE_KV_CORRUPT_FOR_TEST -np 2 "$FABSCOPE_BIN" run \
+run_mpi -np 2 "$FABSCOPE_BIN" run --self-test kv-corrupt \
   --scenario "$scratch/gpu.yaml" --output "$scratch/corrupt.h5" --no-progress > "$scratch/corrupt.out" 2>&1
 rc=$?
 set -e
@@ -97,7 +97,7 @@ YAML
   run_mpi -np 2 "$FABSCOPE_BIN" run --scenario "$scratch/direct.yaml" --output "$out" --no-progress
   kv_check "$out" --prefill 1 --decode 1
   set +e
-  FABSCOPE_KV_CORRUPT_FOR_TEST=1 run_mpi -x FABSCOPE_KV_CORRUPT_FOR_TEST -np 2 "$FABSCOPE_BIN" run \
+  run_mpi -np 2 "$FABSCOPE_BIN" run --self-test kv-corrupt \
     --scenario "$scratch/direct.yaml" --output "$scratch/direct-corrupt.h5" --no-progress > "$scratch/direct.out" 2>&1
   rc=$?
   set -e

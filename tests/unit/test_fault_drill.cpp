@@ -67,7 +67,7 @@ TEST(FaultDrillConfig, ReadsTheKeys) {
       text("    transport: ucx\n    victim: 2\n    at: 500ms\n    detect_within: 1s\n    heartbeat: 50ms\n"
            "    requests: 2000\n    rate: 500\n"),
       "t.yaml", {}, registry().scenarioRules(5));
-  const auto c = suite::readFaultDrillConfig(s.tests.at(0), "t.yaml", 5);
+  const auto& c = scenario::configOf<suite::FaultDrillConfig>(s.tests.at(0));
   EXPECT_EQ(c.victim, 2);
   EXPECT_DOUBLE_EQ(c.atSeconds, 0.5);
   EXPECT_DOUBLE_EQ(c.detectWithinSeconds, 1.0);

@@ -149,7 +149,7 @@ TEST(KvPushWorkers, LaneSlotsHoldControlMessagesThenEveryDataOperation) {
 
 TEST(KvPushConfig, Llama70bTp8BytesAndMessagesFollowTheLayout) {
   const auto s = load(perBlock);
-  const auto c = readKvPushConfig(s.tests[0], "t.yaml", 4);
+  const auto c = scenario::configOf<KvPushConfig>(s.tests[0]);
   // 80 layers x (K,V) x 1 kv head per rank x 128 x 2 B = 40 KiB per token.
   EXPECT_EQ(requestBytesPerRank(c, 1024), 1024 * 40 * 1024);
   EXPECT_EQ(s.tests[0].sizes, (std::vector<std::int64_t>{1024 * 40 * 1024, 2048 * 40 * 1024}));
@@ -167,7 +167,7 @@ TEST(KvPushConfig, StagedIsOneMessageAndManyToOneIsAllowed) {
       "  - kind: kvpush\n    strategy: staged\n    prefill_ranks: 3\n    decode_ranks: 1\n"
       "    loop: {mode: open, rate: 50, in_flight: 2}\n"
       "    sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [512]}\n");
-  const auto c = readKvPushConfig(s.tests[0], "t.yaml", 4);
+  const auto c = scenario::configOf<KvPushConfig>(s.tests[0]);
   EXPECT_EQ(messagesPerRequest(c, 512), 1u);
   EXPECT_EQ(c.loop, LoopMode::open);
   EXPECT_DOUBLE_EQ(c.ratePerSecond, 50);
@@ -211,9 +211,9 @@ TEST(KvPushConfig, OneSidedDirectionsNeedATransportWithPutOrGet) {
   const std::string ucx = perBlock + "    transport: ucx\n";
   if (FABSCOPE_HAVE_UCX) {
     const auto s = load(ucx + "    direction: pull\n");
-    EXPECT_EQ(readKvPushConfig(s.tests[0], "t.yaml", 4).direction, Direction::pull);
+    EXPECT_EQ(scenario::configOf<KvPushConfig>(s.tests[0]).direction, Direction::pull);
     const auto put = load(ucx + "    direction: push-put\n");
-    EXPECT_EQ(readKvPushConfig(put.tests[0], "t.yaml", 4).direction, Direction::pushPut);
+    EXPECT_EQ(scenario::configOf<KvPushConfig>(put.tests[0]).direction, Direction::pushPut);
     // Regions are exposed over every rank: not on part of them.
     EXPECT_NE(loadError(ucx + "    direction: pull\n    ranks: 3\n").find("exposes every rank's KV pool"),
               std::string::npos);
@@ -228,7 +228,7 @@ TEST(KvPushConfig, OneSidedDirectionsNeedATransportWithPutOrGet) {
     }
   }
   EXPECT_EQ(load(perBlock).tests.size(), 1u);
-  EXPECT_EQ(readKvPushConfig(load(perBlock).tests[0], "t.yaml", 4).direction, Direction::push);
+  EXPECT_EQ(scenario::configOf<KvPushConfig>(load(perBlock).tests[0]).direction, Direction::push);
   // MPI has neither: the error names the position of the direction's value.
   const auto pull = loadError(perBlock + "    direction: pull\n");
   EXPECT_NE(pull.find("t.yaml:9:16: 'direction: pull' needs one-sided get, which transport 'mpi'"), std::string::npos)

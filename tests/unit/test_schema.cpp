@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "output/ApiRecords.hpp"
 #include "output/CollectiveRecords.hpp"
 #include "output/KvRecords.hpp"
 #include "output/Records.hpp"
@@ -58,11 +59,12 @@ TEST(Schema, RecordsMatchTheDeclaration) {
   EXPECT_EQ(columnsOf<ValidityRecord>(), declared("validity"));
   EXPECT_EQ(columnsOf<KvRequestRecord>(), declared("requests"));
   EXPECT_EQ(columnsOf<AllToAllRankRecord>(), declared("alltoall_ranks"));
+  EXPECT_EQ(columnsOf<ApiRequestRecord>(), declared("api_requests"));
 }
 
 TEST(Schema, EveryDeclaredTableIsChecked) {
   const auto schema = YAML::LoadFile(std::string(FABSCOPE_SOURCE_DIR) + "/src/output/schema.yaml");
-  EXPECT_EQ(schema["tables"].size(), 9u) << "a table was added to schema.yaml: check its record above";
+  EXPECT_EQ(schema["tables"].size(), 10u) << "a table was added to schema.yaml: check its record above";
 }
 
 }  // namespace

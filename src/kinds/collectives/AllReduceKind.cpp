@@ -6,7 +6,6 @@
 // and which rank arrived last most often (the straggler).
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 
 #include "fabscope/BuildConfig.hpp"
@@ -14,9 +13,16 @@
 #include "kinds/collectives/AllReduceNccl.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
 #include "kinds/KindFactories.hpp"
+#include "scenario/TestSource.hpp"
+#include "transport/TransportFactory.hpp"
 
 namespace fabscope::suite {
 namespace {
+
+// A test's all-reduce path, chosen at load by what its transport offers.
+struct AllReduceConfig final : scenario::KindConfig {
+  bool onDevice = false;  // the transport's device collectives (NCCL) on GPU memory; else MPI's on host memory
+};
 
 // Element i of rank r's contribution: small integers, so float sums are exact.
 inline float contribution(int groupRank, std::size_t i) { return static_cast<float>((groupRank + 1) * (1 + i % 7)); }
@@ -29,40 +35,38 @@ class AllReduceKind final : public Kind {
   scenario::KindRules rules() const override {
     scenario::KindRules r;
     r.minRanks = 1;
-    r.validate = [](const scenario::TestSpec& spec, const std::string& file, int) {
-      const bool nccl = spec.transport == "nccl";
-      if (!nccl && spec.transport != "mpi")
-        throw scenario::ScenarioError(scenario::positionOf(file, spec.node) + ": test '" + spec.name +
+    r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource&) {
+      const auto collectives = transport::transportCapabilities(spec.transport).collectives;
+      if (collectives == transport::Collectives::none)
+        throw scenario::ScenarioError(spec.at + ": test '" + spec.name +
                                       "': allreduce runs over transport mpi (host memory) or nccl (memory: cuda)");
-      if (nccl != (spec.memory == "cuda"))
-        throw scenario::ScenarioError(scenario::positionOf(file, spec.node) + ": test '" + spec.name +
+      auto c = std::make_shared<AllReduceConfig>();
+      c->onDevice = collectives == transport::Collectives::device;
+      if (c->onDevice != (spec.memory == "cuda"))
+        throw scenario::ScenarioError(spec.at + ": test '" + spec.name +
                                       "': use transport: nccl with memory: cuda, or transport: mpi with memory: host");
       for (auto bytes : spec.sizes)
         if (bytes % 4 != 0)
-          throw scenario::ScenarioError(scenario::positionOf(file, spec.node["sizes"] ? spec.node["sizes"] : spec.node) +
-                                        ": test '" + spec.name + "': all-reduce sizes must be whole float32 counts (multiples of 4 B), got " +
+          throw scenario::ScenarioError(spec.where("sizes") + ": test '" + spec.name +
+                                        "': all-reduce sizes must be whole float32 counts (multiples of 4 B), got " +
                                         std::to_string(bytes));
+      return c;
     };
     return r;
   }
 
   bool usesTransport() const override { return false; }
 
-  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile, int worldSize) const override {
+  InstancePlan plan(const scenario::TestInstance& instance, int worldSize) const override {
     const auto& spec = *instance.spec;
     InstancePlan p;
     p.metric = Metric::latency;
     p.pattern = "collective";
-    int ranks = 0;
-    try {
-      ranks = canaryCount(roleSpecOf(spec), worldSize, 1, hasCongestedCondition(spec));
-    } catch (const UsageError& e) {
-      throw scenario::ScenarioError(scenario::positionOf(scenarioFile, spec.node) + ": test '" + spec.name + "': " + e.what());
-    }
+    const int ranks = measuringRanksOf(spec, worldSize, 1);
     p.maxSamplesPerRank = spec.iterations;
     p.bufferBytesPerRank = 2 * instance.bytes;
-    p.description = (spec.transport == "nccl" ? "ncclAllReduce" : "MPI_Allreduce") + std::string(" sum float32 over ") +
-                    std::to_string(ranks) + " ranks; busbw = algbw x 2(n-1)/n";
+    p.description = (scenario::configOf<AllReduceConfig>(spec).onDevice ? "ncclAllReduce" : "MPI_Allreduce") +
+                    std::string(" sum float32 over ") + std::to_string(ranks) + " ranks; busbw = algbw x 2(n-1)/n";
     return p;
   }
 
@@ -77,7 +81,7 @@ class AllReduceKind final : public Kind {
     for (std::size_t i = 0; i < count; ++i) expected[i] = ranksSum * static_cast<float>(1 + i % 7);
 
     std::vector<float> result;
-    if (spec.transport == "nccl") {
+    if (scenario::configOf<AllReduceConfig>(spec).onDevice) {
       result = runNcclAllReduce(ctx, count, contribution);
     } else {
       // From the arena: a timed-out collective may still use them.
@@ -103,10 +107,9 @@ class AllReduceKind final : public Kind {
       }
       result.assign(recv, recv + count);
     }
-    // Self-test of the checker (tests/mpi/allreduce.sh): this rank's result is
-    // spoiled on purpose, and the check below must catch it.
-    if (const char* bad = std::getenv("FABSCOPE_SELFTEST_CORRUPT_RANK"); bad && std::atoi(bad) == me && count > 0)
-      result[count / 2] += 1.0f;
+    // Self-test of the checker (--self-test corrupt-rank=N, tests/mpi/allreduce.sh):
+    // this rank's result is spoiled on purpose, and the check below must catch it.
+    if (ctx.selfTest.corruptRank == me && count > 0) result[count / 2] += 1.0f;
     for (std::size_t i = 0; i < count; ++i)
       if (result[i] != expected[i]) {
         ctx.verdict.fail("rank " + std::to_string(me) + ": all-reduce element " + std::to_string(i) + " is " +

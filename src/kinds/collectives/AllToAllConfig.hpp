@@ -13,7 +13,7 @@
 
 namespace fabscope::suite::moe {
 
-struct AllToAllConfig {
+struct AllToAllConfig final : scenario::KindConfig {
   RoutingSpec routing;
   std::int64_t dispatchTokenBytes = 0;  // one token copy in the dispatch (header + payload + scales)
   std::int64_t combineTokenBytes = 0;   // one expert result returned in the combine
@@ -21,12 +21,12 @@ struct AllToAllConfig {
   std::string sizeSource;               // how the per-token sizes were found, for `fabscope list`
 };
 
-// Throws scenario::ScenarioError "file:line:column: message".
-AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const std::string& file);
+// The kind's parse step (at load). Throws scenario::ScenarioError "file:line:column: message".
+AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const scenario::TestSource& source);
 
 // The tokens per rank of an instance of `bytes`; throws ScenarioError at the
 // test's sizes when `bytes` is not a whole number of token copies.
-std::int64_t tokensOf(const AllToAllConfig& c, std::int64_t bytes, const scenario::TestSpec& spec, const std::string& file);
+std::int64_t tokensOf(const AllToAllConfig& c, std::int64_t bytes, const scenario::TestSpec& spec);
 
 // Header of every token copy (dispatch) and expert result (combine), 16 bytes
 // as DeepEP's per-token source info: the receiver checks who sent what.

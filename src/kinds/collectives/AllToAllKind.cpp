@@ -10,7 +10,6 @@
 // not built yet (the loader says so).
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <sstream>
@@ -18,7 +17,9 @@
 #include "kinds/KindFactories.hpp"
 #include "kinds/collectives/AllToAllConfig.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
+#include "scenario/TestSource.hpp"
 #include "stats/Statistics.hpp"
+#include "transport/TransportFactory.hpp"
 
 namespace fabscope::suite {
 namespace {
@@ -109,31 +110,27 @@ class AllToAllKind final : public Kind {
     scenario::KindRules r;
     r.extraKeys = {"model", "experts", "top_k", "routing", "token_bytes"};
     r.minRanks = 2;
-    r.validate = [](const scenario::TestSpec& spec, const std::string& file, int) {
-      if (spec.transport != "mpi" || spec.memory != "host")
-        throw scenario::ScenarioError(scenario::positionOf(file, spec.node) + ": test '" + spec.name +
+    r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
+      if (transport::transportCapabilities(spec.transport).collectives != transport::Collectives::host ||
+          spec.memory != "host")
+        throw scenario::ScenarioError(spec.at + ": test '" + spec.name +
                                       "': alltoall runs over transport mpi on memory: host so far (NCCL on GPU "
                                       "memory is not built yet)");
-      (void)moe::readAllToAllConfig(spec, file);
+      return std::make_shared<AllToAllConfig>(moe::readAllToAllConfig(spec, source));
     };
     return r;
   }
 
   bool usesTransport() const override { return false; }
 
-  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile, int worldSize) const override {
+  InstancePlan plan(const scenario::TestInstance& instance, int worldSize) const override {
     const auto& spec = *instance.spec;
-    const auto c = moe::readAllToAllConfig(spec, scenarioFile);
-    const auto tokens = moe::tokensOf(c, instance.bytes, spec, scenarioFile);
+    const auto& c = scenario::configOf<AllToAllConfig>(spec);
+    const auto tokens = moe::tokensOf(c, instance.bytes, spec);
     InstancePlan p;
     p.metric = Metric::latency;
     p.pattern = "collective";
-    int ranks = 0;
-    try {
-      ranks = canaryCount(roleSpecOf(spec), worldSize, 2, hasCongestedCondition(spec));
-    } catch (const UsageError& e) {
-      throw scenario::ScenarioError(scenario::positionOf(scenarioFile, spec.node) + ": test '" + spec.name + "': " + e.what());
-    }
+    const int ranks = measuringRanksOf(spec, worldSize, 2);
     p.maxSamplesPerRank = 3 * static_cast<std::int64_t>(spec.iterations);
     // The most a rank can hold: its copies out (one per rank at most per token),
     // every rank's copies in, and the same again as combine results.
@@ -149,8 +146,8 @@ class AllToAllKind final : public Kind {
 
   Outcome run(RunContext& ctx) const override {
     const auto& spec = *ctx.instance.spec;
-    const AllToAllConfig c = moe::readAllToAllConfig(spec, spec.name);
-    const auto tokens = moe::tokensOf(c, ctx.instance.bytes, spec, spec.name);
+    const auto& c = scenario::configOf<AllToAllConfig>(spec);
+    const auto tokens = moe::tokensOf(c, ctx.instance.bytes, spec);
     const int n = ctx.group.size(), g = ctx.group.rank(), me = ctx.world.rank();
     const auto D = c.dispatchTokenBytes, C = c.combineTokenBytes;
 
@@ -220,9 +217,9 @@ class AllToAllKind final : public Kind {
       ctx.samples.record(me, i, -1, combineNet, t1, t2, output::sample_flags::combinePhase);
     }
 
-    // Self-test of the checks (tests/mpi/alltoall.sh): this rank's inbound
-    // dispatch is spoiled on purpose, and the check below must catch it.
-    if (const char* bad = std::getenv("FABSCOPE_SELFTEST_CORRUPT_RANK"); bad && std::atoi(bad) == me && dispatch.recvBytes > 0)
+    // Self-test of the checks (--self-test corrupt-rank=N, tests/mpi/alltoall.sh):
+    // this rank's inbound dispatch is spoiled on purpose, and the check below must catch it.
+    if (ctx.selfTest.corruptRank == me && dispatch.recvBytes > 0)
       reinterpret_cast<std::uint8_t*>(dispatchIn)[dispatch.recvBytes - 1] ^= 0x5a;
     std::string problem;
     for (int s = 0; s < n && problem.empty(); ++s) {

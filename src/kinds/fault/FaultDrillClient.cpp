@@ -14,6 +14,7 @@
 #include "kinds/fault/FaultDrillRoles.hpp"
 #include "kinds/fault/FaultHeartbeat.hpp"
 #if FABSCOPE_HAVE_VERBS
+#include "transport/TransportFactory.hpp"
 #include "transport/VerbsParameters.hpp"
 #endif
 
@@ -30,10 +31,8 @@ struct Request {
 
 // What each transport can tell about a lost peer, for the result file.
 std::string transportDetection(const std::string& transport) {
-  if (transport == "ucx")
-    return "UCX endpoint error callback (UCP_ERR_HANDLING_MODE_PEER): over TCP a dead process's socket reset "
-           "arrives at once; a hung process or a dead link is never reported (UCX keepalive aside), heartbeats "
-           "catch those";
+  const auto report = transport::transportCapabilities(transport).peerLossReport;
+  if (!report.empty()) return std::string(report);
   return transport + ": no peer-failure reporting; heartbeats only";
 }
 

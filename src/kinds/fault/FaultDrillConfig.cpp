@@ -6,16 +6,18 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "scenario/TestSource.hpp"
 #include "scenario/Units.hpp"
+#include "transport/TransportFactory.hpp"
 
 namespace fabscope::suite {
 namespace {
 
-double durationKey(const scenario::TestSpec& spec, const std::string& file, const std::string& key, double fallback,
-                   double min, double max) {
-  const auto node = spec.node[key];
+double durationKey(const scenario::TestSpec& spec, const scenario::TestSource& source, const std::string& key,
+                   double fallback, double min, double max) {
+  const auto node = source.test[key];
   if (!node) return fallback;
-  const std::string where = scenario::positionOf(file, node) + ": test '" + spec.name + "': " + key;
+  const std::string where = scenario::positionOf(source.file, node) + ": test '" + spec.name + "': " + key;
   double seconds = 0;
   try {
     seconds = scenario::parseDurationSeconds(node.Scalar());
@@ -29,17 +31,15 @@ double durationKey(const scenario::TestSpec& spec, const std::string& file, cons
   return seconds;
 }
 
-[[noreturn]] void refuse(const scenario::TestSpec& spec, const std::string& file, const std::string& key,
-                         const std::string& message) {
-  const auto node = spec.node[key] ? spec.node[key] : spec.node;
-  throw scenario::ScenarioError(scenario::positionOf(file, node) + ": test '" + spec.name + "': " + message);
+[[noreturn]] void refuse(const scenario::TestSpec& spec, const std::string& key, const std::string& message) {
+  throw scenario::ScenarioError(spec.where(key) + ": test '" + spec.name + "': " + message);
 }
 
-std::string stringKey(const scenario::TestSpec& spec, const std::string& file, const std::string& key) {
-  const auto node = spec.node[key];
+std::string stringKey(const scenario::TestSpec& spec, const scenario::TestSource& source, const std::string& key) {
+  const auto node = source.test[key];
   if (!node) return {};
   if (!node.IsScalar() || node.Scalar().empty())
-    throw scenario::ScenarioError(scenario::positionOf(file, node) + ": test '" + spec.name + "': " + key +
+    throw scenario::ScenarioError(scenario::positionOf(source.file, node) + ": test '" + spec.name + "': " + key +
                                   ": expected a shell command (a non-empty string)");
   return node.Scalar();
 }
@@ -70,53 +70,55 @@ std::string expandFaultCommand(const std::string& command, const std::map<std::s
   return out;
 }
 
-FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const std::string& file, int ranks) {
-  scenario::ParamReader p(spec, file);
+FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
+  scenario::ParamReader p(spec, source);
   FaultDrillConfig c;
   c.fault = p.choice("fault", {"kill", "hang", "link-down", "loss"}, "kill");
-  if (spec.transport != "ucx")
-    refuse(spec, file, "transport",
-           "a fault drill needs transport: ucx (got '" + spec.transport +
+  if (!transport::transportCapabilities(spec.transport).survivesPeerLoss)
+    refuse(spec, "transport",
+           "a fault drill needs transport: " +
+               transport::transportsWith(&transport::TransportCapabilities::survivesPeerLoss) + " (got '" +
+               spec.transport +
                "'): the MPI data path cannot survive the loss of a peer (Open MPI aborts or hangs the "
                "communicator), UCX reports it through its endpoint error callback");
-  if (spec.memory != "host") refuse(spec, file, "memory", "a fault drill runs with memory: host");
-  if (spec.sizes.size() != 1) refuse(spec, file, "sizes", "a fault drill takes exactly one size (the reply size)");
+  if (spec.memory != "host") refuse(spec, "memory", "a fault drill runs with memory: host");
+  if (spec.sizes.size() != 1) refuse(spec, "sizes", "a fault drill takes exactly one size (the reply size)");
   c.replyBytes = spec.sizes.front();
   if (c.replyBytes < 8 || c.replyBytes > (std::int64_t{1} << 20))
-    refuse(spec, file, "sizes", "the reply size must be 8B .. 1MiB");
+    refuse(spec, "sizes", "the reply size must be 8B .. 1MiB");
   c.victim = static_cast<int>(p.integer("victim", 1, 1, 1 << 20));
-  c.atSeconds = durationKey(spec, file, "at", 1.0, 0.001, 3600);
-  c.detectWithinSeconds = durationKey(spec, file, "detect_within", 2.0, 0.001, 600);
-  c.heartbeatSeconds = durationKey(spec, file, "heartbeat", 0.1, 0.001, 60);
-  c.heartbeatDeadlineSeconds = durationKey(spec, file, "heartbeat_deadline", 3 * c.heartbeatSeconds, 0.002, 600);
+  c.atSeconds = durationKey(spec, source, "at", 1.0, 0.001, 3600);
+  c.detectWithinSeconds = durationKey(spec, source, "detect_within", 2.0, 0.001, 600);
+  c.heartbeatSeconds = durationKey(spec, source, "heartbeat", 0.1, 0.001, 60);
+  c.heartbeatDeadlineSeconds = durationKey(spec, source, "heartbeat_deadline", 3 * c.heartbeatSeconds, 0.002, 600);
   if (c.heartbeatDeadlineSeconds < 2 * c.heartbeatSeconds)
-    refuse(spec, file, "heartbeat_deadline",
+    refuse(spec, "heartbeat_deadline",
            "heartbeat_deadline must be at least 2 heartbeats (" + std::to_string(2 * c.heartbeatSeconds) +
                " s): one late heartbeat would declare a live peer lost");
   if (c.heartbeatDeadlineSeconds >= c.detectWithinSeconds)
-    refuse(spec, file, "heartbeat_deadline",
+    refuse(spec, "heartbeat_deadline",
            "heartbeat_deadline (" + std::to_string(c.heartbeatDeadlineSeconds) +
                " s) must be shorter than detect_within (" + std::to_string(c.detectWithinSeconds) +
                " s): a hung peer or a dead link is only noticed through missed heartbeats");
-  c.requestTimeoutSeconds = durationKey(spec, file, "request_timeout", 2 * c.heartbeatDeadlineSeconds, 0.001, 600);
+  c.requestTimeoutSeconds = durationKey(spec, source, "request_timeout", 2 * c.heartbeatDeadlineSeconds, 0.001, 600);
   c.requests = p.integer("requests", 4000, 1, 1000000);
   c.rate = static_cast<double>(p.integer("rate", 1000, 1, 1000000));
-  c.faultCommand = stringKey(spec, file, "fault_command");
-  c.restoreCommand = stringKey(spec, file, "restore_command");
-  c.commandTimeoutSeconds = durationKey(spec, file, "command_timeout", 10, 0.1, 600);
-  if (spec.node["loss_percent"]) {
-    if (c.fault != "loss") refuse(spec, file, "loss_percent", "loss_percent is for fault: loss");
+  c.faultCommand = stringKey(spec, source, "fault_command");
+  c.restoreCommand = stringKey(spec, source, "restore_command");
+  c.commandTimeoutSeconds = durationKey(spec, source, "command_timeout", 10, 0.1, 600);
+  if (p.has("loss_percent")) {
+    if (c.fault != "loss") refuse(spec, "loss_percent", "loss_percent is for fault: loss");
     c.lossPercent = static_cast<double>(p.integer("loss_percent", 100, 1, 100));
   }
   if (c.usesCommand() && c.faultCommand.empty())
-    refuse(spec, file, "fault",
+    refuse(spec, "fault",
            "fault: " + c.fault + " needs fault_command: the command that " +
                (c.fault == "loss" ? "makes the victim's link lossy" : "takes the victim's link down") +
                " (e.g. on the emulated cluster 'launch/emulated-cluster " +
                (c.fault == "loss" ? "loss {victim_host} {percent}'" : "link {victim_host} down'") +
                "; on a real cluster a site command such as 'ssh {victim_host} sudo ip link set ib0 down')");
   if (!c.usesCommand() && (!c.faultCommand.empty() || !c.restoreCommand.empty()))
-    refuse(spec, file, c.faultCommand.empty() ? "restore_command" : "fault_command",
+    refuse(spec, c.faultCommand.empty() ? "restore_command" : "fault_command",
            "fault_command and restore_command are for fault: link-down and loss (fault: " + c.fault +
                " acts on the victim process itself)");
   for (const auto* key : {"fault_command", "restore_command"}) {
@@ -124,12 +126,12 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const std:
     try {
       (void)expandFaultCommand(command, {{"victim_host", "h"}, {"victim_rank", "1"}, {"percent", "1"}});
     } catch (const std::invalid_argument& e) {
-      refuse(spec, file, key, std::string(key) + ": " + e.what());
+      refuse(spec, key, std::string(key) + ": " + e.what());
     }
   }
   const double issueSeconds = static_cast<double>(c.requests) / c.rate;
   if (c.atSeconds >= issueSeconds)
-    refuse(spec, file, "at",
+    refuse(spec, "at",
            "the fault at " + std::to_string(c.atSeconds) + " s would come after the last request (" +
                std::to_string(c.requests) + " requests at " + std::to_string(static_cast<long long>(c.rate)) +
                "/s take " + std::to_string(issueSeconds) + " s): raise requests or lower at");
@@ -137,17 +139,20 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const std:
   // and stopping the workers and writing the file need the rest of the timeout.
   const double needed = c.victimLeavesAfterSeconds() + (c.usesCommand() ? c.commandTimeoutSeconds : 0) + 10;
   if (spec.timeoutSeconds < needed)
-    refuse(spec, file, "timeout",
+    refuse(spec, "timeout",
            "timeout must be at least " + std::to_string(needed) + " s (workload " + std::to_string(c.workloadSeconds()) +
                " s, commands, + 10 s)");
-  if (ranks > 0 && ranks < 4)
-    refuse(spec, file, "ranks", "a fault drill needs at least 4 ranks (client, victim, another worker, spare); it has " +
+  return c;
+}
+
+void checkFaultDrillRanks(const FaultDrillConfig& c, const scenario::TestSpec& spec, int ranks) {
+  if (ranks < 4)
+    refuse(spec, "ranks", "a fault drill needs at least 4 ranks (client, victim, another worker, spare); it has " +
                                     std::to_string(ranks));
-  if (ranks > 0 && c.victim > ranks - 2)
-    refuse(spec, file, "victim",
+  if (c.victim > ranks - 2)
+    refuse(spec, "victim",
            "victim must be a worker, 1 .. " + std::to_string(ranks - 2) + " (0 is the client, " +
                std::to_string(ranks - 1) + " the spare)");
-  return c;
 }
 
 std::string mechanismOf(const std::string& path) { return path.substr(0, path.find(':')); }

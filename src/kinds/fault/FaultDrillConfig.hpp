@@ -12,7 +12,7 @@
 
 namespace fabscope::suite {
 
-struct FaultDrillConfig {
+struct FaultDrillConfig final : scenario::KindConfig {
   // kill: the victim SIGKILLs itself. hang: the victim stays alive but stops
   // answering (no transport reports it; heartbeats must). link-down, loss:
   // fault_command (run by the client at the fault moment) cuts or degrades the
@@ -43,10 +43,12 @@ struct FaultDrillConfig {
   double victimLeavesAfterSeconds() const { return workloadSeconds() + (usesCommand() ? commandTimeoutSeconds : 0) + 1; }
 };
 
-// Reads and checks the keys; `ranks` is the number of ranks the test runs on
-// (0 = not known yet: the rank-dependent checks are skipped). Throws
-// ScenarioError naming file:line and what was expected.
-FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const std::string& file, int ranks);
+// Reads and checks the keys (the kind's parse step, at load). Throws
+// ScenarioError naming file:line:column and what was expected.
+FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scenario::TestSource& source);
+// The checks that need the number of ranks the test runs on (known when an
+// instance is planned): enough ranks, and a victim that is a worker.
+void checkFaultDrillRanks(const FaultDrillConfig& c, const scenario::TestSpec& spec, int ranks);
 
 // The command with {victim_host}, {victim_rank} and {percent} replaced.
 // Throws std::invalid_argument naming an unknown or unclosed placeholder.

@@ -22,6 +22,7 @@
 
 #include "kinds/fault/FaultDrillRoles.hpp"
 #include "kinds/KindFactories.hpp"
+#include "scenario/TestSource.hpp"
 
 namespace fabscope::suite {
 namespace {
@@ -43,26 +44,19 @@ class FaultDrillKind final : public Kind {
                    "restore_command", "command_timeout", "loss_percent"};
     r.commandKeys = {"fault_command", "restore_command"};
     r.minRanks = 4;
-    r.validate = [](const scenario::TestSpec& spec, const std::string& file, int) {
-      readFaultDrillConfig(spec, file, 0);
+    r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
+      return std::make_shared<FaultDrillConfig>(readFaultDrillConfig(spec, source));
     };
     return r;
   }
 
-  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
-                    int worldSize) const override {
+  InstancePlan plan(const scenario::TestInstance& instance, int worldSize) const override {
     const auto& spec = *instance.spec;
-    int ranks = 0;
-    try {
-      ranks = canaryCount(roleSpecOf(spec), worldSize, 4, hasCongestedCondition(spec));
-    } catch (const UsageError& e) {
-      throw scenario::ScenarioError(scenario::positionOf(scenarioFile, spec.node) + ": test '" + spec.name +
-                                    "': " + e.what());
-    }
+    const int ranks = measuringRanksOf(spec, worldSize, 4);
     if (hasCongestedCondition(spec))
-      throw scenario::ScenarioError(scenario::positionOf(scenarioFile, spec.node) + ": test '" + spec.name +
-                                    "': a fault drill runs under condition quiet only");
-    const auto c = readFaultDrillConfig(spec, scenarioFile, ranks);
+      throw scenario::ScenarioError(spec.at + ": test '" + spec.name + "': a fault drill runs under condition quiet only");
+    const auto& c = scenario::configOf<FaultDrillConfig>(spec);
+    checkFaultDrillRanks(c, spec, ranks);
     InstancePlan plan;
     plan.metric = Metric::latency;
     plan.pattern = "fault";
@@ -82,7 +76,7 @@ class FaultDrillKind final : public Kind {
   Outcome run(RunContext& ctx) const override {
     auto& events = ctx.adopt(std::make_unique<EventLog>());
     Outcome outcome;
-    const auto c = readFaultDrillConfig(*ctx.instance.spec, std::string(), ctx.group.size());
+    const auto& c = scenario::configOf<FaultDrillConfig>(*ctx.instance.spec);
     const int index = ctx.group.rank();
     const bool victim = index == c.victim;
     if (c.usesCommand()) requireVictimAloneOnItsHost(ctx, c);

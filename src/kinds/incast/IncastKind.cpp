@@ -19,6 +19,7 @@
 #include "stats/Statistics.hpp"
 #include "kinds/KindFactories.hpp"
 #include "kinds/p2p/PointToPoint.hpp"
+#include "scenario/TestSource.hpp"
 
 namespace fabscope::suite {
 namespace {
@@ -28,6 +29,13 @@ constexpr int incastTag = 31, ackTag = 32, pingTag = 33;
 constexpr std::int32_t probeStop = 1;
 constexpr std::int64_t probeBytes = 8;
 constexpr int maxProbeSamples = 200000;
+
+// The keys of an incast test, read once at load.
+struct IncastConfig final : scenario::KindConfig {
+  int window = 8;       // messages in flight per sender
+  bool probe = true;    // a latency probe to the receiver (with 3 ranks or more)
+  bool corruptForTest = false;
+};
 
 class IncastKind final : public Kind {
  public:
@@ -40,30 +48,27 @@ class IncastKind final : public Kind {
     scenario::KindRules r;
     r.extraKeys = {"window", "probe", corruptForTestKey};
     r.minRanks = 2;
-    r.validate = [](const scenario::TestSpec& spec, const std::string& file, int) {
-      scenario::ParamReader p(spec, file);
-      p.integer("window", 8, 1, 256);
-      p.choice("probe", {"true", "false"}, "true");
-      p.choice(corruptForTestKey, {"true", "false"}, "false");
-      checkMemoryAndTransport(spec, file);
+    r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
+      scenario::ParamReader p(spec, source);
+      auto c = std::make_shared<IncastConfig>();
+      c->window = static_cast<int>(p.integer("window", 8, 1, 256));
+      c->probe = p.choice("probe", {"true", "false"}, "true") == "true";
+      c->corruptForTest = p.choice(corruptForTestKey, {"true", "false"}, "false") == "true";
+      checkMemoryAndTransport(spec);
+      return c;
     };
     return r;
   }
 
-  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile, int worldSize) const override {
+  InstancePlan plan(const scenario::TestInstance& instance, int worldSize) const override {
     const auto& spec = *instance.spec;
-    scenario::ParamReader p(spec, scenarioFile);
+    const auto& c = scenario::configOf<IncastConfig>(spec);
     InstancePlan plan;
     plan.metric = Metric::latency;
     plan.pattern = "incast";
-    plan.window = static_cast<int>(p.integer("window", 8, 1, 256));
-    int ranks = 0;
-    try {
-      ranks = canaryCount(roleSpecOf(spec), worldSize, 2, hasCongestedCondition(spec));
-    } catch (const UsageError& e) {
-      throw scenario::ScenarioError(scenario::positionOf(scenarioFile, spec.node) + ": test '" + spec.name + "': " + e.what());
-    }
-    const bool probe = p.choice("probe", {"true", "false"}, "true") == "true" && ranks >= 3;
+    plan.window = c.window;
+    const int ranks = measuringRanksOf(spec, worldSize, 2);
+    const bool probe = c.probe && ranks >= 3;
     const int senders = ranks - 1 - (probe ? 1 : 0);
     plan.maxSamplesPerRank = std::max<std::int64_t>(spec.iterations, probe ? maxProbeSamples : 0);
     plan.bufferBytesPerRank = instance.bytes * plan.window * std::max(1, senders);
@@ -75,7 +80,7 @@ class IncastKind final : public Kind {
   Outcome run(RunContext& ctx) const override {
     const int index = ctx.group.rank();
     const int n = ctx.group.size();
-    const bool probe = ParamProbe(ctx) && n >= 3;
+    const bool probe = scenario::configOf<IncastConfig>(*ctx.instance.spec).probe && n >= 3;
     const int firstSender = probe ? 2 : 1;
     const int receiver = ctx.participants[0];
     if (index == 0) receive(ctx, firstSender, probe);
@@ -87,11 +92,6 @@ class IncastKind final : public Kind {
   }
 
  private:
-  static bool ParamProbe(const RunContext& ctx) {
-    const auto node = ctx.instance.spec->node["probe"];
-    return !node || node.Scalar() != "false";
-  }
-
   void send(RunContext& ctx, int receiver) const {
     auto& t = ctx.transport;
     const auto n = static_cast<std::size_t>(ctx.instance.bytes);
@@ -99,7 +99,7 @@ class IncastKind final : public Kind {
     const auto memory = memoryKindOf(ctx.instance.spec->memory);
     std::byte* buffer = ctx.buffers.allocate(n, memory);
     fillPattern(buffer, n, ctx.seed + static_cast<std::uint64_t>(ctx.world.rank()), memory);
-    if (corruptsForTest(*ctx.instance.spec)) corruptOneByte(buffer, n, memory);
+    if (scenario::configOf<IncastConfig>(*ctx.instance.spec).corruptForTest) corruptOneByte(buffer, n, memory);
     t.reserve(window + 1);
     std::int32_t ack = 0;
     const auto& spec = *ctx.instance.spec;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "model/ModelSpecYaml.hpp"
+#include "scenario/TestSource.hpp"
 #include "scenario/Units.hpp"
 
 namespace fabscope::suite::kvpush {
@@ -67,9 +68,10 @@ const char* directionName(Direction d) {
   return "?";
 }
 
-KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const std::string& file, int worldSize) {
-  scenario::ParamReader p(spec, file);
-  const YAML::Node& node = spec.node;
+KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
+  scenario::ParamReader p(spec, source);
+  const std::string& file = source.file;
+  const YAML::Node& node = source.test;
   KvPushConfig c;
 
   // Prompt lengths come from `sizes: {derive: kv-request, block_tokens, prompt_tokens}`
@@ -85,16 +87,16 @@ KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const std::string&
     for (const char* key : {"prompt_tokens", "block_tokens"})
       if (node[key]) failAt(file, node[key], std::string("'") + key + "' is given in 'sizes' already; give it in one place");
   }
-  const YAML::Node modelNode = derived && sizes["model"] ? sizes["model"] : node["model"] ? node["model"] : spec.scenarioModel;
+  const YAML::Node modelNode = derived && sizes["model"] ? sizes["model"] : node["model"] ? node["model"] : source.model;
   const YAML::Node parallelNode =
-      derived && sizes["parallel"] ? sizes["parallel"] : node["parallel"] ? node["parallel"] : spec.scenarioParallel;
+      derived && sizes["parallel"] ? sizes["parallel"] : node["parallel"] ? node["parallel"] : source.parallel;
   if (!modelNode) failAt(file, node, "test '" + spec.name + "' (kvpush) needs a model: 'model:' in the test or at the top "
                                      "of the scenario, a preset name (" + model::knownPresetNames() + ") or a mapping");
   try {
     c.model = model::modelSpecFromYaml(modelNode);
     c.parallel = parallelNode ? model::parallelLayoutFromYaml(parallelNode) : model::ParallelLayout{};
   } catch (const model::ModelSpecError& e) {
-    throw ScenarioError(scenario::positionOf(file, e.node(), node) + ": " + e.message());
+    throw scenario::modelErrorAt(file, e, node);
   }
 
   if (derived) {
@@ -117,7 +119,7 @@ KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const std::string&
   const auto direction = p.choice("direction", {"push", "push-put", "pull"}, "push");
   c.direction = direction == "pull" ? Direction::pull : direction == "push-put" ? Direction::pushPut : Direction::push;
 
-  const int ranks = spec.ranks > 0 ? spec.ranks : worldSize;
+  const int ranks = spec.ranks > 0 ? spec.ranks : source.worldSize;
   const bool bothGiven = p.has("prefill_ranks") && p.has("decode_ranks");
   c.prefillRanks = static_cast<int>(p.integer("prefill_ranks", 0, 1, 1'000'000));
   c.decodeRanks = static_cast<int>(p.integer("decode_ranks", 0, 1, 1'000'000));

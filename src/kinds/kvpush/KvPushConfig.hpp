@@ -31,7 +31,7 @@ const char* strategyName(Strategy s);
 const char* directionName(Direction d);
 inline bool isOneSided(Direction d) { return d != Direction::push; }
 
-struct KvPushConfig {
+struct KvPushConfig final : scenario::KindConfig {
   model::ModelSpec model;
   model::ParallelLayout parallel;
   std::uint32_t blockTokens = 16;
@@ -52,9 +52,10 @@ struct KvPushConfig {
   int totalRequestsPerPrefill() const { return warmupRequests + requests; }
 };
 
-// Reads and checks every kvpush key of `spec`. Throws scenario::ScenarioError
-// "file:line:column: message" (model errors included).
-KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const std::string& file, int worldSize);
+// Reads and checks every kvpush key of `spec` (the kind's parse step, at
+// load). Throws scenario::ScenarioError "file:line:column: message" (model
+// errors included).
+KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const scenario::TestSource& source);
 
 // The per-rank layout of the pool (TP shard of one worker) for `poolBlocks`.
 kv::KvBlockLayout layoutOf(const KvPushConfig& config, std::uint64_t poolBlocks);

@@ -7,7 +7,6 @@
 // direction x one prompt length (KvPushConfig.hpp); the workers are in
 // KvPushTwoSided.cpp (push) and KvPushOneSided.cpp (push-put, pull).
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <memory>
 
@@ -15,6 +14,7 @@
 #include "kinds/kvpush/KvPushConfig.hpp"
 #include "kinds/kvpush/KvPushWorkers.hpp"
 #include "kinds/KindFactories.hpp"
+#include "scenario/TestSource.hpp"
 #include "transport/TransportFactory.hpp"
 
 namespace fabscope::suite {
@@ -45,15 +45,6 @@ const char* memoryPathOf(const Shape& s) {
   return "?";
 }
 
-// FABSCOPE_KV_IN_ORDER_FOR_TEST=1 makes every rank post as it must for a
-// transport that matches in posting order (NCCL), over a tag-matching one, so
-// the CPU tests run that bookkeeping (tests/mpi/kv_push.sh). Nothing else
-// reads this variable.
-bool inOrderForcedForTest() {
-  const char* forced = std::getenv("FABSCOPE_KV_IN_ORDER_FOR_TEST");
-  return forced && std::string(forced) == "1";
-}
-
 // Whether the scenario's ranks all take part: one-sided regions are exposed
 // collectively over every rank of the transport.
 bool everyRankMeasures(const scenario::TestSpec& spec, int worldSize) {
@@ -78,9 +69,11 @@ class KvPushKind final : public Kind {
     r.extraKeys = {"model", "parallel", "block_tokens", "prompt_tokens", "strategy", "direction", "prefill_ranks",
                    "decode_ranks", "loop", "requests", "warmup_requests", "compute_per_layer", "pool_blocks"};
     r.minRanks = 2;
-    r.validate = [](const scenario::TestSpec& spec, const std::string& file, int worldSize) {
-      const KvPushConfig c = readKvPushConfig(spec, file, worldSize);
-      scenario::ParamReader p(spec, file);
+    r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
+      auto config = std::make_shared<KvPushConfig>(readKvPushConfig(spec, source));
+      const KvPushConfig& c = *config;
+      const int worldSize = source.worldSize;
+      scenario::ParamReader p(spec, source);
       if (spec.conditions != std::vector<std::string>{"quiet"})
         p.fail("conditions", "kvpush runs under 'quiet' only so far: its ranks are prefill and decode workers, "
                              "none is free to make neighbour traffic");
@@ -105,14 +98,15 @@ class KvPushKind final : public Kind {
       if (spec.memory == "cuda" && c.strategy != Strategy::staged && !can.deviceMemory)
         p.fail("strategy", "kvpush with memory: cuda over transport '" + spec.transport + "' runs the staged strategy "
                            "only (GPU gather, pinned host staging, GPU scatter): per-block and layer-stream messages "
-                           "from device memory need a transport that addresses it (transport: nccl)");
+                           "from device memory need a transport that addresses it (transport: " +
+                           transport::transportsWith(&transport::TransportCapabilities::deviceMemory) + ")");
+      return config;
     };
     return r;
   }
 
-  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
-                    int worldSize) const override {
-    const Shape s = shapeOf(instance, scenarioFile, worldSize);
+  InstancePlan plan(const scenario::TestInstance& instance, int) const override {
+    const Shape s = shapeOf(instance);
     const auto& c = s.config;
     InstancePlan plan;
     plan.metric = Metric::bandwidth;
@@ -132,11 +126,14 @@ class KvPushKind final : public Kind {
 
   Outcome run(RunContext& ctx) const override {
     auto* state = &ctx.adopt(std::make_unique<KvRunState>());
-    state->shape = shapeOf(ctx.instance, ctx.instance.spec->name, ctx.world.size());
+    state->shape = shapeOf(ctx.instance);
     Shape& s = state->shape;
     auto& t = ctx.transport;
     s.deviceDirect = s.gpuPool && t.canAddress(transport::MemoryKind::cuda);
-    s.inOrder = t.matchesInOrder() || inOrderForcedForTest();
+    // --self-test kv-in-order: post as a transport that matches in posting
+    // order (NCCL) needs, over a tag-matching one, so the CPU tests run that
+    // bookkeeping (tests/mpi/kv_push.sh).
+    s.inOrder = t.matchesInOrder() || ctx.selfTest.kvInOrder;
     const auto& c = s.config;
     checkTransport(ctx, s);
     // Roles by position among the measuring ranks: [0, P) prefill, then D decode.
@@ -177,7 +174,7 @@ class KvPushKind final : public Kind {
   }
 
  private:
-  // The loader refuses what the transport cannot do (validate above); this
+  // The loader refuses what the transport cannot do (the parse step above); this
   // catches a transport opened under another name than the scenario's.
   static void checkTransport(const RunContext& ctx, const Shape& s) {
     const auto& t = ctx.transport;

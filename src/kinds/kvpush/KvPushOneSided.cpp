@@ -37,7 +37,7 @@ class OneSidedPrefill final : public KvWorker {
         placement_(shape.layout.numBlocks, shape.config.blockTokens, placementSeedOf(ctx.seed, ctx.world.rank())),
         lanes_(static_cast<std::size_t>(shape.config.inFlight)),
         sequenceTo_(static_cast<std::size_t>(shape.config.decodeRanks), 0),
-        corruptFirstRequest_(corruptsFirstRequest(prefillIndex)) {
+        corruptFirstRequest_(corruptsFirstRequest(ctx, prefillIndex)) {
     for (std::size_t l = 0; l < lanes_.size(); ++l) {
       auto& lane = lanes_[l];
       lane.blockIds.resize(s_.blocks);

@@ -24,7 +24,7 @@ class PushPrefill final : public KvWorker {
         placement_(shape.layout.numBlocks, shape.config.blockTokens, placementSeedOf(ctx.seed, ctx.world.rank())),
         lanes_(static_cast<std::size_t>(shape.config.inFlight)),
         sequenceTo_(static_cast<std::size_t>(shape.config.decodeRanks), 0),
-        corruptFirstRequest_(corruptsFirstRequest(prefillIndex)) {
+        corruptFirstRequest_(corruptsFirstRequest(ctx, prefillIndex)) {
     for (auto& lane : lanes_) lane.blockIds.resize(s_.blocks);
     if (s_.config.loop == LoopMode::open)
       arrivals_ = poissonArrivalOffsetsNs(s_.config.totalRequestsPerPrefill(), s_.config.ratePerSecond,

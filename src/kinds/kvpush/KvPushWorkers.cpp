@@ -9,9 +9,9 @@
 
 namespace fabscope::suite::kvpush {
 
-Shape shapeOf(const scenario::TestInstance& instance, const std::string& file, int worldSize) {
+Shape shapeOf(const scenario::TestInstance& instance) {
   Shape s;
-  s.config = readKvPushConfig(*instance.spec, file, worldSize);
+  s.config = scenario::configOf<KvPushConfig>(*instance.spec);
   s.tokens = promptTokensForBytes(s.config, instance.bytes);
   const auto poolBlocks = s.config.poolBlocks ? s.config.poolBlocks : poolBlocksNeeded(s.config, s.tokens);
   s.layout = layoutOf(s.config, poolBlocks);
@@ -38,9 +38,8 @@ std::uint64_t placementSeedOf(std::uint64_t seed, int rank) {
   return kernels::mix64(seed * 0x2545F4914F6CDD1Dull + static_cast<std::uint64_t>(rank) + 17);
 }
 
-bool corruptsFirstRequest(int prefillIndex) {
-  const char* corrupt = std::getenv("FABSCOPE_KV_CORRUPT_FOR_TEST");
-  return corrupt && std::string(corrupt) == "1" && prefillIndex == 0;
+bool corruptsFirstRequest(const RunContext& ctx, int prefillIndex) {
+  return ctx.selfTest.kvCorruptFirstRequest && prefillIndex == 0;
 }
 
 std::size_t measuredRequestsOf(const KvPushConfig& c, int decodeIndex) {

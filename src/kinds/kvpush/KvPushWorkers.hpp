@@ -54,7 +54,7 @@ struct Shape {
   }
 };
 
-Shape shapeOf(const scenario::TestInstance& instance, const std::string& file, int worldSize);
+Shape shapeOf(const scenario::TestInstance& instance);
 
 // Slots of one lane (one request in flight), the same layout for every
 // direction: control messages first, then one slot per data operation.
@@ -115,9 +115,9 @@ inline Nanoseconds computePerLayerNs(const Shape& s) {
   return static_cast<Nanoseconds>(s.config.computePerLayerSeconds * 1e9);
 }
 
-// Self-test of the decode side's checker (FABSCOPE_KV_CORRUPT_FOR_TEST=1):
-// prefill rank 0 flips one byte of its first measured request.
-bool corruptsFirstRequest(int prefillIndex);
+// Self-test of the decode side's checker (--self-test kv-corrupt): prefill
+// rank 0 flips one byte of its first measured request.
+bool corruptsFirstRequest(const RunContext& ctx, int prefillIndex);
 
 // The decode side's bookkeeping of completed requests: verifies the blocks,
 // records the sample and the request row (rows reserved up front, so

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "fabscope/BuildConfig.hpp"
+#include "scenario/TestSource.hpp"
 #include "scenario/Units.hpp"
 #include "runtime/Timestamp.hpp"
 #include "transport/TransportFactory.hpp"
@@ -18,28 +19,23 @@ std::uint64_t patternSeed(std::uint64_t runSeed, int sender) {
   return runSeed * 1315423911u + static_cast<std::uint64_t>(sender) + 1;
 }
 
-scenario::ScenarioError memoryError(const scenario::TestSpec& spec, const std::string& file, const std::string& why) {
-  return scenario::ScenarioError(scenario::positionOf(file, spec.node["memory"] ? spec.node["memory"] : spec.node) +
-                                 ": test '" + spec.name + "': " + why);
+scenario::ScenarioError memoryError(const scenario::TestSpec& spec, const std::string& why) {
+  return scenario::ScenarioError(spec.where("memory") + ": test '" + spec.name + "': " + why);
 }
 
 }  // namespace
 
-void checkMemoryAndTransport(const scenario::TestSpec& spec, const std::string& file) {
+void checkMemoryAndTransport(const scenario::TestSpec& spec) {
   const auto caps = transport::transportCapabilities(spec.transport);
   if (spec.memory != "host" && !FABSCOPE_HAVE_CUDA)
-    throw memoryError(spec, file, "memory '" + spec.memory + "' needs a build with CUDA; use memory: host");
+    throw memoryError(spec, "memory '" + spec.memory + "' needs a build with CUDA; use memory: host");
   if (spec.memory == "cuda" && !caps.deviceMemory)
-    throw memoryError(spec, file, "memory 'cuda' over transport '" + spec.transport + "': that transport cannot "
-                      "move GPU memory here (not CUDA-aware); use transport: nccl");
-  if (spec.memory == "host" && caps.deviceMemory && spec.transport == "nccl")
-    throw memoryError(spec, file, "transport 'nccl' moves GPU-addressable memory only; use memory: cuda "
+    throw memoryError(spec, "memory 'cuda' over transport '" + spec.transport + "': that transport cannot "
+                      "move GPU memory here (not CUDA-aware); use transport: " +
+                      transport::transportsWith(&transport::TransportCapabilities::deviceMemory));
+  if (spec.memory == "host" && !caps.hostMemory)
+    throw memoryError(spec, "transport '" + spec.transport + "' moves GPU-addressable memory only; use memory: cuda "
                       "(device) or cuda-host (pinned)");
-}
-
-bool corruptsForTest(const scenario::TestSpec& spec) {
-  const auto node = spec.node[corruptForTestKey];
-  return node && node.IsScalar() && node.Scalar() == "true";
 }
 
 scenario::KindRules PointToPointKind::rules() const {
@@ -47,52 +43,45 @@ scenario::KindRules PointToPointKind::rules() const {
   r.extraKeys = {"pattern", "all_pairs", corruptForTestKey};
   if (usesWindow()) r.extraKeys.push_back("window");
   r.minRanks = 2;
-  r.validate = [this](const scenario::TestSpec& spec, const std::string& file, int worldSize) {
-    scenario::ParamReader p(spec, file);
-    checkMemoryAndTransport(spec, file);
-    p.choice("pattern", {"pairs", "all-pairs"}, "pairs");
-    p.choice(corruptForTestKey, {"true", "false"}, "false");
-    if (usesWindow()) p.integer("window", defaultWindow, 1, 1024);
+  r.parse = [this](const scenario::TestSpec& spec, const scenario::TestSource& source) {
+    scenario::ParamReader p(spec, source);
+    checkMemoryAndTransport(spec);
+    auto c = std::make_shared<PointToPointConfig>();
+    c->allPairs = p.choice("pattern", {"pairs", "all-pairs"}, "pairs") == "all-pairs";
+    c->corruptForTest = p.choice(corruptForTestKey, {"true", "false"}, "false") == "true";
+    c->window = usesWindow() ? static_cast<int>(p.integer("window", defaultWindow, 1, 1024)) : 1;
     auto ap = p.mapping("all_pairs", {"mode", "retest_worst"});
-    ap.choice("mode", {"parallel", "serial"}, "parallel");
-    ap.integer("retest_worst", 3, 0, 1'000'000);
-    (void)worldSize;
+    c->serial = ap.choice("mode", {"parallel", "serial"}, "parallel") == "serial";
+    c->retestWorst = static_cast<int>(ap.integer("retest_worst", 3, 0, 1'000'000));
+    return c;
   };
   return r;
 }
 
-InstancePlan PointToPointKind::plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
-                                    int worldSize) const {
+InstancePlan PointToPointKind::plan(const scenario::TestInstance& instance, int worldSize) const {
   const auto& spec = *instance.spec;
-  scenario::ParamReader p(spec, scenarioFile);
+  const auto& c = scenario::configOf<PointToPointConfig>(spec);
   InstancePlan plan;
   plan.metric = metric();
   plan.sampleDivisor = sampleDivisor();
-  plan.window = usesWindow() ? static_cast<int>(p.integer("window", defaultWindow, 1, 1024)) : 1;
-  plan.pattern = p.choice("pattern", {"pairs", "all-pairs"}, "pairs");
-  int ranks = 0;
-  try {
-    ranks = canaryCount(roleSpecOf(spec), worldSize, 2, hasCongestedCondition(spec));
-  } catch (const UsageError& e) {
-    throw scenario::ScenarioError(scenario::positionOf(scenarioFile, spec.node) + ": test '" + spec.name + "': " + e.what());
-  }
+  plan.window = c.window;
+  plan.pattern = c.allPairs ? "all-pairs" : "pairs";
+  const int ranks = measuringRanksOf(spec, worldSize, 2);
   std::string detail;
-  if (plan.pattern == "pairs") {
+  if (!c.allPairs) {
     plan.schedule = pairsSchedule(ranks);
     plan.pass = "parallel";
     detail = "pairs i<->i+" + std::to_string(ranks / 2) + ", " + std::to_string(ranks / 2) + " pairs at once";
   } else {
-    auto ap = p.mapping("all_pairs", {"mode", "retest_worst"});
-    const auto mode = ap.choice("mode", {"parallel", "serial"}, "parallel");
     const auto parallel = allPairsParallelSchedule(ranks, oneWay());
-    if (mode == "serial") {
+    if (c.serial) {
       plan.schedule = serialSchedule(parallel);
       plan.pass = "serial";
       detail = "all-pairs, one pair at a time (" + std::to_string(plan.schedule.size()) + " rounds)";
     } else {
       plan.schedule = parallel;
       plan.pass = "parallel";
-      plan.retestWorst = static_cast<int>(ap.integer("retest_worst", 3, 0, 1'000'000));
+      plan.retestWorst = c.retestWorst;
       detail = "all-pairs, " + std::to_string(plan.schedule.size()) + " rounds, every rank busy";
       if (plan.retestWorst > 0) detail += "; then the " + std::to_string(plan.retestWorst) + " worst pairs serially";
     }
@@ -131,7 +120,8 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
     buffers.recvBytes = bytes * buffers.slices;
     buffers.recv = ctx.buffers.allocate(buffers.recvBytes, memory);
     fillPattern(buffers.send, bytes, patternSeed(ctx.seed, me), memory);
-    if (corruptsForTest(*ctx.instance.spec)) corruptOneByte(buffers.send, bytes, memory);
+    if (scenario::configOf<PointToPointConfig>(*ctx.instance.spec).corruptForTest)
+      corruptOneByte(buffers.send, bytes, memory);
   }
   ctx.transport.reserve(2 * ctx.plan.window + 2);
 

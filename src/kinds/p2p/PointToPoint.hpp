@@ -15,11 +15,19 @@ struct PairBuffers {
   std::size_t slices = 1;       // distinct receive slices (window messages land apart)
 };
 
+// The keys of a point-to-point test, read once at load.
+struct PointToPointConfig final : scenario::KindConfig {
+  bool allPairs = false;     // pattern: pairs | all-pairs
+  bool serial = false;       // all_pairs.mode: parallel | serial
+  int retestWorst = 3;       // all_pairs.retest_worst
+  int window = 1;            // windowed kinds only
+  bool corruptForTest = false;
+};
+
 class PointToPointKind : public Kind {
  public:
   scenario::KindRules rules() const override;
-  InstancePlan plan(const scenario::TestInstance& instance, const std::string& scenarioFile,
-                    int worldSize) const override;
+  InstancePlan plan(const scenario::TestInstance& instance, int worldSize) const override;
   Outcome run(RunContext& ctx) const override;
 
  protected:
@@ -36,13 +44,12 @@ class PointToPointKind : public Kind {
 
 // Scenario check shared by the kinds that move a test buffer over a transport:
 // the memory kind must be one the transport (and the build) can address.
-void checkMemoryAndTransport(const scenario::TestSpec& spec, const std::string& file);
+void checkMemoryAndTransport(const scenario::TestSpec& spec);
 // Test key corrupt_for_test: true (for fabscope's own tests): every sender
 // flips one byte of its message after filling it, so the receivers' data check
 // must fail and the run exit 1. An explicit scenario key, never an environment
 // variable, so a production run cannot trip it by accident.
 inline constexpr const char* corruptForTestKey = "corrupt_for_test";
-bool corruptsForTest(const scenario::TestSpec& spec);
 
 inline constexpr int dataTag = 11;
 inline constexpr int ackTag = 12;

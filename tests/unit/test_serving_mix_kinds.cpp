@@ -1,4 +1,5 @@
-// The MoE all-to-all's routing (pure, seeded) and its scenario keys.
+// The serving-mix kinds: the MoE all-to-all's routing (pure, seeded) and scenario keys, and
+// the front-end api kind's scenario keys.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -129,4 +130,24 @@ TEST(MoeAllToAllScenario, SizesAndRoutingComeFromTheModelOrTheTest) {
   EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, sizes: {derive: moe-dispatch, tokens: [8]}}\n", 1)
                 .find("needs at least 2 ranks"),
             std::string::npos);
+}
+
+TEST(ApiScenario, KeysAreCheckedAtLoad) {
+  const std::string ok = "tests:\n  - {kind: api, sizes: [256], clients: 1, rate: 100, requests: 10}\n";
+  EXPECT_EQ(errorOf(ok), "no error");
+  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], clients: 4}\n").find("t.yaml:2:40: test 'api-1' has 4 measuring ranks: 'clients: 4' leaves none to serve"),
+            std::string::npos)
+      << errorOf("tests:\n  - {kind: api, sizes: [256], clients: 4}\n");
+  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], chunks: 100, chunk_interval: 1s, request_timeout: 5s}\n")
+                .find("every request would time out"),
+            std::string::npos);
+  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], rate: 1, requests: 1000, timeout: 60s}\n").find("(lower requests, raise rate or timeout)"),
+            std::string::npos);
+  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], network: wan}\n").find("'network' in test 'api-1' is 'wan'; expected one of: fabric, frontend"),
+            std::string::npos);
+  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], transport: ucx}\n").find("runs over its own TCP sockets"),
+            std::string::npos);
+  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], service_time: soon}\n").find("'service_time' in test 'api-1'"),
+            std::string::npos);
+  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [32MiB]}\n").find("more than 16MiB"), std::string::npos);
 }

@@ -1,0 +1,37 @@
+#pragma once
+// Hooks for fabscope's own tests: `fabscope run --self-test HOOK` (repeatable),
+// parsed once from the command line into the run's options and handed to the
+// kinds through RunContext::selfTest. Each spoils data on purpose, so a test
+// can show that a data check catches it, or forces a code path the test
+// machine would not take otherwise. Only an explicit option sets them (never a
+// scenario or the environment), so a real run cannot trip one by accident;
+// the run's command_line attribute records them.
+#include <string>
+#include <vector>
+
+namespace fabscope::suite {
+
+struct SelfTestHooks {
+  // corrupt-rank=N: all-reduce and all-to-all spoil world rank N's received
+  // data after the timed loop (tests/mpi/allreduce.sh, alltoall.sh).
+  int corruptRank = -1;
+  // kv-corrupt: kvpush's prefill rank 0 flips one byte of its first measured
+  // request (tests/mpi/kv_push.sh, kv_one_sided.sh, kv_gpu.sh).
+  bool kvCorruptFirstRequest = false;
+  // kv-in-order: kvpush posts as a transport that matches in posting order
+  // (NCCL) needs, over a tag-matching one (tests/mpi/kv_push.sh).
+  bool kvInOrder = false;
+};
+
+// The hooks of the --self-test values; throws UsageError naming a value it
+// does not know, with the known ones.
+SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values);
+
+// One line per hook, for `fabscope run --help`.
+inline constexpr const char* selfTestHelp =
+    "a hook for fabscope's own tests, repeatable: corrupt-rank=N (allreduce, alltoall: world rank N's received "
+    "data is spoiled after the timed loop), kv-corrupt (kvpush: prefill rank 0 spoils its first request), "
+    "kv-in-order (kvpush posts as for an in-order transport such as NCCL). Each must make its data check fail "
+    "or take its code path; never for a real measurement";
+
+}  // namespace fabscope::suite

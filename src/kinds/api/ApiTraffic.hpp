@@ -1,0 +1,100 @@
+#pragma once
+// The front-end traffic of the `api` kind over plain TCP sockets: a minimal
+// framed protocol rather than HTTP/1.1 with server-sent events, so what is
+// measured is the network path and the kernel's TCP stack, with no parser or
+// library between (an HTTP front end adds its own parsing on both ends; that
+// is the server's cost, not the fabric's). One connection per request, as a
+// load balancer that does not keep connections alive opens them.
+//
+//   request:  24-byte header (magic "FAPQ", body bytes, request id, client
+//             rank; big-endian) + body (a pattern derived from the id)
+//   answer:   `chunks` frames of a 16-byte header (magic "FAPC", index,
+//             total, payload bytes) + payload (a pattern of id and index),
+//             the first after the service time, then one per interval; the
+//             server closes after the last. "FAPB" instead: busy (over its
+//             connection limit), "FAPE": it found the request malformed.
+//
+// Servers listen on their chosen interface's address only, accept only the
+// run's client addresses, bound the request size, open connections and the
+// time a connection may take, and close everything at the end of the test.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kinds/api/ApiConfig.hpp"
+#include "kinds/SampleBuffer.hpp"
+#include "output/ApiRecords.hpp"
+#include "runtime/ClockSync.hpp"
+#include "runtime/Deadline.hpp"
+#include "runtime/Mpi.hpp"
+
+namespace fabscope::suite::api {
+
+// An IPv4 address of this host (network byte order) and the interface it is on.
+struct LocalAddress {
+  std::string interface;
+  std::uint32_t ipv4 = 0;
+};
+
+// `wanted` ("" = choose): that interface's address, or an error naming it;
+// otherwise the rank's fabric NIC when it is a network interface with an IPv4
+// address, else the first interface that is up and not loopback, else loopback.
+LocalAddress chooseAddress(const std::string& wanted, const std::string& rankNic);
+std::string ipv4Text(std::uint32_t ipv4);
+
+struct Endpoint {
+  std::uint32_t ipv4 = 0;  // network byte order
+  std::uint16_t port = 0;  // host byte order
+};
+
+// What a server saw, for the instance's attributes.
+struct ServerCounts {
+  std::int64_t answered = 0;          // requests answered in full
+  std::int64_t busy = 0;              // refused over max_connections
+  std::int64_t badRequests = 0;       // malformed or over-long requests (answered "FAPE")
+  std::int64_t outsidersRefused = 0;  // connections from addresses outside the run, closed at once
+  std::int64_t stalled = 0;           // connections closed for taking longer than request_timeout
+  std::int64_t aborted = 0;           // connections the client closed or reset before the end
+};
+
+// A listening server: bound and listening from construction (so clients can
+// be told its port before anyone connects); serve() answers until `allDone`
+// (a non-blocking barrier the clients join when finished) completes.
+class ApiServer {
+ public:
+  ApiServer(const ApiConfig& config, const LocalAddress& address, std::vector<std::uint32_t> allowedClients);
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  std::uint16_t port() const noexcept { return port_; }
+  void allow(std::vector<std::uint32_t> clients) { allowed_ = std::move(clients); }
+  ServerCounts serve(MPI_Request& allDone, const runtime::Deadline& deadline);
+
+ private:
+  struct Connection;
+  void acceptAll(std::int64_t now, ServerCounts& counts);
+  void closeConnection(Connection& c);
+
+  const ApiConfig& config_;
+  std::vector<std::uint32_t> allowed_;
+  int listenFd_ = -1;
+  int epollFd_ = -1;
+  std::uint16_t port_ = 0;
+  std::vector<Connection> slots_;
+};
+
+// What one client measured: a row per measured request (global clock), and
+// samples (local clock) into `samples`: the request (connect -> last byte),
+// its time to first byte (flag firstByte) and its chunk gaps (flag chunkGap).
+struct ClientOutcome {
+  std::vector<output::ApiRequestRecord> rows;
+  std::int64_t verified = 0;  // answers whose every byte matched
+};
+
+ClientOutcome runClient(const ApiConfig& config, const LocalAddress& address, int clientIndex, int worldRank,
+                        const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks,
+                        std::uint64_t seed, SampleBuffer& samples, const runtime::ClockSync& clock,
+                        const runtime::Deadline& deadline);
+
+}  // namespace fabscope::suite::api

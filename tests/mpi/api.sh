@@ -1,0 +1,91 @@
+# The front-end API kind on 4 local ranks (2 clients, 2 servers): every request
+# answered and every byte checked; the times obey what the servers were told
+# (first byte after the service time, chunks at the interval, whole answer after
+# both); arrivals are open-loop (a request starts at or after its arrival);
+# nobody outside the run connected. Then a server limited to one connection
+# refuses requests as busy: the instance fails and names the servers and the
+# status. The analysis reads it back.
+source "$(dirname "$0")/lib.bash"
+cat > "$scratch/api.yaml" <<'YAML'
+name: api-check
+tests:
+  - name: front
+    kind: api
+    sizes: [256, 4KiB]
+    clients: 2
+    rate: 200
+    requests: 40
+    warmup_requests: 4
+    chunks: 8
+    service_time: 3ms
+    chunk_interval: 2ms
+    timeout: 30s
+YAML
+run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$scratch/api.yaml" --output "$scratch/ok.h5" --no-progress > "$scratch/ok.out" 2>&1 \
+  || { echo "FAIL: the api run failed"; cat "$scratch/ok.out"; exit 1; }
+/usr/bin/python3 - "$scratch/ok.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["complete"] == 1 and f.attrs["exit_code"] == 0
+    for name, g in f["tests"].items():
+        a = g.attrs
+        assert a["kind"] == "api" and a["status"] == "passed", (name, a["status"], a["error"])
+        assert a["requests_measured"] == 80 and a["requests_ok"] == 80, (a["requests_measured"], a["requests_ok"])
+        assert a["outsiders_refused"] == 0 and a["refused_busy"] == 0 and a["request_errors"] == ""
+        t = g["api_requests"][()]
+        assert len(t) == 80 and np.all(t["status"] == b"ok"), set(t["status"])
+        assert sorted(set(t["client_rank"])) == [0, 1] and sorted(set(t["server_rank"])) == [2, 3]
+        assert np.all(t["chunks"] == 8) and np.all(t["bytes"] == 8 * int(a["bytes"]))
+        assert np.all(t["t_start_ns"] >= t["t_arrival_ns"]), "a request started before it arrived"
+        assert np.all(t["connect_ns"] > 0) and np.all(t["ttfb_ns"] > t["connect_ns"])
+        # the server waits 3 ms after the request before the first chunk
+        assert np.all(t["ttfb_ns"] >= 3e6), t["ttfb_ns"].min()
+        s = g["samples"][()]
+        head = s[s["flags"] == 0]
+        first = s[s["flags"] == 1 << 13]
+        gaps = s[s["flags"] == 1 << 14]
+        assert len(head) == len(first) == 80 and len(gaps) == 80 * 7, (len(head), len(first), len(gaps))
+        whole = head["t_done_ns"] - head["t_post_ns"]
+        assert np.all(whole >= 3e6 + 7 * 2e6 * 0.95), whole.min()  # service + 7 intervals (planned times)
+        gap = (gaps["t_done_ns"] - gaps["t_post_ns"]) / 1e6
+        assert 1.0 < np.median(gap) < 20, np.median(gap)
+print("api: every request answered and checked, times as the servers were told")
+PY
+out=$(cd "$FABSCOPE_SOURCE_DIR/analysis" && /usr/bin/python3 -m fabscope_analysis summary "$scratch/ok.h5")
+grep -q "80/80 requests ok; p50/p99/p99.9 us: connect" <<<"$out" || { echo "FAIL: no API line in the summary"; echo "$out"; exit 1; }
+# One connection per server and overlapping answers: requests are refused as busy.
+cat > "$scratch/busy.yaml" <<'YAML'
+name: api-busy
+tests:
+  - name: busy
+    kind: api
+    sizes: [256]
+    clients: 2
+    rate: 2000
+    requests: 40
+    warmup_requests: 0
+    chunks: 10
+    chunk_interval: 5ms
+    max_connections: 1
+    timeout: 30s
+YAML
+rc=0
+run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$scratch/busy.yaml" --output "$scratch/busy.h5" --no-progress > "$scratch/busy.out" 2>&1 || rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: busy servers gave exit $rc, expected 1"; cat "$scratch/busy.out"; exit 1; }
+/usr/bin/python3 - "$scratch/busy.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    a = f["tests/0000"].attrs
+    assert a["status"] == "failed" and a["refused_busy"] > 0, (a["status"], a["refused_busy"])
+    err = a["error"]
+    # a refusal reaches the client as the busy frame, or as a reset when the server's
+    # close finds the unread request (the kernel then resets the connection)
+    assert "api requests failed, by server: rank 2 (" in err and ("busy" in err or "reset" in err), err
+    print("api: busy servers fail the test, named:", a["request_errors"])
+PY
+# The serving impact shows the front end's share (what the network added beyond the
+# servers' own service time), not a "missing" line.
+out=$(cd "$FABSCOPE_SOURCE_DIR/analysis" && /usr/bin/python3 -m fabscope_analysis impact "$scratch/ok.h5" --model llama3-70b --tp 2)
+grep -q "^Front end: what the network adds" <<<"$out" || { echo "FAIL: impact has no front-end section"; echo "$out"; exit 1; }
+if grep -q "front-end API share of a request: not measured" <<<"$out"; then echo "FAIL: impact calls the measured front end missing"; exit 1; fi
+echo "api: impact reports the front end's share"

@@ -1,0 +1,55 @@
+// The watchdog ends a rank whose wait never returns (a poll stuck inside a
+// library), naming the rank, host and the wait, with exit code 3; a wait that
+// returns in time, or one that fails at its deadline as usual, is left alone.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "runtime/Deadline.hpp"
+#include "runtime/Errors.hpp"
+#include "runtime/Watchdog.hpp"
+
+using namespace fabscope;
+
+namespace {
+
+void stuckWait() {
+  runtime::watchdog::start(7, "hostA", 0.3);
+  const auto deadline = runtime::Deadline::afterSeconds(0.2);
+  // A poll that does not return: the loop never gets to check its deadline.
+  runtime::waitUntil(
+      [] {
+        std::this_thread::sleep_for(std::chrono::seconds(30));
+        return true;
+      },
+      deadline, "a reply from rank 3");
+}
+
+}  // namespace
+
+TEST(Watchdog, EndsARankWhosePollNeverReturns) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto begin = std::chrono::steady_clock::now();
+  EXPECT_EXIT(stuckWait(), ::testing::ExitedWithCode(3),
+              "rank 7 \\(hostA\\): watchdog: still waiting for a reply from rank 3 .* after its deadline");
+  // deadline 0.2 s + grace 0.3 s + one look (0.25 s), far below the poll's 30 s
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(10));
+}
+
+TEST(Watchdog, LeavesWaitsThatReturnOrFailAtTheirDeadline) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        runtime::watchdog::start(1, "hostB", 0.2);
+        int polls = 0;
+        runtime::waitUntil([&] { return ++polls == 1000; }, runtime::Deadline::afterSeconds(5), "a quick reply");
+        try {
+          runtime::waitUntil([] { return false; }, runtime::Deadline::afterSeconds(0.1), "nothing");
+        } catch (const RuntimeFailure&) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(800));  // past both deadlines + grace
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
