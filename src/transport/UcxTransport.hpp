@@ -98,6 +98,9 @@ class UcxTransport final : public Transport {
   // Cancels and frees every request still in flight (error and reset paths).
   void abandonPending(const runtime::Deadline& deadline);
   void closeEndpoint(Peer& peer, const runtime::Deadline& deadline);
+  // Receives, into scratch memory, what arrived for no receive (at destroy).
+  void drainUnexpected(const runtime::Deadline& deadline);
+  static constexpr int maxDrainedMessages = 100000;
   void destroyRkeysOf(int peer);
   void waitRequest(void* request, const runtime::Deadline& deadline, const char* what);
 
