@@ -273,48 +273,41 @@ def _tp_communication(analysis: RunAnalysis, d: Deployment, count: int, target: 
         out.missing.append(f"TP all-reduce of {format_bytes(target)} (decode batch "
                            f"{d.decode_batch}): the file has no allreduce test")
         return
-    series: Dict[str, List[TestInstance]] = {}
-    for inst in insts:
-        series.setdefault(_series_name(inst), []).append(inst)
-    for name, members in series.items():
-        for condition in _conditions(members):
-            by_size: Dict[int, np.ndarray] = {}
-            ranks: Dict[int, int] = {}
-            for inst in members:
-                if str(inst.get("condition", "quiet")) != condition:
-                    continue
-                s = analysis.samples(inst)
-                by_size[int(inst.get("bytes"))] = collective_times(s)
-                ranks[int(inst.get("bytes"))] = int(s["rank"].nunique()) if len(s) else 0
-            times, how = _at_size(by_size, target)
-            row = {"series": name, "condition": condition, "bytes": target, "how": how,
-                   "collectives_per_step": count}
-            if times is None:
-                out.missing.append(f"{name} [{condition}]: {how}")
-                row.update({"p50_ms": None, "p99_ms": None})
-                out.tp_rows.append(row)
-                continue
-            nearest = min(ranks, key=lambda b: abs(b - target))
-            n = ranks[nearest]
-            sums = compose_step([(times, count)], resamples, seed)
-            row.update(quantiles_ms(sums))
-            row.update({"ranks_measured": n, "iterations": int(len(times)),
-                        "collective_p50_us": float(np.percentile(times, 50)) / 1e3,
-                        "collective_p99_us": float(np.percentile(times, 99)) / 1e3,
-                        "sum_of_p99s_ms": count * float(np.percentile(times, 99)) / 1e6,
-                        "per_token_of_throughput_p50_us":
-                            row["p50_ms"] * 1e3 / d.decode_batch})
-            if n != d.tp and n > 1:
-                factor = ring_bus_factor(d.tp) / ring_bus_factor(n)
-                row.update({"extrapolated_to_tp": d.tp, "extrapolation_factor": factor,
-                            "extrapolated_p50_ms": row["p50_ms"] * factor,
-                            "extrapolated_p99_ms": row["p99_ms"] * factor})
+    for name, condition, members in _series_by_condition(insts):
+        by_size: Dict[int, np.ndarray] = {}
+        ranks: Dict[int, int] = {}
+        for inst in members:
+            s = analysis.samples(inst)
+            by_size[int(inst.get("bytes"))] = collective_times(s)
+            ranks[int(inst.get("bytes"))] = int(s["rank"].nunique()) if len(s) else 0
+        times, how = _at_size(by_size, target)
+        row = {"series": name, "condition": condition, "bytes": target, "how": how,
+               "collectives_per_step": count}
+        if times is None:
+            out.missing.append(f"{name} [{condition}]: {how}")
+            row.update({"p50_ms": None, "p99_ms": None})
             out.tp_rows.append(row)
+            continue
+        nearest = min(ranks, key=lambda b: abs(b - target))
+        n = ranks[nearest]
+        sums = compose_step([(times, count)], resamples, seed)
+        row.update(quantiles_ms(sums))
+        row.update({"ranks_measured": n, "iterations": int(len(times)),
+                    "collective_p50_us": float(np.percentile(times, 50)) / 1e3,
+                    "collective_p99_us": float(np.percentile(times, 99)) / 1e3,
+                    "sum_of_p99s_ms": count * float(np.percentile(times, 99)) / 1e6,
+                    "per_token_of_throughput_p50_us":
+                        row["p50_ms"] * 1e3 / d.decode_batch})
+        if n != d.tp and n > 1:
+            factor = ring_bus_factor(d.tp) / ring_bus_factor(n)
+            row.update({"extrapolated_to_tp": d.tp, "extrapolation_factor": factor,
+                        "extrapolated_p50_ms": row["p50_ms"] * factor,
+                        "extrapolated_p99_ms": row["p99_ms"] * factor})
+        out.tp_rows.append(row)
+    _add_inflation(out.tp_rows)
     for row in out.tp_rows:
         quiet = out.tp_row("quiet", row["series"])
-        if row["condition"] != "quiet" and quiet and row.get("p99_ms") is not None:
-            row["inflation_p50"] = row["p50_ms"] / quiet["p50_ms"]
-            row["inflation_p99"] = row["p99_ms"] / quiet["p99_ms"]
+        if "inflation_p99" in row and quiet:
             if row.get("ranks_measured") != quiet.get("ranks_measured"):
                 row["inflation_note"] = (f"quiet measured on {quiet.get('ranks_measured')} "
                                          f"ranks, {row['condition']} on "
@@ -349,42 +342,31 @@ def _moe_communication(analysis: RunAnalysis, d: Deployment, out: Impact, resamp
             f"to {d.model.moe.experts_per_token} copies of {per_token} B per token (DeepEP fp8) "
             f"to experts over EP{d.ep or '?'} in each of its MoE layers, dispatch and combine")
         return
-    series: Dict[str, List[TestInstance]] = {}
-    for inst in insts:
-        series.setdefault(_series_name(inst), []).append(inst)
-    for name, members in series.items():
-        for condition in _conditions(members):
-            by_size: Dict[int, np.ndarray] = {}
-            ranks = 0
-            for inst in members:
-                if str(inst.get("condition", "quiet")) != condition:
-                    continue
-                if int(inst.get("dispatch_token_bytes", per_token)) != per_token:
-                    continue  # another token size (literal sizes): not this model's
-                s = analysis.samples(inst)
-                s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
-                by_size[int(inst.get("bytes"))] = collective_times(s)
-                ranks = max(ranks, int(s["rank"].nunique()) if len(s) else 0)
-            times, how = _at_size(by_size, target)
-            row = {"series": name, "condition": condition, "tokens_per_rank": d.decode_batch,
-                   "bytes": target, "how": how, "rounds_per_step": layers}
-            if times is None:
-                out.missing.append(f"MoE {name} [{condition}]: {how} (the decode batch of "
-                                   f"{d.decode_batch} tokens per rank x {per_token} B)")
-                out.moe_rows.append(row)
-                continue
-            sums = compose_step([(times, layers)], resamples, seed)
-            row.update(quantiles_ms(sums))
-            row.update({"ranks_measured": ranks, "iterations": int(len(times)),
-                        "round_p50_us": float(np.percentile(times, 50)) / 1e3,
-                        "round_p99_us": float(np.percentile(times, 99)) / 1e3})
+    for name, condition, members in _series_by_condition(insts):
+        by_size: Dict[int, np.ndarray] = {}
+        ranks = 0
+        for inst in members:
+            if int(inst.get("dispatch_token_bytes", per_token)) != per_token:
+                continue  # another token size (literal sizes): not this model's
+            s = analysis.samples(inst)
+            s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
+            by_size[int(inst.get("bytes"))] = collective_times(s)
+            ranks = max(ranks, int(s["rank"].nunique()) if len(s) else 0)
+        times, how = _at_size(by_size, target)
+        row = {"series": name, "condition": condition, "tokens_per_rank": d.decode_batch,
+               "bytes": target, "how": how, "rounds_per_step": layers}
+        if times is None:
+            out.missing.append(f"MoE {name} [{condition}]: {how} (the decode batch of "
+                               f"{d.decode_batch} tokens per rank x {per_token} B)")
             out.moe_rows.append(row)
-    for row in out.moe_rows:
-        quiet = next((r for r in out.moe_rows if r["condition"] == "quiet"
-                      and r["series"] == row["series"] and r.get("p99_ms") is not None), None)
-        if row["condition"] != "quiet" and quiet and row.get("p99_ms") is not None:
-            row["inflation_p50"] = row["p50_ms"] / quiet["p50_ms"]
-            row["inflation_p99"] = row["p99_ms"] / quiet["p99_ms"]
+            continue
+        sums = compose_step([(times, layers)], resamples, seed)
+        row.update(quantiles_ms(sums))
+        row.update({"ranks_measured": ranks, "iterations": int(len(times)),
+                    "round_p50_us": float(np.percentile(times, 50)) / 1e3,
+                    "round_p99_us": float(np.percentile(times, 99)) / 1e3})
+        out.moe_rows.append(row)
+    _add_inflation(out.moe_rows)
     measured = sorted({r["ranks_measured"] for r in out.moe_rows if r.get("ranks_measured")})
     if measured:
         out.notes.append(
@@ -428,6 +410,27 @@ def _frontend(analysis: RunAnalysis, out: Impact) -> None:
         if len(gaps):
             row["per_token_added_p99_ms"] = max(float(np.percentile(gaps, 99)) - interval_ns, 0) / 1e6
         out.frontend_rows.append(row)
+
+
+def _series_by_condition(insts: Sequence[TestInstance]):
+    """(series name, condition, its instances) for every series and condition measured."""
+    series: Dict[str, List[TestInstance]] = {}
+    for inst in insts:
+        series.setdefault(_series_name(inst), []).append(inst)
+    for name, members in series.items():
+        for condition in _conditions(members):
+            yield name, condition, [i for i in members
+                                    if str(i.get("condition", "quiet")) == condition]
+
+
+def _add_inflation(rows: List[dict]) -> None:
+    """Each congested row's p50/p99 over its series' quiet row, where both exist."""
+    for row in rows:
+        quiet = next((r for r in rows if r["condition"] == "quiet" and r["series"] == row["series"]
+                      and r.get("p99_ms") is not None), None)
+        if row["condition"] != "quiet" and quiet and row.get("p99_ms") is not None:
+            row["inflation_p50"] = row["p50_ms"] / quiet["p50_ms"]
+            row["inflation_p99"] = row["p99_ms"] / quiet["p99_ms"]
 
 
 def _kv_transfer(analysis: RunAnalysis, d: Deployment, out: Impact) -> None:

@@ -69,9 +69,12 @@ class Communicator {
   // with a separate matching of messages and collectives.
   Communicator duplicate(const Deadline& deadline) const;
 
+  // Waits for a non-blocking operation on this communicator (a collective a kind
+  // posted itself), bounded by `deadline`, watching for lost ranks meanwhile.
+  void complete(MPI_Request& request, const Deadline& deadline, const char* what) const;
+
  private:
   std::int64_t allreduce(std::int64_t value, MPI_Op op, const Deadline& deadline) const;
-  void complete(MPI_Request& request, const Deadline& deadline, const char* what) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool owned_ = false;

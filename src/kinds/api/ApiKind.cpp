@@ -43,16 +43,6 @@ std::string agreedProblems(const runtime::Communicator& group, const std::string
   return group.broadcastString(joined, 0, deadline);
 }
 
-void waitBarrier(MPI_Request& r, const runtime::Deadline& deadline, const char* what) {
-  int done = 0;
-  runtime::waitUntil(
-      [&] {
-        runtime::checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(api barrier)");
-        return done != 0;
-      },
-      deadline, what);
-}
-
 class ApiKind final : public Kind {
  public:
   std::string name() const override { return "api"; }
@@ -151,7 +141,7 @@ class ApiKind final : public Kind {
       rows = std::move(result.rows);
       verified = result.verified;
       runtime::checkMpi(MPI_Ibarrier(ctx.group.handle(), &finished), "MPI_Ibarrier(api)");
-      waitBarrier(finished, ctx.deadline, "the other api ranks to finish");
+      ctx.group.complete(finished, ctx.deadline, "the other api ranks to finish");
     } else {
       server->allow(clientAddresses);
       runtime::checkMpi(MPI_Ibarrier(ctx.group.handle(), &finished), "MPI_Ibarrier(api)");

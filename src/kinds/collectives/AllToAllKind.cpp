@@ -89,13 +89,7 @@ void alltoallv(const std::byte* send, std::byte* recv, const ExchangeLayout& l, 
   runtime::checkMpi(MPI_Ialltoallv(send, l.sendCounts.data(), l.sendDispls.data(), MPI_BYTE, recv, l.recvCounts.data(),
                                    l.recvDispls.data(), MPI_BYTE, group.handle(), &r),
                     "MPI_Ialltoallv");
-  int done = 0;
-  runtime::waitUntil(
-      [&] {
-        runtime::checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(alltoallv)");
-        return done != 0;
-      },
-      deadline, what);
+  group.complete(r, deadline, what);
 }
 
 class AllToAllKind final : public Kind {
@@ -160,13 +154,7 @@ class AllToAllKind final : public Kind {
       runtime::checkMpi(MPI_Ialltoall(sendCopies.data(), 1, MPI_INT64_T, recvCopies.data(), 1, MPI_INT64_T,
                                       ctx.group.handle(), &r),
                         "MPI_Ialltoall(token counts)");
-      int done = 0;
-      runtime::waitUntil(
-          [&] {
-            runtime::checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(token counts)");
-            return done != 0;
-          },
-          ctx.deadline, "the MoE token counts from the other ranks");
+      ctx.group.complete(r, ctx.deadline, "the MoE token counts from the other ranks");
     }
     const auto dispatch = ExchangeLayout::of(sendCopies, recvCopies, D);
     const auto combine = ExchangeLayout::of(recvCopies, sendCopies, C);
