@@ -72,6 +72,17 @@ def bandwidth_entries(pairs: Sequence[Tuple[int, int]], iterations: int, nbytes:
             yield rank, it, peer, nbytes, nbytes / (gbps * factor) * noise[it]
 
 
+def write_host_inventory(file: h5py.File, inventory: Dict[str, Dict[str, object]]):
+    """/hosts/<host>/inventory as the binary writes it (docs/file-format.md): a table
+    of key str[96] and value str[256], values as text."""
+    group = file.require_group("hosts")
+    dtype = np.dtype([("key", "S96"), ("value", "S256")])
+    for host, facts in inventory.items():
+        g = group.require_group(host)
+        data = np.array([(str(k).encode(), str(v).encode()) for k, v in facts.items()], dtype=dtype)
+        g.create_dataset("inventory", data=data)
+
+
 class SyntheticRun:
     def __init__(self, path, nranks: int = 4, ranks_per_host: int = 2, seed: int = 7,
                  format_version=1, fmt: str = "fabscope", sites: Optional[Dict[int, str]] = None):
@@ -137,14 +148,7 @@ class SyntheticRun:
         self.file.attrs["waits_yield"] = np.int64(waits_yield)
 
     def add_hosts(self, inventory: Dict[str, Dict[str, object]]):
-        """/hosts/<host>/inventory as the binary writes it (docs/file-format.md): a table
-        of key str[96] and value str[256], values as text."""
-        group = self.file.require_group("hosts")
-        dtype = np.dtype([("key", "S96"), ("value", "S256")])
-        for host, facts in inventory.items():
-            g = group.require_group(host)
-            data = np.array([(str(k).encode(), str(v).encode()) for k, v in facts.items()], dtype=dtype)
-            g.create_dataset("inventory", data=data)
+        write_host_inventory(self.file, inventory)
 
     def add_host_table(self, host: str, name: str, rows: Sequence[Sequence[str]],
                        columns: Sequence[str]):

@@ -2,7 +2,9 @@
 characters goes through every output of the analysis (issue 27 item 5): the HTML report
 (rendered in headless Chromium: none of the file's script runs), JUnit XML (parses, the
 names read back), JSON (diagnose, impact: parse, names read back), the text of summary
-(no raw terminal control bytes) and OpenMetrics (test_export.py covers its escaping)."""
+(no raw terminal control bytes), compare (text and HTML, with the inventory of both
+sides) and OpenMetrics (test_export.py covers its escaping). Inventory values (the
+/hosts tables, which a site's own hosts or a tampered file fill) carry the same strings."""
 
 import json
 import os
@@ -26,6 +28,11 @@ HOSTILE = [
     "h'2\n</td><b onmouseover=alert(1)>",
     "h\x1b[31m3\x07&amp;",
 ]
+INVENTORY_VALUES = [
+    "<script>document.body.setAttribute('data-pwned','1')</script>",
+    "fw\"><svg onload=\"document.body.setAttribute('data-pwned','1')\">",
+    "20.4\n</td></tr><iframe srcdoc=x>",
+]
 
 
 @pytest.fixture(scope="module")
@@ -42,16 +49,23 @@ def hostile_file(tmp_path_factory):
                                     "'data-pwned','1')</script>\"\ntests: []\n")
         for g in f["tests"].values():
             g.attrs["name"] = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
+    # Inventory values that differ between hosts are shown first in the report's table
+    # and in compare's side-by-side: each host gets its own hostile firmware string.
+    with h5py.File(path, "r+") as f:
+        synthetic.write_host_inventory(f, {name: {"firmware": INVENTORY_VALUES[i % len(INVENTORY_VALUES)],
+                              "kernel": "6.1\x1b]0;title\x07"}
+                       for i, name in enumerate(names)})
     return d, path, names
 
 
-def test_html_report_runs_none_of_the_files_script(hostile_file):
-    d, path, names = hostile_file
-    html = d / "report.html"
-    out = run_cli("report", path, "-o", html)
-    assert out.returncode in (0, 1), out.stderr[-2000:]
+RAW_MARKUP = ("<script>document.title='PWNED'", "<img src=x onerror=", "<b onmouseover",
+              "<script>document.body", "<svg onload=", "<iframe srcdoc")
+
+
+def _check_page(html):
+    """No hostile markup written raw, and none of it runs when the page is rendered."""
     text = html.read_text()
-    for raw in ("<script>document.title='PWNED'", "<img src=x onerror=", "<b onmouseover"):
+    for raw in RAW_MARKUP:
         assert raw not in text, f"written raw into the page: {raw}"
     if chromium_binary() is None:
         pytest.skip("chromium is not installed (Debian package `chromium`): the page was checked "
@@ -66,8 +80,29 @@ def test_html_report_runs_none_of_the_files_script(hostile_file):
     assert dom.returncode == 0 and "</html>" in dom.stdout, dom.stderr[-2000:]
     assert f'{MARK}="1"' not in dom.stdout, "a script from the file ran in the page"
     assert "<title>PWNED" not in dom.stdout
-    assert "document.title='PWNED'" in dom.stdout.replace("&#x27;", "'").replace("&#39;", "'"), \
-        "the hostile name should be shown as text"
+    return dom.stdout.replace("&#x27;", "'").replace("&#39;", "'")
+
+
+def test_html_report_runs_none_of_the_files_script(hostile_file):
+    d, path, names = hostile_file
+    html = d / "report.html"
+    out = run_cli("report", path, "-o", html)
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    dom = _check_page(html)
+    assert "document.title='PWNED'" in dom, "the hostile name should be shown as text"
+    assert "svg onload=" in dom, "the hostile inventory value should be shown as text"
+
+
+def test_compare_page_and_text_keep_the_file_inert(hostile_file):
+    """compare puts two runs' tests and inventories side by side: both sides hostile."""
+    d, path, names = hostile_file
+    html = d / "compare.html"
+    out = run_cli("compare", path, path, "-o", html, "--resamples", "50")
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    for stream in (out.stdout, out.stderr):
+        assert "\x1b" not in stream and "\x07" not in stream, \
+            "a control character from the file reached the terminal raw"
+    _check_page(html)
 
 
 def test_junit_parses_and_keeps_the_names(hostile_file):
