@@ -2,6 +2,7 @@
 
 #include "fabscope/BuildConfig.hpp"
 #include "kinds/KindFactories.hpp"
+#include "memory/MemoryKinds.hpp"
 #include "transport/TransportFactory.hpp"
 
 namespace fabscope::suite {
@@ -31,11 +32,7 @@ scenario::ScenarioRules Registry::scenarioRules(int worldSize) const {
   scenario::ScenarioRules rules;
   for (const auto& [name, kind] : kinds_) rules.kinds.emplace(name, kind->rules());
   rules.transports = transport::transportAvailability();
-  rules.memoryKinds = {
-      {"host", ""},
-      {"cuda", FABSCOPE_HAVE_CUDA ? "" : "built without CUDA"},
-      {"cuda-host", FABSCOPE_HAVE_CUDA ? "" : "built without CUDA"},
-  };
+  for (const auto& m : memory::memoryKinds()) rules.memoryKinds.emplace(m.name, m.unavailable);
   rules.conditions = {"quiet", "incast", "alltoall", "bidirectional", "copy"};
   rules.worldSize = worldSize;
   return rules;

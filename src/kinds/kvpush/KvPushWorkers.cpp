@@ -6,6 +6,7 @@
 
 #include "host/KvPattern.hpp"
 #include "kinds/kvpush/KvPushSchedule.hpp"
+#include "memory/MemoryKinds.hpp"
 
 namespace fabscope::suite::kvpush {
 
@@ -20,8 +21,9 @@ Shape shapeOf(const scenario::TestInstance& instance) {
   s.messages = messagesPerRequest(s.config, s.tokens);
   s.bytes = instance.bytes;
   s.stagingBytes = s.config.strategy == Strategy::staged ? s.geometry.stagingBytes(s.blocks, s.geometry.allLayers()) : 0;
-  s.gpuPool = instance.spec->memory == "cuda";
-  s.pinnedHost = instance.spec->memory == "cuda-host";
+  const auto memory = memory::memoryKindOps(instance.spec->memory).kind;
+  s.gpuPool = memory == transport::MemoryKind::cuda;
+  s.pinnedHost = memory == transport::MemoryKind::cudaHost;
   return s;
 }
 
