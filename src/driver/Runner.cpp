@@ -495,7 +495,8 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
       continue;
     }
     const std::string transportName =
-        registry_.kind(current.instance.spec->kind).usesTransport() ? current.instance.spec->transport : "mpi";
+        registry_.kind(current.instance.spec->kind).usesTransport() ? current.instance.spec->transport
+                                                                   : transport::controlPlaneTransport;
     auto& transport = transports[transportName];
     if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, transportTuning(scenario_.transports),
                                                                 setupDeadline());

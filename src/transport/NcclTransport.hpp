@@ -5,7 +5,7 @@
 // posted before the next test are launched together as NCCL groups (so a
 // send and a receive posted together never wait on each other; see
 // launchPending for where a group is cut), and groups run in launch order on
-// one stream; Transport::matchesInOrder() says so to the kinds, which post in
+// one stream; its capability `inOrder` says so to the kinds, which post in
 // causal order: a receive that answers sends is posted after them. Host buffers (small control messages such as acks and headers)
 // are bounced through a small pool of pinned buffers. Compiled only with NCCL.
 //
@@ -33,8 +33,6 @@ class NcclTransport final : public Transport {
   ~NcclTransport() override;
 
   std::string_view name() const override { return "nccl"; }
-  bool canAddress(MemoryKind) const override { return true; }
-  bool matchesInOrder() const override { return true; }
   void reserve(int slots) override;
   void postSend(int slot, int peer, int tag, const void* buffer, std::size_t bytes) override;
   void postRecv(int slot, int peer, int tag, void* buffer, std::size_t bytes) override;

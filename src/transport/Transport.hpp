@@ -23,6 +23,31 @@ struct TransportTuning {
   std::string verbsMaxReadsInFlightFrom;  // where it was set ("file:line:column")
 };
 
+// A transport's own collective library, for kinds that bring their own data
+// path (all-reduce, all-to-all): MPI's on host memory, NCCL's on GPU memory.
+enum class Collectives { none, host, device };
+
+// What a transport can do, declared once per transport in the table of
+// TransportFactory.cpp and known by name before anything is opened: the
+// scenario loader and the kinds decide by these (before opening:
+// transportCapabilities(name); once open: Transport::capabilities()), never by
+// a transport's name.
+struct TransportCapabilities {
+  bool hostMemory = true;     // test buffers may be in host memory (NCCL: GPU-addressable only)
+  bool deviceMemory = false;  // transfer buffers may be in GPU memory
+  // Messages between two ranks match in posting order only, per direction,
+  // with tags ignored and sizes equal on both sides (NCCL): a kind must then
+  // post the same sequence on both sides of every pair.
+  bool inOrder = false;
+  bool put = false;  // exposeRegion / postPut / postFlush
+  bool get = false;  // exposeRegion / postGet / postFlush
+  Collectives collectives = Collectives::none;
+  // The data path carries on when a peer dies and says so (fault drills).
+  bool survivesPeerLoss = false;
+  // How the transport reports a lost peer, for the result file; empty: it does not.
+  std::string_view peerLossReport = {};
+};
+
 struct TransportError {
   runtime::Nanoseconds at;  // monotonic clock when it was noticed
   int peer;                 // -1 if not tied to one peer
@@ -48,13 +73,9 @@ class Transport {
   virtual void reset(const runtime::Deadline& deadline) = 0;
 
   // --- Optional extensions (defaults: not supported) ------------------------
-  // Which memory a transfer buffer may live in. MPI and UCX here take host and
-  // pinned host memory; NCCL takes device memory only.
-  virtual bool canAddress(MemoryKind kind) const { return kind != MemoryKind::cuda; }
-  // True when messages between two ranks match in posting order only, per
-  // direction, with tags ignored and sizes equal on both sides (NCCL): a kind
-  // must then post the same sequence on both sides of every pair.
-  virtual bool matchesInOrder() const { return false; }
+  // What this transport can do: its entry in the factory's table (setup code
+  // only; it looks the name up).
+  TransportCapabilities capabilities() const;
 
   // Facts about the backend's environment for the result file (key, value),
   // e.g. library version, UCX_TLS, transports selected. Outside timed loops.
@@ -64,7 +85,6 @@ class Transport {
   // every rank registers its own [base, base + bytes) and learns every other
   // rank's remote key; the returned id names that region on all ranks.
   // Regions stay registered until withdrawRegion (also collective).
-  virtual bool supportsPut() const { return false; }
   virtual int exposeRegion(void* base, std::size_t bytes, MemoryKind kind, const runtime::Deadline& deadline) {
     (void)base, (void)bytes, (void)kind, (void)deadline;
     throw UsageError(std::string("transport '") + std::string(name()) + "' does not support one-sided put");
@@ -79,7 +99,6 @@ class Transport {
   }
   // One-sided get: reads `bytes` at `remoteOffset` of `peer`'s region into
   // `local`; the slot completes when the data is in `local`.
-  virtual bool supportsGet() const { return false; }
   virtual void postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local, std::size_t bytes) {
     (void)slot, (void)peer, (void)region, (void)remoteOffset, (void)local, (void)bytes;
     throw UsageError(std::string("transport '") + std::string(name()) + "' does not support one-sided get");

@@ -57,6 +57,8 @@ TransportCapabilities transportCapabilities(const std::string& name) {
   throw UsageError("unknown transport '" + name + "'");
 }
 
+TransportCapabilities Transport::capabilities() const { return transportCapabilities(std::string(name())); }
+
 std::string transportsWith(bool TransportCapabilities::*capability) {
   std::string out;
   for (const auto& t : transportTable())

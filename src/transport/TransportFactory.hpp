@@ -12,25 +12,11 @@
 
 namespace fabscope::transport {
 
-// A transport's own collective library, for kinds that bring their own data
-// path (all-reduce, all-to-all): MPI's on host memory, NCCL's on GPU memory.
-enum class Collectives { none, host, device };
+// The transport handed to kinds that bring their own data path (usesTransport()
+// false: collectives, API traffic): MPI is always built and already open as the
+// control plane, so it costs nothing to hand over and is never measured.
+inline constexpr const char* controlPlaneTransport = "mpi";
 
-// What a transport can do, known by name before anything is opened: the
-// scenario loader and the kinds decide by these, never by a transport's name.
-// Mirrors the virtual queries on Transport.
-struct TransportCapabilities {
-  bool hostMemory = true;     // test buffers may be in host memory (NCCL: GPU-addressable only)
-  bool deviceMemory = false;  // transfer buffers may be in GPU memory
-  bool inOrder = false;       // matches by posting order, tags ignored (Transport::matchesInOrder)
-  bool put = false;
-  bool get = false;
-  Collectives collectives = Collectives::none;
-  // The data path carries on when a peer dies and says so (fault drills).
-  bool survivesPeerLoss = false;
-  // How the transport reports a lost peer, for the result file; empty: it does not.
-  std::string_view peerLossReport = {};
-};
 // Throws UsageError for an unknown name.
 TransportCapabilities transportCapabilities(const std::string& name);
 // The names of the transports (built or not) that have a capability, joined

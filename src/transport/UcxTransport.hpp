@@ -33,12 +33,10 @@ class UcxTransport final : public Transport {
 
   std::vector<std::pair<std::string, std::string>> describe() const override;
 
-  bool supportsPut() const override { return true; }
   int exposeRegion(void* base, std::size_t bytes, MemoryKind kind, const runtime::Deadline& deadline) override;
   void withdrawRegion(int region, const runtime::Deadline& deadline) override;
   void postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local,
                std::size_t bytes) override;
-  bool supportsGet() const override { return true; }
   void postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local, std::size_t bytes) override;
   void postFlush(int slot, int peer) override;
 

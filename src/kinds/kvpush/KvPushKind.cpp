@@ -129,11 +129,11 @@ class KvPushKind final : public Kind {
     state->shape = shapeOf(ctx.instance);
     Shape& s = state->shape;
     auto& t = ctx.transport;
-    s.deviceDirect = s.gpuPool && t.canAddress(transport::MemoryKind::cuda);
+    s.deviceDirect = s.gpuPool && t.capabilities().deviceMemory;
     // --self-test kv-in-order: post as a transport that matches in posting
     // order (NCCL) needs, over a tag-matching one, so the CPU tests run that
     // bookkeeping (tests/mpi/kv_push.sh).
-    s.inOrder = t.matchesInOrder() || ctx.selfTest.kvInOrder;
+    s.inOrder = t.capabilities().inOrder || ctx.selfTest.kvInOrder;
     const auto& c = s.config;
     checkTransport(ctx, s);
     // Roles by position among the measuring ranks: [0, P) prefill, then D decode.
@@ -180,9 +180,9 @@ class KvPushKind final : public Kind {
     const auto& t = ctx.transport;
     const auto& c = s.config;
     const std::string name(t.name());
-    if (c.direction == Direction::pull && !t.supportsGet())
+    if (c.direction == Direction::pull && !t.capabilities().get)
       throw UsageError("kvpush: 'direction: pull' needs one-sided get; transport '" + name + "' has none");
-    if (c.direction == Direction::pushPut && !t.supportsPut())
+    if (c.direction == Direction::pushPut && !t.capabilities().put)
       throw UsageError("kvpush: 'direction: push-put' needs one-sided put; transport '" + name + "' has none");
     if (isOneSided(c.direction) && ctx.group.size() != ctx.world.size())
       throw UsageError("kvpush: one-sided directions need every rank of the run measuring");
