@@ -111,3 +111,122 @@ def test_written_root_attributes_are_the_declared_ones(reference):
     written = sorted((name, STRUCTURE_TYPE.get(kind, kind)) for name, kind in
                      (line[len("attr / "):].split(": ") for line in lines if line.startswith("attr / ")))
     assert written == sorted((a[0], a[1]) for a in ROOT_ATTRIBUTES if a[2:] != ["after_loss"])
+
+
+# --- /tests/NNNN attributes ------------------------------------------------------
+
+INSTANCE = DECLARED["instance_attributes"]
+EVERY = {name: kind for name, kind, *_ in INSTANCE["every"]}
+WHEN = {group: {name: kind for name, kind, *_ in attrs} for group, attrs in INSTANCE["when"].items()}
+KINDS = {kind: {name: (t, bool(rest)) for name, t, *rest in (attrs or [])}
+         for kind, attrs in INSTANCE["kinds"].items()}
+# Where docs/file-format.md describes a kind's attributes: its own section, or its
+# bullet under "Kind-specific attributes".
+KIND_SECTIONS = {"kvpush": "## KV-cache push", "alltoall": "## MoE all-to-all",
+                 "api": "## Front-end API traffic"}
+
+
+def _written_instances():
+    """{(reference, group): {attribute: type}} from the structure references."""
+    out = {}
+    for path in sorted((ROOT / "tests/data/structure").glob("*.txt")):
+        for line in path.read_text().splitlines():
+            m = re.fullmatch(r"attr /tests/(\d{4}) ([a-z_0-9]+): (\S+)", line)
+            if m:
+                out.setdefault((path.stem, m.group(1)), {})[m.group(2)] = \
+                    STRUCTURE_TYPE.get(m.group(3), m.group(3))
+    return out
+
+
+def _section(text, heading):
+    body = text.split(heading, 1)[1]
+    return body.split("\n## ", 1)[0]
+
+
+def test_the_kinds_declared_are_the_kinds_there_are():
+    """Every kind the binary registers has an entry (`fabscope list --kinds` is not
+    needed: the kinds are named once in src/kinds/Registry.cpp's factories)."""
+    names = set()
+    for path in (ROOT / "src/kinds").rglob("*.cpp"):
+        names |= set(re.findall(r'std::string name\(\) const override \{ return "([a-z0-9]+)"; \}',
+                                path.read_text()))
+    assert names == set(KINDS), names ^ set(KINDS)
+
+
+def test_written_instance_attributes_are_declared():
+    """Each instance the binary wrote (every reference of tests/data/structure) has all
+    of `every`, whole `when` groups, and the attributes of exactly one kind with the
+    declared types; nothing undeclared."""
+    written = _written_instances()
+    assert len(written) >= 40, "the structure references hold too few instances to check"
+    seen_kinds, seen_groups = set(), set()
+    for where, attrs in written.items():
+        missing = set(EVERY) - set(attrs)
+        assert not missing, (where, "missing attributes every instance has", missing)
+        rest = {n: t for n, t in attrs.items() if n not in EVERY}
+        assert all(attrs[n] == t for n, t in EVERY.items()), \
+            (where, {n: (attrs[n], t) for n, t in EVERY.items() if attrs[n] != t})
+        for group, declared in WHEN.items():
+            present = set(declared) & set(rest)
+            if group == "congested" and present:  # impact_* only for single-scope pairs
+                present |= {"impact_mean", "impact_p99"} & set(rest)
+                assert {"load", "load_bytes", "load_gbps", "quiet_index"} <= present, (where, present)
+            elif present:
+                assert present == set(declared), (where, group, set(declared) - present)
+            for n in present:
+                assert rest.pop(n) == declared[n], (where, n)
+            if present:
+                seen_groups.add(group)
+        fits = []
+        for kind, declared in KINDS.items():
+            required = {n for n, (_, optional) in declared.items() if not optional}
+            if required <= set(rest) <= set(declared) and \
+                    all(declared[n][0] == t for n, t in rest.items()):
+                fits.append(kind)
+        assert fits, (where, "no declared kind has these attributes", sorted(rest))
+        seen_kinds.update(fits)
+    # the references exercise every kind that runs on a CPU machine
+    assert {"latency", "bandwidth", "allreduce", "alltoall", "incast", "kvpush", "api",
+            "fault"} <= seen_kinds, seen_kinds
+    assert {"bandwidth", "congested"} <= seen_groups, seen_groups
+
+
+def test_docs_instance_table_is_the_declared_one():
+    """The /tests/NNNN attribute table of docs/file-format.md names every attribute of
+    `every` and nothing that is not declared; every `when` attribute is documented in
+    the section."""
+    text = (ROOT / "docs/file-format.md").read_text()
+    body = _section(text, "## `/tests/NNNN` (one group per test instance")
+    table = body.split("### ", 1)[0]
+    documented = set()
+    for row in table.splitlines():
+        if row.startswith("| `"):
+            documented |= set(re.findall(r"`([a-z_0-9]+)`", row.split("|")[1]))
+    when = {n for g in WHEN.values() for n in g}
+    assert set(EVERY) <= documented, set(EVERY) - documented
+    assert documented <= set(EVERY) | when, documented - set(EVERY) - when
+    mentioned = set(re.findall(r"`([a-z_0-9]+)`", body))
+    assert when <= mentioned, when - mentioned
+
+
+@pytest.mark.parametrize("kind", sorted(k for k, a in KINDS.items() if a))
+def test_docs_name_every_declared_kind_attribute(kind):
+    """Each kind's declared attributes are documented where the docs describe that kind,
+    and the kind's text names no attribute-looking word that is not declared."""
+    text = (ROOT / "docs/file-format.md").read_text()
+    if kind in KIND_SECTIONS:
+        body = _section(text, KIND_SECTIONS[kind])
+        body = body.split("Attributes added to `/tests/NNNN`:", 1)[1].split("\n\n", 1)[0]
+    else:
+        bullets = _section(text, "### Kind-specific attributes").split("\n- ")
+        body = next(b for b in bullets if b.startswith(f"`{kind}`"))
+        body = body.split(f"`{kind}`", 1)[1]
+    named = set(re.findall(r"`([a-z][a-z_0-9]*)`", body))
+    declared = set(KINDS[kind])
+    assert declared <= named, (kind, "declared but not documented", declared - named)
+    # values shown in backticks (`closed`, `zipf`, ...) are not attributes: only names
+    # that look like attributes (with an underscore) and are not declared are reported
+    # (nor are columns of the tables, which the text may mention) are not attributes
+    table_columns = {c for t in SCHEMA for c in columns(t)}
+    stray = {n for n in named - declared - set(EVERY) - table_columns if "_" in n}
+    assert not stray, (kind, "documented but not declared", stray)

@@ -42,6 +42,7 @@ check smoke run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$(scenario smoke)" --s
 check llama3-70b-serving run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$(scenario llama3-70b-serving)" \
   --set iterations=20 --set warmup=2
 check kv-disagg-llama70b run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$(scenario kv-disagg-llama70b)"
+check serving-classes run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$reference_dir/serving-classes.yaml"
 if [[ $have_ucx == 1 ]]; then
   check kv-disagg-llama70b-one-sided run_mpi -np 4 -x UCX_TLS=sm,self "$FABSCOPE_BIN" run \
     --scenario "$(scenario kv-disagg-llama70b-one-sided)"
