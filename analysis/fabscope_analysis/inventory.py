@@ -237,11 +237,14 @@ QOS_INTERFACE_FACTS = [("dcb", "dcb"), ("pfc", "pfc_enabled"), ("trust", "trust"
                        ("dscp>prio", "app_dscp"), ("ets prio>tc", "ets_prio_tc"),
                        ("ecn np", "ecn_np"), ("ecn rp", "ecn_rp")]
 QOS_PORT_FACTS = [("roce mode", "default_roce_mode"), ("roce tos", "default_roce_tos"),
-                  ("traffic class", "traffic_class"), ("sm sl", "sm_sl")]
+                  ("traffic class", "traffic_class"), ("sm sl", "sm_sl"),
+                  ("vl arb low", "vlarb_low"), ("vl arb high", "vlarb_high"), ("sl>vl", "sl2vl")]
 QOS_ENVIRONMENT = ["NCCL_IB_TC", "NCCL_IB_SL", "NCCL_IB_GID_INDEX", "NCCL_IB_ADAPTIVE_ROUTING",
                    "UCX_IB_TRAFFIC_CLASS", "UCX_IB_SL", "UCX_IB_AR_ENABLE",
                    "OMPI_MCA_btl_openib_ib_service_level"]
 _QOS_KEY = re.compile(r"^qos/(net/(?P<net>[^/]+)|rdma/(?P<dev>[^/]+)/port/(?P<port>\d+))/(?P<fact>.+)$")
+# The adapter's firmware congestion-control / QoS parameters (mlxconfig, when installed).
+_FIRMWARE_KEY = re.compile(r"^qos/rdma/(?P<dev>[^/]+)/firmware/(?P<name>.+)$")
 
 
 def qos_settings(result: ResultFile) -> Dict[str, str]:
@@ -262,6 +265,10 @@ def qos_settings(result: ResultFile) -> Dict[str, str]:
             where = m.group("net") or f"{m.group('dev')}/{m.group('port')}"
             order = [f for _, f in QOS_INTERFACE_FACTS + QOS_PORT_FACTS].index(m.group("fact"))
             wanted.append((where, order, f"{where} {labels[m.group('fact')]}", col))
+    for col in inv.columns:
+        m = _FIRMWARE_KEY.match(str(col))
+        if m:
+            wanted.append((m.group("dev"), 100, f"{m.group('dev')} fw {m.group('name')}", col))
     wanted.sort()
     wanted += [("~env", i, f"env {name}", f"env/{name}") for i, name in enumerate(QOS_ENVIRONMENT)]
     wanted.append(("~tool", 0, "vendor tool", "qos/vendor_tool"))

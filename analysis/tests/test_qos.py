@@ -91,3 +91,22 @@ def test_report_shows_the_block_and_old_files_have_none(tmp_path):
     with open_result(old) as old:
         assert qos_settings(old) == {}
         assert "Congestion control and QoS" not in build_report(old)
+
+
+def test_infiniband_vl_arbitration_and_firmware_settings_are_in_the_block(tmp_path):
+    """smpquery's VL arbitration / SL-to-VL and mlxconfig's firmware CC parameters
+    (collected only where those tools are installed) join the block; a host whose VL
+    arbitration differs is named."""
+    path = tmp_path / "ib.h5"
+    write_standard_run(path, with_hosts=False)
+    ib = {"qos/rdma/mlx5_0/port/1/sm_sl": "0", "qos/rdma/mlx5_0/port/1/vlarb_low": "0:32,1:32",
+          "qos/rdma/mlx5_0/port/1/vlarb_high": "0:64", "qos/rdma/mlx5_0/port/1/sl2vl": "0,1,0,1",
+          "qos/rdma/mlx5_0/firmware/ROCE_CC_PRIO_MASK_P1": "8",
+          "qos/vendor_tool": "smpquery (/usr/sbin/smpquery), mlxconfig (/usr/bin/mlxconfig)"}
+    _add_inventory(path, {"fh0": ib, "fh1": {**ib, "qos/rdma/mlx5_0/port/1/vlarb_high": "0:255"}})
+    with open_result(path) as r:
+        s = qos_settings(r)
+    assert s["mlx5_0/1 vl arb low"] == "0:32,1:32" and s["mlx5_0/1 sl>vl"] == "0,1,0,1"
+    assert s["mlx5_0/1 vl arb high"] == "fh0: 0:64; fh1: 0:255"
+    assert s["mlx5_0 fw ROCE_CC_PRIO_MASK_P1"] == "8"
+    assert s["vendor tool"].startswith("smpquery")

@@ -266,7 +266,8 @@ int rdmaPriority(const NetInterface& net, int trafficClass) {
 }
 
 void checkQos(const std::vector<HostInventory>& hosts, std::vector<ConsistencyFlag>& flags) {
-  std::map<std::string, std::vector<Observation>> pfc, trust, ecnNp, ecnRp, dscp, ets, dcqcn, roceMode, trafficClass;
+  std::map<std::string, std::vector<Observation>> pfc, trust, ecnNp, ecnRp, dscp, ets, dcqcn, roceMode, trafficClass,
+      vlArbitration, sl2vl, firmware;
   for (const auto& host : hosts) {
     for (const auto& net : host.interfaces) {
       const InterfaceQos& q = net.qos;
@@ -289,15 +290,27 @@ void checkQos(const std::vector<HostInventory>& hosts, std::vector<ConsistencyFl
       for (const auto& [name, value] : q.dcqcn)
         dcqcn[group + " " + name].push_back({host.hostname, base + "dcqcn/" + name, value});
     }
-    for (const auto& device : host.rdmaDevices)
+    for (const auto& device : host.rdmaDevices) {
+      for (const auto& [name, value] : device.firmwareQos)
+        firmware["adapters " + name].push_back({host.hostname, "qos/rdma/" + device.name + "/firmware/" + name, value});
       for (const auto& port : device.ports) {
-        if (port.linkLayer == "InfiniBand") continue;
         const std::string base = "qos/rdma/" + device.name + "/port/" + std::to_string(port.number) + "/";
+        if (port.linkLayer == "InfiniBand") {
+          // Ports of the same number (the same rail on every host) share one design.
+          const std::string group = "InfiniBand port " + std::to_string(port.number);
+          if (!port.qos.vlArbLow.empty())
+            vlArbitration[group + " low"].push_back({host.hostname, base + "vlarb_low", port.qos.vlArbLow});
+          if (!port.qos.vlArbHigh.empty())
+            vlArbitration[group + " high"].push_back({host.hostname, base + "vlarb_high", port.qos.vlArbHigh});
+          if (!port.qos.sl2vl.empty()) sl2vl[group].push_back({host.hostname, base + "sl2vl", port.qos.sl2vl});
+          continue;
+        }
         if (!port.qos.defaultRoceMode.empty())
           roceMode["RoCE ports"].push_back({host.hostname, base + "default_roce_mode", port.qos.defaultRoceMode});
         if (port.qos.trafficClass >= 0)
           trafficClass["RoCE ports"].push_back({host.hostname, base + "traffic_class", std::to_string(port.qos.trafficClass)});
       }
+    }
   }
   if (hosts.size() >= 2) {
     flagDifferences(pfc, Severity::error, "PFC priorities", flags);
@@ -309,6 +322,9 @@ void checkQos(const std::vector<HostInventory>& hosts, std::vector<ConsistencyFl
     flagDifferences(dcqcn, Severity::warning, "DCQCN parameter", flags);
     flagDifferences(roceMode, Severity::warning, "default RoCE mode", flags);
     flagDifferences(trafficClass, Severity::warning, "port traffic class", flags);
+    flagDifferences(vlArbitration, Severity::warning, "InfiniBand VL arbitration table", flags);
+    flagDifferences(sl2vl, Severity::warning, "InfiniBand SL-to-VL map", flags);
+    flagDifferences(firmware, Severity::warning, "adapter firmware QoS parameter (mlxconfig)", flags);
   }
   // On each host by itself: lossless RoCE needs PFC on the priority its traffic maps to.
   for (const auto& host : hosts)

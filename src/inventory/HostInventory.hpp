@@ -52,6 +52,9 @@ struct RdmaDevice {
   std::vector<std::string> netdevs;  // interfaces on the same PCI function
   std::vector<RdmaPort> ports;
   std::string source;        // "sysfs", "verbs" or "sysfs+verbs"
+  // Congestion-control / QoS parameters of the adapter's firmware configuration
+  // (`mlxconfig -e q`, Current values) when MFT is installed; empty otherwise.
+  std::vector<std::pair<std::string, std::string>> firmwareQos;
 
   bool operator==(const RdmaDevice&) const = default;
 };

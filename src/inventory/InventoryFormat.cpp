@@ -122,6 +122,12 @@ KeyValues portQosFacts(const RdmaPort& port) {
     if (q.trafficClass < 0 && !q.trafficClassText.empty()) add("traffic_class_text", q.trafficClassText);
   } else {
     add("sm_sl", q.smSl >= 0 ? std::to_string(q.smSl) : "unknown");
+    // VL arbitration and SL-to-VL need smpquery (SMP MADs): "unknown" without it.
+    add("vlarb_low", q.vlArbLow.empty() ? "unknown" : q.vlArbLow);
+    add("vlarb_high", q.vlArbHigh.empty() ? "unknown" : q.vlArbHigh);
+    if (q.vlArbLowCap >= 0)
+      add("vlarb_cap", "low " + std::to_string(q.vlArbLowCap) + ", high " + std::to_string(q.vlArbHighCap));
+    add("sl2vl", q.sl2vl.empty() ? "unknown" : q.sl2vl);
   }
   if (!q.capMask.empty()) {
     add("cap_mask", q.capMask);
@@ -161,6 +167,8 @@ void writeJson(JsonWriter& w, const HostInventory& inv) {
     w.key("ports").beginArray();
     for (const auto& p : d.ports) writePort(w, p);
     w.endArray();
+    w.key("firmware_qos");
+    writeFactsObject(w, d.firmwareQos);
     w.endObject();
   }
   w.endArray();
@@ -291,14 +299,16 @@ KeyValues toKeyValues(const HostInventory& inv) {
   add("version/kernel", v.kernel);
   add("version/kernel_build", v.kernelBuild);
   add("version/os", v.os);
-  for (const auto& d : inv.rdmaDevices)
+  for (const auto& d : inv.rdmaDevices) {
     for (const auto& p : d.ports)
       for (const auto& [key, value] : portQosFacts(p))
         add("qos/rdma/" + d.name + "/port/" + std::to_string(p.number) + "/" + key, value);
+    for (const auto& [name, value] : d.firmwareQos) add("qos/rdma/" + d.name + "/firmware/" + name, value);
+  }
   for (const auto& n : inv.interfaces)
     if (hasInterfaceQos(n))
       for (const auto& [key, value] : interfaceQosFacts(n.qos)) add("qos/net/" + n.name + "/" + key, value);
-  add("qos/vendor_tool", inv.qosVendorTool.empty() ? "none (mlnx_qos not installed or not run)" : inv.qosVendorTool);
+  add("qos/vendor_tool", inv.qosVendorTool.empty() ? "none (mlnx_qos, smpquery, mlxconfig not installed or not run)" : inv.qosVendorTool);
   for (const auto& [name, value] : inv.environment) add("env/" + name, value);
   for (std::size_t i = 0; i < inv.notes.size(); ++i) add("note/" + std::to_string(i), inv.notes[i]);
   return kv;
@@ -367,6 +377,12 @@ std::string toText(const HostInventory& inv) {
         if (key != "cap_mask") out << "  " << key << " " << value;
       out << "\n";
     }
+  for (const auto& d : inv.rdmaDevices) {
+    if (d.firmwareQos.empty()) continue;
+    out << "  " << d.name << " firmware (mlxconfig)";
+    for (const auto& [name, value] : d.firmwareQos) out << "  " << name << " " << value;
+    out << "\n";
+  }
   if (!inv.environment.empty()) {
     out << "environment:\n";
     for (const auto& [name, value] : inv.environment) out << "  " << name << "=" << value << "\n";

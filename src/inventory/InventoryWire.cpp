@@ -175,6 +175,11 @@ void writePortQos(Writer& w, const PortQos& q) {
   w.integer(q.trafficClass);
   w.integer(q.smSl);
   w.text(q.capMask);
+  w.integer(q.vlArbLowCap);
+  w.integer(q.vlArbHighCap);
+  w.text(q.vlArbLow);
+  w.text(q.vlArbHigh);
+  w.text(q.sl2vl);
 }
 
 PortQos readPortQos(Reader& r) {
@@ -185,6 +190,11 @@ PortQos readPortQos(Reader& r) {
   q.trafficClass = r.small();
   q.smSl = r.small();
   q.capMask = r.text();
+  q.vlArbLowCap = r.small();
+  q.vlArbHighCap = r.small();
+  q.vlArbLow = r.text();
+  q.vlArbHigh = r.text();
+  q.sl2vl = r.text();
   return q;
 }
 
@@ -213,6 +223,10 @@ std::string serializeInventory(const HostInventory& inv) {
         w.text(g.netdev);
       });
       writePortQos(w, p.qos);
+    });
+    writeList(w, d.firmwareQos, [&](const std::pair<std::string, std::string>& p) {
+      w.text(p.first);
+      w.text(p.second);
     });
   });
   writeList(w, inv.interfaces, [&](const NetInterface& n) {
@@ -275,6 +289,10 @@ HostInventory deserializeInventory(std::string_view bytes) {
         g.netdev = r.text();
       });
       p.qos = readPortQos(r);
+    });
+    d.firmwareQos = readList<std::pair<std::string, std::string>>(r, [&](std::pair<std::string, std::string>& p) {
+      p.first = r.text();
+      p.second = r.text();
     });
   });
   inv.interfaces = readList<NetInterface>(r, [&](NetInterface& n) {

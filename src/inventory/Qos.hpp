@@ -76,8 +76,19 @@ struct PortQos {
   int trafficClass = -1;         // the global traffic class parsed from it, -1 unknown
   int smSl = -1;                 // InfiniBand: sm_sl (SL to reach the subnet manager), -1 unknown
   std::string capMask;           // InfiniBand: cap_mask as sysfs prints it ("0xa659e848"), "" unknown
+  // InfiniBand, from smpquery when installed (SMP MADs; sysfs shows neither):
+  int vlArbLowCap = -1, vlArbHighCap = -1;  // table sizes the port has, -1 unknown
+  std::string vlArbLow, vlArbHigh;          // "0:32,1:32" (VL:weight, unused slots left out), "" unknown
+  std::string sl2vl;                        // "0,1,...": VL of SL 0..15, "" unknown
 
   bool operator==(const PortQos&) const = default;
+};
+
+// An InfiniBand port's VL arbitration tables as `smpquery vlarb` prints them.
+struct VlArbitration {
+  int lowCap = -1;   // -1: the text was not a complete vlarb answer
+  int highCap = -1;
+  std::vector<std::pair<int, int>> low, high;  // (VL, weight) per slot, as the port holds them
 };
 
 // --- rtnetlink DCB --------------------------------------------------------
@@ -107,6 +118,17 @@ int parseTrafficClass(const std::string& text);
 
 // The trust line of `mlnx_qos -i <if>` output ("Priority trust state: dscp"), "" if absent.
 std::string parseMlnxQosTrust(const std::string& text);
+
+// --- vendor and diagnostic tools (QosVendor.cpp: formats and sources there) -----
+
+VlArbitration parseSmpqueryVlarb(const std::string& text);
+// "0,1,2,...": the VL of SL 0..15 from `smpquery sl2vl` of a CA; "" if not found.
+std::string parseSmpquerySl2vl(const std::string& text);
+// "0:32,1:32": slots with a weight, VL:weight; "none" when every slot is unused.
+std::string formatVlArbitration(const std::vector<std::pair<int, int>>& entries);
+// The congestion-control and QoS parameters of `mlxconfig -d <dev> -e q`, with
+// their Current value (Next Boot when the output has no Current column).
+std::vector<std::pair<std::string, std::string>> parseMlxconfigQuery(const std::string& text);
 
 // Fills trust/trustSource from the DCB answer: the apptrust table when the
 // driver has one; for mlx5_core (which sets DSCP trust when the first DSCP APP

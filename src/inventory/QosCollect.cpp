@@ -1,6 +1,9 @@
 // Fills the QoS parts of an inventory: DCB per fabric interface (rtnetlink),
-// ECN/DCQCN (sysfs), port RoCE mode / traffic class / SL, and mlnx_qos's trust
-// state when that tool is installed.
+// ECN/DCQCN (sysfs), port RoCE mode / traffic class / SL, and, when the tools
+// are installed (never required; each run with a time limit, a failure is a
+// note and the value stays unknown): mlnx_qos's trust state, smpquery's
+// InfiniBand VL arbitration and SL-to-VL tables, mlxconfig's firmware
+// congestion-control and QoS parameters.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -95,14 +98,61 @@ std::string findExecutable(const std::string& name) {
   return {};
 }
 
+namespace {
+
+// smpquery (infiniband-diags) asks the port itself with SMP MADs through umad.
+void querySmp(const std::string& smpquery, const RdmaDevice& device, RdmaPort& port, std::vector<std::string>& notes) {
+  if (port.linkLayer != "InfiniBand" || port.lid.empty() || port.lid == "0x0" || port.lid == "0") return;
+  const std::vector<std::string> local = {smpquery, "-C", device.name, "-P", std::to_string(port.number)};
+  const std::string where = device.name + " port " + std::to_string(port.number);
+  auto ask = [&](const char* op) {
+    auto argv = local;
+    argv.insert(argv.end(), {op, port.lid});
+    auto output = runBounded(argv, 5000);
+    if (!output) notes.push_back("qos: " + smpquery + " " + op + " of " + where + " failed or took over 5 s");
+    return output;
+  };
+  if (auto output = ask("vlarb")) {
+    const VlArbitration vlarb = parseSmpqueryVlarb(*output);
+    if (vlarb.lowCap < 0) {
+      notes.push_back("qos: smpquery vlarb of " + where + ": output not understood");
+    } else {
+      port.qos.vlArbLowCap = vlarb.lowCap;
+      port.qos.vlArbHighCap = vlarb.highCap;
+      port.qos.vlArbLow = vlarb.lowCap > 0 ? formatVlArbitration(vlarb.low) : "none";
+      port.qos.vlArbHigh = vlarb.highCap > 0 ? formatVlArbitration(vlarb.high) : "none";
+    }
+  }
+  if (auto output = ask("sl2vl")) {
+    port.qos.sl2vl = parseSmpquerySl2vl(*output);
+    if (port.qos.sl2vl.empty()) notes.push_back("qos: smpquery sl2vl of " + where + ": output not understood");
+  }
+}
+
+}  // namespace
+
 void collectQos(HostInventory& inventory, const InventoryOptions& options) {
   for (auto& device : inventory.rdmaDevices)
     for (auto& port : device.ports) port.qos = readPortQosSysfs(options.sysRoot, device.name, port.number);
 
-  std::string mlnxQos;
+  std::string mlnxQos, smpquery, mlxconfig;
   if (options.useVendorTools) {
     mlnxQos = findExecutable("mlnx_qos");
-    inventory.qosVendorTool = mlnxQos.empty() ? "" : "mlnx_qos (" + mlnxQos + ")";
+    smpquery = findExecutable("smpquery");
+    mlxconfig = findExecutable("mlxconfig");
+    for (const auto& [name, path] : {std::pair{"mlnx_qos", &mlnxQos}, {"smpquery", &smpquery}, {"mlxconfig", &mlxconfig}})
+      if (!path->empty())
+        inventory.qosVendorTool += (inventory.qosVendorTool.empty() ? "" : ", ") + std::string(name) + " (" + *path + ")";
+  }
+  for (auto& device : inventory.rdmaDevices) {
+    if (!smpquery.empty())
+      for (auto& port : device.ports) querySmp(smpquery, device, port, inventory.notes);
+    if (!mlxconfig.empty() && !device.pciAddress.empty()) {
+      if (auto output = runBounded({mlxconfig, "-d", device.pciAddress, "-e", "q"}, 10000))
+        device.firmwareQos = parseMlxconfigQuery(*output);
+      else
+        inventory.notes.push_back("qos: " + mlxconfig + " -d " + device.pciAddress + " -e q failed or took over 10 s");
+    }
   }
   // The kernel answers for this machine's interfaces only: a copied sysfs tree
   // (tests) gets DCB answers from dcbQuery or none at all.

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -229,7 +230,7 @@ TEST(QosSysfs, CollectsFixtureHost) {
   EXPECT_EQ(fact(host, "qos/rdma/mlx5_1/port/1/traffic_class"), "106");
   EXPECT_EQ(fact(host, "qos/rdma/mlx5_0/port/1/sm_sl"), "3");
   EXPECT_NE(fact(host, "qos/rdma/mlx5_0/port/1/cap_flags").find("CM_SUP"), std::string::npos);
-  EXPECT_EQ(fact(host, "qos/vendor_tool"), "none (mlnx_qos not installed or not run)");
+  EXPECT_EQ(fact(host, "qos/vendor_tool"), "none (mlnx_qos, smpquery, mlxconfig not installed or not run)");
 
   // Survives the MPI gather (serialize/deserialize) exactly, and JSON carries it.
   EXPECT_EQ(deserializeInventory(serializeInventory(host)), host);
@@ -399,4 +400,130 @@ TEST(QosLive, ThisMachinesInterfacesWithoutDcbAreNotConfigured) {
     EXPECT_TRUE(net.qos.dcb.status == "configured" || net.qos.dcb.status == "not configured")
         << net.name << ": " << net.qos.dcb.status << " " << net.qos.dcb.detail;
   }
+}
+
+// --- vendor and diagnostic tools (tests/data/vendor: formats and sources in its README)
+
+namespace {
+
+std::string vendorOutput(const std::string& name) {
+  std::ifstream in(kData + "/vendor/" + name);
+  if (!in) throw std::runtime_error("cannot open " + name);
+  std::string text, line;
+  while (std::getline(in, line))
+    if (line.rfind("##", 0) != 0) text += line + "\n";
+  return text;
+}
+
+// A folder with fake smpquery and mlxconfig printing the recorded outputs (no
+// InfiniBand or ConnectX device exists here), put first on PATH while alive.
+class FakeVendorTools {
+ public:
+  explicit FakeVendorTools(bool failing = false) {
+    char pattern[] = "/tmp/fabscope-vendor-XXXXXX";
+    dir_ = ::mkdtemp(pattern);
+    const std::string strip = "grep -v '^##' " + kData + "/vendor/";
+    write("smpquery", failing ? "echo 'ibwarn: [1] mad_rpc_open_port: can't open UMAD port' >&2; exit 255"
+                              : "case \" $* \" in *' vlarb '*) " + strip + "smpquery-vlarb.txt;; *' sl2vl '*) " + strip +
+                                    "smpquery-sl2vl.txt;; *) exit 1;; esac\necho \"$*\" >> " + dir_ + "/smpquery.args");
+    write("mlxconfig", strip + "mlxconfig-q.txt\necho \"$*\" >> " + dir_ + "/mlxconfig.args");
+    oldPath_ = std::getenv("PATH") ? std::getenv("PATH") : "";
+    ::setenv("PATH", (dir_ + ":" + oldPath_).c_str(), 1);
+  }
+  ~FakeVendorTools() {
+    ::setenv("PATH", oldPath_.c_str(), 1);
+    std::filesystem::remove_all(dir_);
+  }
+  std::string args(const std::string& tool) const {
+    std::ifstream in(dir_ + "/" + tool + ".args");
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+ private:
+  void write(const std::string& name, const std::string& body) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  }
+  std::string dir_, oldPath_;
+};
+
+}  // namespace
+
+TEST(QosVendor, ParsesSmpqueryVlArbitration) {
+  const VlArbitration v = parseSmpqueryVlarb(vendorOutput("smpquery-vlarb.txt"));
+  EXPECT_EQ(v.lowCap, 8);
+  EXPECT_EQ(v.highCap, 8);
+  ASSERT_EQ(v.low.size(), 8u);
+  EXPECT_EQ(formatVlArbitration(v.low), "0:32,1:32,2:32,3:32");
+  EXPECT_EQ(formatVlArbitration(v.high), "0:64");
+  EXPECT_EQ(formatVlArbitration({{0, 0}, {1, 0}}), "none");
+  // Not a vlarb answer, a cut one, or a bad cell: not known, never half a table.
+  EXPECT_EQ(parseSmpqueryVlarb("ibwarn: can't open UMAD port\n").lowCap, -1);
+  const std::string text = vendorOutput("smpquery-vlarb.txt");
+  EXPECT_EQ(parseSmpqueryVlarb(text.substr(0, text.find("# High"))).lowCap, -1);
+  std::string bad = text;
+  bad.replace(bad.find("0x20"), 4, "0xZZ");
+  EXPECT_EQ(parseSmpqueryVlarb(bad).lowCap, -1);
+}
+
+TEST(QosVendor, ParsesSmpquerySl2vlAndMlxconfig) {
+  EXPECT_EQ(parseSmpquerySl2vl(vendorOutput("smpquery-sl2vl.txt")), "0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,3");
+  EXPECT_EQ(parseSmpquerySl2vl("ports: in  0, out  0: | 0| 1|\n"), "");  // not 16 SLs
+  const auto config = parseMlxconfigQuery(vendorOutput("mlxconfig-q.txt"));
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"LINK_TYPE_P1", "IB(1)"},        {"LINK_TYPE_P2", "ETH(2)"},      {"ROCE_CC_PRIO_MASK_P1", "8"},
+      {"ROCE_CC_ALGORITHM_P1", "ECN(0)"}, {"CNP_DSCP_P1", "48"},        {"CNP_802P_PRIO_P1", "6"},
+      {"LLDP_NB_DCBX_P1", "True(1)"}};
+  EXPECT_EQ(config, expected);  // Current column; MEMIC_BAR_SIZE, NUM_OF_VFS, SRIOV_EN are not QoS
+}
+
+TEST(QosVendor, CollectsThroughTheToolsWhenInstalled) {
+  FakeVendorTools tools;
+  InventoryOptions options = fixtureOptions("host-a");
+  options.useVendorTools = true;
+  const HostInventory host = collectHostInventory(options);
+  EXPECT_NE(fact(host, "qos/vendor_tool").find("smpquery ("), std::string::npos) << fact(host, "qos/vendor_tool");
+  EXPECT_NE(fact(host, "qos/vendor_tool").find("mlxconfig ("), std::string::npos);
+  EXPECT_EQ(fact(host, "qos/rdma/mlx5_0/port/1/vlarb_low"), "0:32,1:32,2:32,3:32");
+  EXPECT_EQ(fact(host, "qos/rdma/mlx5_0/port/1/vlarb_high"), "0:64");
+  EXPECT_EQ(fact(host, "qos/rdma/mlx5_0/port/1/vlarb_cap"), "low 8, high 8");
+  EXPECT_EQ(fact(host, "qos/rdma/mlx5_0/port/1/sl2vl"), "0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,3");
+  EXPECT_EQ(fact(host, "qos/rdma/mlx5_0/firmware/ROCE_CC_PRIO_MASK_P1"), "8");
+  // Asked of the port's own LID through its own adapter port, and the adapter by PCI address.
+  EXPECT_NE(tools.args("smpquery").find("-C mlx5_0 -P 1 vlarb 0x12"), std::string::npos) << tools.args("smpquery");
+  EXPECT_EQ(tools.args("smpquery").find("mlx5_1"), std::string::npos) << "a RoCE port has no VL arbitration";
+  EXPECT_NE(tools.args("mlxconfig").find("-d 0000:3b:00.0 -e q"), std::string::npos) << tools.args("mlxconfig");
+  EXPECT_EQ(deserializeInventory(serializeInventory(host)), host);
+  EXPECT_NE(toJson(host).find("\"ROCE_CC_PRIO_MASK_P1\": \"8\""), std::string::npos);
+  EXPECT_NE(toText(host).find("firmware (mlxconfig)"), std::string::npos);
+
+  // Hosts whose VL arbitration or firmware CC settings differ are flagged.
+  HostInventory other = host;
+  other.hostname = "host-b";
+  for (auto& device : other.rdmaDevices) {
+    if (device.name != "mlx5_0") continue;
+    device.ports[0].qos.vlArbHigh = "0:255";
+    for (auto& [name, value] : device.firmwareQos)
+      if (name == "ROCE_CC_PRIO_MASK_P1") value = "255";
+  }
+  const auto flags = checkConsistency({host, other, host}, {});
+  ASSERT_EQ(flagsOn(flags, "qos/rdma/mlx5_0/port/1/vlarb_high").size(), 1u);
+  EXPECT_EQ(flagsOn(flags, "qos/rdma/mlx5_0/port/1/vlarb_high")[0].host, "host-b");
+  ASSERT_EQ(flagsOn(flags, "qos/rdma/mlx5_0/firmware/ROCE_CC_PRIO_MASK_P1").size(), 1u);
+  EXPECT_TRUE(flagsOn(flags, "qos/rdma/mlx5_0/port/1/vlarb_low").empty());
+}
+
+TEST(QosVendor, AToolThatFailsLeavesUnknownAndANote) {
+  FakeVendorTools tools(/*failing=*/true);
+  InventoryOptions options = fixtureOptions("host-a");
+  options.useVendorTools = true;
+  const HostInventory host = collectHostInventory(options);
+  EXPECT_EQ(fact(host, "qos/rdma/mlx5_0/port/1/vlarb_low"), "unknown");
+  EXPECT_EQ(fact(host, "qos/rdma/mlx5_0/port/1/sl2vl"), "unknown");
+  bool noted = false;
+  for (const auto& note : host.notes) noted |= note.find("smpquery vlarb of mlx5_0 port 1 failed") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
