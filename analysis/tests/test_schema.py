@@ -111,3 +111,22 @@ def test_written_root_attributes_are_the_declared_ones(reference):
     written = sorted((name, STRUCTURE_TYPE.get(kind, kind)) for name, kind in
                      (line[len("attr / "):].split(": ") for line in lines if line.startswith("attr / ")))
     assert written == sorted((a[0], a[1]) for a in ROOT_ATTRIBUTES if a[2:] != ["after_loss"])
+
+
+KIND_ATTRIBUTES = DECLARED["kind_attributes"]
+
+
+@pytest.mark.parametrize("kind", sorted(KIND_ATTRIBUTES))
+def test_docs_describe_every_declared_kind_attribute(kind):
+    """Each attribute schema.yaml declares for a collective kind is named in that kind's
+    part of docs/file-format.md (the files written are checked against the same list by
+    tests/mpi/allreduce.sh and tests/mpi/alltoall.sh)."""
+    text = (ROOT / "docs/file-format.md").read_text()
+    if kind == "allreduce":
+        part = text.split("- `allreduce` (samples:", 1)[1].split("\n- `", 1)[0]
+    else:
+        part = text.split(f"(`kind: {kind}`)", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([a-z_0-9]+)`", part))
+    missing = [name for name, _ in KIND_ATTRIBUTES[kind] if name not in named]
+    assert not missing, f"docs/file-format.md does not describe {kind}'s {missing}"
+    assert all(t in ("str", "int", "float") for _, t in KIND_ATTRIBUTES[kind])
