@@ -33,17 +33,16 @@ with h5py.File(sys.argv[1], "r") as f:
             assert key in a and isinstance(a[key], types[kind]), (name, key, kind, a.get(key))
         # Pipelined: 30 calls back to back, time per call. Each rank runs the
         # calls one after the other, so per call it takes at least the fastest
-        # single call any rank was seen to take. Above, where calls take long
-        # enough (1 MiB: milliseconds on this loaded machine) that a scheduler
-        # stall in the batch is spread thin, it is at most 3 x the timed loop's
-        # wall time per iteration (not dividing by the calls would be 30 x).
+        # single call any rank was seen to take; and at most 3 x the timed loop's
+        # wall time per iteration, plus 100 ms of scheduler stalls on this loaded
+        # machine spread over the batch (not dividing by the calls would be 30 x
+        # the time per call, beyond that bound at 1 MiB).
         t = a["pipelined_time_ns"]
         assert a["pipelined_calls"] == 30, a["pipelined_calls"]
         own = (s["t_done_ns"] - s["t_post_ns"]).astype(np.float64)
         assert t >= own.min() * 0.999, (name, t, own.min())
         loop = float(s["t_done_ns"].max() - s["t_post_ns"].min()) / 30
-        if a["bytes"] >= 1 << 20:
-            assert t <= 3 * loop, (name, t, loop)
+        assert t <= 3 * loop + 100e6 / 30, (name, t, loop)
         assert abs(a["pipelined_algbw_gbps"] - int(a["bytes"]) / t) < 1e-9 * a["pipelined_algbw_gbps"]
         assert abs(a["pipelined_busbw_gbps"] - a["pipelined_algbw_gbps"] * 2 * (n - 1) / n) < 1e-9
         # The collective's time (first rank in to last rank out, global clock)

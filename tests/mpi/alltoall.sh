@@ -11,7 +11,7 @@ model: deepseek-v3
 tests:
   - name: moe
     kind: alltoall
-    sizes: {derive: moe-dispatch, tokens: [1, 32]}
+    sizes: {derive: moe-dispatch, tokens: [1, 32, 128]}
     iterations: 20
     warmup: 2
     timeout: 30s
@@ -74,15 +74,15 @@ with h5py.File(sys.argv[1], "r") as f:
         for key, kind in declared:
             assert key in a and isinstance(a[key], types[kind]), (name, key, kind, a.get(key))
         # Pipelined, per phase: 20 calls back to back, time per call; bounds as
-        # in allreduce.sh (the upper one where a round takes milliseconds here).
+        # in allreduce.sh (the 128-token instance is large enough that not
+        # dividing by the calls would exceed the upper one).
         assert a["pipelined_calls"] == 20, a["pipelined_calls"]
         loop = float(head["t_done_ns"].max() - head["t_post_ns"].min()) / 20
         for phase, rows in (("dispatch", disp), ("combine", comb)):
             t = a[f"{phase}_pipelined_ns"]
             own = (rows["t_done_ns"] - rows["t_post_ns"]).astype(np.float64)
             assert t >= own.min() * 0.999, (name, phase, t, own.min())
-            if a["tokens_per_rank"] >= 32:
-                assert t <= 3 * loop, (name, phase, t, loop)
+            assert t <= 3 * loop + 100e6 / 20, (name, phase, t, loop)
             algbw = a[f"{phase}_pipelined_algbw_gbps"]
             assert abs(algbw * t - a[f"{phase}_algbw_gbps"] * a[f"{phase}_p50_ns"]) < 1e-6 * algbw * t, (name, phase)
             assert abs(a[f"{phase}_pipelined_busbw_gbps"] - algbw * (n - 1) / n) < 1e-9
