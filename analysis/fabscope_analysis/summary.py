@@ -76,6 +76,10 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
             if r["kind"] == "alltoall":
                 out.append(f"  {int(r['index']):04d} " +
                            alltoall_line(analysis.result.test(int(r["index"]))))
+            if r["kind"] == "allreduce":
+                line = allreduce_line(analysis.result.test(int(r["index"])))
+                if line:
+                    out.append(f"  {int(r['index']):04d} " + line)
             moved = moved_known_counters(analysis.result.test(int(r["index"])).counters(),
                                          analysis.hosts)
             if moved:
@@ -94,6 +98,22 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
     return out
 
 
+PIPELINED_NOTE = "back to back, total time / calls: nccl-tests' default"
+
+
+def allreduce_line(inst) -> str:
+    """An all-reduce's two timing conventions side by side ('' for a file written before
+    the pipelined figure existed)."""
+    g = inst.get
+    if g("pipelined_busbw_gbps") is None:
+        return ""
+    return (f"all-reduce busbw per call {format_number(g('busbw_gbps'))} GB/s (p50 "
+            f"{format_number(g('collective_p50_ns', 0) / 1e3)} us, each call timed alone, slowest "
+            f"rank: what a decode step waits for); pipelined {format_number(g('pipelined_busbw_gbps'))}"
+            f" GB/s ({format_number(g('pipelined_time_ns', 0) / 1e3)} us/call over "
+            f"{int(g('pipelined_calls', 0))} calls {PIPELINED_NOTE})")
+
+
 def alltoall_line(inst) -> str:
     """An MoE all-to-all's phases and routing (the headline rows are whole rounds:
     dispatch + combine, per rank)."""
@@ -109,7 +129,16 @@ def alltoall_line(inst) -> str:
             f"{format_number(g('combine_busbw_gbps'))} GB/s), round p50 "
             f"{format_number(g('collective_p50_ns', 0) / 1e3)} us (slowest rank per iteration, "
             f"per call); load imbalance {format_number(g('load_imbalance'))} (max/mean copies "
-            "held per rank)")
+            "held per rank)" + alltoall_pipelined(inst))
+
+
+def alltoall_pipelined(inst) -> str:
+    g = inst.get
+    if g("dispatch_pipelined_busbw_gbps") is None:
+        return ""
+    return (f"; pipelined busbw dispatch {format_number(g('dispatch_pipelined_busbw_gbps'))} GB/s, "
+            f"combine {format_number(g('combine_pipelined_busbw_gbps'))} GB/s "
+            f"({int(g('pipelined_calls', 0))} calls of each phase {PIPELINED_NOTE})")
 
 
 def api_line(inst) -> str:

@@ -112,3 +112,38 @@ def test_validity_comes_first_in_summary_and_report(tmp_path):
     clean = tmp_path / "c.h5"
     write_matrix_run(clean)
     assert "VALIDITY" not in run_cli("summary", clean).stdout
+
+
+def test_summary_names_both_timing_conventions_of_the_collectives(tmp_path):
+    """An all-reduce and an all-to-all carry a per-call and a pipelined figure; the
+    summary prints both with the file's own numbers and says which is which."""
+    from synthetic import SyntheticRun, make_samples
+    path = tmp_path / "c.h5"
+    run = SyntheticRun(path, nranks=2)
+    samples = make_samples([(r, i, -1, 1 << 24, 120_000.0) for r in range(2) for i in range(5)], 2_000_000)
+    run.add_test("ar", "allreduce", samples, nbytes=1 << 24, pattern="collective", extra_attrs={
+        "collective_p50_ns": 120_000.0, "busbw_gbps": 139.8, "pipelined_calls": np.int64(20),
+        "pipelined_time_ns": 95_000.0, "pipelined_busbw_gbps": 176.6})
+    run.add_test("moe", "alltoall", samples, nbytes=1 << 24, pattern="collective", extra_attrs={
+        "tokens_per_rank": np.int64(128), "top_k": np.int64(8), "experts": np.int64(256),
+        "popularity": "uniform", "copies_per_token": 1.9, "dispatch_p50_ns": 50_000.0,
+        "dispatch_busbw_gbps": 40.5, "combine_p50_ns": 70_000.0, "combine_busbw_gbps": 41.5,
+        "collective_p50_ns": 120_000.0, "load_imbalance": 1.1, "pipelined_calls": np.int64(20),
+        "dispatch_pipelined_busbw_gbps": 61.25, "combine_pipelined_busbw_gbps": 66.5})
+    run.close()
+    out = run_cli("summary", path)
+    assert out.returncode == 0, out.stderr
+    assert ("0000 all-reduce busbw per call 139.8 GB/s (p50 120 us, each call timed alone, slowest "
+            "rank: what a decode step waits for); pipelined 176.6 GB/s (95 us/call over 20 calls "
+            "back to back, total time / calls: nccl-tests' default)") in out.stdout, out.stdout
+    assert ("; pipelined busbw dispatch 61.25 GB/s, combine 66.5 GB/s (20 calls of each phase "
+            "back to back, total time / calls: nccl-tests' default)") in out.stdout, out.stdout
+    # a file from before the pipelined figure: no all-reduce line, the MoE line without it
+    old = tmp_path / "old.h5"
+    run = SyntheticRun(old, nranks=2)
+    run.add_test("ar", "allreduce", samples, nbytes=1 << 24, pattern="collective",
+                 extra_attrs={"collective_p50_ns": 120_000.0, "busbw_gbps": 139.8})
+    run.close()
+    out = run_cli("summary", old)
+    assert out.returncode == 0, out.stderr
+    assert "0000 all-reduce busbw" not in out.stdout and "); pipelined" not in out.stdout, out.stdout

@@ -5,6 +5,9 @@
 # but no HDF5-openmpi, Boost.Program_options or yaml-cpp of these versions).
 # Then run there (device tool, carry [".gpu-pack"]):  bash .gpu-pack/run-gpu-tests.sh
 # (one GPU) or  bash .gpu-pack/run-multi-gpu.sh  (two or more GPUs).
+# NCCL_TESTS_SRC=DIR (a source tree or a git directory of NVIDIA/nccl-tests) also packs
+# nccl-tests' source, which  bash .gpu-pack/run-pipelined-vs-nccl-tests.sh  builds and
+# runs there next to fabscope's all-reduce and all-to-all (2 GPUs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
@@ -20,7 +23,17 @@ for lib in $(ldd build/fabscope | awk '/=> \// {print $3}'); do
     libhdf5_openmpi*|libboost_program_options*|libsz*|libaec*|libyaml-cpp*) cp -L "$lib" "$pack/lib/" ;;
   esac
 done
-cp tests/gpu/run-gpu-tests.sh tests/gpu/run-multi-gpu.sh "$pack/"
+cp tests/gpu/run-gpu-tests.sh tests/gpu/run-multi-gpu.sh tests/gpu/run-pipelined-vs-nccl-tests.sh \
+  tests/gpu/compare_pipelined.py "$pack/"
+if [ -n "${NCCL_TESTS_SRC:-}" ]; then
+  mkdir -p "$pack/nccl-tests"
+  if [ -d "$NCCL_TESTS_SRC/src" ]; then
+    cp -r "$NCCL_TESTS_SRC"/. "$pack/nccl-tests/" && rm -rf "$pack/nccl-tests/.git"
+  else
+    git --git-dir="$NCCL_TESTS_SRC" archive HEAD | tar -x -C "$pack/nccl-tests"
+  fi
+  [ -f "$pack/nccl-tests/src/all_reduce.cu" ] || { echo "NCCL_TESTS_SRC=$NCCL_TESTS_SRC holds no nccl-tests source" >&2; exit 1; }
+fi
 mkdir -p "$pack/scenarios" "$pack/scenarios-extra"
 cp scenarios/gpu-*.yaml "$pack/scenarios/"
 # Extra GPU scenarios run by run-multi-gpu.sh with one rank per GPU.

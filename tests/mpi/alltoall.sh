@@ -11,7 +11,7 @@ model: deepseek-v3
 tests:
   - name: moe
     kind: alltoall
-    sizes: {derive: moe-dispatch, tokens: [1, 32]}
+    sizes: {derive: moe-dispatch, tokens: [1, 32, 128]}
     iterations: 20
     warmup: 2
     timeout: 30s
@@ -36,8 +36,10 @@ tests:
     timeout: 30s
 YAML
 run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$scratch/a2a.yaml" --output "$scratch/ok.h5" --no-progress > /dev/null
-/usr/bin/python3 - "$scratch/ok.h5" <<'PY'
-import sys, h5py, numpy as np
+/usr/bin/python3 - "$scratch/ok.h5" "$FABSCOPE_SOURCE_DIR/src/output/schema.yaml" <<'PY'
+import sys, h5py, numpy as np, yaml
+declared = yaml.safe_load(open(sys.argv[2]))["instance_attributes"]["kinds"]["alltoall"]
+types = {"int": (np.integer,), "float": (np.floating,), "str": (str, bytes)}
 with h5py.File(sys.argv[1], "r") as f:
     assert f.attrs["complete"] == 1 and f.attrs["exit_code"] == 0
     by_name = {}
@@ -69,6 +71,21 @@ with h5py.File(sys.argv[1], "r") as f:
         assert np.all(disp["t_done_ns"] == comb["t_post_ns"])
         assert a["dispatch_p50_ns"] > 0 and a["combine_p50_ns"] > 0
         assert a["collective_p50_ns"] >= max(a["dispatch_p50_ns"], a["combine_p50_ns"]) * 0.999
+        for key, kind in declared:
+            assert key in a and isinstance(a[key], types[kind]), (name, key, kind, a.get(key))
+        # Pipelined, per phase: 20 calls back to back, time per call; bounds as
+        # in allreduce.sh (the 128-token instance is large enough that not
+        # dividing by the calls would exceed the upper one).
+        assert a["pipelined_calls"] == 20, a["pipelined_calls"]
+        loop = float(head["t_done_ns"].max() - head["t_post_ns"].min()) / 20
+        for phase, rows in (("dispatch", disp), ("combine", comb)):
+            t = a[f"{phase}_pipelined_ns"]
+            own = (rows["t_done_ns"] - rows["t_post_ns"]).astype(np.float64)
+            assert t >= own.min() * 0.999, (name, phase, t, own.min())
+            assert t <= 3 * loop + 100e6 / 20, (name, phase, t, loop)
+            algbw = a[f"{phase}_pipelined_algbw_gbps"]
+            assert abs(algbw * t - a[f"{phase}_algbw_gbps"] * a[f"{phase}_p50_ns"]) < 1e-6 * algbw * t, (name, phase)
+            assert abs(a[f"{phase}_pipelined_busbw_gbps"] - algbw * (n - 1) / n) < 1e-9
     skew, even = by_name["skewed"][0], by_name["even"][0]
     # 16 experts on 4 ranks, Zipf s=2: the hottest expert alone takes ~60 % of the picks
     assert skew["load_imbalance"] > 1.5 > even["load_imbalance"], (skew["load_imbalance"], even["load_imbalance"])
@@ -94,4 +111,6 @@ out=$(cd "$FABSCOPE_SOURCE_DIR/analysis" && /usr/bin/python3 -m fabscope_analysi
 grep -q "MoE 32 tokens/rank, top-8 of 256 experts (uniform)" <<<"$out" \
   || { echo "FAIL: the summary has no MoE line for the 32-token instance"; echo "$out"; exit 1; }
 grep -q "zipf s=2" <<<"$out" || { echo "FAIL: the summary does not say the routing was skewed"; echo "$out"; exit 1; }
+grep -Eq "pipelined busbw dispatch [0-9.,]+ GB/s, combine [0-9.,]+ GB/s \(20 calls of each phase back to back" <<<"$out" \
+  || { echo "FAIL: the summary's MoE line has no pipelined figures"; echo "$out"; exit 1; }
 echo "alltoall: the summary reads it back"

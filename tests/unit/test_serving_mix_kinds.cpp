@@ -9,8 +9,10 @@
 #include "driver/Runner.hpp"
 #include "kinds/Registry.hpp"
 #include "kinds/collectives/AllToAllConfig.hpp"
+#include "kinds/collectives/ExchangeLayout.hpp"
 #include "kinds/collectives/MoeRouting.hpp"
 #include "scenario/Scenario.hpp"
+#include "runtime/Errors.hpp"
 
 using namespace fabscope;
 using suite::moe::Popularity;
@@ -125,11 +127,73 @@ TEST(MoeAllToAllScenario, SizesAndRoutingComeFromTheModelOrTheTest) {
                 .find("'routing.exponent' applies to 'popularity: zipf' only"),
             std::string::npos);
   EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: ucx, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
-                .find("alltoall runs over transport mpi on memory: host so far"),
+                .find("t.yaml:3:5: test 'alltoall-1': alltoall runs over transport mpi on memory: host, or transport nccl on memory: cuda"),
+            std::string::npos)
+      << errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: ucx, sizes: {derive: moe-dispatch, tokens: [8]}}\n");
+  // NCCL on GPU memory loads; NCCL on host memory and MPI on GPU memory do not
+  EXPECT_EQ(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: nccl, memory: cuda, sizes: {derive: moe-dispatch, tokens: [8]}}\n"),
+            "no error");
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: nccl, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+                .find("transport nccl on memory: cuda"),
+            std::string::npos);
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, memory: cuda, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+                .find("transport nccl on memory: cuda"),
             std::string::npos);
   EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, sizes: {derive: moe-dispatch, tokens: [8]}}\n", 1)
                 .find("needs at least 2 ranks"),
             std::string::npos);
+}
+
+// The per-peer blocks both all-to-all paths (MPI_Ialltoallv, grouped
+// ncclSend/ncclRecv) move: built from the counts the ranks exchange, so what
+// rank a sends to b is exactly what b expects from a, block by block.
+TEST(AllToAllExchangeLayout, BlocksAreContiguousInPeerOrderAndMatchAcrossRanks) {
+  const RoutingSpec spec{16, 4, Popularity::zipf, 1.2};
+  const int ranks = 5, tokens = 37;
+  const std::int64_t dispatchBytes = 48, combineBytes = 32;
+  std::vector<std::vector<std::int64_t>> copies(ranks, std::vector<std::int64_t>(ranks));  // [from][to]
+  for (int a = 0; a < ranks; ++a) {
+    const auto r = routeTokens(spec, tokens, ranks, a, 99);
+    for (int b = 0; b < ranks; ++b) copies[a][b] = static_cast<std::int64_t>(r.tokensTo[b].size());
+  }
+  std::vector<suite::ExchangeLayout> dispatch, combine;
+  for (int me = 0; me < ranks; ++me) {
+    std::vector<std::int64_t> sendTo(ranks), recvFrom(ranks);
+    for (int p = 0; p < ranks; ++p) sendTo[p] = copies[me][p], recvFrom[p] = copies[p][me];
+    dispatch.push_back(suite::ExchangeLayout::of(sendTo, recvFrom, dispatchBytes));
+    combine.push_back(suite::ExchangeLayout::of(recvFrom, sendTo, combineBytes));
+  }
+  for (int me = 0; me < ranks; ++me) {
+    const auto& d = dispatch[me];
+    std::int64_t offset = 0;
+    for (int p = 0; p < ranks; ++p) {
+      EXPECT_EQ(d.sendDispls[p], offset) << "rank " << me << " peer " << p;
+      offset += d.sendCounts[p];
+      EXPECT_EQ(d.sendCounts[p], copies[me][p] * dispatchBytes);
+      // what I send to p is what p receives from me, in both phases
+      EXPECT_EQ(d.sendCounts[p], dispatch[p].recvCounts[me]);
+      EXPECT_EQ(combine[p].sendCounts[me], combine[me].recvCounts[p]);
+      EXPECT_EQ(combine[me].recvCounts[p], copies[me][p] * combineBytes);
+    }
+    EXPECT_EQ(d.sendBytes, offset);
+    EXPECT_EQ(d.recvDispls.back() + d.recvCounts.back(), d.recvBytes);
+  }
+  const auto mpi = suite::MpiExchangeCounts::of(dispatch[0]);
+  EXPECT_EQ(std::vector<std::int64_t>(mpi.recvDispls.begin(), mpi.recvDispls.end()), dispatch[0].recvDispls);
+}
+
+TEST(AllToAllExchangeLayout, MpiCountsBeyondIntAreRefusedNcclCountsAreNot) {
+  // 3 peers of 1 Gi items of 1 B: blocks fit in int, the last offset (2 GiB) does not
+  const auto big = suite::ExchangeLayout::of({1 << 30, 1 << 30, 1 << 30}, {1, 1, 1}, 1);
+  EXPECT_EQ(big.sendDispls[2], std::int64_t{2} << 30);
+  EXPECT_EQ(big.sendBytes, std::int64_t{3} << 30);
+  try {
+    (void)suite::MpiExchangeCounts::of(big);
+    ADD_FAILURE() << "a 2 GiB offset was given to MPI in int";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("2147483648 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW((void)suite::MpiExchangeCounts::of(suite::ExchangeLayout::of({1 << 20, 3}, {5, 1 << 20}, 1024)));
 }
 
 TEST(ApiScenario, KeysAreCheckedAtLoad) {

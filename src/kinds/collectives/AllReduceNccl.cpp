@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cuda/CudaApi.hpp"
+#include "kinds/collectives/NcclRunComm.hpp"
 #include "transport/NcclComm.hpp"
 #endif
 
@@ -24,26 +25,28 @@ struct NcclCommResource final : RunResource {
 };
 }  // namespace
 
-std::vector<float> runNcclAllReduce(RunContext& ctx, std::size_t count, float (*contribution)(int, std::size_t)) {
+NcclOnThisRank ncclCommOfRun(RunContext& ctx) {
   const int devices = kernels::cuda::deviceCount();
   if (devices == 0) throw RuntimeFailure("memory: cuda was requested but this host has no GPU");
   kernels::cuda::setDevice(ctx.identity.localRank % devices);
+  const int device = kernels::cuda::currentDevice();
+  std::string key = "nccl-collectives";
+  for (const int r : ctx.participants) key += " " + std::to_string(r);
+  auto* cached = ctx.runCache.find<NcclCommResource>(key);
+  if (!cached || !cached->comm.healthy())
+    cached = &ctx.runCache.put(key, std::make_unique<NcclCommResource>(ctx.group, device, ctx.deadline));
+  return {cached->comm, device};
+}
+
+std::vector<float> runNcclAllReduce(RunContext& ctx, std::size_t count, float (*contribution)(int, std::size_t),
+                                    PipelinedBatch* pipelined) {
+  auto [comm, device] = ncclCommOfRun(ctx);
   const std::size_t bytes = count * sizeof(float);
   std::vector<float> host(count);
   for (std::size_t i = 0; i < count; ++i) host[i] = contribution(ctx.group.rank(), i);
   kernels::cuda::DeviceBuffer send(bytes), recv(bytes);
   kernels::cuda::copy(send.data(), host.data(), bytes);
   kernels::cuda::Stream stream;
-  const int device = kernels::cuda::currentDevice();
-  // One communicator per set of measuring ranks for the whole run, as a
-  // serving engine keeps one: NCCL communicators on a GPU pair were seen to
-  // differ by ~7% in speed, so one per instance would give each size its own.
-  std::string key = "nccl-allreduce";
-  for (const int r : ctx.participants) key += " " + std::to_string(r);
-  auto* cached = ctx.runCache.find<NcclCommResource>(key);
-  if (!cached || !cached->comm.healthy())
-    cached = &ctx.runCache.put(key, std::make_unique<NcclCommResource>(ctx.group, device, ctx.deadline));
-  auto& comm = cached->comm;
   // One all-reduce of this size on a bounded helper thread first, so NCCL's
   // lazy connection setup for the algorithm this size uses cannot hang the loop.
   comm.runBounded(
@@ -73,13 +76,26 @@ std::vector<float> runNcclAllReduce(RunContext& ctx, std::size_t count, float (*
     const auto t1 = runtime::monotonicNow();
     if (it >= spec.warmup) ctx.samples.record(me, it - spec.warmup, -1, static_cast<std::int64_t>(bytes), t0, t1);
   }
+  if (pipelined) {
+    // nccl-tests' convention: every call enqueued on the stream back to back,
+    // one wait at the end; the ranks start together from a barrier.
+    const int calls = pipelined->calls;
+    ctx.group.barrier(ctx.deadline);
+    const auto t0 = runtime::monotonicNow();
+    for (int i = 0; i < calls; ++i)
+      checkNccl(ncclAllReduce(send.data(), recv.data(), count, ncclFloat, ncclSum, comm.get(), stream.get()),
+                "ncclAllReduce (pipelined)");
+    comm.waitStream(stream.get(), ctx.deadline, "NCCL all-reduces launched back to back to complete on the GPU");
+    pipelined->start_ns = t0;
+    pipelined->end_ns = runtime::monotonicNow();
+  }
   kernels::cuda::copy(host.data(), recv.data(), bytes);
   return host;
 }
 
 #else
 
-std::vector<float> runNcclAllReduce(RunContext&, std::size_t, float (*)(int, std::size_t)) {
+std::vector<float> runNcclAllReduce(RunContext&, std::size_t, float (*)(int, std::size_t), PipelinedBatch*) {
   throw RuntimeFailure("this build has no NCCL (configure with CUDA and NCCL to run transport: nccl)");
 }
 

@@ -19,6 +19,7 @@ struct AllToAllConfig final : scenario::KindConfig {
   std::int64_t combineTokenBytes = 0;   // one expert result returned in the combine
   std::string modelName;                // "" when the sizes were given without a model
   std::string sizeSource;               // how the per-token sizes were found, for `fabscope list`
+  bool onDevice = false;                // NCCL on GPU memory; else MPI on host memory
 };
 
 // The kind's parse step (at load). Throws scenario::ScenarioError "file:line:column: message".

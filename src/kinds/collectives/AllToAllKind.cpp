@@ -6,8 +6,11 @@
 // rank stamps its arrival, the end of its dispatch and the end of its combine;
 // rank 0 derives each phase's time on the global clock (last exit - first
 // arrival), algbw and busbw (nccl-tests' all-to-all convention), the load
-// imbalance and the straggler. Host memory over MPI; GPU memory over NCCL is
-// not built yet (the loader says so).
+// imbalance and the straggler. Then `iterations` dispatches, and as many
+// combines, launched back to back, each phase timed as one batch (the
+// pipelined figure, nccl-tests' convention). Host memory over MPI
+// (MPI_Ialltoallv), GPU memory over NCCL (grouped ncclSend/ncclRecv): both
+// move the blocks of one ExchangeLayout (AllToAllExchange).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,6 +19,7 @@
 
 #include "kinds/KindFactories.hpp"
 #include "kinds/collectives/AllToAllConfig.hpp"
+#include "kinds/collectives/AllToAllExchange.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
 #include "scenario/TestSource.hpp"
 #include "stats/Statistics.hpp"
@@ -26,33 +30,6 @@ namespace {
 
 using moe::AllToAllConfig;
 using moe::TokenHeader;
-
-// The byte counts and displacements of one MPI_Ialltoallv, made before the
-// timed loop (MPI takes int counts: one block per peer stays under 2 GiB).
-struct ExchangeLayout {
-  std::vector<int> sendCounts, sendDispls, recvCounts, recvDispls;
-  std::int64_t sendBytes = 0, recvBytes = 0;
-
-  static ExchangeLayout of(const std::vector<std::int64_t>& sendItems, const std::vector<std::int64_t>& recvItems,
-                           std::int64_t itemBytes) {
-    ExchangeLayout l;
-    auto fill = [&](const std::vector<std::int64_t>& items, std::vector<int>& counts, std::vector<int>& displs,
-                    std::int64_t& total) {
-      for (const auto k : items) {
-        const std::int64_t bytes = k * itemBytes;
-        if (bytes > INT32_MAX || total > INT32_MAX)
-          throw UsageError("alltoall: one rank's block of " + std::to_string(bytes) +
-                           " bytes is beyond what MPI_Alltoallv counts in int; use fewer tokens per rank");
-        counts.push_back(static_cast<int>(bytes));
-        displs.push_back(static_cast<int>(total));
-        total += bytes;
-      }
-    };
-    fill(sendItems, l.sendCounts, l.sendDispls, l.sendBytes);
-    fill(recvItems, l.recvCounts, l.recvDispls, l.recvBytes);
-    return l;
-  }
-};
 
 std::string exponentText(double s) {
   std::ostringstream out;
@@ -83,15 +60,6 @@ std::string checkCopy(const std::byte* at, const TokenHeader& expected, std::int
   return {};
 }
 
-void alltoallv(const std::byte* send, std::byte* recv, const ExchangeLayout& l, const runtime::Communicator& group,
-               const runtime::Deadline& deadline, const char* what) {
-  MPI_Request r;
-  runtime::checkMpi(MPI_Ialltoallv(send, l.sendCounts.data(), l.sendDispls.data(), MPI_BYTE, recv, l.recvCounts.data(),
-                                   l.recvDispls.data(), MPI_BYTE, group.handle(), &r),
-                    "MPI_Ialltoallv");
-  group.complete(r, deadline, what);
-}
-
 class AllToAllKind final : public Kind {
  public:
   std::string name() const override { return "alltoall"; }
@@ -105,12 +73,16 @@ class AllToAllKind final : public Kind {
     r.extraKeys = {"model", "experts", "top_k", "routing", "token_bytes"};
     r.minRanks = 2;
     r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
-      if (transport::transportCapabilities(spec.transport).collectives != transport::Collectives::host ||
-          spec.memory != "host")
+      const auto collectives = transport::transportCapabilities(spec.transport).collectives;
+      const bool onHost = collectives == transport::Collectives::host && spec.memory == "host";
+      const bool onDevice = collectives == transport::Collectives::device && spec.memory == "cuda";
+      if (!onHost && !onDevice)
         throw scenario::ScenarioError(spec.at + ": test '" + spec.name +
-                                      "': alltoall runs over transport mpi on memory: host so far (NCCL on GPU "
-                                      "memory is not built yet)");
-      return std::make_shared<AllToAllConfig>(moe::readAllToAllConfig(spec, source));
+                                      "': alltoall runs over transport mpi on memory: host, or transport nccl on "
+                                      "memory: cuda");
+      auto c = std::make_shared<AllToAllConfig>(moe::readAllToAllConfig(spec, source));
+      c->onDevice = onDevice;
+      return c;
     };
     return r;
   }
@@ -130,7 +102,7 @@ class AllToAllKind final : public Kind {
     // every rank's copies in, and the same again as combine results.
     const std::int64_t out = tokens * std::min(c.routing.topK, ranks), in = tokens * ranks;
     p.bufferBytesPerRank = (out + in) * (c.dispatchTokenBytes + c.combineTokenBytes);
-    p.description = "MoE dispatch + combine (MPI_Ialltoallv) over " + std::to_string(ranks) + " ranks: " +
+    p.description = std::string("MoE dispatch + combine (") + (c.onDevice ? "ncclSend/ncclRecv" : "MPI_Ialltoallv") + ") over " + std::to_string(ranks) + " ranks: " +
                     std::to_string(tokens) + " tokens/rank to top-" + std::to_string(c.routing.topK) + " of " +
                     std::to_string(c.routing.experts) + " experts (" + moe::popularityName(c.routing.popularity) +
                     (c.routing.popularity == moe::Popularity::zipf ? " s=" + exponentText(c.routing.zipfExponent) : "") +
@@ -159,25 +131,30 @@ class AllToAllKind final : public Kind {
     const auto dispatch = ExchangeLayout::of(sendCopies, recvCopies, D);
     const auto combine = ExchangeLayout::of(recvCopies, sendCopies, C);
     // From the arena: a timed-out collective may still use them.
-    auto* dispatchOut = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(dispatch.sendBytes, 1)));
-    auto* dispatchIn = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(dispatch.recvBytes, 1)));
-    auto* combineOut = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(combine.sendBytes, 1)));
-    auto* combineIn = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(combine.recvBytes, 1)));
+    AllToAllHostBuffers host;
+    host.dispatchOut = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(dispatch.sendBytes, 1)));
+    host.dispatchIn = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(dispatch.recvBytes, 1)));
+    host.combineOut = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(combine.sendBytes, 1)));
+    host.combineIn = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(combine.recvBytes, 1)));
+    auto* dispatchIn = host.dispatchIn;
+    auto* combineIn = host.combineIn;
     for (int d = 0; d < n; ++d) {
-      std::byte* at = dispatchOut + dispatch.sendDispls[static_cast<std::size_t>(d)];
+      std::byte* at = host.dispatchOut + dispatch.sendDispls[static_cast<std::size_t>(d)];
       for (const auto t : routing.tokensTo[static_cast<std::size_t>(d)]) {
         writeCopy(at, {g, t, d, moe::kDispatchMagic}, D);
         at += D;
       }
     }
+    auto exchange = c.onDevice ? makeNcclAllToAll(ctx, dispatch, combine, host)
+                               : makeMpiAllToAll(ctx, dispatch, combine, host);
     // One untimed dispatch tells each rank which tokens it holds (the headers),
     // so its combine results can be written before the loop; then the inbound
     // buffers are cleared, so the check after the loop sees the timed data.
-    alltoallv(dispatchOut, dispatchIn, dispatch, ctx.group, ctx.deadline, "an MoE dispatch (all-to-all) with the other ranks");
+    exchange->firstDispatch();
     std::vector<std::vector<std::int32_t>> heldTokens(static_cast<std::size_t>(n));
     for (int s = 0; s < n; ++s) {
       const std::byte* at = dispatchIn + dispatch.recvDispls[static_cast<std::size_t>(s)];
-      std::byte* out = combineOut + combine.sendDispls[static_cast<std::size_t>(s)];
+      std::byte* out = host.combineOut + combine.sendDispls[static_cast<std::size_t>(s)];
       for (std::int64_t k = 0; k < recvCopies[static_cast<std::size_t>(s)]; ++k, at += D, out += C) {
         TokenHeader h;
         std::memcpy(&h, at, sizeof h);
@@ -185,8 +162,7 @@ class AllToAllKind final : public Kind {
         writeCopy(out, {s, h.token, g, moe::kCombineMagic}, C);
       }
     }
-    std::memset(dispatchIn, 0, static_cast<std::size_t>(dispatch.recvBytes));
-    std::memset(combineIn, 0, static_cast<std::size_t>(combine.recvBytes));
+    exchange->prepareTimed();
 
     const auto self = static_cast<std::size_t>(g);
     const std::int64_t dispatchNet = (dispatch.sendBytes - sendCopies[self] * D);
@@ -194,9 +170,9 @@ class AllToAllKind final : public Kind {
     const int total = spec.warmup + spec.iterations;
     for (int it = 0; it < total; ++it) {
       const auto t0 = runtime::monotonicNow();
-      alltoallv(dispatchOut, dispatchIn, dispatch, ctx.group, ctx.deadline, "an MoE dispatch (all-to-all) with the other ranks");
+      exchange->exchange(AllToAllPhase::dispatch);
       const auto t1 = runtime::monotonicNow();
-      alltoallv(combineOut, combineIn, combine, ctx.group, ctx.deadline, "an MoE combine (all-to-all) with the other ranks");
+      exchange->exchange(AllToAllPhase::combine);
       const auto t2 = runtime::monotonicNow();
       if (it < spec.warmup) continue;
       const int i = it - spec.warmup;
@@ -204,6 +180,18 @@ class AllToAllKind final : public Kind {
       ctx.samples.record(me, i, -1, dispatchNet, t0, t1, output::sample_flags::dispatchPhase);
       ctx.samples.record(me, i, -1, combineNet, t1, t2, output::sample_flags::combinePhase);
     }
+    // The pipelined figure: each phase's calls back to back, from a barrier.
+    // They leave the same data in the inbound buffers, checked below.
+    PipelinedBatch dispatchBatch, combineBatch;
+    dispatchBatch.calls = combineBatch.calls = std::max(1, spec.iterations);
+    for (auto [phase, batch] : {std::pair{AllToAllPhase::dispatch, &dispatchBatch},
+                                std::pair{AllToAllPhase::combine, &combineBatch}}) {
+      ctx.group.barrier(ctx.deadline);
+      batch->start_ns = runtime::monotonicNow();
+      exchange->exchangeBatch(phase, batch->calls);
+      batch->end_ns = runtime::monotonicNow();
+    }
+    exchange->fetchResults();
 
     // Self-test of the checks (--self-test corrupt-rank=N, tests/mpi/alltoall.sh):
     // this rank's inbound dispatch is spoiled on purpose, and the check below must catch it.
@@ -238,7 +226,7 @@ class AllToAllKind final : public Kind {
     row.verified = problem.empty() ? 1 : 0;
 
     Outcome outcome;
-    outcome.attributes = summarizeOnRank0(ctx, c, tokens, dispatch, recvCopies);
+    outcome.attributes = summarizeOnRank0(ctx, c, tokens, dispatch, recvCopies, dispatchBatch, combineBatch);
     outcome.tables.push_back({"alltoall_ranks", std::vector<output::AllToAllRankRecord>{row}});
     return outcome;
   }
@@ -249,7 +237,11 @@ class AllToAllKind final : public Kind {
 
  private:
   output::Attributes summarizeOnRank0(RunContext& ctx, const AllToAllConfig& c, std::int64_t tokens,
-                                      const ExchangeLayout& dispatch, const std::vector<std::int64_t>& recvCopies) const {
+                                      const ExchangeLayout& dispatch, const std::vector<std::int64_t>& recvCopies,
+                                      const PipelinedBatch& dispatchBatch, const PipelinedBatch& combineBatch) const {
+    auto toGlobal = [&](std::int64_t t) { return ctx.clock.toGlobal(t); };
+    const double dispatchPipelinedNs = pipelinedPerCallNs(ctx.group, dispatchBatch, toGlobal, ctx.deadline);
+    const double combinePipelinedNs = pipelinedPerCallNs(ctx.group, combineBatch, toGlobal, ctx.deadline);
     // Load per rank: copies held (its experts' work) and sent, self included.
     const std::int64_t held = std::accumulate(recvCopies.begin(), recvCopies.end(), std::int64_t{0});
     const auto heldAll = ctx.group.allgather(held, ctx.deadline);
@@ -283,6 +275,11 @@ class AllToAllKind final : public Kind {
     const double dispatchAlgbw = copiesSentMean * static_cast<double>(c.dispatchTokenBytes) / d.p50;
     const double combineAlgbw = copiesSentMean * static_cast<double>(c.combineTokenBytes) / cb.p50;
     const double busFactor = static_cast<double>(n - 1) / n;
+    auto algbwOf = [&](std::int64_t tokenBytes, double ns) {
+      return ns > 0 ? copiesSentMean * static_cast<double>(tokenBytes) / ns : 0.0;
+    };
+    const double dispatchPipelinedAlgbw = algbwOf(c.dispatchTokenBytes, dispatchPipelinedNs);
+    const double combinePipelinedAlgbw = algbwOf(c.combineTokenBytes, combinePipelinedNs);
     return {
         {"model", c.modelName},
         {"tokens_per_rank", tokens},
@@ -303,6 +300,13 @@ class AllToAllKind final : public Kind {
         {"dispatch_busbw_gbps", dispatchAlgbw * busFactor},
         {"combine_algbw_gbps", combineAlgbw},
         {"combine_busbw_gbps", combineAlgbw * busFactor},
+        {"pipelined_calls", std::int64_t{dispatchBatch.calls}},
+        {"dispatch_pipelined_ns", dispatchPipelinedNs},
+        {"combine_pipelined_ns", combinePipelinedNs},
+        {"dispatch_pipelined_algbw_gbps", dispatchPipelinedAlgbw},
+        {"dispatch_pipelined_busbw_gbps", dispatchPipelinedAlgbw * busFactor},
+        {"combine_pipelined_algbw_gbps", combinePipelinedAlgbw},
+        {"combine_pipelined_busbw_gbps", combinePipelinedAlgbw * busFactor},
         {"load_imbalance", mean(heldAll) > 0 ? maxOf(heldAll) / mean(heldAll) : 1.0},
         {"send_imbalance", copiesSentMean > 0 ? maxOf(sentAll) / copiesSentMean : 1.0},
         {"straggler_rank", std::int64_t{ctx.participants[static_cast<std::size_t>(roundT.straggler)]}},
