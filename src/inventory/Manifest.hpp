@@ -71,6 +71,11 @@ struct QosIntent {
   std::optional<QosItem> dscpMap;
   std::optional<QosItem> roceMode;  // "RoCE v2" | "IB/RoCE v1"
   std::optional<QosItem> ibSl;      // 0..15
+  // InfiniBand ports (smpquery): total weight per VL ("0:32,1:32", sorted by VL,
+  // "none"), and the VL of SL 0..15 ("0,1,...").
+  std::optional<QosItem> ibVlArbLow;
+  std::optional<QosItem> ibVlArbHigh;
+  std::optional<QosItem> ibSl2vl;
   Expectation expectation;          // the section's; an item's own must_match/validation override it
 };
 

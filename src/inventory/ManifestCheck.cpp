@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <map>
 #include <optional>
 
 #include "inventory/Manifest.hpp"
@@ -255,6 +256,38 @@ class HostChecker {
         add("qos/ib_sl", qos.ibSl->value, "none of NCCL_IB_SL, UCX_IB_SL, OMPI_MCA_btl_openib_ib_service_level is set",
             ManifestStatus::missing, qos.ibSl->expectation);
     }
+    std::vector<std::pair<std::string, const RdmaPort*>> ibPorts;
+    for (const auto& device : host_.rdmaDevices)
+      for (const auto& port : device.ports)
+        if (port.state == "ACTIVE" && port.linkLayer == "InfiniBand")
+          ibPorts.emplace_back(device.name + "/" + std::to_string(port.number), &port);
+    auto perIbPort = [&](const std::optional<QosItem>& item, const std::string& name, auto discover) {
+      if (!item) return;
+      for (const auto& [where, port] : ibPorts) compare("qos/" + name + "@" + where, item->value, discover(*port), item->expectation);
+      if (ibPorts.empty()) add("qos/" + name, item->value, "no active InfiniBand port", ManifestStatus::missing, item->expectation);
+    };
+    // "" (unknown without smpquery) is missing, never a match.
+    perIbPort(qos.ibVlArbLow, "ib_vlarb_low", [](const RdmaPort& p) { return totalWeightPerVl(p.qos.vlArbLow); });
+    perIbPort(qos.ibVlArbHigh, "ib_vlarb_high", [](const RdmaPort& p) { return totalWeightPerVl(p.qos.vlArbHigh); });
+    perIbPort(qos.ibSl2vl, "ib_sl2vl", [](const RdmaPort& p) { return p.qos.sl2vl; });
+  }
+
+  // A port's table ("1:16,0:32,1:16": slots in order, a VL may hold several) as the
+  // manifest states it: the total weight per VL, sorted by VL; "none" stays "none".
+  static std::string totalWeightPerVl(const std::string& slots) {
+    if (slots.empty() || slots == "none") return slots;
+    std::map<int, int> total;
+    std::size_t start = 0;
+    while (start < slots.size()) {
+      auto end = slots.find(',', start);
+      if (end == std::string::npos) end = slots.size();
+      const std::string pair = slots.substr(start, end - start);
+      total[std::stoi(pair.substr(0, pair.find(':')))] += std::stoi(pair.substr(pair.find(':') + 1));
+      start = end + 1;
+    }
+    std::string text;
+    for (const auto& [vl, weight] : total) text += (text.empty() ? "" : ",") + std::to_string(vl) + ":" + std::to_string(weight);
+    return text;
   }
 
  private:

@@ -19,7 +19,8 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"manifest_version", "name", "fabric", "adapters", "software", "qos"};
 const std::vector<std::string> kQosKeys = {"interfaces", "pfc_priorities", "trust", "roce_tc", "ecn_np", "ecn_rp",
-                                           "dscp_map", "roce_mode", "ib_sl", "validation", "must_match"};
+                                           "dscp_map", "roce_mode", "ib_sl", "ib_vlarb_low", "ib_vlarb_high",
+                                           "ib_sl2vl", "validation", "must_match"};
 const std::vector<std::string> kQosItemKeys = {"value", "validation", "must_match"};
 const std::vector<std::string> kFabricKeys = {"protocol", "rate_gbps", "width", "mtu", "rdma_mtu",
                                               "interfaces", "validation", "must_match"};
@@ -217,6 +218,24 @@ class ManifestParser {
     return text;
   }
 
+  // {VL: weight} -> "0:32,1:32" (sorted by VL), {} -> "none".
+  std::string vlWeights(const YAML::Node& node, const std::string& key) {
+    if (!node.IsMap()) fail(node.Mark(), "'" + key + "' must map VLs to their total weight (e.g. {0: 32, 1: 32}; {} for none), found " + describeNodeType(node));
+    std::map<int, int> map;
+    for (const auto& entry : node) map[rangedInteger(entry.first, key + " key (VL)", 0, 14)] = rangedInteger(entry.second, key + " weight", 1, 255 * 64);
+    std::string text;
+    for (const auto& [vl, weight] : map) text += (text.empty() ? "" : ",") + std::to_string(vl) + ":" + std::to_string(weight);
+    return text.empty() ? "none" : text;
+  }
+
+  // [VL of SL 0, ..., VL of SL 15] -> "0,1,...".
+  std::string slToVl(const YAML::Node& node) {
+    if (!node.IsSequence() || node.size() != 16) fail(node.Mark(), "'ib_sl2vl' must list the VL of each of the 16 SLs (e.g. [0, 1, 2, 3, 0, ...]), found " + describeNodeType(node) + (node.IsSequence() ? " of " + std::to_string(node.size()) : ""));
+    std::string text;
+    for (const auto& vl : node) text += (text.empty() ? "" : ",") + std::to_string(rangedInteger(vl, "ib_sl2vl entry (VL)", 0, 15));
+    return text;
+  }
+
   // An item is its value, or {value: ..., must_match: ..., validation: ...}.
   template <typename Parse>
   std::optional<QosItem> qosItem(const YAML::Node& section, const std::string& key, const Expectation& defaults, Parse parse) {
@@ -258,6 +277,9 @@ class ManifestParser {
     });
     intent.roceTc = qosItem(node, "roce_tc", e, [&](const YAML::Node& n) { return std::to_string(rangedInteger(n, "roce_tc", 0, 255)); });
     intent.ibSl = qosItem(node, "ib_sl", e, [&](const YAML::Node& n) { return std::to_string(rangedInteger(n, "ib_sl", 0, 15)); });
+    intent.ibVlArbLow = qosItem(node, "ib_vlarb_low", e, [&](const YAML::Node& n) { return vlWeights(n, "ib_vlarb_low"); });
+    intent.ibVlArbHigh = qosItem(node, "ib_vlarb_high", e, [&](const YAML::Node& n) { return vlWeights(n, "ib_vlarb_high"); });
+    intent.ibSl2vl = qosItem(node, "ib_sl2vl", e, [&](const YAML::Node& n) { return slToVl(n); });
     intent.dscpMap = qosItem(node, "dscp_map", e, [&](const YAML::Node& n) { return dscpMap(n); });
     intent.roceMode = qosItem(node, "roce_mode", e, [&](const YAML::Node& n) {
       std::string value = scalar(n, "roce_mode");

@@ -527,3 +527,49 @@ TEST(QosVendor, AToolThatFailsLeavesUnknownAndANote) {
   for (const auto& note : host.notes) noted |= note.find("smpquery vlarb of mlx5_0 port 1 failed") != std::string::npos;
   EXPECT_TRUE(noted);
 }
+
+TEST(QosManifest, InfiniBandVlArbitrationAndSlToVl) {
+  const std::string design = R"(qos:
+  ib_vlarb_low: {0: 32, 1: 32, 2: 32, 3: 32}
+  ib_vlarb_high: {0: 64}
+  ib_sl2vl: [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]
+  must_match: true
+)";
+  const Manifest manifest = parseManifest(design, "ib.yaml");
+  EXPECT_EQ(manifest.qos->ibVlArbHigh->value, "0:64");
+  {
+    FakeVendorTools tools;
+    InventoryOptions options = fixtureOptions("a");
+    options.useVendorTools = true;
+    HostInventory host = collectHostInventory(options);
+    auto rows = checkManifest(manifest, {host});
+    EXPECT_EQ(row(rows, "qos/ib_vlarb_low@mlx5_0/1").status, ManifestStatus::match) << row(rows, "qos/ib_vlarb_low@mlx5_0/1").discovered;
+    EXPECT_EQ(row(rows, "qos/ib_vlarb_high@mlx5_0/1").status, ManifestStatus::match);
+    EXPECT_EQ(row(rows, "qos/ib_sl2vl@mlx5_0/1").status, ManifestStatus::match);
+    EXPECT_FALSE(manifestFailed(rows));
+    // Slots are summed per VL: VL 0 in two slots of 32 is the design's {0: 64}.
+    host.rdmaDevices[0].ports[0].qos.vlArbHigh = "0:32,0:32";
+    EXPECT_EQ(row(checkManifest(manifest, {host}), "qos/ib_vlarb_high@mlx5_0/1").status, ManifestStatus::match);
+    host.rdmaDevices[0].ports[0].qos.vlArbHigh = "0:255";
+    rows = checkManifest(manifest, {host});
+    EXPECT_EQ(row(rows, "qos/ib_vlarb_high@mlx5_0/1").status, ManifestStatus::mismatch);
+    EXPECT_TRUE(manifestFailed(rows));
+  }
+  // Without smpquery the tables are unknown: missing, which fails a must-match item.
+  const auto rows = checkManifest(manifest, {collectHostInventory(fixtureOptions("a"))});
+  EXPECT_EQ(row(rows, "qos/ib_vlarb_low@mlx5_0/1").status, ManifestStatus::missing);
+  EXPECT_TRUE(manifestFailed(rows));
+
+  auto error = [](const std::string& text) -> std::string {
+    try {
+      parseManifest(text, "q.yaml");
+    } catch (const ManifestError& e) {
+      return e.what();
+    }
+    return "(loaded)";
+  };
+  EXPECT_NE(error("qos:\n  ib_vlarb_high: {15: 64}\n").find("q.yaml:2:19:"), std::string::npos);
+  EXPECT_NE(error("qos:\n  ib_sl2vl: [0, 1]\n").find("q.yaml:2:13: 'ib_sl2vl' must list the VL of each of the 16 SLs"),
+            std::string::npos)
+      << error("qos:\n  ib_sl2vl: [0, 1]\n");
+}
