@@ -32,7 +32,8 @@ READER_LISTS = {"ranks": reader.RANK_COLUMNS, "samples": reader.SAMPLE_COLUMNS,
                 "events": reader.EVENT_COLUMNS, "counters": reader.COUNTER_COLUMNS,
                 "validity": reader.VALIDITY_COLUMNS, "requests": reader.REQUEST_COLUMNS,
                 "alltoall_ranks": reader.ALLTOALL_RANK_COLUMNS,
-                "api_requests": reader.API_REQUEST_COLUMNS}
+                "api_requests": reader.API_REQUEST_COLUMNS,
+                "mix_classes": reader.MIX_CLASS_COLUMNS}
 
 
 @pytest.mark.parametrize("table", sorted(READER_LISTS))

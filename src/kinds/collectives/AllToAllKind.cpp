@@ -17,6 +17,7 @@
 #include "kinds/KindFactories.hpp"
 #include "kinds/collectives/AllToAllConfig.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
+#include "kinds/collectives/MoeExchange.hpp"
 #include "scenario/TestSource.hpp"
 #include "stats/Statistics.hpp"
 #include "transport/TransportFactory.hpp"
@@ -26,70 +27,12 @@ namespace {
 
 using moe::AllToAllConfig;
 using moe::TokenHeader;
-
-// The byte counts and displacements of one MPI_Ialltoallv, made before the
-// timed loop (MPI takes int counts: one block per peer stays under 2 GiB).
-struct ExchangeLayout {
-  std::vector<int> sendCounts, sendDispls, recvCounts, recvDispls;
-  std::int64_t sendBytes = 0, recvBytes = 0;
-
-  static ExchangeLayout of(const std::vector<std::int64_t>& sendItems, const std::vector<std::int64_t>& recvItems,
-                           std::int64_t itemBytes) {
-    ExchangeLayout l;
-    auto fill = [&](const std::vector<std::int64_t>& items, std::vector<int>& counts, std::vector<int>& displs,
-                    std::int64_t& total) {
-      for (const auto k : items) {
-        const std::int64_t bytes = k * itemBytes;
-        if (bytes > INT32_MAX || total > INT32_MAX)
-          throw UsageError("alltoall: one rank's block of " + std::to_string(bytes) +
-                           " bytes is beyond what MPI_Alltoallv counts in int; use fewer tokens per rank");
-        counts.push_back(static_cast<int>(bytes));
-        displs.push_back(static_cast<int>(total));
-        total += bytes;
-      }
-    };
-    fill(sendItems, l.sendCounts, l.sendDispls, l.sendBytes);
-    fill(recvItems, l.recvCounts, l.recvDispls, l.recvBytes);
-    return l;
-  }
-};
+using moe::ExchangeLayout;
 
 std::string exponentText(double s) {
   std::ostringstream out;
   out << s;
   return out.str();
-}
-
-void writeCopy(std::byte* at, const TokenHeader& h, std::int64_t bytes) {
-  std::memcpy(at, &h, sizeof h);
-  auto* payload = reinterpret_cast<std::uint8_t*>(at + sizeof h);
-  for (std::size_t i = 0; i + sizeof h < static_cast<std::size_t>(bytes); ++i) payload[i] = moe::payloadByte(h, i);
-}
-
-// "" when the copy at `at` is the one expected, else what is wrong.
-std::string checkCopy(const std::byte* at, const TokenHeader& expected, std::int64_t bytes) {
-  TokenHeader h;
-  std::memcpy(&h, at, sizeof h);
-  if (h.source != expected.source || h.token != expected.token || h.holder != expected.holder || h.magic != expected.magic)
-    return "header (source " + std::to_string(h.source) + ", token " + std::to_string(h.token) + ", holder " +
-           std::to_string(h.holder) + ") where (source " + std::to_string(expected.source) + ", token " +
-           std::to_string(expected.token) + ", holder " + std::to_string(expected.holder) + ") was due";
-  const auto* payload = reinterpret_cast<const std::uint8_t*>(at + sizeof h);
-  for (std::size_t i = 0; i + sizeof h < static_cast<std::size_t>(bytes); ++i)
-    if (payload[i] != moe::payloadByte(h, i))
-      return "payload byte " + std::to_string(i) + " of token " + std::to_string(h.token) + " from rank " +
-             std::to_string(h.source) + " is " + std::to_string(payload[i]) + ", expected " +
-             std::to_string(moe::payloadByte(h, i));
-  return {};
-}
-
-void alltoallv(const std::byte* send, std::byte* recv, const ExchangeLayout& l, const runtime::Communicator& group,
-               const runtime::Deadline& deadline, const char* what) {
-  MPI_Request r;
-  runtime::checkMpi(MPI_Ialltoallv(send, l.sendCounts.data(), l.sendDispls.data(), MPI_BYTE, recv, l.recvCounts.data(),
-                                   l.recvDispls.data(), MPI_BYTE, group.handle(), &r),
-                    "MPI_Ialltoallv");
-  group.complete(r, deadline, what);
 }
 
 class AllToAllKind final : public Kind {
@@ -145,58 +88,22 @@ class AllToAllKind final : public Kind {
     const int n = ctx.group.size(), g = ctx.group.rank(), me = ctx.world.rank();
     const auto D = c.dispatchTokenBytes, C = c.combineTokenBytes;
 
-    // Routing and the counts every rank will receive (outside the timed loop).
-    const auto routing = moe::routeTokens(c.routing, static_cast<int>(tokens), n, g, ctx.caseSeed);
-    std::vector<std::int64_t> sendCopies(static_cast<std::size_t>(n)), recvCopies(static_cast<std::size_t>(n));
-    for (int d = 0; d < n; ++d) sendCopies[static_cast<std::size_t>(d)] = static_cast<std::int64_t>(routing.tokensTo[static_cast<std::size_t>(d)].size());
-    {
-      MPI_Request r;
-      runtime::checkMpi(MPI_Ialltoall(sendCopies.data(), 1, MPI_INT64_T, recvCopies.data(), 1, MPI_INT64_T,
-                                      ctx.group.handle(), &r),
-                        "MPI_Ialltoall(token counts)");
-      ctx.group.complete(r, ctx.deadline, "the MoE token counts from the other ranks");
-    }
-    const auto dispatch = ExchangeLayout::of(sendCopies, recvCopies, D);
-    const auto combine = ExchangeLayout::of(recvCopies, sendCopies, C);
-    // From the arena: a timed-out collective may still use them.
-    auto* dispatchOut = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(dispatch.sendBytes, 1)));
-    auto* dispatchIn = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(dispatch.recvBytes, 1)));
-    auto* combineOut = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(combine.sendBytes, 1)));
-    auto* combineIn = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(combine.recvBytes, 1)));
-    for (int d = 0; d < n; ++d) {
-      std::byte* at = dispatchOut + dispatch.sendDispls[static_cast<std::size_t>(d)];
-      for (const auto t : routing.tokensTo[static_cast<std::size_t>(d)]) {
-        writeCopy(at, {g, t, d, moe::kDispatchMagic}, D);
-        at += D;
-      }
-    }
-    // One untimed dispatch tells each rank which tokens it holds (the headers),
-    // so its combine results can be written before the loop; then the inbound
-    // buffers are cleared, so the check after the loop sees the timed data.
-    alltoallv(dispatchOut, dispatchIn, dispatch, ctx.group, ctx.deadline, "an MoE dispatch (all-to-all) with the other ranks");
-    std::vector<std::vector<std::int32_t>> heldTokens(static_cast<std::size_t>(n));
-    for (int s = 0; s < n; ++s) {
-      const std::byte* at = dispatchIn + dispatch.recvDispls[static_cast<std::size_t>(s)];
-      std::byte* out = combineOut + combine.sendDispls[static_cast<std::size_t>(s)];
-      for (std::int64_t k = 0; k < recvCopies[static_cast<std::size_t>(s)]; ++k, at += D, out += C) {
-        TokenHeader h;
-        std::memcpy(&h, at, sizeof h);
-        heldTokens[static_cast<std::size_t>(s)].push_back(h.token);
-        writeCopy(out, {s, h.token, g, moe::kCombineMagic}, C);
-      }
-    }
-    std::memset(dispatchIn, 0, static_cast<std::size_t>(dispatch.recvBytes));
-    std::memset(combineIn, 0, static_cast<std::size_t>(combine.recvBytes));
+    // Routing, counts, buffers and copies, before the timed loop (MoeExchange).
+    moe::MoeExchange exchange(c.routing, D, C, tokens, ctx.group, ctx.buffers, ctx.caseSeed, ctx.deadline);
+    const auto& dispatch = exchange.dispatchLayout();
+    const auto& combine = exchange.combineLayout();
+    const auto& sendCopies = exchange.sendCopies();
+    const auto& recvCopies = exchange.recvCopies();
 
     const auto self = static_cast<std::size_t>(g);
-    const std::int64_t dispatchNet = (dispatch.sendBytes - sendCopies[self] * D);
-    const std::int64_t combineNet = (combine.sendBytes - recvCopies[self] * C);
+    const std::int64_t dispatchNet = exchange.dispatchNetBytes();
+    const std::int64_t combineNet = exchange.combineNetBytes();
     const int total = spec.warmup + spec.iterations;
     for (int it = 0; it < total; ++it) {
       const auto t0 = runtime::monotonicNow();
-      alltoallv(dispatchOut, dispatchIn, dispatch, ctx.group, ctx.deadline, "an MoE dispatch (all-to-all) with the other ranks");
+      exchange.dispatch(ctx.deadline);
       const auto t1 = runtime::monotonicNow();
-      alltoallv(combineOut, combineIn, combine, ctx.group, ctx.deadline, "an MoE combine (all-to-all) with the other ranks");
+      exchange.combine(ctx.deadline);
       const auto t2 = runtime::monotonicNow();
       if (it < spec.warmup) continue;
       const int i = it - spec.warmup;
@@ -206,24 +113,8 @@ class AllToAllKind final : public Kind {
     }
 
     // Self-test of the checks (--self-test corrupt-rank=N, tests/mpi/alltoall.sh):
-    // this rank's inbound dispatch is spoiled on purpose, and the check below must catch it.
-    if (ctx.selfTest.corruptRank == me && dispatch.recvBytes > 0)
-      reinterpret_cast<std::uint8_t*>(dispatchIn)[dispatch.recvBytes - 1] ^= 0x5a;
-    std::string problem;
-    for (int s = 0; s < n && problem.empty(); ++s) {
-      const std::byte* at = dispatchIn + dispatch.recvDispls[static_cast<std::size_t>(s)];
-      for (const auto t : heldTokens[static_cast<std::size_t>(s)]) {
-        if (problem = checkCopy(at, {s, t, g, moe::kDispatchMagic}, D); !problem.empty()) break;
-        at += D;
-      }
-    }
-    for (int d = 0; d < n && problem.empty(); ++d) {
-      const std::byte* at = combineIn + combine.recvDispls[static_cast<std::size_t>(d)];
-      for (const auto t : routing.tokensTo[static_cast<std::size_t>(d)]) {
-        if (problem = checkCopy(at, {g, t, d, moe::kCombineMagic}, C); !problem.empty()) break;
-        at += C;
-      }
-    }
+    // this rank's inbound dispatch is spoiled on purpose, and the check must catch it.
+    const std::string problem = exchange.verify(ctx.selfTest.corruptRank == me);
     if (!problem.empty()) ctx.verdict.fail("rank " + std::to_string(me) + ": all-to-all " + problem);
 
     output::AllToAllRankRecord row{};
