@@ -460,10 +460,10 @@ def mix_instance_rows(inst: TestInstance) -> List[dict]:
     s = inst.samples()
     flags = s["flags"].astype("int64")
     head = s[(flags & FLAG_AUXILIARY_MASK) == 0]
-    hflags = head["flags"].astype("int64")
+    hflags = head["flags"].to_numpy(dtype=np.int64)
     took = (head["t_done_ns"] - head["t_post_ns"]).to_numpy(dtype=np.float64) / 1e6
-    cls = ((hflags & FLAG_MIX_CLASS_MASK) >> FLAG_MIX_CLASS_SHIFT).to_numpy()
-    together = ((hflags & FLAG_MIX_TOGETHER) != 0).to_numpy()
+    cls = (hflags & FLAG_MIX_CLASS_MASK) >> FLAG_MIX_CLASS_SHIFT
+    together = (hflags & FLAG_MIX_TOGETHER) != 0
     stored = inst.mix_classes()
     rows = []
     for k, name in enumerate(MIX_CLASSES):

@@ -457,7 +457,7 @@ class MixKind final : public Kind {
           row.inflation_mean = row.mean_ns / iso.mean_ns;
           row.inflation_p99 = row.p99_ns / iso.p99_ns;
         }
-        // The checks cover the last phase's data (buffers are reused): counted on the together row.
+        // The checks of both phases, counted on the together row.
         if (phase == 1) {
           row.verified = verified[k];
           row.failed = failed[k];
