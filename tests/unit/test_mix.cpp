@@ -97,14 +97,14 @@ TEST(MixScenario, BadInputIsRefusedAtLoadWithItsPosition) {
   // A model without experts asked for the all-to-all: the class's own position.
   const std::string noExperts = "model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], classes: [allreduce, alltoall], "
                                 "layout: {decode: 4, tp: 2}}\n";
-  EXPECT_NE(errorOf(noExperts).find("t.yaml:3:60: test 'mix-1' (mix): class alltoall routes tokens to experts, but "
+  EXPECT_NE(errorOf(noExperts).find("t.yaml:3:52: test 'mix-1' (mix): class alltoall routes tokens to experts, but "
                                     "model 'llama3-70b' has no MoE layers"),
             std::string::npos)
       << errorOf(noExperts);
   // A split the ranks cannot fill: 10 ranks asked on 8.
   const std::string tooMany = "model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], layout: {prefill: 4, decode: 4, "
                               "tp: 2, frontend: 2}" + api + "}\n";
-  EXPECT_NE(errorOf(tooMany).find("t.yaml:3:38: test 'mix-1' (mix): the layout needs 4 prefill + 4 decode + 2 "
+  EXPECT_NE(errorOf(tooMany).find("t.yaml:3:39: test 'mix-1' (mix): the layout needs 4 prefill + 4 decode + 2 "
                                   "front-end = 10 ranks, but the test has 8"),
             std::string::npos)
       << errorOf(tooMany);
@@ -112,7 +112,7 @@ TEST(MixScenario, BadInputIsRefusedAtLoadWithItsPosition) {
                             "classes: [allreduce]}\n";
   EXPECT_NE(errorOf(badTp).find("3 decode ranks do not split into TP groups of 2"), std::string::npos) << errorOf(badTp);
   EXPECT_NE(errorOf("model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], classes: [allreduce, gossip], layout: {decode: 2}}\n")
-                .find("t.yaml:3:60: test 'mix-1' (mix): unknown class 'gossip'"),
+                .find("t.yaml:3:52: test 'mix-1' (mix): unknown class 'gossip'"),
             std::string::npos);
   EXPECT_NE(errorOf("tests:\n  - {kind: mix, sizes: [512], layout: {decode: 2}}\n").find("t.yaml:2:5: test 'mix-1' (mix): needs a model"),
             std::string::npos);

@@ -85,7 +85,7 @@ class AllToAllKind final : public Kind {
     const auto& spec = *ctx.instance.spec;
     const auto& c = scenario::configOf<AllToAllConfig>(spec);
     const auto tokens = moe::tokensOf(c, ctx.instance.bytes, spec);
-    const int n = ctx.group.size(), g = ctx.group.rank(), me = ctx.world.rank();
+    const int g = ctx.group.rank(), me = ctx.world.rank();
     const auto D = c.dispatchTokenBytes, C = c.combineTokenBytes;
 
     // Routing, counts, buffers and copies, before the timed loop (MoeExchange).

@@ -29,6 +29,7 @@
 
 #include "kinds/KindFactories.hpp"
 #include "kinds/api/ApiTraffic.hpp"
+#include "kinds/collectives/CollectiveTimes.hpp"
 #include "kinds/collectives/MoeExchange.hpp"
 #include "kinds/kvpush/KvPushSchedule.hpp"
 #include "kinds/mix/MixConfig.hpp"
