@@ -37,7 +37,7 @@ std::string errorOf(const std::string& text, int ranks = 8) {
   return "no error";
 }
 
-const std::string api = ", clients: 1, rate: 50, requests: 10";
+const std::string api = ", clients: 1, rate: 50, requests: 10, request_bytes: 2KiB";
 
 }  // namespace
 
@@ -82,6 +82,7 @@ TEST(MixScenario, ClassesAndSizesComeFromTheModel) {
   EXPECT_EQ(c.kvBytesPerRequest, std::int64_t{80} * 2 * 4 * 128 * 2 * 64);
   EXPECT_EQ(c.api.chunkBytes, 512);
   EXPECT_EQ(c.api.clients, 1);
+  EXPECT_EQ(c.api.requestBytes, 2048);
 
   const auto moe = load("model: deepseek-v3\ntests:\n  - {kind: mix, sizes: [512], layout: {prefill: 2, decode: 4, tp: 2, "
                         "frontend: 2}" + api + "}\n", 8);

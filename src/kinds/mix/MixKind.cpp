@@ -21,11 +21,13 @@
 // checked byte for byte), the API traffic is api::runApiGroup (the api kind's).
 // Every wait is bounded by the instance's deadline.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include "kinds/KindFactories.hpp"
 #include "kinds/api/ApiTraffic.hpp"
@@ -124,9 +126,20 @@ class MixRank {
       case Role::idle:
         break;
     }
+    // The end of the phase: a rank done with its part (or with none in it)
+    // sleeps between polls rather than yielding, so on an oversubscribed host
+    // the ranks still measuring have the CPUs (an isolated class is then alone
+    // on the machine as well as on the network). Nothing of it is timed.
     MPI_Request r;
     runtime::checkMpi(MPI_Ibarrier(ctx_.group.handle(), &r), "MPI_Ibarrier(mix phase)");
-    ctx_.group.complete(r, ctx_.deadline, "the other mix ranks to end the phase");
+    int done = 0;
+    runtime::waitUntil(
+        [&] {
+          runtime::checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(mix phase)");
+          if (!done) std::this_thread::sleep_for(std::chrono::microseconds(500));
+          return done != 0;
+        },
+        ctx_.deadline, "the other mix ranks to end the phase");
   }
 
   Checks& checks() { return checks_; }
@@ -138,7 +151,14 @@ class MixRank {
     const bool steps = allreduce || alltoall;
     const std::int64_t interval = static_cast<std::int64_t>(c_.stepIntervalSeconds * 1e9);
     const int total = steps ? ctx_.instance.spec->warmup + ctx_.instance.spec->iterations : 0;
-    const auto start = runtime::monotonicNow();
+    // One step schedule for every decode rank, on the global clock (as one
+    // scheduler drives the ranks of a TP group in lockstep): the latest
+    // arrival + 2 ms. A start from each rank's own exit of the phase barrier
+    // would skew the partners by their wake-up times (milliseconds on a loaded
+    // host) in every step, and the all-reduce would measure that skew.
+    const std::int64_t offset = ctx_.clock.toGlobal(0);  // global - local
+    const std::int64_t start =
+        steps ? roleComm_.allreduceMax(runtime::monotonicNow() + offset, ctx_.deadline) + 2'000'000 - offset : 0;
     for (int it = 0; it < total; ++it) {
       const std::int64_t due = start + it * interval;
       runtime::waitUntil([&] { pollKv(together); return runtime::monotonicNow() >= due; }, ctx_.deadline,
