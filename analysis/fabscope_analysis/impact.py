@@ -770,4 +770,13 @@ def compare_lines(results: Sequence[ResultFile], labels: Sequence[str],
             lines.append(f"{label} vs {ref_label}, KV transfer {row['series']} "
                          f"[{row['condition']}] of a {d.prompt_tokens}-token request: p99 "
                          f"{_f(base['transfer_p99_ms'])} -> {_f(row['transfer_p99_ms'])} ms")
+        for row in other.mix_rows:
+            base = next((b for b in ref.mix_rows if b["series"] == row["series"]
+                         and b["condition"] == row["condition"] and "inflation_p99" in b), None)
+            if base is None or "inflation_p99" not in row:
+                continue
+            lines.append(f"{label} vs {ref_label}, serving mix {row['series']}: inflation "
+                         f"(together/isolated) mean x{_f(base['inflation_mean'])} -> "
+                         f"x{_f(row['inflation_mean'])}, p99 x{_f(base['inflation_p99'])} -> "
+                         f"x{_f(row['inflation_p99'])}")
     return lines

@@ -3,6 +3,7 @@ phases from the raw samples, paired as conditions are (the isolated phase is the
 inflation = together / isolated (mean and p99) in impact (text and --json) and summary; on a
 synthetic file with known times, where the answer is known."""
 
+import io
 import json
 
 import numpy as np
@@ -27,12 +28,13 @@ TIMES = {"allreduce": (100_000, 200_000), "kvpush": (2_000_000, 3_000_000),
          "api": (40_000_000, 40_000_000)}
 
 
-def write_mix_file(path, stored_inflation=None):
+def write_mix_file(path, stored_inflation=None, times=None):
+    times = times or TIMES
     run = SyntheticRun(path, nranks=8)
     run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\n"
     rows = []
     t = run.start_ns()
-    for name, (iso, tog) in TIMES.items():
+    for name, (iso, tog) in times.items():
         k = MIX_CLASSES.index(name) + 1
         for together, base in ((False, iso), (True, tog)):
             flags = (k << FLAG_MIX_CLASS_SHIFT) | (FLAG_MIX_TOGETHER if together else 0)
@@ -45,8 +47,8 @@ def write_mix_file(path, stored_inflation=None):
     samples = np.array(rows, dtype=SAMPLE_DTYPE)
     idx = run.add_test("serving-mix", "mix", samples, nbytes=512, case="serving-mix/512",
                        pattern="serving-mix")
-    table = np.zeros(2 * len(TIMES), dtype=MIX_DTYPE)
-    for j, (name, (iso, tog)) in enumerate(TIMES.items()):
+    table = np.zeros(2 * len(times), dtype=MIX_DTYPE)
+    for j, (name, (iso, tog)) in enumerate(times.items()):
         for p, phase in enumerate(("isolated", "together")):
             inf = (stored_inflation or {}).get(name, tog / iso) if phase == "together" else np.nan
             table[2 * j + p] = (name.encode(), phase.encode(), 4, 50, 1024, 0, 0, 0, 0, 0, inf, inf,
@@ -106,3 +108,17 @@ def test_headline_names_each_class_inflation(tmp_path):
     lines = headline_lines(impact)
     assert any(l.startswith("serving mix serving-mix/kvpush: together x1.5 mean, x1.5 p99 vs "
                             "isolated") for l in lines), lines
+
+
+def test_report_and_compare_carry_it(tmp_path):
+    from fabscope_analysis.compare import run_compare
+    from fabscope_analysis.report import build_report
+    a = write_mix_file(tmp_path / "a.h5")
+    b = write_mix_file(tmp_path / "b.h5", times={**TIMES, "kvpush": (2_000_000, 6_000_000)})
+    page = build_report(open_result(a))
+    assert "serving mix serving-mix/allreduce: together x2 mean, x2 p99 vs isolated" in page
+    out = io.StringIO()
+    run_compare([open_result(a), open_result(b)], None, stream=out)
+    text = out.getvalue()
+    assert ("serving mix serving-mix/kvpush: inflation (together/isolated) mean x1.5 -> x3, "
+            "p99 x1.5 -> x3") in text, text
