@@ -126,20 +126,27 @@ class MixRank {
       case Role::idle:
         break;
     }
-    // The end of the phase: a rank done with its part (or with none in it)
-    // sleeps between polls rather than yielding, so on an oversubscribed host
-    // the ranks still measuring have the CPUs (an isolated class is then alone
-    // on the machine as well as on the network). Nothing of it is timed.
+    waitForAll("the other mix ranks to end the phase");
+  }
+
+  // Every rank of the group here (a non-blocking barrier). Used after the
+  // set-up (so no rank still fills its buffers while the first class is
+  // measured) and at the end of each phase. A rank waiting here is done with
+  // its part (or has none): it sleeps between polls rather than yielding, so
+  // on an oversubscribed host the ranks still measuring have the CPUs (an
+  // isolated class is then alone on the machine as well as on the network).
+  // Nothing of it is timed.
+  void waitForAll(const char* what) {
     MPI_Request r;
-    runtime::checkMpi(MPI_Ibarrier(ctx_.group.handle(), &r), "MPI_Ibarrier(mix phase)");
+    runtime::checkMpi(MPI_Ibarrier(ctx_.group.handle(), &r), "MPI_Ibarrier(mix)");
     int done = 0;
     runtime::waitUntil(
         [&] {
-          runtime::checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(mix phase)");
+          runtime::checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(mix barrier)");
           if (!done) std::this_thread::sleep_for(std::chrono::microseconds(500));
           return done != 0;
         },
-        ctx_.deadline, "the other mix ranks to end the phase");
+        ctx_.deadline, what);
   }
 
   Checks& checks() { return checks_; }
@@ -391,6 +398,7 @@ class MixKind final : public Kind {
   Outcome run(RunContext& ctx) const override {
     const auto& c = scenario::configOf<MixConfig>(*ctx.instance.spec);
     MixRank rank(ctx, c);
+    rank.waitForAll("the other mix ranks to set up");
     for (int k = 0; k < mix::kClassCount; ++k) {
       const auto cls = static_cast<TrafficClass>(k);
       if (c.has(cls)) rank.runPhase(false, &cls);
