@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 
+from helpers import run_cli
 from synthetic import SAMPLE_DTYPE, SyntheticRun
 
 from fabscope_analysis import open_result
@@ -122,3 +123,11 @@ def test_report_and_compare_carry_it(tmp_path):
     text = out.getvalue()
     assert ("serving mix serving-mix/kvpush: inflation (together/isolated) mean x1.5 -> x3, "
             "p99 x1.5 -> x3") in text, text
+
+
+def test_accept_does_not_count_class_marks_as_flagged_samples(tmp_path):
+    # every mix sample carries its class and phase in `flags`; only bit 0 (a failed data
+    # check) makes a sample flagged
+    path = write_mix_file(tmp_path / "mix.h5")
+    text = run_cli("accept", path).stdout
+    assert "PASS  no flagged samples" in text, text
