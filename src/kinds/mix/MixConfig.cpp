@@ -84,9 +84,6 @@ MixConfig readMixConfig(const scenario::TestSpec& spec, const scenario::TestSour
     for (int i = 0; i < kClassCount; ++i) c.classEnabled[i] = true;
     c.classEnabled[static_cast<int>(TrafficClass::alltoall)] = m.moe.has_value();
   }
-  if (!c.has(TrafficClass::allreduce) && !c.has(TrafficClass::alltoall) && c.has(TrafficClass::kvpush) == false &&
-      !c.has(TrafficClass::api))
-    failAt(classes, "no class to run");
 
   if (!p.has("layout"))
     failAt(node, "needs 'layout: {prefill: P, decode: D, tp: T, frontend: F}' (ranks per role)");
