@@ -25,7 +25,7 @@ import pandas as pd
 
 from .criteria import (BANDWIDTH_METRICS, LATENCY_METRICS, Bound, Criteria, CriteriaError,
                        Rule, load_criteria)
-from .reader import FLAG_CONTROL_PAIR, ResultFile, TestInstance
+from .reader import FLAG_CONTROL_PAIR, FLAG_DATA_CHECK_FAILED, ResultFile, TestInstance
 from .run_analysis import RunAnalysis, describe_instance, format_number, instance_key
 from .scopes import Scope
 from .stats import (figure_value, impact_factor, is_bandwidth, pair_values, with_derived,
@@ -220,7 +220,9 @@ class _Evaluator:
             return float(st.n_samples)
         if key == "flagged_samples":
             s = self.a.samples(inst, scope)
-            return float(np.count_nonzero(s["flags"].to_numpy())) if len(s) else 0.0
+            # a failed data check only: a phase, class or probe mark is not a failure
+            return float(np.count_nonzero(s["flags"].to_numpy(dtype=np.int64) & FLAG_DATA_CHECK_FAILED)) \
+                if len(s) else 0.0
         if key == "impact_mean":
             return self.a.impacts(inst, scope)[0]
         if key == "impact_p99":
@@ -250,7 +252,8 @@ class _Evaluator:
                 msg += "; " + self._impact_ranks(inst, scope, key)
             elif key == "flagged_samples":
                 s = self.a.samples(inst, scope)
-                flagged = s[s["flags"] != 0].groupby("rank").size().sort_values(ascending=False)
+                failed = (s["flags"].astype("int64") & FLAG_DATA_CHECK_FAILED) != 0
+                flagged = s[failed].groupby("rank").size().sort_values(ascending=False)
                 msg += "; flagged on " + self._named(
                     [(self.rank(r), float(n)) for r, n in flagged.items()], " samples")
             elif key != "samples":

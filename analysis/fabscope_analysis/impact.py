@@ -12,8 +12,11 @@ From the measured instances whose sizes match a deployment (docs/models.md formu
 - KV transfer for a request of the prompt length, per kvpush strategy measured: transfer
   (start -> KV usable) apart from queueing (arrival -> start), and its share of time to
   first token when the prefill time is given (fabscope does not measure compute).
-- MoE dispatch/combine: measured by kind alltoall, not yet composed per token; the front-end
-  API: no kind measures it yet; both named as missing.
+- MoE dispatch/combine: measured by kind alltoall, composed per token like the all-reduces;
+  the front-end API: what the network adds to a request (kind api).
+- The serving mix (kind mix): per traffic class, the together phase over the isolated one
+  (inflation of mean, p50 and p99), from the raw samples, paired as conditions are: the
+  isolated phase is the baseline a congested condition is compared with.
 
 A size that was not measured is interpolated between the two nearest measured sizes of the
 same test (time affine in bytes, alpha + bytes / beta, between them; the order of the
@@ -39,7 +42,9 @@ from . import html as H
 from .models import (ModelError, ModelSpec, allreduce_bytes, allreduces_per_step,
                      kv_heads_per_rank, kv_request_bytes, model_from_scenario,
                      moe_dispatch_bytes_per_token, preset)
-from .reader import FLAG_AUXILIARY_MASK, FLAG_CHUNK_GAP, ResultFile, TestInstance
+from .reader import (FLAG_AUXILIARY_MASK, FLAG_CHUNK_GAP, FLAG_MIX_CLASS_MASK,
+                     FLAG_MIX_CLASS_SHIFT, FLAG_MIX_TOGETHER, MIX_CLASSES, ResultFile,
+                     TestInstance)
 from .run_analysis import RunAnalysis, format_bytes, format_number
 
 DEFAULT_DECODE_BATCH = 32
@@ -218,6 +223,7 @@ class Impact:
     kv_rows: List[dict] = field(default_factory=list)
     moe_rows: List[dict] = field(default_factory=list)
     frontend_rows: List[dict] = field(default_factory=list)
+    mix_rows: List[dict] = field(default_factory=list)
     missing: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     method: str = ""
@@ -235,7 +241,7 @@ class Impact:
                                                      d.prompt_tokens),
                 "tail_method": self.method, "tp_communication": self.tp_rows,
                 "kv_transfer": self.kv_rows, "moe_communication": self.moe_rows,
-                "frontend": self.frontend_rows, "missing": self.missing, "notes": self.notes}
+                "frontend": self.frontend_rows, "serving_mix": self.mix_rows, "missing": self.missing, "notes": self.notes}
 
     def tp_row(self, condition: str, series: Optional[str] = None) -> Optional[dict]:
         for r in self.tp_rows:
@@ -260,6 +266,7 @@ def compute_impact(result: ResultFile, deployment: Deployment,
     elif d.ep:
         out.notes.append(f"--ep {d.ep} ignored: {d.model.name} has no MoE layers")
     _frontend(analysis, out)
+    out.mix_rows = mix_rows(result)
     return out
 
 
@@ -423,14 +430,61 @@ def _series_by_condition(insts: Sequence[TestInstance]):
                                     if str(i.get("condition", "quiet")) == condition]
 
 
-def _add_inflation(rows: List[dict]) -> None:
-    """Each congested row's p50/p99 over its series' quiet row, where both exist."""
+def _add_inflation(rows: List[dict], baseline: str = "quiet") -> None:
+    """Each congested row's p50/p99 (and mean, where rows have one) over its series' baseline
+    row ("quiet" for conditions, "isolated" for the serving mix), where both exist."""
     for row in rows:
-        quiet = next((r for r in rows if r["condition"] == "quiet" and r["series"] == row["series"]
-                      and r.get("p99_ms") is not None), None)
-        if row["condition"] != "quiet" and quiet and row.get("p99_ms") is not None:
-            row["inflation_p50"] = row["p50_ms"] / quiet["p50_ms"]
-            row["inflation_p99"] = row["p99_ms"] / quiet["p99_ms"]
+        base = next((r for r in rows if r["condition"] == baseline and r["series"] == row["series"]
+                     and r.get("p99_ms") is not None), None)
+        if row["condition"] != baseline and base and row.get("p99_ms") is not None:
+            row["inflation_p50"] = row["p50_ms"] / base["p50_ms"]
+            row["inflation_p99"] = row["p99_ms"] / base["p99_ms"]
+            if "mean_ms" in row and "mean_ms" in base:
+                row["inflation_mean"] = row["mean_ms"] / base["mean_ms"]
+
+
+def mix_rows(result: ResultFile) -> List[dict]:
+    """Every mix test's rows (mix_instance_rows), in file order."""
+    rows: List[dict] = []
+    for inst in _instances(result, "mix"):
+        rows.extend(mix_instance_rows(inst))
+    return rows
+
+
+def mix_instance_rows(inst: TestInstance) -> List[dict]:
+    """Per traffic class and phase of one mix instance: samples, mean/p50/p99 (ms) from the
+    raw samples (the headline rows: an api request's first-byte and gap rows are left out),
+    with the together phase's inflation over the isolated one, paired as conditions are
+    (series = test/class; the isolated phase is the baseline); the file's stored figures
+    beside them (stored_inflation_*), so a reader sees both agree."""
+    s = inst.samples()
+    flags = s["flags"].astype("int64")
+    head = s[(flags & FLAG_AUXILIARY_MASK) == 0]
+    hflags = head["flags"].to_numpy(dtype=np.int64)
+    took = (head["t_done_ns"] - head["t_post_ns"]).to_numpy(dtype=np.float64) / 1e6
+    cls = (hflags & FLAG_MIX_CLASS_MASK) >> FLAG_MIX_CLASS_SHIFT
+    together = (hflags & FLAG_MIX_TOGETHER) != 0
+    stored = inst.mix_classes()
+    rows = []
+    for k, name in enumerate(MIX_CLASSES):
+        for phase, is_together in (("isolated", False), ("together", True)):
+            values = took[(cls == k + 1) & (together == is_together)]
+            if not len(values):
+                continue
+            row = {"series": f"{inst.get('name')}/{name}", "test": str(inst.get("name")),
+                   "class": name, "condition": phase, "samples": int(len(values)),
+                   "mean_ms": float(np.mean(values)),
+                   "p50_ms": float(np.percentile(values, 50)),
+                   "p99_ms": float(np.percentile(values, 99))}
+            match = stored[(stored["class"] == name) & (stored["phase"] == phase)]
+            if is_together and not match.empty:
+                row["stored_inflation_mean"] = float(match["inflation_mean"].iloc[0])
+                row["stored_inflation_p99"] = float(match["inflation_p99"].iloc[0])
+                row["verified"] = int(match["verified"].iloc[0])
+                row["failed"] = int(match["failed"].iloc[0])
+            rows.append(row)
+    _add_inflation(rows, baseline="isolated")
+    return rows
 
 
 def _kv_transfer(analysis: RunAnalysis, d: Deployment, out: Impact) -> None:
@@ -538,6 +592,11 @@ def headline_lines(impact: Impact) -> List[str]:
         if "per_token_added_p99_ms" in r:
             text += f", {_f(r['per_token_added_p99_ms'])} ms per streamed chunk at p99"
         lines.append(text)
+    for r in impact.mix_rows:
+        if "inflation_p99" in r:
+            lines.append(f"serving mix {r['series']}: together x{_f(r['inflation_mean'])} mean, "
+                         f"x{_f(r['inflation_p99'])} p99 vs isolated ({_f(r['p50_ms'])} / "
+                         f"{_f(r['p99_ms'])} ms p50/p99 together)")
     for r in impact.kv_rows:
         if "transfer_p99_ms" not in r:
             continue
@@ -619,10 +678,25 @@ def print_impact(impact: Impact, stream) -> None:
               "time and chunk interval", file=stream)
         print(pd.DataFrame(rows).to_string(index=False), file=stream)
         print("", file=stream)
+    if impact.mix_rows:
+        print_mix_rows(impact.mix_rows, stream)
+        print("", file=stream)
     for n in impact.notes:
         print(f"note: {n}", file=stream)
     for m_ in impact.missing:
         print(f"missing: {m_}", file=stream)
+
+
+def print_mix_rows(rows: List[dict], stream) -> None:
+    table = [{"test": r["test"], "class": r["class"], "phase": r["condition"],
+              "samples": r["samples"], "mean ms": _f(r["mean_ms"]), "p50 ms": _f(r["p50_ms"]),
+              "p99 ms": _f(r["p99_ms"]),
+              "inflation mean/p99": (f"{_f(r['inflation_mean'])} / {_f(r['inflation_p99'])}"
+                                     if "inflation_p99" in r else "-")}
+             for r in rows]
+    print("Serving mix: each traffic class alone (isolated), then with all the others "
+          "(together); inflation = together / isolated", file=stream)
+    print(pd.DataFrame(table).to_string(index=False), file=stream)
 
 
 def write_json(impact: Impact, path: str) -> None:
@@ -696,4 +770,13 @@ def compare_lines(results: Sequence[ResultFile], labels: Sequence[str],
             lines.append(f"{label} vs {ref_label}, KV transfer {row['series']} "
                          f"[{row['condition']}] of a {d.prompt_tokens}-token request: p99 "
                          f"{_f(base['transfer_p99_ms'])} -> {_f(row['transfer_p99_ms'])} ms")
+        for row in other.mix_rows:
+            base = next((b for b in ref.mix_rows if b["series"] == row["series"]
+                         and b["condition"] == row["condition"] and "inflation_p99" in b), None)
+            if base is None or "inflation_p99" not in row:
+                continue
+            lines.append(f"{label} vs {ref_label}, serving mix {row['series']}: inflation "
+                         f"(together/isolated) mean x{_f(base['inflation_mean'])} -> "
+                         f"x{_f(row['inflation_mean'])}, p99 x{_f(base['inflation_p99'])} -> "
+                         f"x{_f(row['inflation_p99'])}")
     return lines

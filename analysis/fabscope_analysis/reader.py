@@ -48,6 +48,9 @@ ALLTOALL_RANK_COLUMNS = ["rank", "tokens", "dispatch_copies_sent", "dispatch_cop
 API_REQUEST_COLUMNS = ["request_id", "client_rank", "server_rank", "t_arrival_ns", "t_start_ns",
                        "connect_ns", "ttfb_ns", "t_done_ns", "gap_max_ns", "chunks", "bytes",
                        "status", "network", "interface"]
+# /tests/NNNN/mix_classes (kind mix): one row per traffic class and phase.
+MIX_CLASS_COLUMNS = ["class", "phase", "ranks", "samples", "bytes", "mean_ns", "p50_ns", "p99_ns",
+                     "max_ns", "span_ns", "inflation_mean", "inflation_p99", "verified", "failed"]
 EVENT_COLUMNS = ["rank", "t_ns", "kind", "peer", "detail"]
 COUNTER_COLUMNS = ["rank", "source", "name", "before", "after", "delta"]
 RANK_COLUMNS = ["rank", "host", "local_rank", "local_size", "pid", "gpu", "nic",
@@ -67,6 +70,11 @@ FLAG_COMBINE_PHASE = 1 << 12
 # A front-end request's time to first byte and the gaps between its chunks (api).
 FLAG_FIRST_BYTE = 1 << 13
 FLAG_CHUNK_GAP = 1 << 14
+# A mix instance's samples: traffic class + 1 in bits 16-18, bit 19 set in the together phase.
+FLAG_MIX_CLASS_SHIFT = 16
+FLAG_MIX_CLASS_MASK = 0x7 << FLAG_MIX_CLASS_SHIFT
+FLAG_MIX_TOGETHER = 1 << 19
+MIX_CLASSES = ["allreduce", "alltoall", "kvpush", "api"]
 # /validity: what makes the run's numbers meaningless or doubtful (issue 16).
 VALIDITY_COLUMNS = ["host", "what", "value", "limit", "effect"]
 
@@ -177,6 +185,10 @@ class TestInstance:
     def api_requests(self) -> pd.DataFrame:
         """/tests/NNNN/api_requests (api: one row per measured request; empty otherwise)."""
         return self._table("api_requests", API_REQUEST_COLUMNS)
+
+    def mix_classes(self) -> pd.DataFrame:
+        """/tests/NNNN/mix_classes (mix: one row per traffic class and phase; empty otherwise)."""
+        return self._table("mix_classes", MIX_CLASS_COLUMNS)
 
     def counters(self) -> pd.DataFrame:
         return self._table("counters", COUNTER_COLUMNS)

@@ -73,6 +73,9 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
             if r["kind"] == "api":
                 out.append(f"  {int(r['index']):04d} " +
                            api_line(analysis.result.test(int(r["index"]))))
+            if r["kind"] == "mix":
+                out.extend(f"  {int(r['index']):04d} " + line
+                           for line in mix_lines(analysis.result.test(int(r["index"]))))
             if r["kind"] == "alltoall":
                 out.append(f"  {int(r['index']):04d} " +
                            alltoall_line(analysis.result.test(int(r["index"]))))
@@ -112,6 +115,26 @@ def allreduce_line(inst) -> str:
             f"rank: what a decode step waits for); pipelined {format_number(g('pipelined_busbw_gbps'))}"
             f" GB/s ({format_number(g('pipelined_time_ns', 0) / 1e3)} us/call over "
             f"{int(g('pipelined_calls', 0))} calls {PIPELINED_NOTE})")
+
+
+def mix_lines(inst) -> List[str]:
+    """A serving mix's classes: isolated and together p50/p99 and the inflation (together /
+    isolated, mean and p99), from the raw samples (impact.mix_instance_rows)."""
+    from .impact import mix_instance_rows  # only for files with a mix test
+    rows = mix_instance_rows(inst)
+    lines = []
+    for r in rows:
+        if r["condition"] != "together":
+            continue
+        iso = next((i for i in rows if i["series"] == r["series"] and i["condition"] == "isolated"),
+                   None)
+        before = (f"isolated p50/p99 {format_number(iso['p50_ms'] * 1e3)}/"
+                  f"{format_number(iso['p99_ms'] * 1e3)} us, " if iso else "no isolated phase, ")
+        lines.append(f"mix {r['class']}: {before}together {format_number(r['p50_ms'] * 1e3)}/"
+                     f"{format_number(r['p99_ms'] * 1e3)} us; inflation (together/isolated) mean "
+                     f"x{format_number(r.get('inflation_mean', float('nan')))}, p99 "
+                     f"x{format_number(r.get('inflation_p99', float('nan')))}")
+    return lines
 
 
 def alltoall_line(inst) -> str:

@@ -32,7 +32,8 @@ READER_LISTS = {"ranks": reader.RANK_COLUMNS, "samples": reader.SAMPLE_COLUMNS,
                 "events": reader.EVENT_COLUMNS, "counters": reader.COUNTER_COLUMNS,
                 "validity": reader.VALIDITY_COLUMNS, "requests": reader.REQUEST_COLUMNS,
                 "alltoall_ranks": reader.ALLTOALL_RANK_COLUMNS,
-                "api_requests": reader.API_REQUEST_COLUMNS}
+                "api_requests": reader.API_REQUEST_COLUMNS,
+                "mix_classes": reader.MIX_CLASS_COLUMNS}
 
 
 @pytest.mark.parametrize("table", sorted(READER_LISTS))
@@ -123,7 +124,7 @@ KINDS = {kind: {name: (t, bool(rest)) for name, t, *rest in (attrs or [])}
 # Where docs/file-format.md describes a kind's attributes: its own section, or its
 # bullet under "Kind-specific attributes".
 KIND_SECTIONS = {"kvpush": "## KV-cache push", "alltoall": "## MoE all-to-all",
-                 "api": "## Front-end API traffic"}
+                 "api": "## Front-end API traffic", "mix": "## The serving mix"}
 
 
 def _written_instances():
@@ -227,6 +228,6 @@ def test_docs_name_every_declared_kind_attribute(kind):
     # values shown in backticks (`closed`, `zipf`, ...) are not attributes: only names
     # that look like attributes (with an underscore) and are not declared are reported
     # (nor are columns of the tables, which the text may mention) are not attributes
-    table_columns = {c for t in SCHEMA for c in columns(t)}
+    table_columns = {c for t in SCHEMA for c in columns(t)} | set(SCHEMA)
     stray = {n for n in named - declared - set(EVERY) - table_columns if "_" in n}
     assert not stray, (kind, "documented but not declared", stray)

@@ -15,5 +15,6 @@ std::unique_ptr<Kind> makeApiKind();
 std::unique_ptr<Kind> makeIncastKind();
 std::unique_ptr<Kind> makeKvPushKind();
 std::unique_ptr<Kind> makeFaultDrillKind();
+std::unique_ptr<Kind> makeMixKind();
 
 }  // namespace fabscope::suite

@@ -13,7 +13,8 @@ namespace fabscope::suite {
 
 struct SelfTestHooks {
   // corrupt-rank=N: all-reduce and all-to-all spoil world rank N's received
-  // data after the timed loop (tests/mpi/allreduce.sh, alltoall.sh).
+  // data after the timed loop (tests/mpi/allreduce.sh, alltoall.sh); the mix
+  // spoils its all-to-all and its first KV push received there (tests/mpi/mix.sh).
   int corruptRank = -1;
   // kv-corrupt: kvpush's prefill rank 0 flips one byte of its first measured
   // request (tests/mpi/kv_push.sh, kv_one_sided.sh, kv_gpu.sh).

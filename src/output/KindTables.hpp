@@ -9,13 +9,14 @@
 #include "output/ApiRecords.hpp"
 #include "output/CollectiveRecords.hpp"
 #include "output/KvRecords.hpp"
+#include "output/MixRecords.hpp"
 #include "output/Records.hpp"
 
 namespace fabscope::output {
 
 using KindTableRows =
     std::variant<std::vector<EventRecord>, std::vector<KvRequestRecord>, std::vector<AllToAllRankRecord>,
-                 std::vector<ApiRequestRecord>>;
+                 std::vector<ApiRequestRecord>, std::vector<MixClassRecord>>;
 
 struct KindTable {
   std::string name;  // the dataset under the instance's group, e.g. "requests"

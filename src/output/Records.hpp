@@ -27,6 +27,11 @@ inline constexpr std::uint32_t combinePhase = 1u << 12;
 inline constexpr std::uint32_t firstByte = 1u << 13;
 inline constexpr std::uint32_t chunkGap = 1u << 14;
 inline constexpr std::uint32_t auxiliaryMask = 0xff00u;
+// A mix instance's samples: the traffic class + 1 in bits 16-18 (1 allreduce,
+// 2 alltoall, 3 kvpush, 4 api) and the phase (set: together; clear: isolated).
+inline constexpr std::uint32_t mixClassShift = 16;
+inline constexpr std::uint32_t mixClassMask = 0x7u << mixClassShift;
+inline constexpr std::uint32_t mixTogether = 1u << 19;
 }  // namespace sample_flags
 
 struct SampleRecord {

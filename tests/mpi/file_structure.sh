@@ -43,6 +43,7 @@ check llama3-70b-serving run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$(scenari
   --set iterations=20 --set warmup=2
 check kv-disagg-llama70b run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$(scenario kv-disagg-llama70b)"
 check serving-classes run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$reference_dir/serving-classes.yaml"
+check serving-mix-deepseek-v3 run_mpi -np 8 "$FABSCOPE_BIN" run --scenario "$(scenario serving-mix-deepseek-v3)"
 if [[ $have_ucx == 1 ]]; then
   check kv-disagg-llama70b-one-sided run_mpi -np 4 -x UCX_TLS=sm,self "$FABSCOPE_BIN" run \
     --scenario "$(scenario kv-disagg-llama70b-one-sided)"

@@ -9,6 +9,7 @@
 #include "output/ApiRecords.hpp"
 #include "output/CollectiveRecords.hpp"
 #include "output/KvRecords.hpp"
+#include "output/MixRecords.hpp"
 #include "output/Records.hpp"
 
 namespace fabscope::output {
@@ -60,11 +61,12 @@ TEST(Schema, RecordsMatchTheDeclaration) {
   EXPECT_EQ(columnsOf<KvRequestRecord>(), declared("requests"));
   EXPECT_EQ(columnsOf<AllToAllRankRecord>(), declared("alltoall_ranks"));
   EXPECT_EQ(columnsOf<ApiRequestRecord>(), declared("api_requests"));
+  EXPECT_EQ(columnsOf<MixClassRecord>(), declared("mix_classes"));
 }
 
 TEST(Schema, EveryDeclaredTableIsChecked) {
   const auto schema = YAML::LoadFile(std::string(FABSCOPE_SOURCE_DIR) + "/src/output/schema.yaml");
-  EXPECT_EQ(schema["tables"].size(), 10u) << "a table was added to schema.yaml: check its record above";
+  EXPECT_EQ(schema["tables"].size(), 11u) << "a table was added to schema.yaml: check its record above";
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ std::int64_t bytesOf(const scenario::ParamReader& p, const scenario::TestSpec& s
   const YAML::Node n = source.test[key];
   std::int64_t v = 0;
   try {
-    v = scenario::parseMemorySize(n.Scalar());
+    v = scenario::parseSize(n.Scalar());  // a message size (parseMemorySize is for budgets of 1MiB and up)
   } catch (const std::invalid_argument& e) {
     p.fail(key, "'" + key + "' in test '" + spec.name + "': " + e.what());
   }

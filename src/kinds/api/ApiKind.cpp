@@ -34,15 +34,6 @@ std::string endpointsText(const std::vector<api::Endpoint>& servers, const std::
   return out;
 }
 
-// Every rank's problem (or ""), the same joined text on every rank.
-std::string agreedProblems(const runtime::Communicator& group, const std::string& mine, const runtime::Deadline& deadline) {
-  const auto all = group.gatherStrings(mine, 0, deadline);
-  std::string joined;
-  for (const auto& p : all)
-    if (!p.empty()) joined += (joined.empty() ? "" : "; ") + p;
-  return group.broadcastString(joined, 0, deadline);
-}
-
 class ApiKind final : public Kind {
  public:
   std::string name() const override { return "api"; }
@@ -98,86 +89,18 @@ class ApiKind final : public Kind {
     ApiConfig config = scenario::configOf<ApiConfig>(spec);
     config.chunkBytes = ctx.instance.bytes;
     const ApiConfig& c = config;
-    const int n = ctx.group.size(), g = ctx.group.rank(), me = ctx.world.rank();
-    const bool client = g < c.clients;
-    const auto& host = ctx.identity.host;
-
-    // Sockets first, so every server listens before any client is told its port.
-    std::string problem;
-    api::LocalAddress address;
-    std::unique_ptr<api::ApiServer> server;
-    try {
-      address = api::chooseAddress(c.interface, ctx.identity.nic);
-      if (!client) server = std::make_unique<api::ApiServer>(c, address, std::vector<std::uint32_t>{});
-    } catch (const RuntimeFailure& e) {
-      problem = "rank " + std::to_string(me) + " (" + host + "): " + e.what();
-    }
-    if (const auto all = agreedProblems(ctx.group, problem, ctx.deadline); !all.empty())
-      throw RuntimeFailure("api: " + all);
-    const std::int64_t mine = (static_cast<std::int64_t>(address.ipv4) << 16) | (server ? server->port() : 0);
-    const auto endpoints = ctx.group.allgather(mine, ctx.deadline);
-    std::vector<api::Endpoint> servers;
-    std::vector<int> serverRanks;
-    std::vector<std::uint32_t> clientAddresses;
-    for (int r = 0; r < n; ++r) {
-      const auto e = endpoints[static_cast<std::size_t>(r)];
-      const auto ipv4 = static_cast<std::uint32_t>(static_cast<std::uint64_t>(e) >> 16);
-      if (r < c.clients) {
-        clientAddresses.push_back(ipv4);
-      } else {
-        servers.push_back({ipv4, static_cast<std::uint16_t>(e & 0xffff)});
-        serverRanks.push_back(ctx.participants[static_cast<std::size_t>(r)]);
-      }
-    }
-
+    const auto run = api::runApiGroup(c, ctx.group, ctx.participants, ctx.world.rank(), ctx.identity, ctx.caseSeed,
+                                      ctx.samples, ctx.clock, ctx.deadline);
+    const int n = ctx.group.size();
+    const auto& address = run.address;
+    const auto& servers = run.servers;
+    const auto& serverRanks = run.serverRanks;
+    const std::int64_t measured = run.measured, ok = run.ok, answered = run.totals.answered, busy = run.totals.busy,
+                       bad = run.totals.badRequests, outsiders = run.totals.outsidersRefused,
+                       stalled = run.totals.stalled, aborted = run.totals.aborted;
+    const std::string& named = run.errorsByServer;
+    auto rows = run.rows;
     Outcome outcome;
-    MPI_Request finished;
-    std::vector<output::ApiRequestRecord> rows;
-    api::ServerCounts counts;
-    std::int64_t verified = 0;
-    if (client) {
-      auto result = api::runClient(c, address, g, me, servers, serverRanks, ctx.caseSeed, ctx.samples, ctx.clock,
-                                   ctx.deadline);
-      rows = std::move(result.rows);
-      verified = result.verified;
-      runtime::checkMpi(MPI_Ibarrier(ctx.group.handle(), &finished), "MPI_Ibarrier(api)");
-      ctx.group.complete(finished, ctx.deadline, "the other api ranks to finish");
-    } else {
-      server->allow(clientAddresses);
-      runtime::checkMpi(MPI_Ibarrier(ctx.group.handle(), &finished), "MPI_Ibarrier(api)");
-      counts = server->serve(finished, ctx.deadline);
-      server.reset();  // the listening socket closes with the test
-    }
-
-    // Errors by server rank and status, named on every rank's verdict.
-    std::map<std::pair<int, std::string>, int> errors;
-    for (const auto& r : rows)
-      if (std::string(r.status) != "ok") ++errors[{r.server_rank, r.status}];
-    std::string myErrors;
-    for (const auto& [key, count] : errors)
-      myErrors += std::to_string(key.first) + " " + key.second + " " + std::to_string(count) + "\n";
-    const auto allErrors = ctx.group.gatherStrings(myErrors, 0, ctx.deadline);
-    const auto sum = [&](std::int64_t v) { return ctx.group.allreduceSum(v, ctx.deadline); };
-    const std::int64_t measured = sum(static_cast<std::int64_t>(rows.size())), ok = sum(verified);
-    const std::int64_t answered = sum(counts.answered), busy = sum(counts.busy), bad = sum(counts.badRequests),
-                       outsiders = sum(counts.outsidersRefused), stalled = sum(counts.stalled),
-                       aborted = sum(counts.aborted);
-    std::string named;
-    if (ctx.group.rank() == 0) {
-      std::map<int, std::map<std::string, int>> byServer;
-      for (const auto& text : allErrors) {
-        std::istringstream in(text);
-        int rank, count;
-        std::string status;
-        while (in >> rank >> status >> count) byServer[rank][status] += count;
-      }
-      for (const auto& [rank, statuses] : byServer) {
-        named += (named.empty() ? "" : "; ") + std::string("rank ") + std::to_string(rank) + " (" +
-                 ctx.identity.hostOfRank[static_cast<std::size_t>(rank)] + "):";
-        for (const auto& [status, count] : statuses) named += " " + status + " " + std::to_string(count);
-      }
-    }
-    named = ctx.group.broadcastString(named, 0, ctx.deadline);
     if (measured > ok)
       ctx.verdict.fail(std::to_string(measured - ok) + " of " + std::to_string(measured) +
                        " api requests failed, by server: " + named);

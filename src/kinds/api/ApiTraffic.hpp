@@ -27,6 +27,7 @@
 #include "runtime/ClockSync.hpp"
 #include "runtime/Deadline.hpp"
 #include "runtime/Mpi.hpp"
+#include "runtime/RankIdentity.hpp"
 
 namespace fabscope::suite::api {
 
@@ -96,5 +97,26 @@ ClientOutcome runClient(const ApiConfig& config, const LocalAddress& address, in
                         const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks,
                         std::uint64_t seed, SampleBuffer& samples, const runtime::ClockSync& clock,
                         const runtime::Deadline& deadline);
+
+// One group's api traffic, collective over `group`: group ranks [0, clients)
+// are clients, the others servers (`participants[i]` is group rank i's world
+// rank). Servers listen first (a rank that cannot: RuntimeFailure naming every
+// such rank and host, on every rank), the endpoints are exchanged, the
+// clients run their requests (samples into `samples`) while the servers
+// answer, and the counts are summed over the group (on every rank).
+struct GroupRun {
+  std::vector<output::ApiRequestRecord> rows;  // this rank's measured requests (clients)
+  LocalAddress address;                        // where this rank's traffic went
+  std::vector<Endpoint> servers;
+  std::vector<int> serverRanks;                // world ranks
+  std::int64_t measured = 0;                   // requests measured by the group
+  std::int64_t ok = 0;                         // of them, answered with every byte as due
+  ServerCounts totals;                         // summed over the servers
+  std::string errorsByServer;                  // "rank 3 (host): timeout 2; ..." ("" when none)
+};
+
+GroupRun runApiGroup(const ApiConfig& config, const runtime::Communicator& group, const std::vector<int>& participants,
+                     int worldRank, const runtime::RankIdentity& identity, std::uint64_t seed, SampleBuffer& samples,
+                     const runtime::ClockSync& clock, const runtime::Deadline& deadline);
 
 }  // namespace fabscope::suite::api

@@ -8,9 +8,10 @@ namespace {
 
 class MpiAllToAll final : public AllToAllExchange {
  public:
-  MpiAllToAll(RunContext& ctx, const ExchangeLayout& dispatch, const ExchangeLayout& combine,
-              const AllToAllHostBuffers& host)
-      : ctx_(ctx),
+  MpiAllToAll(const runtime::Communicator& group, const runtime::Deadline& deadline, const ExchangeLayout& dispatch,
+              const ExchangeLayout& combine, const AllToAllHostBuffers& host)
+      : group_(group),
+        deadline_(deadline),
         dispatch_(MpiExchangeCounts::of(dispatch)),
         combine_(MpiExchangeCounts::of(combine)),
         dispatchInBytes_(dispatch.recvBytes),
@@ -39,12 +40,13 @@ class MpiAllToAll final : public AllToAllExchange {
   void run(const std::byte* send, std::byte* recv, const MpiExchangeCounts& l, const char* what) {
     MPI_Request r;
     runtime::checkMpi(MPI_Ialltoallv(send, l.sendCounts.data(), l.sendDispls.data(), MPI_BYTE, recv,
-                                     l.recvCounts.data(), l.recvDispls.data(), MPI_BYTE, ctx_.group.handle(), &r),
+                                     l.recvCounts.data(), l.recvDispls.data(), MPI_BYTE, group_.handle(), &r),
                       "MPI_Ialltoallv");
-    ctx_.group.complete(r, ctx_.deadline, what);
+    group_.complete(r, deadline_, what);
   }
 
-  RunContext& ctx_;
+  const runtime::Communicator& group_;
+  const runtime::Deadline& deadline_;
   MpiExchangeCounts dispatch_, combine_;
   std::int64_t dispatchInBytes_, combineInBytes_;
   AllToAllHostBuffers host_;
@@ -52,9 +54,10 @@ class MpiAllToAll final : public AllToAllExchange {
 
 }  // namespace
 
-std::unique_ptr<AllToAllExchange> makeMpiAllToAll(RunContext& ctx, const ExchangeLayout& dispatch,
-                                                  const ExchangeLayout& combine, const AllToAllHostBuffers& host) {
-  return std::make_unique<MpiAllToAll>(ctx, dispatch, combine, host);
+std::unique_ptr<AllToAllExchange> makeMpiAllToAll(const runtime::Communicator& group, const runtime::Deadline& deadline,
+                                                  const ExchangeLayout& dispatch, const ExchangeLayout& combine,
+                                                  const AllToAllHostBuffers& host) {
+  return std::make_unique<MpiAllToAll>(group, deadline, dispatch, combine, host);
 }
 
 }  // namespace fabscope::suite

@@ -40,9 +40,11 @@ class AllToAllExchange {
   virtual void fetchResults() = 0;
 };
 
-// MPI_Ialltoallv over ctx.group on the host buffers themselves.
-std::unique_ptr<AllToAllExchange> makeMpiAllToAll(RunContext& ctx, const ExchangeLayout& dispatch,
-                                                  const ExchangeLayout& combine, const AllToAllHostBuffers& host);
+// MPI_Ialltoallv over `group` (the test's group, or a role's sub-communicator
+// in the mix) on the host buffers themselves, each bounded by `deadline`.
+std::unique_ptr<AllToAllExchange> makeMpiAllToAll(const runtime::Communicator& group, const runtime::Deadline& deadline,
+                                                  const ExchangeLayout& dispatch, const ExchangeLayout& combine,
+                                                  const AllToAllHostBuffers& host);
 // Grouped ncclSend/ncclRecv over ctx.group on the GPU of this local rank;
 // throws RuntimeFailure in a build without NCCL or on a host without a GPU.
 std::unique_ptr<AllToAllExchange> makeNcclAllToAll(RunContext& ctx, const ExchangeLayout& dispatch,

@@ -21,6 +21,7 @@
 #include "kinds/collectives/AllToAllConfig.hpp"
 #include "kinds/collectives/AllToAllExchange.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
+#include "kinds/collectives/MoeExchange.hpp"
 #include "scenario/TestSource.hpp"
 #include "stats/Statistics.hpp"
 #include "transport/TransportFactory.hpp"
@@ -29,35 +30,11 @@ namespace fabscope::suite {
 namespace {
 
 using moe::AllToAllConfig;
-using moe::TokenHeader;
 
 std::string exponentText(double s) {
   std::ostringstream out;
   out << s;
   return out.str();
-}
-
-void writeCopy(std::byte* at, const TokenHeader& h, std::int64_t bytes) {
-  std::memcpy(at, &h, sizeof h);
-  auto* payload = reinterpret_cast<std::uint8_t*>(at + sizeof h);
-  for (std::size_t i = 0; i + sizeof h < static_cast<std::size_t>(bytes); ++i) payload[i] = moe::payloadByte(h, i);
-}
-
-// "" when the copy at `at` is the one expected, else what is wrong.
-std::string checkCopy(const std::byte* at, const TokenHeader& expected, std::int64_t bytes) {
-  TokenHeader h;
-  std::memcpy(&h, at, sizeof h);
-  if (h.source != expected.source || h.token != expected.token || h.holder != expected.holder || h.magic != expected.magic)
-    return "header (source " + std::to_string(h.source) + ", token " + std::to_string(h.token) + ", holder " +
-           std::to_string(h.holder) + ") where (source " + std::to_string(expected.source) + ", token " +
-           std::to_string(expected.token) + ", holder " + std::to_string(expected.holder) + ") was due";
-  const auto* payload = reinterpret_cast<const std::uint8_t*>(at + sizeof h);
-  for (std::size_t i = 0; i + sizeof h < static_cast<std::size_t>(bytes); ++i)
-    if (payload[i] != moe::payloadByte(h, i))
-      return "payload byte " + std::to_string(i) + " of token " + std::to_string(h.token) + " from rank " +
-             std::to_string(h.source) + " is " + std::to_string(payload[i]) + ", expected " +
-             std::to_string(moe::payloadByte(h, i));
-  return {};
 }
 
 class AllToAllKind final : public Kind {
@@ -114,65 +91,30 @@ class AllToAllKind final : public Kind {
     const auto& spec = *ctx.instance.spec;
     const auto& c = scenario::configOf<AllToAllConfig>(spec);
     const auto tokens = moe::tokensOf(c, ctx.instance.bytes, spec);
-    const int n = ctx.group.size(), g = ctx.group.rank(), me = ctx.world.rank();
+    const int g = ctx.group.rank(), me = ctx.world.rank();
     const auto D = c.dispatchTokenBytes, C = c.combineTokenBytes;
 
-    // Routing and the counts every rank will receive (outside the timed loop).
-    const auto routing = moe::routeTokens(c.routing, static_cast<int>(tokens), n, g, ctx.caseSeed);
-    std::vector<std::int64_t> sendCopies(static_cast<std::size_t>(n)), recvCopies(static_cast<std::size_t>(n));
-    for (int d = 0; d < n; ++d) sendCopies[static_cast<std::size_t>(d)] = static_cast<std::int64_t>(routing.tokensTo[static_cast<std::size_t>(d)].size());
-    {
-      MPI_Request r;
-      runtime::checkMpi(MPI_Ialltoall(sendCopies.data(), 1, MPI_INT64_T, recvCopies.data(), 1, MPI_INT64_T,
-                                      ctx.group.handle(), &r),
-                        "MPI_Ialltoall(token counts)");
-      ctx.group.complete(r, ctx.deadline, "the MoE token counts from the other ranks");
-    }
-    const auto dispatch = ExchangeLayout::of(sendCopies, recvCopies, D);
-    const auto combine = ExchangeLayout::of(recvCopies, sendCopies, C);
-    // From the arena: a timed-out collective may still use them.
-    AllToAllHostBuffers host;
-    host.dispatchOut = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(dispatch.sendBytes, 1)));
-    host.dispatchIn = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(dispatch.recvBytes, 1)));
-    host.combineOut = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(combine.sendBytes, 1)));
-    host.combineIn = ctx.buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(combine.recvBytes, 1)));
-    auto* dispatchIn = host.dispatchIn;
-    auto* combineIn = host.combineIn;
-    for (int d = 0; d < n; ++d) {
-      std::byte* at = host.dispatchOut + dispatch.sendDispls[static_cast<std::size_t>(d)];
-      for (const auto t : routing.tokensTo[static_cast<std::size_t>(d)]) {
-        writeCopy(at, {g, t, d, moe::kDispatchMagic}, D);
-        at += D;
-      }
-    }
-    auto exchange = c.onDevice ? makeNcclAllToAll(ctx, dispatch, combine, host)
-                               : makeMpiAllToAll(ctx, dispatch, combine, host);
-    // One untimed dispatch tells each rank which tokens it holds (the headers),
-    // so its combine results can be written before the loop; then the inbound
-    // buffers are cleared, so the check after the loop sees the timed data.
-    exchange->firstDispatch();
-    std::vector<std::vector<std::int32_t>> heldTokens(static_cast<std::size_t>(n));
-    for (int s = 0; s < n; ++s) {
-      const std::byte* at = dispatchIn + dispatch.recvDispls[static_cast<std::size_t>(s)];
-      std::byte* out = host.combineOut + combine.sendDispls[static_cast<std::size_t>(s)];
-      for (std::int64_t k = 0; k < recvCopies[static_cast<std::size_t>(s)]; ++k, at += D, out += C) {
-        TokenHeader h;
-        std::memcpy(&h, at, sizeof h);
-        heldTokens[static_cast<std::size_t>(s)].push_back(h.token);
-        writeCopy(out, {s, h.token, g, moe::kCombineMagic}, C);
-      }
-    }
-    exchange->prepareTimed();
+    // Routing, counts, buffers and copies, before the timed loop (MoeExchange);
+    // the blocks move over NCCL on GPU memory or MPI on host memory.
+    moe::MoeExchange exchange(
+        c.routing, D, C, tokens, ctx.group, ctx.buffers, ctx.caseSeed, ctx.deadline,
+        [&](const ExchangeLayout& d, const ExchangeLayout& cb, const AllToAllHostBuffers& host) {
+          return c.onDevice ? makeNcclAllToAll(ctx, d, cb, host) : makeMpiAllToAll(ctx.group, ctx.deadline, d, cb, host);
+        });
+    const auto& dispatch = exchange.dispatchLayout();
+    const auto& combine = exchange.combineLayout();
+    const auto& sendCopies = exchange.sendCopies();
+    const auto& recvCopies = exchange.recvCopies();
 
     const auto self = static_cast<std::size_t>(g);
-    const std::int64_t dispatchNet = (dispatch.sendBytes - sendCopies[self] * D);
-    const std::int64_t combineNet = (combine.sendBytes - recvCopies[self] * C);
+    const std::int64_t dispatchNet = exchange.dispatchNetBytes();
+    const std::int64_t combineNet = exchange.combineNetBytes();
     const int total = spec.warmup + spec.iterations;
     for (int it = 0; it < total; ++it) {
       const auto t0 = runtime::monotonicNow();
-      exchange->exchange(AllToAllPhase::dispatch);
+      exchange.dispatch();
       const auto t1 = runtime::monotonicNow();
-      exchange->exchange(AllToAllPhase::combine);
+      exchange.combine();
       const auto t2 = runtime::monotonicNow();
       if (it < spec.warmup) continue;
       const int i = it - spec.warmup;
@@ -188,30 +130,13 @@ class AllToAllKind final : public Kind {
                                 std::pair{AllToAllPhase::combine, &combineBatch}}) {
       ctx.group.barrier(ctx.deadline);
       batch->start_ns = runtime::monotonicNow();
-      exchange->exchangeBatch(phase, batch->calls);
+      exchange.batch(phase, batch->calls);
       batch->end_ns = runtime::monotonicNow();
     }
-    exchange->fetchResults();
 
     // Self-test of the checks (--self-test corrupt-rank=N, tests/mpi/alltoall.sh):
-    // this rank's inbound dispatch is spoiled on purpose, and the check below must catch it.
-    if (ctx.selfTest.corruptRank == me && dispatch.recvBytes > 0)
-      reinterpret_cast<std::uint8_t*>(dispatchIn)[dispatch.recvBytes - 1] ^= 0x5a;
-    std::string problem;
-    for (int s = 0; s < n && problem.empty(); ++s) {
-      const std::byte* at = dispatchIn + dispatch.recvDispls[static_cast<std::size_t>(s)];
-      for (const auto t : heldTokens[static_cast<std::size_t>(s)]) {
-        if (problem = checkCopy(at, {s, t, g, moe::kDispatchMagic}, D); !problem.empty()) break;
-        at += D;
-      }
-    }
-    for (int d = 0; d < n && problem.empty(); ++d) {
-      const std::byte* at = combineIn + combine.recvDispls[static_cast<std::size_t>(d)];
-      for (const auto t : routing.tokensTo[static_cast<std::size_t>(d)]) {
-        if (problem = checkCopy(at, {g, t, d, moe::kCombineMagic}, C); !problem.empty()) break;
-        at += C;
-      }
-    }
+    // this rank's inbound dispatch is spoiled on purpose, and the check must catch it.
+    const std::string problem = exchange.verify(ctx.selfTest.corruptRank == me);
     if (!problem.empty()) ctx.verdict.fail("rank " + std::to_string(me) + ": all-to-all " + problem);
 
     output::AllToAllRankRecord row{};
