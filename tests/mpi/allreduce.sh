@@ -40,7 +40,10 @@ with h5py.File(sys.argv[1], "r") as f:
         t = a["pipelined_time_ns"]
         assert a["pipelined_calls"] == 30, a["pipelined_calls"]
         own = (s["t_done_ns"] - s["t_post_ns"]).astype(np.float64)
-        assert t >= own.min() * 0.999, (name, t, own.min())
+        # Calls back to back may overlap (MPI ranks do not wait for each other
+        # between calls), so the time per call can be below the fastest single
+        # call; not by 4x (which dividing twice by the calls would give).
+        assert t >= own.min() * 0.25, (name, t, own.min())
         loop = float(s["t_done_ns"].max() - s["t_post_ns"].min()) / 30
         assert t <= 3 * loop + 100e6 / 30, (name, t, loop)
         assert abs(a["pipelined_algbw_gbps"] - int(a["bytes"]) / t) < 1e-9 * a["pipelined_algbw_gbps"]

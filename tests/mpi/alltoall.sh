@@ -81,7 +81,8 @@ with h5py.File(sys.argv[1], "r") as f:
         for phase, rows in (("dispatch", disp), ("combine", comb)):
             t = a[f"{phase}_pipelined_ns"]
             own = (rows["t_done_ns"] - rows["t_post_ns"]).astype(np.float64)
-            assert t >= own.min() * 0.999, (name, phase, t, own.min())
+            # back to back may overlap calls: below the fastest single call, not by 4x
+            assert t >= own.min() * 0.25, (name, phase, t, own.min())
             assert t <= 3 * loop + 100e6 / 20, (name, phase, t, loop)
             algbw = a[f"{phase}_pipelined_algbw_gbps"]
             assert abs(algbw * t - a[f"{phase}_algbw_gbps"] * a[f"{phase}_p50_ns"]) < 1e-6 * algbw * t, (name, phase)
