@@ -37,7 +37,10 @@ check() {  # args...: sets $out, $rc, $took; state in $state_dir
   set -e
   took=$((SECONDS - start))
 }
-check --manifest "$scratch/good.yaml" --time-limit 40s
+# Loop thresholds far from healthy figures: this test is about the verdict's path, and
+# the machines it runs on are shared (a loaded 2-core machine measured 0.35 GB/s).
+loose=(--max-latency-us 20000 --min-bandwidth-gbs 0.001)
+check --manifest "$scratch/good.yaml" --time-limit 40s "${loose[@]}"
 [[ $rc == 0 ]] || { cat "$scratch/direct.err" >&2; fail "healthy node: exit $rc, expected 0; output: $out"; }
 [[ $out == "fabscope: quickcheck ok ("*"latency"*"bandwidth"* ]] || fail "healthy node: unexpected output '$out'"
 ((took < 60)) || fail "healthy check took ${took} s (must finish well under 60 s)"
@@ -64,7 +67,7 @@ cat >"$hc" <<SH
 # slurmd starts this with a bare environment: say where Slurm's config and the tools are.
 export SLURM_CONF=$scratch/slurm.conf PATH=/usr/local/bin:/usr/bin:/bin
 exec "$FABSCOPE_BIN" quickcheck --manifest "$scratch/manifest.yaml" --state-dir "$scratch/state" \\
-  --slurm-drain --verbose --report "$scratch/report.json" --time-limit 30s >>"$scratch/healthcheck.log" 2>&1
+  --slurm-drain --verbose --report "$scratch/report.json" --time-limit 30s ${loose[*]} >>"$scratch/healthcheck.log" 2>&1
 SH
 chmod 755 "$hc"
 slurm_extra_conf="HealthCheckProgram=$hc

@@ -1,10 +1,12 @@
 # Spack recipe for fabscope, in the style of Spack's own recipes for MPI
 # benchmarks (osu-micro-benchmarks, nccl-tests). See docs/install.md ("Spack").
 #
-# fabscope has no published release tarball or public repository yet: install
-# it from a checkout with `spack dev-build` or a Spack environment's
-# `spack develop fabscope@=main path=/path/to/fabscope`; the `main` version
-# below names that line of development.
+# fabscope has no published release tarball or public repository yet, so the
+# recipe fetches from the git repository it lives in (this file sits at
+# packaging/spack/packages/fabscope/ of a fabscope checkout): a copy of the
+# recipe kept elsewhere sets `git` to the site's fabscope repository instead.
+
+import os
 
 from spack.package import *
 
@@ -22,10 +24,11 @@ class Fabscope(CMakePackage, CudaPackage):
     and a Python analysis that judges the fabric. Includes `fabscope quickcheck`,
     a node health check for Slurm's HealthCheckProgram or NHC."""
 
+    git = "file://" + os.path.realpath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 4))
+
     license("BSD-3-Clause")
 
-    # No public home yet: the source comes from a local checkout (see above).
-    version("main")
+    version("main", branch="main")
 
     variant("ucx", default=True, description="Build the UCX transport")
     variant("verbs", default=True, description="Build the libibverbs (RDMA) transport")
@@ -34,8 +37,8 @@ class Fabscope(CMakePackage, CudaPackage):
 
     conflicts("+nccl", when="~cuda", msg="the NCCL transport needs +cuda")
 
-    depends_on("c", type="build")
-    depends_on("cxx", type="build")
+    # Spack releases from 0.23 on also want depends_on("c"/"cxx", type="build"); the
+    # Spack this recipe is checked with (0.23.0.dev0) does not know those packages.
     depends_on("cmake@3.20:", type="build")
     depends_on("pkgconfig", type="build")
 
