@@ -169,8 +169,9 @@ CheckResult checkCounterMovement(const std::optional<inv::CounterSnapshot>& prev
     bool ignored = false;
     for (const auto& n : options.ignoreCounters) ignored = ignored || n == d.name;
     if (ignored) continue;
-    // Went down: the counter was reset (driver reload, reboot); its new value is the baseline.
-    if (static_cast<std::uint64_t>(d.after) < static_cast<std::uint64_t>(d.before)) continue;
+    // diff() takes deltas modulo 2^64, so a 64-bit counter that wrapped still rose by a
+    // small positive amount; a negative delta means the counter was reset (driver
+    // reload, reboot) and its new value is the baseline.
     if (d.delta <= options.counterTolerance) continue;
     ++moved;
     if (r.problem.empty())

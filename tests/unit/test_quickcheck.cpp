@@ -18,6 +18,33 @@ namespace fs = std::filesystem;
 
 namespace {
 
+inv::FabricIntent fabric(const std::string& protocol, std::optional<double> rateGbps = std::nullopt) {
+  inv::FabricIntent f;
+  f.protocol = protocol;
+  f.rateGbps = rateGbps;
+  return f;
+}
+
+inv::ManifestRow row(const std::string& component, const std::string& intended, const std::string& discovered,
+                     inv::ManifestStatus status, bool mustMatch = true) {
+  inv::ManifestRow r;
+  r.component = component;
+  r.host = "n";
+  r.intended = intended;
+  r.discovered = discovered;
+  r.status = status;
+  r.mustMatch = mustMatch;
+  return r;
+}
+
+inv::GpuNicAffinity near(int gpu, const std::string& nic, const std::string& relation) {
+  inv::GpuNicAffinity a;
+  a.gpu = gpu;
+  a.nic = nic;
+  a.relation = relation;
+  return a;
+}
+
 inv::HostInventory hostWithPort(const std::string& state, double rateGbps) {
   inv::HostInventory host;
   host.hostname = "node1";
@@ -61,7 +88,7 @@ TEST(Quickcheck, RdmaRateBelowExpectedIsAProblem) {
   EXPECT_TRUE(checkRdmaPorts(hostWithPort("ACTIVE", 200), o, std::nullopt).problem.empty());
   // The manifest's fabric rate is the default expectation.
   inv::Manifest m;
-  m.fabric = inv::FabricIntent{.protocol = "ib", .rateGbps = 400};
+  m.fabric = fabric("ib", 400);
   EXPECT_NE(checkRdmaPorts(hostWithPort("ACTIVE", 200), QuickcheckOptions{}, m).problem.find("expected 400 Gb/s"),
             std::string::npos);
 }
@@ -72,7 +99,7 @@ TEST(Quickcheck, NoRdmaIsSaidAndOnlyAProblemWhenExpected) {
   EXPECT_TRUE(r.problem.empty());
   EXPECT_EQ(r.detail, "no RDMA device on this node (none expected)");
   inv::Manifest m;
-  m.fabric = inv::FabricIntent{.protocol = "roce"};
+  m.fabric = fabric("roce");
   EXPECT_EQ(checkRdmaPorts(bare, QuickcheckOptions{}, m).problem, "no RDMA device found, but the manifest's fabric is roce");
   QuickcheckOptions required;
   required.requireRdma = true;
@@ -81,9 +108,10 @@ TEST(Quickcheck, NoRdmaIsSaidAndOnlyAProblemWhenExpected) {
 
 TEST(Quickcheck, GpuFarFromEveryNicIsAProblem) {
   inv::HostInventory host;
-  host.gpus.push_back({.index = 0, .model = "H200"});
-  host.affinity.push_back({.gpu = 0, .nic = "mlx5_0", .relation = "SYS"});
-  host.affinity.push_back({.gpu = 0, .nic = "mlx5_1", .relation = "SYS"});
+  host.gpus.emplace_back();
+  host.gpus.back().model = "H200";
+  host.affinity.push_back(near(0, "mlx5_0", "SYS"));
+  host.affinity.push_back(near(0, "mlx5_1", "SYS"));
   EXPECT_EQ(checkGpuNicAffinity(host, AffinityLimit::node).problem,
             "GPU 0 nearest NIC mlx5_0 is SYS, allowed at worst NODE");
   EXPECT_TRUE(checkGpuNicAffinity(host, AffinityLimit::sys).problem.empty());
@@ -116,6 +144,11 @@ TEST(Quickcheck, ErrorCountersThatMovedAreAProblem) {
   // A reset (driver reload) starts a new baseline instead of a huge wrapped delta.
   auto reset = snapshot({{"ib:mlx5_0/1", "symbol_error", 0}, {"net:eth0", "rx_errors", 7}});
   EXPECT_TRUE(checkCounterMovement(before, reset, QuickcheckOptions{}).problem.empty());
+  // A 64-bit counter that wrapped past 2^64 (read back as negative) rose by the difference.
+  auto nearWrap = snapshot({{"hw:mlx5_0/1", "rx_icrc_encapsulated", -10}});
+  auto wrapped = snapshot({{"hw:mlx5_0/1", "rx_icrc_encapsulated", 5}});
+  EXPECT_EQ(checkCounterMovement(nearWrap, wrapped, QuickcheckOptions{}).problem,
+            "error counter hw:mlx5_0/1 rx_icrc_encapsulated rose by 15 since the last check");
 }
 
 TEST(Quickcheck, StateDirIsCreatedPrivateAndRoundTrips) {
@@ -218,13 +251,10 @@ TEST(Quickcheck, ProblemLineIsOneLineNamingTheFirstProblem) {
 
 TEST(Quickcheck, ManifestRowsGiveTheFirstMustMatchDifference) {
   std::vector<inv::ManifestRow> rows;
-  rows.push_back({.component = "fabric/protocol", .host = "n", .intended = "ib", .discovered = "ib",
-                  .status = inv::ManifestStatus::match});
-  rows.push_back({.component = "software/ucx", .host = "n", .intended = "9.9", .discovered = "1.13.1",
-                  .status = inv::ManifestStatus::mismatch, .mustMatch = false});
+  rows.push_back(row("fabric/protocol", "ib", "ib", inv::ManifestStatus::match));
+  rows.push_back(row("software/ucx", "9.9", "1.13.1", inv::ManifestStatus::mismatch, false));
   EXPECT_TRUE(checkManifestRows(rows, "/etc/m.yaml").problem.empty()) << "an advisory row is no problem";
-  rows.push_back({.component = "fabric/rate_gbps", .host = "n", .intended = "400", .discovered = "no active RDMA port",
-                  .status = inv::ManifestStatus::missing});
+  rows.push_back(row("fabric/rate_gbps", "400", "no active RDMA port", inv::ManifestStatus::missing));
   EXPECT_EQ(checkManifestRows(rows, "/etc/m.yaml").problem,
             "manifest m.yaml: fabric/rate_gbps is 'no active RDMA port', expected '400'");
 }
