@@ -32,11 +32,14 @@ endforeach()
 
 install(DIRECTORY scenarios/ DESTINATION ${FABSCOPE_DATA_DIR}/scenarios)
 install(DIRECTORY analysis/criteria/ DESTINATION ${FABSCOPE_DATA_DIR}/criteria)
+install(FILES packaging/nhc/fabscope.nhc DESTINATION ${FABSCOPE_DATA_DIR}/nhc)
 # The analysis package, its criteria inside it (verdict.py looks there when
 # installed), no tests.
-install(DIRECTORY analysis/fabscope_analysis DESTINATION ${FABSCOPE_PYTHON_DIR}
-        PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
-install(DIRECTORY analysis/criteria/ DESTINATION ${FABSCOPE_PYTHON_DIR}/fabscope_analysis/criteria)
+if(FABSCOPE_INSTALL_PYTHON)
+  install(DIRECTORY analysis/fabscope_analysis DESTINATION ${FABSCOPE_PYTHON_DIR}
+          PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
+  install(DIRECTORY analysis/criteria/ DESTINATION ${FABSCOPE_PYTHON_DIR}/fabscope_analysis/criteria)
+endif()
 install(FILES README.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/Commands.hpp"
+#include "cli/Quickcheck.hpp"
 #include "fabscope/BuildConfig.hpp"
 #include "kinds/SelfTest.hpp"
 #include "runtime/Errors.hpp"
@@ -29,6 +30,7 @@ Usage:
   fabscope list --scenario FILE [--ranks N] [--set key=value]...
   fabscope list --model PRESET [--tp N] [--decode-batch B...] [--prompt TOKENS...] [--scenario FILE]
   fabscope inventory [--json]
+  fabscope quickcheck [--manifest FILE] [--slurm-drain] [--verbose]
   fabscope --version
   fabscope --help | fabscope COMMAND --help
 
@@ -36,6 +38,8 @@ Commands:
   run        measure the scenario's tests and write the result file
   list       print the expanded test matrix (nothing is measured)
   inventory  print what this host's fabric is (adapters, interfaces, versions)
+  quickcheck node health check for Slurm's HealthCheckProgram or NHC: exit 0 when
+             healthy, else exit 1 and one line saying what is wrong (docs/quickcheck.md)
 
 Examples:
   mpirun -np 4 build/fabscope run --scenario scenarios/smoke.yaml --output results/smoke.h5
@@ -217,7 +221,24 @@ int runCommandLine(int argc, char** argv) {
         return commandHelp(opts, "fabscope inventory [--json]", "fabscope inventory --json > host.json");
       return runInventoryCommand(vm.count("json") > 0);
     }
-    std::cerr << "fabscope: unknown command '" << command << "'; expected run, list, inventory, --help or --version\n";
+    if (command == "quickcheck") {
+      po::options_description opts = quickcheckOptionsDescription();
+      opts.add(common);
+      parse(opts);
+      if (vm.count("help"))
+        return commandHelp(opts, "fabscope quickcheck [--manifest FILE] [--state-dir DIR] [--slurm-drain] [OPTION]...",
+                           "fabscope quickcheck --manifest /etc/fabscope/manifest.yaml --slurm-drain --verbose");
+      QuickcheckOptions c;
+      try {
+        c = quickcheckOptionsOf(vm);
+      } catch (const UsageError& e) {
+        std::cerr << "fabscope: error: " << e.what() << "\n";
+        return exit_code::usage;
+      }
+      if (vm.count("loop-worker")) return runQuickcheckLoopWorker(c.loop, c.timeLimitSeconds, argc, argv);
+      return runQuickcheckCommand(c);
+    }
+    std::cerr << "fabscope: unknown command '" << command << "'; expected run, list, inventory, quickcheck, --help or --version\n";
     return exit_code::usage;
   } catch (const po::error& e) {
     std::cerr << "fabscope: " << e.what() << " (see fabscope --help)\n";

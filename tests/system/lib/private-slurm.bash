@@ -3,7 +3,8 @@
 # test exits, with the daemons' logs printed if it fails.
 #
 #   start_private_slurm SCRATCH [CPUS]   CPUS: declare the node with that many
-#                                        CPUs (more tasks than cores)
+#                                        CPUs (more tasks than cores); lines in
+#                                        $slurm_extra_conf go into slurm.conf
 #   submit_job ARGS...                   sbatch --parsable ARGS; sets $job_id,
 #                                        cancels the job on exit
 #   wait_job_finished SECONDS            sets $job_state and $job_exit
@@ -80,6 +81,7 @@ JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 MinJobAge=600
 $overrides
+${slurm_extra_conf:-}
 $node_line NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=fabscope Nodes=$node_name Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 CONF

@@ -1,0 +1,96 @@
+# Spack recipe for fabscope, in the style of Spack's own recipes for MPI
+# benchmarks (osu-micro-benchmarks, nccl-tests). See docs/install.md ("Spack").
+#
+# fabscope has no published release tarball or public repository yet, so the
+# recipe fetches from the git repository it lives in (this file sits at
+# packaging/spack/packages/fabscope/ of a fabscope checkout): a copy of the
+# recipe kept elsewhere sets `git` to the site's fabscope repository instead.
+
+import os
+
+from spack.package import *
+
+try:  # Spack >= 1.0 keeps the build systems in its package repository
+    from spack_repo.builtin.build_systems.cmake import CMakePackage
+    from spack_repo.builtin.build_systems.cuda import CudaPackage
+except ImportError:  # Spack 0.x exports them from spack.package
+    pass
+
+
+class Fabscope(CMakePackage, CudaPackage):
+    """Network-fabric test suite for LLM serving: point-to-point, all-pairs,
+    incast, collective, KV-cache, MoE, front-end and fault tests over MPI, UCX,
+    libibverbs or NCCL on every rank, every sample written to one HDF5 file,
+    and a Python analysis that judges the fabric. Includes `fabscope quickcheck`,
+    a node health check for Slurm's HealthCheckProgram or NHC."""
+
+    git = "file://" + os.path.realpath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 4))
+
+    license("BSD-3-Clause")
+
+    version("main", branch="main")
+
+    variant("ucx", default=True, description="Build the UCX transport")
+    variant("verbs", default=True, description="Build the libibverbs (RDMA) transport")
+    variant("nccl", default=False, description="Build the NCCL transport (GPU memory)")
+    variant("python", default=True, description="Install the fabscope_analysis Python package")
+
+    conflicts("+nccl", when="~cuda", msg="the NCCL transport needs +cuda")
+
+    # Spack releases from 0.23 on also want depends_on("c"/"cxx", type="build"); the
+    # Spack this recipe is checked with (0.23.0.dev0) does not know those packages.
+    depends_on("cmake@3.20:", type="build")
+    depends_on("pkgconfig", type="build")
+
+    depends_on("mpi")
+    depends_on("hdf5+mpi")
+    depends_on("boost@1.71:+program_options")
+    depends_on("yaml-cpp")
+    depends_on("hwloc")
+    depends_on("ucx", when="+ucx")
+    depends_on("rdma-core", when="+verbs")
+    depends_on("nccl", when="+nccl")
+    depends_on("googletest", type="test")
+
+    with when("+python"):
+        extends("python")
+        depends_on("python@3.9:", type=("build", "run"))
+        depends_on("py-numpy", type="run")
+        depends_on("py-pandas", type="run")
+        depends_on("py-h5py", type="run")
+        depends_on("py-pyyaml", type="run")
+        depends_on("py-scipy", type="run")
+
+    # The analysis package lands here (relative to the prefix), on every platform.
+    python_dir = join_path("lib", "python3", "dist-packages")
+
+    def cmake_args(self):
+        spec = self.spec
+        args = [
+            self.define("FABSCOPE_ENABLE_CUDA", "ON" if spec.satisfies("+cuda") else "OFF"),
+            self.define_from_variant("FABSCOPE_ENABLE_NCCL", "nccl"),
+            self.define_from_variant("FABSCOPE_ENABLE_UCX", "ucx"),
+            self.define_from_variant("FABSCOPE_ENABLE_VERBS", "verbs"),
+            self.define_from_variant("FABSCOPE_INSTALL_PYTHON", "python"),
+            self.define("FABSCOPE_PYTHON_DIR", self.python_dir),
+            self.define("FABSCOPE_BUILD_TESTS", self.run_tests),
+            self.define("MPI_C_COMPILER", spec["mpi"].mpicc),
+        ]
+        if spec.satisfies("+cuda"):
+            cuda_arch = spec.variants["cuda_arch"].value
+            if "none" not in cuda_arch:
+                args.append(self.define("CMAKE_CUDA_ARCHITECTURES", ";".join(cuda_arch)))
+        return args
+
+    def setup_run_environment(self, env):
+        if self.spec.satisfies("+python"):
+            env.prepend_path("PYTHONPATH", join_path(self.prefix, self.python_dir))
+        env.set("FABSCOPE_SCENARIOS", join_path(self.prefix.share, "fabscope", "scenarios"))
+
+    @run_after("install")
+    @on_package_attributes(run_tests=True)
+    def check_installed_binary(self):
+        fabscope = Executable(self.prefix.bin.fabscope)
+        fabscope("--version")
+        fabscope("list", "--scenario", join_path(self.prefix.share, "fabscope", "scenarios", "smoke.yaml"),
+                 "--ranks", "2")
