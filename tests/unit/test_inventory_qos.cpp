@@ -83,6 +83,16 @@ std::vector<ConsistencyFlag> flagsOn(const std::vector<ConsistencyFlag>& flags, 
   return found;
 }
 
+// The error of loading `text` as q.yaml, "(loaded)" when it loads.
+std::string manifestError(const std::string& text) {
+  try {
+    parseManifest(text, "q.yaml");
+  } catch (const ManifestError& e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+
 const ManifestRow& row(const std::vector<ManifestRow>& rows, const std::string& component) {
   for (const auto& r : rows)
     if (r.component == component) return r;
@@ -368,14 +378,7 @@ TEST(QosManifest, MustMatchDifferenceFailsAdvisoryDoesNot) {
 }
 
 TEST(QosManifest, BadValuesNameLineAndColumn) {
-  auto error = [](const std::string& text) -> std::string {
-    try {
-      parseManifest(text, "q.yaml");
-    } catch (const ManifestError& e) {
-      return e.what();
-    }
-    return "(loaded)";
-  };
+  const auto error = manifestError;
   EXPECT_EQ(error("qos:\n  pfc_priorities: [3, 9]\n"),
             "q.yaml:2:23: 'pfc_priorities' must be an integer from 0 to 7, found '9'");
   EXPECT_EQ(error("qos:\n  trust: l2\n"), "q.yaml:2:10: 'trust' must be dscp or pcp, found 'l2'");
@@ -560,14 +563,7 @@ TEST(QosManifest, InfiniBandVlArbitrationAndSlToVl) {
   EXPECT_EQ(row(rows, "qos/ib_vlarb_low@mlx5_0/1").status, ManifestStatus::missing);
   EXPECT_TRUE(manifestFailed(rows));
 
-  auto error = [](const std::string& text) -> std::string {
-    try {
-      parseManifest(text, "q.yaml");
-    } catch (const ManifestError& e) {
-      return e.what();
-    }
-    return "(loaded)";
-  };
+  const auto error = manifestError;
   EXPECT_NE(error("qos:\n  ib_vlarb_high: {15: 64}\n").find("q.yaml:2:19:"), std::string::npos);
   EXPECT_NE(error("qos:\n  ib_sl2vl: [0, 1]\n").find("q.yaml:2:13: 'ib_sl2vl' must list the VL of each of the 16 SLs"),
             std::string::npos)
