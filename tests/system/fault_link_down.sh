@@ -74,8 +74,8 @@ grep -q "runs: fault_command: touch $scratch/ran" <<<"$listed" || { echo "$liste
 note "without --allow-commands the scenario's command is refused (exit 2) and listed by fabscope list"
 
 # A link fault on a host that runs other drill ranks would cut them off too:
-# 4 ranks on this one host must be refused as an error (exit 1 through the
-# wrapper) before the command runs.
+# 4 ranks on this one host must be refused at load as bad input (exit 2
+# through the wrapper, the victim key's file:line:column) before the command runs.
 sed -e "s|^    fault_command: .*|    fault_command: touch $scratch/cut|" -e '/restore_command/d' "$scratch/drill.yaml" >"$scratch/shared.yaml"
 set +e
 OMPI_MCA_rmaps_base_oversubscribe=1 UCX_TLS=tcp,self UCX_NET_DEVICES=lo timeout --kill-after=10 90 \
@@ -83,7 +83,9 @@ OMPI_MCA_rmaps_base_oversubscribe=1 UCX_TLS=tcp,self UCX_NET_DEVICES=lo timeout 
   run --scenario "$scratch/shared.yaml" --output "$scratch/shared.h5" --no-progress --allow-commands >"$scratch/shared.log" 2>&1
 shared_exit=$?
 set -e
-((shared_exit == 1)) || { tail -20 "$scratch/shared.log" >&2; fail "a link-down drill with the victim's host shared exited $shared_exit (expected 1)"; }
+((shared_exit == 2)) || { tail -20 "$scratch/shared.log" >&2; fail "a link-down drill with the victim's host shared exited $shared_exit (expected 2)"; }
 [[ ! -e $scratch/cut ]] || fail "the fault command ran although the victim shares its host"
-grep -q "alone on its host" "$scratch/shared.log" || fail "the refusal does not say why (log: $scratch/shared.log)"
-note "PASS: link-down drill detected in time, nothing hung, commands recorded, link restored; a no-op fault fails with exit 1; a shared victim host is refused"
+grep -q "shared.yaml:[0-9]*:[0-9]*: .*alone on its host" "$scratch/shared.log" \
+  || { cat "$scratch/shared.log" >&2; fail "the refusal does not name the file position and say why (log: $scratch/shared.log)"; }
+[[ ! -e $scratch/shared.h5 ]] || fail "the refused run wrote a result file"
+note "PASS: link-down drill detected in time, nothing hung, commands recorded, link restored; a no-op fault fails with exit 1; a shared victim host is refused at load (exit 2)"

@@ -1,0 +1,87 @@
+# Helpers for the flap drills (tests/system/fault_flap*.sh): the scenario of a
+# flap on the emulated cluster's `link` knob, and the checks of its return to
+# baseline. Sourced after system-test.bash and fault-drill.bash.
+# The prefix and subnet may be overridden (FLAP_TEST_PREFIX, FLAP_TEST_SUBNET)
+# to keep a hand run apart from other runs on the machine.
+
+# write_flap_scenario FILE PREFIX KEYS: a 4-rank drill (client, victim 1,
+# worker 2, spare 3) whose victim's link is cut at 1 s for down_for.
+write_flap_scenario() {
+  local file=$1 prefix=$2 keys=$3
+  local knob=$FABSCOPE_SOURCE_DIR/launch/emulated-cluster
+  cat >"$file" <<YAML
+name: $system_test_name
+seed: 1
+tests:
+  - name: drill
+    kind: fault
+    transport: ucx
+    memory: host
+    sizes: [64]
+    victim: 1
+    at: 1s
+    detect_within: 3s
+    heartbeat: 100ms
+    heartbeat_deadline: 600ms
+    rate: 1000
+    timeout: 45s
+    fault: flap
+    fault_command: $knob --prefix $prefix link {victim_host} down
+    command_timeout: 5s
+$keys
+YAML
+}
+
+# check_flap_recovered FAULTS: every one of FAULTS flaps was detected, restored,
+# the victim rejoined and was back at baseline within recover_within, in that
+# order on the timeline; the victim served requests after each rejoin.
+check_flap_recovered() {
+  /usr/bin/python3 - "$result" "$1" <<'PY' || fail "the flap's return to baseline is wrong (see above)"
+import math, sys, h5py
+path, faults = sys.argv[1], int(sys.argv[2])
+def text(v): return v.decode().rstrip("\0") if isinstance(v, bytes) else v
+problems = []
+with h5py.File(path, "r") as f:
+    t = f["/tests/0000"]
+    a = {k: text(v) for k, v in t.attrs.items()}
+    if a["faults"] != faults: problems.append(f"faults {a['faults']}, expected {faults}")
+    if a["return_to_baseline"] != "recovered": problems.append(f"return_to_baseline {a['return_to_baseline']}: {a['fault_cycles']}")
+    if a["faults_recovered"] != faults: problems.append(f"{a['faults_recovered']} of {faults} faults back at baseline")
+    if not 0 <= a["baseline_ms"] <= a["recover_within_ms"]:
+        problems.append(f"baseline_ms {a['baseline_ms']} outside 0 .. recover_within {a['recover_within_ms']}")
+    if a["carrier_rank"] != a["victim_rank"]: problems.append("the carrier is not the victim")
+    if not a["victim_pre_fault_rps"] > 0 or not a["victim_pre_fault_p99_ms"] > 0: problems.append("no pre-fault baseline")
+    # The stack's own figure sits next to the measured one.
+    if a["expected_detection_stack"] != "UCX over TCP": problems.append(f"expected_detection_stack {a['expected_detection_stack']}")
+    retries2 = int(open("/proc/sys/net/ipv4/tcp_retries2").read())
+    if retries2 == 15 and not math.isclose(a["expected_detection_s"], 924.6):
+        problems.append(f"expected_detection_s {a['expected_detection_s']} with tcp_retries2 15")
+    if not a["expected_detection_s"] > a["detection_ms"] / 1e3: problems.append("the stack would be faster than the drill?")
+    ev = t["events"][()]
+    rows = [(int(r), int(tn), text(k), int(p), text(d)) for r, tn, k, p, d in
+            zip(ev["rank"], ev["t_ns"], ev["kind"], ev["peer"], ev["detail"])]
+    client = [(tn, k, d) for r, tn, k, p, d in rows if r == 0 and p == a["victim_rank"] and
+              k in ("fault", "detected", "restored", "rejoined", "baseline")]
+    expected = ["fault", "detected", "restored", "rejoined", "baseline"] * faults
+    got = [k for _, k, _ in client]
+    # The baseline rows are added after the stream (judged from the samples) but
+    # sorted into place by time: the order on the clock is what counts.
+    if got != expected: problems.append(f"client timeline {got}, expected {expected}")
+    samples = t["samples"][()]
+    rejoins = [tn for tn, k, _ in client if k == "rejoined"]
+    for i, tn in enumerate(rejoins):
+        # Samples are on the client's clock; events on the global one (offset <= 1 ms here).
+        served = int(((samples["peer"] == a["victim_rank"]) & (samples["t_post_ns"] > tn)).sum())
+        if served < 100: problems.append(f"after rejoin {i + 1} the victim served {served} requests")
+    survivors_back = {r for r, tn, k, p, d in rows if k == "rejoined" and p == a["victim_rank"]}
+    if survivors_back != {0, 2, 3}: problems.append(f"rejoined rows of the victim from ranks {sorted(survivors_back)}, expected 0, 2, 3")
+    print(f"flap x{faults}: {a['fault_cycles']}")
+    print(f"expected: {a['expected_detection_stack']} {a['expected_detection_s']} s ({a['expected_detection_basis']}); "
+          f"NCCL IB {a['expected_nccl_ib_s']:.1f} s")
+    for r, tn, k, p, d in rows:
+        if k in ("fault", "detected", "restored", "rejoined", "baseline", "not_recovered", "restore_command"):
+            print(f"  rank {r} {tn} {k:13s} peer {p:2d} {d[:120]}")
+for p in problems: print(f"{path}: {p}", file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+}
