@@ -16,12 +16,12 @@ run_fault_drill ecflink 198.18.48.0/24 "    timeout: 40s
     restore_command: $knob --prefix ecflink link {victim_host} up
     command_timeout: 5s"
 check_fault_drill "heartbeat|missed reply|transport error callback"
-/usr/bin/python3 - "$result" <<'PY' || fail "the fault commands are not recorded as expected"
+/usr/bin/python3 - "$result" "$prefix" <<'PY' || fail "the fault commands are not recorded as expected"
 import sys, h5py
 t = h5py.File(sys.argv[1], "r")["/tests/0000"]
 a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in t.attrs.items()}
 # the host placeholder is filled quoted: one word whatever it holds (issue 27)
-assert "link 'ecflink1' down" in a["fault_command"], a["fault_command"]
+assert "link '" + sys.argv[2] + "1' down" in a["fault_command"], a["fault_command"]
 assert a["fault_command_exit"] == 0 and a["fault_command_timed_out"] == 0, (a["fault_command_exit"], a["fault_command_output"])
 assert a["restore_command_exit"] == 0, a["restore_command_output"]
 assert a["fault_command_started_ns"] == a["fault_ns"]
@@ -29,8 +29,8 @@ kinds = [k.decode() for k in t["events"]["kind"]]
 assert "fault_command" in kinds and "restore_command" in kinds, kinds
 print(f"fault_command exit 0 after {a['fault_command_ms']:.0f} ms; restore_command exit 0")
 PY
-state=$(ip -n ecflink1 -o link show eth1)
-[[ $state == *"state UP"* || $state == *",UP"* ]] || fail "restore_command did not bring ecflink1's link back: $state"
+state=$(ip -n "${prefix}1" -o link show eth1)
+[[ $state == *"state UP"* || $state == *",UP"* ]] || fail "restore_command did not bring ${prefix}1's link back: $state"
 
 # A drill must be able to fail end to end: a link-down whose fault_command
 # does nothing leaves the victim in service, nobody detects a loss, and the

@@ -105,12 +105,19 @@ output::Attributes judgeReturnToBaseline(const RunContext& ctx, const FaultDrill
                        reference + ": " + figures + " (pre-fault " + std::to_string(static_cast<long long>(preRate)) +
                        " req/s, p99 " + milliseconds(preP99 / 1e6) + " ms)");
       } else {
-        line += ", not recovered within " + milliseconds(c.recoverWithinSeconds * 1e3) + " ms (best window " + figures + ")";
+        // Said plainly when the stream (or the next fault) left no whole window after the restore.
+        const std::string why =
+            until <= *from ? "the request stream ended before " + reference
+            : until - *from < window
+                ? "no baseline_window of requests was left after " + reference + " (" +
+                      milliseconds(static_cast<double>(until - *from) / 1e6) + " ms)"
+                : "best window " + figures;
+        line += ", not recovered within " + milliseconds(c.recoverWithinSeconds * 1e3) + " ms (" + why + ")";
         missing += (missing.empty() ? "" : "; ") + name + " not recovered within recover_within (" +
-                   milliseconds(c.recoverWithinSeconds * 1e3) + " ms after " + reference + "; best window " + figures +
-                   ", needed " + std::to_string(static_cast<long long>(c.baselineThroughput * preRate)) +
+                   milliseconds(c.recoverWithinSeconds * 1e3) + " ms after " + reference + "; " + why +
+                   "; needed " + std::to_string(static_cast<long long>(c.baselineThroughput * preRate)) +
                    " req/s and p99 <= " + milliseconds(c.baselineP99 * preP99 / 1e6) + " ms)";
-        events.add(ctx, until, "not_recovered", carrier, name + ": not back at baseline: best window " + figures);
+        events.add(ctx, std::max(until, *from), "not_recovered", carrier, name + ": not back at baseline: " + why);
       }
     } else {
       line += ", not recovered (" + std::string(c.victimReturns() ? "never restored" : "never detected") + ")";
@@ -248,7 +255,7 @@ ClientOutcome serveClient(RunContext& ctx, const FaultDrillConfig& c, runtime::N
     auto it = std::find(targets.begin(), targets.end(), spare);
     if (it != targets.end()) *it = victimRank;
     else if (std::find(targets.begin(), targets.end(), victimRank) == targets.end()) targets.push_back(victimRank);
-    k.rejoinedAt = at;
+    if (!k.rejoinedAt) k.rejoinedAt = at;  // a later one follows a loss after the return (a stall), not the fault
     events.add(ctx, at, "rejoined", victimRank,
                how + " (" + milliseconds(static_cast<double>(at - k.restoredAt.value_or(at)) / 1e6) +
                    " ms after the restore); its share moves back from the spare");

@@ -1,7 +1,7 @@
 # Helpers for the flap drills (tests/system/fault_flap*.sh): the scenario of a
 # flap on the emulated cluster's `link` knob, and the checks of its return to
 # baseline. Sourced after system-test.bash and fault-drill.bash.
-# The prefix and subnet may be overridden (FLAP_TEST_PREFIX, FLAP_TEST_SUBNET)
+# The prefix and subnet may be overridden (FABSCOPE_TEST_PREFIX, FABSCOPE_TEST_SUBNET)
 # to keep a hand run apart from other runs on the machine.
 
 # write_flap_scenario FILE PREFIX KEYS: a 4-rank drill (client, victim 1,
@@ -62,18 +62,31 @@ with h5py.File(path, "r") as f:
             zip(ev["rank"], ev["t_ns"], ev["kind"], ev["peer"], ev["detail"])]
     client = [(tn, k, d) for r, tn, k, p, d in rows if r == 0 and p == a["victim_rank"] and
               k in ("fault", "detected", "restored", "rejoined", "baseline")]
-    expected = ["fault", "detected", "restored", "rejoined", "baseline"] * faults
-    got = [k for _, k, _ in client]
-    # The baseline rows are added after the stream (judged from the samples) but
-    # sorted into place by time: the order on the clock is what counts.
-    if got != expected: problems.append(f"client timeline {got}, expected {expected}")
+    # Each fault's own sequence, in clock order, before the next fault: fault,
+    # detected, restored, rejoined, baseline (the baseline rows are added after
+    # the stream, judged from the samples, but sorted into place by time). A
+    # loaded machine may add a late detected/rejoined pair (every rank stalled
+    # past the heartbeat deadline): tolerated after the baseline, and shown.
+    faults_at = [tn for tn, k, _ in client if k == "fault"]
+    if len(faults_at) != faults: problems.append(f"{len(faults_at)} fault rows, expected {faults}")
+    rejoins = []
+    for i, begin in enumerate(faults_at):
+        end = faults_at[i + 1] if i + 1 < len(faults_at) else float("inf")
+        want = ["fault", "detected", "restored", "rejoined", "baseline"]
+        got = []
+        for tn, k, _ in client:
+            if begin <= tn < end and len(got) < len(want) and k == want[len(got)]:
+                got.append(k)
+                if k == "rejoined": rejoins.append(tn)
+        if got != want: problems.append(f"fault {i + 1}: client timeline {got}, expected {want} in that order")
+        extra = [k for tn, k, _ in client if begin <= tn < end].count("detected") - 1
+        if extra > 0: print(f"note: fault {i + 1}: {extra} more detection(s) after the return (a stall on this machine?)")
     samples = t["samples"][()]
-    rejoins = [tn for tn, k, _ in client if k == "rejoined"]
     for i, tn in enumerate(rejoins):
         # Samples are on the client's clock; events on the global one (offset <= 1 ms here).
         served = int(((samples["peer"] == a["victim_rank"]) & (samples["t_post_ns"] > tn)).sum())
         if served < 100: problems.append(f"after rejoin {i + 1} the victim served {served} requests")
-    survivors_back = {r for r, tn, k, p, d in rows if k == "rejoined" and p == a["victim_rank"]}
+    survivors_back = {r for r, tn, k, p, d in rows if k == "rejoined" and p == a["victim_rank"] and tn < faults_at[0] + 5e9}
     if survivors_back != {0, 2, 3}: problems.append(f"rejoined rows of the victim from ranks {sorted(survivors_back)}, expected 0, 2, 3")
     print(f"flap x{faults}: {a['fault_cycles']}")
     print(f"expected: {a['expected_detection_stack']} {a['expected_detection_s']} s ({a['expected_detection_basis']}); "
