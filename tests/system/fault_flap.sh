@@ -5,9 +5,9 @@
 # share, and after the restore the victim must be heard again (rejoined), get
 # its share back and serve it at its pre-fault throughput and p99 within
 # recover_within (baseline); the timeline reads fault, detected, restored,
-# rejoined, baseline. Then the same drill with the restore withheld until the
-# stream has ended: the victim never comes back while it is measured, and the
-# drill must fail with exit 1 and "not recovered".
+# rejoined, baseline. Then the same drill with the restore withheld: the
+# victim never comes back, and the drill must fail with exit 1 and "not
+# recovered".
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/fault-drill.bash"
@@ -29,16 +29,22 @@ grep -q "flap: fabscope's drill detected in .* s (.*); UCX over TCP as configure
   || { echo "$summary" >&2; fail "the summary does not put the stack's expected detection next to the drill's"; }
 grep -q "return to baseline: recovered" <<<"$summary" || fail "the summary does not show the return to baseline"
 
-# Withheld restore: restore_command holds the cable back (2 s of sleep before
-# plugging it in) until the request stream has ended, so the victim can never
-# again carry its share while the drill measures: the drill must report `not
-# recovered` and exit 1. (The cut stays short and the cable comes back before
-# the victim leaves: a victim cut off for long cannot be released by rank 0
-# over MPI nor reported by its launcher daemon, and mpirun would wait for it.)
-sed -e "s|^    restore_command: .*|    restore_command: sleep 2; $knob --prefix $prefix link {victim_host} up|" \
-  -e "s|^    requests: .*|    requests: 3500|" -e "s|^    recover_within: .*|    recover_within: 1s|" \
-  "$scratch/drill.yaml" >"$scratch/withheld.yaml"
-launch_fault_drill "$scratch/withheld.yaml" "$scratch/withheld.h5" "$scratch/withheld.log"
+# Withheld restore: restore_command does nothing, the link stays down, the
+# victim never returns: the drill must report `not recovered` and exit 1.
+# Once the survivors have written the result the test ends the cut-off
+# victim's processes (fabscope and its launcher daemon, by pid), as an
+# operator would: behind its cut link the victim cannot hear rank 0 release
+# it, and mpirun would wait for it; losing the daemon makes mpirun end.
+sed -e "s|^    restore_command: .*|    restore_command: \"true\"|" "$scratch/drill.yaml" >"$scratch/withheld.yaml"
+( launch_fault_drill "$scratch/withheld.yaml" "$scratch/withheld.h5" "$scratch/withheld.log"; echo "$drill_exit" >"$scratch/withheld.exit" ) &
+withheld_pid=$!
+on_exit "stop_pid $withheld_pid 'the withheld drill'"
+wait_until 120 "the withheld drill's result line" grep -q "fabscope: result: exit code" "$scratch/withheld.log"
+for pid in $(ip netns pids "${prefix}1"); do
+  case $(cat "/proc/$pid/comm" 2>/dev/null) in fabscope | orted) kill -KILL "$pid" 2>/dev/null || true ;; esac
+done
+wait "$withheld_pid" || true
+drill_exit=$(cat "$scratch/withheld.exit" 2>/dev/null || echo -1)
 ((drill_exit == 1)) || { grep -v "UCX  WARN" "$scratch/withheld.log" | tail -30 >&2; fail "a flap whose restore is withheld exited $drill_exit (expected 1)"; }
 grep -q "not recovered" "$scratch/withheld.log" || fail "the failed drill's output does not say 'not recovered' (log: $scratch/withheld.log)"
 /usr/bin/python3 - "$scratch/withheld.h5" <<'PY' || fail "the withheld drill's file is wrong"

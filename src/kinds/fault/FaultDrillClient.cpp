@@ -249,8 +249,11 @@ ClientOutcome serveClient(RunContext& ctx, const FaultDrillConfig& c, runtime::N
   t.onError([&](const transport::TransportError& e) { markLost(e.peer, e.at, "transport error callback: " + e.message); });
   ErrorHandlerGuard guard{t};
   // The victim is heard again after its fault ended: its share moves back from the spare.
-  auto rejoin = [&](runtime::Nanoseconds at, const std::string& how) {
+  auto rejoin = [&](runtime::Nanoseconds heardAt, const std::string& how) {
     auto& k = cycles[static_cast<std::size_t>(cycle)];
+    // Heard in the loop pass that saw the restore end: the loop's clock reading
+    // may precede the command's end by a little; the return cannot.
+    const auto at = std::max(heardAt, k.restoredAt.value_or(heardAt));
     lost[victimRank] = false;
     auto it = std::find(targets.begin(), targets.end(), spare);
     if (it != targets.end()) *it = victimRank;
@@ -342,7 +345,8 @@ ClientOutcome serveClient(RunContext& ctx, const FaultDrillConfig& c, runtime::N
       }
       if (!c.restoresInLoop()) continue;
       auto& restore = *restoreCommands[k];
-      if (!restore.started() && faultReported[k] && now >= cycles[k].faultAt + lasts) {
+      // down_for counts from the fault command's end: the link is down from then.
+      if (!restore.started() && faultReported[k] && now >= command.result().endedAt + lasts) {
         restore.start(restoreCommandLine, c.commandTimeoutSeconds);
         events.add(ctx, restore.result().startedAt, "restore_command", victimRank,
                    faultName(i) + ": restore_command started: " + restoreCommandLine);
