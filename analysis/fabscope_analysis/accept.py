@@ -528,7 +528,7 @@ def write_junit(checks: List[CheckResult], path: str, suite_name: str) -> None:
 
 
 def run_accept(result: ResultFile, criteria=None, baseline: Optional[ResultFile] = None,
-               junit_path: Optional[str] = None, stream: TextIO = sys.stdout) -> bool:
+               junit_path: Optional[str] = None, stream: Optional[TextIO] = None) -> bool:
     """Print every check of the criteria in force and the verdict; True when it passes.
 
     ``criteria``: a Criteria, a path, or None for the criteria in force

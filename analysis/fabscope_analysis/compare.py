@@ -356,7 +356,7 @@ def _common_description(sides: List[Side]) -> str:
 
 def run_compare(results: List[ResultFile], output: Optional[str], resamples: int = 400,
                 seed: int = 12345, min_effect: float = DEFAULT_NEGLIGIBLE,
-                stream: TextIO = sys.stdout, split: Optional[int] = None,
+                stream: Optional[TextIO] = None, split: Optional[int] = None,
                 model: Optional[str] = None, tp: Optional[int] = None) -> pd.DataFrame:
     """Compare files; ``split`` = number of files on side A (``A1 A2 -- B1 B2``), else the
     first file is the reference for every other one. Raises NoCommonCases (exit 2)."""

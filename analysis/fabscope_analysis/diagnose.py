@@ -1025,7 +1025,7 @@ def _validity_rows(result: ResultFile) -> List[Tuple[str, str, str]]:
     return [(str(r["host"]), str(r["what"]), str(r["effect"])) for r in t.to_dict("records")]
 
 
-def print_diagnosis(d: Diagnosis, stream: TextIO = sys.stdout):
+def print_diagnosis(d: Diagnosis, stream: Optional[TextIO] = None):
     for line in d.lines():
         print(line, file=stream)
 

@@ -164,7 +164,9 @@ def request_timeline(rows: List[Tuple[int, float, float, int]], events: List[Tup
 
 EVENT_STYLE = {"fault": ("X", "#d62728"), "error": ("x", "#a01010"),
                "deadline": ("v", "#ff7f0e"), "detected": ("o", "#ff7f0e"),
-               "rerouted": ("s", "#9467bd"), "recovered": ("^", "#2ca02c")}
+               "rerouted": ("s", "#9467bd"), "recovered": ("^", "#2ca02c"),
+               "restored": ("P", "#1f77b4"), "rejoined": ("D", "#17becf"),
+               "baseline": ("*", "#2ca02c"), "not_recovered": ("x", "#d62728")}
 
 
 def _event_markers(ax, events, ypos):

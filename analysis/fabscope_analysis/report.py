@@ -17,6 +17,7 @@ from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame, qo
                         launcher_fact_count, other_tables, recorded_flags)
 from .reader import ResultFile, TestInstance
 from .run_analysis import RunAnalysis, condition_label, format_bytes, format_number
+from .summary import fault_lines
 from .stats import incast_senders, is_bandwidth, jain_index, unit_of
 
 MAX_FIGURES_PER_SECTION = 24
@@ -316,6 +317,13 @@ def _fault_section(analysis: RunAnalysis) -> str:
             "peer": ["-" if int(p) < 0 else analysis.describe_rank(p) for p in events["peer"]],
             "detail": events["detail"]})
         parts.append(H.table(table, left=["rank", "kind", "peer", "detail"]))
+    drills = [i for i in analysis.instances if i.get("kind") == "fault"]
+    if drills:
+        parts.append("<h3>Detection and return to baseline</h3>")
+        parts.append(H.table(pd.DataFrame([{"#": f"{i.index:04d}", "test": i.get("name"),
+                                            "drill": line}
+                                           for i in drills for line in fault_lines(i)]),
+                             left=["test", "drill"]))
     if not_passed:
         parts.append("<h3>Test instances that did not pass</h3>")
         parts.append(H.table(pd.DataFrame([{"#": f"{i.index:04d}", "test": i.get("name"),

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import sys
-from typing import List, TextIO
+from typing import List, Optional, TextIO
 
 import numpy as np
 import pandas as pd
@@ -76,6 +77,9 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
             if r["kind"] == "mix":
                 out.extend(f"  {int(r['index']):04d} " + line
                            for line in mix_lines(analysis.result.test(int(r["index"]))))
+            if r["kind"] == "fault":
+                out.extend(f"  {int(r['index']):04d} " + line
+                           for line in fault_lines(analysis.result.test(int(r["index"]))))
             if r["kind"] == "alltoall":
                 out.append(f"  {int(r['index']):04d} " +
                            alltoall_line(analysis.result.test(int(r["index"]))))
@@ -134,6 +138,69 @@ def mix_lines(inst) -> List[str]:
                      f"{format_number(r['p99_ms'] * 1e3)} us; inflation (together/isolated) mean "
                      f"x{format_number(r.get('inflation_mean', float('nan')))}, p99 "
                      f"x{format_number(r.get('inflation_p99', float('nan')))}")
+    return lines
+
+
+def _seconds(value: float) -> str:
+    return f"{format_number(value)} s"
+
+
+def _number(value) -> Optional[float]:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def expected_phrase(stack: str, seconds, basis: str = "") -> str:
+    """'<stack> as configured here would take about N s' (or never, or not modelled)."""
+    v = _number(seconds)
+    if v is None or math.isnan(v):
+        return f"{stack}: not modelled" + (f" ({basis})" if basis else "")
+    if math.isinf(v):
+        text = f"{stack} as configured here would never report it"
+    elif v == 0:
+        text = f"{stack} as configured here would report it at once"
+    else:
+        # "about": a budget, not a measurement; whole seconds from 10 s on.
+        text = f"{stack} as configured here would take about " + (f"{v:.0f} s" if v >= 10 else _seconds(v))
+    return text + (f" ({basis})" if basis else "")
+
+
+def fault_lines(inst) -> List[str]:
+    """A fault drill: its measured detection next to what the stack in use (and NCCL
+    and verbs on InfiniBand) would take on its own with the settings recorded, and the
+    return to baseline of a fault that ended."""
+    g = inst.get
+    lines = []
+    detected = _number(g("detection_ms"))
+    if detected is not None and detected >= 0:
+        mine = (f"fabscope's drill detected in {_seconds(detected / 1e3)}"
+                f" ({g('detection_mechanism', '?')})")
+    else:
+        mine = "fabscope's drill did not detect it"
+    stack = g("expected_detection_stack")
+    if stack:
+        lines.append(f"{g('fault', 'fault')}: {mine}; "
+                     + expected_phrase(str(stack), g("expected_detection_s"),
+                                       str(g("expected_detection_basis", ""))))
+        others = [expected_phrase(name, g(key)) for key, name in
+                  (("expected_nccl_ib_s", "NCCL over InfiniBand"),
+                   ("expected_verbs_qp_s", "a verbs RC queue pair")) if g(key) is not None]
+        if others:
+            lines.append("  on InfiniBand: " + "; ".join(others))
+    else:
+        lines.append(f"{g('fault', 'fault')}: {mine}")
+    verdict = g("return_to_baseline")
+    if verdict:
+        worst = _number(g("baseline_ms"))
+        back = (f"worst {format_number(worst)} ms after the fault ended" if worst is not None
+                and worst >= 0 else "missing")
+        lines.append(f"return to baseline: {verdict} ({back}; recover_within "
+                     f"{format_number(g('recover_within_ms'))} ms; rank {g('carrier_rank')} "
+                     f"against the victim's pre-fault {format_number(g('victim_pre_fault_rps'))} "
+                     f"req/s, p99 {format_number(g('victim_pre_fault_p99_ms'))} ms): "
+                     f"{g('fault_cycles', '')}")
     return lines
 
 
@@ -205,7 +272,7 @@ def verdict_lines(result: ResultFile, criteria=None) -> List[str]:
     return lines
 
 
-def print_summary(result: ResultFile, stream: TextIO = sys.stdout, criteria=None) -> None:
+def print_summary(result: ResultFile, stream: Optional[TextIO] = None, criteria=None) -> None:
     analysis = RunAnalysis(result)
     for line in (validity_lines(result) + verdict_lines(result, criteria) + run_header(result) +
                  summary_tables(analysis)):

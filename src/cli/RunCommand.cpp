@@ -110,6 +110,19 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
     problem = checkOutputPath(outputPath, command.overwrite);
   }
   try {
+    // Checks that need every rank's host (a link fault's victim alone on its
+    // host): the hosts gathered to rank 0 and checked there, a bad placement
+    // refused like any other bad input.
+    char myHost[256] = {};
+    gethostname(myHost, sizeof myHost - 1);
+    const auto hostOfRank = world.gatherStrings(myHost, 0, agreeDeadline);
+    if (rank0 && problem.empty()) {
+      try {
+        for (const auto& p : planned) registry.kind(p.instance.spec->kind).checkPlacement(p.instance, hostOfRank);
+      } catch (const UsageError& e) {
+        problem = e.what();
+      }
+    }
     outputPath = world.broadcastString(outputPath, 0, agreeDeadline);
     // The first problem any rank found stops every rank before anything is written.
     const auto problems = world.allreduceMax(problem.empty() ? 0 : 1, agreeDeadline);

@@ -155,6 +155,9 @@ class Kind {
   // What an instance will do; from the test's config, no YAML. Throws
   // ScenarioError (at the positions the loader captured in the spec).
   virtual InstancePlan plan(const scenario::TestInstance& instance, int worldSize) const = 0;
+  // Checks that need every rank's host (`hostOfRank`, world rank order), made
+  // at load before anything runs; throws ScenarioError. Default: none.
+  virtual void checkPlacement(const scenario::TestInstance&, const std::vector<std::string>&) const {}
   // False for kinds that bring their own data path (collectives): the runner
   // then hands them the MPI transport and checks the scenario's transport
   // with the kind's own rules.

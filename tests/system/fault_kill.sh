@@ -14,6 +14,21 @@ run_fault_drill ecfkill 198.18.47.0/24 "    timeout: 30s
 # Over TCP a killed process resets its sockets: the client must learn of it
 # from UCX's endpoint error, not later from a heartbeat or a missed reply.
 check_fault_drill "transport error callback"
+# The spare took the victim's place: its return to baseline (the victim's
+# pre-fault share at its throughput and p99) is measured from the detection,
+# and UCX over TCP would have reported the death at once on its own.
+/usr/bin/python3 - "$result" <<'PY' || fail "the kill drill's return to baseline is wrong"
+import sys, h5py
+def text(v): return v.decode().rstrip("\0") if isinstance(v, bytes) else v
+with h5py.File(sys.argv[1], "r") as f:
+    a = {k: text(v) for k, v in f["/tests/0000"].attrs.items()}
+    kinds = [text(k) for k in f["/tests/0000/events"]["kind"]]
+assert a["carrier_rank"] == a["spare_rank"], (a["carrier_rank"], a["spare_rank"])
+assert a["return_to_baseline"] == "recovered" and 0 <= a["baseline_ms"], (a["return_to_baseline"], a["fault_cycles"])
+assert "baseline" in kinds, kinds
+assert a["expected_detection_stack"] == "UCX over TCP" and a["expected_detection_s"] == 0, (a["expected_detection_s"], a["expected_detection_basis"])
+print(f"kill: the spare back at the victim's baseline {a['baseline_ms']:.0f} ms after the detection; {a['fault_cycles']}")
+PY
 grep -q "fabscope-mpirun: mpirun ended with" "$scratch/run.log" \
   || note "(mpirun itself ended 0 this time)"
 grep -q "^fabscope: result: exit code 0 (after a fault drill: 1 rank(s) lost on purpose" "$scratch/run.log" \
@@ -29,4 +44,4 @@ OMPI_MCA_rmaps_base_oversubscribe=1 timeout --kill-after=10 60 "$FABSCOPE_SOURCE
 bad_exit=$?
 set -e
 ((bad_exit == 2)) || { tail -20 "$scratch/bad.log" >&2; fail "a fault scenario with too short a timeout exited $bad_exit through launch/fabscope-mpirun (expected 2)"; }
-note "PASS: kill drill detected in time, nothing hung, complete file, exit 0; a bad drill scenario exits 2"
+note "PASS: kill drill detected in time, nothing hung, the spare back at baseline, complete file, exit 0; a bad drill scenario exits 2"

@@ -16,12 +16,12 @@ run_fault_drill ecflink 198.18.48.0/24 "    timeout: 40s
     restore_command: $knob --prefix ecflink link {victim_host} up
     command_timeout: 5s"
 check_fault_drill "heartbeat|missed reply|transport error callback"
-/usr/bin/python3 - "$result" <<'PY' || fail "the fault commands are not recorded as expected"
+/usr/bin/python3 - "$result" "$prefix" <<'PY' || fail "the fault commands are not recorded as expected"
 import sys, h5py
 t = h5py.File(sys.argv[1], "r")["/tests/0000"]
 a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in t.attrs.items()}
 # the host placeholder is filled quoted: one word whatever it holds (issue 27)
-assert "link 'ecflink1' down" in a["fault_command"], a["fault_command"]
+assert "link '" + sys.argv[2] + "1' down" in a["fault_command"], a["fault_command"]
 assert a["fault_command_exit"] == 0 and a["fault_command_timed_out"] == 0, (a["fault_command_exit"], a["fault_command_output"])
 assert a["restore_command_exit"] == 0, a["restore_command_output"]
 assert a["fault_command_started_ns"] == a["fault_ns"]
@@ -29,8 +29,8 @@ kinds = [k.decode() for k in t["events"]["kind"]]
 assert "fault_command" in kinds and "restore_command" in kinds, kinds
 print(f"fault_command exit 0 after {a['fault_command_ms']:.0f} ms; restore_command exit 0")
 PY
-state=$(ip -n ecflink1 -o link show eth1)
-[[ $state == *"state UP"* || $state == *",UP"* ]] || fail "restore_command did not bring ecflink1's link back: $state"
+state=$(ip -n "${prefix}1" -o link show eth1)
+[[ $state == *"state UP"* || $state == *",UP"* ]] || fail "restore_command did not bring ${prefix}1's link back: $state"
 
 # A drill must be able to fail end to end: a link-down whose fault_command
 # does nothing leaves the victim in service, nobody detects a loss, and the
@@ -74,8 +74,8 @@ grep -q "runs: fault_command: touch $scratch/ran" <<<"$listed" || { echo "$liste
 note "without --allow-commands the scenario's command is refused (exit 2) and listed by fabscope list"
 
 # A link fault on a host that runs other drill ranks would cut them off too:
-# 4 ranks on this one host must be refused as an error (exit 1 through the
-# wrapper) before the command runs.
+# 4 ranks on this one host must be refused at load as bad input (exit 2
+# through the wrapper, the victim key's file:line:column) before the command runs.
 sed -e "s|^    fault_command: .*|    fault_command: touch $scratch/cut|" -e '/restore_command/d' "$scratch/drill.yaml" >"$scratch/shared.yaml"
 set +e
 OMPI_MCA_rmaps_base_oversubscribe=1 UCX_TLS=tcp,self UCX_NET_DEVICES=lo timeout --kill-after=10 90 \
@@ -83,7 +83,9 @@ OMPI_MCA_rmaps_base_oversubscribe=1 UCX_TLS=tcp,self UCX_NET_DEVICES=lo timeout 
   run --scenario "$scratch/shared.yaml" --output "$scratch/shared.h5" --no-progress --allow-commands >"$scratch/shared.log" 2>&1
 shared_exit=$?
 set -e
-((shared_exit == 1)) || { tail -20 "$scratch/shared.log" >&2; fail "a link-down drill with the victim's host shared exited $shared_exit (expected 1)"; }
+((shared_exit == 2)) || { tail -20 "$scratch/shared.log" >&2; fail "a link-down drill with the victim's host shared exited $shared_exit (expected 2)"; }
 [[ ! -e $scratch/cut ]] || fail "the fault command ran although the victim shares its host"
-grep -q "alone on its host" "$scratch/shared.log" || fail "the refusal does not say why (log: $scratch/shared.log)"
-note "PASS: link-down drill detected in time, nothing hung, commands recorded, link restored; a no-op fault fails with exit 1; a shared victim host is refused"
+grep -q "shared.yaml:[0-9]*:[0-9]*: .*alone on its host" "$scratch/shared.log" \
+  || { cat "$scratch/shared.log" >&2; fail "the refusal does not name the file position and say why (log: $scratch/shared.log)"; }
+[[ ! -e $scratch/shared.h5 ]] || fail "the refused run wrote a result file"
+note "PASS: link-down drill detected in time, nothing hung, commands recorded, link restored; a no-op fault fails with exit 1; a shared victim host is refused at load (exit 2)"

@@ -20,7 +20,7 @@ if ((drill_exit != 0)); then
   grep -v "UCX  WARN" "$scratch/run.log" | tail -40 >&2
   fail "the loss drill exited $drill_exit through launch/fabscope-mpirun (expected 0)"
 fi
-/usr/bin/python3 - "$result" <<'PY' || fail "the loss drill's result file is wrong (see above)"
+/usr/bin/python3 - "$result" "$prefix" <<'PY' || fail "the loss drill's result file is wrong (see above)"
 import sys, h5py
 def text(v):
     return v.decode().rstrip("\0") if isinstance(v, bytes) else v
@@ -32,7 +32,7 @@ with h5py.File(sys.argv[1], "r") as f:
     if a["status"] != "passed": problems.append(f"status {a['status']}: {a.get('error')}")
     if a["hung"] != 0: problems.append(f"{a['hung']} requests hung")
     if a["completed"] + a["failed_requests"] != a["requests"]: problems.append("requests unaccounted for")
-    if "loss 'ecfloss1' '30'" not in a["fault_command"]: problems.append(f"fault_command {a['fault_command']!r}")
+    if f"loss '{sys.argv[2]}1' '30'" not in a["fault_command"]: problems.append(f"fault_command {a['fault_command']!r}")
     if a["fault_command_exit"] != 0: problems.append(f"fault_command exit {a['fault_command_exit']}: {a['fault_command_output']}")
     if a["restore_command_exit"] != 0: problems.append(f"restore_command exit {a['restore_command_exit']}")
     kinds = [text(k) for k in t["events"]["kind"]]
@@ -49,6 +49,6 @@ with h5py.File(sys.argv[1], "r") as f:
 for p in problems: print(p, file=sys.stderr)
 sys.exit(1 if problems else 0)
 PY
-rules=$(ip netns exec ecfloss1 nft list ruleset) || fail "cannot read ecfloss1's nft rules to check the loss was removed"
-[[ $rules != *numgen* ]] || fail "restore_command left packet loss on ecfloss1: $rules"
+rules=$(ip netns exec "${prefix}1" nft list ruleset) || fail "cannot read ${prefix}1's nft rules to check the loss was removed"
+[[ $rules != *numgen* ]] || fail "restore_command left packet loss on ${prefix}1: $rules"
 note "PASS: loss drill passed with no hung request; commands recorded; loss removed"

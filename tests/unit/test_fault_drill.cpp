@@ -99,12 +99,161 @@ TEST(FaultDrillConfig, LinkFaultsNeedAnAdminCommand) {
   e = planError("    transport: ucx\n    fault: link-down\n    fault_command: cut {victim}\n");
   EXPECT_NE(e.find("unknown placeholder {victim}"), std::string::npos) << e;
   e = planError("    transport: ucx\n    fault: kill\n    fault_command: true\n");
-  EXPECT_NE(e.find("for fault: link-down and loss"), std::string::npos) << e;
+  EXPECT_NE(e.find("for fault: link-down, loss and flap"), std::string::npos) << e;
   e = planError("    transport: ucx\n    fault: kill\n    loss_percent: 5\n");
   EXPECT_NE(e.find("loss_percent is for fault: loss"), std::string::npos) << e;
   // The commands' deadlines count against the test's timeout.
   e = planError("    transport: ucx\n    fault: loss\n    fault_command: x\n    command_timeout: 30s\n");
   EXPECT_NE(e.find("timeout must be at least"), std::string::npos) << e;
+}
+
+std::string flap(const std::string& downFor = "1s", const std::string& requests = "8000") {
+  return "    transport: ucx\n    fault: flap\n    fault_command: cut {victim_host}\n"
+         "    restore_command: plug {victim_host}\n    down_for: " + downFor + "\n    requests: " + requests +
+         "\n    rate: 1000\n";
+}
+const std::string flapKeys = flap();
+
+scenario::ScenarioRules commandRules() {
+  auto rules = registry().scenarioRules(4);
+  rules.allowCommands = true;
+  return rules;
+}
+
+TEST(FaultDrillFlap, ReadsTheKeys) {
+  if (!FABSCOPE_HAVE_UCX) GTEST_SKIP() << "built without UCX";
+  const auto s = scenario::loadScenarioText(
+      text(flapKeys + "    repeat: 3\n    every: 2s\n    recover_within: 1500ms\n    baseline_throughput: 0.8\n"
+                      "    baseline_p99: 3\n    baseline_window: 200ms\n"),
+      "t.yaml", {}, commandRules());
+  const auto& c = scenario::configOf<suite::FaultDrillConfig>(s.tests.at(0));
+  EXPECT_EQ(c.fault, "flap");
+  EXPECT_DOUBLE_EQ(c.downForSeconds, 1.0);
+  EXPECT_EQ(c.faultCount(), 3);
+  EXPECT_DOUBLE_EQ(c.faultStartSeconds(2), 5.0);  // at 1 s + 2 x every 2 s
+  EXPECT_DOUBLE_EQ(c.recoverWithinSeconds, 1.5);
+  EXPECT_DOUBLE_EQ(c.baselineThroughput, 0.8);
+  EXPECT_DOUBLE_EQ(c.baselineP99, 3.0);
+  EXPECT_DOUBLE_EQ(c.baselineWindowSeconds, 0.2);
+  EXPECT_TRUE(c.usesCommand() && c.restoresInLoop() && c.victimReturns() && c.detectionRequired());
+  EXPECT_EQ(planError(flapKeys), "");
+  // Defaults: one cut, 5 s to come back, 90 % of the throughput, p99 within 2x.
+  const auto d = scenario::loadScenarioText(text(flapKeys), "t.yaml", {}, commandRules());
+  const auto& e = scenario::configOf<suite::FaultDrillConfig>(d.tests.at(0));
+  EXPECT_EQ(e.faultCount(), 1);
+  EXPECT_DOUBLE_EQ(e.recoverWithinSeconds, 5);
+  EXPECT_DOUBLE_EQ(e.baselineThroughput, 0.9);
+  EXPECT_DOUBLE_EQ(e.baselineP99, 2);
+}
+
+TEST(FaultDrillFlap, BadInputNamesTheFilePosition) {
+  if (!FABSCOPE_HAVE_UCX) GTEST_SKIP() << "built without UCX";
+  // A flap without a restore command: at the fault key (line 8 of the text, column 12).
+  auto e = planError("    transport: ucx\n    fault: flap\n    fault_command: cut\n    down_for: 1s\n");
+  EXPECT_NE(e.find("t.yaml:9:12: "), std::string::npos) << e;
+  EXPECT_NE(e.find("fault: flap needs restore_command"), std::string::npos) << e;
+  // down_for longer than the test's timeout (60 s here).
+  e = planError(flap("90s"));
+  EXPECT_NE(e.find("down_for (90.000000 s) is not shorter than the test's timeout"), std::string::npos) << e;
+  EXPECT_NE(e.find("t.yaml:"), std::string::npos) << e;
+  e = planError("    transport: ucx\n    fault: flap\n    fault_command: cut\n    restore_command: plug\n");
+  EXPECT_NE(e.find("needs down_for"), std::string::npos) << e;
+  e = planError(flapKeys + "    repeat: 2\n");
+  EXPECT_NE(e.find("needs every"), std::string::npos) << e;
+  e = planError(flapKeys + "    repeat: 2\n    every: 1s\n");
+  EXPECT_NE(e.find("every (1.000000 s) must be longer than down_for"), std::string::npos) << e;
+  e = planError("    transport: ucx\n    fault: kill\n    down_for: 1s\n");
+  EXPECT_NE(e.find("down_for is for fault: flap"), std::string::npos) << e;
+  e = planError("    transport: ucx\n    fault: hang\n    recover_within: 1s\n");
+  EXPECT_NE(e.find("recover_within is for a fault that ends"), std::string::npos) << e;
+  // The stream must outlast the last cut + recover_within: 3 cuts 2 s apart end at 6 s.
+  e = planError(flap("1s", "7000") + "    repeat: 3\n    every: 2s\n");
+  EXPECT_NE(e.find("ends before the last fault's end"), std::string::npos) << e;
+  e = planError(flap("200ms"));
+  EXPECT_NE(e.find("down_for must be longer than heartbeat_deadline"), std::string::npos) << e;
+}
+
+TEST(FaultDrillFlap, EndingHangsAndLossesAndKill) {
+  if (!FABSCOPE_HAVE_UCX) GTEST_SKIP() << "built without UCX";
+  const auto s = scenario::loadScenarioText(text("    transport: ucx\n    fault: hang\n    hang_for: 1s\n"
+                                                 "    requests: 8000\n"),
+                                            "t.yaml", {}, registry().scenarioRules(4));
+  const auto& c = scenario::configOf<suite::FaultDrillConfig>(s.tests.at(0));
+  EXPECT_TRUE(c.faultEnds() && c.victimReturns() && !c.usesCommand());
+  EXPECT_DOUBLE_EQ(c.faultLastsSeconds(), 1.0);
+  auto e = planError("    transport: ucx\n    fault: loss\n    fault_command: x\n    loss_for: 1s\n    requests: 8000\n");
+  EXPECT_NE(e.find("loss_for needs restore_command"), std::string::npos) << e;
+  EXPECT_EQ(planError("    transport: ucx\n    fault: loss\n    fault_command: x\n    restore_command: y\n"
+                      "    loss_for: 1s\n    requests: 8000\n"),
+            "");
+  // kill: the spare takes the victim's place; its return to baseline is measured.
+  const auto k = scenario::loadScenarioText(text("    transport: ucx\n    requests: 8000\n"), "t.yaml", {},
+                                            registry().scenarioRules(4));
+  const auto& kc = scenario::configOf<suite::FaultDrillConfig>(k.tests.at(0));
+  EXPECT_TRUE(kc.faultEnds() && !kc.victimReturns());
+}
+
+// The carrier's completions: (posted, done) in ms.
+std::vector<suite::CarrierCompletion> carrier(const std::vector<std::pair<int, int>>& postedDone) {
+  std::vector<suite::CarrierCompletion> out;
+  for (auto [p, d] : postedDone) out.push_back({p * 1000000LL, d * 1000000LL});
+  return out;
+}
+
+TEST(FaultDrillBaseline, BackWhenThroughputAndP99AreBack) {
+  // 1 request per ms, 1 ms latency, from 2000 ms (the victim rejoined), restore at 1800 ms.
+  std::vector<std::pair<int, int>> pd;
+  for (int t = 2000; t < 4000; ++t) pd.push_back({t, t + 1});
+  const auto r = suite::findBaseline(carrier(pd), 1800 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6,
+                                     0.9, 2.0);
+  ASSERT_TRUE(r.at);
+  // The first 100 ms window with >= 90 completions ends near 2091 ms.
+  EXPECT_GE(*r.at, 2089 * 1000000LL);
+  EXPECT_LE(*r.at, 2092 * 1000000LL);
+  EXPECT_LE(r.p99Ns, 1e6);
+}
+
+TEST(FaultDrillBaseline, ASlowTailOrHalfTheRateIsNotBack) {
+  // Full rate but every 20th request takes 5 ms: p99 5 ms > 2 x 1 ms.
+  std::vector<std::pair<int, int>> slow, half;
+  for (int t = 2000; t < 4000; ++t) slow.push_back({t, t + (t % 20 == 0 ? 5 : 1)});
+  for (int t = 2000; t < 4000; t += 2) half.push_back({t, t + 1});
+  const auto a = suite::findBaseline(carrier(slow), 1800 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 2.0);
+  EXPECT_FALSE(a.at);
+  EXPECT_GE(a.p99Ns, 5e6);
+  EXPECT_TRUE(suite::findBaseline(carrier(slow), 1800 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 6.0).at);
+  const auto b = suite::findBaseline(carrier(half), 1800 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 2.0);
+  EXPECT_FALSE(b.at);
+  EXPECT_NEAR(b.throughputPerSecond, 500, 20);
+  // Requests posted before the restore do not count, nor windows past `until`.
+  EXPECT_FALSE(suite::findBaseline(carrier(slow), 5000 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 6.0).at);
+  EXPECT_FALSE(suite::findBaseline({}, 0, 1, 1, 1, 1, 0.9, 2).at);
+}
+
+// A link fault's victim must be alone on its host: refused at load with the
+// victim key's position when the hosts say otherwise; a kill acts on the
+// process only and may share.
+TEST(FaultDrillConfig, LinkFaultVictimMustBeAloneOnItsHost) {
+  if (!FABSCOPE_HAVE_UCX) GTEST_SKIP() << "built without UCX";
+  auto rules = registry().scenarioRules(4);
+  rules.allowCommands = true;
+  const auto& kind = registry().kind("fault");
+  const auto link = scenario::loadScenarioText(text("    transport: ucx\n    fault: flap\n    fault_command: cut\n"
+                                                    "    victim: 1\n    restore_command: plug\n    down_for: 1s\n"
+                                                    "    requests: 8000\n"),
+                                               "t.yaml", {}, rules);
+  const auto planned = driver::planMatrix(link, registry(), 4);
+  EXPECT_NO_THROW(kind.checkPlacement(planned.at(0).instance, {"a", "b", "c", "d"}));
+  try {
+    kind.checkPlacement(planned.at(0).instance, {"h", "h", "h", "h"});
+    FAIL() << "a victim sharing its host was accepted";
+  } catch (const scenario::ScenarioError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("t.yaml:11:", 0), 0u) << what;
+    EXPECT_NE(what.find("alone on its host"), std::string::npos) << what;
+  }
+  const auto kill = scenario::loadScenarioText(text("    transport: ucx\n"), "t.yaml", {}, rules);
+  EXPECT_NO_THROW(kind.checkPlacement(driver::planMatrix(kill, registry(), 4).at(0).instance, {"h", "h", "h", "h"}));
 }
 
 TEST(FaultCommandText, Placeholders) {

@@ -114,5 +114,51 @@ TEST(FaultHeartbeats, AForgottenPeerIsNeverReported) {
   EXPECT_TRUE(p.a.poll(5000 * ms, abandoned).empty());
 }
 
+// A flap or a hang that ends: the watched peer is reported lost once when it
+// goes silent, heartbeats keep going to it, and its first heartbeat heard again
+// is reported as a return (then it can be lost again: a repeated flap).
+TEST(FaultHeartbeats, AWatchedPeerIsReportedBackWhenHeardAgain) {
+  Pair p;
+  bool abandoned = false;
+  p.a.watchForReturn(1);
+  for (runtime::Nanoseconds t = 0; t <= 200 * ms; t += 50 * ms) {
+    EXPECT_TRUE(p.b.poll(t, abandoned).empty());
+    EXPECT_TRUE(p.a.poll(t, abandoned).empty());
+  }
+  // b's link is down from 200 ms: a hears nothing; lost once past the deadline.
+  std::vector<suite::Heartbeats::Loss> reports;
+  for (runtime::Nanoseconds t = 250 * ms; t <= 1000 * ms; t += 50 * ms)
+    for (auto& r : p.a.poll(t, abandoned)) reports.push_back(r);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_FALSE(reports[0].returned);
+  EXPECT_EQ(reports[0].at, 550 * ms);
+  EXPECT_TRUE(p.a.tracking(1));  // still watched, still sent to
+  const auto sentWhileSilent = p.box[{1, 0}].size();
+  EXPECT_GT(sentWhileSilent, 3u) << "a stopped sending heartbeats to the silent peer";
+  // The link is back: b's next heartbeat is a return, reported once.
+  EXPECT_TRUE(p.b.poll(1000 * ms, abandoned).empty());
+  const auto back = p.a.poll(1050 * ms, abandoned);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_TRUE(back[0].returned);
+  EXPECT_EQ(back[0].peer, 1);
+  EXPECT_EQ(back[0].detail.rfind("heartbeat: heard again after 850 ms", 0), 0u) << back[0].detail;
+  EXPECT_TRUE(p.b.poll(1100 * ms, abandoned).empty());
+  EXPECT_TRUE(p.a.poll(1150 * ms, abandoned).empty());
+  // Silent again (the next flap): lost again.
+  const auto again = p.a.poll(1500 * ms, abandoned);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_FALSE(again[0].returned);
+}
+
+// An unwatched peer stays lost whatever arrives later (kill, link-down).
+TEST(FaultHeartbeats, AnUnwatchedPeerNeverComesBack) {
+  Pair p;
+  bool abandoned = false;
+  EXPECT_EQ(p.a.poll(1000 * ms, abandoned).size(), 1u);
+  EXPECT_TRUE(p.b.poll(1000 * ms, abandoned).empty());
+  EXPECT_TRUE(p.a.poll(1050 * ms, abandoned).empty());
+  EXPECT_FALSE(p.a.tracking(1));
+}
+
 }  // namespace
 }  // namespace fabscope

@@ -3,6 +3,7 @@
 #include "runtime/ShellQuote.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
@@ -73,7 +74,7 @@ std::string expandFaultCommand(const std::string& command, const std::map<std::s
 FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
   scenario::ParamReader p(spec, source);
   FaultDrillConfig c;
-  c.fault = p.choice("fault", {"kill", "hang", "link-down", "loss"}, "kill");
+  c.fault = p.choice("fault", {"kill", "hang", "link-down", "loss", "flap"}, "kill");
   if (!transport::transportCapabilities(spec.transport).survivesPeerLoss)
     refuse(spec, "transport",
            "a fault drill needs transport: " +
@@ -110,6 +111,57 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
     if (c.fault != "loss") refuse(spec, "loss_percent", "loss_percent is for fault: loss");
     c.lossPercent = static_cast<double>(p.integer("loss_percent", 100, 1, 100));
   }
+  // How long a fault lasts, and (flap) how often it comes back.
+  const auto onlyFor = [&](const char* key, const char* fault) {
+    if (p.has(key) && c.fault != fault)
+      refuse(spec, key, std::string(key) + " is for fault: " + fault + " (this test has fault: " + c.fault + ")");
+  };
+  onlyFor("down_for", "flap");
+  onlyFor("repeat", "flap");
+  onlyFor("every", "flap");
+  onlyFor("hang_for", "hang");
+  onlyFor("loss_for", "loss");
+  if (c.fault == "flap") {
+    if (!p.has("down_for")) refuse(spec, "fault", "fault: flap needs down_for: how long the victim's link stays down");
+    c.downForSeconds = durationKey(spec, source, "down_for", 0, 0.001, 86400);
+    if (c.downForSeconds >= spec.timeoutSeconds)
+      refuse(spec, "down_for",
+             "down_for (" + std::to_string(c.downForSeconds) + " s) is not shorter than the test's timeout (" +
+                 std::to_string(spec.timeoutSeconds) + " s): the link would still be down when the test must end");
+    c.repeat = static_cast<int>(p.integer("repeat", 1, 1, 100));
+    if (c.repeat > 1) {
+      if (!p.has("every")) refuse(spec, "repeat", "repeat: " + std::to_string(c.repeat) + " needs every: the time from one cut's start to the next one's");
+      c.everySeconds = durationKey(spec, source, "every", 0, 0.001, 86400);
+      if (c.everySeconds <= c.downForSeconds)
+        refuse(spec, "every",
+               "every (" + std::to_string(c.everySeconds) + " s) must be longer than down_for (" +
+                   std::to_string(c.downForSeconds) + " s): the link must come back before the next cut");
+    } else if (p.has("every")) {
+      refuse(spec, "every", "every is for repeat: 2 or more");
+    }
+  }
+  c.hangForSeconds = durationKey(spec, source, "hang_for", 0, 0.001, 86400);
+  c.lossForSeconds = durationKey(spec, source, "loss_for", 0, 0.001, 86400);
+  for (const auto& [key, seconds] : {std::pair<const char*, double>{"down_for", c.downForSeconds}, {"hang_for", c.hangForSeconds}})
+    if (seconds > 0 && seconds <= c.heartbeatDeadlineSeconds)
+      refuse(spec, key,
+             std::string(key) + " must be longer than heartbeat_deadline (" +
+                 std::to_string(c.heartbeatDeadlineSeconds) + " s): a shorter silence is no loss the drill detects");
+  for (const auto* key : {"recover_within", "baseline_throughput", "baseline_p99", "baseline_window"})
+    if (p.has(key) && !c.faultEnds())
+      refuse(spec, key,
+             std::string(key) + " is for a fault that ends while requests flow (flap; kill with its spare; hang with "
+                                "hang_for; loss with loss_for)");
+  c.recoverWithinSeconds = durationKey(spec, source, "recover_within", 5, 0.001, 3600);
+  c.baselineThroughput = p.number("baseline_throughput", 0.9, 0.01, 1.0);
+  c.baselineP99 = p.number("baseline_p99", 2.0, 1.0, 1000.0);
+  c.baselineWindowSeconds = durationKey(spec, source, "baseline_window", 0.5, 0.01, 600);
+  if (c.fault == "flap" && c.restoreCommand.empty())
+    refuse(spec, "fault",
+           "fault: flap needs restore_command: the command that brings the victim's link back after down_for "
+           "(e.g. on the emulated cluster 'launch/emulated-cluster link {victim_host} up')");
+  if (c.fault == "loss" && c.lossForSeconds > 0 && c.restoreCommand.empty())
+    refuse(spec, "loss_for", "loss_for needs restore_command: the command that removes the loss after loss_for");
   if (c.usesCommand() && c.faultCommand.empty())
     refuse(spec, "fault",
            "fault: " + c.fault + " needs fault_command: the command that " +
@@ -119,7 +171,7 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
                "; on a real cluster a site command such as 'ssh {victim_host} sudo ip link set ib0 down')");
   if (!c.usesCommand() && (!c.faultCommand.empty() || !c.restoreCommand.empty()))
     refuse(spec, c.faultCommand.empty() ? "restore_command" : "fault_command",
-           "fault_command and restore_command are for fault: link-down and loss (fault: " + c.fault +
+           "fault_command and restore_command are for fault: link-down, loss and flap (fault: " + c.fault +
                " acts on the victim process itself)");
   for (const auto* key : {"fault_command", "restore_command"}) {
     const auto& command = std::string(key) == "fault_command" ? c.faultCommand : c.restoreCommand;
@@ -135,6 +187,27 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
            "the fault at " + std::to_string(c.atSeconds) + " s would come after the last request (" +
                std::to_string(c.requests) + " requests at " + std::to_string(static_cast<long long>(c.rate)) +
                "/s take " + std::to_string(issueSeconds) + " s): raise requests or lower at");
+  if (c.faultEnds()) {
+    // The stream must outlast the last fault's end by recover_within, or the
+    // return to baseline could not be seen.
+    const double lastEnds = c.faultStartSeconds(c.faultCount() - 1) + c.faultLastsSeconds();
+    // A kill's spare takes over at once: unless recover_within is asked for,
+    // its baseline is looked for in what is left of the stream (at least one window).
+    if (c.fault == "kill" && !p.has("recover_within")) {
+      if (lastEnds + c.baselineWindowSeconds > issueSeconds)
+        refuse(spec, "requests",
+               "the request stream (" + std::to_string(issueSeconds) + " s) ends less than one baseline_window (" +
+                   std::to_string(c.baselineWindowSeconds) + " s) after the fault: the spare's return to baseline "
+                   "could not be seen; raise requests or lower baseline_window");
+    } else if (lastEnds + c.recoverWithinSeconds > issueSeconds)
+      refuse(spec, "requests",
+             "the request stream (" + std::to_string(c.requests) + " requests at " +
+                 std::to_string(static_cast<long long>(c.rate)) + "/s: " + std::to_string(issueSeconds) +
+                 " s) ends before the last fault's end (" + std::to_string(lastEnds) + " s) + recover_within (" +
+                 std::to_string(c.recoverWithinSeconds) + " s): raise requests or lower recover_within");
+    if (c.baselineWindowSeconds >= c.recoverWithinSeconds)
+      refuse(spec, "baseline_window", "baseline_window must be shorter than recover_within");
+  }
   // The client's loop ends at workloadSeconds; the victim leaves after it,
   // and stopping the workers and writing the file need the rest of the timeout.
   const double needed = c.victimLeavesAfterSeconds() + (c.usesCommand() ? c.commandTimeoutSeconds : 0) + 10;
@@ -180,6 +253,57 @@ DetectionJudgement judgeDetections(const std::vector<SurvivorDetection>& survivo
     if (detectionRequired && after > detectWithinMs) j.late += (j.late.empty() ? "" : ", ") + who + " after " + ms(after) + " ms";
   }
   return j;
+}
+
+double percentile99(std::vector<double>& values) {
+  if (values.empty()) return 0;
+  // Nearest rank: the smallest value with at least 99 % of the values at or below it.
+  const auto rank = static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(values.size())));
+  const auto k = std::min(values.size() - 1, rank == 0 ? 0 : rank - 1);
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
+  return values[k];
+}
+
+BaselineResult findBaseline(const std::vector<CarrierCompletion>& completions, runtime::Nanoseconds from,
+                            runtime::Nanoseconds until, runtime::Nanoseconds window, double preFaultPerSecond,
+                            double preFaultP99Ns, double throughputFraction, double p99Factor) {
+  BaselineResult r;
+  if (window <= 0 || preFaultPerSecond <= 0 || preFaultP99Ns <= 0) return r;
+  // Only requests the carrier got after the fault ended: earlier ones (and
+  // those re-routed from the victim) carry the fault's own delay.
+  std::vector<CarrierCompletion> after;
+  for (const auto& c : completions)
+    if (c.postedAt >= from && c.doneAt <= until) after.push_back(c);
+  std::sort(after.begin(), after.end(), [](const auto& x, const auto& y) { return x.doneAt < y.doneAt; });
+  const double needed = throughputFraction * preFaultPerSecond * static_cast<double>(window) / 1e9;
+  const double p99Limit = p99Factor * preFaultP99Ns;
+  std::vector<double> latencies;
+  std::size_t low = 0;
+  double bestScore = -1;
+  for (std::size_t high = 0; high < after.size(); ++high) {
+    const auto t = after[high].doneAt;
+    // A window must lie wholly after `from`.
+    if (t - window < from) continue;
+    while (after[low].doneAt <= t - window) ++low;
+    const auto count = high - low + 1;
+    latencies.clear();
+    for (std::size_t k = low; k <= high; ++k) latencies.push_back(static_cast<double>(after[k].doneAt - after[k].postedAt));
+    const double p99 = percentile99(latencies);
+    const double perSecond = static_cast<double>(count) * 1e9 / static_cast<double>(window);
+    const double score = std::min(perSecond / (throughputFraction * preFaultPerSecond), 1.0) + std::min(p99Limit / p99, 1.0);
+    if (score > bestScore) {
+      bestScore = score;
+      r.throughputPerSecond = perSecond;
+      r.p99Ns = p99;
+    }
+    if (static_cast<double>(count) >= needed && p99 <= p99Limit) {
+      r.at = t;
+      r.throughputPerSecond = perSecond;
+      r.p99Ns = p99;
+      return r;
+    }
+  }
+  return r;
 }
 
 RecoveryResult findRecovery(const std::vector<runtime::Nanoseconds>& completions, runtime::Nanoseconds start,

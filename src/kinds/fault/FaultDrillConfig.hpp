@@ -14,9 +14,11 @@ namespace fabscope::suite {
 
 struct FaultDrillConfig final : scenario::KindConfig {
   // kill: the victim SIGKILLs itself. hang: the victim stays alive but stops
-  // answering (no transport reports it; heartbeats must). link-down, loss:
-  // fault_command (run by the client at the fault moment) cuts or degrades the
-  // victim's link; restore_command undoes it after the workload.
+  // answering (no transport reports it; heartbeats must), for hang_for or to
+  // the end. link-down, loss: fault_command (run by the client at the fault
+  // moment) cuts or degrades the victim's link; restore_command undoes it after
+  // the workload, or after loss_for. flap: link-down for down_for, restored by
+  // restore_command, `repeat` times, one every `every`.
   std::string fault = "kill";
   int victim = 1;                      // index among the test's ranks: 1 .. ranks-2
   double atSeconds = 1.0;              // after the workload starts
@@ -31,8 +33,37 @@ struct FaultDrillConfig final : scenario::KindConfig {
   std::string restoreCommand;          // optional; run after the workload
   double commandTimeoutSeconds = 10;   // bound on each command
   double lossPercent = 100;            // loss: substituted for {percent}
+  double downForSeconds = 0;           // flap: how long each cut lasts
+  int repeat = 1;                      // flap: how many cuts
+  double everySeconds = 0;             // flap: from one cut's start to the next one's
+  double hangForSeconds = 0;           // hang: 0 = to the end of the drill
+  double lossForSeconds = 0;           // loss: 0 = to the end of the workload
+  // Return to baseline: after the fault ends (restore; a hang's end; for kill,
+  // the detection, when the spare takes the victim's place) the rank carrying
+  // the victim's share must complete, over a window of baseline_window, at
+  // least baseline_throughput of the victim's pre-fault rate with a p99 of at
+  // most baseline_p99 times the victim's pre-fault p99, within recover_within.
+  double recoverWithinSeconds = 5;
+  double baselineThroughput = 0.9;
+  double baselineP99 = 2.0;
+  double baselineWindowSeconds = 0.5;
 
-  bool usesCommand() const { return fault == "link-down" || fault == "loss"; }
+  bool usesCommand() const { return fault == "link-down" || fault == "loss" || fault == "flap"; }
+  // Faults that end while requests still flow, so the return to baseline is measured.
+  bool faultEnds() const {
+    return fault == "flap" || fault == "kill" || (fault == "hang" && hangForSeconds > 0) ||
+           (fault == "loss" && lossForSeconds > 0);
+  }
+  // The victim itself comes back (rather than a spare taking its place).
+  bool victimReturns() const { return faultEnds() && fault != "kill"; }
+  // restore_command runs inside the request loop (at each fault's end), not after it.
+  bool restoresInLoop() const { return fault == "flap" || (fault == "loss" && lossForSeconds > 0); }
+  // How long one fault lasts (0: to the end), and how many there are.
+  double faultLastsSeconds() const {
+    return fault == "flap" ? downForSeconds : fault == "hang" ? hangForSeconds : fault == "loss" ? lossForSeconds : 0;
+  }
+  int faultCount() const { return fault == "flap" ? repeat : 1; }
+  double faultStartSeconds(int i) const { return atSeconds + i * everySeconds; }
   // A lossy link may legitimately stay in service; every other fault must be noticed.
   bool detectionRequired() const { return fault != "loss"; }
   // How long the client issues and then waits for replies, at most.
@@ -49,6 +80,25 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
 // The checks that need the number of ranks the test runs on (known when an
 // instance is planned): enough ranks, and a victim that is a worker.
 void checkFaultDrillRanks(const FaultDrillConfig& c, const scenario::TestSpec& spec, int ranks);
+
+// Where the rank carrying the victim's share is back at its baseline: the
+// first window end t >= `from` such that the requests first posted to that rank
+// at or after `from` and completed in (t - window, t] number at least
+// `throughputFraction` x `preFaultPerSecond` x window and their p99 latency
+// is at most `p99Factor` x `preFaultP99Ns`. Looked for up to `until`.
+struct CarrierCompletion {
+  runtime::Nanoseconds postedAt = 0, doneAt = 0;
+};
+struct BaselineResult {
+  std::optional<runtime::Nanoseconds> at;  // the window's end; empty: not recovered
+  double throughputPerSecond = 0;          // in that window (or the best window seen)
+  double p99Ns = 0;                        // in that window (or the best window seen)
+};
+BaselineResult findBaseline(const std::vector<CarrierCompletion>& completions, runtime::Nanoseconds from,
+                            runtime::Nanoseconds until, runtime::Nanoseconds window, double preFaultPerSecond,
+                            double preFaultP99Ns, double throughputFraction, double p99Factor);
+// The p99 (nearest rank) of `values`; 0 when empty. Reorders `values`.
+double percentile99(std::vector<double>& values);
 
 // The command with {victim_host}, {victim_rank} and {percent} replaced.
 // Throws std::invalid_argument naming an unknown or unclosed placeholder.

@@ -35,6 +35,14 @@ struct Detection {
   std::string path;
 };
 
+// One fault of the drill (a flap has `repeat` of them): when it began, was
+// noticed, ended, when the victim was back in service and back at baseline.
+struct FaultCycle {
+  runtime::Nanoseconds faultAt = 0;  // monotonic: fault_command started, or planned
+  std::optional<runtime::Nanoseconds> detectedAt, restoredAt, rejoinedAt, baselineAt;
+  double throughputPerSecond = 0, p99Ns = 0;  // of the baseline window (or the best one seen)
+};
+
 // What the client knows after its loop.
 struct ClientOutcome {
   runtime::Nanoseconds faultAt = 0;  // monotonic: planned (kill, hang) or fault_command started
@@ -42,6 +50,7 @@ struct ClientOutcome {
   output::Attributes attributes;
   std::string verdict;  // empty when the stream itself passed
   std::int64_t hung = 0;
+  std::vector<FaultCycle> cycles;  // faults that end (FaultDrillConfig::faultEnds)
 };
 
 // This rank's rows of /tests/NNNN/events (global clock).

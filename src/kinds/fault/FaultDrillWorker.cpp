@@ -39,6 +39,7 @@ Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanos
   Detection detection;
   std::map<int, bool> lost;
   bool stopped = false;  // the client's stop arrived: the drill is over
+  bool hangEnded = false;  // hang with hang_for: the victim is back at work
   auto noteLost = [&](int peer, runtime::Nanoseconds at, const std::string& path) {
     if (peer < 0 || lost[peer]) return;
     lost[peer] = true;
@@ -48,10 +49,22 @@ Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanos
       events.add(ctx, at, "gone_after_stop", peer, path);
       return;
     }
-    heartbeats.forget(peer);
+    // A peer that may come back (the victim of a flap or of a hang that ends,
+    // or, seen from the victim, everyone behind its cut link) stays watched;
+    // a transport failure is final.
+    if (c.victimReturns() && path.rfind("transport", 0) != 0) heartbeats.markSilent(peer);
+    else heartbeats.forget(peer);
     events.add(ctx, at, "detected", peer, path);
     if (peer == victimRank && !detection.at) detection = {at, path};
   };
+  auto noteReturned = [&](int peer, runtime::Nanoseconds at, const std::string& path) {
+    if (!lost[peer] || stopped) return;
+    lost[peer] = false;
+    events.add(ctx, at, "rejoined", peer, path);
+  };
+  if (c.victimReturns())
+    for (int peer : peers)
+      if (victim || peer == victimRank) heartbeats.watchForReturn(peer);
   t.onError([&](const transport::TransportError& e) { noteLost(e.peer, e.at, "transport error callback: " + e.message); });
   ErrorHandlerGuard guard{t};
 
@@ -69,10 +82,16 @@ Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanos
     const auto now = runtime::monotonicNow();
     if (victim && now >= faultAt) {
       if (c.fault == "kill") kill(getpid(), SIGKILL);  // nothing is flushed first: the drill is about the survivors
-      if (c.fault == "hang") {
-        // Alive, connected and silent: no progress, no heartbeats, no replies.
-        while (!leaveAt.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        return detection;
+      if (c.fault == "hang" && !hangEnded) {
+        // Alive, connected and silent: no progress, no heartbeats, no replies;
+        // to the end, or for hang_for and then back to work.
+        const auto hangEnds = c.hangForSeconds > 0
+                                  ? runtime::Deadline(faultAt + static_cast<runtime::Nanoseconds>(c.hangForSeconds * 1e9))
+                                  : leaveAt;
+        while (!hangEnds.expired() && !leaveAt.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (c.hangForSeconds <= 0 || leaveAt.expired()) return detection;
+        hangEnded = true;
+        continue;
       }
       // link-down, loss: the client's fault_command acts on the link; this
       // rank carries on as well as its link lets it.
@@ -85,7 +104,10 @@ Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanos
       break;
     }
     bool abandoned = false;
-    for (const auto& loss : heartbeats.poll(now, abandoned)) noteLost(loss.peer, loss.at, loss.detail);
+    for (const auto& loss : heartbeats.poll(now, abandoned)) {
+      if (loss.returned) noteReturned(loss.peer, loss.at, loss.detail);
+      else noteLost(loss.peer, loss.at, loss.detail);
+    }
     bool arrived = false;
     try {
       arrived = t.testSlots(requestSlot, 1);

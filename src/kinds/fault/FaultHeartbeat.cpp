@@ -33,6 +33,16 @@ void Heartbeats::forget(int peer) {
     if (p.rank == peer) p.live = false;
 }
 
+void Heartbeats::watchForReturn(int peer) {
+  for (auto& p : peers_)
+    if (p.rank == peer) p.watched = true;
+}
+
+void Heartbeats::markSilent(int peer) {
+  for (auto& p : peers_)
+    if (p.rank == peer && p.watched) p.silent = true;
+}
+
 void Heartbeats::repost() {
   for (std::size_t i = 0; i < peers_.size(); ++i) {
     if (!peers_[i].live || peers_[i].left) continue;
@@ -63,6 +73,13 @@ std::vector<Heartbeats::Loss> Heartbeats::poll(runtime::Nanoseconds now, bool& a
           p.left = true;
           break;
         }
+        if (p.silent) {
+          p.silent = false;
+          lost.push_back({p.rank, now,
+                          "heartbeat: heard again after " + std::to_string((now - p.lastHeard) / 1000000) +
+                              " ms of silence",
+                          true});
+        }
         p.lastHeard = now;
         postReceive(i);
       }
@@ -73,8 +90,9 @@ std::vector<Heartbeats::Loss> Heartbeats::poll(runtime::Nanoseconds now, bool& a
       repost();
       continue;
     }
-    if (!p.left && now - p.lastHeard > deadline_) {
-      p.live = false;
+    if (!p.left && !p.silent && now - p.lastHeard > deadline_) {
+      if (p.watched) p.silent = true;
+      else p.live = false;
       lost.push_back({p.rank, now,
                       "heartbeat: none for " + std::to_string((now - p.lastHeard) / 1000000) + " ms (deadline " +
                           std::to_string(deadline_ / 1000000) + " ms)"});
@@ -87,7 +105,7 @@ void Heartbeats::sayBye(const runtime::Deadline& deadline) {
   std::vector<int> slots;
   for (std::size_t i = 0; i < peers_.size(); ++i) {
     Peer& p = peers_[i];
-    if (!p.live) continue;
+    if (!p.live || p.silent) continue;  // a silent peer's earlier heartbeat may never leave
     try {
       // The slot's earlier heartbeat must be out before its buffer is reused.
       runtime::waitUntil([&] { return transport_.testSlots(sendSlot(i), 1); }, deadline, "a heartbeat send");

@@ -31,6 +31,7 @@ class Heartbeats {
     int peer = -1;
     runtime::Nanoseconds at = 0;
     std::string detail;
+    bool returned = false;  // not a loss: a peer watched for its return (watchForReturn) was heard again
   };
   // Sends what is due, consumes what arrived and returns the peers that just
   // went silent past the deadline or failed in the transport. No allocation
@@ -41,6 +42,13 @@ class Heartbeats {
   // The peer was lost through another path (transport error callback): its
   // slots are never touched again.
   void forget(int peer);
+  // A peer whose silence may end (its link flaps, its hang ends): when it goes
+  // silent it is reported lost once but kept, heartbeats still go to it, and
+  // the first heartbeat heard from it again is reported with `returned` set.
+  void watchForReturn(int peer);
+  // The peer was declared lost through another path (a missed reply) but may
+  // come back: its next heartbeat is reported as a return.
+  void markSilent(int peer);
   // The transport cancelled every outstanding operation: post the receives again.
   void repost();
   // Tells every live peer that this rank leaves on purpose, bounded by `deadline`.
@@ -52,6 +60,8 @@ class Heartbeats {
     int rank;
     bool live = true;
     bool left = false;  // said bye
+    bool watched = false;  // see watchForReturn
+    bool silent = false;   // reported lost, watched for its return
     runtime::Nanoseconds lastHeard = 0;
     std::uint64_t sent = 0;
   };

@@ -8,8 +8,12 @@
 # run_fault_drill PREFIX SUBNET FAULT_KEYS: brings the cluster up, writes the
 # scenario with FAULT_KEYS (YAML lines of the test) and runs it, bounded.
 # Sets $result (the file) and $drill_exit (the wrapper's exit code).
+# FABSCOPE_TEST_PREFIX and FABSCOPE_TEST_SUBNET, when set, replace PREFIX and
+# SUBNET (a hand run kept apart from other runs on the machine); $prefix is
+# left set for the caller.
 run_fault_drill() {
-  local prefix=$1 subnet=$2 keys=$3
+  prefix=${FABSCOPE_TEST_PREFIX:-$1}
+  local subnet=${FABSCOPE_TEST_SUBNET:-$2} keys=${3//--prefix $1 /--prefix ${FABSCOPE_TEST_PREFIX:-$1} }
   up_emulated_cluster "$prefix" "$subnet" 4
   cat >"$scratch/drill.yaml" <<YAML
 name: $system_test_name

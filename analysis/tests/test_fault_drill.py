@@ -1,0 +1,82 @@
+"""A fault drill's measured detection next to what the stack would take on its own,
+and its return to baseline, in `summary` and the HTML report."""
+
+import numpy as np
+
+from fabscope_analysis import open_result
+from fabscope_analysis.summary import expected_phrase, fault_lines
+from helpers import run_cli
+from synthetic import SyntheticRun, latency_entries, make_samples
+
+
+def write_drill(path, *, recovered=True, detection_ms=412.0, expected_s=924.6):
+    run = SyntheticRun(path, nranks=4, ranks_per_host=1, seed=5)
+    samples = make_samples(latency_entries([(0, 1), (0, 2)], 200, 200_000, run.rng),
+                           run.start_ns())
+    cycles = ("1: detected 612.0 ms after the fault, restored at +1500.0 ms, rank 1 in service "
+              "230.0 ms after the restore, baseline 730.0 ms after the restore (498 req/s, p99 0.9 ms)")
+    if not recovered:
+        cycles = "1: detected 612.0 ms after the fault, restored at +1500.0 ms, not recovered within 4000.0 ms"
+    run.add_test(
+        "drill", "fault", samples, nbytes=64, divisor=1, transport="ucx",
+        status="passed" if recovered else "failed",
+        error="" if recovered else "fault drill: return to baseline: flap not recovered",
+        events=[(0, 1_000_000, "fault", 1, "flap: fault_command started"),
+                (0, 1_400_000, "detected", 1, "heartbeat: none for 612 ms"),
+                (0, 2_500_000, "restored", 1, "flap: restore_command exit 0"),
+                (0, 2_700_000, "rejoined", 1, "heartbeat: heard again"),
+                (0, 3_200_000, "baseline" if recovered else "not_recovered", 1, "rank 1 back")],
+        extra_attrs={
+            "fault": "flap", "detection_ms": detection_ms, "detection_mechanism": "heartbeat",
+            "expected_detection_stack": "UCX over TCP", "expected_detection_s": expected_s,
+            "expected_detection_basis": "TCP retransmission budget, tcp_retries2 15",
+            "expected_nccl_ib_s": 34.36, "expected_verbs_qp_s": 0.537,
+            "return_to_baseline": "recovered" if recovered else "not recovered",
+            "baseline_ms": 730.0 if recovered else -1.0, "recover_within_ms": 4000.0,
+            "carrier_rank": np.int64(1), "victim_pre_fault_rps": 500.0,
+            "victim_pre_fault_p99_ms": 0.8, "fault_cycles": cycles})
+    run.close(complete=True, exit_code=0 if recovered else 1)
+
+
+def test_expected_phrases():
+    assert expected_phrase("NCCL over InfiniBand", 34.36) == \
+        "NCCL over InfiniBand as configured here would take about 34 s"
+    assert expected_phrase("UCX over TCP", float("inf")) == \
+        "UCX over TCP as configured here would never report it"
+    assert expected_phrase("UCX over TCP", 0.0) == "UCX over TCP as configured here would report it at once"
+    assert expected_phrase("UCX over sm", float("nan"), "not modelled for UCX_TLS=sm") == \
+        "UCX over sm: not modelled (not modelled for UCX_TLS=sm)"
+
+
+def test_summary_puts_the_stack_next_to_the_drill(tmp_path):
+    path = tmp_path / "drill.h5"
+    write_drill(path)
+    with open_result(str(path)) as run:
+        lines = fault_lines(run.test(0))
+    assert lines[0].startswith("flap: fabscope's drill detected in 0.412 s (heartbeat); "
+                               "UCX over TCP as configured here would take about 925 s"), lines[0]
+    assert "NCCL over InfiniBand as configured here would take about 34 s" in lines[1], lines[1]
+    assert lines[2].startswith("return to baseline: recovered (worst 730 ms after the fault ended"), lines[2]
+    out = run_cli("summary", str(path)).stdout
+    assert "fabscope's drill detected in 0.412 s" in out and "return to baseline: recovered" in out, out
+
+
+def test_a_drill_that_never_came_back_says_so(tmp_path):
+    path = tmp_path / "drill.h5"
+    write_drill(path, recovered=False, detection_ms=-1.0, expected_s=float("inf"))
+    with open_result(str(path)) as run:
+        lines = fault_lines(run.test(0))
+    assert lines[0] == ("flap: fabscope's drill did not detect it; UCX over TCP as configured here would "
+                        "never report it (TCP retransmission budget, tcp_retries2 15)"), lines[0]
+    assert lines[2].startswith("return to baseline: not recovered (missing;"), lines[2]
+    assert "not recovered within 4000.0 ms" in lines[2]
+
+
+def test_report_shows_the_drill(tmp_path):
+    path = tmp_path / "drill.h5"
+    write_drill(path)
+    html = tmp_path / "r.html"
+    run_cli("report", str(path), "-o", str(html))
+    text = html.read_text()
+    assert "Detection and return to baseline" in text
+    assert "as configured here would take about 925 s" in text
