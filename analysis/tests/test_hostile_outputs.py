@@ -48,7 +48,7 @@ def hostile_file(tmp_path_factory):
         f.attrs["scenario_text"] = ("name: x\ndescription: \"</pre><script>document.body.setAttribute("
                                     "'data-pwned','1')</script>\"\ntests: []\n")
         for g in f["tests"].values():
-            g.attrs["name"] = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
+            g.attrs["name"] = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">\x1b[2J"
     # Inventory values that differ between hosts are shown first in the report's table
     # and in compare's side-by-side: each host gets its own hostile firmware string.
     with h5py.File(path, "r+") as f:
