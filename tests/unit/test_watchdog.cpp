@@ -26,7 +26,25 @@ void stuckWait() {
       deadline, "a reply from rank 3");
 }
 
+// A call with no poll loop of its own (a teardown call such as MPI_Finalize)
+// that never returns, watched for a named peer whose host is known.
+void stuckCallOnAPeer() {
+  runtime::watchdog::start(2, "hostC", 0.3);
+  runtime::watchdog::knowHosts({"hostA", "hostB", "hostC", "hostD"});
+  const runtime::watchdog::Watch watch("UCX to close an endpoint", runtime::watchdog::secondsFromNow(0.2), 3);
+  std::this_thread::sleep_for(std::chrono::seconds(30));
+}
+
 }  // namespace
+
+TEST(Watchdog, NamesThePeerOfACallThatNeverReturns) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto begin = std::chrono::steady_clock::now();
+  EXPECT_EXIT(stuckCallOnAPeer(), ::testing::ExitedWithCode(3),
+              "rank 2 \\(hostC\\): watchdog: still waiting for UCX to close an endpoint on rank 3 \\(hostD\\) .* "
+              "after its deadline");
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(10));
+}
 
 TEST(Watchdog, EndsARankWhosePollNeverReturns) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
