@@ -20,6 +20,7 @@
 #include "driver/SummaryTable.hpp"
 #include "fabscope/BuildConfig.hpp"
 #include "runtime/Deadlines.hpp"
+#include "runtime/WatchdogRanks.hpp"
 #include "runtime/Timestamp.hpp"
 #include "scenario/Units.hpp"
 #include "transport/TransportFactory.hpp"
@@ -261,9 +262,16 @@ void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError
     std::string conclusion;
     const bool rank0Lost = std::find(lost.begin(), lost.end(), 0) != lost.end();
     if (losses && !rank0Lost) {
-      // Rank 0 may still be inside a test of its own: it joins at its next control-plane wait.
-      const double within = (running ? running->planned.instance.spec->timeoutSeconds : 0) + scenario_.controlGraceSeconds +
-                            runtime::deadlines::lossAnswerSeconds;
+      // Rank 0 may still be inside a test of its own: it joins at its next
+      // control-plane wait (at the latest the test's deadline plus the control
+      // grace), calls the others, records the loss, then concludes. Giving up
+      // earlier ended the job (MPI_Abort) while rank 0 was still writing the
+      // file (seen in the no-hang campaign: a file left locked and unfinished).
+      double testTimeout = running ? running->planned.instance.spec->timeoutSeconds : 0;
+      if (!running)
+        for (const auto& test : scenario_.tests) testTimeout = std::max(testTimeout, test.timeoutSeconds);
+      const double within = testTimeout + scenario_.controlGraceSeconds + runtime::deadlines::lossAnswerSeconds +
+                            runtime::deadlines::lossRecordSeconds + runtime::deadlines::lossAckSeconds;
       conclusion = losses->report(mine, static_cast<runtime::Nanoseconds>(within * 1e9));
     }
     std::fprintf(stderr, "fabscope: %s %s: runtime failure: %s%s%s\n", now().c_str(), rankAndHost(me, hosts).c_str(),
@@ -380,7 +388,10 @@ void Runner::setUp() {
   // included) must already yield where ranks outnumber CPUs.
   validity_ = validity::judgeAtStart(world_, setup);
   identity_ = runtime::discoverRankIdentity(world_, setup);
-  runtime::watchdog::knowHosts(identity_.hostOfRank);  // so its line names a peer's host
+  // So the watchdog's line names a peer's host, and the ranks of its own host
+  // that are gone or stopped.
+  runtime::watchdog::knowHosts(identity_.hostOfRank);
+  runtime::watchdog::knowPids(world_.allgather(identity_.pid, setup));
   clock_ = runtime::ClockSync::measure(world_, 50, setup);
   std::uint64_t seed = scenario_.seed;
   if (!scenario_.seedGiven && world_.rank() == 0) seed = std::random_device{}() & 0x7fffffffffffull;
