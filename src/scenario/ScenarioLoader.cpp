@@ -133,7 +133,6 @@ class Loader {
       } catch (const std::invalid_argument& e) {
         fail(n, e.what());
       }
-      if (out <= 0) fail(n, std::string("'") + key + "' must be longer than 0 s");
       if (out > maxTimeoutSeconds) fail(n, std::string("'") + key + "' is longer than 24h; give a deadline a person would wait for");
     };
     controlSeconds("control_timeout", scenario.controlTimeoutSeconds);
