@@ -35,14 +35,16 @@ WATCHDOG_GRACE_S = 10  # runtime/Watchdog.hpp graceSeconds
 END_LIMIT_S = TEST_TIMEOUT_S + CONTROL_GRACE_S + 7 + WATCHDOG_GRACE_S + 5
 CONCURRENT = 2  # two jobs at a time: 8 ranks on this 2-core machine, waits yield
 
+# Target tests far too long to finish before their deadline: the fault always
+# finds the run still going (in the lead test, between tests or in the target).
 KINDS = {
-    "latency": "{name: target, kind: latency, pattern: pairs, sizes: [8], iterations: 400000, warmup: 10}",
-    "bandwidth": "{name: target, kind: bandwidth, pattern: pairs, sizes: [64KiB], iterations: 20000, warmup: 2}",
-    "incast": "{name: target, kind: incast, sizes: [64KiB], window: 4, iterations: 20000, warmup: 3}",
-    "allreduce": "{name: target, kind: allreduce, sizes: [64KiB], iterations: 50000, warmup: 3}",
+    "latency": "{name: target, kind: latency, pattern: pairs, sizes: [8], iterations: 2000000, warmup: 10}",
+    "bandwidth": "{name: target, kind: bandwidth, pattern: pairs, sizes: [64KiB], iterations: 100000, warmup: 2}",
+    "incast": "{name: target, kind: incast, sizes: [64KiB], window: 4, iterations: 200000, warmup: 3}",
+    "allreduce": "{name: target, kind: allreduce, sizes: [64KiB], iterations: 250000, warmup: 3}",
     "kvpush": ("{name: target, kind: kvpush, strategy: per-block, prefill_ranks: 3, decode_ranks: 1, "
                "sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [100]}, "
-               "loop: {mode: closed, in_flight: 2}, iterations: 20000, warmup_requests: 1}"),
+               "loop: {mode: closed, in_flight: 2}, iterations: 100000, warmup_requests: 1}"),
 }
 TRANSPORTS = {
     "mpi": ("mpi", {}),
@@ -90,7 +92,7 @@ class Run:
         self.victim = rng.randrange(1, RANKS)  # rank 0 holds the result file
         # After rank 0 says it writes the file: in the lead test, between the
         # tests or (mostly) inside the target test.
-        self.delay = rng.uniform(0.3, 3.5)
+        self.delay = rng.uniform(0.3, 2.5)
         self.name = f"run{index:02d}"
         self.yaml = os.path.join(workdir, self.name + ".yaml")
         self.h5 = os.path.join(workdir, self.name + ".h5")
