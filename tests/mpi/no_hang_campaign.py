@@ -160,7 +160,24 @@ class Run:
             os.kill(pid, signal.SIGKILL if self.fault == "kill" else signal.SIGSTOP)
         return False
 
+    def processes(self):
+        """State of the launcher and every process of this run (what a hang left), for the report."""
+        rows = []
+        for pid in [self.proc.pid, *rank_pids(self.yaml).values()]:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+                with open(f"/proc/{pid}/wchan") as f:
+                    wchan = f.read().strip()
+                threads = len(os.listdir(f"/proc/{pid}/task"))
+                rows.append(f"pid {pid} state {state} wchan {wchan or '-'} threads {threads}")
+            except OSError:
+                rows.append(f"pid {pid} gone")
+        return "; ".join(rows)
+
     def kill_all(self, now):
+        if self.hung:
+            self.hang_note += f" [{self.processes()}]"
         for pid in rank_pids(self.yaml).values():
             try:
                 os.kill(pid, signal.SIGKILL)
