@@ -419,6 +419,8 @@ int Runner::run(std::vector<PlannedInstance> planned) {
   const bool rank0 = world_.rank() == 0;
   setUp();
   auto file = openFile(planned);
+  file.setStepSeconds(scenario_.controlTimeoutSeconds > 0 ? scenario_.controlTimeoutSeconds
+                                                          : runtime::deadlines::fileStepSeconds);
   output::Recorder recorder(file, scenario_.controlTimeoutSeconds > 0 ? scenario_.controlTimeoutSeconds
                                                                       : runtime::deadlines::fileStepSeconds);
   if (rank0) {

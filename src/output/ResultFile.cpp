@@ -125,7 +125,7 @@ ResultFile::~ResultFile() = default;
 void ResultFile::createGroup(const std::string& path) {
   if (!holdsFile()) return;
   const runtime::watchdog::Watch watch("a group of the result file to be created",
-                                       runtime::watchdog::secondsFromNow(runtime::deadlines::fileStepSeconds),
+                                       runtime::watchdog::secondsFromNow(stepSeconds_),
                                        collective() ? runtime::watchdog::everyRank : runtime::watchdog::noPeer);
   H5Group g(H5Gcreate2(file_.get(), path.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
             ("H5Gcreate " + path).c_str());
@@ -265,8 +265,7 @@ void ResultFile::continueAlone() {
 
 void ResultFile::flush() {
   if (!holdsFile()) return;
-  const runtime::watchdog::Watch watch("the result file to be flushed",
-                                       runtime::watchdog::secondsFromNow(runtime::deadlines::fileStepSeconds),
+  const runtime::watchdog::Watch watch("the result file to be flushed", runtime::watchdog::secondsFromNow(stepSeconds_),
                                        collective() ? runtime::watchdog::everyRank : runtime::watchdog::noPeer);
   checkH5(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush of " + path_);
 }
