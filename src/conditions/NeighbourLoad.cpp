@@ -118,6 +118,10 @@ void GatedLoad::idle() {
 }
 
 LoadReport GatedLoad::congest(const std::string& condition, const LoadGraph& graph, std::int64_t messageBytes) {
+  // The load's loops check this deadline between polls; the watch covers the
+  // blocking calls among them (stop markers, cancelled receives).
+  const runtime::watchdog::Watch watch("the neighbour load to start, run and drain", deadline_.at(),
+                                       runtime::watchdog::everyRank);
   if (condition == "copy") {
 #if FABSCOPE_HAVE_CUDA
     // On a GPU host the copy load is what serving does: host<->GPU copies over PCIe.

@@ -41,17 +41,16 @@ struct PairKey {
 
 }  // namespace
 
-InstanceRun::InstanceRun(int index, const PlannedInstance& planned, const suite::Kind& kind)
+InstanceRun::InstanceRun(int index, const PlannedInstance& planned, const suite::Kind& kind, double controlGraceSeconds)
     : index(index),
       planned(planned),
       kind(kind),
-      control(runtime::Deadline::afterSeconds(planned.instance.spec->timeoutSeconds +
-                                              runtime::deadlines::controlGraceSeconds)) {}
+      control(runtime::Deadline::afterSeconds(planned.instance.spec->timeoutSeconds + controlGraceSeconds)) {}
 
 InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
                                    output::Recorder& recorder, transport::Transport& transport,
                                    RetestChoice& retest) {
-  InstanceRun run(index, planned, registry_.kind(planned.instance.spec->kind));
+  InstanceRun run(index, planned, registry_.kind(planned.instance.spec->kind), scenario_.controlGraceSeconds);
   assignInstanceRoles(run);
   runUnderCondition(run, transport);
   if (!carryOn(run, file, recorder)) return {};

@@ -20,6 +20,7 @@
 #include "driver/SummaryTable.hpp"
 #include "fabscope/BuildConfig.hpp"
 #include "runtime/Deadlines.hpp"
+#include "runtime/WatchdogRanks.hpp"
 #include "runtime/Timestamp.hpp"
 #include "scenario/Units.hpp"
 #include "transport/TransportFactory.hpp"
@@ -32,12 +33,18 @@ constexpr int formatVersion = 1;
 // (each leaves a data path and its buffers alive) and skips the rest.
 constexpr int maxRecoveries = 3;
 
-runtime::Deadline setupDeadline() { return runtime::Deadline::afterSeconds(runtime::deadlines::setupSeconds); }
+runtime::Deadline setupDeadline(const scenario::Scenario& scenario) {
+  return runtime::Deadline::afterSeconds(scenario.controlTimeoutSeconds > 0 ? scenario.controlTimeoutSeconds
+                                                                            : runtime::deadlines::setupSeconds);
+}
 transport::TransportTuning transportTuning(const scenario::TransportSettings& settings) {
   return {.verbsMaxReadsInFlight = settings.verbsMaxReadsInFlight,
           .verbsMaxReadsInFlightFrom = "transports.verbs.max_rd_atomic at " + settings.verbsMaxReadsInFlightFrom};
 }
-runtime::Deadline fileStep() { return runtime::Deadline::afterSeconds(runtime::deadlines::fileStepSeconds); }
+runtime::Deadline fileStep(const scenario::Scenario& scenario) {
+  return runtime::Deadline::afterSeconds(scenario.controlTimeoutSeconds > 0 ? scenario.controlTimeoutSeconds
+                                                                            : runtime::deadlines::fileStepSeconds);
+}
 
 // The retest stage's instance: the worst pairs of `measured` and as many
 // control pairs, alternated, one at a time (control samples: flag bit 10).
@@ -195,7 +202,7 @@ void Runner::writeRanks(output::Recorder& recorder) {
   recorder.rank(row);
   // Every rank's site on every rank: each rank splits its own summary by site
   // scope, rank 0 the instance's statistics, and flags groups that span sites.
-  const auto control = fileStep();
+  const auto control = fileStep(scenario_);
   const auto gathered = world_.gatherStrings(label.site, 0, control);
   std::string joined;
   for (const auto& site : gathered) joined += site + "\n";
@@ -255,9 +262,16 @@ void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError
     std::string conclusion;
     const bool rank0Lost = std::find(lost.begin(), lost.end(), 0) != lost.end();
     if (losses && !rank0Lost) {
-      // Rank 0 may still be inside a test of its own: it joins at its next control-plane wait.
-      const double within = (running ? running->planned.instance.spec->timeoutSeconds : 0) + runtime::deadlines::controlGraceSeconds +
-                            runtime::deadlines::lossAnswerSeconds;
+      // Rank 0 may still be inside a test of its own: it joins at its next
+      // control-plane wait (at the latest the test's deadline plus the control
+      // grace), calls the others, records the loss, then concludes. Giving up
+      // earlier ended the job (MPI_Abort) while rank 0 was still writing the
+      // file (seen in the no-hang campaign: a file left locked and unfinished).
+      double testTimeout = running ? running->planned.instance.spec->timeoutSeconds : 0;
+      if (!running)
+        for (const auto& test : scenario_.tests) testTimeout = std::max(testTimeout, test.timeoutSeconds);
+      const double within = testTimeout + scenario_.controlGraceSeconds + runtime::deadlines::lossAnswerSeconds +
+                            runtime::deadlines::lossRecordSeconds + runtime::deadlines::lossAckSeconds;
       conclusion = losses->report(mine, static_cast<runtime::Nanoseconds>(within * 1e9));
     }
     std::fprintf(stderr, "fabscope: %s %s: runtime failure: %s%s%s\n", now().c_str(), rankAndHost(me, hosts).c_str(),
@@ -271,6 +285,7 @@ void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError
       losses->acknowledge();
       // Rank 0 ends the job once it has recorded the loss; this is only the fallback.
       const auto wait = runtime::Deadline::afterSeconds(runtime::deadlines::lossEndSeconds);
+      const runtime::watchdog::Watch watch("rank 0 to end the job after a loss round", wait.at(), 0);
       while (!wait.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
@@ -368,11 +383,15 @@ InstanceResult Runner::skippedResult(int index, const PlannedInstance& planned) 
 
 // Identity, clock, the run's seed and id: the same on every rank.
 void Runner::setUp() {
-  const auto setup = setupDeadline();
+  const auto setup = setupDeadline(scenario_);
   // First: the wait policy depends on it, and every later wait (clock sync
   // included) must already yield where ranks outnumber CPUs.
   validity_ = validity::judgeAtStart(world_, setup);
   identity_ = runtime::discoverRankIdentity(world_, setup);
+  // So the watchdog's line names a peer's host, and the ranks of its own host
+  // that are gone or stopped.
+  runtime::watchdog::knowHosts(identity_.hostOfRank);
+  runtime::watchdog::knowPids(world_.allgather(identity_.pid, setup));
   clock_ = runtime::ClockSync::measure(world_, 50, setup);
   std::uint64_t seed = scenario_.seed;
   if (!scenario_.seedGiven && world_.rank() == 0) seed = std::random_device{}() & 0x7fffffffffffull;
@@ -393,14 +412,17 @@ output::ResultFile Runner::openFile(const std::vector<PlannedInstance>& planned)
       throw UsageError("the scenario has a fault drill, which loses ranks: it needs hdf5=serial (or auto), not parallel");
     hdf5Mode = "serial";
   }
-  return output::ResultFile(options_.outputPath, hdf5Mode, world_, setupDeadline());
+  return output::ResultFile(options_.outputPath, hdf5Mode, world_, setupDeadline(scenario_));
 }
 
 int Runner::run(std::vector<PlannedInstance> planned) {
   const bool rank0 = world_.rank() == 0;
   setUp();
   auto file = openFile(planned);
-  output::Recorder recorder(file);
+  file.setStepSeconds(scenario_.controlTimeoutSeconds > 0 ? scenario_.controlTimeoutSeconds
+                                                          : runtime::deadlines::fileStepSeconds);
+  output::Recorder recorder(file, scenario_.controlTimeoutSeconds > 0 ? scenario_.controlTimeoutSeconds
+                                                                      : runtime::deadlines::fileStepSeconds);
   if (rank0) {
     std::fprintf(stderr, "fabscope %s: scenario '%s', %d ranks on %d hosts, %zu test instances%s, seed %llu\n",
                  FABSCOPE_VERSION, scenario_.name.c_str(), world_.size(), identity_.hostCount, planned.size(),
@@ -411,7 +433,7 @@ int Runner::run(std::vector<PlannedInstance> planned) {
   }
   writeRunHeader(recorder, file);
   writeRanks(recorder);
-  const auto fabric = recordFabric(file, world_, identity_, options_.fabric, setupDeadline());
+  const auto fabric = recordFabric(file, world_, identity_, options_.fabric, setupDeadline(scenario_));
   recorder.attributes("/", {{"consistency_flags", std::int64_t{fabric.consistencyFlags}},
                             {"manifest_failed", std::int64_t{fabric.manifestFailed ? 1 : 0}}});
   recorder.testsGroup();
@@ -499,7 +521,7 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
                                                                    : transport::controlPlaneTransport;
     auto& transport = transports[transportName];
     if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, transportTuning(scenario_.transports),
-                                                                setupDeadline());
+                                                                setupDeadline(scenario_));
     auto result = runInstance(index, current, file, recorder, *transport, retest);
     if (leaveRun_) return exit_code::ok;
     if (std::exchange(retireDataPath_, false)) {
@@ -533,7 +555,7 @@ int Runner::finish(output::ResultFile& file, output::Recorder& recorder, const F
       if (r.metric == suite::Metric::latency && r.status == "passed" && std::isfinite(r.latency.p50) &&
           r.latency.p50 > 0 && (smallestLatency == 0 || r.latency.p50 < smallestLatency))
         smallestLatency = r.latency.p50;
-    const auto closing = fileStep();
+    const auto closing = fileStep(scenario_);
     validity::judgeClocks(validity_, *comm_, clock_.mine().uncertainty, smallestLatency, closing);
     std::vector<output::ValidityRecord> rows;
     if (comm_->rank() == 0) rows = validity::rowsOf(validity_);

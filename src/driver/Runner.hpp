@@ -70,7 +70,7 @@ struct RetestChoice {
 // What the stages of one instance share on one rank (InstanceStages.cpp), in
 // the order the stages fill it: roles, condition + run, agree, reduce, record.
 struct InstanceRun {
-  InstanceRun(int index, const PlannedInstance& planned, const suite::Kind& kind);
+  InstanceRun(int index, const PlannedInstance& planned, const suite::Kind& kind, double controlGraceSeconds);
   int index;
   const PlannedInstance& planned;
   const suite::Kind& kind;

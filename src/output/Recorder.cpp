@@ -12,7 +12,7 @@ std::string instanceGroupPath(int index) {
   return name;
 }
 
-runtime::Deadline Recorder::step() const { return runtime::Deadline::afterSeconds(runtime::deadlines::fileStepSeconds); }
+runtime::Deadline Recorder::step() const { return runtime::Deadline::afterSeconds(stepSeconds_); }
 
 void Recorder::attributes(const std::string& object, const Attributes& attributes) {
   file_.setAttributes(object, attributes, step());

@@ -13,6 +13,7 @@
 #include "output/Records.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/Deadline.hpp"
+#include "runtime/Deadlines.hpp"
 
 namespace fabscope::output {
 
@@ -39,7 +40,9 @@ struct InstanceRecord {
 
 class Recorder {
  public:
-  explicit Recorder(ResultFile& file) : file_(file) {}
+  // `stepSeconds`: the deadline of one step (a header, a table, a flush).
+  explicit Recorder(ResultFile& file, double stepSeconds = runtime::deadlines::fileStepSeconds)
+      : file_(file), stepSeconds_(stepSeconds) {}
 
   void attributes(const std::string& object, const Attributes& attributes);
   void rank(const RankRecord& row);
@@ -64,6 +67,7 @@ class Recorder {
  private:
   runtime::Deadline step() const;
   ResultFile& file_;
+  double stepSeconds_;
   bool transportsGroup_ = false;
 };
 

@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "fabscope/BuildConfig.hpp"
+#include "runtime/Deadlines.hpp"
+#include "runtime/Watchdog.hpp"
 
 namespace fabscope::output {
 namespace {
@@ -89,6 +91,9 @@ const char* writeModeName(WriteMode mode) {
 ResultFile::ResultFile(const std::string& path, const std::string& requested,
                        const runtime::Communicator& comm, const runtime::Deadline& deadline)
     : path_(path), comm_(&comm), mode_(resolveWriteMode(requested)) {
+  // With parallel HDF5 the create is collective, inside MPI-IO: watched.
+  const runtime::watchdog::Watch watch("every rank to create the result file", deadline.at(),
+                                       runtime::watchdog::everyRank);
   quietHdf5ErrorStack();
   H5Plist fapl(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
   // Dense attribute storage: scenario texts may exceed 64 KiB.
@@ -119,12 +124,18 @@ ResultFile::~ResultFile() = default;
 
 void ResultFile::createGroup(const std::string& path) {
   if (!holdsFile()) return;
+  const runtime::watchdog::Watch watch("a group of the result file to be created",
+                                       runtime::watchdog::secondsFromNow(stepSeconds_),
+                                       collective() ? runtime::watchdog::everyRank : runtime::watchdog::noPeer);
   H5Group g(H5Gcreate2(file_.get(), path.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
             ("H5Gcreate " + path).c_str());
 }
 
 void ResultFile::setAttributes(const std::string& objectPath, const Attributes& attributes,
                                const runtime::Deadline& deadline) {
+  // Parallel HDF5 writes attributes collectively, inside MPI-IO: watched.
+  const runtime::watchdog::Watch watch("attributes of the result file to be written", deadline.at(),
+                                       collective() ? runtime::watchdog::everyRank : runtime::watchdog::noPeer);
   Attributes agreed = attributes;
   if (collective()) agreed = decode(comm_->broadcastString(encode(attributes), 0, deadline));
   if (!holdsFile()) return;
@@ -142,6 +153,9 @@ void ResultFile::setAttributes(const std::string& objectPath, const Attributes& 
 void ResultFile::writeRows(const std::string& path, hid_t type, std::size_t rowBytes,
                            std::span<const std::byte> myRows, const runtime::Deadline& deadline) {
   const auto myCount = static_cast<std::int64_t>(myRows.size() / rowBytes);
+  // The collective create and write happen inside MPI-IO: watched.
+  const runtime::watchdog::Watch watch("a table of the result file to be written", deadline.at(),
+                                       collective() ? runtime::watchdog::everyRank : runtime::watchdog::noPeer);
   if (collective()) {
     const auto counts = comm_->allgather(myCount, deadline);
     std::int64_t total = 0, offset = 0;
@@ -251,6 +265,8 @@ void ResultFile::continueAlone() {
 
 void ResultFile::flush() {
   if (!holdsFile()) return;
+  const runtime::watchdog::Watch watch("the result file to be flushed", runtime::watchdog::secondsFromNow(stepSeconds_),
+                                       collective() ? runtime::watchdog::everyRank : runtime::watchdog::noPeer);
   checkH5(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush of " + path_);
 }
 

@@ -30,6 +30,10 @@ class ResultFile {
   WriteMode mode() const { return mode_; }
   const std::string& path() const { return path_; }
 
+  // The bound of one step that takes no deadline (creating a group, a flush):
+  // collective with parallel HDF5, so watched by the watchdog for this long.
+  void setStepSeconds(double seconds) { stepSeconds_ = seconds; }
+
   void createGroup(const std::string& path);
   // Attributes as rank 0 has them (other ranks' values are ignored).
   void setAttributes(const std::string& objectPath, const Attributes& attributes,
@@ -60,6 +64,7 @@ class ResultFile {
   bool alone() const { return alone_; }
 
  private:
+  double stepSeconds_ = 60;  // runtime::deadlines::fileStepSeconds unless the scenario's control_timeout
   void writeRows(const std::string& path, hid_t type, std::size_t rowBytes,
                  std::span<const std::byte> myRows, const runtime::Deadline& deadline);
   // Throws RuntimeFailure when `freeBytes` (>= 0) cannot take `bytes` of `table`.

@@ -59,10 +59,12 @@ inline void betweenPolls() noexcept {
 // ranks than CPUs a spinning wait holds the CPU the awaited peer needs until
 // the scheduler's time slice ends (milliseconds); sched_yield makes no system
 // allocation and writes nothing, so it is allowed in a timed loop.
+// `peer` is the rank waited on (watchdog::everyRank for a collective,
+// watchdog::noPeer when none): the watchdog names it if a poll never returns.
 template <typename Poll>
-void waitUntil(Poll&& done, const Deadline& deadline, const char* waitingFor) {
+void waitUntil(Poll&& done, const Deadline& deadline, const char* waitingFor, int peer = watchdog::noPeer) {
   // Seen by the watchdog, which ends the rank if a poll never returns.
-  const watchdog::Watch watch(waitingFor, deadline.at());
+  const watchdog::Watch watch(waitingFor, deadline.at(), peer);
   if (waitPolicy() == WaitPolicy::yield) {
     for (;;) {
       for (int i = 0; i < 16; ++i) {

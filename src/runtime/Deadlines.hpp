@@ -21,6 +21,10 @@ inline constexpr double lossAnswerSeconds = 5;
 inline constexpr double lossAckSeconds = 2;
 inline constexpr double lossEndSeconds = 10;
 inline constexpr double lossRecordSeconds = 10;
+// Teardown calls that have no deadline of their own, bounded by the watchdog
+// (which adds its grace): MPI_Finalize, and MPI_Abort or MPI_Comm_free.
+inline constexpr double finalizeSeconds = 30;
+inline constexpr double abortSeconds = 10;
 // A fault drill's goodbye to peers that may be gone, and its stop message.
 inline constexpr double goodbyeSeconds = 1;
 inline constexpr double drillStopSeconds = 5;

@@ -42,10 +42,12 @@ bool receiveProbed(MPI_Comm comm, const MPI_Status& probed, int tag, std::vector
   out.assign(static_cast<std::size_t>(count), std::byte{0});
   MPI_Request request;
   if (MPI_Irecv(out.data(), count, MPI_BYTE, probed.MPI_SOURCE, tag, comm, &request) != MPI_SUCCESS) return false;
+  const watchdog::Watch watch("a loss-round message", deadline.at(), probed.MPI_SOURCE);
   int done = 0;
   while (!done) {
     MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     if (!done && deadline.expired()) return false;  // the request is left behind: the job ends soon
+    if (!done) betweenPolls();
   }
   return true;
 }
@@ -112,6 +114,7 @@ void LossChannel::watch() const {
 
 LossOutcome LossChannel::gather(LossReport mine, Nanoseconds answerWithin) const {
   const auto deadline = Deadline::after(answerWithin);
+  const watchdog::Watch watch("the ranks' answers in a loss round", deadline.at(), watchdog::everyRank);
   LossOutcome out;
   std::set<int> lost(mine.lost.begin(), mine.lost.end());
   std::vector<char> answered(static_cast<std::size_t>(size_), 0);
@@ -155,6 +158,7 @@ LossOutcome LossChannel::gather(LossReport mine, Nanoseconds answerWithin) const
 
 void LossChannel::conclude(const LossOutcome& outcome, const std::string& line, Nanoseconds ackWithin) const {
   const auto deadline = Deadline::after(ackWithin);
+  const watchdog::Watch watch("the ranks to acknowledge a loss round's conclusion", deadline.at(), watchdog::everyRank);
   std::vector<MPI_Request> sends;
   std::vector<int> waitingFor;
   conclusion_ = line;  // kept by the channel for sends still pending when this returns
@@ -185,6 +189,7 @@ void LossChannel::conclude(const LossOutcome& outcome, const std::string& line, 
 
 std::string LossChannel::report(const LossReport& mine, Nanoseconds within) const {
   const auto deadline = Deadline::after(within);
+  const watchdog::Watch watch("rank 0's conclusion of a loss round", deadline.at(), 0);
   // Kept by the channel: a send still pending when this returns must not read freed memory.
   outgoing_ = encodeLossReport(mine);
   MPI_Request send;
@@ -216,8 +221,12 @@ void LossChannel::acknowledge() const {
   MPI_Request request;
   if (MPI_Isend(&callByte, 1, MPI_BYTE, 0, ackTag, comm_, &request) != MPI_SUCCESS) return;
   const auto deadline = Deadline::afterSeconds(1);
+  const watchdog::Watch watch("rank 0 to take this rank's acknowledgement", deadline.at(), 0);
   int done = 0;
-  while (!done && !deadline.expired()) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  while (!done && !deadline.expired()) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (!done) pause();
+  }
 }
 
 void LossChannel::release(int rank) const {
@@ -228,6 +237,7 @@ void LossChannel::release(int rank) const {
 
 bool LossChannel::waitForRelease(Nanoseconds within) const {
   const auto deadline = Deadline::after(within);
+  const watchdog::Watch watch("rank 0 to release this fault drill's victim", deadline.at(), 0);
   while (!deadline.expired()) {
     int flag = 0;
     MPI_Status status;

@@ -1,6 +1,8 @@
 #include "runtime/Mpi.hpp"
 
 #include "runtime/LossChannel.hpp"
+#include "runtime/Deadlines.hpp"
+#include "runtime/Watchdog.hpp"
 
 #include <cstring>
 #include <utility>
@@ -37,10 +39,18 @@ MpiEnvironment::MpiEnvironment(int& argc, char**& argv) {
 MpiEnvironment::~MpiEnvironment() {
   int finalized = 0;
   MPI_Finalized(&finalized);
+  // MPI_Finalize synchronises with every rank: one that died or was stopped
+  // keeps it from returning. Bounded by the watchdog like any wait.
+  const watchdog::Watch watch("MPI_Finalize (every rank leaves MPI together)",
+                              watchdog::secondsFromNow(deadlines::finalizeSeconds), watchdog::everyRank);
   if (!finalized) MPI_Finalize();
 }
 
 void MpiEnvironment::abortJob(int code) {
+  // MPI_Abort asks the launcher to end the job; if that never comes back the
+  // watchdog ends this rank (with exit code 3) all the same.
+  const watchdog::Watch watch("MPI_Abort (the launcher to end the job)",
+                              watchdog::secondsFromNow(deadlines::abortSeconds));
   MPI_Abort(MPI_COMM_WORLD, code);
   std::abort();
 }
@@ -51,7 +61,10 @@ Communicator::Communicator(MPI_Comm comm, bool owned) : comm_(comm), owned_(owne
 }
 
 Communicator::~Communicator() {
-  if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (owned_ && comm_ != MPI_COMM_NULL) {
+    const watchdog::Watch watch("MPI_Comm_free", watchdog::secondsFromNow(deadlines::abortSeconds));
+    MPI_Comm_free(&comm_);
+  }
 }
 
 Communicator::Communicator(Communicator&& other) noexcept
@@ -84,7 +97,7 @@ void Communicator::complete(MPI_Request& request, const Deadline& deadline,
         if (losses_ && (++polls & 255u) == 0) losses_->watch();
         return false;
       },
-      deadline, what);
+      deadline, what, watchdog::everyRank);
 }
 
 void Communicator::barrier(const Deadline& deadline) const {

@@ -1,7 +1,12 @@
 #include "runtime/Watchdog.hpp"
+#include "runtime/WatchdogRanks.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -15,6 +20,15 @@ namespace {
 // Never destroyed: the watchdog thread may look at it while the process exits.
 Slot* const slots = new Slot[kSlots];
 std::atomic<int> taken{0};
+// Set once, never freed (the watchdog thread may read it while the process exits).
+struct Hosts {
+  std::vector<std::string> ofRank;
+};
+struct Pids {
+  std::vector<std::int64_t> ofRank;
+};
+std::atomic<const Hosts*> hosts{nullptr};
+std::atomic<const Pids*> pids{nullptr};
 }  // namespace
 
 Slot* slotOfThisThread() noexcept {
@@ -25,6 +39,79 @@ Slot* slotOfThisThread() noexcept {
   return mine;
 }
 }  // namespace detail
+
+void knowHosts(const std::vector<std::string>& hostOfRank) {
+  const detail::Hosts* expected = nullptr;
+  auto* copy = new detail::Hosts{hostOfRank};
+  if (!detail::hosts.compare_exchange_strong(expected, copy, std::memory_order_release)) delete copy;
+}
+
+void knowPids(const std::vector<std::int64_t>& pidOfRank) {
+  const detail::Pids* expected = nullptr;
+  auto* copy = new detail::Pids{pidOfRank};
+  if (!detail::pids.compare_exchange_strong(expected, copy, std::memory_order_release)) delete copy;
+}
+
+namespace {
+// "rank 3 (host-b)", "every rank of the collective", or nothing for a local call.
+void describePeer(int peer, char* out, std::size_t size) {
+  if (peer == everyRank) {
+    std::snprintf(out, size, " on every rank of the collective (one of them is lost or silent)");
+    return;
+  }
+  if (peer < 0) {
+    out[0] = '\0';
+    return;
+  }
+  const auto* known = detail::hosts.load(std::memory_order_acquire);
+  if (known && static_cast<std::size_t>(peer) < known->ofRank.size())
+    std::snprintf(out, size, " on rank %d (%s)", peer, known->ofRank[static_cast<std::size_t>(peer)].c_str());
+  else
+    std::snprintf(out, size, " on rank %d", peer);
+}
+
+// The state letter of process `pid` from /proc (R, S, D, T, t, Z, ...), '-'
+// when it no longer exists, '?' when it cannot be read. Plain system calls:
+// the thread it runs in is about to end the process.
+char processState(std::int64_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%lld/stat", static_cast<long long>(pid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? '-' : '?';
+  char text[512];
+  const ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return '?';
+  text[n] = '\0';
+  // "pid (comm) S ...": the state follows the last ')' (comm may hold one).
+  const char* paren = std::strrchr(text, ')');
+  return paren && paren[1] == ' ' && paren[2] ? paren[2] : '?';
+}
+
+// "; on this host rank 1 (vm) is gone, rank 3 (vm) is stopped": the ranks of
+// this rank's own host (same host name) that are dead, zombies or stopped.
+void describeLocalSilence(int me, const std::string& myHost, char* out, std::size_t size) {
+  out[0] = '\0';
+  const auto* hosts = detail::hosts.load(std::memory_order_acquire);
+  const auto* pids = detail::pids.load(std::memory_order_acquire);
+  if (!hosts || !pids || pids->ofRank.size() != hosts->ofRank.size()) return;
+  std::size_t used = 0;
+  for (std::size_t r = 0; r < pids->ofRank.size() && used + 1 < size; ++r) {
+    const auto pid = pids->ofRank[r];
+    if (static_cast<int>(r) == me || hosts->ofRank[r] != myHost || pid <= 0) continue;
+    const char state = processState(pid);
+    const char* what = state == '-' || state == 'Z' || state == 'X' ? "is gone"
+                       : state == 'T' || state == 't'              ? "is stopped"
+                                                                   : nullptr;
+    if (!what) continue;
+    const int n = std::snprintf(out + used, size - used, "%s rank %zu (%s) %s (pid %lld)",
+                                used == 0 ? "; on this host" : ",", r, hosts->ofRank[r].c_str(), what,
+                                static_cast<long long>(pid));
+    if (n < 0) break;
+    used += std::min(static_cast<std::size_t>(n), size - used - 1);
+  }
+}
+}  // namespace
 
 void start(int rank, const std::string& host, double grace) {
   static std::once_flag once;
@@ -40,14 +127,18 @@ void start(int rank, const std::string& host, double grace) {
           const Nanoseconds deadline = slot.deadline.load(std::memory_order_acquire);
           if (deadline == 0 || deadline > INT64_MAX - graceNs || now < deadline + graceNs) continue;
           const char* what = slot.what.load(std::memory_order_relaxed);
+          char peer[320];
+          describePeer(slot.peer.load(std::memory_order_relaxed), peer, sizeof peer);
+          char silence[640];
+          describeLocalSilence(rank, host, silence, sizeof silence);
           // One line, written with write(2): no lock the stuck thread may hold.
-          char line[512];
+          char line[2048];
           const int n = std::snprintf(line, sizeof line,
-                                      "fabscope: rank %d (%s): watchdog: still waiting for %s %.1f s after its "
+                                      "fabscope: rank %d (%s): watchdog: still waiting for %s%s %.1f s after its "
                                       "deadline (a call into the communication library does not return: a lost or "
-                                      "silent peer); ending this rank with exit code 3\n",
-                                      rank, host.c_str(), what ? what : "(unnamed wait)",
-                                      static_cast<double>(now - deadline) / 1e9);
+                                      "silent peer%s); ending this rank with exit code 3\n",
+                                      rank, host.c_str(), what ? what : "(unnamed wait)", peer,
+                                      static_cast<double>(now - deadline) / 1e9, silence);
           if (n > 0) (void)!write(2, line, static_cast<std::size_t>(std::min<int>(n, sizeof line - 1)));
           _exit(3);
         }

@@ -1,14 +1,17 @@
 #pragma once
 // A per-rank watchdog that needs no MPI, UCX or NCCL progress (issue 20, "no
-// hang anywhere"). Every bounded wait (waitUntil) says what it waits for and
-// until when; a thread of the watchdog's own looks four times a second, and
-// when a wait has not returned `grace` after its deadline (waitUntil checks its
-// deadline between polls, so a poll itself is stuck inside a library, e.g. UCX
-// shared memory after a peer was killed), it writes one line on stderr naming
-// the rank, its host and the wait, and ends the process with exit code 3, so
-// the launcher and the other ranks finish instead of hanging.
+// hang anywhere"). Every wait the program makes says what it waits for, on
+// which peer, and until when (waitUntil does it for every poll loop; loops of
+// their own and teardown calls such as MPI_Finalize or a UCX worker's destroy
+// hold a Watch). A thread of the watchdog's own looks four times a second,
+// and when a wait has not returned `grace` after its deadline (a poll or a
+// call is stuck inside a library, e.g. UCX shared memory after a peer was
+// killed), it writes one line on stderr naming the rank, its host, the wait
+// and the peer, and ends the process with exit code 3, so the launcher and
+// the other ranks finish instead of hanging.
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "runtime/Clock.hpp"
 
@@ -17,34 +20,46 @@ namespace fabscope::runtime::watchdog {
 // Extra time after a wait's deadline before the watchdog ends the process.
 inline constexpr double graceSeconds = 10;
 
+// The peer of a wait that is not on one rank.
+inline constexpr int noPeer = -1;     // a local call (e.g. a library's teardown)
+inline constexpr int everyRank = -2;  // a collective: any rank of the communicator
+
 // Starts the watchdog thread once per process (later calls change nothing).
 void start(int rank, const std::string& host, double grace = graceSeconds);
+// The host of every rank, for naming the peer (set once the ranks know them;
+// until then a peer is named by its rank only).
+void knowHosts(const std::vector<std::string>& hostOfRank);
 
 namespace detail {
 // One slot per thread that waits (threads take the next free slot once).
 struct Slot {
   std::atomic<const char*> what{nullptr};
+  std::atomic<int> peer{noPeer};
   std::atomic<Nanoseconds> deadline{0};  // 0: not waiting
 };
 inline constexpr int kSlots = 32;
 Slot* slotOfThisThread() noexcept;  // null when every slot is taken (then unwatched)
 }  // namespace detail
 
-// Marks the current thread as waiting for `what` until `deadline` for its
-// lifetime: two relaxed stores in, one out (nested waits restore the outer).
+// Marks the current thread as waiting for `what` on `peer` until `deadline`
+// for its lifetime: three relaxed stores in, three out (nested waits restore
+// the outer one).
 class Watch {
  public:
-  Watch(const char* what, Nanoseconds deadline) noexcept : slot_(detail::slotOfThisThread()) {
+  Watch(const char* what, Nanoseconds deadline, int peer = noPeer) noexcept : slot_(detail::slotOfThisThread()) {
     if (!slot_) return;
     outerWhat_ = slot_->what.load(std::memory_order_relaxed);
+    outerPeer_ = slot_->peer.load(std::memory_order_relaxed);
     outerDeadline_ = slot_->deadline.load(std::memory_order_relaxed);
     slot_->what.store(what, std::memory_order_relaxed);
+    slot_->peer.store(peer, std::memory_order_relaxed);
     slot_->deadline.store(deadline, std::memory_order_release);
   }
   ~Watch() {
     if (!slot_) return;
     slot_->deadline.store(outerDeadline_, std::memory_order_release);
     slot_->what.store(outerWhat_, std::memory_order_relaxed);
+    slot_->peer.store(outerPeer_, std::memory_order_relaxed);
   }
   Watch(const Watch&) = delete;
   Watch& operator=(const Watch&) = delete;
@@ -52,7 +67,14 @@ class Watch {
  private:
   detail::Slot* slot_;
   const char* outerWhat_ = nullptr;
+  int outerPeer_ = noPeer;
   Nanoseconds outerDeadline_ = 0;
 };
+
+// A Watch for a call that has no deadline of its own (teardown: MPI_Finalize,
+// MPI_Abort, a UCX worker's destroy): `seconds` from now.
+inline Nanoseconds secondsFromNow(double seconds) noexcept {
+  return monotonicNow() + static_cast<Nanoseconds>(seconds * 1e9);
+}
 
 }  // namespace fabscope::runtime::watchdog

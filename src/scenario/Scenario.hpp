@@ -101,6 +101,13 @@ struct Scenario {
   std::string hdf5Mode = "auto";  // auto | parallel | serial
   // Samples and buffers one rank may allocate for one test instance.
   std::int64_t maxMemoryPerRank = std::int64_t{4} << 30;
+  // Control-plane deadlines (top-level 'control_timeout', 'control_grace'):
+  // each step outside a test once the scenario is read (start-up, opening a
+  // transport, a step of the result file; 0: the defaults of
+  // runtime/Deadlines.hpp, 120 s and 60 s), and the grace after a test's own
+  // deadline before a silent rank is declared lost.
+  double controlTimeoutSeconds = 0;
+  double controlGraceSeconds = 30;
   TransportSettings transports;
   std::vector<TestSpec> tests;
   std::vector<std::string> overrides;

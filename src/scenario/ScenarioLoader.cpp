@@ -16,6 +16,7 @@ namespace fabscope::scenario {
 namespace {
 
 const std::vector<std::string> topKeys = {"name", "description", "criteria", "seed", "hdf5", "max_memory_per_rank",
+                                          "control_timeout", "control_grace",
                                           "transports", "model", "parallel", "defaults", "tests"};
 const std::vector<std::string> commonKeys = {"name",   "kind",      "sizes",     "iterations",
                                              "warmup", "timeout",   "transport", "memory",
@@ -121,6 +122,21 @@ class Loader {
         fail(m, e.what());
       }
     }
+
+    // The control plane's own bounds (docs/scenarios.md "Control-plane deadlines").
+    const auto controlSeconds = [&](const char* key, double& out) {
+      const YAML::Node n = root[key];
+      if (!n) return;
+      if (!n.IsScalar()) fail(n, std::string("'") + key + "' must be a duration such as 30s");
+      try {
+        out = parseDurationSeconds(n.Scalar());
+      } catch (const std::invalid_argument& e) {
+        fail(n, e.what());
+      }
+      if (out > maxTimeoutSeconds) fail(n, std::string("'") + key + "' is longer than 24h; give a deadline a person would wait for");
+    };
+    controlSeconds("control_timeout", scenario.controlTimeoutSeconds);
+    controlSeconds("control_grace", scenario.controlGraceSeconds);
 
     if (const YAML::Node t = root["transports"]) parseTransportSettings(t, scenario.transports);
 

@@ -35,15 +35,18 @@ void MpiTransport::duplicate(MPI_Comm from, const runtime::Deadline& deadline) {
 
 void MpiTransport::reserve(int slots) {
   if (static_cast<int>(requests_.size()) < slots) requests_.resize(static_cast<std::size_t>(slots), MPI_REQUEST_NULL);
+  if (static_cast<int>(peers_.size()) < slots) peers_.resize(static_cast<std::size_t>(slots), runtime::watchdog::noPeer);
 }
 
 void MpiTransport::postSend(int slot, int peer, int tag, const void* buffer, std::size_t bytes) {
+  peers_[static_cast<std::size_t>(slot)] = peer;
   checkMpi(MPI_Isend(buffer, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_,
                      &requests_[static_cast<std::size_t>(slot)]),
            "MPI_Isend");
 }
 
 void MpiTransport::postRecv(int slot, int peer, int tag, void* buffer, std::size_t bytes) {
+  peers_[static_cast<std::size_t>(slot)] = peer;
   checkMpi(MPI_Irecv(buffer, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_,
                      &requests_[static_cast<std::size_t>(slot)]),
            "MPI_Irecv");
@@ -61,6 +64,17 @@ bool MpiTransport::testSlots(int first, int count) {
   return done != 0;
 }
 
+int MpiTransport::peerOfSlots(int first, int count) const {
+  int peer = runtime::watchdog::noPeer;
+  for (int i = first; i < first + count; ++i) {
+    if (requests_[static_cast<std::size_t>(i)] == MPI_REQUEST_NULL) continue;
+    const int p = peers_[static_cast<std::size_t>(i)];
+    if (peer != runtime::watchdog::noPeer && p != peer) return runtime::watchdog::noPeer;  // several
+    peer = p;
+  }
+  return peer;
+}
+
 void MpiTransport::reset(const runtime::Deadline& deadline) {
   // First let what is in flight finish (a matched rendezvous can be neither
   // cancelled nor abandoned: its peer would wait for it); then cancel what is
@@ -71,7 +85,9 @@ void MpiTransport::reset(const runtime::Deadline& deadline) {
     return done != 0;
   };
   const auto grace = runtime::Deadline(std::min(deadline.at(), runtime::monotonicNow() + resetGraceNs));
-  while (!allDone() && !grace.expired()) {
+  {
+    const runtime::watchdog::Watch watch("transfers in flight to finish after a timeout", grace.at());
+    while (!allDone() && !grace.expired()) runtime::betweenPolls();
   }
   if (!done) {
     for (auto& r : requests_)

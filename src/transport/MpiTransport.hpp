@@ -19,6 +19,8 @@ class MpiTransport final : public Transport {
   void postRecv(int slot, int peer, int tag, void* buffer, std::size_t bytes) override;
   bool testSlots(int first, int count) override;
   void reset(const runtime::Deadline& deadline) override;
+ protected:
+  int peerOfSlots(int first, int count) const override;
 
  private:
   void duplicate(MPI_Comm from, const runtime::Deadline& deadline);
@@ -26,6 +28,7 @@ class MpiTransport final : public Transport {
   MPI_Comm world_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::vector<MPI_Request> requests_;
+  std::vector<int> peers_;  // the rank each slot was last posted to (for the watchdog)
 };
 
 }  // namespace fabscope::transport

@@ -109,13 +109,16 @@ class Transport {
   }
 
   void waitSlots(int first, int count, const runtime::Deadline& deadline) {
-    runtime::waitUntil([&] { return testSlots(first, count); }, deadline, waitDescription());
+    runtime::waitUntil([&] { return testSlots(first, count); }, deadline, waitDescription(), peerOfSlots(first, count));
   }
 
   void onError(std::function<void(const TransportError&)> handler) { errorHandler_ = std::move(handler); }
 
  protected:
   virtual const char* waitDescription() const { return "a transfer to or from a peer rank"; }
+  // The rank the slots [first, first + count) were last posted to (for the
+  // watchdog's line); runtime::watchdog::noPeer when unknown or several.
+  virtual int peerOfSlots(int first, int count) const { return (void)first, (void)count, runtime::watchdog::noPeer; }
   void reportError(const TransportError& error) const {
     if (errorHandler_) errorHandler_(error);
   }

@@ -111,8 +111,13 @@ UcxTransport::UcxTransport(const runtime::Communicator& world, const runtime::De
 }
 
 UcxTransport::~UcxTransport() {
-  // Bounded: a dead peer must not keep the program from exiting.
+  // Bounded: a dead peer must not keep the program from exiting. The polls
+  // below check this deadline themselves; the watch also covers the calls
+  // that do not return to a poll loop (closing an endpoint, destroying the
+  // worker and the context), so a UCX stuck on a peer's shared memory ends
+  // the rank (watchdog) instead of hanging it.
   const auto deadline = runtime::Deadline::afterSeconds(5);
+  const runtime::watchdog::Watch watch("UCX to close its endpoints and destroy its worker", deadline.at());
   try {
     // Every request goes back to UCX before the worker does; else UCX warns
     // once per request at destroy ("... was not returned to mpool", hundreds
@@ -130,6 +135,8 @@ UcxTransport::~UcxTransport() {
   } catch (const std::exception&) {
     // The worker is destroyed below either way; UCX releases what is left.
   }
+  worker_.reset();
+  context_.reset();
 }
 
 void UcxTransport::drainUnexpected(const runtime::Deadline& deadline) {
@@ -241,6 +248,17 @@ bool UcxTransport::testSlots(int first, int count) {
   return allDone;
 }
 
+int UcxTransport::peerOfSlots(int first, int count) const {
+  int peer = runtime::watchdog::noPeer;
+  for (int i = first; i < first + count; ++i) {
+    const Slot& s = slots_[static_cast<std::size_t>(i)];
+    if (!s.request) continue;
+    if (peer != runtime::watchdog::noPeer && s.peer != peer) return runtime::watchdog::noPeer;  // several
+    peer = s.peer;
+  }
+  return peer;
+}
+
 void UcxTransport::failSlot(int slot, ucs_status_t status) {
   const int peer = slots_[static_cast<std::size_t>(slot)].peer;
   const auto now = runtime::monotonicNow();
@@ -265,7 +283,7 @@ void UcxTransport::failPeer(int slot) {
   throw runtime::PeerLost(message, peer);
 }
 
-void UcxTransport::waitRequest(void* request, const runtime::Deadline& deadline, const char* what) {
+void UcxTransport::waitRequest(void* request, const runtime::Deadline& deadline, const char* what, int peer) {
   if (request == nullptr) return;
   if (UCS_PTR_IS_ERR(request)) return;  // failed at once: nothing to wait for
   runtime::waitUntil(
@@ -273,7 +291,7 @@ void UcxTransport::waitRequest(void* request, const runtime::Deadline& deadline,
         ucp_worker_progress(worker_.get());
         return ucp_request_check_status(request) != UCS_INPROGRESS;
       },
-      deadline, what);
+      deadline, what, peer);
   ucp_request_free(request);
 }
 
@@ -283,7 +301,7 @@ void UcxTransport::abandonPending(const runtime::Deadline& deadline) {
   for (auto& s : slots_) {
     void* request = s.request;
     s.request = nullptr;
-    waitRequest(request, deadline, "UCX to cancel outstanding requests");
+    waitRequest(request, deadline, "UCX to cancel outstanding requests", s.peer);
   }
 }
 
@@ -300,6 +318,8 @@ void UcxTransport::destroyRkeysOf(int peer) {
 
 void UcxTransport::closeEndpoint(Peer& peer, const runtime::Deadline& deadline) {
   if (!peer.endpoint) return;
+  // ucp_ep_close_nbx itself may wait inside UCX for a peer that is gone.
+  const runtime::watchdog::Watch watch("UCX to close an endpoint", deadline.at(), peer.rank);
   destroyRkeysOf(peer.rank);
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -307,7 +327,7 @@ void UcxTransport::closeEndpoint(Peer& peer, const runtime::Deadline& deadline) 
   param.flags = UCP_EP_CLOSE_FLAG_FORCE;
   void* request = ucp_ep_close_nbx(peer.endpoint, &param);
   peer.endpoint = nullptr;
-  waitRequest(request, deadline, "UCX to close an endpoint");
+  waitRequest(request, deadline, "UCX to close an endpoint", peer.rank);
 }
 
 void UcxTransport::reset(const runtime::Deadline& deadline) {

@@ -42,6 +42,7 @@ class UcxTransport final : public Transport {
 
  protected:
   const char* waitDescription() const override { return "a UCX transfer to or from a peer rank"; }
+  int peerOfSlots(int first, int count) const override;
 
  private:
   struct ContextDeleter {
@@ -100,7 +101,8 @@ class UcxTransport final : public Transport {
   void drainUnexpected(const runtime::Deadline& deadline);
   static constexpr int maxDrainedMessages = 100000;
   void destroyRkeysOf(int peer);
-  void waitRequest(void* request, const runtime::Deadline& deadline, const char* what);
+  void waitRequest(void* request, const runtime::Deadline& deadline, const char* what,
+                   int peer = runtime::watchdog::noPeer);
 
   // The transport's own duplicate of the world for its control collectives:
   // a collective left unfinished by a missed deadline must not break the

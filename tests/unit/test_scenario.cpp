@@ -332,3 +332,19 @@ tests:
   }
 #endif
 }
+
+TEST(Scenario, ControlPlaneDeadlinesAreReadAndChecked) {
+  const auto defaults = load("tests:\n  - {kind: latency, sizes: [8]}\n");
+  EXPECT_DOUBLE_EQ(defaults.controlGraceSeconds, 30);
+  EXPECT_DOUBLE_EQ(defaults.controlTimeoutSeconds, 0);  // the built-in 120 s / 60 s
+  const auto s = load("control_timeout: 5s\ncontrol_grace: 1500ms\ntests:\n  - {kind: latency, sizes: [8]}\n");
+  EXPECT_DOUBLE_EQ(s.controlTimeoutSeconds, 5);
+  EXPECT_DOUBLE_EQ(s.controlGraceSeconds, 1.5);
+  EXPECT_NE(errorOf("control_grace: soon\ntests:\n  - {kind: latency, sizes: [8]}\n").find("t.yaml:1:16:"),
+            std::string::npos);
+  EXPECT_NE(errorOf("control_timeout: 0s\ntests:\n  - {kind: latency, sizes: [8]}\n")
+                .find("t.yaml:1:18: duration '0s' must be greater than 0"),
+            std::string::npos);
+  EXPECT_NE(errorOf("control_grace: [1]\ntests:\n  - {kind: latency, sizes: [8]}\n").find("must be a duration"),
+            std::string::npos);
+}

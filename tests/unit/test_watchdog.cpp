@@ -9,6 +9,12 @@
 #include "runtime/Deadline.hpp"
 #include "runtime/Errors.hpp"
 #include "runtime/Watchdog.hpp"
+#include "runtime/WatchdogRanks.hpp"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace fabscope;
 
@@ -26,7 +32,25 @@ void stuckWait() {
       deadline, "a reply from rank 3");
 }
 
+// A call with no poll loop of its own (a teardown call such as MPI_Finalize)
+// that never returns, watched for a named peer whose host is known.
+void stuckCallOnAPeer() {
+  runtime::watchdog::start(2, "hostC", 0.3);
+  runtime::watchdog::knowHosts({"hostA", "hostB", "hostC", "hostD"});
+  const runtime::watchdog::Watch watch("UCX to close an endpoint", runtime::watchdog::secondsFromNow(0.2), 3);
+  std::this_thread::sleep_for(std::chrono::seconds(30));
+}
+
 }  // namespace
+
+TEST(Watchdog, NamesThePeerOfACallThatNeverReturns) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto begin = std::chrono::steady_clock::now();
+  EXPECT_EXIT(stuckCallOnAPeer(), ::testing::ExitedWithCode(3),
+              "rank 2 \\(hostC\\): watchdog: still waiting for UCX to close an endpoint on rank 3 \\(hostD\\) .* "
+              "after its deadline");
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(10));
+}
 
 TEST(Watchdog, EndsARankWhosePollNeverReturns) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -52,4 +76,32 @@ TEST(Watchdog, LeavesWaitsThatReturnOrFailAtTheirDeadline) {
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "");
+}
+
+namespace {
+// A collective that never returns while a rank of this host is stopped: the
+// watchdog's line names that rank (found in /proc, without MPI).
+void stuckCollectiveWithAStoppedRank() {
+  const pid_t child = fork();
+  if (child == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never left behind, stopped, once the watchdog ends its parent
+    raise(SIGSTOP);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, WUNTRACED);  // stopped now
+  runtime::watchdog::start(0, "hostA", 0.3);
+  runtime::watchdog::knowHosts({"hostA", "hostA", "hostB"});
+  runtime::watchdog::knowPids({getpid(), child, 1});
+  const runtime::watchdog::Watch watch("an allreduce", runtime::watchdog::secondsFromNow(0.2),
+                                       runtime::watchdog::everyRank);
+  std::this_thread::sleep_for(std::chrono::seconds(30));
+}
+}  // namespace
+
+TEST(Watchdog, NamesTheStoppedRankOfItsHost) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(stuckCollectiveWithAStoppedRank(), ::testing::ExitedWithCode(3),
+              "rank 0 \\(hostA\\): watchdog: still waiting for an allreduce on every rank of the collective .*"
+              "on this host rank 1 \\(hostA\\) is stopped \\(pid [0-9]+\\)");
 }

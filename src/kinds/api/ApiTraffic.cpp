@@ -364,6 +364,8 @@ ServerCounts ApiServer::serve(MPI_Request& allDone, const runtime::Deadline& dea
     }
   };
 
+  const runtime::watchdog::Watch watch("the api clients to finish their requests", deadline.at(),
+                                       runtime::watchdog::everyRank);
   for (;;) {
     int finished = 0;
     runtime::checkMpi(MPI_Test(&allDone, &finished, MPI_STATUS_IGNORE), "MPI_Test(api clients finished)");
@@ -640,6 +642,7 @@ ClientOutcome runClient(const ApiConfig& config, const LocalAddress& address, in
     }
   };
 
+  const runtime::watchdog::Watch watchAnswers("api requests to be answered", deadline.at());
   while (done < total) {
     if (deadline.expired()) deadline.fail("api requests to be answered");
     std::int64_t now = monotonicNow();

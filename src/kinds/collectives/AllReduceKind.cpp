@@ -105,7 +105,7 @@ class AllReduceKind final : public Kind {
               runtime::checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(allreduce)");
               return done != 0;
             },
-            ctx.deadline, "an all-reduce with the other ranks");
+            ctx.deadline, "an all-reduce with the other ranks", runtime::watchdog::everyRank);
         const auto t1 = runtime::monotonicNow();
         if (it >= spec.warmup) ctx.samples.record(me, it - spec.warmup, -1, static_cast<std::int64_t>(bytes), t0, t1);
       }

@@ -157,6 +157,8 @@ class IncastKind final : public Kind {
                      buffer + (static_cast<std::size_t>(s) * window + w) * n, n);
       std::vector<bool> acked(static_cast<std::size_t>(senders), false);
       int remaining = senders;
+      const runtime::watchdog::Watch watch("incast data from every sender", ctx.deadline.at(),
+                                           runtime::watchdog::everyRank);
       while (remaining > 0) {
         for (int s = 0; s < senders; ++s) {
           if (acked[static_cast<std::size_t>(s)] || !t.testSlots(s * window, window)) continue;
@@ -190,6 +192,7 @@ class IncastKind final : public Kind {
     }
     if (probe) {
       incastDone = true;
+      const runtime::watchdog::Watch watch("the latency probe to finish", ctx.deadline.at());
       while (!probeDone) {
         serveProbe();
         runtime::betweenPolls();

@@ -56,6 +56,8 @@ class OneSidedPrefill final : public KvWorker {
     const auto& deadline = ctx_.deadline;
     const Nanoseconds t0 = monotonicNow();
     int next = 0, nextStart = 0, finished = 0;
+    const runtime::watchdog::Watch watch("prefill rank's one-sided KV transfers to complete", deadline.at(),
+                                         runtime::watchdog::everyRank);
     while (finished < total) {
       for (std::size_t l = 0; l < lanes_.size(); ++l) {
         Lane& lane = lanes_[l];
@@ -261,6 +263,8 @@ class OneSidedDecode final : public KvWorker {
     for (std::size_t p = 0; p < peers_.size(); ++p)
       for (std::size_t l = 0; l < peers_[p].lanes.size(); ++l) postNext(p, l);
     std::size_t received = 0;
+    const runtime::watchdog::Watch watch("decode rank's one-sided KV transfers to complete", deadline.at(),
+                                         runtime::watchdog::everyRank);
     while (received < expectedTotal_) {
       for (std::size_t p = 0; p < peers_.size(); ++p)
         for (std::size_t l = 0; l < peers_[p].lanes.size(); ++l)

@@ -38,6 +38,7 @@ class PushPrefill final : public KvWorker {
     auto& t = ctx_.transport;
     const Nanoseconds t0 = monotonicNow();
     int next = 0, nextStart = 0, finished = 0;
+    const runtime::watchdog::Watch watch("prefill rank's KV transfers to complete", deadline.at(), runtime::watchdog::everyRank);
     while (finished < total) {
       for (std::size_t l = 0; l < lanes_.size(); ++l) {
         Lane& lane = lanes_[l];
@@ -177,6 +178,7 @@ class PushDecode final : public KvWorker {
     auto& t = ctx_.transport;
     postReceives();
     std::size_t received = 0;
+    const runtime::watchdog::Watch watch("decode rank's KV transfers to arrive", deadline.at(), runtime::watchdog::everyRank);
     while (received < expectedTotal_) {
       for (std::size_t p = 0; p < peers_.size(); ++p) {
         auto& peer = peers_[p];
