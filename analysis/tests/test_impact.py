@@ -49,7 +49,7 @@ def allreduce_samples(times_per_iter, ranks=(0, 1), start=2_000_000_000_000, rng
     for it, d in enumerate(times_per_iter):
         for k, r in enumerate(ranks):
             own = d if k == it % len(ranks) else d * 0.9
-            rows.append((r, it, -1, 0, t, t + int(round(own)), 0))
+            rows.append((r, it, -1, 0, t, t + int(round(own)), 0, 0))
         t += int(d) + 5000
     out = np.array(rows, dtype=SAMPLE_DTYPE)
     return out

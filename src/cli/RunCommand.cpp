@@ -100,10 +100,25 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
     auto rules = registry.scenarioRules(world.size());
     rules.allowCommands = command.allowCommands;
     scenario = scenario::loadScenarioFile(command.scenarioPath, command.overrides, rules);
-    planned = driver::planMatrix(scenario, registry, world.size());
     fabric = driver::loadFabricInputs(command.manifestPath, command.topologyPath);
   } catch (const UsageError& e) {
     problem = e.what();
+  }
+  // Every rank takes part in the exchange, also one whose scenario failed: the
+  // plan of a pattern that follows the topology needs every rank's place.
+  suite::WorldLayout layout;
+  try {
+    layout = driver::exchangeWorldLayout(world, fabric, agreeDeadline);
+  } catch (const RuntimeFailure& e) {
+    std::fprintf(stderr, "fabscope: rank %d: %s\n", world.rank(), e.what());
+    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+  }
+  if (problem.empty()) {
+    try {
+      planned = driver::planMatrix(scenario, registry, layout);
+    } catch (const UsageError& e) {
+      problem = e.what();
+    }
   }
   if (rank0 && problem.empty()) {
     if (outputPath.empty()) outputPath = defaultOutputName();
