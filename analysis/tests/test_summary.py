@@ -112,3 +112,53 @@ def test_validity_comes_first_in_summary_and_report(tmp_path):
     clean = tmp_path / "c.h5"
     write_matrix_run(clean)
     assert "VALIDITY" not in run_cli("summary", clean).stdout
+
+
+def test_summary_splits_by_topology_level(tmp_path):
+    """samples.level (issue 19): statistics per level the pair crosses, each over its
+    own samples only; old files without the column read as level 0 (no split)."""
+    from synthetic import SyntheticRun, latency_entries, make_samples
+    path = tmp_path / "levels.h5"
+    run = SyntheticRun(path, nranks=8, ranks_per_host=2)
+    rng = np.random.default_rng(3)
+    # One same-node pair (2 us), one same-leaf pair (6 us), two cross-pod pairs (18 us).
+    pairs = {(0, 1): (1, 2000.0), (2, 4): (4, 18000.0), (6, 3): (4, 18000.0), (5, 7): (2, 6000.0)}
+    entries, levels = [], {}
+    for (a, b), (level, rtt) in pairs.items():
+        entries += list(latency_entries([(a, b)], 50, rtt, rng, jitter=0.01))
+        levels[(a, b)] = level
+    index = run.add_test("hier", "latency", make_samples(entries, run.start_ns(), levels=levels),
+                         nbytes=8, divisor=2, pattern="hierarchical")
+    run.close(complete=True, exit_code=0)
+    with open_result(path) as result:
+        analysis = RunAnalysis(result)
+        frame = analysis.level_frame()
+        assert list(frame["level"]) == ["same-node", "same-leaf", "cross-pod"]
+        assert list(frame["pairs"]) == [1, 1, 2] and list(frame["samples"]) == [50, 50, 100]
+        p50 = dict(zip(frame["level"], frame["p50"]))
+        assert math.isclose(p50["same-node"], 2.0, rel_tol=0.05), p50
+        assert math.isclose(p50["same-leaf"], 6.0, rel_tol=0.05), p50
+        assert math.isclose(p50["cross-pod"], 18.0, rel_tol=0.05), p50
+        assert set(frame["index"]) == {index}
+    out = run_cli("summary", str(path))
+    assert out.returncode == 0, out.stderr
+    assert "by topology level" in out.stdout
+    line = next(x for x in out.stdout.splitlines() if "cross-pod" in x and "by topology" not in x)
+    assert " 2 " in line and "100" in line, line
+
+
+def test_files_without_levels_read_as_unknown(tmp_path):
+    """A file written before samples.level existed: every sample reads as level 0."""
+    import h5py
+    from synthetic import SAMPLE_DTYPE, write_standard_run
+    path = tmp_path / "old.h5"
+    write_standard_run(path)
+    old = np.dtype([(n, SAMPLE_DTYPE[n]) for n in SAMPLE_DTYPE.names if n != "level"])
+    with h5py.File(path, "r+") as f:
+        s = f["tests/0000/samples"][()]
+        del f["tests/0000/samples"]
+        f["tests/0000"].create_dataset("samples", data=s[list(old.names)].astype(old))
+    with open_result(path) as result:
+        samples = result.test(0).samples()
+        assert len(samples) and (samples["level"] == 0).all()
+        assert RunAnalysis(result).level_frame().empty
