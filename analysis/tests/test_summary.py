@@ -162,3 +162,27 @@ def test_files_without_levels_read_as_unknown(tmp_path):
         samples = result.test(0).samples()
         assert len(samples) and (samples["level"] == 0).all()
         assert RunAnalysis(result).level_frame().empty
+
+
+def test_rank_tails_match_a_percentile_per_rank():
+    """rank_tails sorts once for all ranks; its numbers are numpy.percentile's per rank."""
+    import pandas as pd
+    from fabscope_analysis.stats import rank_tails, tail_value
+    rng = np.random.default_rng(5)
+    n = 3000
+    s = pd.DataFrame({"rank": rng.integers(0, 37, n), "latency_ns": rng.lognormal(8, 1, n),
+                      "bytes": np.full(n, 1 << 20)})
+    s["duration_ns"] = s["latency_ns"]
+    mixed = s.copy()
+    mixed["bytes"] = rng.choice([1 << 10, 1 << 20], n)
+    for frame, metric in ((s, "latency"), (s, "bandwidth"), (mixed, "bandwidth")):
+        tails = rank_tails(frame, metric)
+        assert list(tails["rank"]) == sorted(frame["rank"].unique())
+        for row in tails.itertuples():
+            g = frame[frame["rank"] == row.rank]
+            t = g["latency_ns"].to_numpy(dtype=float)
+            b = g["bytes"].to_numpy(dtype=float)
+            assert row.samples == len(g)
+            assert math.isclose(row.p50, tail_value(metric, t, b, 50.0), rel_tol=1e-12)
+            assert math.isclose(row.p99, tail_value(metric, t, b, 99.0), rel_tol=1e-12)
+            assert math.isclose(row.p99_time_ns, np.percentile(t, 99), rel_tol=1e-12)

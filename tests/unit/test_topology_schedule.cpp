@@ -144,7 +144,7 @@ TEST(TopologySchedule, HierarchicalCoversEveryLeafPairAndSamplesBetween) {
   const auto within = pairsOf(Schedule(schedule.begin(), schedule.begin() + 7));
   EXPECT_EQ(within.size(), 4u * 28u);
   for (const auto& [a, b] : within) EXPECT_EQ(a / 8, b / 8) << "first pass stays in a leaf";
-  const auto between = levelsOf(Schedule(schedule.begin() + 7, schedule.end()), layout);
+  auto between = levelsOf(Schedule(schedule.begin() + 7, schedule.end()), layout);
   EXPECT_EQ(between.count(Level::sameNode) + between.count(Level::sameLeaf), 0u);
   EXPECT_GT(between[Level::samePod], 0) << "draws alternate within a pod";
   EXPECT_GT(between[Level::crossPod], 0) << "and across pods";
