@@ -155,6 +155,13 @@ double leastSeconds(const PlannedInstance& p) {
   return estimateSeconds(one);
 }
 
+// A budget that covers `seconds`, in a unit the scenario reader takes.
+std::string budgetSuggestion(double seconds) {
+  if (seconds < 60) return std::to_string(static_cast<long long>(std::ceil(seconds * 1e3))) + "ms";
+  if (seconds < 3600) return std::to_string(static_cast<long long>(std::ceil(seconds / 60))) + "m";
+  return std::to_string(static_cast<long long>(std::ceil(seconds / 3600))) + "h";
+}
+
 // Keeps the same share of the thinnable instances' extra rounds (beyond their
 // first) so that `members` fit in `budget` seconds; ScenarioError at `where`
 // when even one round each does not fit.
@@ -170,7 +177,7 @@ void fitBudget(std::vector<PlannedInstance>& planned, const std::vector<std::siz
     throw scenario::ScenarioError(
         where + ": " + what + " needs about " + formatEstimate(full) + " (estimate), and still " +
         formatEstimate(least) + " with one round per instance: more than its budget of " + formatEstimate(budget) +
-        "; what would fit: budget: " + formatEstimate(std::ceil(least * 1.1)) + " or more, or fewer sizes, "
+        "; what would fit: budget: " + budgetSuggestion(least * 1.1) + " or more, or fewer sizes, "
         "iterations or tests (fabscope list --ranks N shows each instance's estimate)");
   const double share = (budget - least) / (full - least);
   for (auto i : members) {
