@@ -92,7 +92,7 @@ TEST(TopologySchedule, RingsCoverEveryRankTwicePerRing) {
   for (int n : {8, 9, 16}) {
     const auto schedule = ringSchedule(n, 3, 42);
     expectEveryRankBusyAtMostOnce(schedule, n);
-    EXPECT_EQ(schedule.size(), static_cast<std::size_t>(n % 2 == 0 ? 6 : 9));
+    ASSERT_EQ(schedule.size(), static_cast<std::size_t>(n % 2 == 0 ? 6 : 9));
     const std::size_t perRing = n % 2 == 0 ? 2 : 3;
     for (std::size_t ring = 0; ring < 3; ++ring) {
       std::map<int, int> initiated, responded;
