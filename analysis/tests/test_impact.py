@@ -87,7 +87,7 @@ def add_kvpush(run, nbytes, transfer_ns, queue_ns, strategy="staged", prompt=819
         done = start + int(transfer_ns[i])
         req[i] = (i, 0, 1, nbytes, 1, 1, arrival, start, done, 0, 0, 0, strategy.encode(),
                   b"push", 1)
-        samples[i] = (1, i, 0, nbytes, start, done, 0)
+        samples[i] = (1, i, 0, nbytes, start, done, 0, 0)
         t = done + 1000
     idx = run.add_test(f"kv-{strategy}", "kvpush", samples, nbytes=nbytes,
                        case=f"kv-{strategy}/{nbytes}", metric="bandwidth",
