@@ -133,9 +133,13 @@ InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, co
       detail += ", " + roundsText();
     }
   }
+  // One pass over the pairs (not one per rank: that was quadratic in the ranks).
+  std::vector<std::int64_t> busy(static_cast<std::size_t>(ranks), 0);
   std::int64_t roundsPerRank = 0;
-  for (int r = 0; r < ranks; ++r)
-    roundsPerRank = std::max<std::int64_t>(roundsPerRank, static_cast<std::int64_t>(roundsOf(plan.schedule, r).size()));
+  for (const auto& round : plan.schedule)
+    for (const auto& pair : round)
+      for (int r : {pair.initiator, pair.responder})
+        roundsPerRank = std::max(roundsPerRank, ++busy[static_cast<std::size_t>(r)]);
   plan.maxSamplesPerRank = roundsPerRank * spec.iterations;
   const auto receive = std::min<std::size_t>(static_cast<std::size_t>(instance.bytes) * static_cast<std::size_t>(plan.window),
                                              std::max<std::size_t>(maxReceiveBytes, static_cast<std::size_t>(instance.bytes)));
