@@ -32,7 +32,11 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
 KNOWN_FORMAT_VERSIONS = (1,)
 
 # Column sets of the tables, so an absent or empty table still has its columns.
-SAMPLE_COLUMNS = ["rank", "iter", "peer", "bytes", "t_post_ns", "t_done_ns", "flags"]
+SAMPLE_COLUMNS = ["rank", "iter", "peer", "bytes", "t_post_ns", "t_done_ns", "flags", "level"]
+# samples.level: the topology level the sample's pair crosses (issue 19); 0 in files
+# written before the column existed and for samples that are not between a pair.
+LEVEL_NAMES = {0: "unknown", 1: "same-node", 2: "same-leaf", 3: "same-pod", 4: "cross-pod",
+               5: "cross-node"}
 SUMMARY_COLUMNS = ["rank", "samples", "min_ns", "mean_ns", "p50_ns", "p99_ns", "p999_ns",
                    "max_ns", "bytes", "errors", "scope"]
 # /tests/NNNN/scopes: the instance's statistics per site scope (runs with site labels).
@@ -161,8 +165,13 @@ class TestInstance:
         return name in self._group
 
     def samples(self) -> pd.DataFrame:
-        """Raw samples, one row per timed operation per rank (columns as in the file)."""
-        return self._table("samples", SAMPLE_COLUMNS)
+        """Raw samples, one row per timed operation per rank (columns as in the file;
+        ``level`` 0 when the file predates it)."""
+        frame = self._table("samples", SAMPLE_COLUMNS)
+        if frame["level"].isna().any():
+            frame["level"] = frame["level"].fillna(0)
+        frame["level"] = frame["level"].astype("uint8")
+        return frame
 
     def summary(self) -> pd.DataFrame:
         return self._table("summary", SUMMARY_COLUMNS)

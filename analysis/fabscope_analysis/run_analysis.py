@@ -14,10 +14,10 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import pandas as pd
 
-from .reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
+from .reader import FLAG_AUXILIARY_MASK, LEVEL_NAMES, ResultFile, TestInstance
 from .scopes import WHOLE, Scope, SiteScopes, group_of, scope_label, site_of_rank
-from .stats import (InstanceStats, impact_factor, instance_stats, is_bandwidth, unit_of,
-                    with_derived)
+from .stats import (InstanceStats, figure_value, impact_factor, instance_stats, is_bandwidth,
+                    unit_of, with_derived, worse_is_higher_times)
 
 
 def instance_key(inst: TestInstance) -> Tuple[str, str, str]:
@@ -176,6 +176,37 @@ class RunAnalysis:
             "stragglers": ", ".join(self.describe_rank(r) for r in st.stragglers),
             "spans_sites": str(inst.get("spans_sites", "") or ""),
         }
+
+    def level_frame(self, name: Optional[str] = None) -> pd.DataFrame:
+        """One row per instance, site scope and topology level its pairs cross
+        (samples.level), for the instances whose samples cross more than one level:
+        the split by level beside the split by site. ``name``: one test only."""
+        rows = []
+        for inst in self.instances:
+            if name is not None and inst.get("name", "") != name:
+                continue
+            for scope in self.scopes(inst):
+                s = self.samples(inst, scope)
+                if "level" not in s.columns or not len(s):
+                    continue
+                levels = sorted(int(v) for v in pd.unique(s["level"]) if int(v) > 0)
+                if len(levels) < 2:
+                    continue
+                for level in levels:
+                    part = s[s["level"] == level]
+                    times = worse_is_higher_times(part, inst.metric)
+                    b = part["bytes"].to_numpy(dtype=np.float64)
+                    rows.append({
+                        "index": inst.index, "name": inst.get("name", ""),
+                        "bytes": inst.get("bytes", 0), "label": condition_label(inst),
+                        "scope": scope.name, "level": LEVEL_NAMES.get(level, str(level)),
+                        "pairs": int(len(part.drop_duplicates(["rank", "peer"]))),
+                        "samples": int(len(part)), "unit": unit_of(inst.metric),
+                        "p50": figure_value(inst.metric, "p50", times, b),
+                        "p99": figure_value(inst.metric, "p99", times, b),
+                        "worst": figure_value(inst.metric, "worst", times, b),
+                    })
+        return pd.DataFrame(rows)
 
     def scope_suffix(self, scope: Scope) -> str:
         """' [site=A]' in a run with site labels, '' otherwise."""

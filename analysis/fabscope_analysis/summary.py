@@ -68,6 +68,20 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
                 "stragglers": r["stragglers"] or "-",
             })
         out.append(pd.DataFrame(rows).to_string(index=False))
+        by_level = analysis.level_frame(name)
+        if not by_level.empty:
+            out.append("  by topology level (same-node, same-leaf, same-pod, cross-pod; "
+                       "cross-node: different nodes without leaf labels):")
+            level_rows = [{
+                "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
+                "condition": r["label"],
+                **({"scope": r["scope"] or "-"} if analysis.labelled else {}),
+                "level": r["level"], "pairs": r["pairs"], "samples": r["samples"],
+                "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
+                "worst": format_number(r["worst"]),
+            } for _, r in by_level.iterrows()]
+            out.extend("  " + line for line in
+                       pd.DataFrame(level_rows).to_string(index=False).splitlines())
         for _, r in group.drop_duplicates("index").iterrows():
             if r["error"]:
                 out.append(f"  {int(r['index']):04d} error: {r['error']}")

@@ -12,7 +12,8 @@ import h5py
 import numpy as np
 
 SAMPLE_DTYPE = np.dtype([("rank", "<i4"), ("iter", "<i4"), ("peer", "<i4"), ("bytes", "<i8"),
-                         ("t_post_ns", "<i8"), ("t_done_ns", "<i8"), ("flags", "<u4")])
+                         ("t_post_ns", "<i8"), ("t_done_ns", "<i8"), ("flags", "<u4"),
+                         ("level", "u1")])
 SUMMARY_DTYPE = np.dtype([("rank", "<i4"), ("samples", "<i8"), ("min_ns", "<f8"),
                           ("mean_ns", "<f8"), ("p50_ns", "<f8"), ("p99_ns", "<f8"),
                           ("p999_ns", "<f8"), ("max_ns", "<f8"), ("bytes", "<i8"),
@@ -34,11 +35,12 @@ T0 = 1_000_000_000_000  # global clock at run start (ns)
 
 
 def make_samples(entries: Iterable[Tuple[int, int, int, int, float]], start_ns: int,
-                 gap_ns: int = 1000, flags: Optional[Dict[Tuple[int, int], int]] = None
-                 ) -> np.ndarray:
+                 gap_ns: int = 1000, flags: Optional[Dict[Tuple[int, int], int]] = None,
+                 levels: Optional[Dict[Tuple[int, int], int]] = None) -> np.ndarray:
     """entries: (rank, iter, peer, bytes, duration_ns) -> samples table.
 
-    Each rank's operations follow each other with gap_ns between them.
+    Each rank's operations follow each other with gap_ns between them; ``levels``
+    gives the topology level of a (rank, peer) pair (samples.level, 0 otherwise).
     """
     entries = list(entries)
     out = np.zeros(len(entries), dtype=SAMPLE_DTYPE)
@@ -46,7 +48,8 @@ def make_samples(entries: Iterable[Tuple[int, int, int, int, float]], start_ns: 
     for i, (rank, it, peer, nbytes, duration) in enumerate(entries):
         t = clock.get(rank, start_ns)
         d = max(int(round(duration)), 1)
-        out[i] = (rank, it, peer, nbytes, t, t + d, (flags or {}).get((rank, it), 0))
+        out[i] = (rank, it, peer, nbytes, t, t + d, (flags or {}).get((rank, it), 0),
+                  (levels or {}).get((rank, peer), 0))
         clock[rank] = t + d + gap_ns
     return out
 

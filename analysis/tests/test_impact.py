@@ -49,7 +49,7 @@ def allreduce_samples(times_per_iter, ranks=(0, 1), start=2_000_000_000_000, rng
     for it, d in enumerate(times_per_iter):
         for k, r in enumerate(ranks):
             own = d if k == it % len(ranks) else d * 0.9
-            rows.append((r, it, -1, 0, t, t + int(round(own)), 0))
+            rows.append((r, it, -1, 0, t, t + int(round(own)), 0, 0))
         t += int(d) + 5000
     out = np.array(rows, dtype=SAMPLE_DTYPE)
     return out
@@ -87,7 +87,7 @@ def add_kvpush(run, nbytes, transfer_ns, queue_ns, strategy="staged", prompt=819
         done = start + int(transfer_ns[i])
         req[i] = (i, 0, 1, nbytes, 1, 1, arrival, start, done, 0, 0, 0, strategy.encode(),
                   b"push", 1)
-        samples[i] = (1, i, 0, nbytes, start, done, 0)
+        samples[i] = (1, i, 0, nbytes, start, done, 0, 0)
         t = done + 1000
     idx = run.add_test(f"kv-{strategy}", "kvpush", samples, nbytes=nbytes,
                        case=f"kv-{strategy}/{nbytes}", metric="bandwidth",

@@ -288,7 +288,7 @@ def test_auxiliary_rows_are_not_headline_samples(tmp_path):
     s = make_samples(rows, run.start_ns())
     aux = np.zeros(5, dtype=SAMPLE_DTYPE)
     for i in range(5):
-        aux[i] = (0, i, -1, 131072, run.start_ns(), run.start_ns() + 900_000, 1 << 8)
+        aux[i] = (0, i, -1, 131072, run.start_ns(), run.start_ns() + 900_000, 1 << 8, 0)
     run.add_test("incast", "incast", np.concatenate([s, aux]), nbytes=65536,
                  metric="bandwidth", pattern="incast")
     run.close()

@@ -147,3 +147,77 @@ def test_summary_names_both_timing_conventions_of_the_collectives(tmp_path):
     out = run_cli("summary", old)
     assert out.returncode == 0, out.stderr
     assert "0000 all-reduce busbw" not in out.stdout and "); pipelined" not in out.stdout, out.stdout
+
+
+def test_summary_splits_by_topology_level(tmp_path):
+    """samples.level (issue 19): statistics per level the pair crosses, each over its
+    own samples only; old files without the column read as level 0 (no split)."""
+    from synthetic import SyntheticRun, latency_entries, make_samples
+    path = tmp_path / "levels.h5"
+    run = SyntheticRun(path, nranks=8, ranks_per_host=2)
+    rng = np.random.default_rng(3)
+    # One same-node pair (2 us), one same-leaf pair (6 us), two cross-pod pairs (18 us).
+    pairs = {(0, 1): (1, 2000.0), (2, 4): (4, 18000.0), (6, 3): (4, 18000.0), (5, 7): (2, 6000.0)}
+    entries, levels = [], {}
+    for (a, b), (level, rtt) in pairs.items():
+        entries += list(latency_entries([(a, b)], 50, rtt, rng, jitter=0.01))
+        levels[(a, b)] = level
+    index = run.add_test("hier", "latency", make_samples(entries, run.start_ns(), levels=levels),
+                         nbytes=8, divisor=2, pattern="hierarchical")
+    run.close(complete=True, exit_code=0)
+    with open_result(path) as result:
+        analysis = RunAnalysis(result)
+        frame = analysis.level_frame()
+        assert list(frame["level"]) == ["same-node", "same-leaf", "cross-pod"]
+        assert list(frame["pairs"]) == [1, 1, 2] and list(frame["samples"]) == [50, 50, 100]
+        p50 = dict(zip(frame["level"], frame["p50"]))
+        assert math.isclose(p50["same-node"], 2.0, rel_tol=0.05), p50
+        assert math.isclose(p50["same-leaf"], 6.0, rel_tol=0.05), p50
+        assert math.isclose(p50["cross-pod"], 18.0, rel_tol=0.05), p50
+        assert set(frame["index"]) == {index}
+    out = run_cli("summary", str(path))
+    assert out.returncode == 0, out.stderr
+    assert "by topology level" in out.stdout
+    line = next(x for x in out.stdout.splitlines() if "cross-pod" in x and "by topology" not in x)
+    assert " 2 " in line and "100" in line, line
+
+
+def test_files_without_levels_read_as_unknown(tmp_path):
+    """A file written before samples.level existed: every sample reads as level 0."""
+    import h5py
+    from synthetic import SAMPLE_DTYPE, write_standard_run
+    path = tmp_path / "old.h5"
+    write_standard_run(path)
+    old = np.dtype([(n, SAMPLE_DTYPE[n]) for n in SAMPLE_DTYPE.names if n != "level"])
+    with h5py.File(path, "r+") as f:
+        s = f["tests/0000/samples"][()]
+        del f["tests/0000/samples"]
+        f["tests/0000"].create_dataset("samples", data=s[list(old.names)].astype(old))
+    with open_result(path) as result:
+        samples = result.test(0).samples()
+        assert len(samples) and (samples["level"] == 0).all()
+        assert RunAnalysis(result).level_frame().empty
+
+
+def test_rank_tails_match_a_percentile_per_rank():
+    """rank_tails sorts once for all ranks; its numbers are numpy.percentile's per rank."""
+    import pandas as pd
+    from fabscope_analysis.stats import rank_tails, tail_value
+    rng = np.random.default_rng(5)
+    n = 3000
+    s = pd.DataFrame({"rank": rng.integers(0, 37, n), "latency_ns": rng.lognormal(8, 1, n),
+                      "bytes": np.full(n, 1 << 20)})
+    s["duration_ns"] = s["latency_ns"]
+    mixed = s.copy()
+    mixed["bytes"] = rng.choice([1 << 10, 1 << 20], n)
+    for frame, metric in ((s, "latency"), (s, "bandwidth"), (mixed, "bandwidth")):
+        tails = rank_tails(frame, metric)
+        assert list(tails["rank"]) == sorted(frame["rank"].unique())
+        for row in tails.itertuples():
+            g = frame[frame["rank"] == row.rank]
+            t = g["latency_ns"].to_numpy(dtype=float)
+            b = g["bytes"].to_numpy(dtype=float)
+            assert row.samples == len(g)
+            assert math.isclose(row.p50, tail_value(metric, t, b, 50.0), rel_tol=1e-12)
+            assert math.isclose(row.p99, tail_value(metric, t, b, 99.0), rel_tol=1e-12)
+            assert math.isclose(row.p99_time_ns, np.percentile(t, 99), rel_tol=1e-12)

@@ -182,6 +182,11 @@ int runCommandLine(int argc, char** argv) {
       opts.add(scenarioOptions()).add_options()
           ("ranks,n", po::value<int>()->value_name("N"),
            "plan for N ranks instead of the number this command was started with")
+          ("ranks-per-node", po::value<int>()->value_name("N")->default_value(8),
+           "the layout assumed for patterns that follow the topology: N ranks to a node, in rank order")
+          ("nodes-per-leaf", po::value<int>()->value_name("N")->default_value(0),
+           "... N nodes to a leaf switch (0: no leaf labels, as a run without --topology)")
+          ("leaves-per-pod", po::value<int>()->value_name("N")->default_value(0), "... N leaves to a pod (0: no pod labels)")
           ("model", po::value<std::string>()->value_name("PRESET"),
            "print the sizes a serving-impact view of this model needs (python3 -m fabscope_analysis "
            "impact); with --scenario, also which planned instances measure them")
@@ -201,6 +206,11 @@ int runCommandLine(int argc, char** argv) {
       c.scenarioPath = c.scenarioGiven ? vm["scenario"].as<std::string>() : defaultScenario();
       if (vm.count("set")) c.overrides = vm["set"].as<std::vector<std::string>>();
       c.ranks = vm.count("ranks") ? vm["ranks"].as<int>() : 0;
+      c.ranksPerNode = vm["ranks-per-node"].as<int>();
+      c.nodesPerLeaf = vm["nodes-per-leaf"].as<int>();
+      c.leavesPerPod = vm["leaves-per-pod"].as<int>();
+      if (c.ranksPerNode < 1 || c.nodesPerLeaf < 0 || c.leavesPerPod < 0)
+        throw UsageError("--ranks-per-node must be at least 1, --nodes-per-leaf and --leaves-per-pod at least 0");
       if (vm.count("model")) {
         c.model = vm["model"].as<std::string>();
         c.tp = vm["tp"].as<int>();

@@ -25,6 +25,11 @@ struct ListCommand {
   bool scenarioGiven = false;
   std::vector<std::string> overrides;
   int ranks = 0;
+  // The layout list assumes for patterns that follow the topology: ranks per
+  // node, nodes per leaf, leaves per pod (0: no leaf/pod labels).
+  int ranksPerNode = 8;
+  int nodesPerLeaf = 0;
+  int leavesPerPod = 0;
   // --model: the sizes a serving-impact view of this deployment needs
   // (fabscope_analysis impact); with --scenario also which planned instances measure them.
   std::string model;

@@ -112,13 +112,22 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
     auto rules = registry.scenarioRules(ranks);
     rules.allowCommands = true;  // list runs nothing: it shows the commands a run would
     const auto scenario = scenario::loadScenarioFile(command.scenarioPath, command.overrides, rules);
-    const auto planned = driver::planMatrix(scenario, registry, ranks);
+    const auto planned = driver::planMatrix(
+        scenario, registry,
+        suite::WorldLayout::uniform(ranks, command.ranksPerNode, command.nodesPerLeaf, command.leavesPerPod));
     std::printf("scenario '%s' (%s) for %d ranks: %zu test instances%s\n", scenario.name.c_str(),
                 scenario.file.c_str(), ranks, planned.size(), driver::retestsAmong(planned).c_str());
+    std::printf("  layout assumed: %d ranks per node%s\n", command.ranksPerNode,
+                command.nodesPerLeaf > 0 ? (", " + std::to_string(command.nodesPerLeaf) + " nodes per leaf" +
+                                            (command.leavesPerPod > 0 ? ", " + std::to_string(command.leavesPerPod) +
+                                                                            " leaves per pod" : std::string()))
+                                               .c_str()
+                                         : ", no leaf labels");
     if (!scenario.description.empty()) std::printf("  %s\n", scenario.description.c_str());
-    std::printf("\n%-4s %-22s %-9s %-8s %-8s %-6s %-5s %6s %6s %9s %10s  %s\n", "#", "test", "kind", "size", "cond",
-                "transp", "mem", "iters", "warmup", "timeout", "mem/rank", "plan");
+    std::printf("\n%-4s %-22s %-9s %-8s %-8s %-6s %-5s %6s %6s %9s %10s %7s %9s  %s\n", "#", "test", "kind", "size",
+                "cond", "transp", "mem", "iters", "warmup", "timeout", "mem/rank", "rounds", "estimate", "plan");
     std::int64_t peak = 0;
+    double total = 0;
     int index = 0;
     for (const auto& p : planned) {
       const auto& spec = *p.instance.spec;
@@ -126,10 +135,14 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
       peak = std::max(peak, memory);
       char timeout[16];
       std::snprintf(timeout, sizeof timeout, "%.0fs", spec.timeoutSeconds);
-      std::printf("%-4d %-22.22s %-9s %-8s %-8.8s %-6s %-5s %6d %6d %9s %10s  %s\n", index++, spec.name.c_str(),
+      const double estimate = driver::estimateSeconds(p);
+      total += estimate;
+      const std::string rounds = p.plan.schedule.empty() ? "-" : std::to_string(p.plan.schedule.size());
+      std::printf("%-4d %-22.22s %-9s %-8s %-8.8s %-6s %-5s %6d %6d %9s %10s %7s %9s  %s\n", index++, spec.name.c_str(),
                   spec.kind.c_str(), scenario::formatSize(p.instance.bytes).c_str(), p.instance.condition.c_str(),
                   spec.transport.c_str(), spec.memory.c_str(), spec.iterations, spec.warmup, timeout,
-                  scenario::formatSize(memory).c_str(), p.plan.description.c_str());
+                  scenario::formatSize(memory).c_str(), rounds.c_str(), driver::formatEstimate(estimate).c_str(),
+                  p.plan.description.c_str());
       if (!p.instance.sizeFormula.empty()) std::printf("     size = %s\n", p.instance.sizeFormula.c_str());
       for (const auto& line : commandsOf(p)) std::printf("     runs: %s\n", line.c_str());
     }
@@ -159,6 +172,12 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
     }
     std::printf("\npeak memory per rank for samples and buffers: about %.1f MiB (limit max_memory_per_rank %.0f MiB)\n",
                 static_cast<double>(peak) / (1 << 20), static_cast<double>(scenario.maxMemoryPerRank) / (1 << 20));
+    std::printf("estimated time: %s in all%s (assuming %.0f us and %.0f GB/s per pair and %.0f ms per round: a "
+                "planning figure, not a prediction)\n",
+                driver::formatEstimate(total).c_str(),
+                scenario.budgetSeconds > 0 ? (", budget " + driver::formatEstimate(scenario.budgetSeconds)).c_str() : "",
+                driver::estimate::assumedLatencySeconds * 1e6, driver::estimate::assumedBytesPerSecond / 1e9,
+                driver::estimate::assumedRoundCostSeconds * 1e3);
     return exit_code::ok;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "fabscope: error: %s\n", e.what());

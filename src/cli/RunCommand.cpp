@@ -100,10 +100,25 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
     auto rules = registry.scenarioRules(world.size());
     rules.allowCommands = command.allowCommands;
     scenario = scenario::loadScenarioFile(command.scenarioPath, command.overrides, rules);
-    planned = driver::planMatrix(scenario, registry, world.size());
     fabric = driver::loadFabricInputs(command.manifestPath, command.topologyPath);
   } catch (const UsageError& e) {
     problem = e.what();
+  }
+  // Every rank takes part in the exchange, also one whose scenario failed: the
+  // plan of a pattern that follows the topology needs every rank's place.
+  suite::WorldLayout layout;
+  try {
+    layout = driver::exchangeWorldLayout(world, fabric, agreeDeadline);
+  } catch (const RuntimeFailure& e) {
+    std::fprintf(stderr, "fabscope: rank %d: %s\n", world.rank(), e.what());
+    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+  }
+  if (problem.empty()) {
+    try {
+      planned = driver::planMatrix(scenario, registry, layout);
+    } catch (const UsageError& e) {
+      problem = e.what();
+    }
   }
   if (rank0 && problem.empty()) {
     if (outputPath.empty()) outputPath = defaultOutputName();
@@ -111,14 +126,12 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
   }
   try {
     // Checks that need every rank's host (a link fault's victim alone on its
-    // host): the hosts gathered to rank 0 and checked there, a bad placement
-    // refused like any other bad input.
-    char myHost[256] = {};
-    gethostname(myHost, sizeof myHost - 1);
-    const auto hostOfRank = world.gatherStrings(myHost, 0, agreeDeadline);
+    // host), from the layout every rank already holds: checked on rank 0, a
+    // bad placement refused like any other bad input.
     if (rank0 && problem.empty()) {
       try {
-        for (const auto& p : planned) registry.kind(p.instance.spec->kind).checkPlacement(p.instance, hostOfRank);
+        for (const auto& p : planned)
+          registry.kind(p.instance.spec->kind).checkPlacement(p.instance, layout.hostOfRank);
       } catch (const UsageError& e) {
         problem = e.what();
       }

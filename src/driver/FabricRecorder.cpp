@@ -1,6 +1,7 @@
 #include "driver/FabricRecorder.hpp"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -21,6 +22,30 @@ FabricInputs loadFabricInputs(const std::string& manifestPath, const std::string
     throw UsageError(e.what());
   }
   return inputs;
+}
+
+suite::WorldLayout exchangeWorldLayout(const runtime::Communicator& world, const FabricInputs& inputs,
+                                       const runtime::Deadline& deadline) {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  const auto label = inventory::topologyForHost(name, inputs.topology ? &*inputs.topology : nullptr,
+                                                inventory::currentEnvironment());
+  // Host names and labels hold no tab or newline (the topology reader takes YAML scalars; hosts are DNS names).
+  const auto gathered = world.gatherStrings(std::string(name) + "\t" + label.leaf + "\t" + label.pod, 0, deadline);
+  std::string joined;
+  for (const auto& entry : gathered) joined += entry + "\n";
+  joined = world.broadcastString(joined, 0, deadline);
+  suite::WorldLayout layout;
+  for (std::size_t start = 0; start < joined.size();) {
+    const auto end = joined.find('\n', start);
+    const auto line = joined.substr(start, end - start);
+    const auto tab1 = line.find('\t'), tab2 = line.find('\t', tab1 + 1);
+    layout.hostOfRank.push_back(line.substr(0, tab1));
+    layout.leafOfRank.push_back(line.substr(tab1 + 1, tab2 - tab1 - 1));
+    layout.podOfRank.push_back(line.substr(tab2 + 1));
+    start = end + 1;
+  }
+  return layout;
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include "inventory/Counters.hpp"
 #include "inventory/Manifest.hpp"
 #include "inventory/Topology.hpp"
+#include "kinds/p2p/TopologySchedule.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/RankIdentity.hpp"
 
@@ -21,6 +22,13 @@ struct FabricInputs {
 // Reads the optional manifest and topology files; UsageError (exit 2) when
 // one does not parse, naming the file, line and column.
 FabricInputs loadFabricInputs(const std::string& manifestPath, const std::string& topologyPath);
+
+// Collective, before planning: every rank's host name and topology labels
+// (from the topology file, else Slurm) on every rank, for the patterns that
+// follow the topology. Two small messages per rank, gathered to rank 0 and
+// broadcast.
+suite::WorldLayout exchangeWorldLayout(const runtime::Communicator& world, const FabricInputs& inputs,
+                                       const runtime::Deadline& deadline);
 
 struct FabricVerdict {
   int consistencyFlags = 0;

@@ -283,6 +283,11 @@ void Runner::instanceAttributes(InstanceRun& run) {
       {"placement", run.roles.placement},
       {"size_formula", instance.sizeFormula},
   };
+  if (!plan.leftOut.empty()) {  // the time budget thinned the pattern
+    run.attributes.emplace_back("budget_left_out", plan.leftOut);
+    run.attributes.emplace_back("rounds_left_out", plan.roundsLeftOut);
+    run.attributes.emplace_back("pairs_left_out", plan.pairsLeftOut);
+  }
   result.replicate = instance.replicate;
   result.repeats = spec.repeats;
   if (spec.repeats > 1) {  // only then: files without `repeats` keep their layout

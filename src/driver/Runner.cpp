@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <span>
@@ -118,10 +119,131 @@ PlannedInstance retestSlotOf(const PlannedInstance& measured, int index) {
 
 }  // namespace
 
+double estimateSeconds(const PlannedInstance& planned) {
+  const auto& spec = *planned.instance.spec;
+  const auto& plan = planned.plan;
+  double rounds = static_cast<double>(plan.schedule.size());
+  if (plan.pass == "serial-retest" && spec.iterations > 0)  // pairs chosen later: its sample bound says how many
+    rounds = static_cast<double>(plan.maxSamplesPerRank / spec.iterations);
+  rounds = std::max(rounds, 1.0);
+  const double perOperation = estimate::assumedLatencySeconds +
+                              static_cast<double>(planned.instance.bytes) * std::max(plan.window, 1) /
+                                  estimate::assumedBytesPerSecond;
+  return rounds * (spec.warmup + spec.iterations) * perOperation + rounds * estimate::assumedRoundCostSeconds;
+}
+
+std::string formatEstimate(double seconds) {
+  char text[32];
+  if (seconds >= 3600)
+    std::snprintf(text, sizeof text, "%dh%02dm", static_cast<int>(seconds / 3600), static_cast<int>(seconds / 60) % 60);
+  else if (seconds >= 60)
+    std::snprintf(text, sizeof text, "%dm%02ds", static_cast<int>(seconds / 60), static_cast<int>(seconds) % 60);
+  else
+    std::snprintf(text, sizeof text, "%.3gs", seconds);
+  return text;
+}
+
+namespace {
+
+// An instance the budget may thin: a parallel pass with more than one round.
+bool thinnable(const PlannedInstance& p) { return p.plan.pass == "parallel" && p.plan.schedule.size() > 1; }
+
+std::int64_t pairsIn(const suite::Schedule& schedule) {
+  std::int64_t pairs = 0;
+  for (const auto& round : schedule) pairs += static_cast<std::int64_t>(round.size());
+  return pairs;
+}
+
+// The cheapest the instances in `members` can be: one round for the thinnable.
+double leastSeconds(const PlannedInstance& p) {
+  if (!thinnable(p)) return estimateSeconds(p);
+  PlannedInstance one = p;
+  one.plan.schedule.resize(1);
+  return estimateSeconds(one);
+}
+
+// A budget that covers `seconds`, in a unit the scenario reader takes.
+std::string budgetSuggestion(double seconds) {
+  if (seconds < 60) return std::to_string(static_cast<long long>(std::ceil(seconds * 1e3))) + "ms";
+  if (seconds < 3600) return std::to_string(static_cast<long long>(std::ceil(seconds / 60))) + "m";
+  return std::to_string(static_cast<long long>(std::ceil(seconds / 3600))) + "h";
+}
+
+// Keeps the same share of the thinnable instances' extra rounds (beyond their
+// first) so that `members` fit in `budget` seconds; ScenarioError at `where`
+// when even one round each does not fit.
+void fitBudget(std::vector<PlannedInstance>& planned, const std::vector<std::size_t>& members, double budget,
+               const std::string& where, const std::string& what) {
+  double full = 0, least = 0;
+  for (auto i : members) {
+    full += estimateSeconds(planned[i]);
+    least += leastSeconds(planned[i]);
+  }
+  if (full <= budget) return;
+  if (least > budget)
+    throw scenario::ScenarioError(
+        where + ": " + what + " needs about " + formatEstimate(full) + " (estimate), and still " +
+        formatEstimate(least) + " with one round per instance: more than its budget of " + formatEstimate(budget) +
+        "; what would fit: budget: " + budgetSuggestion(least * 1.1) + " or more, or fewer sizes, "
+        "iterations or tests (fabscope list --ranks N shows each instance's estimate)");
+  const double share = (budget - least) / (full - least);
+  for (auto i : members) {
+    auto& p = planned[i];
+    if (!thinnable(p)) continue;
+    const auto rounds = p.plan.schedule.size();
+    const auto keep = 1 + static_cast<std::size_t>(std::floor(static_cast<double>(rounds - 1) * share));
+    if (keep >= rounds) continue;
+    const auto pairsBefore = pairsIn(p.plan.schedule);
+    p.plan.schedule = suite::keepRounds(p.plan.schedule, keep, i + 1);
+    const auto pairsKept = pairsIn(p.plan.schedule);
+    p.plan.roundsLeftOut += static_cast<std::int64_t>(rounds - keep);
+    p.plan.pairsLeftOut += pairsBefore - pairsKept;
+    p.plan.leftOut = "budget (" + what + ", " + formatEstimate(budget) + "): kept " + std::to_string(keep) + " of " +
+                     std::to_string(rounds) + " rounds, a seeded sample; left out " +
+                     std::to_string(rounds - keep) + " rounds, " + std::to_string(pairsBefore - pairsKept) + " pairs";
+    p.plan.description += "; " + p.plan.leftOut;
+    std::vector<std::int64_t> busy(p.plan.layout ? static_cast<std::size_t>(p.plan.layout->size()) : 0);
+    std::int64_t most = 0;
+    for (const auto& round : p.plan.schedule)
+      for (const auto& pair : round)
+        for (int r : {pair.initiator, pair.responder})
+          if (static_cast<std::size_t>(r) < busy.size()) most = std::max(most, ++busy[static_cast<std::size_t>(r)]);
+    if (!busy.empty()) p.plan.maxSamplesPerRank = most * p.instance.spec->iterations;
+  }
+}
+
+}  // namespace
+
 std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
                                         int worldSize) {
+  return planMatrix(scenario, registry, suite::WorldLayout::uniform(worldSize, 1, 0, 0));
+}
+
+std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
+                                        const suite::WorldLayout& world) {
+  const int worldSize = world.size();
   std::vector<PlannedInstance> out;
-  const auto add = [&](PlannedInstance planned) {
+  for (auto& instance : scenario::expandMatrix(scenario)) {
+    const auto& kind = registry.kind(instance.spec->kind);
+    checkCongestors(instance, kind, worldSize);
+    auto plan = kind.planOn(instance, world);
+    const bool retests = plan.retestWorst > 0;
+    out.push_back({std::move(instance), std::move(plan)});
+    // Its serial retest comes right after it, planned now so that the count
+    // announced at the start is the count in the table at the end.
+    if (retests) out.push_back(retestSlotOf(out.back(), static_cast<int>(out.size()) - 1));
+  }
+  // The tests' own budgets first, then the scenario's over what they left.
+  std::map<const scenario::TestSpec*, std::vector<std::size_t>> ofTest;
+  for (std::size_t i = 0; i < out.size(); ++i) ofTest[out[i].instance.spec].push_back(i);
+  for (const auto& [spec, members] : ofTest)
+    if (spec->budgetSeconds > 0) fitBudget(out, members, spec->budgetSeconds, spec->where("budget"), "test '" + spec->name + "'");
+  if (scenario.budgetSeconds > 0) {
+    std::vector<std::size_t> all(out.size());
+    std::iota(all.begin(), all.end(), 0);
+    fitBudget(out, all, scenario.budgetSeconds, scenario.budgetAt, "scenario '" + scenario.name + "'");
+  }
+  for (const auto& planned : out) {
     const auto& instance = planned.instance;
     const std::int64_t memory = memoryPerRank(planned.plan);
     if (memory > scenario.maxMemoryPerRank)
@@ -131,17 +253,6 @@ std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, cons
           " MiB per rank for samples and buffers, more than max_memory_per_rank (" +
           std::to_string(scenario.maxMemoryPerRank >> 20) + " MiB); lower iterations, window or sizes, or raise the "
           "limit with --set max_memory_per_rank=16GiB");
-    out.push_back(std::move(planned));
-  };
-  for (auto& instance : scenario::expandMatrix(scenario)) {
-    const auto& kind = registry.kind(instance.spec->kind);
-    checkCongestors(instance, kind, worldSize);
-    auto plan = kind.plan(instance, worldSize);
-    const bool retests = plan.retestWorst > 0;
-    add({std::move(instance), std::move(plan)});
-    // Its serial retest comes right after it, planned now so that the count
-    // announced at the start is the count in the table at the end.
-    if (retests) add(retestSlotOf(out.back(), static_cast<int>(out.size()) - 1));
   }
   return out;
 }

@@ -54,6 +54,26 @@ std::int64_t memoryPerRank(const suite::InstancePlan& plan);
 // scenario's max_memory_per_rank.
 std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
                                         int worldSize);
+// The same, knowing where every rank sits (patterns that follow the topology
+// need it; the plan above takes every rank for a node of its own). Applies the
+// time budget: a scenario's or a test's `budget` keeps a seeded sample of the
+// rounds of the patterns that have many (plan.leftOut says what went), and
+// refuses (ScenarioError) a budget the instances cannot fit even with one
+// round each.
+std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
+                                        const suite::WorldLayout& world);
+
+// A planning figure for an instance's time (not a prediction): rounds x
+// (warmup + iterations) x (assumedLatency + bytes x window / assumedBandwidth)
+// + rounds x assumedRoundCost. Kinds without rounds count one.
+namespace estimate {
+inline constexpr double assumedLatencySeconds = 20e-6;
+inline constexpr double assumedBytesPerSecond = 10e9;
+inline constexpr double assumedRoundCostSeconds = 1e-3;  // the barrier and the pair's setup
+}  // namespace estimate
+double estimateSeconds(const PlannedInstance& planned);
+// "1h02m", "3m20s", "12.5s"
+std::string formatEstimate(double seconds);
 
 // An instance's status as the ranks agree on it: the largest of theirs.
 namespace instance_status {

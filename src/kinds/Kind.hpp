@@ -15,6 +15,7 @@
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
 #include "kinds/p2p/PairSchedule.hpp"
+#include "kinds/p2p/TopologySchedule.hpp"
 #include "kinds/Roles.hpp"
 #include "memory/BufferArena.hpp"
 #include "kinds/RunCache.hpp"
@@ -36,6 +37,14 @@ struct InstancePlan {
   Schedule schedule;               // empty for collectives
   std::int64_t maxSamplesPerRank = 0;
   std::int64_t bufferBytesPerRank = 0;
+  // Where the measuring ranks sit (group indices), for the level each pair
+  // crosses; null when the kind has no pairs.
+  std::shared_ptr<const RankLayout> layout;
+  // The time budget's cut (issue 19): rounds and pairs of the full pattern left
+  // out so the test fits, and what was left (empty: nothing left out).
+  std::int64_t roundsLeftOut = 0;
+  std::int64_t pairsLeftOut = 0;
+  std::string leftOut;
   std::string description;         // for `fabscope list`
   int retestWorst = 0;             // all-pairs: serially re-measure this many worst pairs
   int retestOf = -1;
@@ -158,6 +167,11 @@ class Kind {
   // Checks that need every rank's host (`hostOfRank`, world rank order), made
   // at load before anything runs; throws ScenarioError. Default: none.
   virtual void checkPlacement(const scenario::TestInstance&, const std::vector<std::string>&) const {}
+  // The same, knowing where the ranks sit (kinds whose pattern follows the
+  // topology); the others plan from the world size alone.
+  virtual InstancePlan planOn(const scenario::TestInstance& instance, const WorldLayout& world) const {
+    return plan(instance, world.size());
+  }
   // False for kinds that bring their own data path (collectives): the runner
   // then hands them the MPI transport and checks the scenario's transport
   // with the kind's own rules.

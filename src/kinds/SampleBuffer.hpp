@@ -37,6 +37,10 @@ class SampleBuffer {
   void flagSince(std::size_t start, std::uint32_t flags) noexcept {
     for (std::size_t i = start, end = count(); i < end; ++i) records_[i].flags |= flags;
   }
+  // The topology level of the pair the samples since `start` measured (after the timed loop).
+  void levelSince(std::size_t start, std::uint8_t level) noexcept {
+    for (std::size_t i = start, end = count(); i < end; ++i) records_[i].level = level;
+  }
   bool overflowed() const noexcept { return overflowed_; }
   bool full() const noexcept { return count() >= records_.size(); }
   void clear() noexcept {

@@ -34,6 +34,7 @@ H5Type compoundTypeOf<SampleRecord>() {
       .field("t_post_ns", offsetof(SampleRecord, t_post_ns), H5T_NATIVE_INT64)
       .field("t_done_ns", offsetof(SampleRecord, t_done_ns), H5T_NATIVE_INT64)
       .field("flags", offsetof(SampleRecord, flags), H5T_NATIVE_UINT32)
+      .field("level", offsetof(SampleRecord, level), H5T_NATIVE_UINT8)
       .take();
 }
 

@@ -42,6 +42,10 @@ struct SampleRecord {
   std::int64_t t_post_ns;
   std::int64_t t_done_ns;
   std::uint32_t flags;
+  // The topology level the sample's pair crosses (suite::Level: 0 unknown or no
+  // pair, 1 same node, 2 same leaf, 3 same pod, 4 cross pod, 5 cross node
+  // without labels). In the record's tail padding: no memory per sample.
+  std::uint8_t level = 0;
 };
 
 struct RankRecord {

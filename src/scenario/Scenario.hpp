@@ -51,6 +51,7 @@ struct TestSpec {
   double canaryFraction = 0;
   std::string placement = "spread";
   std::int64_t loadBytes = 64 * 1024;  // message size of the neighbour traffic
+  double budgetSeconds = 0;  // budget: the test's time budget (0: none)
   std::vector<std::string> sizeFormulas;  // per size: how it was derived ("" if given literally)
   std::map<std::string, std::string> overrides;  // key -> "--set key=value" that set it
   // Where the test stands, captured at load for messages after it (plan):
@@ -109,6 +110,9 @@ struct Scenario {
   double controlTimeoutSeconds = 0;
   double controlGraceSeconds = 30;
   TransportSettings transports;
+  // budget: the whole scenario's time budget (0: none), and where it was given.
+  double budgetSeconds = 0;
+  std::string budgetAt;
   std::vector<TestSpec> tests;
   std::vector<std::string> overrides;
 };

@@ -15,13 +15,13 @@
 namespace fabscope::scenario {
 namespace {
 
-const std::vector<std::string> topKeys = {"name", "description", "criteria", "seed", "hdf5", "max_memory_per_rank",
+const std::vector<std::string> topKeys = {"name", "description", "criteria", "seed", "hdf5", "max_memory_per_rank", "budget",
                                           "control_timeout", "control_grace",
                                           "transports", "model", "parallel", "defaults", "tests"};
 const std::vector<std::string> commonKeys = {"name",   "kind",      "sizes",     "iterations",
                                              "warmup", "timeout",   "transport", "memory",
                                              "conditions", "ranks", "roles", "load_bytes",
-                                             "repeats"};
+                                             "repeats", "budget"};
 const std::vector<std::string> runLevelOverrideKeys = {"seed", "hdf5", "max_memory_per_rank"};
 constexpr double maxTimeoutSeconds = 24 * 3600;
 // A value given with --set is parsed on its own, so its marks are positions in
@@ -76,6 +76,19 @@ std::pair<int, int> firstNonUtf8(const std::string& text) {
 class Loader {
  public:
   Loader(std::string file, const ScenarioRules& rules) : file_(std::move(file)), rules_(rules) {}
+
+  // A time budget (issue 19): a duration such as 20m, above zero.
+  double budgetOf(const YAML::Node& n) const {
+    if (!n.IsScalar()) fail(n, "'budget' must be a duration such as 20m");
+    double seconds = 0;
+    try {
+      seconds = parseDurationSeconds(n.Scalar());
+    } catch (const std::invalid_argument& e) {
+      fail(n, e.what());
+    }
+    if (seconds <= 0) fail(n, "'budget' must be above zero");
+    return seconds;
+  }
 
   [[noreturn]] void fail(const YAML::Node& node, const std::string& message) const {
     throw ScenarioError(positionOf(file_, node) + ": " + message);
@@ -138,6 +151,10 @@ class Loader {
     controlSeconds("control_timeout", scenario.controlTimeoutSeconds);
     controlSeconds("control_grace", scenario.controlGraceSeconds);
 
+    if (const YAML::Node b = root["budget"]) {
+      scenario.budgetSeconds = budgetOf(b);
+      scenario.budgetAt = positionOf(file_, b);
+    }
     if (const YAML::Node t = root["transports"]) parseTransportSettings(t, scenario.transports);
 
     const YAML::Node defaults = root["defaults"] ? root["defaults"] : YAML::Node(YAML::NodeType::Map);
@@ -146,7 +163,7 @@ class Loader {
       const auto key = entry.first.Scalar();
       if (key == "name" || key == "kind" || !contains(commonKeys, key))
         fail(entry.first, "unknown key '" + key + "' in defaults; expected one of: sizes, iterations, "
-                          "warmup, timeout, transport, memory, conditions, ranks, roles, load_bytes, repeats");
+                          "warmup, timeout, transport, memory, conditions, ranks, roles, load_bytes, repeats, budget");
     }
 
     const YAML::Node tests = root["tests"];
@@ -499,6 +516,7 @@ class Loader {
         fail(n, e.what());
       }
     }
+    if (const YAML::Node n = pick(test, defaults, "budget")) spec.budgetSeconds = budgetOf(n);
     if (const YAML::Node n = pick(test, defaults, "timeout")) {
       if (!n.IsScalar()) fail(n, "'timeout' must be a duration such as 30s");
       try {

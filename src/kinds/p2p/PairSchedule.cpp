@@ -57,18 +57,12 @@ std::vector<std::pair<int, RankPair>> roundsOf(const Schedule& schedule, int ran
   return out;
 }
 
-namespace {
-
-// splitmix64: a fixed generator, unlike std::uniform_int_distribution whose
-// output differs between standard libraries.
 std::uint64_t nextRandom(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
-
-}  // namespace
 
 std::vector<RankPair> controlPairs(const std::vector<RankPair>& rankedWorstFirst, std::size_t retested, int count,
                                    std::uint64_t seed) {

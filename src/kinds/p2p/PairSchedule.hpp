@@ -46,6 +46,11 @@ std::vector<RankPair> controlPairs(const std::vector<RankPair>& rankedWorstFirst
 // so a drift during the retest touches both alike.
 Schedule retestSchedule(const std::vector<RankPair>& retested, const std::vector<RankPair>& controls);
 
+// splitmix64: a fixed generator, unlike std::uniform_int_distribution whose
+// output differs between standard libraries (seeded schedules must match on
+// every rank and every build).
+std::uint64_t nextRandom(std::uint64_t& state);
+
 // The pairs `rank` takes part in, in round order: (round index, pair).
 std::vector<std::pair<int, RankPair>> roundsOf(const Schedule& schedule, int rank);
 

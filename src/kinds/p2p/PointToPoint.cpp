@@ -40,55 +40,106 @@ void checkMemoryAndTransport(const scenario::TestSpec& spec) {
 
 scenario::KindRules PointToPointKind::rules() const {
   scenario::KindRules r;
-  r.extraKeys = {"pattern", "all_pairs", corruptForTestKey};
+  r.extraKeys = {"pattern", "all_pairs", "sampling", "hierarchical", corruptForTestKey};
   if (usesWindow()) r.extraKeys.push_back("window");
   r.minRanks = 2;
   r.parse = [this](const scenario::TestSpec& spec, const scenario::TestSource& source) {
     scenario::ParamReader p(spec, source);
     checkMemoryAndTransport(spec);
     auto c = std::make_shared<PointToPointConfig>();
-    c->allPairs = p.choice("pattern", {"pairs", "all-pairs"}, "pairs") == "all-pairs";
+    c->pattern = patternFromName(p.choice("pattern", patternNames(), "pairs"));
     c->corruptForTest = p.choice(corruptForTestKey, {"true", "false"}, "false") == "true";
     c->window = usesWindow() ? static_cast<int>(p.integer("window", defaultWindow, 1, 1024)) : 1;
     auto ap = p.mapping("all_pairs", {"mode", "retest_worst"});
     c->serial = ap.choice("mode", {"parallel", "serial"}, "parallel") == "serial";
     c->retestWorst = static_cast<int>(ap.integer("retest_worst", 3, 0, 1'000'000));
+    auto sampling = p.mapping("sampling", {"draws", "seed"});
+    c->patternOptions.draws = static_cast<int>(sampling.integer("draws", 4, 1, 100'000));
+    c->patternOptions.seed = static_cast<std::uint64_t>(sampling.integer("seed", 1, 0, INT64_MAX));
+    auto h = p.mapping("hierarchical", {"group"});
+    c->patternOptions.groupByLeaf = h.choice("group", {"leaf", "node"}, "leaf") == "leaf";
+    c->patternOptions.bothDirections = oneWay();
     return c;
   };
   return r;
 }
 
 InstancePlan PointToPointKind::plan(const scenario::TestInstance& instance, int worldSize) const {
+  // Without hosts every rank is a node of its own, unlabelled.
+  return planOn(instance, WorldLayout::uniform(worldSize, 1, 0, 0));
+}
+
+InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, const WorldLayout& world) const {
   const auto& spec = *instance.spec;
   const auto& c = scenario::configOf<PointToPointConfig>(spec);
   InstancePlan plan;
   plan.metric = metric();
   plan.sampleDivisor = sampleDivisor();
   plan.window = c.window;
-  plan.pattern = c.allPairs ? "all-pairs" : "pairs";
-  const int ranks = measuringRanksOf(spec, worldSize, 2);
+  plan.pattern = patternName(c.pattern);
+  const int ranks = measuringRanksOf(spec, world.size(), 2);
+  const bool followsTopology = c.pattern != Pattern::pairs && c.pattern != Pattern::allPairs;
+  // The measuring ranks in role order, as the run will pick them: spread and
+  // packed depend on the hosts only; a random placement on the run's seed,
+  // unknown here, so a pattern that follows the topology cannot use it.
+  if (followsTopology && spec.placement == "random")
+    throw scenario::ScenarioError(spec.where("roles") + ": test '" + spec.name + "': pattern '" + plan.pattern +
+                                  "' follows the topology and needs the measuring ranks known at load; placement "
+                                  "random is drawn at run time (use placement: spread or packed)");
+  const auto roles = assignRoles(roleSpecOf(spec), world.hostOfRank, 2, hasCongestedCondition(spec), 0);
+  auto layout = std::make_shared<RankLayout>(groupLayout(world, roles.canaries));
+  if (layout->size() != ranks) *layout = RankLayout::uniform(ranks, 1);  // roles and count disagree: no levels
+  const auto unfit = patternUnfit(c.pattern, *layout, c.patternOptions);
+  if (!unfit.empty())
+    throw scenario::ScenarioError(spec.where("pattern") + ": test '" + spec.name + "': " + unfit);
+  plan.layout = layout;
   std::string detail;
-  if (!c.allPairs) {
-    plan.schedule = pairsSchedule(ranks);
-    plan.pass = "parallel";
-    detail = "pairs i<->i+" + std::to_string(ranks / 2) + ", " + std::to_string(ranks / 2) + " pairs at once";
-  } else {
-    const auto parallel = allPairsParallelSchedule(ranks, oneWay());
-    if (c.serial) {
-      plan.schedule = serialSchedule(parallel);
-      plan.pass = "serial";
-      detail = "all-pairs, one pair at a time (" + std::to_string(plan.schedule.size()) + " rounds)";
-    } else {
-      plan.schedule = parallel;
+  const auto roundsText = [&] { return std::to_string(plan.schedule.size()) + " rounds"; };
+  switch (c.pattern) {
+    case Pattern::pairs:
+      plan.schedule = pairsSchedule(ranks);
       plan.pass = "parallel";
-      plan.retestWorst = c.retestWorst;
-      detail = "all-pairs, " + std::to_string(plan.schedule.size()) + " rounds, every rank busy";
-      if (plan.retestWorst > 0) detail += "; then the " + std::to_string(plan.retestWorst) + " worst pairs serially";
+      detail = "pairs i<->i+" + std::to_string(ranks / 2) + ", " + std::to_string(ranks / 2) + " pairs at once";
+      break;
+    case Pattern::allPairs: {
+      const auto parallel = allPairsParallelSchedule(ranks, oneWay());
+      if (c.serial) {
+        plan.schedule = serialSchedule(parallel);
+        plan.pass = "serial";
+        detail = "all-pairs, one pair at a time (" + roundsText() + ")";
+      } else {
+        plan.schedule = parallel;
+        plan.pass = "parallel";
+        plan.retestWorst = c.retestWorst;
+        detail = "all-pairs, " + roundsText() + ", every rank busy";
+        if (plan.retestWorst > 0) detail += "; then the " + std::to_string(plan.retestWorst) + " worst pairs serially";
+      }
+      break;
+    }
+    default: {
+      plan.schedule = topologySchedule(c.pattern, *layout, c.patternOptions);
+      plan.pass = "parallel";
+      const std::string draws = std::to_string(c.patternOptions.draws);
+      const std::string seed = ", seed " + std::to_string(c.patternOptions.seed);
+      switch (c.pattern) {
+        case Pattern::rails: detail = "rails: all-pairs within each local rank across " + std::to_string(layout->nodes()) + " nodes"; break;
+        case Pattern::crossRail: detail = "cross-rail: " + draws + " random matchings across nodes and rails" + seed; break;
+        case Pattern::ring: detail = "ring: " + draws + " random rings" + seed; break;
+        case Pattern::bisection: detail = "bisection: " + draws + " random splits in two halves" + seed; break;
+        default:
+          detail = std::string("hierarchical: all-pairs within each ") + (c.patternOptions.groupByLeaf ? "leaf" : "node") +
+                   ", then " + draws + " random matchings between them" + seed;
+      }
+      detail += ", " + roundsText();
     }
   }
+  // One pass over the pairs (not one per rank: that was quadratic in the ranks).
+  std::vector<std::int64_t> busy(static_cast<std::size_t>(ranks), 0);
   std::int64_t roundsPerRank = 0;
-  for (int r = 0; r < ranks; ++r)
-    roundsPerRank = std::max<std::int64_t>(roundsPerRank, static_cast<std::int64_t>(roundsOf(plan.schedule, r).size()));
+  for (const auto& round : plan.schedule)
+    for (const auto& pair : round)
+      for (int r : {pair.initiator, pair.responder})
+        roundsPerRank = std::max(roundsPerRank, ++busy[static_cast<std::size_t>(r)]);
   plan.maxSamplesPerRank = roundsPerRank * spec.iterations;
   const auto receive = std::min<std::size_t>(static_cast<std::size_t>(instance.bytes) * static_cast<std::size_t>(plan.window),
                                              std::max<std::size_t>(maxReceiveBytes, static_cast<std::size_t>(instance.bytes)));
@@ -111,6 +162,7 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
   for (const auto& [round, pair] : mine)
     controlRound[static_cast<std::size_t>(round)] =
         std::find(ctx.plan.controlPairs.begin(), ctx.plan.controlPairs.end(), pair) != ctx.plan.controlPairs.end();
+  const auto mineInGroup = mine;
   for (auto& [round, pair] : mine)
     pair = {ctx.participants[static_cast<std::size_t>(pair.initiator)],
             ctx.participants[static_cast<std::size_t>(pair.responder)]};
@@ -130,13 +182,17 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
     // Everyone starts a round together, so pairs of one round overlap fully.
     ctx.group.barrier(ctx.deadline);
     if (next < mine.size() && mine[next].first == round) {
-      const RankPair pair = mine[next++].second;
+      const RankPair pair = mine[next].second;
+      const RankPair groupPair = mineInGroup[next++].second;
       const int peer = pair.initiator == me ? pair.responder : pair.initiator;
       zeroBuffer(buffers.recv, buffers.recvBytes, memory);
       const std::size_t firstSample = ctx.samples.count();
       measurePair(ctx, pair, buffers);
       if (controlRound[static_cast<std::size_t>(round)])
         ctx.samples.flagSince(firstSample, output::sample_flags::controlPair);
+      if (ctx.plan.layout)
+        ctx.samples.levelSince(firstSample, static_cast<std::uint8_t>(levelOf(*ctx.plan.layout, groupPair.initiator,
+                                                                                groupPair.responder)));
       // The bytes of the last timed iteration are still in the receive slices.
       const bool received = !oneWay() || pair.responder == me;
       if (received) {

@@ -17,7 +17,8 @@ struct PairBuffers {
 
 // The keys of a point-to-point test, read once at load.
 struct PointToPointConfig final : scenario::KindConfig {
-  bool allPairs = false;     // pattern: pairs | all-pairs
+  Pattern pattern = Pattern::pairs;  // pattern: pairs | all-pairs | rails | cross-rail | ring | bisection | hierarchical
+  PatternOptions patternOptions;     // sampling: {draws, seed}, hierarchical: {group}
   bool serial = false;       // all_pairs.mode: parallel | serial
   int retestWorst = 3;       // all_pairs.retest_worst
   int window = 1;            // windowed kinds only
@@ -28,6 +29,7 @@ class PointToPointKind : public Kind {
  public:
   scenario::KindRules rules() const override;
   InstancePlan plan(const scenario::TestInstance& instance, int worldSize) const override;
+  InstancePlan planOn(const scenario::TestInstance& instance, const WorldLayout& world) const override;
   Outcome run(RunContext& ctx) const override;
 
  protected:

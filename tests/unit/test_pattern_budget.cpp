@@ -1,0 +1,109 @@
+// Issue 19 at load: patterns that follow the topology need a layout that fits,
+// and a time budget thins or refuses (exit 2 with the scenario's position).
+#include <gtest/gtest.h>
+
+#include "driver/Runner.hpp"
+#include "kinds/Registry.hpp"
+#include "scenario/Scenario.hpp"
+
+using namespace fabscope;
+
+namespace {
+
+const suite::Registry& registry() {
+  static const suite::Registry r;
+  return r;
+}
+
+std::vector<driver::PlannedInstance> plan(const std::string& text, const suite::WorldLayout& world) {
+  const auto s = std::make_shared<scenario::Scenario>(
+      scenario::loadScenarioText(text, "t.yaml", {}, registry().scenarioRules(world.size())));
+  static std::vector<std::shared_ptr<scenario::Scenario>> keep;  // instances point into the scenario
+  keep.push_back(s);
+  return driver::planMatrix(*s, registry(), world);
+}
+
+std::string errorOf(const std::string& text, const suite::WorldLayout& world) {
+  try {
+    plan(text, world);
+  } catch (const scenario::ScenarioError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(PatternBudget, HierarchicalWithoutLabelsIsRefusedAtItsKey) {
+  const auto e = errorOf("tests:\n  - kind: latency\n    sizes: [8]\n    pattern: hierarchical\n",
+                         suite::WorldLayout::uniform(16, 4, 0, 0));
+  EXPECT_NE(e.find("t.yaml:4:14:"), std::string::npos) << e;
+  EXPECT_NE(e.find("no leaf labels"), std::string::npos) << e;
+  EXPECT_NE(e.find("group: node"), std::string::npos) << e;
+  EXPECT_EQ(errorOf("tests:\n  - kind: latency\n    sizes: [8]\n    pattern: hierarchical\n",
+                    suite::WorldLayout::uniform(16, 4, 2, 0)),
+            "no error");
+}
+
+TEST(PatternBudget, TooFewRanksOrNodesAreRefused) {
+  EXPECT_NE(errorOf("tests:\n  - {kind: latency, sizes: [8], pattern: rails}\n", suite::WorldLayout::uniform(8, 8, 0, 0))
+                .find("on one node"),
+            std::string::npos);
+  EXPECT_NE(errorOf("tests:\n  - {kind: latency, sizes: [8], pattern: ring}\n", suite::WorldLayout::uniform(2, 1, 0, 0))
+                .find("at least 3 measuring ranks"),
+            std::string::npos);
+  EXPECT_NE(errorOf("tests:\n  - {kind: latency, sizes: [8], pattern: rails, roles: {placement: random}}\n",
+                    suite::WorldLayout::uniform(16, 4, 0, 0))
+                .find("placement random"),
+            std::string::npos);
+}
+
+TEST(PatternBudget, RailsFollowTheLayoutOfTheMeasuringRanks) {
+  const auto planned = plan("tests:\n  - {kind: latency, sizes: [8], pattern: rails}\n", suite::WorldLayout::uniform(16, 4, 0, 0));
+  ASSERT_EQ(planned.size(), 1u);
+  const auto& p = planned[0].plan;
+  ASSERT_TRUE(p.layout);
+  EXPECT_EQ(p.schedule.size(), 3u);  // 4 nodes
+  for (const auto& round : p.schedule)
+    for (const auto& pair : round) {
+      EXPECT_EQ(p.layout->ranks[static_cast<std::size_t>(pair.initiator)].localRank,
+                p.layout->ranks[static_cast<std::size_t>(pair.responder)].localRank);
+      EXPECT_EQ(suite::levelOf(*p.layout, pair.initiator, pair.responder), suite::Level::crossNode);
+    }
+}
+
+TEST(PatternBudget, ABudgetKeepsASampleOfRoundsAndSaysWhatWent) {
+  const std::string text = "budget: 50ms\ntests:\n  - {kind: latency, sizes: [8], iterations: 100, warmup: 0, pattern: all-pairs,\n"
+                           "     all_pairs: {retest_worst: 0}}\n";
+  const auto world = suite::WorldLayout::uniform(64, 8, 0, 0);
+  const auto planned = plan(text, world);
+  ASSERT_EQ(planned.size(), 1u);
+  const auto& p = planned[0];
+  EXPECT_LT(p.plan.schedule.size(), 63u);
+  EXPECT_GE(p.plan.schedule.size(), 1u);
+  EXPECT_LE(driver::estimateSeconds(p), 0.05);
+  EXPECT_EQ(p.plan.roundsLeftOut, 63 - static_cast<std::int64_t>(p.plan.schedule.size()));
+  EXPECT_EQ(p.plan.pairsLeftOut, p.plan.roundsLeftOut * 32);
+  EXPECT_NE(p.plan.leftOut.find("left out"), std::string::npos);
+  EXPECT_EQ(p.plan.maxSamplesPerRank, static_cast<std::int64_t>(p.plan.schedule.size()) * 100);
+  // Without the budget nothing is left out; the same budget gives the same rounds.
+  const auto full = plan("tests:\n  - {kind: latency, sizes: [8], iterations: 100, warmup: 0, pattern: all-pairs,\n"
+                         "     all_pairs: {retest_worst: 0}}\n", world);
+  EXPECT_EQ(full[0].plan.schedule.size(), 63u);
+  EXPECT_TRUE(full[0].plan.leftOut.empty());
+  EXPECT_EQ(plan(text, world)[0].plan.schedule, p.plan.schedule);
+}
+
+TEST(PatternBudget, ABudgetNoInstanceFitsIsRefusedWithTheEstimate) {
+  const auto e = errorOf("tests:\n  - {kind: latency, sizes: [8, 1MiB], pattern: all-pairs,\n     budget: 10ms}\n",
+                         suite::WorldLayout::uniform(64, 8, 0, 0));
+  EXPECT_NE(e.find("t.yaml:3:14:"), std::string::npos) << e;
+  EXPECT_NE(e.find("test 'latency-1'"), std::string::npos) << e;
+  EXPECT_NE(e.find("with one round per instance"), std::string::npos) << e;
+  EXPECT_NE(e.find("what would fit: budget: "), std::string::npos) << e;
+  const auto scenarioWide = errorOf("budget: 1ms\ntests:\n  - {kind: latency, sizes: [8]}\n", suite::WorldLayout::uniform(4, 1, 0, 0));
+  EXPECT_NE(scenarioWide.find("t.yaml:1:9: scenario"), std::string::npos) << scenarioWide;
+  EXPECT_NE(errorOf("budget: 0s\ntests:\n  - {kind: latency, sizes: [8]}\n", suite::WorldLayout::uniform(4, 1, 0, 0))
+                .find("t.yaml:1:9: duration '0s' must be greater than 0"),
+            std::string::npos);
+}
