@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <thread>
 
 #include "driver/Runner.hpp"
 #include "kinds/Registry.hpp"
@@ -126,13 +128,24 @@ TEST(ReferenceKind, ResolvesProgramsOnPath) {
 TEST(ReferenceKind, ChildIsKilledWithItsGroupAtTheDeadline) {
   using clock = std::chrono::steady_clock;
   suite::reference::ChildProcess child;
-  child.start({"/bin/sh", "-c", "echo started $MARK; sleep 30 & wait"}, {"MARK=yes"});
+  child.start({"/bin/sh", "-c", "sleep 30 & echo $MARK $!; wait"}, {"MARK=yes"});
   const auto begun = clock::now();
   EXPECT_FALSE(child.wait(runtime::Deadline::afterSeconds(0.3)));
   const double took = std::chrono::duration<double>(clock::now() - begun).count();
   EXPECT_LT(took, 5.0);
   EXPECT_EQ(child.exitStatus(), 128 + 9);
-  EXPECT_EQ(child.output(), "started yes\n");
+  const std::string said = child.output();
+  ASSERT_EQ(said.rfind("yes ", 0), 0u) << said;
+  // The shell's own child (its process group) is killed too: gone or a zombie within 2 s.
+  const std::string stat = "/proc/" + std::to_string(std::stoi(said.substr(4))) + "/stat";
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    std::ifstream in(stat);
+    std::string pid, name, state;
+    gone = !(in >> pid >> name >> state) || state == "Z";
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "the background sleep outlived the kill at the deadline";
   suite::reference::ChildProcess quick;
   quick.start({"/bin/sh", "-c", "exit 3"}, {});
   EXPECT_TRUE(quick.wait(runtime::Deadline::afterSeconds(10)));

@@ -8,6 +8,7 @@
 // makes the instance `skipped`, naming why.
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -82,6 +83,9 @@ std::string shareLines(const runtime::Communicator& group, const std::string& mi
     if (!line.empty()) joined += (joined.empty() ? "" : "; ") + line;
   return group.broadcastString(joined, 0, deadline);
 }
+
+// How long a server may take to end after its client did.
+constexpr double serverGraceSeconds = 10;
 
 class ReferenceKind final : public Kind {
  public:
@@ -237,11 +241,23 @@ class ReferenceKind final : public Kind {
       // fabscope's unit for bandwidth (gbps_*: bytes per nanosecond).
       a.emplace_back("reference_gbps", parsed ? figures.bandwidthOverallMiBps * 1048576.0 / 1e9 : nan);
     }
-    if (me == 1 && !server.wait(ctx.deadline))
-      problem = who(1) + ": the server (" + serverCommand + ") did not end within the test's timeout: killed";
-    else if (me == 1 && server.exitStatus() != 0)
-      problem = who(1) + ": the server (" + serverCommand + ") ended with status " +
-                std::to_string(server.exitStatus()) + ": " + lastLines(server.output(), 400);
+    // 4. The server ends once its client is done; after a failed client it is
+    // stopped at once rather than left waiting for the test's timeout.
+    const std::string clientProblem = group.broadcastString(problem, 0, closing);
+    if (me == 1) {
+      const auto serverEnd = clientProblem.empty()
+                                 ? std::min(ctx.deadline, runtime::Deadline::afterSeconds(serverGraceSeconds),
+                                            [](const auto& x, const auto& y) { return x.at() < y.at(); })
+                                 : runtime::Deadline::afterSeconds(0);
+      if (!server.wait(serverEnd)) {
+        if (clientProblem.empty())
+          problem = who(1) + ": the server (" + serverCommand + ") did not end within " +
+                    secondsText(serverGraceSeconds) + " of its client: killed";
+      } else if (server.exitStatus() != 0 && clientProblem.empty()) {
+        problem = who(1) + ": the server (" + serverCommand + ") ended with status " +
+                  std::to_string(server.exitStatus()) + ": " + lastLines(server.output(), 400);
+      }
+    }
     const std::string problems = shareLines(group, problem, closing);
     if (!problems.empty()) ctx.verdict.fail(problems);
     return outcome;
