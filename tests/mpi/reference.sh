@@ -61,8 +61,8 @@ check_summary() {  # FILE
     || { echo "FAIL: no bandwidth line side by side"; echo "$out"; exit 1; }
   grep -E "^  (8 B|1 MiB) " <<<"$out"
   # accept: a loose factor passes, factor 1 (exact agreement) fails naming the pair.
-  printf 'fabscope_criteria: 1\nrules:\n  - name: agrees\n    match: {kind: [latency, bandwidth]}\n    reference_ratio_max: 1000\n' > "$scratch/loose.yaml"
-  printf 'fabscope_criteria: 1\nrules:\n  - name: agrees\n    match: {kind: latency}\n    reference_ratio_max: 1\n' > "$scratch/strict.yaml"
+  printf 'fabscope_criteria: 1\nallow_validity: true\nrules:\n  - name: agrees\n    match: {kind: [latency, bandwidth]}\n    reference_ratio_max: 1000\n' > "$scratch/loose.yaml"
+  printf 'fabscope_criteria: 1\nallow_validity: true\nrules:\n  - name: agrees\n    match: {kind: latency}\n    reference_ratio_max: 1\n' > "$scratch/strict.yaml"
   analysis accept "$1" --criteria "$scratch/loose.yaml" > "$scratch/loose.out" \
     || { echo "FAIL: accept with reference_ratio_max 1000"; cat "$scratch/loose.out"; exit 1; }
   if analysis accept "$1" --criteria "$scratch/strict.yaml" > "$scratch/strict.out"; then
