@@ -26,7 +26,7 @@ import pandas as pd
 from .criteria import (BANDWIDTH_METRICS, LATENCY_METRICS, Bound, Criteria, CriteriaError,
                        Rule, load_criteria)
 from .reader import FLAG_CONTROL_PAIR, FLAG_DATA_CHECK_FAILED, ResultFile, TestInstance
-from .reference import reference_pairs
+from .reference import REFERENCE_KIND, reference_pairs
 from .run_analysis import RunAnalysis, describe_instance, format_number, instance_key
 from .scopes import Scope
 from .stats import (figure_value, impact_factor, is_bandwidth, pair_values, with_derived,
@@ -63,6 +63,8 @@ def _stat_fn(stat: str) -> Optional[Callable[[str, np.ndarray, np.ndarray], floa
 
 
 def _applicable(key: str, inst: TestInstance) -> bool:
+    if inst.get("kind") == REFERENCE_KIND:
+        return False  # an external tool measured it: no fabscope samples to judge
     if key in LATENCY_METRICS:
         return not is_bandwidth(inst.metric)
     if key in BANDWIDTH_METRICS:

@@ -89,3 +89,15 @@ def test_bad_ratio_names_its_line():
         criteria(0.5)
     with pytest.raises(CriteriaError, match="reference_ratio_max must be a number"):
         criteria("'two'")
+
+
+def test_sample_limits_do_not_apply_to_reference_instances(run_file):
+    """The shipped criteria's "every test measured" (samples >= 1 on every kind) must not
+    fail a reference instance: the tool measured it, fabscope holds no samples of it."""
+    every = parse_criteria_text("fabscope_criteria: 1\nrules:\n  - name: measured\n"
+                                "    match: {kind: '*'}\n    limits: {samples: {min: 1}}\n",
+                                "c.yaml")
+    with open_result(str(run_file)) as result:
+        checks = [c for c in evaluate(result, every) if c.rule == "measured"]
+    assert all(c.passed for c in checks), [c.messages for c in checks if not c.passed]
+    assert sorted(c.instance for c in checks) == [0, 1, 2]
