@@ -26,6 +26,7 @@ import pandas as pd
 from .criteria import (BANDWIDTH_METRICS, LATENCY_METRICS, Bound, Criteria, CriteriaError,
                        Rule, load_criteria)
 from .reader import FLAG_CONTROL_PAIR, FLAG_DATA_CHECK_FAILED, ResultFile, TestInstance
+from .reference import REFERENCE_KIND, reference_pairs
 from .run_analysis import RunAnalysis, describe_instance, format_number, instance_key
 from .scopes import Scope
 from .stats import (figure_value, impact_factor, is_bandwidth, pair_values, with_derived,
@@ -62,6 +63,8 @@ def _stat_fn(stat: str) -> Optional[Callable[[str, np.ndarray, np.ndarray], floa
 
 
 def _applicable(key: str, inst: TestInstance) -> bool:
+    if inst.get("kind") == REFERENCE_KIND:
+        return False  # an external tool measured it: no fabscope samples to judge
     if key in LATENCY_METRICS:
         return not is_bandwidth(inst.metric)
     if key in BANDWIDTH_METRICS:
@@ -447,6 +450,8 @@ def evaluate(result: ResultFile, criteria: Criteria,
                                       f"{', '.join(criteria.allowed_status)}): "
                                       f"{inst.get('error') or 'no error message'}")
             checks.append(check)
+    references = reference_pairs(result) if any(
+        r.reference_ratio_max is not None for r in criteria.rules) else []
     for rule in criteria.rules:
         matched = [i for i in analysis.instances if _matches(rule, i)]
         if not matched:
@@ -471,6 +476,8 @@ def evaluate(result: ResultFile, criteria: Criteria,
                 evaluator.baseline_check(rule, inst, scope, check)
                 if rule.outliers:
                     evaluator.outliers(rule, inst, scope, check)
+                if rule.reference_ratio_max is not None:
+                    _reference_check(rule, inst, references, check)
                 # a check with neither a value nor a failure did not apply (e.g. p99_us on a
                 # bandwidth test, impact on a quiet one, outliers with a single rank)
                 if check.details or check.messages:
@@ -496,6 +503,25 @@ def evaluate(result: ResultFile, criteria: Criteria,
                                         strict=criteria.diagnose == "strict",
                                         diagnosis=diagnosis))
     return checks
+
+
+def _reference_check(rule: Rule, inst: TestInstance, pairs, check: CheckResult) -> None:
+    """reference_ratio_max: every reference figure paired with this fabscope instance (or, for
+    a reference instance, with any fabscope instance) within the factor, either way."""
+    mine = [p for p in pairs if inst.index in (p.fabscope.index, p.reference.index)]
+    for pair in mine:
+        text = pair.line()
+        if not np.isfinite(pair.disagreement):
+            check.failed.append("reference_ratio_max")
+            check.messages.append(f"reference_ratio_max: no ratio to judge: {text}")
+        elif pair.disagreement > rule.reference_ratio_max:
+            check.failed.append("reference_ratio_max")
+            check.messages.append(f"reference_ratio_max: {text}; they differ by a factor "
+                                  f"{format_number(pair.disagreement)}, allowed "
+                                  f"{format_number(rule.reference_ratio_max)}")
+        else:
+            check.details.append(f"reference ratio {format_number(pair.ratio)} "
+                                 f"(test {pair.reference.index:04d})")
 
 
 # Characters XML 1.0 does not allow at all (escaping cannot carry them): control

@@ -33,7 +33,8 @@ RATIO_METRICS = LATENCY_METRICS | BANDWIDTH_METRICS
 OUTLIER_RULES = {"pair_min_fraction_of_median", "rank_p99_max_ratio_to_median"}
 MATCH_KEYS = {"kind", "condition", "name", "case", "transport", "memory", "pattern", "pass",
               "metric", "bytes", "scope"}
-RULE_KEYS = {"name", "match", "limits", "baseline", "outliers", "optional", "description"}
+RULE_KEYS = {"name", "match", "limits", "baseline", "outliers", "optional", "description",
+             "reference_ratio_max"}
 TOP_KEYS = {"fabscope_criteria", "require_complete", "allowed_status", "rules", "description",
             "diagnose", "allow_validity"}
 # /validity findings (docs/file-format.md) a criteria file may allow
@@ -81,6 +82,9 @@ class Rule:
     baseline: Dict[str, Bound] = field(default_factory=dict)  # min/max of current/baseline
     outliers: Dict[str, float] = field(default_factory=dict)
     optional: bool = False
+    # kind: reference (reference.py): fabscope's figure and a reference tool's of the same
+    # size and transport may differ by at most this factor, either way.
+    reference_ratio_max: Optional[float] = None
 
 
 @dataclass
@@ -194,13 +198,20 @@ def _parse_rule(path, spec, index, line) -> Rule:
                 raise CriteriaError(path, _line(out, key, line),
                                     f"outliers.{key} must be >= 1, found {v}")
             rule.outliers[key] = v
+    if "reference_ratio_max" in spec:
+        kline = _line(spec, "reference_ratio_max", line)
+        v = _number(path, spec["reference_ratio_max"], kline, "reference_ratio_max")
+        if v < 1:
+            raise CriteriaError(path, kline, f"reference_ratio_max must be >= 1 (a factor either "
+                                             f"way), found {v}")
+        rule.reference_ratio_max = v
     if "optional" in spec:
         if not isinstance(spec["optional"], bool):
             raise CriteriaError(path, _line(spec, "optional", line), "optional must be true/false")
         rule.optional = spec["optional"]
-    if not (rule.limits or rule.baseline or rule.outliers):
+    if not (rule.limits or rule.baseline or rule.outliers or rule.reference_ratio_max):
         raise CriteriaError(path, line, f"rule {rule.name!r} checks nothing: give limits, "
-                                        "baseline or outliers")
+                                        "baseline, outliers or reference_ratio_max")
     return rule
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .inventory import KNOWN_COUNTERS, moved_known_counters
+from .reference import reference_line, reference_pairs
 from .reader import FLAG_AUXILIARY_MASK, FLAG_CHUNK_GAP, FLAG_FIRST_BYTE, ResultFile
 from .run_analysis import RunAnalysis, format_bytes, format_number
 
@@ -88,6 +89,10 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
             if r["kind"] == "api":
                 out.append(f"  {int(r['index']):04d} " +
                            api_line(analysis.result.test(int(r["index"]))))
+            if r["kind"] == "reference":
+                line = reference_line(analysis.result.test(int(r["index"])))
+                if line:
+                    out.append(f"  {int(r['index']):04d} " + line)
             if r["kind"] == "mix":
                 out.extend(f"  {int(r['index']):04d} " + line
                            for line in mix_lines(analysis.result.test(int(r["index"]))))
@@ -270,6 +275,15 @@ def api_line(inst) -> str:
             (f"; errors by server: {errors}" if errors else ""))
 
 
+def reference_lines(result: ResultFile) -> List[str]:
+    """fabscope's figure and a reference tool's of the same size and transport (reference.py)."""
+    pairs = reference_pairs(result)
+    if not pairs:
+        return []
+    return ["", "reference tools side by side (ratio = fabscope / reference):"] + \
+        [f"  {p.line()}" for p in pairs]
+
+
 def verdict_lines(result: ResultFile, criteria=None) -> List[str]:
     """The verdict first (verdict.compute_verdict: the same as accept and the report)."""
     from .errors import CriteriaError
@@ -289,7 +303,7 @@ def verdict_lines(result: ResultFile, criteria=None) -> List[str]:
 def print_summary(result: ResultFile, stream: Optional[TextIO] = None, criteria=None) -> None:
     analysis = RunAnalysis(result)
     for line in (validity_lines(result) + verdict_lines(result, criteria) + run_header(result) +
-                 summary_tables(analysis)):
+                 summary_tables(analysis) + reference_lines(result)):
         print(line, file=stream)
     print("", file=stream)
     print("impact = congested/quiet (latency) or quiet/congested (bandwidth): >1 is worse. "

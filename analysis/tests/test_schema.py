@@ -124,7 +124,8 @@ KINDS = {kind: {name: (t, bool(rest)) for name, t, *rest in (attrs or [])}
 # Where docs/file-format.md describes a kind's attributes: its own section, or its
 # bullet under "Kind-specific attributes".
 KIND_SECTIONS = {"kvpush": "## KV-cache push", "alltoall": "## MoE all-to-all",
-                 "api": "## Front-end API traffic", "mix": "## The serving mix"}
+                 "api": "## Front-end API traffic", "mix": "## The serving mix",
+                 "reference": "## Reference tools"}
 
 
 # Names a kind's text mentions that are scenario keys or event kinds, not attributes.

@@ -21,6 +21,7 @@ using namespace instance_status;
 const char* statusName(std::int64_t code) {
   switch (code) {
     case passed: return "passed";
+    case skipped: return "skipped";
     case failed: return "failed";
     case timeout: return "timeout";
     default: return "error";
@@ -127,6 +128,10 @@ void Runner::runUnderCondition(InstanceRun& run, transport::Transport& transport
   } catch (const RuntimeFailure& e) {
     run.status = errored;
     run.errorText = rankSaid(e);
+  }
+  if (run.status == passed && !run.outcome.skipped.empty()) {
+    run.status = skipped;
+    run.errorText = run.outcome.skipped;
   }
   if (run.status == passed && run.verdict.failed()) {
     run.status = failed;

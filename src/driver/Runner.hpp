@@ -77,7 +77,8 @@ std::string formatEstimate(double seconds);
 
 // An instance's status as the ranks agree on it: the largest of theirs.
 namespace instance_status {
-enum : std::int64_t { passed = 0, failed = 1, timeout = 2, errored = 3 };
+// Ordered by weight: the ranks agree on the largest (a skip outweighs a pass only).
+enum : std::int64_t { passed = 0, skipped = 1, failed = 2, timeout = 3, errored = 4 };
 }
 
 // The retest stage's choice (all-pairs, group indices): the worst pairs of the

@@ -96,6 +96,9 @@ struct Outcome {
   std::optional<runtime::Communicator> survivors;
   // Set on a rank that must take no further part (e.g. the victim of a drill).
   bool leaveRun = false;
+  // Why the instance could not run (e.g. an external tool is not installed):
+  // it is then `skipped`, with this as its error, unless a rank failed.
+  std::string skipped;
 };
 
 struct RunContext {

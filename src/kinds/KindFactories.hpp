@@ -16,5 +16,6 @@ std::unique_ptr<Kind> makeIncastKind();
 std::unique_ptr<Kind> makeKvPushKind();
 std::unique_ptr<Kind> makeFaultDrillKind();
 std::unique_ptr<Kind> makeMixKind();
+std::unique_ptr<Kind> makeReferenceKind();
 
 }  // namespace fabscope::suite

@@ -8,7 +8,7 @@
 namespace fabscope::suite {
 
 Registry::Registry() {
-  for (auto make : {makeLatencyKind, makeBandwidthKind, makeBidirectionalBandwidthKind, makeKvPushKind, makeAllReduceKind, makeAllToAllKind, makeApiKind, makeIncastKind, makeFaultDrillKind, makeMixKind}) {
+  for (auto make : {makeLatencyKind, makeBandwidthKind, makeBidirectionalBandwidthKind, makeKvPushKind, makeAllReduceKind, makeAllToAllKind, makeApiKind, makeIncastKind, makeFaultDrillKind, makeMixKind, makeReferenceKind}) {
     auto k = make();
     auto name = k->name();
     kinds_.emplace(std::move(name), std::move(k));

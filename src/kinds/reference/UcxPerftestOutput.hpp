@@ -1,8 +1,7 @@
 #pragma once
 // The figures of one ucx_perftest run, read from its printed table: the
-// parser `kind: reference` (issue 21 item 5) will use on the tool's output.
-// Only the parser exists so far; it is tested on outputs recorded here
-// (tests/data/reference/ucx_perftest).
+// parser `kind: reference` (issue 21 item 5, ReferenceKind.cpp) uses on the
+// client's output; tested on outputs recorded here (tests/data/reference/ucx_perftest).
 #include <cstdint>
 #include <stdexcept>
 #include <string>

@@ -1,0 +1,49 @@
+#pragma once
+// An external benchmark's process: started with an argument vector (no
+// shell) and extra environment, in its own process group, its stdout and
+// stderr into an anonymous file; waited for under a deadline, killed (the
+// whole group) when the deadline passes.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/Deadline.hpp"
+
+namespace fabscope::suite::reference {
+
+class ChildProcess {
+ public:
+  static constexpr std::size_t maxOutputBytes = 64 * 1024;
+
+  ChildProcess() = default;
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ~ChildProcess();  // kills and reaps a child still running
+
+  // `environment`: "NAME=value" entries that replace or extend the caller's.
+  // Throws RuntimeFailure when the process cannot be started.
+  void start(const std::vector<std::string>& args, const std::vector<std::string>& environment);
+  // Non-blocking: true once the child has exited.
+  bool exited();
+  // Waits until the child exits or `deadline` passes; at the deadline kills
+  // its process group and returns false.
+  bool wait(const runtime::Deadline& deadline);
+  bool running() const { return pid_ > 0 && !reaped_; }
+  pid_t pid() const { return pid_; }
+  int exitStatus() const { return exitStatus_; }  // 128 + N when killed by signal N
+  std::string output() const;                       // what it printed so far (at most maxOutputBytes)
+
+ private:
+  void kill();
+  pid_t pid_ = -1;
+  int outputFd_ = -1;
+  bool reaped_ = false;
+  int exitStatus_ = -1;
+};
+
+// Runs `args` to its end, bounded by `seconds`; its output, or "" when it
+// could not start, failed or took longer.
+std::string runToEnd(const std::vector<std::string>& args, double seconds);
+
+}  // namespace fabscope::suite::reference
