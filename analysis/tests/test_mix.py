@@ -41,10 +41,10 @@ def write_mix_file(path, stored_inflation=None, times=None):
             flags = (k << FLAG_MIX_CLASS_SHIFT) | (FLAG_MIX_TOGETHER if together else 0)
             for i in range(50):
                 d = base * (1.0 + 0.01 * (i % 10))  # a spread, same shape in both phases
-                rows.append((i % 4, i, -1, 1024, t, t + int(d), flags))
+                rows.append((i % 4, i, -1, 1024, t, t + int(d), flags, 0))
                 t += int(d) + 1000
             if name == "api":  # first-byte/gap rows: auxiliary, never a class's headline
-                rows.append((6, 0, -1, 512, t, t + 10**9, flags | FLAG_CHUNK_GAP))
+                rows.append((6, 0, -1, 512, t, t + 10**9, flags | FLAG_CHUNK_GAP, 0))
     samples = np.array(rows, dtype=SAMPLE_DTYPE)
     idx = run.add_test("serving-mix", "mix", samples, nbytes=512, case="serving-mix/512",
                        pattern="serving-mix")
