@@ -2,6 +2,7 @@
 #include "runtime/WatchdogRanks.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -113,9 +114,58 @@ void describeLocalSilence(int me, const std::string& myHost, char* out, std::siz
 }
 }  // namespace
 
+namespace {
+// Who this process is, for the fatal-signal line (set once by start()).
+int crashRank = -1;
+char crashHost[256] = {};
+
+// The wait the crashing thread was in ("" when none): the slot of this thread.
+void describeCurrentWait(char* out, std::size_t size) {
+  out[0] = '\0';
+  detail::Slot* slot = detail::slotOfThisThread();
+  if (!slot || slot->deadline.load(std::memory_order_relaxed) == 0) return;
+  const char* what = slot->what.load(std::memory_order_relaxed);
+  char peer[320];
+  describePeer(slot->peer.load(std::memory_order_relaxed), peer, sizeof peer);
+  std::snprintf(out, size, " while waiting for %s%s", what ? what : "(unnamed wait)", peer);
+}
+
+// Best effort in a dying process: formatting and /proc reads are not
+// async-signal-safe, but the process ends right after (_exit) whatever they do.
+extern "C" void onFatalSignal(int signal) {
+  char wait[800], silence[640], line[2048];
+  describeCurrentWait(wait, sizeof wait);
+  describeLocalSilence(crashRank, crashHost, silence, sizeof silence);
+  const int n = std::snprintf(line, sizeof line,
+                              "fabscope: rank %d (%s): watchdog: crashed with signal %d (%s)%s (a communication "
+                              "library failing after a lost or silent peer, or a bug%s); ending this rank with exit "
+                              "code 3\n",
+                              crashRank, crashHost, signal, strsignal(signal), wait,
+                              silence[0] ? silence : "");
+  if (n > 0) (void)!write(2, line, static_cast<std::size_t>(std::min<int>(n, sizeof line - 1)));
+  _exit(3);
+}
+
+void takeOverFatalSignals() {
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer its own report of the fault (with the stack) is
+  // worth more than this line: leave its handlers in place.
+  return;
+#endif
+  struct sigaction action = {};
+  action.sa_handler = onFatalSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;  // a second fault inside the handler ends the process plainly
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(s, &action, nullptr);
+}
+}  // namespace
+
 void start(int rank, const std::string& host, double grace) {
   static std::once_flag once;
   std::call_once(once, [&] {
+    crashRank = rank;
+    std::snprintf(crashHost, sizeof crashHost, "%s", host.c_str());
+    takeOverFatalSignals();
     const auto graceNs = static_cast<Nanoseconds>(grace * 1e9);
     std::thread([rank, host, graceNs] {
       for (;;) {

@@ -24,7 +24,14 @@ inline constexpr double graceSeconds = 10;
 inline constexpr int noPeer = -1;     // a local call (e.g. a library's teardown)
 inline constexpr int everyRank = -2;  // a collective: any rank of the communicator
 
-// Starts the watchdog thread once per process (later calls change nothing).
+// Starts the watchdog thread once per process (later calls change nothing),
+// and takes over the fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT):
+// a library that crashes after a peer was lost (Open MPI's shared-memory
+// path may read a dead peer's fragments) ends the rank with one line naming
+// the rank, the signal, the wait it was in and the ranks of its host that are
+// gone or stopped, and exit code 3, instead of a bare backtrace (not under
+// AddressSanitizer, whose report is kept). Call it after MPI_Init (which
+// installs handlers of its own).
 void start(int rank, const std::string& host, double grace = graceSeconds);
 // The host of every rank, for naming the peer (set once the ranks know them;
 // until then a peer is named by its rank only).

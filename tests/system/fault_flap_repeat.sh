@@ -7,7 +7,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/fault-drill.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/fault-flap.bash"
 
-prefix=${FABSCOPE_TEST_PREFIX:-ecflaprep}
+prefix=${FABSCOPE_TEST_PREFIX:-ecflapr}
 up_emulated_cluster "$prefix" "${FABSCOPE_TEST_SUBNET:-198.18.72.0/24}" 4
 knob=$FABSCOPE_SOURCE_DIR/launch/emulated-cluster
 write_flap_scenario "$scratch/drill.yaml" "$prefix" "    requests: 10000

@@ -11,7 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/fault-drill.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/fault-flap.bash"
 
-prefix=${FABSCOPE_TEST_PREFIX:-ecfhangfor}
+prefix=${FABSCOPE_TEST_PREFIX:-ecfhangf}
 up_emulated_cluster "$prefix" "${FABSCOPE_TEST_SUBNET:-198.18.73.0/24}" 4
 cat >"$scratch/drill.yaml" <<YAML
 name: $system_test_name

@@ -105,3 +105,24 @@ TEST(Watchdog, NamesTheStoppedRankOfItsHost) {
               "rank 0 \\(hostA\\): watchdog: still waiting for an allreduce on every rank of the collective .*"
               "on this host rank 1 \\(hostA\\) is stopped \\(pid [0-9]+\\)");
 }
+
+namespace {
+// A library that crashes inside a wait on a peer (Open MPI's shared-memory path
+// reading a dead peer's fragment did so in the no-hang campaign).
+void crashInsideAWait() {
+  runtime::watchdog::start(0, "hostA", 0.3);
+  runtime::watchdog::knowHosts({"hostA", "hostB"});
+  const runtime::watchdog::Watch watch("an allreduce", runtime::watchdog::secondsFromNow(5), 1);
+  raise(SIGSEGV);
+}
+}  // namespace
+
+TEST(Watchdog, ACrashInsideAWaitEndsTheRankWithOneLineAndExitCode3) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "under AddressSanitizer the watchdog leaves fatal signals to the sanitizer's report";
+#endif
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(crashInsideAWait(), ::testing::ExitedWithCode(3),
+              "rank 0 \\(hostA\\): watchdog: crashed with signal 11 \\([^)]*\\) while waiting for an allreduce on "
+              "rank 1 \\(hostB\\) .*exit code 3");
+}
