@@ -157,8 +157,29 @@ class Run:
             if pid is None:
                 self.fault_note = f"rank {self.victim} not found at the fault moment"
                 return False
+            self.victim_pid = pid
             os.kill(pid, signal.SIGKILL if self.fault == "kill" else signal.SIGSTOP)
         return False
+
+    def release_victim(self):
+        """A rank this test stopped stays frozen (holding the file's lock) until it is
+        killed; once the job has ended, kill it and wait, bounded, until it is gone."""
+        pid = getattr(self, "victim_pid", None)
+        if pid is None:
+            return
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            return
+        limit = time.monotonic() + 5
+        while time.monotonic() < limit and os.path.exists(f"/proc/{pid}"):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break  # dead; its parent reaps it
+            except OSError:
+                break
+            time.sleep(0.05)
 
     def processes(self):
         """State of the launcher and every process of this run (what a hang left), for the report."""
@@ -210,8 +231,9 @@ class Run:
                           rf"lost peer rank {v} |watchdog: [^\n]* on rank {v} \(|watchdog: [^\n]* rank {v} \([^)]*\) is (gone|stopped)|"
                           rf"ranks? [0-9, and]*\b{v} \()", text)
         lost_ranks = ""
+        self.release_victim()
         try:
-            with h5py.File(self.h5, "r") as f:
+            with open_when_unlocked(self.h5) as f:
                 lost_ranks = str(f.attrs.get("lost_ranks", ""))
                 for name, g in f["tests"].items():
                     status = g.attrs["status"]
@@ -225,6 +247,19 @@ class Run:
         if not named and str(v) not in lost_ranks.split(","):
             problems.append(f"rank {v} is not named in the output nor in lost_ranks={lost_ranks!r}")
         return problems
+
+
+def open_when_unlocked(path):
+    """The result file, read-only; a lock still held by a rank process on its way out
+    (the job has ended; slow under AddressSanitizer) is waited for up to 5 s."""
+    limit = time.monotonic() + 5
+    while True:
+        try:
+            return h5py.File(path, "r")
+        except BlockingIOError:
+            if time.monotonic() > limit:
+                raise
+            time.sleep(0.1)
 
 
 def main():
