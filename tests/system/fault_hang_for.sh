@@ -13,27 +13,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/fault-flap.bash"
 
 prefix=${FABSCOPE_TEST_PREFIX:-ecfhangf}
 up_emulated_cluster "$prefix" "${FABSCOPE_TEST_SUBNET:-198.18.73.0/24}" 4
-cat >"$scratch/drill.yaml" <<YAML
-name: $system_test_name
-seed: 1
-tests:
-  - name: drill
-    kind: fault
-    transport: ucx
-    memory: host
-    sizes: [64]
-    victim: 1
-    at: 1s
-    detect_within: 3s
-    heartbeat: 100ms
-    heartbeat_deadline: 600ms
-    rate: 1000
-    requests: 6500
+write_drill_scenario "$scratch/drill.yaml" "    requests: 6500
     timeout: 40s
     fault: hang
     hang_for: 1500ms
-    recover_within: 4s
-YAML
+    recover_within: 4s"
 result=$scratch/drill.h5
 launch_fault_drill "$scratch/drill.yaml" "$result" "$scratch/run.log"
 check_fault_drill "heartbeat|missed reply"

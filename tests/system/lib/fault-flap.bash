@@ -4,11 +4,11 @@
 # The prefix and subnet may be overridden (FABSCOPE_TEST_PREFIX, FABSCOPE_TEST_SUBNET)
 # to keep a hand run apart from other runs on the machine.
 
-# write_flap_scenario FILE PREFIX KEYS: a 4-rank drill (client, victim 1,
-# worker 2, spare 3) whose victim's link is cut at 1 s for down_for.
-write_flap_scenario() {
-  local file=$1 prefix=$2 keys=$3
-  local knob=$FABSCOPE_SOURCE_DIR/launch/emulated-cluster
+# write_drill_scenario FILE KEYS: a 4-rank drill over UCX (client, victim 1,
+# worker 2, spare 3) with fast heartbeats; KEYS (indented test keys) say the
+# fault, its timing and the return to baseline.
+write_drill_scenario() {
+  local file=$1 keys=$2
   cat >"$file" <<YAML
 name: $system_test_name
 seed: 1
@@ -24,12 +24,20 @@ tests:
     heartbeat: 100ms
     heartbeat_deadline: 600ms
     rate: 1000
-    timeout: 45s
+$keys
+YAML
+}
+
+# write_flap_scenario FILE PREFIX KEYS: that drill with the victim's link cut
+# at 1 s (the emulated cluster's `link` knob) for down_for.
+write_flap_scenario() {
+  local file=$1 prefix=$2 keys=$3
+  local knob=$FABSCOPE_SOURCE_DIR/launch/emulated-cluster
+  write_drill_scenario "$file" "    timeout: 45s
     fault: flap
     fault_command: $knob --prefix $prefix link {victim_host} down
     command_timeout: 5s
-$keys
-YAML
+$keys"
 }
 
 # check_flap_recovered FAULTS [EXPECTED]: every one of FAULTS faults was
