@@ -23,7 +23,7 @@ for lib in $(ldd build/fabscope | awk '/=> \// {print $3}'); do
     libhdf5_openmpi*|libboost_program_options*|libsz*|libaec*|libyaml-cpp*) cp -L "$lib" "$pack/lib/" ;;
   esac
 done
-cp tests/gpu/run-gpu-tests.sh tests/gpu/run-multi-gpu.sh tests/gpu/run-pipelined-vs-nccl-tests.sh \
+cp tests/gpu/run-gpu-tests.sh tests/gpu/run-multi-gpu.sh tests/gpu/run-pipelined-vs-nccl-tests.sh tests/gpu/record-one-gpu.sh \
   tests/gpu/compare_pipelined.py "$pack/"
 if [ -n "${NCCL_TESTS_SRC:-}" ]; then
   mkdir -p "$pack/nccl-tests"
