@@ -102,6 +102,10 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
             if r["kind"] == "alltoall":
                 out.append(f"  {int(r['index']):04d} " +
                            alltoall_line(analysis.result.test(int(r["index"]))))
+            if r["kind"] in ("latency", "bandwidth", "bibw"):
+                line = batch_line(analysis.result.test(int(r["index"])))
+                if line:
+                    out.append(f"  {int(r['index']):04d} " + line)
             if r["kind"] == "allreduce":
                 line = allreduce_line(analysis.result.test(int(r["index"])))
                 if line:
@@ -138,6 +142,24 @@ def allreduce_line(inst) -> str:
             f"rank: what a decode step waits for); pipelined {format_number(g('pipelined_busbw_gbps'))}"
             f" GB/s ({format_number(g('pipelined_time_ns', 0) / 1e3)} us/call over "
             f"{int(g('pipelined_calls', 0))} calls {PIPELINED_NOTE})")
+
+
+def batch_line(inst) -> str:
+    """A point-to-point test's batch figure beside its per-sample statistics: loop time /
+    iterations, the way osu_latency and osu_bw report ('' for a file written before it)."""
+    g = inst.get
+    mean = _number(g("batch_mean_ns"))
+    if mean is None:
+        return ""
+    clock = f"{format_number(g('clock_read_ns'))} ns per clock read taken out"
+    if g("batch_gbps") is not None:
+        slices = g("receive_slices")
+        where = "" if slices is None else (f"; receive buffers: {int(slices)}"
+                                           + (" (one, as osu_bw)" if int(slices) == 1 else " distinct"))
+        return (f"batch {format_number(_number(g('batch_gbps')))} GB/s "
+                f"(loop time / iterations, as osu_bw reports; {clock}{where})")
+    return (f"batch {format_number(mean / 1e3)} us one-way "
+            f"(loop time / iterations, as osu_latency reports its average; {clock})")
 
 
 def mix_lines(inst) -> List[str]:

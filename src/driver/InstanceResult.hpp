@@ -1,4 +1,5 @@
 #pragma once
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct InstanceResult {
   stats::LatencyStats latency;  // per sample, after sample_divisor (ns)
   double bytesPerSample = 0;    // bandwidth: mean bytes in one sample
   double gbpsMean = 0;
+  // The batch figure (point-to-point kinds; NaN elsewhere): loop time / iterations
+  // as OSU reports it, beside the per-sample statistics (driver/BatchFigure.hpp).
+  double batchMeanNs = std::nan(""), batchGbps = std::nan("");
   double impactMean = 0, impactP99 = 0;  // 0 = not computed
   std::string spansSites;  // the sites of a measuring group that spans more than one
   bool labelled = false;   // the run has site labels: `scopes` are named and printed

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "driver/BatchFigure.hpp"
 #include "driver/CounterSummary.hpp"
 #include "driver/Progress.hpp"
 #include "driver/Runner.hpp"
@@ -338,6 +339,16 @@ void Runner::reduceOnRank0(InstanceRun& run, std::span<const std::byte> allSampl
     attrs.emplace_back("gbps_p50", result.bytesPerSample / l.p50);
     attrs.emplace_back("gbps_p99", result.bytesPerSample / l.p99);
     attrs.emplace_back("gbps_mean", result.gbpsMean);
+  }
+  if (plan.batchClockReads > 0) {
+    const auto batch = batchFigure({records, allSamples.size() / sizeof(output::SampleRecord)}, plan.sampleDivisor,
+                                   plan.batchClockReads, clockReadNs_);
+    const double nan = std::nan("");
+    attrs.emplace_back("batch_mean_ns", batch.iterations ? batch.meanNs : nan);
+    if (plan.metric == suite::Metric::bandwidth) attrs.emplace_back("batch_gbps", batch.iterations ? batch.gbps : nan);
+    attrs.emplace_back("clock_read_ns", clockReadNs_);
+    result.batchMeanNs = batch.iterations ? batch.meanNs : nan;
+    result.batchGbps = batch.iterations && plan.metric == suite::Metric::bandwidth ? batch.gbps : nan;
   }
   if (result.labelled) attrs.emplace_back("site_scopes", scopeList(result));
   if (instance.condition != "quiet")

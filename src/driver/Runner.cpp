@@ -504,6 +504,7 @@ void Runner::setUp() {
   runtime::watchdog::knowHosts(identity_.hostOfRank);
   runtime::watchdog::knowPids(world_.allgather(identity_.pid, setup));
   clock_ = runtime::ClockSync::measure(world_, 50, setup);
+  clockReadNs_ = runtime::clockReadCost();
   std::uint64_t seed = scenario_.seed;
   if (!scenario_.seedGiven && world_.rank() == 0) seed = std::random_device{}() & 0x7fffffffffffull;
   world_.broadcast(&seed, sizeof seed, 0, setup);

@@ -223,6 +223,7 @@ class Runner {
   RunOptions options_;
   runtime::RankIdentity identity_;
   runtime::ClockSync clock_;
+  double clockReadNs_ = 0;  // one monotonicNow() here, subtracted from batch figures
   std::uint64_t seed_ = 0;
   validity::RunValidity validity_;
   bool validityRecorded_ = false;  // /validity is written once (at the end, or by the loss record)

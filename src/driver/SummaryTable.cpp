@@ -32,6 +32,7 @@ struct RowValues {
   const stats::LatencyStats* latency;
   double bytesPerSample;
   double impactP99;
+  double batch;  // the batch figure (ns per iteration or GB/s); NaN: none, or a site scope's row
   const std::string* scope;  // nullptr: no scope column (a run without site labels)
 };
 
@@ -45,15 +46,18 @@ void printRow(std::FILE* out, const InstanceResult& r, const RowValues& v) {
     cells[0] = bandwidthCell(v.bytesPerSample, s.p50), cells[1] = bandwidthCell(v.bytesPerSample, s.p99),
     cells[2] = bandwidthCell(v.bytesPerSample, s.p999), cells[3] = bandwidthCell(v.bytesPerSample, s.max);
   }
+  std::string batch = "-";
+  if (!std::isnan(v.batch))
+    batch = r.metric == suite::Metric::latency ? latencyCell(v.batch) : bandwidthCell(v.batch, 1.0);
   char impact[16] = "-";
   if (v.impactP99 > 0) std::snprintf(impact, sizeof impact, "%.2fx", v.impactP99);
   const std::string pattern = r.pass == "parallel" ? r.pattern : r.pattern + "/" + r.pass;
   // replicates of one case (scenario `repeats`): "quiet #2", as the analysis labels them
   const std::string condition = r.repeats > 1 ? r.condition + " #" + std::to_string(r.replicate + 1) : r.condition;
-  std::fprintf(out, "%-4d %-22.22s %-9s %-8s %-13.13s %-12.12s %8zu %13s %13s %13s %13s %7s  ", r.index,
+  std::fprintf(out, "%-4d %-22.22s %-9s %-8s %-13.13s %-12.12s %8zu %13s %13s %13s %13s %13s %7s  ", r.index,
                r.name.c_str(), r.kind.c_str(), scenario::formatSize(r.bytes).c_str(), pattern.c_str(),
                condition.c_str(), s.count, cells[0].c_str(), cells[1].c_str(), cells[2].c_str(), cells[3].c_str(),
-               impact);
+               batch.c_str(), impact);
   if (v.scope) std::fprintf(out, "%-26s  ", v.scope->empty() ? "-" : v.scope->c_str());
   std::fprintf(out, "%s\n", r.status.c_str());
 }
@@ -65,18 +69,20 @@ void printSummaryTable(std::FILE* out, const std::vector<InstanceResult>& result
   // are never mixed in one row.
   bool labelled = false;
   for (const auto& r : results) labelled = labelled || r.labelled;
-  std::fprintf(out, "\n%-4s %-22s %-9s %-8s %-13s %-12s %8s %13s %13s %13s %13s %7s  ", "#", "test", "kind", "size",
-               "pattern", "cond", "samples", "p50", "p99", "p99.9", "worst", "impact");
+  std::fprintf(out, "\n%-4s %-22s %-9s %-8s %-13s %-12s %8s %13s %13s %13s %13s %13s %7s  ", "#", "test", "kind",
+               "size", "pattern", "cond", "samples", "p50", "p99", "p99.9", "worst", "batch", "impact");
   if (labelled) std::fprintf(out, "%-26s  ", "scope");
   std::fprintf(out, "status\n");
   const std::string none;
   for (const auto& r : results) {
     if (!labelled || r.scopes.empty()) {
-      printRow(out, r, {&r.latency, r.bytesPerSample, r.impactP99, labelled ? &none : nullptr});
+      const double batch = r.metric == suite::Metric::latency ? r.batchMeanNs : r.batchGbps;
+      printRow(out, r, {&r.latency, r.bytesPerSample, r.impactP99, batch, labelled ? &none : nullptr});
     } else {
       for (const auto& scope : r.scopes)
         printRow(out, r,
-                 {&scope.summary.latency, scope.summary.bytesPerSample, scope.impactP99, &scope.summary.scope.name});
+                 {&scope.summary.latency, scope.summary.bytesPerSample, scope.impactP99, std::nan(""),
+                  &scope.summary.scope.name});
     }
     if (!r.error.empty()) std::fprintf(out, "     ! %s\n", r.error.c_str());
     if (!r.counters.empty())
@@ -98,7 +104,8 @@ void printSummaryTable(std::FILE* out, const std::vector<InstanceResult>& result
     }
   }
   std::fprintf(out, "\nlatency: one-way, microseconds; bandwidth: GB/s = 10^9 bytes/s at that sample time; "
-                    "impact: p99 congested/quiet for latency, quiet/congested for bandwidth (>1 is worse)\n");
+                    "impact: p99 congested/quiet for latency, quiet/congested for bandwidth (>1 is worse); "
+                    "batch: loop time / iterations, the way osu_latency and osu_bw report (point-to-point)\n");
   // The meaning of every known counter named above, once.
   std::set<std::string> named;
   for (const auto& r : results)

@@ -51,6 +51,10 @@ struct InstancePlan {
   // A serial retest's control pairs (group indices; also in `schedule`): their
   // samples carry sample_flags::controlPair.
   std::vector<RankPair> controlPairs;
+  // > 0: each pair's samples come from one timed loop with this many clock
+  // reads per iteration, so the run also reports the loop's batch figure (the
+  // way OSU reports: loop time / iterations; driver/BatchFigure.hpp).
+  int batchClockReads = 0;
   // The instance may lose ranks on purpose (fault drills): the file is then
   // written gathered to rank 0 so the survivors alone can finish it.
   bool mayLoseRanks = false;

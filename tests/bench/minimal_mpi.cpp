@@ -1,7 +1,9 @@
 // The reference fabscope is compared with: the smallest honest MPI ping-pong
 // and windowed stream, with blocking calls and nothing else around them.
 // usage: mpirun -np 2 minimal_mpi latency BYTES ITERS WARMUP
-//        mpirun -np 2 minimal_mpi bandwidth BYTES ITERS WARMUP WINDOW
+//        mpirun -np 2 minimal_mpi bandwidth BYTES ITERS WARMUP WINDOW [distinct|one]
+// Receive buffers as fabscope's `receive_buffers`: distinct (default: a slice per
+// message of the window, at most 64 MiB of slices, reused beyond) or one.
 #include <mpi.h>
 
 #include <algorithm>
@@ -29,7 +31,10 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   const int bytes = std::atoi(argv[2]), iters = std::atoi(argv[3]), warmup = std::atoi(argv[4]);
   const int window = argc > 5 ? std::atoi(argv[5]) : 1;
-  std::vector<char> send(bytes, 1), recv(static_cast<size_t>(bytes) * window);
+  const bool one = argc > 6 && std::string(argv[6]) == "one";
+  const size_t maxSlices = std::max<size_t>(1, (size_t{64} << 20) / std::max(bytes, 1));
+  const size_t slices = one ? 1 : std::min<size_t>(window, maxSlices);
+  std::vector<char> send(bytes, 1), recv(static_cast<size_t>(bytes) * slices);
   std::vector<MPI_Request> reqs(window);
   std::vector<long long> samples;
   samples.reserve(iters);
@@ -55,7 +60,8 @@ int main(int argc, char** argv) {
         MPI_Recv(&ack, 1, MPI_INT, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       } else {
         for (int w = 0; w < window; ++w)
-          MPI_Irecv(recv.data() + static_cast<size_t>(w) * bytes, bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &reqs[w]);
+          MPI_Irecv(recv.data() + (static_cast<size_t>(w) % slices) * bytes, bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD,
+                    &reqs[w]);
         MPI_Waitall(window, reqs.data(), MPI_STATUSES_IGNORE);
         MPI_Send(&ack, 1, MPI_INT, peer, 2, MPI_COMM_WORLD);
       }

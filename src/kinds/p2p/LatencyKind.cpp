@@ -23,8 +23,11 @@ class LatencyKind final : public PointToPointKind {
     const auto n = b.sliceBytes;
     const int warmup = ctx.instance.spec->warmup;
     const int total = warmup + ctx.instance.spec->iterations;
-    // Each side posts the receive for its next message before it sends, so a
-    // message never waits in MPI's unexpected queue.
+    // The receive for the next message is always posted before that message
+    // can arrive, so it never waits in an unexpected queue: the initiator posts
+    // it before its ping, the responder right after its reply (a full round
+    // trip before the next ping: posting it before the reply put the post on
+    // the critical path, about 50 ns of every round trip over MPI).
     t.postRecv(1, peer, dataTag, b.recv, n);
     for (int i = 0; i < total; ++i) {
       if (initiator) {
@@ -37,8 +40,8 @@ class LatencyKind final : public PointToPointKind {
         if (i >= warmup) ctx.samples.record(me, i - warmup, peer, static_cast<std::int64_t>(n), t0, t1);
       } else {
         t.waitSlots(1, 1, ctx.deadline);
-        if (i + 1 < total) t.postRecv(1, peer, dataTag, b.recv, n);
         t.postSend(0, peer, dataTag, b.send, n);
+        if (i + 1 < total) t.postRecv(1, peer, dataTag, b.recv, n);
         t.waitSlots(0, 1, ctx.deadline);
       }
     }

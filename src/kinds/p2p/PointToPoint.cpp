@@ -41,7 +41,7 @@ void checkMemoryAndTransport(const scenario::TestSpec& spec) {
 scenario::KindRules PointToPointKind::rules() const {
   scenario::KindRules r;
   r.extraKeys = {"pattern", "all_pairs", "sampling", "hierarchical", corruptForTestKey};
-  if (usesWindow()) r.extraKeys.push_back("window");
+  if (usesWindow()) r.extraKeys.insert(r.extraKeys.end(), {"window", "receive_buffers"});
   r.minRanks = 2;
   r.parse = [this](const scenario::TestSpec& spec, const scenario::TestSource& source) {
     scenario::ParamReader p(spec, source);
@@ -50,6 +50,7 @@ scenario::KindRules PointToPointKind::rules() const {
     c->pattern = patternFromName(p.choice("pattern", patternNames(), "pairs"));
     c->corruptForTest = p.choice(corruptForTestKey, {"true", "false"}, "false") == "true";
     c->window = usesWindow() ? static_cast<int>(p.integer("window", defaultWindow, 1, 1024)) : 1;
+    c->oneReceiveBuffer = usesWindow() && p.choice("receive_buffers", {"distinct", "one"}, "distinct") == "one";
     auto ap = p.mapping("all_pairs", {"mode", "retest_worst"});
     c->serial = ap.choice("mode", {"parallel", "serial"}, "parallel") == "serial";
     c->retestWorst = static_cast<int>(ap.integer("retest_worst", 3, 0, 1'000'000));
@@ -77,6 +78,7 @@ InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, co
   plan.sampleDivisor = sampleDivisor();
   plan.window = c.window;
   plan.pattern = patternName(c.pattern);
+  plan.batchClockReads = 2;  // t0 and t1 of every iteration (measurePair of each kind)
   const int ranks = measuringRanksOf(spec, world.size(), 2);
   const bool followsTopology = c.pattern != Pattern::pairs && c.pattern != Pattern::allPairs;
   // The measuring ranks in role order, as the run will pick them: spread and
@@ -141,8 +143,10 @@ InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, co
       for (int r : {pair.initiator, pair.responder})
         roundsPerRank = std::max(roundsPerRank, ++busy[static_cast<std::size_t>(r)]);
   plan.maxSamplesPerRank = roundsPerRank * spec.iterations;
-  const auto receive = std::min<std::size_t>(static_cast<std::size_t>(instance.bytes) * static_cast<std::size_t>(plan.window),
-                                             std::max<std::size_t>(maxReceiveBytes, static_cast<std::size_t>(instance.bytes)));
+  const auto receive = c.oneReceiveBuffer
+                           ? static_cast<std::size_t>(instance.bytes)
+                           : std::min<std::size_t>(static_cast<std::size_t>(instance.bytes) * static_cast<std::size_t>(plan.window),
+                                                   std::max<std::size_t>(maxReceiveBytes, static_cast<std::size_t>(instance.bytes)));
   plan.bufferBytesPerRank = instance.bytes + static_cast<std::int64_t>(receive);
   plan.description = detail + (usesWindow() ? ", window " + std::to_string(plan.window) : "");
   return plan;
@@ -154,8 +158,10 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
   PairBuffers buffers;
   buffers.sliceBytes = bytes;
   const std::size_t wanted = bytes * static_cast<std::size_t>(ctx.plan.window);
-  buffers.slices = wanted <= std::max(maxReceiveBytes, bytes) ? static_cast<std::size_t>(ctx.plan.window)
-                                                              : std::max<std::size_t>(1, maxReceiveBytes / bytes);
+  const bool oneBuffer = scenario::configOf<PointToPointConfig>(*ctx.instance.spec).oneReceiveBuffer;
+  buffers.slices = oneBuffer ? 1
+                   : wanted <= std::max(maxReceiveBytes, bytes) ? static_cast<std::size_t>(ctx.plan.window)
+                                                                : std::max<std::size_t>(1, maxReceiveBytes / bytes);
   // The schedule is in group indices; the transport needs world ranks.
   auto mine = roundsOf(ctx.plan.schedule, ctx.group.rank());
   std::vector<bool> controlRound(ctx.plan.schedule.size(), false);
@@ -209,7 +215,11 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
     }
   }
   ctx.group.barrier(ctx.deadline);
-  return {};
+  Outcome outcome;
+  // Where a window's messages landed: the cache behaviour, and so the
+  // bandwidth, depends on it (osu_bw and ucx_perftest use one buffer).
+  if (usesWindow()) outcome.attributes.emplace_back("receive_slices", static_cast<std::int64_t>(buffers.slices));
+  return outcome;
 }
 
 }  // namespace fabscope::suite

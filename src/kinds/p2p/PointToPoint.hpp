@@ -22,6 +22,10 @@ struct PointToPointConfig final : scenario::KindConfig {
   bool serial = false;       // all_pairs.mode: parallel | serial
   int retestWorst = 3;       // all_pairs.retest_worst
   int window = 1;            // windowed kinds only
+  // receive_buffers (windowed kinds): distinct (every message of a window in a
+  // slice of its own, up to 64 MiB, as real transfers land) or one (every
+  // message into the same buffer, as osu_bw and ucx_perftest do: to compare with them).
+  bool oneReceiveBuffer = false;
   bool corruptForTest = false;
 };
 

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# fabscope against the tools admins trust, on the same 2 ranks of one host, in one
+# script (issue 24): rounds alternate fabscope and the reference (ABBA order), and
+# each row prints the medians, the median of the per-round ratios and their spread.
+#
+#   MPI   8 B latency p50         fabscope p50            / minimal ping-pong p50   <= 1.05
+#   MPI   8 B latency, batch      fabscope batch_mean_ns  / osu_latency average     <= 1.05
+#   MPI   4 MiB bandwidth, w 64   fabscope gbps_mean      / minimal stream          >= 0.97  (both: distinct receive slices)
+#   MPI   4 MiB bandwidth, batch  fabscope batch_gbps     / osu_bw                  >= 0.97  (both: one receive buffer)
+#   UCX   8 B tag latency p50     fabscope p50            / ucx_perftest tag_lat    <= 1.05  (shm, tcp loopback)
+#   UCX   4 MiB tag bw, w 16      fabscope batch_gbps     / ucx_perftest tag_bw -O 16  >= 0.97  (both: one receive buffer)
+# Receive buffers decide bandwidth through the caches (one buffer: 9.7 against 6.6 GB/s
+# for osu_bw here), so every pair compares equal policies (fabscope's receive_buffers).
+#
+# A verdict needs a quiet machine: when the per-round ratios of a row spread by more
+# than its margin (half their range > 5 % latency, 3 % bandwidth) the row says
+# "cannot tell (busy)" instead of met / missed.
+# The references: build/tests/bench/fabscope_minimal_mpi (this tree), ucx_perftest
+# (Debian's ucx-utils), osu_latency and osu_bw (OSU micro-benchmarks: OSU_DIR=dir or
+# on PATH; their rows are skipped, saying so, when not found).
+# usage: tests/bench/overhead.sh [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|ucx]
+#   --cpus: the two cores both sides are bound to (default 0,1; on a VM, cores away from 0 are often quieter)
+# Exit: 0 every row with a target met, 1 a target missed, 4 a row could not tell, 2 usage.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+rounds=5 cpus=0,1 bin=$src/build/fabscope minimal=$src/build/tests/bench/fabscope_minimal_mpi only=all
+read_attrs=${READ_ATTRS:-$src/build/tests/bench/fabscope_read_attrs}
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --cpus) cpus=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    --minimal) minimal=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    *) echo "usage: $0 [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|ucx]" >&2; exit 2 ;;
+  esac
+done
+[[ -x $bin ]] || { echo "fabscope binary not found at $bin (cmake --build build)" >&2; exit 2; }
+[[ -x $read_attrs ]] || { echo "fabscope_read_attrs not found at $read_attrs (cmake --build build)" >&2; exit 2; }
+[[ -x $minimal ]] || { echo "minimal MPI program not found at $minimal (cmake --build build)" >&2; exit 2; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export UCX_WARN_UNUSED_ENV_VARS=n UCX_POSIX_ERROR_HANDLING=y UCX_SYSV_ERROR_HANDLING=y
+[[ $cpus =~ ^[0-9]+,[0-9]+$ ]] || { echo "--cpus takes two core numbers, e.g. 2,3 (got '$cpus')" >&2; exit 2; }
+mpirun_args=(-np 2 --cpu-set "$cpus" --bind-to core ${BENCH_MPIRUN_ARGS:-})
+osu_lat=$(command -v "${OSU_DIR:+$OSU_DIR/}osu_latency" || true)
+osu_bw=$(command -v "${OSU_DIR:+$OSU_DIR/}osu_bw" || true)
+perftest=$(command -v ucx_perftest || true)
+
+work=$(mktemp -d /tmp/fabscope-overhead.XXXXXX)
+server_pid=
+cleanup() { [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+values=$work/values.tsv; : >"$values"
+put() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$values"; }  # round row side value
+
+lat_iters=${LAT_ITERS:-20000} bw_iters=${BW_ITERS:-100}
+cat >"$work/mpi.yaml" <<YAML
+name: overhead-mpi
+seed: 7
+defaults: {transport: mpi, memory: host, timeout: 300s}
+tests:
+  - {name: lat, kind: latency, sizes: [8], iterations: $lat_iters, warmup: 2000}
+  - {name: bw, kind: bandwidth, sizes: [4MiB], window: 64, iterations: $bw_iters, warmup: 10}
+  - {name: bw1, kind: bandwidth, sizes: [4MiB], window: 64, iterations: $bw_iters, warmup: 10, receive_buffers: one}
+YAML
+cat >"$work/ucx.yaml" <<YAML
+name: overhead-ucx
+seed: 7
+defaults: {transport: ucx, memory: host, timeout: 300s}
+tests:
+  - {name: lat, kind: latency, sizes: [8], iterations: $lat_iters, warmup: 2000}
+  - {name: bw, kind: bandwidth, sizes: [4MiB], window: 16, iterations: $bw_iters, warmup: 10}
+  - {name: bw1, kind: bandwidth, sizes: [4MiB], window: 16, iterations: $bw_iters, warmup: 10, receive_buffers: one}
+YAML
+
+# -> "p50_ns batch_mean_ns" of lat, gbps_mean of bw (distinct slices), batch_gbps of bw1 (one buffer)
+fabscope_figures() {  # scenario
+  mpirun "${mpirun_args[@]}" -x UCX_TLS -x UCX_NET_DEVICES -x UCX_POSIX_ERROR_HANDLING -x UCX_SYSV_ERROR_HANDLING \
+    -x UCX_WARN_UNUSED_ENV_VARS "$bin" run --scenario "$1" --output "$work/f.h5" --overwrite --no-progress \
+    >"$work/fabscope.log" 2>&1 || { cat "$work/fabscope.log" >&2; exit 1; }
+  local lat bt gb bg
+  read -r lat bt < <("$read_attrs" "$work/f.h5" lat p50_ns batch_mean_ns)
+  read -r gb < <("$read_attrs" "$work/f.h5" bw gbps_mean)
+  read -r bg < <("$read_attrs" "$work/f.h5" bw1 batch_gbps)
+  echo "$lat $bt $gb $bg"
+}
+
+# ucx_perftest's final line: iterations, p50 us, avg us, overall us, avg MB/s, overall MB/s, ... (MB = 2^20 B)
+perftest_line() {  # test size iters warmup [extra...]
+  local port=$((20000 + RANDOM % 20000))
+  taskset -c "${cpus%,*}" "$perftest" -p "$port" -e -c 0 >"$work/server.log" 2>&1 &
+  server_pid=$!
+  sleep 0.5
+  taskset -c "${cpus#*,}" "$perftest" 127.0.0.1 -p "$port" -e -t "$1" -s "$2" -n "$3" -w "$4" "${@:5}" -f >"$work/client.log" 2>&1 ||
+    { cat "$work/server.log" "$work/client.log" >&2; exit 1; }
+  wait "$server_pid" || true
+  server_pid=
+  grep -E '^[[:space:]]+[0-9]+[[:space:]]' "$work/client.log" | tail -1
+}
+
+mpi_round() {  # round order
+  local r=$1 order=$2 lat bt gb bg
+  for side in $order; do
+    if [[ $side == fabscope ]]; then
+      read -r lat bt gb bg < <(fabscope_figures "$work/mpi.yaml")
+      put "$r" mpi_lat_p50 fabscope "$lat"; put "$r" mpi_lat_batch fabscope "$bt"
+      put "$r" mpi_bw fabscope "$gb"; put "$r" mpi_bw_batch fabscope "$bg"
+    else
+      put "$r" mpi_lat_p50 reference "$(mpirun "${mpirun_args[@]}" "$minimal" latency 8 "$lat_iters" 2000 | awk '{print $2}')"
+      put "$r" mpi_bw reference "$(mpirun "${mpirun_args[@]}" "$minimal" bandwidth $((4 << 20)) "$bw_iters" 10 64 | awk '{print $2}')"
+      if [[ -n $osu_lat ]]; then  # average us -> ns
+        put "$r" mpi_lat_batch reference "$(mpirun "${mpirun_args[@]}" "$osu_lat" -m 8:8 -i "$lat_iters" -x 2000 |
+          awk '$1 == 8 {print $2 * 1000}')"
+      fi
+      if [[ -n $osu_bw ]]; then  # MB/s (10^6) -> GB/s
+        put "$r" mpi_bw_batch reference "$(mpirun "${mpirun_args[@]}" "$osu_bw" -m 4194304:4194304 -i "$bw_iters" -x 10 |
+          awk '$1 == 4194304 {print $2 / 1000}')"
+      fi
+    fi
+  done
+}
+
+ucx_round() {  # round order fabric
+  local r=$1 order=$2 fabric=$3 lat bt gb bg
+  if [[ $fabric == shm ]]; then export UCX_TLS=sm,self UCX_NET_DEVICES=all; else export UCX_TLS=tcp,self UCX_NET_DEVICES=lo; fi
+  for side in $order; do
+    if [[ $side == fabscope ]]; then
+      read -r lat bt gb bg < <(fabscope_figures "$work/ucx.yaml")
+      put "$r" "ucx_${fabric}_lat" fabscope "$lat"; put "$r" "ucx_${fabric}_bw" fabscope "$bg"
+    else  # p50 us -> ns; overall MB/s (2^20) -> GB/s (10^9)
+      put "$r" "ucx_${fabric}_lat" reference "$(perftest_line tag_lat 8 "$lat_iters" 2000 | awk '{print $2 * 1000}')"
+      put "$r" "ucx_${fabric}_bw" reference "$(perftest_line tag_bw 4194304 $((bw_iters * 16)) 160 -O 16 |
+        awk '{print $6 * 1048576 / 1e9}')"
+    fi
+  done
+}
+
+for r in $(seq "$rounds"); do
+  order="reference fabscope"; (( r % 2 == 0 )) && order="fabscope reference"
+  [[ $only == ucx ]] || mpi_round "$r" "$order"
+  if [[ $only != mpi ]]; then
+    if [[ -n $perftest ]]; then ucx_round "$r" "$order" shm; ucx_round "$r" "$order" tcp; fi
+  fi
+  echo "round $r of $rounds done" >&2
+done
+
+python3 - "$values" "$rounds" "${osu_lat:+osu}" "${perftest:+perftest}" "$only" <<'PY'
+import sys, statistics as st
+path, rounds, have_osu, have_perftest, only = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+vals = {}
+for line in open(path):
+    r, row, side, v = line.rstrip("\n").split("\t")
+    if v: vals.setdefault(row, {}).setdefault(int(r), {})[side] = float(v)
+# row: label, unit, reference name, target (op, bound) or None, margin
+ROWS = [
+    ("mpi_lat_p50", "MPI 8 B latency p50", "ns", "minimal ping-pong p50", ("<=", 1.05), 0.05),
+    ("mpi_lat_batch", "MPI 8 B latency batch", "ns", "osu_latency average", ("<=", 1.05), 0.05),
+    ("mpi_bw", "MPI 4 MiB bw w64 distinct", "GB/s", "minimal stream, distinct slices", (">=", 0.97), 0.03),
+    ("mpi_bw_batch", "MPI 4 MiB bw w64 batch", "GB/s", "osu_bw, one buffer", (">=", 0.97), 0.03),
+    ("ucx_shm_lat", "UCX shm 8 B tag lat p50", "ns", "ucx_perftest tag_lat", ("<=", 1.05), 0.05),
+    ("ucx_shm_bw", "UCX shm 4 MiB tag bw w16", "GB/s", "ucx_perftest tag_bw -O 16, one buffer", (">=", 0.97), 0.03),
+    ("ucx_tcp_lat", "UCX tcp 8 B tag lat p50", "ns", "ucx_perftest tag_lat", ("<=", 1.05), 0.05),
+    ("ucx_tcp_bw", "UCX tcp 4 MiB tag bw w16", "GB/s", "ucx_perftest tag_bw -O 16, one buffer", (">=", 0.97), 0.03),
+]
+print(f"fabscope against its references: {rounds} alternating rounds, medians; spread = half the range of the per-round ratios; a row whose spread exceeds its margin (5 % latency, 3 % bandwidth) gives no verdict")
+print(f"{'row':26} {'fabscope':>10} {'reference':>10} {'ratio':>6} {'spread':>7} {'target':>7}  verdict  (reference)")
+worst = 0
+for key, label, unit, ref, target, margin in ROWS:
+    per = vals.get(key, {})
+    pairs = [(d["fabscope"], d["reference"]) for d in per.values() if "fabscope" in d and "reference" in d and d["reference"] > 0]
+    if not pairs:
+        why = "not run" if (only != "all" and not key.startswith(only)) else \
+              "osu_latency/osu_bw not found (OSU_DIR)" if key.startswith("mpi_") else "ucx_perftest not found (ucx-utils)"
+        print(f"{label:26} {'-':>10} {'-':>10} {'-':>6} {'-':>7} {'-':>7}  -        ({ref}: {why})")
+        continue
+    ratios = [f / r for f, r in pairs]
+    ratio = st.median(ratios)
+    spread = (max(ratios) - min(ratios)) / 2
+    fab = st.median(p[0] for p in pairs); refv = st.median(p[1] for p in pairs)
+    fmt = (lambda v: f"{v:.1f}") if unit == "ns" else (lambda v: f"{v:.3f}")
+    if target is None:
+        verdict, tgt = "context", "-"
+    else:
+        op, bound = target
+        tgt = f"{op}{bound}"
+        if spread > margin:
+            verdict = "cannot tell (busy)"; worst = max(worst, 4)
+        elif (ratio <= bound) if op == "<=" else (ratio >= bound):
+            verdict = "met"
+        else:
+            verdict = "MISSED"; worst = max(worst, 1) if worst != 4 else 4
+    print(f"{label:26} {fmt(fab):>10} {fmt(refv):>10} {ratio:6.3f} {spread * 100:6.1f}% {tgt:>7}  {verdict:8} ({ref}, {unit}, {len(pairs)} rounds)")
+sys.exit(worst)
+PY
