@@ -191,7 +191,8 @@ def _rank_tail_section(analysis: RunAnalysis) -> str:
             title += " (slow side)"
         caption = "stragglers: " + (", ".join(analysis.describe_rank(r) for r in sorted(stragglers))
                                     if stragglers else "none")
-        figs.append(H.figure(plots.rank_tails(per_condition, unit, title, sorted(stragglers)),
+        figs.append(H.figure(plots.rank_tails(per_condition, unit, title, sorted(stragglers),
+                                              low_is_bad=is_bandwidth(first.metric)),
                              caption))
     if not figs:
         return ""
