@@ -66,6 +66,19 @@ def cdf(series: Sequence[Tuple[str, np.ndarray]], xlabel: str, title: str,
     return _to_png(fig)
 
 
+def worst_ranks(per_condition: Dict[str, "object"], low_is_bad: bool, limit: int) -> List[int]:
+    """The `limit` ranks with the worst p99 in any condition (highest, or lowest where a
+    low value is bad), in rank order."""
+    worst: Dict[int, float] = {}
+    for t in per_condition.values():
+        for r, v in zip(t["rank"], t["p99"]):
+            v = float(v)
+            if np.isnan(v):
+                continue
+            worst[int(r)] = max(worst.get(int(r), -np.inf), -v if low_is_bad else v)
+    return sorted(sorted(worst, key=lambda r: worst[r], reverse=True)[:limit])
+
+
 # Above this many measuring ranks the per-rank bars show the worst ranks only: a bar
 # and a tick label per rank of 1,024 took 40 s to draw and could not be read.
 MAX_RANK_BARS = 48
@@ -80,17 +93,9 @@ def rank_tails(per_condition: Dict[str, "object"], unit: str, title: str,
     conditions = list(per_condition)
     ranks = sorted({int(r) for t in per_condition.values() for r in t["rank"]})
     if len(ranks) > MAX_RANK_BARS:
-        worst = {}
-        for t in per_condition.values():
-            for r, v in zip(t["rank"], t["p99"]):
-                v = float(v)
-                if np.isnan(v):
-                    continue
-                key = -v if low_is_bad else v
-                worst[int(r)] = max(worst.get(int(r), -np.inf), key)
-        shown = sorted(worst, key=lambda r: worst[r], reverse=True)[:MAX_RANK_BARS]
+        shown = worst_ranks(per_condition, low_is_bad, MAX_RANK_BARS)
         title = f"{title}: the {len(shown)} worst of {len(ranks)} ranks"
-        ranks = sorted(shown)
+        ranks = shown
     width = 0.8 / max(len(conditions), 1)
     fig, ax = plt.subplots(figsize=(min(12.0, max(5.0, 0.35 * len(ranks) * len(conditions) + 2)), 3.1))
     x = np.arange(len(ranks))
