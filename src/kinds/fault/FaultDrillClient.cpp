@@ -39,6 +39,134 @@ std::string transportDetection(const std::string& transport) {
   return transport + ": no peer-failure reporting; heartbeats only";
 }
 
+// "flap 2/3" for the second of three faults, the fault alone when it is the only one.
+std::string faultName(const FaultDrillConfig& c, std::size_t i, std::size_t count) {
+  return count > 1 ? c.fault + " " + std::to_string(i + 1) + "/" + std::to_string(count) : c.fault;
+}
+
+// What the return to baseline of each fault is judged against: the
+// victim's pre-fault service and the rank that carries its share afterwards.
+struct BaselineJudge {
+  const RunContext& ctx;
+  const FaultDrillConfig& c;
+  EventLog& events;
+  int carrier;
+  std::vector<CarrierCompletion> carried;  // the carrier's completions
+  double preRate = 0, preP99 = 0;
+  runtime::Nanoseconds window = 0, recoverWithin = 0, streamEnd = 0;
+  std::string reference;  // what recovery counts from: "the restore" or "the detection"
+
+  std::string judge(std::vector<FaultCycle>& cycles, std::size_t i, int& recovered, double& worstMs,
+                    std::string& missing) const;
+  void judgeBaseline(FaultCycle& k, const std::string& name, runtime::Nanoseconds from, runtime::Nanoseconds until,
+                     std::string& line, int& recovered, double& worstMs, std::string& missing) const;
+};
+
+BaselineJudge baselineJudgeOf(const RunContext& ctx, const FaultDrillConfig& c, const std::vector<Request>& state,
+                              runtime::Nanoseconds start, runtime::Nanoseconds firstFault, int carrier,
+                              int victimRank, EventLog& events) {
+  BaselineJudge j{ctx, c, events, carrier, {}, 0, 0, 0, 0, 0, {}};
+  // The victim's pre-fault service: its requests done before the first fault.
+  std::vector<double> preLatencies;
+  for (const auto& r : state) {
+    if (r.state != Request::State::completed || r.rerouted) continue;
+    if (r.worker == victimRank && r.doneAt < firstFault) preLatencies.push_back(static_cast<double>(r.doneAt - r.firstPostedAt));
+    if (r.worker == carrier) j.carried.push_back({r.firstPostedAt, r.doneAt});
+  }
+  j.preRate = firstFault > start ? static_cast<double>(preLatencies.size()) * 1e9 / static_cast<double>(firstFault - start) : 0;
+  j.preP99 = percentile99(preLatencies);
+  j.window = static_cast<runtime::Nanoseconds>(c.baselineWindowSeconds * 1e9);
+  j.recoverWithin = static_cast<runtime::Nanoseconds>(c.recoverWithinSeconds * 1e9);
+  j.reference = c.victimReturns() ? "the restore" : "the detection";
+  // Nothing is measured past the stream's last completion.
+  for (const auto& r : state)
+    if (r.state == Request::State::completed) j.streamEnd = std::max(j.streamEnd, r.doneAt);
+  return j;
+}
+
+// The carrier's first whole window at baseline in [from, until), or why there is none.
+void BaselineJudge::judgeBaseline(FaultCycle& k, const std::string& name, runtime::Nanoseconds from,
+                                  runtime::Nanoseconds until, std::string& line, int& recovered, double& worstMs,
+                                  std::string& missing) const {
+  const auto b = findBaseline(carried, from, until, window, preRate, preP99, c.baselineThroughput, c.baselineP99);
+  k.baselineAt = b.at;
+  k.throughputPerSecond = b.throughputPerSecond;
+  k.p99Ns = b.p99Ns;
+  const std::string figures = std::to_string(static_cast<long long>(b.throughputPerSecond)) + " req/s, p99 " +
+                              milliseconds(b.p99Ns / 1e6) + " ms";
+  if (b.at) {
+    ++recovered;
+    const double ms = static_cast<double>(*b.at - from) / 1e6;
+    worstMs = std::max(worstMs, ms);
+    line += ", baseline " + milliseconds(ms) + " ms after " + reference + " (" + figures + ")";
+    events.add(ctx, *b.at, "baseline", carrier,
+               name + ": rank " + std::to_string(carrier) + " back at baseline " + milliseconds(ms) + " ms after " +
+                   reference + ": " + figures + " (pre-fault " + std::to_string(static_cast<long long>(preRate)) +
+                   " req/s, p99 " + milliseconds(preP99 / 1e6) + " ms)");
+    return;
+  }
+  // Said plainly when the stream (or the next fault) left no whole window after the restore.
+  const std::string why =
+      until <= from ? "the request stream ended before " + reference
+      : until - from < window
+          ? "no baseline_window of requests was left after " + reference + " (" +
+                milliseconds(static_cast<double>(until - from) / 1e6) + " ms)"
+          : "best window " + figures;
+  line += ", not recovered within " + milliseconds(c.recoverWithinSeconds * 1e3) + " ms (" + why + ")";
+  missing += (missing.empty() ? "" : "; ") + name + " not recovered within recover_within (" +
+             milliseconds(c.recoverWithinSeconds * 1e3) + " ms after " + reference + "; " + why + "; needed " +
+             std::to_string(static_cast<long long>(c.baselineThroughput * preRate)) + " req/s and p99 <= " +
+             milliseconds(c.baselineP99 * preP99 / 1e6) + " ms)";
+  events.add(ctx, std::max(until, from), "not_recovered", carrier, name + ": not back at baseline: " + why);
+}
+
+// Fault i's line of `fault_cycles`: detection, restore, return to service and to baseline.
+std::string BaselineJudge::judge(std::vector<FaultCycle>& cycles, std::size_t i, int& recovered, double& worstMs,
+                                 std::string& missing) const {
+  auto& k = cycles[i];
+  const std::string name = faultName(c, i, cycles.size());
+  // A victim never declared lost (a lossy link it served through) never left: it is back at the restore.
+  if (c.victimReturns() && k.restoredAt && !k.rejoinedAt && !k.detectedAt) k.rejoinedAt = k.restoredAt;
+  if (!c.victimReturns() && k.detectedAt) k.rejoinedAt = k.detectedAt;  // the spare took the share over
+  const auto from = c.victimReturns() ? k.restoredAt : k.detectedAt;
+  std::string line = std::to_string(i + 1) + ": ";
+  line += k.detectedAt ? "detected " + milliseconds(static_cast<double>(*k.detectedAt - k.faultAt) / 1e6) + " ms after the fault"
+                       : "not detected";
+  if (c.victimReturns())
+    line += k.restoredAt ? ", restored at +" + milliseconds(static_cast<double>(*k.restoredAt - k.faultAt) / 1e6) + " ms"
+                         : ", never restored";
+  if (k.rejoinedAt && from)
+    line += ", rank " + std::to_string(carrier) + " in service " +
+            milliseconds(static_cast<double>(*k.rejoinedAt - *from) / 1e6) + " ms after " + reference;
+  if (from) {
+    auto until = *from + recoverWithin;
+    if (i + 1 < cycles.size() && cycles[i + 1].faultAt > 0) until = std::min(until, cycles[i + 1].faultAt);
+    until = std::min(until, streamEnd);
+    judgeBaseline(k, name, *from, until, line, recovered, worstMs, missing);
+  } else {
+    line += ", not recovered (" + std::string(c.victimReturns() ? "never restored" : "never detected") + ")";
+    missing += (missing.empty() ? "" : "; ") + name + " not recovered: " +
+               (c.victimReturns() ? "its end (restore) never came" : "never detected, so no spare took over");
+  }
+  return line;
+}
+
+// Faults after the first: detection judged here (the first's is judged with
+// every survivor's, in FaultDrillKind).
+void judgeLaterDetections(const FaultDrillConfig& c, const std::vector<FaultCycle>& cycles, ClientOutcome& outcome) {
+  for (std::size_t i = 1; i < cycles.size(); ++i) {
+    const auto& k = cycles[i];
+    if (!c.detectionRequired() || k.faultAt <= 0) continue;
+    const std::string name = faultName(c, i, cycles.size());
+    const double after = k.detectedAt ? static_cast<double>(*k.detectedAt - k.faultAt) / 1e6 : -1;
+    if (after < 0 || after > c.detectWithinSeconds * 1e3)
+      outcome.verdict += (outcome.verdict.empty() ? "" : "; ") + name +
+                         (after < 0 ? ": never detected by the client"
+                                    : ": detected after " + milliseconds(after) + " ms, past detect_within (" +
+                                          milliseconds(c.detectWithinSeconds * 1e3) + " ms)");
+  }
+}
+
 // The return to baseline of every fault that ended: the rank that carries the
 // victim's share afterwards (the victim itself, back; for kill the spare)
 // measured against the victim's pre-fault throughput and p99. Adds the
@@ -49,93 +177,13 @@ output::Attributes judgeReturnToBaseline(const RunContext& ctx, const FaultDrill
   auto& cycles = outcome.cycles;
   if (cycles.empty()) return {};
   const int carrier = c.victimReturns() ? victimRank : spare;
-  const auto firstFault = cycles[0].faultAt;
-  // The victim's pre-fault service: its requests done before the first fault.
-  std::vector<double> preLatencies;
-  std::vector<CarrierCompletion> carried;
-  for (const auto& r : state) {
-    if (r.state != Request::State::completed || r.rerouted) continue;
-    if (r.worker == victimRank && r.doneAt < firstFault) preLatencies.push_back(static_cast<double>(r.doneAt - r.firstPostedAt));
-    if (r.worker == carrier) carried.push_back({r.firstPostedAt, r.doneAt});
-  }
-  const double preRate = firstFault > start ? static_cast<double>(preLatencies.size()) * 1e9 / static_cast<double>(firstFault - start) : 0;
-  const double preP99 = percentile99(preLatencies);
-  const auto window = static_cast<runtime::Nanoseconds>(c.baselineWindowSeconds * 1e9);
-  const auto recoverWithin = static_cast<runtime::Nanoseconds>(c.recoverWithinSeconds * 1e9);
-  const std::string reference = c.victimReturns() ? "the restore" : "the detection";
-  // Nothing is measured past the stream's last completion.
-  runtime::Nanoseconds streamEnd = 0;
-  for (const auto& r : state)
-    if (r.state == Request::State::completed) streamEnd = std::max(streamEnd, r.doneAt);
+  const auto j = baselineJudgeOf(ctx, c, state, start, cycles[0].faultAt, carrier, victimRank, events);
   std::string perFault, missing;
   double worstMs = -1;
   int recovered = 0;
-  for (std::size_t i = 0; i < cycles.size(); ++i) {
-    auto& k = cycles[i];
-    const std::string name = cycles.size() > 1 ? c.fault + " " + std::to_string(i + 1) + "/" + std::to_string(cycles.size()) : c.fault;
-    // A victim never declared lost (a lossy link it served through) never left: it is back at the restore.
-    if (c.victimReturns() && k.restoredAt && !k.rejoinedAt && !k.detectedAt) k.rejoinedAt = k.restoredAt;
-    if (!c.victimReturns() && k.detectedAt) k.rejoinedAt = k.detectedAt;  // the spare took the share over
-    const auto from = c.victimReturns() ? k.restoredAt : k.detectedAt;
-    std::string line = std::to_string(i + 1) + ": ";
-    line += k.detectedAt ? "detected " + milliseconds(static_cast<double>(*k.detectedAt - k.faultAt) / 1e6) + " ms after the fault"
-                         : "not detected";
-    if (c.victimReturns())
-      line += k.restoredAt ? ", restored at +" + milliseconds(static_cast<double>(*k.restoredAt - k.faultAt) / 1e6) + " ms"
-                           : ", never restored";
-    if (k.rejoinedAt && from)
-      line += ", rank " + std::to_string(carrier) + " in service " +
-              milliseconds(static_cast<double>(*k.rejoinedAt - *from) / 1e6) + " ms after " + reference;
-    if (from) {
-      auto until = *from + recoverWithin;
-      if (i + 1 < cycles.size() && cycles[i + 1].faultAt > 0) until = std::min(until, cycles[i + 1].faultAt);
-      until = std::min(until, streamEnd);
-      const auto b = findBaseline(carried, *from, until, window, preRate, preP99, c.baselineThroughput, c.baselineP99);
-      k.baselineAt = b.at;
-      k.throughputPerSecond = b.throughputPerSecond;
-      k.p99Ns = b.p99Ns;
-      const std::string figures = std::to_string(static_cast<long long>(b.throughputPerSecond)) + " req/s, p99 " +
-                                  milliseconds(b.p99Ns / 1e6) + " ms";
-      if (b.at) {
-        ++recovered;
-        const double ms = static_cast<double>(*b.at - *from) / 1e6;
-        worstMs = std::max(worstMs, ms);
-        line += ", baseline " + milliseconds(ms) + " ms after " + reference + " (" + figures + ")";
-        events.add(ctx, *b.at, "baseline", carrier,
-                   name + ": rank " + std::to_string(carrier) + " back at baseline " + milliseconds(ms) + " ms after " +
-                       reference + ": " + figures + " (pre-fault " + std::to_string(static_cast<long long>(preRate)) +
-                       " req/s, p99 " + milliseconds(preP99 / 1e6) + " ms)");
-      } else {
-        // Said plainly when the stream (or the next fault) left no whole window after the restore.
-        const std::string why =
-            until <= *from ? "the request stream ended before " + reference
-            : until - *from < window
-                ? "no baseline_window of requests was left after " + reference + " (" +
-                      milliseconds(static_cast<double>(until - *from) / 1e6) + " ms)"
-                : "best window " + figures;
-        line += ", not recovered within " + milliseconds(c.recoverWithinSeconds * 1e3) + " ms (" + why + ")";
-        missing += (missing.empty() ? "" : "; ") + name + " not recovered within recover_within (" +
-                   milliseconds(c.recoverWithinSeconds * 1e3) + " ms after " + reference + "; " + why +
-                   "; needed " + std::to_string(static_cast<long long>(c.baselineThroughput * preRate)) +
-                   " req/s and p99 <= " + milliseconds(c.baselineP99 * preP99 / 1e6) + " ms)";
-        events.add(ctx, std::max(until, *from), "not_recovered", carrier, name + ": not back at baseline: " + why);
-      }
-    } else {
-      line += ", not recovered (" + std::string(c.victimReturns() ? "never restored" : "never detected") + ")";
-      missing += (missing.empty() ? "" : "; ") + name + " not recovered: " +
-                 (c.victimReturns() ? "its end (restore) never came" : "never detected, so no spare took over");
-    }
-    perFault += (perFault.empty() ? "" : "; ") + line;
-    // The first fault's detection is judged with every survivor's (FaultDrillKind); later ones here.
-    if (i > 0 && c.detectionRequired() && k.faultAt > 0) {
-      const double after = k.detectedAt ? static_cast<double>(*k.detectedAt - k.faultAt) / 1e6 : -1;
-      if (after < 0 || after > c.detectWithinSeconds * 1e3)
-        outcome.verdict += (outcome.verdict.empty() ? "" : "; ") + name +
-                           (after < 0 ? ": never detected by the client"
-                                      : ": detected after " + milliseconds(after) + " ms, past detect_within (" +
-                                            milliseconds(c.detectWithinSeconds * 1e3) + " ms)");
-    }
-  }
+  for (std::size_t i = 0; i < cycles.size(); ++i)
+    perFault += (perFault.empty() ? "" : "; ") + j.judge(cycles, i, recovered, worstMs, missing);
+  judgeLaterDetections(c, cycles, outcome);
   if (!missing.empty())
     outcome.verdict += (outcome.verdict.empty() ? "" : "; ") + std::string("return to baseline: ") + missing;
   const auto& first = cycles[0];
@@ -151,8 +199,8 @@ output::Attributes judgeReturnToBaseline(const RunContext& ctx, const FaultDrill
       {"baseline_p99", c.baselineP99},
       {"baseline_window_ms", c.baselineWindowSeconds * 1e3},
       {"carrier_rank", std::int64_t{carrier}},
-      {"victim_pre_fault_rps", preRate},
-      {"victim_pre_fault_p99_ms", preP99 / 1e6},
+      {"victim_pre_fault_rps", j.preRate},
+      {"victim_pre_fault_p99_ms", j.preP99 / 1e6},
       {"restored_ms", msBetween(first.faultAt, first.restoredAt)},
       {"rejoined_ms", msBetween(c.victimReturns() ? first.restoredAt : first.detectedAt, first.rejoinedAt)},
       {"baseline_ms", missing.empty() ? worstMs : -1.0},
@@ -194,7 +242,7 @@ class DrillClient {
   output::Attributes streamAttributes(std::int64_t hung);
   void addVerdict(const std::string& what) { outcome_.verdict += (outcome_.verdict.empty() ? "" : "; ") + what; }
   std::string faultName(int i) const {
-    return faults_ > 1 ? c_.fault + " " + std::to_string(i + 1) + "/" + std::to_string(faults_) : c_.fault;
+    return fault_drill::faultName(c_, static_cast<std::size_t>(i), static_cast<std::size_t>(faults_));
   }
   runtime::Nanoseconds faultDue(int i) const {
     return start_ + static_cast<runtime::Nanoseconds>(c_.faultStartSeconds(i) * 1e9);
