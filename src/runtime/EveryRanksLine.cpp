@@ -15,4 +15,11 @@ std::vector<std::string> everyRanksLine(const Communicator& comm, const std::str
   return lines;
 }
 
+std::string everyRanksProblems(const Communicator& comm, const std::string& problem, const Deadline& deadline) {
+  std::string joined;
+  for (const auto& gathered : comm.gatherStrings(problem, 0, deadline))
+    if (!gathered.empty()) joined += (joined.empty() ? "" : "; ") + gathered;
+  return comm.broadcastString(joined, 0, deadline);
+}
+
 }  // namespace fabscope::runtime

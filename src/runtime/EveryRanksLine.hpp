@@ -13,4 +13,8 @@ namespace fabscope::runtime {
 // gathered to rank 0 and broadcast from there, each step bounded by `deadline`.
 std::vector<std::string> everyRanksLine(const Communicator& comm, const std::string& line, const Deadline& deadline);
 
+// Collective: every rank's non-empty `problem`, in rank order, joined with
+// "; " ("" when no rank has one), the same text on every rank.
+std::string everyRanksProblems(const Communicator& comm, const std::string& problem, const Deadline& deadline);
+
 }  // namespace fabscope::runtime

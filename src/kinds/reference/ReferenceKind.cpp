@@ -20,6 +20,7 @@
 #include "kinds/reference/ChildProcess.hpp"
 #include "kinds/reference/ReferenceConfig.hpp"
 #include "kinds/reference/UcxPerftestOutput.hpp"
+#include "runtime/EveryRanksLine.hpp"
 #include "scenario/Units.hpp"
 
 namespace fabscope::suite {
@@ -75,14 +76,6 @@ std::string secondsText(double seconds) {
 std::string lastLines(const std::string& text, std::size_t maxBytes) {
   if (text.size() <= maxBytes) return text;
   return "..." + text.substr(text.size() - maxBytes);
-}
-
-// Every group rank's line (empty ones dropped), joined with "; ", on every rank.
-std::string shareLines(const runtime::Communicator& group, const std::string& mine, const runtime::Deadline& deadline) {
-  std::string joined;
-  for (const auto& line : group.gatherStrings(mine, 0, deadline))
-    if (!line.empty()) joined += (joined.empty() ? "" : "; ") + line;
-  return group.broadcastString(joined, 0, deadline);
 }
 
 // How long a server may take to end after its client did.
@@ -287,7 +280,7 @@ class ReferenceKind final : public Kind {
     const auto closing = runtime::Deadline(ctx.deadline.at() + static_cast<runtime::Nanoseconds>(10e9));
 
     // 1. Installed on both sides? Otherwise the instance is skipped, by reason.
-    const std::string skipped = shareLines(group, missingProgram(pair), ctx.deadline);
+    const std::string skipped = runtime::everyRanksProblems(group, missingProgram(pair), ctx.deadline);
     if (me == 0) a = {{"reference_tool", c.tool}, {"reference_program", pair.program.empty() ? c.program : pair.program},
                       {"reference_test", c.test}, {"reference_tls", c.tls}};
     if (!skipped.empty()) {
@@ -308,7 +301,7 @@ class ReferenceKind final : public Kind {
     // 4. The server ends once its client is done.
     const std::string clientProblem = group.broadcastString(problem, 0, closing);
     if (me == 1) problem = endServer(pair, server, place.command, clientProblem);
-    const std::string problems = shareLines(group, problem, closing);
+    const std::string problems = runtime::everyRanksProblems(group, problem, closing);
     if (!problems.empty()) ctx.verdict.fail(problems);
     return outcome;
   }
