@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/Commands.hpp"
@@ -131,6 +132,126 @@ int commandHelp(const po::options_description& options, const char* usage,
   return exit_code::ok;
 }
 
+// Adds --help to the command's options and parses what follows the command word.
+po::variables_map parseCommand(po::options_description& opts, int argc, char** argv) {
+  po::options_description common("General options");
+  common.add_options()("help,h", "show this help");
+  opts.add(common);
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc - 1, argv + 1).options(opts).run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+// A command's settings read from its options; a UsageError is printed here
+// and leaves it empty (the caller exits 2).
+template <class Read>
+auto readOrRefuse(Read read) -> std::optional<decltype(read())> {
+  try {
+    return read();
+  } catch (const UsageError& e) {
+    std::cerr << "fabscope: error: " << e.what() << "\n";
+    return std::nullopt;
+  }
+}
+
+int printVersion() {
+  std::cout << "fabscope " << FABSCOPE_VERSION << " (HDF5 " << (FABSCOPE_HDF5_PARALLEL ? "parallel" : "serial")
+            << ", CUDA " << (FABSCOPE_HAVE_CUDA ? "on" : "off") << ", NCCL " << (FABSCOPE_HAVE_NCCL ? "on" : "off")
+            << ", UCX " << (FABSCOPE_HAVE_UCX ? "on" : "off") << ", verbs " << (FABSCOPE_HAVE_VERBS ? "on" : "off")
+            << ")\n";
+  return exit_code::ok;
+}
+
+int runCommandWord(int argc, char** argv) {
+  po::options_description opts = runOptions();
+  const auto vm = parseCommand(opts, argc, argv);
+  if (vm.count("help"))
+    return commandHelp(opts, "fabscope run --scenario FILE [--output FILE.h5] [--set KEY=VALUE]...",
+                       "mpirun -np 4 fabscope run --scenario scenarios/smoke.yaml --output results/smoke.h5");
+  const auto c = readOrRefuse([&] { return runCommandOf(vm, argc, argv); });
+  if (!c) return exit_code::usage;
+  if (vm.count("launch-facts")) return runLaunchFactsCommand({.run = *c, .ranks = vm["launch-facts"].as<int>()});
+  return runRunCommand(*c, argc, argv);
+}
+
+po::options_description listOptions() {
+  po::options_description opts("fabscope list");
+  opts.add(scenarioOptions()).add_options()
+      ("ranks,n", po::value<int>()->value_name("N"),
+       "plan for N ranks instead of the number this command was started with")
+      ("ranks-per-node", po::value<int>()->value_name("N")->default_value(8),
+       "the layout assumed for patterns that follow the topology: N ranks to a node, in rank order")
+      ("nodes-per-leaf", po::value<int>()->value_name("N")->default_value(0),
+       "... N nodes to a leaf switch (0: no leaf labels, as a run without --topology)")
+      ("leaves-per-pod", po::value<int>()->value_name("N")->default_value(0), "... N leaves to a pod (0: no pod labels)")
+      ("model", po::value<std::string>()->value_name("PRESET"),
+       "print the sizes a serving-impact view of this model needs (python3 -m fabscope_analysis "
+       "impact); with --scenario, also which planned instances measure them")
+      ("tp", po::value<int>()->value_name("N")->default_value(8), "tensor parallelism (with --model)")
+      ("decode-batch", po::value<std::vector<int>>()->value_name("B")->multitoken(),
+       "decode batch sizes (with --model; default 1 32)")
+      ("prompt", po::value<std::vector<int>>()->value_name("TOKENS")->multitoken(),
+       "prompt lengths whose KV moves (with --model; default 2048 8192)")
+      ("block-tokens", po::value<int>()->value_name("N")->default_value(16), "tokens per KV block (with --model)");
+  return opts;
+}
+
+// The list command of parsed options; throws UsageError for a bad layout.
+ListCommand listCommandOf(const po::variables_map& vm) {
+  ListCommand c;
+  c.scenarioGiven = vm.count("scenario") > 0;
+  c.scenarioPath = c.scenarioGiven ? vm["scenario"].as<std::string>() : defaultScenario();
+  if (vm.count("set")) c.overrides = vm["set"].as<std::vector<std::string>>();
+  c.ranks = vm.count("ranks") ? vm["ranks"].as<int>() : 0;
+  c.ranksPerNode = vm["ranks-per-node"].as<int>();
+  c.nodesPerLeaf = vm["nodes-per-leaf"].as<int>();
+  c.leavesPerPod = vm["leaves-per-pod"].as<int>();
+  if (c.ranksPerNode < 1 || c.nodesPerLeaf < 0 || c.leavesPerPod < 0)
+    throw UsageError("--ranks-per-node must be at least 1, --nodes-per-leaf and --leaves-per-pod at least 0");
+  if (vm.count("model")) {
+    c.model = vm["model"].as<std::string>();
+    c.tp = vm["tp"].as<int>();
+    c.blockTokens = vm["block-tokens"].as<int>();
+    c.decodeBatches = vm.count("decode-batch") ? vm["decode-batch"].as<std::vector<int>>() : std::vector<int>{1, 32};
+    c.promptTokens = vm.count("prompt") ? vm["prompt"].as<std::vector<int>>() : std::vector<int>{2048, 8192};
+  }
+  return c;
+}
+
+int listCommandWord(int argc, char** argv) {
+  po::options_description opts = listOptions();
+  const auto vm = parseCommand(opts, argc, argv);
+  if (vm.count("help"))
+    return commandHelp(opts, "fabscope list --scenario FILE [--ranks N] [--set KEY=VALUE]...",
+                       "fabscope list --scenario scenarios/smoke.yaml --ranks 16");
+  const auto c = listCommandOf(vm);
+  // Sizes alone need no MPI and no scenario.
+  if (vm.count("model") && !c.scenarioGiven) return printServingNeeds(c);
+  return runListCommand(c, argc, argv);
+}
+
+int inventoryCommandWord(int argc, char** argv) {
+  po::options_description opts("fabscope inventory");
+  opts.add_options()("json", "print JSON instead of text");
+  const auto vm = parseCommand(opts, argc, argv);
+  if (vm.count("help"))
+    return commandHelp(opts, "fabscope inventory [--json]", "fabscope inventory --json > host.json");
+  return runInventoryCommand(vm.count("json") > 0);
+}
+
+int quickcheckCommandWord(int argc, char** argv) {
+  po::options_description opts = quickcheckOptionsDescription();
+  const auto vm = parseCommand(opts, argc, argv);
+  if (vm.count("help"))
+    return commandHelp(opts, "fabscope quickcheck [--manifest FILE] [--state-dir DIR] [--slurm-drain] [OPTION]...",
+                       "fabscope quickcheck --manifest /etc/fabscope/manifest.yaml --slurm-drain --verbose");
+  const auto c = readOrRefuse([&] { return quickcheckOptionsOf(vm); });
+  if (!c) return exit_code::usage;
+  if (vm.count("loop-worker")) return runQuickcheckLoopWorker(c->loop, c->timeLimitSeconds, argc, argv);
+  return runQuickcheckCommand(*c);
+}
+
 }  // namespace
 
 int runCommandLine(int argc, char** argv) {
@@ -144,110 +265,11 @@ int runCommandLine(int argc, char** argv) {
       std::cout << overview;
       return exit_code::ok;
     }
-    if (command == "--version" || command == "-V") {
-      std::cout << "fabscope " << FABSCOPE_VERSION << " (HDF5 " << (FABSCOPE_HDF5_PARALLEL ? "parallel" : "serial")
-                << ", CUDA " << (FABSCOPE_HAVE_CUDA ? "on" : "off") << ", NCCL " << (FABSCOPE_HAVE_NCCL ? "on" : "off")
-                << ", UCX " << (FABSCOPE_HAVE_UCX ? "on" : "off") << ", verbs " << (FABSCOPE_HAVE_VERBS ? "on" : "off")
-                << ")\n";
-      return exit_code::ok;
-    }
-
-    po::options_description common("General options");
-    common.add_options()("help,h", "show this help");
-    po::variables_map vm;
-    auto parse = [&](const po::options_description& all) {
-      po::store(po::command_line_parser(argc - 1, argv + 1).options(all).run(), vm);
-      po::notify(vm);
-    };
-
-    if (command == "run") {
-      po::options_description opts = runOptions();
-      opts.add(common);
-      parse(opts);
-      if (vm.count("help"))
-        return commandHelp(opts, "fabscope run --scenario FILE [--output FILE.h5] [--set KEY=VALUE]...",
-                           "mpirun -np 4 fabscope run --scenario scenarios/smoke.yaml --output results/smoke.h5");
-      RunCommand c;
-      try {
-        c = runCommandOf(vm, argc, argv);
-      } catch (const UsageError& e) {
-        std::cerr << "fabscope: error: " << e.what() << "\n";
-        return exit_code::usage;
-      }
-      if (vm.count("launch-facts")) return runLaunchFactsCommand({.run = c, .ranks = vm["launch-facts"].as<int>()});
-      return runRunCommand(c, argc, argv);
-    }
-    if (command == "list") {
-      po::options_description opts("fabscope list");
-      opts.add(scenarioOptions()).add_options()
-          ("ranks,n", po::value<int>()->value_name("N"),
-           "plan for N ranks instead of the number this command was started with")
-          ("ranks-per-node", po::value<int>()->value_name("N")->default_value(8),
-           "the layout assumed for patterns that follow the topology: N ranks to a node, in rank order")
-          ("nodes-per-leaf", po::value<int>()->value_name("N")->default_value(0),
-           "... N nodes to a leaf switch (0: no leaf labels, as a run without --topology)")
-          ("leaves-per-pod", po::value<int>()->value_name("N")->default_value(0), "... N leaves to a pod (0: no pod labels)")
-          ("model", po::value<std::string>()->value_name("PRESET"),
-           "print the sizes a serving-impact view of this model needs (python3 -m fabscope_analysis "
-           "impact); with --scenario, also which planned instances measure them")
-          ("tp", po::value<int>()->value_name("N")->default_value(8), "tensor parallelism (with --model)")
-          ("decode-batch", po::value<std::vector<int>>()->value_name("B")->multitoken(),
-           "decode batch sizes (with --model; default 1 32)")
-          ("prompt", po::value<std::vector<int>>()->value_name("TOKENS")->multitoken(),
-           "prompt lengths whose KV moves (with --model; default 2048 8192)")
-          ("block-tokens", po::value<int>()->value_name("N")->default_value(16), "tokens per KV block (with --model)");
-      opts.add(common);
-      parse(opts);
-      if (vm.count("help"))
-        return commandHelp(opts, "fabscope list --scenario FILE [--ranks N] [--set KEY=VALUE]...",
-                           "fabscope list --scenario scenarios/smoke.yaml --ranks 16");
-      ListCommand c;
-      c.scenarioGiven = vm.count("scenario") > 0;
-      c.scenarioPath = c.scenarioGiven ? vm["scenario"].as<std::string>() : defaultScenario();
-      if (vm.count("set")) c.overrides = vm["set"].as<std::vector<std::string>>();
-      c.ranks = vm.count("ranks") ? vm["ranks"].as<int>() : 0;
-      c.ranksPerNode = vm["ranks-per-node"].as<int>();
-      c.nodesPerLeaf = vm["nodes-per-leaf"].as<int>();
-      c.leavesPerPod = vm["leaves-per-pod"].as<int>();
-      if (c.ranksPerNode < 1 || c.nodesPerLeaf < 0 || c.leavesPerPod < 0)
-        throw UsageError("--ranks-per-node must be at least 1, --nodes-per-leaf and --leaves-per-pod at least 0");
-      if (vm.count("model")) {
-        c.model = vm["model"].as<std::string>();
-        c.tp = vm["tp"].as<int>();
-        c.blockTokens = vm["block-tokens"].as<int>();
-        c.decodeBatches = vm.count("decode-batch") ? vm["decode-batch"].as<std::vector<int>>() : std::vector<int>{1, 32};
-        c.promptTokens = vm.count("prompt") ? vm["prompt"].as<std::vector<int>>() : std::vector<int>{2048, 8192};
-        // Sizes alone need no MPI and no scenario.
-        if (!c.scenarioGiven) return printServingNeeds(c);
-      }
-      return runListCommand(c, argc, argv);
-    }
-    if (command == "inventory") {
-      po::options_description opts("fabscope inventory");
-      opts.add_options()("json", "print JSON instead of text");
-      opts.add(common);
-      parse(opts);
-      if (vm.count("help"))
-        return commandHelp(opts, "fabscope inventory [--json]", "fabscope inventory --json > host.json");
-      return runInventoryCommand(vm.count("json") > 0);
-    }
-    if (command == "quickcheck") {
-      po::options_description opts = quickcheckOptionsDescription();
-      opts.add(common);
-      parse(opts);
-      if (vm.count("help"))
-        return commandHelp(opts, "fabscope quickcheck [--manifest FILE] [--state-dir DIR] [--slurm-drain] [OPTION]...",
-                           "fabscope quickcheck --manifest /etc/fabscope/manifest.yaml --slurm-drain --verbose");
-      QuickcheckOptions c;
-      try {
-        c = quickcheckOptionsOf(vm);
-      } catch (const UsageError& e) {
-        std::cerr << "fabscope: error: " << e.what() << "\n";
-        return exit_code::usage;
-      }
-      if (vm.count("loop-worker")) return runQuickcheckLoopWorker(c.loop, c.timeLimitSeconds, argc, argv);
-      return runQuickcheckCommand(c);
-    }
+    if (command == "--version" || command == "-V") return printVersion();
+    if (command == "run") return runCommandWord(argc, argv);
+    if (command == "list") return listCommandWord(argc, argv);
+    if (command == "inventory") return inventoryCommandWord(argc, argv);
+    if (command == "quickcheck") return quickcheckCommandWord(argc, argv);
     std::cerr << "fabscope: unknown command '" << command << "'; expected run, list, inventory, quickcheck, --help or --version\n";
     return exit_code::usage;
   } catch (const po::error& e) {

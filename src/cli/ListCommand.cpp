@@ -102,6 +102,100 @@ int printServingNeeds(const ListCommand& c) {
   }
 }
 
+namespace {
+
+void printListHeading(const ListCommand& command, const scenario::Scenario& scenario,
+                      const std::vector<driver::PlannedInstance>& planned, int ranks) {
+  std::printf("scenario '%s' (%s) for %d ranks: %zu test instances%s\n", scenario.name.c_str(),
+              scenario.file.c_str(), ranks, planned.size(), driver::retestsAmong(planned).c_str());
+  std::printf("  layout assumed: %d ranks per node%s\n", command.ranksPerNode,
+              command.nodesPerLeaf > 0 ? (", " + std::to_string(command.nodesPerLeaf) + " nodes per leaf" +
+                                          (command.leavesPerPod > 0 ? ", " + std::to_string(command.leavesPerPod) +
+                                                                          " leaves per pod" : std::string()))
+                                             .c_str()
+                                       : ", no leaf labels");
+  if (!scenario.description.empty()) std::printf("  %s\n", scenario.description.c_str());
+}
+
+// What the whole matrix needs: the most memory one instance takes per rank, and the time estimate.
+struct MatrixNeeds {
+  std::int64_t peakMemory = 0;
+  double seconds = 0;
+};
+
+// One line per planned instance, with its size formula and the commands it runs.
+MatrixNeeds printInstances(const std::vector<driver::PlannedInstance>& planned) {
+  std::printf("\n%-4s %-22s %-9s %-8s %-8s %-6s %-5s %6s %6s %9s %10s %7s %9s  %s\n", "#", "test", "kind", "size",
+              "cond", "transp", "mem", "iters", "warmup", "timeout", "mem/rank", "rounds", "estimate", "plan");
+  MatrixNeeds needs;
+  int index = 0;
+  for (const auto& p : planned) {
+    const auto& spec = *p.instance.spec;
+    const std::int64_t memory = driver::memoryPerRank(p.plan);
+    needs.peakMemory = std::max(needs.peakMemory, memory);
+    char timeout[16];
+    std::snprintf(timeout, sizeof timeout, "%.0fs", spec.timeoutSeconds);
+    const double estimate = driver::estimateSeconds(p);
+    needs.seconds += estimate;
+    const std::string rounds = p.plan.schedule.empty() ? "-" : std::to_string(p.plan.schedule.size());
+    std::printf("%-4d %-22.22s %-9s %-8s %-8.8s %-6s %-5s %6d %6d %9s %10s %7s %9s  %s\n", index++, spec.name.c_str(),
+                spec.kind.c_str(), scenario::formatSize(p.instance.bytes).c_str(), p.instance.condition.c_str(),
+                spec.transport.c_str(), spec.memory.c_str(), spec.iterations, spec.warmup, timeout,
+                scenario::formatSize(memory).c_str(), rounds.c_str(), driver::formatEstimate(estimate).c_str(),
+                p.plan.description.c_str());
+    if (!p.instance.sizeFormula.empty()) std::printf("     size = %s\n", p.instance.sizeFormula.c_str());
+    for (const auto& line : commandsOf(p)) std::printf("     runs: %s\n", line.c_str());
+  }
+  return needs;
+}
+
+// "test [quiet, incast]; ..." for the instances that measure `need`, "" when none does.
+std::string measuredBy(const ServingNeed& need, const std::vector<driver::PlannedInstance>& planned) {
+  std::map<std::string, std::set<std::string>> conditionsByTest;
+  for (const auto& p : planned)
+    if (p.instance.spec->kind == need.kind && p.instance.bytes == static_cast<std::int64_t>(need.bytes))
+      conditionsByTest[p.instance.spec->name].insert(p.instance.condition);
+  std::string where;
+  for (const auto& [test, conditions] : conditionsByTest) {
+    where += (where.empty() ? "" : "; ") + test + " [";
+    std::string list;
+    for (const auto& condition : conditions) list += (list.empty() ? "" : ", ") + condition;
+    where += list + "]";
+  }
+  return where;
+}
+
+// --model with a scenario: the model's serving-impact sizes and which instances measure each.
+int printModelCoverage(const ListCommand& command, const std::vector<driver::PlannedInstance>& planned) {
+  std::printf("\n");
+  const int status = printServingNeeds(command);
+  if (status != exit_code::ok) return status;
+  const auto needs = servingNeeds(command, model::findPreset(command.model));
+  int missing = 0;
+  for (const auto& need : needs) {
+    const std::string where = measuredBy(need, planned);
+    if (where.empty()) ++missing;
+    std::printf("  %s %s: %s\n", need.kind.c_str(), scenario::formatSize(static_cast<std::int64_t>(need.bytes)).c_str(),
+                where.empty() ? "NOT measured by this scenario" : ("measured by " + where).c_str());
+  }
+  std::printf("serving-impact sizes measured by this scenario: %zu of %zu\n", needs.size() - missing, needs.size());
+  return exit_code::ok;
+}
+
+void printMatrixNeeds(const MatrixNeeds& needs, const scenario::Scenario& scenario) {
+  std::printf("\npeak memory per rank for samples and buffers: about %.1f MiB (limit max_memory_per_rank %.0f MiB)\n",
+              static_cast<double>(needs.peakMemory) / (1 << 20),
+              static_cast<double>(scenario.maxMemoryPerRank) / (1 << 20));
+  std::printf("estimated time: %s in all%s (assuming %.0f us and %.0f GB/s per pair and %.0f ms per round: a "
+              "planning figure, not a prediction)\n",
+              driver::formatEstimate(needs.seconds).c_str(),
+              scenario.budgetSeconds > 0 ? (", budget " + driver::formatEstimate(scenario.budgetSeconds)).c_str() : "",
+              driver::estimate::assumedLatencySeconds * 1e6, driver::estimate::assumedBytesPerSecond / 1e9,
+              driver::estimate::assumedRoundCostSeconds * 1e3);
+}
+
+}  // namespace
+
 int runListCommand(const ListCommand& command, int& argc, char**& argv) {
   runtime::MpiEnvironment mpi(argc, argv);
   const auto world = runtime::Communicator::world();
@@ -115,69 +209,11 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
     const auto planned = driver::planMatrix(
         scenario, registry,
         suite::WorldLayout::uniform(ranks, command.ranksPerNode, command.nodesPerLeaf, command.leavesPerPod));
-    std::printf("scenario '%s' (%s) for %d ranks: %zu test instances%s\n", scenario.name.c_str(),
-                scenario.file.c_str(), ranks, planned.size(), driver::retestsAmong(planned).c_str());
-    std::printf("  layout assumed: %d ranks per node%s\n", command.ranksPerNode,
-                command.nodesPerLeaf > 0 ? (", " + std::to_string(command.nodesPerLeaf) + " nodes per leaf" +
-                                            (command.leavesPerPod > 0 ? ", " + std::to_string(command.leavesPerPod) +
-                                                                            " leaves per pod" : std::string()))
-                                               .c_str()
-                                         : ", no leaf labels");
-    if (!scenario.description.empty()) std::printf("  %s\n", scenario.description.c_str());
-    std::printf("\n%-4s %-22s %-9s %-8s %-8s %-6s %-5s %6s %6s %9s %10s %7s %9s  %s\n", "#", "test", "kind", "size",
-                "cond", "transp", "mem", "iters", "warmup", "timeout", "mem/rank", "rounds", "estimate", "plan");
-    std::int64_t peak = 0;
-    double total = 0;
-    int index = 0;
-    for (const auto& p : planned) {
-      const auto& spec = *p.instance.spec;
-      const std::int64_t memory = driver::memoryPerRank(p.plan);
-      peak = std::max(peak, memory);
-      char timeout[16];
-      std::snprintf(timeout, sizeof timeout, "%.0fs", spec.timeoutSeconds);
-      const double estimate = driver::estimateSeconds(p);
-      total += estimate;
-      const std::string rounds = p.plan.schedule.empty() ? "-" : std::to_string(p.plan.schedule.size());
-      std::printf("%-4d %-22.22s %-9s %-8s %-8.8s %-6s %-5s %6d %6d %9s %10s %7s %9s  %s\n", index++, spec.name.c_str(),
-                  spec.kind.c_str(), scenario::formatSize(p.instance.bytes).c_str(), p.instance.condition.c_str(),
-                  spec.transport.c_str(), spec.memory.c_str(), spec.iterations, spec.warmup, timeout,
-                  scenario::formatSize(memory).c_str(), rounds.c_str(), driver::formatEstimate(estimate).c_str(),
-                  p.plan.description.c_str());
-      if (!p.instance.sizeFormula.empty()) std::printf("     size = %s\n", p.instance.sizeFormula.c_str());
-      for (const auto& line : commandsOf(p)) std::printf("     runs: %s\n", line.c_str());
-    }
-    if (!command.model.empty()) {
-      std::printf("\n");
-      const int status = printServingNeeds(command);
-      if (status != exit_code::ok) return status;
-      const auto needs = servingNeeds(command, model::findPreset(command.model));
-      int missing = 0;
-      for (const auto& need : needs) {
-        std::map<std::string, std::set<std::string>> conditionsByTest;
-        for (const auto& p : planned)
-          if (p.instance.spec->kind == need.kind && p.instance.bytes == static_cast<std::int64_t>(need.bytes))
-            conditionsByTest[p.instance.spec->name].insert(p.instance.condition);
-        std::string where;
-        for (const auto& [test, conditions] : conditionsByTest) {
-          where += (where.empty() ? "" : "; ") + test + " [";
-          std::string list;
-          for (const auto& condition : conditions) list += (list.empty() ? "" : ", ") + condition;
-          where += list + "]";
-        }
-        if (where.empty()) ++missing;
-        std::printf("  %s %s: %s\n", need.kind.c_str(), scenario::formatSize(static_cast<std::int64_t>(need.bytes)).c_str(),
-                    where.empty() ? "NOT measured by this scenario" : ("measured by " + where).c_str());
-      }
-      std::printf("serving-impact sizes measured by this scenario: %zu of %zu\n", needs.size() - missing, needs.size());
-    }
-    std::printf("\npeak memory per rank for samples and buffers: about %.1f MiB (limit max_memory_per_rank %.0f MiB)\n",
-                static_cast<double>(peak) / (1 << 20), static_cast<double>(scenario.maxMemoryPerRank) / (1 << 20));
-    std::printf("estimated time: %s in all%s (assuming %.0f us and %.0f GB/s per pair and %.0f ms per round: a "
-                "planning figure, not a prediction)\n",
-                driver::formatEstimate(total).c_str(),
-                scenario.budgetSeconds > 0 ? (", budget " + driver::formatEstimate(scenario.budgetSeconds)).c_str() : "",
-                driver::estimate::assumedLatencySeconds * 1e6, driver::estimate::assumedBytesPerSecond / 1e9,
-                driver::estimate::assumedRoundCostSeconds * 1e3);
+    printListHeading(command, scenario, planned, ranks);
+    const auto needs = printInstances(planned);
+    if (!command.model.empty())
+      if (const int status = printModelCoverage(command, planned); status != exit_code::ok) return status;
+    printMatrixNeeds(needs, scenario);
     return exit_code::ok;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "fabscope: error: %s\n", e.what());

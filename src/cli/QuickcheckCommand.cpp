@@ -251,6 +251,41 @@ void writeReport(const fs::path& file, const inv::HostInventory& host, const std
   replaceFile(file, w.str() + "\n");
 }
 
+// This host's inventory; under --sys-root only what the files there tell.
+inv::HostInventory thisHostsInventory(const QuickcheckOptions& o) {
+  inv::InventoryOptions io;
+  io.environment = inv::currentEnvironment();
+  io.mpiLibraryVersion = runtime::mpiLibraryVersion();
+  if (!o.sysRoot.empty()) {
+    io.sysRoot = o.sysRoot;
+    io.useVerbs = io.useHwloc = io.useCuda = io.useNetlink = io.useVendorTools = false;
+  }
+  return inv::collectHostInventory(io);
+}
+
+// The counters' movement since the last check (kept in the state folder).
+CheckResult checkCounters(const QuickcheckOptions& o) {
+  CheckResult counters;
+  counters.name = "counters";
+  try {
+    const fs::path dir = o.stateDir.empty() ? defaultStateDir() : o.stateDir;
+    secureStateDir(dir, ::geteuid());
+    inv::CounterOptions co;
+    if (!o.sysRoot.empty()) co.sysRoot = o.sysRoot;
+    co.tcp = false;
+    co.interfaceNames = o.interfaces;
+    inv::CounterSnapshot now = inv::readCounters(co);
+    if (o.interfaces.empty())
+      std::erase_if(now.values, [](const inv::CounterValue& v) { return v.source == "net:lo"; });
+    counters = checkCounterMovement(loadCounterState(dir, ::geteuid()), now, o);
+    saveCounterState(dir, now);
+  } catch (const RuntimeFailure& e) {
+    counters.problem = e.what();
+    counters.detail = "counter state not usable";
+  }
+  return counters;
+}
+
 }  // namespace
 
 int runQuickcheckCommand(const QuickcheckOptions& o) {
@@ -269,14 +304,7 @@ int runQuickcheckCommand(const QuickcheckOptions& o) {
     }
   }
 
-  inv::InventoryOptions io;
-  io.environment = inv::currentEnvironment();
-  io.mpiLibraryVersion = runtime::mpiLibraryVersion();
-  if (!o.sysRoot.empty()) {
-    io.sysRoot = o.sysRoot;
-    io.useVerbs = io.useHwloc = io.useCuda = io.useNetlink = io.useVendorTools = false;
-  }
-  const inv::HostInventory host = inv::collectHostInventory(io);
+  const inv::HostInventory host = thisHostsInventory(o);
   results.push_back({.name = "inventory",
                      .problem = "",
                      .detail = host.hostname + ": " + std::to_string(host.rdmaDevices.size()) + " RDMA devices, " +
@@ -286,28 +314,7 @@ int runQuickcheckCommand(const QuickcheckOptions& o) {
   results.push_back(checkRdmaPorts(host, o, manifest));
   results.push_back(checkGpuNicAffinity(host, o.affinityLimit));
 
-  if (o.counters) {
-    CheckResult counters;
-    counters.name = "counters";
-    try {
-      const fs::path dir = o.stateDir.empty() ? defaultStateDir() : o.stateDir;
-      secureStateDir(dir, ::geteuid());
-      inv::CounterOptions co;
-      if (!o.sysRoot.empty()) co.sysRoot = o.sysRoot;
-      co.tcp = false;
-      co.interfaceNames = o.interfaces;
-      inv::CounterSnapshot now = inv::readCounters(co);
-      if (o.interfaces.empty())
-        std::erase_if(now.values, [](const inv::CounterValue& v) { return v.source == "net:lo"; });
-      counters = checkCounterMovement(loadCounterState(dir, ::geteuid()), now, o);
-      saveCounterState(dir, now);
-    } catch (const RuntimeFailure& e) {
-      counters.problem = e.what();
-      counters.detail = "counter state not usable";
-    }
-    results.push_back(counters);
-  }
-
+  if (o.counters) results.push_back(checkCounters(o));
   results.push_back(runLoop(o.loop, secondsLeft()));
 
   const std::string problem = problemLine(results);

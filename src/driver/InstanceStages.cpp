@@ -130,6 +130,14 @@ void Runner::runUnderCondition(InstanceRun& run, transport::Transport& transport
     run.status = errored;
     run.errorText = rankSaid(e);
   }
+  judgeCompletedRun(run);
+  run.tEnd = clock_.toGlobal(runtime::monotonicNow());
+  run.counters->finish();
+}
+
+// A run that raised nothing may still have skipped, failed its checks, or
+// written more samples than its plan allowed: the first of these is the rank's status.
+void Runner::judgeCompletedRun(InstanceRun& run) const {
   if (run.status == passed && !run.outcome.skipped.empty()) {
     run.status = skipped;
     run.errorText = run.outcome.skipped;
@@ -142,8 +150,6 @@ void Runner::runUnderCondition(InstanceRun& run, transport::Transport& transport
     run.status = errored;
     run.errorText = "rank " + std::to_string(world_.rank()) + ": more samples than planned (a bug in the test kind)";
   }
-  run.tEnd = clock_.toGlobal(runtime::monotonicNow());
-  run.counters->finish();
 }
 
 void Runner::runKind(InstanceRun& run, transport::Transport& transport) {

@@ -21,6 +21,7 @@
 #include "driver/SummaryTable.hpp"
 #include "fabscope/BuildConfig.hpp"
 #include "runtime/Deadlines.hpp"
+#include "runtime/EveryRanksLine.hpp"
 #include "runtime/WatchdogRanks.hpp"
 #include "runtime/Timestamp.hpp"
 #include "scenario/Units.hpp"
@@ -313,17 +314,7 @@ void Runner::writeRanks(output::Recorder& recorder) {
   recorder.rank(row);
   // Every rank's site on every rank: each rank splits its own summary by site
   // scope, rank 0 the instance's statistics, and flags groups that span sites.
-  const auto control = fileStep(scenario_);
-  const auto gathered = world_.gatherStrings(label.site, 0, control);
-  std::string joined;
-  for (const auto& site : gathered) joined += site + "\n";
-  joined = world_.broadcastString(joined, 0, control);
-  siteOfRank_.clear();
-  for (std::size_t start = 0; start < joined.size();) {
-    const auto end = joined.find('\n', start);
-    siteOfRank_.push_back(joined.substr(start, end - start));
-    start = end + 1;
-  }
+  siteOfRank_ = runtime::everyRanksLine(world_, label.site, fileStep(scenario_));
 }
 
 void Runner::writeSkipped(int index, const PlannedInstance& planned, output::Recorder& recorder,
@@ -353,58 +344,18 @@ void printResultLine(bool rank0, int code) {
   std::fflush(stdout);
 }
 
-void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError, std::vector<int> lost,
-                          const RunningTest* running) {
-  const int me = world_.rank();
-  const auto& hosts = identity_.hostOfRank;
-  const auto now = [] { return runtime::utcTimestamp(runtime::realtimeNow()); };
-  std::fflush(stdout);
-  runtime::LossReport mine{myError, lost, {}};
-  if (running) {
-    for (auto& s : running->samples) {
-      s.t_post_ns = clock_.toGlobal(s.t_post_ns);
-      s.t_done_ns = clock_.toGlobal(s.t_done_ns);
-    }
-    const auto bytes = std::as_bytes(running->samples);
-    mine.samples.assign(bytes.begin(), bytes.end());
-  }
-  const auto* losses = options_.losses;
-  if (me != 0) {
-    std::string conclusion;
-    const bool rank0Lost = std::find(lost.begin(), lost.end(), 0) != lost.end();
-    if (losses && !rank0Lost) {
-      // Rank 0 may still be inside a test of its own: it joins at its next
-      // control-plane wait (at the latest the test's deadline plus the control
-      // grace), calls the others, records the loss, then concludes. Giving up
-      // earlier ended the job (MPI_Abort) while rank 0 was still writing the
-      // file (seen in the no-hang campaign: a file left locked and unfinished).
-      double testTimeout = running ? running->planned.instance.spec->timeoutSeconds : 0;
-      if (!running)
-        for (const auto& test : scenario_.tests) testTimeout = std::max(testTimeout, test.timeoutSeconds);
-      const double within = testTimeout + scenario_.controlGraceSeconds + runtime::deadlines::lossAnswerSeconds +
-                            runtime::deadlines::lossRecordSeconds + runtime::deadlines::lossAckSeconds;
-      conclusion = losses->report(mine, static_cast<runtime::Nanoseconds>(within * 1e9));
-    }
-    std::fprintf(stderr, "fabscope: %s %s: runtime failure: %s%s%s\n", now().c_str(), rankAndHost(me, hosts).c_str(),
-                 myError.empty() ? "another rank reported a loss" : myError.c_str(),
-                 conclusion.empty() ? "" : "; rank 0: ", conclusion.c_str());
-    if (conclusion.empty())
-      std::fprintf(stderr, "fabscope: %s: %s; the result file cannot be finished\n", rankAndHost(me, hosts).c_str(),
-                   rank0Lost ? "rank 0, which holds the result file, is lost" : "rank 0 did not conclude the loss round");
-    std::fflush(stderr);
-    if (!conclusion.empty()) {
-      losses->acknowledge();
-      // Rank 0 ends the job once it has recorded the loss; this is only the fallback.
-      const auto wait = runtime::Deadline::afterSeconds(runtime::deadlines::lossEndSeconds);
-      const runtime::watchdog::Watch watch("rank 0 to end the job after a loss round", wait.at(), 0);
-      while (!wait.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
-  }
+namespace {
 
-  runtime::LossOutcome outcome;
-  if (losses) outcome = losses->gather(std::move(mine), static_cast<runtime::Nanoseconds>(runtime::deadlines::lossAnswerSeconds * 1e9));
-  else outcome = {lost, {}, {{0, std::move(mine)}}};
+std::string nowUtc() { return runtime::utcTimestamp(runtime::realtimeNow()); }
+
+std::string commaList(const std::vector<int>& values) {
+  std::string list;
+  for (int v : values) list += (list.empty() ? "" : ",") + std::to_string(v);
+  return list;
+}
+
+// Rank 0's one line for a loss round: who was lost, who stayed silent, the first error.
+std::string describeLoss(const runtime::LossOutcome& outcome, const std::vector<std::string>& hosts) {
   std::string firstError;
   for (const auto& [rank, report] : outcome.reports)
     if (!report.error.empty()) {
@@ -418,33 +369,97 @@ void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError
             (outcome.silent.size() == 1 ? "it" : namesOf(outcome.silent, hosts)) + " did not answer within " +
             std::to_string(static_cast<int>(runtime::deadlines::lossAnswerSeconds)) + " s";
   if (!firstError.empty()) line += "; first error: " + firstError;
-  std::fprintf(stderr, "fabscope: %s rank 0: runtime failure: %s\n", now().c_str(), line.c_str());
+  return line;
+}
+
+// The interrupted test's samples as every rank that answered sent them.
+std::vector<output::SampleRecord> samplesOf(const runtime::LossOutcome& outcome) {
+  std::vector<output::SampleRecord> rows;
+  for (const auto& [rank, report] : outcome.reports) {
+    const auto* first = reinterpret_cast<const output::SampleRecord*>(report.samples.data());
+    rows.insert(rows.end(), first, first + report.samples.size() / sizeof(output::SampleRecord));
+  }
+  return rows;
+}
+
+}  // namespace
+
+// This rank's part of a loss round: its error, the ranks it knows are gone
+// and the running test's samples, moved to the global clock for rank 0.
+runtime::LossReport Runner::lossReportOf(const std::string& myError, std::vector<int> lost,
+                                         const RunningTest* running) const {
+  runtime::LossReport mine{myError, std::move(lost), {}};
+  if (running) {
+    for (auto& s : running->samples) {
+      s.t_post_ns = clock_.toGlobal(s.t_post_ns);
+      s.t_done_ns = clock_.toGlobal(s.t_done_ns);
+    }
+    const auto bytes = std::as_bytes(running->samples);
+    mine.samples.assign(bytes.begin(), bytes.end());
+  }
+  return mine;
+}
+
+// How long a rank other than 0 waits for rank 0 to conclude a loss round.
+// Rank 0 may still be inside a test of its own: it joins at its next
+// control-plane wait (at the latest the test's deadline plus the control
+// grace), calls the others, records the loss, then concludes. Giving up
+// earlier ended the job (MPI_Abort) while rank 0 was still writing the file
+// (seen in the no-hang campaign: a file left locked and unfinished).
+double Runner::rank0ConcludesWithinSeconds(const RunningTest* running) const {
+  double testTimeout = running ? running->planned.instance.spec->timeoutSeconds : 0;
+  if (!running)
+    for (const auto& test : scenario_.tests) testTimeout = std::max(testTimeout, test.timeoutSeconds);
+  return testTimeout + scenario_.controlGraceSeconds + runtime::deadlines::lossAnswerSeconds +
+         runtime::deadlines::lossRecordSeconds + runtime::deadlines::lossAckSeconds;
+}
+
+void Runner::reportLossToRank0(runtime::LossReport mine, const std::vector<int>& lost, const RunningTest* running) {
+  const int me = world_.rank();
+  const auto& hosts = identity_.hostOfRank;
+  const auto* losses = options_.losses;
+  std::string conclusion;
+  const bool rank0Lost = std::find(lost.begin(), lost.end(), 0) != lost.end();
+  if (losses && !rank0Lost)
+    conclusion = losses->report(mine, static_cast<runtime::Nanoseconds>(rank0ConcludesWithinSeconds(running) * 1e9));
+  std::fprintf(stderr, "fabscope: %s %s: runtime failure: %s%s%s\n", nowUtc().c_str(), rankAndHost(me, hosts).c_str(),
+               mine.error.empty() ? "another rank reported a loss" : mine.error.c_str(),
+               conclusion.empty() ? "" : "; rank 0: ", conclusion.c_str());
+  if (conclusion.empty())
+    std::fprintf(stderr, "fabscope: %s: %s; the result file cannot be finished\n", rankAndHost(me, hosts).c_str(),
+                 rank0Lost ? "rank 0, which holds the result file, is lost" : "rank 0 did not conclude the loss round");
+  std::fflush(stderr);
+  if (!conclusion.empty()) {
+    losses->acknowledge();
+    // Rank 0 ends the job once it has recorded the loss; this is only the fallback.
+    const auto wait = runtime::Deadline::afterSeconds(runtime::deadlines::lossEndSeconds);
+    const runtime::watchdog::Watch watch("rank 0 to end the job after a loss round", wait.at(), 0);
+    while (!wait.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+}
+
+// Rank 0, alone: the interrupted test's samples, the start's validity
+// findings and the run's end (complete=0, exit_code 3, the lost ranks).
+void Runner::recordLoss(output::Recorder& recorder, const runtime::LossOutcome& outcome, const std::string& line,
+                        const RunningTest* running) {
   try {
     recorder.continueAlone();
     const auto control = runtime::Deadline::afterSeconds(runtime::deadlines::lossRecordSeconds);
     if (running) {
-      std::vector<output::SampleRecord> rows;
-      for (const auto& [rank, report] : outcome.reports) {
-        const auto* first = reinterpret_cast<const output::SampleRecord*>(report.samples.data());
-        rows.insert(rows.end(), first, first + report.samples.size() / sizeof(output::SampleRecord));
-      }
       const std::string status = running->status == instance_status::timeout ? "timeout" : "error";
       auto attrs = unfinishedAttributes(running->index, running->planned, status, line);
-      attrs.emplace_back("samples_from_ranks", [&] {
-        std::string list;
-        for (const auto& [rank, report] : outcome.reports) list += (list.empty() ? "" : ",") + std::to_string(rank);
-        return list;
-      }());
-      recorder.interrupted(output::instanceGroupPath(running->index), attrs, rows, control);
+      std::vector<int> answered;
+      for (const auto& [rank, report] : outcome.reports) answered.push_back(rank);
+      attrs.emplace_back("samples_from_ranks", commaList(answered));
+      recorder.interrupted(output::instanceGroupPath(running->index), attrs, samplesOf(outcome), control);
     }
     if (!std::exchange(validityRecorded_, true))  // the start findings; no clock finding
       recorder.validity(validity::rowsOf(validity_), validity::attributesOf(validity_), control);
-    std::string lostList;
-    for (int r : outcome.lost) lostList += (lostList.empty() ? "" : ",") + std::to_string(r);
     recorder.attributes("/",
-                       {{"finished_utc", now()}, {"complete", std::int64_t{0}},
+                       {{"finished_utc", nowUtc()}, {"complete", std::int64_t{0}},
                         {"exit_code", std::int64_t{exit_code::runtimeFailure}}, {"error", line},
-                        {"lost_ranks", lostList}},
+                        {"lost_ranks", commaList(outcome.lost)}},
                        control);
     recorder.flush();
     std::fprintf(stderr, "fabscope: the result file %s keeps every test finished so far%s, is marked complete=0 "
@@ -453,6 +468,20 @@ void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError
     std::fprintf(stderr, "fabscope: rank 0: could not record the loss in %s: %s (it stays complete=0, exit_code=-1)\n",
                  options_.outputPath.c_str(), e.what());
   }
+}
+
+void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError, std::vector<int> lost,
+                          const RunningTest* running) {
+  std::fflush(stdout);
+  auto mine = lossReportOf(myError, lost, running);
+  if (world_.rank() != 0) reportLossToRank0(std::move(mine), lost, running);
+  const auto* losses = options_.losses;
+  runtime::LossOutcome outcome;
+  if (losses) outcome = losses->gather(std::move(mine), static_cast<runtime::Nanoseconds>(runtime::deadlines::lossAnswerSeconds * 1e9));
+  else outcome = {lost, {}, {{0, std::move(mine)}}};
+  const std::string line = describeLoss(outcome, identity_.hostOfRank);
+  std::fprintf(stderr, "fabscope: %s rank 0: runtime failure: %s\n", nowUtc().c_str(), line.c_str());
+  recordLoss(recorder, outcome, line, running);
   std::fflush(stderr);
   printResultLine(true, exit_code::runtimeFailure);
   if (losses) losses->conclude(outcome, line, static_cast<runtime::Nanoseconds>(runtime::deadlines::lossAckSeconds * 1e9));
@@ -570,25 +599,77 @@ int Runner::run(std::vector<PlannedInstance> planned) {
   return finish(file, recorder, fabric, exitCode);
 }
 
+namespace {
+
+// One transport per name, opened when a test first needs it. After a missed
+// deadline transfers may still be in flight inside a transport (UCX can
+// cancel neither sends nor puts nor gets, and destroying its worker under
+// them crashed): like the buffers they touch, the transports are then left
+// alive; the process exits without MPI_Finalize.
+class OpenTransports {
+ public:
+  OpenTransports(const bool& abandoned, std::vector<std::unique_ptr<transport::Transport>>& retired)
+      : abandoned_(abandoned), retired_(retired) {}
+  OpenTransports(const OpenTransports&) = delete;
+  OpenTransports& operator=(const OpenTransports&) = delete;
+  ~OpenTransports() {
+    if (abandoned_)
+      for (auto& entry : open_) (void)entry.second.release();
+    for (auto& t : retired_) (void)t.release();
+  }
+  template <class Open>
+  transport::Transport& get(const std::string& name, Open open) {
+    auto& transport = open_[name];
+    if (!transport) transport = open();
+    return *transport;
+  }
+  // Kept alive, unused: transfers of a missed instance may still be in flight.
+  void retire(const std::string& name) {
+    retired_.push_back(std::move(open_[name]));
+    open_.erase(name);
+  }
+  void record(output::Recorder& recorder) const {
+    for (const auto& [name, t] : open_) {
+      output::Attributes facts;
+      for (const auto& [key, value] : t->describe()) facts.emplace_back(key, value);
+      recorder.transport(name, facts);
+    }
+  }
+
+ private:
+  std::map<std::string, std::unique_ptr<transport::Transport>> open_;
+  const bool& abandoned_;
+  std::vector<std::unique_ptr<transport::Transport>>& retired_;
+};
+
+}  // namespace
+
+bool Runner::stoppedRunning() const { return survivors_ || recoveries_ > maxRecoveries; }
+
+std::string Runner::whyStopped() const {
+  // The cluster that lost a rank is not the one the rest of the matrix was for.
+  return survivors_ ? "skipped: ranks were lost in an earlier fault drill"
+                    : "not run: " + std::to_string(recoveries_) +
+                          " tests missed their deadline, more than the run recovers from (" +
+                          std::to_string(maxRecoveries) + ")";
+}
+
+void Runner::skipInstance(int index, const PlannedInstance& planned, output::Recorder& recorder,
+                          const std::string& why) {
+  writeSkipped(index, planned, recorder, why);
+  if (world_.rank() == 0) results_.push_back(skippedResult(index, planned));
+}
+
+// A kind that moves no data of its own runs over the control plane.
+std::string Runner::transportNameOf(const PlannedInstance& planned) const {
+  return registry_.kind(planned.instance.spec->kind).usesTransport() ? planned.instance.spec->transport
+                                                                     : transport::controlPlaneTransport;
+}
+
 // The matrix, one instance at a time; a retest runs right after the instance it retests.
 int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& file, output::Recorder& recorder) {
   const bool rank0 = world_.rank() == 0;
-  // One transport per name, opened when a test first needs it.
-  std::map<std::string, std::unique_ptr<transport::Transport>> transports;
-  // After a missed deadline transfers may still be in flight inside a
-  // transport (UCX can cancel neither sends nor puts nor gets, and destroying
-  // its worker under them crashed): like the buffers they touch, the
-  // transports are then left alive; the process exits without MPI_Finalize.
-  struct KeepTransportsIfAbandoned {
-    std::map<std::string, std::unique_ptr<transport::Transport>>& transports;
-    const bool& abandoned;
-    std::vector<std::unique_ptr<transport::Transport>>& retired;
-    ~KeepTransportsIfAbandoned() {
-      if (abandoned)
-        for (auto& entry : transports) (void)entry.second.release();
-      for (auto& t : retired) (void)t.release();
-    }
-  } keepTransportsIfAbandoned{transports, abandoned_, retiredTransports_};
+  OpenTransports transports(abandoned_, retiredTransports_);
   Progress progress(static_cast<int>(planned.size()), rank0 && options_.progress);
   progress_ = &progress;
   struct ForgetProgress {
@@ -604,37 +685,28 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
   for (int index = 0; index < static_cast<int>(planned.size()); ++index) {
     PlannedInstance current = std::move(planned[static_cast<std::size_t>(index)]);
     progress.starting(index, current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
-    const bool retestSlot = current.plan.pass == "serial-retest";
-    if (retestSlot && !survivors_ && recoveries_ <= maxRecoveries) {
+    if (current.plan.pass == "serial-retest" && !stoppedRunning()) {
       if (!measured || retest.worst.empty()) {
-        writeSkipped(index, current, recorder,
+        skipInstance(index, current, recorder,
                      "not run: the parallel pass (test " + std::to_string(current.plan.retestOf) +
                          ") did not pass, so it named no pairs to retest");
-        if (rank0) results_.push_back(skippedResult(index, current));
         continue;
       }
       current = retestOf(*measured, retest, current.plan.retestOf);
     }
     measured.reset();
     retest = {};
-    if (survivors_ || recoveries_ > maxRecoveries) {
-      // The cluster that lost a rank is not the one the rest of the matrix was for.
-      writeSkipped(index, current, recorder,
-                   survivors_ ? "skipped: ranks were lost in an earlier fault drill"
-                              : "not run: " + std::to_string(recoveries_) +
-                                    " tests missed their deadline, more than the run recovers from (" +
-                                    std::to_string(maxRecoveries) + ")");
+    if (stoppedRunning()) {
       if (!survivors_) ++notRunAfterTimeouts_;
-      if (rank0) results_.push_back(skippedResult(index, current));
+      skipInstance(index, current, recorder, whyStopped());
       continue;
     }
-    const std::string transportName =
-        registry_.kind(current.instance.spec->kind).usesTransport() ? current.instance.spec->transport
-                                                                   : transport::controlPlaneTransport;
-    auto& transport = transports[transportName];
-    if (!transport) transport = transport::openTransport(transportName, world_, identity_.localRank, transportTuning(scenario_.transports),
-                                                                setupDeadline(scenario_));
-    auto result = runInstance(index, current, file, recorder, *transport, retest);
+    const std::string transportName = transportNameOf(current);
+    auto& transport = transports.get(transportName, [&] {
+      return transport::openTransport(transportName, world_, identity_.localRank, transportTuning(scenario_.transports),
+                                      setupDeadline(scenario_));
+    });
+    auto result = runInstance(index, current, file, recorder, transport, retest);
     if (leaveRun_) return exit_code::ok;
     if (std::exchange(retireDataPath_, false)) {
       // Every rank answered, but transfers of the missed instance may still be
@@ -642,19 +714,14 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
       // abandoned, and UCX crashed destroying a worker under them): the next
       // instance gets a fresh data path, and the old one is kept, unused.
       ++recoveries_;
-      retiredTransports_.push_back(std::move(transport));
-      transports.erase(transportName);
+      transports.retire(transportName);
       runCache_.retire();
     }
     if (result.status != "passed" && result.status != "skipped") exitCode = exit_code::checkFailed;
     if (current.plan.retestWorst > 0) measured = std::move(current);
     if (rank0) results_.push_back(std::move(result));
   }
-  for (const auto& [name, t] : transports) {
-    output::Attributes facts;
-    for (const auto& [key, value] : t->describe()) facts.emplace_back(key, value);
-    recorder.transport(name, facts);
-  }
+  transports.record(recorder);
   return exitCode;
 }
 

@@ -166,6 +166,12 @@ class Runner {
   void writeRanks(output::Recorder& recorder);
   int runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& file, output::Recorder& recorder);
   void writeSkipped(int index, const PlannedInstance& planned, output::Recorder& recorder, const std::string& why);
+  // Recorded as not run, and counted in the summary.
+  void skipInstance(int index, const PlannedInstance& planned, output::Recorder& recorder, const std::string& why);
+  // After a fault drill lost ranks, or too many missed deadlines, the rest of the matrix is skipped.
+  bool stoppedRunning() const;
+  std::string transportNameOf(const PlannedInstance& planned) const;
+  std::string whyStopped() const;
   InstanceResult skippedResult(int index, const PlannedInstance& planned) const;
   output::Attributes unfinishedAttributes(int index, const PlannedInstance& planned, const std::string& status,
                                           const std::string& why) const;
@@ -182,6 +188,13 @@ class Runner {
   // ends the job with exit code 3, within seconds. Never returns.
   [[noreturn]] void endAfterLoss(output::Recorder& recorder, const std::string& myError, std::vector<int> lost,
                                  const RunningTest* running);
+  runtime::LossReport lossReportOf(const std::string& myError, std::vector<int> lost, const RunningTest* running) const;
+  double rank0ConcludesWithinSeconds(const RunningTest* running) const;
+  // A rank other than 0: reports to rank 0 and waits for it to end the job. Never returns.
+  [[noreturn]] void reportLossToRank0(runtime::LossReport mine, const std::vector<int>& lost,
+                                      const RunningTest* running);
+  void recordLoss(output::Recorder& recorder, const runtime::LossOutcome& outcome, const std::string& line,
+                  const RunningTest* running);
   int finish(output::ResultFile& file, output::Recorder& recorder, const FabricVerdict& fabric, int exitCode);
 
   // One instance: the stages in order (InstanceStages.cpp).
@@ -191,6 +204,7 @@ class Runner {
   void assignInstanceRoles(InstanceRun& run);
   void runUnderCondition(InstanceRun& run, transport::Transport& transport);
   void runKind(InstanceRun& run, transport::Transport& transport);
+  void judgeCompletedRun(InstanceRun& run) const;
   bool carryOn(InstanceRun& run, output::ResultFile& file, output::Recorder& recorder);
   void agree(InstanceRun& run, output::Recorder& recorder);
   void reduce(InstanceRun& run);

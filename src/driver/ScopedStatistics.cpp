@@ -16,6 +16,23 @@ std::vector<stats::ScopedSample> headlineSamples(std::span<const output::SampleR
   return out;
 }
 
+namespace {
+
+// The columns a rank's summary row and a scope row share.
+template <class Row>
+void setLatencyColumns(Row& r, const stats::ScopeSummary& s) {
+  r.samples = static_cast<std::int64_t>(s.latency.count);
+  r.min_ns = s.latency.min;
+  r.mean_ns = s.latency.mean;
+  r.p50_ns = s.latency.p50;
+  r.p99_ns = s.latency.p99;
+  r.p999_ns = s.latency.p999;
+  r.max_ns = s.latency.max;
+  r.bytes = static_cast<std::int64_t>(s.totalBytes);
+}
+
+}  // namespace
+
 std::vector<output::SummaryRecord> rankSummaryRows(int rank, std::span<const stats::ScopedSample> samples,
                                                    stats::SiteScopes& scopes, bool dataCheckFailed) {
   std::vector<output::SummaryRecord> rows;
@@ -23,14 +40,7 @@ std::vector<output::SummaryRecord> rankSummaryRows(int rank, std::span<const sta
   for (const auto& s : stats::summarizeByScope(scopes, samples)) {
     output::SummaryRecord r{};
     r.rank = rank;
-    r.samples = static_cast<std::int64_t>(s.latency.count);
-    r.min_ns = s.latency.min;
-    r.mean_ns = s.latency.mean;
-    r.p50_ns = s.latency.p50;
-    r.p99_ns = s.latency.p99;
-    r.p999_ns = s.latency.p999;
-    r.max_ns = s.latency.max;
-    r.bytes = static_cast<std::int64_t>(s.totalBytes);
+    setLatencyColumns(r, s);
     r.errors = dataCheckFailed ? 1 : 0;
     output::setText(r.scope, s.scope.name);
     rows.push_back(r);
@@ -86,14 +96,7 @@ std::vector<output::ScopeRecord> scopeRows(const InstanceResult& result) {
     output::setText(r.scope, m.scope.name);
     output::setText(r.sites, m.scope.sites);
     r.crosses_sites = m.scope.crossesSites ? 1 : 0;
-    r.samples = static_cast<std::int64_t>(m.latency.count);
-    r.min_ns = m.latency.min;
-    r.mean_ns = m.latency.mean;
-    r.p50_ns = m.latency.p50;
-    r.p99_ns = m.latency.p99;
-    r.p999_ns = m.latency.p999;
-    r.max_ns = m.latency.max;
-    r.bytes = static_cast<std::int64_t>(m.totalBytes);
+    setLatencyColumns(r, m);
     const double nan = std::nan("");
     r.gbps_p50 = bandwidth ? m.bytesPerSample / m.latency.p50 : nan;
     r.gbps_p99 = bandwidth ? m.bytesPerSample / m.latency.p99 : nan;

@@ -168,29 +168,61 @@ class HostChecker {
   }
 
   void checkQos(const QosIntent& qos) {
+    checkInterfaceQos(qos);
+    checkRoceQos(qos);
+    checkIbSl(qos);
+    checkIbPortQos(qos);
+  }
+
+  // The interfaces the QoS intent is about: those it names, else the RoCE ones
+  // (DCB, trust and ECN are Ethernet settings: the RoCE interfaces, not IPoIB).
+  std::vector<const NetInterface*> qosInterfaces(const QosIntent& qos) const {
     std::vector<const NetInterface*> interfaces;
     for (const auto& net : host_.interfaces) {
       bool chosen = false;
       if (!qos.interfaces.empty()) {
         for (const auto& pattern : qos.interfaces) chosen = chosen || fnmatch(pattern.c_str(), net.name.c_str(), 0) == 0;
       } else {
-        // DCB, trust and ECN are Ethernet settings: the RoCE interfaces, not IPoIB.
         for (const auto& device : host_.rdmaDevices)
           if (device.name == net.rdmaDevice)
             for (const auto& port : device.ports) chosen = chosen || port.linkLayer == "Ethernet";
       }
       if (chosen) interfaces.push_back(&net);
     }
+    return interfaces;
+  }
+
+  // "" (missing) when the setting could not be read; a known "no DCB" is a mismatch.
+  static std::string dcbValue(const NetInterface& net, const std::string& configuredValue) {
+    if (net.qos.dcb.status == "configured") return configuredValue;
+    if (net.qos.dcb.status == "not configured") return "DCB not configured";
+    return "";
+  }
+
+  // Only the DSCP values the manifest names ("26:3,48:6"), each with what the APP table gives it.
+  static std::string dscpPriorities(const std::string& intended, const NetInterface& net) {
+    std::string discovered;
+    std::size_t start = 0;
+    while (start < intended.size()) {
+      auto end = intended.find(',', start);
+      if (end == std::string::npos) end = intended.size();
+      const std::string pair = intended.substr(start, end - start);
+      const int dscp = std::stoi(pair.substr(0, pair.find(':')));
+      std::string priorities;
+      for (const auto& app : net.qos.dcb.apps)
+        if (app.selector == 5 && app.protocol == dscp) priorities += (priorities.empty() ? "" : "/") + std::to_string(app.priority);
+      discovered += (discovered.empty() ? "" : ",") + std::to_string(dscp) + ":" + (priorities.empty() ? "none" : priorities);
+      start = end + 1;
+    }
+    return discovered;
+  }
+
+  void checkInterfaceQos(const QosIntent& qos) {
+    const auto interfaces = qosInterfaces(qos);
     auto perInterface = [&](const std::optional<QosItem>& item, const std::string& name, auto discover) {
       if (!item) return;
       for (const NetInterface* net : interfaces) compare("qos/" + name + "@" + net->name, item->value, discover(*net), item->expectation);
       if (interfaces.empty()) add("qos/" + name, item->value, "no fabric interface", ManifestStatus::missing, item->expectation);
-    };
-    // "" (missing) when the setting could not be read; a known "no DCB" is a mismatch.
-    auto dcbValue = [](const NetInterface& net, const std::string& configuredValue) -> std::string {
-      if (net.qos.dcb.status == "configured") return configuredValue;
-      if (net.qos.dcb.status == "not configured") return "DCB not configured";
-      return "";
     };
     perInterface(qos.pfcPriorities, "pfc_priorities", [&](const NetInterface& net) {
       return dcbValue(net, net.qos.dcb.hasPfc ? priorityList(net.qos.dcb.pfcEnabledMask) : "");
@@ -203,33 +235,28 @@ class HostChecker {
       return net.qos.ecnRpMask < 0 ? std::string() : priorityList(net.qos.ecnRpMask);
     });
     perInterface(qos.dscpMap, "dscp_map", [&](const NetInterface& net) {
-      // Only the DSCP values the manifest names, each with what the APP table gives it.
-      std::string discovered;
-      std::size_t start = 0;
-      while (start < qos.dscpMap->value.size()) {
-        auto end = qos.dscpMap->value.find(',', start);
-        if (end == std::string::npos) end = qos.dscpMap->value.size();
-        const std::string pair = qos.dscpMap->value.substr(start, end - start);
-        const int dscp = std::stoi(pair.substr(0, pair.find(':')));
-        std::string priorities;
-        for (const auto& app : net.qos.dcb.apps)
-          if (app.selector == 5 && app.protocol == dscp) priorities += (priorities.empty() ? "" : "/") + std::to_string(app.priority);
-        discovered += (discovered.empty() ? "" : ",") + std::to_string(dscp) + ":" + (priorities.empty() ? "none" : priorities);
-        start = end + 1;
-      }
-      return dcbValue(net, discovered);
+      return dcbValue(net, dscpPriorities(qos.dscpMap->value, net));
     });
+  }
 
-    std::vector<std::pair<std::string, const RdmaPort*>> rocePorts;
+  // The active ports of one link layer ("Ethernet": RoCE, "InfiniBand"), as "device/port".
+  std::vector<std::pair<std::string, const RdmaPort*>> activePorts(const std::string& linkLayer) const {
+    std::vector<std::pair<std::string, const RdmaPort*>> ports;
     for (const auto& device : host_.rdmaDevices)
       for (const auto& port : device.ports)
-        if (port.state == "ACTIVE" && port.linkLayer == "Ethernet")
-          rocePorts.emplace_back(device.name + "/" + std::to_string(port.number), &port);
-    auto environmentValue = [&](const std::string& name) -> std::optional<std::string> {
-      for (const auto& [key, value] : host_.environment)
-        if (key == name) return value;
-      return std::nullopt;
-    };
+        if (port.state == "ACTIVE" && port.linkLayer == linkLayer)
+          ports.emplace_back(device.name + "/" + std::to_string(port.number), &port);
+    return ports;
+  }
+
+  std::optional<std::string> environmentValue(const std::string& name) const {
+    for (const auto& [key, value] : host_.environment)
+      if (key == name) return value;
+    return std::nullopt;
+  }
+
+  void checkRoceQos(const QosIntent& qos) {
+    const auto rocePorts = activePorts("Ethernet");
     if (qos.roceTc) {
       const QosItem& item = *qos.roceTc;
       const std::size_t before = rows_.size();
@@ -248,19 +275,20 @@ class HostChecker {
       for (const auto& [name, port] : rocePorts) compare("qos/roce_mode@" + name, qos.roceMode->value, port->qos.defaultRoceMode, qos.roceMode->expectation);
       if (rocePorts.empty()) add("qos/roce_mode", qos.roceMode->value, "no active RoCE port", ManifestStatus::missing, qos.roceMode->expectation);
     }
-    if (qos.ibSl) {
-      const std::size_t before = rows_.size();
-      for (const char* variable : {"NCCL_IB_SL", "UCX_IB_SL", "OMPI_MCA_btl_openib_ib_service_level"})
-        if (auto value = environmentValue(variable)) compare(std::string("qos/ib_sl@env/") + variable, qos.ibSl->value, *value, qos.ibSl->expectation);
-      if (rows_.size() == before)
-        add("qos/ib_sl", qos.ibSl->value, "none of NCCL_IB_SL, UCX_IB_SL, OMPI_MCA_btl_openib_ib_service_level is set",
-            ManifestStatus::missing, qos.ibSl->expectation);
-    }
-    std::vector<std::pair<std::string, const RdmaPort*>> ibPorts;
-    for (const auto& device : host_.rdmaDevices)
-      for (const auto& port : device.ports)
-        if (port.state == "ACTIVE" && port.linkLayer == "InfiniBand")
-          ibPorts.emplace_back(device.name + "/" + std::to_string(port.number), &port);
+  }
+
+  void checkIbSl(const QosIntent& qos) {
+    if (!qos.ibSl) return;
+    const std::size_t before = rows_.size();
+    for (const char* variable : {"NCCL_IB_SL", "UCX_IB_SL", "OMPI_MCA_btl_openib_ib_service_level"})
+      if (auto value = environmentValue(variable)) compare(std::string("qos/ib_sl@env/") + variable, qos.ibSl->value, *value, qos.ibSl->expectation);
+    if (rows_.size() == before)
+      add("qos/ib_sl", qos.ibSl->value, "none of NCCL_IB_SL, UCX_IB_SL, OMPI_MCA_btl_openib_ib_service_level is set",
+          ManifestStatus::missing, qos.ibSl->expectation);
+  }
+
+  void checkIbPortQos(const QosIntent& qos) {
+    const auto ibPorts = activePorts("InfiniBand");
     auto perIbPort = [&](const std::optional<QosItem>& item, const std::string& name, auto discover) {
       if (!item) return;
       for (const auto& [where, port] : ibPorts) compare("qos/" + name + "@" + where, item->value, discover(*port), item->expectation);

@@ -94,21 +94,26 @@ class Loader {
     throw ScenarioError(positionOf(file_, node) + ": " + message);
   }
 
+  // A deadline (a test's timeout, the control plane's bounds): a duration no
+  // longer than 24 hours.
+  double deadlineOf(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(n, "'" + key + "' must be a duration such as 30s");
+    double seconds = 0;
+    try {
+      seconds = parseDurationSeconds(n.Scalar());
+    } catch (const std::invalid_argument& e) {
+      fail(n, e.what());
+    }
+    if (seconds > maxTimeoutSeconds) fail(n, "'" + key + "' is longer than 24h; give a deadline a person would wait for");
+    return seconds;
+  }
+
   Scenario load(const std::string& text, const std::vector<std::string>& overrides) {
     Scenario scenario;
     scenario.file = file_;
     scenario.text = text;
     scenario.overrides = overrides;
-    if (const auto [line, column] = firstNonUtf8(text); line > 0)
-      throw ScenarioError(file_ + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                          ": the file is not UTF-8 text (save it as UTF-8)");
-    YAML::Node root;
-    try {
-      root = YAML::Load(text);
-    } catch (const YAML::ParserException& e) {
-      throw ScenarioError(file_ + ":" + std::to_string(e.mark.line + 1) + ":" +
-                          std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
-    }
+    const YAML::Node root = parseRoot(text);
     checkKeys(root);
     if (!root.IsMap()) {
       if (root.IsNull()) throw ScenarioError(file_ + ":1:1: the scenario is empty; expected a mapping with a 'tests:' list");
@@ -119,43 +124,7 @@ class Loader {
       if (!contains(topKeys, key))
         fail(entry.first, "unknown key '" + key + "'; expected one of: " + joined(topKeys));
     }
-    scenario.name = scalar(root, "name", "a scenario name", "unnamed");
-    scenario.description = scalar(root, "description", "a text", "");
-    scenario.criteria = scalar(root, "criteria", "a criteria file path", "");
-    if (root["seed"]) {
-      scenario.seed = static_cast<std::uint64_t>(integerOf(root["seed"], "seed", 0, INT64_MAX));
-      scenario.seedGiven = true;
-    }
-    if (root["hdf5"]) scenario.hdf5Mode = choiceOf(root["hdf5"], "hdf5", {"auto", "parallel", "serial"});
-    if (const YAML::Node m = root["max_memory_per_rank"]) {
-      if (!m.IsScalar()) fail(m, "'max_memory_per_rank' must be a size such as 8GiB");
-      try {
-        scenario.maxMemoryPerRank = parseMemorySize(m.Scalar());
-      } catch (const std::invalid_argument& e) {
-        fail(m, e.what());
-      }
-    }
-
-    // The control plane's own bounds (docs/scenarios.md "Control-plane deadlines").
-    const auto controlSeconds = [&](const char* key, double& out) {
-      const YAML::Node n = root[key];
-      if (!n) return;
-      if (!n.IsScalar()) fail(n, std::string("'") + key + "' must be a duration such as 30s");
-      try {
-        out = parseDurationSeconds(n.Scalar());
-      } catch (const std::invalid_argument& e) {
-        fail(n, e.what());
-      }
-      if (out > maxTimeoutSeconds) fail(n, std::string("'") + key + "' is longer than 24h; give a deadline a person would wait for");
-    };
-    controlSeconds("control_timeout", scenario.controlTimeoutSeconds);
-    controlSeconds("control_grace", scenario.controlGraceSeconds);
-
-    if (const YAML::Node b = root["budget"]) {
-      scenario.budgetSeconds = budgetOf(b);
-      scenario.budgetAt = positionOf(file_, b);
-    }
-    if (const YAML::Node t = root["transports"]) parseTransportSettings(t, scenario.transports);
+    readRunSettings(root, scenario);
 
     const YAML::Node defaults = root["defaults"] ? root["defaults"] : YAML::Node(YAML::NodeType::Map);
     if (!defaults.IsMap()) fail(defaults, "'defaults' must be a mapping of test keys");
@@ -175,6 +144,55 @@ class Loader {
     model_ = root["model"] ? root["model"] : YAML::Node(YAML::NodeType::Undefined);
     parallel_ = root["parallel"] ? root["parallel"] : YAML::Node(YAML::NodeType::Undefined);
     if (model_) checkModel(model_, parallel_);
+    readTests(tests, defaults, scenario);
+    return scenario;
+  }
+
+  // The document, or where it is not UTF-8 or not YAML.
+  YAML::Node parseRoot(const std::string& text) const {
+    if (const auto [line, column] = firstNonUtf8(text); line > 0)
+      throw ScenarioError(file_ + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                          ": the file is not UTF-8 text (save it as UTF-8)");
+    try {
+      return YAML::Load(text);
+    } catch (const YAML::ParserException& e) {
+      throw ScenarioError(file_ + ":" + std::to_string(e.mark.line + 1) + ":" +
+                          std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+    }
+  }
+
+  // The run-level keys: name, seed, hdf5, memory, control-plane bounds, budget, transports.
+  void readRunSettings(const YAML::Node& root, Scenario& scenario) const {
+    scenario.name = scalar(root, "name", "a scenario name", "unnamed");
+    scenario.description = scalar(root, "description", "a text", "");
+    scenario.criteria = scalar(root, "criteria", "a criteria file path", "");
+    if (root["seed"]) {
+      scenario.seed = static_cast<std::uint64_t>(integerOf(root["seed"], "seed", 0, INT64_MAX));
+      scenario.seedGiven = true;
+    }
+    if (root["hdf5"]) scenario.hdf5Mode = choiceOf(root["hdf5"], "hdf5", {"auto", "parallel", "serial"});
+    if (const YAML::Node m = root["max_memory_per_rank"]) {
+      if (!m.IsScalar()) fail(m, "'max_memory_per_rank' must be a size such as 8GiB");
+      try {
+        scenario.maxMemoryPerRank = parseMemorySize(m.Scalar());
+      } catch (const std::invalid_argument& e) {
+        fail(m, e.what());
+      }
+    }
+
+    // The control plane's own bounds (docs/scenarios.md "Control-plane deadlines").
+    if (const YAML::Node n = root["control_timeout"]) scenario.controlTimeoutSeconds = deadlineOf(n, "control_timeout");
+    if (const YAML::Node n = root["control_grace"]) scenario.controlGraceSeconds = deadlineOf(n, "control_grace");
+
+    if (const YAML::Node b = root["budget"]) {
+      scenario.budgetSeconds = budgetOf(b);
+      scenario.budgetAt = positionOf(file_, b);
+    }
+    if (const YAML::Node t = root["transports"]) parseTransportSettings(t, scenario.transports);
+  }
+
+  // Each test in order: its common keys, then its kind's own (read once into its config).
+  void readTests(const YAML::Node& tests, const YAML::Node& defaults, Scenario& scenario) const {
     std::set<std::string> names;
     for (std::size_t i = 0; i < tests.size(); ++i) {
       TestSpec spec = parseTest(tests[i], defaults, i);
@@ -194,7 +212,6 @@ class Loader {
                            std::to_string(participants) + " (start more ranks with mpirun -np)");
       scenario.tests.push_back(std::move(spec));
     }
-    return scenario;
   }
 
  private:
@@ -439,16 +456,52 @@ class Loader {
     return sizes;
   }
 
-  TestSpec parseTest(const YAML::Node& test, const YAML::Node& defaults, std::size_t index) const {
-    if (!test.IsMap()) fail(test, "each entry of 'tests' must be a mapping with at least 'kind' and 'sizes'");
-    TestSpec spec;
-    spec.at = positionOf(file_, test);
-    for (const auto& entry : test) spec.keyAt[entry.first.Scalar()] = positionOf(file_, entry.second);
-    if (!test["kind"]) fail(test, "test #" + std::to_string(index + 1) + " has no 'kind'; known kinds: " + kindNames());
-    spec.kind = scalar(test, "kind", "a test kind", "");
-    if (!rules_.kinds.count(spec.kind)) fail(test["kind"], "unknown test kind '" + spec.kind + "'; known kinds: " + kindNames());
-    const auto& kind = rules_.kinds.at(spec.kind);
-    spec.name = scalar(test, "name", "a test name", spec.kind + "-" + std::to_string(index + 1));
+  // `roles: {canaries: N or P%, placement: spread|packed|random}`.
+  void readRoles(const YAML::Node& r, TestSpec& spec) const {
+    if (!r.IsMap()) fail(r, "'roles' must be a mapping, e.g. {canaries: 2, placement: spread}");
+    for (const auto& entry : r) {
+      const auto key = entry.first.Scalar();
+      if (key != "canaries" && key != "placement")
+        fail(entry.first, "unknown key '" + key + "' in roles; expected canaries, placement");
+    }
+    if (const YAML::Node c = r["canaries"]) {
+      if (c.IsScalar() && !c.Scalar().empty() && c.Scalar().back() == '%') {
+        double percent = 0;
+        try {
+          percent = std::stod(c.Scalar());
+        } catch (const std::exception&) {
+          fail(c, "'canaries' must be a count or a percentage such as 50%");
+        }
+        if (percent <= 0 || percent > 100) fail(c, "'canaries' percentage must be in (0, 100]");
+        spec.canaryFraction = percent / 100.0;
+      } else {
+        spec.canaries = static_cast<int>(integerOf(c, "canaries", 1, 1'000'000));
+      }
+    }
+    if (r["placement"]) spec.placement = choiceOf(r["placement"], "placement", {"spread", "packed", "random"});
+  }
+
+  // `conditions`: one or a list, each known and listed once.
+  std::vector<std::string> conditionsOf(const YAML::Node& n) const {
+    std::vector<YAML::Node> items;
+    if (n.IsSequence()) {
+      if (n.size() == 0) fail(n, "'conditions' is empty; use [quiet] for no neighbour traffic");
+      for (const auto& c : n) items.push_back(c);
+    } else {
+      items.push_back(n);
+    }
+    std::vector<std::string> conditions;
+    for (const auto& c : items) {
+      const auto v = choiceOf(c, "conditions", rules_.conditions);
+      if (contains(conditions, v)) fail(c, "condition '" + v + "' is listed twice");
+      conditions.push_back(v);
+    }
+    return conditions;
+  }
+
+  // Every key of the test is common or its kind's; a command key only with
+  // --allow-commands or from --set.
+  void checkTestKeys(const YAML::Node& test, const TestSpec& spec, const KindRules& kind, std::size_t index) const {
     for (const auto& entry : test) {
       const auto key = entry.first.Scalar();
       if (!contains(commonKeys, key) && !contains(kind.extraKeys, key)) {
@@ -469,6 +522,19 @@ class Loader {
                         "yourself: --set " + spec.name + "." + key + "='...'); 'fabscope list' shows every "
                         "command a scenario would run");
     }
+  }
+
+  TestSpec parseTest(const YAML::Node& test, const YAML::Node& defaults, std::size_t index) const {
+    if (!test.IsMap()) fail(test, "each entry of 'tests' must be a mapping with at least 'kind' and 'sizes'");
+    TestSpec spec;
+    spec.at = positionOf(file_, test);
+    for (const auto& entry : test) spec.keyAt[entry.first.Scalar()] = positionOf(file_, entry.second);
+    if (!test["kind"]) fail(test, "test #" + std::to_string(index + 1) + " has no 'kind'; known kinds: " + kindNames());
+    spec.kind = scalar(test, "kind", "a test kind", "");
+    if (!rules_.kinds.count(spec.kind)) fail(test["kind"], "unknown test kind '" + spec.kind + "'; known kinds: " + kindNames());
+    const auto& kind = rules_.kinds.at(spec.kind);
+    spec.name = scalar(test, "name", "a test name", spec.kind + "-" + std::to_string(index + 1));
+    checkTestKeys(test, spec, kind, index);
     const YAML::Node sizes = pick(test, defaults, "sizes");
     if (!sizes) fail(test, "test '" + spec.name + "' has no 'sizes' (e.g. sizes: [8, 4KiB, '64KiB..4MiB x4'])");
     if (sizes.IsMap()) {
@@ -485,29 +551,7 @@ class Loader {
     spec.warmup = intKey("warmup", 10, 0, 100'000'000);
     spec.ranks = intKey("ranks", 0, 1, 1'000'000);
     spec.repeats = intKey("repeats", 1, 1, 1000);
-    if (const YAML::Node r = pick(test, defaults, "roles")) {
-      if (!r.IsMap()) fail(r, "'roles' must be a mapping, e.g. {canaries: 2, placement: spread}");
-      for (const auto& entry : r) {
-        const auto key = entry.first.Scalar();
-        if (key != "canaries" && key != "placement")
-          fail(entry.first, "unknown key '" + key + "' in roles; expected canaries, placement");
-      }
-      if (const YAML::Node c = r["canaries"]) {
-        if (c.IsScalar() && !c.Scalar().empty() && c.Scalar().back() == '%') {
-          double percent = 0;
-          try {
-            percent = std::stod(c.Scalar());
-          } catch (const std::exception&) {
-            fail(c, "'canaries' must be a count or a percentage such as 50%");
-          }
-          if (percent <= 0 || percent > 100) fail(c, "'canaries' percentage must be in (0, 100]");
-          spec.canaryFraction = percent / 100.0;
-        } else {
-          spec.canaries = static_cast<int>(integerOf(c, "canaries", 1, 1'000'000));
-        }
-      }
-      if (r["placement"]) spec.placement = choiceOf(r["placement"], "placement", {"spread", "packed", "random"});
-    }
+    if (const YAML::Node r = pick(test, defaults, "roles")) readRoles(r, spec);
     if (const YAML::Node n = pick(test, defaults, "load_bytes")) {
       if (!n.IsScalar()) fail(n, "'load_bytes' must be a size such as 64KiB");
       try {
@@ -517,35 +561,12 @@ class Loader {
       }
     }
     if (const YAML::Node n = pick(test, defaults, "budget")) spec.budgetSeconds = budgetOf(n);
-    if (const YAML::Node n = pick(test, defaults, "timeout")) {
-      if (!n.IsScalar()) fail(n, "'timeout' must be a duration such as 30s");
-      try {
-        spec.timeoutSeconds = parseDurationSeconds(n.Scalar());
-      } catch (const std::invalid_argument& e) {
-        fail(n, e.what());
-      }
-      if (spec.timeoutSeconds > maxTimeoutSeconds) fail(n, "'timeout' is longer than 24h; give a deadline a person would wait for");
-    } else {
-      spec.timeoutSeconds = 60;
-    }
+    const YAML::Node timeout = pick(test, defaults, "timeout");
+    spec.timeoutSeconds = timeout ? deadlineOf(timeout, "timeout") : 60;
     spec.transport = availableChoice(pick(test, defaults, "transport"), "transport", rules_.transports, "mpi");
     spec.memory = availableChoice(pick(test, defaults, "memory"), "memory", rules_.memoryKinds, "host");
-    if (const YAML::Node n = pick(test, defaults, "conditions")) {
-      std::vector<YAML::Node> items;
-      if (n.IsSequence()) {
-        if (n.size() == 0) fail(n, "'conditions' is empty; use [quiet] for no neighbour traffic");
-        for (const auto& c : n) items.push_back(c);
-      } else {
-        items.push_back(n);
-      }
-      for (const auto& c : items) {
-        const auto v = choiceOf(c, "conditions", rules_.conditions);
-        if (contains(spec.conditions, v)) fail(c, "condition '" + v + "' is listed twice");
-        spec.conditions.push_back(v);
-      }
-    } else {
-      spec.conditions = {"quiet"};
-    }
+    const YAML::Node conditions = pick(test, defaults, "conditions");
+    spec.conditions = conditions ? conditionsOf(conditions) : std::vector<std::string>{"quiet"};
     return spec;
   }
 

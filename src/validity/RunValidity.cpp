@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "output/Records.hpp"
+#include "runtime/EveryRanksLine.hpp"
 
 namespace fabscope::validity {
 
@@ -19,16 +20,8 @@ RunValidity judgeAtStart(const runtime::Communicator& world, const runtime::Dead
   // Every rank sleeps the same window while each measures the machine's busy CPUs.
   world.barrier(deadline);
   const auto mine = encode(readFacts(world.rank(), host, busyWindowSeconds));
-  const auto gathered = world.gatherStrings(mine, 0, deadline);
-  std::string joined;
-  for (const auto& line : gathered) joined += line + "\n";
-  joined = world.broadcastString(joined, 0, deadline);
   std::vector<RankFacts> facts;
-  for (std::size_t start = 0; start < joined.size();) {
-    const auto end = joined.find('\n', start);
-    facts.push_back(decode(joined.substr(start, end - start)));
-    start = end + 1;
-  }
+  for (const auto& line : runtime::everyRanksLine(world, mine, deadline)) facts.push_back(decode(line));
   RunValidity out;
   out.findings = atStart(facts);
   out.waitsYield = waitsMustYield(out.findings);

@@ -4,75 +4,42 @@
 #include <sstream>
 
 #include "kinds/api/ApiTraffic.hpp"
+#include "runtime/EveryRanksLine.hpp"
 
 namespace fabscope::suite::api {
 namespace {
 
-// Every rank's problem (or ""), the same joined text on every rank.
-std::string agreedProblems(const runtime::Communicator& group, const std::string& mine, const runtime::Deadline& deadline) {
-  const auto all = group.gatherStrings(mine, 0, deadline);
-  std::string joined;
-  for (const auto& p : all)
-    if (!p.empty()) joined += (joined.empty() ? "" : "; ") + p;
-  return group.broadcastString(joined, 0, deadline);
-}
+// Where every rank of the group listens (servers) or connects from (clients).
+struct GroupEndpoints {
+  std::vector<api::Endpoint> servers;
+  std::vector<int> serverRanks;  // world ranks
+  std::vector<std::uint32_t> clientAddresses;
+};
 
-}  // namespace
-
-GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, const std::vector<int>& participants,
-                     int worldRank, const runtime::RankIdentity& identity, std::uint64_t seed, SampleBuffer& samples,
-                     const runtime::ClockSync& clock, const runtime::Deadline& deadline) {
-  const int n = group.size(), g = group.rank(), me = worldRank;
-  const bool client = g < c.clients;
-  const auto& host = identity.host;
-
-  // Sockets first, so every server listens before any client is told its port.
-  std::string problem;
-  api::LocalAddress address;
-  std::unique_ptr<api::ApiServer> server;
-  try {
-    address = api::chooseAddress(c.interface, identity.nic);
-    if (!client) server = std::make_unique<api::ApiServer>(c, address, std::vector<std::uint32_t>{});
-  } catch (const RuntimeFailure& e) {
-    problem = "rank " + std::to_string(me) + " (" + host + "): " + e.what();
-  }
-  if (const auto all = agreedProblems(group, problem, deadline); !all.empty())
-    throw RuntimeFailure("api: " + all);
+// Collective: each rank's address and (servers) port, to every rank.
+GroupEndpoints exchangeEndpoints(const ApiConfig& c, const runtime::Communicator& group,
+                                 const std::vector<int>& participants, const api::LocalAddress& address,
+                                 const api::ApiServer* server, const runtime::Deadline& deadline) {
   const std::int64_t mine = (static_cast<std::int64_t>(address.ipv4) << 16) | (server ? server->port() : 0);
   const auto endpoints = group.allgather(mine, deadline);
-  std::vector<api::Endpoint> servers;
-  std::vector<int> serverRanks;
-  std::vector<std::uint32_t> clientAddresses;
-  for (int r = 0; r < n; ++r) {
+  GroupEndpoints out;
+  for (int r = 0; r < group.size(); ++r) {
     const auto e = endpoints[static_cast<std::size_t>(r)];
     const auto ipv4 = static_cast<std::uint32_t>(static_cast<std::uint64_t>(e) >> 16);
     if (r < c.clients) {
-      clientAddresses.push_back(ipv4);
+      out.clientAddresses.push_back(ipv4);
     } else {
-      servers.push_back({ipv4, static_cast<std::uint16_t>(e & 0xffff)});
-      serverRanks.push_back(participants[static_cast<std::size_t>(r)]);
+      out.servers.push_back({ipv4, static_cast<std::uint16_t>(e & 0xffff)});
+      out.serverRanks.push_back(participants[static_cast<std::size_t>(r)]);
     }
   }
+  return out;
+}
 
-  MPI_Request finished;
-  std::vector<output::ApiRequestRecord> rows;
-  api::ServerCounts counts;
-  std::int64_t verified = 0;
-  if (client) {
-    auto result = api::runClient(c, address, g, me, servers, serverRanks, seed, samples, clock,
-                                 deadline);
-    rows = std::move(result.rows);
-    verified = result.verified;
-    runtime::checkMpi(MPI_Ibarrier(group.handle(), &finished), "MPI_Ibarrier(api)");
-    group.complete(finished, deadline, "the other api ranks to finish");
-  } else {
-    server->allow(clientAddresses);
-    runtime::checkMpi(MPI_Ibarrier(group.handle(), &finished), "MPI_Ibarrier(api)");
-    counts = server->serve(finished, deadline);
-    server.reset();  // the listening socket closes with the test
-  }
-
-  // Errors by server rank and status, named on every rank's verdict.
+// Collective: the requests that did not end "ok", by server rank and status,
+// as "rank 3 (host): timeout 2 reset 1; ..." on every rank.
+std::string errorsByServer(const std::vector<output::ApiRequestRecord>& rows, const runtime::Communicator& group,
+                           const runtime::RankIdentity& identity, const runtime::Deadline& deadline) {
   std::map<std::pair<int, std::string>, int> errors;
   for (const auto& r : rows)
     if (std::string(r.status) != "ok") ++errors[{r.server_rank, r.status}];
@@ -80,11 +47,6 @@ GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, con
   for (const auto& [key, count] : errors)
     myErrors += std::to_string(key.first) + " " + key.second + " " + std::to_string(count) + "\n";
   const auto allErrors = group.gatherStrings(myErrors, 0, deadline);
-  const auto sum = [&](std::int64_t v) { return group.allreduceSum(v, deadline); };
-  const std::int64_t measured = sum(static_cast<std::int64_t>(rows.size())), ok = sum(verified);
-  const std::int64_t answered = sum(counts.answered), busy = sum(counts.busy), bad = sum(counts.badRequests),
-                     outsiders = sum(counts.outsidersRefused), stalled = sum(counts.stalled),
-                     aborted = sum(counts.aborted);
   std::string named;
   if (group.rank() == 0) {
     std::map<int, std::map<std::string, int>> byServer;
@@ -100,16 +62,61 @@ GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, con
       for (const auto& [status, count] : statuses) named += " " + status + " " + std::to_string(count);
     }
   }
-  named = group.broadcastString(named, 0, deadline);
+  return group.broadcastString(named, 0, deadline);
+}
+
+}  // namespace
+
+GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, const std::vector<int>& participants,
+                     int worldRank, const runtime::RankIdentity& identity, std::uint64_t seed, SampleBuffer& samples,
+                     const runtime::ClockSync& clock, const runtime::Deadline& deadline) {
+  const int g = group.rank(), me = worldRank;
+  const bool client = g < c.clients;
+
+  // Sockets first, so every server listens before any client is told its port.
+  std::string problem;
+  api::LocalAddress address;
+  std::unique_ptr<api::ApiServer> server;
+  try {
+    address = api::chooseAddress(c.interface, identity.nic);
+    if (!client) server = std::make_unique<api::ApiServer>(c, address, std::vector<std::uint32_t>{});
+  } catch (const RuntimeFailure& e) {
+    problem = "rank " + std::to_string(me) + " (" + identity.host + "): " + e.what();
+  }
+  if (const auto all = runtime::everyRanksProblems(group, problem, deadline); !all.empty())
+    throw RuntimeFailure("api: " + all);
+  auto endpoints = exchangeEndpoints(c, group, participants, address, server.get(), deadline);
+
+  MPI_Request finished;
+  std::vector<output::ApiRequestRecord> rows;
+  api::ServerCounts counts;
+  std::int64_t verified = 0;
+  if (client) {
+    auto result = api::runClient(c, address, g, me, endpoints.servers, endpoints.serverRanks, seed, samples, clock,
+                                 deadline);
+    rows = std::move(result.rows);
+    verified = result.verified;
+    runtime::checkMpi(MPI_Ibarrier(group.handle(), &finished), "MPI_Ibarrier(api)");
+    group.complete(finished, deadline, "the other api ranks to finish");
+  } else {
+    server->allow(endpoints.clientAddresses);
+    runtime::checkMpi(MPI_Ibarrier(group.handle(), &finished), "MPI_Ibarrier(api)");
+    counts = server->serve(finished, deadline);
+    server.reset();  // the listening socket closes with the test
+  }
+
+  // Errors by server rank and status, named on every rank's verdict.
   GroupRun out;
+  out.errorsByServer = errorsByServer(rows, group, identity, deadline);
+  const auto sum = [&](std::int64_t v) { return group.allreduceSum(v, deadline); };
+  out.measured = sum(static_cast<std::int64_t>(rows.size()));
+  out.ok = sum(verified);
+  out.totals = {sum(counts.answered),         sum(counts.busy),    sum(counts.badRequests),
+                sum(counts.outsidersRefused), sum(counts.stalled), sum(counts.aborted)};
   out.rows = std::move(rows);
   out.address = address;
-  out.servers = std::move(servers);
-  out.serverRanks = std::move(serverRanks);
-  out.measured = measured;
-  out.ok = ok;
-  out.totals = {answered, busy, bad, outsiders, stalled, aborted};
-  out.errorsByServer = named;
+  out.servers = std::move(endpoints.servers);
+  out.serverRanks = std::move(endpoints.serverRanks);
   return out;
 }
 

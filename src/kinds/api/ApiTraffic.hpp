@@ -75,6 +75,13 @@ class ApiServer {
  private:
   struct Connection;
   void acceptAll(std::int64_t now, ServerCounts& counts);
+  std::int64_t sendDueChunks(std::int64_t now, ServerCounts& counts);
+  void handleConnectionEvent(Connection& c, std::uint32_t what, ServerCounts& counts);
+  void readSome(Connection& c, ServerCounts& counts);
+  bool takeRequestBytes(Connection& c, std::size_t got, ServerCounts& counts);
+  void reject(Connection& c, ServerCounts& counts);
+  void startChunk(Connection& c, ServerCounts& counts);
+  void writeSome(Connection& c, ServerCounts& counts);
   void closeConnection(Connection& c);
 
   const ApiConfig& config_;
@@ -83,6 +90,7 @@ class ApiServer {
   int epollFd_ = -1;
   std::uint16_t port_ = 0;
   std::vector<Connection> slots_;
+  std::vector<std::uint8_t> scratch_;  // what recv reads into; allocated before serving
 };
 
 // What one client measured: a row per measured request (global clock), and

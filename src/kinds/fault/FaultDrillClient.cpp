@@ -39,6 +39,134 @@ std::string transportDetection(const std::string& transport) {
   return transport + ": no peer-failure reporting; heartbeats only";
 }
 
+// "flap 2/3" for the second of three faults, the fault alone when it is the only one.
+std::string faultName(const FaultDrillConfig& c, std::size_t i, std::size_t count) {
+  return count > 1 ? c.fault + " " + std::to_string(i + 1) + "/" + std::to_string(count) : c.fault;
+}
+
+// What the return to baseline of each fault is judged against: the
+// victim's pre-fault service and the rank that carries its share afterwards.
+struct BaselineJudge {
+  const RunContext& ctx;
+  const FaultDrillConfig& c;
+  EventLog& events;
+  int carrier;
+  std::vector<CarrierCompletion> carried;  // the carrier's completions
+  double preRate = 0, preP99 = 0;
+  runtime::Nanoseconds window = 0, recoverWithin = 0, streamEnd = 0;
+  std::string reference;  // what recovery counts from: "the restore" or "the detection"
+
+  std::string judge(std::vector<FaultCycle>& cycles, std::size_t i, int& recovered, double& worstMs,
+                    std::string& missing) const;
+  void judgeBaseline(FaultCycle& k, const std::string& name, runtime::Nanoseconds from, runtime::Nanoseconds until,
+                     std::string& line, int& recovered, double& worstMs, std::string& missing) const;
+};
+
+BaselineJudge baselineJudgeOf(const RunContext& ctx, const FaultDrillConfig& c, const std::vector<Request>& state,
+                              runtime::Nanoseconds start, runtime::Nanoseconds firstFault, int carrier,
+                              int victimRank, EventLog& events) {
+  BaselineJudge j{ctx, c, events, carrier, {}, 0, 0, 0, 0, 0, {}};
+  // The victim's pre-fault service: its requests done before the first fault.
+  std::vector<double> preLatencies;
+  for (const auto& r : state) {
+    if (r.state != Request::State::completed || r.rerouted) continue;
+    if (r.worker == victimRank && r.doneAt < firstFault) preLatencies.push_back(static_cast<double>(r.doneAt - r.firstPostedAt));
+    if (r.worker == carrier) j.carried.push_back({r.firstPostedAt, r.doneAt});
+  }
+  j.preRate = firstFault > start ? static_cast<double>(preLatencies.size()) * 1e9 / static_cast<double>(firstFault - start) : 0;
+  j.preP99 = percentile99(preLatencies);
+  j.window = static_cast<runtime::Nanoseconds>(c.baselineWindowSeconds * 1e9);
+  j.recoverWithin = static_cast<runtime::Nanoseconds>(c.recoverWithinSeconds * 1e9);
+  j.reference = c.victimReturns() ? "the restore" : "the detection";
+  // Nothing is measured past the stream's last completion.
+  for (const auto& r : state)
+    if (r.state == Request::State::completed) j.streamEnd = std::max(j.streamEnd, r.doneAt);
+  return j;
+}
+
+// The carrier's first whole window at baseline in [from, until), or why there is none.
+void BaselineJudge::judgeBaseline(FaultCycle& k, const std::string& name, runtime::Nanoseconds from,
+                                  runtime::Nanoseconds until, std::string& line, int& recovered, double& worstMs,
+                                  std::string& missing) const {
+  const auto b = findBaseline(carried, from, until, window, preRate, preP99, c.baselineThroughput, c.baselineP99);
+  k.baselineAt = b.at;
+  k.throughputPerSecond = b.throughputPerSecond;
+  k.p99Ns = b.p99Ns;
+  const std::string figures = std::to_string(static_cast<long long>(b.throughputPerSecond)) + " req/s, p99 " +
+                              milliseconds(b.p99Ns / 1e6) + " ms";
+  if (b.at) {
+    ++recovered;
+    const double ms = static_cast<double>(*b.at - from) / 1e6;
+    worstMs = std::max(worstMs, ms);
+    line += ", baseline " + milliseconds(ms) + " ms after " + reference + " (" + figures + ")";
+    events.add(ctx, *b.at, "baseline", carrier,
+               name + ": rank " + std::to_string(carrier) + " back at baseline " + milliseconds(ms) + " ms after " +
+                   reference + ": " + figures + " (pre-fault " + std::to_string(static_cast<long long>(preRate)) +
+                   " req/s, p99 " + milliseconds(preP99 / 1e6) + " ms)");
+    return;
+  }
+  // Said plainly when the stream (or the next fault) left no whole window after the restore.
+  const std::string why =
+      until <= from ? "the request stream ended before " + reference
+      : until - from < window
+          ? "no baseline_window of requests was left after " + reference + " (" +
+                milliseconds(static_cast<double>(until - from) / 1e6) + " ms)"
+          : "best window " + figures;
+  line += ", not recovered within " + milliseconds(c.recoverWithinSeconds * 1e3) + " ms (" + why + ")";
+  missing += (missing.empty() ? "" : "; ") + name + " not recovered within recover_within (" +
+             milliseconds(c.recoverWithinSeconds * 1e3) + " ms after " + reference + "; " + why + "; needed " +
+             std::to_string(static_cast<long long>(c.baselineThroughput * preRate)) + " req/s and p99 <= " +
+             milliseconds(c.baselineP99 * preP99 / 1e6) + " ms)";
+  events.add(ctx, std::max(until, from), "not_recovered", carrier, name + ": not back at baseline: " + why);
+}
+
+// Fault i's line of `fault_cycles`: detection, restore, return to service and to baseline.
+std::string BaselineJudge::judge(std::vector<FaultCycle>& cycles, std::size_t i, int& recovered, double& worstMs,
+                                 std::string& missing) const {
+  auto& k = cycles[i];
+  const std::string name = faultName(c, i, cycles.size());
+  // A victim never declared lost (a lossy link it served through) never left: it is back at the restore.
+  if (c.victimReturns() && k.restoredAt && !k.rejoinedAt && !k.detectedAt) k.rejoinedAt = k.restoredAt;
+  if (!c.victimReturns() && k.detectedAt) k.rejoinedAt = k.detectedAt;  // the spare took the share over
+  const auto from = c.victimReturns() ? k.restoredAt : k.detectedAt;
+  std::string line = std::to_string(i + 1) + ": ";
+  line += k.detectedAt ? "detected " + milliseconds(static_cast<double>(*k.detectedAt - k.faultAt) / 1e6) + " ms after the fault"
+                       : "not detected";
+  if (c.victimReturns())
+    line += k.restoredAt ? ", restored at +" + milliseconds(static_cast<double>(*k.restoredAt - k.faultAt) / 1e6) + " ms"
+                         : ", never restored";
+  if (k.rejoinedAt && from)
+    line += ", rank " + std::to_string(carrier) + " in service " +
+            milliseconds(static_cast<double>(*k.rejoinedAt - *from) / 1e6) + " ms after " + reference;
+  if (from) {
+    auto until = *from + recoverWithin;
+    if (i + 1 < cycles.size() && cycles[i + 1].faultAt > 0) until = std::min(until, cycles[i + 1].faultAt);
+    until = std::min(until, streamEnd);
+    judgeBaseline(k, name, *from, until, line, recovered, worstMs, missing);
+  } else {
+    line += ", not recovered (" + std::string(c.victimReturns() ? "never restored" : "never detected") + ")";
+    missing += (missing.empty() ? "" : "; ") + name + " not recovered: " +
+               (c.victimReturns() ? "its end (restore) never came" : "never detected, so no spare took over");
+  }
+  return line;
+}
+
+// Faults after the first: detection judged here (the first's is judged with
+// every survivor's, in FaultDrillKind).
+void judgeLaterDetections(const FaultDrillConfig& c, const std::vector<FaultCycle>& cycles, ClientOutcome& outcome) {
+  for (std::size_t i = 1; i < cycles.size(); ++i) {
+    const auto& k = cycles[i];
+    if (!c.detectionRequired() || k.faultAt <= 0) continue;
+    const std::string name = faultName(c, i, cycles.size());
+    const double after = k.detectedAt ? static_cast<double>(*k.detectedAt - k.faultAt) / 1e6 : -1;
+    if (after < 0 || after > c.detectWithinSeconds * 1e3)
+      outcome.verdict += (outcome.verdict.empty() ? "" : "; ") + name +
+                         (after < 0 ? ": never detected by the client"
+                                    : ": detected after " + milliseconds(after) + " ms, past detect_within (" +
+                                          milliseconds(c.detectWithinSeconds * 1e3) + " ms)");
+  }
+}
+
 // The return to baseline of every fault that ended: the rank that carries the
 // victim's share afterwards (the victim itself, back; for kill the spare)
 // measured against the victim's pre-fault throughput and p99. Adds the
@@ -49,93 +177,13 @@ output::Attributes judgeReturnToBaseline(const RunContext& ctx, const FaultDrill
   auto& cycles = outcome.cycles;
   if (cycles.empty()) return {};
   const int carrier = c.victimReturns() ? victimRank : spare;
-  const auto firstFault = cycles[0].faultAt;
-  // The victim's pre-fault service: its requests done before the first fault.
-  std::vector<double> preLatencies;
-  std::vector<CarrierCompletion> carried;
-  for (const auto& r : state) {
-    if (r.state != Request::State::completed || r.rerouted) continue;
-    if (r.worker == victimRank && r.doneAt < firstFault) preLatencies.push_back(static_cast<double>(r.doneAt - r.firstPostedAt));
-    if (r.worker == carrier) carried.push_back({r.firstPostedAt, r.doneAt});
-  }
-  const double preRate = firstFault > start ? static_cast<double>(preLatencies.size()) * 1e9 / static_cast<double>(firstFault - start) : 0;
-  const double preP99 = percentile99(preLatencies);
-  const auto window = static_cast<runtime::Nanoseconds>(c.baselineWindowSeconds * 1e9);
-  const auto recoverWithin = static_cast<runtime::Nanoseconds>(c.recoverWithinSeconds * 1e9);
-  const std::string reference = c.victimReturns() ? "the restore" : "the detection";
-  // Nothing is measured past the stream's last completion.
-  runtime::Nanoseconds streamEnd = 0;
-  for (const auto& r : state)
-    if (r.state == Request::State::completed) streamEnd = std::max(streamEnd, r.doneAt);
+  const auto j = baselineJudgeOf(ctx, c, state, start, cycles[0].faultAt, carrier, victimRank, events);
   std::string perFault, missing;
   double worstMs = -1;
   int recovered = 0;
-  for (std::size_t i = 0; i < cycles.size(); ++i) {
-    auto& k = cycles[i];
-    const std::string name = cycles.size() > 1 ? c.fault + " " + std::to_string(i + 1) + "/" + std::to_string(cycles.size()) : c.fault;
-    // A victim never declared lost (a lossy link it served through) never left: it is back at the restore.
-    if (c.victimReturns() && k.restoredAt && !k.rejoinedAt && !k.detectedAt) k.rejoinedAt = k.restoredAt;
-    if (!c.victimReturns() && k.detectedAt) k.rejoinedAt = k.detectedAt;  // the spare took the share over
-    const auto from = c.victimReturns() ? k.restoredAt : k.detectedAt;
-    std::string line = std::to_string(i + 1) + ": ";
-    line += k.detectedAt ? "detected " + milliseconds(static_cast<double>(*k.detectedAt - k.faultAt) / 1e6) + " ms after the fault"
-                         : "not detected";
-    if (c.victimReturns())
-      line += k.restoredAt ? ", restored at +" + milliseconds(static_cast<double>(*k.restoredAt - k.faultAt) / 1e6) + " ms"
-                           : ", never restored";
-    if (k.rejoinedAt && from)
-      line += ", rank " + std::to_string(carrier) + " in service " +
-              milliseconds(static_cast<double>(*k.rejoinedAt - *from) / 1e6) + " ms after " + reference;
-    if (from) {
-      auto until = *from + recoverWithin;
-      if (i + 1 < cycles.size() && cycles[i + 1].faultAt > 0) until = std::min(until, cycles[i + 1].faultAt);
-      until = std::min(until, streamEnd);
-      const auto b = findBaseline(carried, *from, until, window, preRate, preP99, c.baselineThroughput, c.baselineP99);
-      k.baselineAt = b.at;
-      k.throughputPerSecond = b.throughputPerSecond;
-      k.p99Ns = b.p99Ns;
-      const std::string figures = std::to_string(static_cast<long long>(b.throughputPerSecond)) + " req/s, p99 " +
-                                  milliseconds(b.p99Ns / 1e6) + " ms";
-      if (b.at) {
-        ++recovered;
-        const double ms = static_cast<double>(*b.at - *from) / 1e6;
-        worstMs = std::max(worstMs, ms);
-        line += ", baseline " + milliseconds(ms) + " ms after " + reference + " (" + figures + ")";
-        events.add(ctx, *b.at, "baseline", carrier,
-                   name + ": rank " + std::to_string(carrier) + " back at baseline " + milliseconds(ms) + " ms after " +
-                       reference + ": " + figures + " (pre-fault " + std::to_string(static_cast<long long>(preRate)) +
-                       " req/s, p99 " + milliseconds(preP99 / 1e6) + " ms)");
-      } else {
-        // Said plainly when the stream (or the next fault) left no whole window after the restore.
-        const std::string why =
-            until <= *from ? "the request stream ended before " + reference
-            : until - *from < window
-                ? "no baseline_window of requests was left after " + reference + " (" +
-                      milliseconds(static_cast<double>(until - *from) / 1e6) + " ms)"
-                : "best window " + figures;
-        line += ", not recovered within " + milliseconds(c.recoverWithinSeconds * 1e3) + " ms (" + why + ")";
-        missing += (missing.empty() ? "" : "; ") + name + " not recovered within recover_within (" +
-                   milliseconds(c.recoverWithinSeconds * 1e3) + " ms after " + reference + "; " + why +
-                   "; needed " + std::to_string(static_cast<long long>(c.baselineThroughput * preRate)) +
-                   " req/s and p99 <= " + milliseconds(c.baselineP99 * preP99 / 1e6) + " ms)";
-        events.add(ctx, std::max(until, *from), "not_recovered", carrier, name + ": not back at baseline: " + why);
-      }
-    } else {
-      line += ", not recovered (" + std::string(c.victimReturns() ? "never restored" : "never detected") + ")";
-      missing += (missing.empty() ? "" : "; ") + name + " not recovered: " +
-                 (c.victimReturns() ? "its end (restore) never came" : "never detected, so no spare took over");
-    }
-    perFault += (perFault.empty() ? "" : "; ") + line;
-    // The first fault's detection is judged with every survivor's (FaultDrillKind); later ones here.
-    if (i > 0 && c.detectionRequired() && k.faultAt > 0) {
-      const double after = k.detectedAt ? static_cast<double>(*k.detectedAt - k.faultAt) / 1e6 : -1;
-      if (after < 0 || after > c.detectWithinSeconds * 1e3)
-        outcome.verdict += (outcome.verdict.empty() ? "" : "; ") + name +
-                           (after < 0 ? ": never detected by the client"
-                                      : ": detected after " + milliseconds(after) + " ms, past detect_within (" +
-                                            milliseconds(c.detectWithinSeconds * 1e3) + " ms)");
-    }
-  }
+  for (std::size_t i = 0; i < cycles.size(); ++i)
+    perFault += (perFault.empty() ? "" : "; ") + j.judge(cycles, i, recovered, worstMs, missing);
+  judgeLaterDetections(c, cycles, outcome);
   if (!missing.empty())
     outcome.verdict += (outcome.verdict.empty() ? "" : "; ") + std::string("return to baseline: ") + missing;
   const auto& first = cycles[0];
@@ -151,8 +199,8 @@ output::Attributes judgeReturnToBaseline(const RunContext& ctx, const FaultDrill
       {"baseline_p99", c.baselineP99},
       {"baseline_window_ms", c.baselineWindowSeconds * 1e3},
       {"carrier_rank", std::int64_t{carrier}},
-      {"victim_pre_fault_rps", preRate},
-      {"victim_pre_fault_p99_ms", preP99 / 1e6},
+      {"victim_pre_fault_rps", j.preRate},
+      {"victim_pre_fault_p99_ms", j.preP99 / 1e6},
       {"restored_ms", msBetween(first.faultAt, first.restoredAt)},
       {"rejoined_ms", msBetween(c.victimReturns() ? first.restoredAt : first.detectedAt, first.rejoinedAt)},
       {"baseline_ms", missing.empty() ? worstMs : -1.0},
@@ -162,411 +210,501 @@ output::Attributes judgeReturnToBaseline(const RunContext& ctx, const FaultDrill
   };
 }
 
-}  // namespace
+// The client's whole drill: its request stream and the workers serving it,
+// the fault and restore commands, what it learns of lost and returning
+// workers, and the numbers it reports. One object so that the loop's steps
+// share the stream's state without passing it around.
+class DrillClient {
+ public:
+  DrillClient(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanoseconds start, EventLog& events);
+  ClientOutcome serve();
 
-ClientOutcome serveClient(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanoseconds start, EventLog& events) {
-  auto& t = ctx.transport;
-  const int n = ctx.group.size();
-  const int spare = ctx.participants[static_cast<std::size_t>(n - 1)];
-  const int victimRank = ctx.participants[static_cast<std::size_t>(c.victim)];
-  const auto requests = static_cast<std::size_t>(c.requests);
-  const auto replyBytes = static_cast<std::size_t>(c.replyBytes);
-  const auto interval = static_cast<runtime::Nanoseconds>(1e9 / c.rate);
-  const auto replyTimeout = static_cast<runtime::Nanoseconds>(c.requestTimeoutSeconds * 1e9);
-  const auto plannedFault = start + static_cast<runtime::Nanoseconds>(c.atSeconds * 1e9);
-  const auto loopEnd = runtime::Deadline(start + static_cast<runtime::Nanoseconds>(c.workloadSeconds() * 1e9));
-  const auto peers = othersThan(ctx.participants, ctx.world.rank());
+ private:
+  // The loop's steps, in the order of one pass.
+  void driveCommands(runtime::Nanoseconds now);
+  void followOwnClockFault(runtime::Nanoseconds now);
+  void hearHeartbeats(runtime::Nanoseconds now, bool& abandoned);
+  void issueDueRequests(runtime::Nanoseconds now);
+  void collectReplies(runtime::Nanoseconds now, bool& abandoned);
+  bool finished() const;
+  // What happens to requests and workers.
+  void markLost(int peer, runtime::Nanoseconds at, const std::string& path);
+  void rejoin(runtime::Nanoseconds heardAt, const std::string& how);
+  bool post(std::size_t id, int worker, runtime::Nanoseconds now);
+  void reroute(std::size_t id);
+  void repostAll(runtime::Nanoseconds now);
+  // After the loop.
+  std::int64_t noteHung();
+  void releaseWorkers();
+  output::Attributes finishCommands();
+  void finishRestoresInLoop(output::Attributes& attributes);
+  void runRestoreAfterWorkload(output::Attributes& attributes);
+  output::Attributes streamAttributes(std::int64_t hung);
+  void addVerdict(const std::string& what) { outcome_.verdict += (outcome_.verdict.empty() ? "" : "; ") + what; }
+  std::string faultName(int i) const {
+    return fault_drill::faultName(c_, static_cast<std::size_t>(i), static_cast<std::size_t>(faults_));
+  }
+  runtime::Nanoseconds faultDue(int i) const {
+    return start_ + static_cast<runtime::Nanoseconds>(c_.faultStartSeconds(i) * 1e9);
+  }
 
+  RunContext& ctx_;
+  const FaultDrillConfig& c_;
+  const runtime::Nanoseconds start_;
+  EventLog& events_;
+  transport::Transport& t_;
+  const int n_, spare_, victimRank_;
+  const std::size_t requests_, replyBytes_;
+  const runtime::Nanoseconds interval_, replyTimeout_, plannedFault_;
+  const runtime::Deadline loopEnd_;
+  const std::vector<int> peers_;
   // Every attempt gets fresh slots: a slot of a dead worker may hold a receive
   // UCX never completes, so it is never reused.
-  const int maxSlots = static_cast<int>(4 * requests) + 2 * n + 2;
-  t.reserve(maxSlots + Heartbeats::slotsNeeded(peers.size()));
-  int nextSlot = 0;
-  auto* messages = reinterpret_cast<RequestMessage*>(ctx.buffers.allocate(requests * sizeof(RequestMessage) + n * sizeof(RequestMessage)));
-  std::byte* replies = ctx.buffers.allocate(2 * requests * replyBytes);
-  auto* beats = reinterpret_cast<std::uint64_t*>(ctx.buffers.allocate(2 * peers.size() * sizeof(std::uint64_t)));
-  int repliesUsed = 0;
-  for (std::size_t i = 0; i < requests; ++i) messages[i] = {static_cast<std::int32_t>(i), 0};
-  Heartbeats heartbeats(t, peers, maxSlots, static_cast<runtime::Nanoseconds>(c.heartbeatSeconds * 1e9),
-                        static_cast<runtime::Nanoseconds>(c.heartbeatDeadlineSeconds * 1e9), beats);
-
+  const int maxSlots_;
+  int nextSlot_ = 0;
+  RequestMessage* messages_ = nullptr;
+  std::byte* replies_ = nullptr;
+  int repliesUsed_ = 0;
+  std::unique_ptr<Heartbeats> heartbeats_;
   // The fault commands (a flap has `repeat`), the restore commands run inside
   // the loop (flap, loss_for) and their placeholders, prepared before the loop.
-  const int faults = c.faultCount();
-  std::vector<std::unique_ptr<FaultCommand>> faultCommands, restoreCommands;
-  for (int i = 0; i < faults; ++i) {
-    faultCommands.push_back(std::make_unique<FaultCommand>());
-    restoreCommands.push_back(std::make_unique<FaultCommand>());
+  const int faults_;
+  std::vector<std::unique_ptr<FaultCommand>> faultCommands_, restoreCommands_;
+  std::vector<char> faultReported_, restoreReported_;
+  std::map<std::string, std::string> placeholders_;
+  std::string faultCommandLine_, restoreCommandLine_;
+  const runtime::Nanoseconds lasts_;
+  // The stream.
+  std::vector<Request> state_;
+  std::vector<std::size_t> inFlight_;
+  std::vector<int> targets_;
+  std::map<int, bool> lost_;
+  ClientOutcome outcome_;
+  std::int64_t reroutedCount_ = 0, failedCount_ = 0, repostedCount_ = 0;
+  // Faults that end: one cycle each; `cycle_` is the latest begun (-1: none yet).
+  int cycle_ = -1;
+  std::vector<char> lostInCycle_;
+  bool hangEndNoted_ = false;
+  std::size_t nextIssue_ = 0, rr_ = 0;
+  std::vector<runtime::Nanoseconds> completions_;
+};
+
+DrillClient::DrillClient(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanoseconds start, EventLog& events)
+    : ctx_(ctx),
+      c_(c),
+      start_(start),
+      events_(events),
+      t_(ctx.transport),
+      n_(ctx.group.size()),
+      spare_(ctx.participants[static_cast<std::size_t>(n_ - 1)]),
+      victimRank_(ctx.participants[static_cast<std::size_t>(c.victim)]),
+      requests_(static_cast<std::size_t>(c.requests)),
+      replyBytes_(static_cast<std::size_t>(c.replyBytes)),
+      interval_(static_cast<runtime::Nanoseconds>(1e9 / c.rate)),
+      replyTimeout_(static_cast<runtime::Nanoseconds>(c.requestTimeoutSeconds * 1e9)),
+      plannedFault_(start + static_cast<runtime::Nanoseconds>(c.atSeconds * 1e9)),
+      loopEnd_(start + static_cast<runtime::Nanoseconds>(c.workloadSeconds() * 1e9)),
+      peers_(othersThan(ctx.participants, ctx.world.rank())),
+      maxSlots_(static_cast<int>(4 * requests_) + 2 * n_ + 2),
+      faults_(c.faultCount()),
+      faultReported_(static_cast<std::size_t>(faults_), 0),
+      restoreReported_(static_cast<std::size_t>(faults_), 0),
+      lasts_(static_cast<runtime::Nanoseconds>(c.faultLastsSeconds() * 1e9)),
+      state_(requests_),
+      targets_(ctx.participants.begin() + 1, ctx.participants.end() - 1) {
+  t_.reserve(maxSlots_ + Heartbeats::slotsNeeded(peers_.size()));
+  messages_ = reinterpret_cast<RequestMessage*>(
+      ctx.buffers.allocate(requests_ * sizeof(RequestMessage) + n_ * sizeof(RequestMessage)));
+  replies_ = ctx.buffers.allocate(2 * requests_ * replyBytes_);
+  auto* beats = reinterpret_cast<std::uint64_t*>(ctx.buffers.allocate(2 * peers_.size() * sizeof(std::uint64_t)));
+  for (std::size_t i = 0; i < requests_; ++i) messages_[i] = {static_cast<std::int32_t>(i), 0};
+  heartbeats_ = std::make_unique<Heartbeats>(t_, peers_, maxSlots_, static_cast<runtime::Nanoseconds>(c.heartbeatSeconds * 1e9),
+                                             static_cast<runtime::Nanoseconds>(c.heartbeatDeadlineSeconds * 1e9), beats);
+  for (int i = 0; i < faults_; ++i) {
+    faultCommands_.push_back(std::make_unique<FaultCommand>());
+    restoreCommands_.push_back(std::make_unique<FaultCommand>());
   }
-  std::vector<char> faultReported(static_cast<std::size_t>(faults), 0), restoreReported(static_cast<std::size_t>(faults), 0);
-  FaultCommand& faultCommand = *faultCommands[0];
-  const std::map<std::string, std::string> placeholders{
-      {"victim_host", ctx.identity.hostOfRank.at(static_cast<std::size_t>(victimRank))},
-      {"victim_rank", std::to_string(victimRank)},
-      {"percent", std::to_string(static_cast<int>(c.lossPercent))}};
-  const std::string faultCommandLine = c.usesCommand() ? expandFaultCommand(c.faultCommand, placeholders) : "";
-  const std::string restoreCommandLine = c.restoreCommand.empty() ? "" : expandFaultCommand(c.restoreCommand, placeholders);
-  const auto lasts = static_cast<runtime::Nanoseconds>(c.faultLastsSeconds() * 1e9);
-  auto faultDue = [&](int i) { return start + static_cast<runtime::Nanoseconds>(c.faultStartSeconds(i) * 1e9); };
-  auto faultName = [&](int i) {
-    return faults > 1 ? c.fault + " " + std::to_string(i + 1) + "/" + std::to_string(faults) : c.fault;
-  };
+  placeholders_ = {{"victim_host", ctx.identity.hostOfRank.at(static_cast<std::size_t>(victimRank_))},
+                   {"victim_rank", std::to_string(victimRank_)},
+                   {"percent", std::to_string(static_cast<int>(c.lossPercent))}};
+  faultCommandLine_ = c.usesCommand() ? expandFaultCommand(c.faultCommand, placeholders_) : "";
+  restoreCommandLine_ = c.restoreCommand.empty() ? "" : expandFaultCommand(c.restoreCommand, placeholders_);
+  outcome_.faultAt = plannedFault_;
+  outcome_.cycles.resize(c.faultEnds() ? static_cast<std::size_t>(faults_) : 0);
+  lostInCycle_.assign(outcome_.cycles.size(), 0);
+  if (c.victimReturns()) heartbeats_->watchForReturn(victimRank_);
+}
 
-  std::vector<Request> state(requests);
-  std::vector<std::size_t> inFlight;
-  std::vector<int> targets(ctx.participants.begin() + 1, ctx.participants.end() - 1);
-  std::map<int, bool> lost;
-  ClientOutcome outcome;
-  outcome.faultAt = plannedFault;
-  auto& detectedAt = outcome.detection.at;
-  std::int64_t reroutedCount = 0, failedCount = 0, repostedCount = 0;
-  // Faults that end: one cycle each; `cycle` is the latest begun (-1: none yet).
-  auto& cycles = outcome.cycles;
-  cycles.resize(c.faultEnds() ? static_cast<std::size_t>(faults) : 0);
-  int cycle = -1;
-  std::vector<char> lostInCycle(cycles.size(), 0);
-  bool hangEndNoted = false;
-  if (c.victimReturns()) heartbeats.watchForReturn(victimRank);
+void DrillClient::markLost(int peer, runtime::Nanoseconds at, const std::string& path) {
+  if (peer < 0 || lost_[peer]) return;
+  lost_[peer] = true;
+  // The victim of a fault that ends may come back, unless its transport endpoint failed.
+  if (peer == victimRank_ && c_.victimReturns() && path.rfind("transport", 0) != 0) heartbeats_->markSilent(peer);
+  else heartbeats_->forget(peer);
+  if (peer == victimRank_ && !outcome_.detection.at) outcome_.detection = {at, path};
+  if (peer == victimRank_ && cycle_ >= 0 && !outcome_.cycles.empty()) {
+    auto& k = outcome_.cycles[static_cast<std::size_t>(cycle_)];
+    if (!k.detectedAt) k.detectedAt = at;
+    lostInCycle_[static_cast<std::size_t>(cycle_)] = 1;
+  }
+  events_.add(ctx_, at, "detected", peer, path);
+  // The lost worker's share goes to the spare (once), or is dropped.
+  auto it = std::find(targets_.begin(), targets_.end(), peer);
+  if (it == targets_.end()) return;
+  if (peer != spare_ && !lost_[spare_] && std::find(targets_.begin(), targets_.end(), spare_) == targets_.end())
+    *it = spare_;
+  else targets_.erase(it);
+}
 
-  auto markLost = [&](int peer, runtime::Nanoseconds at, const std::string& path) {
-    if (peer < 0 || lost[peer]) return;
-    lost[peer] = true;
-    // The victim of a fault that ends may come back, unless its transport endpoint failed.
-    if (peer == victimRank && c.victimReturns() && path.rfind("transport", 0) != 0) heartbeats.markSilent(peer);
-    else heartbeats.forget(peer);
-    if (peer == victimRank && !detectedAt) outcome.detection = {at, path};
-    if (peer == victimRank && cycle >= 0 && !cycles.empty()) {
-      auto& k = cycles[static_cast<std::size_t>(cycle)];
-      if (!k.detectedAt) k.detectedAt = at;
-      lostInCycle[static_cast<std::size_t>(cycle)] = 1;
+// The victim is heard again after its fault ended: its share moves back from the spare.
+void DrillClient::rejoin(runtime::Nanoseconds heardAt, const std::string& how) {
+  auto& k = outcome_.cycles[static_cast<std::size_t>(cycle_)];
+  // Heard in the loop pass that saw the restore end: the loop's clock reading
+  // may precede the command's end by a little; the return cannot.
+  const auto at = std::max(heardAt, k.restoredAt.value_or(heardAt));
+  lost_[victimRank_] = false;
+  auto it = std::find(targets_.begin(), targets_.end(), spare_);
+  if (it != targets_.end()) *it = victimRank_;
+  else if (std::find(targets_.begin(), targets_.end(), victimRank_) == targets_.end()) targets_.push_back(victimRank_);
+  if (!k.rejoinedAt) k.rejoinedAt = at;  // a later one follows a loss after the return (a stall), not the fault
+  events_.add(ctx_, at, "rejoined", victimRank_,
+              how + " (" + milliseconds(static_cast<double>(at - k.restoredAt.value_or(at)) / 1e6) +
+                  " ms after the restore); its share moves back from the spare");
+}
+
+// Returns false when the attempt could not be posted (its worker is lost).
+bool DrillClient::post(std::size_t id, int worker, runtime::Nanoseconds now) {
+  auto& r = state_[id];
+  r.worker = worker;
+  r.slot = nextSlot_;
+  nextSlot_ += 2;
+  std::byte* reply = replies_ + static_cast<std::size_t>(repliesUsed_++ % static_cast<int>(2 * requests_)) * replyBytes_;
+  try {
+    t_.postRecv(r.slot + 1, worker, replyTagBase + static_cast<int>(id), reply, replyBytes_);
+    t_.postSend(r.slot, worker, requestTag, &messages_[id], sizeof(RequestMessage));
+  } catch (const RuntimeFailure& e) {
+    markLost(worker, runtime::monotonicNow(), std::string("post failed: ") + e.what());
+    return false;
+  }
+  r.postedAt = now;
+  if (r.state == Request::State::waiting) r.firstPostedAt = now;
+  r.state = Request::State::inFlight;
+  return true;
+}
+
+// A request whose worker is gone: to the spare, or failed when it has no
+// live worker left or was re-routed already.
+void DrillClient::reroute(std::size_t id) {
+  // Stamped now, not with the loop's time: the loss that causes a re-route may have
+  // been learnt (callback) after the loop read the clock, and a re-route stamped
+  // before its cause would put it before the fault in the timeline.
+  const auto now = runtime::monotonicNow();
+  auto& r = state_[id];
+  const int from = r.worker;
+  if (!r.rerouted && !targets_.empty() && nextSlot_ + 2 <= maxSlots_) {
+    const int to = std::find(targets_.begin(), targets_.end(), spare_) != targets_.end() ? spare_ : targets_.front();
+    r.rerouted = true;
+    if (post(id, to, now)) {
+      ++reroutedCount_;
+      events_.add(ctx_, now, "rerouted", to, "request " + std::to_string(id) + " from rank " + std::to_string(from));
+      return;
     }
-    events.add(ctx, at, "detected", peer, path);
-    // The lost worker's share goes to the spare (once), or is dropped.
-    auto it = std::find(targets.begin(), targets.end(), peer);
-    if (it == targets.end()) return;
-    if (peer != spare && !lost[spare] && std::find(targets.begin(), targets.end(), spare) == targets.end()) *it = spare;
-    else targets.erase(it);
-  };
-  t.onError([&](const transport::TransportError& e) { markLost(e.peer, e.at, "transport error callback: " + e.message); });
-  ErrorHandlerGuard guard{t};
-  // The victim is heard again after its fault ended: its share moves back from the spare.
-  auto rejoin = [&](runtime::Nanoseconds heardAt, const std::string& how) {
-    auto& k = cycles[static_cast<std::size_t>(cycle)];
-    // Heard in the loop pass that saw the restore end: the loop's clock reading
-    // may precede the command's end by a little; the return cannot.
-    const auto at = std::max(heardAt, k.restoredAt.value_or(heardAt));
-    lost[victimRank] = false;
-    auto it = std::find(targets.begin(), targets.end(), spare);
-    if (it != targets.end()) *it = victimRank;
-    else if (std::find(targets.begin(), targets.end(), victimRank) == targets.end()) targets.push_back(victimRank);
-    if (!k.rejoinedAt) k.rejoinedAt = at;  // a later one follows a loss after the return (a stall), not the fault
-    events.add(ctx, at, "rejoined", victimRank,
-               how + " (" + milliseconds(static_cast<double>(at - k.restoredAt.value_or(at)) / 1e6) +
-                   " ms after the restore); its share moves back from the spare");
-  };
+  }
+  r.state = Request::State::failed;
+  ++failedCount_;
+  events_.add(ctx_, now, "failed", from, "request " + std::to_string(id) + ": no live worker to re-route it to");
+}
 
-  // Returns false when the attempt could not be posted (its worker is lost).
-  auto post = [&](std::size_t id, int worker, runtime::Nanoseconds now) {
-    auto& r = state[id];
-    r.worker = worker;
-    r.slot = nextSlot;
-    nextSlot += 2;
-    std::byte* reply = replies + static_cast<std::size_t>(repliesUsed++ % static_cast<int>(2 * requests)) * replyBytes;
+// The transport cancelled every outstanding operation (its reaction to a
+// failed peer), not only the lost peer's: post the others again.
+void DrillClient::repostAll(runtime::Nanoseconds now) {
+  heartbeats_->repost();
+  for (auto id : inFlight_) {
+    auto& r = state_[id];
+    if (r.state != Request::State::inFlight) continue;
+    if (lost_[r.worker]) reroute(id);
+    else if (post(id, r.worker, now)) ++repostedCount_;
+    else reroute(id);
+  }
+}
+
+// Starts each fault command when due (a flap's next only after the previous
+// restore), and each restore once its fault has lasted; reports their ends.
+void DrillClient::driveCommands(runtime::Nanoseconds now) {
+  auto& cycles = outcome_.cycles;
+  for (int i = 0; c_.usesCommand() && i < faults_; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    auto& command = *faultCommands_[k];
+    if (!command.started() && now >= faultDue(i) && (i == 0 || restoreReported_[k - 1])) {
+      command.start(faultCommandLine_, c_.commandTimeoutSeconds);
+      const auto at = command.result().startedAt;
+      if (i == 0) outcome_.faultAt = at;
+      if (!cycles.empty()) cycles[k].faultAt = at;
+      cycle_ = i;
+      events_.add(ctx_, at, "fault", victimRank_, faultName(i) + ": fault_command started: " + faultCommandLine_);
+    }
+    if (command.started() && !faultReported_[k] && command.poll()) {
+      faultReported_[k] = 1;
+      const auto& r = command.result();
+      events_.add(ctx_, r.endedAt ? r.endedAt : now, "fault_command", victimRank_, r.describe());
+    }
+    if (!c_.restoresInLoop()) continue;
+    auto& restore = *restoreCommands_[k];
+    // down_for counts from the fault command's end: the link is down from then.
+    if (!restore.started() && faultReported_[k] && now >= command.result().endedAt + lasts_) {
+      restore.start(restoreCommandLine_, c_.commandTimeoutSeconds);
+      events_.add(ctx_, restore.result().startedAt, "restore_command", victimRank_,
+                  faultName(i) + ": restore_command started: " + restoreCommandLine_);
+    }
+    if (restore.started() && !restoreReported_[k] && restore.poll()) {
+      restoreReported_[k] = 1;
+      const auto& r = restore.result();
+      cycles[k].restoredAt = r.endedAt;
+      events_.add(ctx_, r.endedAt, "restored", victimRank_, faultName(i) + ": restore_command " + r.describe());
+    }
+  }
+}
+
+// A fault the victim makes itself (kill, hang) begins at the planned moment;
+// a hang with hang_for ends by the victim's own clock.
+void DrillClient::followOwnClockFault(runtime::Nanoseconds now) {
+  auto& cycles = outcome_.cycles;
+  if (c_.usesCommand() || cycles.empty() || now < plannedFault_) return;
+  if (cycle_ < 0) {
+    cycle_ = 0;
+    cycles[0].faultAt = plannedFault_;
+  }
+  if (c_.fault == "hang" && !hangEndNoted_ && now >= plannedFault_ + lasts_) {
+    hangEndNoted_ = true;
+    cycles[0].restoredAt = plannedFault_ + lasts_;
+    events_.add(ctx_, plannedFault_ + lasts_, "restored", victimRank_,
+                "hang_for " + milliseconds(c_.hangForSeconds * 1e3) + " ms is over by the victim's own clock");
+  }
+}
+
+void DrillClient::hearHeartbeats(runtime::Nanoseconds now, bool& abandoned) {
+  for (const auto& loss : heartbeats_->poll(now, abandoned)) {
+    if (!loss.returned) {
+      markLost(loss.peer, loss.at, loss.detail);
+      continue;
+    }
+    if (loss.peer != victimRank_ || !lost_[victimRank_] || cycle_ < 0) continue;
+    // Heard during the fault (a lossy link lets some through): not back yet.
+    if (!outcome_.cycles[static_cast<std::size_t>(cycle_)].restoredAt) heartbeats_->markSilent(victimRank_);
+    else rejoin(loss.at, loss.detail);
+  }
+}
+
+// Every request whose time has come, round-robin over the live workers.
+void DrillClient::issueDueRequests(runtime::Nanoseconds now) {
+  while (nextIssue_ < requests_ && now >= start_ + static_cast<runtime::Nanoseconds>(nextIssue_) * interval_) {
+    const std::size_t id = nextIssue_++;
+    if (targets_.empty()) {
+      state_[id].state = Request::State::failed;
+      ++failedCount_;
+      continue;
+    }
+    if (!post(id, targets_[rr_++ % targets_.size()], now)) reroute(id);
+    inFlight_.push_back(id);
+  }
+}
+
+// Replies that arrived become samples; a reply missing for request_timeout
+// declares its worker lost and re-routes the request.
+void DrillClient::collectReplies(runtime::Nanoseconds now, bool& abandoned) {
+  for (std::size_t k = 0; k < inFlight_.size() && !abandoned; ++k) {
+    auto& r = state_[inFlight_[k]];
+    if (r.state != Request::State::inFlight) continue;
+    if (lost_[r.worker]) {
+      reroute(inFlight_[k]);
+      continue;
+    }
     try {
-      t.postRecv(r.slot + 1, worker, replyTagBase + static_cast<int>(id), reply, replyBytes);
-      t.postSend(r.slot, worker, requestTag, &messages[id], sizeof(RequestMessage));
+      if (t_.testSlots(r.slot, 2)) {
+        r.state = Request::State::completed;
+        r.doneAt = runtime::monotonicNow();
+        completions_.push_back(r.doneAt);
+        ctx_.samples.record(ctx_.world.rank(), static_cast<std::int32_t>(inFlight_[k]), r.worker,
+                            static_cast<std::int64_t>(replyBytes_), r.firstPostedAt, r.doneAt);
+      } else if (now - r.postedAt > replyTimeout_) {
+        markLost(r.worker, now, "missed reply: request " + std::to_string(inFlight_[k]) + " unanswered for " +
+                                    std::to_string(replyTimeout_ / 1000000) + " ms");
+        reroute(inFlight_[k]);
+      }
     } catch (const RuntimeFailure& e) {
-      markLost(worker, runtime::monotonicNow(), std::string("post failed: ") + e.what());
-      return false;
+      markLost(r.worker, runtime::monotonicNow(), std::string("transport failure: ") + e.what());
+      abandoned = true;
     }
-    r.postedAt = now;
-    if (r.state == Request::State::waiting) r.firstPostedAt = now;
-    r.state = Request::State::inFlight;
-    return true;
-  };
-  // A request whose worker is gone: to the spare, or failed when it has no
-  // live worker left or was re-routed already.
-  auto reroute = [&](std::size_t id, runtime::Nanoseconds) {
-    // Stamped now, not with the loop's time: the loss that causes a re-route may have
-    // been learnt (callback) after the loop read the clock, and a re-route stamped
-    // before its cause would put it before the fault in the timeline.
-    const auto now = runtime::monotonicNow();
-    auto& r = state[id];
-    const int from = r.worker;
-    if (!r.rerouted && !targets.empty() && nextSlot + 2 <= maxSlots) {
-      const int to = std::find(targets.begin(), targets.end(), spare) != targets.end() ? spare : targets.front();
-      r.rerouted = true;
-      if (post(id, to, now)) {
-        ++reroutedCount;
-        events.add(ctx, now, "rerouted", to, "request " + std::to_string(id) + " from rank " + std::to_string(from));
-        return;
-      }
-    }
-    r.state = Request::State::failed;
-    ++failedCount;
-    events.add(ctx, now, "failed", from, "request " + std::to_string(id) + ": no live worker to re-route it to");
-  };
-  // The transport cancelled every outstanding operation (its reaction to a
-  // failed peer), not only the lost peer's: post the others again.
-  auto repostAll = [&](runtime::Nanoseconds now) {
-    heartbeats.repost();
-    for (auto id : inFlight) {
-      auto& r = state[id];
-      if (r.state != Request::State::inFlight) continue;
-      if (lost[r.worker]) reroute(id, now);
-      else if (post(id, r.worker, now)) ++repostedCount;
-      else reroute(id, now);
-    }
-  };
-
-  if (!c.usesCommand())
-    events.add(ctx, plannedFault, "fault", victimRank,
-          c.fault + (c.fault == "kill" ? " (SIGKILL)" : " (stops answering)") + " planned at +" +
-              milliseconds(c.atSeconds * 1e3) + " ms by the victim's own clock");
-  heartbeats.start(runtime::monotonicNow());
-  std::size_t nextIssue = 0, rr = 0;
-  std::vector<runtime::Nanoseconds> completions;
-  while (!loopEnd.expired()) {
-    const auto now = runtime::monotonicNow();
-    for (int i = 0; c.usesCommand() && i < faults; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      auto& command = *faultCommands[k];
-      if (!command.started() && now >= faultDue(i) && (i == 0 || restoreReported[k - 1])) {
-        command.start(faultCommandLine, c.commandTimeoutSeconds);
-        const auto at = command.result().startedAt;
-        if (i == 0) outcome.faultAt = at;
-        if (!cycles.empty()) cycles[k].faultAt = at;
-        cycle = i;
-        events.add(ctx, at, "fault", victimRank, faultName(i) + ": fault_command started: " + faultCommandLine);
-      }
-      if (command.started() && !faultReported[k] && command.poll()) {
-        faultReported[k] = 1;
-        const auto& r = command.result();
-        events.add(ctx, r.endedAt ? r.endedAt : now, "fault_command", victimRank, r.describe());
-      }
-      if (!c.restoresInLoop()) continue;
-      auto& restore = *restoreCommands[k];
-      // down_for counts from the fault command's end: the link is down from then.
-      if (!restore.started() && faultReported[k] && now >= command.result().endedAt + lasts) {
-        restore.start(restoreCommandLine, c.commandTimeoutSeconds);
-        events.add(ctx, restore.result().startedAt, "restore_command", victimRank,
-                   faultName(i) + ": restore_command started: " + restoreCommandLine);
-      }
-      if (restore.started() && !restoreReported[k] && restore.poll()) {
-        restoreReported[k] = 1;
-        const auto& r = restore.result();
-        cycles[k].restoredAt = r.endedAt;
-        events.add(ctx, r.endedAt, "restored", victimRank, faultName(i) + ": restore_command " + r.describe());
-      }
-    }
-    if (!c.usesCommand() && !cycles.empty() && now >= plannedFault) {
-      if (cycle < 0) {
-        cycle = 0;
-        cycles[0].faultAt = plannedFault;
-      }
-      // A hang with hang_for ends by the victim's own clock.
-      if (c.fault == "hang" && !hangEndNoted && now >= plannedFault + lasts) {
-        hangEndNoted = true;
-        cycles[0].restoredAt = plannedFault + lasts;
-        events.add(ctx, plannedFault + lasts, "restored", victimRank,
-                   "hang_for " + milliseconds(c.hangForSeconds * 1e3) + " ms is over by the victim's own clock");
-      }
-    }
-    t.testSlots(0, 0);  // progress only: lets the endpoint error callback run before any slot is tested
-    bool abandoned = false;
-    for (const auto& loss : heartbeats.poll(now, abandoned)) {
-      if (!loss.returned) {
-        markLost(loss.peer, loss.at, loss.detail);
-        continue;
-      }
-      if (loss.peer != victimRank || !lost[victimRank] || cycle < 0) continue;
-      // Heard during the fault (a lossy link lets some through): not back yet.
-      if (!cycles[static_cast<std::size_t>(cycle)].restoredAt) heartbeats.markSilent(victimRank);
-      else rejoin(loss.at, loss.detail);
-    }
-    while (nextIssue < requests && now >= start + static_cast<runtime::Nanoseconds>(nextIssue) * interval) {
-      const std::size_t id = nextIssue++;
-      if (targets.empty()) {
-        state[id].state = Request::State::failed;
-        ++failedCount;
-        continue;
-      }
-      if (!post(id, targets[rr++ % targets.size()], now)) reroute(id, now);
-      inFlight.push_back(id);
-    }
-    for (std::size_t k = 0; k < inFlight.size() && !abandoned; ++k) {
-      auto& r = state[inFlight[k]];
-      if (r.state != Request::State::inFlight) continue;
-      if (lost[r.worker]) {
-        reroute(inFlight[k], now);
-        continue;
-      }
-      try {
-        if (t.testSlots(r.slot, 2)) {
-          r.state = Request::State::completed;
-          r.doneAt = runtime::monotonicNow();
-          completions.push_back(r.doneAt);
-          ctx.samples.record(ctx.world.rank(), static_cast<std::int32_t>(inFlight[k]), r.worker,
-                             static_cast<std::int64_t>(replyBytes), r.firstPostedAt, r.doneAt);
-        } else if (now - r.postedAt > replyTimeout) {
-          markLost(r.worker, now, "missed reply: request " + std::to_string(inFlight[k]) + " unanswered for " +
-                                      std::to_string(replyTimeout / 1000000) + " ms");
-          reroute(inFlight[k], now);
-        }
-      } catch (const RuntimeFailure& e) {
-        markLost(r.worker, runtime::monotonicNow(), std::string("transport failure: ") + e.what());
-        abandoned = true;
-      }
-    }
-    if (abandoned) repostAll(now);
-    inFlight.erase(std::remove_if(inFlight.begin(), inFlight.end(),
-                                  [&](std::size_t id) { return state[id].state != Request::State::inFlight; }),
-                   inFlight.end());
-    bool commandsDone = true;
-    for (int i = 0; c.usesCommand() && i < faults; ++i)
-      commandsDone = commandsDone && faultReported[static_cast<std::size_t>(i)] &&
-                     (!c.restoresInLoop() || restoreReported[static_cast<std::size_t>(i)]);
-    if (nextIssue == requests && inFlight.empty() && commandsDone) break;
   }
-  const std::int64_t hung = static_cast<std::int64_t>(inFlight.size()) + static_cast<std::int64_t>(requests - nextIssue);
-  for (auto id : inFlight)
-    if (hung <= 20) events.add(ctx, runtime::monotonicNow(), "hung", state[id].worker, "request " + std::to_string(id) + " never answered");
+}
 
-  // Release every live worker; a worker that dies now fails its send, bounded.
-  heartbeats.sayBye(runtime::Deadline::afterSeconds(runtime::deadlines::goodbyeSeconds));
+// Every request issued and answered (or failed), every command reported.
+bool DrillClient::finished() const {
+  bool commandsDone = true;
+  for (int i = 0; c_.usesCommand() && i < faults_; ++i)
+    commandsDone = commandsDone && faultReported_[static_cast<std::size_t>(i)] &&
+                   (!c_.restoresInLoop() || restoreReported_[static_cast<std::size_t>(i)]);
+  return nextIssue_ == requests_ && inFlight_.empty() && commandsDone;
+}
+
+std::int64_t DrillClient::noteHung() {
+  const std::int64_t hung =
+      static_cast<std::int64_t>(inFlight_.size()) + static_cast<std::int64_t>(requests_ - nextIssue_);
+  for (auto id : inFlight_)
+    if (hung <= 20)
+      events_.add(ctx_, runtime::monotonicNow(), "hung", state_[id].worker,
+                  "request " + std::to_string(id) + " never answered");
+  return hung;
+}
+
+// Release every live worker; a worker that dies now fails its send, bounded.
+void DrillClient::releaseWorkers() {
+  heartbeats_->sayBye(runtime::Deadline::afterSeconds(runtime::deadlines::goodbyeSeconds));
   const auto stopDeadline = runtime::Deadline::afterSeconds(runtime::deadlines::drillStopSeconds);
   std::vector<int> stopSlots;
-  for (int g = 1; g < n; ++g) {
-    const int worker = ctx.participants[static_cast<std::size_t>(g)];
+  for (int g = 1; g < n_; ++g) {
+    const int worker = ctx_.participants[static_cast<std::size_t>(g)];
     // A worker declared lost that is not the victim may be alive and waiting (a
     // scheduling gap longer than the heartbeat deadline): it gets its stop too.
-    if (lost[worker] && worker == victimRank) continue;
-    auto* stop = &messages[requests + static_cast<std::size_t>(g)];
+    if (lost_[worker] && worker == victimRank_) continue;
+    auto* stop = &messages_[requests_ + static_cast<std::size_t>(g)];
     *stop = {-1, 1};
     try {
-      t.postSend(nextSlot, worker, requestTag, stop, sizeof *stop);
-      stopSlots.push_back(nextSlot++);
+      t_.postSend(nextSlot_, worker, requestTag, stop, sizeof *stop);
+      stopSlots.push_back(nextSlot_++);
     } catch (const RuntimeFailure& e) {
-      events.add(ctx, runtime::monotonicNow(), "error", worker, std::string("stop not sent: ") + e.what());
+      events_.add(ctx_, runtime::monotonicNow(), "error", worker, std::string("stop not sent: ") + e.what());
     }
   }
   for (int s : stopSlots) {
     try {
-      t.waitSlots(s, 1, stopDeadline);
+      t_.waitSlots(s, 1, stopDeadline);
     } catch (const std::exception& e) {
-      events.add(ctx, runtime::monotonicNow(), "error", -1, std::string("stop not delivered: ") + e.what());
+      events_.add(ctx_, runtime::monotonicNow(), "error", -1, std::string("stop not delivered: ") + e.what());
     }
   }
+}
 
-  // The fault command's end (bounded by its own deadline) and the repair.
-  output::Attributes commandAttributes;
-  if (c.usesCommand()) {
-    for (int i = 1; i < faults; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      if (!faultCommands[k]->started()) {
-        outcome.verdict += (outcome.verdict.empty() ? "" : "; ") + faultName(i) + ": fault_command never ran";
-        continue;
-      }
-      const auto& r = faultCommands[k]->finish();
-      if (!faultReported[k]) events.add(ctx, r.endedAt, "fault_command", victimRank, r.describe());
-      if (!r.ok())
-        outcome.verdict += (outcome.verdict.empty() ? "" : "; ") + faultName(i) + ": fault_command failed (" + r.describe() + ")";
+// The fault command's end (bounded by its own deadline) and the repair.
+output::Attributes DrillClient::finishCommands() {
+  output::Attributes attributes;
+  if (!c_.usesCommand()) return attributes;
+  for (int i = 1; i < faults_; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    if (!faultCommands_[k]->started()) {
+      addVerdict(faultName(i) + ": fault_command never ran");
+      continue;
     }
-    if (!faultCommand.started()) {
-      outcome.verdict = "fault_command never ran (the workload ended first)";
-    } else {
-      const auto& r = faultCommand.finish();
-      if (!faultReported[0]) events.add(ctx, r.endedAt, "fault_command", victimRank, r.describe());
-      commandAttributes = {{"fault_command", r.command},
-                           {"fault_command_started_ns", ctx.clock.toGlobal(r.startedAt)},
-                           {"fault_command_ms", static_cast<double>(r.endedAt - r.startedAt) / 1e6},
-                           {"fault_command_exit", std::int64_t{r.exitStatus}},
-                           {"fault_command_timed_out", std::int64_t{r.timedOut ? 1 : 0}},
-                           {"fault_command_output", r.error.empty() ? r.output : r.error}};
-      if (!r.ok()) outcome.verdict = "fault_command failed (" + r.describe() + "): the fault may not have happened";
-    }
-    // In the loop's restores: any the loop did not finish (or start, though its
-    // fault ran: the link must not stay cut) end here, bounded.
-    for (int i = 0; c.restoresInLoop() && i < faults; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      auto& restore = *restoreCommands[k];
-      if (!faultCommands[k]->started()) continue;
-      if (!restore.started()) restore.start(restoreCommandLine, c.commandTimeoutSeconds);
-      const auto& r = restore.finish();
-      if (!restoreReported[k]) {
-        events.add(ctx, r.endedAt, "restored", victimRank, faultName(i) + ": restore_command (after the workload) " + r.describe());
-        cycles[k].restoredAt = r.endedAt;
-      }
-      if (i == 0) {
-        commandAttributes.emplace_back("restore_command", r.command);
-        commandAttributes.emplace_back("restore_command_exit", std::int64_t{r.exitStatus});
-        commandAttributes.emplace_back("restore_command_output", r.error.empty() ? r.output : r.error);
-      }
-      if (!r.ok())
-        outcome.verdict += (outcome.verdict.empty() ? "" : "; ") + faultName(i) + ": restore_command failed (" +
-                           r.describe() + "): the victim's link may still be faulty";
-    }
-    if (!c.restoreCommand.empty() && !c.restoresInLoop()) {
-      const auto r = runFaultCommand(restoreCommandLine, c.commandTimeoutSeconds);
-      events.add(ctx, r.endedAt, "restore_command", victimRank, r.describe());
-      commandAttributes.emplace_back("restore_command", r.command);
-      commandAttributes.emplace_back("restore_command_exit", std::int64_t{r.exitStatus});
-      commandAttributes.emplace_back("restore_command_output", r.error.empty() ? r.output : r.error);
-      if (!r.ok())
-        outcome.verdict += (outcome.verdict.empty() ? "" : "; ") + std::string("restore_command failed (") +
-                           r.describe() + "): the victim's link may still be faulty";
-    }
+    const auto& r = faultCommands_[k]->finish();
+    if (!faultReported_[k]) events_.add(ctx_, r.endedAt, "fault_command", victimRank_, r.describe());
+    if (!r.ok()) addVerdict(faultName(i) + ": fault_command failed (" + r.describe() + ")");
   }
+  auto& faultCommand = *faultCommands_[0];
+  if (!faultCommand.started()) {
+    outcome_.verdict = "fault_command never ran (the workload ended first)";
+  } else {
+    const auto& r = faultCommand.finish();
+    if (!faultReported_[0]) events_.add(ctx_, r.endedAt, "fault_command", victimRank_, r.describe());
+    attributes = {{"fault_command", r.command},
+                  {"fault_command_started_ns", ctx_.clock.toGlobal(r.startedAt)},
+                  {"fault_command_ms", static_cast<double>(r.endedAt - r.startedAt) / 1e6},
+                  {"fault_command_exit", std::int64_t{r.exitStatus}},
+                  {"fault_command_timed_out", std::int64_t{r.timedOut ? 1 : 0}},
+                  {"fault_command_output", r.error.empty() ? r.output : r.error}};
+    if (!r.ok()) outcome_.verdict = "fault_command failed (" + r.describe() + "): the fault may not have happened";
+  }
+  finishRestoresInLoop(attributes);
+  runRestoreAfterWorkload(attributes);
+  return attributes;
+}
 
-  std::sort(completions.begin(), completions.end());
-  const auto window = std::max<runtime::Nanoseconds>(20 * interval, 20000000);
-  const auto recovery = findRecovery(completions, start, outcome.faultAt, detectedAt.value_or(outcome.faultAt), window);
+void addRestoreAttributes(output::Attributes& attributes, const FaultCommandResult& r) {
+  attributes.emplace_back("restore_command", r.command);
+  attributes.emplace_back("restore_command_exit", std::int64_t{r.exitStatus});
+  attributes.emplace_back("restore_command_output", r.error.empty() ? r.output : r.error);
+}
+
+// In the loop's restores: any the loop did not finish (or start, though its
+// fault ran: the link must not stay cut) end here, bounded.
+void DrillClient::finishRestoresInLoop(output::Attributes& attributes) {
+  for (int i = 0; c_.restoresInLoop() && i < faults_; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    auto& restore = *restoreCommands_[k];
+    if (!faultCommands_[k]->started()) continue;
+    if (!restore.started()) restore.start(restoreCommandLine_, c_.commandTimeoutSeconds);
+    const auto& r = restore.finish();
+    if (!restoreReported_[k]) {
+      events_.add(ctx_, r.endedAt, "restored", victimRank_,
+                  faultName(i) + ": restore_command (after the workload) " + r.describe());
+      outcome_.cycles[k].restoredAt = r.endedAt;
+    }
+    if (i == 0) addRestoreAttributes(attributes, r);
+    if (!r.ok())
+      addVerdict(faultName(i) + ": restore_command failed (" + r.describe() + "): the victim's link may still be faulty");
+  }
+}
+
+// A fault that does not end inside the workload is repaired once it is over.
+void DrillClient::runRestoreAfterWorkload(output::Attributes& attributes) {
+  if (c_.restoreCommand.empty() || c_.restoresInLoop()) return;
+  const auto r = runFaultCommand(restoreCommandLine_, c_.commandTimeoutSeconds);
+  events_.add(ctx_, r.endedAt, "restore_command", victimRank_, r.describe());
+  addRestoreAttributes(attributes, r);
+  if (!r.ok())
+    addVerdict(std::string("restore_command failed (") + r.describe() + "): the victim's link may still be faulty");
+}
+
+output::Attributes DrillClient::streamAttributes(std::int64_t hung) {
+  std::sort(completions_.begin(), completions_.end());
+  const auto window = std::max<runtime::Nanoseconds>(20 * interval_, 20000000);
+  const auto recovery = findRecovery(completions_, start_, outcome_.faultAt,
+                                     outcome_.detection.at.value_or(outcome_.faultAt), window);
   if (recovery.recoveredAt)
-    events.add(ctx, *recovery.recoveredAt, "recovered", spare,
-          "throughput back to >= 90% of the pre-fault " + std::to_string(static_cast<long long>(recovery.preFaultPerSecond)) +
-              " req/s over a " + std::to_string(window / 1000000) + " ms window");
-
-  const auto baselineAttributes = judgeReturnToBaseline(ctx, c, state, start, victimRank, spare, outcome, events);
-
-  const std::int64_t completed = static_cast<std::int64_t>(completions.size());
+    events_.add(ctx_, *recovery.recoveredAt, "recovered", spare_,
+                "throughput back to >= 90% of the pre-fault " +
+                    std::to_string(static_cast<long long>(recovery.preFaultPerSecond)) + " req/s over a " +
+                    std::to_string(window / 1000000) + " ms window");
   const double recoveredMs =
-      recovery.recoveredAt ? static_cast<double>(*recovery.recoveredAt - outcome.faultAt) / 1e6 : -1;
-  outcome.attributes = {
-      {"fault", c.fault},
-      {"victim_rank", std::int64_t{victimRank}},
-      {"victim_host", placeholders.at("victim_host")},
-      {"spare_rank", std::int64_t{spare}},
-      {"fault_ns", ctx.clock.toGlobal(outcome.faultAt)},
-      {"detect_within_ms", c.detectWithinSeconds * 1e3},
-      {"heartbeat_ms", c.heartbeatSeconds * 1e3},
-      {"heartbeat_deadline_ms", c.heartbeatDeadlineSeconds * 1e3},
-      {"request_timeout_ms", c.requestTimeoutSeconds * 1e3},
-      {"requests", std::int64_t{c.requests}},
-      {"completed", completed},
-      {"rerouted", reroutedCount},
-      {"reposted", repostedCount},
-      {"failed_requests", failedCount},
+      recovery.recoveredAt ? static_cast<double>(*recovery.recoveredAt - outcome_.faultAt) / 1e6 : -1;
+  return {
+      {"fault", c_.fault},
+      {"victim_rank", std::int64_t{victimRank_}},
+      {"victim_host", placeholders_.at("victim_host")},
+      {"spare_rank", std::int64_t{spare_}},
+      {"fault_ns", ctx_.clock.toGlobal(outcome_.faultAt)},
+      {"detect_within_ms", c_.detectWithinSeconds * 1e3},
+      {"heartbeat_ms", c_.heartbeatSeconds * 1e3},
+      {"heartbeat_deadline_ms", c_.heartbeatDeadlineSeconds * 1e3},
+      {"request_timeout_ms", c_.requestTimeoutSeconds * 1e3},
+      {"requests", std::int64_t{c_.requests}},
+      {"completed", static_cast<std::int64_t>(completions_.size())},
+      {"rerouted", reroutedCount_},
+      {"reposted", repostedCount_},
+      {"failed_requests", failedCount_},
       {"hung", hung},
       {"pre_fault_rps", recovery.preFaultPerSecond},
       {"recovered_ms", recoveredMs},
-      {"transport_detection", transportDetection(ctx.instance.spec->transport)},
+      {"transport_detection", transportDetection(ctx_.instance.spec->transport)},
   };
-  // What the stack would take on its own to report this fault with the
-  // settings in force here, next to the drill's measured detection.
+}
+
+// What the stack would take on its own to report this fault with the
+// settings in force here, next to the drill's measured detection.
+void addExpectedDetection(output::Attributes& attributes, const FaultDrillConfig& c, const std::string& transport) {
   try {
     const auto settings = stackSettingsHere();
-    const auto here = expectedForDrill(c.fault, c.lossPercent, ctx.instance.spec->transport, settings);
+    const auto here = expectedForDrill(c.fault, c.lossPercent, transport, settings);
     const auto nccl = expectedNcclIb(c.fault, settings);
     const auto verbs = expectedVerbsQp(c.fault, settings);
-    outcome.attributes.emplace_back("expected_detection_stack", here.stack);
-    outcome.attributes.emplace_back("expected_detection_s", here.seconds);
-    outcome.attributes.emplace_back("expected_detection_basis", here.basis);
-    outcome.attributes.emplace_back("expected_nccl_ib_s", nccl.seconds);
-    outcome.attributes.emplace_back("expected_nccl_ib_basis", nccl.basis);
-    outcome.attributes.emplace_back("expected_verbs_qp_s", verbs.seconds);
-    outcome.attributes.emplace_back("expected_verbs_qp_basis", verbs.basis);
+    attributes.emplace_back("expected_detection_stack", here.stack);
+    attributes.emplace_back("expected_detection_s", here.seconds);
+    attributes.emplace_back("expected_detection_basis", here.basis);
+    attributes.emplace_back("expected_nccl_ib_s", nccl.seconds);
+    attributes.emplace_back("expected_nccl_ib_basis", nccl.basis);
+    attributes.emplace_back("expected_verbs_qp_s", verbs.seconds);
+    attributes.emplace_back("expected_verbs_qp_basis", verbs.basis);
   } catch (const std::invalid_argument& e) {
-    outcome.attributes.emplace_back("expected_detection_basis", std::string("settings not readable: ") + e.what());
+    attributes.emplace_back("expected_detection_basis", std::string("settings not readable: ") + e.what());
   }
 #if FABSCOPE_HAVE_VERBS
   // What a verbs RC queue pair with this environment's settings would need to
@@ -574,20 +712,58 @@ ClientOutcome serveClient(RunContext& ctx, const FaultDrillConfig& c, runtime::N
   // verbs alone could pass this drill or heartbeats are required.
   try {
     const auto options = transport::verbs::verbsOptionsFromEnvironment();
-    outcome.attributes.emplace_back("verbs_qp_retry_budget_s",
-                                    transport::verbs::lostPeerSeconds(options.timeout, options.retryCount));
+    attributes.emplace_back("verbs_qp_retry_budget_s",
+                            transport::verbs::lostPeerSeconds(options.timeout, options.retryCount));
   } catch (const UsageError& e) {
     // Settings that do not parse: no budget (the attribute stays a float;
     // expected_verbs_qp_basis says why).
-    outcome.attributes.emplace_back("verbs_qp_retry_budget_s", std::numeric_limits<double>::quiet_NaN());
+    attributes.emplace_back("verbs_qp_retry_budget_s", std::numeric_limits<double>::quiet_NaN());
   }
 #endif
-  outcome.attributes.insert(outcome.attributes.end(), commandAttributes.begin(), commandAttributes.end());
-  outcome.attributes.insert(outcome.attributes.end(), baselineAttributes.begin(), baselineAttributes.end());
-  outcome.hung = hung;
-  if (hung > 0)
-    outcome.verdict += (outcome.verdict.empty() ? "" : "; ") + std::to_string(hung) + " request(s) hung past their deadline";
-  return outcome;
+}
+
+ClientOutcome DrillClient::serve() {
+  t_.onError([&](const transport::TransportError& e) { markLost(e.peer, e.at, "transport error callback: " + e.message); });
+  ErrorHandlerGuard guard{t_};
+  if (!c_.usesCommand())
+    events_.add(ctx_, plannedFault_, "fault", victimRank_,
+                c_.fault + (c_.fault == "kill" ? " (SIGKILL)" : " (stops answering)") + " planned at +" +
+                    milliseconds(c_.atSeconds * 1e3) + " ms by the victim's own clock");
+  heartbeats_->start(runtime::monotonicNow());
+  while (!loopEnd_.expired()) {
+    const auto now = runtime::monotonicNow();
+    driveCommands(now);
+    followOwnClockFault(now);
+    t_.testSlots(0, 0);  // progress only: lets the endpoint error callback run before any slot is tested
+    bool abandoned = false;
+    hearHeartbeats(now, abandoned);
+    issueDueRequests(now);
+    collectReplies(now, abandoned);
+    if (abandoned) repostAll(now);
+    inFlight_.erase(std::remove_if(inFlight_.begin(), inFlight_.end(),
+                                   [&](std::size_t id) { return state_[id].state != Request::State::inFlight; }),
+                    inFlight_.end());
+    if (finished()) break;
+  }
+  const std::int64_t hung = noteHung();
+  releaseWorkers();
+  const auto commandAttributes = finishCommands();
+  auto attributes = streamAttributes(hung);
+  const auto baselineAttributes =
+      judgeReturnToBaseline(ctx_, c_, state_, start_, victimRank_, spare_, outcome_, events_);
+  addExpectedDetection(attributes, c_, ctx_.instance.spec->transport);
+  attributes.insert(attributes.end(), commandAttributes.begin(), commandAttributes.end());
+  attributes.insert(attributes.end(), baselineAttributes.begin(), baselineAttributes.end());
+  outcome_.attributes = std::move(attributes);
+  outcome_.hung = hung;
+  if (hung > 0) addVerdict(std::to_string(hung) + " request(s) hung past their deadline");
+  return std::move(outcome_);
+}
+
+}  // namespace
+
+ClientOutcome serveClient(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanoseconds start, EventLog& events) {
+  return DrillClient(ctx, c, start, events).serve();
 }
 
 }  // namespace fabscope::suite::fault_drill

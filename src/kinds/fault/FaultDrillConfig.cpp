@@ -71,9 +71,28 @@ std::string expandFaultCommand(const std::string& command, const std::map<std::s
   return out;
 }
 
-FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
-  scenario::ParamReader p(spec, source);
+namespace {
+
+// Reads a fault drill's keys in a fixed order, so that the first problem
+// reported is always the same one.
+struct FaultDrillReader {
+  const scenario::TestSpec& spec;
+  const scenario::TestSource& source;
+  scenario::ParamReader p;
   FaultDrillConfig c;
+  double duration(const std::string& key, double fallback, double min, double max) const {
+    return durationKey(spec, source, key, fallback, min, max);
+  }
+  void readFaultAndPlace();
+  void readDetection();
+  void readStreamAndCommands();
+  void readDurations();
+  void checkCommands();
+  void checkTimeline();
+};
+
+// The fault, and what it needs of the transport, the memory and the size.
+void FaultDrillReader::readFaultAndPlace() {
   c.fault = p.choice("fault", {"kill", "hang", "link-down", "loss", "flap"}, "kill");
   if (!transport::transportCapabilities(spec.transport).survivesPeerLoss)
     refuse(spec, "transport",
@@ -88,10 +107,14 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
   if (c.replyBytes < 8 || c.replyBytes > (std::int64_t{1} << 20))
     refuse(spec, "sizes", "the reply size must be 8B .. 1MiB");
   c.victim = static_cast<int>(p.integer("victim", 1, 1, 1 << 20));
-  c.atSeconds = durationKey(spec, source, "at", 1.0, 0.001, 3600);
-  c.detectWithinSeconds = durationKey(spec, source, "detect_within", 2.0, 0.001, 600);
-  c.heartbeatSeconds = durationKey(spec, source, "heartbeat", 0.1, 0.001, 60);
-  c.heartbeatDeadlineSeconds = durationKey(spec, source, "heartbeat_deadline", 3 * c.heartbeatSeconds, 0.002, 600);
+}
+
+// When the fault comes and how it must be detected: heartbeats, their deadline, the reply timeout.
+void FaultDrillReader::readDetection() {
+  c.atSeconds = duration("at", 1.0, 0.001, 3600);
+  c.detectWithinSeconds = duration("detect_within", 2.0, 0.001, 600);
+  c.heartbeatSeconds = duration("heartbeat", 0.1, 0.001, 60);
+  c.heartbeatDeadlineSeconds = duration("heartbeat_deadline", 3 * c.heartbeatSeconds, 0.002, 600);
   if (c.heartbeatDeadlineSeconds < 2 * c.heartbeatSeconds)
     refuse(spec, "heartbeat_deadline",
            "heartbeat_deadline must be at least 2 heartbeats (" + std::to_string(2 * c.heartbeatSeconds) +
@@ -101,16 +124,24 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
            "heartbeat_deadline (" + std::to_string(c.heartbeatDeadlineSeconds) +
                " s) must be shorter than detect_within (" + std::to_string(c.detectWithinSeconds) +
                " s): a hung peer or a dead link is only noticed through missed heartbeats");
-  c.requestTimeoutSeconds = durationKey(spec, source, "request_timeout", 2 * c.heartbeatDeadlineSeconds, 0.001, 600);
+  c.requestTimeoutSeconds = duration("request_timeout", 2 * c.heartbeatDeadlineSeconds, 0.001, 600);
+}
+
+// The request stream and the commands that make and end a link fault.
+void FaultDrillReader::readStreamAndCommands() {
   c.requests = p.integer("requests", 4000, 1, 1000000);
   c.rate = static_cast<double>(p.integer("rate", 1000, 1, 1000000));
   c.faultCommand = stringKey(spec, source, "fault_command");
   c.restoreCommand = stringKey(spec, source, "restore_command");
-  c.commandTimeoutSeconds = durationKey(spec, source, "command_timeout", 10, 0.1, 600);
+  c.commandTimeoutSeconds = duration("command_timeout", 10, 0.1, 600);
   if (p.has("loss_percent")) {
     if (c.fault != "loss") refuse(spec, "loss_percent", "loss_percent is for fault: loss");
     c.lossPercent = static_cast<double>(p.integer("loss_percent", 100, 1, 100));
   }
+}
+
+// How long a fault lasts, how often it comes back, and how its end is judged.
+void FaultDrillReader::readDurations() {
   // How long a fault lasts, and (flap) how often it comes back.
   const auto onlyFor = [&](const char* key, const char* fault) {
     if (p.has(key) && c.fault != fault)
@@ -123,7 +154,7 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
   onlyFor("loss_for", "loss");
   if (c.fault == "flap") {
     if (!p.has("down_for")) refuse(spec, "fault", "fault: flap needs down_for: how long the victim's link stays down");
-    c.downForSeconds = durationKey(spec, source, "down_for", 0, 0.001, 86400);
+    c.downForSeconds = duration("down_for", 0, 0.001, 86400);
     if (c.downForSeconds >= spec.timeoutSeconds)
       refuse(spec, "down_for",
              "down_for (" + std::to_string(c.downForSeconds) + " s) is not shorter than the test's timeout (" +
@@ -131,7 +162,7 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
     c.repeat = static_cast<int>(p.integer("repeat", 1, 1, 100));
     if (c.repeat > 1) {
       if (!p.has("every")) refuse(spec, "repeat", "repeat: " + std::to_string(c.repeat) + " needs every: the time from one cut's start to the next one's");
-      c.everySeconds = durationKey(spec, source, "every", 0, 0.001, 86400);
+      c.everySeconds = duration("every", 0, 0.001, 86400);
       if (c.everySeconds <= c.downForSeconds)
         refuse(spec, "every",
                "every (" + std::to_string(c.everySeconds) + " s) must be longer than down_for (" +
@@ -140,8 +171,8 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
       refuse(spec, "every", "every is for repeat: 2 or more");
     }
   }
-  c.hangForSeconds = durationKey(spec, source, "hang_for", 0, 0.001, 86400);
-  c.lossForSeconds = durationKey(spec, source, "loss_for", 0, 0.001, 86400);
+  c.hangForSeconds = duration("hang_for", 0, 0.001, 86400);
+  c.lossForSeconds = duration("loss_for", 0, 0.001, 86400);
   for (const auto& [key, seconds] : {std::pair<const char*, double>{"down_for", c.downForSeconds}, {"hang_for", c.hangForSeconds}})
     if (seconds > 0 && seconds <= c.heartbeatDeadlineSeconds)
       refuse(spec, key,
@@ -152,10 +183,14 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
       refuse(spec, key,
              std::string(key) + " is for a fault that ends while requests flow (flap; kill with its spare; hang with "
                                 "hang_for; loss with loss_for)");
-  c.recoverWithinSeconds = durationKey(spec, source, "recover_within", 5, 0.001, 3600);
+  c.recoverWithinSeconds = duration("recover_within", 5, 0.001, 3600);
   c.baselineThroughput = p.number("baseline_throughput", 0.9, 0.01, 1.0);
   c.baselineP99 = p.number("baseline_p99", 2.0, 1.0, 1000.0);
-  c.baselineWindowSeconds = durationKey(spec, source, "baseline_window", 0.5, 0.01, 600);
+  c.baselineWindowSeconds = duration("baseline_window", 0.5, 0.01, 600);
+}
+
+// Each fault that acts on the link has the commands it needs, and only those; their placeholders are known.
+void FaultDrillReader::checkCommands() {
   if (c.fault == "flap" && c.restoreCommand.empty())
     refuse(spec, "fault",
            "fault: flap needs restore_command: the command that brings the victim's link back after down_for "
@@ -181,6 +216,10 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
       refuse(spec, key, std::string(key) + ": " + e.what());
     }
   }
+}
+
+// The stream outlasts the fault and its recovery, and the timeout the whole drill.
+void FaultDrillReader::checkTimeline() {
   const double issueSeconds = static_cast<double>(c.requests) / c.rate;
   if (c.atSeconds >= issueSeconds)
     refuse(spec, "at",
@@ -215,7 +254,19 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
     refuse(spec, "timeout",
            "timeout must be at least " + std::to_string(needed) + " s (workload " + std::to_string(c.workloadSeconds()) +
                " s, commands, + 10 s)");
-  return c;
+}
+
+}  // namespace
+
+FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
+  FaultDrillReader r{spec, source, scenario::ParamReader(spec, source), {}};
+  r.readFaultAndPlace();
+  r.readDetection();
+  r.readStreamAndCommands();
+  r.readDurations();
+  r.checkCommands();
+  r.checkTimeline();
+  return r.c;
 }
 
 void checkFaultDrillRanks(const FaultDrillConfig& c, const scenario::TestSpec& spec, int ranks) {

@@ -68,17 +68,50 @@ const char* directionName(Direction d) {
   return "?";
 }
 
-KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
-  scenario::ParamReader p(spec, source);
-  const std::string& file = source.file;
-  const YAML::Node& node = source.test;
+namespace {
+
+// Reads a kvpush test's keys in a fixed order, so that the first problem
+// reported is always the same one.
+struct KvPushReader {
+  const scenario::TestSpec& spec;
+  const scenario::TestSource& source;
+  scenario::ParamReader p;
+  const std::string& file;
+  const YAML::Node& node;
+  // Where the prompt lengths, the model and the split were given (copied,
+  // never assigned: assigning a YAML::Node writes into the tree it refers to).
+  const YAML::Node sizes;
+  const bool derived;
+  const YAML::Node modelNode, parallelNode;
   KvPushConfig c;
 
+  KvPushReader(const scenario::TestSpec& spec, const scenario::TestSource& source)
+      : spec(spec),
+        source(source),
+        p(spec, source),
+        file(source.file),
+        node(source.test),
+        sizes(node["sizes"]),
+        derived(sizes && sizes.IsMap()),
+        modelNode(derived && sizes["model"] ? sizes["model"] : node["model"] ? node["model"] : source.model),
+        parallelNode(derived && sizes["parallel"] ? sizes["parallel"] : node["parallel"] ? node["parallel"]
+                                                                                         : source.parallel) {}
+
+  void readModel();
+  void readPrompts();
+  void readStrategy();
+  void readRoles();
+  void readLoop();
+  void readRequests();
+  void checkSizes();
+};
+
+// The model and its parallel split: from `sizes: {derive: kv-request, ...}`,
+// the test, or the top of the scenario.
+void KvPushReader::readModel() {
   // Prompt lengths come from `sizes: {derive: kv-request, block_tokens, prompt_tokens}`
   // (the loader turns them into the instance sizes), or from this test's own
   // `prompt_tokens` / `block_tokens` next to literal sizes that must match.
-  const YAML::Node sizes = node["sizes"];
-  const bool derived = sizes && sizes.IsMap();
   if (derived) {
     const YAML::Node what = sizes["derive"];
     if (!what || !what.IsScalar() || what.Scalar() != "kv-request")
@@ -87,9 +120,6 @@ KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const scenario::Te
     for (const char* key : {"prompt_tokens", "block_tokens"})
       if (node[key]) failAt(file, node[key], std::string("'") + key + "' is given in 'sizes' already; give it in one place");
   }
-  const YAML::Node modelNode = derived && sizes["model"] ? sizes["model"] : node["model"] ? node["model"] : source.model;
-  const YAML::Node parallelNode =
-      derived && sizes["parallel"] ? sizes["parallel"] : node["parallel"] ? node["parallel"] : source.parallel;
   if (!modelNode) failAt(file, node, "test '" + spec.name + "' (kvpush) needs a model: 'model:' in the test or at the top "
                                      "of the scenario, a preset name (" + model::knownPresetNames() + ") or a mapping");
   try {
@@ -98,7 +128,9 @@ KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const scenario::Te
   } catch (const model::ModelSpecError& e) {
     throw scenario::modelErrorAt(file, e, node);
   }
+}
 
+void KvPushReader::readPrompts() {
   if (derived) {
     scenario::ParamReader sp(spec, file, sizes, "sizes.");
     c.blockTokens = static_cast<std::uint32_t>(sp.integer("block_tokens", 16, 1, 4096));
@@ -111,14 +143,19 @@ KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const scenario::Te
                          "prompt_tokens: [2048, 8192]}");
     c.promptTokens = readTokenList(node["prompt_tokens"], file, spec.name);
   }
+}
 
+void KvPushReader::readStrategy() {
   const auto strategy = p.choice("strategy", {"per-block", "staged", "layer-stream"}, "per-block");
   c.strategy = strategy == "staged" ? Strategy::staged
                : strategy == "layer-stream" ? Strategy::layerStream
                                             : Strategy::perBlock;
   const auto direction = p.choice("direction", {"push", "push-put", "pull"}, "push");
   c.direction = direction == "pull" ? Direction::pull : direction == "push-put" ? Direction::pushPut : Direction::push;
+}
 
+// How many ranks prefill and how many decode (half each when neither is given).
+void KvPushReader::readRoles() {
   const int ranks = spec.ranks > 0 ? spec.ranks : source.worldSize;
   const bool bothGiven = p.has("prefill_ranks") && p.has("decode_ranks");
   c.prefillRanks = static_cast<int>(p.integer("prefill_ranks", 0, 1, 1'000'000));
@@ -136,7 +173,9 @@ KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const scenario::Te
            "test '" + spec.name + "' needs at least one prefill and one decode rank within its " + std::to_string(ranks) +
                " ranks; got prefill_ranks " + std::to_string(c.prefillRanks) + ", decode_ranks " +
                std::to_string(c.decodeRanks));
+}
 
+void KvPushReader::readLoop() {
   auto loop = p.mapping("loop", {"mode", "in_flight", "rate"});
   c.loop = loop.choice("mode", {"closed", "open"}, "closed") == "open" ? LoopMode::open : LoopMode::closed;
   c.inFlight = static_cast<int>(loop.integer("in_flight", 1, 1, 64));
@@ -146,7 +185,9 @@ KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const scenario::Te
   } else if (node["loop"] && node["loop"]["rate"]) {
     failAt(file, node["loop"]["rate"], "'rate' applies to 'mode: open' only; a closed loop is paced by 'in_flight'");
   }
+}
 
+void KvPushReader::readRequests() {
   c.requests = static_cast<int>(p.integer("requests", spec.iterations, 1, 1'000'000));
   c.warmupRequests = static_cast<int>(p.integer("warmup_requests", std::min(spec.warmup, 2), 0, 1'000'000));
   if (const YAML::Node n = node["compute_per_layer"]) {
@@ -160,7 +201,10 @@ KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const scenario::Te
       failAt(file, n, "'compute_per_layer' applies to 'strategy: layer-stream' only");
   }
   c.poolBlocks = static_cast<std::uint64_t>(p.integer("pool_blocks", 0, 1, std::int64_t{1} << 31));
+}
 
+// The sizes the instances run at are the KV bytes of the prompt lengths.
+void KvPushReader::checkSizes() {
   // The layout must exist for this model and split (kv heads divisible by tp...).
   try {
     (void)layoutOf(c, 1);
@@ -188,7 +232,20 @@ KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const scenario::Te
     p.fail("pool_blocks", "'pool_blocks' " + std::to_string(c.poolBlocks) + " is too small: " +
                               std::to_string(poolBlocksNeeded(c, largest)) + " blocks are in flight at once on a decode rank for " +
                               std::to_string(largest) + "-token prompts");
-  return c;
+}
+
+}  // namespace
+
+KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
+  KvPushReader r(spec, source);
+  r.readModel();
+  r.readPrompts();
+  r.readStrategy();
+  r.readRoles();
+  r.readLoop();
+  r.readRequests();
+  r.checkSizes();
+  return r.c;
 }
 
 kv::KvBlockLayout layoutOf(const KvPushConfig& config, std::uint64_t poolBlocks) {

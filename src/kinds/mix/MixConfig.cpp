@@ -1,5 +1,6 @@
 #include "kinds/mix/MixConfig.hpp"
 
+#include <optional>
 #include <stdexcept>
 
 #include "model/ModelSpecYaml.hpp"
@@ -44,27 +45,47 @@ void checkSplit(const RoleSplit& s, int groupSize, bool kv, bool api, int apiCli
                                 std::to_string(groupSize));
 }
 
-MixConfig readMixConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
-  scenario::ParamReader p(spec, source);
-  const YAML::Node& node = source.test;
-  const auto failAt = [&](const YAML::Node& at, const std::string& message) -> void {
-    throw scenario::ScenarioError(scenario::positionOf(source.file, at, node) + ": test '" + spec.name + "' (mix): " + message);
-  };
+namespace {
+
+// Reads a mix test's keys in a fixed order, so that the first problem
+// reported is always the same one.
+struct MixReader {
+  const scenario::TestSpec& spec;
+  const scenario::TestSource& source;
+  scenario::ParamReader p;
+  const YAML::Node& node;
+  model::ModelSpec m;
+  std::optional<scenario::ParamReader> roles;  // the `layout` mapping
   MixConfig c;
+
+  [[noreturn]] void failAt(const YAML::Node& at, const std::string& message) const {
+    throw scenario::ScenarioError(scenario::positionOf(source.file, at, node) + ": test '" + spec.name + "' (mix): " + message);
+  }
+  void readModel();
+  void readClasses();
+  void readLayout();
+  void readDecodeStep();
+  void readKv();
+  void readApiAndSplit();
+};
+
+// The model sizes every class; the test's one size is an api answer chunk.
+void MixReader::readModel() {
   if (spec.sizes.size() != 1)
     p.fail("sizes", "test '" + spec.name + "' (mix) takes one size: the bytes of one api answer chunk");
 
   const YAML::Node modelNode = node["model"] ? node["model"] : source.model;
   if (!modelNode) failAt(node, "needs a model ('model: llama3-70b' here or at the top of the scenario): it sizes every class");
-  model::ModelSpec m;
   try {
     m = model::modelSpecFromYaml(modelNode);
   } catch (const model::ModelSpecError& e) {
     throw scenario::modelErrorAt(source.file, e, node);
   }
   c.modelName = m.name;
+}
 
-  // Which classes: all that the model has by default; all-to-all only with experts.
+// Which classes: all that the model has by default; all-to-all only with experts.
+void MixReader::readClasses() {
   const YAML::Node classes = node["classes"];
   if (classes) {
     if (!classes.IsSequence() || classes.size() == 0)
@@ -84,15 +105,20 @@ MixConfig readMixConfig(const scenario::TestSpec& spec, const scenario::TestSour
     for (int i = 0; i < kClassCount; ++i) c.classEnabled[i] = true;
     c.classEnabled[static_cast<int>(TrafficClass::alltoall)] = m.moe.has_value();
   }
+}
 
+void MixReader::readLayout() {
   if (!p.has("layout"))
     failAt(node, "needs 'layout: {prefill: P, decode: D, tp: T, frontend: F}' (ranks per role)");
-  auto roles = p.mapping("layout", {"prefill", "decode", "tp", "frontend"});
-  c.roles.prefill = static_cast<int>(roles.integer("prefill", 0, 0, 1'000'000));
-  c.roles.decode = static_cast<int>(roles.integer("decode", 0, 0, 1'000'000));
-  c.roles.tp = static_cast<int>(roles.integer("tp", 1, 1, 1'000'000));
-  c.roles.frontend = static_cast<int>(roles.integer("frontend", 0, 0, 1'000'000));
+  roles.emplace(p.mapping("layout", {"prefill", "decode", "tp", "frontend"}));
+  c.roles.prefill = static_cast<int>(roles->integer("prefill", 0, 0, 1'000'000));
+  c.roles.decode = static_cast<int>(roles->integer("decode", 0, 0, 1'000'000));
+  c.roles.tp = static_cast<int>(roles->integer("tp", 1, 1, 1'000'000));
+  c.roles.frontend = static_cast<int>(roles->integer("frontend", 0, 0, 1'000'000));
+}
 
+// The decode step's pace and sizes: its all-reduce, and (MoE) its dispatch and combine.
+void MixReader::readDecodeStep() {
   if (p.has("step_interval")) {
     try {
       c.stepIntervalSeconds = scenario::parseDurationSeconds(node["step_interval"].Scalar());
@@ -112,7 +138,10 @@ MixConfig readMixConfig(const scenario::TestSpec& spec, const scenario::TestSour
     c.dispatchTokenBytes = static_cast<std::int64_t>(model::moeDispatchBytesPerToken(m, model::Dtype::fp8).bytes);
     c.combineTokenBytes = static_cast<std::int64_t>(model::moeCombineBytesPerToken(m).bytes);
   }
+}
 
+// The KV pushes from prefill to decode: rate, count and the bytes of one request.
+void MixReader::readKv() {
   auto kv = p.mapping("kv", {"rate", "requests", "prompt_tokens", "block_tokens"});
   c.kvRatePerSecond = kv.number("rate", 20, 0.001, 1e6);
   c.kvRequests = static_cast<int>(kv.integer("requests", 8, 1, 100'000));
@@ -125,11 +154,13 @@ MixConfig readMixConfig(const scenario::TestSpec& spec, const scenario::TestSour
     c.kvBytesPerRequest = static_cast<std::int64_t>(kvSize.bytes);
     c.kvFormula = kvSize.formula;
   } catch (const std::invalid_argument& e) {
-    roles.fail("tp", std::string("'layout.tp' cannot shard ") + m.name + "'s KV cache: " + e.what());
+    roles->fail("tp", std::string("'layout.tp' cannot shard ") + m.name + "'s KV cache: " + e.what());
   }
   if (c.kvBytesPerRequest > INT32_MAX - 64)
     kv.fail("prompt_tokens", "one request's KV shard is over 2 GiB (one MPI message); give fewer prompt_tokens");
+}
 
+void MixReader::readApiAndSplit() {
   if (c.has(TrafficClass::api)) {
     c.api = api::readApiConfig(spec, source);
     c.api.chunkBytes = spec.sizes.front();
@@ -140,7 +171,19 @@ MixConfig readMixConfig(const scenario::TestSpec& spec, const scenario::TestSour
   } catch (const std::invalid_argument& e) {
     p.fail("layout", "test '" + spec.name + "' (mix): " + e.what());
   }
-  return c;
+}
+
+}  // namespace
+
+MixConfig readMixConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
+  MixReader r{spec, source, scenario::ParamReader(spec, source), source.test, {}, std::nullopt, {}};
+  r.readModel();
+  r.readClasses();
+  r.readLayout();
+  r.readDecodeStep();
+  r.readKv();
+  r.readApiAndSplit();
+  return r.c;
 }
 
 }  // namespace fabscope::suite::mix
