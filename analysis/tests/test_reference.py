@@ -212,3 +212,26 @@ def test_each_tool_pairs_with_its_transport_and_statistic(tools_file):
     # alltoall_perf: no like-for-like fabscope figure, so its own line only, not a pair
     assert "(test 0005): ratio" not in text
     assert "alltoall_perf 7.4: busbw 0.5 GB/s, average 7 us, 1 GB/s: mpirun ... alltoall_perf" in text, text
+
+
+def test_all_reduce_perf_pairs_with_fabscope_allreduce_over_nccl_by_busbw(tmp_path):
+    path = tmp_path / "nccl.h5"
+    run = SyntheticRun(path, nranks=2, ranks_per_host=2)
+    rng = np.random.default_rng(9)
+    lat = make_samples(latency_entries([(0, 1)], 50, 20000.0, rng, jitter=0.0), run.start_ns())
+    run.add_test("ar", "allreduce", lat, nbytes=1 << 26, transport="nccl", memory="cuda",     # 0
+                 extra_attrs={"busbw_gbps": 300.0, "pipelined_busbw_gbps": 360.0})
+    run.add_test("ar-host", "allreduce", lat, nbytes=1 << 26, transport="mpi",               # 1: not nccl
+                 extra_attrs={"busbw_gbps": 10.0, "pipelined_busbw_gbps": 12.0})
+    run.add_test("ref", "reference", EMPTY, nbytes=1 << 26, metric="bandwidth",              # 2
+                 extra_attrs=tool_attrs("all_reduce_perf", "mpirun -np 2 --host h0:2 all_reduce_perf",
+                                        reference_version="2.19.6 (NCCL 22803)", reference_gbps=240.0,
+                                        reference_busbw_gbps=400.0, reference_average_us=280.0,
+                                        reference_time_meaning="collective"))
+    run.close()
+    with open_result(str(path)) as result:
+        pairs = reference_pairs(result)
+    assert [(p.fabscope.index, p.reference.index) for p in pairs] == [(0, 2)]
+    assert pairs[0].label == "busbw" and pairs[0].ratio == pytest.approx(0.9)
+    assert "64 MiB busbw: fabscope 360 GB/s (test 0000) vs all_reduce_perf 2.19.6 (NCCL 22803) 400 GB/s" \
+        in pairs[0].line(), pairs[0].line()
