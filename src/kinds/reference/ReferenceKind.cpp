@@ -23,6 +23,8 @@
 #include "kinds/reference/ChildProcess.hpp"
 #include "kinds/reference/ReferenceConfig.hpp"
 #include "kinds/reference/ReferenceTool.hpp"
+#include "runtime/Deadline.hpp"
+#include "runtime/Mpi.hpp"
 #include "scenario/Units.hpp"
 
 extern char** environ;
@@ -124,6 +126,21 @@ std::string shareLines(const runtime::Communicator& group, const std::string& mi
   return group.broadcastString(joined, 0, deadline);
 }
 
+// Every group rank waits here until the ranks running the tool have seen it end,
+// polling an MPI_Ibarrier once a millisecond and sleeping between: a spinning
+// wait (fabscope's usual one) would take a CPU from the tool measuring on the
+// same hosts. Bounded by `deadline`.
+void awaitToolEnd(const runtime::Communicator& group, const runtime::Deadline& deadline) {
+  MPI_Request request;
+  runtime::checkMpi(MPI_Ibarrier(group.handle(), &request), "MPI_Ibarrier");
+  for (int done = 0;;) {
+    runtime::checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    if (deadline.expired()) deadline.fail("the reference tool's end on the ranks that run it");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 // How long a server may take to end after its client did.
 constexpr double serverGraceSeconds = 10;
 
@@ -222,8 +239,8 @@ class ReferenceKind final : public Kind {
     return "rank " + std::to_string(world) + " (" + ctx.identity.hostOfRank[static_cast<std::size_t>(world)] + ")";
   }
 
-  // The version (within a quarter of what the test has left, at most 10 s), then the
-  // command's attributes; `figures` once the tool has run.
+  // The version (within a quarter of what the test has left, at most 10 s), when the
+  // tool has a command for it; else the run's own output names it (recordFigures).
   static void recordVersion(const RunContext& ctx, const ReferenceTool& tool, const std::string& program,
                             output::Attributes& a) {
     const auto args = tool.versionArgs(program);
@@ -233,8 +250,7 @@ class ReferenceKind final : public Kind {
     a.emplace_back("reference_version", version);  // "" until the run's own output names it
   }
 
-  static void recordFigures(const RunContext& ctx, const ReferenceConfig& c, bool parsed, const ReferenceFigures& f,
-                            output::Attributes& a) {
+  static void recordFigures(const ReferenceConfig& c, bool parsed, const ReferenceFigures& f, output::Attributes& a) {
     const double nan = std::nan("");
     if (parsed && !f.version.empty())
       for (auto& [key, value] : a)
@@ -251,7 +267,6 @@ class ReferenceKind final : public Kind {
     a.emplace_back("reference_message_rate", parsed ? f.messageRate : nan);
     a.emplace_back("reference_gbps", parsed ? f.gbps : nan);
     a.emplace_back("reference_busbw_gbps", parsed ? f.busGbps : nan);
-    (void)ctx;
   }
 
   // Runs `args` on this rank to its end or the test's deadline; the problem, "" when none.
@@ -297,9 +312,10 @@ class ReferenceKind final : public Kind {
       ReferenceFigures figures;
       bool parsed = false;
       problem = runChild(ctx, tool, args, command, {}, launcherVariables(), figures, parsed, a);
-      recordFigures(ctx, c, parsed, figures, a);
+      recordFigures(c, parsed, figures, a);
     }
-    // The other ranks wait here (bounded) while the tool runs on their hosts.
+    // The other ranks wait here (bounded, sleeping) while the tool runs on their hosts.
+    awaitToolEnd(ctx.group, closing);
     const std::string problems = shareLines(ctx.group, problem, closing);
     if (!problems.empty()) ctx.verdict.fail(problems);
   }
@@ -364,10 +380,11 @@ class ReferenceKind final : public Kind {
       ReferenceFigures figures;
       bool parsed = false;
       problem = runChild(ctx, tool, args, "the client (" + command + ")", environment, {}, figures, parsed, a);
-      recordFigures(ctx, c, parsed, figures, a);
+      recordFigures(c, parsed, figures, a);
     }
     // 4. The server ends once its client is done; after a failed client it is
     // stopped at once rather than left waiting for the test's timeout.
+    awaitToolEnd(group, closing);
     const std::string clientProblem = group.broadcastString(problem, 0, closing);
     if (me == 1) {
       const auto serverEnd = clientProblem.empty()
