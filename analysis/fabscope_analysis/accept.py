@@ -26,7 +26,7 @@ import pandas as pd
 from .criteria import (BANDWIDTH_METRICS, LATENCY_METRICS, Bound, Criteria, CriteriaError,
                        Rule, load_criteria)
 from .reader import FLAG_CONTROL_PAIR, FLAG_DATA_CHECK_FAILED, ResultFile, TestInstance
-from .reference import REFERENCE_KIND, reference_pairs
+from .reference import REFERENCE_KIND, SKIPPED, reference_pairs, skipped_references_of
 from .run_analysis import RunAnalysis, describe_instance, format_number, instance_key
 from .scopes import Scope
 from .stats import (figure_value, impact_factor, is_bandwidth, pair_values, with_derived,
@@ -46,10 +46,21 @@ class CheckResult:
     instance: Optional[int] = None     # the test instance checked (None: the whole run)
     scope: str = ""                    # its site scope name
     failed: List[str] = field(default_factory=list)  # criteria keys that failed (p99_us, ...)
+    # Neither passed nor failed by itself: the instance was `skipped` (a reference tool not
+    # installed; the reason), or the check needs a reference that was skipped ("cannot tell").
+    skipped: str = ""
+    cannot_tell: str = ""
 
     @property
     def passed(self) -> bool:
         return not self.messages
+
+    @property
+    def label(self) -> str:
+        """What accept prints first: PASS, FAIL, SKIP or CANNOT TELL."""
+        if self.messages:
+            return "FAIL"
+        return "CANNOT TELL" if self.cannot_tell else "SKIP" if self.skipped else "PASS"
 
 
 # -- metric values ----------------------------------------------------------------------
@@ -440,10 +451,16 @@ def evaluate(result: ResultFile, criteria: Criteria,
             check.failed.append("validity")
             check.messages.append(text + " (allow it with allow_validity in the criteria)")
         checks.append(check)
-    if criteria.allowed_status is not None:
-        for inst in analysis.instances:
+    for inst in analysis.instances:
+        status = str(inst.get("status", ""))
+        if status == SKIPPED and (criteria.allowed_status is None or
+                                  SKIPPED not in criteria.allowed_status):
+            # A tool that is not there measured nothing: listed, not failed by itself
+            # (a rule that needs its figure says "cannot tell").
+            checks.append(CheckResult("status", describe_instance(inst), instance=inst.index,
+                                      skipped=str(inst.get("error") or "no reason given")))
+        elif criteria.allowed_status is not None:
             check = CheckResult("status", describe_instance(inst), instance=inst.index)
-            status = str(inst.get("status", ""))
             if status not in criteria.allowed_status:
                 check.failed.append("status")
                 check.messages.append(f"status {status} (allowed: "
@@ -463,6 +480,16 @@ def evaluate(result: ResultFile, criteria: Criteria,
             continue
         evaluated = 0
         scoped = 0
+        skipped = [i for i in matched if i.get("status") == SKIPPED]
+        for inst in skipped:
+            if rule.reference_ratio_max is not None and inst.get("kind") == REFERENCE_KIND:
+                checks.append(CheckResult(rule.name, describe_instance(inst), instance=inst.index,
+                                          cannot_tell=f"reference_ratio_max: cannot tell, the "
+                                          f"reference was skipped: {inst.get('error') or '-'}"))
+                evaluated += 1
+        matched = [i for i in matched if i.get("status") != SKIPPED]
+        if not matched:
+            continue  # only skipped instances: listed once by the status check
         for inst in matched:
             # Thresholds apply per site scope: each scope is its own check.
             for scope in analysis.scopes(inst):
@@ -477,10 +504,10 @@ def evaluate(result: ResultFile, criteria: Criteria,
                 if rule.outliers:
                     evaluator.outliers(rule, inst, scope, check)
                 if rule.reference_ratio_max is not None:
-                    _reference_check(rule, inst, references, check)
+                    _reference_check(rule, inst, references, check, result)
                 # a check with neither a value nor a failure did not apply (e.g. p99_us on a
                 # bandwidth test, impact on a quiet one, outliers with a single rank)
-                if check.details or check.messages:
+                if check.details or check.messages or check.cannot_tell:
                     checks.append(check)
                     evaluated += 1
         if not scoped:
@@ -505,10 +532,18 @@ def evaluate(result: ResultFile, criteria: Criteria,
     return checks
 
 
-def _reference_check(rule: Rule, inst: TestInstance, pairs, check: CheckResult) -> None:
+def _reference_check(rule: Rule, inst: TestInstance, pairs, check: CheckResult,
+                     result: ResultFile) -> None:
     """reference_ratio_max: every reference figure paired with this fabscope instance (or, for
-    a reference instance, with any fabscope instance) within the factor, either way."""
+    a reference instance, with any fabscope instance) within the factor, either way. With no
+    pair but a skipped reference that would have paired: cannot tell."""
     mine = [p for p in pairs if inst.index in (p.fabscope.index, p.reference.index)]
+    if not mine and inst.get("kind") != REFERENCE_KIND:
+        gone = skipped_references_of(result, inst)
+        if gone:
+            check.cannot_tell = "reference_ratio_max: cannot tell, " + "; ".join(
+                f"its reference (test {r.index:04d} skipped: {r.get('error') or '-'})"
+                for r in gone)
     for pair in mine:
         text = pair.line()
         if not np.isfinite(pair.disagreement):
@@ -537,9 +572,10 @@ def _xml_text(text: str) -> str:
 def write_junit(checks: List[CheckResult], path: str, suite_name: str) -> None:
     """JUnit XML; ElementTree escapes markup, _xml_text what XML cannot carry."""
     failures = sum(1 for c in checks if not c.passed)
+    skips = sum(1 for c in checks if c.passed and (c.skipped or c.cannot_tell))
     suites = ET.Element("testsuites", tests=str(len(checks)), failures=str(failures))
     suite = ET.SubElement(suites, "testsuite", name=_xml_text(suite_name), tests=str(len(checks)),
-                          failures=str(failures), errors="0", skipped="0")
+                          failures=str(failures), errors="0", skipped=str(skips))
     for check in checks:
         case = ET.SubElement(suite, "testcase", classname=_xml_text(f"fabscope.accept.{check.rule}"),
                              name=_xml_text(check.subject))
@@ -547,6 +583,8 @@ def write_junit(checks: List[CheckResult], path: str, suite_name: str) -> None:
             failure = ET.SubElement(case, "failure", message=_xml_text(check.messages[0][:500]),
                                     type="criteria")
             failure.text = _xml_text("\n".join(check.messages))
+        elif check.skipped or check.cannot_tell:
+            ET.SubElement(case, "skipped", message=_xml_text((check.cannot_tell or check.skipped)[:500]))
         if check.details:
             out = ET.SubElement(case, "system-out")
             out.text = _xml_text("\n".join(check.details))
@@ -564,8 +602,8 @@ def run_accept(result: ResultFile, criteria=None, baseline: Optional[ResultFile]
     from .verdict import compute_verdict
     verdict = compute_verdict(result, criteria, baseline=baseline)
     for check in verdict.checks:
-        print(f"{'PASS' if check.passed else 'FAIL'}  {check.rule}: {check.subject}", file=stream)
-        for msg in check.messages:
+        print(f"{check.label}  {check.rule}: {check.subject}", file=stream)
+        for msg in check.messages or [m for m in (check.cannot_tell, check.skipped) if m][:1]:
             print(f"      {msg}", file=stream)
     for reason in verdict.extra_reasons():
         print(f"{'FAIL' if reason.failing else 'NOTE'}  {reason.text}", file=stream)

@@ -1,14 +1,24 @@
-"""kind: reference side by side: an external benchmark's figure (ucx_perftest today) next to
-fabscope's own figure of the same size over the same transport, with their ratio.
+"""kind: reference side by side: an external benchmark's figure (ucx_perftest, OSU, perftest,
+nccl-tests) next to fabscope's own figure of the same size over the same transport, with
+their ratio.
 
 A pair is a passed `reference` instance and a passed, quiet fabscope instance of the matching
-kind (latency for the tool's *_lat tests, bandwidth for its *_bw tests), the same message
-size and the transport the tool uses (ucx for ucx_perftest). The figures compared:
+kind (latency for the tool's latency tests, bandwidth for its bandwidth tests, allreduce for
+all_reduce_perf), the same message size and the transport the tool uses (TRANSPORT_OF_TOOL).
+The figures compared:
 
-- latency: fabscope's one-way p50 (p50_ns) against the tool's median (reference_median_us;
-  ucx_perftest's latency tests report half a round trip too), in microseconds;
+- latency: the tool's median (reference_median_us: ucx_perftest's 50th percentile, perftest's
+  t_typical, OSU's P50 when run with -z) against fabscope's one-way p50 (p50_ns); a tool that
+  prints only an average (OSU without -z) against fabscope's mean (mean_ns), in microseconds.
+  ucx_perftest, OSU, ib_send_lat report half a round trip like fabscope; ib_read_lat reports
+  a read's whole round trip (reference_time_meaning "round trip");
 - bandwidth: fabscope's mean (gbps_mean: bytes over the timed span) against the tool's
-  overall bandwidth (reference_gbps), in GB/s.
+  overall bandwidth (reference_gbps), in GB/s;
+- all_reduce_perf: fabscope's back-to-back bus bandwidth (pipelined_busbw_gbps, nccl-tests'
+  own way of timing) against the tool's out-of-place busbw (reference_busbw_gbps).
+
+alltoall_perf is recorded and printed but not paired: fabscope's alltoall is a MoE
+dispatch/combine of tokens, not nccl-tests' uniform all-to-all of one size.
 
 ratio = fabscope / reference; `disagreement` = max(ratio, 1/ratio), what accept's
 reference_ratio_max bounds.
@@ -24,10 +34,16 @@ from .reader import ResultFile, TestInstance
 from .run_analysis import format_bytes, format_number
 
 REFERENCE_KIND = "reference"
+SKIPPED = "skipped"  # the instance status of a tool that is not there
 # The fabscope transport each tool measures over.
-TRANSPORT_OF_TOOL = {"ucx_perftest": "ucx"}
+TRANSPORT_OF_TOOL = {"ucx_perftest": "ucx", "osu_latency": "mpi", "osu_bw": "mpi",
+                     "ib_write_bw": "verbs", "ib_read_lat": "verbs", "ib_send_lat": "verbs",
+                     "all_reduce_perf": "nccl"}
 # The fabscope kind each metric of a reference is compared with.
 FABSCOPE_KIND_OF_METRIC = {"latency": "latency", "bandwidth": "bandwidth"}
+# Tools compared with another kind than their metric's.
+FABSCOPE_KIND_OF_TOOL = {"all_reduce_perf": "allreduce"}
+BUSBW_TOOLS = ("all_reduce_perf", "alltoall_perf")
 
 
 def _number(value) -> float:
@@ -38,18 +54,40 @@ def _number(value) -> float:
     return v
 
 
-def fabscope_figure(inst: TestInstance) -> float:
-    """fabscope's figure compared with a reference: one-way p50 in us, or mean GB/s."""
-    if inst.metric == "bandwidth":
+def _tool(ref: TestInstance) -> str:
+    return str(ref.get("reference_tool", ""))
+
+
+def statistic(ref: TestInstance) -> str:
+    """What the reference's figure is: 'median' or 'average' (latency), 'bandwidth',
+    'busbw' (nccl-tests)."""
+    if _tool(ref) in BUSBW_TOOLS:
+        return "busbw"
+    if ref.metric == "bandwidth":
+        return "bandwidth"
+    return "median" if math.isfinite(_number(ref.get("reference_median_us"))) else "average"
+
+
+def fabscope_figure(inst: TestInstance, ref: TestInstance) -> float:
+    """fabscope's figure compared with `ref`'s: one-way p50 (or mean) in us, mean GB/s,
+    or back-to-back busbw in GB/s."""
+    what = statistic(ref)
+    if what == "busbw":
+        return _number(inst.get("pipelined_busbw_gbps"))
+    if what == "bandwidth":
         return _number(inst.get("gbps_mean"))
-    return _number(inst.get("p50_ns")) / 1e3
+    return _number(inst.get("p50_ns" if what == "median" else "mean_ns")) / 1e3
 
 
 def reference_figure(inst: TestInstance) -> float:
-    """The tool's figure: its median latency in us, or its overall bandwidth in GB/s."""
-    if inst.metric == "bandwidth":
+    """The tool's figure: its median (or average) latency in us, its overall bandwidth or
+    its busbw in GB/s."""
+    what = statistic(inst)
+    if what == "busbw":
+        return _number(inst.get("reference_busbw_gbps"))
+    if what == "bandwidth":
         return _number(inst.get("reference_gbps"))
-    return _number(inst.get("reference_median_us"))
+    return _number(inst.get("reference_median_us" if what == "median" else "reference_average_us"))
 
 
 @dataclass
@@ -68,6 +106,11 @@ class ReferencePair:
         return "GB/s" if self.metric == "bandwidth" else "us"
 
     @property
+    def label(self) -> str:
+        return {"median": "p50 latency", "average": "mean latency", "bandwidth": "mean bandwidth",
+                "busbw": "busbw"}[statistic(self.reference)]
+
+    @property
     def ratio(self) -> float:
         if not (self.reference_value > 0) or not math.isfinite(self.fabscope_value):
             return math.nan
@@ -80,18 +123,36 @@ class ReferencePair:
 
     def tool_text(self) -> str:
         a = self.reference
-        tls = a.get("reference_tls") or "UCX_TLS from the environment"
-        return (f"{a.get('reference_tool', '?')} {a.get('reference_version', '?')} "
-                f"{a.get('reference_test', '?')} ({tls})")
+        text = f"{a.get('reference_tool', '?')} {a.get('reference_version', '?')}"
+        if a.get("reference_tool") == "ucx_perftest":
+            tls = a.get("reference_tls") or "UCX_TLS from the environment"
+            text += f" {a.get('reference_test', '?')} ({tls})"
+        if a.get("reference_time_meaning") == "round trip":
+            text += " (a whole round trip)"
+        return text
 
     def line(self) -> str:
-        label = "p50 latency" if self.metric == "latency" else "mean bandwidth"
-        return (f"{format_bytes(self.fabscope.get('bytes'))} {label}: fabscope "
+        return (f"{format_bytes(self.fabscope.get('bytes'))} {self.label}: fabscope "
                 f"{format_number(self.fabscope_value)} {self.unit} (test "
                 f"{self.fabscope.index:04d}) vs {self.tool_text()} "
                 f"{format_number(self.reference_value)} {self.unit} (test "
                 f"{self.reference.index:04d}): ratio fabscope/reference "
                 f"{format_number(self.ratio)}")
+
+
+def comparable(fab: TestInstance, ref: TestInstance) -> bool:
+    """Whether fabscope instance `fab` measures what reference instance `ref` does."""
+    transport = TRANSPORT_OF_TOOL.get(_tool(ref))
+    if transport is None:
+        return False  # a tool fabscope has no like-for-like figure for (alltoall_perf)
+    kind = FABSCOPE_KIND_OF_TOOL.get(_tool(ref), FABSCOPE_KIND_OF_METRIC.get(ref.metric))
+    # nccl-tests measure GPU memory; the host tools host memory.
+    memory_ok = (fab.get("memory", "host") != "host") if transport == "nccl" \
+        else fab.get("memory", "host") == "host"
+    return (fab.get("kind") == kind and fab.get("transport") == transport
+            and fab.get("condition") == "quiet" and memory_ok
+            and fab.get("pass", "parallel") == "parallel"
+            and int(fab.get("bytes", -1)) == int(ref.get("bytes", -2)))
 
 
 def reference_pairs(result: ResultFile) -> List[ReferencePair]:
@@ -101,27 +162,35 @@ def reference_pairs(result: ResultFile) -> List[ReferencePair]:
     for ref in instances:
         if ref.get("kind") != REFERENCE_KIND or ref.get("status") != "passed":
             continue
-        transport = TRANSPORT_OF_TOOL.get(str(ref.get("reference_tool", "")))
-        kind = FABSCOPE_KIND_OF_METRIC.get(ref.metric)
         for fab in instances:
-            if (fab.get("kind") == kind and fab.get("status") == "passed"
-                    and fab.get("transport") == transport and fab.get("condition") == "quiet"
-                    and fab.get("memory", "host") == "host"
-                    and fab.get("pass", "parallel") == "parallel"
-                    and int(fab.get("bytes", -1)) == int(ref.get("bytes", -2))):
-                pairs.append(ReferencePair(fab, ref, fabscope_figure(fab), reference_figure(ref)))
+            if fab.get("status") == "passed" and comparable(fab, ref):
+                pairs.append(ReferencePair(fab, ref, fabscope_figure(fab, ref),
+                                              reference_figure(ref)))
     pairs.sort(key=lambda p: (p.fabscope.index, p.reference.index))
     return pairs
+
+
+def skipped_references_of(result: ResultFile, fab: TestInstance) -> List[TestInstance]:
+    """The skipped reference instances (tool not installed) that would have paired with `fab`."""
+    return [ref for ref in result.instances()
+            if ref.get("kind") == REFERENCE_KIND and ref.get("status") == SKIPPED
+            and comparable(fab, ref)]
 
 
 def reference_line(inst: TestInstance) -> str:
     """A reference instance's own figures for the summary ('' when it did not pass)."""
     if inst.get("status") != "passed":
         return ""
-    what = "median latency" if inst.metric == "latency" else "bandwidth"
-    unit = "GB/s" if inst.metric == "bandwidth" else "us"
-    return (f"{inst.get('reference_tool', '?')} {inst.get('reference_version', '?')}: {what} "
-            f"{format_number(reference_figure(inst))} {unit}, average "
-            f"{format_number(_number(inst.get('reference_average_us')))} us, "
-            f"{format_number(_number(inst.get('reference_bandwidth_mibps')))} MB/s (2^20): "
-            f"{inst.get('reference_command', '')}")
+    what = {"median": "median latency", "average": "average latency", "bandwidth": "bandwidth",
+            "busbw": "busbw"}[statistic(inst)]
+    unit = "us" if inst.metric == "latency" else "GB/s"
+    parts = [f"{inst.get('reference_tool', '?')} {inst.get('reference_version', '?')}: {what} "
+             f"{format_number(reference_figure(inst))} {unit}"]
+    for key, text in (("reference_average_us", "average {} us"),
+                      ("reference_gbps", "{} GB/s" if statistic(inst) != "bandwidth" else ""),
+                      ("reference_bandwidth_mibps", "{} MB/s (2^20)")):
+        value = _number(inst.get(key))
+        if text and math.isfinite(value) and not (statistic(inst) == "average"
+                                                  and key == "reference_average_us"):
+            parts.append(text.format(format_number(value)))
+    return ", ".join(parts) + f": {inst.get('reference_command', '')}"

@@ -105,6 +105,15 @@ class Verdict:
                     + (f" and {len(rules) - 4} more rules" if len(rules) > 4 else ""))
         if extra:
             what += "; " + "; ".join(r.text for r in extra[:2])
+        # Neither pass nor fail by themselves, but never silent.
+        skipped = sorted({c.instance for c in self.checks if c.skipped})
+        if skipped:
+            what += (f"; {len(skipped)} test instance{'s' if len(skipped) > 1 else ''} skipped "
+                     f"({', '.join(f'{i:04d}' for i in skipped[:4])})")
+        unknown = [c for c in self.checks if c.cannot_tell and not c.messages]
+        if unknown:
+            what += (f"; {len(unknown)} check{'s' if len(unknown) > 1 else ''} cannot tell "
+                     f"({', '.join(dict.fromkeys(c.rule for c in unknown))})")
         return (f"verdict: {'PASS' if self.passed else 'FAIL'} ({what}; criteria "
                 f"{self.criteria.path}, {self.source})")
 

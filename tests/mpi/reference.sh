@@ -4,12 +4,18 @@
 # test of the same size over ucx. The file records the command, the version
 # (ucx_info -v) and figures > 0; summary prints both figures and their ratio;
 # accept bounds the ratio. Then a tool that is not there (a `program` that does
-# not exist, and a PATH without ucx_perftest) is `skipped`, with the reason.
-# ctest-parts: shm tcp missing
+# not exist, and a PATH without ucx_perftest or OSU) is `skipped`, with the reason.
+# Part osu: OSU's osu_latency and osu_bw, each launched by fabscope's group rank 0
+# with its own mpirun on the pair's host, next to fabscope's latency and
+# bandwidth over MPI; needs them built (FABSCOPE_OSU_DIR, or on PATH;
+# tests/support/build-osu.sh builds them from an OSU source tree), else SKIP.
+# ctest-parts: shm tcp missing osu
 source "$(dirname "$0")/lib.bash"
-command -v ucx_perftest > /dev/null || { echo "SKIP: ucx_perftest not installed (Debian's ucx-utils)"; exit 77; }
+needs_ucx_perftest() {
+  command -v ucx_perftest > /dev/null || { echo "SKIP: ucx_perftest not installed (Debian's ucx-utils)"; exit 77; }
+  version=$(ucx_info -v | sed -n 's/^# Version //p')
+}
 analysis() { (cd "$FABSCOPE_SOURCE_DIR/analysis" && /usr/bin/python3 -m fabscope_analysis "$@"); }
-version=$(ucx_info -v | sed -n 's/^# Version //p')
 
 scenario() {  # FILE TLS-LINE
   cat > "$1" <<YAML
@@ -73,6 +79,7 @@ check_summary() {  # FILE
 }
 
 if part_wanted shm; then
+  needs_ucx_perftest
   scenario "$scratch/shm.yaml" ", tls: 'shm,self'"
   run_mpi -np 2 -x UCX_TLS=sm,self "$FABSCOPE_BIN" run --scenario "$scratch/shm.yaml" --output "$scratch/shm.h5" \
     --no-progress > "$scratch/shm.out" 2>&1 || { echo "FAIL: the shm run failed"; cat "$scratch/shm.out"; exit 1; }
@@ -81,6 +88,7 @@ if part_wanted shm; then
 fi
 
 if part_wanted tcp; then
+  needs_ucx_perftest
   scenario "$scratch/tcp.yaml" ""
   run_mpi -np 2 -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=lo "$FABSCOPE_BIN" run --scenario "$scratch/tcp.yaml" \
     --output "$scratch/tcp.h5" --no-progress > "$scratch/tcp.out" 2>&1 \
@@ -118,5 +126,74 @@ PY
   missing_run "$scratch/nopath.h5" "rank 0 \(.*\): ucx_perftest not found on PATH \(ucx_perftest comes with UCX: Debian's ucx-utils\)" \
     -x PATH="$scratch/empty-bin" --
   analysis summary "$scratch/nopath.h5" | grep -q "skipped" || { echo "FAIL: summary does not show skipped"; exit 1; }
+  # The shipped criteria list the skipped instance and do not fail the run for it (with the
+  # busy-machine findings of a loaded CI box allowed: they are not what this checks).
+  { cat "$FABSCOPE_SOURCE_DIR/analysis/criteria/local.yaml"; echo "allow_validity: true"; } > "$scratch/local.yaml"
+  analysis accept "$scratch/nopath.h5" --criteria "$scratch/local.yaml" > "$scratch/nopath.accept" \
+    || { echo "FAIL: accept failed a run whose only reference tool is missing"; cat "$scratch/nopath.accept"; exit 1; }
+  grep -q "^SKIP  status: " "$scratch/nopath.accept" && grep -q "1 test instance skipped" "$scratch/nopath.accept" \
+    || { echo "FAIL: accept does not list the skipped instance"; cat "$scratch/nopath.accept"; exit 1; }
+  # perftest (no RDMA device here, and not installed): skipped by its name.
+  printf 'name: perftest-missing\ntests: [{name: ref, kind: reference, tool: ib_write_bw, sizes: [64KiB], iterations: 100}]\n' \
+    > "$scratch/missing.yaml"
+  missing_run "$scratch/noperftest.h5" "ib_write_bw is not installed: rank 0 \(.*\): ib_write_bw not found on PATH \(ib_write_bw comes with perftest: Debian's perftest" \
+    -x PATH="$scratch/empty-bin" --
+  printf 'name: osu-missing\ntests: [{name: ref, kind: reference, tool: osu_latency, sizes: [8], iterations: 100}]\n' \
+    > "$scratch/missing.yaml"
+  # OSU not installed (nor its launcher on that PATH): skipped, naming both.
+  missing_run "$scratch/noosu.h5" "osu_latency is not installed: rank 0 \(.*\): osu_latency not found on PATH \(osu_latency comes with the OSU micro-benchmarks.*the launcher mpirun not found on PATH" \
+    -x PATH="$scratch/empty-bin" --
+fi
+
+if part_wanted osu; then
+  osu_dir=${FABSCOPE_OSU_DIR:-}
+  if [[ -z $osu_dir ]] && command -v osu_latency > /dev/null; then osu_dir=$(dirname "$(command -v osu_latency)"); fi
+  [[ -n $osu_dir && -x $osu_dir/osu_latency && -x $osu_dir/osu_bw ]] || {
+    echo "SKIP: OSU's osu_latency and osu_bw are not built (FABSCOPE_OSU_DIR, or on PATH; tests/support/build-osu.sh)"
+    exit 77
+  }
+  cat > "$scratch/osu.yaml" <<YAML
+name: reference-osu
+defaults: {timeout: 60s}
+tests:
+  - {name: lat, kind: latency, transport: mpi, sizes: [8], iterations: 2000, warmup: 100}
+  - {name: bw, kind: bandwidth, transport: mpi, sizes: [1MiB], iterations: 100, warmup: 10}
+  - {name: ref-lat, kind: reference, tool: osu_latency, sizes: [8], iterations: 2000, warmup: 100}
+  - {name: ref-bw, kind: reference, tool: osu_bw, sizes: [1MiB], iterations: 100, warmup: 10}
+YAML
+  run_mpi -np 2 -x PATH="$osu_dir:$PATH" "$FABSCOPE_BIN" run --scenario "$scratch/osu.yaml" --output "$scratch/osu.h5" \
+    --no-progress > "$scratch/osu.out" 2>&1 || { echo "FAIL: the OSU run failed"; cat "$scratch/osu.out"; exit 1; }
+  /usr/bin/python3 - "$scratch/osu.h5" "$osu_dir" <<'PY'
+import sys, math, h5py
+path, osu_dir = sys.argv[1:3]
+with h5py.File(path, "r") as f:
+    assert f.attrs["complete"] == 1 and f.attrs["exit_code"] == 0, f.attrs["exit_code"]
+    refs = [g for g in f["tests"].values() if g.attrs["kind"] == "reference"]
+    assert len(refs) == 2, len(refs)
+    for g in refs:
+        a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in g.attrs.items()}
+        tool = a["reference_tool"]
+        assert a["status"] == "passed", (a["status"], a["error"])
+        cmd = a["reference_command"]
+        size = a["bytes"]
+        want = f" -np 2 --host "
+        assert cmd.split()[0].endswith("mpirun") and want in cmd and \
+            cmd.endswith(f"{osu_dir}/{tool} -m {size}:{size} -i {a['iterations']} -x {a['warmup']}"), cmd
+        assert a["reference_exit_status"] == 0 and "# OSU MPI" in a["reference_output"], a["reference_output"]
+        assert a["reference_version"] and a["reference_version"][0].isdigit(), a["reference_version"]
+        assert a["reference_iterations"] == a["iterations"]
+        if tool == "osu_latency":
+            assert a["metric"] == "latency" and a["reference_average_us"] > 0, a
+            assert math.isnan(a["reference_gbps"])
+        else:
+            assert a["metric"] == "bandwidth" and a["reference_gbps"] > 0, a
+        print(f"{tool} {a['reference_version']}: avg {a['reference_average_us']} us, {a['reference_gbps']} GB/s: {cmd}")
+PY
+  out=$(analysis summary "$scratch/osu.h5")
+  grep -Eq "^  8 B mean latency: fabscope [0-9.]+ us \(test 0000\) vs osu_latency [0-9.]+ [0-9.]+ us \(test 0002\): ratio fabscope/reference [0-9.]+" <<<"$out" \
+    || { echo "FAIL: no OSU latency line side by side"; echo "$out"; exit 1; }
+  grep -Eq "^  1 MiB mean bandwidth: fabscope [0-9.]+ GB/s \(test 0001\) vs osu_bw [0-9.]+ [0-9.]+ GB/s \(test 0003\): ratio" <<<"$out" \
+    || { echo "FAIL: no OSU bandwidth line side by side"; echo "$out"; exit 1; }
+  grep -E "^  (8 B|1 MiB) " <<<"$out"
 fi
 echo "reference: OK"

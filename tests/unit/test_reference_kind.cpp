@@ -10,6 +10,7 @@
 #include "kinds/Registry.hpp"
 #include "kinds/reference/ChildProcess.hpp"
 #include "kinds/reference/ReferenceConfig.hpp"
+#include "kinds/reference/ReferenceTool.hpp"
 #include "scenario/Matrix.hpp"
 #include "scenario/Scenario.hpp"
 
@@ -93,7 +94,24 @@ TEST(ReferenceKind, BadKeysNameTheirPlace) {
       << errorOf(head + "    tls: shm; rm -rf /\n");
   EXPECT_NE(errorOf(head + "    test: tag_lot\n").find("t.yaml:6:11"), std::string::npos);
   EXPECT_NE(errorOf(head + "    test: tag_lot\n").find("expected one of: tag_lat, tag_bw"), std::string::npos);
-  EXPECT_NE(errorOf(head + "    tool: osu_latency\n").find("t.yaml:6:11"), std::string::npos);
+  EXPECT_NE(errorOf(head + "    tool: osu_bibw\n").find("t.yaml:6:11"), std::string::npos);
+  EXPECT_NE(errorOf(head + "    tool: osu_bibw\n").find("osu_latency, osu_bw, ib_write_bw"), std::string::npos)
+      << errorOf(head + "    tool: osu_bibw\n");
+  // A key of another tool is refused, not ignored.
+  EXPECT_NE(errorOf(head + "    tool: osu_latency\n    tls: tcp\n")
+                .find("t.yaml:7:10: 'tls' in test 'ref' applies to ucx_perftest (UCX_TLS), not to osu_latency"),
+            std::string::npos)
+      << errorOf(head + "    tool: osu_latency\n    tls: tcp\n");
+  EXPECT_NE(errorOf(head + "    tool: osu_bw\n    test: tag_bw\n").find("'test' in test 'ref' applies to ucx_perftest"),
+            std::string::npos);
+  // (`launcher` is a command key: given with --set here)
+  EXPECT_NE(errorOf(head + "    tool: ib_write_bw\n", {"ref.launcher=mpirun"}).find("applies to the MPI tools"),
+            std::string::npos)
+      << errorOf(head + "    tool: ib_write_bw\n", {"ref.launcher=mpirun"});
+  EXPECT_NE(errorOf(head + "    device: mlx5_0\n").find("applies to perftest's ib_* tools (-d), not to ucx_perftest"),
+            std::string::npos);
+  EXPECT_NE(errorOf(head + "    tool: all_reduce_perf\n    port: 4000\n").find("applies to the client-server tools"),
+            std::string::npos);
   EXPECT_NE(errorOf(head + "    port: 70000\n").find("t.yaml:6:11"), std::string::npos);
   EXPECT_NE(errorOf(head + "    transport: ucx\n").find("runs ucx_perftest over its own data path"), std::string::npos)
       << errorOf(head + "    transport: ucx\n");
@@ -152,4 +170,68 @@ TEST(ReferenceKind, ChildIsKilledWithItsGroupAtTheDeadline) {
   EXPECT_EQ(quick.exitStatus(), 3);
   EXPECT_EQ(suite::reference::runToEnd({"/bin/echo", "hi"}, 5), "hi\n");
   EXPECT_EQ(suite::reference::runToEnd({"/nonexistent/x"}, 5), "");
+  // perftest's --version exits 1: its output still counts when asked.
+  EXPECT_EQ(suite::reference::runToEnd({"/bin/sh", "-c", "echo Version: 6.29; exit 1"}, 5), "");
+  EXPECT_EQ(suite::reference::runToEnd({"/bin/sh", "-c", "echo Version: 6.29; exit 1"}, 5, true), "Version: 6.29\n");
+  // `unset`: the launcher's variables a nested mpirun must not see.
+  ::setenv("FABSCOPE_TEST_LAUNCHER_VAR", "1", 1);
+  suite::reference::ChildProcess env;
+  env.start({"/bin/sh", "-c", "echo ${FABSCOPE_TEST_LAUNCHER_VAR:-unset} $KEEP"}, {"KEEP=kept"},
+            {"FABSCOPE_TEST_LAUNCHER_VAR"});
+  ASSERT_TRUE(env.wait(runtime::Deadline::afterSeconds(10)));
+  EXPECT_EQ(env.output(), "unset kept\n");
+  ::unsetenv("FABSCOPE_TEST_LAUNCHER_VAR");
+}
+
+TEST(ReferenceKind, OsuIsLaunchedByItsOwnMpirunOnThePair) {
+  const std::string head = "name: t\ntests:\n  - name: ref\n    kind: reference\n    sizes: [1MiB]\n"
+                           "    iterations: 100\n    warmup: 10\n";
+  const auto s = load(head + "    tool: osu_bw\n");
+  const auto& c = configOf(s);
+  EXPECT_EQ(c.launcher, "mpirun");
+  EXPECT_FALSE(c.latency());
+  EXPECT_EQ(c.test, "");
+  const auto& tool = suite::reference::referenceTool("osu_bw");
+  EXPECT_EQ(suite::reference::commandText(tool.programArgs(c, "/opt/omb/osu_bw", 1 << 20), ""),
+            "/opt/omb/osu_bw -m 1048576:1048576 -i 100 -x 10");
+  const suite::Registry registry;
+  const auto plan = registry.kind("reference").plan(scenario::expandMatrix(s).at(0), 4);
+  EXPECT_EQ(plan.pattern, "mpirun");
+  EXPECT_NE(plan.description.find("mpirun -np 2 osu_bw (1048576 B, 100 iterations) on the hosts of group ranks 0..1"),
+            std::string::npos)
+      << plan.description;
+  // `launcher` runs what it names: only with --allow-commands or --set, like `program`.
+  EXPECT_NE(errorOf(head + "    tool: osu_bw\n    launcher: /opt/ompi/bin/mpirun\n"), "no error");
+  EXPECT_EQ(configOf(load(head + "    tool: osu_bw\n", {"ref.launcher=/opt/ompi/bin/mpirun"})).launcher,
+            "/opt/ompi/bin/mpirun");
+  EXPECT_TRUE(configOf(load(head + "    tool: osu_latency\n")).latency());
+}
+
+TEST(ReferenceKind, PerftestSidesShareTheirParameters) {
+  const auto s = load("name: t\ntests:\n  - name: ref\n    kind: reference\n    tool: ib_write_bw\n"
+                      "    sizes: [64KiB]\n    iterations: 5000\n    device: mlx5_0\n    gid_index: 3\n");
+  const auto& c = configOf(s);
+  const auto& tool = suite::reference::referenceTool("ib_write_bw");
+  EXPECT_FALSE(c.latency());
+  EXPECT_EQ(suite::reference::commandText(tool.serverArgs(c, "/usr/bin/ib_write_bw", 18515, 65536), ""),
+            "/usr/bin/ib_write_bw -p 18515 -s 65536 -n 5000 -F -d mlx5_0 -x 3");
+  EXPECT_EQ(suite::reference::commandText(tool.clientArgs(c, "/usr/bin/ib_write_bw", "10.0.0.2", 18515, 65536), ""),
+            "/usr/bin/ib_write_bw -p 18515 -s 65536 -n 5000 -F -d mlx5_0 -x 3 10.0.0.2");
+  EXPECT_EQ(tool.versionArgs("/usr/bin/ib_write_bw"), (std::vector<std::string>{"/usr/bin/ib_write_bw", "--version"}));
+  EXPECT_TRUE(configOf(load("name: t\ntests:\n  - name: ref\n    kind: reference\n    tool: ib_read_lat\n"
+                            "    sizes: [8]\n")).latency());
+  EXPECT_EQ(configOf(load("name: t\ntests:\n  - name: ref\n    kind: reference\n    tool: ib_send_lat\n"
+                          "    sizes: [8]\n")).gidIndex, -1);
+}
+
+TEST(ReferenceKind, NcclTestsRunOneSizeOnEveryRankOfTheGroup) {
+  const auto s = load("name: t\ntests:\n  - name: ref\n    kind: reference\n    tool: all_reduce_perf\n"
+                      "    sizes: [64MiB]\n    iterations: 20\n    warmup: 5\n");
+  const auto& c = configOf(s);
+  EXPECT_EQ(suite::reference::commandText(
+                suite::reference::referenceTool("all_reduce_perf").programArgs(c, "all_reduce_perf", 64 << 20), ""),
+            "all_reduce_perf -b 67108864 -e 67108864 -n 20 -w 5 -g 1");
+  const suite::Registry registry;
+  const auto plan = registry.kind("reference").plan(scenario::expandMatrix(s).at(0), 2);
+  EXPECT_NE(plan.description.find("mpirun -np 2 all_reduce_perf"), std::string::npos) << plan.description;
 }

@@ -20,7 +20,8 @@ ChildProcess::~ChildProcess() {
   if (outputFd_ >= 0) ::close(outputFd_);
 }
 
-void ChildProcess::start(const std::vector<std::string>& args, const std::vector<std::string>& environment) {
+void ChildProcess::start(const std::vector<std::string>& args, const std::vector<std::string>& environment,
+                         const std::vector<std::string>& unset) {
   outputFd_ = ::memfd_create("fabscope-reference", MFD_CLOEXEC);
   if (outputFd_ < 0) throw RuntimeFailure(std::string("memfd_create for the output of ") + args[0] + ": " + std::strerror(errno));
   std::vector<std::string> env;
@@ -28,6 +29,8 @@ void ChildProcess::start(const std::vector<std::string>& args, const std::vector
     const std::string entry = *e;
     const auto name = entry.substr(0, entry.find('='));
     bool replaced = false;
+    for (const auto& gone : unset)
+      if (gone == name) replaced = true;
     for (const auto& extra : environment)
       if (extra.substr(0, extra.find('=')) == name) replaced = true;
     if (!replaced) env.push_back(entry);
@@ -95,14 +98,14 @@ std::string ChildProcess::output() const {
   return text;
 }
 
-std::string runToEnd(const std::vector<std::string>& args, double seconds) {
+std::string runToEnd(const std::vector<std::string>& args, double seconds, bool anyStatus) {
   ChildProcess child;
   try {
     child.start(args, {});
   } catch (const RuntimeFailure&) {
     return "";
   }
-  if (!child.wait(runtime::Deadline::afterSeconds(seconds)) || child.exitStatus() != 0) return "";
+  if (!child.wait(runtime::Deadline::afterSeconds(seconds)) || (child.exitStatus() != 0 && !anyStatus)) return "";
   return child.output();
 }
 

@@ -21,9 +21,11 @@ class ChildProcess {
   ChildProcess& operator=(const ChildProcess&) = delete;
   ~ChildProcess();  // kills and reaps a child still running
 
-  // `environment`: "NAME=value" entries that replace or extend the caller's.
+  // `environment`: "NAME=value" entries that replace or extend the caller's;
+  // `unset`: names of the caller's variables the child does not get.
   // Throws RuntimeFailure when the process cannot be started.
-  void start(const std::vector<std::string>& args, const std::vector<std::string>& environment);
+  void start(const std::vector<std::string>& args, const std::vector<std::string>& environment,
+             const std::vector<std::string>& unset = {});
   // Non-blocking: true once the child has exited.
   bool exited();
   // Waits until the child exits or `deadline` passes; at the deadline kills
@@ -43,7 +45,8 @@ class ChildProcess {
 };
 
 // Runs `args` to its end, bounded by `seconds`; its output, or "" when it
-// could not start, failed or took longer.
-std::string runToEnd(const std::vector<std::string>& args, double seconds);
+// could not start, took longer or (unless `anyStatus`: perftest's --version
+// exits 1) ended with a status other than 0.
+std::string runToEnd(const std::vector<std::string>& args, double seconds, bool anyStatus = false);
 
 }  // namespace fabscope::suite::reference

@@ -5,9 +5,12 @@
 #include <cstdlib>
 
 #include "kinds/Kind.hpp"
+#include "kinds/reference/ReferenceTool.hpp"
 #include "scenario/TestSource.hpp"
 
 namespace fabscope::suite::reference {
+
+bool ReferenceConfig::latency() const { return referenceTool(tool).latency(*this); }
 
 const std::vector<std::string>& ucxPerftestTests() {
   // The UCP tests between two processes; *_lat are ping-pong (one-way latency),
@@ -32,9 +35,26 @@ std::string scalarOf(const scenario::ParamReader& p, const scenario::TestSource&
 ReferenceConfig readReferenceConfig(const scenario::TestSpec& spec, const scenario::TestSource& source) {
   scenario::ParamReader p(spec, source);
   ReferenceConfig c;
-  c.tool = p.choice("tool", {"ucx_perftest"}, "ucx_perftest");
+  c.tool = p.choice("tool", referenceToolNames(), "ucx_perftest");
+  const ReferenceTool& tool = referenceTool(c.tool);
   c.program = p.has("program") ? scalarOf(p, source, "program", spec.name) : c.tool;
-  c.test = p.choice("test", ucxPerftestTests(), "tag_lat");
+  // Each key belongs to the tools that use it: elsewhere it would be silently ignored.
+  const auto onlyFor = [&](const std::string& key, bool applies, const std::string& whose) {
+    if (p.has(key) && !applies)
+      p.fail(key, "'" + key + "' in test '" + spec.name + "' applies to " + whose + ", not to " + c.tool);
+  };
+  const bool ucx = c.tool == "ucx_perftest";
+  const bool perftest = tool.launch() == Launch::clientServer && !ucx;
+  onlyFor("test", !tool.tests().empty(), "ucx_perftest (its -t)");
+  onlyFor("tls", ucx, "ucx_perftest (UCX_TLS)");
+  onlyFor("device", perftest, "perftest's ib_* tools (-d)");
+  onlyFor("gid_index", perftest, "perftest's ib_* tools (-x)");
+  onlyFor("port", tool.launch() == Launch::clientServer, "the client-server tools (ucx_perftest, perftest)");
+  onlyFor("launcher", tool.launch() == Launch::mpirun, "the MPI tools (OSU, nccl-tests)");
+  c.test = tool.tests().empty() ? std::string() : p.choice("test", tool.tests(), tool.defaultTest());
+  if (p.has("device")) c.device = scalarOf(p, source, "device", spec.name);
+  c.gidIndex = static_cast<int>(p.integer("gid_index", -1, 0, 255));
+  if (p.has("launcher")) c.launcher = scalarOf(p, source, "launcher", spec.name);
   if (p.has("tls")) {
     c.tls = scalarOf(p, source, "tls", spec.name);
     // UCX_TLS is a list of transport names ("shm,self", "tcp", "^ib"): no

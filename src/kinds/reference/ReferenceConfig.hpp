@@ -1,8 +1,10 @@
 #pragma once
 // `kind: reference` (issue 21 item 5): an external benchmark run on the pair
 // of ranks a fabscope test would use, so its figures stand next to
-// fabscope's. Today: ucx_perftest (Debian's ucx-utils). Its scenario keys,
-// read and checked once at load, and the command lines built from them.
+// fabscope's: ucx_perftest, OSU (osu_latency, osu_bw), perftest (ib_write_bw,
+// ib_read_lat, ib_send_lat), nccl-tests (all_reduce_perf, alltoall_perf); each
+// a plug-in (ReferenceTool.hpp). Its scenario keys, read and checked once at
+// load, and ucx_perftest's command lines.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,14 +18,17 @@ struct TestSource;
 namespace fabscope::suite::reference {
 
 struct ReferenceConfig final : scenario::KindConfig {
-  std::string tool = "ucx_perftest";  // which benchmark (its output parser)
+  std::string tool = "ucx_perftest";  // which benchmark (ReferenceTool.hpp's plug-in)
   std::string program;                // the executable: `program`, else `tool` looked up on PATH
-  std::string test = "tag_lat";       // ucx_perftest -t
-  std::string tls;                    // UCX_TLS for both sides; "" = inherited from the environment
-  int port = 0;                       // the server's port; 0 = a free one chosen at run time
-  int iterations = 0;                 // -n (the test's iterations)
-  int warmup = 0;                     // -w (the test's warmup)
-  bool latency() const { return test.size() > 4 && test.compare(test.size() - 4, 4, "_lat") == 0; }
+  std::string test = "tag_lat";       // ucx_perftest -t ("" for tools without a `test`)
+  std::string tls;                    // ucx_perftest: UCX_TLS for both sides; "" = inherited
+  std::string device;                 // perftest -d (an RDMA device); "" = perftest's choice
+  int gidIndex = -1;                  // perftest -x (RoCE GID index); -1 = perftest's choice
+  std::string launcher = "mpirun";    // OSU, nccl-tests: the (Open MPI) mpirun that starts them
+  int port = 0;                       // client-server tools: the server's port; 0 = a free one
+  int iterations = 0;                 // the test's iterations (-n / -i)
+  int warmup = 0;                     // the test's warmup (-w / -x), where the tool has one
+  bool latency() const;               // the tool's figure is a time (else a bandwidth)
 };
 
 // ucx_perftest's tests this kind accepts, and what each measures.
