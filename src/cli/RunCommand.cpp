@@ -11,6 +11,7 @@
 #include "cli/ClosingVerdict.hpp"
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
+#include "runtime/MemoryUse.hpp"
 #include "runtime/Mpi.hpp"
 #include "runtime/Watchdog.hpp"
 #include "runtime/Timestamp.hpp"
@@ -116,6 +117,7 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
   if (problem.empty()) {
     try {
       planned = driver::planMatrix(scenario, registry, layout);
+      runtime::sampleHeapPeak("planning");  // the plans of every instance, held for the whole run
     } catch (const UsageError& e) {
       problem = e.what();
     }
@@ -169,6 +171,7 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
                           {outputPath, command.commandLine, command.progress, std::move(fabric), &losses,
                            command.selfTest});
     const int code = runner.run(std::move(planned));
+    runtime::reportMemoryIfAsked(world.rank());
     if (runner.leftRun()) {
       // The victim of a fault drill that is still alive (hang, link-down,
       // loss): the survivors finish the run without it. Leaving now would end
