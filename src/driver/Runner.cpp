@@ -504,7 +504,9 @@ void Runner::setUp() {
   // that are gone or stopped.
   runtime::watchdog::knowHosts(identity_.hostOfRank);
   runtime::watchdog::knowPids(world_.allgather(identity_.pid, setup));
+  const auto syncStart = runtime::monotonicNow();
   clock_ = runtime::ClockSync::measure(world_, 50, setup);
+  runtime::addClockSyncNanoseconds(runtime::monotonicNow() - syncStart);
   std::uint64_t seed = scenario_.seed;
   if (!scenario_.seedGiven && world_.rank() == 0) seed = std::random_device{}() & 0x7fffffffffffull;
   world_.broadcast(&seed, sizeof seed, 0, setup);

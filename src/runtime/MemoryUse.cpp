@@ -13,6 +13,7 @@ namespace {
 std::int64_t heapPeak = 0;
 const char* heapPeakWhere = "start";
 std::int64_t writeNanoseconds = 0;
+std::int64_t clockSyncNanoseconds = 0;
 
 // "Name:   1234 kB" -> bytes, or -1 when the line is not `name`.
 std::int64_t kilobytesOf(std::string_view line, std::string_view name) {
@@ -67,14 +68,16 @@ std::int64_t heapPeakBytes() { return heapPeak; }
 
 void addWriteNanoseconds(std::int64_t nanoseconds) { writeNanoseconds += nanoseconds; }
 
+void addClockSyncNanoseconds(std::int64_t nanoseconds) { clockSyncNanoseconds += nanoseconds; }
+
 void reportMemoryIfAsked(int rank) {
   const char* asked = std::getenv("FABSCOPE_REPORT_MEMORY");
   if (!asked || std::string(asked) != "1") return;
   sampleHeapPeak("end of run");
   const auto now = currentMemoryUse();
-  std::fprintf(stderr, "fabscope: memory: rank %d heap_peak_mb=%.1f rss_shmem_mb=%.1f vm_hwm_mb=%.1f write_s=%.3f peak_at=%s\n",
+  std::fprintf(stderr, "fabscope: memory: rank %d heap_peak_mb=%.1f rss_shmem_mb=%.1f vm_hwm_mb=%.1f write_s=%.3f clock_sync_s=%.3f peak_at=%s\n",
                rank, megabytes(heapPeak), megabytes(now.rssShmemBytes), megabytes(now.vmHwmBytes),
-               static_cast<double>(writeNanoseconds) / 1e9, heapPeakWhere);
+               static_cast<double>(writeNanoseconds) / 1e9, static_cast<double>(clockSyncNanoseconds) / 1e9, heapPeakWhere);
   std::fflush(stderr);
 }
 

@@ -33,8 +33,11 @@ std::int64_t heapPeakBytes();
 // writes: every rank waits for the slowest), summed for the report below.
 void addWriteNanoseconds(std::int64_t nanoseconds);
 
+// Time this rank spent in clock synchronisation (issue 19: a tree, not serial in N).
+void addClockSyncNanoseconds(std::int64_t nanoseconds);
+
 // When FABSCOPE_REPORT_MEMORY=1: one line on stderr for this rank, "fabscope:
-// memory: rank R heap_peak_mb=... rss_shmem_mb=... vm_hwm_mb=... write_s=... peak_at=WHERE".
+// memory: rank R heap_peak_mb=... rss_shmem_mb=... vm_hwm_mb=... write_s=... clock_sync_s=... peak_at=WHERE".
 void reportMemoryIfAsked(int rank);
 
 }  // namespace fabscope::runtime
