@@ -55,11 +55,16 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   InstanceRun run(index, planned, registry_.kind(planned.instance.spec->kind), scenario_.controlGraceSeconds);
   assignInstanceRoles(run);
   runUnderCondition(run, transport);
+  runtime::sampleHeapPeak("run");  // the test's buffers (an incast receiver's landing buffers) are still held
   if (!carryOn(run, file, recorder)) return {};
   agree(run, recorder);
   reduce(run);
   record(run, recorder);
   runtime::sampleHeapPeak("record");
+  // What the instance freed (rank 0: every sample of it, gathered) goes back to
+  // the system, so the next instance's peak (an incast receiver's landing
+  // buffers) does not stack on this one's in memory malloc keeps for reuse.
+  runtime::returnFreedMemory();
   if (run.agreed >= timeout && run.state) abandonedKindStates_.push_back(std::move(run.state));
   retest = retestPairs(run);
   return std::move(run.result);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <malloc.h>
 #include <sstream>
 #include <string>
 
@@ -65,6 +66,8 @@ void sampleHeapPeak(const char* where) {
 }
 
 std::int64_t heapPeakBytes() { return heapPeak; }
+
+void returnFreedMemory() { (void)malloc_trim(0); }
 
 void addWriteNanoseconds(std::int64_t nanoseconds) { writeNanoseconds += nanoseconds; }
 

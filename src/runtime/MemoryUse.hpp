@@ -29,6 +29,10 @@ MemoryUse currentMemoryUse();
 void sampleHeapPeak(const char* where);
 std::int64_t heapPeakBytes();
 
+// Hands freed heap back to the system (malloc_trim): between test instances,
+// never inside a timed loop.
+void returnFreedMemory();
+
 // Time this rank spent writing test instances to the result file (collective
 // writes: every rank waits for the slowest), summed for the report below.
 void addWriteNanoseconds(std::int64_t nanoseconds);

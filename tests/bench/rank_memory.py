@@ -24,14 +24,19 @@ def status_of(pid):
     return fields
 
 
-def rank_of(pid):
+def rank_of(pid, tag):
+    """The process's MPI rank if it carries this run's tag (other runs of
+    fabscope on the machine are not ours), else None."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
-            for entry in f.read().split(b"\0"):
-                if entry.startswith(b"OMPI_COMM_WORLD_RANK="):
-                    return int(entry.split(b"=", 1)[1])
-    except (OSError, ValueError):
-        pass
+            entries = f.read().split(b"\0")
+    except OSError:
+        return None
+    if f"RANK_MEMORY_TAG={tag}".encode() not in entries:
+        return None
+    for entry in entries:
+        if entry.startswith(b"OMPI_COMM_WORLD_RANK="):
+            return int(entry.split(b"=", 1)[1])
     return -1
 
 
@@ -48,7 +53,8 @@ def main():
     command = a.command[1:] if a.command and a.command[0] == "--" else a.command
     heap, shmem, hwm, files, ranks = {}, {}, {}, {}, {}
     start = time.monotonic()
-    child = subprocess.Popen(command)
+    tag = f"{os.getpid()}-{time.time_ns()}"
+    child = subprocess.Popen(command, env=dict(os.environ, RANK_MEMORY_TAG=tag))
     while child.poll() is None:
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
@@ -56,12 +62,15 @@ def main():
             s = status_of(pid)
             if not s or s.get("Name") != a.name[:15]:
                 continue
+            if pid not in ranks:
+                ranks[pid] = rank_of(pid, tag)
+            if ranks[pid] is None:
+                continue
             heap[pid] = max(heap.get(pid, 0), kib(s.get("RssAnon")))
             shmem[pid] = max(shmem.get(pid, 0), kib(s.get("RssShmem")))
             files[pid] = max(files.get(pid, 0), kib(s.get("RssFile")))
             hwm[pid] = max(hwm.get(pid, 0), kib(s.get("VmHWM")))
-            if pid not in ranks:
-                ranks[pid] = rank_of(pid)
+
         time.sleep(a.interval)
     wall = time.monotonic() - start
     peaks = sorted(heap.values())
