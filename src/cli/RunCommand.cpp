@@ -12,6 +12,7 @@
 #include "cli/ClosingVerdict.hpp"
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
+#include "runtime/MemoryUse.hpp"
 #include "runtime/Mpi.hpp"
 #include "runtime/Watchdog.hpp"
 #include "runtime/Timestamp.hpp"
@@ -116,6 +117,7 @@ PreparedRun prepareRun(const RunCommand& command, const runtime::Communicator& w
   if (run.problem.empty()) {
     try {
       run.planned = driver::planMatrix(run.scenario, registry, layout);
+      runtime::sampleHeapPeak("planning");  // the plans of every instance, held for the whole run
     } catch (const UsageError& e) {
       run.problem = e.what();
     }
@@ -218,6 +220,7 @@ int runAndLeave(const RunCommand& command, runtime::Communicator& world, const s
                         {prepared.outputPath, command.commandLine, command.progress, std::move(prepared.fabric),
                          &losses, command.selfTest});
   const int code = runner.run(std::move(prepared.planned));
+  runtime::reportMemoryIfAsked(world.rank());
   if (runner.leftRun()) victimLeaves(losses);
   if (runner.lostRanks()) survivorsLeave(runner, losses, world, code);
   // The file is complete and closed (exit 0 or 1): its verdict is the closing line.

@@ -12,6 +12,7 @@
 #include "driver/Runner.hpp"
 #include "driver/ScopedStatistics.hpp"
 #include "runtime/Deadlines.hpp"
+#include "runtime/MemoryUse.hpp"
 #include "runtime/Timestamp.hpp"
 
 namespace fabscope::driver {
@@ -55,10 +56,16 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   InstanceRun run(index, planned, registry_.kind(planned.instance.spec->kind), scenario_.controlGraceSeconds);
   assignInstanceRoles(run);
   runUnderCondition(run, transport);
+  runtime::sampleHeapPeak("run");  // the test's buffers (an incast receiver's landing buffers) are still held
   if (!carryOn(run, file, recorder)) return {};
   agree(run, recorder);
   reduce(run);
   record(run, recorder);
+  runtime::sampleHeapPeak("record");
+  // What the instance freed (rank 0: every sample of it, gathered) goes back to
+  // the system, so the next instance's peak (an incast receiver's landing
+  // buffers) does not stack on this one's in memory malloc keeps for reuse.
+  runtime::returnFreedMemory();
   if (run.agreed >= timeout && run.state) abandonedKindStates_.push_back(std::move(run.state));
   retest = retestPairs(run);
   return std::move(run.result);
@@ -251,6 +258,7 @@ void Runner::reduce(InstanceRun& run) {
   const auto allCounters = comm_->gatherBytes(std::as_bytes(std::span(run.counterRows)), 0, counts, run.control);
   instanceAttributes(run);
   if (world_.rank() == 0) reduceOnRank0(run, all, allCounters);
+  runtime::sampleHeapPeak("reduce");  // rank 0 holds every sample of the instance here
 }
 
 void Runner::instanceAttributes(InstanceRun& run) {
@@ -445,7 +453,9 @@ void Runner::record(InstanceRun& run, output::Recorder& recorder) {
   r.tables = std::move(run.outcome.tables);
   if (run.state)
     for (auto& t : run.state->tablesSoFar()) r.tables.push_back(std::move(t));
+  const auto writeStart = runtime::monotonicNow();
   recorder.instance(r, run.control);
+  runtime::addWriteNanoseconds(runtime::monotonicNow() - writeStart);
 }
 
 // Rank 0's choice of pairs to retest and their controls, on every rank (empty

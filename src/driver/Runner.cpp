@@ -1,4 +1,5 @@
 #include "driver/Runner.hpp"
+#include "runtime/MemoryUse.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -532,8 +533,10 @@ void Runner::setUp() {
   // that are gone or stopped.
   runtime::watchdog::knowHosts(identity_.hostOfRank);
   runtime::watchdog::knowPids(world_.allgather(identity_.pid, setup));
+  const auto syncStart = runtime::monotonicNow();
   clock_ = runtime::ClockSync::measure(world_, 50, setup);
   clockReadNs_ = runtime::clockReadCost();
+  runtime::addClockSyncNanoseconds(runtime::monotonicNow() - syncStart);
   std::uint64_t seed = scenario_.seed;
   if (!scenario_.seedGiven && world_.rank() == 0) seed = std::random_device{}() & 0x7fffffffffffull;
   world_.broadcast(&seed, sizeof seed, 0, setup);
@@ -559,6 +562,7 @@ output::ResultFile Runner::openFile(const std::vector<PlannedInstance>& planned)
 int Runner::run(std::vector<PlannedInstance> planned) {
   const bool rank0 = world_.rank() == 0;
   setUp();
+  runtime::sampleHeapPeak("setup");
   auto file = openFile(planned);
   file.setStepSeconds(scenario_.controlTimeoutSeconds > 0 ? scenario_.controlTimeoutSeconds
                                                           : runtime::deadlines::fileStepSeconds);
@@ -578,6 +582,7 @@ int Runner::run(std::vector<PlannedInstance> planned) {
   recorder.attributes("/", {{"consistency_flags", std::int64_t{fabric.consistencyFlags}},
                             {"manifest_failed", std::int64_t{fabric.manifestFailed ? 1 : 0}}});
   recorder.testsGroup();
+  runtime::sampleHeapPeak("file header");
   int exitCode = exit_code::ok;
   try {
     exitCode = runMatrix(std::move(planned), file, recorder);
@@ -747,6 +752,7 @@ int Runner::finish(output::ResultFile& file, output::Recorder& recorder, const F
                             {"missed_deadlines", std::int64_t{recoveries_}},
                             {"not_run_after_missed_deadlines", std::int64_t{notRunAfterTimeouts_}}});
   file.flush();
+  runtime::sampleHeapPeak("closing");
   if (world_.rank() == 0) {
     // What makes the numbers doubtful comes before the numbers.
     for (const auto& line : validity::describe(validity_)) std::printf("%s\n", line.c_str());

@@ -1,85 +1,102 @@
 #include "runtime/ClockSync.hpp"
 
+#include <bit>
 #include <limits>
 
 namespace fabscope::runtime {
 namespace {
 
 constexpr int clockSyncTag = 0x7c10;
+constexpr int clockOffsetTag = 0x7c11;
 
-// Rank 0's side of one round: post the reply's receive first so the reply
-// never waits in an unexpected-message queue.
-void pingPeer(const Communicator& comm, int peer, Nanoseconds* sendValue, Nanoseconds* recvValue,
-              const Deadline& deadline) {
-  MPI_Request requests[2];
-  checkMpi(MPI_Irecv(recvValue, 1, MPI_INT64_T, peer, clockSyncTag, comm.handle(), &requests[1]),
-           "MPI_Irecv(clock sync)");
-  checkMpi(MPI_Isend(sendValue, 1, MPI_INT64_T, peer, clockSyncTag, comm.handle(), &requests[0]),
-           "MPI_Isend(clock sync)");
+void waitFor(MPI_Request* requests, int count, const Deadline& deadline, const char* what, int peer) {
   int done = 0;
   waitUntil(
       [&] {
-        checkMpi(MPI_Testall(2, requests, &done, MPI_STATUSES_IGNORE), "MPI_Testall(clock sync)");
+        checkMpi(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE), "MPI_Testall(clock sync)");
         return done != 0;
       },
-      deadline, "the clock-sync reply of a peer rank");
+      deadline, what, peer);
+}
+
+// The parent's side of one round: post the reply's receive first so the reply
+// never waits in an unexpected-message queue.
+void pingChild(const Communicator& comm, int child, Nanoseconds* sendValue, Nanoseconds* recvValue,
+               const Deadline& deadline) {
+  MPI_Request requests[2];
+  checkMpi(MPI_Irecv(recvValue, 1, MPI_INT64_T, child, clockSyncTag, comm.handle(), &requests[1]),
+           "MPI_Irecv(clock sync)");
+  checkMpi(MPI_Isend(sendValue, 1, MPI_INT64_T, child, clockSyncTag, comm.handle(), &requests[0]),
+           "MPI_Isend(clock sync)");
+  waitFor(requests, 2, deadline, "the clock-sync reply of a child rank", child);
+}
+
+// The child's side: `rounds` replies, each with the time the ping arrived
+// (taken right after it lands), then its composed offset from the parent.
+ClockOffset answerParent(const Communicator& comm, int parent, int rounds, const Deadline& deadline) {
+  for (int round = 0; round < rounds; ++round) {
+    Nanoseconds ignored = 0;
+    MPI_Request r;
+    checkMpi(MPI_Irecv(&ignored, 1, MPI_INT64_T, parent, clockSyncTag, comm.handle(), &r), "MPI_Irecv(clock sync)");
+    waitFor(&r, 1, deadline, "a clock-sync ping from the parent rank", parent);
+    Nanoseconds now = monotonicNow();
+    checkMpi(MPI_Isend(&now, 1, MPI_INT64_T, parent, clockSyncTag, comm.handle(), &r), "MPI_Isend(clock sync)");
+    waitFor(&r, 1, deadline, "the clock-sync reply to the parent rank", parent);
+  }
+  Nanoseconds composed[2] = {0, 0};
+  MPI_Request r;
+  checkMpi(MPI_Irecv(composed, 2, MPI_INT64_T, parent, clockOffsetTag, comm.handle(), &r),
+           "MPI_Irecv(clock offset)");
+  waitFor(&r, 1, deadline, "this rank's clock offset from the parent rank", parent);
+  return {composed[0], composed[1]};
 }
 
 }  // namespace
 
+int clockTreeParent(int rank) {
+  if (rank <= 0) return -1;
+  return rank - static_cast<int>(std::bit_floor(static_cast<unsigned>(rank)));
+}
+
+std::vector<int> clockTreeChildren(int rank, int size) {
+  std::vector<int> children;
+  // Steps after the one that synchronised `rank` (rank 0: from step 0).
+  long step = rank == 0 ? 1 : static_cast<long>(std::bit_floor(static_cast<unsigned>(rank))) * 2;
+  for (; rank + step < size; step *= 2) children.push_back(rank + static_cast<int>(step));
+  return children;
+}
+
+int clockTreeSteps(int size) {
+  return size <= 1 ? 0 : static_cast<int>(std::bit_width(static_cast<unsigned>(size - 1)));
+}
+
+ClockOffset composeOffset(const ClockOffset& parent, Nanoseconds childMinusParent, Nanoseconds halfRoundTrip) {
+  return {parent.offset + childMinusParent, parent.uncertainty + halfRoundTrip};
+}
+
 ClockSync ClockSync::measure(const Communicator& world, int rounds, const Deadline& deadline) {
   ClockSync sync;
-  const int size = world.size();
-  std::vector<Nanoseconds> packed(2 * static_cast<std::size_t>(size), 0);
-  if (world.rank() == 0) {
-    for (int peer = 1; peer < size; ++peer) {
-      Nanoseconds bestRtt = std::numeric_limits<Nanoseconds>::max();
-      Nanoseconds bestOffset = 0;
-      for (int round = 0; round < rounds; ++round) {
-        Nanoseconds t0 = monotonicNow();
-        Nanoseconds remote = 0;
-        pingPeer(world, peer, &t0, &remote, deadline);
-        const Nanoseconds t1 = monotonicNow();
-        if (t1 - t0 < bestRtt) {
-          bestRtt = t1 - t0;
-          bestOffset = remote - (t0 + t1) / 2;
-        }
-      }
-      packed[2 * static_cast<std::size_t>(peer)] = bestOffset;
-      packed[2 * static_cast<std::size_t>(peer) + 1] = bestRtt / 2;
-    }
-  } else {
+  const int me = world.rank();
+  if (me > 0) sync.mine_ = answerParent(world, clockTreeParent(me), rounds, deadline);
+  for (int child : clockTreeChildren(me, world.size())) {
+    Nanoseconds bestRtt = std::numeric_limits<Nanoseconds>::max();
+    Nanoseconds bestOffset = 0;
     for (int round = 0; round < rounds; ++round) {
-      Nanoseconds ignored = 0;
-      Nanoseconds now = 0;
-      // Reply with the time the ping arrived: taken right after it lands.
-      MPI_Request r;
-      checkMpi(MPI_Irecv(&ignored, 1, MPI_INT64_T, 0, clockSyncTag, world.handle(), &r),
-               "MPI_Irecv(clock sync)");
-      int done = 0;
-      waitUntil(
-          [&] {
-            checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(clock sync)");
-            return done != 0;
-          },
-          deadline, "a clock-sync ping from rank 0");
-      now = monotonicNow();
-      checkMpi(MPI_Isend(&now, 1, MPI_INT64_T, 0, clockSyncTag, world.handle(), &r),
-               "MPI_Isend(clock sync)");
-      waitUntil(
-          [&] {
-            checkMpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test(clock sync)");
-            return done != 0;
-          },
-          deadline, "the clock-sync reply to rank 0");
+      Nanoseconds t0 = monotonicNow();
+      Nanoseconds remote = 0;
+      pingChild(world, child, &t0, &remote, deadline);
+      const Nanoseconds t1 = monotonicNow();
+      if (t1 - t0 < bestRtt) {
+        bestRtt = t1 - t0;
+        bestOffset = remote - (t0 + t1) / 2;
+      }
     }
+    const auto composed = composeOffset(sync.mine_, bestOffset, bestRtt / 2);
+    Nanoseconds packed[2] = {composed.offset, composed.uncertainty};
+    MPI_Request r;
+    checkMpi(MPI_Isend(packed, 2, MPI_INT64_T, child, clockOffsetTag, world.handle(), &r), "MPI_Isend(clock offset)");
+    waitFor(&r, 1, deadline, "the clock offset to a child rank", child);
   }
-  world.broadcast(packed.data(), static_cast<int>(packed.size() * sizeof(Nanoseconds)), 0,
-                  deadline);
-  for (int r = 0; r < size; ++r)
-    sync.all_.push_back({packed[2 * static_cast<std::size_t>(r)],
-                         packed[2 * static_cast<std::size_t>(r) + 1]});
-  sync.mine_ = sync.all_[static_cast<std::size_t>(world.rank())];
   return sync;
 }
 
