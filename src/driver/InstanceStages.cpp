@@ -354,16 +354,7 @@ void Runner::reduceOnRank0(InstanceRun& run, std::span<const std::byte> allSampl
     attrs.emplace_back("gbps_p99", result.bytesPerSample / l.p99);
     attrs.emplace_back("gbps_mean", result.gbpsMean);
   }
-  if (plan.batchClockReads > 0) {
-    const auto batch = batchFigure({records, allSamples.size() / sizeof(output::SampleRecord)}, plan.sampleDivisor,
-                                   plan.batchClockReads, clockReadNs_);
-    const double nan = std::nan("");
-    attrs.emplace_back("batch_mean_ns", batch.iterations ? batch.meanNs : nan);
-    if (plan.metric == suite::Metric::bandwidth) attrs.emplace_back("batch_gbps", batch.iterations ? batch.gbps : nan);
-    attrs.emplace_back("clock_read_ns", clockReadNs_);
-    result.batchMeanNs = batch.iterations ? batch.meanNs : nan;
-    result.batchGbps = batch.iterations && plan.metric == suite::Metric::bandwidth ? batch.gbps : nan;
-  }
+  if (plan.batchClockReads > 0) recordBatchFigure(run, {records, allSamples.size() / sizeof(output::SampleRecord)});
   if (result.labelled) attrs.emplace_back("site_scopes", scopeList(result));
   if (instance.condition != "quiet")
     for (const auto& earlier : results_)
@@ -381,6 +372,19 @@ void Runner::reduceOnRank0(InstanceRun& run, std::span<const std::byte> allSampl
        allCounters.size() / sizeof(output::CounterRecord)},
       identity_.hostOfRank);
   if (plan.pattern == "all-pairs") pairMatrix(run, headline, scopes);
+}
+
+// A point-to-point test's batch figure (driver/BatchFigure.hpp), beside its per-sample statistics.
+void Runner::recordBatchFigure(InstanceRun& run, std::span<const output::SampleRecord> samples) {
+  const auto& plan = run.planned.plan;
+  const auto batch = batchFigure(samples, plan.sampleDivisor, plan.batchClockReads, clockReadNs_);
+  const double nan = std::nan("");
+  const bool bandwidth = plan.metric == suite::Metric::bandwidth;
+  run.attributes.emplace_back("batch_mean_ns", batch.iterations ? batch.meanNs : nan);
+  if (bandwidth) run.attributes.emplace_back("batch_gbps", batch.iterations ? batch.gbps : nan);
+  run.attributes.emplace_back("clock_read_ns", clockReadNs_);
+  run.result.batchMeanNs = batch.iterations ? batch.meanNs : nan;
+  run.result.batchGbps = batch.iterations && bandwidth ? batch.gbps : nan;
 }
 
 // All-pairs: the pair matrix, and the pairs to retest (worst against the

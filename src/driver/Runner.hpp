@@ -210,6 +210,7 @@ class Runner {
   void reduce(InstanceRun& run);
   void instanceAttributes(InstanceRun& run);
   void reduceOnRank0(InstanceRun& run, std::span<const std::byte> allSamples, std::span<const std::byte> allCounters);
+  void recordBatchFigure(InstanceRun& run, std::span<const output::SampleRecord> samples);
   void pairMatrix(InstanceRun& run, std::span<const stats::ScopedSample> headline, stats::SiteScopes& scopes);
   void record(InstanceRun& run, output::Recorder& recorder);
   RetestChoice retestPairs(InstanceRun& run);
