@@ -1,5 +1,7 @@
 #include "kinds/reference/UcxPerftestOutput.hpp"
 
+#include "kinds/reference/ReferenceTool.hpp"
+
 #include <sstream>
 #include <vector>
 
@@ -24,19 +26,7 @@ UcxPerftestFigures parseUcxPerftestOutput(const std::string& output) {
     std::istringstream fields(line.substr(6));
     std::vector<double> values;
     std::string word;
-    while (fields >> word) {
-      std::size_t used = 0;
-      double value = 0;
-      try {
-        value = std::stod(word, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != word.size())
-        throw std::invalid_argument("ucx_perftest output line " + std::to_string(number) + ": '" + word +
-                                    "' is not a number (expected 8 numbers after 'Final:')");
-      values.push_back(value);
-    }
+    while (fields >> word) values.push_back(reference::numberAt("ucx_perftest", number, word, "8 numbers after 'Final:'"));
     if (values.size() != 8)
       throw std::invalid_argument("ucx_perftest output line " + std::to_string(number) + ": expected 8 numbers after 'Final:', found " +
                                   std::to_string(values.size()));
