@@ -54,24 +54,20 @@ values=$work/values.tsv; : >"$values"
 put() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$values"; }  # round row side value
 
 lat_iters=${LAT_ITERS:-20000} bw_iters=${BW_ITERS:-100}
-cat >"$work/mpi.yaml" <<YAML
-name: overhead-mpi
+# The same three tests per transport; MPI's window as osu_bw's (64), UCX's as the -O 16 it is compared with.
+write_scenario() {  # transport window
+  cat >"$work/$1.yaml" <<YAML
+name: overhead-$1
 seed: 7
-defaults: {transport: mpi, memory: host, timeout: 300s}
+defaults: {transport: $1, memory: host, timeout: 300s}
 tests:
   - {name: lat, kind: latency, sizes: [8], iterations: $lat_iters, warmup: 2000}
-  - {name: bw, kind: bandwidth, sizes: [4MiB], window: 64, iterations: $bw_iters, warmup: 10}
-  - {name: bw1, kind: bandwidth, sizes: [4MiB], window: 64, iterations: $bw_iters, warmup: 10, receive_buffers: one}
+  - {name: bw, kind: bandwidth, sizes: [4MiB], window: $2, iterations: $bw_iters, warmup: 10}
+  - {name: bw1, kind: bandwidth, sizes: [4MiB], window: $2, iterations: $bw_iters, warmup: 10, receive_buffers: one}
 YAML
-cat >"$work/ucx.yaml" <<YAML
-name: overhead-ucx
-seed: 7
-defaults: {transport: ucx, memory: host, timeout: 300s}
-tests:
-  - {name: lat, kind: latency, sizes: [8], iterations: $lat_iters, warmup: 2000}
-  - {name: bw, kind: bandwidth, sizes: [4MiB], window: 16, iterations: $bw_iters, warmup: 10}
-  - {name: bw1, kind: bandwidth, sizes: [4MiB], window: 16, iterations: $bw_iters, warmup: 10, receive_buffers: one}
-YAML
+}
+write_scenario mpi 64
+write_scenario ucx 16
 
 # -> "p50_ns batch_mean_ns" of lat, gbps_mean of bw (distinct slices), batch_gbps of bw1 (one buffer)
 fabscope_figures() {  # scenario
