@@ -100,9 +100,12 @@ mpi_round() {  # round order
     if [[ $side == fabscope ]]; then
       read -r lat bt gb bg < <(fabscope_figures "$work/mpi.yaml")
       put "$r" mpi_lat_p50 fabscope "$lat"; put "$r" mpi_lat_batch fabscope "$bt"
+      put "$r" mpi_lat_polled fabscope "$lat"; put "$r" mpi_lat_polled_nbc fabscope "$lat"
       put "$r" mpi_bw fabscope "$gb"; put "$r" mpi_bw_batch fabscope "$bg"
     else
       put "$r" mpi_lat_p50 reference "$(mpirun "${mpirun_args[@]}" "$minimal" latency 8 "$lat_iters" 2000 | awk '{print $2}')"
+      put "$r" mpi_lat_polled reference "$(mpirun "${mpirun_args[@]}" "$minimal" latency-polled 8 "$lat_iters" 2000 | awk '{print $2}')"
+      put "$r" mpi_lat_polled_nbc reference "$(mpirun "${mpirun_args[@]}" "$minimal" latency-polled-nbc 8 "$lat_iters" 2000 | awk '{print $2}')"
       put "$r" mpi_bw reference "$(mpirun "${mpirun_args[@]}" "$minimal" bandwidth $((4 << 20)) "$bw_iters" 10 64 | awk '{print $2}')"
       if [[ -n $osu_lat ]]; then  # average us -> ns
         put "$r" mpi_lat_batch reference "$(mpirun "${mpirun_args[@]}" "$osu_lat" -m 8:8 -i "$lat_iters" -x 2000 |
@@ -150,6 +153,8 @@ for line in open(path):
 # row: label, unit, reference name, target (op, bound) or None, margin
 ROWS = [
     ("mpi_lat_p50", "MPI 8 B latency p50", "ns", "minimal ping-pong p50", ("<=", 1.05), 0.05),
+    ("mpi_lat_polled", "MPI 8 B lat p50 vs polled", "ns", "minimal ping-pong waiting in MPI_Test loops", None, 0.05),
+    ("mpi_lat_polled_nbc", "MPI 8 B lat p50 vs p+nbc", "ns", "the same after one non-blocking collective", None, 0.05),
     ("mpi_lat_batch", "MPI 8 B latency batch", "ns", "osu_latency average", ("<=", 1.05), 0.05),
     ("mpi_bw", "MPI 4 MiB bw w64 distinct", "GB/s", "minimal stream, distinct slices", (">=", 0.97), 0.03),
     ("mpi_bw_batch", "MPI 4 MiB bw w64 batch", "GB/s", "osu_bw, one buffer", (">=", 0.97), 0.03),
