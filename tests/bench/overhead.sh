@@ -4,6 +4,8 @@
 # each row prints the medians, the median of the per-round ratios and their spread.
 #
 #   MPI   8 B latency p50         fabscope p50            / minimal ping-pong p50   <= 1.05
+#   (context)                     fabscope p50            / the same, polled with MPI_Test (latency-polled),
+#                                                           and after one non-blocking collective (-nbc)
 #   MPI   8 B latency, batch      fabscope batch_mean_ns  / osu_latency average     <= 1.05
 #   MPI   4 MiB bandwidth, w 64   fabscope gbps_mean      / minimal stream          >= 0.97  (both: distinct receive slices)
 #   MPI   4 MiB bandwidth, batch  fabscope batch_gbps     / osu_bw                  >= 0.97  (both: one receive buffer)
