@@ -346,38 +346,42 @@ void checkFaultDrillRanks(const FaultDrillConfig& c, const scenario::TestSpec& s
 
 std::string mechanismOf(const std::string& path) { return path.substr(0, path.find(':')); }
 
+namespace {
+
+// Milliseconds with one decimal, as the judgements print them.
+std::string ms(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", v);
+  return text;
+}
+
+// `item` appended to a ", "-separated list.
+void listAlso(std::string& list, const std::string& item) { list += (list.empty() ? "" : ", ") + item; }
+
+}  // namespace
+
 DetectionJudgement judgeDetections(const std::vector<SurvivorDetection>& survivors, std::int64_t faultNs,
                                    double detectWithinMs, bool detectionRequired) {
   DetectionJudgement j;
-  auto ms = [](double v) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f", v);
-    return std::string(text);
-  };
   for (const auto& s : survivors) {
     const std::string who = "rank " + std::to_string(s.rank);
     if (!j.perSurvivor.empty()) j.perSurvivor += "; ";
     if (s.detectedNs < 0) {
       j.perSurvivor += who + ": not detected";
-      if (detectionRequired) j.late += (j.late.empty() ? "" : ", ") + who + " never detected it";
+      if (detectionRequired) listAlso(j.late, who + " never detected it");
       continue;
     }
     ++j.detected;
     const double after = static_cast<double>(s.detectedNs - faultNs) / 1e6;
     j.slowestMs = std::max(j.slowestMs, after);
     j.perSurvivor += who + ": " + ms(after) + " ms via " + mechanismOf(s.path);
-    if (detectionRequired && after > detectWithinMs) j.late += (j.late.empty() ? "" : ", ") + who + " after " + ms(after) + " ms";
+    if (detectionRequired && after > detectWithinMs) listAlso(j.late, who + " after " + ms(after) + " ms");
   }
   return j;
 }
 
 AbortJudgement judgeAborts(const std::vector<SurvivorAbort>& survivors, double abortWithinMs) {
   AbortJudgement j;
-  const auto ms = [](double v) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f", v);
-    return std::string(text);
-  };
   for (const auto& s : survivors) {
     const std::string who = "rank " + std::to_string(s.rank);
     if (!j.perSurvivor.empty()) j.perSurvivor += "; ";
@@ -389,14 +393,13 @@ AbortJudgement judgeAborts(const std::vector<SurvivorAbort>& survivors, double a
     if (s.tookNs < 0) {
       ++j.stuck;
       j.perSurvivor += who + ": abort stuck";
-      j.late += (j.late.empty() ? "" : ", ") + who + "'s ncclCommAbort did not return within abort_within (" +
-                ms(abortWithinMs) + " ms)";
+      listAlso(j.late, who + "'s ncclCommAbort did not return within abort_within (" + ms(abortWithinMs) + " ms)");
       continue;
     }
     const double took = static_cast<double>(s.tookNs) / 1e6;
     j.slowestMs = std::max(j.slowestMs, took);
     j.perSurvivor += who + ": aborted in " + ms(took) + " ms";
-    if (took > abortWithinMs) j.late += (j.late.empty() ? "" : ", ") + who + " aborted after " + ms(took) + " ms";
+    if (took > abortWithinMs) listAlso(j.late, who + " aborted after " + ms(took) + " ms");
   }
   return j;
 }
