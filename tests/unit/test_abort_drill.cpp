@@ -41,9 +41,12 @@ scenario::ScenarioRules rulesFor(int ranks, const std::string& ncclMissing = "")
 }
 
 // The error of loading and planning on `ranks` ranks, "" if none.
-std::string planError(const std::string& keys, int ranks = 2, const std::string& ncclMissing = "") {
+std::string planError(const std::string& keys, int ranks = 2, const std::string& ncclMissing = "",
+                      const std::string& sizes = "[64]") {
   try {
-    const auto s = scenario::loadScenarioText(text(keys), "t.yaml", {}, rulesFor(ranks, ncclMissing));
+    auto yaml = text(keys);
+    yaml.replace(yaml.find("[64]"), 4, sizes);
+    const auto s = scenario::loadScenarioText(yaml, "t.yaml", {}, rulesFor(ranks, ncclMissing));
     (void)driver::planMatrix(s, registry(), ranks);
   } catch (const scenario::ScenarioError& e) {
     return e.what();
@@ -91,14 +94,18 @@ TEST(AbortDrillConfig, RefusesWhatNcclCannotDo) {
       {std::string(overNccl) + "    fault: hang\n    hang_for: 1s\n", "t.yaml:11:15", "nothing is re-routed"},
       {std::string(overNccl) + "    recover_within: 1s\n", "t.yaml:10:21", "abort the communicator"},
       {std::string(overNccl) + "    request_timeout: 3s\n", "t.yaml:10:22", "shorter than detect_within"},
-      {std::string(overNccl) + "    abort_within: 0s\n", "t.yaml:10:19", "outside"},
-      {"    transport: nccl\n    memory: cuda\n    sizes: [66]\n", "t.yaml:", "multiple of 4"},
+      {std::string(overNccl) + "    abort_within: 0s\n", "t.yaml:10:19", "expected a duration"},
+      {std::string(overNccl) + "    abort_within: 11m\n", "t.yaml:10:19", "outside"},
   };
   for (const auto& k : cases) {
     const auto e = planError(k.keys);
     EXPECT_NE(e.find(k.where), std::string::npos) << k.keys << " -> " << e;
     EXPECT_NE(e.find(k.says), std::string::npos) << k.keys << " -> " << e;
   }
+  const auto floats = planError(overNccl, 2, "", "[66]");
+  EXPECT_NE(floats.find("t.yaml:6:12: test 'drill': over nccl the size is that of an all-reduce of floats"),
+            std::string::npos)
+      << floats;
 }
 
 TEST(AbortDrillConfig, RanksAndVictim) {
