@@ -104,7 +104,8 @@ bool NcclComm::abortBy(int device, const runtime::Deadline& deadline) {
     // Its status is not waited on: whatever it says, the communicator is gone.
     onHelperThread<void>([comm] { (void)ncclCommAbort(comm); }, device, deadline, "ncclCommAbort");
     return true;
-  } catch (const DeadlineExceeded&) {
+  } catch (const RuntimeFailure&) {
+    // Past the deadline, or the helper thread could not select the GPU: not aborted.
     return false;
   }
 }

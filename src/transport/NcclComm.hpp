@@ -67,7 +67,8 @@ class NcclComm {
   ncclResult_t asyncState() const;
   // ncclCommAbort on a helper thread on GPU `device` (it may block, also on a
   // non-blocking communicator), waited for until `deadline`: true when it
-  // returned. Either way the communicator is gone from this object; an abort
+  // returned (false also when the helper thread could not select the GPU).
+  // Either way the communicator is gone from this object; an abort
   // that did not return keeps its thread, which ends with the process.
   bool abortBy(int device, const runtime::Deadline& deadline);
   // Polls `stream` and NCCL's asynchronous error state until the work is done.

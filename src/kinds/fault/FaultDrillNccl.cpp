@@ -117,10 +117,13 @@ void NcclDrillRank::teardown() {
   }
 }
 
+// Nothing left on the stream; false past `deadline` or when the stream reports an error.
 bool NcclDrillRank::drained(const runtime::Deadline& deadline) const {
-  while (!stream_->idle())
-    if (deadline.expired()) return false;
-  return true;
+  for (;;) {
+    const auto state = cudaStreamQuery(stream_->get());
+    if (state == cudaSuccess) return true;
+    if (state != cudaErrorNotReady || deadline.expired()) return false;
+  }
 }
 
 // Enqueues one all-reduce (ncclInProgress: NCCL is still enqueuing it).
