@@ -17,6 +17,9 @@
 // own detection. Samples: one per completed request on the client (t_post =
 // first post, so a re-routed request's latency includes its wait on the
 // victim). A victim that stays alive leaves the run after the drill.
+// Over NCCL (FaultDrillNccl.cpp) there is no client, worker or spare: every
+// drill rank runs all-reduce steps, and the survivors detect and abort their
+// communicator; the detections, timeline and verdict are judged here alike.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
