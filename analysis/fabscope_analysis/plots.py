@@ -191,7 +191,8 @@ EVENT_STYLE = {"fault": ("X", "#d62728"), "error": ("x", "#a01010"),
                "deadline": ("v", "#ff7f0e"), "detected": ("o", "#ff7f0e"),
                "rerouted": ("s", "#9467bd"), "recovered": ("^", "#2ca02c"),
                "restored": ("P", "#1f77b4"), "rejoined": ("D", "#17becf"),
-               "baseline": ("*", "#2ca02c"), "not_recovered": ("x", "#d62728")}
+               "baseline": ("*", "#2ca02c"), "not_recovered": ("x", "#d62728"),
+               "aborted": ("p", "#8c564b"), "abort_stuck": ("x", "#8c564b")}
 
 
 def _event_markers(ax, events, ypos):

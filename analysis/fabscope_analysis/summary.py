@@ -232,6 +232,16 @@ def fault_lines(inst) -> List[str]:
             lines.append("  on InfiniBand: " + "; ".join(others))
     else:
         lines.append(f"{g('fault', 'fault')}: {mine}")
+    aborts = g("abort_per_survivor")
+    if aborts is not None:
+        # A drill over NCCL: every survivor aborts its communicator; nothing is re-routed.
+        slowest = _number(g("abort_max_ms"))
+        lines.append(f"communicator abort: "
+                     + (f"slowest {format_number(slowest)} ms" if slowest is not None and slowest >= 0
+                        else "none returned")
+                     + f" (abort_within {format_number(g('abort_within_ms'))} ms): {aborts}")
+        if g("reroute"):
+            lines.append(f"re-route: {g('reroute')}")
     verdict = g("return_to_baseline")
     if verdict:
         worst = _number(g("baseline_ms"))

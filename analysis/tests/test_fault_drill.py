@@ -80,3 +80,28 @@ def test_report_shows_the_drill(tmp_path):
     text = html.read_text()
     assert "Detection and return to baseline" in text
     assert "as configured here would take about 925 s" in text
+
+
+def test_a_drill_over_nccl_shows_the_aborts_and_no_reroute(tmp_path):
+    path = tmp_path / "nccl-drill.h5"
+    run = SyntheticRun(path, nranks=2, ranks_per_host=2, seed=7)
+    samples = make_samples(latency_entries([(0, 1)], 50, 20_000, run.rng), run.start_ns())
+    run.add_test(
+        "drill", "fault", samples, nbytes=65536, divisor=1, transport="nccl", status="passed",
+        events=[(0, 1_000_000, "fault", 1, "kill (SIGKILL) planned"),
+                (0, 1_500_000, "detected", 1, "step deadline: all-reduce step 999 unfinished for 500.2 ms"),
+                (0, 1_510_000, "aborted", 1, "ncclCommAbort returned 9.8 ms after the detection")],
+        extra_attrs={
+            "fault": "kill", "detection_ms": 500.4, "detection_mechanism": "step deadline",
+            "expected_detection_stack": "NCCL within a host", "expected_detection_s": float("inf"),
+            "expected_detection_basis": "never: no timeout within a host",
+            "expected_nccl_ib_s": 34.36, "abort_within_ms": 5000.0, "abort_max_ms": 9.8,
+            "abort_per_survivor": "rank 0: aborted in 9.8 ms",
+            "reroute": "none over NCCL: a communicator has fixed members"})
+    run.close(complete=True, exit_code=0)
+    with open_result(str(path)) as result:
+        lines = fault_lines(result.test(0))
+    assert lines[0].startswith("kill: fabscope's drill detected in 0.5 s (step deadline); NCCL within a host "
+                               "as configured here would never report it"), lines[0]
+    assert "communicator abort: slowest 9.8 ms (abort_within 5000 ms): rank 0: aborted in 9.8 ms" in lines, lines
+    assert "re-route: none over NCCL: a communicator has fixed members" in lines, lines

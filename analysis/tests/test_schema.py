@@ -129,7 +129,8 @@ KIND_SECTIONS = {"kvpush": "## KV-cache push", "alltoall": "## MoE all-to-all",
 
 
 # Names a kind's text mentions that are scenario keys or event kinds, not attributes.
-NOT_ATTRIBUTES = {"fault": {"down_for", "hang_for", "loss_for", "not_recovered", "gone_after_stop"}}
+NOT_ATTRIBUTES = {"fault": {"down_for", "hang_for", "loss_for", "not_recovered", "gone_after_stop",
+                            "abort_stuck", "abort_within"}}  # event kinds and scenario keys
 
 
 def _written_instances():

@@ -667,8 +667,9 @@ void Runner::skipInstance(int index, const PlannedInstance& planned, output::Rec
 
 // A kind that moves no data of its own runs over the control plane.
 std::string Runner::transportNameOf(const PlannedInstance& planned) const {
-  return registry_.kind(planned.instance.spec->kind).usesTransport() ? planned.instance.spec->transport
-                                                                     : transport::controlPlaneTransport;
+  return registry_.kind(planned.instance.spec->kind).usesTransport() && !planned.plan.ownDataPath
+             ? planned.instance.spec->transport
+             : transport::controlPlaneTransport;
 }
 
 // The matrix, one instance at a time; a retest runs right after the instance it retests.

@@ -58,6 +58,10 @@ struct InstancePlan {
   // The instance may lose ranks on purpose (fault drills): the file is then
   // written gathered to rank 0 so the survivors alone can finish it.
   bool mayLoseRanks = false;
+  // The kind opens its own data path for this instance (a fault drill over
+  // NCCL: a communicator it aborts): the runner hands it the control plane
+  // and opens no transport of the scenario's, which would include the victim.
+  bool ownDataPath = false;
 };
 
 // A kind's data checks: the first failure's message is kept (the instance

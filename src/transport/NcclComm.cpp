@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 #include <type_traits>
+#include <utility>
 
 namespace fabscope::transport {
 
@@ -38,13 +39,19 @@ Result onHelperThread(std::function<Result()> work, int device, const runtime::D
   return future.get();
 }
 
+// Rank 0's unique id, known to every rank of `group`.
+ncclUniqueId sharedUniqueId(const runtime::Communicator& group, const runtime::Deadline& deadline) {
+  ncclUniqueId id{};
+  if (group.rank() == 0) checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  group.broadcast(&id, sizeof id, 0, deadline);
+  return id;
+}
+
 }  // namespace
 
 NcclComm::NcclComm(const runtime::Communicator& group, int device, const runtime::Deadline& deadline,
                    const std::function<void(ncclComm_t)>& connect) {
-  ncclUniqueId id{};
-  if (group.rank() == 0) checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-  group.broadcast(&id, sizeof id, 0, deadline);
+  const ncclUniqueId id = sharedUniqueId(group, deadline);
   const int ranks = group.size(), rank = group.rank();
   comm_ = onHelperThread<ncclComm_t>(
       [id, ranks, rank, connect] {
@@ -60,6 +67,47 @@ NcclComm::NcclComm(const runtime::Communicator& group, int device, const runtime
       },
       device, deadline,
       "NCCL communicator creation and first connection to every peer (" + std::to_string(ranks) + " ranks)");
+}
+
+NcclComm::NcclComm(const runtime::Communicator& group, int device, const runtime::Deadline& deadline, NonBlocking) {
+  const ncclUniqueId id = sharedUniqueId(group, deadline);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const auto rc = ncclCommInitRankConfig(&comm_, group.size(), id, group.rank(), &config);
+  if (rc != ncclInProgress) checkNccl(rc, "ncclCommInitRankConfig (non-blocking)");
+  try {
+    runtime::waitUntil(
+        [&] {
+          const auto state = asyncState();
+          if (state != ncclInProgress) checkNccl(state, "non-blocking NCCL communicator creation");
+          return state == ncclSuccess;
+        },
+        deadline, "non-blocking NCCL communicator creation with every peer");
+  } catch (...) {
+    // Nothing to wait for on a peer that never came: aborted, bounded.
+    (void)abortBy(device, runtime::Deadline::afterSeconds(5));
+    throw;
+  }
+}
+
+ncclResult_t NcclComm::asyncState() const {
+  ncclResult_t state = ncclSuccess;
+  const auto rc = ncclCommGetAsyncError(comm_, &state);
+  return rc == ncclSuccess ? state : rc;
+}
+
+bool NcclComm::abortBy(int device, const runtime::Deadline& deadline) {
+  if (!comm_) return true;
+  const ncclComm_t comm = std::exchange(comm_, nullptr);
+  healthy_ = false;
+  try {
+    // Its status is not waited on: whatever it says, the communicator is gone.
+    onHelperThread<void>([comm] { (void)ncclCommAbort(comm); }, device, deadline, "ncclCommAbort");
+    return true;
+  } catch (const RuntimeFailure&) {
+    // Past the deadline, or the helper thread could not select the GPU: not aborted.
+    return false;
+  }
 }
 
 void NcclComm::runBounded(std::function<void(ncclComm_t)> work, int device, const runtime::Deadline& deadline,

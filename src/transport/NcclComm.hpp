@@ -37,6 +37,13 @@ class NcclComm {
   // must leave its work finished on the GPU.
   NcclComm(const runtime::Communicator& group, int device, const runtime::Deadline& deadline,
            const std::function<void(ncclComm_t)>& connect = {});
+  // A non-blocking communicator (ncclConfig_t::blocking = 0), for a fault
+  // drill whose survivors must never block inside NCCL: creation returns at
+  // once and is polled under `deadline`; a launch may return ncclInProgress
+  // (enqueued when asyncState() is ncclSuccess again). Costs a group job per
+  // launch (see above), which a drill does not measure.
+  struct NonBlocking {};
+  NcclComm(const runtime::Communicator& group, int device, const runtime::Deadline& deadline, NonBlocking);
   ~NcclComm();
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
@@ -56,6 +63,14 @@ class NcclComm {
   // Throws (and marks the communicator broken) if NCCL reports an
   // asynchronous error, e.g. a peer lost by the proxy thread.
   void checkAsyncError(const char* what);
+  // NCCL's asynchronous error state, polled once: ncclSuccess, ncclInProgress or the error.
+  ncclResult_t asyncState() const;
+  // ncclCommAbort on a helper thread on GPU `device` (it may block, also on a
+  // non-blocking communicator), waited for until `deadline`: true when it
+  // returned (false also when the helper thread could not select the GPU).
+  // Either way the communicator is gone from this object; an abort
+  // that did not return keeps its thread, which ends with the process.
+  bool abortBy(int device, const runtime::Deadline& deadline);
   // Polls `stream` and NCCL's asynchronous error state until the work is done.
   void waitStream(cudaStream_t stream, const runtime::Deadline& deadline, const char* what);
 

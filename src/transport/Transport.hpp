@@ -44,6 +44,10 @@ struct TransportCapabilities {
   Collectives collectives = Collectives::none;
   // The data path carries on when a peer dies and says so (fault drills).
   bool survivesPeerLoss = false;
+  // It does not carry on, but each survivor can abort its communicator alone,
+  // without the lost peer (ncclCommAbort): a fault drill over it detects the
+  // loss and aborts, with nothing re-routed.
+  bool abortsOnPeerLoss = false;
   // How the transport reports a lost peer, for the result file; empty: it does not.
   std::string_view peerLossReport = {};
 };

@@ -38,7 +38,15 @@ const std::vector<TransportEntry>& transportTable() {
                           "keepalive aside), heartbeats catch those"}},
       {"verbs", FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs", {.put = true, .get = true}},
       {"nccl", FABSCOPE_HAVE_NCCL ? "" : "built without CUDA/NCCL",
-       {.hostMemory = false, .deviceMemory = true, .inOrder = true, .collectives = Collectives::device}},
+       {.hostMemory = false,
+        .deviceMemory = true,
+        .inOrder = true,
+        .collectives = Collectives::device,
+        .abortsOnPeerLoss = true,
+        .peerLossReport = "NCCL asynchronous error (ncclCommGetAsyncError, non-blocking communicator): raised by "
+                          "NCCL's network transports once their own timeouts expire; within a host (NVLink, PCIe "
+                          "peer-to-peer, shared memory) a lost peer's operations wait without bound, so the "
+                          "survivors' own step deadline (request_timeout) decides"}},
   };
   return table;
 }

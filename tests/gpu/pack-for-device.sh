@@ -4,18 +4,20 @@
 # libraries the GPU machine lacks (it has CUDA, NCCL, Open MPI 4.1 and UCX,
 # but no HDF5-openmpi, Boost.Program_options or yaml-cpp of these versions).
 # Then run there (device tool, carry [".gpu-pack"]):  bash .gpu-pack/run-gpu-tests.sh
-# (one GPU) or  bash .gpu-pack/run-multi-gpu.sh  (two or more GPUs).
+# (one GPU) or  bash .gpu-pack/run-multi-gpu.sh  (two or more GPUs); the fault drill
+# over NCCL:  bash .gpu-pack/run-nccl-drill.sh  (two or more GPUs).
 # NCCL_TESTS_SRC=DIR (a source tree or a git directory of NVIDIA/nccl-tests) also packs
 # nccl-tests' source, which  bash .gpu-pack/run-pipelined-vs-nccl-tests.sh  builds and
 # runs there next to fabscope's all-reduce and all-to-all (2 GPUs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
-cmake --build build -j "$(nproc)" --target fabscope fabscope_gpu_tests fabscope_gpu_bench fabscope_nccl_allreduce_reference
+cmake --build build -j "$(nproc)" --target fabscope fabscope_gpu_tests fabscope_gpu_bench fabscope_nccl_allreduce_reference \
+  fabscope_read_attrs
 pack=.gpu-pack
 rm -rf "$pack"; mkdir -p "$pack/lib"
 cp build/fabscope build/tests/gpu/fabscope_gpu_tests build/tests/gpu/fabscope_gpu_bench \
-  build/tests/gpu/fabscope_nccl_allreduce_reference "$pack/"
+  build/tests/gpu/fabscope_nccl_allreduce_reference build/tests/bench/fabscope_read_attrs "$pack/"
 strip --strip-debug "$pack"/fabscope*  # the transfer to the GPU machine is size-limited
 # Libraries not on the GPU machine (see shared/notes/gpu-device.md), with their own dependencies.
 for lib in $(ldd build/fabscope | awk '/=> \// {print $3}'); do
@@ -24,6 +26,7 @@ for lib in $(ldd build/fabscope | awk '/=> \// {print $3}'); do
   esac
 done
 cp tests/gpu/run-gpu-tests.sh tests/gpu/run-multi-gpu.sh tests/gpu/run-pipelined-vs-nccl-tests.sh tests/gpu/record-one-gpu.sh \
+  tests/gpu/run-nccl-drill.sh \
   tests/gpu/compare_pipelined.py "$pack/"
 if [ -n "${NCCL_TESTS_SRC:-}" ]; then
   mkdir -p "$pack/nccl-tests"

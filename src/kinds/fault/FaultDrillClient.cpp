@@ -32,13 +32,6 @@ struct Request {
   bool rerouted = false;
 };
 
-// What each transport can tell about a lost peer, for the result file.
-std::string transportDetection(const std::string& transport) {
-  const auto report = transport::transportCapabilities(transport).peerLossReport;
-  if (!report.empty()) return std::string(report);
-  return transport + ": no peer-failure reporting; heartbeats only";
-}
-
 // "flap 2/3" for the second of three faults, the fault alone when it is the only one.
 std::string faultName(const FaultDrillConfig& c, std::size_t i, std::size_t count) {
   return count > 1 ? c.fault + " " + std::to_string(i + 1) + "/" + std::to_string(count) : c.fault;
@@ -688,6 +681,15 @@ output::Attributes DrillClient::streamAttributes(std::int64_t hung) {
   };
 }
 
+}  // namespace
+
+// What each transport can tell about a lost peer, for the result file.
+std::string transportDetection(const std::string& transport) {
+  const auto report = transport::transportCapabilities(transport).peerLossReport;
+  if (!report.empty()) return std::string(report);
+  return transport + ": no peer-failure reporting; heartbeats only";
+}
+
 // What the stack would take on its own to report this fault with the
 // settings in force here, next to the drill's measured detection.
 void addExpectedDetection(output::Attributes& attributes, const FaultDrillConfig& c, const std::string& transport) {
@@ -721,6 +723,8 @@ void addExpectedDetection(output::Attributes& attributes, const FaultDrillConfig
   }
 #endif
 }
+
+namespace {
 
 ClientOutcome DrillClient::serve() {
   t_.onError([&](const transport::TransportError& e) { markLost(e.peer, e.at, "transport error callback: " + e.message); });

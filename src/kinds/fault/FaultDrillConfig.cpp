@@ -84,6 +84,7 @@ struct FaultDrillReader {
     return durationKey(spec, source, key, fallback, min, max);
   }
   void readFaultAndPlace();
+  void checkAbortDrill();
   void readDetection();
   void readStreamAndCommands();
   void readDurations();
@@ -94,25 +95,73 @@ struct FaultDrillReader {
 // The fault, and what it needs of the transport, the memory and the size.
 void FaultDrillReader::readFaultAndPlace() {
   c.fault = p.choice("fault", {"kill", "hang", "link-down", "loss", "flap"}, "kill");
-  if (!transport::transportCapabilities(spec.transport).survivesPeerLoss)
+  const auto can = transport::transportCapabilities(spec.transport);
+  if (!can.survivesPeerLoss && !can.abortsOnPeerLoss)
     refuse(spec, "transport",
            "a fault drill needs transport: " +
-               transport::transportsWith(&transport::TransportCapabilities::survivesPeerLoss) + " (got '" +
+               transport::transportsWith(&transport::TransportCapabilities::survivesPeerLoss) + " or " +
+               transport::transportsWith(&transport::TransportCapabilities::abortsOnPeerLoss) + " (got '" +
                spec.transport +
                "'): the MPI data path cannot survive the loss of a peer (Open MPI aborts or hangs the "
-               "communicator), UCX reports it through its endpoint error callback");
-  if (spec.memory != "host") refuse(spec, "memory", "a fault drill runs with memory: host");
+               "communicator), UCX reports it through its endpoint error callback, NCCL's survivors abort their "
+               "communicator");
+  c.abortDrill = !can.survivesPeerLoss;
+  if (c.abortDrill) checkAbortDrill();
+  else if (spec.memory != "host") refuse(spec, "memory", "a fault drill runs with memory: host");
   if (spec.sizes.size() != 1) refuse(spec, "sizes", "a fault drill takes exactly one size (the reply size)");
   c.replyBytes = spec.sizes.front();
   if (c.replyBytes < 8 || c.replyBytes > (std::int64_t{1} << 20))
     refuse(spec, "sizes", "the reply size must be 8B .. 1MiB");
+  if (c.abortDrill && c.replyBytes % 4 != 0)
+    refuse(spec, "sizes", "over " + spec.transport + " the size is that of an all-reduce of floats: a multiple of 4 bytes");
   c.victim = static_cast<int>(p.integer("victim", 1, 1, 1 << 20));
+}
+
+// A drill over a communicator the survivors abort (NCCL): all-reduce steps
+// on GPU memory, a victim that dies or hangs, nothing that comes back.
+void FaultDrillReader::checkAbortDrill() {
+  const std::string over = "over transport: " + spec.transport;
+  if (spec.memory != "cuda")
+    refuse(spec, "memory",
+           "a fault drill " + over + " runs its all-reduce steps on GPU memory: memory: cuda (got '" + spec.memory +
+               "')");
+  if (c.fault != "kill" && c.fault != "hang")
+    refuse(spec, "fault",
+           "fault: " + c.fault + " " + over +
+               " is not supported: its survivors see only a stalled operation (NCCL reports a network fault only "
+               "after its own InfiniBand retry budget), which they cannot tell from a hung peer, and no command "
+               "cuts an NVLink; use fault: kill or hang");
+  for (const auto* key : {"heartbeat", "heartbeat_deadline"})
+    if (p.has(key))
+      refuse(spec, key,
+             std::string(key) + " is not used " + over +
+                 ": its survivors have no heartbeats; a step unfinished for request_timeout declares the victim lost");
+  for (const auto* key : {"hang_for", "recover_within", "baseline_throughput", "baseline_p99", "baseline_window"})
+    if (p.has(key))
+      refuse(spec, key,
+             std::string(key) + " is not possible " + over +
+                 ": the survivors abort the communicator, so neither a victim that comes back nor a spare has one "
+                 "to join (nothing is re-routed)");
 }
 
 // When the fault comes and how it must be detected: heartbeats, their deadline, the reply timeout.
 void FaultDrillReader::readDetection() {
   c.atSeconds = duration("at", 1.0, 0.001, 3600);
   c.detectWithinSeconds = duration("detect_within", 2.0, 0.001, 600);
+  if (c.abortDrill) {
+    // No heartbeats: the survivors' own deadline is a step unfinished for request_timeout.
+    c.heartbeatSeconds = c.heartbeatDeadlineSeconds = 0;
+    c.requestTimeoutSeconds = duration("request_timeout", 0.5, 0.001, 600);
+    if (c.requestTimeoutSeconds >= c.detectWithinSeconds)
+      refuse(spec, "request_timeout",
+             "request_timeout (" + std::to_string(c.requestTimeoutSeconds) + " s) must be shorter than detect_within (" +
+                 std::to_string(c.detectWithinSeconds) + " s): over " + spec.transport +
+                 " a lost peer is only noticed through a step that stays unfinished that long");
+    c.abortWithinSeconds = duration("abort_within", 5, 0.01, 600);
+    return;
+  }
+  if (p.has("abort_within"))
+    refuse(spec, "abort_within", "abort_within is for a fault drill over a communicator the survivors abort (transport: nccl)");
   c.heartbeatSeconds = duration("heartbeat", 0.1, 0.001, 60);
   c.heartbeatDeadlineSeconds = duration("heartbeat_deadline", 3 * c.heartbeatSeconds, 0.002, 600);
   if (c.heartbeatDeadlineSeconds < 2 * c.heartbeatSeconds)
@@ -249,11 +298,12 @@ void FaultDrillReader::checkTimeline() {
   }
   // The client's loop ends at workloadSeconds; the victim leaves after it,
   // and stopping the workers and writing the file need the rest of the timeout.
-  const double needed = c.victimLeavesAfterSeconds() + (c.usesCommand() ? c.commandTimeoutSeconds : 0) + 10;
+  const double needed = c.victimLeavesAfterSeconds() + (c.usesCommand() ? c.commandTimeoutSeconds : 0) +
+                        (c.abortDrill ? c.abortWithinSeconds : 0) + 10;
   if (spec.timeoutSeconds < needed)
     refuse(spec, "timeout",
            "timeout must be at least " + std::to_string(needed) + " s (workload " + std::to_string(c.workloadSeconds()) +
-               " s, commands, + 10 s)");
+               " s, commands or abort_within, + 10 s)");
 }
 
 }  // namespace
@@ -269,7 +319,22 @@ FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scen
   return r.c;
 }
 
+AbortDrillTiming abortDrillTiming(const FaultDrillConfig& c, runtime::Nanoseconds start) {
+  return {start, static_cast<runtime::Nanoseconds>(1e9 / c.rate),
+          static_cast<runtime::Nanoseconds>(c.requestTimeoutSeconds * 1e9),
+          static_cast<runtime::Nanoseconds>(c.abortWithinSeconds * 1e9), c.requests};
+}
+
 void checkFaultDrillRanks(const FaultDrillConfig& c, const scenario::TestSpec& spec, int ranks) {
+  if (c.abortDrill) {
+    // Every rank is a peer of the all-reduce; rank index 0 writes the file, so it must survive.
+    if (ranks < 2)
+      refuse(spec, "ranks", "a fault drill over " + spec.transport + " needs at least 2 ranks (one GPU each); it has " +
+                                std::to_string(ranks));
+    if (c.victim > ranks - 1)
+      refuse(spec, "victim", "victim must be 1 .. " + std::to_string(ranks - 1) + " (0 writes the file and must survive)");
+    return;
+  }
   if (ranks < 4)
     refuse(spec, "ranks", "a fault drill needs at least 4 ranks (client, victim, another worker, spare); it has " +
                                     std::to_string(ranks));
@@ -281,27 +346,60 @@ void checkFaultDrillRanks(const FaultDrillConfig& c, const scenario::TestSpec& s
 
 std::string mechanismOf(const std::string& path) { return path.substr(0, path.find(':')); }
 
+namespace {
+
+// Milliseconds with one decimal, as the judgements print them.
+std::string ms(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", v);
+  return text;
+}
+
+// `item` appended to a ", "-separated list.
+void listAlso(std::string& list, const std::string& item) { list += (list.empty() ? "" : ", ") + item; }
+
+}  // namespace
+
 DetectionJudgement judgeDetections(const std::vector<SurvivorDetection>& survivors, std::int64_t faultNs,
                                    double detectWithinMs, bool detectionRequired) {
   DetectionJudgement j;
-  auto ms = [](double v) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f", v);
-    return std::string(text);
-  };
   for (const auto& s : survivors) {
     const std::string who = "rank " + std::to_string(s.rank);
     if (!j.perSurvivor.empty()) j.perSurvivor += "; ";
     if (s.detectedNs < 0) {
       j.perSurvivor += who + ": not detected";
-      if (detectionRequired) j.late += (j.late.empty() ? "" : ", ") + who + " never detected it";
+      if (detectionRequired) listAlso(j.late, who + " never detected it");
       continue;
     }
     ++j.detected;
     const double after = static_cast<double>(s.detectedNs - faultNs) / 1e6;
     j.slowestMs = std::max(j.slowestMs, after);
     j.perSurvivor += who + ": " + ms(after) + " ms via " + mechanismOf(s.path);
-    if (detectionRequired && after > detectWithinMs) j.late += (j.late.empty() ? "" : ", ") + who + " after " + ms(after) + " ms";
+    if (detectionRequired && after > detectWithinMs) listAlso(j.late, who + " after " + ms(after) + " ms");
+  }
+  return j;
+}
+
+AbortJudgement judgeAborts(const std::vector<SurvivorAbort>& survivors, double abortWithinMs) {
+  AbortJudgement j;
+  for (const auto& s : survivors) {
+    const std::string who = "rank " + std::to_string(s.rank);
+    if (!j.perSurvivor.empty()) j.perSurvivor += "; ";
+    if (!s.detected) {
+      // Nothing to abort for: the missed detection is judged with the detections.
+      j.perSurvivor += who + ": nothing detected, not aborted";
+      continue;
+    }
+    if (s.tookNs < 0) {
+      ++j.stuck;
+      j.perSurvivor += who + ": abort stuck";
+      listAlso(j.late, who + "'s ncclCommAbort did not return within abort_within (" + ms(abortWithinMs) + " ms)");
+      continue;
+    }
+    const double took = static_cast<double>(s.tookNs) / 1e6;
+    j.slowestMs = std::max(j.slowestMs, took);
+    j.perSurvivor += who + ": aborted in " + ms(took) + " ms";
+    if (took > abortWithinMs) listAlso(j.late, who + " aborted after " + ms(took) + " ms");
   }
   return j;
 }

@@ -47,10 +47,20 @@ struct FaultDrillConfig final : scenario::KindConfig {
   double baselineThroughput = 0.9;
   double baselineP99 = 2.0;
   double baselineWindowSeconds = 0.5;
+  // Over a transport whose communicator each survivor aborts alone after a
+  // peer is lost (NCCL; TransportCapabilities::abortsOnPeerLoss): every drill
+  // rank runs all-reduce steps at `rate` (`requests` of them, one in flight),
+  // there are no heartbeats, no client and no spare; a survivor declares the
+  // victim lost on NCCL's asynchronous error or when a step stays unfinished
+  // for request_timeout, and must then have aborted its communicator within
+  // abort_within.
+  bool abortDrill = false;
+  double abortWithinSeconds = 5;
 
   bool usesCommand() const { return fault == "link-down" || fault == "loss" || fault == "flap"; }
   // Faults that end while requests still flow, so the return to baseline is measured.
   bool faultEnds() const {
+    if (abortDrill) return false;  // nothing takes the victim's place over an aborted communicator
     return fault == "flap" || fault == "kill" || (fault == "hang" && hangForSeconds > 0) ||
            (fault == "loss" && lossForSeconds > 0);
   }
@@ -77,6 +87,18 @@ struct FaultDrillConfig final : scenario::KindConfig {
 // Reads and checks the keys (the kind's parse step, at load). Throws
 // ScenarioError naming file:line:column and what was expected.
 FaultDrillConfig readFaultDrillConfig(const scenario::TestSpec& spec, const scenario::TestSource& source);
+// A survivor of a drill over NCCL: the step deadline (request_timeout after
+// a step's launch) and the abort deadline (abort_within after the detection),
+// on the monotonic clock. Pure, unit-tested with NcclDrillWatch.
+struct AbortDrillTiming {
+  runtime::Nanoseconds start = 0;        // the drill's common start
+  runtime::Nanoseconds interval = 0;     // from one step's due time to the next's (1 / rate)
+  runtime::Nanoseconds stepTimeout = 0;  // request_timeout
+  runtime::Nanoseconds abortWithin = 0;  // abort_within
+  std::int64_t steps = 0;                // requests
+};
+AbortDrillTiming abortDrillTiming(const FaultDrillConfig& c, runtime::Nanoseconds start);
+
 // The checks that need the number of ranks the test runs on (known when an
 // instance is planned): enough ranks, and a victim that is a worker.
 void checkFaultDrillRanks(const FaultDrillConfig& c, const scenario::TestSpec& spec, int ranks);
@@ -122,6 +144,22 @@ struct DetectionJudgement {
 };
 DetectionJudgement judgeDetections(const std::vector<SurvivorDetection>& survivors, std::int64_t faultNs,
                                    double detectWithinMs, bool detectionRequired);
+
+// Every survivor's abort of its communicator (a drill over NCCL) against
+// abort_within: `tookNs` from its detection to ncclCommAbort's return, -1
+// when it did not return in time (or, with nothing detected, never began).
+struct SurvivorAbort {
+  int rank = -1;
+  bool detected = false;
+  std::int64_t tookNs = -1;
+};
+struct AbortJudgement {
+  int stuck = 0;            // detected, but the abort did not return within abort_within
+  double slowestMs = -1;    // of the aborts that returned; -1 none
+  std::string perSurvivor;  // "rank R: aborted in T ms; rank S: abort stuck; rank Q: nothing detected"
+  std::string late;         // survivors whose abort was stuck or late; empty = all in time
+};
+AbortJudgement judgeAborts(const std::vector<SurvivorAbort>& survivors, double abortWithinMs);
 
 // When throughput is back: the first completion time t at or after
 // `detectedAt` such that the completions in (t - window, t] reach 90% of the

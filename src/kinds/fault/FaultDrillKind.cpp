@@ -17,9 +17,13 @@
 // own detection. Samples: one per completed request on the client (t_post =
 // first post, so a re-routed request's latency includes its wait on the
 // victim). A victim that stays alive leaves the run after the drill.
+// Over NCCL (FaultDrillNccl.cpp) there is no client, worker or spare: every
+// drill rank runs all-reduce steps, and the survivors detect and abort their
+// communicator; the detections, timeline and verdict are judged here alike.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <span>
 #include <thread>
@@ -47,9 +51,9 @@ class FaultDrillKind final : public Kind {
                    "heartbeat_deadline", "request_timeout", "requests", "rate",          "fault_command",
                    "restore_command", "command_timeout", "loss_percent", "down_for", "repeat", "every",
                    "hang_for",       "loss_for",       "recover_within", "baseline_throughput", "baseline_p99",
-                   "baseline_window"};
+                   "baseline_window", "abort_within"};
     r.commandKeys = {"fault_command", "restore_command"};
-    r.minRanks = 4;
+    r.minRanks = 2;  // over NCCL; over UCX 4 (checkFaultDrillRanks)
     r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
       return std::make_shared<FaultDrillConfig>(readFaultDrillConfig(spec, source));
     };
@@ -58,7 +62,7 @@ class FaultDrillKind final : public Kind {
 
   InstancePlan plan(const scenario::TestInstance& instance, int worldSize) const override {
     const auto& spec = *instance.spec;
-    const int ranks = measuringRanksOf(spec, worldSize, 4);
+    const int ranks = measuringRanksOf(spec, worldSize, rules().minRanks);
     if (hasCongestedCondition(spec))
       throw scenario::ScenarioError(spec.at + ": test '" + spec.name + "': a fault drill runs under condition quiet only");
     const auto& c = scenario::configOf<FaultDrillConfig>(spec);
@@ -68,6 +72,16 @@ class FaultDrillKind final : public Kind {
     plan.pattern = "fault";
     plan.mayLoseRanks = true;
     plan.maxSamplesPerRank = c.requests;
+    if (c.abortDrill) {
+      // Its own NCCL communicator and GPU buffers (FaultDrillNccl.cpp), outside the arena.
+      plan.ownDataPath = true;
+      plan.description = std::to_string(ranks) + " ranks, " + std::to_string(c.requests) + " NCCL all-reduce steps of " +
+                         std::to_string(c.replyBytes) + " B at " + std::to_string(static_cast<long long>(c.rate)) +
+                         "/s; " + c.fault + " of rank index " + std::to_string(c.victim) + " at " +
+                         std::to_string(c.atSeconds) + " s; survivors abort within " +
+                         std::to_string(c.abortWithinSeconds) + " s";
+      return plan;
+    }
     // Client: one reply buffer per attempt (at most two per request), the
     // request messages and two heartbeat words per peer.
     plan.bufferBytesPerRank = 2 * c.requests * c.replyBytes +
@@ -109,6 +123,9 @@ class FaultDrillKind final : public Kind {
     const int index = ctx.group.rank();
     const bool victim = index == c.victim;
     if (c.usesCommand()) requireVictimAloneOnItsHost(ctx, c);
+    // Over NCCL: the communicator and its first all-reduce, with every rank alive, before the start.
+    std::function<ClientOutcome(runtime::Nanoseconds)> abortDrill;
+    if (c.abortDrill) abortDrill = prepareAbortDrill(ctx, c, victim, events);
     // Before the fault, while every rank is alive: the communicator the run goes on with.
     auto survivors = ctx.group.split(victim ? 1 : 0, index, ctx.deadline);
     // One start instant on the global clock for every rank, so the fault
@@ -127,7 +144,8 @@ class FaultDrillKind final : public Kind {
     }
     ClientOutcome client;
     Detection mine;
-    if (index == 0) client = serveClient(ctx, c, start, events);
+    if (abortDrill) client = abortDrill(start);
+    else if (index == 0) client = serveClient(ctx, c, start, events);
     else mine = serveWorker(ctx, c, start, victim, events);
     if (victim) {
       // Alive after a hang, link-down or loss: out of the run, so the
@@ -135,17 +153,18 @@ class FaultDrillKind final : public Kind {
       outcome.leaveRun = true;
       return outcome;
     }
-    if (index == 0) mine = client.detection;
+    if (index == 0 || abortDrill) mine = client.detection;
     // Every survivor's detection of the victim, on the global clock.
     const auto detectedAt = survivors.allgather(mine.at ? ctx.clock.toGlobal(*mine.at) : -1, ctx.deadline);
     const auto paths = survivors.gatherStrings(mine.path, 0, ctx.deadline);
+    const auto abortTook = abortDrill ? survivors.allgather(mine.abortTook, ctx.deadline) : std::vector<std::int64_t>{};
     // One timeline: every survivor's events, in time order, written by the client.
     std::vector<int> counts;
     const auto rows = survivors.gatherBytes(std::as_bytes(std::span(events.rows)), 0, counts, ctx.deadline);
     events.rows.resize(rows.size() / sizeof(output::EventRecord));
     if (!rows.empty()) std::memcpy(events.rows.data(), rows.data(), events.rows.size() * sizeof(output::EventRecord));
     outcome.survivors = std::move(survivors);
-    if (index == 0) outcome.attributes = judge(ctx, c, client, detectedAt, paths, events);
+    if (index == 0) outcome.attributes = judge(ctx, c, client, detectedAt, paths, abortTook, events);
     return outcome;
   }
 
@@ -171,12 +190,13 @@ class FaultDrillKind final : public Kind {
   // The client's attributes and verdict; sorts the timeline.
   output::Attributes judge(RunContext& ctx, const FaultDrillConfig& c, ClientOutcome& client,
                            const std::vector<std::int64_t>& detectedAt, const std::vector<std::string>& paths,
-                           EventLog& events) const;
+                           const std::vector<std::int64_t>& abortTook, EventLog& events) const;
 };
 
 output::Attributes FaultDrillKind::judge(RunContext& ctx, const FaultDrillConfig& c, ClientOutcome& client,
                                          const std::vector<std::int64_t>& detectedAt,
-                                         const std::vector<std::string>& paths, EventLog& events) const {
+                                         const std::vector<std::string>& paths,
+                                         const std::vector<std::int64_t>& abortTook, EventLog& events) const {
   // Survivor i of the survivors' communicator is group index i, skipping the victim.
   std::vector<SurvivorDetection> survivors;
   for (std::size_t i = 0; i < detectedAt.size(); ++i) {
@@ -199,6 +219,19 @@ output::Attributes FaultDrillKind::judge(RunContext& ctx, const FaultDrillConfig
   a.emplace_back("survivors_detected", std::int64_t{detectedCount});
   a.emplace_back("detection_max_ms", slowest);
   a.emplace_back("detection_per_survivor", perSurvivor);
+  if (c.abortDrill) {
+    // Every survivor must have aborted its communicator within abort_within of its detection.
+    std::vector<SurvivorAbort> aborts;
+    for (std::size_t i = 0; i < survivors.size(); ++i)
+      aborts.push_back({survivors[i].rank, survivors[i].detectedNs >= 0, abortTook.at(i)});
+    const auto aborted = judgeAborts(aborts, c.abortWithinSeconds * 1e3);
+    client.hung = aborted.stuck;
+    a.emplace_back("hung", std::int64_t{aborted.stuck});
+    a.emplace_back("abort_max_ms", aborted.slowestMs);
+    a.emplace_back("abort_per_survivor", aborted.perSurvivor);
+    if (!aborted.late.empty())
+      client.verdict += (client.verdict.empty() ? "" : "; ") + std::string("communicator abort: ") + aborted.late;
+  }
   events.add(ctx, runtime::monotonicNow(), "summary", -1,
         std::to_string(detectedCount) + "/" + std::to_string(detectedAt.size()) + " survivors detected, slowest " +
             milliseconds(slowest) + " ms; " + std::to_string(client.hung) + " hung");

@@ -5,6 +5,7 @@
 // rank's timeline of events.
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ struct ErrorHandlerGuard {
 struct Detection {
   std::optional<runtime::Nanoseconds> at;  // monotonic
   std::string path;
+  // A drill over NCCL: detection -> ncclCommAbort returned (ns); -1 when it
+  // did not return within abort_within, or nothing was detected.
+  runtime::Nanoseconds abortTook = -1;
 };
 
 // One fault of the drill (a flap has `repeat` of them): when it began, was
@@ -91,5 +95,20 @@ Detection serveWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanos
 // The client (group index 0): request stream, fault command, detection,
 // re-routing, stop, restore command, and the attributes of the stream.
 ClientOutcome serveClient(RunContext& ctx, const FaultDrillConfig& c, runtime::Nanoseconds start, EventLog& events);
+
+// A drill over a communicator the survivors abort (NCCL, FaultDrillNccl.cpp):
+// sets up this rank's communicator, GPU buffers and the first all-reduce
+// (collective, under ctx.deadline) and returns the drill itself, to run from
+// the common start: all-reduce steps until the fault, then (survivors)
+// detection and abort. Every rank gets its detection; group index 0 also the
+// stream's attributes and verdict. Throws RuntimeFailure in a build without NCCL.
+std::function<ClientOutcome(runtime::Nanoseconds start)> prepareAbortDrill(RunContext& ctx, const FaultDrillConfig& c,
+                                                                           bool victim, EventLog& events);
+
+// The attributes every drill records about the stack it ran on: what the
+// transport can report of a lost peer, and what the stack would take on its
+// own to report this fault (ExpectedDetection).
+std::string transportDetection(const std::string& transport);
+void addExpectedDetection(output::Attributes& attributes, const FaultDrillConfig& c, const std::string& transport);
 
 }  // namespace fabscope::suite::fault_drill
