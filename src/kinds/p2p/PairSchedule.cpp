@@ -13,26 +13,30 @@ Schedule pairsSchedule(int ranks) {
   return {round};
 }
 
-Schedule allPairsParallelSchedule(int ranks, bool bothDirections) {
+int circleRounds(int ranks, bool bothDirections) {
   // Circle method on an even number of seats; seat `ranks` is a bye when odd.
   const int seats = ranks % 2 == 0 ? ranks : ranks + 1;
-  Schedule schedule;
-  for (int r = 0; r < seats - 1; ++r) {
-    Round round;
-    for (int i = 0; i < seats / 2; ++i) {
-      const int a = i == 0 ? 0 : (r + i - 1) % (seats - 1) + 1;
-      const int b = (r + seats - 1 - i - 1) % (seats - 1) + 1;
-      if (a >= ranks || b >= ranks) continue;
-      // Alternate who initiates so each rank measures about half its pairs.
-      round.push_back((r + i) % 2 == 0 ? RankPair{a, b} : RankPair{b, a});
-    }
-    schedule.push_back(round);
-    if (bothDirections) {
-      Round mirror;
-      for (const auto& p : round) mirror.push_back({p.responder, p.initiator});
-      schedule.push_back(mirror);
-    }
+  return std::max(seats - 1, 0) * (bothDirections ? 2 : 1);
+}
+
+void circleRound(int ranks, int r, bool bothDirections, Round& out) {
+  const int seats = ranks % 2 == 0 ? ranks : ranks + 1;
+  // With both directions, round 2k is round k of the tournament and 2k+1 its mirror.
+  const int k = bothDirections ? r / 2 : r;
+  const bool mirror = bothDirections && r % 2 == 1;
+  for (int i = 0; i < seats / 2; ++i) {
+    const int a = i == 0 ? 0 : (k + i - 1) % (seats - 1) + 1;
+    const int b = (k + seats - 1 - i - 1) % (seats - 1) + 1;
+    if (a >= ranks || b >= ranks) continue;
+    // Alternate who initiates so each rank measures about half its pairs.
+    const RankPair pair = (k + i) % 2 == 0 ? RankPair{a, b} : RankPair{b, a};
+    out.push_back(mirror ? RankPair{pair.responder, pair.initiator} : pair);
   }
+}
+
+Schedule allPairsParallelSchedule(int ranks, bool bothDirections) {
+  Schedule schedule(static_cast<std::size_t>(circleRounds(ranks, bothDirections)));
+  for (std::size_t r = 0; r < schedule.size(); ++r) circleRound(ranks, static_cast<int>(r), bothDirections, schedule[r]);
   return schedule;
 }
 

@@ -20,6 +20,12 @@ using Schedule = std::vector<Round>;
 // Rank i with i + n/2, all at once (one round). Odd n leaves the last rank idle.
 Schedule pairsSchedule(int ranks);
 
+// The circle method's rounds among n ranks, and round r of them appended to
+// `out` (0 <= r < circleRounds): what allPairsParallelSchedule holds, one round
+// at a time.
+int circleRounds(int ranks, bool bothDirections);
+void circleRound(int ranks, int r, bool bothDirections, Round& out);
+
 // Round-robin tournament (circle method): n-1 rounds (n even) in which every
 // rank is in exactly one pair, and every pair meets once. With `bothDirections`
 // each round is followed by its mirror, for one-way tests.
