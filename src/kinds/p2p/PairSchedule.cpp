@@ -34,6 +34,28 @@ void circleRound(int ranks, int r, bool bothDirections, Round& out) {
   }
 }
 
+bool circlePairOf(int ranks, int r, bool bothDirections, int rank, RankPair& pair) {
+  const int seats = ranks % 2 == 0 ? ranks : ranks + 1;
+  const int k = bothDirections ? r / 2 : r;
+  const bool mirror = bothDirections && r % 2 == 1;
+  const int ring = seats - 1;  // seats 1 .. seats-1 turn; seat 0 stays
+  const auto wrap = [&](int v) { return ((v % ring) + ring) % ring; };
+  // circleRound's pair i is (a_i, b_i): a_0 = 0, a_i = (k+i-1) mod ring + 1,
+  // b_i = (k+seats-2-i) mod ring + 1; find the i that seats `rank`.
+  int i = 0;
+  if (rank != 0) {
+    const int y = rank - 1;
+    const int asA = wrap(y - k + 1);
+    i = asA >= 1 && asA < seats / 2 ? asA : wrap(k - 1 - y);
+  }
+  const int a = i == 0 ? 0 : (k + i - 1) % ring + 1;
+  const int b = (k + seats - 1 - i - 1) % ring + 1;
+  if (a >= ranks || b >= ranks) return false;
+  pair = (k + i) % 2 == 0 ? RankPair{a, b} : RankPair{b, a};
+  if (mirror) pair = {pair.responder, pair.initiator};
+  return true;
+}
+
 Schedule allPairsParallelSchedule(int ranks, bool bothDirections) {
   Schedule schedule(static_cast<std::size_t>(circleRounds(ranks, bothDirections)));
   for (std::size_t r = 0; r < schedule.size(); ++r) circleRound(ranks, static_cast<int>(r), bothDirections, schedule[r]);

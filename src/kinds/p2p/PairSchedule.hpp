@@ -25,6 +25,9 @@ Schedule pairsSchedule(int ranks);
 // at a time.
 int circleRounds(int ranks, bool bothDirections);
 void circleRound(int ranks, int r, bool bothDirections, Round& out);
+// The pair `rank` is in within that round, computed alone (O(1)); false when
+// the rank sits out (the bye of an odd count).
+bool circlePairOf(int ranks, int r, bool bothDirections, int rank, RankPair& pair);
 
 // Round-robin tournament (circle method): n-1 rounds (n even) in which every
 // rank is in exactly one pair, and every pair meets once. With `bothDirections`
