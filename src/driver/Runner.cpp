@@ -53,7 +53,8 @@ runtime::Deadline fileStep(const scenario::Scenario& scenario) {
 // control pairs, alternated, one at a time (control samples: flag bit 10).
 PlannedInstance retestOf(const PlannedInstance& measured, const RetestChoice& choice, int index) {
   PlannedInstance retest = measured;
-  retest.plan.schedule = suite::retestSchedule(choice.worst, choice.controls);
+  retest.plan.rounds =
+      suite::PairRounds::explicitRounds(suite::retestSchedule(choice.worst, choice.controls), measured.plan.rounds.sharedLayout());
   retest.plan.controlPairs = choice.controls;
   retest.plan.pass = "serial-retest";
   retest.plan.retestOf = index;
@@ -105,10 +106,8 @@ void checkCongestors(const scenario::TestInstance& instance, const suite::Kind& 
 // schedule yet): the pairs to retest are known only once `measured` has run.
 PlannedInstance retestSlotOf(const PlannedInstance& measured, int index) {
   PlannedInstance slot = measured;
-  std::int64_t pairs = 0;
-  for (const auto& round : measured.plan.schedule) pairs += static_cast<std::int64_t>(round.size());
-  const std::int64_t retested = std::min<std::int64_t>(measured.plan.retestWorst, pairs);
-  slot.plan.schedule.clear();
+  const std::int64_t retested = std::min<std::int64_t>(measured.plan.retestWorst, measured.plan.rounds.pairs());
+  slot.plan.rounds = suite::PairRounds::explicitRounds({}, measured.plan.rounds.sharedLayout());
   slot.plan.pass = "serial-retest";
   slot.plan.retestOf = index;
   slot.plan.retestWorst = 0;
@@ -119,12 +118,10 @@ PlannedInstance retestSlotOf(const PlannedInstance& measured, int index) {
   return slot;
 }
 
-}  // namespace
-
-double estimateSeconds(const PlannedInstance& planned) {
+// The estimate of `planned` if it had `rounds` rounds.
+double estimateSecondsWith(const PlannedInstance& planned, double rounds) {
   const auto& spec = *planned.instance.spec;
   const auto& plan = planned.plan;
-  double rounds = static_cast<double>(plan.schedule.size());
   if (plan.pass == "serial-retest" && spec.iterations > 0)  // pairs chosen later: its sample bound says how many
     rounds = static_cast<double>(plan.maxSamplesPerRank / spec.iterations);
   rounds = std::max(rounds, 1.0);
@@ -132,6 +129,12 @@ double estimateSeconds(const PlannedInstance& planned) {
                               static_cast<double>(planned.instance.bytes) * std::max(plan.window, 1) /
                                   estimate::assumedBytesPerSecond;
   return rounds * (spec.warmup + spec.iterations) * perOperation + rounds * estimate::assumedRoundCostSeconds;
+}
+
+}  // namespace
+
+double estimateSeconds(const PlannedInstance& planned) {
+  return estimateSecondsWith(planned, static_cast<double>(planned.plan.rounds.rounds()));
 }
 
 std::string formatEstimate(double seconds) {
@@ -148,20 +151,11 @@ std::string formatEstimate(double seconds) {
 namespace {
 
 // An instance the budget may thin: a parallel pass with more than one round.
-bool thinnable(const PlannedInstance& p) { return p.plan.pass == "parallel" && p.plan.schedule.size() > 1; }
-
-std::int64_t pairsIn(const suite::Schedule& schedule) {
-  std::int64_t pairs = 0;
-  for (const auto& round : schedule) pairs += static_cast<std::int64_t>(round.size());
-  return pairs;
-}
+bool thinnable(const PlannedInstance& p) { return p.plan.pass == "parallel" && p.plan.rounds.rounds() > 1; }
 
 // The cheapest the instances in `members` can be: one round for the thinnable.
 double leastSeconds(const PlannedInstance& p) {
-  if (!thinnable(p)) return estimateSeconds(p);
-  PlannedInstance one = p;
-  one.plan.schedule.resize(1);
-  return estimateSeconds(one);
+  return thinnable(p) ? estimateSecondsWith(p, 1) : estimateSeconds(p);
 }
 
 // A budget that covers `seconds`, in a unit the scenario reader takes.
@@ -192,25 +186,21 @@ void fitBudget(std::vector<PlannedInstance>& planned, const std::vector<std::siz
   for (auto i : members) {
     auto& p = planned[i];
     if (!thinnable(p)) continue;
-    const auto rounds = p.plan.schedule.size();
+    const auto rounds = static_cast<std::size_t>(p.plan.rounds.rounds());
     const auto keep = 1 + static_cast<std::size_t>(std::floor(static_cast<double>(rounds - 1) * share));
     if (keep >= rounds) continue;
-    const auto pairsBefore = pairsIn(p.plan.schedule);
-    p.plan.schedule = suite::keepRounds(p.plan.schedule, keep, i + 1);
-    const auto pairsKept = pairsIn(p.plan.schedule);
+    const auto pairsBefore = p.plan.rounds.pairs();
+    // A sample of round positions drawn from (rounds, keep, seed) alone: every
+    // rank draws the same and generates only the kept rounds' pairs.
+    p.plan.rounds.keepSample(keep, i + 1);
+    const auto pairsKept = p.plan.rounds.pairs();
     p.plan.roundsLeftOut += static_cast<std::int64_t>(rounds - keep);
     p.plan.pairsLeftOut += pairsBefore - pairsKept;
     p.plan.leftOut = "budget (" + what + ", " + formatEstimate(budget) + "): kept " + std::to_string(keep) + " of " +
                      std::to_string(rounds) + " rounds, a seeded sample; left out " +
                      std::to_string(rounds - keep) + " rounds, " + std::to_string(pairsBefore - pairsKept) + " pairs";
     p.plan.description += "; " + p.plan.leftOut;
-    std::vector<std::int64_t> busy(p.plan.layout ? static_cast<std::size_t>(p.plan.layout->size()) : 0);
-    std::int64_t most = 0;
-    for (const auto& round : p.plan.schedule)
-      for (const auto& pair : round)
-        for (int r : {pair.initiator, pair.responder})
-          if (static_cast<std::size_t>(r) < busy.size()) most = std::max(most, ++busy[static_cast<std::size_t>(r)]);
-    if (!busy.empty()) p.plan.maxSamplesPerRank = most * p.instance.spec->iterations;
+    if (p.plan.rounds.layout()) p.plan.maxSamplesPerRank = p.plan.rounds.busiestRankRounds() * p.instance.spec->iterations;
   }
 }
 
@@ -225,10 +215,18 @@ std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, cons
                                         const suite::WorldLayout& world) {
   const int worldSize = world.size();
   std::vector<PlannedInstance> out;
+  // The distinct layouts of the measuring ranks (O(N) each): instances with the
+  // same measuring ranks (every size and condition of a test) share one.
+  std::vector<std::shared_ptr<const suite::RankLayout>> layouts;
   for (auto& instance : scenario::expandMatrix(scenario)) {
     const auto& kind = registry.kind(instance.spec->kind);
     checkCongestors(instance, kind, worldSize);
     auto plan = kind.planOn(instance, world);
+    if (const auto* layout = plan.rounds.layout()) {
+      const auto same = std::find_if(layouts.begin(), layouts.end(), [&](const auto& l) { return *l == *layout; });
+      if (same != layouts.end()) plan.rounds.shareLayout(*same);
+      else layouts.push_back(plan.rounds.sharedLayout());
+    }
     const bool retests = plan.retestWorst > 0;
     out.push_back({std::move(instance), std::move(plan)});
     // Its serial retest comes right after it, planned now so that the count

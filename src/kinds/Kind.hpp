@@ -14,8 +14,7 @@
 #include "runtime/ClockSync.hpp"
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
-#include "kinds/p2p/PairSchedule.hpp"
-#include "kinds/p2p/TopologySchedule.hpp"
+#include "kinds/p2p/PairRounds.hpp"
 #include "kinds/Roles.hpp"
 #include "memory/BufferArena.hpp"
 #include "kinds/RunCache.hpp"
@@ -34,12 +33,13 @@ struct InstancePlan {
   std::string pattern = "pairs";
   std::string pass = "parallel";
   int window = 1;
-  Schedule schedule;               // empty for collectives
+  // The pairs round by round (empty for collectives): the pattern's
+  // parameters, not its pairs; each rank generates its own rounds at run time.
+  // It also holds where the measuring ranks sit (group indices), for the level
+  // each pair crosses.
+  PairRounds rounds;
   std::int64_t maxSamplesPerRank = 0;
   std::int64_t bufferBytesPerRank = 0;
-  // Where the measuring ranks sit (group indices), for the level each pair
-  // crosses; null when the kind has no pairs.
-  std::shared_ptr<const RankLayout> layout;
   // The time budget's cut (issue 19): rounds and pairs of the full pattern left
   // out so the test fits, and what was left (empty: nothing left out).
   std::int64_t roundsLeftOut = 0;
@@ -48,7 +48,7 @@ struct InstancePlan {
   std::string description;         // for `fabscope list`
   int retestWorst = 0;             // all-pairs: serially re-measure this many worst pairs
   int retestOf = -1;
-  // A serial retest's control pairs (group indices; also in `schedule`): their
+  // A serial retest's control pairs (group indices; also in `rounds`): their
   // samples carry sample_flags::controlPair.
   std::vector<RankPair> controlPairs;
   // > 0: each pair's samples come from one timed loop with this many clock

@@ -62,13 +62,14 @@ TEST(PatternBudget, RailsFollowTheLayoutOfTheMeasuringRanks) {
   const auto planned = plan("tests:\n  - {kind: latency, sizes: [8], pattern: rails}\n", suite::WorldLayout::uniform(16, 4, 0, 0));
   ASSERT_EQ(planned.size(), 1u);
   const auto& p = planned[0].plan;
-  ASSERT_TRUE(p.layout);
-  EXPECT_EQ(p.schedule.size(), 3u);  // 4 nodes
-  for (const auto& round : p.schedule)
+  ASSERT_TRUE(p.rounds.layout());
+  const auto& layout = *p.rounds.layout();
+  EXPECT_EQ(p.rounds.rounds(), 3);  // 4 nodes
+  for (const auto& round : p.rounds.whole())
     for (const auto& pair : round) {
-      EXPECT_EQ(p.layout->ranks[static_cast<std::size_t>(pair.initiator)].localRank,
-                p.layout->ranks[static_cast<std::size_t>(pair.responder)].localRank);
-      EXPECT_EQ(suite::levelOf(*p.layout, pair.initiator, pair.responder), suite::Level::crossNode);
+      EXPECT_EQ(layout.ranks[static_cast<std::size_t>(pair.initiator)].localRank,
+                layout.ranks[static_cast<std::size_t>(pair.responder)].localRank);
+      EXPECT_EQ(suite::levelOf(layout, pair.initiator, pair.responder), suite::Level::crossNode);
     }
 }
 
@@ -79,19 +80,19 @@ TEST(PatternBudget, ABudgetKeepsASampleOfRoundsAndSaysWhatWent) {
   const auto planned = plan(text, world);
   ASSERT_EQ(planned.size(), 1u);
   const auto& p = planned[0];
-  EXPECT_LT(p.plan.schedule.size(), 63u);
-  EXPECT_GE(p.plan.schedule.size(), 1u);
+  EXPECT_LT(p.plan.rounds.rounds(), 63);
+  EXPECT_GE(p.plan.rounds.rounds(), 1);
   EXPECT_LE(driver::estimateSeconds(p), 0.05);
-  EXPECT_EQ(p.plan.roundsLeftOut, 63 - static_cast<std::int64_t>(p.plan.schedule.size()));
+  EXPECT_EQ(p.plan.roundsLeftOut, 63 - p.plan.rounds.rounds());
   EXPECT_EQ(p.plan.pairsLeftOut, p.plan.roundsLeftOut * 32);
   EXPECT_NE(p.plan.leftOut.find("left out"), std::string::npos);
-  EXPECT_EQ(p.plan.maxSamplesPerRank, static_cast<std::int64_t>(p.plan.schedule.size()) * 100);
+  EXPECT_EQ(p.plan.maxSamplesPerRank, p.plan.rounds.rounds() * 100);
   // Without the budget nothing is left out; the same budget gives the same rounds.
   const auto full = plan("tests:\n  - {kind: latency, sizes: [8], iterations: 100, warmup: 0, pattern: all-pairs,\n"
                          "     all_pairs: {retest_worst: 0}}\n", world);
-  EXPECT_EQ(full[0].plan.schedule.size(), 63u);
+  EXPECT_EQ(full[0].plan.rounds.rounds(), 63);
   EXPECT_TRUE(full[0].plan.leftOut.empty());
-  EXPECT_EQ(plan(text, world)[0].plan.schedule, p.plan.schedule);
+  EXPECT_EQ(plan(text, world)[0].plan.rounds.whole(), p.plan.rounds.whole());
 }
 
 TEST(PatternBudget, ABudgetNoInstanceFitsIsRefusedWithTheEstimate) {

@@ -13,26 +13,52 @@ Schedule pairsSchedule(int ranks) {
   return {round};
 }
 
-Schedule allPairsParallelSchedule(int ranks, bool bothDirections) {
+int circleRounds(int ranks, bool bothDirections) {
   // Circle method on an even number of seats; seat `ranks` is a bye when odd.
   const int seats = ranks % 2 == 0 ? ranks : ranks + 1;
-  Schedule schedule;
-  for (int r = 0; r < seats - 1; ++r) {
-    Round round;
-    for (int i = 0; i < seats / 2; ++i) {
-      const int a = i == 0 ? 0 : (r + i - 1) % (seats - 1) + 1;
-      const int b = (r + seats - 1 - i - 1) % (seats - 1) + 1;
-      if (a >= ranks || b >= ranks) continue;
-      // Alternate who initiates so each rank measures about half its pairs.
-      round.push_back((r + i) % 2 == 0 ? RankPair{a, b} : RankPair{b, a});
-    }
-    schedule.push_back(round);
-    if (bothDirections) {
-      Round mirror;
-      for (const auto& p : round) mirror.push_back({p.responder, p.initiator});
-      schedule.push_back(mirror);
-    }
+  return std::max(seats - 1, 0) * (bothDirections ? 2 : 1);
+}
+
+void circleRound(int ranks, int r, bool bothDirections, Round& out) {
+  const int seats = ranks % 2 == 0 ? ranks : ranks + 1;
+  // With both directions, round 2k is round k of the tournament and 2k+1 its mirror.
+  const int k = bothDirections ? r / 2 : r;
+  const bool mirror = bothDirections && r % 2 == 1;
+  for (int i = 0; i < seats / 2; ++i) {
+    const int a = i == 0 ? 0 : (k + i - 1) % (seats - 1) + 1;
+    const int b = (k + seats - 1 - i - 1) % (seats - 1) + 1;
+    if (a >= ranks || b >= ranks) continue;
+    // Alternate who initiates so each rank measures about half its pairs.
+    const RankPair pair = (k + i) % 2 == 0 ? RankPair{a, b} : RankPair{b, a};
+    out.push_back(mirror ? RankPair{pair.responder, pair.initiator} : pair);
   }
+}
+
+bool circlePairOf(int ranks, int r, bool bothDirections, int rank, RankPair& pair) {
+  const int seats = ranks % 2 == 0 ? ranks : ranks + 1;
+  const int k = bothDirections ? r / 2 : r;
+  const bool mirror = bothDirections && r % 2 == 1;
+  const int ring = seats - 1;  // seats 1 .. seats-1 turn; seat 0 stays
+  const auto wrap = [&](int v) { return ((v % ring) + ring) % ring; };
+  // circleRound's pair i is (a_i, b_i): a_0 = 0, a_i = (k+i-1) mod ring + 1,
+  // b_i = (k+seats-2-i) mod ring + 1; find the i that seats `rank`.
+  int i = 0;
+  if (rank != 0) {
+    const int y = rank - 1;
+    const int asA = wrap(y - k + 1);
+    i = asA >= 1 && asA < seats / 2 ? asA : wrap(k - 1 - y);
+  }
+  const int a = i == 0 ? 0 : (k + i - 1) % ring + 1;
+  const int b = (k + seats - 1 - i - 1) % ring + 1;
+  if (a >= ranks || b >= ranks) return false;
+  pair = (k + i) % 2 == 0 ? RankPair{a, b} : RankPair{b, a};
+  if (mirror) pair = {pair.responder, pair.initiator};
+  return true;
+}
+
+Schedule allPairsParallelSchedule(int ranks, bool bothDirections) {
+  Schedule schedule(static_cast<std::size_t>(circleRounds(ranks, bothDirections)));
+  for (std::size_t r = 0; r < schedule.size(); ++r) circleRound(ranks, static_cast<int>(r), bothDirections, schedule[r]);
   return schedule;
 }
 

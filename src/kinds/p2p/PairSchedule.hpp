@@ -20,6 +20,15 @@ using Schedule = std::vector<Round>;
 // Rank i with i + n/2, all at once (one round). Odd n leaves the last rank idle.
 Schedule pairsSchedule(int ranks);
 
+// The circle method's rounds among n ranks, and round r of them appended to
+// `out` (0 <= r < circleRounds): what allPairsParallelSchedule holds, one round
+// at a time.
+int circleRounds(int ranks, bool bothDirections);
+void circleRound(int ranks, int r, bool bothDirections, Round& out);
+// The pair `rank` is in within that round, computed alone (O(1)); false when
+// the rank sits out (the bye of an odd count).
+bool circlePairOf(int ranks, int r, bool bothDirections, int rank, RankPair& pair);
+
 // Round-robin tournament (circle method): n-1 rounds (n even) in which every
 // rank is in exactly one pair, and every pair meets once. With `bothDirections`
 // each round is followed by its mirror, for one-way tests.

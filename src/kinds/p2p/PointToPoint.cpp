@@ -94,23 +94,23 @@ InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, co
   const auto unfit = patternUnfit(c.pattern, *layout, c.patternOptions);
   if (!unfit.empty())
     throw scenario::ScenarioError(spec.where("pattern") + ": test '" + spec.name + "': " + unfit);
-  plan.layout = layout;
   std::string detail;
-  const auto roundsText = [&] { return std::to_string(plan.schedule.size()) + " rounds"; };
+  const auto roundsText = [&] { return std::to_string(plan.rounds.rounds()) + " rounds"; };
+  // The pattern's parameters only (one-way kinds: bothDirections, set by
+  // parse): counting its rounds generates them once, one round at a time (time
+  // O(pairs), memory O(ranks)); no rank holds them all.
   switch (c.pattern) {
     case Pattern::pairs:
-      plan.schedule = pairsSchedule(ranks);
+      plan.rounds = PairRounds::ofPattern(Pattern::pairs, layout, c.patternOptions);
       plan.pass = "parallel";
       detail = "pairs i<->i+" + std::to_string(ranks / 2) + ", " + std::to_string(ranks / 2) + " pairs at once";
       break;
     case Pattern::allPairs: {
-      const auto parallel = allPairsParallelSchedule(ranks, oneWay());
+      plan.rounds = PairRounds::ofPattern(Pattern::allPairs, layout, c.patternOptions, c.serial);
       if (c.serial) {
-        plan.schedule = serialSchedule(parallel);
         plan.pass = "serial";
         detail = "all-pairs, one pair at a time (" + roundsText() + ")";
       } else {
-        plan.schedule = parallel;
         plan.pass = "parallel";
         plan.retestWorst = c.retestWorst;
         detail = "all-pairs, " + roundsText() + ", every rank busy";
@@ -119,7 +119,7 @@ InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, co
       break;
     }
     default: {
-      plan.schedule = topologySchedule(c.pattern, *layout, c.patternOptions);
+      plan.rounds = PairRounds::ofPattern(c.pattern, layout, c.patternOptions);
       plan.pass = "parallel";
       const std::string draws = std::to_string(c.patternOptions.draws);
       const std::string seed = ", seed " + std::to_string(c.patternOptions.seed);
@@ -135,14 +135,7 @@ InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, co
       detail += ", " + roundsText();
     }
   }
-  // One pass over the pairs (not one per rank: that was quadratic in the ranks).
-  std::vector<std::int64_t> busy(static_cast<std::size_t>(ranks), 0);
-  std::int64_t roundsPerRank = 0;
-  for (const auto& round : plan.schedule)
-    for (const auto& pair : round)
-      for (int r : {pair.initiator, pair.responder})
-        roundsPerRank = std::max(roundsPerRank, ++busy[static_cast<std::size_t>(r)]);
-  plan.maxSamplesPerRank = roundsPerRank * spec.iterations;
+  plan.maxSamplesPerRank = plan.rounds.busiestRankRounds() * spec.iterations;
   const auto receive = c.oneReceiveBuffer
                            ? static_cast<std::size_t>(instance.bytes)
                            : std::min<std::size_t>(static_cast<std::size_t>(instance.bytes) * static_cast<std::size_t>(plan.window),
@@ -162,12 +155,13 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
   buffers.slices = oneBuffer ? 1
                    : wanted <= std::max(maxReceiveBytes, bytes) ? static_cast<std::size_t>(ctx.plan.window)
                                                                 : std::max<std::size_t>(1, maxReceiveBytes / bytes);
-  // The schedule is in group indices; the transport needs world ranks.
-  auto mine = roundsOf(ctx.plan.schedule, ctx.group.rank());
-  std::vector<bool> controlRound(ctx.plan.schedule.size(), false);
-  for (const auto& [round, pair] : mine)
-    controlRound[static_cast<std::size_t>(round)] =
-        std::find(ctx.plan.controlPairs.begin(), ctx.plan.controlPairs.end(), pair) != ctx.plan.controlPairs.end();
+  // This rank's rounds only (O(own pairs)), generated from the plan's
+  // parameters; in group indices, and the transport needs world ranks.
+  auto mine = ctx.plan.rounds.roundsOf(ctx.group.rank());
+  std::vector<bool> controlPair(mine.size(), false);
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    controlPair[i] = std::find(ctx.plan.controlPairs.begin(), ctx.plan.controlPairs.end(), mine[i].second) !=
+                     ctx.plan.controlPairs.end();
   const auto mineInGroup = mine;
   for (auto& [round, pair] : mine)
     pair = {ctx.participants[static_cast<std::size_t>(pair.initiator)],
@@ -184,21 +178,22 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
   ctx.transport.reserve(2 * ctx.plan.window + 2);
 
   std::size_t next = 0;
-  for (int round = 0; round < static_cast<int>(ctx.plan.schedule.size()); ++round) {
+  const RankLayout* layout = ctx.plan.rounds.layout();
+  for (int round = 0; round < static_cast<int>(ctx.plan.rounds.rounds()); ++round) {
     // Everyone starts a round together, so pairs of one round overlap fully.
     ctx.group.barrier(ctx.deadline);
     if (next < mine.size() && mine[next].first == round) {
       const RankPair pair = mine[next].second;
+      const bool control = controlPair[next];
       const RankPair groupPair = mineInGroup[next++].second;
       const int peer = pair.initiator == me ? pair.responder : pair.initiator;
       zeroBuffer(buffers.recv, buffers.recvBytes, memory);
       const std::size_t firstSample = ctx.samples.count();
       measurePair(ctx, pair, buffers);
-      if (controlRound[static_cast<std::size_t>(round)])
-        ctx.samples.flagSince(firstSample, output::sample_flags::controlPair);
-      if (ctx.plan.layout)
-        ctx.samples.levelSince(firstSample, static_cast<std::uint8_t>(levelOf(*ctx.plan.layout, groupPair.initiator,
-                                                                                groupPair.responder)));
+      if (control) ctx.samples.flagSince(firstSample, output::sample_flags::controlPair);
+      if (layout)
+        ctx.samples.levelSince(firstSample,
+                               static_cast<std::uint8_t>(levelOf(*layout, groupPair.initiator, groupPair.responder)));
       // The bytes of the last timed iteration are still in the receive slices.
       const bool received = !oneWay() || pair.responder == me;
       if (received) {

@@ -1,6 +1,7 @@
 #include "kinds/p2p/TopologySchedule.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -110,29 +111,32 @@ std::vector<int> shuffled(int n, std::uint64_t& state) {
   return order;
 }
 
-// Circle-method rounds among `members` (group indices), mapped back.
-Schedule allPairsAmong(const std::vector<int>& members, bool bothDirections) {
-  Schedule out;
-  for (const auto& round : allPairsParallelSchedule(static_cast<int>(members.size()), bothDirections)) {
-    Round mapped;
-    for (const auto& p : round)
-      mapped.push_back({members[static_cast<std::size_t>(p.initiator)], members[static_cast<std::size_t>(p.responder)]});
-    out.push_back(std::move(mapped));
-  }
-  return out;
+// Round r of the circle method among `members` (group indices), mapped back, appended to `out`.
+void appendCircleRoundAmong(const std::vector<int>& members, int r, bool bothDirections, Round& out, Round& scratch) {
+  scratch.clear();
+  circleRound(static_cast<int>(members.size()), r, bothDirections, scratch);
+  for (const auto& p : scratch)
+    out.push_back({members[static_cast<std::size_t>(p.initiator)], members[static_cast<std::size_t>(p.responder)]});
 }
 
-// Groups' schedules side by side: round r of every group together (the
-// groups are disjoint, so every rank is still in one pair per round at most).
-void mergeSideBySide(Schedule& into, const std::vector<Schedule>& groups) {
-  std::size_t rounds = 0;
-  for (const auto& g : groups) rounds = std::max(rounds, g.size());
-  for (std::size_t r = 0; r < rounds; ++r) {
-    Round round;
+// Groups' circle-method rounds side by side: round r of every group together
+// (the groups are disjoint, so every rank is still in one pair per round at
+// most), without the pairs `drop` refuses; a round left empty is skipped.
+// False when `visit` asked to stop.
+template <typename Drop>
+bool streamSideBySide(const std::vector<std::vector<int>>& groups, bool bothDirections, Drop drop,
+                      const RoundVisitor& visit) {
+  int rounds = 0;
+  for (const auto& g : groups) rounds = std::max(rounds, circleRounds(static_cast<int>(g.size()), bothDirections));
+  Round round, scratch;
+  for (int r = 0; r < rounds; ++r) {
+    round.clear();
     for (const auto& g : groups)
-      if (r < g.size()) round.insert(round.end(), g[r].begin(), g[r].end());
-    if (!round.empty()) into.push_back(std::move(round));
+      if (r < circleRounds(static_cast<int>(g.size()), bothDirections)) appendCircleRoundAmong(g, r, bothDirections, round, scratch);
+    std::erase_if(round, drop);
+    if (!round.empty() && !visit(round)) return false;
   }
+  return true;
 }
 
 // One random matching among the pairs `fits` accepts: ranks in a shuffled
@@ -229,35 +233,32 @@ std::string patternUnfit(Pattern pattern, const RankLayout& layout, const Patter
   return "";
 }
 
-Schedule railsSchedule(const RankLayout& layout, bool bothDirections) {
-  std::vector<Schedule> rails;
-  for (const auto& [rail, members] : groupBy(layout, false, true)) rails.push_back(allPairsAmong(members, bothDirections));
+namespace {
+
+void streamRails(const RankLayout& layout, bool bothDirections, const RoundVisitor& visit) {
+  std::vector<std::vector<int>> rails;
+  for (auto& [rail, members] : groupBy(layout, false, true)) rails.push_back(std::move(members));
   // Ranks of one rail on one node (more ranks than GPUs) would pair on a node: leave those pairs out.
-  for (auto& rail : rails)
-    for (auto& round : rail)
-      std::erase_if(round, [&](const RankPair& p) { return levelOf(layout, p.initiator, p.responder) == Level::sameNode; });
-  Schedule out;
-  mergeSideBySide(out, rails);
-  return out;
+  streamSideBySide(
+      rails, bothDirections,
+      [&](const RankPair& p) { return levelOf(layout, p.initiator, p.responder) == Level::sameNode; }, visit);
 }
 
-Schedule crossRailSchedule(const RankLayout& layout, int draws, std::uint64_t seed) {
-  Schedule out;
+void streamCrossRail(const RankLayout& layout, int draws, std::uint64_t seed, const RoundVisitor& visit) {
   std::uint64_t state = seed;
   for (int d = 0; d < draws; ++d) {
-    auto round = randomMatching(layout.size(), state, [&](int a, int b) {
+    const auto round = randomMatching(layout.size(), state, [&](int a, int b) {
       const auto& x = layout.ranks[static_cast<std::size_t>(a)];
       const auto& y = layout.ranks[static_cast<std::size_t>(b)];
       return x.node != y.node && x.localRank != y.localRank;
     });
-    if (!round.empty()) out.push_back(std::move(round));
+    if (!round.empty() && !visit(round)) return;
   }
-  return out;
 }
 
-Schedule ringSchedule(int ranks, int draws, std::uint64_t seed) {
-  Schedule out;
+void streamRing(int ranks, int draws, std::uint64_t seed, const RoundVisitor& visit) {
   std::uint64_t state = seed;
+  Round even, odd;
   for (int d = 0; d < draws && ranks >= 3; ++d) {
     const auto ring = shuffled(ranks, state);
     const auto edge = [&](int k) {
@@ -266,42 +267,39 @@ Schedule ringSchedule(int ranks, int draws, std::uint64_t seed) {
     // Edge k uses ranks k and k+1: even edges are disjoint, odd edges too; with
     // an odd count the closing edge shares a rank with both and goes alone.
     const int paired = ranks % 2 == 0 ? ranks : ranks - 1;
-    Round even, odd;
+    even.clear();
+    odd.clear();
     for (int k = 0; k < paired; ++k) (k % 2 == 0 ? even : odd).push_back(edge(k));
-    out.push_back(std::move(even));
-    out.push_back(std::move(odd));
-    if (paired != ranks) out.push_back({edge(ranks - 1)});
+    if (!visit(even) || !visit(odd)) return;
+    if (paired != ranks && !visit(Round{edge(ranks - 1)})) return;
   }
-  return out;
 }
 
-Schedule bisectionSchedule(int ranks, int draws, std::uint64_t seed) {
-  Schedule out;
+void streamBisection(int ranks, int draws, std::uint64_t seed, const RoundVisitor& visit) {
   std::uint64_t state = seed;
   const int half = ranks / 2;
+  Round round;
   for (int d = 0; d < draws && half > 0; ++d) {
     const auto order = shuffled(ranks, state);
-    Round round;
+    round.clear();
     for (int i = 0; i < half; ++i) {
       const int a = order[static_cast<std::size_t>(i)], b = order[static_cast<std::size_t>(half + i)];
       // Both halves stream: half the pairs are driven from each side.
       round.push_back(i % 2 == 0 ? RankPair{a, b} : RankPair{b, a});
     }
-    out.push_back(std::move(round));
+    if (!visit(round)) return;
   }
-  return out;
 }
 
-Schedule hierarchicalSchedule(const RankLayout& layout, const PatternOptions& options) {
-  std::vector<Schedule> groups;
+void streamHierarchical(const RankLayout& layout, const PatternOptions& options, const RoundVisitor& visit) {
+  std::vector<std::vector<int>> groups;
   std::vector<int> groupOf(static_cast<std::size_t>(layout.size()), 0);
-  for (const auto& [key, members] : groupBy(layout, options.groupByLeaf, false)) {
+  for (auto& [key, members] : groupBy(layout, options.groupByLeaf, false)) {
     for (int m : members) groupOf[static_cast<std::size_t>(m)] = key;
-    groups.push_back(allPairsAmong(members, options.bothDirections));
+    groups.push_back(std::move(members));
   }
-  Schedule out;
-  mergeSideBySide(out, groups);
-  if (groups.size() < 2) return out;
+  if (!streamSideBySide(groups, options.bothDirections, [](const RankPair&) { return false; }, visit)) return;
+  if (groups.size() < 2) return;
   std::set<std::string> pods;
   for (const auto& r : layout.ranks) pods.insert(r.pod);
   bool podsWithSeveralGroups = false;
@@ -315,40 +313,84 @@ Schedule hierarchicalSchedule(const RankLayout& layout, const PatternOptions& op
   std::uint64_t state = options.seed;
   for (int d = 0; d < options.draws; ++d) {
     const bool withinPod = alternate && d % 2 == 0;
-    auto round = randomMatching(layout.size(), state, [&](int a, int b) {
+    const auto round = randomMatching(layout.size(), state, [&](int a, int b) {
       if (groupOf[static_cast<std::size_t>(a)] == groupOf[static_cast<std::size_t>(b)]) return false;
       if (!alternate) return true;
       const bool samePod = layout.ranks[static_cast<std::size_t>(a)].pod == layout.ranks[static_cast<std::size_t>(b)].pod;
       return samePod == withinPod;
     });
-    if (!round.empty()) out.push_back(std::move(round));
+    if (!round.empty() && !visit(round)) return;
   }
+}
+
+}  // namespace
+
+void streamPattern(Pattern pattern, const RankLayout& layout, const PatternOptions& options, const RoundVisitor& visit) {
+  switch (pattern) {
+    case Pattern::pairs: visit(pairsSchedule(layout.size()).front()); return;
+    case Pattern::allPairs: {
+      Round round;
+      for (int r = 0; r < circleRounds(layout.size(), options.bothDirections); ++r) {
+        round.clear();
+        circleRound(layout.size(), r, options.bothDirections, round);
+        if (!visit(round)) return;
+      }
+      return;
+    }
+    case Pattern::rails: streamRails(layout, options.bothDirections, visit); return;
+    case Pattern::crossRail: streamCrossRail(layout, options.draws, options.seed, visit); return;
+    case Pattern::ring: streamRing(layout.size(), options.draws, options.seed, visit); return;
+    case Pattern::bisection: streamBisection(layout.size(), options.draws, options.seed, visit); return;
+    case Pattern::hierarchical: streamHierarchical(layout, options, visit); return;
+  }
+}
+
+namespace {
+
+Schedule collect(const std::function<void(const RoundVisitor&)>& stream) {
+  Schedule out;
+  stream([&](const Round& round) {
+    out.push_back(round);
+    return true;
+  });
   return out;
 }
 
+}  // namespace
+
+Schedule railsSchedule(const RankLayout& layout, bool bothDirections) {
+  return collect([&](const RoundVisitor& v) { streamRails(layout, bothDirections, v); });
+}
+Schedule crossRailSchedule(const RankLayout& layout, int draws, std::uint64_t seed) {
+  return collect([&](const RoundVisitor& v) { streamCrossRail(layout, draws, seed, v); });
+}
+Schedule ringSchedule(int ranks, int draws, std::uint64_t seed) {
+  return collect([&](const RoundVisitor& v) { streamRing(ranks, draws, seed, v); });
+}
+Schedule bisectionSchedule(int ranks, int draws, std::uint64_t seed) {
+  return collect([&](const RoundVisitor& v) { streamBisection(ranks, draws, seed, v); });
+}
+Schedule hierarchicalSchedule(const RankLayout& layout, const PatternOptions& options) {
+  return collect([&](const RoundVisitor& v) { streamHierarchical(layout, options, v); });
+}
 Schedule topologySchedule(Pattern pattern, const RankLayout& layout, const PatternOptions& options) {
-  switch (pattern) {
-    case Pattern::pairs: return pairsSchedule(layout.size());
-    case Pattern::allPairs: return allPairsParallelSchedule(layout.size(), options.bothDirections);
-    case Pattern::rails: return railsSchedule(layout, options.bothDirections);
-    case Pattern::crossRail: return crossRailSchedule(layout, options.draws, options.seed);
-    case Pattern::ring: return ringSchedule(layout.size(), options.draws, options.seed);
-    case Pattern::bisection: return bisectionSchedule(layout.size(), options.draws, options.seed);
-    case Pattern::hierarchical: return hierarchicalSchedule(layout, options);
-  }
-  return {};
+  return collect([&](const RoundVisitor& v) { streamPattern(pattern, layout, options, v); });
 }
 
-Schedule keepRounds(const Schedule& schedule, std::size_t keep, std::uint64_t seed) {
-  if (keep >= schedule.size()) return schedule;
-  std::vector<std::size_t> index(schedule.size());
+std::vector<std::size_t> sampleRounds(std::size_t rounds, std::size_t keep, std::uint64_t seed) {
+  std::vector<std::size_t> index(rounds);
   std::iota(index.begin(), index.end(), 0);
+  if (keep >= rounds) return index;
   std::uint64_t state = seed;
   for (std::size_t i = 0; i < keep; ++i) std::swap(index[i], index[i + below(state, index.size() - i)]);
   index.resize(keep);
   std::sort(index.begin(), index.end());
+  return index;
+}
+
+Schedule keepRounds(const Schedule& schedule, std::size_t keep, std::uint64_t seed) {
   Schedule out;
-  for (std::size_t i : index) out.push_back(schedule[i]);
+  for (std::size_t i : sampleRounds(schedule.size(), keep, seed)) out.push_back(schedule[i]);
   return out;
 }
 

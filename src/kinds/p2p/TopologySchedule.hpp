@@ -6,6 +6,7 @@
 // All in group indices (the measuring ranks in role order); seeded with the
 // splitmix64 generator, so the same seed gives the same schedule on any build.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,12 @@ struct RankPlace {
   int localRank = 0;
   std::string leaf;
   std::string pod;
+  bool operator==(const RankPlace&) const = default;
 };
 
 struct RankLayout {
   std::vector<RankPlace> ranks;  // by group index
+  bool operator==(const RankLayout&) const = default;
   int size() const { return static_cast<int>(ranks.size()); }
   int nodes() const;
   // Every rank has a leaf label.
@@ -78,6 +81,15 @@ struct PatternOptions {
 // only where the pattern needs several, no leaf labels where it needs them.
 std::string patternUnfit(Pattern pattern, const RankLayout& layout, const PatternOptions& options);
 
+// Visits the rounds of `pattern` one at a time, in order: the rounds
+// topologySchedule returns, without holding them (issue 19: no rank holds a
+// whole schedule). Holds one round, the groups and a shuffled order at a time,
+// O(N); time O(pairs of the whole schedule). `visit` returns false to stop.
+using RoundVisitor = std::function<bool(const Round&)>;
+void streamPattern(Pattern pattern, const RankLayout& layout, const PatternOptions& options, const RoundVisitor& visit);
+
+// The same rounds collected (tests and small cases; a run uses PairRounds).
+Schedule topologySchedule(Pattern pattern, const RankLayout& layout, const PatternOptions& options);
 // Rank (node n, local l) with every other rank of local rank l, all-pairs by
 // the circle method within each rail; rails run side by side.
 Schedule railsSchedule(const RankLayout& layout, bool bothDirections);
@@ -92,10 +104,11 @@ Schedule bisectionSchedule(int ranks, int draws, std::uint64_t seed);
 // pairs of one pod (different leaves) and pairs across pods when both exist.
 Schedule hierarchicalSchedule(const RankLayout& layout, const PatternOptions& options);
 
-Schedule topologySchedule(Pattern pattern, const RankLayout& layout, const PatternOptions& options);
-
-// A seeded sample of `keep` rounds of `schedule`, in their order (the time
-// budget's choice; whole rounds, so every rank stays as busy as before).
+// The positions of a seeded sample of `keep` of `rounds` rounds, in order (the
+// time budget's choice; whole rounds, so every rank stays as busy as before). A
+// function of (rounds, keep, seed) only, so every rank draws it alone: O(rounds).
+std::vector<std::size_t> sampleRounds(std::size_t rounds, std::size_t keep, std::uint64_t seed);
+// Those rounds of a whole schedule.
 Schedule keepRounds(const Schedule& schedule, std::size_t keep, std::uint64_t seed);
 
 }  // namespace fabscope::suite
