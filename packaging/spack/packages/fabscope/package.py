@@ -82,6 +82,13 @@ class Fabscope(CMakePackage, CudaPackage):
                 args.append(self.define("CMAKE_CUDA_ARCHITECTURES", ";".join(cuda_arch)))
         return args
 
+    def check(self):
+        # The unit tests only: CMakePackage's default runs the build's `test` target,
+        # which also holds the MPI and system tests (root, network namespaces, Slurm,
+        # tens of minutes), not a build-time check.
+        with working_dir(self.build_directory):
+            ctest("--label-regex", "^unit$", "--output-on-failure", "--timeout", "120")
+
     def setup_run_environment(self, env):
         if self.spec.satisfies("+python"):
             env.prepend_path("PYTHONPATH", join_path(self.prefix, self.python_dir))
