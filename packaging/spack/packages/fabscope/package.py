@@ -86,7 +86,7 @@ class Fabscope(CMakePackage, CudaPackage):
         # The unit tests only: CMakePackage's default runs the build's `test` target,
         # which also holds the MPI and system tests (root, network namespaces, Slurm,
         # tens of minutes), not a build-time check.
-        with working_dir(self.build_directory):
+        with working_dir(self.builder.build_directory):
             ctest("--label-regex", "^unit$", "--output-on-failure", "--timeout", "120")
 
     def setup_run_environment(self, env):
