@@ -45,8 +45,8 @@ commit=$(git -C "$FABSCOPE_SOURCE_DIR" rev-parse HEAD)
   || note "the checkout has uncommitted changes: Spack builds the commit $commit without them"
 
 scratch=$(mktemp -d /var/tmp/fabscope-spack-install.XXXXXX)
-# FABSCOPE_SPACK_KEEP=1 keeps the scratch folder (logs, install tree) of a failed run.
-on_exit "if [[ \$system_test_exit_status != 0 && -n \${FABSCOPE_SPACK_KEEP:-} ]]; then note \"kept $scratch\"; else rm -rf '$scratch'; fi"
+# FABSCOPE_SPACK_KEEP=1 keeps the scratch folder (logs, configuration, install tree).
+on_exit "if [[ -n \${FABSCOPE_SPACK_KEEP:-} ]]; then note \"kept $scratch\"; else rm -rf '$scratch'; fi"
 cache=${FABSCOPE_SPACK_CACHE:-/var/tmp/fabscope-spack-cache}
 export SPACK_USER_CONFIG_PATH=$scratch/config SPACK_SYSTEM_CONFIG_PATH=$scratch/system-config
 export SPACK_USER_CACHE_PATH=$cache
@@ -141,17 +141,21 @@ built=$(sed -n '/^Concretized/,$p' "$scratch/spec.log" | grep -E '^ *(-|\[\+\]|\
 [[ -z $built ]] || { cat "$scratch/spec.log" >&2; fail "Spack would build more than fabscope: $built"; }
 grep -Eq '^\[e\] .* \^hdf5@[^ ]*\+mpi' "$scratch/spec.log" || { cat "$scratch/spec.log" >&2; fail "hdf5+mpi is not the system's (no [e] hdf5+mpi in the spec)"; }
 step 1200 install "$spack" install --test=root --fail-fast -v "$spec"
-grep -Eq "100% tests passed, 0 tests failed out of [1-9]" "$scratch/install.log" || { tail -n 40 "$scratch/install.log" >&2; fail "spack install --test=root ran no unit tests"; }
+unit_tests=$(grep -Eo "100% tests passed, 0 tests failed out of [1-9][0-9]*" "$scratch/install.log") \
+  || { tail -n 40 "$scratch/install.log" >&2; fail "spack install --test=root ran no unit tests"; }
+note "spack install --test=root, unit tests: $unit_tests"
 
 # spack load: its environment in this shell (no Spack shell integration needed).
 load=$(timeout 120 "$spack" load --sh fabscope) || fail "spack load --sh fabscope failed"
 eval "$load"
 prefix=$(timeout 120 "$spack" location -i fabscope)
 [[ $(command -v fabscope) == "$prefix/bin/fabscope" ]] || fail "spack load did not put $prefix/bin/fabscope first on PATH ($(command -v fabscope))"
-fabscope --version | grep -q "^fabscope " || fail "the installed fabscope --version failed"
+version=$(fabscope --version) && [[ $version == "fabscope "* ]] || fail "the installed fabscope --version failed: $version"
+note "spack load fabscope: $prefix/bin/fabscope, '${version%%$'\n'*}'"
 [[ $FABSCOPE_SCENARIOS == "$prefix/share/fabscope/scenarios" ]] || fail "FABSCOPE_SCENARIOS is '${FABSCOPE_SCENARIOS:-}', not the installed scenarios"
 fabscope list --scenario "$FABSCOPE_SCENARIOS/smoke.yaml" --ranks 2 >"$scratch/list.log" 2>&1 \
   || { cat "$scratch/list.log" >&2; fail "the installed fabscope list failed"; }
+note "fabscope list: $(grep -c . "$scratch/list.log") lines for smoke.yaml on 2 ranks"
 mkdir "$scratch/elsewhere" && cd "$scratch/elsewhere"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 set +e
@@ -165,6 +169,7 @@ grep -A1 "^command:" "$scratch/run.log" | grep -q "$prefix/bin/fabscope run" \
 /usr/bin/python3 -m fabscope_analysis summary run.h5 >"$scratch/summary.log" 2>&1 \
   || { cat "$scratch/summary.log" >&2; fail "the installed analysis could not summarise the run"; }
 grep -q "^verdict: " "$scratch/summary.log" || fail "the installed analysis gave no verdict"
+note "fabscope-mpirun --np 2 run smoke.yaml: exit $rc; summary: $(grep "^verdict: " "$scratch/summary.log")"
 /usr/bin/python3 -c 'import fabscope_analysis, sys; print(fabscope_analysis.__file__)' | grep -q "^$prefix/" \
   || fail "python3 found fabscope_analysis elsewhere than $prefix"
 note "PASS: Spack installed fabscope@$commit from the recipe with the system's packages as externals," \
