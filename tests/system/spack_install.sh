@@ -42,7 +42,7 @@ git -C "$FABSCOPE_SOURCE_DIR" rev-parse --verify -q HEAD >/dev/null \
   || fail "$FABSCOPE_SOURCE_DIR is not a git checkout: the recipe fetches fabscope from it by git"
 commit=$(git -C "$FABSCOPE_SOURCE_DIR" rev-parse HEAD)
 [[ -z $(git -C "$FABSCOPE_SOURCE_DIR" status --porcelain --untracked-files=no) ]] \
-  || note "the checkout has uncommitted changes: Spack builds the commit $commit without them"
+  || note "the checkout has uncommitted changes: Spack builds the sources of commit $commit without them (the recipe is read as it is now)"
 
 scratch=$(mktemp -d /var/tmp/fabscope-spack-install.XXXXXX)
 # FABSCOPE_SPACK_KEEP=1 keeps the scratch folder (logs, configuration, install tree).
@@ -166,8 +166,12 @@ set -e
 ((rc <= 1)) || { tail -20 "$scratch/run.log" >&2; fail "the installed fabscope-mpirun run exited $rc"; }
 grep -A1 "^command:" "$scratch/run.log" | grep -q "$prefix/bin/fabscope run" \
   || { grep -A1 "^command:" "$scratch/run.log" >&2; fail "the installed wrapper did not run the installed binary"; }
-/usr/bin/python3 -m fabscope_analysis summary run.h5 >"$scratch/summary.log" 2>&1 \
-  || { cat "$scratch/summary.log" >&2; fail "the installed analysis could not summarise the run"; }
+# The python3 a user of the loaded environment types (first on PATH: the load may put a
+# Spack python-venv there) and the system's both find the installed analysis.
+for python in "$(command -v python3)" /usr/bin/python3; do
+  "$python" -m fabscope_analysis summary run.h5 >"$scratch/summary.log" 2>&1 \
+    || { cat "$scratch/summary.log" >&2; fail "the installed analysis could not summarise the run with $python"; }
+done
 grep -q "^verdict: " "$scratch/summary.log" || fail "the installed analysis gave no verdict"
 note "fabscope-mpirun --np 2 run smoke.yaml: exit $rc; summary: $(grep "^verdict: " "$scratch/summary.log")"
 /usr/bin/python3 -c 'import fabscope_analysis, sys; print(fabscope_analysis.__file__)' | grep -q "^$prefix/" \
