@@ -82,10 +82,54 @@ class Fabscope(CMakePackage, CudaPackage):
                 args.append(self.define("CMAKE_CUDA_ARCHITECTURES", ";".join(cuda_arch)))
         return args
 
+    def check(self):
+        # The unit tests only: CMakePackage's default runs the build's `test` target,
+        # which also holds the MPI and system tests (root, network namespaces, Slurm,
+        # tens of minutes), not a build-time check.
+        with working_dir(self.builder.build_directory):
+            ctest("--label-regex", "^unit$", "--output-on-failure", "--timeout", "120")
+
+    # The analysis' Python modules, by the name they are imported with.
+    python_modules = {
+        "py-numpy": "numpy",
+        "py-pandas": "pandas",
+        "py-h5py": "h5py",
+        "py-pyyaml": "yaml",
+        "py-scipy": "scipy",
+    }
+
     def setup_run_environment(self, env):
         if self.spec.satisfies("+python"):
             env.prepend_path("PYTHONPATH", join_path(self.prefix, self.python_dir))
+            for directory in self._external_python_module_dirs():
+                env.append_path("PYTHONPATH", directory)
         env.set("FABSCOPE_SCENARIOS", join_path(self.prefix.share, "fabscope", "scenarios"))
+
+    def _external_python_module_dirs(self):
+        """Where the external Python interpreter imports the external py-* modules from.
+
+        `spack load` puts Spack's python-venv (no system site-packages) first on PATH,
+        and for an external py-* package Spack adds the site directory that sysconfig
+        names: on Debian /usr/local/lib/python3.X/dist-packages, not
+        /usr/lib/python3/dist-packages where Debian's python3-numpy and the others are.
+        Without these directories `python3 -m fabscope_analysis` fails after a load."""
+        modules = [m for dep, m in self.python_modules.items() if self.spec[dep].external]
+        if not modules:
+            return []
+        # The interpreter itself: spec["python"] is the python-venv on Spack 0.22+.
+        interpreter = next(d for d in self.spec.traverse() if d.name == "python")
+        python = which("python3", path=interpreter.prefix.bin)
+        if python is None:
+            return []
+        script = (
+            "import importlib.util, os\n"
+            "for name in %r:\n"
+            "    found = importlib.util.find_spec(name)\n"
+            "    if found and found.origin:\n"
+            "        print(os.path.dirname(os.path.dirname(found.origin)))\n" % modules
+        )
+        found = python("-c", script, output=str, error=str, fail_on_error=False)
+        return list(dict.fromkeys(line for line in found.split() if line))
 
     @run_after("install")
     @on_package_attributes(run_tests=True)
