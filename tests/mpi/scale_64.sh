@@ -16,7 +16,7 @@ for n in 32 64; do
     --no-progress > "$scratch/s$n.out" 2> "$scratch/s$n.err" || { tail -20 "$scratch/s$n.err"; exit 1; }
 done
 /usr/bin/python3 - "$scratch" <<'PY'
-import re, statistics, sys, h5py
+import os, re, statistics, sys, h5py
 scratch = sys.argv[1]
 line = re.compile(r"fabscope: memory: rank (\d+) heap_peak_mb=([\d.]+) .*clock_sync_s=([\d.]+) peak_at=(.*)")
 runs = {}
@@ -33,14 +33,19 @@ for n, rows in runs.items():
     print(f"{n} ranks: heap rank 0 {rows[0][0]} MB (peak at {rows[0][2]}), others max {max(others)} median "
           f"{statistics.median(others)} MB; clock sync max {max(s for _, s, _ in rows.values()):.3f} s")
 small, large = (max(h for r, (h, _, _) in runs[n].items() if r) for n in (32, 64))
-assert large <= 1.15 * small + 2, f"a non-root rank's heap grows with the ranks: {small} MB at 32, {large} MB at 64"
-# Rank 0 = group index 0 of every test: the incast receiver, with a landing
-# buffer per sender and window slot (63 x 2 x 64 KiB), and the gatherer of one
-# instance's samples (all-pairs: 2016 pairs x 10 iterations x 48 B, held twice).
-incast_mb = 63 * 2 * 65536 / 1e6
-gather_mb = 2 * 2016 * 10 * 48 / 1e6
-assert runs[64][0][0] <= large + incast_mb + gather_mb + 6, \
-    f"rank 0 holds {runs[64][0][0]} MB, more than the others ({large}) + incast {incast_mb:.1f} + gather {gather_mb:.1f} + 6"
+if os.environ.get("FABSCOPE_SANITIZED"):
+    # Under ASan a rank's heap is 4-5x fabscope's own and rank 0's extra includes
+    # the quarantine of what it freed: the bounds below would judge ASan.
+    print("scale_64: heap bounds not judged in a sanitizer build (ASan's shadow and quarantine)")
+else:
+    assert large <= 1.15 * small + 2, f"a non-root rank's heap grows with the ranks: {small} MB at 32, {large} MB at 64"
+    # Rank 0 = group index 0 of every test: the incast receiver, with a landing
+    # buffer per sender and window slot (63 x 2 x 64 KiB), and the gatherer of one
+    # instance's samples (all-pairs: 2016 pairs x 10 iterations x 48 B, held twice).
+    incast_mb = 63 * 2 * 65536 / 1e6
+    gather_mb = 2 * 2016 * 10 * 48 / 1e6
+    assert runs[64][0][0] <= large + incast_mb + gather_mb + 6, \
+        f"rank 0 holds {runs[64][0][0]} MB, more than the others ({large}) + incast {incast_mb:.1f} + gather {gather_mb:.1f} + 6"
 sync = {n: max(s for _, s, _ in runs[n].values()) for n in runs}
 assert sync[64] < 5, f"clock sync took {sync[64]} s at 64 ranks"
 assert sync[64] < 1.6 * sync[32] + 0.5, f"clock sync grows like N: {sync[32]} s at 32 ranks, {sync[64]} s at 64"
