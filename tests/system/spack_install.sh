@@ -23,12 +23,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 require_fabscope
 
-spack=${FABSCOPE_SPACK:-$(command -v spack || true)}
-[[ -n $spack ]] || spack=/work/spack-src/bin/spack
-if [[ ! -x $spack ]]; then
-  echo "[$system_test_name] SKIP: no Spack (set FABSCOPE_SPACK, put spack on PATH, or clone spack into /work/spack-src)" >&2
-  exit 77
-fi
+require_spack
 # Spack runs on the system Python: the one clingo's module is built for.
 export SPACK_PYTHON=/usr/bin/python3
 clingo_path=${FABSCOPE_CLINGO_PYTHONPATH:-/opt/clingo/lib/python3/dist-packages}

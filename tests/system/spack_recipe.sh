@@ -8,12 +8,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 require_fabscope
 
-spack=${FABSCOPE_SPACK:-$(command -v spack || true)}
-[[ -n $spack ]] || spack=/work/spack-src/bin/spack
-if [[ ! -x $spack ]]; then
-  echo "[$system_test_name] SKIP: no Spack (set FABSCOPE_SPACK, put spack on PATH, or clone spack into /work/spack-src)" >&2
-  exit 77
-fi
+require_spack
 scratch=$(mktemp -d /tmp/fabscope-spack-test.XXXXXX)
 on_exit "rm -rf '$scratch'"
 # The user cache (Spack's provider index over all its packages: minutes to build the

@@ -24,6 +24,17 @@ require_fabscope() {
   export FABSCOPE_BIN FABSCOPE_SOURCE_DIR
 }
 
+# Sets `spack` to a Spack to run: FABSCOPE_SPACK, else `spack` on PATH, else
+# /work/spack-src/bin/spack; skips (77) saying so when there is none.
+require_spack() {
+  spack=${FABSCOPE_SPACK:-$(command -v spack || true)}
+  [[ -n $spack ]] || spack=/work/spack-src/bin/spack
+  if [[ ! -x $spack ]]; then
+    echo "[$system_test_name] SKIP: no Spack (set FABSCOPE_SPACK, put spack on PATH, or clone spack into /work/spack-src)" >&2
+    exit 77
+  fi
+}
+
 # Cleanup actions run in reverse order when the script exits, whatever the
 # reason (failure, signal, success); they see the exit status in
 # $system_test_exit_status.
