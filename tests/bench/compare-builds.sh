@@ -7,7 +7,8 @@
 # latency: 8 B p50 (p50_ns); bandwidth: 4 MiB, window 64, distinct receive slices (gbps_mean).
 # The minimal program is also one side (and the ratios' denominator); the polled
 # minimal (latency-polled) is added on the latency row. Prints each side's median
-# and its ratio to the minimal of the same round (median and range).
+# and its ratio to the minimal of the same round: the median and its 95 %
+# distribution-free interval (round_verdict.py, as overhead.sh).
 # Env: MINIMAL, READ_ATTRS (default: this tree's build), ITERS, BENCH_MPIRUN_ARGS.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,6 +27,7 @@ done
 minimal=${MINIMAL:-$here/../../build/tests/bench/fabscope_minimal_mpi}
 read_attrs=${READ_ATTRS:-$here/../../build/tests/bench/fabscope_read_attrs}
 for b in "$minimal" "$read_attrs" "${bins[@]}"; do [[ -x $b ]] || { echo "not an executable: $b" >&2; exit 2; }; done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun_args=(-np 2 --cpu-set "$cpus" --bind-to core ${BENCH_MPIRUN_ARGS:-})
 work=$(mktemp -d /tmp/fabscope-compare.XXXXXX); trap 'rm -rf "$work"' EXIT
 if [[ $row == latency ]]; then
@@ -58,8 +60,9 @@ for r in $(seq "$rounds"); do
   echo "round $r of $rounds done" >&2
 done
 names=$(for i in "${!bins[@]}"; do printf 'build%s=%s\n' "$i" "${bins[$i]}"; done)
-python3 - "$work/values.tsv" "$row" "$names" <<'PY'
+PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH} python3 - "$work/values.tsv" "$row" "$names" <<'PY'
 import sys, statistics as st
+from round_verdict import median_interval
 path, row, names = sys.argv[1], sys.argv[2], dict(l.split("=", 1) for l in sys.argv[3].splitlines())
 vals = {}
 for line in open(path):
@@ -67,9 +70,10 @@ for line in open(path):
     if v: vals.setdefault(side, {})[int(r)] = float(v)
 unit = "ns" if row == "latency" else "GB/s"
 base = vals.get("minimal", {})
-print(f"{row}: medians over rounds; ratio = side / minimal of the same round (median, range)")
+print(f"{row}: medians over rounds; ratio = side / minimal of the same round: median [95 % interval of the median, sign-test order statistics]")
 for side, per in vals.items():
     ratios = [v / base[r] for r, v in per.items() if r in base and base[r] > 0]
     label = names.get(side, "minimal ping-pong polled with MPI_Test" if side == "polled" else side)
-    print(f"{st.median(per.values()):10.3f} {unit:4}  ratio {st.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})  {label}")
+    iv = median_interval(ratios)
+    print(f"{st.median(per.values()):10.3f} {unit:4}  ratio {iv.median:.3f} [{iv.lo:.3f}-{iv.hi:.3f}]  {label}")
 PY

@@ -14,18 +14,28 @@
 # Receive buffers decide bandwidth through the caches (one buffer: 9.7 against 6.6 GB/s
 # for osu_bw here), so every pair compares equal policies (fabscope's receive_buffers).
 #
-# A verdict needs a quiet machine: when the per-round ratios of a row spread by more
-# than its margin (half their range > 5 % latency, 3 % bandwidth) the row says
-# "cannot tell (busy)" instead of met / missed.
+# The verdict of a row (round_verdict.py beside this script): the median of the
+# per-round ratios and its distribution-free 95 % confidence interval (sign-test order
+# statistics). met / MISSED when the whole interval lies on one side of the target;
+# "cannot tell (busy)" when half its width exceeds the row's margin (5 % latency, 3 %
+# bandwidth); "cannot tell (at bound)" when it straddles the target; 6 rounds at least.
+# Many short rounds beat a few long ones: on a VM the noise is between launches
+# (where the ranks land), not within one, so the default is 30 rounds of short runs.
+# --seconds S: start no round that would end past S seconds (a bounded campaign).
+# --values FILE keeps the raw per-round figures (round, row, side, value).
+# --aa runs the reference on both sides (an A/A check of the method on this machine:
+# every row should read met, none MISSED, ratios near 1).
 # The references: build/tests/bench/fabscope_minimal_mpi (this tree), ucx_perftest
 # (Debian's ucx-utils), osu_latency and osu_bw (OSU micro-benchmarks: OSU_DIR=dir or
 # on PATH; their rows are skipped, saying so, when not found).
-# usage: tests/bench/overhead.sh [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|ucx]
+# usage: tests/bench/overhead.sh [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|ucx] [--aa] [--values FILE] [--seconds S]
 #   --cpus: the two cores both sides are bound to (default 0,1; on a VM, cores away from 0 are often quieter)
+# Env: LAT_ITERS (5000), BW_ITERS (30; UCX sends 16 times as many), BENCH_MPIRUN_ARGS.
 # Exit: 0 every row with a target met, 1 a target missed, 4 a row could not tell, 2 usage.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
-rounds=5 cpus=0,1 bin=$src/build/fabscope minimal=$src/build/tests/bench/fabscope_minimal_mpi only=all
+here=$(cd "$(dirname "$0")" && pwd)
+rounds=30 cpus=0,1 bin=$src/build/fabscope minimal=$src/build/tests/bench/fabscope_minimal_mpi only=all aa=0 keep_values= seconds=0
 read_attrs=${READ_ATTRS:-$src/build/tests/bench/fabscope_read_attrs}
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -34,7 +44,10 @@ while [[ $# -gt 0 ]]; do
     --bin) bin=$2; shift 2 ;;
     --minimal) minimal=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    *) echo "usage: $0 [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|ucx]" >&2; exit 2 ;;
+    --aa) aa=1; shift ;;
+    --values) keep_values=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    *) echo "usage: $0 [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|ucx] [--aa] [--values FILE] [--seconds S]" >&2; exit 2 ;;
   esac
 done
 [[ -x $bin ]] || { echo "fabscope binary not found at $bin (cmake --build build)" >&2; exit 2; }
@@ -55,7 +68,11 @@ trap cleanup EXIT
 values=$work/values.tsv; : >"$values"
 put() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$values"; }  # round row side value
 
-lat_iters=${LAT_ITERS:-20000} bw_iters=${BW_ITERS:-100}
+[[ $seconds =~ ^[0-9]+$ ]] || { echo "--seconds takes whole seconds (got '$seconds')" >&2; exit 2; }
+[[ $rounds =~ ^[0-9]+$ && $rounds -ge 1 ]] || { echo "--rounds takes a positive count (got '$rounds')" >&2; exit 2; }
+[[ $only == all || $only == mpi || $only == ucx ]] || { echo "--only takes mpi or ucx (got '$only')" >&2; exit 2; }
+[[ -f $here/round_verdict.py ]] || { echo "round_verdict.py not found beside $0" >&2; exit 2; }
+lat_iters=${LAT_ITERS:-5000} bw_iters=${BW_ITERS:-30}
 # The same three tests per transport; MPI's window as osu_bw's (64), UCX's as the -O 16 it is compared with.
 write_scenario() {  # transport window
   cat >"$work/$1.yaml" <<YAML
@@ -85,69 +102,102 @@ fabscope_figures() {  # scenario
 
 # ucx_perftest's final line: iterations, p50 us, avg us, overall us, avg MB/s, overall MB/s, ... (MB = 2^20 B)
 perftest_line() {  # test size iters warmup [extra...]
-  local port=$((20000 + RANDOM % 20000))
-  taskset -c "${cpus%,*}" "$perftest" -p "$port" -e -c 0 >"$work/server.log" 2>&1 &
-  server_pid=$!
-  sleep 0.5
-  taskset -c "${cpus#*,}" "$perftest" 127.0.0.1 -p "$port" -e -t "$1" -s "$2" -n "$3" -w "$4" "${@:5}" -f >"$work/client.log" 2>&1 ||
-    { cat "$work/server.log" "$work/client.log" >&2; exit 1; }
-  wait "$server_pid" || true
-  server_pid=
-  grep -E '^[[:space:]]+[0-9]+[[:space:]]' "$work/client.log" | tail -1
+  # A random port can be taken (bind() failed: Address already in use): three tries.
+  local try port
+  for try in 1 2 3; do
+    port=$((20000 + RANDOM % 20000))
+    taskset -c "${cpus%,*}" "$perftest" -p "$port" -e -c 0 >"$work/server.log" 2>&1 &
+    server_pid=$!
+    sleep 0.5
+    if taskset -c "${cpus#*,}" "$perftest" 127.0.0.1 -p "$port" -e -t "$1" -s "$2" -n "$3" -w "$4" "${@:5}" -f \
+      >"$work/client.log" 2>&1; then
+      wait "$server_pid" || true
+      server_pid=
+      grep -E '^[[:space:]]+[0-9]+[[:space:]]' "$work/client.log" | tail -1
+      return
+    fi
+    kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true
+    server_pid=
+    grep -q 'Address already in use' "$work/server.log" || break
+  done
+  cat "$work/server.log" "$work/client.log" >&2
+  exit 1
+}
+
+mpi_fabscope() {  # round
+  local lat bt gb bg
+  read -r lat bt gb bg < <(fabscope_figures "$work/mpi.yaml")
+  put "$1" mpi_lat_p50 fabscope "$lat"; put "$1" mpi_lat_batch fabscope "$bt"
+  put "$1" mpi_lat_polled fabscope "$lat"; put "$1" mpi_lat_polled_nbc fabscope "$lat"
+  put "$1" mpi_bw fabscope "$gb"; put "$1" mpi_bw_batch fabscope "$bg"
+}
+
+mpi_references() {  # round side (side: reference, or fabscope's place in an A/A run)
+  local r=$1 side=$2
+  put "$r" mpi_lat_p50 "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" latency 8 "$lat_iters" 2000 | awk '{print $2}')"
+  put "$r" mpi_lat_polled "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" latency-polled 8 "$lat_iters" 2000 | awk '{print $2}')"
+  put "$r" mpi_lat_polled_nbc "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" latency-polled-nbc 8 "$lat_iters" 2000 | awk '{print $2}')"
+  put "$r" mpi_bw "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" bandwidth $((4 << 20)) "$bw_iters" 10 64 | awk '{print $2}')"
+  if [[ -n $osu_lat ]]; then  # average us -> ns
+    put "$r" mpi_lat_batch "$side" "$(mpirun "${mpirun_args[@]}" "$osu_lat" -m 8:8 -i "$lat_iters" -x 2000 |
+      awk '$1 == 8 {print $2 * 1000}')"
+  fi
+  if [[ -n $osu_bw ]]; then  # MB/s (10^6) -> GB/s
+    put "$r" mpi_bw_batch "$side" "$(mpirun "${mpirun_args[@]}" "$osu_bw" -m 4194304:4194304 -i "$bw_iters" -x 10 |
+      awk '$1 == 4194304 {print $2 / 1000}')"
+  fi
+}
+
+ucx_fabscope() {  # round fabric
+  local lat bt gb bg
+  read -r lat bt gb bg < <(fabscope_figures "$work/ucx.yaml")
+  put "$1" "ucx_${2}_lat" fabscope "$lat"; put "$1" "ucx_${2}_bw" fabscope "$bg"
+}
+
+ucx_references() {  # round fabric side; p50 us -> ns; overall MB/s (2^20) -> GB/s (10^9)
+  put "$1" "ucx_${2}_lat" "$3" "$(perftest_line tag_lat 8 "$lat_iters" 2000 | awk '{print $2 * 1000}')"
+  put "$1" "ucx_${2}_bw" "$3" "$(perftest_line tag_bw 4194304 $((bw_iters * 16)) 160 -O 16 |
+    awk '{print $6 * 1048576 / 1e9}')"
 }
 
 mpi_round() {  # round order
-  local r=$1 order=$2 lat bt gb bg
-  for side in $order; do
-    if [[ $side == fabscope ]]; then
-      read -r lat bt gb bg < <(fabscope_figures "$work/mpi.yaml")
-      put "$r" mpi_lat_p50 fabscope "$lat"; put "$r" mpi_lat_batch fabscope "$bt"
-      put "$r" mpi_lat_polled fabscope "$lat"; put "$r" mpi_lat_polled_nbc fabscope "$lat"
-      put "$r" mpi_bw fabscope "$gb"; put "$r" mpi_bw_batch fabscope "$bg"
-    else
-      put "$r" mpi_lat_p50 reference "$(mpirun "${mpirun_args[@]}" "$minimal" latency 8 "$lat_iters" 2000 | awk '{print $2}')"
-      put "$r" mpi_lat_polled reference "$(mpirun "${mpirun_args[@]}" "$minimal" latency-polled 8 "$lat_iters" 2000 | awk '{print $2}')"
-      put "$r" mpi_lat_polled_nbc reference "$(mpirun "${mpirun_args[@]}" "$minimal" latency-polled-nbc 8 "$lat_iters" 2000 | awk '{print $2}')"
-      put "$r" mpi_bw reference "$(mpirun "${mpirun_args[@]}" "$minimal" bandwidth $((4 << 20)) "$bw_iters" 10 64 | awk '{print $2}')"
-      if [[ -n $osu_lat ]]; then  # average us -> ns
-        put "$r" mpi_lat_batch reference "$(mpirun "${mpirun_args[@]}" "$osu_lat" -m 8:8 -i "$lat_iters" -x 2000 |
-          awk '$1 == 8 {print $2 * 1000}')"
-      fi
-      if [[ -n $osu_bw ]]; then  # MB/s (10^6) -> GB/s
-        put "$r" mpi_bw_batch reference "$(mpirun "${mpirun_args[@]}" "$osu_bw" -m 4194304:4194304 -i "$bw_iters" -x 10 |
-          awk '$1 == 4194304 {print $2 / 1000}')"
-      fi
-    fi
+  for side in $2; do
+    if [[ $side == reference ]]; then mpi_references "$1" reference
+    elif ((aa)); then mpi_references "$1" fabscope
+    else mpi_fabscope "$1"; fi
   done
 }
 
 ucx_round() {  # round order fabric
-  local r=$1 order=$2 fabric=$3 lat bt gb bg
-  if [[ $fabric == shm ]]; then export UCX_TLS=sm,self UCX_NET_DEVICES=all; else export UCX_TLS=tcp,self UCX_NET_DEVICES=lo; fi
-  for side in $order; do
-    if [[ $side == fabscope ]]; then
-      read -r lat bt gb bg < <(fabscope_figures "$work/ucx.yaml")
-      put "$r" "ucx_${fabric}_lat" fabscope "$lat"; put "$r" "ucx_${fabric}_bw" fabscope "$bg"
-    else  # p50 us -> ns; overall MB/s (2^20) -> GB/s (10^9)
-      put "$r" "ucx_${fabric}_lat" reference "$(perftest_line tag_lat 8 "$lat_iters" 2000 | awk '{print $2 * 1000}')"
-      put "$r" "ucx_${fabric}_bw" reference "$(perftest_line tag_bw 4194304 $((bw_iters * 16)) 160 -O 16 |
-        awk '{print $6 * 1048576 / 1e9}')"
-    fi
+  if [[ $3 == shm ]]; then export UCX_TLS=sm,self UCX_NET_DEVICES=all; else export UCX_TLS=tcp,self UCX_NET_DEVICES=lo; fi
+  for side in $2; do
+    if [[ $side == reference ]]; then ucx_references "$1" "$3" reference
+    elif ((aa)); then ucx_references "$1" "$3" fabscope
+    else ucx_fabscope "$1" "$3"; fi
   done
 }
 
+started=$SECONDS done_rounds=0
 for r in $(seq "$rounds"); do
   order="reference fabscope"; (( r % 2 == 0 )) && order="fabscope reference"
   [[ $only == ucx ]] || mpi_round "$r" "$order"
   if [[ $only != mpi ]]; then
     if [[ -n $perftest ]]; then ucx_round "$r" "$order" shm; ucx_round "$r" "$order" tcp; fi
   fi
-  echo "round $r of $rounds done" >&2
+  done_rounds=$r elapsed=$((SECONDS - started))
+  echo "round $r of $rounds done (${elapsed} s)" >&2
+  # --seconds: no round is started that would end past the bound (at the mean round's length)
+  if ((seconds > 0 && r < rounds && elapsed + (elapsed + r - 1) / r > seconds)); then
+    echo "stopping after $r of $rounds rounds: the next would pass --seconds $seconds" >&2
+    break
+  fi
 done
 
-python3 - "$values" "$rounds" "${osu_lat:+osu}" "${perftest:+perftest}" "$only" <<'PY'
+[[ -z $keep_values ]] || cp "$values" "$keep_values"
+PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH} python3 - "$values" "$done_rounds" "$only" "$aa" <<'PY'
 import sys, statistics as st
-path, rounds, have_osu, have_perftest, only = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+from round_verdict import median_interval, method_line, verdict
+path, rounds, only, aa = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
 vals = {}
 for line in open(path):
     r, row, side, v = line.rstrip("\n").split("\t")
@@ -165,8 +215,13 @@ ROWS = [
     ("ucx_tcp_lat", "UCX tcp 8 B tag lat p50", "ns", "ucx_perftest tag_lat", ("<=", 1.05), 0.05),
     ("ucx_tcp_bw", "UCX tcp 4 MiB tag bw w16", "GB/s", "ucx_perftest tag_bw -O 16, one buffer", (">=", 0.97), 0.03),
 ]
-print(f"fabscope against its references: {rounds} alternating rounds, medians; spread = half the range of the per-round ratios; a row whose spread exceeds its margin (5 % latency, 3 % bandwidth) gives no verdict")
-print(f"{'row':26} {'fabscope':>10} {'reference':>10} {'ratio':>6} {'spread':>7} {'target':>7}  verdict  (reference)")
+if aa:
+    print(f"A/A check: the reference on both sides, {rounds} alternating rounds; every row should read met (ratio near 1), none MISSED")
+else:
+    print(f"fabscope against its references: {rounds} alternating rounds, medians")
+print(method_line() + "; no verdict when the spread exceeds the margin (5 % latency, 3 % bandwidth)")
+first = "reference" if aa else "fabscope"
+print(f"{'row':26} {first:>10} {'reference':>10} {'ratio':>6} {'interval':>13} {'spread':>7} {'target':>7}  verdict  (reference)")
 worst = 0
 for key, label, unit, ref, target, margin in ROWS:
     per = vals.get(key, {})
@@ -174,24 +229,20 @@ for key, label, unit, ref, target, margin in ROWS:
     if not pairs:
         why = "not run" if (only != "all" and not key.startswith(only)) else \
               "osu_latency/osu_bw not found (OSU_DIR)" if key.startswith("mpi_") else "ucx_perftest not found (ucx-utils)"
-        print(f"{label:26} {'-':>10} {'-':>10} {'-':>6} {'-':>7} {'-':>7}  -        ({ref}: {why})")
+        print(f"{label:26} {'-':>10} {'-':>10} {'-':>6} {'-':>13} {'-':>7} {'-':>7}  -        ({ref}: {why})")
         continue
     ratios = [f / r for f, r in pairs]
-    ratio = st.median(ratios)
-    spread = (max(ratios) - min(ratios)) / 2
+    iv = median_interval(ratios)
     fab = st.median(p[0] for p in pairs); refv = st.median(p[1] for p in pairs)
     fmt = (lambda v: f"{v:.1f}") if unit == "ns" else (lambda v: f"{v:.3f}")
     if target is None:
-        verdict, tgt = "context", "-"
+        result, tgt = "context", "-"
     else:
         op, bound = target
         tgt = f"{op}{bound}"
-        if spread > margin:
-            verdict = "cannot tell (busy)"; worst = max(worst, 4)
-        elif (ratio <= bound) if op == "<=" else (ratio >= bound):
-            verdict = "met"
-        else:
-            verdict = "MISSED"; worst = max(worst, 1) if worst != 4 else 4
-    print(f"{label:26} {fmt(fab):>10} {fmt(refv):>10} {ratio:6.3f} {spread * 100:6.1f}% {tgt:>7}  {verdict:8} ({ref}, {unit}, {len(pairs)} rounds)")
+        result = verdict(ratios, op, bound, margin)
+        code = 0 if result == "met" else 1 if result == "MISSED" else 4
+        worst = 4 if 4 in (worst, code) else max(worst, code)
+    print(f"{label:26} {fmt(fab):>10} {fmt(refv):>10} {iv.median:6.3f} {iv.lo:6.3f}-{iv.hi:6.3f} {iv.spread * 100:6.1f}% {tgt:>7}  {result:8} ({ref}, {unit}, {len(pairs)} rounds)")
 sys.exit(worst)
 PY

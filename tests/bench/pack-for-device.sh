@@ -12,7 +12,8 @@ cmake --build build -j 2 --target fabscope fabscope_minimal_mpi fabscope_read_at
 pack=.bench-pack
 rm -rf "$pack"; mkdir -p "$pack/lib" "$pack/ucx"
 cp build/fabscope build/tests/bench/fabscope_minimal_mpi build/tests/bench/fabscope_read_attrs \
-  build/tests/bench/fabscope_sample_cost tests/bench/overhead.sh tests/bench/compare-builds.sh "$pack/"
+  build/tests/bench/fabscope_sample_cost tests/bench/overhead.sh tests/bench/compare-builds.sh \
+  tests/bench/round_verdict.py "$pack/"
 strip --strip-debug "$pack"/fabscope*
 for lib in $(ldd build/fabscope | awk '/=> \// {print $3}'); do
   case "$(basename "$lib")" in

@@ -1,0 +1,63 @@
+# tests/bench/overhead.sh (issue 24) on tiny runs, so the benchmark script cannot
+# rot between the quiet windows it is meant for: it runs every MPI row against its
+# reference, keeps the raw figures, gives no verdict on too few rounds, stops at
+# --seconds, runs the reference on both sides with --aa, and refuses bad arguments.
+# The figures themselves are not judged here (a test machine is busy).
+source "$(dirname "$0")/lib.bash"
+build=${FABSCOPE_BUILD_DIR:-$FABSCOPE_SOURCE_DIR/build}
+bench=$FABSCOPE_SOURCE_DIR/tests/bench/overhead.sh
+export READ_ATTRS=$build/tests/bench/fabscope_read_attrs LAT_ITERS=300 BW_ITERS=3
+common=(--bin "$FABSCOPE_BIN" --minimal "$build/tests/bench/fabscope_minimal_mpi" --only mpi)
+bench_rc() {  # args... -> exit code; output in $scratch/out, $scratch/err
+  local rc=0
+  timeout --kill-after=10 300 bash "$bench" "$@" >"$scratch/out" 2>"$scratch/err" || rc=$?
+  echo "$rc"
+}
+fail() { echo "--- stdout"; cat "$scratch/out"; echo "--- stderr"; tail -20 "$scratch/err"; echo "FAIL: $*"; exit 1; }
+
+# Six rounds: every MPI row has figures on both sides and a verdict of the method.
+rc=$(bench_rc "${common[@]}" --rounds 6 --values "$scratch/v.tsv")
+[[ $rc == 0 || $rc == 1 || $rc == 4 ]] || fail "6 rounds: exit $rc (expected 0, 1 or 4)"
+grep -q "distribution-free 95% confidence interval" "$scratch/out" || fail "the method is not named"
+/usr/bin/python3 - "$scratch/v.tsv" "$scratch/out" <<'PY' || fail "6 rounds: output or values wrong"
+import re, sys
+vals = {}
+for line in open(sys.argv[1]):
+    r, row, side, v = line.rstrip("\n").split("\t")
+    if v:
+        assert float(v) > 0, line
+        vals.setdefault((row, side), set()).add(int(r))
+for row in ("mpi_lat_p50", "mpi_lat_polled", "mpi_lat_polled_nbc", "mpi_bw"):
+    for side in ("fabscope", "reference"):
+        assert vals.get((row, side)) == set(range(1, 7)), (row, side, vals.get((row, side)))
+out = open(sys.argv[2]).read()
+verdicts = r"(met|MISSED|cannot tell \((busy|at bound)\))"
+for label in ("MPI 8 B latency p50", "MPI 4 MiB bw w64 distinct"):
+    m = re.search(re.escape(label) + r"\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+([\d.]+)-\s*([\d.]+)\s+[\d.]+%\s+\S+\s+" + verdicts +
+                  r" .*6 rounds", out)
+    assert m, label
+    assert float(m.group(2)) <= float(m.group(1)) <= float(m.group(3)), m.group(0)
+for label in ("MPI 8 B lat p50 vs polled", "MPI 8 B lat p50 vs p+nbc"):
+    assert re.search(re.escape(label) + r".* context ", out), label
+assert out.count(": not run)") == 4, "the UCX rows should say they were not run"
+PY
+
+# --seconds: the campaign stops after the first round; one round gives no verdict.
+rc=$(bench_rc "${common[@]}" --rounds 8 --seconds 1)
+[[ $rc == 4 ]] || fail "--seconds 1: exit $rc (expected 4: cannot tell)"
+grep -q "stopping after 1 of 8 rounds" "$scratch/err" || fail "--seconds 1 did not stop the campaign"
+grep -q "MPI 8 B latency p50 .*cannot tell (rounds: 1 < 6) .*1 rounds" "$scratch/out" || fail "one round gave a verdict"
+
+# --aa: the reference on both sides, said so.
+rc=$(bench_rc "${common[@]}" --rounds 1 --aa)
+[[ $rc == 4 ]] || fail "--aa: exit $rc (expected 4)"
+grep -q "^A/A check: the reference on both sides" "$scratch/out" || fail "--aa does not say it is an A/A check"
+
+# Bad arguments: exit 2 with a line that says what was expected.
+for bad in "--rounds x" "--rounds 0" "--only nccl" "--seconds soon" "--cpus 1" "--frobnicate"; do
+  # shellcheck disable=SC2086
+  rc=$(bench_rc "${common[@]}" $bad)
+  [[ $rc == 2 ]] || fail "'$bad': exit $rc (expected 2)"
+  [[ -s $scratch/err ]] || fail "'$bad': nothing said"
+done
+echo "overhead script: rows, values, --seconds, --aa and refusals checked"
