@@ -13,7 +13,7 @@ pack=.bench-pack
 rm -rf "$pack"; mkdir -p "$pack/lib" "$pack/ucx"
 cp build/fabscope build/tests/bench/fabscope_minimal_mpi build/tests/bench/fabscope_read_attrs \
   build/tests/bench/fabscope_sample_cost tests/bench/overhead.sh tests/bench/compare-builds.sh \
-  tests/bench/round_verdict.py "$pack/"
+  tests/bench/round_verdict.py tests/bench/latency-modes.sh "$pack/"
 strip --strip-debug "$pack"/fabscope*
 for lib in $(ldd build/fabscope | awk '/=> \// {print $3}'); do
   case "$(basename "$lib")" in

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Where fabscope's MPI 8 B ping-pong p50 stands between the blocking minimal
+# ping-pong and the ways a deadline-bounded wait can be written (issue 24): rounds
+# rotate the minimal program's latency modes and fabscope's latency test, and the
+# report gives each side's median and its ratio to the blocking ping-pong and to the
+# polled one (median of the per-round ratios, 95 % interval: round_verdict.py).
+#   latency              MPI_Send / MPI_Recv (no deadline possible)
+#   latency-send-polled  MPI_Send, the receive pre-posted and polled with MPI_Test
+#   latency-polled       MPI_Isend / MPI_Irecv, both polled (fabscope's way, nothing else)
+#   latency-polled-nbc   the same after one non-blocking collective (libnbc progress)
+#   latency-persistent   MPI_Send_init / MPI_Recv_init, started each round, polled
+#   fabscope             a latency test, 8 B (p50_ns)
+# usage: tests/bench/latency-modes.sh [--seconds S (300)] [--cpus A,B (0,1)] [--iters N (5000)] [--bin FABSCOPE]
+# Env: MINIMAL, READ_ATTRS (default: this tree's build), BENCH_MPIRUN_ARGS.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+seconds=300 cpus=0,1 iters=5000 bin=$here/../../build/fabscope
+while (($#)); do
+  case $1 in
+    --seconds) seconds=$2; shift 2 ;;
+    --cpus) cpus=$2; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    *) echo "usage: $0 [--seconds S] [--cpus A,B] [--iters N] [--bin FABSCOPE]" >&2; exit 2 ;;
+  esac
+done
+[[ $seconds =~ ^[0-9]+$ && $iters =~ ^[0-9]+$ && $cpus =~ ^[0-9]+,[0-9]+$ ]] ||
+  { echo "--seconds and --iters take whole numbers, --cpus two cores (A,B)" >&2; exit 2; }
+minimal=${MINIMAL:-$here/../../build/tests/bench/fabscope_minimal_mpi}
+read_attrs=${READ_ATTRS:-$here/../../build/tests/bench/fabscope_read_attrs}
+for b in "$minimal" "$read_attrs" "$bin"; do [[ -x $b ]] || { echo "not an executable: $b" >&2; exit 2; }; done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun_args=(-np 2 --cpu-set "$cpus" --bind-to core ${BENCH_MPIRUN_ARGS:-})
+work=$(mktemp -d /tmp/fabscope-latency-modes.XXXXXX); trap 'rm -rf "$work"' EXIT
+printf 'name: latency-modes\nseed: 7\ndefaults: {transport: mpi, memory: host, timeout: 300s}\ntests:\n  - {name: x, kind: latency, sizes: [8], iterations: %s, warmup: 2000}\n' \
+  "$iters" >"$work/s.yaml"
+sides=(latency latency-send-polled latency-polled latency-polled-nbc latency-persistent fabscope)
+n=${#sides[@]} start=$SECONDS r=0
+while ((SECONDS - start < seconds)); do
+  r=$((r + 1))
+  for k in $(seq 0 $((n - 1))); do
+    side=${sides[$(((k + r) % n))]}
+    if [[ $side == fabscope ]]; then
+      mpirun "${mpirun_args[@]}" "$bin" run --scenario "$work/s.yaml" --output "$work/f.h5" --overwrite --no-progress \
+        >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
+      v=$("$read_attrs" "$work/f.h5" x p50_ns)
+    else
+      v=$(mpirun "${mpirun_args[@]}" "$minimal" "$side" 8 "$iters" 2000 | awk '{print $2}')
+    fi
+    printf '%s\t%s\t%s\n' "$r" "$side" "$v" >>"$work/values.tsv"
+  done
+done
+PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH} python3 - "$work/values.tsv" "$r" <<'PY'
+import sys, statistics as st
+from round_verdict import median_interval, method_line
+vals = {}
+for line in open(sys.argv[1]):
+    r, side, v = line.rstrip("\n").split("\t")
+    if v: vals.setdefault(side, {})[int(r)] = float(v)
+print(f"MPI 8 B ping-pong p50, {sys.argv[2]} rotating rounds; {method_line()}")
+print(f"{'side':22} {'p50 ns':>8}  {'vs blocking':>24}  {'vs polled':>24}")
+def ratio(side, base):
+    rs = [v / vals[base][r] for r, v in vals[side].items() if r in vals.get(base, {}) and vals[base][r] > 0]
+    if len(rs) < 2: return "-"
+    iv = median_interval(rs)
+    return f"{iv.median:.3f} [{iv.lo:.3f}-{iv.hi:.3f}]"
+for side in ("latency", "latency-send-polled", "latency-polled", "latency-polled-nbc", "latency-persistent", "fabscope"):
+    if side in vals:
+        print(f"{side:22} {st.median(vals[side].values()):8.1f}  {ratio(side, 'latency'):>24}  {ratio(side, 'latency-polled'):>24}")
+PY
