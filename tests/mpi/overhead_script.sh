@@ -1,7 +1,8 @@
 # tests/bench/overhead.sh (issue 24) on tiny runs, so the benchmark script cannot
 # rot between the quiet windows it is meant for: it runs every MPI row against its
 # reference, keeps the raw figures, gives no verdict on too few rounds, stops at
-# --seconds, runs the reference on both sides with --aa, and refuses bad arguments.
+# --seconds, runs the reference on both sides with --aa, and refuses bad arguments;
+# and latency-modes.sh prints every side of the MPI latency split.
 # The figures themselves are not judged here (a test machine is busy).
 source "$(dirname "$0")/lib.bash"
 build=${FABSCOPE_BUILD_DIR:-$FABSCOPE_SOURCE_DIR/build}
@@ -51,6 +52,14 @@ grep -q "MPI 8 B latency p50 .*cannot tell (rounds: 1 < 6) .*1 rounds" "$scratch
 rc=$(bench_rc "${common[@]}" --rounds 1 --aa)
 [[ $rc == 4 ]] || fail "--aa: exit $rc (expected 4)"
 grep -q "^A/A check: the reference on both sides" "$scratch/out" || fail "--aa does not say it is an A/A check"
+
+# latency-modes.sh (the MPI latency split): one bounded round prints every side.
+timeout --kill-after=10 120 env MINIMAL="$build/tests/bench/fabscope_minimal_mpi" \
+  bash "$FABSCOPE_SOURCE_DIR/tests/bench/latency-modes.sh" --bin "$FABSCOPE_BIN" --seconds 1 --iters 200 \
+  >"$scratch/out" 2>"$scratch/err" || fail "latency-modes.sh failed"
+for side in latency latency-send-polled latency-polled latency-polled-nbc latency-persistent fabscope; do
+  grep -Eq "^$side +[0-9.]+ " "$scratch/out" || fail "latency-modes.sh printed no figure for $side"
+done
 
 # Bad arguments: exit 2 with a line that says what was expected.
 for bad in "--rounds x" "--rounds 0" "--only nccl" "--seconds soon" "--cpus 1" "--frobnicate"; do
