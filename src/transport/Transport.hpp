@@ -21,6 +21,9 @@ enum class MemoryKind { host, cuda, cudaHost };
 struct TransportTuning {
   int verbsMaxReadsInFlight = 0;          // 0: the limit the two devices agree on
   std::string verbsMaxReadsInFlightFrom;  // where it was set ("file:line:column")
+  // A test of the run puts or gets over this transport (InstancePlan::oneSided).
+  // UCX asks for its RMA feature only then; the other transports ignore it.
+  bool oneSided = false;
 };
 
 // A transport's own collective library, for kinds that bring their own data
