@@ -115,7 +115,9 @@ class Transport {
     throw UsageError(std::string("transport '") + std::string(name()) + "' does not support one-sided put");
   }
 
-  void waitSlots(int first, int count, const runtime::Deadline& deadline) {
+  // Virtual so that a transport may inline its own poll into the loop (UCX:
+  // issue 24); every override keeps this wait's deadline, watch and peer.
+  virtual void waitSlots(int first, int count, const runtime::Deadline& deadline) {
     runtime::waitUntil([&] { return testSlots(first, count); }, deadline, waitDescription(), peerOfSlots(first, count));
   }
 

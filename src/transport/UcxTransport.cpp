@@ -218,10 +218,10 @@ void UcxTransport::postRecv(int slot, int peer, int tag, void* buffer, std::size
   track(slot, peer, ucp_tag_recv_nbx(worker_.get(), buffer, bytes, t, ucx_tag::fullMask, &param), "tag receive");
 }
 
-bool UcxTransport::testSlots(int first, int count) {
-  // Called once per poll of every wait: the empty poll's own instructions
-  // set how late a message that just arrived is seen (issue 24), so the scan
-  // starts at the first pending slot and the failures are out of line.
+// Called once per poll of every wait: the empty poll's own instructions set
+// how late a message that just arrived is seen (issue 24), so the scan starts
+// at the first pending slot and the failures are out of line.
+inline bool UcxTransport::pollSlots(int first, int count) {
   Slot* s = slots_.data() + first;
   Slot* const end = s + count;
   // Progress only when something is pending: a small send completes in place
@@ -247,6 +247,12 @@ bool UcxTransport::testSlots(int first, int count) {
       failSlot(static_cast<int>(s - slots_.data()), status);
   }
   return allDone;
+}
+
+bool UcxTransport::testSlots(int first, int count) { return pollSlots(first, count); }
+
+void UcxTransport::waitSlots(int first, int count, const runtime::Deadline& deadline) {
+  runtime::waitUntil([&] { return pollSlots(first, count); }, deadline, waitDescription(), peerOfSlots(first, count));
 }
 
 int UcxTransport::peerOfSlots(int first, int count) const {
