@@ -40,9 +40,10 @@ runtime::Deadline setupDeadline(const scenario::Scenario& scenario) {
   return runtime::Deadline::afterSeconds(scenario.controlTimeoutSeconds > 0 ? scenario.controlTimeoutSeconds
                                                                             : runtime::deadlines::setupSeconds);
 }
-transport::TransportTuning transportTuning(const scenario::TransportSettings& settings) {
+transport::TransportTuning transportTuning(const scenario::TransportSettings& settings, bool oneSided) {
   return {.verbsMaxReadsInFlight = settings.verbsMaxReadsInFlight,
-          .verbsMaxReadsInFlightFrom = "transports.verbs.max_rd_atomic at " + settings.verbsMaxReadsInFlightFrom};
+          .verbsMaxReadsInFlightFrom = "transports.verbs.max_rd_atomic at " + settings.verbsMaxReadsInFlightFrom,
+          .oneSided = oneSided};
 }
 runtime::Deadline fileStep(const scenario::Scenario& scenario) {
   return runtime::Deadline::afterSeconds(scenario.controlTimeoutSeconds > 0 ? scenario.controlTimeoutSeconds
@@ -674,6 +675,10 @@ std::string Runner::transportNameOf(const PlannedInstance& planned) const {
 int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& file, output::Recorder& recorder) {
   const bool rank0 = world_.rank() == 0;
   OpenTransports transports(abandoned_, retiredTransports_);
+  // The transports some instance puts or gets over (opened with one-sided operations).
+  std::set<std::string> oneSidedTransports;
+  for (const auto& p : planned)
+    if (p.plan.oneSided) oneSidedTransports.insert(transportNameOf(p));
   Progress progress(static_cast<int>(planned.size()), rank0 && options_.progress);
   progress_ = &progress;
   struct ForgetProgress {
@@ -707,7 +712,8 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
     }
     const std::string transportName = transportNameOf(current);
     auto& transport = transports.get(transportName, [&] {
-      return transport::openTransport(transportName, world_, identity_.localRank, transportTuning(scenario_.transports),
+      return transport::openTransport(transportName, world_, identity_.localRank,
+                                      transportTuning(scenario_.transports, oneSidedTransports.contains(transportName)),
                                       setupDeadline(scenario_));
     });
     auto result = runInstance(index, current, file, recorder, transport, retest);

@@ -62,6 +62,12 @@ struct InstancePlan {
   // NCCL: a communicator it aborts): the runner hands it the control plane
   // and opens no transport of the scenario's, which would include the victim.
   bool ownDataPath = false;
+  // The instance puts or gets (exposeRegion, postPut, postGet): the transport
+  // is opened with one-sided operations. UCX adds lanes for them, and every
+  // poll of the worker then progresses one more shared-memory transport, on
+  // every wait of every test of the run (issue 24: about 60 instructions a
+  // poll, on the latency path), so only runs that need them ask for them.
+  bool oneSided = false;
 };
 
 // A kind's data checks: the first failure's message is kept (the instance

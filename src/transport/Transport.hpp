@@ -21,6 +21,9 @@ enum class MemoryKind { host, cuda, cudaHost };
 struct TransportTuning {
   int verbsMaxReadsInFlight = 0;          // 0: the limit the two devices agree on
   std::string verbsMaxReadsInFlightFrom;  // where it was set ("file:line:column")
+  // A test of the run puts or gets over this transport (InstancePlan::oneSided).
+  // UCX asks for its RMA feature only then; the other transports ignore it.
+  bool oneSided = false;
 };
 
 // A transport's own collective library, for kinds that bring their own data
@@ -112,7 +115,9 @@ class Transport {
     throw UsageError(std::string("transport '") + std::string(name()) + "' does not support one-sided put");
   }
 
-  void waitSlots(int first, int count, const runtime::Deadline& deadline) {
+  // Virtual so that a transport may inline its own poll into the loop (UCX:
+  // issue 24); every override keeps this wait's deadline, watch and peer.
+  virtual void waitSlots(int first, int count, const runtime::Deadline& deadline) {
     runtime::waitUntil([&] { return testSlots(first, count); }, deadline, waitDescription(), peerOfSlots(first, count));
   }
 

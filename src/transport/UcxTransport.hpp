@@ -18,8 +18,11 @@ namespace fabscope::transport {
 class UcxTransport final : public Transport {
  public:
   // Collective over `world`, which must outlive the transport (reset() and
-  // region setup use it as the control plane).
-  UcxTransport(const runtime::Communicator& world, const runtime::Deadline& deadline);
+  // region setup use it as the control plane). `oneSided`: the context asks
+  // for UCX's RMA feature (exposeRegion, postPut, postGet); without it UCX
+  // picks no lanes for RMA, and a poll progresses one shared-memory transport
+  // instead of two (TransportTuning::oneSided).
+  UcxTransport(const runtime::Communicator& world, bool oneSided, const runtime::Deadline& deadline);
   ~UcxTransport() override;
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
@@ -29,6 +32,11 @@ class UcxTransport final : public Transport {
   void postSend(int slot, int peer, int tag, const void* buffer, std::size_t bytes) override;
   void postRecv(int slot, int peer, int tag, void* buffer, std::size_t bytes) override;
   bool testSlots(int first, int count) override;
+  // The base class's wait with this transport's poll inlined into the loop:
+  // through the virtual testSlots every poll paid a call and a frame (about
+  // 50 instructions on top of UCX's own 112 for an empty poll, issue 24), and
+  // the length of an empty poll is how late an arrived message is seen.
+  void waitSlots(int first, int count, const runtime::Deadline& deadline) override;
   void reset(const runtime::Deadline& deadline) override;
 
   std::vector<std::pair<std::string, std::string>> describe() const override;
@@ -89,11 +97,32 @@ class UcxTransport final : public Transport {
 
   static void onEndpointError(void* arg, ucp_ep_h endpoint, ucs_status_t status);
 
-  ucp_ep_h endpointTo(int peer);
-  void track(int slot, int peer, ucs_status_ptr_t started, const char* operation);
+  // The post path (postSend, postRecv, ...) is inline and its failures out of
+  // line: it is on the critical path of every latency sample, and the
+  // out-of-line versions saved six registers and a frame before their first
+  // test (about 20 instructions each, issue 24).
+  ucp_ep_h endpointTo(int peer) {
+    ucp_ep_h endpoint = peers_[static_cast<std::size_t>(peer)].endpoint;
+    return endpoint ? endpoint : connect(peer);
+  }
+  ucp_ep_h connect(int peer);  // first use of `peer` (a warm-up iteration)
+  void track(int slot, int peer, ucs_status_ptr_t started, const char* operation) {
+    Slot& s = slots_[static_cast<std::size_t>(slot)];
+    s.peer = peer;
+    s.request = nullptr;  // null also when UCX completed the operation in place
+    if (UCS_PTR_IS_ERR(started)) [[unlikely]]
+      failedToStart(peer, started, operation);
+    s.request = started;
+  }
+  [[noreturn]] void failedToStart(int peer, ucs_status_ptr_t started, const char* operation);
   [[noreturn]] void failSlot(int slot, ucs_status_t status);
   [[noreturn]] void failPeer(int slot);
-  void checkSlot(int slot, int peer) const;
+  void checkSlot(int slot, int peer) const {
+    if (peers_[static_cast<std::size_t>(peer)].failed) [[unlikely]]
+      refusePost(slot, peer);
+  }
+  [[noreturn]] void refusePost(int slot, int peer) const;
+  bool pollSlots(int first, int count);  // testSlots, inlined into waitSlots' loop
   // Cancels and frees every request still in flight (error and reset paths).
   void abandonPending(const runtime::Deadline& deadline);
   void closeEndpoint(Peer& peer, const runtime::Deadline& deadline);
@@ -111,6 +140,7 @@ class UcxTransport final : public Transport {
   // missed deadline starts on a clean one.
   runtime::Communicator world_;
   int me_;
+  bool oneSided_;
   std::uint32_t epoch_ = 0;
   std::unique_ptr<ucp_context, ContextDeleter> context_;
   std::unique_ptr<ucp_worker, WorkerDeleter> worker_;

@@ -111,6 +111,7 @@ class KvPushKind final : public Kind {
     InstancePlan plan;
     plan.metric = Metric::bandwidth;
     plan.pattern = "kv-push";
+    plan.oneSided = isOneSided(c.direction);
     plan.maxSamplesPerRank = static_cast<std::int64_t>(c.prefillRanks) * c.requests;
     // The larger of the two roles: pool plus per-lane staging.
     const auto lanes = static_cast<std::int64_t>(c.inFlight) * std::max(1, c.prefillRanks);
