@@ -77,6 +77,22 @@ for mode in ("parallel", "serial"):
             failures.append(f"{mode}: the survivors hung with rank 3 stopped")
             continue
         took = time.monotonic() - stopped
+    # mpirun has ended; the stopped rank may outlive it for a moment (it cannot act on
+    # SIGTERM while stopped), and on a loaded machine reading the file then once met
+    # HDF5's lock. The file is the survivors' (rank 0 writes it in serial mode): end
+    # the victim and wait until no rank of the run is left before reading it.
+    try:
+        os.kill(victim, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    gone_by = time.monotonic() + 20
+    alive = [r for r in range(4) if rank_pid(job, r)]
+    while alive and time.monotonic() < gone_by:
+        time.sleep(0.2)
+        alive = [r for r in range(4) if rank_pid(job, r)]
+    if alive:
+        failures.append(f"{mode}: ranks {alive} of the run still alive 20 s after mpirun ended")
+        continue
     text = open(log_path).read()
     host = None
     with h5py.File(out, "r") as f:

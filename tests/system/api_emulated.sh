@@ -33,7 +33,9 @@ YAML
         timeout 1 bash -c "exec 3<>/dev/tcp/${where%:*}/${where##*:}; sleep 0.05" 2>/dev/null && echo "$where" >>"$scratch/connected" || true
       done < <(ip netns exec "$host" ss -ltnH 2>/dev/null | awk '{print $4}')
     done
-    [[ -s $scratch/connected ]] && [[ $(wc -l <"$scratch/connected") -ge 2 ]] && break
+    # both server hosts reached (two lines from one host while the other's server was
+    # still starting once ended the search early on a loaded machine)
+    [[ -s $scratch/connected ]] && [[ $(cut -d: -f1 "$scratch/connected" | sort -u | wc -l) -ge 2 ]] && break
     sleep 0.1
   done
 ) &
