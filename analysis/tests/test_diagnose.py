@@ -383,9 +383,10 @@ def test_a_rank_slow_on_a_minority_of_its_pairs_is_not_named(monkeypatch):
     d = _diagnose(path)
     assert _named(d) == planted, d.lines()
     assert any("fdiag4 looked slow" in n and "only 2/5 pairs with it were 1.25x slower" in n for n in d.notes), d.notes
-    # without the rule (and without the scheduler-slices rule, which also covers 1.2x
-    # on these shared CPUs) fdiag4 is named
+    # without the rule (and without the scheduler-slices and CPU-share rules, which also
+    # cover 1.2x on these shared CPUs) fdiag4 is named
     monkeypatch.setattr(diagnose_module, "SCHEDULER_SLICES_NS", 0.0)
+    monkeypatch.setattr(diagnose_module, "SHARED_CPU_HOST_RATIO", 1.0)
     assert _named(_diagnose(path)) == planted
     monkeypatch.setattr(diagnose_module, "MIN_SLOW_SHARE", 0.0)
     assert _named(_diagnose(path)) == {**planted, "fdiag4": "both"}
@@ -406,3 +407,20 @@ def test_a_host_latency_within_scheduler_slices_on_shared_cpus_cannot_tell(tmp_p
     assert d.verdict == "cannot tell" and not d.culprits, d.lines()
     assert d.reasons[0].startswith("fh0: latency 9") and "scheduler's slices" in d.reasons[0], d.reasons
     assert _named(run("shared-far.h5", 2000, shared)) == {"fh0": "both"}
+
+
+def test_a_host_bandwidth_within_cpu_sharing_on_shared_cpus_cannot_tell(tmp_path):
+    # The clean emulated cluster (6 ranks on 2 CPUs, nothing planted) once put one
+    # host's receive pairs at 63 % of the healthy bandwidth, confirmed alone for two of
+    # them: CPU sharing, not its NIC. Named on a machine of its own; "cannot tell" on
+    # shared CPUs; a planted slow port (30 %, 3.3x) is still named there.
+    shared = [("*", "oversubscribed", 6, 2, "shared")]
+    def run(name, factor, validity=None):
+        path = tmp_path / name
+        write_matrix_run(path, receive={3: factor}, seed=4, validity=validity)
+        return _diagnose(path)
+    assert _named(run("own.h5", 0.63)) == {"fh3": "receive"}
+    d = run("shared.h5", 0.63, shared)
+    assert d.verdict == "cannot tell" and not d.culprits, d.lines()
+    assert any(r.startswith("fh3: bandwidth 6") and "sharing CPUs alone" in r for r in d.reasons), d.reasons
+    assert _named(run("shared-far.h5", 0.3, shared)) == {"fh3": "receive"}
