@@ -392,21 +392,29 @@ def test_a_rank_slow_on_a_minority_of_its_pairs_is_not_named(monkeypatch):
     assert _named(_diagnose(path)) == {**planted, "fdiag4": "both"}
 
 
+SHARED_CPUS = [("*", "oversubscribed", 6, 2, "shared")]
+
+
+def _host_on_shared_cpus(tmp_path, plant, seed, near, far):
+    """One host planted by `plant(factor)` (write_matrix_run's keywords): diagnosed
+    on a machine of its own at `near`, on shared CPUs at `near` and at `far`."""
+    def run(name, factor, validity=None):
+        path = tmp_path / name
+        write_matrix_run(path, seed=seed, validity=validity, **plant(factor))
+        return _diagnose(path)
+    return run("own.h5", near), run("shared.h5", near, SHARED_CPUS), run("shared-far.h5", far, SHARED_CPUS)
+
+
 def test_a_host_latency_within_scheduler_slices_on_shared_cpus_cannot_tell(tmp_path):
     # A clean emulated host's pairs sat at ~4 ms round trips (96x) in one run: on CPUs
     # the run shared that is the scheduler's slice, not the host's NIC. Named on a
     # machine of its own; "cannot tell" on shared CPUs; 40 ms more (a retransmission
     # timeout's size) still names it there.
-    shared = [("*", "oversubscribed", 6, 2, "shared")]
-    def run(name, factor, validity=None):
-        path = tmp_path / name
-        write_matrix_run(path, latency_host={0: factor}, seed=2, validity=validity)
-        return _diagnose(path)
-    assert _named(run("own.h5", 96)) == {"fh0": "both"}
-    d = run("shared.h5", 96, shared)
-    assert d.verdict == "cannot tell" and not d.culprits, d.lines()
-    assert d.reasons[0].startswith("fh0: latency 9") and "scheduler's slices" in d.reasons[0], d.reasons
-    assert _named(run("shared-far.h5", 2000, shared)) == {"fh0": "both"}
+    own, shared, far = _host_on_shared_cpus(tmp_path, lambda f: {"latency_host": {0: f}}, 2, 96, 2000)
+    assert _named(own) == {"fh0": "both"}
+    assert shared.verdict == "cannot tell" and not shared.culprits, shared.lines()
+    assert shared.reasons[0].startswith("fh0: latency 9") and "scheduler's slices" in shared.reasons[0], shared.reasons
+    assert _named(far) == {"fh0": "both"}
 
 
 def test_a_host_bandwidth_within_cpu_sharing_on_shared_cpus_cannot_tell(tmp_path):
@@ -414,13 +422,8 @@ def test_a_host_bandwidth_within_cpu_sharing_on_shared_cpus_cannot_tell(tmp_path
     # host's receive pairs at 63 % of the healthy bandwidth, confirmed alone for two of
     # them: CPU sharing, not its NIC. Named on a machine of its own; "cannot tell" on
     # shared CPUs; a planted slow port (30 %, 3.3x) is still named there.
-    shared = [("*", "oversubscribed", 6, 2, "shared")]
-    def run(name, factor, validity=None):
-        path = tmp_path / name
-        write_matrix_run(path, receive={3: factor}, seed=4, validity=validity)
-        return _diagnose(path)
-    assert _named(run("own.h5", 0.63)) == {"fh3": "receive"}
-    d = run("shared.h5", 0.63, shared)
-    assert d.verdict == "cannot tell" and not d.culprits, d.lines()
-    assert any(r.startswith("fh3: bandwidth 6") and "sharing CPUs alone" in r for r in d.reasons), d.reasons
-    assert _named(run("shared-far.h5", 0.3, shared)) == {"fh3": "receive"}
+    own, shared, far = _host_on_shared_cpus(tmp_path, lambda f: {"receive": {3: f}}, 4, 0.63, 0.3)
+    assert _named(own) == {"fh3": "receive"}
+    assert shared.verdict == "cannot tell" and not shared.culprits, shared.lines()
+    assert any(r.startswith("fh3: bandwidth 6") and "sharing CPUs alone" in r for r in shared.reasons), shared.reasons
+    assert _named(far) == {"fh3": "receive"}
