@@ -214,6 +214,11 @@ def fault_lines(inst) -> List[str]:
     return to baseline of a fault that ended."""
     g = inst.get
     lines = []
+    false_losses = _number(g("false_losses"))
+    if false_losses:
+        # First: with a live peer declared lost the figures below do not describe the fault.
+        lines.append(f"false losses: {int(false_losses)} live peer(s) declared lost, so the drill "
+                     f"cannot judge the fault: {g('false_loss_detail', '')}")
     detected = _number(g("detection_ms"))
     if detected is not None and detected >= 0:
         mine = (f"fabscope's drill detected in {_seconds(detected / 1e3)}"

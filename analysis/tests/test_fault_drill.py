@@ -9,7 +9,7 @@ from helpers import run_cli
 from synthetic import SyntheticRun, latency_entries, make_samples
 
 
-def write_drill(path, *, recovered=True, detection_ms=412.0, expected_s=924.6):
+def write_drill(path, *, recovered=True, detection_ms=412.0, expected_s=924.6, false_losses=None):
     run = SyntheticRun(path, nranks=4, ranks_per_host=1, seed=5)
     samples = make_samples(latency_entries([(0, 1), (0, 2)], 200, 200_000, run.rng),
                            run.start_ns())
@@ -34,7 +34,9 @@ def write_drill(path, *, recovered=True, detection_ms=412.0, expected_s=924.6):
             "return_to_baseline": "recovered" if recovered else "not recovered",
             "baseline_ms": 730.0 if recovered else -1.0, "recover_within_ms": 4000.0,
             "carrier_rank": np.int64(1), "victim_pre_fault_rps": 500.0,
-            "victim_pre_fault_p99_ms": 0.8, "fault_cycles": cycles})
+            "victim_pre_fault_p99_ms": 0.8, "fault_cycles": cycles,
+            **({"false_losses": np.int64(len(false_losses)), "false_loss_detail": ", ".join(false_losses)}
+               if false_losses is not None else {})})
     run.close(complete=True, exit_code=0 if recovered else 1)
 
 
@@ -70,6 +72,20 @@ def test_a_drill_that_never_came_back_says_so(tmp_path):
                         "never report it (TCP retransmission budget, tcp_retries2 15)"), lines[0]
     assert lines[2].startswith("return to baseline: not recovered (missing;"), lines[2]
     assert "not recovered within 4000.0 ms" in lines[2]
+
+
+def test_false_losses_come_first(tmp_path):
+    path = tmp_path / "drill.h5"
+    write_drill(path, recovered=False, false_losses=[
+        "rank 0 declared rank 3 lost 1001.2 ms before the fault (heartbeat: none for 500 ms)"])
+    with open_result(str(path)) as run:
+        lines = fault_lines(run.test(0))
+    assert lines[0] == ("false losses: 1 live peer(s) declared lost, so the drill cannot judge the fault: "
+                        "rank 0 declared rank 3 lost 1001.2 ms before the fault (heartbeat: none for 500 ms)"), lines
+    # None declared: no line.
+    write_drill(tmp_path / "clean.h5", false_losses=[])
+    with open_result(str(tmp_path / "clean.h5")) as run:
+        assert not any(line.startswith("false losses") for line in fault_lines(run.test(0)))
 
 
 def test_report_shows_the_drill(tmp_path):

@@ -178,6 +178,7 @@ void Runner::runKind(InstanceRun& run, transport::Transport& transport) {
                         seed_ ^ stableHash(run.planned.instance.spec->name) ^
                             (static_cast<std::uint64_t>(run.planned.instance.bytes) * 0x9e3779b97f4a7c15ULL),
                         options_.selfTest};
+  transport.startTest(ctx.deadline);
   run.outcome = run.kind.run(ctx);
 }
 

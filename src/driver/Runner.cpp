@@ -43,7 +43,8 @@ runtime::Deadline setupDeadline(const scenario::Scenario& scenario) {
 transport::TransportTuning transportTuning(const scenario::TransportSettings& settings, bool oneSided) {
   return {.verbsMaxReadsInFlight = settings.verbsMaxReadsInFlight,
           .verbsMaxReadsInFlightFrom = "transports.verbs.max_rd_atomic at " + settings.verbsMaxReadsInFlightFrom,
-          .oneSided = oneSided};
+          .oneSided = oneSided,
+          .mpiBlockingWaits = settings.mpiBlockingWaits};
 }
 runtime::Deadline fileStep(const scenario::Scenario& scenario) {
   return runtime::Deadline::afterSeconds(scenario.controlTimeoutSeconds > 0 ? scenario.controlTimeoutSeconds

@@ -219,6 +219,10 @@ void ResultFile::requireSpace(const std::string& table, std::int64_t bytes, std:
 void ResultFile::writeMatrix(const std::string& path, std::span<const double> rank0Values,
                              std::size_t rows, std::size_t cols) {
   if (!holdsFile()) return;
+  // Collective in parallel HDF5 (create and write, inside MPI-IO): watched, as every other step.
+  const runtime::watchdog::Watch watch("the pair matrix of the result file to be written",
+                                       runtime::watchdog::secondsFromNow(stepSeconds_),
+                                       collective() ? runtime::watchdog::everyRank : runtime::watchdog::noPeer);
   const hsize_t dims[2] = {rows, cols};
   H5Space space(H5Screate_simple(2, dims, nullptr), "H5Screate_simple");
   H5Dataset ds(H5Dcreate2(file_.get(), path.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),

@@ -34,6 +34,8 @@ MpiEnvironment::MpiEnvironment(int& argc, char**& argv) {
   checkMpi(MPI_Init(&argc, &argv), "MPI_Init");
   // Errors come back as codes so they turn into exceptions with context.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // A rank the watchdog ends takes the job with it (see watchdog::setJobEnder).
+  watchdog::setJobEnder([](int code) { MPI_Abort(MPI_COMM_WORLD, code); });
 }
 
 MpiEnvironment::~MpiEnvironment() {
@@ -44,6 +46,7 @@ MpiEnvironment::~MpiEnvironment() {
   const watchdog::Watch watch("MPI_Finalize (every rank leaves MPI together)",
                               watchdog::secondsFromNow(deadlines::finalizeSeconds), watchdog::everyRank);
   if (!finalized) MPI_Finalize();
+  watchdog::setJobEnder(nullptr);  // MPI_Abort is not allowed after MPI_Finalize
 }
 
 void MpiEnvironment::abortJob(int code) {
@@ -186,7 +189,14 @@ std::vector<std::string> Communicator::gatherStrings(const std::string& mine, in
 Communicator Communicator::split(int color, int key, const Deadline& deadline) const {
   barrier(deadline);
   MPI_Comm out;
-  checkMpi(MPI_Comm_split(comm_, color, key, &out), "MPI_Comm_split");
+  {
+    // Blocking, and its ranks do not leave it together: a rank stopped between
+    // the barrier and here kept the others in it for ever, spinning with no
+    // line at all (the no-hang campaign: three survivors silent for 32 s, rank
+    // 0 never starting its loss round). The watchdog is its bound.
+    const watchdog::Watch watch("every rank to split a communicator", deadline.at(), watchdog::everyRank);
+    checkMpi(MPI_Comm_split(comm_, color, key, &out), "MPI_Comm_split");
+  }
   Communicator split(out, true);
   split.losses_ = losses_;
   return split;

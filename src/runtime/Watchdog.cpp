@@ -115,6 +115,24 @@ void describeLocalSilence(int me, const std::string& myHost, char* out, std::siz
 }  // namespace
 
 namespace {
+std::atomic<JobEnder> jobEnder{nullptr};
+// When the watchdog called the job ender (0: not yet): the backstop thread's clock.
+std::atomic<Nanoseconds> endingSince{0};
+// How long MPI_Abort may take before the backstop ends this process alone.
+constexpr double endWithinSeconds = 10;
+
+[[noreturn]] void endJob() {
+  if (const JobEnder ender = jobEnder.load(std::memory_order_acquire)) {
+    endingSince.store(monotonicNow(), std::memory_order_release);
+    ender(3);
+  }
+  _exit(3);
+}
+}  // namespace
+
+void setJobEnder(JobEnder ender) noexcept { jobEnder.store(ender, std::memory_order_release); }
+
+namespace {
 // Who this process is, for the fatal-signal line (set once by start()).
 int crashRank = -1;
 char crashHost[256] = {};
@@ -167,6 +185,15 @@ void start(int rank, const std::string& host, double grace) {
     std::snprintf(crashHost, sizeof crashHost, "%s", host.c_str());
     takeOverFatalSignals();
     const auto graceNs = static_cast<Nanoseconds>(grace * 1e9);
+    // The backstop: a job ender that never returns must not keep the rank alive.
+    std::thread([] {
+      constexpr auto limit = static_cast<Nanoseconds>(endWithinSeconds * 1e9);
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        const Nanoseconds since = endingSince.load(std::memory_order_acquire);
+        if (since != 0 && monotonicNow() > since + limit) _exit(3);
+      }
+    }).detach();
     std::thread([rank, host, graceNs] {
       for (;;) {
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -186,11 +213,14 @@ void start(int rank, const std::string& host, double grace) {
           const int n = std::snprintf(line, sizeof line,
                                       "fabscope: rank %d (%s): watchdog: still waiting for %s%s %.1f s after its "
                                       "deadline (a call into the communication library does not return: a lost or "
-                                      "silent peer%s); ending this rank with exit code 3\n",
+                                      "silent peer%s); ending this rank with exit code 3%s\n",
                                       rank, host.c_str(), what ? what : "(unnamed wait)", peer,
-                                      static_cast<double>(now - deadline) / 1e9, silence);
+                                      static_cast<double>(now - deadline) / 1e9, silence,
+                                      jobEnder.load(std::memory_order_acquire)
+                                          ? " and the job with it (MPI_Abort: the launcher ends every rank)"
+                                          : "");
           if (n > 0) (void)!write(2, line, static_cast<std::size_t>(std::min<int>(n, sizeof line - 1)));
-          _exit(3);
+          endJob();
         }
       }
     }).detach();

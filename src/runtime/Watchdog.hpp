@@ -37,6 +37,21 @@ void start(int rank, const std::string& host, double grace = graceSeconds);
 // until then a peer is named by its rank only).
 void knowHosts(const std::vector<std::string>& hostOfRank);
 
+// How the watchdog ends the job after its line. Ending only this process
+// (_exit(3)) leaves the job to the launcher, and a launcher told not to end
+// the others on one rank's exit (mpirun --mca orte_abort_on_non_zero_status 0,
+// srun where KillOnBadExit=0) then waits for ever on a peer that is stopped,
+// or (Open MPI 4.1's mpirun, seen on this machine) on nothing at all once a
+// peer died by a signal. A job ender (MpiEnvironment registers MPI_Abort)
+// asks the launcher to end every rank, a stopped one included. It is called
+// on the watchdog's thread while another thread may be inside the library,
+// which MPI at thread level single does not promise to allow (Open MPI 4.1's
+// MPI_Abort only messages the launcher, and worked so on this machine); if
+// the process still runs `endWithinSeconds` later, a thread of the
+// watchdog's own ends it with exit code 3. Null: only this process ends.
+using JobEnder = void (*)(int code);
+void setJobEnder(JobEnder ender) noexcept;
+
 namespace detail {
 // One slot per thread that waits (threads take the next free slot once).
 struct Slot {

@@ -87,6 +87,12 @@ struct TransportSettings {
   // queue pair; 0 = the limit the two devices agree on.
   int verbsMaxReadsInFlight = 0;
   std::string verbsMaxReadsInFlightFrom;  // "file:line:column" that set it
+  // transports: {mpi: {wait: polled|blocking}}: blocking waits in MPI_Wait
+  // (osu_latency's way, the reply seen sooner) with the watchdog as their only
+  // deadline; polled (the default) waits in MPI_Test loops that end at the
+  // test's deadline and let the run go on (docs/transports.md).
+  bool mpiBlockingWaits = false;
+  std::string mpiWaitFrom;  // "file:line:column" that set it
 };
 
 struct Scenario {

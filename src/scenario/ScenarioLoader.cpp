@@ -311,19 +311,30 @@ class Loader {
     return n.as<std::string>();
   }
 
-  // transports: {verbs: {max_rd_atomic: N}}; the only per-run transport setting so far.
+  // transports: {verbs: {max_rd_atomic: N}, mpi: {wait: polled|blocking}}.
   void parseTransportSettings(const YAML::Node& t, TransportSettings& settings) const {
     if (!t.IsMap()) fail(t, "'transports' must be a mapping such as {verbs: {max_rd_atomic: 4}}");
     for (const auto& entry : t) {
       const auto name = entry.first.Scalar();
-      if (name != "verbs") fail(entry.first, "unknown transport '" + name + "' under 'transports'; expected: verbs");
+      if (name != "verbs" && name != "mpi")
+        fail(entry.first, "unknown transport '" + name + "' under 'transports'; expected: mpi, verbs");
       const YAML::Node v = entry.second;
-      if (!v.IsMap()) fail(v, "'transports.verbs' must be a mapping such as {max_rd_atomic: 4}");
+      const std::string example = name == "verbs" ? "{max_rd_atomic: 4}" : "{wait: blocking}";
+      if (!v.IsMap()) fail(v, "'transports." + name + "' must be a mapping such as " + example);
       for (const auto& key : v) {
-        if (key.first.Scalar() != "max_rd_atomic")
-          fail(key.first, "unknown key '" + key.first.Scalar() + "' under 'transports.verbs'; expected: max_rd_atomic");
-        settings.verbsMaxReadsInFlight = static_cast<int>(integerOf(key.second, "max_rd_atomic", 1, 255));
-        settings.verbsMaxReadsInFlightFrom = positionOf(file_, key.second);
+        const auto k = key.first.Scalar();
+        if (name == "verbs" && k == "max_rd_atomic") {
+          settings.verbsMaxReadsInFlight = static_cast<int>(integerOf(key.second, "max_rd_atomic", 1, 255));
+          settings.verbsMaxReadsInFlightFrom = positionOf(file_, key.second);
+        } else if (name == "mpi" && k == "wait") {
+          const std::string w = key.second.IsScalar() ? key.second.Scalar() : std::string("a list or mapping");
+          if (w != "polled" && w != "blocking") fail(key.second, "'wait' is '" + w + "'; expected polled or blocking");
+          settings.mpiBlockingWaits = w == "blocking";
+          settings.mpiWaitFrom = positionOf(file_, key.second);
+        } else {
+          fail(key.first, "unknown key '" + k + "' under 'transports." + name + "'; expected: " +
+                              (name == "verbs" ? "max_rd_atomic" : "wait"));
+        }
       }
     }
   }

@@ -11,8 +11,15 @@ constexpr runtime::Nanoseconds resetGraceNs = 2'000'000'000;
 
 using runtime::checkMpi;
 
-MpiTransport::MpiTransport(const runtime::Communicator& world, const runtime::Deadline& deadline)
-    : world_(world.handle()) {
+// A data-path call failed: the error goes to the transport's report (with the
+// peer, for the result file), then up as an exception.
+void MpiTransport::fail(int rc, int peer, const char* call) const {
+  reportError({runtime::monotonicNow(), peer, std::string(call) + " returned an error"});
+  checkMpi(rc, call);
+}
+
+MpiTransport::MpiTransport(const runtime::Communicator& world, bool blockingWaits, const runtime::Deadline& deadline)
+    : world_(world.handle()), blockingWaits_(blockingWaits) {
   duplicate(world_, deadline);
 }
 
@@ -36,10 +43,18 @@ void MpiTransport::duplicate(MPI_Comm from, const runtime::Deadline& deadline) {
 void MpiTransport::reserve(int slots) {
   if (static_cast<int>(requests_.size()) < slots) requests_.resize(static_cast<std::size_t>(slots), MPI_REQUEST_NULL);
   if (static_cast<int>(peers_.size()) < slots) peers_.resize(static_cast<std::size_t>(slots), runtime::watchdog::noPeer);
+  if (static_cast<int>(deferred_.size()) < slots) deferred_.resize(static_cast<std::size_t>(slots));
 }
 
 void MpiTransport::postSend(int slot, int peer, int tag, const void* buffer, std::size_t bytes) {
   peers_[static_cast<std::size_t>(slot)] = peer;
+  if (blockingWaits_ && bytes <= inlineBytes) {
+    const runtime::watchdog::Watch watch("an MPI_Send to a peer rank", testDeadline_, peer);
+    const int rc = MPI_Send(buffer, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_);
+    if (rc != MPI_SUCCESS) fail(rc, peer, "MPI_Send");
+    requests_[static_cast<std::size_t>(slot)] = MPI_REQUEST_NULL;  // done: nothing to wait for
+    return;
+  }
   checkMpi(MPI_Isend(buffer, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_,
                      &requests_[static_cast<std::size_t>(slot)]),
            "MPI_Isend");
@@ -47,7 +62,19 @@ void MpiTransport::postSend(int slot, int peer, int tag, const void* buffer, std
 
 void MpiTransport::postRecv(int slot, int peer, int tag, void* buffer, std::size_t bytes) {
   peers_[static_cast<std::size_t>(slot)] = peer;
+  if (blockingWaits_ && bytes <= inlineBytes) {
+    deferred_[static_cast<std::size_t>(slot)] = {buffer, static_cast<int>(bytes), tag, true};
+    return;
+  }
   checkMpi(MPI_Irecv(buffer, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_,
+                     &requests_[static_cast<std::size_t>(slot)]),
+           "MPI_Irecv");
+}
+
+void MpiTransport::postDeferred(int slot) {
+  auto& d = deferred_[static_cast<std::size_t>(slot)];
+  d.pending = false;
+  checkMpi(MPI_Irecv(d.buffer, d.bytes, MPI_BYTE, peers_[static_cast<std::size_t>(slot)], d.tag, comm_,
                      &requests_[static_cast<std::size_t>(slot)]),
            "MPI_Irecv");
 }
@@ -60,23 +87,64 @@ bool MpiTransport::testSlots(int first, int count) {
   // minimal program uses, pays one). A completed request is MPI_REQUEST_NULL, so
   // the slots before the pending one cost a comparison each, not a call.
   for (int i = first; i < first + count; ++i) {
+    if (blockingWaits_ && deferred_[static_cast<std::size_t>(i)].pending) postDeferred(i);
     MPI_Request& request = requests_[static_cast<std::size_t>(i)];
     if (request == MPI_REQUEST_NULL) continue;
     int done = 0;
     const int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) {
-      reportError({runtime::monotonicNow(), peers_[static_cast<std::size_t>(i)], "MPI_Test returned an error"});
-      checkMpi(rc, "MPI_Test");
-    }
+    if (rc != MPI_SUCCESS) fail(rc, peers_[static_cast<std::size_t>(i)], "MPI_Test");
     if (!done) return false;
   }
   return true;
 }
 
+void MpiTransport::waitSlots(int first, int count, const runtime::Deadline& deadline) {
+  if (!blockingWaits_) {
+    Transport::waitSlots(first, count, deadline);
+    return;
+  }
+  // A test that runs past its deadline fails within 64 waits of it, as a polled
+  // wait would (a clock read per wait would cost what MPI_Wait saves). A wait
+  // that never returns (a silent peer) is the watchdog's: MPI_Wait cannot end
+  // at a deadline.
+  if (++waitsSinceClock_ >= 64) {
+    waitsSinceClock_ = 0;
+    if (deadline.expired()) deadline.fail(waitDescription());
+  }
+  const runtime::watchdog::Watch watch(waitDescription(), deadline.at(), peerOfSlots(first, count));
+  if (count == 1 && deferred_[static_cast<std::size_t>(first)].pending) {
+    auto& d = deferred_[static_cast<std::size_t>(first)];
+    d.pending = false;
+    const int peer = peers_[static_cast<std::size_t>(first)];
+    const int rc = MPI_Recv(d.buffer, d.bytes, MPI_BYTE, peer, d.tag, comm_, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) fail(rc, peer, "MPI_Recv");
+    return;
+  }
+  // Several slots: every noted receive is posted before any wait, so none of
+  // them waits for another's message.
+  for (int i = first; i < first + count; ++i)
+    if (deferred_[static_cast<std::size_t>(i)].pending) postDeferred(i);
+  for (int i = first; i < first + count; ++i) {
+    MPI_Request& request = requests_[static_cast<std::size_t>(i)];
+    if (request == MPI_REQUEST_NULL) continue;
+    const int rc = MPI_Wait(&request, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) fail(rc, peers_[static_cast<std::size_t>(i)], "MPI_Wait");
+  }
+}
+
+// Only the choice away from the default is recorded: a default run's file keeps
+// the structure it always had (no /transports/mpi).
+std::vector<std::pair<std::string, std::string>> MpiTransport::describe() const {
+  if (!blockingWaits_) return {};
+  return {{"mpi_wait", "blocking (MPI_Wait; MPI_Send and MPI_Recv up to " + std::to_string(inlineBytes) +
+                          " bytes; bounded by the watchdog, which ends the run)"}};
+}
+
 int MpiTransport::peerOfSlots(int first, int count) const {
   int peer = runtime::watchdog::noPeer;
   for (int i = first; i < first + count; ++i) {
-    if (requests_[static_cast<std::size_t>(i)] == MPI_REQUEST_NULL) continue;
+    const bool noted = static_cast<std::size_t>(i) < deferred_.size() && deferred_[static_cast<std::size_t>(i)].pending;
+    if (requests_[static_cast<std::size_t>(i)] == MPI_REQUEST_NULL && !noted) continue;
     const int p = peers_[static_cast<std::size_t>(i)];
     if (peer != runtime::watchdog::noPeer && p != peer) return runtime::watchdog::noPeer;  // several
     peer = p;
@@ -103,6 +171,9 @@ void MpiTransport::reset(const runtime::Deadline& deadline) {
       if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
     runtime::waitUntil(allDone, deadline, "outstanding transfers to be cancelled after a timeout");
   }
+  // A noted receive was never posted: whatever its peer sent stays with the old
+  // communicator, freed below.
+  for (auto& d : deferred_) d.pending = false;
   MPI_Comm old = comm_;
   duplicate(world_, deadline);
   MPI_Comm_free(&old);

@@ -24,6 +24,9 @@ struct TransportTuning {
   // A test of the run puts or gets over this transport (InstancePlan::oneSided).
   // UCX asks for its RMA feature only then; the other transports ignore it.
   bool oneSided = false;
+  // MPI: waits block in MPI_Wait, bounded by the watchdog only (scenario
+  // transports: {mpi: {wait: blocking}}); the other transports ignore it.
+  bool mpiBlockingWaits = false;
 };
 
 // A transport's own collective library, for kinds that bring their own data
@@ -84,6 +87,10 @@ class Transport {
   // only; it looks the name up).
   TransportCapabilities capabilities() const;
 
+  // The running test's deadline, given before its kind runs (outside timed
+  // loops): a transport whose posts may block (MpiTransport's MPI_Send with
+  // blocking waits) watches them with it, never with a past test's deadline.
+  virtual void startTest(const runtime::Deadline& deadline) { (void)deadline; }
   // Facts about the backend's environment for the result file (key, value),
   // e.g. library version, UCX_TLS, transports selected. Outside timed loops.
   virtual std::vector<std::pair<std::string, std::string>> describe() const { return {}; }

@@ -77,8 +77,7 @@ std::string transportsWith(bool TransportCapabilities::*capability) {
 std::unique_ptr<Transport> openTransport(const std::string& name, const runtime::Communicator& world, int localRank,
                                          const TransportTuning& tuning, const runtime::Deadline& deadline) {
   (void)localRank;
-  (void)tuning;  // used by UCX and verbs only, which may not be built
-  if (name == "mpi") return std::make_unique<MpiTransport>(world, deadline);
+  if (name == "mpi") return std::make_unique<MpiTransport>(world, tuning.mpiBlockingWaits, deadline);
 #if FABSCOPE_HAVE_UCX
   if (name == "ucx") return std::make_unique<UcxTransport>(world, tuning.oneSided, deadline);
 #endif

@@ -9,7 +9,8 @@
 #   latency-polled       MPI_Isend / MPI_Irecv, both polled (fabscope's way, nothing else)
 #   latency-polled-nbc   the same after one non-blocking collective (libnbc progress)
 #   latency-persistent   MPI_Send_init / MPI_Recv_init, started each round, polled
-#   fabscope             a latency test, 8 B (p50_ns)
+#   fabscope             a latency test, 8 B (p50_ns), default (polled) waits
+#   fabscope-blocking    the same with transports: {mpi: {wait: blocking}} (MPI_Wait)
 # usage: tests/bench/latency-modes.sh [--seconds S (300)] [--cpus A,B (0,1)] [--iters N (5000)] [--bin FABSCOPE]
 # Env: MINIMAL, READ_ATTRS (default: this tree's build), BENCH_MPIRUN_ARGS.
 set -euo pipefail
@@ -34,14 +35,16 @@ mpirun_args=(-np 2 --cpu-set "$cpus" --bind-to core ${BENCH_MPIRUN_ARGS:-})
 work=$(mktemp -d /tmp/fabscope-latency-modes.XXXXXX); trap 'rm -rf "$work"' EXIT
 printf 'name: latency-modes\nseed: 7\ndefaults: {transport: mpi, memory: host, timeout: 300s}\ntests:\n  - {name: x, kind: latency, sizes: [8], iterations: %s, warmup: 2000}\n' \
   "$iters" >"$work/s.yaml"
-sides=(latency latency-send-polled latency-polled latency-polled-nbc latency-persistent fabscope)
+{ echo 'transports: {mpi: {wait: blocking}}'; cat "$work/s.yaml"; } >"$work/blocking.yaml"
+sides=(latency latency-send-polled latency-polled latency-polled-nbc latency-persistent fabscope fabscope-blocking)
 n=${#sides[@]} start=$SECONDS r=0
 while ((SECONDS - start < seconds)); do
   r=$((r + 1))
   for k in $(seq 0 $((n - 1))); do
     side=${sides[$(((k + r) % n))]}
-    if [[ $side == fabscope ]]; then
-      mpirun "${mpirun_args[@]}" "$bin" run --scenario "$work/s.yaml" --output "$work/f.h5" --overwrite --no-progress \
+    if [[ $side == fabscope* ]]; then
+      scenario=$work/s.yaml; [[ $side == fabscope ]] || scenario=$work/blocking.yaml
+      mpirun "${mpirun_args[@]}" "$bin" run --scenario "$scenario" --output "$work/f.h5" --overwrite --no-progress \
         >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
       v=$("$read_attrs" "$work/f.h5" x p50_ns)
     else
@@ -64,7 +67,7 @@ def ratio(side, base):
     if len(rs) < 2: return "-"
     iv = median_interval(rs)
     return f"{iv.median:.3f} [{iv.lo:.3f}-{iv.hi:.3f}]"
-for side in ("latency", "latency-send-polled", "latency-polled", "latency-polled-nbc", "latency-persistent", "fabscope"):
+for side in ("latency", "latency-send-polled", "latency-polled", "latency-polled-nbc", "latency-persistent", "fabscope", "fabscope-blocking"):
     if side in vals:
         print(f"{side:22} {st.median(vals[side].values()):8.1f}  {ratio(side, 'latency'):>24}  {ratio(side, 'latency-polled'):>24}")
 PY

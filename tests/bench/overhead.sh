@@ -3,11 +3,13 @@
 # script (issue 24): rounds alternate fabscope and the reference (ABBA order), and
 # each row prints the medians, the median of the per-round ratios and their spread.
 #
-#   MPI   8 B latency p50         fabscope p50            / minimal ping-pong p50   <= 1.05
-#   MPI   8 B latency p50         fabscope p50            / the same, polled with MPI_Test   <= 1.05  (latency-polled:
+#   MPI   8 B latency p50         fabscope p50 (wait: blocking) / minimal ping-pong p50 (blocking)  <= 1.05
+#   MPI   8 B latency p50         fabscope p50 (default)  / the same, polled with MPI_Test   <= 1.05  (latency-polled:
 #                                                           fabscope's own share; a deadline needs a polled wait)
-#   (context)                     fabscope p50            / the same after one non-blocking collective (-nbc)
-#   MPI   8 B latency, batch      fabscope batch_mean_ns  / osu_latency average     <= 1.05
+#   (context)                     fabscope p50 (default)  / the same after one non-blocking collective (-nbc)
+#   (context)                     fabscope p50 (default)  / minimal ping-pong p50 (blocking): what the default's
+#                                                           polled waits cost in all
+#   MPI   8 B latency, batch      fabscope batch_mean_ns (wait: blocking) / osu_latency average     <= 1.05
 #   MPI   4 MiB bandwidth, w 64   fabscope gbps_mean      / minimal stream          >= 0.97  (both: distinct receive slices)
 #   MPI   4 MiB bandwidth, batch  fabscope batch_gbps     / osu_bw                  >= 0.97  (both: one receive buffer)
 #   UCX   8 B tag latency p50     fabscope p50            / ucx_perftest tag_lat    <= 1.05  (shm, tcp loopback)
@@ -29,7 +31,9 @@
 # The references: build/tests/bench/fabscope_minimal_mpi (this tree), ucx_perftest
 # (Debian's ucx-utils), osu_latency and osu_bw (OSU micro-benchmarks: OSU_DIR=dir or
 # on PATH; their rows are skipped, saying so, when not found).
-# usage: tests/bench/overhead.sh [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|ucx] [--aa] [--values FILE] [--seconds S]
+# --only mpi-bw: the two MPI bandwidth rows alone (3 launches a round instead of 7: twice
+# the rounds in a bounded window, for the rows whose noise is widest).
+# usage: tests/bench/overhead.sh [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|mpi-bw|ucx] [--aa] [--values FILE] [--seconds S]
 #   --cpus: the two cores both sides are bound to (default 0,1; on a VM, cores away from 0 are often quieter)
 # Env: LAT_ITERS (5000), BW_ITERS (30; UCX sends 16 times as many), BENCH_MPIRUN_ARGS.
 # Exit: 0 every row with a target met, 1 a target missed, 4 a row could not tell, 2 usage.
@@ -48,7 +52,7 @@ while [[ $# -gt 0 ]]; do
     --aa) aa=1; shift ;;
     --values) keep_values=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
-    *) echo "usage: $0 [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|ucx] [--aa] [--values FILE] [--seconds S]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|mpi-bw|ucx] [--aa] [--values FILE] [--seconds S]" >&2; exit 2 ;;
   esac
 done
 [[ -x $bin ]] || { echo "fabscope binary not found at $bin (cmake --build build)" >&2; exit 2; }
@@ -71,7 +75,7 @@ put() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$values"; }  # round ro
 
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "--seconds takes whole seconds (got '$seconds')" >&2; exit 2; }
 [[ $rounds =~ ^[0-9]+$ && $rounds -ge 1 ]] || { echo "--rounds takes a positive count (got '$rounds')" >&2; exit 2; }
-[[ $only == all || $only == mpi || $only == ucx ]] || { echo "--only takes mpi or ucx (got '$only')" >&2; exit 2; }
+[[ $only == all || $only == mpi || $only == mpi-bw || $only == ucx ]] || { echo "--only takes mpi, mpi-bw or ucx (got '$only')" >&2; exit 2; }
 [[ -f $here/round_verdict.py ]] || { echo "round_verdict.py not found beside $0" >&2; exit 2; }
 lat_iters=${LAT_ITERS:-5000} bw_iters=${BW_ITERS:-30}
 # The same three tests per transport; MPI's window as osu_bw's (64), UCX's as the -O 16 it is compared with.
@@ -88,12 +92,26 @@ YAML
 }
 write_scenario mpi 64
 write_scenario ucx 16
+# fabscope waiting as osu_latency and the blocking minimal program do (transports:
+# {mpi: {wait: blocking}}: MPI_Wait, bounded by the watchdog; docs/transports.md).
+cat >"$work/mpi-blocking.yaml" <<YAML
+name: overhead-mpi-blocking
+seed: 7
+transports: {mpi: {wait: blocking}}
+defaults: {transport: mpi, memory: host, timeout: 300s}
+tests:
+  - {name: lat, kind: latency, sizes: [8], iterations: $lat_iters, warmup: 2000}
+YAML
 
-# -> "p50_ns batch_mean_ns" of lat, gbps_mean of bw (distinct slices), batch_gbps of bw1 (one buffer)
-fabscope_figures() {  # scenario
+fabscope_run() {  # scenario
   mpirun "${mpirun_args[@]}" -x UCX_TLS -x UCX_NET_DEVICES -x UCX_POSIX_ERROR_HANDLING -x UCX_SYSV_ERROR_HANDLING \
     -x UCX_WARN_UNUSED_ENV_VARS "$bin" run --scenario "$1" --output "$work/f.h5" --overwrite --no-progress \
     >"$work/fabscope.log" 2>&1 || { cat "$work/fabscope.log" >&2; exit 1; }
+}
+
+# -> "p50_ns batch_mean_ns" of lat, gbps_mean of bw (distinct slices), batch_gbps of bw1 (one buffer)
+fabscope_figures() {  # scenario
+  fabscope_run "$1"
   local lat bt gb bg
   read -r lat bt < <("$read_attrs" "$work/f.h5" lat p50_ns batch_mean_ns)
   read -r gb < <("$read_attrs" "$work/f.h5" bw gbps_mean)
@@ -128,18 +146,27 @@ perftest_line() {  # test size iters warmup [extra...]
 mpi_fabscope() {  # round
   local lat bt gb bg
   read -r lat bt gb bg < <(fabscope_figures "$work/mpi.yaml")
-  put "$1" mpi_lat_p50 fabscope "$lat"; put "$1" mpi_lat_batch fabscope "$bt"
-  put "$1" mpi_lat_polled fabscope "$lat"; put "$1" mpi_lat_polled_nbc fabscope "$lat"
+  if [[ $only != mpi-bw ]]; then
+    put "$1" mpi_lat_polled fabscope "$lat"; put "$1" mpi_lat_polled_nbc fabscope "$lat"
+    put "$1" mpi_lat_default fabscope "$lat"
+    fabscope_run "$work/mpi-blocking.yaml"
+    read -r lat bt < <("$read_attrs" "$work/f.h5" lat p50_ns batch_mean_ns)
+    put "$1" mpi_lat_p50 fabscope "$lat"; put "$1" mpi_lat_batch fabscope "$bt"
+  fi
   put "$1" mpi_bw fabscope "$gb"; put "$1" mpi_bw_batch fabscope "$bg"
 }
 
 mpi_references() {  # round side (side: reference, or fabscope's place in an A/A run)
   local r=$1 side=$2
-  put "$r" mpi_lat_p50 "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" latency 8 "$lat_iters" 2000 | awk '{print $2}')"
-  put "$r" mpi_lat_polled "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" latency-polled 8 "$lat_iters" 2000 | awk '{print $2}')"
-  put "$r" mpi_lat_polled_nbc "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" latency-polled-nbc 8 "$lat_iters" 2000 | awk '{print $2}')"
+  if [[ $only != mpi-bw ]]; then
+    local blocking
+    blocking=$(mpirun "${mpirun_args[@]}" "$minimal" latency 8 "$lat_iters" 2000 | awk '{print $2}')
+    put "$r" mpi_lat_p50 "$side" "$blocking"; put "$r" mpi_lat_default "$side" "$blocking"
+    put "$r" mpi_lat_polled "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" latency-polled 8 "$lat_iters" 2000 | awk '{print $2}')"
+    put "$r" mpi_lat_polled_nbc "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" latency-polled-nbc 8 "$lat_iters" 2000 | awk '{print $2}')"
+  fi
   put "$r" mpi_bw "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" bandwidth $((4 << 20)) "$bw_iters" 10 64 | awk '{print $2}')"
-  if [[ -n $osu_lat ]]; then  # average us -> ns
+  if [[ -n $osu_lat && $only != mpi-bw ]]; then  # average us -> ns
     put "$r" mpi_lat_batch "$side" "$(mpirun "${mpirun_args[@]}" "$osu_lat" -m 8:8 -i "$lat_iters" -x 2000 |
       awk '$1 == 8 {print $2 * 1000}')"
   fi
@@ -182,7 +209,7 @@ started=$SECONDS done_rounds=0
 for r in $(seq "$rounds"); do
   order="reference fabscope"; (( r % 2 == 0 )) && order="fabscope reference"
   [[ $only == ucx ]] || mpi_round "$r" "$order"
-  if [[ $only != mpi ]]; then
+  if [[ $only != mpi* ]]; then
     if [[ -n $perftest ]]; then ucx_round "$r" "$order" shm; ucx_round "$r" "$order" tcp; fi
   fi
   done_rounds=$r elapsed=$((SECONDS - started))
@@ -205,10 +232,11 @@ for line in open(path):
     if v: vals.setdefault(row, {}).setdefault(int(r), {})[side] = float(v)
 # row: label, unit, reference name, target (op, bound) or None, margin
 ROWS = [
-    ("mpi_lat_p50", "MPI 8 B latency p50", "ns", "minimal ping-pong p50", ("<=", 1.05), 0.05),
-    ("mpi_lat_polled", "MPI 8 B lat p50 vs polled", "ns", "minimal ping-pong waiting in MPI_Test loops: fabscope's own share", ("<=", 1.05), 0.05),
+    ("mpi_lat_p50", "MPI 8 B latency p50", "ns", "fabscope with wait: blocking; minimal ping-pong p50, blocking", ("<=", 1.05), 0.05),
+    ("mpi_lat_polled", "MPI 8 B lat p50 vs polled", "ns", "fabscope's default polled waits; minimal ping-pong waiting in MPI_Test loops: fabscope's own share", ("<=", 1.05), 0.05),
     ("mpi_lat_polled_nbc", "MPI 8 B lat p50 vs p+nbc", "ns", "the same after one non-blocking collective", None, 0.05),
-    ("mpi_lat_batch", "MPI 8 B latency batch", "ns", "osu_latency average", ("<=", 1.05), 0.05),
+    ("mpi_lat_default", "MPI 8 B lat p50 default", "ns", "fabscope's default polled waits; minimal ping-pong p50, blocking: what polling costs in all", None, 0.05),
+    ("mpi_lat_batch", "MPI 8 B latency batch", "ns", "fabscope with wait: blocking; osu_latency average", ("<=", 1.05), 0.05),
     ("mpi_bw", "MPI 4 MiB bw w64 distinct", "GB/s", "minimal stream, distinct slices", (">=", 0.97), 0.03),
     ("mpi_bw_batch", "MPI 4 MiB bw w64 batch", "GB/s", "osu_bw, one buffer", (">=", 0.97), 0.03),
     ("ucx_shm_lat", "UCX shm 8 B tag lat p50", "ns", "ucx_perftest tag_lat", ("<=", 1.05), 0.05),
@@ -228,7 +256,8 @@ for key, label, unit, ref, target, margin in ROWS:
     per = vals.get(key, {})
     pairs = [(d["fabscope"], d["reference"]) for d in per.values() if "fabscope" in d and "reference" in d and d["reference"] > 0]
     if not pairs:
-        why = "not run" if (only != "all" and not key.startswith(only)) else \
+        ran = only == "all" or (key.startswith("mpi_bw") if only == "mpi-bw" else key.startswith(only))
+        why = "not run" if not ran else \
               "osu_latency/osu_bw not found (OSU_DIR)" if key.startswith("mpi_") else "ucx_perftest not found (ucx-utils)"
         print(f"{label:26} {'-':>10} {'-':>10} {'-':>6} {'-':>13} {'-':>7} {'-':>7}  -        ({ref}: {why})")
         continue

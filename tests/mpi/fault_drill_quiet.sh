@@ -11,17 +11,23 @@ source "$(dirname "$0")/lib.bash"
 config=${FABSCOPE_BUILD_DIR:-$(dirname "$FABSCOPE_BIN")}/generated/fabscope/BuildConfig.hpp
 grep -q "FABSCOPE_HAVE_UCX 1" "$config" 2>/dev/null || { echo "fault_drill_quiet: SKIP: not a UCX build" >&2; exit 77; }
 
-rc=0
-timeout --kill-after=10 120 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --np 4 --bin "$FABSCOPE_BIN" -- \
-  run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/fault-drill.yaml" --output "$scratch/drill.h5" --no-progress \
-  --no-verdict > "$scratch/log" 2>&1 || rc=$?
-[ $rc = 0 ] || { tail -30 "$scratch/log"; echo "FAIL: the drill exited $rc"; exit 1; }
-grep -q "^fabscope: result: exit code 0 (after a fault drill" "$scratch/log" || { tail -30 "$scratch/log"; echo "FAIL: no result line"; exit 1; }
-mpool=$(grep -c "not returned to mpool" "$scratch/log" || true)
-warnings=$(grep -c "UCX  WARN" "$scratch/log" || true)
-if [ "$mpool" != 0 ] || [ "$warnings" != 0 ]; then
-  grep "UCX  WARN" "$scratch/log" | sed 's/0x[0-9a-f]*//g; s/^.*UCX  WARN  //' | sort | uniq -c | sort -rn | head
-  echo "FAIL: $warnings UCX warning(s) at the end of the drill, $mpool of them 'not returned to mpool'"
-  exit 1
-fi
-echo "fault_drill_quiet: the drill passed and UCX said nothing at its end: ok"
+# Twice: the shipped 4 KiB replies, and 64 KiB (a rendezvous reply). At 16 and
+# 64 KiB the client once kept a reply buffer for every reply of the stream
+# (320 MB at 16 KiB) and sent no heartbeat for its first 500 ms: live peers
+# were declared lost and the drill failed (p50 22-60 ms against 15 us).
+for size in 4KiB 64KiB; do
+  rc=0
+  timeout --kill-after=10 120 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --np 4 --bin "$FABSCOPE_BIN" -- \
+    run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/fault-drill.yaml" --output "$scratch/drill-$size.h5" --no-progress \
+    --no-verdict --set "sizes=[$size]" > "$scratch/log" 2>&1 || rc=$?
+  [ $rc = 0 ] || { tail -30 "$scratch/log"; echo "FAIL: the $size drill exited $rc"; exit 1; }
+  grep -q "^fabscope: result: exit code 0 (after a fault drill" "$scratch/log" || { tail -30 "$scratch/log"; echo "FAIL: $size: no result line"; exit 1; }
+  mpool=$(grep -c "not returned to mpool" "$scratch/log" || true)
+  warnings=$(grep -c "UCX  WARN" "$scratch/log" || true)
+  if [ "$mpool" != 0 ] || [ "$warnings" != 0 ]; then
+    grep "UCX  WARN" "$scratch/log" | sed 's/0x[0-9a-f]*//g; s/^.*UCX  WARN  //' | sort | uniq -c | sort -rn | head
+    echo "FAIL: $size: $warnings UCX warning(s) at the end of the drill, $mpool of them 'not returned to mpool'"
+    exit 1
+  fi
+  echo "fault_drill_quiet: $size: the drill passed and UCX said nothing at its end: ok"
+done

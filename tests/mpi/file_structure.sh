@@ -20,10 +20,19 @@ check() {
   shift
   local out="$scratch/$name.h5"
   if ! "$@" --output "$out" --no-progress >"$scratch/$name.log" 2>&1; then
-    tail -20 "$scratch/$name.log" >&2
-    echo "file_structure: $name: the run failed" >&2
-    failed=1
-    return
+    # Under the sanitizers 4 ASan ranks share 2 cores: heartbeats come late and
+    # a drill may declare a live peer lost. It then fails with that verdict, as
+    # it should on such a host, and its file is complete: its structure counts.
+    if [[ ${FABSCOPE_SANITIZED:-0} == 1 && $name == fault-drill ]] \
+      && grep -q "live peer(s) declared lost" "$scratch/$name.log" \
+      && grep -q "^fabscope: result: exit code 1 " "$scratch/$name.log"; then
+      echo "file_structure: $name: the drill declared a live peer lost (ASan's load); comparing its complete file"
+    else
+      tail -20 "$scratch/$name.log" >&2
+      echo "file_structure: $name: the run failed" >&2
+      failed=1
+      return
+    fi
   fi
   dump "$out" >"$scratch/$name.txt"
   if [[ ${FABSCOPE_STRUCTURE_WRITE:-0} == 1 ]]; then

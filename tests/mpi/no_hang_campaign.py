@@ -17,6 +17,7 @@ Usage: no_hang_campaign.py FABSCOPE_BIN WORKDIR
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,7 +34,13 @@ WATCHDOG_GRACE_S = 10  # runtime/Watchdog.hpp graceSeconds
 # grace, the loss round (5 s answers + 2 s acknowledgements), the watchdog's
 # grace, and a few seconds for the launcher to end the rest.
 END_LIMIT_S = TEST_TIMEOUT_S + CONTROL_GRACE_S + 7 + WATCHDOG_GRACE_S + 5
-CONCURRENT = 2  # two jobs at a time: 8 ranks on this 2-core machine, waits yield
+# Two jobs at a time: 8 ranks on this 2-core machine, waits yield. Under
+# AddressSanitizer (FABSCOPE_SANITIZED, tests/run.d/sanitizers.sh) one: each
+# rank runs 2-3 times slower there, and with 8 of them the machine was busy
+# at the start of a run (1.6 to 1.9 of its 2 CPUs while every rank slept),
+# watchdogs fired up to 12 s late and loss rounds overran the limit below:
+# that measures the scheduler, not whether a run ends.
+CONCURRENT = 1 if os.environ.get("FABSCOPE_SANITIZED") == "1" else 2
 
 # Target tests far too long to finish before their deadline: the fault always
 # finds the run still going (in the lead test, between tests or in the target).
@@ -196,9 +203,29 @@ class Run:
                 rows.append(f"pid {pid} gone")
         return "; ".join(rows)
 
+    def stacks(self):
+        """Where each process of a hung run is (gdb's backtraces, fabscope's and the
+        libraries' frames only), for the report: a hang that shows up once in a CI run
+        must say where it was. Nothing if gdb is missing."""
+        if not shutil.which("gdb"):
+            return "(no gdb: no stacks)"
+        out = []
+        for rank, pid in sorted(rank_pids(self.yaml).items()):
+            try:
+                text = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 24"],
+                                      capture_output=True, text=True, timeout=60).stdout
+            except (subprocess.TimeoutExpired, OSError) as e:
+                out.append(f"rank {rank} (pid {pid}): gdb failed: {e}")
+                continue
+            frames = [line for line in text.splitlines()
+                      if line.startswith("Thread ") or (line.startswith("#") and " in " in line)]
+            out.append(f"rank {rank} (pid {pid}):\n  " + "\n  ".join(line[:160] for line in frames))
+        return "\n".join(out)
+
     def kill_all(self, now):
         if self.hung:
             self.hang_note += f" [{self.processes()}]"
+            self.hang_stacks = self.stacks()
         for pid in rank_pids(self.yaml).values():
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -303,6 +330,8 @@ def main():
         print(f"--- {r.name} (seed {r.seed}) output, last lines:", file=sys.stderr)
         lines = [line for line in r.text().splitlines() if "UCX  WARN" not in line]
         print("\n".join(lines[-25:]), file=sys.stderr)
+        if getattr(r, "hang_stacks", ""):
+            print(f"--- {r.name}: stacks of its processes when it was declared hung:\n{r.hang_stacks}", file=sys.stderr)
     return 1 if failed or hangs else 0
 
 

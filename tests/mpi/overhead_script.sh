@@ -28,7 +28,7 @@ for line in open(sys.argv[1]):
     if v:
         assert float(v) > 0, line
         vals.setdefault((row, side), set()).add(int(r))
-for row in ("mpi_lat_p50", "mpi_lat_polled", "mpi_lat_polled_nbc", "mpi_bw"):
+for row in ("mpi_lat_p50", "mpi_lat_polled", "mpi_lat_polled_nbc", "mpi_lat_default", "mpi_bw"):
     for side in ("fabscope", "reference"):
         assert vals.get((row, side)) == set(range(1, 7)), (row, side, vals.get((row, side)))
 out = open(sys.argv[2]).read()
@@ -39,6 +39,7 @@ for label in ("MPI 8 B latency p50", "MPI 8 B lat p50 vs polled", "MPI 4 MiB bw 
     assert m, label
     assert float(m.group(2)) <= float(m.group(1)) <= float(m.group(3)), m.group(0)
 assert re.search(re.escape("MPI 8 B lat p50 vs p+nbc") + r".* context ", out), "the libnbc row is context"
+assert re.search(re.escape("MPI 8 B lat p50 default") + r".* context ", out), "the default-vs-blocking row is context"
 assert out.count(": not run)") == 4, "the UCX rows should say they were not run"
 PY
 
@@ -47,6 +48,13 @@ rc=$(bench_rc "${common[@]}" --rounds 8 --seconds 1)
 [[ $rc == 4 ]] || fail "--seconds 1: exit $rc (expected 4: cannot tell)"
 grep -q "stopping after 1 of 8 rounds" "$scratch/err" || fail "--seconds 1 did not stop the campaign"
 grep -q "MPI 8 B latency p50 .*cannot tell (rounds: 1 < 6) .*1 rounds" "$scratch/out" || fail "one round gave a verdict"
+
+# --only mpi-bw: the bandwidth rows alone; the latency rows say they were not run.
+rc=$(bench_rc "${common[@]}" --only mpi-bw --rounds 1 --values "$scratch/bw.tsv")
+[[ $rc == 4 ]] || fail "--only mpi-bw: exit $rc (expected 4: one round)"
+cut -f2 "$scratch/bw.tsv" | sort -u | tr '\n' ' ' | grep -Eqx "mpi_bw (mpi_bw_batch )?" || fail "--only mpi-bw ran rows other than mpi_bw: $(cut -f2 "$scratch/bw.tsv" | sort -u | tr '\n' ' ')"
+grep -q "MPI 4 MiB bw w64 distinct .*cannot tell (rounds: 1 < 6)" "$scratch/out" || fail "--only mpi-bw: no bandwidth row"
+grep -q "MPI 8 B latency p50 .*: not run)" "$scratch/out" || fail "--only mpi-bw: the latency row should say it was not run"
 
 # --aa: the reference on both sides, said so.
 rc=$(bench_rc "${common[@]}" --rounds 1 --aa)
@@ -57,7 +65,7 @@ grep -q "^A/A check: the reference on both sides" "$scratch/out" || fail "--aa d
 timeout --kill-after=10 120 env MINIMAL="$build/tests/bench/fabscope_minimal_mpi" \
   bash "$FABSCOPE_SOURCE_DIR/tests/bench/latency-modes.sh" --bin "$FABSCOPE_BIN" --seconds 1 --iters 200 \
   >"$scratch/out" 2>"$scratch/err" || fail "latency-modes.sh failed"
-for side in latency latency-send-polled latency-polled latency-polled-nbc latency-persistent fabscope; do
+for side in latency latency-send-polled latency-polled latency-polled-nbc latency-persistent fabscope fabscope-blocking; do
   grep -Eq "^$side +[0-9.]+ " "$scratch/out" || fail "latency-modes.sh printed no figure for $side"
 done
 

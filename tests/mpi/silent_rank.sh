@@ -17,26 +17,17 @@ tests:
     sizes: [8]
     iterations: 5000000
 YAML
-/usr/bin/python3 - "$FABSCOPE_BIN" "$scratch" <<'PY'
-import os, signal, subprocess, sys, time
+PYTHONPATH="$FABSCOPE_SOURCE_DIR/tests/mpi" /usr/bin/python3 - "$FABSCOPE_BIN" "$scratch" <<'PY'
+import os, re, signal, subprocess, sys, time
 import h5py
+import rank_processes
 
 binary, scratch = sys.argv[1], sys.argv[2]
 GRACE = 30  # the runner's control-plane grace after a test's own deadline
 
 
 def rank_pid(job, rank):
-    out = subprocess.run(["pgrep", "-f", os.path.join(scratch, "long.yaml")], capture_output=True, text=True).stdout
-    for pid in map(int, out.split()):
-        if pid == job.pid:
-            continue
-        try:
-            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
-            return pid
-    return None
+    return rank_processes.rank_pid(os.path.join(scratch, "long.yaml"), rank, job.pid)
 
 
 failures = []
@@ -48,8 +39,8 @@ for mode in ("parallel", "serial"):
     with open(log_path, "w") as log:
         job = subprocess.Popen(["mpirun", "-np", "4", "--mca", "orte_abort_on_non_zero_status", "0", "-x",
                                 "FABSCOPE_REPORT_EXIT", binary, "run", "--scenario",
-                                os.path.join(scratch, "long.yaml"), "--output", out, "--set", f"hdf5={mode}",
-                                "--no-progress"], stdout=log, stderr=subprocess.STDOUT,
+                                os.path.join(scratch, "long.yaml"), "--output", out, "--set", f"hdf5={mode}"],
+                               stdout=log, stderr=subprocess.STDOUT,
                                env=dict(os.environ, FABSCOPE_REPORT_EXIT="1"))
         victim = None
         start = time.monotonic()
@@ -60,13 +51,17 @@ for mode in ("parallel", "serial"):
             job.kill()
             failures.append(f"{mode}: rank 3 never started")
             continue
-        # In the middle of the test, not in the set-up before it (a fixed delay
-        # from start-up landed in the set-up on a loaded machine): the file is
-        # created after the set-up, then the fabric inventory (about a second)
-        # and the test, whose 12 s deadline leaves room on either side.
-        while not os.path.exists(out) and time.monotonic() - start < 120 and job.poll() is None:
-            time.sleep(0.05)
-        time.sleep(4)
+        # In the middle of the test, not in the set-up before it: once rank 0's
+        # first progress line counts samples, 5 s into the test, whose deadline is
+        # 12 s. (A fixed delay from start-up landed in the set-up on a loaded
+        # machine, and 4 s after the file appeared still did under ASan, where the
+        # fabric inventory took longer: the file then had no test at all.)
+        progress = re.compile(r"running [0-9]+s, rank 0: [0-9]+ of [0-9]+ samples")
+        while time.monotonic() - start < 120 and job.poll() is None:
+            with open(log_path, errors="replace") as seen:
+                if progress.search(seen.read()):
+                    break
+            time.sleep(0.1)
         os.kill(victim, signal.SIGSTOP)
         stopped = time.monotonic()
         try:

@@ -26,7 +26,10 @@ trap cleanup EXIT
 # for rank 0's first progress line with samples in it, 5 s into the test (a
 # kill at a fixed delay after start-up landed in the start-up itself on a
 # loaded machine, where the survivor waited in a control-plane collective
-# instead of on UCX). 10 million iterations cannot finish in 5 s here.
+# instead of on UCX). 64 KiB messages: a round trip copies 128 KiB, at least
+# about 6 us even on a fast machine, so 10 million of them last over a minute.
+# With 8-byte messages CI's machine finished all 10 million (0.16 us one way)
+# before the first progress line, and the kill found nothing to interrupt.
 test_timeout_s=30
 cat >"$work/long-latency.yaml" <<YAML
 name: ucx-peer-lost
@@ -40,7 +43,7 @@ tests:
   - name: long-latency
     kind: latency
     pattern: pairs
-    sizes: [8]
+    sizes: [64KiB]
     iterations: 10000000
     warmup: 10
 YAML

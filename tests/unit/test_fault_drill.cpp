@@ -324,6 +324,46 @@ TEST(FaultDrillJudgement, LateOrMissingDetectionFailsTheDrill) {
   EXPECT_EQ(suite::judgeDetections(s, fault, 2000, true).late, "");
 }
 
+TEST(FaultDrillJudgement, DetectionBeforeTheFaultIsAFalseLoss) {
+  const std::int64_t fault = 10'000'000'000;
+  // Rank 3 declared the victim lost 400 ms before the fault: not a detection.
+  // Rank 0's 5 ms "early" transport detection is within the clocks' tolerance.
+  std::vector<suite::SurvivorDetection> s{{0, fault - 5'000'000, "transport error callback: UCX ..."},
+                                          {3, fault - 400'000'000, "heartbeat: none for 500 ms"}};
+  const auto j = suite::judgeDetections(s, fault, 2000, true);
+  EXPECT_EQ(j.detected, 1);
+  EXPECT_EQ(j.perSurvivor,
+            "rank 0: -5.0 ms via transport error callback; "
+            "rank 3: declared it lost 400.0 ms before the fault (a false loss) via heartbeat");
+  EXPECT_EQ(j.late, "");  // judged as a false loss instead
+
+  const int victim = 1;
+  std::vector<suite::DeclaredLoss> losses{
+      {3, 0, fault - 1'001'200'000, "heartbeat: none for 500 ms (deadline 500 ms)"},  // the client, alive
+      {0, victim, fault + 410'000'000, "heartbeat: none for 500 ms"},                  // the real detection
+      {2, victim, fault - 5'000'000, "transport: endpoint error"},                      // within the tolerance
+  };
+  auto f = suite::judgeFalseLosses(losses, victim, fault);
+  EXPECT_EQ(f.count, 1);
+  EXPECT_EQ(f.detail, "rank 3 declared rank 0 lost 1001.2 ms before the fault (heartbeat: none for 500 ms "
+                      "(deadline 500 ms))");
+  // The victim before the fault, and a worker after it, are false too.
+  losses.push_back({3, victim, fault - 300'000'000, "heartbeat: none for 500 ms"});
+  losses.push_back({0, 2, fault + 2'000'000'000, "request: no reply for 1000 ms"});
+  f = suite::judgeFalseLosses(losses, victim, fault);
+  EXPECT_EQ(f.count, 3);
+  EXPECT_NE(f.detail.find("rank 3 declared rank 1 (the victim) lost 300.0 ms before the fault"), std::string::npos);
+  EXPECT_NE(f.detail.find("rank 0 declared rank 2 lost 2000.0 ms after the fault (request: no reply"),
+            std::string::npos);
+  // Only the first four are named.
+  for (int i = 0; i < 4; ++i) losses.push_back({2, 3, fault + i, "heartbeat"});
+  f = suite::judgeFalseLosses(losses, victim, fault);
+  EXPECT_EQ(f.count, 7);
+  EXPECT_NE(f.detail.find(", and 3 more"), std::string::npos);
+  // A clean drill: none.
+  EXPECT_EQ(suite::judgeFalseLosses({{0, victim, fault + 1, "x"}}, victim, fault).count, 0);
+}
+
 constexpr runtime::Nanoseconds ms = 1000000;
 
 TEST(FaultDrillRecovery, BackAtNinetyPercentAfterAGap) {

@@ -96,6 +96,27 @@ TEST(FaultHeartbeats, SilencePastTheDeadlineIsALoss) {
   EXPECT_FALSE(abandoned);
 }
 
+// This rank's own stall (a poll gap past the deadline) is not its peer's
+// silence: counted again from the poll after it; a peer that really is gone
+// is reported one deadline later.
+TEST(FaultHeartbeats, ThisRanksOwnStallIsNotAPeerLoss) {
+  Pair p;
+  bool abandoned = false;
+  for (runtime::Nanoseconds t = 0; t <= 500 * ms; t += 50 * ms) {
+    EXPECT_TRUE(p.b.poll(t, abandoned).empty());
+    EXPECT_TRUE(p.a.poll(t, abandoned).empty());
+  }
+  // a is away for 1.5 s while b goes on sending (b's heartbeats queue up
+  // unread, here only the first is delivered per poll).
+  EXPECT_TRUE(p.a.poll(2000 * ms, abandoned).empty()) << "a declared b lost for a's own stall";
+  // b is really gone from 2000 ms: a reports it past one deadline from its return.
+  for (runtime::Nanoseconds t = 2050 * ms; t <= 2300 * ms; t += 50 * ms)
+    EXPECT_TRUE(p.a.poll(t, abandoned).empty()) << "at " << t / ms << " ms";
+  const auto lost = p.a.poll(2350 * ms, abandoned);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].peer, 1);
+}
+
 TEST(FaultHeartbeats, APeerThatSaysByeIsNotLost) {
   Pair p;
   bool abandoned = false;
@@ -144,7 +165,8 @@ TEST(FaultHeartbeats, AWatchedPeerIsReportedBackWhenHeardAgain) {
   EXPECT_EQ(back[0].detail.rfind("heartbeat: heard again after 850 ms", 0), 0u) << back[0].detail;
   EXPECT_TRUE(p.b.poll(1100 * ms, abandoned).empty());
   EXPECT_TRUE(p.a.poll(1150 * ms, abandoned).empty());
-  // Silent again (the next flap): lost again.
+  // Silent again (the next flap): lost again (a polls on, so the silence is b's).
+  EXPECT_TRUE(p.a.poll(1300 * ms, abandoned).empty());
   const auto again = p.a.poll(1500 * ms, abandoned);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_FALSE(again[0].returned);

@@ -295,7 +295,25 @@ TEST(Scenario, TransportSettingsLowerTheVerbsReadsInFlight) {
   EXPECT_NE(errorOf("transports:\n  verbs: {depth: 2}\n" + tail).find("t.yaml:2:11: unknown key 'depth'"), std::string::npos);
   EXPECT_NE(errorOf("transports:\n  ucx: {max_rd_atomic: 2}\n" + tail).find("t.yaml:2:3: unknown transport 'ucx'"),
             std::string::npos);
+  EXPECT_NE(errorOf("transports:\n  mpi: {max_rd_atomic: 2}\n" + tail).find("t.yaml:2:9: unknown key 'max_rd_atomic' under 'transports.mpi'; expected: wait"),
+            std::string::npos);
   EXPECT_NE(errorOf("transports: 4\n" + tail).find("t.yaml:1:13: 'transports' must be a mapping"), std::string::npos);
+}
+
+TEST(Scenario, MpiWaitsArePolledUnlessTheScenarioAsksForBlocking) {
+  const std::string tail = "tests:\n  - {kind: latency, sizes: [8]}\n";
+  EXPECT_FALSE(load(tail).transports.mpiBlockingWaits);
+  EXPECT_FALSE(load("transports:\n  mpi: {wait: polled}\n" + tail).transports.mpiBlockingWaits);
+  const auto s = load("transports:\n  mpi: {wait: blocking}\n  verbs: {max_rd_atomic: 2}\n" + tail);
+  EXPECT_TRUE(s.transports.mpiBlockingWaits);
+  EXPECT_EQ(s.transports.mpiWaitFrom, "t.yaml:2:15");
+  EXPECT_EQ(s.transports.verbsMaxReadsInFlight, 2);
+  EXPECT_NE(errorOf("transports:\n  mpi: {wait: sleepy}\n" + tail).find("t.yaml:2:15: 'wait' is 'sleepy'; expected polled or blocking"),
+            std::string::npos);
+  EXPECT_NE(errorOf("transports:\n  mpi: {wait: [blocking]}\n" + tail).find("t.yaml:2:15: 'wait' is 'a list or mapping'"),
+            std::string::npos);
+  EXPECT_NE(errorOf("transports:\n  mpi: blocking\n" + tail).find("t.yaml:2:8: 'transports.mpi' must be a mapping such as {wait: blocking}"),
+            std::string::npos);
 }
 
 TEST(Scenario, MoeDispatchSizesComeFromTheModel) {

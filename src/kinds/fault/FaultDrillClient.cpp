@@ -254,9 +254,18 @@ class DrillClient {
   // Every attempt gets fresh slots: a slot of a dead worker may hold a receive
   // UCX never completes, so it is never reused.
   const int maxSlots_;
+  // The end of the slot range is kept for releaseWorkers: a stop and its ack per worker.
+  int stopSlots() const { return 2 * n_; }
   int nextSlot_ = 0;
   RequestMessage* messages_ = nullptr;
   std::byte* replies_ = nullptr;
+  // Reply buffers, used in turn. Nobody reads a reply (its arrival is the
+  // sample), so a buffer reused while an abandoned receive still targets it
+  // only takes bytes nobody reads. One per reply of the whole stream (2 x
+  // requests: 320 MB at 16 KiB) left the client sending no heartbeat for its
+  // first 500 ms and p50 at 22-60 ms (15 us at 4 KiB); with 256, 16 KiB ran at
+  // 25 us. 1024 covers half a second of requests at the default rate.
+  std::size_t replyRing() const { return std::min<std::size_t>(2 * requests_, 1024); }
   int repliesUsed_ = 0;
   std::unique_ptr<Heartbeats> heartbeats_;
   // The fault commands (a flap has `repeat`), the restore commands run inside
@@ -307,8 +316,8 @@ DrillClient::DrillClient(RunContext& ctx, const FaultDrillConfig& c, runtime::Na
       targets_(ctx.participants.begin() + 1, ctx.participants.end() - 1) {
   t_.reserve(maxSlots_ + Heartbeats::slotsNeeded(peers_.size()));
   messages_ = reinterpret_cast<RequestMessage*>(
-      ctx.buffers.allocate(requests_ * sizeof(RequestMessage) + n_ * sizeof(RequestMessage)));
-  replies_ = ctx.buffers.allocate(2 * requests_ * replyBytes_);
+      ctx.buffers.allocate(requests_ * sizeof(RequestMessage) + 2 * n_ * sizeof(RequestMessage)));  // + stops, acks
+  replies_ = ctx.buffers.allocate(replyRing() * replyBytes_);
   auto* beats = reinterpret_cast<std::uint64_t*>(ctx.buffers.allocate(2 * peers_.size() * sizeof(std::uint64_t)));
   for (std::size_t i = 0; i < requests_; ++i) messages_[i] = {static_cast<std::int32_t>(i), 0};
   heartbeats_ = std::make_unique<Heartbeats>(t_, peers_, maxSlots_, static_cast<runtime::Nanoseconds>(c.heartbeatSeconds * 1e9),
@@ -335,6 +344,11 @@ void DrillClient::markLost(int peer, runtime::Nanoseconds at, const std::string&
   if (peer == victimRank_ && c_.victimReturns() && path.rfind("transport", 0) != 0) heartbeats_->markSilent(peer);
   else heartbeats_->forget(peer);
   if (peer == victimRank_ && !outcome_.detection.at) outcome_.detection = {at, path};
+  // A fault the victim makes itself (kill, hang) starts its cycle when this loop
+  // next reads the clock; a loss noticed at or after the planned moment within
+  // the turn that read it just before (a transport's error callback runs in the
+  // same turn's progress) belongs to that cycle all the same.
+  if (peer == victimRank_ && cycle_ < 0 && at >= plannedFault_) followOwnClockFault(at);
   if (peer == victimRank_ && cycle_ >= 0 && !outcome_.cycles.empty()) {
     auto& k = outcome_.cycles[static_cast<std::size_t>(cycle_)];
     if (!k.detectedAt) k.detectedAt = at;
@@ -371,7 +385,7 @@ bool DrillClient::post(std::size_t id, int worker, runtime::Nanoseconds now) {
   r.worker = worker;
   r.slot = nextSlot_;
   nextSlot_ += 2;
-  std::byte* reply = replies_ + static_cast<std::size_t>(repliesUsed_++ % static_cast<int>(2 * requests_)) * replyBytes_;
+  std::byte* reply = replies_ + static_cast<std::size_t>(repliesUsed_++ % replyRing()) * replyBytes_;
   try {
     t_.postRecv(r.slot + 1, worker, replyTagBase + static_cast<int>(id), reply, replyBytes_);
     t_.postSend(r.slot, worker, requestTag, &messages_[id], sizeof(RequestMessage));
@@ -394,7 +408,7 @@ void DrillClient::reroute(std::size_t id) {
   const auto now = runtime::monotonicNow();
   auto& r = state_[id];
   const int from = r.worker;
-  if (!r.rerouted && !targets_.empty() && nextSlot_ + 2 <= maxSlots_) {
+  if (!r.rerouted && !targets_.empty() && nextSlot_ + 2 <= maxSlots_ - stopSlots()) {
     const int to = std::find(targets_.begin(), targets_.end(), spare_) != targets_.end() ? spare_ : targets_.front();
     r.rerouted = true;
     if (post(id, to, now)) {
@@ -550,11 +564,15 @@ std::int64_t DrillClient::noteHung() {
   return hung;
 }
 
-// Release every live worker; a worker that dies now fails its send, bounded.
+// Release every live worker and wait, bounded, for each one's acknowledgement
+// (stopAckTag says why); a worker that dies now fails its send or its ack.
 void DrillClient::releaseWorkers() {
   heartbeats_->sayBye(runtime::Deadline::afterSeconds(runtime::deadlines::goodbyeSeconds));
   const auto stopDeadline = runtime::Deadline::afterSeconds(runtime::deadlines::drillStopSeconds);
-  std::vector<int> stopSlots;
+  struct Released {
+    int worker, stopSlot, ackSlot;
+  };
+  std::vector<Released> released;
   for (int g = 1; g < n_; ++g) {
     const int worker = ctx_.participants[static_cast<std::size_t>(g)];
     // A worker declared lost that is not the victim may be alive and waiting (a
@@ -562,18 +580,29 @@ void DrillClient::releaseWorkers() {
     if (lost_[worker] && worker == victimRank_) continue;
     auto* stop = &messages_[requests_ + static_cast<std::size_t>(g)];
     *stop = {-1, 1};
+    // The worker's ack lands in the message it answers; only its arrival counts.
+    auto* ack = &messages_[requests_ + static_cast<std::size_t>(n_ + g)];
+    if (nextSlot_ + 2 > maxSlots_) {  // re-posts after abandoned transfers used the room up
+      events_.add(ctx_, runtime::monotonicNow(), "error", worker, "stop not sent: no transfer slot left");
+      continue;
+    }
     try {
+      t_.postRecv(nextSlot_ + 1, worker, stopAckTag, ack, sizeof *ack);
       t_.postSend(nextSlot_, worker, requestTag, stop, sizeof *stop);
-      stopSlots.push_back(nextSlot_++);
+      released.push_back({worker, nextSlot_, nextSlot_ + 1});
+      nextSlot_ += 2;
     } catch (const RuntimeFailure& e) {
       events_.add(ctx_, runtime::monotonicNow(), "error", worker, std::string("stop not sent: ") + e.what());
     }
   }
-  for (int s : stopSlots) {
+  for (const auto& r : released) {
     try {
-      t_.waitSlots(s, 1, stopDeadline);
+      t_.waitSlots(r.stopSlot, 1, stopDeadline);
+      t_.waitSlots(r.ackSlot, 1, stopDeadline);
     } catch (const std::exception& e) {
-      events_.add(ctx_, runtime::monotonicNow(), "error", -1, std::string("stop not delivered: ") + e.what());
+      events_.add(ctx_, runtime::monotonicNow(), "error", r.worker,
+                  std::string("stop not acknowledged within ") +
+                      milliseconds(runtime::deadlines::drillStopSeconds * 1e3) + " ms: " + e.what());
     }
   }
 }
@@ -748,6 +777,7 @@ ClientOutcome DrillClient::serve() {
                                    [&](std::size_t id) { return state_[id].state != Request::State::inFlight; }),
                     inFlight_.end());
     if (finished()) break;
+    runtime::betweenPolls();  // more ranks than CPUs: hand the CPU over (see the worker's loop)
   }
   const std::int64_t hung = noteHung();
   releaseWorkers();

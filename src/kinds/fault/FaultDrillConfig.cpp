@@ -371,12 +371,35 @@ DetectionJudgement judgeDetections(const std::vector<SurvivorDetection>& survivo
       if (detectionRequired) listAlso(j.late, who + " never detected it");
       continue;
     }
+    if (s.detectedNs < faultNs - falseLossToleranceNs) {
+      // Declared lost while alive: judged with the false losses (judgeFalseLosses).
+      j.perSurvivor += who + ": declared it lost " + ms(static_cast<double>(faultNs - s.detectedNs) / 1e6) +
+                       " ms before the fault (a false loss) via " + mechanismOf(s.path);
+      continue;
+    }
     ++j.detected;
     const double after = static_cast<double>(s.detectedNs - faultNs) / 1e6;
     j.slowestMs = std::max(j.slowestMs, after);
     j.perSurvivor += who + ": " + ms(after) + " ms via " + mechanismOf(s.path);
     if (detectionRequired && after > detectWithinMs) listAlso(j.late, who + " after " + ms(after) + " ms");
   }
+  return j;
+}
+
+FalseLossJudgement judgeFalseLosses(const std::vector<DeclaredLoss>& losses, int victimRank, std::int64_t faultNs) {
+  // The detail names the first few; the count says how many in all.
+  constexpr int named = 4;
+  FalseLossJudgement j;
+  for (const auto& l : losses) {
+    const bool early = l.atNs < faultNs - falseLossToleranceNs;
+    if (l.peer == victimRank && !early) continue;
+    if (++j.count > named) continue;
+    const double offsetMs = static_cast<double>(l.atNs - faultNs) / 1e6;
+    const std::string when = offsetMs < 0 ? ms(-offsetMs) + " ms before the fault" : ms(offsetMs) + " ms after the fault";
+    listAlso(j.detail, "rank " + std::to_string(l.by) + " declared rank " + std::to_string(l.peer) +
+                           (l.peer == victimRank ? " (the victim)" : "") + " lost " + when + " (" + l.path + ")");
+  }
+  if (j.count > named) j.detail += ", and " + std::to_string(j.count - named) + " more";
   return j;
 }
 

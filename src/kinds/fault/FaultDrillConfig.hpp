@@ -142,8 +142,35 @@ struct DetectionJudgement {
   std::string perSurvivor;  // "rank R: T ms via PATH; rank S: not detected"
   std::string late;         // survivors past the deadline or never (when detection is required); empty = in time
 };
+// A detection earlier than the fault by more than this is a live peer
+// declared lost, not a detection: it covers the clocks' disagreement (tens of
+// us on the emulated cluster, less on a fabric) and a transport error seen the
+// instant the victim dies, with room to spare; a heartbeat detection cannot
+// legitimately come before heartbeat_deadline after the fault at all.
+constexpr std::int64_t falseLossToleranceNs = 10'000'000;
+
+// A survivor detecting the victim before the fault (beyond the tolerance) is
+// reported as such and not counted as detected: that loss was a false one.
 DetectionJudgement judgeDetections(const std::vector<SurvivorDetection>& survivors, std::int64_t faultNs,
                                    double detectWithinMs, bool detectionRequired);
+
+// Every loss a survivor declared (its `detected` events), on the global clock.
+struct DeclaredLoss {
+  int by = -1;    // the survivor that declared it
+  int peer = -1;  // the rank it declared lost
+  std::int64_t atNs = 0;
+  std::string path;  // how: "heartbeat: none for 500 ms ...", "transport: ..."
+};
+// Live peers declared lost: any rank but the victim (the fault touches only
+// the victim), or the victim before the fault. Late heartbeats on an
+// overloaded host do this; when it happens the drill's detection and recovery
+// figures do not describe the fault, and the verdict must say so, not report
+// a detection that "never came" or a spare that "never took over".
+struct FalseLossJudgement {
+  int count = 0;
+  std::string detail;  // "rank 0 declared rank 3 lost 1001.2 ms before the fault (heartbeat: ...); ..."
+};
+FalseLossJudgement judgeFalseLosses(const std::vector<DeclaredLoss>& losses, int victimRank, std::int64_t faultNs);
 
 // Every survivor's abort of its communicator (a drill over NCCL) against
 // abort_within: `tookNs` from its detection to ncclCommAbort's return, -1

@@ -187,6 +187,15 @@ class FaultDrillKind final : public Kind {
                              ") alone on its host, e.g. one rank per host, or choose another victim");
   }
 
+  // Every survivor's `detected` rows of the timeline.
+  static std::vector<DeclaredLoss> declaredLosses(const EventLog& events) {
+    std::vector<DeclaredLoss> out;
+    for (const auto& row : events.rows)
+      if (std::strncmp(row.kind, "detected", sizeof row.kind) == 0 && row.peer >= 0)
+        out.push_back({row.rank, row.peer, row.t_ns, std::string(row.detail, strnlen(row.detail, sizeof row.detail))});
+    return out;
+  }
+
   // The client's attributes and verdict; sorts the timeline.
   output::Attributes judge(RunContext& ctx, const FaultDrillConfig& c, ClientOutcome& client,
                            const std::vector<std::int64_t>& detectedAt, const std::vector<std::string>& paths,
@@ -237,13 +246,22 @@ output::Attributes FaultDrillKind::judge(RunContext& ctx, const FaultDrillConfig
             milliseconds(slowest) + " ms; " + std::to_string(client.hung) + " hung");
   std::stable_sort(events.rows.begin(), events.rows.end(),
                    [](const output::EventRecord& x, const output::EventRecord& y) { return x.t_ns < y.t_ns; });
+  const int victimRank = ctx.participants[static_cast<std::size_t>(c.victim)];
+  const auto falseLosses = judgeFalseLosses(declaredLosses(events), victimRank, ctx.clock.toGlobal(client.faultAt));
+  a.emplace_back("false_losses", std::int64_t{falseLosses.count});
+  a.emplace_back("false_loss_detail", falseLosses.detail);
 
   std::string verdict = client.verdict;
   if (!late.empty()) {
-    verdict = "detection of rank " + std::to_string(ctx.participants[static_cast<std::size_t>(c.victim)]) + "'s " +
-              c.fault + " missed detect_within (" + milliseconds(c.detectWithinSeconds * 1e3) + " ms): " + late +
-              (verdict.empty() ? "" : "; " + verdict);
+    verdict = "detection of rank " + std::to_string(victimRank) + "'s " + c.fault + " missed detect_within (" +
+              milliseconds(c.detectWithinSeconds * 1e3) + " ms): " + late + (verdict.empty() ? "" : "; " + verdict);
   }
+  // First, because it explains what follows: with a live peer declared lost,
+  // the detection and recovery figures do not describe the fault.
+  if (falseLosses.count)
+    verdict = std::to_string(falseLosses.count) + " live peer(s) declared lost, so this drill cannot judge the " + c.fault +
+              " (late heartbeats: an overloaded host, see VALIDITY, or heartbeat_deadline too tight): " +
+              falseLosses.detail + (verdict.empty() ? "" : "; " + verdict);
   if (!verdict.empty()) {
     ctx.verdict.fail("fault drill: " + verdict);
   }

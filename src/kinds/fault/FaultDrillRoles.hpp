@@ -17,6 +17,11 @@
 namespace fabscope::suite::fault_drill {
 
 constexpr int requestTag = 41;
+// A worker's answer to the stop. The client waits for it, progressing its
+// transport: a live worker it declared lost may still be sending a reply the
+// client no longer wants (a rendezvous send completes only while the receiver
+// progresses), and it reads the stop only after that send.
+constexpr int stopAckTag = 42;
 constexpr int replyTagBase = 1 << 20;  // + request id; requests <= 1e6 keeps it under 2^21
 
 struct RequestMessage {

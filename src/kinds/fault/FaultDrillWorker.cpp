@@ -37,6 +37,7 @@ class DrillWorker {
   void noteLost(int peer, runtime::Nanoseconds at, const std::string& path);
   void noteReturned(int peer, runtime::Nanoseconds at, const std::string& path);
   void lingerAfterStop();
+  void acknowledgeStop();
 
   static constexpr int requestSlot = 0, replySlot = 1, heartbeatSlots = 2;
   RunContext& ctx_;
@@ -164,6 +165,7 @@ Next DrillWorker::serveRequest(bool abandoned) {
   if (!arrived) return Next::goOn;
   if (message_->stop) {
     stopped_ = true;
+    acknowledgeStop();
     return Next::stop;
   }
   t_.postSend(replySlot, client_, replyTagBase + message_->id, reply_, static_cast<std::size_t>(c_.replyBytes));
@@ -175,6 +177,16 @@ Next DrillWorker::serveRequest(bool abandoned) {
   }
   receiveNextRequest();
   return Next::goOn;
+}
+
+// The client waits for this (stopAckTag says why); the reply slot is free by now.
+void DrillWorker::acknowledgeStop() {
+  try {
+    t_.postSend(replySlot, client_, stopAckTag, message_, sizeof *message_);
+    t_.waitSlots(replySlot, 1, runtime::Deadline::afterSeconds(runtime::deadlines::goodbyeSeconds));
+  } catch (const std::exception& e) {
+    events_.add(ctx_, runtime::monotonicNow(), "error", client_, std::string("stop not acknowledged: ") + e.what());
+  }
 }
 
 // A victim still connected (its fault did nothing, or the link came back) got
@@ -217,6 +229,10 @@ Detection DrillWorker::serve() {
     if (next == Next::leave) return detection_;
     if (next == Next::stop) break;
     if (ctx_.deadline.expiredAt(now)) ctx_.deadline.fail("the next request from the client");
+    // More ranks than CPUs: hand the CPU over between turns, as every other wait
+    // does (a worker spinning through its time slice delayed heartbeats by
+    // hundreds of ms, and the survivors declared live peers lost).
+    runtime::betweenPolls();
   }
   heartbeats_->sayBye(runtime::Deadline::afterSeconds(runtime::deadlines::goodbyeSeconds));
   if (victim_ && stopped_) lingerAfterStop();

@@ -56,6 +56,15 @@ void Heartbeats::repost() {
 
 std::vector<Heartbeats::Loss> Heartbeats::poll(runtime::Nanoseconds now, bool& abandoned) {
   std::vector<Loss> lost;
+  // This rank itself was away longer than the deadline (descheduled, stopped,
+  // blocked): its peers' heartbeats may still sit unprogressed in the
+  // transport, so their silence is counted again from now. A peer that is
+  // really gone is then reported one deadline later; a live one is not
+  // declared lost for this rank's own stall (seen: a worker continued after
+  // 1.5 s declared every peer lost on its first poll).
+  if (lastPoll_ >= 0 && now - lastPoll_ > deadline_)
+    for (auto& p : peers_) p.lastHeard = std::max(p.lastHeard, now);
+  lastPoll_ = now;
   const bool sendNow = now >= nextSend_;
   if (sendNow) nextSend_ = now + interval_;
   for (std::size_t i = 0; i < peers_.size(); ++i) {

@@ -73,6 +73,7 @@ class Heartbeats {
   std::vector<Peer> peers_;
   int firstSlot_;
   runtime::Nanoseconds interval_, deadline_, nextSend_ = 0;
+  runtime::Nanoseconds lastPoll_ = -1;  // this rank's previous poll; -1 before the first
   std::uint64_t* buffers_;
 };
 
