@@ -9,20 +9,32 @@
 #   latency-polled       MPI_Isend / MPI_Irecv, both polled (fabscope's way, nothing else)
 #   latency-polled-nbc   the same after one non-blocking collective (libnbc progress)
 #   latency-persistent   MPI_Send_init / MPI_Recv_init, started each round, polled
+#   latency-nbc          MPI_Send / MPI_Recv after one non-blocking collective
+#   latency-io           MPI_Send / MPI_Recv with an MPI-IO file open (as fabscope's result file is)
+#   latency-nbc-io       both
 #   fabscope             a latency test, 8 B (p50_ns), default (polled) waits
 #   fabscope-blocking    the same with transports: {mpi: {wait: blocking}} (MPI_Wait)
-# usage: tests/bench/latency-modes.sh [--seconds S (300)] [--cpus A,B (0,1)] [--iters N (5000)] [--bin FABSCOPE]
+#   fabscope-blocking-romio  the same with Open MPI's ROMIO for the result file (OMPI_MCA_io=romio321)
+# --sides a,b,...: these sides only (default: latency, the polled and persistent modes,
+# fabscope, fabscope-blocking); latency and latency-polled are the ratios' bases.
+# usage: tests/bench/latency-modes.sh [--seconds S (300)] [--cpus A,B (0,1)] [--iters N (5000)] [--bin FABSCOPE] [--sides LIST]
 # Env: MINIMAL, READ_ATTRS (default: this tree's build), BENCH_MPIRUN_ARGS.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 seconds=300 cpus=0,1 iters=5000 bin=$here/../../build/fabscope
+sides=(latency latency-send-polled latency-polled latency-polled-nbc latency-persistent fabscope fabscope-blocking)
+known=" ${sides[*]} latency-nbc latency-io latency-nbc-io fabscope-blocking-romio "
 while (($#)); do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
     --cpus) cpus=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
-    *) echo "usage: $0 [--seconds S] [--cpus A,B] [--iters N] [--bin FABSCOPE]" >&2; exit 2 ;;
+    --sides)
+      IFS=, read -r -a sides <<<"$2"
+      for s in "${sides[@]}"; do [[ $known == *" $s "* ]] || { echo "unknown side '$s' (known:$known)" >&2; exit 2; }; done
+      shift 2 ;;
+    *) echo "usage: $0 [--seconds S] [--cpus A,B] [--iters N] [--bin FABSCOPE] [--sides LIST]" >&2; exit 2 ;;
   esac
 done
 [[ $seconds =~ ^[0-9]+$ && $iters =~ ^[0-9]+$ && $cpus =~ ^[0-9]+,[0-9]+$ ]] ||
@@ -36,7 +48,6 @@ work=$(mktemp -d /tmp/fabscope-latency-modes.XXXXXX); trap 'rm -rf "$work"' EXIT
 printf 'name: latency-modes\nseed: 7\ndefaults: {transport: mpi, memory: host, timeout: 300s}\ntests:\n  - {name: x, kind: latency, sizes: [8], iterations: %s, warmup: 2000}\n' \
   "$iters" >"$work/s.yaml"
 { echo 'transports: {mpi: {wait: blocking}}'; cat "$work/s.yaml"; } >"$work/blocking.yaml"
-sides=(latency latency-send-polled latency-polled latency-polled-nbc latency-persistent fabscope fabscope-blocking)
 n=${#sides[@]} start=$SECONDS r=0
 while ((SECONDS - start < seconds)); do
   r=$((r + 1))
@@ -44,7 +55,8 @@ while ((SECONDS - start < seconds)); do
     side=${sides[$(((k + r) % n))]}
     if [[ $side == fabscope* ]]; then
       scenario=$work/s.yaml; [[ $side == fabscope ]] || scenario=$work/blocking.yaml
-      mpirun "${mpirun_args[@]}" "$bin" run --scenario "$scenario" --output "$work/f.h5" --overwrite --no-progress \
+      io=(); [[ $side == *-romio ]] && io=(-x OMPI_MCA_io=romio321)
+      mpirun "${mpirun_args[@]}" "${io[@]}" "$bin" run --scenario "$scenario" --output "$work/f.h5" --overwrite --no-progress \
         >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
       v=$("$read_attrs" "$work/f.h5" x p50_ns)
     else
@@ -67,7 +79,8 @@ def ratio(side, base):
     if len(rs) < 2: return "-"
     iv = median_interval(rs)
     return f"{iv.median:.3f} [{iv.lo:.3f}-{iv.hi:.3f}]"
-for side in ("latency", "latency-send-polled", "latency-polled", "latency-polled-nbc", "latency-persistent", "fabscope", "fabscope-blocking"):
+for side in ("latency", "latency-nbc", "latency-io", "latency-nbc-io", "latency-send-polled", "latency-polled",
+             "latency-polled-nbc", "latency-persistent", "fabscope", "fabscope-blocking", "fabscope-blocking-romio"):
     if side in vals:
         print(f"{side:22} {st.median(vals[side].values()):8.1f}  {ratio(side, 'latency'):>24}  {ratio(side, 'latency-polled'):>24}")
 PY

@@ -8,11 +8,17 @@
 //        mpirun -np 2 minimal_mpi latency-polled-nbc BYTES ITERS WARMUP
 //        mpirun -np 2 minimal_mpi latency-send-polled BYTES ITERS WARMUP
 //        mpirun -np 2 minimal_mpi latency-persistent BYTES ITERS WARMUP
+//        mpirun -np 2 minimal_mpi latency-nbc|latency-io|latency-nbc-io BYTES ITERS WARMUP
 //        mpirun -np 2 minimal_mpi bandwidth BYTES ITERS WARMUP WINDOW [distinct|one]
 // latency-send-polled (blocking MPI_Send, the receive polled) and latency-persistent
 // (MPI_Send_init/MPI_Recv_init started each round, polled) split the polled gap
 // further: Open MPI's blocking send of a small message goes out inline without a
 // request, and a persistent request saves the request's allocation.
+// latency-nbc, latency-io and latency-nbc-io are the blocking ping-pong with what
+// fabscope's process has around its loop: libnbc's progress (one non-blocking
+// collective done before), and an MPI-IO file held open (fabscope writes its
+// result file with parallel HDF5, open for the whole run), whose io component may
+// add its own progress function to every poll of a blocking MPI_Recv.
 // Receive buffers as fabscope's `receive_buffers`: distinct (default: a slice per
 // message of the window, at most 64 MiB of slices, reused beyond) or one.
 #include <mpi.h>
@@ -42,7 +48,7 @@ int main(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (argc < 5) {
-    if (rank == 0) std::fprintf(stderr, "usage: minimal_mpi latency|latency-polled|latency-polled-nbc|latency-send-polled|latency-persistent|bandwidth BYTES ITERS WARMUP [WINDOW]\n");
+    if (rank == 0) std::fprintf(stderr, "usage: minimal_mpi latency|latency-nbc|latency-io|latency-nbc-io|latency-polled|latency-polled-nbc|latency-send-polled|latency-persistent|bandwidth BYTES ITERS WARMUP [WINDOW]\n");
     MPI_Finalize();
     return 2;
   }
@@ -57,7 +63,24 @@ int main(int argc, char** argv) {
   std::vector<long long> samples;
   samples.reserve(iters);
   const int peer = 1 - rank;
-  if (mode == "latency-polled-nbc") {
+  const bool withNbc = mode == "latency-polled-nbc" || mode == "latency-nbc" || mode == "latency-nbc-io";
+  const bool withIo = mode == "latency-io" || mode == "latency-nbc-io";
+  const std::string base = (mode == "latency-nbc" || withIo) ? "latency" : mode;
+  MPI_File file = MPI_FILE_NULL;
+  if (withIo) {
+    // Created and written through MPI-IO, as HDF5 does (each rank a block), and kept open.
+    char path[] = "/tmp/fabscope-minimal-io.XXXXXX";
+    if (rank == 0 && mkstemp(path) < 0) path[0] = 0;
+    MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (!path[0] || MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL,
+                                  &file) != MPI_SUCCESS) {
+      if (rank == 0) std::fprintf(stderr, "minimal_mpi: could not open an MPI-IO file in /tmp\n");
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int block[256] = {rank};
+    MPI_File_write_at_all(file, static_cast<MPI_Offset>(rank) * sizeof block, block, 256, MPI_INT, MPI_STATUS_IGNORE);
+  }
+  if (withNbc) {
     // One non-blocking collective, finished before the loop: from then on Open MPI
     // 4.1 calls libnbc's progress function in every poll (fabscope agrees on its
     // plan with non-blocking collectives, so its polls pay the same).
@@ -124,7 +147,7 @@ int main(int argc, char** argv) {
         MPI_Request_free(&ps);
         MPI_Request_free(&pr);
       }
-    } else if (mode == "latency") {
+    } else if (base == "latency") {
       if (rank == 0) {
         MPI_Send(send.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
         MPI_Recv(recv.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -149,9 +172,10 @@ int main(int argc, char** argv) {
     if (i >= warmup) samples.push_back(now() - t0);
   }
   const long long total = now() - start;
+  if (file != MPI_FILE_NULL) MPI_File_close(&file);
   if (rank == 0) {
     std::sort(samples.begin(), samples.end());
-    if (mode != "bandwidth")
+    if (base != "bandwidth")
       std::printf("p50_ns %.1f\n", samples[samples.size() / 2] / 2.0);
     else
       std::printf("gbps %.4f\n", static_cast<double>(bytes) * window * iters / static_cast<double>(total));

@@ -6,6 +6,7 @@
 # (libraries, transport modules and ucx_perftest), so fabscope and ucx_perftest
 # run on the very same UCX there. OSU_DIR=dir adds osu_latency and osu_bw.
 # Then, there (carry [".bench-pack"]):  bash .bench-pack/run.sh [--rounds N]
+# or the MPI latency split:              bash .bench-pack/modes.sh [--seconds S] [--sides LIST]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake --build build -j 2 --target fabscope fabscope_minimal_mpi fabscope_read_attrs fabscope_sample_cost >/dev/null
@@ -43,5 +44,14 @@ out=${OUT:-.}
     --minimal "$here/fabscope_minimal_mpi" "$@"
   echo "exit: $?"; } 2>&1 | tee "$out/overhead.txt"
 RUN
+cat > "$pack/modes.sh" <<'MODES'
+#!/usr/bin/env bash
+# latency-modes.sh (the MPI latency split) on the carried binaries, in run.sh's environment.
+here=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} UCX_MODULE_DIR=$here/ucx PATH=$here:$PATH
+export BENCH_MPIRUN_ARGS="--mca pml ob1 --mca btl self,vader --mca osc ^ucx"
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_osc=^ucx
+MINIMAL=$here/fabscope_minimal_mpi READ_ATTRS=$here/fabscope_read_attrs bash "$here/latency-modes.sh" --bin "$here/fabscope" "$@"
+MODES
 grep -qx '/.bench-pack/' .git/info/exclude 2>/dev/null || echo '/.bench-pack/' >> .git/info/exclude
 du -sh "$pack"
