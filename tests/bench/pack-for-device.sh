@@ -28,14 +28,18 @@ for lib in $(ldd "$(command -v ucx_perftest)" | awk '/=> \// {print $3}'); do
   case "$(basename "$lib")" in libgomp*|libnuma*) cp -L "$lib" "$pack/lib/" ;; esac
 done
 if [[ -n ${OSU_DIR:-} ]]; then cp "$OSU_DIR/osu_latency" "$OSU_DIR/osu_bw" "$pack/"; fi
-cat > "$pack/run.sh" <<'RUN'
-#!/usr/bin/env bash
-# The overhead benchmark on the carried binaries and UCX; the report goes to ${OUT:-.}/overhead.txt.
-here=$(cd "$(dirname "$0")" && pwd)
+cat > "$pack/env.sh" <<'ENV'
+# Sourced by run.sh and modes.sh: the carried libraries and UCX first.
+here=$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)
 export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} UCX_MODULE_DIR=$here/ucx PATH=$here:$PATH
 # Open MPI's own UCX components were built against another UCX: keep MPI on ob1/vader.
 export BENCH_MPIRUN_ARGS="--mca pml ob1 --mca btl self,vader --mca osc ^ucx"
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_osc=^ucx
+ENV
+cat > "$pack/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# The overhead benchmark on the carried binaries and UCX; the report goes to ${OUT:-.}/overhead.txt.
+source "$(dirname "$0")/env.sh"
 out=${OUT:-.}
 { echo "machine: $(nproc) cores, $(uname -r); $(mpirun --version | head -1); UCX: this pack's (Debian 12 libucx0 1.13.1)"
   env | grep -E '^OMPI_MCA|^UCX_' | sort
@@ -47,10 +51,7 @@ RUN
 cat > "$pack/modes.sh" <<'MODES'
 #!/usr/bin/env bash
 # latency-modes.sh (the MPI latency split) on the carried binaries, in run.sh's environment.
-here=$(cd "$(dirname "$0")" && pwd)
-export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} UCX_MODULE_DIR=$here/ucx PATH=$here:$PATH
-export BENCH_MPIRUN_ARGS="--mca pml ob1 --mca btl self,vader --mca osc ^ucx"
-export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_osc=^ucx
+source "$(dirname "$0")/env.sh"
 MINIMAL=$here/fabscope_minimal_mpi READ_ATTRS=$here/fabscope_read_attrs bash "$here/latency-modes.sh" --bin "$here/fabscope" "$@"
 MODES
 grep -qx '/.bench-pack/' .git/info/exclude 2>/dev/null || echo '/.bench-pack/' >> .git/info/exclude
