@@ -74,14 +74,19 @@ constexpr std::int64_t metadataMarginBytes = 256 * 1024;
 
 }  // namespace
 
+// auto is gathered to rank 0 even where HDF5 is parallel: a process that has
+// opened a file through MPI-IO measures MPI slower for the rest of its life
+// (Open MPI 4.1.6, GPU machine: the 8-byte blocking ping-pong 7 % slower,
+// closing the file does not undo it), and on one node the gathered write was
+// also the faster one (docs/benchmarks.md, seventh session). Rank 0 gathers
+// an instance's samples for its statistics anyway.
 WriteMode resolveWriteMode(const std::string& requested) {
-  if (requested == "serial") return WriteMode::serialGather;
   if (requested == "parallel") {
     if (!FABSCOPE_HDF5_PARALLEL)
       throw UsageError("hdf5=parallel was requested but this build's HDF5 library is serial; use hdf5=serial or auto");
     return WriteMode::parallel;
   }
-  return FABSCOPE_HDF5_PARALLEL ? WriteMode::parallel : WriteMode::serialGather;
+  return WriteMode::serialGather;
 }
 
 const char* writeModeName(WriteMode mode) {

@@ -20,7 +20,8 @@ using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
 
 class ResultFile {
  public:
-  // `requested`: "auto", "parallel" or "serial". Truncates an existing file.
+  // `requested`: "auto" (= "serial": gathered to rank 0), "parallel" or "serial".
+  // Truncates an existing file.
   ResultFile(const std::string& path, const std::string& requested, const runtime::Communicator& comm,
              const runtime::Deadline& deadline);
   ~ResultFile();

@@ -12,9 +12,11 @@
 #   latency-nbc          MPI_Send / MPI_Recv after one non-blocking collective
 #   latency-io           MPI_Send / MPI_Recv with an MPI-IO file open (as fabscope's result file is)
 #   latency-nbc-io       both
+#   latency-io-closed    MPI_Send / MPI_Recv after that file was opened, written and closed
 #   fabscope             a latency test, 8 B (p50_ns), default (polled) waits
 #   fabscope-blocking    the same with transports: {mpi: {wait: blocking}} (MPI_Wait)
 #   fabscope-blocking-romio  the same with Open MPI's ROMIO for the result file (OMPI_MCA_io=romio321)
+#   fabscope-blocking-serial the same with the result file written by rank 0 alone (hdf5=serial: no MPI-IO)
 # --sides a,b,...: these sides only (default: latency, the polled and persistent modes,
 # fabscope, fabscope-blocking); latency and latency-polled are the ratios' bases.
 # usage: tests/bench/latency-modes.sh [--seconds S (300)] [--cpus A,B (0,1)] [--iters N (5000)] [--bin FABSCOPE] [--sides LIST]
@@ -23,7 +25,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 seconds=300 cpus=0,1 iters=5000 bin=$here/../../build/fabscope
 sides=(latency latency-send-polled latency-polled latency-polled-nbc latency-persistent fabscope fabscope-blocking)
-known=" ${sides[*]} latency-nbc latency-io latency-nbc-io fabscope-blocking-romio "
+known=" ${sides[*]} latency-nbc latency-io latency-nbc-io latency-io-closed fabscope-blocking-romio fabscope-blocking-serial "
 while (($#)); do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
@@ -55,8 +57,9 @@ while ((SECONDS - start < seconds)); do
     side=${sides[$(((k + r) % n))]}
     if [[ $side == fabscope* ]]; then
       scenario=$work/s.yaml; [[ $side == fabscope ]] || scenario=$work/blocking.yaml
-      io=(); [[ $side == *-romio ]] && io=(-x OMPI_MCA_io=romio321)
-      mpirun "${mpirun_args[@]}" "${io[@]}" "$bin" run --scenario "$scenario" --output "$work/f.h5" --overwrite --no-progress \
+      io=() set=(); [[ $side == *-romio ]] && io=(-x OMPI_MCA_io=romio321)
+      [[ $side == *-serial ]] && set=(--set hdf5=serial)
+      mpirun "${mpirun_args[@]}" "${io[@]}" "$bin" run --scenario "$scenario" "${set[@]}" --output "$work/f.h5" --overwrite --no-progress \
         >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
       v=$("$read_attrs" "$work/f.h5" x p50_ns)
     else
@@ -73,14 +76,15 @@ for line in open(sys.argv[1]):
     r, side, v = line.rstrip("\n").split("\t")
     if v: vals.setdefault(side, {})[int(r)] = float(v)
 print(f"MPI 8 B ping-pong p50, {sys.argv[2]} rotating rounds; {method_line()}")
-print(f"{'side':22} {'p50 ns':>8}  {'vs blocking':>24}  {'vs polled':>24}")
+print(f"{'side':24} {'p50 ns':>8}  {'vs blocking':>24}  {'vs polled':>24}")
 def ratio(side, base):
     rs = [v / vals[base][r] for r, v in vals[side].items() if r in vals.get(base, {}) and vals[base][r] > 0]
     if len(rs) < 2: return "-"
     iv = median_interval(rs)
     return f"{iv.median:.3f} [{iv.lo:.3f}-{iv.hi:.3f}]"
-for side in ("latency", "latency-nbc", "latency-io", "latency-nbc-io", "latency-send-polled", "latency-polled",
-             "latency-polled-nbc", "latency-persistent", "fabscope", "fabscope-blocking", "fabscope-blocking-romio"):
+for side in ("latency", "latency-nbc", "latency-io", "latency-nbc-io", "latency-io-closed", "latency-send-polled",
+             "latency-polled", "latency-polled-nbc", "latency-persistent", "fabscope", "fabscope-blocking",
+             "fabscope-blocking-romio", "fabscope-blocking-serial"):
     if side in vals:
-        print(f"{side:22} {st.median(vals[side].values()):8.1f}  {ratio(side, 'latency'):>24}  {ratio(side, 'latency-polled'):>24}")
+        print(f"{side:24} {st.median(vals[side].values()):8.1f}  {ratio(side, 'latency'):>24}  {ratio(side, 'latency-polled'):>24}")
 PY

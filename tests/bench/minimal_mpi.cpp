@@ -8,7 +8,7 @@
 //        mpirun -np 2 minimal_mpi latency-polled-nbc BYTES ITERS WARMUP
 //        mpirun -np 2 minimal_mpi latency-send-polled BYTES ITERS WARMUP
 //        mpirun -np 2 minimal_mpi latency-persistent BYTES ITERS WARMUP
-//        mpirun -np 2 minimal_mpi latency-nbc|latency-io|latency-nbc-io BYTES ITERS WARMUP
+//        mpirun -np 2 minimal_mpi latency-nbc|latency-io|latency-nbc-io|latency-io-closed BYTES ITERS WARMUP
 //        mpirun -np 2 minimal_mpi bandwidth BYTES ITERS WARMUP WINDOW [distinct|one]
 // latency-send-polled (blocking MPI_Send, the receive polled) and latency-persistent
 // (MPI_Send_init/MPI_Recv_init started each round, polled) split the polled gap
@@ -19,6 +19,9 @@
 // collective done before), and an MPI-IO file held open (fabscope writes its
 // result file with parallel HDF5, open for the whole run), whose io component may
 // add its own progress function to every poll of a blocking MPI_Recv.
+// latency-io-closed opens, writes and closes that file before the loop: whether
+// what the open file costs goes away with the close (a result file kept closed
+// while measuring) or stays for the process's life.
 // Receive buffers as fabscope's `receive_buffers`: distinct (default: a slice per
 // message of the window, at most 64 MiB of slices, reused beyond) or one.
 #include <mpi.h>
@@ -64,7 +67,8 @@ int main(int argc, char** argv) {
   samples.reserve(iters);
   const int peer = 1 - rank;
   const bool withNbc = mode == "latency-polled-nbc" || mode == "latency-nbc" || mode == "latency-nbc-io";
-  const bool withIo = mode == "latency-io" || mode == "latency-nbc-io";
+  const bool closeIo = mode == "latency-io-closed";
+  const bool withIo = mode == "latency-io" || mode == "latency-nbc-io" || closeIo;
   const std::string base = (mode == "latency-nbc" || withIo) ? "latency" : mode;
   MPI_File file = MPI_FILE_NULL;
   if (withIo) {
@@ -81,6 +85,7 @@ int main(int argc, char** argv) {
     }
     int block[256] = {rank};
     MPI_File_write_at_all(file, static_cast<MPI_Offset>(rank) * sizeof block, block, 256, MPI_INT, MPI_STATUS_IGNORE);
+    if (closeIo) MPI_File_close(&file);
   }
   if (withNbc) {
     // One non-blocking collective, finished before the loop: from then on Open MPI

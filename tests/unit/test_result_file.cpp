@@ -13,6 +13,7 @@
 #include <fstream>
 #include <unistd.h>
 #include "output/ResultFile.hpp"
+#include "runtime/Errors.hpp"
 
 using namespace fabscope;
 
@@ -95,6 +96,17 @@ void roundTrip(const std::string& mode) {
 }  // namespace
 
 TEST(ResultFile, RoundTripGatheredToRankZero) { roundTrip("serial"); }
+
+// auto never opens MPI-IO (it would slow every later MPI measurement of the
+// process): gathered to rank 0 whatever the build; parallel only when asked.
+TEST(ResultFile, AutoIsGatheredToRankZeroEvenWithParallelHdf5) {
+  EXPECT_EQ(output::resolveWriteMode("auto"), output::WriteMode::serialGather);
+  EXPECT_EQ(output::resolveWriteMode("serial"), output::WriteMode::serialGather);
+  if (FABSCOPE_HDF5_PARALLEL)
+    EXPECT_EQ(output::resolveWriteMode("parallel"), output::WriteMode::parallel);
+  else
+    EXPECT_THROW(output::resolveWriteMode("parallel"), UsageError);
+}
 
 TEST(ResultFile, RoundTripParallelHdf5) {
   if (!FABSCOPE_HDF5_PARALLEL) GTEST_SKIP() << "this build's HDF5 is serial";
