@@ -31,9 +31,12 @@
 # The references: build/tests/bench/fabscope_minimal_mpi (this tree), ucx_perftest
 # (Debian's ucx-utils), osu_latency and osu_bw (OSU micro-benchmarks: OSU_DIR=dir or
 # on PATH; their rows are skipped, saying so, when not found).
+# --only mpi-lat: the two blocking latency rows alone (fabscope with wait: blocking, the
+# blocking minimal ping-pong, osu_latency: 3 launches a round instead of 8), for the rows
+# whose verdict sits nearest its bound.
 # --only mpi-bw: the two MPI bandwidth rows alone (3 launches a round instead of 7: twice
 # the rounds in a bounded window, for the rows whose noise is widest).
-# usage: tests/bench/overhead.sh [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|mpi-bw|ucx] [--aa] [--values FILE] [--seconds S]
+# usage: tests/bench/overhead.sh [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|mpi-lat|mpi-bw|ucx] [--aa] [--values FILE] [--seconds S]
 #   --cpus: the two cores both sides are bound to (default 0,1; on a VM, cores away from 0 are often quieter)
 # Env: LAT_ITERS (5000), BW_ITERS (30; UCX sends 16 times as many), BENCH_MPIRUN_ARGS.
 # Exit: 0 every row with a target met, 1 a target missed, 4 a row could not tell, 2 usage.
@@ -52,7 +55,7 @@ while [[ $# -gt 0 ]]; do
     --aa) aa=1; shift ;;
     --values) keep_values=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
-    *) echo "usage: $0 [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|mpi-bw|ucx] [--aa] [--values FILE] [--seconds S]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--rounds N] [--cpus A,B] [--bin FABSCOPE] [--minimal PATH] [--only mpi|mpi-lat|mpi-bw|ucx] [--aa] [--values FILE] [--seconds S]" >&2; exit 2 ;;
   esac
 done
 [[ -x $bin ]] || { echo "fabscope binary not found at $bin (cmake --build build)" >&2; exit 2; }
@@ -75,7 +78,8 @@ put() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$values"; }  # round ro
 
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "--seconds takes whole seconds (got '$seconds')" >&2; exit 2; }
 [[ $rounds =~ ^[0-9]+$ && $rounds -ge 1 ]] || { echo "--rounds takes a positive count (got '$rounds')" >&2; exit 2; }
-[[ $only == all || $only == mpi || $only == mpi-bw || $only == ucx ]] || { echo "--only takes mpi, mpi-bw or ucx (got '$only')" >&2; exit 2; }
+[[ $only == all || $only == mpi || $only == mpi-lat || $only == mpi-bw || $only == ucx ]] ||
+  { echo "--only takes mpi, mpi-lat, mpi-bw or ucx (got '$only')" >&2; exit 2; }
 [[ -f $here/round_verdict.py ]] || { echo "round_verdict.py not found beside $0" >&2; exit 2; }
 lat_iters=${LAT_ITERS:-5000} bw_iters=${BW_ITERS:-30}
 # The same three tests per transport; MPI's window as osu_bw's (64), UCX's as the -O 16 it is compared with.
@@ -145,6 +149,12 @@ perftest_line() {  # test size iters warmup [extra...]
 
 mpi_fabscope() {  # round
   local lat bt gb bg
+  if [[ $only == mpi-lat ]]; then
+    fabscope_run "$work/mpi-blocking.yaml"
+    read -r lat bt < <("$read_attrs" "$work/f.h5" lat p50_ns batch_mean_ns)
+    put "$1" mpi_lat_p50 fabscope "$lat"; put "$1" mpi_lat_batch fabscope "$bt"
+    return
+  fi
   read -r lat bt gb bg < <(fabscope_figures "$work/mpi.yaml")
   if [[ $only != mpi-bw ]]; then
     put "$1" mpi_lat_polled fabscope "$lat"; put "$1" mpi_lat_polled_nbc fabscope "$lat"
@@ -161,16 +171,20 @@ mpi_references() {  # round side (side: reference, or fabscope's place in an A/A
   if [[ $only != mpi-bw ]]; then
     local blocking
     blocking=$(mpirun "${mpirun_args[@]}" "$minimal" latency 8 "$lat_iters" 2000 | awk '{print $2}')
-    put "$r" mpi_lat_p50 "$side" "$blocking"; put "$r" mpi_lat_default "$side" "$blocking"
+    put "$r" mpi_lat_p50 "$side" "$blocking"
+  fi
+  if [[ $only != mpi-bw && $only != mpi-lat ]]; then
+    put "$r" mpi_lat_default "$side" "$blocking"
     put "$r" mpi_lat_polled "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" latency-polled 8 "$lat_iters" 2000 | awk '{print $2}')"
     put "$r" mpi_lat_polled_nbc "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" latency-polled-nbc 8 "$lat_iters" 2000 | awk '{print $2}')"
   fi
-  put "$r" mpi_bw "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" bandwidth $((4 << 20)) "$bw_iters" 10 64 | awk '{print $2}')"
+  [[ $only == mpi-lat ]] ||
+    put "$r" mpi_bw "$side" "$(mpirun "${mpirun_args[@]}" "$minimal" bandwidth $((4 << 20)) "$bw_iters" 10 64 | awk '{print $2}')"
   if [[ -n $osu_lat && $only != mpi-bw ]]; then  # average us -> ns
     put "$r" mpi_lat_batch "$side" "$(mpirun "${mpirun_args[@]}" "$osu_lat" -m 8:8 -i "$lat_iters" -x 2000 |
       awk '$1 == 8 {print $2 * 1000}')"
   fi
-  if [[ -n $osu_bw ]]; then  # MB/s (10^6) -> GB/s
+  if [[ -n $osu_bw && $only != mpi-lat ]]; then  # MB/s (10^6) -> GB/s
     put "$r" mpi_bw_batch "$side" "$(mpirun "${mpirun_args[@]}" "$osu_bw" -m 4194304:4194304 -i "$bw_iters" -x 10 |
       awk '$1 == 4194304 {print $2 / 1000}')"
   fi
@@ -256,7 +270,8 @@ for key, label, unit, ref, target, margin in ROWS:
     per = vals.get(key, {})
     pairs = [(d["fabscope"], d["reference"]) for d in per.values() if "fabscope" in d and "reference" in d and d["reference"] > 0]
     if not pairs:
-        ran = only == "all" or (key.startswith("mpi_bw") if only == "mpi-bw" else key.startswith(only))
+        ran = only == "all" or (key.startswith("mpi_bw") if only == "mpi-bw" else
+                                key in ("mpi_lat_p50", "mpi_lat_batch") if only == "mpi-lat" else key.startswith(only))
         why = "not run" if not ran else \
               "osu_latency/osu_bw not found (OSU_DIR)" if key.startswith("mpi_") else "ucx_perftest not found (ucx-utils)"
         print(f"{label:26} {'-':>10} {'-':>10} {'-':>6} {'-':>13} {'-':>7} {'-':>7}  -        ({ref}: {why})")

@@ -56,6 +56,16 @@ cut -f2 "$scratch/bw.tsv" | sort -u | tr '\n' ' ' | grep -Eqx "mpi_bw (mpi_bw_ba
 grep -q "MPI 4 MiB bw w64 distinct .*cannot tell (rounds: 1 < 6)" "$scratch/out" || fail "--only mpi-bw: no bandwidth row"
 grep -q "MPI 8 B latency p50 .*: not run)" "$scratch/out" || fail "--only mpi-bw: the latency row should say it was not run"
 
+# --only mpi-lat: the two blocking latency rows alone (their batch row needs OSU).
+rc=$(bench_rc "${common[@]}" --only mpi-lat --rounds 1 --values "$scratch/lat.tsv")
+[[ $rc == 4 ]] || fail "--only mpi-lat: exit $rc (expected 4: one round)"
+cut -f2 "$scratch/lat.tsv" | sort -u | tr '\n' ' ' | grep -Eqx "(mpi_lat_batch )?mpi_lat_p50 " ||
+  fail "--only mpi-lat ran rows other than mpi_lat_p50 and mpi_lat_batch: $(cut -f2 "$scratch/lat.tsv" | sort -u | tr '\n' ' ')"
+grep -q "MPI 8 B latency p50 .*cannot tell (rounds: 1 < 6)" "$scratch/out" || fail "--only mpi-lat: no latency row"
+for label in "MPI 8 B lat p50 vs polled" "MPI 4 MiB bw w64 distinct"; do
+  grep -q "$label .*: not run)" "$scratch/out" || fail "--only mpi-lat: '$label' should say it was not run"
+done
+
 # --aa: the reference on both sides, said so.
 rc=$(bench_rc "${common[@]}" --rounds 1 --aa)
 [[ $rc == 4 ]] || fail "--aa: exit $rc (expected 4)"
