@@ -10,13 +10,13 @@
 #   latency-polled-nbc   the same after one non-blocking collective (libnbc progress)
 #   latency-persistent   MPI_Send_init / MPI_Recv_init, started each round, polled
 #   latency-nbc          MPI_Send / MPI_Recv after one non-blocking collective
-#   latency-io           MPI_Send / MPI_Recv with an MPI-IO file open (as fabscope's result file is)
+#   latency-io           MPI_Send / MPI_Recv with an MPI-IO file open (as fabscope's result file is with hdf5: parallel)
 #   latency-nbc-io       both
 #   latency-io-closed    MPI_Send / MPI_Recv after that file was opened, written and closed
 #   fabscope             a latency test, 8 B (p50_ns), default (polled) waits
 #   fabscope-blocking    the same with transports: {mpi: {wait: blocking}} (MPI_Wait)
-#   fabscope-blocking-romio  the same with Open MPI's ROMIO for the result file (OMPI_MCA_io=romio321)
-#   fabscope-blocking-serial the same with the result file written by rank 0 alone (hdf5=serial: no MPI-IO)
+#   fabscope-blocking-romio  the same with hdf5=parallel through Open MPI's ROMIO (OMPI_MCA_io=romio321)
+#   fabscope-blocking-serial the same with hdf5=serial (no MPI-IO; what hdf5: auto now means)
 # --sides a,b,...: these sides only (default: latency, the polled and persistent modes,
 # fabscope, fabscope-blocking); latency and latency-polled are the ratios' bases.
 # usage: tests/bench/latency-modes.sh [--seconds S (300)] [--cpus A,B (0,1)] [--iters N (5000)] [--bin FABSCOPE] [--sides LIST]
@@ -57,7 +57,7 @@ while ((SECONDS - start < seconds)); do
     side=${sides[$(((k + r) % n))]}
     if [[ $side == fabscope* ]]; then
       scenario=$work/s.yaml; [[ $side == fabscope ]] || scenario=$work/blocking.yaml
-      io=() set=(); [[ $side == *-romio ]] && io=(-x OMPI_MCA_io=romio321)
+      io=() set=(); [[ $side == *-romio ]] && io=(-x OMPI_MCA_io=romio321) set=(--set hdf5=parallel)
       [[ $side == *-serial ]] && set=(--set hdf5=serial)
       mpirun "${mpirun_args[@]}" "${io[@]}" "$bin" run --scenario "$scenario" "${set[@]}" --output "$work/f.h5" --overwrite --no-progress \
         >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }

@@ -147,21 +147,21 @@ perftest_line() {  # test size iters warmup [extra...]
   exit 1
 }
 
+mpi_fabscope_blocking() {  # round: the rows against the blocking references
+  local lat bt
+  fabscope_run "$work/mpi-blocking.yaml"
+  read -r lat bt < <("$read_attrs" "$work/f.h5" lat p50_ns batch_mean_ns)
+  put "$1" mpi_lat_p50 fabscope "$lat"; put "$1" mpi_lat_batch fabscope "$bt"
+}
+
 mpi_fabscope() {  # round
   local lat bt gb bg
-  if [[ $only == mpi-lat ]]; then
-    fabscope_run "$work/mpi-blocking.yaml"
-    read -r lat bt < <("$read_attrs" "$work/f.h5" lat p50_ns batch_mean_ns)
-    put "$1" mpi_lat_p50 fabscope "$lat"; put "$1" mpi_lat_batch fabscope "$bt"
-    return
-  fi
+  if [[ $only == mpi-lat ]]; then mpi_fabscope_blocking "$1"; return; fi
   read -r lat bt gb bg < <(fabscope_figures "$work/mpi.yaml")
   if [[ $only != mpi-bw ]]; then
     put "$1" mpi_lat_polled fabscope "$lat"; put "$1" mpi_lat_polled_nbc fabscope "$lat"
     put "$1" mpi_lat_default fabscope "$lat"
-    fabscope_run "$work/mpi-blocking.yaml"
-    read -r lat bt < <("$read_attrs" "$work/f.h5" lat p50_ns batch_mean_ns)
-    put "$1" mpi_lat_p50 fabscope "$lat"; put "$1" mpi_lat_batch fabscope "$bt"
+    mpi_fabscope_blocking "$1"
   fi
   put "$1" mpi_bw fabscope "$gb"; put "$1" mpi_bw_batch fabscope "$bg"
 }

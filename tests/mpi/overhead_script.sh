@@ -78,13 +78,14 @@ timeout --kill-after=10 120 env MINIMAL="$build/tests/bench/fabscope_minimal_mpi
 for side in latency latency-send-polled latency-polled latency-polled-nbc latency-persistent fabscope fabscope-blocking; do
   grep -Eq "^$side +[0-9.]+ " "$scratch/out" || fail "latency-modes.sh printed no figure for $side"
 done
-# --sides: the blocking ping-pong with what fabscope's process has around it, and
-# fabscope with ROMIO; an unknown side is refused.
+# --sides: the blocking ping-pong with what fabscope's process has around it (the
+# file also closed before the loop), and fabscope with ROMIO and with hdf5=serial;
+# an unknown side is refused.
 timeout --kill-after=10 120 env MINIMAL="$build/tests/bench/fabscope_minimal_mpi" \
   bash "$FABSCOPE_SOURCE_DIR/tests/bench/latency-modes.sh" --bin "$FABSCOPE_BIN" --seconds 1 --iters 200 \
-  --sides latency,latency-nbc,latency-io,latency-nbc-io,fabscope-blocking-romio \
+  --sides latency,latency-nbc,latency-io,latency-nbc-io,latency-io-closed,fabscope-blocking-romio,fabscope-blocking-serial \
   >"$scratch/out" 2>"$scratch/err" || fail "latency-modes.sh --sides failed"
-for side in latency latency-nbc latency-io latency-nbc-io fabscope-blocking-romio; do
+for side in latency latency-nbc latency-io latency-nbc-io latency-io-closed fabscope-blocking-romio fabscope-blocking-serial; do
   grep -Eq "^$side +[0-9.]+ " "$scratch/out" || fail "latency-modes.sh --sides printed no figure for $side"
 done
 ! grep -Eq "^fabscope-blocking +[0-9.]+ " "$scratch/out" || fail "latency-modes.sh --sides ran a side it was not given"
