@@ -462,3 +462,24 @@ def test_a_host_bandwidth_within_cpu_sharing_on_shared_cpus_cannot_tell(tmp_path
     assert shared.verdict == "cannot tell" and not shared.culprits, shared.lines()
     assert any(r.startswith("fh3: bandwidth 6") and "sharing CPUs alone" in r for r in shared.reasons), shared.reasons
     assert _named(far) == {"fh3": "receive"}
+
+
+def test_a_pair_confirmed_slow_alone_that_no_culprit_explains_is_said(tmp_path):
+    # The retest measured 0 -> 3 alone at a quarter of the controls' bandwidth, but in
+    # the matrix neither end stands out (seen on a loaded emulated cluster: a planted
+    # slow receiver lost in healthy pairs spread 15x). It must not pass in silence:
+    # "cannot tell" with the path, not "fit". Explained by a named culprit, it is not
+    # repeated.
+    path = tmp_path / "unexplained.h5"
+    write_matrix_run(path, nranks=8, seed=3, retest=[(0, 3)], controls=[(1, 2), (4, 5)],
+                     retest_factor={(0, 3): 4.0})
+    d = _diagnose(path)
+    assert d.verdict == "cannot tell" and not d.culprits, d.lines()
+    assert any(r.startswith("fh0 -> fh3 in 0001 ap-bw was confirmed slow alone")
+               and "not localized" in r for r in d.reasons), d.reasons
+    explained = tmp_path / "explained.h5"
+    write_matrix_run(explained, nranks=8, seed=3, receive={3: 0.3}, retest=[(0, 3)],
+                     controls=[(1, 2), (4, 5)])
+    d = _diagnose(explained)
+    assert _named(d) == {"fh3": "receive"}, d.lines()
+    assert not any("not localized" in n for n in d.notes + d.reasons), d.notes
