@@ -864,10 +864,18 @@ class _Analyser:
                 symptoms.append(f"{side}{f.symptom} [{where}]" if f.measure != "counters"
                                 else f.symptom)
                 if f.slow_touching[1]:
+                    # The naming counts pairs over the practical margin; "slow" also needs
+                    # 2 sigma of the healthy pairs, which a noisy matrix lifts above a real
+                    # fault. When the two counts differ both are said, so a named host
+                    # never stands on a bare "0/5 slow".
+                    over = ""
+                    if f.over_margin[1] and f.over_margin[0] != f.slow_touching[0]:
+                        over = (f", {f.over_margin[0]}/{f.over_margin[1]} at least "
+                                f"{MIN_RATIO[f.measure]:g}x slower than the healthy median")
                     evidence.append(
                         f"{where} ({f.measure}): {f.slow_touching[0]}/{f.slow_touching[1]} "
                         f"pairs {_touching(f.side)} slow vs {f.slow_elsewhere[0]}/"
-                        f"{f.slow_elsewhere[1]} not touching a culprit, z={f.z:.1f}")
+                        f"{f.slow_elsewhere[1]} not touching a culprit{over}, z={f.z:.1f}")
             supporting = [f for f in fs if not f.primary]
             for f in supporting:
                 evidence.append(f.symptom)

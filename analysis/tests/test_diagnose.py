@@ -483,3 +483,22 @@ def test_a_pair_confirmed_slow_alone_that_no_culprit_explains_is_said(tmp_path):
     d = _diagnose(explained)
     assert _named(d) == {"fh3": "receive"}, d.lines()
     assert not any("not localized" in n for n in d.notes + d.reasons), d.notes
+
+
+def test_evidence_says_the_margin_count_when_wide_healthy_spread_hides_slow_pairs(tmp_path):
+    # Healthy pairs spread widely (per-pair lognormal sigma 0.7): 2 sigma of them lies
+    # above some of the culprit's pairs, so fewer of its pairs count as "slow" than the
+    # naming rule counted over the margin. The evidence says both (seen on a loaded
+    # emulated run: a receiver named rightly read "0/5 pairs into it slow").
+    path = tmp_path / "wide.h5"
+    write_matrix_run(path, receive={2: 0.2}, pair_noise=0.7, seed=5)
+    d = _diagnose(path)
+    assert _named(d) == {"fh2": "receive"}, d.lines()
+    ev = d.culprits[0].evidence[0]
+    assert "4/5 pairs into it slow vs 2/20 not touching a culprit, " \
+           "5/5 at least 1.25x slower than the healthy median, z=" in ev, ev
+    # where the counts agree the evidence is as before
+    path = tmp_path / "tight.h5"
+    write_matrix_run(path, receive={2: 0.2}, seed=5)
+    ev = _diagnose(path).culprits[0].evidence[0]
+    assert "5/5 pairs into it slow vs 0/" in ev and "at least" not in ev, ev
