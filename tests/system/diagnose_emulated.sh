@@ -6,6 +6,9 @@
 # other host is a victim (its only slow pairs are with a culprit) and must not be
 # named. A run with nothing planted must be fit. Prints the tally: planted culprits
 # found / planted, and false culprits.
+# Six ranks share 2 CPUs, so the times carry the scheduler's noise: one case that
+# goes wrong is run once more (its whole diagnosis printed first, and the retry said
+# in the tally); a second wrong case, or a retry that is wrong again, fails the test.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 up_emulated_cluster fdiag 198.18.40.0/24 6
@@ -37,12 +40,13 @@ tests:
     warmup: 2
 YAML
 
-planted_total=0 found_total=0 false_total=0 wrong_direction=0 runs=0 wrong_runs=()
+planted_total=0 found_total=0 false_total=0 wrong_direction=0 runs=0 wrong_runs=() retried=()
 # run_case NAME "HOST:DIRECTION ..." : runs the scenario on the cluster as it is now
-# and compares diagnose's culprits with the planted ones.
+# and compares diagnose's culprits with the planted ones. Sets case_right (1 or 0)
+# and case_tally ("planted found right false"); only a crash fails at once.
 run_case() {
   local name=$1 expected=$2 out=$scratch/$1.h5
-  runs=$((runs + 1))
+  runs=$((runs + 1)) case_right=1
   set +e
   # 6 ranks on a 2-core machine: the preset makes Open MPI's waits yield.
   timeout --kill-after=10 150 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --fabric emulated \
@@ -62,8 +66,7 @@ run_case() {
   # full for a run that went wrong, after the verdict.
   grep -v '^note:' "$scratch/$name.diagnose" | cut -c1-220 | sed 's/^/    /'
   ((rc <= 1)) || fail "$name: diagnose failed with exit $rc"
-  local tally
-  tally=$(/usr/bin/python3 - "$scratch/$name.json" "$expected" <<'PY'
+  case_tally=$(/usr/bin/python3 - "$scratch/$name.json" "$expected" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 expected = dict(item.split(":") for item in sys.argv[2].split())
@@ -75,22 +78,36 @@ print(len(expected), found, right, len(false), ",".join(false) or "-")
 PY
 )
   local planted found right false false_hosts
-  read -r planted found right false false_hosts <<<"$tally"
-  planted_total=$((planted_total + planted)); found_total=$((found_total + found))
-  false_total=$((false_total + false)); wrong_direction=$((wrong_direction + found - right))
+  read -r planted found right false false_hosts <<<"$case_tally"
   note "$name: found $found/$planted planted (right direction: $right), false culprits: $false ($false_hosts)"
-  ((found == planted && right == found && false == 0)) || wrong_runs+=("$name")
+  ((found == planted && right == found && false == 0)) || case_right=0
   if ((planted == 0)); then
-    # Nothing planted: no culprit may be named (counted as false culprits below). "fit"
-    # is the answer hoped for; "cannot tell" (pairs all equally noisy on 6 ranks sharing
+    # Nothing planted: no culprit may be named (counted as false culprits). "fit" is
+    # the answer hoped for; "cannot tell" (pairs all equally noisy on 6 ranks sharing
     # 2 CPUs) is honest and names nobody; "not fit" is wrong.
     verdict=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"])' "$scratch/$name.json")
-    [[ $verdict == fit || $verdict == "cannot tell" ]] || {
-      show_notes "$name"; fail "$name: nothing planted but diagnose says '$verdict'"; }
     note "$name: nothing planted, diagnose says: $verdict"
-  else
-    ((rc == 1)) || { show_notes "$name"; fail "$name: culprits planted but diagnose exited $rc"; }
+    [[ $verdict == fit || $verdict == "cannot tell" ]] || case_right=0
+  elif ((rc != 1)); then
+    note "$name: culprits planted but diagnose exited $rc"; case_right=0
   fi
+}
+
+# judged_case NAME EXPECTED: run_case, once more if it went wrong and no case has been
+# retried yet; the last attempt goes into the tally.
+judged_case() {
+  run_case "$1" "$2"
+  if ((!case_right && ${#retried[@]} == 0)); then
+    note "$1 went wrong; its whole diagnosis, then one retry (6 ranks share 2 CPUs):"
+    show_notes "$1"
+    retried+=("$1")
+    run_case "$1-retry" "$2"
+  fi
+  local planted found right false _
+  read -r planted found right false _ <<<"$case_tally"
+  planted_total=$((planted_total + planted)); found_total=$((found_total + found))
+  false_total=$((false_total + false)); wrong_direction=$((wrong_direction + found - right))
+  ((case_right)) || wrong_runs+=("$1")
 }
 
 # show_notes NAME...: the whole diagnosis of runs that went wrong (lines cut at 400).
@@ -109,15 +126,17 @@ for seed in 1 2 3; do
   "$cluster" egress "$send" 200mbit >/dev/null
   "$cluster" loss "$lossy" 3 >/dev/null
   sed -i "s/^seed: .*/seed: $seed/" "$scratch/allpairs.yaml"
-  run_case "planted-$seed" "$recv:receive $send:send $lossy:both"
+  judged_case "planted-$seed" "$recv:receive $send:send $lossy:both"
   for h in "$recv" "$send" "$lossy"; do "$cluster" clear "$h" >/dev/null; done
 done
-run_case clean ""
+judged_case clean ""
 
-note "tally over $runs runs: planted culprits found $found_total/$planted_total (wrong direction $wrong_direction), false culprits $false_total"
-if ! ((found_total == planted_total && wrong_direction == 0 && false_total == 0)); then
-  note "FAIL: diagnose missed, mis-directed or invented culprits in: ${wrong_runs[*]}"
-  show_notes "${wrong_runs[@]}"
-  fail "diagnose missed, mis-directed or invented culprits in: ${wrong_runs[*]} (see above)"
+note "tally over $runs runs (the last attempt of each case; retried: ${retried[*]:-none}): planted culprits found $found_total/$planted_total (wrong direction $wrong_direction), false culprits $false_total"
+if ((${#wrong_runs[@]})); then
+  note "FAIL: diagnose missed, mis-directed or invented culprits, or gave a wrong verdict, in: ${wrong_runs[*]}"
+  for n in "${wrong_runs[@]}"; do
+    if [[ " ${retried[*]} " == *" $n "* ]]; then show_notes "$n-retry"; else show_notes "$n"; fi
+  done
+  fail "diagnose went wrong in: ${wrong_runs[*]} (see above)"
 fi
 note "PASS"
