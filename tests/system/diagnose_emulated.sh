@@ -40,7 +40,7 @@ tests:
     warmup: 2
 YAML
 
-planted_total=0 found_total=0 false_total=0 wrong_direction=0 runs=0 wrong_runs=() retried=()
+planted_total=0 found_total=0 false_total=0 wrong_direction=0 runs=0 cases=0 wrong_runs=() retried=
 # run_case NAME "HOST:DIRECTION ..." : runs the scenario on the cluster as it is now
 # and compares diagnose's culprits with the planted ones. Sets case_right (1 or 0)
 # and case_tally ("planted found right false"); only a crash fails at once.
@@ -94,13 +94,14 @@ PY
 }
 
 # judged_case NAME EXPECTED: run_case, once more if it went wrong and no case has been
-# retried yet; the last attempt goes into the tally.
+# retried yet (retried names it); the last attempt goes into the tally.
 judged_case() {
+  cases=$((cases + 1))
   run_case "$1" "$2"
-  if ((!case_right && ${#retried[@]} == 0)); then
+  if ((!case_right)) && [[ -z $retried ]]; then
     note "$1 went wrong; its whole diagnosis, then one retry (6 ranks share 2 CPUs):"
     show_notes "$1"
-    retried+=("$1")
+    retried=$1
     run_case "$1-retry" "$2"
   fi
   local planted found right false _
@@ -131,11 +132,11 @@ for seed in 1 2 3; do
 done
 judged_case clean ""
 
-note "tally over $runs runs (the last attempt of each case; retried: ${retried[*]:-none}): planted culprits found $found_total/$planted_total (wrong direction $wrong_direction), false culprits $false_total"
+note "tally over $cases cases, the last attempt of each ($runs runs; retried: ${retried:-none}): planted culprits found $found_total/$planted_total (wrong direction $wrong_direction), false culprits $false_total"
 if ((${#wrong_runs[@]})); then
   note "FAIL: diagnose missed, mis-directed or invented culprits, or gave a wrong verdict, in: ${wrong_runs[*]}"
   for n in "${wrong_runs[@]}"; do
-    if [[ " ${retried[*]} " == *" $n "* ]]; then show_notes "$n-retry"; else show_notes "$n"; fi
+    if [[ $n == "$retried" ]]; then show_notes "$n-retry"; else show_notes "$n"; fi
   done
   fail "diagnose went wrong in: ${wrong_runs[*]} (see above)"
 fi
