@@ -26,7 +26,10 @@ rc=$?
 set -e
 last=$(tail -n 1 "$out")
 echo "demo exit $rc, last line: $last"
-[ "$rc" = 0 ] || { tail -n 40 "$out"; echo "FAIL: the demo exited $rc"; exit 1; }
+# The demo's criteria judge measured times: a run whose own file says other work held
+# the CPUs cannot tell a healthy host from a slow one (validity busy_host).
+[ "$rc" = 0 ] || { tail -n 40 "$out"; cannot_tell_if_busy "the demo passes" "$scratch/results/demo.h5"
+                   echo "FAIL: the demo exited $rc"; exit 1; }
 case "$last" in
   "verdict: PASS ("*"criteria $FABSCOPE_SOURCE_DIR/analysis/criteria/local.yaml, shipped default for a run on one host)") ;;
   *) tail -n 40 "$out"; echo "FAIL: the demo does not end with the PASS verdict of local.yaml"; exit 1 ;;

@@ -20,8 +20,7 @@ for size in 4KiB 64KiB; do
   timeout --kill-after=10 120 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --np 4 --bin "$FABSCOPE_BIN" -- \
     run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/fault-drill.yaml" --output "$scratch/drill-$size.h5" --no-progress \
     --no-verdict --set "sizes=[$size]" > "$scratch/log" 2>&1 || rc=$?
-  [ $rc = 0 ] || { tail -30 "$scratch/log"; echo "FAIL: the $size drill exited $rc"; exit 1; }
-  grep -q "^fabscope: result: exit code 0 (after a fault drill" "$scratch/log" || { tail -30 "$scratch/log"; echo "FAIL: $size: no result line"; exit 1; }
+  # UCX's warnings at the end do not depend on how busy the machine was: checked first.
   mpool=$(grep -c "not returned to mpool" "$scratch/log" || true)
   warnings=$(grep -c "UCX  WARN" "$scratch/log" || true)
   if [ "$mpool" != 0 ] || [ "$warnings" != 0 ]; then
@@ -29,5 +28,13 @@ for size in 4KiB 64KiB; do
     echo "FAIL: $size: $warnings UCX warning(s) at the end of the drill, $mpool of them 'not returned to mpool'"
     exit 1
   fi
+  # The drill's own judgement (heartbeats within their deadline) needs CPUs: on a busy
+  # machine live peers are declared lost and the drill rightly says it cannot judge.
+  if [ $rc != 0 ]; then
+    tail -30 "$scratch/log"
+    cannot_tell_if_busy "the $size drill's end is right" "$scratch/drill-$size.h5"
+    echo "FAIL: the $size drill exited $rc"; exit 1
+  fi
+  grep -q "^fabscope: result: exit code 0 (after a fault drill" "$scratch/log" || { tail -30 "$scratch/log"; echo "FAIL: $size: no result line"; exit 1; }
   echo "fault_drill_quiet: $size: the drill passed and UCX said nothing at its end: ok"
 done

@@ -13,3 +13,14 @@ skip_part() {  # PART WHY
     exit 77
   fi
 }
+# A timing check that failed on a run whose own file records the validity finding
+# busy_host (other work held the CPUs it needed) cannot tell whether the product
+# is at fault: skip (77) with that finding as the reason; on a machine that was not
+# busy, fail as usual.  usage: cannot_tell_if_busy WHAT FILE.h5...   (then fail)
+cannot_tell_if_busy() {
+  local what=$1 finding; shift
+  if finding=$(/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/busy_machine.py" "$@" 2>/dev/null); then
+    echo "$(basename "$0"): SKIP: cannot tell whether $what: the machine was busy ($finding)" >&2
+    exit 77
+  fi
+}
