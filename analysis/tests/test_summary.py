@@ -150,7 +150,7 @@ def test_summary_names_both_timing_conventions_of_the_collectives(tmp_path):
 
 
 def test_summary_splits_by_topology_level(tmp_path):
-    """samples.level (issue 19): statistics per level the pair crosses, each over its
+    """samples.level: statistics per level the pair crosses, each over its
     own samples only; old files without the column read as level 0 (no split)."""
     from synthetic import SyntheticRun, latency_entries, make_samples
     path = tmp_path / "levels.h5"
