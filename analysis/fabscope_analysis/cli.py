@@ -297,7 +297,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not 1 <= args.resamples <= 5000:
             parser.error("--resamples must be between 1 and 5000")
     # Names in a result file from elsewhere (hosts, tests, the scenario) reach the
-    # terminal: their control characters are shown, not obeyed (issue 27).
+    # terminal: their control characters are shown, not obeyed.
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = TerminalSafe(sys.stdout), TerminalSafe(sys.stderr)
     try:

@@ -33,7 +33,7 @@ KNOWN_FORMAT_VERSIONS = (1,)
 
 # Column sets of the tables, so an absent or empty table still has its columns.
 SAMPLE_COLUMNS = ["rank", "iter", "peer", "bytes", "t_post_ns", "t_done_ns", "flags", "level"]
-# samples.level: the topology level the sample's pair crosses (issue 19); 0 in files
+# samples.level: the topology level the sample's pair crosses; 0 in files
 # written before the column existed and for samples that are not between a pair.
 LEVEL_NAMES = {0: "unknown", 1: "same-node", 2: "same-leaf", 3: "same-pod", 4: "cross-pod",
                5: "cross-node"}
@@ -79,7 +79,7 @@ FLAG_MIX_CLASS_SHIFT = 16
 FLAG_MIX_CLASS_MASK = 0x7 << FLAG_MIX_CLASS_SHIFT
 FLAG_MIX_TOGETHER = 1 << 19
 MIX_CLASSES = ["allreduce", "alltoall", "kvpush", "api"]
-# /validity: what makes the run's numbers meaningless or doubtful (issue 16).
+# /validity: what makes the run's numbers meaningless or doubtful.
 VALIDITY_COLUMNS = ["host", "what", "value", "limit", "effect"]
 
 

@@ -53,8 +53,10 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
         out.append(f"== {name}  ({first['kind']}, {first['transport']}/{first['memory']}, "
                    f"{'GB/s; p99 = slow tail' if first['unit'] == 'GB/s' else 'latency in us'})")
         rows = []
+        batches = batch_figures(analysis, group)
         for _, r in group.iterrows():
             scope = {"scope": r["scope"] or "-"} if analysis.labelled else {}
+            batch = {"batch": batches.get(int(r["index"]), "-")} if batches else {}
             rows.append({
                 "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
                 "condition": r["label"],
@@ -62,6 +64,7 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
                 "samples": int(r["samples"]),
                 "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
                 "p99.9": format_number(r["p99.9"]), "worst": format_number(r["worst"]),
+                **batch,
                 "impact mean/p99": ("-" if pd.isna(r["impact_p99"]) and pd.isna(r["impact_mean"])
                                     else f"{format_number(r['impact_mean'])}/"
                                          f"{format_number(r['impact_p99'])}"),
@@ -69,6 +72,8 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
                 "stragglers": r["stragglers"] or "-",
             })
         out.append(pd.DataFrame(rows).to_string(index=False))
+        if batches:
+            out.append(batch_footnote([analysis.result.test(i) for i in batches], analysis.labelled))
         by_level = analysis.level_frame(name)
         if not by_level.empty:
             out.append("  by topology level (same-node, same-leaf, same-pod, cross-pod; "
@@ -102,10 +107,6 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
             if r["kind"] == "alltoall":
                 out.append(f"  {int(r['index']):04d} " +
                            alltoall_line(analysis.result.test(int(r["index"]))))
-            if r["kind"] in ("latency", "bandwidth", "bibw"):
-                line = batch_line(analysis.result.test(int(r["index"])))
-                if line:
-                    out.append(f"  {int(r['index']):04d} " + line)
             if r["kind"] == "allreduce":
                 line = allreduce_line(analysis.result.test(int(r["index"])))
                 if line:
@@ -144,22 +145,44 @@ def allreduce_line(inst) -> str:
             f"{int(g('pipelined_calls', 0))} calls {PIPELINED_NOTE})")
 
 
-def batch_line(inst) -> str:
-    """A point-to-point test's batch figure beside its per-sample statistics: loop time /
-    iterations, the way osu_latency and osu_bw report ('' for a file written before it)."""
-    g = inst.get
-    mean = _number(g("batch_mean_ns"))
+BATCH_KINDS = ("latency", "bandwidth", "bibw")
+
+
+def batch_figures(analysis: RunAnalysis, group: pd.DataFrame) -> dict:
+    """{instance index: batch figure} for the point-to-point instances of one test whose
+    file holds the figure (files written before it existed have none)."""
+    if group.iloc[0]["kind"] not in BATCH_KINDS:
+        return {}
+    figures = {int(i): batch_figure(analysis.result.test(int(i))) for i in group["index"].unique()}
+    return {i: f for i, f in figures.items() if f != "-"}
+
+
+def batch_figure(inst) -> str:
+    """A point-to-point instance's batch figure in its table's unit (us one-way, or GB/s):
+    loop time / iterations, the way osu_latency and osu_bw report; '-' for a file
+    written before the figure existed."""
+    mean = _number(inst.get("batch_mean_ns"))
     if mean is None:
-        return ""
-    clock = f"{format_number(g('clock_read_ns'))} ns per clock read taken out"
-    if g("batch_gbps") is not None:
-        slices = g("receive_slices")
-        where = "" if slices is None else (f"; receive buffers: {int(slices)}"
-                                           + (" (one, as osu_bw)" if int(slices) == 1 else " distinct"))
-        return (f"batch {format_number(_number(g('batch_gbps')))} GB/s "
-                f"(loop time / iterations, as osu_bw reports; {clock}{where})")
-    return (f"batch {format_number(mean / 1e3)} us one-way "
-            f"(loop time / iterations, as osu_latency reports its average; {clock})")
+        return "-"
+    gbps = _number(inst.get("batch_gbps"))
+    return format_number(gbps if gbps is not None else mean / 1e3)
+
+
+def batch_footnote(instances, labelled: bool) -> str:
+    """One line under a table with a batch column: what the figure is, the clock cost taken
+    out and where a bandwidth window's messages land."""
+    clocks = sorted({format_number(_number(i.get("clock_read_ns"))) for i in instances
+                     if _number(i.get("clock_read_ns")) is not None})
+    slices = sorted({int(i.get("receive_slices")) for i in instances
+                     if i.get("receive_slices") is not None})
+    text = ("  batch: each pair's timed loop / iterations, as osu_latency (average) and osu_bw report"
+            + ("; all scopes together" if labelled else ""))
+    if clocks:
+        text += f"; {', '.join(clocks)} ns per clock read taken out"
+    if slices:
+        text += "; receive buffers: " + ", ".join(
+            f"{n} (one, as osu_bw)" if n == 1 else f"{n} distinct" for n in slices)
+    return text
 
 
 def mix_lines(inst) -> List[str]:

@@ -1,4 +1,4 @@
-"""What keeps report and compare fast at 1,024 ranks and more (issue 19 item 4) must not
+"""What keeps report and compare fast at 1,024 ranks and more must not
 change what they say: the per-rank bars show the worst ranks, and the laid-out resampler
 draws what the hierarchical block bootstrap draws."""
 import numpy as np

@@ -1,5 +1,5 @@
 """A result file from elsewhere whose names carry markup, quotes, newlines and control
-characters goes through every output of the analysis (issue 27 item 5): the HTML report
+characters goes through every output of the analysis: the HTML report
 (rendered in headless Chromium: none of the file's script runs), JUnit XML (parses, the
 names read back), JSON (diagnose, impact: parse, names read back), the text of summary
 (no raw terminal control bytes), compare (text and HTML, with the inventory of both

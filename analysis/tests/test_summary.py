@@ -150,7 +150,7 @@ def test_summary_names_both_timing_conventions_of_the_collectives(tmp_path):
 
 
 def test_summary_splits_by_topology_level(tmp_path):
-    """samples.level (issue 19): statistics per level the pair crosses, each over its
+    """samples.level: statistics per level the pair crosses, each over its
     own samples only; old files without the column read as level 0 (no split)."""
     from synthetic import SyntheticRun, latency_entries, make_samples
     path = tmp_path / "levels.h5"
@@ -221,3 +221,44 @@ def test_rank_tails_match_a_percentile_per_rank():
             assert math.isclose(row.p50, tail_value(metric, t, b, 50.0), rel_tol=1e-12)
             assert math.isclose(row.p99, tail_value(metric, t, b, 99.0), rel_tol=1e-12)
             assert math.isclose(row.p99_time_ns, np.percentile(t, 99), rel_tol=1e-12)
+
+
+def batch_cell(header: str, row: str) -> str:
+    """The batch column's value in one row of a right-aligned table."""
+    end = header.index(" batch ") + len(" batch")
+    return row[:end].split()[-1]
+
+
+def test_summary_prints_the_batch_figure_as_a_column_with_one_footnote(tmp_path):
+    """Point-to-point tests carry a batch figure (loop time / iterations, as osu_latency and
+    osu_bw report): one column of the test's table in its unit, explained once beneath it;
+    a file written before the figure existed has neither column nor footnote."""
+    from synthetic import SyntheticRun, bandwidth_entries, latency_entries, make_samples
+    rng = np.random.default_rng(5)
+    path = tmp_path / "batch.h5"
+    run = SyntheticRun(path, nranks=2)
+    lat = make_samples(latency_entries([(0, 1)], 40, 4000.0, rng), run.start_ns())
+    for size in (8, 64):
+        run.add_test("lat", "latency", lat, nbytes=size, divisor=2, extra_attrs={
+            "batch_mean_ns": 2250.0 if size == 8 else 3500.0, "clock_read_ns": 24.09})
+    bw = make_samples(bandwidth_entries([(0, 1)], 20, 1 << 16, 10.0, rng), run.start_ns())
+    run.add_test("bw", "bandwidth", bw, nbytes=1 << 16, metric="bandwidth", window=8, extra_attrs={
+        "batch_mean_ns": 6000.0, "batch_gbps": 10.92, "clock_read_ns": 24.09,
+        "receive_slices": np.int64(1)})
+    run.add_test("old", "latency", lat, nbytes=8, divisor=2)
+    run.close(complete=True, exit_code=0)
+    out = run_cli("summary", path)
+    assert out.returncode == 0, out.stderr
+    tables = out.stdout.split("\n== ")
+    lat_table = next(t for t in tables if t.startswith("lat "))
+    header, first, second = lat_table.splitlines()[1:4]
+    assert [batch_cell(header, row) for row in (first, second)] == ["2.25", "3.5"], lat_table
+    assert lat_table.count("osu_latency") == 1, lat_table
+    assert ("  batch: each pair's timed loop / iterations, as osu_latency (average) and osu_bw report; "
+            "24.09 ns per clock read taken out") in lat_table, lat_table
+    bw_table = next(t for t in tables if t.startswith("bw "))
+    header, row = bw_table.splitlines()[1:3]
+    assert batch_cell(header, row) == "10.92", bw_table
+    assert "receive buffers: 1 (one, as osu_bw)" in bw_table, bw_table
+    old_table = next(t for t in tables if t.startswith("old "))
+    assert "batch" not in old_table, old_table

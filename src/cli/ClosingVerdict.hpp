@@ -1,7 +1,7 @@
 #pragma once
 // The run's closing line is the verdict of the criteria in force, computed by the
 // one code that computes it everywhere (the analysis: `fabscope_analysis verdict`),
-// so `fabscope run`, summary, report and accept cannot disagree (issue 23).
+// so `fabscope run`, summary, report and accept cannot disagree.
 #include <string>
 
 namespace fabscope::cli {

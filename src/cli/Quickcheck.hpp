@@ -80,7 +80,7 @@ bool isErrorCounter(const std::string& name);
 CheckResult checkCounterMovement(const std::optional<inventory::CounterSnapshot>& previous,
                                  const inventory::CounterSnapshot& now, const QuickcheckOptions& options);
 
-// --- the state directory (issue 27 item 4) --------------------------------------
+// --- the state directory --------------------------------------
 // root: /run/fabscope-quickcheck; others: $XDG_RUNTIME_DIR/fabscope-quickcheck,
 // else /tmp/fabscope-quickcheck-<uid>.
 std::filesystem::path defaultStateDir();

@@ -39,7 +39,7 @@ std::vector<std::pair<std::string, std::string>> fabricEnvironment(const std::ve
     if (equals == std::string::npos || equals == 0) continue;
     std::string name = entry.substr(0, equals);
     // Per-job and per-rank launcher values differ between any two hosts and any two
-    // runs: recording them would make every host look inconsistent (issue 23).
+    // runs: recording them would make every host look inconsistent.
     if (!isFabricVariable(name) || looksSecret(name) || isLauncherVariable(name)) continue;
     kept.emplace_back(std::move(name), entry.substr(equals + 1));
   }

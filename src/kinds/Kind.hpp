@@ -40,7 +40,7 @@ struct InstancePlan {
   PairRounds rounds;
   std::int64_t maxSamplesPerRank = 0;
   std::int64_t bufferBytesPerRank = 0;
-  // The time budget's cut (issue 19): rounds and pairs of the full pattern left
+  // The time budget's cut: rounds and pairs of the full pattern left
   // out so the test fits, and what was left (empty: nothing left out).
   std::int64_t roundsLeftOut = 0;
   std::int64_t pairsLeftOut = 0;
@@ -65,7 +65,7 @@ struct InstancePlan {
   // The instance puts or gets (exposeRegion, postPut, postGet): the transport
   // is opened with one-sided operations. UCX adds lanes for them, and every
   // poll of the worker then progresses one more shared-memory transport, on
-  // every wait of every test of the run (issue 24: about 60 instructions a
+  // every wait of every test of the run (about 60 instructions a
   // poll, on the latency path), so only runs that need them ask for them.
   bool oneSided = false;
 };

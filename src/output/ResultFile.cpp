@@ -76,10 +76,10 @@ constexpr std::int64_t metadataMarginBytes = 256 * 1024;
 
 // auto is gathered to rank 0 even where HDF5 is parallel: a process that has
 // opened a file through MPI-IO measures MPI slower for the rest of its life
-// (Open MPI 4.1.6, GPU machine: the 8-byte blocking ping-pong 7 % slower,
-// closing the file does not undo it), and on one node the gathered write was
-// also the faster one (docs/benchmarks.md, seventh session). Rank 0 gathers
-// an instance's samples for its statistics anyway.
+// (Open MPI 4.1.6, GPU machine, 2026-12-02: the 8-byte blocking ping-pong 7 %
+// slower, closing the file does not undo it), and on one node the gathered write
+// was also the faster one (docs/benchmarks.md, "Result file: gathered against
+// parallel writes"). Rank 0 gathers an instance's samples for its statistics anyway.
 WriteMode resolveWriteMode(const std::string& requested) {
   if (requested == "parallel") {
     if (!FABSCOPE_HDF5_PARALLEL)

@@ -37,7 +37,7 @@ void returnFreedMemory();
 // writes: every rank waits for the slowest), summed for the report below.
 void addWriteNanoseconds(std::int64_t nanoseconds);
 
-// Time this rank spent in clock synchronisation (issue 19: a tree, not serial in N).
+// Time this rank spent in clock synchronisation (a tree, not serial in N).
 void addClockSyncNanoseconds(std::int64_t nanoseconds);
 
 // When FABSCOPE_REPORT_MEMORY=1: one line on stderr for this rank, "fabscope:

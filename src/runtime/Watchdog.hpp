@@ -1,5 +1,5 @@
 #pragma once
-// A per-rank watchdog that needs no MPI, UCX or NCCL progress (issue 20, "no
+// A per-rank watchdog that needs no MPI, UCX or NCCL progress ("no
 // hang anywhere"). Every wait the program makes says what it waits for, on
 // which peer, and until when (waitUntil does it for every poll loop; loops of
 // their own and teardown calls such as MPI_Finalize or a UCX worker's destroy

@@ -129,7 +129,7 @@ struct TestSource;  // the test's YAML, for parse steps only (scenario/TestSourc
 struct KindRules {
   std::vector<std::string> extraKeys;  // keys beyond the common ones
   // Keys whose value is a shell command: refused unless the run allows commands
-  // (--allow-commands) or the value came from --set (issue 27).
+  // (--allow-commands) or the value came from --set.
   std::vector<std::string> commandKeys;
   int minRanks = 1;
   // Reads and checks the kind's own keys of one test, once, at load (the

@@ -77,7 +77,7 @@ class Loader {
  public:
   Loader(std::string file, const ScenarioRules& rules) : file_(std::move(file)), rules_(rules) {}
 
-  // A time budget (issue 19): a duration such as 20m, above zero.
+  // A time budget: a duration such as 20m, above zero.
   double budgetOf(const YAML::Node& n) const {
     if (!n.IsScalar()) fail(n, "'budget' must be a duration such as 20m");
     double seconds = 0;

@@ -122,8 +122,8 @@ class Transport {
     throw UsageError(std::string("transport '") + std::string(name()) + "' does not support one-sided put");
   }
 
-  // Virtual so that a transport may inline its own poll into the loop (UCX:
-  // issue 24); every override keeps this wait's deadline, watch and peer.
+  // Virtual so that a transport may inline its own poll into the loop (UCX
+  // does); every override keeps this wait's deadline, watch and peer.
   virtual void waitSlots(int first, int count, const runtime::Deadline& deadline) {
     runtime::waitUntil([&] { return testSlots(first, count); }, deadline, waitDescription(), peerOfSlots(first, count));
   }

@@ -81,7 +81,7 @@ UcxTransport::UcxTransport(const runtime::Communicator& world, bool oneSided, co
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
   // RMA only when a test puts or gets: with it UCX 1.13 adds an RMA lane on a
   // second shared-memory transport (posix and sysv), and ucp_worker_progress
-  // then polls both on every call (issue 24: 199 against 139 instructions a
+  // then polls both on every call (199 against 139 instructions a
   // poll; the latency path pays about half a poll per message).
   params.features = UCP_FEATURE_TAG | (oneSided ? UCP_FEATURE_RMA : 0);
   params.estimated_num_eps = static_cast<std::size_t>(world.size());
@@ -219,7 +219,7 @@ void UcxTransport::postRecv(int slot, int peer, int tag, void* buffer, std::size
 }
 
 // Called once per poll of every wait: the empty poll's own instructions set
-// how late a message that just arrived is seen (issue 24), so the scan starts
+// how late a message that just arrived is seen, so the scan starts
 // at the first pending slot and the failures are out of line.
 inline bool UcxTransport::pollSlots(int first, int count) {
   Slot* s = slots_.data() + first;

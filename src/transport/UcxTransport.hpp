@@ -34,7 +34,7 @@ class UcxTransport final : public Transport {
   bool testSlots(int first, int count) override;
   // The base class's wait with this transport's poll inlined into the loop:
   // through the virtual testSlots every poll paid a call and a frame (about
-  // 50 instructions on top of UCX's own 112 for an empty poll, issue 24), and
+  // 50 instructions on top of UCX's own 112 for an empty poll), and
   // the length of an empty poll is how late an arrived message is seen.
   void waitSlots(int first, int count, const runtime::Deadline& deadline) override;
   void reset(const runtime::Deadline& deadline) override;
@@ -100,7 +100,7 @@ class UcxTransport final : public Transport {
   // The post path (postSend, postRecv, ...) is inline and its failures out of
   // line: it is on the critical path of every latency sample, and the
   // out-of-line versions saved six registers and a frame before their first
-  // test (about 20 instructions each, issue 24).
+  // test (about 20 instructions each).
   ucp_ep_h endpointTo(int peer) {
     ucp_ep_h endpoint = peers_[static_cast<std::size_t>(peer)].endpoint;
     return endpoint ? endpoint : connect(peer);

@@ -1,5 +1,5 @@
 #pragma once
-// The run's side of validity (issue 16): gather every rank's facts at start,
+// The run's side of validity: gather every rank's facts at start,
 // judge them (Validity.hpp), set the process-wide wait policy once, and say what
 // output::Recorder::validity writes: the /validity rows and the root attributes.
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
 // Validity of a measurement: the facts that make a run's numbers meaningless or
-// doubtful (issue 16), found before anything is measured (placement, governor,
+// doubtful, found before anything is measured (placement, governor,
 // load) or after (clock-sync uncertainty against the latencies measured).
 // The detection is pure (facts in, findings out) so it is unit-tested on made-up
 // machines; readFacts() is the only part that looks at this one.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Synthetic fabscope result files at scale, and the analysis timed on them (issue 19 item 4).
+"""Synthetic fabscope result files at scale, and the analysis timed on them.
 
 Writes files as docs/file-format.md says (via analysis/tests/synthetic.py's run header and
 /ranks, with site/pod/leaf labels), one per rank count, with the patterns that scale:

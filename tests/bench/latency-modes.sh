@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where fabscope's MPI 8 B ping-pong p50 stands between the blocking minimal
-# ping-pong and the ways a deadline-bounded wait can be written (issue 24): rounds
+# ping-pong and the ways a deadline-bounded wait can be written: rounds
 # rotate the minimal program's latency modes and fabscope's latency test, and the
 # report gives each side's median and its ratio to the blocking ping-pong and to the
 # polled one (median of the per-round ratios, 95 % interval: round_verdict.py).

@@ -17,10 +17,10 @@
 // latency-nbc, latency-io and latency-nbc-io are the blocking ping-pong with what
 // fabscope's process has around its loop: libnbc's progress (one non-blocking
 // collective done before), and an MPI-IO file held open, as fabscope's result
-// file was with parallel HDF5 (now only with `hdf5: parallel`).
+// file is with `hdf5: parallel`.
 // latency-io-closed opens, writes and closes that file before the loop: on the GPU
 // machine the cost stays for the process's life (docs/benchmarks.md), which is why
-// fabscope's default result file no longer uses MPI-IO at all.
+// fabscope's default result file does not use MPI-IO at all.
 // Receive buffers as fabscope's `receive_buffers`: distinct (default: a slice per
 // message of the window, at most 64 MiB of slices, reused beyond) or one.
 #include <mpi.h>

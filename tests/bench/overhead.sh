@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fabscope against the tools admins trust, on the same 2 ranks of one host, in one
-# script (issue 24): rounds alternate fabscope and the reference (ABBA order), and
+# script: rounds alternate fabscope and the reference (ABBA order), and
 # each row prints the medians, the median of the per-round ratios and their spread.
 #
 #   MPI   8 B latency p50         fabscope p50 (wait: blocking) / minimal ping-pong p50 (blocking)  <= 1.05

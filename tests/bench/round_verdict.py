@@ -16,7 +16,7 @@ side from 9 rounds, two from 12, three from 15) and still says how sure it is.
 A row gives a verdict only when
   - the rounds are enough for the confidence (6 for 95 %),
   - half the interval's width (the spread) is within the row's margin (a busy
-    machine gives no verdict, as issue 24 asks), and
+    machine gives no verdict rather than a wrong one), and
   - the whole interval lies on one side of the target's bound: met when all of it
     meets the target, MISSED when none of it does; otherwise "cannot tell".
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fault drill over NCCL (issue 20 item 4) on the GPUs of one machine, from
+# The fault drill over NCCL on the GPUs of one machine, from
 # .gpu-pack/ (pack-for-device.sh; device tool, kind nvidia-h200-x2, carry
 # [".gpu-pack"]):  bash .gpu-pack/run-nccl-drill.sh
 # One rank per GPU runs NCCL all-reduce steps (64 KiB, 1000/s); rank index 1

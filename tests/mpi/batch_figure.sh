@@ -1,4 +1,4 @@
-# The batch figure (issue 24): each point-to-point pair's timed loop as one batch,
+# The batch figure: each point-to-point pair's timed loop as one batch,
 # the way osu_latency and osu_bw report, stored beside the per-sample statistics
 # and printed by the run and by the analysis; receive_buffers decides where a
 # window's messages land, and a wrong value is refused at load.
@@ -41,9 +41,24 @@ with h5py.File(sys.argv[1], "r") as f:
 print("batch figures consistent with the samples")
 PY
 (cd "$FABSCOPE_SOURCE_DIR/analysis" && /usr/bin/python3 -m fabscope_analysis summary "$out") >"$scratch/summary.txt" 2>&1
-grep -q "batch .* us one-way (loop time / iterations, as osu_latency" "$scratch/summary.txt" &&
-  grep -q "receive buffers: 1 (one, as osu_bw)" "$scratch/summary.txt" ||
-  { cat "$scratch/summary.txt"; echo "FAIL: the summary does not print the batch figures"; exit 1; }
+# The summary's batch column holds each test's figure in the table's unit, with one footnote.
+(cd "$FABSCOPE_SOURCE_DIR/analysis" && /usr/bin/python3 - "$out" "$scratch/summary.txt") <<'PY' ||
+import sys, h5py
+from fabscope_analysis.run_analysis import format_number
+text = open(sys.argv[2]).read()
+with h5py.File(sys.argv[1], "r") as f:
+    for g in f["tests"].values():
+        a = g.attrs
+        table = next(t for t in text.split("\n== ") if t.startswith(a["name"] + " "))
+        header, row = table.splitlines()[1:3]
+        end = header.index(" batch ") + len(" batch")
+        want = a["batch_gbps"] if a["metric"] == "bandwidth" else a["batch_mean_ns"] / 1e3
+        assert row[:end].split()[-1] == format_number(want), (a["name"], row, format_number(want))
+        assert table.count("  batch: each pair's timed loop / iterations, as osu_latency") == 1, table
+PY
+  { cat "$scratch/summary.txt"; echo "FAIL: the summary's batch column is not each test's figure"; exit 1; }
+grep -q "receive buffers: 1 (one, as osu_bw)" "$scratch/summary.txt" ||
+  { cat "$scratch/summary.txt"; echo "FAIL: the summary does not say where bw-one's window lands"; exit 1; }
 
 sed 's/receive_buffers: one/receive_buffers: two/' "$scratch/batch.yaml" >"$scratch/bad.yaml"
 set +e

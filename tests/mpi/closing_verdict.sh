@@ -1,4 +1,4 @@
-# The run's closing line is the verdict (issue 23): the same line `accept` and
+# The run's closing line is the verdict: the same line `accept` and
 # `verdict --brief` print for the file, computed by the analysis; the run's exit
 # code does not change with it. Without the analysis it says it could not compute
 # it and how to get it; --no-verdict leaves it out.

@@ -1,4 +1,4 @@
-# transports: {mpi: {wait: blocking}} (issue 24): waits block in MPI_Wait, as
+# transports: {mpi: {wait: blocking}}: waits block in MPI_Wait, as
 # osu_latency's do. A run with it measures and records which waits it used
 # (/transports/mpi mpi_wait; the default says polled). MPI_Wait has no deadline,
 # so the watchdog is the bound: with the peer stopped (SIGSTOP) in the middle of

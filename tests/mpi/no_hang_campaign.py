@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""No hang anywhere (issue 20 item 3): a seeded campaign of runs that each lose
+"""No hang anywhere: a seeded campaign of runs that each lose
 a random rank at a random moment, SIGKILL or SIGSTOP, during latency,
 bandwidth, incast, all-reduce (over MPI only, the transports it runs on here)
 and kvpush, over MPI, UCX on shared memory and UCX on TCP (loopback).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# No hang anywhere (issue 20): at least 20 seeded runs, each losing a random
+# No hang anywhere: at least 20 seeded runs, each losing a random
 # rank (SIGKILL or SIGSTOP) at a random moment during latency, bandwidth,
 # incast, all-reduce or kvpush, over MPI, UCX shared memory and UCX TCP. Every
 # run must end by itself within its bound (hangs: 0), its file must open, every

@@ -1,4 +1,4 @@
-# tests/bench/overhead.sh (issue 24) on tiny runs, so the benchmark script cannot
+# tests/bench/overhead.sh on tiny runs, so the benchmark script cannot
 # rot between the quiet windows it is meant for: it runs every MPI row against its
 # reference, keeps the raw figures, gives no verdict on too few rounds, stops at
 # --seconds, runs the reference on both sides with --aa, and refuses bad arguments;

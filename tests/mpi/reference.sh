@@ -1,4 +1,4 @@
-# kind: reference (issue 21 item 5) with ucx_perftest on 2 local ranks: tag_lat
+# kind: reference with ucx_perftest on 2 local ranks: tag_lat
 # and tag_bw over shared memory (the test's `tls: shm,self`) and over TCP on the
 # loopback (UCX_TLS inherited from the environment), each next to a fabscope
 # test of the same size over ucx. The file records the command, the version

@@ -1,4 +1,4 @@
-# `repeats: 3` (README, docs/file-format.md): each case measured three times in
+# `repeats: 3` (docs/scenarios.md, docs/file-format.md): each case measured three times in
 # rounds over the whole matrix, written as replicates (attributes replicate/repeats)
 # that the closing table and summary label `quiet #k` and compare pools into one
 # row with three replicates a side; a file without repeats keeps its layout.

@@ -1,4 +1,4 @@
-# Scale (issue 19 item 3) at 32 and 64 oversubscribed ranks with yielding
+# Scale at 32 and 64 oversubscribed ranks with yielding
 # waits: the small scale scenario (pairs, all-pairs, ring, bisection,
 # all-reduce, incast: tests/bench/scale-small.yaml) with FABSCOPE_REPORT_MEMORY=1,
 # each rank's peak heap (RssAnon: not MPI's shared memory) and clock-sync time.

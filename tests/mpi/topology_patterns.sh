@@ -1,4 +1,4 @@
-# Patterns that follow the topology (issue 19) at 8 and 16 ranks on fake hosts:
+# Patterns that follow the topology at 8 and 16 ranks on fake hosts:
 # each rank gets the host name node<rank/2> in a UTS namespace (root), a
 # --topology file makes two pods of two leaves (one node per leaf at 8 ranks, two at 16). Checks that
 # every pair of every pattern is what the pattern promises (rails: same local

@@ -1,4 +1,4 @@
-# Validity of the measurement (issue 16): 6 ranks on 2 CPUs are flagged as
+# Validity of the measurement: 6 ranks on 2 CPUs are flagged as
 # oversubscribed and their waits yield; 2 ranks on 2 CPUs are not and spin.
 # The all-pairs retest measures control pairs (flag bit 10) next to the worst.
 # taskset holds every rank to CPUs 0-1, so the test means the same on any machine.

@@ -1,8 +1,7 @@
 #pragma once
-// Today's whole-schedule generators as they were before each rank generated
-// only its own rounds (issue 19 item 3; copied from src/kinds/p2p at 56c83ca,
-// unchanged but for the calls qualified with reference::, which ADL made
-// ambiguous): the reference the per-rank form (PairRounds, streamPattern) must
+// Whole-schedule generators, each holding every pair of the pattern (the
+// straightforward form, kept here unchanged but for the calls qualified with
+// reference::, which ADL would make ambiguous): the reference the per-rank form (PairRounds, streamPattern) must
 // match pair for pair, round for round, for the same seed.
 #include <algorithm>
 #include <map>

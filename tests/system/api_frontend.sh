@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# API traffic apart from the fabric (issue 17): an emulated 4-host cluster with a
+# API traffic apart from the fabric: an emulated 4-host cluster with a
 # front-end network (emulated-cluster up --frontend: bridge, eth2 in every host).
 # Two ranks per host; the measuring ranks (one per host) are 2 API clients and 2
 # servers, the other ranks make an incast onto the last server's host, whose

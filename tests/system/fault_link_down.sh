@@ -20,7 +20,7 @@ check_fault_drill "heartbeat|missed reply|transport error callback"
 import sys, h5py
 t = h5py.File(sys.argv[1], "r")["/tests/0000"]
 a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in t.attrs.items()}
-# the host placeholder is filled quoted: one word whatever it holds (issue 27)
+# the host placeholder is filled quoted: one word whatever it holds
 assert "link '" + sys.argv[2] + "1' down" in a["fault_command"], a["fault_command"]
 assert a["fault_command_exit"] == 0 and a["fault_command_timed_out"] == 0, (a["fault_command_exit"], a["fault_command_output"])
 assert a["restore_command_exit"] == 0, a["restore_command_output"]
@@ -55,7 +55,7 @@ with h5py.File(sys.argv[1], "r") as f:
     print("no-op fault_command:", text(a["error"])[:160])
 PY
 
-# A scenario's own commands run only with --allow-commands (issue 27): without it
+# A scenario's own commands run only with --allow-commands: without it
 # the same launch is refused before anything runs (exit 2), naming the command and
 # the flag, and the command never ran; a command given with --set needs no flag.
 sed -e "s|^    fault_command: .*|    fault_command: touch $scratch/ran|" -e '/restore_command/d' "$scratch/drill.yaml" >"$scratch/untrusted.yaml"

@@ -47,7 +47,7 @@ cd "$scratch/submit"
 # Root in CI: Open MPI refuses root without these.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # No fabric preset: TCP on loopback without shared memory (a killed peer over
-# UCX shared memory can leave a survivor inside UCX, see README status).
+# UCX shared memory can leave a survivor inside UCX, see docs/status.md).
 UCX_TLS=tcp,self UCX_NET_DEVICES=lo OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=lo \
   OMPI_MCA_rmaps_base_oversubscribe=1 FABSCOPE_BIND=none \
   submit_job --nodes=1 --ntasks-per-node=4 --time=5 \

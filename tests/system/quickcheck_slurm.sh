@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fabscope quickcheck as Slurm's HealthCheckProgram (issue 21 item 3): a private
+# fabscope quickcheck as Slurm's HealthCheckProgram: a private
 # Slurm runs it every few seconds; a planted failure (a manifest that cannot
 # match this node) must drain the node with the check's one-line reason, and
 # fixing the manifest must return the node to service on the check's next pass.
@@ -51,7 +51,7 @@ check --manifest "$scratch/bad.yaml" --no-loop
 [[ $out == "fabscope: manifest bad.yaml: software/kernel is '"*"', expected '0.0.1-never'" ]] ||
   fail "planted failure: unexpected line '$out'"
 note "planted failure: exit 1: $out"
-# State directory refusals (issue 27 item 4): group/other-writable and a symbolic link.
+# State directory refusals: group/other-writable and a symbolic link.
 mkdir -m 0777 "$scratch/open-state"
 state_dir=$scratch/open-state check --no-loop
 [[ $rc == 1 && $out == *"writable by group or others"* ]] || fail "open state dir: exit $rc, '$out'"

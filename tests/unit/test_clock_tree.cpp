@@ -1,4 +1,4 @@
-// The clock synchronisation tree (issue 19 item 3): a binomial tree over the
+// The clock synchronisation tree: a binomial tree over the
 // ranks, so synchronising N ranks takes ceil(log2 N) steps, not N - 1 serial
 // ping-pongs at rank 0; and offsets composed down the tree stay within the
 // composed uncertainty. Also the /proc/self/status reading behind

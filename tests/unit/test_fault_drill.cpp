@@ -264,7 +264,7 @@ TEST(FaultCommandText, Placeholders) {
 
 TEST(FaultCommandText, HostileValuesStayOneWord) {
   // A value is substituted as one single-quoted shell word: no ;, $(), backquote,
-  // newline or quote in a host name can add a command (issue 27).
+  // newline or quote in a host name can add a command.
   const std::map<std::string, std::string> v{
       {"victim_host", "n1; rm -rf / #"}, {"victim_rank", "$(reboot)"}, {"percent", "a'b\nc`id`"}};
   EXPECT_EQ(suite::expandFaultCommand("cut {victim_host} {victim_rank} {percent}", v),

@@ -222,7 +222,7 @@ TEST(InventoryLive, CollectsThisMachine) {
 }
 
 // Without a driver CUDA says "driver version is insufficient"; the note says
-// what is really wrong (issue 21: a machine with CUDA installed and no driver).
+// what is really wrong (a machine with CUDA installed and no driver).
 TEST(InventoryGpu, NoDriverIsSaidPlainly) {
   const auto noDriver = noGpuNote(GpuCountFailure::insufficientDriver, 0, 13000,
                                   "CUDA driver version is insufficient for CUDA runtime version");

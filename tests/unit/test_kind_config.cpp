@@ -1,4 +1,4 @@
-// Typed configuration, parsed once (issue 18 item 1): a kind's parse step runs
+// Typed configuration, parsed once: a kind's parse step runs
 // once per test at load, plan reads the typed config it made, and nothing the
 // planner or a kind's run sees carries YAML.
 //

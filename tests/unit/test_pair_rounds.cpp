@@ -1,6 +1,6 @@
-// The per-rank form of the pair schedules (issue 19 item 3): every rank keeps
+// The per-rank form of the pair schedules: every rank keeps
 // the pattern's parameters and its own rounds only. It must give the same pairs
-// in the same rounds as the whole schedules of 56c83ca (tests/support/
+// in the same rounds as the whole-schedule reference (tests/support/
 // ReferenceSchedules.hpp) for every pattern, layout, seed and budget cut.
 #include <gtest/gtest.h>
 #include <malloc.h>

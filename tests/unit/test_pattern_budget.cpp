@@ -1,4 +1,4 @@
-// Issue 19 at load: patterns that follow the topology need a layout that fits,
+// Checks at load: patterns that follow the topology need a layout that fits,
 // and a time budget thins or refuses (exit 2 with the scenario's position).
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // fabscope quickcheck: the checks on built inventories and counter snapshots,
-// the state directory's refusals (issue 27 item 4), the loop's result line and
+// the state directory's refusals, the loop's result line and
 // the command line's typed options.
 #include <gtest/gtest.h>
 #include <sys/stat.h>

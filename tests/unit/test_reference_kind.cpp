@@ -1,4 +1,4 @@
-// kind: reference (issue 21 item 5): its scenario keys, the ucx_perftest
+// kind: reference: its scenario keys, the ucx_perftest
 // command lines it builds, program lookup and the bounded child process.
 #include <gtest/gtest.h>
 

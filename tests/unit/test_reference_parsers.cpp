@@ -1,4 +1,4 @@
-// Parsers of reference tools' outputs (kind: reference, issue 21 item 5), on
+// Parsers of reference tools' outputs (kind: reference), on
 // outputs recorded from real runs here (tests/data/reference/*/README.md).
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Validity findings on made-up machines (issue 16): oversubscription from
+// Validity findings on made-up machines: oversubscription from
 // affinity sets and machine identity (not hostnames), governors, load, clocks.
 #include <gtest/gtest.h>
 

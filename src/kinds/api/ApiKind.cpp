@@ -1,4 +1,4 @@
-// Front-end API traffic (issue 17): ranks [0, clients) of the measuring group
+// Front-end API traffic: ranks [0, clients) of the measuring group
 // are the load balancer's side, the others model servers. Each server listens
 // on its chosen interface; the addresses and ports are exchanged over MPI;
 // each client sends open-loop Poisson requests over TCP (ApiTraffic.hpp) and

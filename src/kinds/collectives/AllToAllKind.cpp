@@ -1,4 +1,4 @@
-// MoE expert-parallel all-to-all (issue 17): each measuring rank routes its
+// MoE expert-parallel all-to-all: each measuring rank routes its
 // tokens to the ranks holding their top-k experts (MoeRouting), the dispatch
 // sends one copy per (token, rank) with MPI_Ialltoallv, the combine returns
 // one result per copy the same way. Every copy carries a 16-byte header and a

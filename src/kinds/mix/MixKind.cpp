@@ -1,4 +1,4 @@
-// The serving mix in one instance (issue 17 item 3): disjoint roles as in a
+// The serving mix in one instance: disjoint roles as in a
 // disaggregated deployment (MixConfig.hpp) run the four traffic classes of
 // LLM serving, each alone first (isolated phase: one class after the other,
 // the other ranks waiting at a barrier), then all at once (together phase),

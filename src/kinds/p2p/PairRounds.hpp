@@ -1,6 +1,6 @@
 #pragma once
-// An instance's pair schedule without any rank holding it whole (issue 19
-// item 3). A pattern's rounds are a function of the measuring ranks' layout,
+// An instance's pair schedule without any rank holding it whole, so
+// memory per rank does not grow with the job. A pattern's rounds are a function of the measuring ranks' layout,
 // the pattern's options and the budget's kept rounds, all known on every rank;
 // so every rank keeps those parameters and generates the rounds when it needs
 // them (one round at a time), and keeps only its own: O(own pairs) per rank,

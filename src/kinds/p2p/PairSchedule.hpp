@@ -40,7 +40,7 @@ Schedule serialSchedule(const Schedule& parallel);
 // Only the given pairs, one per round.
 Schedule serialScheduleOf(const std::vector<RankPair>& pairs);
 
-// Control pairs for a serial retest (issue 16): a pair re-measured alone means
+// Control pairs for a serial retest: a pair re-measured alone means
 // something only next to pairs measured the same way. `rankedWorstFirst` is every
 // pair of the parallel pass, worst first; its first `retested` are the retested
 // pairs. Draws `count` pairs (seeded, the same for the same seed on any build)

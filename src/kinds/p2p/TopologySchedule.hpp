@@ -1,5 +1,5 @@
 #pragma once
-// Patterns that follow the topology (issue 19): rails, cross-rail, random
+// Patterns that follow the topology: rails, cross-rail, random
 // rings, bisection and hierarchical all-pairs, over a layout that says where
 // each measuring rank sits (node, local rank, leaf, pod). Every pair knows the
 // topology level it crosses, so the analysis can split statistics by level.
@@ -82,7 +82,7 @@ struct PatternOptions {
 std::string patternUnfit(Pattern pattern, const RankLayout& layout, const PatternOptions& options);
 
 // Visits the rounds of `pattern` one at a time, in order: the rounds
-// topologySchedule returns, without holding them (issue 19: no rank holds a
+// topologySchedule returns, without holding them (no rank holds a
 // whole schedule). Holds one round, the groups and a shuffled order at a time,
 // O(N); time O(pairs of the whole schedule). `visit` returns false to stop.
 using RoundVisitor = std::function<bool(const Round&)>;

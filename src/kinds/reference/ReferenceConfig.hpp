@@ -1,5 +1,5 @@
 #pragma once
-// `kind: reference` (issue 21 item 5): an external benchmark run on the pair
+// `kind: reference`: an external benchmark run on the pair
 // of ranks a fabscope test would use, so its figures stand next to
 // fabscope's: ucx_perftest, OSU (osu_latency, osu_bw), perftest (ib_write_bw,
 // ib_read_lat, ib_send_lat), nccl-tests (all_reduce_perf, alltoall_perf); each

@@ -1,4 +1,4 @@
-// kind: reference (issue 21 item 5): runs an external benchmark on the ranks a
+// kind: reference: runs an external benchmark on the ranks a
 // fabscope test would use and records its command, version and figures, to be
 // read next to fabscope's own (analysis summary, accept's reference_ratio_max).
 // The tools are plug-ins (ReferenceTool.hpp), launched one of two ways:

@@ -1,5 +1,5 @@
 #pragma once
-// One external benchmark `kind: reference` can run (issue 21 item 5): a small
+// One external benchmark `kind: reference` can run: a small
 // plug-in per tool (UcxPerftestTool.cpp, OsuTool.cpp, PerftestTool.cpp,
 // NcclTestsTool.cpp) saying how it is launched, its command lines, where its
 // version comes from and how its output is read. ReferenceKind.cpp runs it.

@@ -1,6 +1,6 @@
 #pragma once
 // The figures of one ucx_perftest run, read from its printed table: the
-// parser `kind: reference` (issue 21 item 5, ReferenceKind.cpp) uses on the
+// parser `kind: reference` (ReferenceKind.cpp) uses on the
 // client's output; tested on outputs recorded here (tests/data/reference/ucx_perftest).
 #include <cstdint>
 #include <stdexcept>
