@@ -9,7 +9,7 @@
 # says what it guards), to keep the stage within its 6 minutes; --full runs every
 # MPI test not in excluded-tests.txt.
 #
-#   tests/run.d/sanitizers.sh [--full] [CTEST-ARGS...]   e.g. -R unit to narrow it down
+#   tests/run.d/sanitizers.sh [--full] [CTEST-ARGS...]   (CTEST-ARGS narrow the MPI tests, e.g. -R run_np2)
 set -uo pipefail
 full=0
 [ "${1:-}" = --full ] && { full=1; shift; }
@@ -56,10 +56,14 @@ exclude=$(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$here/excluded-tes
 # components at exit (their frames show as "<unknown module>", so no
 # suppression can name them); fabscope's own allocations are leak-checked by
 # the other unit tests.
-mpi_unit='ResultFile\.'
-ctest --test-dir "$tree" --output-on-failure -L unit -E "$mpi_unit${exclude:+|$exclude}" --timeout 600 "$@" || exit 1
+# The unit tests run as one process per group (ctest would start one per test:
+# about 400 ASan start-ups): everything but ResultFile.* with the leak check, then
+# ResultFile.* without it; the fuzz replays through ctest (their own programs).
+unit_bin=$tree/tests/fabscope_unit_tests
+timeout --kill-after=10 600 "$unit_bin" --gtest_brief=1 --gtest_filter='-ResultFile.*' || exit 1
 no_leaks=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}
-ASAN_OPTIONS=$no_leaks ctest --test-dir "$tree" --output-on-failure -R "$mpi_unit" --timeout 600 "$@" || exit 1
+ASAN_OPTIONS=$no_leaks timeout --kill-after=10 300 "$unit_bin" --gtest_brief=1 --gtest_filter='ResultFile.*' || exit 1
+ctest --test-dir "$tree" --output-on-failure -R '^fuzz_replay\.' --timeout 300 || exit 1
 mpi_subset=()
 if [ $full -eq 0 ]; then
   subset=$(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$here/default-mpi-tests.txt" | paste -sd'|')
