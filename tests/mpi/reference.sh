@@ -82,7 +82,8 @@ if part_wanted shm; then
   needs_ucx_perftest
   scenario "$scratch/shm.yaml" ", tls: 'shm,self'"
   run_mpi -np 2 -x UCX_TLS=sm,self "$FABSCOPE_BIN" run --scenario "$scratch/shm.yaml" --output "$scratch/shm.h5" \
-    --no-progress > "$scratch/shm.out" 2>&1 || { echo "FAIL: the shm run failed"; cat "$scratch/shm.out"; exit 1; }
+    --no-progress > "$scratch/shm.out" 2>&1 || { cat "$scratch/shm.out"
+    cannot_tell_if_busy "the shm run meets its deadlines" "$scratch/shm.h5"; echo "FAIL: the shm run failed"; exit 1; }
   check_file "$scratch/shm.h5" "shm,self" "UCX_TLS=shm,self /"
   check_summary "$scratch/shm.h5"
 fi
@@ -92,7 +93,8 @@ if part_wanted tcp; then
   scenario "$scratch/tcp.yaml" ""
   run_mpi -np 2 -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=lo "$FABSCOPE_BIN" run --scenario "$scratch/tcp.yaml" \
     --output "$scratch/tcp.h5" --no-progress > "$scratch/tcp.out" 2>&1 \
-    || { echo "FAIL: the tcp run failed"; cat "$scratch/tcp.out"; exit 1; }
+    || { cat "$scratch/tcp.out"; cannot_tell_if_busy "the tcp run meets its deadlines" "$scratch/tcp.h5"
+         echo "FAIL: the tcp run failed"; exit 1; }
   check_file "$scratch/tcp.h5" "" "/"
   check_summary "$scratch/tcp.h5"
 fi
