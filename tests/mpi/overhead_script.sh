@@ -1,3 +1,4 @@
+# ctest-labels: full
 # tests/bench/overhead.sh on tiny runs, so the benchmark script cannot
 # rot between the quiet windows it is meant for: it runs every MPI row against its
 # reference, keeps the raw figures, gives no verdict on too few rounds, stops at

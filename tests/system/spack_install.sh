@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: full
 # The Spack recipe (packaging/spack) installs fabscope for real, offline: a real
 # Spack concretizes fabscope (with clingo built from source: no bootstrap, no
 # network), every dependency is one of this machine's Debian packages declared

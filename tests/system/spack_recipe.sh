@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: full
 # The Spack recipe (packaging/spack) checked by a real Spack: `spack audit
 # packages fabscope` finds no problem and `spack info fabscope` shows the
 # variants and dependencies the recipe promises. Needs a Spack: FABSCOPE_SPACK,
