@@ -15,7 +15,10 @@ for n in 32 64; do
   timeout --kill-after=10 200 mpirun -np "$n" "$FABSCOPE_BIN" run --scenario "$scenario" --output "$scratch/s$n.h5" \
     --no-progress > "$scratch/s$n.out" 2> "$scratch/s$n.err" || { tail -20 "$scratch/s$n.err"; exit 1; }
 done
-/usr/bin/python3 - "$scratch" <<'PY'
+# Exit 3 from the check: only the clock sync's time was out of bounds (a time, which
+# a busy machine stretches); any other failure is the heap's or the file's.
+rc=0
+/usr/bin/python3 - "$scratch" <<'PY' || rc=$?
 import os, re, statistics, sys, h5py
 scratch = sys.argv[1]
 line = re.compile(r"fabscope: memory: rank (\d+) heap_peak_mb=([\d.]+) .*clock_sync_s=([\d.]+) peak_at=(.*)")
@@ -47,13 +50,27 @@ else:
     assert runs[64][0][0] <= large + incast_mb + gather_mb + 6, \
         f"rank 0 holds {runs[64][0][0]} MB, more than the others ({large}) + incast {incast_mb:.1f} + gather {gather_mb:.1f} + 6"
 sync = {n: max(s for _, s, _ in runs[n].values()) for n in runs}
-assert sync[64] < 5, f"clock sync took {sync[64]} s at 64 ranks"
+
+
+def sync_out_of_bounds(why):
+    print(f"scale_64: {why}", file=sys.stderr)
+    sys.exit(3)
+
+
+if sync[64] >= 5:
+    sync_out_of_bounds(f"clock sync took {sync[64]} s at 64 ranks")
 if os.environ.get("FABSCOPE_SANITIZED"):
     # 64 ASan processes on 2 cores: the sync's time is the scheduler's (on this
     # machine 0.20 s at 32 and 0.97 s at 64 in one sanitizer stage, 0.26 and 1.42
     # in another; the normal tree's runs pass the shape check).
     print("scale_64: the clock sync's growth not judged in a sanitizer build (the scheduler's, there)")
 else:
-    assert sync[64] < 1.6 * sync[32] + 0.5, f"clock sync grows like N: {sync[32]} s at 32 ranks, {sync[64]} s at 64"
+    if sync[64] >= 1.6 * sync[32] + 0.5:
+        sync_out_of_bounds(f"clock sync grows like N: {sync[32]} s at 32 ranks, {sync[64]} s at 64")
 print("scale_64: heap flat for ranks > 0, rank 0 within its stated share, clock sync a tree")
 PY
+if [[ $rc == 3 ]]; then
+  cannot_tell_if_busy "the clock sync is a tree" "$scratch/s64.h5" "$scratch/s32.h5"
+  echo "FAIL: the clock sync's time is out of bounds on a machine that was not busy"
+fi
+exit $rc
