@@ -293,7 +293,7 @@ class MixRank {
   void frontEnd(bool together) {
     const auto from = ctx_.samples.count();
     auto run = api::runApiGroup(c_.api, roleComm_, frontendRanks_, me_, ctx_.identity, ctx_.caseSeed, ctx_.samples,
-                                ctx_.clock, ctx_.deadline);
+                                ctx_.clock, ctx_.deadline, ctx_.selfTest);
     ctx_.samples.flagSince(from, flagsOf(TrafficClass::api, together));
     if (roleComm_.rank() == 0) {
       checks_.verified[static_cast<int>(TrafficClass::api)] += run.ok;
