@@ -48,10 +48,14 @@ with h5py.File(sys.argv[1], "r") as f:
         assert len(head) == len(first) == 80 and len(gaps) == 80 * 7, (len(head), len(first), len(gaps))
         whole = head["t_done_ns"] - head["t_post_ns"]
         assert np.all(whole >= 3e6 + 7 * 2e6 * 0.95), whole.min()  # service + 7 intervals (planned times)
-        gap = (gaps["t_done_ns"] - gaps["t_post_ns"]) / 1e6
-        assert 1.0 < np.median(gap) < 20, np.median(gap)
 print("api: every request answered and checked, times as the servers were told")
 PY
+# The chunks come at the planned interval (2 ms): the median gap within 25 % of it.
+# A busy machine delays what the clients see without moving the server's plan; then
+# the check says "cannot tell" and why, and still fails chunks early, or late on every
+# request by 3x or more (a server 4x late); api_chunk_timing.py says how and what was
+# measured here.
+/usr/bin/python3 "$FABSCOPE_SOURCE_DIR/tests/mpi/api_chunk_timing.py" "$scratch/ok.h5"
 out=$(cd "$FABSCOPE_SOURCE_DIR/analysis" && /usr/bin/python3 -m fabscope_analysis summary "$scratch/ok.h5")
 grep -q "80/80 requests ok; p50/p99/p99.9 us: connect" <<<"$out" || { echo "FAIL: no API line in the summary"; echo "$out"; exit 1; }
 # One connection per server and overlapping answers: requests are refused as busy.
