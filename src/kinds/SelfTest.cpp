@@ -18,7 +18,8 @@ long wholeNumber(const std::string& text) {
   } catch (const std::exception&) {
     return -1;
   }
-  if (used == 0 || used != text.size() || value < 0 || value > INT32_MAX || !std::isdigit(static_cast<unsigned char>(text[0]))) return -1;
+  const bool digitsOnly = used == text.size() && std::isdigit(static_cast<unsigned char>(text[0]));
+  if (used == 0 || !digitsOnly || value < 0 || value > INT32_MAX) return -1;
   return value;
 }
 

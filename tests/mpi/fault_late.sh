@@ -12,7 +12,8 @@ grep -q "FABSCOPE_HAVE_UCX 1" "$config" 2>/dev/null || { echo "fault_late: SKIP:
 # The wrapper's grace for mpirun after the result line (launch/lib/result-line.bash):
 # Open MPI 4.1's mpirun may never end after a rank was killed and the others exit 1.
 rc=0
-FABSCOPE_RESULT_GRACE_S=3 timeout --kill-after=10 120 "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --np 4 --bin "$FABSCOPE_BIN" -- \
+FABSCOPE_RESULT_GRACE_S=3 timeout --kill-after=10 120 \
+  "$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun" --np 4 --bin "$FABSCOPE_BIN" -- \
   run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/fault-drill.yaml" --output "$scratch/late.h5" --no-progress \
   --no-verdict --self-test detect-late=2:3000 --set requests=4000 --set at=1s --set detect_within=1.5s \
   > "$scratch/log" 2>&1 || rc=$?

@@ -62,8 +62,9 @@ grep -E 'p2p-bandwidth/256KiB +quiet +p50 .* worse$' "$scratch/ab.txt" >/dev/nul
 note "planted slowdown found: $(grep -E ' p50 ' "$scratch/ab.txt" | head -1)"
 # A/A, three runs a side (the design the planted slowdown used; docs/analysis.md: 1-6 %
 # of live rows called a difference on this machine): no row may be better or worse.
-analysis compare "$scratch/a1.h5" "$scratch/a2.h5" "$scratch/a3.h5" -- "$scratch/c1.h5" "$scratch/c2.h5" "$scratch/c3.h5" \
-  --resamples 200 >"$scratch/aa3.txt" || fail "compare A -- A' exited $?"
+analysis compare "$scratch/a1.h5" "$scratch/a2.h5" "$scratch/a3.h5" \
+  -- "$scratch/c1.h5" "$scratch/c2.h5" "$scratch/c3.h5" --resamples 200 >"$scratch/aa3.txt" \
+  || fail "compare A -- A' exited $?"
 cat "$scratch/aa3.txt"
 grep -Eq '^compare: 0 worse, 0 better, ' "$scratch/aa3.txt" \
   || fail "A/A (three healthy runs a side) called a difference: $(tail -1 "$scratch/aa3.txt")"

@@ -6,9 +6,10 @@
 # the client included, must notice through missed heartbeats within
 # detect_within: the heartbeat deadline (600 ms after the last heartbeat heard,
 # which came at most a heartbeat before the cable went down) comes before the
-# client's reply timeout (2 heartbeat deadlines after a request, and every request
-# sent before the cable went down was answered or is younger than that). restore_command plugs the cable back after the workload. The file
-# must record both commands with their exit status.
+# client's reply timeout (2 heartbeat deadlines after a request left unanswered,
+# so at least 1.2 s after the cable went down). restore_command plugs the cable
+# back after the workload. The file must record both commands with their exit
+# status.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/fault-drill.bash"

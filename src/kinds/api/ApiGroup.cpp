@@ -80,7 +80,8 @@ GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, con
   std::unique_ptr<api::ApiServer> server;
   try {
     address = api::chooseAddress(c.interface, identity.nic);
-    if (!client) server = std::make_unique<api::ApiServer>(c, address, std::vector<std::uint32_t>{}, selfTest.apiCorruptChunk);
+    if (!client)
+      server = std::make_unique<api::ApiServer>(c, address, std::vector<std::uint32_t>{}, selfTest.apiCorruptChunk);
   } catch (const RuntimeFailure& e) {
     problem = "rank " + std::to_string(me) + " (" + identity.host + "): " + e.what();
   }
