@@ -53,7 +53,7 @@ PY
 # The chunks come at the planned interval (2 ms): the median gap within 25 % of it.
 # A busy machine delays what the clients see without moving the server's plan; then
 # the check says "cannot tell" and why, and still fails chunks early, or late on every
-# request by 3x or more (a server 4x late); api_chunk_timing.py says how and what was
+# request by 3.5x or more (a server 4x late); api_chunk_timing.py says how and what was
 # measured here.
 /usr/bin/python3 "$FABSCOPE_SOURCE_DIR/tests/mpi/api_chunk_timing.py" "$scratch/ok.h5"
 out=$(cd "$FABSCOPE_SOURCE_DIR/analysis" && /usr/bin/python3 -m fabscope_analysis summary "$scratch/ok.h5")

@@ -14,8 +14,9 @@ makes it early. Per test, m = median gap / chunk_interval and b = the best reque
 - otherwise (b between): cannot tell on a busy machine (the run's /validity has
   busy_host, or gaps bunched, m < 1 - TOLERANCE), fail on a quiet one.
 Measured on the 2-core shared machine (2026-12-03, load average 13-21 from other jobs,
-20 runs of tests/mpi/api.sh's 4-rank run, 10 with a spinning process beside it): m was
-off in 13 of 40 tests (0.00-3.37); b was 1.01-1.25 in all but one, 2.31 there (m 0.00).
+28 runs of tests/mpi/api.sh's 4-rank run, 18 with a spinning process beside it): m was
+off in 17 of 56 tests (0.00-3.37); b was 1.01-1.25 in all but two: 2.31 (m 0.00) and
+2.14 (m 0.35, busy_host in /validity). A server 4x late gave m 4.00, b 4.01.
 usage: api_chunk_timing.py RESULT.h5   (exit 0 ok or cannot tell, 1 fail)
 """
 import sys
@@ -24,7 +25,7 @@ import h5py
 import numpy as np
 
 TOLERANCE = 0.25
-CERTAINLY_LATE = 3.0
+CERTAINLY_LATE = 3.5  # between the worst load seen (2.31) and a server 4x late (>= 4)
 CHUNK_GAP_FLAG = 1 << 14
 
 
