@@ -180,7 +180,11 @@ def quantiles_ms(values: np.ndarray) -> Dict[str, float]:
 
 
 def ring_bus_factor(n: int) -> float:
-    return 2.0 * (n - 1) / n if n > 1 else 0.0
+    """A ring all-reduce's bus factor 2(n-1)/n, nccl-tests' and the all-reduce kind's rule
+    (src/kinds/collectives/BusFactor.hpp): 0 for one rank, whose all-reduce crosses no link."""
+    if n < 1:
+        raise ValueError(f"bus factor of {n} ranks: a collective needs at least one")
+    return 2.0 * (n - 1) / n
 
 
 # --- matching measured instances ---------------------------------------------------------

@@ -19,7 +19,8 @@ from fabscope_analysis import models, open_result
 from fabscope_analysis.cli import main
 from fabscope_analysis.compare import run_compare
 from fabscope_analysis.impact import (Deployment, collective_times, compose_step,
-                                      compute_impact, interpolate_sequence, print_impact)
+                                      compute_impact, interpolate_sequence, print_impact,
+                                      ring_bus_factor)
 from fabscope_analysis.report import build_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -199,6 +200,13 @@ def test_collective_time_is_the_slowest_rank():
     import pandas as pd
     times = collective_times(pd.DataFrame(s))
     assert list(times) == [100.0, 300.0, 200.0]
+
+
+def test_ring_bus_factor_is_the_all_reduce_kinds_rule():
+    # 2(n-1)/n for every n, as src/kinds/collectives/BusFactor.hpp: 0 for one rank
+    assert [ring_bus_factor(n) for n in (1, 2, 4, 8)] == [0.0, 1.0, 1.5, 1.75]
+    with pytest.raises(ValueError):
+        ring_bus_factor(0)
 
 
 def test_block_bootstrap_keeps_bursts_together():

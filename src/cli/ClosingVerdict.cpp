@@ -3,19 +3,42 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
+#include <vector>
 
 #include "kinds/fault/FaultCommand.hpp"
 #include "runtime/ShellQuote.hpp"
 
+extern char** environ;
+
 namespace fabscope::cli {
 namespace {
-
-using runtime::shellQuoted;
 
 std::string envOr(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::string(v) : fallback;
+}
+
+// This process's environment, with `analysisDir` first on PYTHONPATH ("" = as it is).
+std::vector<std::string> environmentFor(const std::string& analysisDir) {
+  std::vector<std::string> out;
+  std::string pythonPath;
+  for (char** entry = environ; *entry; ++entry) {
+    if (std::strncmp(*entry, "PYTHONPATH=", 11) == 0) pythonPath = *entry + 11;
+    else out.emplace_back(*entry);
+  }
+  if (!analysisDir.empty()) pythonPath = analysisDir + (pythonPath.empty() ? "" : ":" + pythonPath);
+  if (!pythonPath.empty()) out.push_back("PYTHONPATH=" + pythonPath);
+  return out;
+}
+
+// `path` as a user can paste it into a shell: quoted when it holds anything but
+// plain path characters.
+std::string pastable(const std::string& path) {
+  const bool plain = !path.empty() && path.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                             "0123456789_./:@%+,=-") == std::string::npos;
+  return plain ? path : runtime::shellQuoted(path);
 }
 
 }  // namespace
@@ -27,12 +50,12 @@ std::string closingVerdict(const std::string& resultPath, double timeoutSeconds)
   if (analysisDir.empty() && access(FABSCOPE_SOURCE_DIR "/analysis/fabscope_analysis/__main__.py", R_OK) == 0)
     analysisDir = FABSCOPE_SOURCE_DIR "/analysis";
 #endif
-  std::string command;
-  if (!analysisDir.empty()) command = "PYTHONPATH=" + shellQuoted(analysisDir) + "${PYTHONPATH:+:$PYTHONPATH} ";
-  command += shellQuoted(python) + " -m fabscope_analysis verdict " + shellQuoted(resultPath) + " --brief";
-  // The bounded child command of the fault drills: own process group, output kept,
+  // A program and its arguments, no shell: the result path (any characters the
+  // user gave --output) reaches the analysis as one argument and is never parsed.
+  // Bounded as the fault drills' commands are: own process group, output kept,
   // killed at its deadline.
-  const auto r = suite::runFaultCommand(command, timeoutSeconds);
+  const auto r = suite::runProgram({python, "-m", "fabscope_analysis", "verdict", resultPath, "--brief"},
+                                   environmentFor(analysisDir), timeoutSeconds);
   std::string last;
   std::istringstream lines(r.output);
   for (std::string line; std::getline(lines, line);)
@@ -45,7 +68,7 @@ std::string closingVerdict(const std::string& resultPath, double timeoutSeconds)
   std::string firstLine = r.output.substr(0, r.output.find('\n'));
   if (!firstLine.empty() && !r.timedOut) why += ": " + firstLine.substr(0, 200);
   return "verdict: not computed here (python3 -m fabscope_analysis: " + why +
-         "); get it with: python3 -m fabscope_analysis verdict " + resultPath;
+         "); get it with: python3 -m fabscope_analysis verdict " + pastable(resultPath);
 }
 
 }  // namespace fabscope::cli

@@ -14,7 +14,8 @@ namespace fabscope::suite {
 struct SelfTestHooks {
   // corrupt-rank=N: all-reduce and all-to-all spoil world rank N's received
   // data after the timed loop (tests/mpi/allreduce.sh, alltoall.sh); the mix
-  // spoils its all-to-all and its first KV push received there (tests/mpi/mix.sh).
+  // spoils its TP all-reduce result, its all-to-all and its first KV push
+  // received there (tests/mpi/mix.sh).
   int corruptRank = -1;
   // kv-corrupt: kvpush's prefill rank 0 flips one byte of its first measured
   // request (tests/mpi/kv_push.sh, kv_one_sided.sh, kv_gpu.sh).
@@ -22,6 +23,18 @@ struct SelfTestHooks {
   // kv-in-order: kvpush posts as a transport that matches in posting order
   // (NCCL) needs, over a tag-matching one (tests/mpi/kv_push.sh).
   bool kvInOrder = false;
+  // api-corrupt-request: each api client (the api kind's, the mix's front end)
+  // flips one body byte of its first measured request; the server must refuse
+  // it (tests/mpi/api.sh, mix.sh).
+  bool apiCorruptRequest = false;
+  // api-corrupt-chunk: each api server flips one payload byte of the first
+  // chunk of its first answer to a measured request; the client must find it.
+  bool apiCorruptChunk = false;
+  // detect-late=R:MS: in a fault drill, survivor world rank R records its
+  // detection of the victim MS milliseconds after it made it, as a detector that
+  // slow would (tests/mpi/fault_late.sh): the drill must judge it late.
+  int lateDetectionRank = -1;
+  double lateDetectionMs = 0;
 };
 
 // The hooks of the --self-test values; throws UsageError naming a value it
@@ -30,9 +43,11 @@ SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values);
 
 // One line per hook, for `fabscope run --help`.
 inline constexpr const char* selfTestHelp =
-    "a hook for fabscope's own tests, repeatable: corrupt-rank=N (allreduce, alltoall: world rank N's received "
-    "data is spoiled after the timed loop), kv-corrupt (kvpush: prefill rank 0 spoils its first request), "
-    "kv-in-order (kvpush posts as for an in-order transport such as NCCL). Each must make its data check fail "
-    "or take its code path; never for a real measurement";
+    "a hook for fabscope's own tests, repeatable: corrupt-rank=N (allreduce, alltoall, mix: world rank N's "
+    "received data is spoiled after the timed loop), kv-corrupt (kvpush: prefill rank 0 spoils its first request), "
+    "kv-in-order (kvpush posts as for an in-order transport such as NCCL), api-corrupt-request (each api client "
+    "spoils its first measured request), api-corrupt-chunk (each api server spoils the first chunk of its first "
+    "measured answer), detect-late=R:MS (fault drill: survivor rank R records its detection MS ms late). "
+    "Each must make its check fail or take its code path; never for a real measurement";
 
 }  // namespace fabscope::suite

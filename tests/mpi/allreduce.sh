@@ -86,3 +86,20 @@ with h5py.File(sys.argv[1], "r") as f:
     assert f.attrs["complete"] == 1 and f.attrs["exit_code"] == 1
 print("allreduce: a wrong element on rank 2 was caught")
 PY
+# One rank: its all-reduce crosses no link, so its bus bandwidth is 0 (bus factor
+# 2(n-1)/n, nccl-tests' rule, src/kinds/collectives/BusFactor.hpp), never the
+# memory copy reported as algbw x 1; the plan line says so.
+run_mpi -np 1 "$FABSCOPE_BIN" run --scenario "$scratch/ar.yaml" --set sizes=[4KiB] --set iterations=5 \
+  --output "$scratch/one.h5" --no-progress > "$scratch/one.out" 2>&1 \
+  || { echo "FAIL: the 1-rank all-reduce failed"; cat "$scratch/one.out"; exit 1; }
+plan=$("$FABSCOPE_BIN" list --scenario "$scratch/ar.yaml" --ranks 1 --set sizes=[4KiB])
+grep -q "busbw = algbw x 2(n-1)/n = 0 (one rank: nothing crosses a link)" <<<"$plan" \
+  || { echo "FAIL: the 1-rank plan line does not say its busbw is 0"; echo "$plan"; exit 1; }
+/usr/bin/python3 - "$scratch/one.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    a = f["tests/0000"].attrs
+    assert a["status"] == "passed" and a["algbw_gbps"] > 0, (a["status"], a["algbw_gbps"])
+    assert a["busbw_gbps"] == 0 and a["pipelined_busbw_gbps"] == 0, (a["busbw_gbps"], a["pipelined_busbw_gbps"])
+print("allreduce: one rank's busbw is 0")
+PY

@@ -2,7 +2,8 @@
 # answered and every byte checked; the times obey what the servers were told
 # (first byte after the service time, chunks at the interval, whole answer after
 # both); arrivals are open-loop (a request starts at or after its arrival);
-# nobody outside the run connected. Then a server limited to one connection
+# nobody outside the run connected. A spoiled request byte and a spoiled chunk
+# byte are each caught and named. Then a server limited to one connection
 # refuses requests as busy: the instance fails and names the servers and the
 # status. The analysis reads it back.
 source "$(dirname "$0")/lib.bash"
@@ -47,10 +48,14 @@ with h5py.File(sys.argv[1], "r") as f:
         assert len(head) == len(first) == 80 and len(gaps) == 80 * 7, (len(head), len(first), len(gaps))
         whole = head["t_done_ns"] - head["t_post_ns"]
         assert np.all(whole >= 3e6 + 7 * 2e6 * 0.95), whole.min()  # service + 7 intervals (planned times)
-        gap = (gaps["t_done_ns"] - gaps["t_post_ns"]) / 1e6
-        assert 1.0 < np.median(gap) < 20, np.median(gap)
 print("api: every request answered and checked, times as the servers were told")
 PY
+# The chunks come at the planned interval (2 ms): the median gap within 25 % of it.
+# A busy machine delays what the clients see without moving the server's plan; then
+# the check says "cannot tell" and why, and still fails chunks early, or late on every
+# request by 3.5x or more (a server 4x late); api_chunk_timing.py says how and what was
+# measured here.
+/usr/bin/python3 "$FABSCOPE_SOURCE_DIR/tests/mpi/api_chunk_timing.py" "$scratch/ok.h5"
 out=$(cd "$FABSCOPE_SOURCE_DIR/analysis" && /usr/bin/python3 -m fabscope_analysis summary "$scratch/ok.h5")
 grep -q "80/80 requests ok; p50/p99/p99.9 us: connect" <<<"$out" || { echo "FAIL: no API line in the summary"; echo "$out"; exit 1; }
 # One connection per server and overlapping answers: requests are refused as busy.
@@ -82,6 +87,49 @@ with h5py.File(sys.argv[1], "r") as f:
     # close finds the unread request (the kernel then resets the connection)
     assert "api requests failed, by server: rank 2 (" in err and ("busy" in err or "reset" in err), err
     print("api: busy servers fail the test, named:", a["request_errors"])
+PY
+# A wrong byte either way is found and named: each client spoils one body byte of
+# its first measured request (--self-test api-corrupt-request), each server one
+# payload byte of its first measured answer's first chunk (api-corrupt-chunk).
+# Request 2 (the first measured) of client i goes to server (i + 2) mod 2, so each
+# server refuses one request (the client reads "server-error") and sends one
+# spoiled answer (the client reads "bad-data"); the run exits 1 (a check failed)
+# and names both servers with their hosts.
+cat > "$scratch/spoiled.yaml" <<'YAML'
+name: api-spoiled
+tests:
+  - name: spoiled
+    kind: api
+    sizes: [256]
+    clients: 2
+    rate: 500
+    requests: 6
+    warmup_requests: 2
+    chunks: 3
+    service_time: 1ms
+    chunk_interval: 1ms
+    timeout: 30s
+YAML
+rc=0
+run_mpi -np 4 "$FABSCOPE_BIN" run --self-test api-corrupt-request --self-test api-corrupt-chunk \
+  --scenario "$scratch/spoiled.yaml" --output "$scratch/spoiled.h5" --no-progress > "$scratch/spoiled.out" 2>&1 || rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: spoiled api bytes gave exit $rc, expected 1"; cat "$scratch/spoiled.out"; exit 1; }
+/usr/bin/python3 - "$scratch/spoiled.h5" <<'PY'
+import re, sys, h5py, collections
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["complete"] == 1 and f.attrs["exit_code"] == 1, (f.attrs["complete"], f.attrs["exit_code"])
+    hosts = {int(r["rank"]): r["host"].decode() for r in f["ranks"][()]}
+    a = f["tests/0000"].attrs
+    assert a["status"] == "failed" and a["requests_measured"] == 12 and a["requests_ok"] == 8, \
+        (a["status"], a["requests_measured"], a["requests_ok"], a["error"])
+    assert a["bad_requests"] == 2, a["bad_requests"]  # the servers refused the spoiled requests
+    rows = f["tests/0000/api_requests"][()]
+    by = collections.Counter((int(r["server_rank"]), r["status"].decode()) for r in rows if r["status"] != b"ok")
+    assert by == {(2, "bad-data"): 1, (2, "server-error"): 1, (3, "bad-data"): 1, (3, "server-error"): 1}, by
+    for server in (2, 3):
+        named = f"rank {server} ({hosts[server]}): bad-data 1 server-error 1"
+        assert named in a["error"], (named, a["error"])
+    print("api: a spoiled request and a spoiled chunk are found, named by server rank and host:", a["request_errors"])
 PY
 # The serving impact shows the front end's share (what the network added beyond the
 # servers' own service time), not a "missing" line.

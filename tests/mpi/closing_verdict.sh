@@ -1,35 +1,80 @@
-# The run's closing line is the verdict: the same line `accept` and
-# `verdict --brief` print for the file, computed by the analysis; the run's exit
-# code does not change with it. Without the analysis it says it could not compute
-# it and how to get it; --no-verdict leaves it out.
+# The run's closing line is the verdict: the same line `accept` and `verdict
+# --brief` print for the file, computed by the analysis; the run's exit code does
+# not change with it. Criteria the run meets give PASS, criteria it cannot meet
+# FAIL (both named by the scenario, so the verdict does not depend on how loaded
+# this machine is). Without the analysis it says it could not compute it and how
+# to get it; --no-verdict leaves it out.
 source "$(dirname "$0")/lib.bash"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 analysis() { PYTHONPATH="$FABSCOPE_SOURCE_DIR/analysis" /usr/bin/python3 -m fabscope_analysis "$@"; }
-run() {  # run NAME EXTRA...: the smoke scenario, small, stdout in $scratch/NAME.log
-  local name=$1; shift
+# A small scenario, alone and naming criteria NAME.yaml (next to it, in $scratch).
+cat > "$scratch/small.yaml" <<'YAML'
+name: verdict-check
+tests:
+  - {name: p2p-latency, kind: latency, pattern: pairs, sizes: [8, 1KiB], iterations: 20, warmup: 2, timeout: 60s}
+YAML
+scenario_with() {
+  { echo "criteria: $1.yaml"; cat "$scratch/small.yaml"; } > "$scratch/small-$1.yaml"
+}
+cat > "$scratch/met.yaml" <<'YAML'
+fabscope_criteria: 1
+require_complete: true
+allowed_status: [passed]
+allow_validity: true  # a busy or oversubscribed machine says nothing of the verdict's path
+rules:
+  - name: every test measured
+    match: {kind: "*"}
+    limits:
+      samples: {min: 1}
+YAML
+cat > "$scratch/unmet.yaml" <<'YAML'
+fabscope_criteria: 1
+require_complete: true
+allowed_status: [passed]
+allow_validity: true  # a busy or oversubscribed machine says nothing of the verdict's path
+rules:
+  - name: more samples than any run takes
+    match: {kind: "*"}
+    limits:
+      samples: {min: 1000000000}
+YAML
+scenario_with met
+scenario_with unmet
+run() {  # run NAME SCENARIO EXTRA...: stdout in $scratch/NAME.log
+  local name=$1 scenario=$2; shift 2
   set +e
-  run_mpi -np 2 "$FABSCOPE_BIN" run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/smoke.yaml" --set iterations=20 \
+  run_mpi -np 2 "$FABSCOPE_BIN" run --scenario "$scenario" \
     --output "$scratch/$name.h5" --no-progress "$@" >"$scratch/$name.log"
   rc=$?
   set -e
 }
-run with
-((rc == 0)) || { tail -20 "$scratch/with.log"; fail "the run exited $rc"; }
-last=$(tail -n 1 "$scratch/with.log")
-[[ $last == "verdict: "* ]] || { tail -5 "$scratch/with.log"; fail "the run's last line is not a verdict: $last"; }
-set +e; accept=$(analysis accept "$scratch/with.h5" | tail -n 1); accept_rc=$?; set -e
-[[ $accept == "$last" ]] || fail "accept says '$accept', the run said '$last'"
-[[ $(analysis verdict "$scratch/with.h5" --brief) == "$last" ]] || fail "verdict --brief differs from the run's line"
-# Exit code: the measurement's (0), whatever the verdict says.
-echo "closing line agrees with accept: $last"
+for criteria in met unmet; do
+  run "$criteria" "$scratch/small-$criteria.yaml"
+  # Exit code: the measurement's (0), whatever the verdict says.
+  ((rc == 0)) || { tail -20 "$scratch/$criteria.log"; fail "the run with criteria $criteria exited $rc"; }
+  last=$(tail -n 1 "$scratch/$criteria.log")
+  expected=PASS expected_rc=0
+  [[ $criteria == unmet ]] && expected=FAIL expected_rc=1
+  [[ $last == "verdict: $expected ("*"criteria $scratch/$criteria.yaml, named by scenario verdict-check)" ]] \
+    || { tail -5 "$scratch/$criteria.log"; fail "criteria $criteria: the last line is not a $expected verdict: $last"; }
+  set +e; accept=$(analysis accept "$scratch/$criteria.h5" | tail -n 1); accept_rc=$?; set -e
+  [[ $accept == "$last" ]] || fail "accept says '$accept', the run said '$last'"
+  ((accept_rc == expected_rc)) || fail "accept exited $accept_rc on the $expected verdict"
+  [[ $(analysis verdict "$scratch/$criteria.h5" --brief) == "$last" ]] \
+    || fail "verdict --brief differs from the run's line"
+  echo "closing line agrees with accept: $last"
+done
 
-FABSCOPE_PYTHON=/nonexistent/python3 run without  # ranks inherit mpirun's environment
+FABSCOPE_PYTHON=/nonexistent/python3 run without "$scratch/small.yaml"  # ranks inherit mpirun's environment
 ((rc == 0)) || fail "a run whose verdict cannot be computed exited $rc (the measurement ran: 0)"
 last=$(tail -n 1 "$scratch/without.log")
-[[ $last == "verdict: not computed here (python3 -m fabscope_analysis: exit 127"*"get it with: python3 -m fabscope_analysis verdict $scratch/without.h5" ]] \
+not_computed="verdict: not computed here (python3 -m fabscope_analysis: posix_spawn /nonexistent/python3:"
+not_computed+=" No such file or directory); get it with: python3 -m fabscope_analysis verdict $scratch/without.h5"
+[[ $last == "$not_computed" ]] \
   || fail "without Python the closing line is: $last"
 
-run off --no-verdict
+run off "$scratch/small.yaml" --no-verdict
 grep -q "^verdict:" "$scratch/off.log" && fail "--no-verdict still printed a verdict"
 [[ $(tail -n 1 "$scratch/off.log") == "result file: $scratch/off.h5 (complete)" ]] || fail "--no-verdict: the last line is not the result file"
-echo "PASS: the closing verdict is accept's; without the analysis it says so; --no-verdict leaves it out"
+echo "PASS: the closing verdict is accept's, PASS and FAIL as the criteria say; without the analysis it says so;" \
+  "--no-verdict leaves it out"

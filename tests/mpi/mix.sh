@@ -3,8 +3,8 @@
 # the same counts, every byte checked (verified > 0, failed = 0 per class), the
 # roles disjoint as the layout says, inflation figures stored per class; then
 # the analysis reads each file back and gives the inflation per class (impact
-# --json and summary). A spoiled KV push on one decode rank fails the instance
-# (exit 1) and names the rank.
+# --json and summary). A small DeepSeek-V3 mix with every class spoiled on purpose
+# fails the instance (exit 1), each class's check counting its own failures.
 source "$(dirname "$0")/lib.bash"
 for model in llama3-70b deepseek-v3; do
   run_mpi -np 8 "$FABSCOPE_BIN" run --scenario "$FABSCOPE_SOURCE_DIR/scenarios/serving-mix-$model.yaml" \
@@ -67,17 +67,59 @@ PY
   grep -q "mix kvpush: isolated p50/p99 .* inflation (together/isolated) mean x" <<<"$out" \
     || { echo "FAIL: no mix line in the summary"; echo "$out"; exit 1; }
 done
+# Every class's check catches a spoiled byte, each counted on its own class: a
+# small DeepSeek-V3 mix (so the MoE class exists) on 5 ranks (prefill 0, decode 1-2
+# in one TP group, front end 3-4), with decode rank 1's all-reduce result, MoE
+# all-to-all and first KV push spoiled (--self-test corrupt-rank=1) and the front
+# end's first measured request and answer chunk spoiled (api-corrupt-request,
+# api-corrupt-chunk). Each phase is checked: every spoil counts once per phase.
+cat > "$scratch/spoiled.yaml" <<'YAML'
+name: mix-spoiled
+model: deepseek-v3
+tests:
+  - name: serving-mix
+    kind: mix
+    layout: {prefill: 1, decode: 2, tp: 2, frontend: 2}
+    roles: {placement: packed}
+    sizes: [256]
+    iterations: 4
+    warmup: 1
+    step_interval: 5ms
+    decode_batch: 2
+    kv: {rate: 200, requests: 2, prompt_tokens: 16, block_tokens: 16}
+    clients: 1
+    rate: 500
+    requests: 4
+    warmup_requests: 1
+    request_bytes: 256
+    chunks: 2
+    service_time: 1ms
+    chunk_interval: 1ms
+    timeout: 60s
+YAML
 rc=0
-run_mpi -np 8 "$FABSCOPE_BIN" run --self-test corrupt-rank=2 --scenario "$FABSCOPE_SOURCE_DIR/scenarios/serving-mix-llama3-70b.yaml" \
-  --output "$scratch/bad.h5" --no-progress > "$scratch/bad.out" 2>&1 || rc=$?
-[ $rc -eq 1 ] || { echo "FAIL: a spoiled KV push gave exit $rc, expected 1"; cat "$scratch/bad.out"; exit 1; }
+run_mpi -np 5 "$FABSCOPE_BIN" run --self-test corrupt-rank=1 --self-test api-corrupt-request \
+  --self-test api-corrupt-chunk --scenario "$scratch/spoiled.yaml" --output "$scratch/bad.h5" --no-progress \
+  > "$scratch/bad.out" 2>&1 || rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: a spoiled mix gave exit $rc, expected 1"; cat "$scratch/bad.out"; exit 1; }
 /usr/bin/python3 - "$scratch/bad.h5" <<'PY'
 import sys, h5py
 with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["complete"] == 1 and f.attrs["exit_code"] == 1, (f.attrs["complete"], f.attrs["exit_code"])
     (name, g), = f["tests"].items()
-    assert g.attrs["status"] == "failed" and "rank 2: KV push" in g.attrs["error"], (g.attrs["status"], g.attrs["error"])
+    a = g.attrs
+    assert a["status"] == "failed" and sorted(a["classes"].split(",")) == ["allreduce", "alltoall", "api", "kvpush"]
+    # decode rank 1's own problems, every class named (one class's failure hides no other's)
+    for what in ("rank 1: TP all-reduce element", "rank 1: MoE all-to-all", "rank 1: KV push"):
+        assert what in a["error"], (what, a["error"])
     rows = {(r["class"].decode(), r["phase"].decode()): r for r in g["mix_classes"][()]}
-    # checked after each phase: the spoiled push counts twice
-    assert rows[("kvpush", "together")]["failed"] == 2, rows[("kvpush", "together")]
-print("mix: a spoiled KV push on rank 2 was caught")
+    # failed: per phase one spoiled all-reduce result, all-to-all and KV push on rank 1;
+    # one spoiled request and one spoiled answer on the front end
+    failed = {c: int(rows[(c, "together")]["failed"]) for c in ("allreduce", "alltoall", "kvpush", "api")}
+    assert failed == {"allreduce": 2, "alltoall": 2, "kvpush": 2, "api": 4}, failed
+    # the untouched decode rank's checks still pass: the hooks spoil, the checks judge
+    assert rows[("allreduce", "together")]["verified"] == 2 and rows[("alltoall", "together")]["verified"] == 2
+    api = g["api_requests"][()]
+    assert sorted(r["status"].decode() for r in api if r["status"] != b"ok") == ["bad-data"] * 2 + ["server-error"] * 2
+print("mix: a spoiled TP all-reduce, MoE all-to-all, KV push, api request and api chunk are each caught")
 PY

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# compare's power against a planted slowdown on the emulated cluster: three runs of a
-# small 2-host bandwidth scenario on a healthy bridge (side A), three with the receiving
-# host limited by tc to a fraction of its rate (side B). compare A1 A2 A3 -- B1 B2 B3 must call
-# the p50 bandwidth `worse`, A1 vs A2 alone is reported.
+# compare's power against a planted slowdown on the emulated cluster, and its A/A: three
+# runs of a small 2-host bandwidth scenario on a healthy bridge (side A), three with the
+# receiving host limited by tc to a fraction of its rate (side B), three more healthy
+# (side A'). compare A1 A2 A3 -- B1 B2 B3 must call the p50 bandwidth `worse`;
+# compare A1 A2 A3 -- A'1 A'2 A'3 (the same design, nothing planted) must call nothing
+# better or worse. A1 vs A2 alone (one run a side) is reported only.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 
@@ -43,6 +45,10 @@ run b1
 run b2
 run b3
 "$cluster" clear fn1
+# A' after B: the A/A then also spans whatever the machine's load did meanwhile.
+run c1
+run c2
+run c3
 
 analysis() { PYTHONPATH=$FABSCOPE_SOURCE_DIR/analysis timeout 300 /usr/bin/python3 -m fabscope_analysis "$@"; }
 # Three runs a side: on a loaded 2-core machine the healthy runs' own rate varied 20x
@@ -54,6 +60,17 @@ cat "$scratch/ab.txt"
 grep -E 'p2p-bandwidth/256KiB +quiet +p50 .* worse$' "$scratch/ab.txt" >/dev/null \
   || fail "the planted slowdown (fn1 limited to 40mbit) was not called worse at p50"
 note "planted slowdown found: $(grep -E ' p50 ' "$scratch/ab.txt" | head -1)"
+# A/A, three runs a side (the design the planted slowdown used; docs/analysis.md: 1-6 %
+# of live rows called a difference on this machine): no row may be better or worse.
+analysis compare "$scratch/a1.h5" "$scratch/a2.h5" "$scratch/a3.h5" \
+  -- "$scratch/c1.h5" "$scratch/c2.h5" "$scratch/c3.h5" --resamples 200 >"$scratch/aa3.txt" \
+  || fail "compare A -- A' exited $?"
+cat "$scratch/aa3.txt"
+grep -Eq '^compare: 0 worse, 0 better, ' "$scratch/aa3.txt" \
+  || fail "A/A (three healthy runs a side) called a difference: $(tail -1 "$scratch/aa3.txt")"
+grep -Eq 'p2p-bandwidth/256KiB +quiet +p50 .*(no clear difference|negligible)' "$scratch/aa3.txt" \
+  || fail "A/A: no p50 row for p2p-bandwidth/256KiB saying no clear difference or negligible"
+note "A/A, three healthy runs a side: $(tail -1 "$scratch/aa3.txt")"
 # Two healthy runs alone (one run per side) may differ by more than their within-run
 # intervals on a loaded machine (docs/analysis.md, A/A rates): only reported here.
 analysis compare "$scratch/a1.h5" "$scratch/a2.h5" --resamples 200 >"$scratch/aa.txt" \

@@ -4,7 +4,8 @@
 # is limited (tc on its bridge port), another host's send side is limited (tc on its
 # own eth1), a third drops packets both ways; the hosts rotate with the seed. Every
 # other host is a victim (its only slow pairs are with a culprit) and must not be
-# named. A run with nothing planted must be fit. Prints the tally: planted culprits
+# named. A run with nothing planted must be fit (exit 0), or say it cannot tell (exit 1)
+# and name nobody. Prints the tally: planted culprits
 # found / planted, and false culprits.
 # Six ranks share 2 CPUs, so the times carry the scheduler's noise: one case that
 # goes wrong is run once more (its whole diagnosis printed first, and the retry said
@@ -84,10 +85,16 @@ PY
   if ((planted == 0)); then
     # Nothing planted: no culprit may be named (counted as false culprits). "fit" is
     # the answer hoped for; "cannot tell" (pairs all equally noisy on 6 ranks sharing
-    # 2 CPUs) is honest and names nobody; "not fit" is wrong.
+    # 2 CPUs) is honest and names nobody; "not fit" is wrong. The exit code is the
+    # contract's (docs/analysis.md): 0 fit, 1 not fit or cannot tell.
     verdict=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"])' "$scratch/$name.json")
-    note "$name: nothing planted, diagnose says: $verdict"
+    note "$name: nothing planted, diagnose says: $verdict (exit $rc)"
     [[ $verdict == fit || $verdict == "cannot tell" ]] || case_right=0
+    local contract=1
+    [[ $verdict == fit ]] && contract=0
+    if ((rc != contract)); then
+      note "$name: diagnose said '$verdict' but exited $rc (the contract: 0 fit, 1 cannot tell)"; case_right=0
+    fi
   elif ((rc != 1)); then
     note "$name: culprits planted but diagnose exited $rc"; case_right=0
   fi

@@ -2,9 +2,14 @@
 # Fault drill `link-down` across a 4-host emulated cluster: at the fault
 # moment the client runs the cluster's own knob (fault_command) that pulls
 # rank 1's cable; the process stays alive and nothing resets its sockets, so
-# the survivors must notice through missed heartbeats (or a missed reply)
-# within detect_within; restore_command plugs the cable back after the
-# workload. The file must record both commands with their exit status.
+# no transport error comes (TCP retransmits for minutes), and every survivor,
+# the client included, must notice through missed heartbeats within
+# detect_within: the heartbeat deadline (600 ms after the last heartbeat heard,
+# which came at most a heartbeat before the cable went down) comes before the
+# client's reply timeout (2 heartbeat deadlines after a request left unanswered,
+# so at least 1.2 s after the cable went down). restore_command plugs the cable
+# back after the workload. The file must record both commands with their exit
+# status.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/fault-drill.bash"
@@ -15,7 +20,16 @@ run_fault_drill ecflink 198.18.48.0/24 "    timeout: 40s
     fault_command: $knob --prefix ecflink link {victim_host} down
     restore_command: $knob --prefix ecflink link {victim_host} up
     command_timeout: 5s"
-check_fault_drill "heartbeat|missed reply|transport error callback"
+check_fault_drill "heartbeat"
+/usr/bin/python3 - "$result" <<'PY' || fail "a survivor detected the link-down otherwise than through heartbeats"
+import re, sys, h5py
+a = h5py.File(sys.argv[1], "r")["/tests/0000"].attrs
+per = a["detection_per_survivor"]
+per = per.decode() if isinstance(per, bytes) else per
+paths = re.findall(r"rank \d+: [0-9.]+ ms via ([^;]+)", per)
+assert len(paths) == 3 and set(paths) == {"heartbeat"}, per
+print("every survivor detected the link-down through heartbeats:", per)
+PY
 /usr/bin/python3 - "$result" "$prefix" <<'PY' || fail "the fault commands are not recorded as expected"
 import sys, h5py
 t = h5py.File(sys.argv[1], "r")["/tests/0000"]

@@ -69,7 +69,8 @@ std::string errorsByServer(const std::vector<output::ApiRequestRecord>& rows, co
 
 GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, const std::vector<int>& participants,
                      int worldRank, const runtime::RankIdentity& identity, std::uint64_t seed, SampleBuffer& samples,
-                     const runtime::ClockSync& clock, const runtime::Deadline& deadline) {
+                     const runtime::ClockSync& clock, const runtime::Deadline& deadline,
+                     const SelfTestHooks& selfTest) {
   const int g = group.rank(), me = worldRank;
   const bool client = g < c.clients;
 
@@ -79,7 +80,8 @@ GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, con
   std::unique_ptr<api::ApiServer> server;
   try {
     address = api::chooseAddress(c.interface, identity.nic);
-    if (!client) server = std::make_unique<api::ApiServer>(c, address, std::vector<std::uint32_t>{});
+    if (!client)
+      server = std::make_unique<api::ApiServer>(c, address, std::vector<std::uint32_t>{}, selfTest.apiCorruptChunk);
   } catch (const RuntimeFailure& e) {
     problem = "rank " + std::to_string(me) + " (" + identity.host + "): " + e.what();
   }
@@ -93,7 +95,7 @@ GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, con
   std::int64_t verified = 0;
   if (client) {
     auto result = api::runClient(c, address, g, me, endpoints.servers, endpoints.serverRanks, seed, samples, clock,
-                                 deadline);
+                                 deadline, selfTest.apiCorruptRequest);
     rows = std::move(result.rows);
     verified = result.verified;
     runtime::checkMpi(MPI_Ibarrier(group.handle(), &finished), "MPI_Ibarrier(api)");

@@ -90,7 +90,7 @@ class ApiKind final : public Kind {
     config.chunkBytes = ctx.instance.bytes;
     const ApiConfig& c = config;
     const auto run = api::runApiGroup(c, ctx.group, ctx.participants, ctx.world.rank(), ctx.identity, ctx.caseSeed,
-                                      ctx.samples, ctx.clock, ctx.deadline);
+                                      ctx.samples, ctx.clock, ctx.deadline, ctx.selfTest);
     const int n = ctx.group.size();
     const auto& address = run.address;
     const auto& servers = run.servers;

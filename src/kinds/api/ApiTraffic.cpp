@@ -156,8 +156,9 @@ struct ApiServer::Connection {
   std::size_t frameLength = 0, frameSent = 0;
 };
 
-ApiServer::ApiServer(const ApiConfig& config, const LocalAddress& address, std::vector<std::uint32_t> allowedClients)
-    : config_(config), allowed_(std::move(allowedClients)) {
+ApiServer::ApiServer(const ApiConfig& config, const LocalAddress& address, std::vector<std::uint32_t> allowedClients,
+                     bool spoilChunk)
+    : config_(config), allowed_(std::move(allowedClients)), spoilChunk_(spoilChunk) {
   listenFd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listenFd_ < 0) systemFailure("socket");
   int one = 1;
@@ -281,6 +282,13 @@ void ApiServer::startChunk(Connection& c, ServerCounts& counts) {
   const auto bytes = static_cast<std::uint32_t>(config_.chunkBytes);
   chunkHeader(c.frame.data(), kChunkMagic, c.nextChunk, static_cast<std::uint32_t>(config_.chunks), bytes);
   for (std::uint32_t i = 0; i < bytes; ++i) c.frame[kChunkHeader + i] = chunkByte(c.id, c.nextChunk, i);
+  // Self-test: one payload byte of a measured answer's first chunk (a request
+  // index past the warm-up; ids are client rank * requests per client + index).
+  const auto index = c.id % static_cast<std::uint64_t>(config_.totalRequestsPerClient());
+  if (spoilChunk_ && c.nextChunk == 0 && bytes > 0 && index >= static_cast<std::uint64_t>(config_.warmupRequests)) {
+    c.frame[kChunkHeader + bytes / 2] ^= 0x5a;
+    spoilChunk_ = false;
+  }
   c.frameLength = kChunkHeader + bytes;
   c.frameSent = 0;
   writeSome(c, counts);
@@ -451,7 +459,7 @@ class ApiClient {
  public:
   ApiClient(const ApiConfig& config, const LocalAddress& address, int clientIndex, int worldRank,
             const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks, std::uint64_t seed,
-            SampleBuffer& samples, const runtime::ClockSync& clock);
+            SampleBuffer& samples, const runtime::ClockSync& clock, bool spoilRequest);
   ApiClient(const ApiClient&) = delete;
   ApiClient& operator=(const ApiClient&) = delete;
   ~ApiClient();
@@ -483,6 +491,7 @@ class ApiClient {
   const runtime::ClockSync& clock_;
   const int total_;
   const std::int64_t timeout_;
+  const bool spoilRequest_;  // self-test: the first measured request's body is spoiled
   ClientOutcome outcome_;
   std::vector<std::int64_t> arrival_;
   std::vector<ClientSlot> slots_;
@@ -493,7 +502,7 @@ class ApiClient {
 
 ApiClient::ApiClient(const ApiConfig& config, const LocalAddress& address, int clientIndex, int worldRank,
                      const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks, std::uint64_t seed,
-                     SampleBuffer& samples, const runtime::ClockSync& clock)
+                     SampleBuffer& samples, const runtime::ClockSync& clock, bool spoilRequest)
     : config_(config),
       address_(address),
       clientIndex_(clientIndex),
@@ -503,7 +512,8 @@ ApiClient::ApiClient(const ApiConfig& config, const LocalAddress& address, int c
       samples_(samples),
       clock_(clock),
       total_(config.totalRequestsPerClient()),
-      timeout_(static_cast<std::int64_t>(config.requestTimeoutSeconds * 1e9)) {
+      timeout_(static_cast<std::int64_t>(config.requestTimeoutSeconds * 1e9)),
+      spoilRequest_(spoilRequest) {
   outcome_.rows.reserve(static_cast<std::size_t>(config.requests));
   drawArrivals(seed);
   slots_.resize(static_cast<std::size_t>(config.maxInFlight));
@@ -616,6 +626,8 @@ void ApiClient::start(ClientSlot& s, int request) {
   put32(s.out.data() + 20, 0);
   for (std::int64_t i = 0; i < config_.requestBytes; ++i)
     s.out[kRequestHeader + static_cast<std::size_t>(i)] = requestByte(id, i);
+  if (spoilRequest_ && request == config_.warmupRequests)
+    s.out[kRequestHeader + static_cast<std::size_t>(config_.requestBytes / 2)] ^= 0x5a;
   s.tArrival = arrival_[static_cast<std::size_t>(request)];
   s.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s.fd < 0) systemFailure("socket");
@@ -772,8 +784,9 @@ ClientOutcome ApiClient::run(const runtime::Deadline& deadline) {
 ClientOutcome runClient(const ApiConfig& config, const LocalAddress& address, int clientIndex, int worldRank,
                         const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks,
                         std::uint64_t seed, SampleBuffer& samples, const runtime::ClockSync& clock,
-                        const runtime::Deadline& deadline) {
-  return ApiClient(config, address, clientIndex, worldRank, servers, serverRanks, seed, samples, clock).run(deadline);
+                        const runtime::Deadline& deadline, bool spoilRequest) {
+  return ApiClient(config, address, clientIndex, worldRank, servers, serverRanks, seed, samples, clock, spoilRequest)
+      .run(deadline);
 }
 
 }  // namespace fabscope::suite::api

@@ -23,6 +23,7 @@
 
 #include "kinds/api/ApiConfig.hpp"
 #include "kinds/SampleBuffer.hpp"
+#include "kinds/SelfTest.hpp"
 #include "output/ApiRecords.hpp"
 #include "runtime/ClockSync.hpp"
 #include "runtime/Deadline.hpp"
@@ -63,7 +64,9 @@ struct ServerCounts {
 // (a non-blocking barrier the clients join when finished) completes.
 class ApiServer {
  public:
-  ApiServer(const ApiConfig& config, const LocalAddress& address, std::vector<std::uint32_t> allowedClients);
+  // spoilChunk: the --self-test api-corrupt-chunk hook (SelfTest.hpp).
+  ApiServer(const ApiConfig& config, const LocalAddress& address, std::vector<std::uint32_t> allowedClients,
+            bool spoilChunk = false);
   ~ApiServer();
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -86,6 +89,7 @@ class ApiServer {
 
   const ApiConfig& config_;
   std::vector<std::uint32_t> allowed_;
+  bool spoilChunk_ = false;  // one measured answer's first chunk still to spoil (self-test)
   int listenFd_ = -1;
   int epollFd_ = -1;
   std::uint16_t port_ = 0;
@@ -101,17 +105,19 @@ struct ClientOutcome {
   std::int64_t verified = 0;  // answers whose every byte matched
 };
 
+// spoilRequest: the --self-test api-corrupt-request hook (SelfTest.hpp).
 ClientOutcome runClient(const ApiConfig& config, const LocalAddress& address, int clientIndex, int worldRank,
                         const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks,
                         std::uint64_t seed, SampleBuffer& samples, const runtime::ClockSync& clock,
-                        const runtime::Deadline& deadline);
+                        const runtime::Deadline& deadline, bool spoilRequest = false);
 
 // One group's api traffic, collective over `group`: group ranks [0, clients)
 // are clients, the others servers (`participants[i]` is group rank i's world
 // rank). Servers listen first (a rank that cannot: RuntimeFailure naming every
 // such rank and host, on every rank), the endpoints are exchanged, the
 // clients run their requests (samples into `samples`) while the servers
-// answer, and the counts are summed over the group (on every rank).
+// answer, and the counts are summed over the group (on every rank). `selfTest`:
+// the api-corrupt-request and api-corrupt-chunk hooks.
 struct GroupRun {
   std::vector<output::ApiRequestRecord> rows;  // this rank's measured requests (clients)
   LocalAddress address;                        // where this rank's traffic went
@@ -125,6 +131,7 @@ struct GroupRun {
 
 GroupRun runApiGroup(const ApiConfig& config, const runtime::Communicator& group, const std::vector<int>& participants,
                      int worldRank, const runtime::RankIdentity& identity, std::uint64_t seed, SampleBuffer& samples,
-                     const runtime::ClockSync& clock, const runtime::Deadline& deadline);
+                     const runtime::ClockSync& clock, const runtime::Deadline& deadline,
+                     const SelfTestHooks& selfTest);
 
 }  // namespace fabscope::suite::api

@@ -13,6 +13,7 @@
 #include "fabscope/BuildConfig.hpp"
 #include "stats/Statistics.hpp"
 #include "kinds/collectives/AllReduceNccl.hpp"
+#include "kinds/collectives/BusFactor.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
 #include "kinds/KindFactories.hpp"
 #include "scenario/TestSource.hpp"
@@ -68,7 +69,8 @@ class AllReduceKind final : public Kind {
     p.maxSamplesPerRank = spec.iterations;
     p.bufferBytesPerRank = 2 * instance.bytes;
     p.description = (scenario::configOf<AllReduceConfig>(spec).onDevice ? "ncclAllReduce" : "MPI_Allreduce") +
-                    std::string(" sum float32 over ") + std::to_string(ranks) + " ranks; busbw = algbw x 2(n-1)/n";
+                    std::string(" sum float32 over ") + std::to_string(ranks) + " ranks; busbw = algbw x 2(n-1)/n" +
+                    (ranks == 1 ? std::string(" = 0 (one rank: nothing crosses a link)") : std::string());
     return p;
   }
 
@@ -153,7 +155,7 @@ class AllReduceKind final : public Kind {
     const auto st = stats::summarize(t.duration);
     const auto late = stats::summarize(t.lateness);
     const double algbw = static_cast<double>(bytes) / st.p50;  // bytes per ns = GB/s
-    const double busFactor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+    const double busFactor = allReduceBusFactor(n);  // 0 for one rank (BusFactor.hpp)
     const double pipelinedAlgbw = pipelinedNs > 0 ? static_cast<double>(bytes) / pipelinedNs : 0.0;
     return {
         {"collective_p50_ns", st.p50},

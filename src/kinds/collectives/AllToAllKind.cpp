@@ -20,6 +20,7 @@
 #include "kinds/KindFactories.hpp"
 #include "kinds/collectives/AllToAllConfig.hpp"
 #include "kinds/collectives/AllToAllExchange.hpp"
+#include "kinds/collectives/BusFactor.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
 #include "kinds/collectives/MoeExchange.hpp"
 #include "scenario/TestSource.hpp"
@@ -199,7 +200,7 @@ class AllToAllKind final : public Kind {
     const double copiesSentMean = mean(sentAll);
     const double dispatchAlgbw = copiesSentMean * static_cast<double>(c.dispatchTokenBytes) / d.p50;
     const double combineAlgbw = copiesSentMean * static_cast<double>(c.combineTokenBytes) / cb.p50;
-    const double busFactor = static_cast<double>(n - 1) / n;
+    const double busFactor = allToAllBusFactor(n);
     auto algbwOf = [&](std::int64_t tokenBytes, double ns) {
       return ns > 0 ? copiesSentMean * static_cast<double>(tokenBytes) / ns : 0.0;
     };

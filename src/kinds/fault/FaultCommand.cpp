@@ -12,6 +12,8 @@
 #include <cstring>
 #include <thread>
 
+#include "runtime/ShellQuote.hpp"
+
 extern char** environ;
 
 namespace fabscope::suite {
@@ -38,17 +40,34 @@ FaultCommand::~FaultCommand() {
 }
 
 void FaultCommand::start(const std::string& command, double timeoutSeconds) {
+  spawn({"/bin/sh", "-c", command}, environ, command, timeoutSeconds);
+}
+
+void FaultCommand::start(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
+                         double timeoutSeconds) {
+  std::vector<char*> env;
+  for (const auto& entry : environment) env.push_back(const_cast<char*>(entry.c_str()));
+  env.push_back(nullptr);
+  std::string shown;
+  for (const auto& word : argv) shown += (shown.empty() ? "" : " ") + runtime::shellQuoted(word);
+  spawn(argv, env.data(), shown, timeoutSeconds);
+}
+
+void FaultCommand::spawn(const std::vector<std::string>& argv, char* const* environment, const std::string& shown,
+                         double timeoutSeconds) {
   result_ = {};
-  result_.command = command;
+  result_.command = shown;
   result_.startedAt = runtime::monotonicNow();
   deadline_ = runtime::Deadline::afterSeconds(timeoutSeconds);
-  outputFd_ = memfd_create("fabscope-fault-command", MFD_CLOEXEC);
-  if (outputFd_ < 0) {
-    result_.error = std::string("memfd_create: ") + std::strerror(errno);
+  const auto failed = [&](const std::string& why) {
+    pid_ = -1;
+    result_.error = why;
     result_.endedAt = runtime::monotonicNow();
     done_ = true;
-    return;
-  }
+  };
+  if (argv.empty()) return failed("no program to run");
+  outputFd_ = memfd_create("fabscope-fault-command", MFD_CLOEXEC);
+  if (outputFd_ < 0) return failed(std::string("memfd_create: ") + std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
   posix_spawn_file_actions_init(&actions);
@@ -64,16 +83,14 @@ void FaultCommand::start(const std::string& command, double timeoutSeconds) {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, outputFd_, 1);
   posix_spawn_file_actions_adddup2(&actions, outputFd_, 2);
-  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
-  const int rc = posix_spawn(&pid_, "/bin/sh", &actions, &attributes, const_cast<char**>(argv), environ);
+  std::vector<char*> args;
+  for (const auto& word : argv) args.push_back(const_cast<char*>(word.c_str()));
+  args.push_back(nullptr);
+  // posix_spawnp: PATH lookup only for a name without '/', as a shell would.
+  const int rc = posix_spawnp(&pid_, args[0], &actions, &attributes, args.data(), environment);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
-  if (rc != 0) {
-    pid_ = -1;
-    result_.error = std::string("posix_spawn /bin/sh: ") + std::strerror(rc);
-    result_.endedAt = runtime::monotonicNow();
-    done_ = true;
-  }
+  if (rc != 0) failed("posix_spawn " + argv[0] + ": " + std::strerror(rc));
 }
 
 void FaultCommand::killGroup() {
@@ -129,6 +146,13 @@ const FaultCommandResult& FaultCommand::finish() {
 FaultCommandResult runFaultCommand(const std::string& command, double timeoutSeconds) {
   FaultCommand c;
   c.start(command, timeoutSeconds);
+  return c.finish();
+}
+
+FaultCommandResult runProgram(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
+                              double timeoutSeconds) {
+  FaultCommand c;
+  c.start(argv, environment, timeoutSeconds);
   return c.finish();
 }
 

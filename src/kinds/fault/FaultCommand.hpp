@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "runtime/Clock.hpp"
 #include "runtime/Deadline.hpp"
@@ -35,6 +36,11 @@ class FaultCommand {
   // Starts `/bin/sh -c command` in its own process group, output to an
   // anonymous file. Never throws: a start failure is kept in the result.
   void start(const std::string& command, double timeoutSeconds);
+  // The same for a program and its arguments, with no shell between: each
+  // argument reaches the program as it is, whatever characters it holds.
+  // argv[0] without a '/' is looked up on PATH. `environment`: NAME=VALUE
+  // strings for the program (replacing this process's environment).
+  void start(const std::vector<std::string>& argv, const std::vector<std::string>& environment, double timeoutSeconds);
   bool started() const { return pid_ > 0 || !result_.error.empty(); }
   // Non-blocking: true once the command has ended (or was killed at its
   // deadline, or failed to start).
@@ -44,6 +50,8 @@ class FaultCommand {
   const FaultCommandResult& result() const { return result_; }
 
  private:
+  void spawn(const std::vector<std::string>& argv, char* const* environment, const std::string& shown,
+             double timeoutSeconds);
   void collect(int status);
   void killGroup();
 
@@ -56,5 +64,8 @@ class FaultCommand {
 
 // Runs a command to its end (or deadline): for the commands outside the loop.
 FaultCommandResult runFaultCommand(const std::string& command, double timeoutSeconds);
+// Runs a program with its arguments to its end (or deadline), no shell between.
+FaultCommandResult runProgram(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
+                              double timeoutSeconds);
 
 }  // namespace fabscope::suite

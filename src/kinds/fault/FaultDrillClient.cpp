@@ -340,6 +340,7 @@ DrillClient::DrillClient(RunContext& ctx, const FaultDrillConfig& c, runtime::Na
 void DrillClient::markLost(int peer, runtime::Nanoseconds at, const std::string& path) {
   if (peer < 0 || lost_[peer]) return;
   lost_[peer] = true;
+  at = recordedDetection(ctx_, peer, victimRank_, at);
   // The victim of a fault that ends may come back, unless its transport endpoint failed.
   if (peer == victimRank_ && c_.victimReturns() && path.rfind("transport", 0) != 0) heartbeats_->markSilent(peer);
   else heartbeats_->forget(peer);

@@ -35,6 +35,15 @@ struct ErrorHandlerGuard {
   ~ErrorHandlerGuard() { transport.onError(nullptr); }
 };
 
+// When this survivor records a loss of `peer` it noticed at `at`: `at`, or, with
+// --self-test detect-late=R:MS on rank R for the victim, MS later, as a detector
+// that slow would record it (so a test can show a late detection fails the drill).
+inline runtime::Nanoseconds recordedDetection(const RunContext& ctx, int peer, int victimRank,
+                                              runtime::Nanoseconds at) {
+  if (peer != victimRank || ctx.selfTest.lateDetectionRank != ctx.world.rank()) return at;
+  return at + static_cast<runtime::Nanoseconds>(ctx.selfTest.lateDetectionMs * 1e6);
+}
+
 // How a survivor learned of the victim's loss.
 struct Detection {
   std::optional<runtime::Nanoseconds> at;  // monotonic

@@ -98,6 +98,7 @@ void DrillWorker::noteLost(int peer, runtime::Nanoseconds at, const std::string&
   // a transport failure is final.
   if (c_.victimReturns() && path.rfind("transport", 0) != 0) heartbeats_->markSilent(peer);
   else heartbeats_->forget(peer);
+  at = recordedDetection(ctx_, peer, victimRank_, at);
   events_.add(ctx_, at, "detected", peer, path);
   if (peer == victimRank_ && !detection_.at) detection_ = {at, path};
 }

@@ -56,14 +56,21 @@ std::uint32_t flagsOf(TrafficClass c, bool together) {
 
 inline float contribution(int tpRank, std::size_t i) { return static_cast<float>((tpRank + 1) * (1 + i % 7)); }
 
-// What one rank's run of the classes of one phase found wrong ("" = nothing).
+// What one rank's run of the classes found wrong: per class, the first problem
+// ("" = nothing), so a failure of one class never hides another's.
 struct Checks {
   std::int64_t verified[mix::kClassCount] = {};
   std::int64_t failed[mix::kClassCount] = {};
-  std::string firstProblem;
+  std::string firstProblem[mix::kClassCount];
   void fail(TrafficClass c, std::string what, std::int64_t count = 1) {
     failed[static_cast<int>(c)] += count;
-    if (firstProblem.empty()) firstProblem = std::move(what);
+    if (firstProblem[static_cast<int>(c)].empty()) firstProblem[static_cast<int>(c)] = std::move(what);
+  }
+  std::string problems() const {
+    std::string all;
+    for (const auto& p : firstProblem)
+      if (!p.empty()) all += (all.empty() ? "" : "; ") + p;
+    return all;
   }
 };
 
@@ -205,6 +212,8 @@ class MixRank {
     if (kv) runtime::waitUntil([&] { pollKv(together); return kvOpen_ == 0; }, ctx_.deadline, "the KV pushes from the prefill ranks");
     // The checks, after the timed loop.
     if (allreduce) {
+      // Self-test of the check (--self-test corrupt-rank=N, tests/mpi/mix.sh).
+      if (ctx_.selfTest.corruptRank == me_ && count_ > 0) recv_[count_ / 2] += 1.0f;
       const int n = tpComm_.size();
       const float ranksSum = static_cast<float>(n * (n + 1) / 2);
       bool ok = true;
@@ -293,7 +302,7 @@ class MixRank {
   void frontEnd(bool together) {
     const auto from = ctx_.samples.count();
     auto run = api::runApiGroup(c_.api, roleComm_, frontendRanks_, me_, ctx_.identity, ctx_.caseSeed, ctx_.samples,
-                                ctx_.clock, ctx_.deadline);
+                                ctx_.clock, ctx_.deadline, ctx_.selfTest);
     ctx_.samples.flagSince(from, flagsOf(TrafficClass::api, together));
     if (roleComm_.rank() == 0) {
       checks_.verified[static_cast<int>(TrafficClass::api)] += run.ok;
@@ -409,7 +418,7 @@ class MixKind final : public Kind {
     rank.runPhase(true, nullptr);
 
     const auto& checks = rank.checks();
-    if (!checks.firstProblem.empty()) ctx.verdict.fail(checks.firstProblem);
+    if (const auto problems = checks.problems(); !problems.empty()) ctx.verdict.fail(problems);
     Outcome outcome;
     auto rows = summarize(ctx, c, checks);
     if (ctx.group.rank() == 0) {
