@@ -11,6 +11,8 @@ import h5py
 import numpy as np
 
 CONTROL_PAIR = 1 << 10  # sample flag: a serial retest's control pair
+# kind: (sample_divisor, messages per sample per window slot; 0: one message, no window)
+P2P_SAMPLE = {"latency": (2, 0), "bandwidth": (1, 1), "bibw": (1, 2)}
 
 
 def fail(msg):
@@ -77,6 +79,18 @@ with h5py.File(a.file, "r") as f:
             if retested & controls or len(controls) > len(retested):
                 fail(f"{where}: control pairs {sorted(controls)} against retested {sorted(retested)}")
             s = s[~control]  # the headline: what the attributes and /summary describe
+        # What one sample is, per point-to-point kind: a latency sample is a round
+        # trip of one message, halved (sample_divisor 2, as osu_latency); a bandwidth
+        # sample is a whole window; a bibw sample is a window each way.
+        kind = text(ga["kind"])
+        if kind in P2P_SAMPLE:
+            divisor, messages = P2P_SAMPLE[kind]
+            expected = int(ga["bytes"]) * (messages * int(ga["window"]) if messages else 1)
+            if int(ga["sample_divisor"]) != divisor:
+                fail(f"{where}: sample_divisor {int(ga['sample_divisor'])}, a {kind} sample's is {divisor}")
+            if np.any(s["bytes"] != expected):
+                fail(f"{where}: sample bytes {sorted(set(s['bytes'].tolist()))}, expected {expected} "
+                     f"({kind}, {int(ga['bytes'])} bytes, window {int(ga['window'])})")
         if np.any((s["peer"] < 0) | (s["peer"] >= a.nranks) | (s["peer"] == s["rank"])):
             fail(f"{where}: bad peer")
         if not (int(ga["t_start_ns"]) <= s["t_post_ns"].min() and s["t_done_ns"].max() <= int(ga["t_end_ns"])):

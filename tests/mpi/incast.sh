@@ -28,6 +28,9 @@ with h5py.File(sys.argv[1], "r") as f:
     assert len(recv) == 30 and set(recv["rank"]) == {a["receiver_rank"]}, len(recv)
     assert sorted(set(send["rank"])) == [2, 3] and len(send) == 60 and set(send["peer"]) == {0}
     assert len(probe) > 0 and set(probe["rank"]) == {1} and set(probe["peer"]) == {0}
+    # a receiver sample is one round: every sender's window delivered to it
+    window_bytes = int(a["bytes"]) * int(a["window"])
+    assert set(recv["bytes"].tolist()) == {2 * window_bytes}, (set(recv["bytes"].tolist()), window_bytes)
     assert 0.5 - 1e-9 <= a["jain_fairness"] <= 1 + 1e-9 and a["aggregate_gbps_p50"] > 0 and a["probe_p99_ns"] > 0
     # headline statistics are the senders' completion times only
     assert abs(np.percentile(send["t_done_ns"] - send["t_post_ns"], 50) - a["p50_ns"]) < 1e-6

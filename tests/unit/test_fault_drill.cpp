@@ -286,6 +286,9 @@ TEST(FaultDrillConfig, CommandsInTheScenarioNeedAllowCommands) {
   // The admin's own command line is trusted: a command given with --set runs.
   EXPECT_EQ(planError("    transport: ucx\n    fault: link-down\n", 4, false, {"drill.fault_command=cut {victim_host}"}),
             "");
+  // --set of another key of the test does not make the file's own command the admin's.
+  e = planError(drill, 4, false, {"drill.iterations=3"});
+  EXPECT_NE(e.find("would run the command fault_command: 'cut {victim_host}'"), std::string::npos) << e;
 }
 
 TEST(FaultCommandRun, ExitStatusOutputAndDeadline) {

@@ -78,6 +78,22 @@ TEST(Watchdog, LeavesWaitsThatReturnOrFailAtTheirDeadline) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// The grace is seconds past the deadline: a call still inside it (a teardown that
+// returns late, a blocking wait that sees its deadline a few waits after it) is
+// left alone; the watchdog looks every 0.25 s, so a grace read 1000x too short
+// ends this rank long before the 0.7 s are over.
+TEST(Watchdog, WaitsOutItsGraceBeforeEndingARank) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        runtime::watchdog::start(1, "hostB", 3.0);
+        const runtime::watchdog::Watch watch("a slow teardown", runtime::watchdog::secondsFromNow(0.05), 2);
+        std::this_thread::sleep_for(std::chrono::milliseconds(700));  // past the deadline, inside the grace
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 namespace {
 // A collective that never returns while a rank of this host is stopped: the
 // watchdog's line names that rank (found in /proc, without MPI).
