@@ -1,0 +1,1 @@
+"""diagnose: is the fabric fit, and if not, which component to fix (docs/analysis.md)."""
