@@ -112,17 +112,21 @@ def generate(path, cluster: Cluster, *, noise: Union[str, NoiseModel] = "realist
 def _write_tests(f: h5py.File, fabric: Fabric, plans: Sequence[TestPlan],
                  rng: np.random.Generator, seed: int) -> None:
     canaries = ",".join(str(r) for r in range(fabric.cluster.ranks))
+    nics = rank_labels(fabric.cluster)["nic"]
+    words = rng.integers(1 << 30, 1 << 40, (fabric.cluster.ranks, 2))
     clock, index = writer.T0 + 5_000_000, 0
     for plan in plans:
         attrs, samples, matrix, end, passed = measure(fabric, plan, index, clock, rng)
         attrs["canaries"] = canaries
-        writer.write_instance(f, index, attrs, samples, matrix)
+        writer.write_instance(f, index, attrs, samples, matrix,
+                              writer.counter_table(samples, nics, words))
         parent, index, clock = index, index + 1, end + 2_000_000
         if plan.pattern == "all-pairs" and plan.retest_worst > 0:
             attrs, samples, matrix, end, _ = measure_retest(fabric, plan, parent, passed, clock,
                                                             rng, seed, attrs["description"])
             attrs["canaries"] = canaries
-            writer.write_instance(f, index, attrs, samples, matrix)
+            writer.write_instance(f, index, attrs, samples, matrix,
+                                  writer.counter_table(samples, nics, words))
             index, clock = index + 1, end + 2_000_000
         f.flush()
     writer.close_run(f, clock)

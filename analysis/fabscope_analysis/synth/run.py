@@ -27,6 +27,7 @@ ROUND_GAP_NS = 20_000                          # the round's synchronisation
 @dataclass(frozen=True)
 class TestPlan:
     """One test of the synthetic scenario (one instance, plus its retest)."""
+    __test__ = False  # not a pytest class despite the name
     kind: str = "latency"           # latency (8 B ping-pong) or bandwidth (one-way, windowed)
     pattern: str = "all-pairs"
     iterations: int = 20

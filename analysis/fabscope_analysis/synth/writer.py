@@ -25,6 +25,8 @@ RANK_DTYPE = np.dtype([("rank", "<i4"), ("host", "S64"), ("local_rank", "<i4"),
                        ("local_size", "<i4"), ("pid", "<i4"), ("gpu", "<i4"), ("nic", "S32"),
                        ("clock_offset_ns", "<i8"), ("clock_uncertainty_ns", "<i8"),
                        ("site", "S32"), ("pod", "S32"), ("leaf", "S32")], align=True)
+COUNTER_DTYPE = np.dtype([("rank", "<i4"), ("source", "S64"), ("name", "S64"), ("before", "<i8"),
+                          ("after", "<i8"), ("delta", "<i8")], align=True)
 VALIDITY_DTYPE = np.dtype([("host", "S64"), ("what", "S32"), ("value", "<f8"), ("limit", "<f8"),
                            ("effect", "S512")], align=True)
 
@@ -139,8 +141,26 @@ def headline_attributes(s: np.ndarray, lat: np.ndarray, divisor: int,
     return {k: float(v) for k, v in a.items()}
 
 
+def counter_table(samples: np.ndarray, nics: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """Each rank's NIC data counters around the instance (IB port counters count 4-byte words);
+    `before` (ranks x 2: sent, received words) is advanced in place."""
+    n = len(nics)
+    sent = np.bincount(samples["rank"], weights=samples["bytes"], minlength=n)
+    received = np.bincount(samples["peer"], weights=samples["bytes"], minlength=n)
+    delta = (np.stack([sent, received], axis=1) // 4).astype(np.int64)
+    out = np.zeros(2 * n, dtype=COUNTER_DTYPE)
+    out["rank"] = np.repeat(np.arange(n), 2)
+    out["source"] = np.repeat(np.char.encode(np.char.add("ib:", np.char.add(nics.astype(str), "/1"))), 2)
+    out["name"] = np.tile([b"port_xmit_data", b"port_rcv_data"], n)
+    out["before"] = before.ravel()
+    out["delta"] = delta.ravel()
+    out["after"] = out["before"] + out["delta"]
+    before += delta
+    return out
+
+
 def write_instance(f: h5py.File, index: int, attrs: Dict[str, object], samples: np.ndarray,
-                   pair_matrix: Optional[np.ndarray]) -> None:
+                   pair_matrix: Optional[np.ndarray], counters: Optional[np.ndarray] = None) -> None:
     """/tests/NNNN with its attributes, samples, summary and (all-pairs) pair matrix."""
     g = f.require_group("tests").create_group(f"{index:04d}")
     headline = (samples["flags"] & 0xff00) == 0
@@ -158,3 +178,5 @@ def write_instance(f: h5py.File, index: int, attrs: Dict[str, object], samples: 
     g.create_dataset("summary", data=summary_table(s, lat))
     if pair_matrix is not None:
         g.create_dataset("pair_matrix", data=pair_matrix.astype(np.float64))
+    if counters is not None:
+        g.create_dataset("counters", data=counters)
