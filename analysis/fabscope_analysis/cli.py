@@ -1,5 +1,5 @@
 """Command line: python3 -m fabscope_analysis COMMAND ... (summary, report, compare, accept,
-verdict, diagnose, impact, export).
+verdict, diagnose, impact, export, synth).
 
 Exit codes (docs/analysis.md, "Exit codes"): 0 done (accept/verdict: the verdict is PASS;
 diagnose: fit; export: the file is written, whatever the verdict); 1 the verdict is FAIL
@@ -19,6 +19,7 @@ from . import __version__
 from .errors import CriteriaError, ResultFileError
 from .models import ModelError, preset
 from .reader import ResultFile, open_result
+from .synth.command import add_parser as add_synth_parser
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 COMPARE_VALUE_OPTIONS = {"-o", "--output", "--resamples", "--seed", "--negligible",
@@ -243,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="per-pair series only for instances with at most N pairs "
                         "(default 4096: 64 ranks all-pairs)")
     p.set_defaults(func=_cmd_export)
+    add_synth_parser(sub)
     return parser
 
 

@@ -258,3 +258,17 @@ def test_bad_input_names_what_was_expected(tmp_path, call, expected):
 def test_a_cluster_must_divide_evenly():
     with pytest.raises(SynthError, match="expected a number of leaves that divides the 6 hosts, got 4"):
         Cluster(6, 1, 4)
+
+
+def test_the_command_writes_a_series_of_one_fabric(tmp_path, capsys):
+    from fabscope_analysis.cli import main
+    out = tmp_path / "aa-{run}.h5"
+    assert main(["synth", "-o", str(out), "--hosts", "8", "--gpus", "2", "--leaves", "2",
+                 "--plant", "slow-recv:host5", "--pattern", "rails", "--runs", "2", "--seed", "4",
+                 "--iterations", "5"]) == 0
+    printed = capsys.readouterr().out
+    assert "16 ranks) in 2 leaves" in printed and "planted: slow-recv host5 receive" in printed
+    truths = [read_truth(tmp_path / f"aa-{i}.h5") for i in (1, 2)]
+    assert [t["seed"] for t in truths] == [4, 5] and {t["fabric_seed"] for t in truths} == {4}
+    assert main(["synth", "-o", str(tmp_path / "x.h5"), "--hosts", "8", "--leaves", "3"]) == 2
+    assert "expected a number of leaves that divides the 8 hosts, got 3" in capsys.readouterr().err
