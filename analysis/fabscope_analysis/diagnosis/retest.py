@@ -141,13 +141,18 @@ def judge_retest(retested: Dict[Hashable, float], controls: Sequence[float], *, 
 
 
 def pass_sigma(pair_values: Sequence[float], bandwidth: bool) -> float:
-    """The parallel pass's pair-to-pair spread (robust sigma of log pair medians over
-    every pair it measured): pass it as judge_retest's sigma_floor. It bounds what of
+    """The parallel pass's pair-to-pair spread (sigma of log pair medians over every
+    pair it measured, from their fast half): pass it as judge_retest's sigma_floor. It bounds what of
     a pair's slowness can persist alone, and comes from thousands of pairs where the
     controls are ten."""
     v = np.asarray(pair_values, dtype=np.float64)
     v = v[np.isfinite(v) & (v > 0)]
-    return robust_sigma(-np.log(v) if bandwidth else np.log(v))
+    if len(v) < 4:
+        return 0.0
+    logs = -np.log(v) if bandwidth else np.log(v)
+    # from the fast half only: slow pairs (faults, collisions under load) lie on one
+    # side, and would widen a symmetric estimate; the fast half is the healthy spread
+    return float(np.median(logs) - np.percentile(logs, 25)) / 0.6745
 
 
 def _noise(logs: np.ndarray, sigma_floor: float, alpha: float) -> float:
