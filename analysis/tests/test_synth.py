@@ -197,6 +197,7 @@ def test_shared_cpus_are_declared_in_validity(tmp_path):
 def test_patterns_pair_ranks_as_the_driver_does():
     c = Cluster(8, 4, 2, 2)
     host, local, leaf = c.host_of(), c.local_of(), c.leaf_of()
+    lay = topology.layout_of(c)
     for both in (False, True):
         s, d, r = topology.all_pairs_arrays(c.ranks, both)
         pairs = {(a, b) for a, b in zip(s, d)}
@@ -204,17 +205,18 @@ def test_patterns_pair_ranks_as_the_driver_does():
         for k in np.unique(r):  # every rank at most once in a round
             ends = np.concatenate([s[r == k], d[r == k]])
             assert len(ends) == len(set(ends))
-    rails = topology.flatten(topology.schedule_of("rails", c, True))
+    rails = topology.flatten(topology.schedule_of("rails", lay, True))
     assert (local[rails[0]] == local[rails[1]]).all() and (host[rails[0]] != host[rails[1]]).all()
     assert len(rails[0]) == 4 * 8 * 7
-    cross = topology.flatten(topology.schedule_of("cross-rail", c, True, draws=3, seed=2))
+    cross = topology.flatten(topology.schedule_of("cross-rail", lay, True, draws=3, seed=2))
     assert (local[cross[0]] != local[cross[1]]).all() and (host[cross[0]] != host[cross[1]]).all()
-    hier = topology.flatten(topology.schedule_of("hierarchical", c, True, draws=4, seed=9))
+    hier = topology.flatten(topology.schedule_of("hierarchical", lay, True, draws=4, seed=9))
     within = leaf[hier[0]] == leaf[hier[1]]
     assert within.sum() == 2 * 16 * 15 and (~within).sum() > 0
-    ring = topology.schedule_of("ring", c, False, draws=2, seed=5)
+    ring = topology.schedule_of("ring", lay, False, draws=2, seed=5)
     assert len(ring) == 4 and sum(len(x) for x in ring) == 2 * c.ranks
-    assert topology.schedule_of("bisection", c, False, 3, 1) != topology.schedule_of("bisection", c, False, 3, 2)
+    assert topology.schedule_of("bisection", lay, False, 3, 1) != \
+        topology.schedule_of("bisection", lay, False, 3, 2)
     # the driver's generator: splitmix64's published first output for seed 0
     assert topology._next([0]) == 0xe220a8397b1dcdaf
 
@@ -272,3 +274,31 @@ def test_the_command_writes_a_series_of_one_fabric(tmp_path, capsys):
     assert [t["seed"] for t in truths] == [4, 5] and {t["fabric_seed"] for t in truths} == {4}
     assert main(["synth", "-o", str(tmp_path / "x.h5"), "--hosts", "8", "--leaves", "3"]) == 2
     assert "expected a number of leaves that divides the 8 hosts, got 3" in capsys.readouterr().err
+
+
+def test_a_congested_condition_measures_half_the_ranks_under_load(tmp_path):
+    """As the driver: the same canaries (half the ranks, spread over the hosts) in quiet and
+    congested instances, the others congestors; the congested instance has the attributes
+    schema.yaml declares for it, and cross-leaf pairs are slower under the load."""
+    path = tmp_path / "congested.h5"
+    generate(path, Cluster(8, 4, 2), noise="ideal", conditions=["quiet", "alltoall"],
+             retest_worst=1, seed=3)
+    declared = yaml.safe_load((ROOT / "src/output/schema.yaml").read_text())["instance_attributes"]
+    names = lambda group: {n for n, *_ in group}  # noqa: E731
+    with open_result(path) as run:
+        tests = run.tests()
+        assert list(tests["condition"]) == ["quiet", "quiet", "alltoall", "alltoall"] * 2
+        quiet, loaded = run.test(0), run.test(2)
+        canaries = [int(x) for x in quiet.get("canaries").split(",")]
+        congestors = [int(x) for x in loaded.get("congestors").split(",")]
+        assert canaries == [int(x) for x in loaded.get("canaries").split(",")] and len(canaries) == 16
+        assert sorted(canaries + congestors) == list(range(32))
+        assert {r // 4 for r in canaries} == set(range(8))  # every host measures
+        assert set(loaded.attrs) == names(declared["every"]) | names(declared["kinds"]["latency"]) \
+            | names(declared["when"]["congested"])
+        assert loaded.get("quiet_index") == 0 and run.test(3).get("quiet_index") == 1
+        q, c = quiet.pair_matrix(), loaded.pair_matrix()
+        cross = np.zeros((32, 32), dtype=bool)
+        cross[:16, 16:] = cross[16:, :16] = True
+        ratio = c / q
+        assert np.nanmedian(ratio[cross]) > 1.2 and np.nanmedian(ratio[~cross]) < 1.2

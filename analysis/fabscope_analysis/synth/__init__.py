@@ -15,7 +15,7 @@ API::
 
 generate(path, cluster, *, noise="realistic", faults=(), patterns=("all-pairs",),
          iterations=20, seed=1, fabric_seed=None, retest_worst=3, controls=None,
-         budget_keep=1.0, plans=None, command="") -> truth dict
+         budget_keep=1.0, conditions=("quiet",), plans=None, command="") -> truth dict
 
 - cluster: Cluster(hosts, gpus=1, leaves=1, pods=1); rank = host x gpus + local rank;
   hosts named host0.. (zero-padded to the widest), NICs mlx5_<local>, leaves leaf<i>,
@@ -30,6 +30,9 @@ generate(path, cluster, *, noise="realistic", faults=(), patterns=("all-pairs",)
   all-pairs ones followed by a serial retest of the `retest_worst` worst pairs and
   `controls` control pairs (default: as many), flagged as the driver flags them.
   budget_keep < 1 thins every pattern to that share of its rounds (budget_* attributes).
+  conditions: ("quiet",) or ("quiet", "alltoall") etc.: each test also measured under
+  neighbour load; then, as the driver does, half the ranks (spread over the hosts) measure
+  in every condition and the others make the load (congestors, impact_*, quiet_index).
   plans: a list of run.TestPlan instead, for full control.
 - seed: the run (sample noise, ECMP collisions, run level); fabric_seed (default: seed):
   the fabric (host, NIC and pair effects). An A/A series: one fabric_seed, several seeds.
@@ -53,12 +56,13 @@ from .faults import Fault, parse_fault, parse_faults, effects_of
 from .fabric import Fabric
 from .noise import NoiseModel, PRESETS, noise_model
 from .run import TestPlan, measure, measure_retest, standard_plans
-from .topology import PATTERNS, Cluster, SynthError, rank_labels
+from .topology import PATTERNS, Cluster, SynthError, layout_of, rank_labels, spread_half
 from . import writer
 
 __all__ = ["Cluster", "NoiseModel", "Fault", "TestPlan", "SynthError", "PATTERNS", "PRESETS",
            "generate", "read_truth", "noise_model", "parse_fault", "standard_plans"]
 
+CONDITIONS = ("quiet", "alltoall", "incast", "bidirectional", "copy")  # src/conditions
 SHARED_CPU_EFFECT = ("{n} ranks may run on only {cpus} CPU(s) of one machine: a waiting rank holds "
                      "a CPU another needs, so times include the kernel scheduler's slices "
                      "(milliseconds) unless waits yield, and even then latency resolution is "
@@ -77,14 +81,18 @@ def generate(path, cluster: Cluster, *, noise: Union[str, NoiseModel] = "realist
              faults: Sequence[Union[str, Fault]] = (), patterns: Sequence[str] = ("all-pairs",),
              iterations: int = 20, seed: int = 1, fabric_seed: Optional[int] = None,
              retest_worst: int = 3, controls: Optional[int] = None, budget_keep: float = 1.0,
-             plans: Optional[Sequence[TestPlan]] = None, command: str = "") -> Dict[str, object]:
+             conditions: Sequence[str] = ("quiet",), plans: Optional[Sequence[TestPlan]] = None,
+             command: str = "") -> Dict[str, object]:
     """Write a synthetic run to `path`; returns its ground truth (also stored in the file)."""
     model = noise_model(noise) if isinstance(noise, str) else noise
     planted = [f if isinstance(f, Fault) else parse_fault(f, cluster) for f in faults]
     if iterations < 1:
         raise SynthError(f"iterations {iterations}: expected at least 1")
+    if list(conditions)[:1] != ["quiet"] or not set(conditions) <= set(CONDITIONS):
+        raise SynthError(f"conditions {', '.join(conditions)}: expected quiet first, then any of "
+                         f"{', '.join(CONDITIONS[1:])}")
     plans = list(plans) if plans is not None else standard_plans(
-        patterns, iterations, retest_worst, controls, budget_keep)
+        patterns, iterations, retest_worst, controls, budget_keep, conditions)
     fabric_seed = seed if fabric_seed is None else fabric_seed
     fabric = Fabric(cluster, model, effects_of(planted, cluster), fabric_seed, seed)
     truth = {"generator": "fabscope_analysis.synth",
@@ -109,25 +117,58 @@ def generate(path, cluster: Cluster, *, noise: Union[str, NoiseModel] = "realist
     return truth
 
 
+def _time_stats(samples: np.ndarray) -> tuple:
+    headline = samples[(samples["flags"] & 0xff00) == 0]
+    dur = (headline["t_done_ns"] - headline["t_post_ns"]).astype(np.float64)
+    return (float(dur.mean()), float(np.percentile(dur, 99))) if len(dur) else (np.nan, np.nan)
+
+
+def _congested(attrs: dict, samples: np.ndarray, quiet: Optional[tuple], quiet_index: int,
+               congestors: np.ndarray, model: NoiseModel) -> None:
+    """The attributes of an instance under neighbour load (docs/file-format.md)."""
+    attrs["congestors"] = ",".join(str(r) for r in congestors)
+    attrs["load"] = (f"synthetic neighbour traffic of {len(congestors)} congestors: cross-leaf "
+                     f"pairs x{model.background_factor:g}")
+    attrs["load_bytes"] = 1 << 20
+    attrs["load_gbps"] = 20.0 * len(congestors)
+    if quiet is not None:
+        mean, p99 = _time_stats(samples)
+        attrs["quiet_index"] = quiet_index
+        attrs["impact_mean"], attrs["impact_p99"] = mean / quiet[0], p99 / quiet[1]
+
+
 def _write_tests(f: h5py.File, fabric: Fabric, plans: Sequence[TestPlan],
                  rng: np.random.Generator, seed: int) -> None:
-    canaries = ",".join(str(r) for r in range(fabric.cluster.ranks))
-    nics = rank_labels(fabric.cluster)["nic"]
-    words = rng.integers(1 << 30, 1 << 40, (fabric.cluster.ranks, 2))
+    c = fabric.cluster
+    nics = rank_labels(c)["nic"]
+    words = rng.integers(1 << 30, 1 << 40, (c.ranks, 2))
     clock, index = writer.T0 + 5_000_000, 0
     for plan in plans:
-        attrs, samples, matrix, end, passed = measure(fabric, plan, index, clock, rng)
-        attrs["canaries"] = canaries
-        writer.write_instance(f, index, attrs, samples, matrix,
-                              writer.counter_table(samples, nics, words))
-        parent, index, clock = index, index + 1, end + 2_000_000
-        if plan.pattern == "all-pairs" and plan.retest_worst > 0:
-            attrs, samples, matrix, end, _ = measure_retest(fabric, plan, parent, passed, clock,
-                                                            rng, seed, attrs["description"])
-            attrs["canaries"] = canaries
-            writer.write_instance(f, index, attrs, samples, matrix,
-                                  writer.counter_table(samples, nics, words))
-            index, clock = index + 1, end + 2_000_000
+        loaded = [x for x in plan.conditions if x != "quiet"]
+        canaries, congestors = spread_half(c) if loaded else (np.arange(c.ranks), np.arange(0))
+        lay = layout_of(c, canaries)
+        quiet = {}
+        for condition in plan.conditions:
+            passes = [("parallel", None)]
+            while passes:
+                pass_, parent = passes.pop(0)
+                if pass_ == "parallel":
+                    attrs, samples, matrix, end, data = measure(fabric, plan, index, clock, rng,
+                                                                lay, condition)
+                    if plan.pattern == "all-pairs" and plan.retest_worst > 0:
+                        passes.append(("serial-retest", (index, data, attrs["description"])))
+                else:
+                    attrs, samples, matrix, end, _ = measure_retest(
+                        fabric, plan, parent[0], parent[1], clock, rng, seed, parent[2], condition)
+                attrs["canaries"] = ",".join(str(r) for r in canaries)
+                if condition == "quiet":
+                    quiet[pass_] = (index, _time_stats(samples))
+                else:
+                    q_index, q_stats = quiet.get(pass_, (-1, None))
+                    _congested(attrs, samples, q_stats, q_index, congestors, fabric.noise)
+                writer.write_instance(f, index, attrs, samples, matrix,
+                                      writer.counter_table(samples, nics, words))
+                index, clock = index + 1, end + 2_000_000
         f.flush()
     writer.close_run(f, clock)
 

@@ -52,6 +52,9 @@ def add_parser(sub) -> None:
                    help="control pairs of the retest (default: as many as retested)")
     p.add_argument("--budget-keep", type=float, default=1.0, metavar="SHARE",
                    help="a time budget keeps this share of each pattern's rounds (1.0)")
+    p.add_argument("--condition", action="append", default=[], metavar="LOAD",
+                   help="also measure each test under neighbour load (alltoall, incast, "
+                        "bidirectional, copy; repeatable): half the ranks then make the load")
     p.add_argument("--seed", type=int, default=1, help="the run's seed (1)")
     p.add_argument("--fabric-seed", type=int,
                    help="the fabric's seed (default: --seed); several runs of one fabric "
@@ -82,7 +85,8 @@ def run_synth(args) -> int:
                              patterns=args.pattern or ["all-pairs"], iterations=args.iterations,
                              seed=args.seed + i, fabric_seed=fabric_seed,
                              retest_worst=args.retest_worst, controls=args.controls,
-                             budget_keep=args.budget_keep, command=command)
+                             budget_keep=args.budget_keep,
+                             conditions=["quiet"] + args.condition, command=command)
             planted = "; ".join(f"{f['fault']} {f['subject']}" for f in truth["faults"]) or "nothing"
             print(f"wrote {path}: {cluster.hosts} hosts x {cluster.gpus} GPUs ({cluster.ranks} "
                   f"ranks) in {cluster.leaves} leaves, {cluster.pods} pod(s); noise {args.noise}; "

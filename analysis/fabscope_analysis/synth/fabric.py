@@ -3,7 +3,9 @@
 One-way leg s -> d takes base(level) x a[s] (send side) x b[d] (receive side) x
 e[s, d] (pair) x the faults' factors; a ping-pong round trip takes the mean of its
 two legs, twice. Under load (a pattern's parallel pass: every rank busy) ECMP
-collisions and load-only faults multiply too; a serial retest measures alone.
+collisions and load-only faults multiply too; a serial retest measures alone. During a
+congested condition the congestors' traffic also slows pairs through the uplinks
+(background_factor), and collisions and load-only faults act even on a retest.
 Per sample: the run's level, a lognormal spread, and rare additive pauses
 (hiccups, retransmission stalls of a lossy NIC, a flapping link's down time,
 scheduler slices on shared CPUs).
@@ -50,11 +52,17 @@ class Fabric:
         collide = (self.level >= 3) & (run_rng.random((n, n)) < noise.ecmp_share)
         self.ecmp_pairs = int(collide.sum())
         self.loaded = self.alone * np.where(collide, noise.ecmp_factor, 1.0) * effects.load
+        self.background = np.select([self.level >= 3, self.level == 2],
+                                    [noise.background_factor, np.sqrt(noise.background_factor)], 1.0)
 
     def durations(self, s: np.ndarray, d: np.ndarray, iterations: int, metric: str,
-                  sample_bytes: int, under_load: bool, rng: np.random.Generator) -> np.ndarray:
-        """(pairs, iterations) sample durations in ns: a round trip for latency."""
-        leg = self.loaded if under_load else self.alone
+                  sample_bytes: int, under_load: bool, rng: np.random.Generator,
+                  background: bool = False) -> np.ndarray:
+        """(pairs, iterations) sample durations in ns: a round trip for latency. under_load:
+        in a pattern's parallel pass; background: during a congested condition."""
+        leg = self.loaded if under_load or background else self.alone
+        if background:
+            leg = leg * self.background
         if metric == "latency":
             factor = (leg[s, d] + leg[d, s]) / 2.0
             base = 2.0 * LATENCY_NS[self.level[s, d]]

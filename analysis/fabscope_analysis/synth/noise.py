@@ -29,6 +29,9 @@ class NoiseModel:
     # under load (the parallel pass of a pattern, a congested condition): ECMP collisions
     ecmp_share: float = 0.0       # share of cross-leaf pairs whose flows collide
     ecmp_factor: float = 1.0      # their time factor under load
+    # a congested condition (neighbour traffic of the congestors): cross-leaf pairs share the
+    # uplinks with it (this time factor), pairs inside a leaf its square root
+    background_factor: float = 1.3
     # shared CPUs: the kernel scheduler's slices in the times, and /validity says so
     slice_rate: float = 0.0       # samples that wait one slice
     slice_ms: tuple = (1.0, 4.0)

@@ -38,6 +38,7 @@ class TestPlan:
     budget_keep: float = 1.0        # share of the pattern's rounds a time budget keeps
     draws: int = 4                  # rings, splits, matchings of the random patterns
     pattern_seed: int = 1
+    conditions: Tuple[str, ...] = ("quiet",)  # more than quiet: half the ranks make the load
 
     @property
     def name(self) -> str:
@@ -50,7 +51,8 @@ class TestPlan:
 
 
 def standard_plans(patterns: Sequence[str], iterations: int = 20, retest_worst: int = 3,
-                   controls: Optional[int] = None, budget_keep: float = 1.0) -> List[TestPlan]:
+                   controls: Optional[int] = None, budget_keep: float = 1.0,
+                   conditions: Sequence[str] = ("quiet",)) -> List[TestPlan]:
     """A latency (8 B) and a bandwidth (1 MiB x window 4) test per pattern."""
     plans = []
     for pattern in patterns:
@@ -58,20 +60,22 @@ def standard_plans(patterns: Sequence[str], iterations: int = 20, retest_worst: 
             raise SynthError(f"unknown pattern {pattern!r} (expected one of "
                              f"{', '.join(topology.PATTERNS)})")
         common = dict(pattern=pattern, iterations=iterations, retest_worst=retest_worst,
-                      controls=controls, budget_keep=budget_keep)
+                      controls=controls, budget_keep=budget_keep, conditions=tuple(conditions))
         plans.append(TestPlan(kind="latency", size=8, window=1, **common))
         plans.append(TestPlan(kind="bandwidth", size=1 << 20, window=4, **common))
     return plans
 
 
-def _schedule(plan: TestPlan, c: Cluster, index: int):
-    """(initiator, responder, round) arrays of the plan's pattern, its rounds, budget attributes."""
+def _schedule(plan: TestPlan, lay: topology.Layout, index: int):
+    """(initiator, responder, round) arrays (world ranks) of the plan's pattern over the
+    measuring ranks, its rounds, budget attributes."""
     both = plan.kind != "latency"  # a ping-pong measures a pair once; one-way kinds each way
     if plan.pattern == "all-pairs":
-        s, d, round_of = topology.all_pairs_arrays(c.ranks, both)
+        s, d, round_of = topology.all_pairs_arrays(lay.n, both)
     else:
         s, d, round_of = topology.flatten(
-            topology.schedule_of(plan.pattern, c, both, plan.draws, plan.pattern_seed))
+            topology.schedule_of(plan.pattern, lay, both, plan.draws, plan.pattern_seed))
+    s, d = lay.ranks[s], lay.ranks[d]
     extra: Dict[str, object] = {}
     rounds = int(round_of.max()) + 1 if len(round_of) else 0
     if not 0 < plan.budget_keep <= 1:
@@ -184,20 +188,23 @@ def retest_choice(s, d, dur, plan: TestPlan, seed: int) -> Tuple[np.ndarray, np.
 
 
 def measure(fabric: Fabric, plan: TestPlan, index: int, start_ns: int,
-            rng: np.random.Generator):
+            rng: np.random.Generator, lay: topology.Layout, condition: str = "quiet"):
     """The parallel pass: (attributes, samples, pair matrix or None, end ns, pass data)."""
     c = fabric.cluster
-    (s, d, round_of), rounds, extra = _schedule(plan, c, index)
-    dur = fabric.durations(s, d, plan.iterations, plan.kind, plan.sample_bytes, True, rng)
+    (s, d, round_of), rounds, extra = _schedule(plan, lay, index)
+    dur = fabric.durations(s, d, plan.iterations, plan.kind, plan.sample_bytes, True, rng,
+                           background=condition != "quiet")
     samples, end = _samples(s, d, dur, start_ns, plan, c, round_of)
     attrs = _attributes(plan, "parallel", start_ns, end, _description(plan, c, rounds))
+    attrs["condition"] = condition
     attrs.update(extra)
     matrix = pair_matrix(s, d, dur, plan, c.ranks) if plan.pattern == "all-pairs" else None
     return attrs, samples, matrix, end, (s, d, dur)
 
 
 def measure_retest(fabric: Fabric, plan: TestPlan, parent: int, passed, start_ns: int,
-                   rng: np.random.Generator, seed: int, description: str):
+                   rng: np.random.Generator, seed: int, description: str,
+                   condition: str = "quiet"):
     """The serial retest of `parent`: (attributes, samples, pair matrix, end ns, choice)."""
     c = fabric.cluster
     worst, controls = retest_choice(*passed, plan, seed ^ (parent + 1) * 0x9e3779b9)
@@ -208,9 +215,11 @@ def measure_retest(fabric: Fabric, plan: TestPlan, parent: int, passed, start_ns
     s = np.array([p[0][0] for p in pairs], dtype=np.int64)
     d = np.array([p[0][1] for p in pairs], dtype=np.int64)
     flags = np.array([p[1] for p in pairs], dtype=np.uint32)
-    dur = fabric.durations(s, d, plan.iterations, plan.kind, plan.sample_bytes, False, rng)
+    dur = fabric.durations(s, d, plan.iterations, plan.kind, plan.sample_bytes, False, rng,
+                           background=condition != "quiet")
     samples, end = _samples(s, d, dur, start_ns, plan, c, None, flags)
     attrs = _attributes(plan, "serial-retest", start_ns, end, description, retest_of=parent)
+    attrs["condition"] = condition
     headline = flags == 0
     matrix = pair_matrix(s[headline], d[headline], dur[headline], plan, c.ranks)
     return attrs, samples, matrix, end, (worst, controls)

@@ -99,6 +99,35 @@ class Cluster:
                          [SAME_NODE, SAME_LEAF, SAME_POD], CROSS_POD).astype(np.uint8)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """The measuring ranks in measuring order (group index i = world rank ranks[i]) and where
+    each sits, as the driver's RankLayout."""
+    ranks: np.ndarray
+    host: np.ndarray
+    local: np.ndarray
+    leaf: np.ndarray
+    pod: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.ranks)
+
+
+def layout_of(c: Cluster, ranks=None) -> Layout:
+    ranks = np.arange(c.ranks) if ranks is None else np.asarray(ranks, dtype=np.int64)
+    return Layout(ranks, c.host_of()[ranks], c.local_of()[ranks], c.leaf_of()[ranks],
+                  c.pod_of()[ranks])
+
+
+def spread_half(c: Cluster) -> Tuple[np.ndarray, np.ndarray]:
+    """(canaries, congestors) of a test with a congested condition: half the ranks (even)
+    measure, placed spread (consecutive canaries on different hosts), the rest make load."""
+    order = np.array([h * c.gpus + g for g in range(c.gpus) for h in range(c.hosts)])
+    half = max(2, (c.ranks // 2) // 2 * 2)
+    return order[:half], np.sort(order[half:])
+
+
 # -- the driver's generator (splitmix64) and schedules ---------------------------------------
 
 def _next(state: List[int]) -> int:
@@ -190,17 +219,22 @@ def _bisection(n: int, draws: int, seed: int) -> Schedule:
     return schedule
 
 
-def _hierarchical(c: Cluster, both: bool, draws: int, seed: int) -> Schedule:
-    leaf, pod = c.leaf_of(), c.pod_of()
-    groups = [list(np.flatnonzero(leaf == g)) for g in range(c.leaves)]
+def _hierarchical(lay: Layout, both: bool, draws: int, seed: int) -> Schedule:
+    leaf = lay.pod * 1_000_000 + lay.leaf  # leaves are named within pods
+    ids = {key: i for i, key in enumerate(dict.fromkeys(leaf.tolist()))}
+    group = np.array([ids[x] for x in leaf.tolist()], dtype=np.int64)
+    groups = [list(np.flatnonzero(group == g)) for g in range(len(ids))]
     schedule = _side_by_side(groups, both)
-    if c.leaves < 2:
+    if len(groups) < 2:
         return schedule
-    alternate = c.pods > 1 and c.leaves // c.pods > 1
-    state = [seed]
+    pods = {}
+    for p, g in zip(lay.pod.tolist(), group.tolist()):
+        pods.setdefault(p, set()).add(g)
+    alternate = len(pods) > 1 and any(len(g) > 1 for g in pods.values())
+    state, pod = [seed], lay.pod
     for d in range(draws):
         within = alternate and d % 2 == 0
-        round_ = _matching(c.ranks, state, lambda a, b: leaf[a] != leaf[b] and (
+        round_ = _matching(lay.n, state, lambda a, b: group[a] != group[b] and (
             not alternate or (pod[a] == pod[b]) == within))
         if round_:
             schedule.append(round_)
@@ -224,18 +258,17 @@ def all_pairs_arrays(n: int, both_directions: bool) -> Tuple[np.ndarray, np.ndar
     return s[keep], d[keep], np.broadcast_to(r, a.shape)[keep]
 
 
-def schedule_of(pattern: str, c: Cluster, both_directions: bool, draws: int = 4,
+def schedule_of(pattern: str, lay: Layout, both_directions: bool, draws: int = 4,
                 seed: int = 1) -> Schedule:
-    """The rounds of `pattern` over every rank of `c` (pairs: initiator, responder)."""
-    n = c.ranks
-    host, local = c.host_of(), c.local_of()
+    """The rounds of `pattern` over the layout's ranks, in group indices (initiator, responder)."""
+    n, host, local = lay.n, lay.host, lay.local
     if pattern == "all-pairs":
         return [circle_round(n, r, both_directions) for r in range(circle_rounds(n, both_directions))]
     if pattern == "rails":
-        rails = [list(np.flatnonzero(local == g)) for g in range(c.gpus)]
+        rails = [list(np.flatnonzero(local == g)) for g in np.unique(local)]
         return _side_by_side(rails, both_directions, lambda p: host[p[0]] == host[p[1]])
     if pattern == "cross-rail":
-        if c.gpus < 2:
+        if len(np.unique(local)) < 2:
             raise SynthError("pattern 'cross-rail' needs at least 2 GPUs per host (2 rails); "
                              "the cluster has 1 (use pattern rails)")
         state = [seed]
@@ -249,7 +282,7 @@ def schedule_of(pattern: str, c: Cluster, both_directions: bool, draws: int = 4,
             raise SynthError(f"pattern 'bisection' needs at least 4 ranks, the cluster has {n}")
         return _bisection(n, draws, seed)
     if pattern == "hierarchical":
-        return _hierarchical(c, both_directions, draws, seed)
+        return _hierarchical(lay, both_directions, draws, seed)
     raise SynthError(f"unknown pattern {pattern!r} (expected one of {', '.join(PATTERNS)})")
 
 
