@@ -163,11 +163,55 @@ def accept_stability(tmp, size, runs, fabric_seed, noise, iterations, deadline):
             "seconds": round(seconds, 1)}
 
 
+def _compare_rows(paths_a, paths_b):
+    """compare's rows for side A vs side B (one comparison, runs as replicates)."""
+    from fabscope_analysis.compare import run_compare
+    results = [open_result(p) for p in paths_a + paths_b]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            frame = run_compare(results, None, split=len(paths_a), stream=io.StringIO())
+    finally:
+        for r in results:
+            r.close()
+    return [str(v).lower() for v in frame["verdict"]]
+
+
+def compare_rates(tmp, trials, runs_per_side, slowdown, deadline):
+    """Share of compare's rows called a difference (better or worse) over trials of
+    runs_per_side vs runs_per_side runs of one fabric; side B `slowdown` times slower.
+    Returns {rows, different (share), worse (share)}."""
+    c = Cluster(8, 1, 2)
+    rows = different = worse = done = 0
+    for trial in range(trials):
+        if time.monotonic() > deadline:
+            break
+        paths = {"a": [], "b": []}
+        for side, scale in (("a", 1.0), ("b", slowdown)):
+            for k in range(runs_per_side):
+                path = os.path.join(tmp, f"cmp-{side}{k}.h5")
+                seed = 5000 + 100 * trial + 10 * k + (side == "b")
+                generate(path, c, noise=f"realistic,scale={scale}", seed=seed,
+                         fabric_seed=900 + trial, iterations=50)
+                paths[side].append(path)
+        verdicts = _compare_rows(paths["a"], paths["b"])
+        rows += len(verdicts)
+        different += sum(v.startswith(("better", "worse")) for v in verdicts)
+        worse += sum(v.startswith("worse") for v in verdicts)
+        done += 1
+        for p in paths["a"] + paths["b"]:
+            os.remove(p)
+    share = (lambda x: f"{100 * x / rows:.0f} %" if rows else "-")  # noqa: E731
+    return {"runs per side": f"{runs_per_side} vs {runs_per_side}",
+            "side B": "same fabric" if slowdown == 1.0 else f"{100 * (slowdown - 1):.0f} % slower",
+            "trials": done, "rows": rows, "called different": share(different),
+            "called worse": share(worse)}
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
                    help="6x1 and 16x8, realistic, one seed, all-pairs and scale patterns, "
-                        "accept over 3 runs at 64 ranks: under 2 minutes")
+                        "accept over 3 runs at 64 ranks, one compare trial: under 2 minutes")
     p.add_argument("--sizes", default="6x1,16x8,64x8", help=f"of {', '.join(SIZES)}")
     p.add_argument("--patterns", default="all-pairs,scale,budget", help=f"of {', '.join(PATTERN_SETS)}")
     p.add_argument("--noise", default="realistic,realistic-quiet", help="noise models, comma-separated")
@@ -176,12 +220,15 @@ def parse_args(argv=None):
     p.add_argument("--iterations", type=int, default=20, help="samples per pair (20)")
     p.add_argument("--accept-runs", default="8x8:10,64x8:5",
                    help="healthy runs for accept's stability, SIZE:RUNS,... ('' for none)")
+    p.add_argument("--compare-trials", type=int, default=10,
+                   help="trials of compare (8 hosts: 1 vs 1 and 3 vs 3 runs of one fabric, and "
+                        "3 vs 3 with side B 10 %% slower); 0 for none (10)")
     p.add_argument("--max-minutes", type=float, default=60.0, help="stop starting runs after this")
     p.add_argument("--json", metavar="OUT", help="write every cell and row here")
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.patterns, args.noise, args.seeds = "6x1,16x8", "all-pairs,scale", "realistic", 1
-        args.accept_runs = "8x8:3"
+        args.accept_runs, args.compare_trials = "8x8:3", 1
     for size in args.sizes.split(",") + [s.split(":")[0] for s in args.accept_runs.split(",") if s]:
         if size not in SIZES:
             p.error(f"size {size!r}: expected one of {', '.join(SIZES)}")
@@ -226,12 +273,18 @@ def main(argv=None) -> int:
         if accept_rows:
             print("\n## accept over healthy runs of one fabric (criteria in force)\n")
             print_table(accept_rows, list(accept_rows[0]))
+        compare_rows = [compare_rates(tmp, args.compare_trials, n, slow, deadline)
+                        for n, slow in ((1, 1.0), (3, 1.0), (3, 1.1))] if args.compare_trials else []
+        if compare_rows:
+            print("\n## compare on 8 hosts, realistic noise (3 % run-to-run): rows called a "
+                  "difference\n")
+            print_table(compare_rows, list(compare_rows[0]))
     elapsed = time.monotonic() - start
     print(f"\n{len(cells)} runs diagnosed in {elapsed:.0f} s"
           + (f"; {skipped} not started (--max-minutes {args.max_minutes:g})" if skipped else ""))
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"cells": cells, "rows": rows, "accept": accept_rows,
+            json.dump({"cells": cells, "rows": rows, "accept": accept_rows, "compare": compare_rows,
                        "seconds": round(elapsed, 1)}, out, indent=1, default=str)
     return 0
 

@@ -42,8 +42,8 @@ class Fabric:
             else np.ones((n, n))
         self.alone = self.send[:, None] * self.receive[None, :] * pair * effects.always
         run_rng = np.random.default_rng([run_seed, 0x12])
-        self.run_level = float(run_rng.lognormal(0.0, noise.run_spread)) if noise.run_spread \
-            else 1.0
+        self.run_level = noise.scale * (float(run_rng.lognormal(0.0, noise.run_spread))
+                                        if noise.run_spread else 1.0)
         self.bimodal_high = bool(noise.bimodal_step and run_rng.random() < 0.5)
         if self.bimodal_high:
             self.run_level *= 1.0 + noise.bimodal_step

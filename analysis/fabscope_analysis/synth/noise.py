@@ -20,6 +20,7 @@ class NoiseModel:
     host_spread: float = 0.0      # per host (latency) / per NIC side (bandwidth)
     pair_spread: float = 0.0      # per ordered pair of ranks
     # per run (drawn from the run seed)
+    scale: float = 1.0            # every time x this: a uniformly slower (or faster) fabric
     run_spread: float = 0.0       # one factor for the whole run
     bimodal_step: float = 0.0     # a run is at level 1 or 1 + step, even odds
     # per sample
