@@ -88,7 +88,7 @@ def test_absolute_limit_names_ranks(files):
         """)
     assert len(fails) == 1
     msg = fails[0].messages[0]
-    assert "p99_us = 10.67 us, required <= 5 us" in msg
+    assert "p99_us = 10.67 us [95% interval 10.5" in msg and "required <= 5 us" in msg
     assert "ranks beyond the limit: rank 3 (fh1)" in msg and "rank 2 " not in msg
 
 
