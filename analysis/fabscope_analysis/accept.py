@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
+import pandas as pd
 
 from .accept_limits import Figures, check_baseline, check_limits, check_tolerance
-from .accept_outliers import PAIR_KEY, RANK_KEY, check_pairs, check_ranks, check_retest_pairs
+from .accept_outliers import (PAIR_KEY, RANK_KEY, check_pairs, check_ranks, check_retest_pairs,
+                              pair_log_medians)
 from .accept_result import MAX_NAMED, CheckResult
 from .criteria import DEFAULT_FDR, Criteria, CriteriaError, Rule, load_criteria
 from .diagnose import acceptance_checks, diagnose
@@ -94,14 +96,12 @@ class _Evaluator:
     def pair(self, r, p) -> str:
         return f"{self.rank(r)} -> {self.rank(p)}"
 
-    def ranked_pairs(self, index: int) -> int:
-        """How many pairs the parallel pass `index` measured (the retest's pool)."""
+    def parallel_pairs(self, index: Optional[int]) -> pd.DataFrame:
+        """pair_log_medians of the parallel pass `index` (a serial retest's pool)."""
         inst = next((i for i in self.a.instances if i.index == index), None)
         if inst is None:
-            return 1
-        s = self.a.samples(inst)
-        s = s[s["peer"] >= 0]
-        return max(1, len(s.groupby(["rank", "peer"]).size()))
+            return pd.DataFrame(columns=["rank", "peer", "samples", "log_time", "se"])
+        return pair_log_medians(self.a.samples(inst), inst.metric)
 
     def outliers(self, rule: Rule, inst: TestInstance, scope: Scope, result: CheckResult):
         s = self.a.samples(inst, scope)

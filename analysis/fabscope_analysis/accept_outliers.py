@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import pandas as pd
 
-from .diagnosis.retest import CLEARED, CONFIRMED, SELECTION, judge_retest
+from .diagnosis.retest import CLEARED, CONFIRMED, SELECTION, judge_retest, pass_sigma
 from .inference import (MEDIAN_SE_FACTOR, benjamini_hochberg, first_step_z, one_sided_p,
                         quantile_log_se, robust_sigma)
 from .accept_result import MAX_NAMED, CheckResult
@@ -132,9 +132,11 @@ class RetestPairs:
     controls: int
 
 
-def judge_serial_retest(retest: TestInstance, pool: int) -> Optional[RetestPairs]:
+def judge_serial_retest(retest: TestInstance, parent_pairs: pd.DataFrame) -> Optional[RetestPairs]:
     """The retest's pairs against its control pairs (flag bit 10), by judge_retest; None
-    when the retest has no control pairs. pool: pairs of the parallel pass it ranked."""
+    when the retest has no control pairs. parent_pairs (pair_log_medians of the parallel
+    pass it retests): the pool the worst were picked from, and its pair-to-pair spread
+    (diagnosis.retest.pass_sigma) as the floor of one pair's noise alone."""
     raw = retest.samples()
     raw = raw[raw["peer"] >= 0]
     control = ((raw["flags"].astype("int64") & FLAG_CONTROL_PAIR) != 0).to_numpy()
@@ -144,8 +146,11 @@ def judge_serial_retest(retest: TestInstance, pool: int) -> Optional[RetestPairs
     controls = pair_values(s[control], retest.metric)
     retested = pair_values(s[~control], retest.metric)
     values = {(int(r.rank), int(r.peer)): float(r.median) for r in retested.itertuples()}
-    judged = judge_retest(values, controls["median"].tolist(), pool=max(pool, 1),
-                          bandwidth=is_bandwidth(retest.metric))
+    pool = max(len(parent_pairs), 1)
+    floor = pass_sigma(np.exp(parent_pairs["log_time"].to_numpy(dtype=np.float64)),
+                       bandwidth=False) if len(parent_pairs) else 0.0
+    judged = judge_retest(values, controls["median"].tolist(), pool=pool,
+                          bandwidth=is_bandwidth(retest.metric), sigma_floor=floor)
     return RetestPairs({j.pair: j for j in judged}, values,
                        float(np.median(controls["median"])), len(controls))
 
@@ -170,8 +175,9 @@ def check_retest_pairs(ev, inst: TestInstance, fraction: float, result: CheckRes
     """A serial retest judges its pairs against its control pairs, never against its own
     median (the suspects'), by the one retest rule. False when it has no controls."""
     parent = next((p for p, r in ev.retest_of.items() if r.index == inst.index), None)
-    pool = ev.ranked_pairs(parent) if parent is not None else 1
-    judged = judge_serial_retest(inst, pool)
+    parent_pairs = ev.parallel_pairs(parent)
+    pool = len(parent_pairs)
+    judged = judge_serial_retest(inst, parent_pairs)
     if judged is None:
         return False
     unit = " GB/s" if is_bandwidth(inst.metric) else " us"
@@ -210,7 +216,7 @@ def check_pairs(ev, inst: TestInstance, s: pd.DataFrame, fraction: float, q: flo
     perf = np.exp(-test.excess)  # 1 = the median pair, < 1 slower
     result.details.append(test.method("pairs"))
     retest = ev.retest_of.get(inst.index)
-    judged = judge_serial_retest(retest, len(pairs)) if retest is not None else None
+    judged = judge_serial_retest(retest, pairs) if retest is not None else None
     alone = not_failed_alone(judged)
     slow = [((int(pairs["rank"].iat[i]), int(pairs["peer"].iat[i])), perf[i])
             for i in np.flatnonzero(test.discovered & (perf < fraction))]
@@ -219,20 +225,35 @@ def check_pairs(ev, inst: TestInstance, s: pd.DataFrame, fraction: float, q: flo
             result.details.append(f"pair {ev.pair(*key)}: {100 * rel:.0f}% of the median pair "
                                   f"here, but alone in the serial retest {retest.index:04d} "
                                   f"{alone[key].describe()}: slow under load only, not failed")
-    bad = sorted(((k, r) for k, r in slow if k not in alone), key=lambda item: item[1])
-    if bad and judged is not None and judged.judgements and len(alone) == len(judged.judgements):
-        result.add_cannot_tell(
-            f"{PAIR_KEY}: {len(bad)} more pair(s) below {100 * fraction:.0f}% of the median pair "
-            f"in the parallel pass, not measured alone; the {len(alone)} worst the serial retest "
-            f"measured were as fast as its controls alone: slow under load (congestion or "
-            f"routing), not a bad link as far as the retest saw; retest more pairs to tell")
-        bad = []
+    bad = _beyond_cleared(slow, alone, judged, fraction, result)
     _pair_messages(ev, inst, bad, fraction, result)
     if not bad and not result.cannot_tell and test.detectable > 1.0 / fraction:
         result.add_cannot_tell(
             f"{PAIR_KEY}: pairs vary {100 * test.tau:.0f}% among themselves; among {len(pairs)} "
             f"pairs only one below {100 / test.detectable:.0f}% of the median pair can be told "
             f"from that noise, the rule asks {100 * fraction:.0f}%")
+
+
+def _beyond_cleared(slow, alone, judged: Optional[RetestPairs], fraction: float,
+                    result: CheckResult):
+    """Slow pairs of the parallel pass that fail: those the retest did not clear, less
+    the ones no slower there than a pair the retest cleared alone (the retest measured the
+    worst; a pair less slow than one that was fine alone is load as far as anyone
+    measured: said as cannot tell, congestion or routing, not a bad link)."""
+    rel_of = dict(slow)
+    cleared_rel = [rel_of[k] for k in alone if k in rel_of]
+    bad = sorted(((k, r) for k, r in slow if k not in alone), key=lambda item: item[1])
+    if not cleared_rel or judged is None:
+        return bad
+    bar = min(cleared_rel)
+    load = [(k, r) for k, r in bad if r >= bar and k not in judged.judgements]
+    if load:
+        result.add_cannot_tell(
+            f"{PAIR_KEY}: {len(load)} pair(s) below {100 * fraction:.0f}% of the median pair in "
+            f"the parallel pass, not measured alone, no slower than one the serial retest found "
+            f"as fast as its controls alone ({100 * bar:.0f}%): slow under load (congestion or "
+            f"routing) as far as the retest saw, not a bad link; retest more pairs to tell")
+    return [(k, r) for k, r in bad if (k, r) not in load]
 
 
 def _pair_messages(ev, inst: TestInstance, bad, fraction: float, result: CheckResult) -> None:
