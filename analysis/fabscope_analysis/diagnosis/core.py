@@ -122,7 +122,7 @@ def _judge_retest(inst: TestInstance, parent: Fit, widen: float
 def _rank_part(f: Fit) -> np.ndarray:
     d = f.data
     if d.symmetric:
-        return (f.send + f.recv)[d.s] / 2 + (f.send + f.recv)[d.r] / 2
+        return (f.send + f.recv)[d.s] / 2 + (f.send + f.recv)[d.r] / 2  # see evidence.side_effects
     return f.send[d.s] + f.recv[d.r]
 
 

@@ -95,32 +95,82 @@ def _standout(values: np.ndarray, se: np.ndarray, widen: float):
 
 
 def side_effects(fit: Fit, widen: float) -> Tuple[List[Effect], Dict[str, float]]:
-    """Rank sides (send / receive, or both for a round trip) that stand out."""
-    if fit.data.symmetric:
-        families = [("both", fit.send + fit.recv, fit.n_send)]
+    """Rank sides (send / receive, or both for a round trip) that stand out.
+
+    Two tests, both must reject: the normal one (z over SE and tau, BH), and one that
+    asks how often the median of that many pairs drawn from the test's own residuals
+    reaches the effect (order statistics of the empirical residual distribution,
+    BH): with a few pairs per side (rings, rails, thinned all-pairs) collisions under
+    load make the residuals skewed, and two of three pairs of a healthy rank can be
+    slow by chance."""
+    d = fit.data
+    if d.symmetric:
+        # a mirrored matrix puts a rank's effect in its row and its column alike: each
+        # pair carries one of them, so the rank's effect is their mean, not their sum
+        both = (fit.send + fit.recv) / 2.0
+        families = [("both", both, fit.n_send, np.r_[fit.resid + both[d.s], fit.resid + both[d.r]],
+                     np.r_[d.s, d.r])]
     else:
-        families = [("send", fit.send, fit.n_send), ("receive", fit.recv, fit.n_recv)]
-    keys, values, ses = [], [], []
-    for side, eff, count in families:
+        families = [("send", fit.send, fit.n_send, fit.resid + fit.send[d.s], d.s),
+                    ("receive", fit.recv, fit.n_recv, fit.resid + fit.recv[d.r], d.r)]
+    keys, values, counts, nulls = [], [], [], []
+    for side, eff, count, own, owner in families:
+        null = (own - np.median(own), owner)
         for rank in np.flatnonzero(count >= MIN_PAIRS_PER_SIDE):
             keys.append((int(rank), side))
             values.append(eff[rank])
-            ses.append(1.2533 * fit.sigma_e / math.sqrt(count[rank]))
+            counts.append(int(count[rank]))
+            nulls.append(null)
     power = {"sides": len(keys)}
     if len(keys) < 4:
         return [], power
-    values, ses = np.asarray(values), np.asarray(ses)
+    values, counts = np.asarray(values), np.asarray(counts)
+    ses = 1.2533 * fit.sigma_e / np.sqrt(counts)
     centre, z, tau, scale = _standout(values, ses, widen)
     rejected, q = bh(norm.sf(z))
+    p_emp = np.array([_median_tail_p(null, (v - centre) / widen, m, key[0])
+                      for null, v, m, key in zip(nulls, values, counts, keys)])
+    rejected_emp, q_emp = bh(p_emp)
     z_crit = norm.isf(Q / len(keys))
     power.update(tau=tau, se=float(np.median(ses)), scale=float(np.median(scale)),
                  mde=float((z_crit + POWER_Z) * np.median(scale)), z_crit=float(z_crit))
     out = []
-    for i in np.flatnonzero(rejected & (values - centre >= math.log(MARGIN))):
-        rank, side = keys[i]
+    hit = rejected & rejected_emp & (values - centre >= math.log(MARGIN))
+    for i in np.flatnonzero(hit):
         out.append(Effect("side", keys[i], math.exp(values[i] - centre), float(z[i]),
-                          float(q[i]), int((fit.n_send if side != "receive" else fit.n_recv)[rank])))
+                          float(max(q[i], q_emp[i])), int(counts[i])))
     return out, power
+
+
+def _median_tail_p(null: Tuple[np.ndarray, np.ndarray], excess: float, count: int,
+                   rank: int) -> float:
+    """P(the median of `count` pair deviations drawn from the null reaches `excess`): at
+    least ceil(m / 2) of them at or above it (exact for odd m, conservative for even).
+    The null is every pair's deviation with its own end's effect left in (the residual
+    after polishing a rank's few pairs understates how far they wander), leaving out
+    the tested rank's own pairs (on six ranks they are a sixth of the null)."""
+    values, owner = null
+    ordered = _sorted(values)
+    mine = values[owner == rank]
+    above = len(ordered) - np.searchsorted(ordered, excess, side="left") \
+        - int((mine >= excess).sum())
+    total = len(ordered) - len(mine)
+    if total <= 0:
+        return 1.0
+    share_above = min(max(above / total, 0.5 / total), 1.0)
+    return float(binom.sf(math.ceil(count / 2.0) - 1, count, share_above))
+
+
+_SORTED: Dict[int, np.ndarray] = {}
+
+
+def _sorted(values: np.ndarray) -> np.ndarray:
+    """The sorted values, sorted once per array (every rank shares its family's)."""
+    key = id(values)
+    if key not in _SORTED or len(_SORTED[key]) != len(values):
+        _SORTED.clear()
+        _SORTED[key] = np.sort(values)
+    return _SORTED[key]
 
 
 def tail_sides(fit: Fit) -> List[Effect]:
@@ -135,10 +185,20 @@ def tail_sides(fit: Fit) -> List[Effect]:
     flagged: set = set()
     out: List[Effect] = []
     for _ in range(2):
-        out = _tail_round(fit, flagged)
+        out, p_side = _tail_round(fit, flagged)
         if {e.key for e in out} == flagged:
             break
         flagged = {e.key for e in out}
+    # the other side of a flagged NIC: one pre-specified follow-up test each, at Q
+    # without multiplicity (loss usually hits both directions; a one-way fault
+    # stays one-way in all but Q of the cases)
+    other = {"send": "receive", "receive": "send"}
+    for e in list(out):
+        key = (e.key[0], other.get(e.key[1], ""))
+        follow = p_side.get(key)
+        if follow is not None and follow[0] < Q and key not in flagged:
+            out.append(Effect("tail", key, follow[1], float(norm.isf(max(follow[0], 1e-300))),
+                              follow[0], follow[2], follow[3] + " (its other side, tested as a follow-up)"))
     return out
 
 
@@ -165,10 +225,11 @@ def _tail_counts(fit: Fit, flagged: set):
     return keys, np.asarray(rows, dtype=np.float64).reshape(-1, 4)
 
 
-def _tail_round(fit: Fit, flagged: set) -> List[Effect]:
+def _tail_round(fit: Fit, flagged: set):
+    """(effects flagged, per side: (p, ratio, pairs, detail) of the practical ones)."""
     keys, rows = _tail_counts(fit, flagged)
     if len(keys) < 4:
-        return []
+        return [], {}
     k, m, stalls, samples = rows.T
     share, rate = k / m, stalls / samples
     unflagged = np.array([key not in flagged for key in keys])
@@ -180,12 +241,15 @@ def _tail_round(fit: Fit, flagged: set) -> List[Effect]:
     p = binom.sf(np.ceil(k / phi) - 1, np.maximum(np.round(m / phi), 1), min(pooled, 0.999))
     rejected, q = bh(p)
     practical = (share >= TAIL_SHARE_FACTOR * pooled) & (rate - pooled_rate >= TAIL_EXCESS_SHARE)
-    return [Effect("tail", keys[i], share[i] / pooled, float(norm.isf(max(p[i], 1e-300))),
-                   float(q[i]), int(m[i]),
-                   f"{int(k[i])}/{int(m[i])} of its pairs stalled beyond {TAIL_FACTOR:g}x their "
-                   f"median, {100 * rate[i]:.2f}% of its samples (typical side: "
-                   f"{100 * pooled:.1f}% of pairs, {100 * pooled_rate:.3f}% of samples)")
-            for i in np.flatnonzero(rejected & practical)]
+    detail = [f"{int(k[i])}/{int(m[i])} of its pairs stalled beyond {TAIL_FACTOR:g}x their "
+              f"median, {100 * rate[i]:.2f}% of its samples (typical side: "
+              f"{100 * pooled:.1f}% of pairs, {100 * pooled_rate:.3f}% of samples)"
+              for i in range(len(keys))]
+    effects = [Effect("tail", keys[i], share[i] / pooled, float(norm.isf(max(p[i], 1e-300))),
+                      float(q[i]), int(m[i]), detail[i])
+               for i in np.flatnonzero(rejected & practical)]
+    return effects, {keys[i]: (float(p[i]), share[i] / pooled, int(m[i]), detail[i])
+                     for i in np.flatnonzero(practical)}
 
 
 def links(fit: Fit, widen: float) -> Tuple[List[Effect], int]:
