@@ -23,6 +23,7 @@ from .rules import TestEvidence, name_components
 
 # Below this many ranks in a test a slow pair cannot be pinned on one end.
 MIN_RANKS = 4
+FAMILIES_PER_TEST = 5     # rank sides, tail sides, links, host pairs, leaves
 
 
 class _Run:
@@ -39,6 +40,7 @@ class _Run:
         self.underpowered: List[str] = []
         self.used: List[str] = []
         self.powered = 0
+        self.q_family = evidence.Q
 
     def judge(self, inst: TestInstance):
         data = pair_data(inst, self.layout.n)
@@ -53,12 +55,13 @@ class _Run:
         f = fit(data, self.layout)
         if label not in self.used:
             self.used.append(label)
-        sides, power = evidence.side_effects(f, self.widen)
-        links, n_links = evidence.links(f, self.widen)
+        q = self.q_family
+        sides, power = evidence.side_effects(f, self.widen, q)
+        links, n_links = evidence.links(f, self.widen, q)
         centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
-                              host_pairs=evidence.host_pairs(f, self.layout),
-                              leaves=evidence.leaves(f, self.layout, self.widen))
-        tails = TestEvidence(f, "tail", sides=evidence.tail_sides(f))
+                              host_pairs=evidence.host_pairs(f, self.layout, q),
+                              leaves=evidence.leaves(f, self.layout, self.widen, q))
+        tails = TestEvidence(f, "tail", sides=evidence.tail_sides(f, q))
         self.tests += [centre, tails]
         weak, mde = evidence.side_power(power)
         if weak:
@@ -129,7 +132,11 @@ def _rank_part(f: Fit) -> np.ndarray:
 def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagnosis:
     run = _Run(result)
     instances = list(result.instances())
-    for inst in fitted_instances(result):
+    fitted = fitted_instances(result)
+    # BH within each family (a test's rank sides, tails, links, host pairs, leaves),
+    # the run's false discovery rate split evenly over its families
+    run.q_family = evidence.Q / max(FAMILIES_PER_TEST * len(fitted), 1)
+    for inst in fitted:
         run.judge(inst)
     run.retests(instances)
     naming = name_components(run.layout, run.tests)

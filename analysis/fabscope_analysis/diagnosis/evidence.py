@@ -26,7 +26,7 @@ from scipy.stats import binom, chi2, norm
 
 from .model import TAIL_FACTOR, Fit, Layout
 
-Q = 0.05                  # false discovery rate per family
+Q = 0.05                  # false discovery rate of a run: split over its families (core.py)
 MARGIN = 1.25             # practical margin: an effect smaller than this is not a culprit
 # A tail side needs stalls on this many times the pooled share of pairs, and this share
 # of its samples stalled more than the typical side: a thousandth of transfers
@@ -94,7 +94,7 @@ def _standout(values: np.ndarray, se: np.ndarray, widen: float):
     return centre, z, math.sqrt(tau2), scale
 
 
-def side_effects(fit: Fit, widen: float) -> Tuple[List[Effect], Dict[str, float]]:
+def side_effects(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effect], Dict[str, float]]:
     """Rank sides (send / receive, or both for a round trip) that stand out.
 
     Two tests, both must reject: the normal one (z over SE and tau, BH), and one that
@@ -127,11 +127,11 @@ def side_effects(fit: Fit, widen: float) -> Tuple[List[Effect], Dict[str, float]
     values, counts = np.asarray(values), np.asarray(counts)
     ses = 1.2533 * fit.sigma_e / np.sqrt(counts)
     centre, z, tau, scale = _standout(values, ses, widen)
-    rejected, q = bh(norm.sf(z))
+    rejected, q = bh(norm.sf(z), q_family)
     p_emp = np.array([_median_tail_p(null, (v - centre) / widen, m, key[0])
                       for null, v, m, key in zip(nulls, values, counts, keys)])
-    rejected_emp, q_emp = bh(p_emp)
-    z_crit = norm.isf(Q / len(keys))
+    rejected_emp, q_emp = bh(p_emp, q_family)
+    z_crit = norm.isf(q_family / len(keys))
     power.update(tau=tau, se=float(np.median(ses)), scale=float(np.median(scale)),
                  mde=float((z_crit + POWER_Z) * np.median(scale)), z_crit=float(z_crit))
     out = []
@@ -173,7 +173,7 @@ def _sorted(values: np.ndarray) -> np.ndarray:
     return _SORTED[key]
 
 
-def tail_sides(fit: Fit) -> List[Effect]:
+def tail_sides(fit: Fit, q_family: float = Q) -> List[Effect]:
     """Rank sides whose stalls are spread over more of their pairs than the pooled
     share explains. The count is of pairs with at least one stalled sample (beyond
     TAIL_FACTOR x the pair's median), so one pair full of stalls (a link, or the
@@ -185,7 +185,7 @@ def tail_sides(fit: Fit) -> List[Effect]:
     flagged: set = set()
     out: List[Effect] = []
     for _ in range(2):
-        out, p_side = _tail_round(fit, flagged)
+        out, p_side = _tail_round(fit, flagged, q_family)
         if {e.key for e in out} == flagged:
             break
         flagged = {e.key for e in out}
@@ -225,7 +225,26 @@ def _tail_counts(fit: Fit, flagged: set):
     return keys, np.asarray(rows, dtype=np.float64).reshape(-1, 4)
 
 
-def _tail_round(fit: Fit, flagged: set):
+def _pooled_without(fit: Fit, keys, flagged: set) -> np.ndarray:
+    """Per side: the share of stalled pairs among the pairs that touch neither its rank
+    nor a flagged one (on six ranks a lossy one's stalls are in a fifth of every other
+    rank's pairs: a median over the sides would count them as the fabric's habit)."""
+    d = fit.data
+    n = len(fit.send)
+    ends = np.array(sorted({r for r, _ in flagged}), dtype=np.int64)
+    clean = ~(np.isin(d.s, ends) | np.isin(d.r, ends))
+    d = type(d)(d.inst, d.s[clean], d.r[clean], d.logt[clean], d.samples[clean], d.beyond[clean],
+                d.symmetric, d.bandwidth)
+    hit = (d.beyond > 0).astype(np.float64)
+    touch_k = np.bincount(d.s, weights=hit, minlength=n) + np.bincount(d.r, weights=hit, minlength=n)
+    touch_m = np.bincount(d.s, minlength=n) + np.bincount(d.r, minlength=n)
+    ranks = np.array([r for r, _ in keys])
+    rest = np.maximum(len(hit) - touch_m[ranks], 1)
+    # none stalled among N pairs: a share of about 0.5 / N, not 0
+    return np.maximum(hit.sum() - touch_k[ranks], 0.5) / rest
+
+
+def _tail_round(fit: Fit, flagged: set, q_family: float):
     """(effects flagged, per side: (p, ratio, pairs, detail) of the practical ones)."""
     keys, rows = _tail_counts(fit, flagged)
     if len(keys) < 4:
@@ -233,39 +252,39 @@ def _tail_round(fit: Fit, flagged: set):
     k, m, stalls, samples = rows.T
     share, rate = k / m, stalls / samples
     unflagged = np.array([key not in flagged for key in keys])
-    pooled = max(float(np.median(share[unflagged])), 0.5 / float(np.median(m)))
+    pooled = np.minimum(_pooled_without(fit, keys, flagged), 0.999)
     pooled_rate = float(np.median(rate[unflagged]))
     expected = pooled * m
-    pearson = ((k - expected) ** 2 / (expected * (1 - min(pooled, 0.999))))[unflagged]
+    pearson = ((k - expected) ** 2 / (expected * (1 - pooled)))[unflagged]
     phi = max(1.0, float(np.median(pearson)) / 0.455)
-    p = binom.sf(np.ceil(k / phi) - 1, np.maximum(np.round(m / phi), 1), min(pooled, 0.999))
-    rejected, q = bh(p)
+    p = binom.sf(np.ceil(k / phi) - 1, np.maximum(np.round(m / phi), 1), pooled)
+    rejected, q = bh(p, q_family)
     practical = (share >= TAIL_SHARE_FACTOR * pooled) & (rate - pooled_rate >= TAIL_EXCESS_SHARE)
     detail = [f"{int(k[i])}/{int(m[i])} of its pairs stalled beyond {TAIL_FACTOR:g}x their "
-              f"median, {100 * rate[i]:.2f}% of its samples (typical side: "
-              f"{100 * pooled:.1f}% of pairs, {100 * pooled_rate:.3f}% of samples)"
+              f"median, {100 * rate[i]:.2f}% of its samples (other pairs: "
+              f"{100 * pooled[i]:.1f}% stalled; typical side: {100 * pooled_rate:.3f}% of samples)"
               for i in range(len(keys))]
-    effects = [Effect("tail", keys[i], share[i] / pooled, float(norm.isf(max(p[i], 1e-300))),
+    effects = [Effect("tail", keys[i], share[i] / pooled[i], float(norm.isf(max(p[i], 1e-300))),
                       float(q[i]), int(m[i]), detail[i])
                for i in np.flatnonzero(rejected & practical)]
-    return effects, {keys[i]: (float(p[i]), share[i] / pooled, int(m[i]), detail[i])
+    return effects, {keys[i]: (float(p[i]), share[i] / pooled[i], int(m[i]), detail[i])
                      for i in np.flatnonzero(practical)}
 
 
-def links(fit: Fit, widen: float) -> Tuple[List[Effect], int]:
+def links(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effect], int]:
     """Pairs whose residual stands out after both ends' effects (BH over the pairs)."""
     e = fit.resid
     if len(e) < 4 or fit.sigma_e <= 0:
         return [], len(e)
     z = e / (fit.sigma_e * widen)
-    rejected, q = bh(norm.sf(z))
+    rejected, q = bh(norm.sf(z), q_family)
     hit = np.flatnonzero(rejected & (e >= math.log(MARGIN)))
     d = fit.data
     return [Effect("link", (int(d.s[i]), int(d.r[i])), math.exp(e[i]), float(z[i]), float(q[i]), 1)
             for i in hit], len(e)
 
 
-def host_pairs(fit: Fit, layout: Layout) -> List[Effect]:
+def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
     """Host pairs (a cable or port between two hosts) whose GPU pairs are nearly all
     slow: at least HOST_PAIR_SHARE of the block's pairs at least MARGIN slower than
     their ends predict, against the pooled share of such pairs among all host pairs
@@ -290,7 +309,7 @@ def host_pairs(fit: Fit, layout: Layout) -> List[Effect]:
     expected = pooled * m
     phi = max(1.0, float(np.median((k - expected) ** 2 / (expected * (1 - pooled)))) / 0.455)
     p = binom.sf(np.ceil(k / phi) - 1, np.maximum(np.round(m / phi), 1), pooled)
-    rejected, q = bh(p)
+    rejected, q = bh(p, q_family)
     hit = rejected & (k >= HOST_PAIR_SHARE * m) & (m >= 4)
     return [Effect("host-pair", (int(keys[i]) // nh, int(keys[i]) % nh), math.exp(med[i]),
                    float(norm.isf(max(p[i], 1e-300))), float(q[i]), int(m[i]),
@@ -299,7 +318,7 @@ def host_pairs(fit: Fit, layout: Layout) -> List[Effect]:
             for i in np.flatnonzero(hit)]
 
 
-def leaves(fit: Fit, layout: Layout, widen: float) -> List[Effect]:
+def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[Effect]:
     """Leaves (switch or uplink) whose pair classes stand out: the median of the class
     terms of every class the leaf takes part in, against the other leaves'."""
     nl = len(layout.leaf_names)
@@ -323,7 +342,7 @@ def leaves(fit: Fit, layout: Layout, widen: float) -> List[Effect]:
     if ok.sum() < 3:
         return []
     centre, z, _, _ = _standout(values[ok], ses[ok], widen)
-    rejected, q = bh(norm.sf(z))
+    rejected, q = bh(norm.sf(z), q_family)
     index = np.flatnonzero(ok)
     return [Effect("leaf", (int(index[i]),), math.exp(values[index[i]] - centre), float(z[i]),
                    float(q[i]), int(counts.sum()))
