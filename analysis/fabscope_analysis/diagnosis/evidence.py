@@ -115,7 +115,8 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effe
                     ("receive", fit.recv, fit.n_recv, fit.resid + fit.recv[d.r], d.r)]
     keys, values, counts, nulls = [], [], [], []
     for side, eff, count, own, owner in families:
-        null = (own - np.median(own), owner)
+        centred = own - np.median(own)
+        null = (np.sort(centred), centred, owner)
         for rank in np.flatnonzero(count >= MIN_PAIRS_PER_SIDE):
             keys.append((int(rank), side))
             values.append(eff[rank])
@@ -142,15 +143,14 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effe
     return out, power
 
 
-def _median_tail_p(null: Tuple[np.ndarray, np.ndarray], excess: float, count: int,
+def _median_tail_p(null: Tuple[np.ndarray, np.ndarray, np.ndarray], excess: float, count: int,
                    rank: int) -> float:
     """P(the median of `count` pair deviations drawn from the null reaches `excess`): at
     least ceil(m / 2) of them at or above it (exact for odd m, conservative for even).
     The null is every pair's deviation with its own end's effect left in (the residual
     after polishing a rank's few pairs understates how far they wander), leaving out
     the tested rank's own pairs (on six ranks they are a sixth of the null)."""
-    values, owner = null
-    ordered = _sorted(values)
+    ordered, values, owner = null
     mine = values[owner == rank]
     above = len(ordered) - np.searchsorted(ordered, excess, side="left") \
         - int((mine >= excess).sum())
@@ -159,18 +159,6 @@ def _median_tail_p(null: Tuple[np.ndarray, np.ndarray], excess: float, count: in
         return 1.0
     share_above = min(max(above / total, 0.5 / total), 1.0)
     return float(binom.sf(math.ceil(count / 2.0) - 1, count, share_above))
-
-
-_SORTED: Dict[int, np.ndarray] = {}
-
-
-def _sorted(values: np.ndarray) -> np.ndarray:
-    """The sorted values, sorted once per array (every rank shares its family's)."""
-    key = id(values)
-    if key not in _SORTED or len(_SORTED[key]) != len(values):
-        _SORTED.clear()
-        _SORTED[key] = np.sort(values)
-    return _SORTED[key]
 
 
 def tail_sides(fit: Fit, q_family: float = Q) -> List[Effect]:
