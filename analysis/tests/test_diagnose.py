@@ -86,6 +86,7 @@ CASES = {
     "slow receive NIC": "slow-recv:host5/2",
     "slow send NIC": "slow-send:host3/1",
     "lossy NIC": "lossy:host5/2:0.02",
+    "lossy host": "lossy:host5",
     "flapping NIC": "flapping:host4/3",
     "bad GPU pair": "bad-pair:host2/1-host6/3",
     "host pair (cable)": "host-pair:host2-host6",

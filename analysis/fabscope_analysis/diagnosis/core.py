@@ -61,7 +61,7 @@ class _Run:
         centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
                               host_pairs=evidence.host_pairs(f, self.layout, q),
                               leaves=evidence.leaves(f, self.layout, self.widen, q))
-        tails = TestEvidence(f, "tail", sides=evidence.tail_sides(f, q))
+        tails = TestEvidence(f, "tail", sides=evidence.tail_sides(f, self.layout.host, q))
         self.tests += [centre, tails]
         weak, mde = evidence.side_power(power)
         if weak:

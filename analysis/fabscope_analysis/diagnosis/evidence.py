@@ -161,7 +161,7 @@ def _median_tail_p(null: Tuple[np.ndarray, np.ndarray, np.ndarray], excess: floa
     return float(binom.sf(math.ceil(count / 2.0) - 1, count, share_above))
 
 
-def tail_sides(fit: Fit, q_family: float = Q) -> List[Effect]:
+def tail_sides(fit: Fit, host: np.ndarray, q_family: float = Q) -> List[Effect]:
     """Rank sides whose stalls are spread over more of their pairs than the pooled
     share explains. The count is of pairs with at least one stalled sample (beyond
     TAIL_FACTOR x the pair's median), so one pair full of stalls (a link, or the
@@ -173,7 +173,7 @@ def tail_sides(fit: Fit, q_family: float = Q) -> List[Effect]:
     flagged: set = set()
     out: List[Effect] = []
     for _ in range(2):
-        out, p_side = _tail_round(fit, flagged, q_family)
+        out, p_side = _tail_round(fit, flagged, q_family, host)
         if {e.key for e in out} == flagged:
             break
         flagged = {e.key for e in out}
@@ -213,26 +213,28 @@ def _tail_counts(fit: Fit, flagged: set):
     return keys, np.asarray(rows, dtype=np.float64).reshape(-1, 4)
 
 
-def _pooled_without(fit: Fit, keys, flagged: set) -> np.ndarray:
-    """Per side: the share of stalled pairs among the pairs that touch neither its rank
-    nor a flagged one (on six ranks a lossy one's stalls are in a fifth of every other
-    rank's pairs: a median over the sides would count them as the fabric's habit)."""
+def _pooled_without(fit: Fit, keys, flagged: set, host: np.ndarray) -> np.ndarray:
+    """Per side: the share of stalled pairs among the pairs that touch neither its host
+    nor a flagged rank (on six ranks a lossy one's stalls are in a fifth of every other
+    rank's pairs; a lossy host's NICs would make each other's reference)."""
     d = fit.data
-    n = len(fit.send)
     ends = np.array(sorted({r for r, _ in flagged}), dtype=np.int64)
     clean = ~(np.isin(d.s, ends) | np.isin(d.r, ends))
-    d = type(d)(d.inst, d.s[clean], d.r[clean], d.logt[clean], d.samples[clean], d.beyond[clean],
-                d.symmetric, d.bandwidth)
-    hit = (d.beyond > 0).astype(np.float64)
-    touch_k = np.bincount(d.s, weights=hit, minlength=n) + np.bincount(d.r, weights=hit, minlength=n)
-    touch_m = np.bincount(d.s, minlength=n) + np.bincount(d.r, minlength=n)
-    ranks = np.array([r for r, _ in keys])
-    rest = np.maximum(len(hit) - touch_m[ranks], 1)
+    hit = (d.beyond[clean] > 0).astype(np.float64)
+    hs, hr = host[d.s[clean]], host[d.r[clean]]
+    nh = int(host.max()) + 1
+    inside = hs == hr   # a pair within a host touches it once
+    touch_k = np.bincount(hs, weights=hit, minlength=nh) + np.bincount(hr, weights=hit, minlength=nh) \
+        - np.bincount(hs[inside], weights=hit[inside], minlength=nh)
+    touch_m = np.bincount(hs, minlength=nh) + np.bincount(hr, minlength=nh) \
+        - np.bincount(hs[inside], minlength=nh)
+    hosts = host[np.array([r for r, _ in keys])]
+    rest = np.maximum(len(hit) - touch_m[hosts], 1)
     # none stalled among N pairs: a share of about 0.5 / N, not 0
-    return np.maximum(hit.sum() - touch_k[ranks], 0.5) / rest
+    return np.maximum(hit.sum() - touch_k[hosts], 0.5) / rest
 
 
-def _tail_round(fit: Fit, flagged: set, q_family: float):
+def _tail_round(fit: Fit, flagged: set, q_family: float, host: np.ndarray):
     """(effects flagged, per side: (p, ratio, pairs, detail) of the practical ones)."""
     keys, rows = _tail_counts(fit, flagged)
     if len(keys) < 4:
@@ -240,7 +242,7 @@ def _tail_round(fit: Fit, flagged: set, q_family: float):
     k, m, stalls, samples = rows.T
     share, rate = k / m, stalls / samples
     unflagged = np.array([key not in flagged for key in keys])
-    pooled = np.minimum(_pooled_without(fit, keys, flagged), 0.999)
+    pooled = np.minimum(_pooled_without(fit, keys, flagged, host), 0.999)
     pooled_rate = float(np.median(rate[unflagged]))
     expected = pooled * m
     pearson = ((k - expected) ** 2 / (expected * (1 - pooled)))[unflagged]
