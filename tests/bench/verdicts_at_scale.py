@@ -173,15 +173,17 @@ def _compare_rows(paths_a, paths_b):
     finally:
         for r in results:
             r.close()
-    return [str(v).lower() for v in frame["verdict"]]
+    stats = frame["stat"] if "stat" in frame.columns else [""] * len(frame)
+    return [(str(stat), str(v).lower()) for stat, v in zip(stats, frame["verdict"])]
 
 
 def compare_rates(tmp, trials, runs_per_side, slowdown, deadline):
     """Share of compare's rows called a difference (better or worse) over trials of
     runs_per_side vs runs_per_side runs of one fabric; side B `slowdown` times slower.
-    Returns {rows, different (share), worse (share)}."""
+    Per row, and per trial: any row called a difference (A/A: a false one), every p50 row
+    called worse (a slowdown found)."""
     c = Cluster(8, 1, 2)
-    rows = different = worse = done = 0
+    rows = different = worse = done = any_difference = p50_worse = 0
     for trial in range(trials):
         if time.monotonic() > deadline:
             break
@@ -193,10 +195,14 @@ def compare_rates(tmp, trials, runs_per_side, slowdown, deadline):
                 generate(path, c, noise=f"realistic,scale={scale}", seed=seed,
                          fabric_seed=900 + trial, iterations=50)
                 paths[side].append(path)
-        verdicts = _compare_rows(paths["a"], paths["b"])
+        rows_of_trial = _compare_rows(paths["a"], paths["b"])
+        verdicts = [v for _, v in rows_of_trial]
         rows += len(verdicts)
         different += sum(v.startswith(("better", "worse")) for v in verdicts)
         worse += sum(v.startswith("worse") for v in verdicts)
+        any_difference += any(v.startswith(("better", "worse")) for v in verdicts)
+        p50 = [v for stat, v in rows_of_trial if stat == "p50"]
+        p50_worse += bool(p50) and all(v.startswith("worse") for v in p50)
         done += 1
         for p in paths["a"] + paths["b"]:
             os.remove(p)
@@ -204,7 +210,8 @@ def compare_rates(tmp, trials, runs_per_side, slowdown, deadline):
     return {"runs per side": f"{runs_per_side} vs {runs_per_side}",
             "side B": "same fabric" if slowdown == 1.0 else f"{100 * (slowdown - 1):.0f} % slower",
             "trials": done, "rows": rows, "called different": share(different),
-            "called worse": share(worse)}
+            "called worse": share(worse), "trials with a difference": f"{any_difference}/{done}",
+            "trials with every p50 worse": f"{p50_worse}/{done}"}
 
 
 def parse_args(argv=None):
