@@ -262,29 +262,8 @@ def _parse_tolerance(path, spec, line) -> Dict[str, Tolerance]:
     return out
 
 
-def parse_criteria_text(text: str, path: str = "<criteria>") -> Criteria:
-    try:
-        loader = _LineLoader(text)
-        loader.name = path
-        try:
-            doc = loader.get_single_data()
-        finally:
-            loader.dispose()
-    except CriteriaError:
-        raise
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 0
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise CriteriaError(path, line, f"not valid YAML: {problem}") from None
-    doc = _expect_mapping(path, doc, "the criteria file", 1)
-    _check_keys(path, doc, TOP_KEYS, "the criteria file")
-    version = doc.get("fabscope_criteria")
-    if version != CRITERIA_VERSION:
-        raise CriteriaError(path, _line(doc, "fabscope_criteria", 1),
-                            f"fabscope_criteria must be {CRITERIA_VERSION} (the criteria format "
-                            f"version), found {version!r}")
-    criteria = Criteria(path=path, rules=[], allowed_status=["passed"])
+def _parse_options(path, doc, criteria: Criteria) -> None:
+    """The file's top-level options (everything but the rules) into `criteria`."""
     if "require_complete" in doc:
         if not isinstance(doc["require_complete"], bool):
             raise CriteriaError(path, _line(doc, "require_complete"),
@@ -319,6 +298,32 @@ def parse_criteria_text(text: str, path: str = "<criteria>") -> Criteria:
             raise CriteriaError(path, _line(doc, "allowed_status"),
                                 "allowed_status must be a list of statuses (passed, failed, "
                                 "timeout, error, skipped) or null")
+
+
+def parse_criteria_text(text: str, path: str = "<criteria>") -> Criteria:
+    try:
+        loader = _LineLoader(text)
+        loader.name = path
+        try:
+            doc = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except CriteriaError:
+        raise
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 0
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise CriteriaError(path, line, f"not valid YAML: {problem}") from None
+    doc = _expect_mapping(path, doc, "the criteria file", 1)
+    _check_keys(path, doc, TOP_KEYS, "the criteria file")
+    version = doc.get("fabscope_criteria")
+    if version != CRITERIA_VERSION:
+        raise CriteriaError(path, _line(doc, "fabscope_criteria", 1),
+                            f"fabscope_criteria must be {CRITERIA_VERSION} (the criteria format "
+                            f"version), found {version!r}")
+    criteria = Criteria(path=path, rules=[], allowed_status=["passed"])
+    _parse_options(path, doc, criteria)
     rules = doc.get("rules")
     if not isinstance(rules, list) or not rules:
         raise CriteriaError(path, _line(doc, "rules", 1), "rules must be a non-empty list")

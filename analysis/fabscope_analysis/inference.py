@@ -11,6 +11,7 @@ import math
 from typing import Sequence, Tuple
 
 import numpy as np
+from scipy.optimize import brentq
 from scipy.stats import nct, norm
 from scipy.stats import t as student_t
 
@@ -65,7 +66,13 @@ def normal_tolerance_factor(n: int, coverage: float, confidence: float) -> float
     if n < 2:
         raise ValueError("a tolerance limit needs at least 2 known-good runs")
     delta = float(norm.ppf(coverage)) * math.sqrt(n)
-    return float(nct.ppf(confidence, n - 1, delta)) / math.sqrt(n)
+    # scipy's noncentral t quantile warns on small df (2-3 runs) while its value is right
+    # (Krishnamoorthy & Mathew table B1: 26.26 for n = 2, 7.656 for n = 3 at 95 %/95 %)
+    with np.errstate(all="ignore"):
+        quantile = float(nct.ppf(confidence, n - 1, delta))
+    if not math.isfinite(quantile):
+        quantile = float(brentq(lambda x: nct.cdf(x, n - 1, delta) - confidence, delta, 1e6))
+    return quantile / math.sqrt(n)
 
 
 def tolerance_limit(log_values: Sequence[float], coverage: float, confidence: float,
