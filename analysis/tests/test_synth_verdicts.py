@@ -57,22 +57,16 @@ def test_the_emulated_size_calls_a_clean_fabric_fit(scored):
     assert scored[("6x1", "clean")]["verdict"] == "fit", scored[("6x1", "clean")]
 
 
-@pytest.mark.xfail(strict=True, reason="the pair-by-pair rules name about 2,000 false links on "
-                                       "a clean 16x8 fabric with hiccups and ECMP collisions")
 def test_a_clean_rack_fabric_is_fit(scored):
     s = scored[("16x8", "clean")]
     assert s["verdict"] == "fit" and s["culprits"] == 0, s
 
 
-@pytest.mark.xfail(strict=True, reason="the slow receive side is named, among about 2,000 "
-                                       "false links")
 def test_a_slow_nic_side_is_named_alone(scored):
     s = scored[("16x8", "slow-recv")]
     assert _found_right(s), s
 
 
-@pytest.mark.xfail(strict=True, reason="a bad host pair is named as its GPU links, not as one "
-                                       "host pair, among about 1,700 false links")
 def test_a_bad_host_pair_is_named_as_one(scored):
     s = scored[("16x8", "host-pair")]
     assert _found_right(s), s
