@@ -127,3 +127,26 @@ def test_error_rates_three_runs_a_side_seeded():
     assert r3["power p50"][0] >= 36, r3
     r1 = rates("realistic", 1, trials=20, resamples=30, seed=7)
     assert r1["aa p50"][0] == r1["power p50"][0] == 0, r1
+
+
+def _repeated_run(path, scale, seed):
+    """One file with `repeats: 3`: three instances of one case (replicate 0, 1, 2)."""
+    from synthetic import SyntheticRun, latency_entries, make_samples
+    run = SyntheticRun(path, nranks=4, ranks_per_host=1, seed=seed)
+    for replicate in range(3):
+        samples = make_samples(latency_entries([(0, 1), (2, 3)], 400, 2000 * scale, run.rng),
+                               run.start_ns())
+        run.add_test("lat", "latency", samples, nbytes=8, divisor=2, case="lat/8",
+                     extra_attrs={"replicate": np.int64(replicate), "repeats": np.int64(3)})
+    run.close()
+
+
+def test_repeats_in_a_file_are_pooled_below_runs(tmp_path):
+    """compare of two files with 3 repeats each: one run per side (repeats are not runs),
+    the repeats pooled; a 30 % slower file is 'cannot tell', never 'worse'."""
+    _repeated_run(tmp_path / "a.h5", 1.0, 1)
+    _repeated_run(tmp_path / "b.h5", 1.3, 2)
+    frame = _frame([tmp_path / "a.h5", tmp_path / "b.h5"], resamples=30)
+    row = _verdict(frame, "lat/8", "quiet", "p50")
+    assert (row.runs_ref, row.runs_other, row.repeats_ref) == (1, 1, 3), row
+    assert row.n_ref == 3 * 2 * 400 and row.verdict == ONE_RUN, row
