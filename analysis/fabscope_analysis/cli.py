@@ -1,5 +1,5 @@
 """Command line: python3 -m fabscope_analysis COMMAND ... (summary, report, compare, accept,
-verdict, diagnose, impact, export).
+verdict, diagnose, impact, export, synth).
 
 Exit codes (docs/analysis.md, "Exit codes"): 0 done (accept/verdict: the verdict is PASS;
 diagnose: fit; export: the file is written, whatever the verdict); 1 the verdict is FAIL
@@ -19,6 +19,7 @@ from . import __version__
 from .errors import CriteriaError, ResultFileError
 from .models import ModelError, preset
 from .reader import ResultFile, open_result
+from .synth.command import add_parser as add_synth_parser
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 COMPARE_VALUE_OPTIONS = {"-o", "--output", "--resamples", "--seed", "--negligible",
@@ -55,7 +56,7 @@ def _cmd_compare(args) -> int:
     try:
         run_compare(results, args.output, resamples=args.resamples, seed=args.seed,
                     min_effect=args.negligible / 100.0, split=args.split,
-                    model=args.model, tp=args.tp)
+                    model=args.model, tp=args.tp, aa_archive=args.aa_archive)
     finally:
         for r in results:
             r.close()
@@ -65,13 +66,15 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_accept(args) -> int:
-    from .accept import run_accept
-    baseline = _open(args.baseline) if args.baseline else None
+    from .accept_text import run_accept
+    baselines = []
     try:
+        for path in args.baseline or []:
+            baselines.append(_open(path))
         with _open(args.file) as result:
-            ok = run_accept(result, args.criteria, baseline=baseline, junit_path=args.junit)
+            ok = run_accept(result, args.criteria, baseline=baselines, junit_path=args.junit)
     finally:
-        if baseline is not None:
+        for baseline in baselines:
             baseline.close()
     return EXIT_OK if ok else EXIT_FAILED
 
@@ -188,6 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
                    dest="negligible",
                    help="real differences smaller than this (relative, %%) are called "
                         "negligible, not better/worse (default 5)")
+    p.add_argument("--aa-archive", metavar="DIR",
+                   help="directory of A/A runs (*.h5: the same scenario, same fabric, nothing "
+                        "changed): their spread stands for run-to-run variation, so one run "
+                        "per side can tell a difference larger than it")
     _deployment_options(p)
     p.set_defaults(func=_cmd_compare, split=None)
 
@@ -196,7 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--criteria", help="criteria YAML (docs/analysis.md); default: the criteria "
                                       "the scenario names, else the shipped default for the "
                                       "run (local.yaml on one host, rack-acceptance.yaml)")
-    p.add_argument("--baseline", help="baseline result file for relative rules")
+    p.add_argument("--baseline", nargs="+", action="extend", metavar="B.h5",
+                   help="known-good run(s) of the same scenario: one for the baseline ratio "
+                        "rules, two or more for tolerance limits (rules' tolerance:)")
     p.add_argument("--junit", help="write JUnit XML here")
     p.set_defaults(func=_cmd_accept)
 
@@ -243,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="per-pair series only for instances with at most N pairs "
                         "(default 4096: 64 ranks all-pairs)")
     p.set_defaults(func=_cmd_export)
+    add_synth_parser(sub)
     return parser
 
 

@@ -10,7 +10,10 @@ Format (docs/analysis.md has the full description)::
         match: {kind: latency, condition: quiet, bytes: {max: 65536}}
         limits: {p99_us: {max: 10}}
         baseline: {p99_us: {max_ratio: 1.1}}
-        outliers: {rank_p99_max_ratio_to_median: 2.0}
+        tolerance: {p99_us: {coverage: 0.95, confidence: 0.95}}
+        outliers: {rank_p99_max_ratio_to_median: 2.0, false_discovery_rate: 0.05}
+
+Every key of format 1 keeps working; what a key means is in docs/analysis.md.
 """
 
 from __future__ import annotations
@@ -31,10 +34,13 @@ COUNT_METRICS = {"samples", "flagged_samples"}
 ALL_METRICS = LATENCY_METRICS | BANDWIDTH_METRICS | IMPACT_METRICS | COUNT_METRICS
 RATIO_METRICS = LATENCY_METRICS | BANDWIDTH_METRICS
 OUTLIER_RULES = {"pair_min_fraction_of_median", "rank_p99_max_ratio_to_median"}
+OUTLIER_KEYS = OUTLIER_RULES | {"false_discovery_rate"}
+DEFAULT_FDR = 0.05
+TOLERANCE_KEYS = ("coverage", "confidence")
 MATCH_KEYS = {"kind", "condition", "name", "case", "transport", "memory", "pattern", "pass",
               "metric", "bytes", "scope"}
 RULE_KEYS = {"name", "match", "limits", "baseline", "outliers", "optional", "description",
-             "reference_ratio_max"}
+             "reference_ratio_max", "tolerance"}
 TOP_KEYS = {"fabscope_criteria", "require_complete", "allowed_status", "rules", "description",
             "diagnose", "allow_validity"}
 # /validity findings (docs/file-format.md) a criteria file may allow
@@ -74,6 +80,14 @@ class Bound:
 
 
 @dataclass
+class Tolerance:
+    """A limit from known-good runs: `coverage` of healthy runs' figures below (above,
+    for bandwidth) it, with `confidence` (accept_limits.check_tolerance)."""
+    coverage: float = 0.95
+    confidence: float = 0.95
+
+
+@dataclass
 class Rule:
     name: str
     line: int
@@ -81,6 +95,7 @@ class Rule:
     limits: Dict[str, Bound] = field(default_factory=dict)
     baseline: Dict[str, Bound] = field(default_factory=dict)  # min/max of current/baseline
     outliers: Dict[str, float] = field(default_factory=dict)
+    tolerance: Dict[str, Tolerance] = field(default_factory=dict)  # needs 2+ --baseline runs
     optional: bool = False
     # kind: reference (reference.py): fabscope's figure and a reference tool's of the same
     # size and transport may differ by at most this factor, either way.
@@ -101,7 +116,10 @@ class Criteria:
     allow_validity: List[str] = field(default_factory=list)
 
     def needs_baseline(self) -> bool:
-        return any(r.baseline for r in self.rules)
+        return any(r.baseline or r.tolerance for r in self.rules)
+
+    def baseline_runs_needed(self) -> int:
+        return 2 if any(r.tolerance for r in self.rules) else 1 if self.needs_baseline() else 0
 
 
 def _line(obj, key=None, default=0) -> int:
@@ -188,9 +206,15 @@ def _parse_rule(path, spec, index, line) -> Rule:
                                    keys=("min_ratio", "max_ratio")) for m, b in base.items()}
     if "outliers" in spec:
         out = _expect_mapping(path, spec["outliers"], "outliers", _line(spec, "outliers", line))
-        _check_keys(path, out, OUTLIER_RULES, "outliers")
+        _check_keys(path, out, OUTLIER_KEYS, "outliers")
+        if not any(k in OUTLIER_RULES for k in out):
+            raise CriteriaError(path, _line(out, default=line), "outliers needs "
+                                + " or ".join(sorted(OUTLIER_RULES)))
         for key, value in out.items():
             v = _number(path, value, _line(out, key, line), f"outliers.{key}")
+            if key == "false_discovery_rate" and not 0 < v < 1:
+                raise CriteriaError(path, _line(out, key, line),
+                                    f"outliers.{key} must be in (0, 1), found {v}")
             if key == "pair_min_fraction_of_median" and not 0 < v <= 1:
                 raise CriteriaError(path, _line(out, key, line),
                                     f"outliers.{key} must be in (0, 1], found {v}")
@@ -198,6 +222,8 @@ def _parse_rule(path, spec, index, line) -> Rule:
                 raise CriteriaError(path, _line(out, key, line),
                                     f"outliers.{key} must be >= 1, found {v}")
             rule.outliers[key] = v
+    if "tolerance" in spec:
+        rule.tolerance = _parse_tolerance(path, spec["tolerance"], _line(spec, "tolerance", line))
     if "reference_ratio_max" in spec:
         kline = _line(spec, "reference_ratio_max", line)
         v = _number(path, spec["reference_ratio_max"], kline, "reference_ratio_max")
@@ -209,35 +235,35 @@ def _parse_rule(path, spec, index, line) -> Rule:
         if not isinstance(spec["optional"], bool):
             raise CriteriaError(path, _line(spec, "optional", line), "optional must be true/false")
         rule.optional = spec["optional"]
-    if not (rule.limits or rule.baseline or rule.outliers or rule.reference_ratio_max):
+    if not (rule.limits or rule.baseline or rule.outliers or rule.reference_ratio_max
+            or rule.tolerance):
         raise CriteriaError(path, line, f"rule {rule.name!r} checks nothing: give limits, "
-                                        "baseline, outliers or reference_ratio_max")
+                                        "baseline, tolerance, outliers or reference_ratio_max")
     return rule
 
 
-def parse_criteria_text(text: str, path: str = "<criteria>") -> Criteria:
-    try:
-        loader = _LineLoader(text)
-        loader.name = path
-        try:
-            doc = loader.get_single_data()
-        finally:
-            loader.dispose()
-    except CriteriaError:
-        raise
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 0
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise CriteriaError(path, line, f"not valid YAML: {problem}") from None
-    doc = _expect_mapping(path, doc, "the criteria file", 1)
-    _check_keys(path, doc, TOP_KEYS, "the criteria file")
-    version = doc.get("fabscope_criteria")
-    if version != CRITERIA_VERSION:
-        raise CriteriaError(path, _line(doc, "fabscope_criteria", 1),
-                            f"fabscope_criteria must be {CRITERIA_VERSION} (the criteria format "
-                            f"version), found {version!r}")
-    criteria = Criteria(path=path, rules=[], allowed_status=["passed"])
+def _parse_tolerance(path, spec, line) -> Dict[str, Tolerance]:
+    spec = _expect_mapping(path, spec, "tolerance", line)
+    _check_keys(path, spec, RATIO_METRICS, "tolerance")
+    out = {}
+    for metric, body in spec.items():
+        mline = _line(spec, metric, line)
+        body = _expect_mapping(path, body if body is not None else {}, f"tolerance.{metric}", mline)
+        _check_keys(path, body, set(TOLERANCE_KEYS), f"tolerance.{metric}")
+        values = {}
+        for key in TOLERANCE_KEYS:
+            if key in body:
+                v = _number(path, body[key], _line(body, key, mline), f"tolerance.{metric}.{key}")
+                if not 0.5 <= v < 1:
+                    raise CriteriaError(path, _line(body, key, mline),
+                                        f"tolerance.{metric}.{key} must be in [0.5, 1), found {v}")
+                values[key] = v
+        out[metric] = Tolerance(**values)
+    return out
+
+
+def _parse_options(path, doc, criteria: Criteria) -> None:
+    """The file's top-level options (everything but the rules) into `criteria`."""
     if "require_complete" in doc:
         if not isinstance(doc["require_complete"], bool):
             raise CriteriaError(path, _line(doc, "require_complete"),
@@ -272,6 +298,32 @@ def parse_criteria_text(text: str, path: str = "<criteria>") -> Criteria:
             raise CriteriaError(path, _line(doc, "allowed_status"),
                                 "allowed_status must be a list of statuses (passed, failed, "
                                 "timeout, error, skipped) or null")
+
+
+def parse_criteria_text(text: str, path: str = "<criteria>") -> Criteria:
+    try:
+        loader = _LineLoader(text)
+        loader.name = path
+        try:
+            doc = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except CriteriaError:
+        raise
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 0
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise CriteriaError(path, line, f"not valid YAML: {problem}") from None
+    doc = _expect_mapping(path, doc, "the criteria file", 1)
+    _check_keys(path, doc, TOP_KEYS, "the criteria file")
+    version = doc.get("fabscope_criteria")
+    if version != CRITERIA_VERSION:
+        raise CriteriaError(path, _line(doc, "fabscope_criteria", 1),
+                            f"fabscope_criteria must be {CRITERIA_VERSION} (the criteria format "
+                            f"version), found {version!r}")
+    criteria = Criteria(path=path, rules=[], allowed_status=["passed"])
+    _parse_options(path, doc, criteria)
     rules = doc.get("rules")
     if not isinstance(rules, list) or not rules:
         raise CriteriaError(path, _line(doc, "rules", 1), "rules must be a non-empty list")

@@ -24,7 +24,9 @@ from typing import Dict, List, Optional, Set, Tuple, Union
 
 import yaml
 
+from .accept import Baselines, CheckResult, baseline_list, evaluate
 from .criteria import Criteria, load_criteria
+from .diagnose import diagnose
 from .errors import CriteriaError
 from .reader import ResultFile
 
@@ -68,7 +70,7 @@ class Verdict:
     criteria: Criteria
     source: str                      # why these criteria are in force
     result_path: str
-    checks: list                     # accept.CheckResult, in evaluation order
+    checks: List[CheckResult]        # in evaluation order
     reasons: List[Reason] = field(default_factory=list)
     diagnosis: object = None         # diagnose.Diagnosis when the criteria use diagnose
 
@@ -171,15 +173,15 @@ def criteria_in_force(result: ResultFile,
 
 
 def compute_verdict(result: ResultFile, criteria: Union[None, str, Criteria] = None,
-                    baseline: Optional[ResultFile] = None) -> Verdict:
-    """Evaluate the criteria in force on the file: THE verdict of every surface."""
-    from .accept import evaluate
+                    baseline: Baselines = None) -> Verdict:
+    """Evaluate the criteria in force on the file: THE verdict of every surface.
+    ``baseline``: one known-good run or several (tolerance rules need 2+)."""
     chosen, source = criteria_in_force(result, criteria)
+    baselines = baseline_list(baseline)
     diagnosis = None
     if chosen.diagnose != "off":
-        from .diagnose import diagnose
-        diagnosis = diagnose(result, baseline=baseline)
-    checks = evaluate(result, chosen, baseline, diagnosis=diagnosis)
+        diagnosis = diagnose(result, baseline=baselines[0] if baselines else None)
+    checks = evaluate(result, chosen, baselines, diagnosis=diagnosis)
     verdict = Verdict(chosen, source, result.path, checks, diagnosis=diagnosis)
     for check in checks:
         if check.passed:

@@ -145,7 +145,7 @@ def test_aa_two_and_three_runs_per_side_false_positive_rate(aa_runs):
 def test_compare_cli_two_runs_per_side(aa_runs):
     out = run_cli("compare", *aa_runs[:2], "--", *aa_runs[2:4], "--resamples", "50")
     assert out.returncode == 0, out.stderr
-    assert "replicates per side: 2 vs 2" in out.stdout
+    assert "runs per side: 2 vs 2" in out.stdout
     assert "run-to-run variation is unknown" not in out.stdout
 
 

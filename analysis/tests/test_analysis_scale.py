@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from fabscope_analysis import plots
-from fabscope_analysis.stats import Unit, _Laid, _resample_laid, block_length
+from fabscope_analysis.resampling import Laid, Unit, block_length
 
 
 def test_the_worst_ranks_are_shown_in_rank_order():
@@ -23,10 +23,10 @@ def test_the_laid_out_resample_keeps_ranks_and_blocks():
     lengths = [27, 27, 8]
     units = [[Unit(np.asarray([r * 1000 + i for i in range(n)], dtype=float), np.full(n, 8.0))
               for r, n in enumerate(lengths)]]
-    laid = _Laid(units)
+    laid = Laid([units])  # one run of one repeat
     all_steps = []
     for _ in range(50):
-        times, nbytes = _resample_laid(laid, rng)
+        times, nbytes = laid.draw(rng)
         assert len(times) == len(nbytes) > 0
         ranks = times // 1000
         # every drawn rank contributes its own length of samples, in blocks of consecutive iterations

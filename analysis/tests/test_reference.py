@@ -127,7 +127,7 @@ def skipped_file(tmp_path):
 def test_shipped_criteria_do_not_fail_a_skipped_reference(skipped_file):
     """The shipped local criteria (allowed_status [passed], every test measured) passed a run
     whose only blemish is a reference tool that is not installed: it is listed as skipped."""
-    from fabscope_analysis.accept import run_accept
+    from fabscope_analysis.accept_text import run_accept
     from fabscope_analysis.verdict import compute_verdict
     with open_result(str(skipped_file)) as result:
         verdict = compute_verdict(result)

@@ -9,7 +9,8 @@ from fabscope_analysis import open_result
 from fabscope_analysis.inventory import is_launcher_fact, is_launcher_variable
 from fabscope_analysis.report import build_report
 from fabscope_analysis.run_analysis import RunAnalysis
-from fabscope_analysis.stats import figure_value, side_units, pooled
+from fabscope_analysis.resampling import pooled, side_units
+from fabscope_analysis.stats import figure_value
 from fabscope_analysis.verdict import compute_verdict
 from helpers import run_cli
 from synthetic import write_matrix_run
@@ -180,7 +181,7 @@ def test_compare_exit_codes(files, tmp_path):
     assert ok.returncode == 0
     two = run_cli("compare", files["standard"], files["same"], "--", files["slower"],
                   "--resamples", "10")
-    assert two.returncode == 0 and "replicates per side: 2 vs 1" in two.stdout
+    assert two.returncode == 0 and "runs per side: 2 vs 1" in two.stdout
     assert run_cli("compare", files["standard"], "--", files["same"], "--resamples", "10"
                    ).returncode == 0
     assert run_cli("compare", "--", files["same"], files["standard"]).returncode == 2

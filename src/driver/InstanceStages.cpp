@@ -390,8 +390,9 @@ void Runner::recordBatchFigure(InstanceRun& run, std::span<const output::SampleR
 
 // All-pairs: the pair matrix, and the pairs to retest (worst against the
 // median pair of their own site scope: a WAN pair is slow by nature and must
-// not take every retest slot) with as many control pairs from the middle of
-// the ranking (seeded), which the retest measures alone the same way.
+// not take every retest slot) with control pairs from the middle of the ranking
+// (seeded; suite::controlCount: as many, at least 10), which the retest measures
+// alone the same way.
 void Runner::pairMatrix(InstanceRun& run, std::span<const stats::ScopedSample> headline, stats::SiteScopes& scopes) {
   const auto& plan = run.planned.plan;
   const int n = world_.size();
@@ -432,7 +433,7 @@ void Runner::pairMatrix(InstanceRun& run, std::span<const stats::ScopedSample> h
     run.worstFlat.push_back(rankedPairs[i].initiator);
     run.worstFlat.push_back(rankedPairs[i].responder);
   }
-  for (const auto& c : suite::controlPairs(rankedPairs, retested, static_cast<int>(retested),
+  for (const auto& c : suite::controlPairs(rankedPairs, retested, suite::controlCount(retested),
                                            seed_ ^ stableHash("controls") ^ static_cast<std::uint64_t>(run.index))) {
     run.controlFlat.push_back(c.initiator);
     run.controlFlat.push_back(c.responder);

@@ -113,10 +113,12 @@ PlannedInstance retestSlotOf(const PlannedInstance& measured, int index) {
   slot.plan.pass = "serial-retest";
   slot.plan.retestOf = index;
   slot.plan.retestWorst = 0;
-  // At most as many control pairs as retested ones (retestOf sets the exact count).
-  slot.plan.maxSamplesPerRank = 2 * retested * measured.instance.spec->iterations;
+  // At most suite::controlCount control pairs (retestOf sets the exact count).
+  const std::int64_t controls = suite::controlCount(static_cast<std::size_t>(retested));
+  slot.plan.maxSamplesPerRank = (retested + controls) * measured.instance.spec->iterations;
   slot.plan.description = "serial retest of #" + std::to_string(index) + ": its " + std::to_string(retested) +
-                          " worst pairs and as many control pairs, one pair at a time";
+                          " worst pairs and up to " + std::to_string(controls) +
+                          " control pairs, one pair at a time";
   return slot;
 }
 

@@ -82,7 +82,7 @@ enum : std::int64_t { passed = 0, skipped = 1, failed = 2, timeout = 3, errored 
 }
 
 // The retest stage's choice (all-pairs, group indices): the worst pairs of the
-// parallel pass and as many control pairs from its middle, measured alone alike.
+// parallel pass and control pairs from its middle (suite::controlCount), measured alone alike.
 struct RetestChoice {
   std::vector<suite::RankPair> worst;
   std::vector<suite::RankPair> controls;

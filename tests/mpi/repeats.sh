@@ -29,10 +29,11 @@ print("instances in rounds:", rows)
 PY
 summary=$(PYTHONPATH="$FABSCOPE_SOURCE_DIR/analysis" /usr/bin/python3 -m fabscope_analysis summary "$out")
 grep -q "quiet #2" <<<"$summary" || { echo "$summary"; fail "summary does not label replicate 2 'quiet #2'"; }
-# compare pools a side's replicates: one file a side, three replicates each
+# compare pools a side's repeats inside its run: one file a side, three repeats each; repeats
+# are not runs, so run-to-run variation is still unknown
 cmp=$(PYTHONPATH="$FABSCOPE_SOURCE_DIR/analysis" /usr/bin/python3 -m fabscope_analysis compare "$out" "$out" --resamples 50)
-grep -q "replicates per side: 3 vs 3" <<<"$cmp" || { echo "$cmp"; fail "compare did not pool the 3 replicates of a side"; }
-grep -q "run-to-run variation is unknown" <<<"$cmp" && fail "compare says run-to-run variation is unknown although each side has 3 replicates"
+grep -q "runs per side: 1 vs 1 (repeats inside a run: 3 vs 3, not runs)" <<<"$cmp" || { echo "$cmp"; fail "compare did not pool the 3 repeats of a side's run"; }
+grep -q "run-to-run variation is unknown" <<<"$cmp" || fail "compare counts repeats inside one file as runs"
 grep -q "#2" <<<"$cmp" && fail "compare labels a pooled row with one replicate's number"
 # without repeats nothing changes: no replicate attribute
 run_mpi -np 2 "$FABSCOPE_BIN" run --scenario "$scratch/rep.yaml" --set repeats=1 --set bw.repeats=1 \

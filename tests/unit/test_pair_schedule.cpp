@@ -139,3 +139,17 @@ TEST(PairSchedule, RetestAlternatesRetestedAndControlPairsOnePerRound) {
     EXPECT_EQ(schedule[i][0], order[i]);
   }
 }
+
+TEST(PairSchedule, ARetestMeasuresAtLeastTenControlPairs) {
+  // The analysis takes one pair's noise alone from the controls' spread: 2 or 3
+  // controls (as many as the retested pairs) are no estimate of it.
+  EXPECT_EQ(controlCount(2), kMinControlPairs);
+  EXPECT_EQ(controlCount(3), 10);
+  EXPECT_EQ(controlCount(25), 25);
+  const auto ranked = rankedPairs(8);  // 28 pairs, 3 retested: 10 controls fit outside them
+  const auto controls = controlPairs(ranked, 3, controlCount(3), 5);
+  EXPECT_EQ(controls.size(), 10u);
+  for (const auto& c : controls)
+    EXPECT_GE(std::find(ranked.begin(), ranked.end(), c) - ranked.begin(), 3);
+  EXPECT_EQ(controlPairs(rankedPairs(4), 3, controlCount(3), 5).size(), 3u);  // only 3 left
+}

@@ -127,6 +127,10 @@ std::vector<RankPair> controlPairs(const std::vector<RankPair>& rankedWorstFirst
   return out;
 }
 
+int controlCount(std::size_t retested) {
+  return std::max(static_cast<int>(retested), kMinControlPairs);
+}
+
 Schedule retestSchedule(const std::vector<RankPair>& retested, const std::vector<RankPair>& controls) {
   Schedule schedule;
   for (std::size_t i = 0; i < std::max(retested.size(), controls.size()); ++i) {

@@ -51,6 +51,13 @@ Schedule serialScheduleOf(const std::vector<RankPair>& pairs);
 std::vector<RankPair> controlPairs(const std::vector<RankPair>& rankedWorstFirst, std::size_t retested, int count,
                                    std::uint64_t seed);
 
+// How many control pairs a retest of `retested` pairs measures: as many, and at
+// least kMinControlPairs. The analysis takes one pair's noise alone from the
+// controls' spread and sets its bar far in the tail (the worst of N^2 pairs is slow
+// by selection): a spread of fewer pairs is itself too uncertain for that.
+inline constexpr int kMinControlPairs = 10;
+int controlCount(std::size_t retested);
+
 // A serial retest: retested and control pairs alternated, one pair per round,
 // so a drift during the retest touches both alike.
 Schedule retestSchedule(const std::vector<RankPair>& retested, const std::vector<RankPair>& controls);

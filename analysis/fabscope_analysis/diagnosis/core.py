@@ -1,0 +1,235 @@
+"""diagnose(): fit every pair test, gather the evidence, name the components.
+
+The method is docs/analysis.md's "diagnose"; the parts are model.py (the fit),
+evidence.py (what stands out of the run's own noise), retest.py (pairs measured
+alone against control pairs), rules.py (the smallest components that explain it),
+validity.py (what the run's validity findings change), supporting.py (counters,
+incast, collectives).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..reader import FLAG_CONTROL_PAIR, ResultFile, TestInstance
+from . import evidence, supporting, validity
+from .model import Fit, Layout, fit, fitted_instances, pair_data
+from .result import FABRIC, Culprit, Diagnosis, Finding
+from .retest import RetestJudgement, judge_retest, pass_sigma
+from .rules import TestEvidence, name_components
+
+# Below this many ranks in a test a slow pair cannot be pinned on one end.
+MIN_RANKS = 4
+FAMILIES_PER_TEST = 5     # rank sides, tail sides, links, host pairs, leaves
+
+
+class _Run:
+    """What one diagnosis gathers as it reads the file."""
+
+    def __init__(self, result: ResultFile):
+        self.result = result
+        self.layout = Layout.of(result)
+        self.validity = validity.rows(result)
+        self.widen = validity.widen(self.validity)
+        self.tests: List[TestEvidence] = []
+        self.notes: List[str] = []
+        self.cannot: List[str] = []
+        self.underpowered: List[str] = []
+        self.used: List[str] = []
+        self.powered = 0
+        self.q_family = evidence.Q
+
+    def judge(self, inst: TestInstance):
+        data = pair_data(inst, self.layout.n)
+        label = f"{inst.index:04d} {inst.get('name')}"
+        if data is None:
+            return
+        ranks_in = len(set(data.s.tolist()) | set(data.r.tolist()))
+        if ranks_in < MIN_RANKS:
+            self.cannot.append(f"{label}: {ranks_in} ranks measured; naming a culprit from pairs "
+                               f"needs at least {MIN_RANKS}")
+            return
+        f = fit(data, self.layout)
+        if label not in self.used:
+            self.used.append(label)
+        q = self.q_family
+        sides, power = evidence.side_effects(f, self.widen, q)
+        links, n_links = evidence.links(f, self.widen, q)
+        centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
+                              host_pairs=evidence.host_pairs(f, self.layout, q),
+                              leaves=evidence.leaves(f, self.layout, self.widen, q))
+        tails = TestEvidence(f, "tail", sides=evidence.tail_sides(f, self.layout.host, q))
+        self.tests += [centre, tails]
+        weak, mde = evidence.side_power(power)
+        if weak:
+            self.underpowered.append(
+                f"{label}: the smallest rank-side effect it could detect (80 % power) is "
+                f"{mde:.2f}x, above the {evidence.DETECT:g}x a fit verdict needs"
+                + (f"; {evidence.iterations_to_tell(power)}" if "tau" in power else ""))
+        else:
+            self.powered += 1
+            if mde > evidence.MARGIN:
+                self.notes.append(f"{label}: would have found a rank side {mde:.2f}x slow "
+                                  f"(80 % power); smaller ones, down to {evidence.MARGIN:g}x, "
+                                  "only sometimes")
+
+    def retests(self, instances: Sequence[TestInstance]):
+        by_parent = {t.fit.data.inst.index: t for t in self.tests if t.measure == "centre"}
+        for inst in instances:
+            if str(inst.get("pass")) != "serial-retest":
+                continue
+            parent = by_parent.get(int(inst.get("retest_of", -1)))
+            if parent is None:
+                continue
+            judged = _judge_retest(inst, parent.fit, self.widen)
+            if judged is None:
+                self.notes.append(f"serial retest {inst.index:04d} {inst.get('name')} has no "
+                                  "control pairs measured the same way: it can neither clear nor "
+                                  f"confirm its pairs; the parallel pass {parent.label} is what "
+                                  "was judged")
+                continue
+            parent.retest.update(judged)
+            for (s, r), j in judged.items():
+                self.notes.append(f"serial retest {inst.index:04d} {inst.get('name')}: "
+                                  f"{self.layout.host_of(s)} -> {self.layout.host_of(r)} {j.describe()}"
+                                  f" ({j.controls} control pairs)")
+
+
+def _judge_retest(inst: TestInstance, parent: Fit, widen: float
+                  ) -> Optional[Dict[Tuple[int, int], RetestJudgement]]:
+    s = inst.samples()
+    s = s[s["peer"] >= 0]
+    if s.empty:
+        return {}
+    bandwidth = inst.metric == "bandwidth"
+    t = (s["t_done_ns"] - s["t_post_ns"]).astype(np.float64)
+    s = s.assign(v=(s["bytes"] / t) if bandwidth else t / inst.sample_divisor)
+    control = (s["flags"].to_numpy() & FLAG_CONTROL_PAIR) != 0
+    if not control.any():
+        return None
+    pairs = s[~control].groupby(["rank", "peer"])["v"].median()
+    controls = s[control].groupby(["rank", "peer"])["v"].median()
+    # each pair's time against its class's level (same host, leaf to leaf): what the
+    # selection of the worst acts on (pair and host spread, load); a time either way
+    within = parent.resid + _rank_part(parent)
+    floor = pass_sigma(np.exp(within), bandwidth=False)
+    judged = judge_retest({(int(r), int(p)): float(v) for (r, p), v in pairs.items()},
+                          controls.to_numpy(), pool=len(parent.data.logt), bandwidth=bandwidth,
+                          widen=widen, sigma_floor=floor)
+    return {j.pair: j for j in judged}
+
+
+def _rank_part(f: Fit) -> np.ndarray:
+    d = f.data
+    if d.symmetric:
+        return (f.send + f.recv)[d.s] / 2 + (f.send + f.recv)[d.r] / 2  # see evidence.side_effects
+    return f.send[d.s] + f.recv[d.r]
+
+
+def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagnosis:
+    run = _Run(result)
+    instances = list(result.instances())
+    fitted = fitted_instances(result)
+    # BH within each family (a test's rank sides, tails, links, host pairs, leaves),
+    # the run's false discovery rate split evenly over its families
+    run.q_family = evidence.Q / max(FAMILIES_PER_TEST * len(fitted), 1)
+    for inst in fitted:
+        run.judge(inst)
+    run.retests(instances)
+    naming = name_components(run.layout, run.tests)
+    culprits = naming.culprits
+    notes = list(run.notes) + naming.notes
+    support, extra_notes = _supporting(result, instances, run.layout)
+    notes += extra_notes
+    culprits += _counter_culprits(run.layout, support, culprits)
+    _attach_support(run.layout, support, culprits)
+    if baseline is not None:
+        extra, fabric = _baseline(result, baseline)
+        notes += extra
+        culprits += fabric
+    culprits, withheld = validity.apply(culprits, run.validity)
+    if run.widen > 1:
+        notes.append(f"noise figures widened {run.widen:g}x for the validity findings on every host")
+    return _verdict(run, culprits, withheld, notes, naming.congestion)
+
+
+def _verdict(run: _Run, culprits, withheld, notes, congestion) -> Diagnosis:
+    if culprits:
+        verdict, reasons = "not fit", []
+        notes += withheld + run.underpowered
+    elif withheld:
+        verdict, reasons = "cannot tell", withheld
+    elif not run.tests:
+        verdict = "cannot tell"
+        reasons = run.cannot or ["no quiet pair test in the file relates ranks to several peers "
+                                 "(add a test with pattern: all-pairs, rails, cross-rail, ring, "
+                                 "bisection or hierarchical)"]
+    elif run.powered == 0:
+        verdict, reasons = "cannot tell", run.underpowered
+    else:
+        verdict, reasons = "fit", []
+        notes += run.cannot + run.underpowered
+    return Diagnosis(verdict=verdict, culprits=culprits, reasons=reasons, notes=notes,
+                     tests_used=run.used, congestion=congestion)
+
+
+def _supporting(result: ResultFile, instances, layout: Layout) -> Tuple[List[Finding], List[str]]:
+    findings = supporting.pairs_tests(instances, layout)
+    inc, notes = supporting.incast(instances)
+    findings += inc + supporting.collectives(instances)
+    ctr, ctr_notes = supporting.counters(result, layout)
+    return findings + ctr, notes + ctr_notes
+
+
+def _counter_culprits(layout: Layout, support: List[Finding], culprits: List[Culprit]) -> List[Culprit]:
+    """Hardware error counters on a few hosts name those hosts by themselves."""
+    named = {c.host for c in culprits}
+    out = []
+    for f in support:
+        host = layout.host_of(f.rank)
+        if not f.primary or host in named:
+            continue
+        named.add(host)
+        out.append(Culprit(host=host, ranks=[f.rank], gpus=[layout.gpu.get(f.rank, -1)],
+                           nics=[layout.nic.get(f.rank, "")], direction=f.side,
+                           symptoms=[f.symptom], evidence=[], confidence="medium", score=0.6))
+    return out
+
+
+def _attach_support(layout: Layout, support: List[Finding], culprits: List[Culprit]):
+    by_host: Dict[str, List[Culprit]] = {}
+    for c in culprits:
+        by_host.setdefault(c.host, []).append(c)
+    for f in support:
+        for c in by_host.get(layout.host_of(f.rank), []):
+            if f.symptom not in c.symptoms and f.symptom not in c.evidence:
+                c.evidence.append(f.symptom)
+
+
+def _baseline(result: ResultFile, baseline: ResultFile) -> Tuple[List[str], List[Culprit]]:
+    """A fabric uniformly slower has no culprit inside the run, only against a
+    known-good run of the same scenario: its median pair against the baseline's."""
+    notes, fabric = [], []
+    base = {(str(i.get("case")), str(i.get("condition")), str(i.get("pass"))): i
+            for i in baseline.instances()}
+    for inst in fitted_instances(result):
+        b = base.get((str(inst.get("case")), str(inst.get("condition")), str(inst.get("pass"))))
+        if b is None:
+            notes.append(f"baseline has no instance like {inst.index:04d} {inst.get('name')}")
+            continue
+        now, before = pair_data(inst, 1 << 20), pair_data(b, 1 << 20)
+        if now is None or before is None:
+            continue
+        slower = math.exp(float(np.median(now.logt)) - float(np.median(before.logt)))
+        name = f"{inst.index:04d} {inst.get('name')}"
+        notes.append(f"{name}: median pair {slower:.2f}x the baseline's time")
+        if slower >= evidence.MARGIN:
+            fabric.append(Culprit(host="(all hosts)", ranks=[], gpus=[], nics=[], direction="both",
+                                  symptoms=[f"the whole fabric: median pair {slower:.2f}x the "
+                                            f"baseline's time [{name}]"],
+                                  evidence=[f"baseline {baseline.path}, same case"],
+                                  confidence="medium", score=0.5, component=FABRIC))
+    return notes, fabric

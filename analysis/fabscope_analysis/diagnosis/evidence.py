@@ -1,0 +1,360 @@
+"""Evidence from a fitted model: which effects stand out of the run's own noise.
+
+Every effect gets a standard error from the residual noise (1.2533 sigma_e / sqrt(m)
+for a median of m pairs) and, for effects of one kind (rank sides, host pairs,
+leaves), the spread among them beyond that error (tau) joins it:
+z = (effect - median effect) / sqrt(SE^2 + tau^2), one-sided. The false discovery
+rate is controlled by Benjamini-Hochberg over each family (the rank sides of a test;
+its links; its host pairs; its leaves); a significant effect is evidence only when it
+is also at least the practical margin (MARGIN x the typical time). Validity findings
+widen every noise figure by `widen`.
+
+Tails: per rank side, the samples beyond model.TAIL_FACTOR x their pair's median
+are counted and tested against the pooled rate (Poisson, over-dispersion measured
+across the sides), with the same false-discovery control.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Tuple
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binom, chi2, norm
+
+from .model import TAIL_FACTOR, Fit, Layout
+
+Q = 0.05                  # false discovery rate of a run: split over its families (core.py)
+MARGIN = 1.25             # practical margin: an effect smaller than this is not a culprit
+# A tail side needs stalls on this many times the pooled share of pairs, and this share
+# of its samples stalled more than the typical side: a thousandth of transfers
+# stalling is what a serving SLO notices; fewer is the fabric's habit.
+TAIL_SHARE_FACTOR = 2.0
+TAIL_EXCESS_SHARE = 1e-3
+POWER_Z = norm.isf(0.2)   # 80 % power for the minimum detectable effect
+MIN_PAIRS_PER_SIDE = 3
+# A fault between two hosts (cable, port) is on every GPU pair between them; collisions
+# under load slow a random share. A block is a host pair when most of it is slow.
+HOST_PAIR_SHARE = 0.75
+# "fit" needs a test that would have found a rank side this much slower with 80 %
+# power; between MARGIN and this, fit is said with the size it could detect.
+DETECT = 1.5    # fewer pairs cannot tell a rank's end from its pairs
+
+
+@dataclass
+class Effect:
+    """One effect that stands out: a rank side, a link, a host pair or a leaf."""
+    kind: str                 # side | tail | link | host-pair | leaf
+    key: Tuple               # (rank, side) | (s, r) | (host a, host b) | (leaf,)
+    ratio: float              # time factor over the typical (or stall rate over pooled)
+    z: float
+    q: float                  # BH-adjusted p
+    pairs: int                # pairs (or samples) it rests on
+    detail: str = ""
+
+
+def bh(p: np.ndarray, q: float = Q) -> Tuple[np.ndarray, np.ndarray]:
+    """Benjamini-Hochberg: (rejected mask, adjusted p) over the family `p`."""
+    p = np.asarray(p, dtype=np.float64)
+    m = len(p)
+    if m == 0:
+        return np.zeros(0, bool), np.zeros(0)
+    order = np.argsort(p)
+    ranked = p[order] * m / np.arange(1, m + 1)
+    adjusted = np.minimum.accumulate(ranked[::-1])[::-1].clip(max=1.0)
+    out = np.empty(m)
+    out[order] = adjusted
+    return out <= q, out
+
+
+def robust_sigma(v: np.ndarray) -> float:
+    v = np.asarray(v, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if len(v) < 2:
+        return 0.0
+    return 1.4826 * float(np.median(np.abs(v - np.median(v))))
+
+
+def spread_upper(values: np.ndarray, alpha: float = Q) -> float:
+    """The robust spread of `values`, raised to its one-sided (1 - alpha) upper
+    confidence bound (chi-square, len - 1 df): the spread of six hosts' effects is
+    itself a noisy figure, and an under-estimate names hosts; of 512 it barely moves."""
+    df = max(len(values) - 1, 1)
+    return robust_sigma(values) * math.sqrt(df / chi2.ppf(alpha, df))
+
+
+def _standout(values: np.ndarray, se: np.ndarray, widen: float):
+    """z of each value over the median, with tau (spread beyond SE) and widening."""
+    centre = float(np.median(values))
+    tau2 = max(spread_upper(values) ** 2 - float(np.median(se ** 2)), 0.0)
+    scale = np.sqrt(se ** 2 + tau2) * widen
+    z = (values - centre) / np.maximum(scale, 1e-9)
+    return centre, z, math.sqrt(tau2), scale
+
+
+def side_effects(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effect], Dict[str, float]]:
+    """Rank sides (send / receive, or both for a round trip) that stand out.
+
+    Two tests, both must reject: the normal one (z over SE and tau, BH), and one that
+    asks how often the median of that many pairs drawn from the test's own residuals
+    reaches the effect (order statistics of the empirical residual distribution,
+    BH): with a few pairs per side (rings, rails, thinned all-pairs) collisions under
+    load make the residuals skewed, and two of three pairs of a healthy rank can be
+    slow by chance."""
+    d = fit.data
+    if d.symmetric:
+        # a mirrored matrix puts a rank's effect in its row and its column alike: each
+        # pair carries one of them, so the rank's effect is their mean, not their sum
+        both = (fit.send + fit.recv) / 2.0
+        families = [("both", both, fit.n_send, np.r_[fit.resid + both[d.s], fit.resid + both[d.r]],
+                     np.r_[d.s, d.r])]
+    else:
+        families = [("send", fit.send, fit.n_send, fit.resid + fit.send[d.s], d.s),
+                    ("receive", fit.recv, fit.n_recv, fit.resid + fit.recv[d.r], d.r)]
+    keys, values, counts, nulls = [], [], [], []
+    for side, eff, count, own, owner in families:
+        centred = own - np.median(own)
+        null = (np.sort(centred), centred, owner)
+        for rank in np.flatnonzero(count >= MIN_PAIRS_PER_SIDE):
+            keys.append((int(rank), side))
+            values.append(eff[rank])
+            counts.append(int(count[rank]))
+            nulls.append(null)
+    power = {"sides": len(keys)}
+    if len(keys) < 4:
+        return [], power
+    values, counts = np.asarray(values), np.asarray(counts)
+    ses = 1.2533 * fit.sigma_e / np.sqrt(counts)
+    centre, z, tau, scale = _standout(values, ses, widen)
+    rejected, q = bh(norm.sf(z), q_family)
+    p_emp = np.array([_median_tail_p(null, (v - centre) / widen, m, key[0])
+                      for null, v, m, key in zip(nulls, values, counts, keys)])
+    rejected_emp, q_emp = bh(p_emp, q_family)
+    z_crit = norm.isf(q_family / len(keys))
+    power.update(tau=tau, se=float(np.median(ses)), scale=float(np.median(scale)),
+                 mde=float((z_crit + POWER_Z) * np.median(scale)), z_crit=float(z_crit))
+    out = []
+    hit = rejected & rejected_emp & (values - centre >= math.log(MARGIN))
+    for i in np.flatnonzero(hit):
+        out.append(Effect("side", keys[i], math.exp(values[i] - centre), float(z[i]),
+                          float(max(q[i], q_emp[i])), int(counts[i])))
+    return out, power
+
+
+def _median_tail_p(null: Tuple[np.ndarray, np.ndarray, np.ndarray], excess: float, count: int,
+                   rank: int) -> float:
+    """P(the median of `count` pair deviations drawn from the null reaches `excess`): at
+    least ceil(m / 2) of them at or above it (exact for odd m, conservative for even).
+    The null is every pair's deviation with its own end's effect left in (the residual
+    after polishing a rank's few pairs understates how far they wander), leaving out
+    the tested rank's own pairs (on six ranks they are a sixth of the null)."""
+    ordered, values, owner = null
+    mine = values[owner == rank]
+    above = len(ordered) - np.searchsorted(ordered, excess, side="left") \
+        - int((mine >= excess).sum())
+    total = len(ordered) - len(mine)
+    if total <= 0:
+        return 1.0
+    share_above = min(max(above / total, 0.5 / total), 1.0)
+    return float(binom.sf(math.ceil(count / 2.0) - 1, count, share_above))
+
+
+def tail_sides(fit: Fit, host: np.ndarray, q_family: float = Q) -> List[Effect]:
+    """Rank sides whose stalls are spread over more of their pairs than the pooled
+    share explains. The count is of pairs with at least one stalled sample (beyond
+    TAIL_FACTOR x the pair's median), so one pair full of stalls (a link, or the
+    scheduler on one pair) does not make a side; a lossy NIC stalls on most of its
+    pairs. Binomial against the pooled share, over-dispersion measured across the
+    sides (the run's own: shared CPUs raise it), BH over the sides. Two rounds: the
+    second leaves out each side's pairs with the ends the first flagged (on a few
+    ranks every rank has a pair with a lossy one: a victim, not a culprit)."""
+    flagged: set = set()
+    out: List[Effect] = []
+    for _ in range(2):
+        out, p_side = _tail_round(fit, flagged, q_family, host)
+        if {e.key for e in out} == flagged:
+            break
+        flagged = {e.key for e in out}
+    # the other side of a flagged NIC: one pre-specified follow-up test each, at Q
+    # without multiplicity (loss usually hits both directions; a one-way fault
+    # stays one-way in all but Q of the cases)
+    other = {"send": "receive", "receive": "send"}
+    for e in list(out):
+        key = (e.key[0], other.get(e.key[1], ""))
+        follow = p_side.get(key)
+        if follow is not None and follow[0] < Q and key not in flagged:
+            out.append(Effect("tail", key, follow[1], float(norm.isf(max(follow[0], 1e-300))),
+                              follow[0], follow[2], follow[3] + " (its other side, tested as a follow-up)"))
+    return out
+
+
+def _tail_counts(fit: Fit, flagged: set):
+    """Per rank side: (keys, pairs with a stall, pairs, stalled samples, samples)."""
+    d = fit.data
+    n = len(fit.send)
+    ends = np.array(sorted({r for r, _ in flagged}), dtype=np.int64)
+    stalled = (d.beyond > 0).astype(np.float64)
+    if d.symmetric:  # a round trip counts for both its ends
+        families = [("both", np.r_[d.s, d.r], np.r_[d.r, d.s], np.r_[stalled, stalled],
+                     np.r_[d.beyond, d.beyond], np.r_[d.samples, d.samples])]
+    else:
+        families = [("send", d.s, d.r, stalled, d.beyond, d.samples),
+                    ("receive", d.r, d.s, stalled, d.beyond, d.samples)]
+    keys, rows = [], []
+    for side, who, other, hit, beyond, samples in families:
+        mine = ~np.isin(other, ends)   # leave out its pairs with flagged ends
+        counts = [np.bincount(who[mine], weights=w[mine], minlength=n)
+                  for w in (hit, np.ones(len(who)), beyond, samples)]
+        for rank in np.flatnonzero(counts[1] > 0):
+            keys.append((int(rank), side))
+            rows.append([c[rank] for c in counts])
+    return keys, np.asarray(rows, dtype=np.float64).reshape(-1, 4)
+
+
+def _pooled_without(fit: Fit, keys, flagged: set, host: np.ndarray) -> np.ndarray:
+    """Per side: the share of stalled pairs among the pairs that touch neither its host
+    nor a flagged rank (on six ranks a lossy one's stalls are in a fifth of every other
+    rank's pairs; a lossy host's NICs would make each other's reference)."""
+    d = fit.data
+    ends = np.array(sorted({r for r, _ in flagged}), dtype=np.int64)
+    clean = ~(np.isin(d.s, ends) | np.isin(d.r, ends))
+    hit = (d.beyond[clean] > 0).astype(np.float64)
+    hs, hr = host[d.s[clean]], host[d.r[clean]]
+    nh = int(host.max()) + 1
+    inside = hs == hr   # a pair within a host touches it once
+    touch_k = np.bincount(hs, weights=hit, minlength=nh) + np.bincount(hr, weights=hit, minlength=nh) \
+        - np.bincount(hs[inside], weights=hit[inside], minlength=nh)
+    touch_m = np.bincount(hs, minlength=nh) + np.bincount(hr, minlength=nh) \
+        - np.bincount(hs[inside], minlength=nh)
+    hosts = host[np.array([r for r, _ in keys])]
+    rest = np.maximum(len(hit) - touch_m[hosts], 1)
+    # none stalled among N pairs: a share of about 0.5 / N, not 0
+    return np.maximum(hit.sum() - touch_k[hosts], 0.5) / rest
+
+
+def _tail_round(fit: Fit, flagged: set, q_family: float, host: np.ndarray):
+    """(effects flagged, per side: (p, ratio, pairs, detail) of the practical ones)."""
+    keys, rows = _tail_counts(fit, flagged)
+    if len(keys) < 4:
+        return [], {}
+    k, m, stalls, samples = rows.T
+    share, rate = k / m, stalls / samples
+    unflagged = np.array([key not in flagged for key in keys])
+    pooled = np.minimum(_pooled_without(fit, keys, flagged, host), 0.999)
+    pooled_rate = float(np.median(rate[unflagged]))
+    expected = pooled * m
+    pearson = ((k - expected) ** 2 / (expected * (1 - pooled)))[unflagged]
+    phi = max(1.0, float(np.median(pearson)) / 0.455)
+    p = binom.sf(np.ceil(k / phi) - 1, np.maximum(np.round(m / phi), 1), pooled)
+    rejected, q = bh(p, q_family)
+    practical = (share >= TAIL_SHARE_FACTOR * pooled) & (rate - pooled_rate >= TAIL_EXCESS_SHARE)
+    detail = [f"{int(k[i])}/{int(m[i])} of its pairs stalled beyond {TAIL_FACTOR:g}x their "
+              f"median, {100 * rate[i]:.2f}% of its samples (other pairs: "
+              f"{100 * pooled[i]:.1f}% stalled; typical side: {100 * pooled_rate:.3f}% of samples)"
+              for i in range(len(keys))]
+    effects = [Effect("tail", keys[i], share[i] / pooled[i], float(norm.isf(max(p[i], 1e-300))),
+                      float(q[i]), int(m[i]), detail[i])
+               for i in np.flatnonzero(rejected & practical)]
+    return effects, {keys[i]: (float(p[i]), share[i] / pooled[i], int(m[i]), detail[i])
+                     for i in np.flatnonzero(practical)}
+
+
+def links(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effect], int]:
+    """Pairs whose residual stands out after both ends' effects (BH over the pairs)."""
+    e = fit.resid
+    if len(e) < 4 or fit.sigma_e <= 0:
+        return [], len(e)
+    z = e / (fit.sigma_e * widen)
+    rejected, q = bh(norm.sf(z), q_family)
+    hit = np.flatnonzero(rejected & (e >= math.log(MARGIN)))
+    d = fit.data
+    return [Effect("link", (int(d.s[i]), int(d.r[i])), math.exp(e[i]), float(z[i]), float(q[i]), 1)
+            for i in hit], len(e)
+
+
+def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
+    """Host pairs (a cable or port between two hosts) whose GPU pairs are nearly all
+    slow: at least HOST_PAIR_SHARE of the block's pairs at least MARGIN slower than
+    their ends predict, against the pooled share of such pairs among all host pairs
+    (binomial, over-dispersion measured across the blocks, BH over the blocks). A
+    share, not the block's median: collisions under load slow a random share of
+    every block, and the median of a block that drew many of them jumps."""
+    d = fit.data
+    a, b = layout.host[d.s], layout.host[d.r]
+    cross = a != b
+    if layout.ranks_per_host < 2 or cross.sum() < 4:
+        return []
+    nh = len(layout.host_names)
+    lo, hi = np.minimum(a, b)[cross], np.maximum(a, b)[cross]
+    frame = pd.DataFrame({"k": lo * nh + hi, "e": fit.resid[cross],
+                          "slow": fit.resid[cross] >= math.log(MARGIN)})
+    g = frame.groupby("k")
+    k, m, med = g["slow"].sum().to_numpy(), g.size().to_numpy(), g["e"].median().to_numpy()
+    keys = g.size().index.to_numpy()
+    if len(keys) < 4:
+        return []
+    pooled = min(max(float(k.sum() / m.sum()), 0.5 / float(m.sum())), 0.999)
+    expected = pooled * m
+    phi = max(1.0, float(np.median((k - expected) ** 2 / (expected * (1 - pooled)))) / 0.455)
+    p = binom.sf(np.ceil(k / phi) - 1, np.maximum(np.round(m / phi), 1), pooled)
+    rejected, q = bh(p, q_family)
+    hit = rejected & (k >= HOST_PAIR_SHARE * m) & (m >= 4)
+    return [Effect("host-pair", (int(keys[i]) // nh, int(keys[i]) % nh), math.exp(med[i]),
+                   float(norm.isf(max(p[i], 1e-300))), float(q[i]), int(m[i]),
+                   f"{int(k[i])}/{int(m[i])} of their pairs at least {MARGIN:g}x slower than their "
+                   f"ends predict (all host pairs: {100 * pooled:.1f}%)")
+            for i in np.flatnonzero(hit)]
+
+
+def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[Effect]:
+    """Leaves (switch or uplink) whose pair classes stand out: the median of the class
+    terms of every class the leaf takes part in, against the other leaves'."""
+    nl = len(layout.leaf_names)
+    if nl < 3:
+        return []
+    d = fit.data
+    cls = layout.classes()[d.s, d.r]
+    counts = np.bincount(cls, minlength=len(fit.cls_effect))
+    values, ses = [], []
+    for leaf in range(nl):
+        ids = [1 + leaf * nl + x for x in range(nl)] + [1 + x * nl + leaf for x in range(nl) if x != leaf]
+        ids = [c for c in ids if c < len(counts) and counts[c] > 0]
+        if not ids:
+            values.append(np.nan)
+            ses.append(np.nan)
+            continue
+        values.append(float(np.median(fit.cls_effect[ids])))
+        ses.append(1.2533 * fit.sigma_e / math.sqrt(float(np.median(counts[ids]))))
+    values, ses = np.asarray(values), np.asarray(ses)
+    ok = np.isfinite(values)
+    if ok.sum() < 3:
+        return []
+    centre, z, _, _ = _standout(values[ok], ses[ok], widen)
+    rejected, q = bh(norm.sf(z), q_family)
+    index = np.flatnonzero(ok)
+    return [Effect("leaf", (int(index[i]),), math.exp(values[index[i]] - centre), float(z[i]),
+                   float(q[i]), int(counts.sum()))
+            for i in np.flatnonzero(rejected & (values[ok] - centre >= math.log(MARGIN)))]
+
+
+def iterations_to_tell(power: Dict[str, float]) -> str:
+    """How much more data would bring the minimum detectable side effect to MARGIN."""
+    target = math.log(DETECT) / (power["z_crit"] + POWER_Z)
+    tau = power["tau"]
+    if tau >= target:
+        return (f"ranks differ among themselves by {math.exp(tau):.2f}x (beyond the noise of their "
+                "pairs): more iterations will not separate a culprit of that size from them")
+    se_needed = math.sqrt(target ** 2 - tau ** 2)
+    factor = (power["se"] / se_needed) ** 2
+    return (f"about {max(2, math.ceil(factor))}x the iterations (or that many runs) would tell, if the "
+            "residual spread is sample noise")
+
+
+def side_power(power: Dict[str, float]) -> Tuple[bool, float]:
+    """(underpowered, minimum detectable ratio) of a fit's rank-side test."""
+    if "mde" not in power:
+        return True, float("inf")
+    mde = math.exp(power["mde"])
+    return mde > DETECT, mde

@@ -1,0 +1,176 @@
+"""The serial-retest rule: is a pair that was slow in the parallel pass slow alone?
+
+A serial retest measures the worst pairs of a parallel pass alone, one at a time,
+alternated with control pairs drawn from the middle of the same ranking and
+measured the same way (sample flag bit 10). Two facts shape the rule:
+
+- The controls are the only reference measured like the retested pairs. Their
+  spread (robust sigma of their log medians) is the noise one pair alone shows:
+  pair-to-pair differences that persist plus measurement noise. It is measured from
+  the run, never a constant; validity findings (shared CPUs) widen it by a factor the
+  caller gives.
+- The retested pairs were *picked* as the worst of `pool` pairs. On a healthy fabric
+  the worst of 10^5 pairs stays slower than random controls when measured alone,
+  because part of what made it worst persists (its hosts' and its own spread). So the
+  bar is the (1 - alpha) quantile of the largest of `pool` draws from the controls'
+  distribution: z_sel = Phi^-1((1 - alpha)^(1 / pool)) controls' sigmas (plus the
+  standard error of the controls' median), not a fixed ratio.
+
+A retested pair is then
+- ``confirmed``: slower than the controls by more than that bar AND by more than the
+  practical margin: a fault on that path that persists alone;
+- ``cleared``: within the practical margin of the controls (what made it slow was the
+  parallel pass: load, congestion or routing);
+- ``selection``: slower than the margin, but no slower than the worst of `pool`
+  healthy pairs would be under the controls' noise: no evidence of a fault, and the
+  note says how slow it would have had to be (the minimum detectable ratio);
+- ``inconclusive``: fewer than MIN_CONTROLS_USABLE controls: nothing to compare with.
+
+accept and diagnose both call :func:`judge_retest` (one retest rule).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, Hashable, List, Sequence
+
+import numpy as np
+from scipy.stats import chi2, norm
+
+# The runner measures at least this many control pairs (where the parallel pass has
+# them): the controls' spread is the rule's noise, and a robust spread of fewer pairs
+# is itself too uncertain to set an extreme-value bar on.
+MIN_CONTROLS = 10
+# With fewer controls than this the rule says nothing (files written before the
+# runner measured MIN_CONTROLS): their spread is not an estimate at all.
+MIN_CONTROLS_USABLE = 3
+# Family-wise error over the pool the worst pairs were picked from: a healthy fabric's
+# worst pair is "confirmed" in at most this share of runs.
+ALPHA = 0.05
+# Practical margin: a pair alone within this factor of the controls' time is cleared.
+MARGIN = 1.25
+
+CONFIRMED, CLEARED, SELECTION, INCONCLUSIVE = "confirmed", "cleared", "selection", "inconclusive"
+
+
+@dataclass(frozen=True)
+class RetestJudgement:
+    """One retested pair against its controls. Ratios are times (alone / controls'
+    median): above 1 is slower, whatever the metric."""
+    pair: Hashable
+    outcome: str               # confirmed | cleared | selection | inconclusive
+    ratio: float               # the pair's time alone / the controls' median time
+    bar_ratio: float           # slower than this (and than MARGIN) is confirmed
+    controls: int              # control pairs used
+    sigma: float               # controls' robust sigma of log time (after widening)
+
+    @property
+    def slow(self) -> bool:
+        return self.outcome == CONFIRMED
+
+    def describe(self) -> str:
+        word = {CONFIRMED: "confirmed slow alone",
+                CLEARED: "cleared (as fast as the controls alone: the parallel pass slowed it)",
+                SELECTION: (f"not confirmed (slower than the controls, but under the "
+                            f"{self.bar_ratio:.2f}x the worst of the ranked pairs reaches "
+                            f"alone under the controls' noise: selection, not a fault)"),
+                INCONCLUSIVE: (f"inconclusive ({self.controls} control pair(s); the rule "
+                               f"needs {MIN_CONTROLS_USABLE})")}[self.outcome]
+        return f"{self.ratio:.2f}x the control pairs' time: {word}"
+
+
+def selection_z(pool: int, alpha: float = ALPHA) -> float:
+    """The (1 - alpha) quantile of the largest of `pool` standard normal draws."""
+    pool = max(int(pool), 1)
+    # (1 - alpha)^(1/pool) computed in logs: 1 - it underflows for big pools
+    upper_tail = -math.expm1(math.log1p(-alpha) / pool)
+    return float(norm.isf(upper_tail))
+
+
+def robust_sigma(values: Sequence[float]) -> float:
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if len(v) < 2:
+        return 0.0
+    return 1.4826 * float(np.median(np.abs(v - np.median(v))))
+
+
+def judge_retest(retested: Dict[Hashable, float], controls: Sequence[float], *, pool: int,
+                 bandwidth: bool, widen: float = 1.0, margin: float = MARGIN,
+                 alpha: float = ALPHA, sigma_floor: float = 0.0) -> List[RetestJudgement]:
+    """Judge each retested pair's value alone against the control pairs' values.
+
+    retested: pair -> its median alone (GB/s when `bandwidth`, else a time);
+    controls: each control pair's median alone, same unit; pool: how many pairs the
+    retested ones were picked from (the parallel pass's ranked pairs); widen: factor on
+    the controls' noise from validity findings (1 = none); sigma_floor: a lower bound
+    on the noise of one pair alone (log units) known from elsewhere in the run.
+    """
+    logs = np.log(np.asarray([c for c in controls if c > 0 and math.isfinite(c)],
+                             dtype=np.float64))
+    if bandwidth:
+        logs = -logs
+    m = len(logs)
+    out = []
+    if m < MIN_CONTROLS_USABLE:
+        reference = float(np.median(logs)) if m else float("nan")
+        for pair, value in retested.items():
+            ratio = _time_ratio(value, reference, bandwidth)
+            out.append(RetestJudgement(pair, INCONCLUSIVE, ratio, float("inf"), m, float("nan")))
+        return out
+    centre = float(np.median(logs))
+    sigma = _noise(logs, sigma_floor, alpha) * widen
+    # the pair's own draw plus the uncertainty of the controls' median (1.2533 / sqrt(m))
+    spread = sigma * math.sqrt(1.0 + (1.2533 ** 2) / m)
+    bar = selection_z(pool, alpha) * spread
+    for pair, value in retested.items():
+        if not (value > 0 and math.isfinite(value)):
+            out.append(RetestJudgement(pair, INCONCLUSIVE, float("nan"), math.exp(bar), m, sigma))
+            continue
+        excess = (-math.log(value) if bandwidth else math.log(value)) - centre
+        if excess <= math.log(margin):
+            outcome = CLEARED
+        elif excess <= bar:
+            outcome = SELECTION
+        else:
+            outcome = CONFIRMED
+        out.append(RetestJudgement(pair, outcome, math.exp(excess),
+                                   math.exp(max(bar, math.log(margin))), m, sigma))
+    return out
+
+
+def pass_sigma(pair_values: Sequence[float], bandwidth: bool) -> float:
+    """The parallel pass's pair-to-pair spread (sigma of log pair medians over every
+    pair it measured, from their fast half): pass it as judge_retest's sigma_floor. It bounds what of
+    a pair's slowness can persist alone, and comes from thousands of pairs where the
+    controls are ten."""
+    v = np.asarray(pair_values, dtype=np.float64)
+    v = v[np.isfinite(v) & (v > 0)]
+    if len(v) < 4:
+        return 0.0
+    logs = -np.log(v) if bandwidth else np.log(v)
+    # from the fast half only: slow pairs (faults, collisions under load) lie on one
+    # side, and would widen a symmetric estimate; the fast half is the healthy spread
+    return float(np.median(logs) - np.percentile(logs, 25)) / 0.6745
+
+
+def _noise(logs: np.ndarray, sigma_floor: float, alpha: float) -> float:
+    """One pair's noise alone (log units). From the controls alone their robust sigma is
+    raised to its one-sided (1 - alpha) upper confidence bound (chi-square, m - 1 df):
+    the bar sits far in the tail, where a spread under-estimated from ~10 pairs would
+    confirm healthy pairs (a healthy pool's worst pair, 10 controls: 38 % of runs
+    without the bound). A floor known from the whole run (the parallel pass's pair
+    spread over every pair: an upper bound on what persists alone) replaces the bound."""
+    sigma = robust_sigma(logs)
+    if sigma_floor > 0:
+        return max(sigma, sigma_floor)
+    df = len(logs) - 1
+    return sigma * math.sqrt(df / chi2.ppf(alpha, df))
+
+
+def _time_ratio(value: float, control_log: float, bandwidth: bool) -> float:
+    """value against exp(control_log) (a log time: minus log bandwidth), as a time ratio."""
+    if not (value > 0 and math.isfinite(control_log)):
+        return float("nan")
+    return math.exp((-math.log(value) if bandwidth else math.log(value)) - control_log)

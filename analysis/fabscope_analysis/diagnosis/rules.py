@@ -1,0 +1,303 @@
+"""Naming: the smallest set of components that explains what stands out.
+
+In order, each step explaining what the next would otherwise name:
+1. a leaf (its switch or uplink): its pair classes stand out of the other leaves', or
+   every host in it stands out;
+2. a rank side: one NIC (send, receive, or both for a round trip), or the whole host
+   when at least half of its ranks stand out on that side (a host of one rank is a host);
+3. a host pair (a cable or port between two hosts): the block of all their GPU pairs;
+4. single links whose residual stands out and that nothing above explains: named when
+   the serial retest confirmed them slow alone, or when they are few (at most
+   CONGESTION_SHARE of the pairs); many, with no component to blame, are congestion
+   or routing (a finding with its pairs, not a culprit), and so are links the retest
+   measured alone as fast as the controls (slow only under load).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+from .evidence import Effect
+from .model import Fit, Layout
+from .result import HOST, HOST_PAIR, LEAF, LINK, NIC, Congestion, Culprit
+from .retest import RetestJudgement
+
+# More unexplained significant links than this share of a test's pairs have no
+# structure a component would give them: congestion or routing.
+CONGESTION_SHARE = 0.005
+
+
+@dataclass
+class TestEvidence:
+    fit: Fit
+    measure: str                                   # centre | tail
+    sides: List[Effect] = field(default_factory=list)
+    links: List[Effect] = field(default_factory=list)
+    n_links: int = 0
+    host_pairs: List[Effect] = field(default_factory=list)
+    leaves: List[Effect] = field(default_factory=list)
+    retest: Dict[Tuple[int, int], RetestJudgement] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.fit.data.label
+
+
+@dataclass
+class Naming:
+    culprits: List[Culprit] = field(default_factory=list)
+    congestion: List[Congestion] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    # what the culprits explain: (rank, side) named, host pairs, leaves
+    sides: Set[Tuple[int, str]] = field(default_factory=set)
+    hosts: Set[int] = field(default_factory=set)
+    host_pairs: Set[Tuple[int, int]] = field(default_factory=set)
+    leaves: Set[int] = field(default_factory=set)
+
+
+def name_components(layout: Layout, tests: List[TestEvidence]) -> Naming:
+    out = Naming()
+    _leaves(layout, tests, out)
+    _sides(layout, tests, out)
+    _host_pairs(layout, tests, out)
+    for t in tests:
+        _links(layout, t, out)
+    out.culprits.sort(key=lambda c: (-c.score, c.subject()))
+    return out
+
+
+def _confidence(effects: List[Effect]) -> Tuple[str, float]:
+    q = min(e.q for e in effects)
+    z = max(e.z for e in effects)
+    tests = len({e.detail for e in effects})
+    score = min(1.0, 0.4 + 0.04 * z + (0.1 if tests > 1 else 0.0))
+    if q < 1e-4 and score >= 0.75:
+        return "high", round(score, 3)
+    return ("medium" if q < 1e-2 else "low"), round(score, 3)
+
+
+def _word(t: TestEvidence, e: Effect) -> str:
+    if e.kind == "tail":
+        return f"tail: {e.detail} [{t.label}]"
+    what = "bandwidth" if t.fit.data.bandwidth else "latency"
+    if t.fit.data.bandwidth:
+        return f"{what} {100.0 / e.ratio:.0f}% of the typical [{t.label}]"
+    return f"{what} {e.ratio:.2f}x the typical [{t.label}]"
+
+
+def _leaves(layout: Layout, tests: List[TestEvidence], out: Naming):
+    found: Dict[int, List[Tuple[TestEvidence, Effect]]] = {}
+    for t in tests:
+        for e in t.leaves:
+            found.setdefault(e.key[0], []).append((t, e))
+    for leaf, items in sorted(found.items()):
+        effects = [e for _, e in items]
+        confidence, score = _confidence(effects)
+        out.leaves.add(leaf)
+        out.culprits.append(Culprit(
+            host=layout.leaf_names[leaf], ranks=[], gpus=[], nics=[], direction="both",
+            symptoms=[f"pairs through it {_word(t, e)}" for t, e in items],
+            evidence=[f"{t.label}: its pair classes z={e.z:.1f} over the other leaves' (q={e.q:.2g})"
+                      for t, e in items], confidence=confidence, score=score, component=LEAF))
+
+
+def _sides(layout: Layout, tests: List[TestEvidence], out: Naming):
+    by_host: Dict[int, Dict[Tuple[int, str], List[Tuple[TestEvidence, Effect]]]] = {}
+    for t in tests:
+        for e in t.sides:
+            rank, side = e.key
+            by_host.setdefault(int(layout.host[rank]), {}).setdefault((rank, side), []).append((t, e))
+    whole_hosts = {h for h, flagged in by_host.items() if _whole_host(layout, h, flagged)}
+    for leaf in _leaves_of_hosts(layout, whole_hosts):
+        hosts = [h for h in whole_hosts if layout.leaf[layout.host == h][0] == leaf]
+        _add_leaf_from_hosts(layout, leaf, {h: by_host.pop(h) for h in hosts}, out)
+    for h, flagged in sorted(by_host.items()):
+        if h in whole_hosts:
+            _add_side_culprit(layout, h, sorted({r for r, _ in flagged}), flagged, HOST, out)
+            out.hosts.add(h)
+            continue
+        for rank in sorted({r for r, _ in flagged}):
+            mine = {k: v for k, v in flagged.items() if k[0] == rank}
+            _add_side_culprit(layout, h, [rank], mine, NIC, out)
+
+
+def _whole_host(layout: Layout, h: int, flagged) -> bool:
+    """A host of one rank, or at least half of its ranks standing out on one side."""
+    ranks_of_host = int((layout.host == h).sum())
+    per_side: Dict[str, Set[int]] = {}
+    for rank, side in flagged:
+        per_side.setdefault(side, set()).add(rank)
+    return ranks_of_host == 1 or any(2 * len(rs) >= ranks_of_host for rs in per_side.values())
+
+
+def _leaves_of_hosts(layout: Layout, hosts: Set[int]) -> List[int]:
+    """Leaves (of several, with 2+ hosts) whose every host stands out: one leaf (its
+    switch or uplink) explains them in place of each host."""
+    if len(layout.leaf_names) < 2:
+        return []
+    out = []
+    for leaf in range(len(layout.leaf_names)):
+        members = set(layout.host[layout.leaf == leaf].tolist())
+        if len(members) >= 2 and members <= hosts:
+            out.append(leaf)
+    return out
+
+
+def _add_leaf_from_hosts(layout: Layout, leaf: int, flagged_by_host, out: Naming):
+    items = [item for flagged in flagged_by_host.values() for v in flagged.values() for item in v]
+    effects = [e for _, e in items]
+    confidence, score = _confidence(effects)
+    out.leaves.add(leaf)
+    out.hosts.update(flagged_by_host)
+    worst = {}
+    for t, e in items:
+        if t.label not in worst or e.z > worst[t.label][1].z:
+            worst[t.label] = (t, e)
+    out.culprits.append(Culprit(
+        host=layout.leaf_names[leaf], ranks=[], gpus=[], nics=[], direction="both",
+        symptoms=[f"every host in it: {_word(t, e)}" for t, e in worst.values()],
+        evidence=[f"all {len(flagged_by_host)} hosts of the leaf stand out "
+                  f"({', '.join(layout.host_names[h] for h in sorted(flagged_by_host))}); "
+                  f"strongest z={max(e.z for e in effects):.1f}"],
+        confidence=confidence, score=score, component=LEAF))
+
+
+def _add_side_culprit(layout: Layout, h: int, ranks: List[int], flagged, component: str,
+                      out: Naming):
+    sides = {side for _, side in flagged}
+    directed = sides & {"send", "receive"}
+    direction = "both" if directed == {"send", "receive"} or not directed else directed.pop()
+    items = [item for v in flagged.values() for item in v]
+    items.sort(key=lambda te: -te[1].z)
+    symptoms, evidence, seen = [], [], set()
+    for t, e in items:
+        word = _word(t, e)
+        side = "" if e.key[1] in ("both", direction) else f"{e.key[1]}: "
+        if (side, t.label, e.kind) in seen:
+            continue
+        seen.add((side, t.label, e.kind))
+        symptoms.append(side + word)
+        evidence.append(f"{t.label} ({'tail' if e.kind == 'tail' else t.measure}): "
+                        f"{e.key[1]} effect of {len([1 for k in flagged if k[1] == e.key[1]])} "
+                        f"rank(s), z={e.z:.1f}, q={e.q:.2g}, over {e.pairs} "
+                        f"{'samples' if e.kind == 'tail' else 'pairs'}")
+    for rank, side in flagged:
+        out.sides.add((rank, side))
+    confidence, score = _confidence([e for _, e in items])
+    out.culprits.append(Culprit(
+        host=layout.host_names[h], ranks=ranks, gpus=[layout.gpu.get(r, -1) for r in ranks],
+        nics=[layout.nic.get(r, "") for r in ranks], direction=direction, symptoms=symptoms,
+        evidence=evidence, confidence=confidence, score=score, component=component))
+
+
+def _host_pairs(layout: Layout, tests: List[TestEvidence], out: Naming):
+    found: Dict[Tuple[int, int], List[Tuple[TestEvidence, Effect]]] = {}
+    for t in tests:
+        for e in t.host_pairs:
+            a, b = e.key
+            if a in out.hosts or b in out.hosts:
+                continue
+            found.setdefault((a, b), []).append((t, e))
+    for (a, b), items in sorted(found.items()):
+        out.host_pairs.add((a, b))
+        confidence, score = _confidence([e for _, e in items])
+        out.culprits.append(Culprit(
+            host=layout.host_names[a], ranks=[], gpus=[], nics=[], direction="link",
+            peer_host=layout.host_names[b], component=HOST_PAIR,
+            symptoms=[f"all GPU pairs between them {_word(t, e)}" for t, e in items],
+            evidence=[f"{t.label}: {e.detail}, q={e.q:.2g}" for t, e in items],
+            confidence=confidence, score=score))
+
+
+def _explained(layout: Layout, t: TestEvidence, s: int, r: int, out: Naming) -> bool:
+    hs, hr = int(layout.host[s]), int(layout.host[r])
+    if hs in out.hosts or hr in out.hosts:
+        return True
+    if (min(hs, hr), max(hs, hr)) in out.host_pairs:
+        return True
+    if int(layout.leaf[s]) in out.leaves or int(layout.leaf[r]) in out.leaves:
+        return True
+    if t.fit.data.symmetric:
+        return any((x, side) in out.sides for x in (s, r) for side in ("send", "receive", "both"))
+    return (s, "send") in out.sides or (r, "receive") in out.sides or (s, "both") in out.sides \
+        or (r, "both") in out.sides
+
+
+def _judgement(t: TestEvidence, s: int, r: int) -> Optional[RetestJudgement]:
+    j = t.retest.get((s, r))
+    if j is None and t.fit.data.symmetric:
+        j = t.retest.get((r, s))
+    return j
+
+
+def _links(layout: Layout, t: TestEvidence, out: Naming):
+    named: List[Tuple[int, int, str, Optional[Effect]]] = []
+    loaded: List[Effect] = []
+    for e in t.links:
+        s, r = e.key
+        if _explained(layout, t, s, r, out):
+            continue
+        j = _judgement(t, s, r)
+        if j is not None and j.slow:
+            named.append((s, r, f"retest: {j.describe()}", e))
+        elif j is not None:
+            loaded.append(e)
+            out.notes.append(f"{layout.host_of(s)} -> {layout.host_of(r)} in {t.label}: "
+                             f"{e.ratio:.2f}x after its ends' effects; alone {j.describe()}")
+        else:
+            loaded.append(e)
+    # pairs the retest confirmed that no significant link or component covers
+    listed = {(s, r) for s, r, _, _ in named} | {e.key for e in loaded}
+    for (s, r), j in t.retest.items():
+        if j.slow and (s, r) not in listed and not _explained(layout, t, s, r, out):
+            named.append((s, r, f"retest: {j.describe()}", None))
+    if len(loaded) > CONGESTION_SHARE * max(t.n_links, 1):
+        _congestion(layout, t, loaded, out)
+    else:
+        named += [(e.key[0], e.key[1], "", e) for e in loaded
+                  if _judgement(t, *e.key) is None]
+        cleared = [e for e in loaded if _judgement(t, *e.key) is not None]
+        if cleared:
+            _congestion(layout, t, cleared, out)
+    for s, r, why, e in named:
+        _add_link(layout, t, s, r, why, e, out)
+
+
+def _congestion(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Naming):
+    retested = [(e, _judgement(t, *e.key)) for e in loaded]
+    retested = [(e, j) for e, j in retested if j is not None]
+    cross = sum(1 for e in loaded if layout.leaf[e.key[0]] != layout.leaf[e.key[1]])
+    worst = sorted(loaded, key=lambda e: -e.ratio)[:3]
+    out.congestion.append(Congestion(
+        test=t.label, slow_pairs=len(loaded), pairs=t.n_links,
+        cross_leaf_share=cross / max(len(loaded), 1),
+        cleared_alone=sum(1 for _, j in retested if not j.slow), retested=len(retested),
+        examples=[f"{layout.host_of(e.key[0])} -> {layout.host_of(e.key[1])} {e.ratio:.2f}x"
+                  for e in worst]))
+
+
+def _add_link(layout: Layout, t: TestEvidence, s: int, r: int, why: str, e: Optional[Effect],
+              out: Naming):
+    for c in out.culprits:
+        if c.component == LINK and set(c.ranks) == {s, r}:
+            if "(both directions)" not in c.symptoms[0]:
+                c.symptoms[0] += " (both directions)"
+            return
+    ratio = e.ratio if e is not None else None
+    symptom = (f"{'bandwidth' if t.fit.data.bandwidth else 'latency'} "
+               f"{ratio:.2f}x the time its ends predict [{t.label}]" if ratio else
+               f"slow alone in the serial retest of {t.label}")
+    evidence = []
+    if e is not None:
+        evidence.append(f"residual z={e.z:.1f}, q={e.q:.2g} after both ends' effects")
+    if why:
+        evidence.append(why)
+    confidence, score = _confidence([e]) if e is not None else ("medium", 0.6)
+    if why and confidence == "low":
+        confidence = "medium"
+    out.culprits.append(Culprit(
+        host=layout.host_of(s), ranks=[s, r], gpus=[layout.gpu.get(s, -1), layout.gpu.get(r, -1)],
+        nics=[layout.nic.get(s, ""), layout.nic.get(r, "")], direction="link",
+        symptoms=[symptom], evidence=evidence, confidence=confidence, score=score,
+        peer_host=layout.host_of(r), component=LINK))
