@@ -14,7 +14,7 @@
 #include "runtime/ClockSync.hpp"
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
-#include "kinds/p2p/PairRounds.hpp"
+#include "topology/PairRounds.hpp"
 #include "kinds/Roles.hpp"
 #include "memory/BufferArena.hpp"
 #include "kinds/RunCache.hpp"
