@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "kinds/fault/FaultCommand.hpp"
+#include "runtime/ChildProcess.hpp"
 #include "runtime/ShellQuote.hpp"
 
 namespace fabscope::cli {
@@ -30,9 +30,9 @@ std::string closingVerdict(const std::string& resultPath, double timeoutSeconds)
   std::string command;
   if (!analysisDir.empty()) command = "PYTHONPATH=" + shellQuoted(analysisDir) + "${PYTHONPATH:+:$PYTHONPATH} ";
   command += shellQuoted(python) + " -m fabscope_analysis verdict " + shellQuoted(resultPath) + " --brief";
-  // The bounded child command of the fault drills: own process group, output kept,
+  // A bounded child (runtime/ChildProcess): own process group, output kept,
   // killed at its deadline.
-  const auto r = suite::runFaultCommand(command, timeoutSeconds);
+  const auto r = runtime::runBounded({"/bin/sh", "-c", command}, timeoutSeconds);
   std::string last;
   std::istringstream lines(r.output);
   for (std::string line; std::getline(lines, line);)
