@@ -7,7 +7,7 @@
 #include <sstream>
 #include <vector>
 
-#include "kinds/fault/FaultCommand.hpp"
+#include "runtime/ChildProcess.hpp"
 #include "runtime/ShellQuote.hpp"
 
 extern char** environ;
@@ -52,10 +52,10 @@ std::string closingVerdict(const std::string& resultPath, double timeoutSeconds)
 #endif
   // A program and its arguments, no shell: the result path (any characters the
   // user gave --output) reaches the analysis as one argument and is never parsed.
-  // Bounded as the fault drills' commands are: own process group, output kept,
+  // A bounded child (runtime/ChildProcess): own process group, output kept,
   // killed at its deadline.
-  const auto r = suite::runProgram({python, "-m", "fabscope_analysis", "verdict", resultPath, "--brief"},
-                                   environmentFor(analysisDir), timeoutSeconds);
+  const auto r = runtime::runBounded({python, "-m", "fabscope_analysis", "verdict", resultPath, "--brief"},
+                                     timeoutSeconds, environmentFor(analysisDir));
   std::string last;
   std::istringstream lines(r.output);
   for (std::string line; std::getline(lines, line);)

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "cli/Commands.hpp"
-#include "cli/Quickcheck.hpp"
+#include "quickcheck/Quickcheck.hpp"
 #include "fabscope/BuildConfig.hpp"
 #include "kinds/SelfTest.hpp"
 #include "runtime/Errors.hpp"
@@ -241,15 +241,15 @@ int inventoryCommandWord(int argc, char** argv) {
 }
 
 int quickcheckCommandWord(int argc, char** argv) {
-  po::options_description opts = quickcheckOptionsDescription();
+  po::options_description opts = quickcheck::quickcheckOptionsDescription();
   const auto vm = parseCommand(opts, argc, argv);
   if (vm.count("help"))
     return commandHelp(opts, "fabscope quickcheck [--manifest FILE] [--state-dir DIR] [--slurm-drain] [OPTION]...",
                        "fabscope quickcheck --manifest /etc/fabscope/manifest.yaml --slurm-drain --verbose");
-  const auto c = readOrRefuse([&] { return quickcheckOptionsOf(vm); });
+  const auto c = readOrRefuse([&] { return quickcheck::quickcheckOptionsOf(vm); });
   if (!c) return exit_code::usage;
-  if (vm.count("loop-worker")) return runQuickcheckLoopWorker(c->loop, c->timeLimitSeconds, argc, argv);
-  return runQuickcheckCommand(*c);
+  if (vm.count("loop-worker")) return quickcheck::runQuickcheckLoopWorker(c->loop, c->timeLimitSeconds, argc, argv);
+  return quickcheck::runQuickcheckCommand(*c);
 }
 
 }  // namespace

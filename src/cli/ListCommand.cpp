@@ -6,7 +6,7 @@
 
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
-#include "kinds/fault/FaultDrillConfig.hpp"
+#include "kinds/Registry.hpp"
 #include "model/ModelSpec.hpp"
 #include "model/TrafficSizes.hpp"
 #include "output/Records.hpp"
@@ -15,23 +15,6 @@
 
 namespace fabscope::cli {
 namespace {
-
-// Every shell command a planned instance would run, placeholders filled as the run
-// fills them (quoted); the victim's host is known only once the ranks are placed.
-std::vector<std::string> commandsOf(const driver::PlannedInstance& p) {
-  const auto& spec = *p.instance.spec;
-  if (spec.kind != "fault") return {};
-  const auto& c = scenario::configOf<suite::FaultDrillConfig>(spec);
-  const std::map<std::string, std::string> values = {
-      {"victim_host", "<host of rank " + std::to_string(c.victim) + ">"},
-      {"victim_rank", std::to_string(c.victim)},
-      {"percent", std::to_string(static_cast<int>(c.lossPercent))}};
-  std::vector<std::string> out;
-  if (!c.faultCommand.empty()) out.push_back("fault_command: " + suite::expandFaultCommand(c.faultCommand, values));
-  if (!c.restoreCommand.empty())
-    out.push_back("restore_command: " + suite::expandFaultCommand(c.restoreCommand, values));
-  return out;
-}
 
 // One size the serving-impact view (fabscope_analysis impact) reads: the kind that
 // measures it, the scenario spelling that derives it, the bytes and the formula.
@@ -124,7 +107,7 @@ struct MatrixNeeds {
 };
 
 // One line per planned instance, with its size formula and the commands it runs.
-MatrixNeeds printInstances(const std::vector<driver::PlannedInstance>& planned) {
+MatrixNeeds printInstances(const std::vector<driver::PlannedInstance>& planned, const suite::Registry& registry) {
   std::printf("\n%-4s %-22s %-9s %-8s %-8s %-6s %-5s %6s %6s %9s %10s %7s %9s  %s\n", "#", "test", "kind", "size",
               "cond", "transp", "mem", "iters", "warmup", "timeout", "mem/rank", "rounds", "estimate", "plan");
   MatrixNeeds needs;
@@ -144,7 +127,7 @@ MatrixNeeds printInstances(const std::vector<driver::PlannedInstance>& planned) 
                 scenario::formatSize(memory).c_str(), rounds.c_str(), driver::formatEstimate(estimate).c_str(),
                 p.plan.description.c_str());
     if (!p.instance.sizeFormula.empty()) std::printf("     size = %s\n", p.instance.sizeFormula.c_str());
-    for (const auto& line : commandsOf(p)) std::printf("     runs: %s\n", line.c_str());
+    for (const auto& line : registry.kind(spec.kind).shellCommands(spec)) std::printf("     runs: %s\n", line.c_str());
   }
   return needs;
 }
@@ -210,7 +193,7 @@ int runListCommand(const ListCommand& command, int& argc, char**& argv) {
         scenario, registry,
         suite::WorldLayout::uniform(ranks, command.ranksPerNode, command.nodesPerLeaf, command.leavesPerPod));
     printListHeading(command, scenario, planned, ranks);
-    const auto needs = printInstances(planned);
+    const auto needs = printInstances(planned, registry);
     if (!command.model.empty())
       if (const int status = printModelCoverage(command, planned); status != exit_code::ok) return status;
     printMatrixNeeds(needs, scenario);

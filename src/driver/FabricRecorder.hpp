@@ -8,7 +8,7 @@
 #include "inventory/Counters.hpp"
 #include "inventory/Manifest.hpp"
 #include "inventory/Topology.hpp"
-#include "kinds/p2p/TopologySchedule.hpp"
+#include "topology/TopologySchedule.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/RankIdentity.hpp"
 

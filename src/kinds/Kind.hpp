@@ -14,7 +14,7 @@
 #include "runtime/ClockSync.hpp"
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
-#include "kinds/p2p/PairRounds.hpp"
+#include "topology/PairRounds.hpp"
 #include "kinds/Roles.hpp"
 #include "memory/BufferArena.hpp"
 #include "kinds/RunCache.hpp"
@@ -184,6 +184,10 @@ class Kind {
   // Checks that need every rank's host (`hostOfRank`, world rank order), made
   // at load before anything runs; throws ScenarioError. Default: none.
   virtual void checkPlacement(const scenario::TestInstance&, const std::vector<std::string>&) const {}
+  // The shell commands an instance of `spec` runs on the admin's behalf (a fault
+  // drill's fault and restore commands), placeholders filled as far as they are
+  // known before the ranks are placed: `fabscope list` shows them. Default: none.
+  virtual std::vector<std::string> shellCommands(const scenario::TestSpec&) const { return {}; }
   // The same, knowing where the ranks sit (kinds whose pattern follows the
   // topology); the others plan from the world size alone.
   virtual InstancePlan planOn(const scenario::TestInstance& instance, const WorldLayout& world) const {

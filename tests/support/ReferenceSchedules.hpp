@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kinds/p2p/PairSchedule.hpp"
-#include "kinds/p2p/TopologySchedule.hpp"
+#include "topology/PairSchedule.hpp"
+#include "topology/TopologySchedule.hpp"
 
 namespace fabscope::suite::reference {
 

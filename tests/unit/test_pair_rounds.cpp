@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ReferenceSchedules.hpp"
-#include "kinds/p2p/PairRounds.hpp"
+#include "topology/PairRounds.hpp"
 
 using namespace fabscope::suite;
 

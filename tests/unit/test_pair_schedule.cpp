@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "kinds/p2p/PairSchedule.hpp"
+#include "topology/PairSchedule.hpp"
 
 using namespace fabscope::suite;
 

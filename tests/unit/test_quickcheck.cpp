@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cli/Quickcheck.hpp"
+#include "quickcheck/Quickcheck.hpp"
 #include "runtime/Errors.hpp"
 
-using namespace fabscope::cli;
+using namespace fabscope::quickcheck;
 namespace inv = fabscope::inventory;
 namespace fs = std::filesystem;
 

@@ -8,7 +8,7 @@
 
 #include "driver/Runner.hpp"
 #include "kinds/Registry.hpp"
-#include "kinds/reference/ChildProcess.hpp"
+#include "runtime/ChildProcess.hpp"
 #include "kinds/reference/ReferenceConfig.hpp"
 #include "kinds/reference/ReferenceTool.hpp"
 #include "scenario/Matrix.hpp"
@@ -145,7 +145,7 @@ TEST(ReferenceKind, ResolvesProgramsOnPath) {
 
 TEST(ReferenceKind, ChildIsKilledWithItsGroupAtTheDeadline) {
   using clock = std::chrono::steady_clock;
-  suite::reference::ChildProcess child;
+  runtime::ChildProcess child;
   child.start({"/bin/sh", "-c", "sleep 30 & echo $MARK $!; wait"}, {"MARK=yes"});
   const auto begun = clock::now();
   EXPECT_FALSE(child.wait(runtime::Deadline::afterSeconds(0.3)));
@@ -164,23 +164,35 @@ TEST(ReferenceKind, ChildIsKilledWithItsGroupAtTheDeadline) {
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(gone) << "the background sleep outlived the kill at the deadline";
-  suite::reference::ChildProcess quick;
+  runtime::ChildProcess quick;
   quick.start({"/bin/sh", "-c", "exit 3"}, {});
   EXPECT_TRUE(quick.wait(runtime::Deadline::afterSeconds(10)));
   EXPECT_EQ(quick.exitStatus(), 3);
-  EXPECT_EQ(suite::reference::runToEnd({"/bin/echo", "hi"}, 5), "hi\n");
-  EXPECT_EQ(suite::reference::runToEnd({"/nonexistent/x"}, 5), "");
+  EXPECT_EQ(runtime::runToEnd({"/bin/echo", "hi"}, 5), "hi\n");
+  EXPECT_EQ(runtime::runToEnd({"/nonexistent/x"}, 5), "");
   // perftest's --version exits 1: its output still counts when asked.
-  EXPECT_EQ(suite::reference::runToEnd({"/bin/sh", "-c", "echo Version: 6.29; exit 1"}, 5), "");
-  EXPECT_EQ(suite::reference::runToEnd({"/bin/sh", "-c", "echo Version: 6.29; exit 1"}, 5, true), "Version: 6.29\n");
+  EXPECT_EQ(runtime::runToEnd({"/bin/sh", "-c", "echo Version: 6.29; exit 1"}, 5), "");
+  EXPECT_EQ(runtime::runToEnd({"/bin/sh", "-c", "echo Version: 6.29; exit 1"}, 5, true), "Version: 6.29\n");
   // `unset`: the launcher's variables a nested mpirun must not see.
   ::setenv("FABSCOPE_TEST_LAUNCHER_VAR", "1", 1);
-  suite::reference::ChildProcess env;
+  runtime::ChildProcess env;
   env.start({"/bin/sh", "-c", "echo ${FABSCOPE_TEST_LAUNCHER_VAR:-unset} $KEEP"}, {"KEEP=kept"},
             {"FABSCOPE_TEST_LAUNCHER_VAR"});
   ASSERT_TRUE(env.wait(runtime::Deadline::afterSeconds(10)));
   EXPECT_EQ(env.output(), "unset kept\n");
   ::unsetenv("FABSCOPE_TEST_LAUNCHER_VAR");
+  // runBounded says how the run ended and never throws.
+  const auto ran = runtime::runBounded({"/bin/sh", "-c", "echo $MARK; exit 1"}, 5, {"MARK=out"});
+  EXPECT_EQ(ran.exitStatus, 1);
+  EXPECT_EQ(ran.output, "out\n");
+  EXPECT_FALSE(ran.timedOut);
+  EXPECT_EQ(ran.error, "");
+  const auto slow = runtime::runBounded({"/bin/sleep", "30"}, 0.2);
+  EXPECT_TRUE(slow.timedOut);
+  EXPECT_EQ(slow.exitStatus, 128 + 9);
+  const auto missing = runtime::runBounded({"/nonexistent/x"}, 5);
+  EXPECT_NE(missing.error, "");
+  EXPECT_EQ(missing.exitStatus, -1);
 }
 
 TEST(ReferenceKind, OsuIsLaunchedByItsOwnMpirunOnThePair) {

@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "kinds/p2p/TopologySchedule.hpp"
+#include "topology/TopologySchedule.hpp"
 
 using namespace fabscope::suite;
 

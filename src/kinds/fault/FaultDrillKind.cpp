@@ -116,6 +116,19 @@ class FaultDrillKind final : public Kind {
             ") alone on its host, e.g. one rank per host, or choose another victim");
   }
 
+  // Filled as the run fills them (quoted); the victim's host is known only once the ranks are placed.
+  std::vector<std::string> shellCommands(const scenario::TestSpec& spec) const override {
+    const auto& c = scenario::configOf<FaultDrillConfig>(spec);
+    const std::map<std::string, std::string> values = {
+        {"victim_host", "<host of rank " + std::to_string(c.victim) + ">"},
+        {"victim_rank", std::to_string(c.victim)},
+        {"percent", std::to_string(static_cast<int>(c.lossPercent))}};
+    std::vector<std::string> out;
+    if (!c.faultCommand.empty()) out.push_back("fault_command: " + expandFaultCommand(c.faultCommand, values));
+    if (!c.restoreCommand.empty()) out.push_back("restore_command: " + expandFaultCommand(c.restoreCommand, values));
+    return out;
+  }
+
   Outcome run(RunContext& ctx) const override {
     auto& events = ctx.adopt(std::make_unique<EventLog>());
     Outcome outcome;

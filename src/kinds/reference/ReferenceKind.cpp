@@ -20,7 +20,7 @@
 
 #include "kinds/KindFactories.hpp"
 #include "kinds/api/ApiTraffic.hpp"
-#include "kinds/reference/ChildProcess.hpp"
+#include "runtime/ChildProcess.hpp"
 #include "kinds/reference/ReferenceConfig.hpp"
 #include "kinds/reference/ReferenceTool.hpp"
 #include "runtime/Deadline.hpp"
@@ -33,7 +33,7 @@ extern char** environ;
 namespace fabscope::suite {
 namespace {
 
-using reference::ChildProcess;
+using runtime::ChildProcess;
 using reference::ReferenceConfig;
 using reference::ReferenceFigures;
 using reference::ReferenceTool;
@@ -239,7 +239,7 @@ class ReferenceKind final : public Kind {
     const auto args = tool.versionArgs(program);
     const double left = static_cast<double>(ctx.deadline.at() - runtime::monotonicNow()) / 1e9;
     const std::string version =
-        args.empty() ? std::string() : tool.parseVersion(reference::runToEnd(args, std::min(10.0, left / 4), true));
+        args.empty() ? std::string() : tool.parseVersion(runtime::runToEnd(args, std::min(10.0, left / 4), true));
     a.emplace_back("reference_version", version);  // "" until the run's own output names it
   }
 

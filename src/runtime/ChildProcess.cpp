@@ -1,4 +1,4 @@
-#include "kinds/reference/ChildProcess.hpp"
+#include "runtime/ChildProcess.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 
 extern char** environ;
 
-namespace fabscope::suite::reference {
+namespace fabscope::runtime {
 
 ChildProcess::~ChildProcess() {
   if (running()) kill();
@@ -22,7 +22,7 @@ ChildProcess::~ChildProcess() {
 
 void ChildProcess::start(const std::vector<std::string>& args, const std::vector<std::string>& environment,
                          const std::vector<std::string>& unset) {
-  outputFd_ = ::memfd_create("fabscope-reference", MFD_CLOEXEC);
+  outputFd_ = ::memfd_create("fabscope-child", MFD_CLOEXEC);
   if (outputFd_ < 0) throw RuntimeFailure(std::string("memfd_create for the output of ") + args[0] + ": " + std::strerror(errno));
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
@@ -70,7 +70,7 @@ bool ChildProcess::exited() {
   return true;
 }
 
-bool ChildProcess::wait(const runtime::Deadline& deadline) {
+bool ChildProcess::wait(const Deadline& deadline) {
   while (!exited()) {
     if (deadline.expired()) {
       kill();
@@ -98,15 +98,26 @@ std::string ChildProcess::output() const {
   return text;
 }
 
-std::string runToEnd(const std::vector<std::string>& args, double seconds, bool anyStatus) {
+ChildRun runBounded(const std::vector<std::string>& args, double seconds,
+                    const std::vector<std::string>& environment) {
+  ChildRun run;
   ChildProcess child;
   try {
-    child.start(args, {});
-  } catch (const RuntimeFailure&) {
-    return "";
+    child.start(args, environment);
+  } catch (const RuntimeFailure& e) {
+    run.error = e.what();
+    return run;
   }
-  if (!child.wait(runtime::Deadline::afterSeconds(seconds)) || (child.exitStatus() != 0 && !anyStatus)) return "";
-  return child.output();
+  run.timedOut = !child.wait(Deadline::afterSeconds(seconds));
+  run.exitStatus = child.exitStatus();
+  run.output = child.output();
+  return run;
 }
 
-}  // namespace fabscope::suite::reference
+std::string runToEnd(const std::vector<std::string>& args, double seconds, bool anyStatus) {
+  const ChildRun run = runBounded(args, seconds);
+  if (!run.error.empty() || run.timedOut || (run.exitStatus != 0 && !anyStatus)) return "";
+  return run.output;
+}
+
+}  // namespace fabscope::runtime

@@ -1,4 +1,4 @@
-#include "cli/Quickcheck.hpp"
+#include "quickcheck/Quickcheck.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,7 +18,7 @@
 #include "runtime/Errors.hpp"
 #include "runtime/Mpi.hpp"
 
-namespace fabscope::cli {
+namespace fabscope::quickcheck {
 namespace inv = fabscope::inventory;
 namespace fs = std::filesystem;
 
@@ -320,4 +320,4 @@ std::string problemLine(const std::vector<CheckResult>& results) {
   return "";
 }
 
-}  // namespace fabscope::cli
+}  // namespace fabscope::quickcheck

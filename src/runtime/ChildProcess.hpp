@@ -1,16 +1,18 @@
 #pragma once
-// An external benchmark's process: started with an argument vector (no
-// shell) and extra environment, in its own process group, its stdout and
-// stderr into an anonymous file; waited for under a deadline, killed (the
-// whole group) when the deadline passes.
+// A child process: started with an argument vector (no shell) and extra
+// environment, in its own process group, its stdout and stderr into an
+// anonymous file; waited for under a deadline, killed (the whole group) when
+// the deadline passes. The reference kind's external benchmarks and the run's
+// closing verdict line run through it.
 #include <sys/types.h>
 
 #include <string>
 #include <vector>
 
 #include "runtime/Deadline.hpp"
+#include "runtime/Errors.hpp"
 
-namespace fabscope::suite::reference {
+namespace fabscope::runtime {
 
 class ChildProcess {
  public:
@@ -44,9 +46,20 @@ class ChildProcess {
   int exitStatus_ = -1;
 };
 
+// How a bounded run ended.
+struct ChildRun {
+  int exitStatus = -1;    // 128 + N when killed by signal N; -1 when it never ran
+  bool timedOut = false;  // killed (with its process group) at the deadline
+  std::string output;     // stdout and stderr together, at most ChildProcess::maxOutputBytes
+  std::string error;      // why it could not be started
+};
+// Runs `args` to its end or until `seconds` have passed; never throws.
+ChildRun runBounded(const std::vector<std::string>& args, double seconds,
+                    const std::vector<std::string>& environment = {});
+
 // Runs `args` to its end, bounded by `seconds`; its output, or "" when it
 // could not start, took longer or (unless `anyStatus`: perftest's --version
 // exits 1) ended with a status other than 0.
 std::string runToEnd(const std::vector<std::string>& args, double seconds, bool anyStatus = false);
 
-}  // namespace fabscope::suite::reference
+}  // namespace fabscope::runtime

@@ -3,14 +3,14 @@
 #include <boost/program_options.hpp>
 #include <sstream>
 
-#include "cli/Quickcheck.hpp"
+#include "quickcheck/Quickcheck.hpp"
 #include "runtime/Errors.hpp"
 #include "scenario/Units.hpp"
 #include "transport/TransportFactory.hpp"
 
 namespace po = boost::program_options;
 
-namespace fabscope::cli {
+namespace fabscope::quickcheck {
 
 po::options_description quickcheckOptionsDescription() {
   po::options_description checks("fabscope quickcheck");
@@ -155,4 +155,4 @@ QuickcheckOptions parseQuickcheckArguments(const std::vector<std::string>& args)
   return quickcheckOptionsOf(vm);
 }
 
-}  // namespace fabscope::cli
+}  // namespace fabscope::quickcheck

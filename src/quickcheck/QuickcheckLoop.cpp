@@ -6,14 +6,14 @@
 #include <cstdio>
 #include <vector>
 
-#include "cli/Quickcheck.hpp"
+#include "quickcheck/Quickcheck.hpp"
 #include "runtime/Clock.hpp"
 #include "runtime/Deadline.hpp"
 #include "runtime/Errors.hpp"
 #include "runtime/Mpi.hpp"
 #include "transport/TransportFactory.hpp"
 
-namespace fabscope::cli {
+namespace fabscope::quickcheck {
 
 namespace {
 
@@ -99,4 +99,4 @@ int runQuickcheckLoopWorker(const LoopSettings& s, double seconds, int& argc, ch
   }
 }
 
-}  // namespace fabscope::cli
+}  // namespace fabscope::quickcheck

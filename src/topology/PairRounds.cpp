@@ -1,4 +1,4 @@
-#include "kinds/p2p/PairRounds.hpp"
+#include "topology/PairRounds.hpp"
 
 #include <algorithm>
 

@@ -16,7 +16,7 @@
 #include "inventory/HostInventory.hpp"
 #include "inventory/Manifest.hpp"
 
-namespace fabscope::cli {
+namespace fabscope::quickcheck {
 
 // What a GPU's nearest NIC may be at worst (nvidia-smi topo's classes, nearest first).
 enum class AffinityLimit { pix, pxb, phb, node, sys };
@@ -120,4 +120,4 @@ int runQuickcheckCommand(const QuickcheckOptions& options);
 // The loop's worker, started by quickcheck itself as `mpirun -np 2 fabscope quickcheck --loop-worker`.
 int runQuickcheckLoopWorker(const LoopSettings& settings, double seconds, int& argc, char**& argv);
 
-}  // namespace fabscope::cli
+}  // namespace fabscope::quickcheck

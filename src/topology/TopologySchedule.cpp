@@ -1,4 +1,4 @@
-#include "kinds/p2p/TopologySchedule.hpp"
+#include "topology/TopologySchedule.hpp"
 
 #include <algorithm>
 #include <functional>

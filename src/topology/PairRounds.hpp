@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "kinds/p2p/PairSchedule.hpp"
-#include "kinds/p2p/TopologySchedule.hpp"
+#include "topology/PairSchedule.hpp"
+#include "topology/TopologySchedule.hpp"
 
 namespace fabscope::suite {
 

@@ -1,4 +1,4 @@
-#include "kinds/p2p/PairSchedule.hpp"
+#include "topology/PairSchedule.hpp"
 
 #include <algorithm>
 #include <cstdlib>

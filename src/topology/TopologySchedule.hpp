@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kinds/p2p/PairSchedule.hpp"
+#include "topology/PairSchedule.hpp"
 
 namespace fabscope::suite {
 

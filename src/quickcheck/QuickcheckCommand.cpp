@@ -13,14 +13,14 @@
 #include <cstring>
 #include <iostream>
 
-#include "cli/Quickcheck.hpp"
+#include "quickcheck/Quickcheck.hpp"
 #include "inventory/InventoryFormat.hpp"
 #include "inventory/JsonWriter.hpp"
 #include "runtime/Clock.hpp"
 #include "runtime/Errors.hpp"
 #include "runtime/Mpi.hpp"
 
-namespace fabscope::cli {
+namespace fabscope::quickcheck {
 namespace inv = fabscope::inventory;
 namespace fs = std::filesystem;
 
@@ -341,4 +341,4 @@ int runQuickcheckCommand(const QuickcheckOptions& o) {
   return exit_code::ok;
 }
 
-}  // namespace fabscope::cli
+}  // namespace fabscope::quickcheck
