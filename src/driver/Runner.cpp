@@ -40,12 +40,6 @@ runtime::Deadline setupDeadline(const scenario::Scenario& scenario) {
   return runtime::Deadline::afterSeconds(scenario.controlTimeoutSeconds > 0 ? scenario.controlTimeoutSeconds
                                                                             : runtime::deadlines::setupSeconds);
 }
-transport::TransportTuning transportTuning(const scenario::TransportSettings& settings, bool oneSided) {
-  return {.verbsMaxReadsInFlight = settings.verbsMaxReadsInFlight,
-          .verbsMaxReadsInFlightFrom = "transports.verbs.max_rd_atomic at " + settings.verbsMaxReadsInFlightFrom,
-          .oneSided = oneSided,
-          .mpiBlockingWaits = settings.mpiBlockingWaits};
-}
 runtime::Deadline fileStep(const scenario::Scenario& scenario) {
   return runtime::Deadline::afterSeconds(scenario.controlTimeoutSeconds > 0 ? scenario.controlTimeoutSeconds
                                                                             : runtime::deadlines::fileStepSeconds);
@@ -713,9 +707,10 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
     }
     const std::string transportName = transportNameOf(current);
     auto& transport = transports.get(transportName, [&] {
-      return transport::openTransport(transportName, world_, identity_.localRank,
-                                      transportTuning(scenario_.transports, oneSidedTransports.contains(transportName)),
-                                      setupDeadline(scenario_));
+      return transport::openTransport(
+          transportName, world_, identity_.localRank,
+          {.settings = &scenario_.transports, .oneSided = oneSidedTransports.contains(transportName)},
+          setupDeadline(scenario_));
     });
     auto result = runInstance(index, current, file, recorder, transport, retest);
     if (leaveRun_) return exit_code::ok;
