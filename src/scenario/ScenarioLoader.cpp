@@ -337,7 +337,8 @@ class Loader {
       settings[name] = it->second.parse(TransportSource(file_, name, v));
     }
     for (const auto& [name, r] : rules)
-      if (!settings.contains(name)) settings[name] = r.parse(TransportSource(file_, name, YAML::Node(YAML::NodeType::Map)));
+      if (!settings.contains(name))
+        settings[name] = r.parse(TransportSource(file_, name, YAML::Node(YAML::NodeType::Map)));
   }
 
   std::int64_t integerOf(const YAML::Node& n, const std::string& key, std::int64_t min, std::int64_t max) const {
@@ -726,9 +727,11 @@ void TransportSource::fail(const std::string& key, const std::string& message) c
 std::int64_t TransportSource::integer(const std::string& key, std::int64_t min, std::int64_t max) const {
   const YAML::Node n = settings_[key];
   std::int64_t v = 0;
-  if (!n.IsScalar() || !YAML::convert<std::int64_t>::decode(n, v)) fail(key, "'" + key + "' must be a whole number, got '" + text(key) + "'");
+  if (!n.IsScalar() || !YAML::convert<std::int64_t>::decode(n, v))
+    fail(key, "'" + key + "' must be a whole number, got '" + text(key) + "'");
   if (v < min || v > max)
-    fail(key, "'" + key + "' is " + std::to_string(v) + "; expected " + std::to_string(min) + ".." + std::to_string(max));
+    fail(key, "'" + key + "' is " + std::to_string(v) + "; expected " + std::to_string(min) + ".." +
+                  std::to_string(max));
   return v;
 }
 

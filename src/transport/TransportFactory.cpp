@@ -45,7 +45,8 @@ std::shared_ptr<const scenario::TransportSettings> parseMpiSettings(const scenar
   auto settings = std::make_shared<MpiSettings>();
   if (source.has("wait")) {
     const std::string wait = source.text("wait");
-    if (wait != "polled" && wait != "blocking") source.fail("wait", "'wait' is '" + wait + "'; expected polled or blocking");
+    if (wait != "polled" && wait != "blocking")
+      source.fail("wait", "'wait' is '" + wait + "'; expected polled or blocking");
     settings->blockingWaits = wait == "blocking";
     settings->waitFrom = source.where("wait");
   }
