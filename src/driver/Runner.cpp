@@ -1,3 +1,7 @@
+// Running: the run's named stages (Runner::run: set up, open the file, its
+// header, the matrix instance by instance with one transport per name, finish)
+// and what every instance's record shares. Planning is in Planning.cpp, the
+// stages of one instance in InstanceStages.cpp, rank-loss handling in RankLoss.cpp.
 #include "driver/Runner.hpp"
 #include "runtime/MemoryUse.hpp"
 
@@ -8,11 +12,9 @@
 #include <set>
 #include <utility>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <random>
 #include <span>
-#include <thread>
 
 #include "conditions/NeighbourLoad.hpp"
 #include "inventory/HostInventory.hpp"
@@ -25,7 +27,6 @@
 #include "runtime/EveryRanksLine.hpp"
 #include "runtime/WatchdogRanks.hpp"
 #include "runtime/Timestamp.hpp"
-#include "scenario/Units.hpp"
 #include "transport/TransportFactory.hpp"
 
 namespace fabscope::driver {
@@ -40,30 +41,11 @@ runtime::Deadline setupDeadline(const scenario::Scenario& scenario) {
   return runtime::Deadline::afterSeconds(scenario.controlTimeoutSeconds > 0 ? scenario.controlTimeoutSeconds
                                                                             : runtime::deadlines::setupSeconds);
 }
-transport::TransportTuning transportTuning(const scenario::TransportSettings& settings, bool oneSided) {
-  return {.verbsMaxReadsInFlight = settings.verbsMaxReadsInFlight,
-          .verbsMaxReadsInFlightFrom = "transports.verbs.max_rd_atomic at " + settings.verbsMaxReadsInFlightFrom,
-          .oneSided = oneSided,
-          .mpiBlockingWaits = settings.mpiBlockingWaits};
+double fileStepSeconds(const scenario::Scenario& scenario) {
+  return scenario.controlTimeoutSeconds > 0 ? scenario.controlTimeoutSeconds : runtime::deadlines::fileStepSeconds;
 }
 runtime::Deadline fileStep(const scenario::Scenario& scenario) {
-  return runtime::Deadline::afterSeconds(scenario.controlTimeoutSeconds > 0 ? scenario.controlTimeoutSeconds
-                                                                            : runtime::deadlines::fileStepSeconds);
-}
-
-// The retest stage's instance: the worst pairs of `measured` and as many
-// control pairs, alternated, one at a time (control samples: flag bit 10).
-PlannedInstance retestOf(const PlannedInstance& measured, const RetestChoice& choice, int index) {
-  PlannedInstance retest = measured;
-  retest.plan.rounds =
-      suite::PairRounds::explicitRounds(suite::retestSchedule(choice.worst, choice.controls), measured.plan.rounds.sharedLayout());
-  retest.plan.controlPairs = choice.controls;
-  retest.plan.pass = "serial-retest";
-  retest.plan.retestOf = index;
-  retest.plan.retestWorst = 0;
-  retest.plan.maxSamplesPerRank = static_cast<std::int64_t>(choice.worst.size() + choice.controls.size()) *
-                                  measured.instance.spec->iterations;
-  return retest;
+  return runtime::Deadline::afterSeconds(fileStepSeconds(scenario));
 }
 
 std::string envOr(const char* name, const char* fallback) {
@@ -72,194 +54,6 @@ std::string envOr(const char* name, const char* fallback) {
 }
 
 }  // namespace
-
-std::string retestsAmong(const std::vector<PlannedInstance>& planned) {
-  const auto retests = std::count_if(planned.begin(), planned.end(),
-                                     [](const PlannedInstance& p) { return p.plan.pass == "serial-retest"; });
-  return retests == 0 ? "" : " (" + std::to_string(retests) + " of them serial retests)";
-}
-
-std::int64_t memoryPerRank(const suite::InstancePlan& plan) {
-  return plan.maxSamplesPerRank * static_cast<std::int64_t>(sizeof(output::SampleRecord)) + plan.bufferBytesPerRank;
-}
-
-namespace {
-
-// A congested condition's neighbour traffic needs congestors besides the
-// measuring ranks; too few is the scenario's fault (exit 2 before anything
-// runs), not a runtime failure in the middle of the run.
-void checkCongestors(const scenario::TestInstance& instance, const suite::Kind& kind, int worldSize) {
-  const int needed = conditions::minCongestors(instance.condition);
-  if (needed == 0) return;
-  const auto& spec = *instance.spec;
-  const int used = spec.ranks > 0 ? std::min(spec.ranks, worldSize) : worldSize;
-  const int canaries =
-      suite::canaryCount(suite::roleSpecOf(spec), worldSize, kind.rules().minRanks, suite::hasCongestedCondition(spec));
-  if (used - canaries >= needed) return;
-  throw scenario::ScenarioError(
-      spec.where("conditions") + ": test '" +
-      spec.name + "' under condition '" + instance.condition + "' needs at least " + std::to_string(needed) +
-      " congestor ranks besides its " + std::to_string(canaries) + " measuring ranks; the run gives it " +
-      std::to_string(used) + " rank(s) in all (start more ranks with mpirun -np, or measure with fewer: roles: "
-      "{canaries: N})");
-}
-
-// The place of `measured`'s serial retest in the plan (pass serial-retest, no
-// schedule yet): the pairs to retest are known only once `measured` has run.
-PlannedInstance retestSlotOf(const PlannedInstance& measured, int index) {
-  PlannedInstance slot = measured;
-  const std::int64_t retested = std::min<std::int64_t>(measured.plan.retestWorst, measured.plan.rounds.pairs());
-  slot.plan.rounds = suite::PairRounds::explicitRounds({}, measured.plan.rounds.sharedLayout());
-  slot.plan.pass = "serial-retest";
-  slot.plan.retestOf = index;
-  slot.plan.retestWorst = 0;
-  // At most suite::controlCount control pairs (retestOf sets the exact count).
-  const std::int64_t controls = suite::controlCount(static_cast<std::size_t>(retested));
-  slot.plan.maxSamplesPerRank = (retested + controls) * measured.instance.spec->iterations;
-  slot.plan.description = "serial retest of #" + std::to_string(index) + ": its " + std::to_string(retested) +
-                          " worst pairs and up to " + std::to_string(controls) +
-                          " control pairs, one pair at a time";
-  return slot;
-}
-
-// The estimate of `planned` if it had `rounds` rounds.
-double estimateSecondsWith(const PlannedInstance& planned, double rounds) {
-  const auto& spec = *planned.instance.spec;
-  const auto& plan = planned.plan;
-  if (plan.pass == "serial-retest" && spec.iterations > 0)  // pairs chosen later: its sample bound says how many
-    rounds = static_cast<double>(plan.maxSamplesPerRank / spec.iterations);
-  rounds = std::max(rounds, 1.0);
-  const double perOperation = estimate::assumedLatencySeconds +
-                              static_cast<double>(planned.instance.bytes) * std::max(plan.window, 1) /
-                                  estimate::assumedBytesPerSecond;
-  return rounds * (spec.warmup + spec.iterations) * perOperation + rounds * estimate::assumedRoundCostSeconds;
-}
-
-}  // namespace
-
-double estimateSeconds(const PlannedInstance& planned) {
-  return estimateSecondsWith(planned, static_cast<double>(planned.plan.rounds.rounds()));
-}
-
-std::string formatEstimate(double seconds) {
-  char text[32];
-  if (seconds >= 3600)
-    std::snprintf(text, sizeof text, "%dh%02dm", static_cast<int>(seconds / 3600), static_cast<int>(seconds / 60) % 60);
-  else if (seconds >= 60)
-    std::snprintf(text, sizeof text, "%dm%02ds", static_cast<int>(seconds / 60), static_cast<int>(seconds) % 60);
-  else
-    std::snprintf(text, sizeof text, "%.3gs", seconds);
-  return text;
-}
-
-namespace {
-
-// An instance the budget may thin: a parallel pass with more than one round.
-bool thinnable(const PlannedInstance& p) { return p.plan.pass == "parallel" && p.plan.rounds.rounds() > 1; }
-
-// The cheapest the instances in `members` can be: one round for the thinnable.
-double leastSeconds(const PlannedInstance& p) {
-  return thinnable(p) ? estimateSecondsWith(p, 1) : estimateSeconds(p);
-}
-
-// A budget that covers `seconds`, in a unit the scenario reader takes.
-std::string budgetSuggestion(double seconds) {
-  if (seconds < 60) return std::to_string(static_cast<long long>(std::ceil(seconds * 1e3))) + "ms";
-  if (seconds < 3600) return std::to_string(static_cast<long long>(std::ceil(seconds / 60))) + "m";
-  return std::to_string(static_cast<long long>(std::ceil(seconds / 3600))) + "h";
-}
-
-// Keeps the same share of the thinnable instances' extra rounds (beyond their
-// first) so that `members` fit in `budget` seconds; ScenarioError at `where`
-// when even one round each does not fit.
-void fitBudget(std::vector<PlannedInstance>& planned, const std::vector<std::size_t>& members, double budget,
-               const std::string& where, const std::string& what) {
-  double full = 0, least = 0;
-  for (auto i : members) {
-    full += estimateSeconds(planned[i]);
-    least += leastSeconds(planned[i]);
-  }
-  if (full <= budget) return;
-  if (least > budget)
-    throw scenario::ScenarioError(
-        where + ": " + what + " needs about " + formatEstimate(full) + " (estimate), and still " +
-        formatEstimate(least) + " with one round per instance: more than its budget of " + formatEstimate(budget) +
-        "; what would fit: budget: " + budgetSuggestion(least * 1.1) + " or more, or fewer sizes, "
-        "iterations or tests (fabscope list --ranks N shows each instance's estimate)");
-  const double share = (budget - least) / (full - least);
-  for (auto i : members) {
-    auto& p = planned[i];
-    if (!thinnable(p)) continue;
-    const auto rounds = static_cast<std::size_t>(p.plan.rounds.rounds());
-    const auto keep = 1 + static_cast<std::size_t>(std::floor(static_cast<double>(rounds - 1) * share));
-    if (keep >= rounds) continue;
-    const auto pairsBefore = p.plan.rounds.pairs();
-    // A sample of round positions drawn from (rounds, keep, seed) alone: every
-    // rank draws the same and generates only the kept rounds' pairs.
-    p.plan.rounds.keepSample(keep, i + 1);
-    const auto pairsKept = p.plan.rounds.pairs();
-    p.plan.roundsLeftOut += static_cast<std::int64_t>(rounds - keep);
-    p.plan.pairsLeftOut += pairsBefore - pairsKept;
-    p.plan.leftOut = "budget (" + what + ", " + formatEstimate(budget) + "): kept " + std::to_string(keep) + " of " +
-                     std::to_string(rounds) + " rounds, a seeded sample; left out " +
-                     std::to_string(rounds - keep) + " rounds, " + std::to_string(pairsBefore - pairsKept) + " pairs";
-    p.plan.description += "; " + p.plan.leftOut;
-    if (p.plan.rounds.layout()) p.plan.maxSamplesPerRank = p.plan.rounds.busiestRankRounds() * p.instance.spec->iterations;
-  }
-}
-
-}  // namespace
-
-std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
-                                        int worldSize) {
-  return planMatrix(scenario, registry, suite::WorldLayout::uniform(worldSize, 1, 0, 0));
-}
-
-std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
-                                        const suite::WorldLayout& world) {
-  const int worldSize = world.size();
-  std::vector<PlannedInstance> out;
-  // The distinct layouts of the measuring ranks (O(N) each): instances with the
-  // same measuring ranks (every size and condition of a test) share one.
-  std::vector<std::shared_ptr<const suite::RankLayout>> layouts;
-  for (auto& instance : scenario::expandMatrix(scenario)) {
-    const auto& kind = registry.kind(instance.spec->kind);
-    checkCongestors(instance, kind, worldSize);
-    auto plan = kind.planOn(instance, world);
-    if (const auto* layout = plan.rounds.layout()) {
-      const auto same = std::find_if(layouts.begin(), layouts.end(), [&](const auto& l) { return *l == *layout; });
-      if (same != layouts.end()) plan.rounds.shareLayout(*same);
-      else layouts.push_back(plan.rounds.sharedLayout());
-    }
-    const bool retests = plan.retestWorst > 0;
-    out.push_back({std::move(instance), std::move(plan)});
-    // Its serial retest comes right after it, planned now so that the count
-    // announced at the start is the count in the table at the end.
-    if (retests) out.push_back(retestSlotOf(out.back(), static_cast<int>(out.size()) - 1));
-  }
-  // The tests' own budgets first, then the scenario's over what they left.
-  std::map<const scenario::TestSpec*, std::vector<std::size_t>> ofTest;
-  for (std::size_t i = 0; i < out.size(); ++i) ofTest[out[i].instance.spec].push_back(i);
-  for (const auto& [spec, members] : ofTest)
-    if (spec->budgetSeconds > 0) fitBudget(out, members, spec->budgetSeconds, spec->where("budget"), "test '" + spec->name + "'");
-  if (scenario.budgetSeconds > 0) {
-    std::vector<std::size_t> all(out.size());
-    std::iota(all.begin(), all.end(), 0);
-    fitBudget(out, all, scenario.budgetSeconds, scenario.budgetAt, "scenario '" + scenario.name + "'");
-  }
-  for (const auto& planned : out) {
-    const auto& instance = planned.instance;
-    const std::int64_t memory = memoryPerRank(planned.plan);
-    if (memory > scenario.maxMemoryPerRank)
-      throw scenario::ScenarioError(
-          instance.spec->at + ": test '" + instance.spec->name + "' at " +
-          scenario::formatSize(instance.bytes) + " needs about " + std::to_string(memory >> 20) +
-          " MiB per rank for samples and buffers, more than max_memory_per_rank (" +
-          std::to_string(scenario.maxMemoryPerRank >> 20) + " MiB); lower iterations, window or sizes, or raise the "
-          "limit with --set max_memory_per_rank=16GiB");
-  }
-  return out;
-}
 
 Runner::Runner(const scenario::Scenario& scenario, const suite::Registry& registry,
                const runtime::Communicator& world, RunOptions options)
@@ -325,170 +119,11 @@ void Runner::writeSkipped(int index, const PlannedInstance& planned, output::Rec
   recorder.skipped(output::instanceGroupPath(index), unfinishedAttributes(index, planned, "skipped", why));
 }
 
-namespace {
-
-std::string rankAndHost(int rank, const std::vector<std::string>& hostOfRank) {
-  const bool known = rank >= 0 && static_cast<std::size_t>(rank) < hostOfRank.size();
-  return "rank " + std::to_string(rank) + " (" + (known ? hostOfRank[static_cast<std::size_t>(rank)] : "?") + ")";
-}
-
-std::string namesOf(const std::vector<int>& ranks, const std::vector<std::string>& hostOfRank) {
-  std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ", ") + rankAndHost(r, hostOfRank);
-  return out;
-}
-
-}  // namespace
-
 void printResultLine(bool rank0, int code) {
   const char* asked = std::getenv("FABSCOPE_REPORT_EXIT");
   if (!rank0 || !asked || std::string(asked) != "1") return;
   std::printf("fabscope: result: exit code %d\n", code);
   std::fflush(stdout);
-}
-
-namespace {
-
-std::string nowUtc() { return runtime::utcTimestamp(runtime::realtimeNow()); }
-
-std::string commaList(const std::vector<int>& values) {
-  std::string list;
-  for (int v : values) list += (list.empty() ? "" : ",") + std::to_string(v);
-  return list;
-}
-
-// Rank 0's one line for a loss round: who was lost, who stayed silent, the first error.
-std::string describeLoss(const runtime::LossOutcome& outcome, const std::vector<std::string>& hosts) {
-  std::string firstError;
-  for (const auto& [rank, report] : outcome.reports)
-    if (!report.error.empty()) {
-      firstError = report.error;
-      break;
-    }
-  std::string line = outcome.lost.empty() ? "a control-plane wait failed"
-                                          : "lost contact with " + namesOf(outcome.lost, hosts);
-  if (!outcome.silent.empty())
-    line += std::string(outcome.silent.size() == outcome.lost.size() ? ": " : "; ") +
-            (outcome.silent.size() == 1 ? "it" : namesOf(outcome.silent, hosts)) + " did not answer within " +
-            std::to_string(static_cast<int>(runtime::deadlines::lossAnswerSeconds)) + " s";
-  if (!firstError.empty()) line += "; first error: " + firstError;
-  return line;
-}
-
-// The interrupted test's samples as every rank that answered sent them.
-std::vector<output::SampleRecord> samplesOf(const runtime::LossOutcome& outcome) {
-  std::vector<output::SampleRecord> rows;
-  for (const auto& [rank, report] : outcome.reports) {
-    const auto* first = reinterpret_cast<const output::SampleRecord*>(report.samples.data());
-    rows.insert(rows.end(), first, first + report.samples.size() / sizeof(output::SampleRecord));
-  }
-  return rows;
-}
-
-}  // namespace
-
-// This rank's part of a loss round: its error, the ranks it knows are gone
-// and the running test's samples, moved to the global clock for rank 0.
-runtime::LossReport Runner::lossReportOf(const std::string& myError, std::vector<int> lost,
-                                         const RunningTest* running) const {
-  runtime::LossReport mine{myError, std::move(lost), {}};
-  if (running) {
-    for (auto& s : running->samples) {
-      s.t_post_ns = clock_.toGlobal(s.t_post_ns);
-      s.t_done_ns = clock_.toGlobal(s.t_done_ns);
-    }
-    const auto bytes = std::as_bytes(running->samples);
-    mine.samples.assign(bytes.begin(), bytes.end());
-  }
-  return mine;
-}
-
-// How long a rank other than 0 waits for rank 0 to conclude a loss round.
-// Rank 0 may still be inside a test of its own: it joins at its next
-// control-plane wait (at the latest the test's deadline plus the control
-// grace), calls the others, records the loss, then concludes. Giving up
-// earlier ended the job (MPI_Abort) while rank 0 was still writing the file
-// (seen in the no-hang campaign: a file left locked and unfinished).
-double Runner::rank0ConcludesWithinSeconds(const RunningTest* running) const {
-  double testTimeout = running ? running->planned.instance.spec->timeoutSeconds : 0;
-  if (!running)
-    for (const auto& test : scenario_.tests) testTimeout = std::max(testTimeout, test.timeoutSeconds);
-  return testTimeout + scenario_.controlGraceSeconds + runtime::deadlines::lossAnswerSeconds +
-         runtime::deadlines::lossRecordSeconds + runtime::deadlines::lossAckSeconds;
-}
-
-void Runner::reportLossToRank0(runtime::LossReport mine, const std::vector<int>& lost, const RunningTest* running) {
-  const int me = world_.rank();
-  const auto& hosts = identity_.hostOfRank;
-  const auto* losses = options_.losses;
-  std::string conclusion;
-  const bool rank0Lost = std::find(lost.begin(), lost.end(), 0) != lost.end();
-  if (losses && !rank0Lost)
-    conclusion = losses->report(mine, static_cast<runtime::Nanoseconds>(rank0ConcludesWithinSeconds(running) * 1e9));
-  std::fprintf(stderr, "fabscope: %s %s: runtime failure: %s%s%s\n", nowUtc().c_str(), rankAndHost(me, hosts).c_str(),
-               mine.error.empty() ? "another rank reported a loss" : mine.error.c_str(),
-               conclusion.empty() ? "" : "; rank 0: ", conclusion.c_str());
-  if (conclusion.empty())
-    std::fprintf(stderr, "fabscope: %s: %s; the result file cannot be finished\n", rankAndHost(me, hosts).c_str(),
-                 rank0Lost ? "rank 0, which holds the result file, is lost" : "rank 0 did not conclude the loss round");
-  std::fflush(stderr);
-  if (!conclusion.empty()) {
-    losses->acknowledge();
-    // Rank 0 ends the job once it has recorded the loss; this is only the fallback.
-    const auto wait = runtime::Deadline::afterSeconds(runtime::deadlines::lossEndSeconds);
-    const runtime::watchdog::Watch watch("rank 0 to end the job after a loss round", wait.at(), 0);
-    while (!wait.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
-}
-
-// Rank 0, alone: the interrupted test's samples, the start's validity
-// findings and the run's end (complete=0, exit_code 3, the lost ranks).
-void Runner::recordLoss(output::Recorder& recorder, const runtime::LossOutcome& outcome, const std::string& line,
-                        const RunningTest* running) {
-  try {
-    recorder.continueAlone();
-    const auto control = runtime::Deadline::afterSeconds(runtime::deadlines::lossRecordSeconds);
-    if (running) {
-      const std::string status = running->status == instance_status::timeout ? "timeout" : "error";
-      auto attrs = unfinishedAttributes(running->index, running->planned, status, line);
-      std::vector<int> answered;
-      for (const auto& [rank, report] : outcome.reports) answered.push_back(rank);
-      attrs.emplace_back("samples_from_ranks", commaList(answered));
-      recorder.interrupted(output::instanceGroupPath(running->index), attrs, samplesOf(outcome), control);
-    }
-    if (!std::exchange(validityRecorded_, true))  // the start findings; no clock finding
-      recorder.validity(validity::rowsOf(validity_), validity::attributesOf(validity_), control);
-    recorder.attributes("/",
-                       {{"finished_utc", nowUtc()}, {"complete", std::int64_t{0}},
-                        {"exit_code", std::int64_t{exit_code::runtimeFailure}}, {"error", line},
-                        {"lost_ranks", commaList(outcome.lost)}},
-                       control);
-    recorder.flush();
-    std::fprintf(stderr, "fabscope: the result file %s keeps every test finished so far%s, is marked complete=0 "
-                 "and exit_code=3\n", options_.outputPath.c_str(), running ? " and the interrupted one's samples" : "");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fabscope: rank 0: could not record the loss in %s: %s (it stays complete=0, exit_code=-1)\n",
-                 options_.outputPath.c_str(), e.what());
-  }
-}
-
-void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError, std::vector<int> lost,
-                          const RunningTest* running) {
-  std::fflush(stdout);
-  auto mine = lossReportOf(myError, lost, running);
-  if (world_.rank() != 0) reportLossToRank0(std::move(mine), lost, running);
-  const auto* losses = options_.losses;
-  runtime::LossOutcome outcome;
-  if (losses) outcome = losses->gather(std::move(mine), static_cast<runtime::Nanoseconds>(runtime::deadlines::lossAnswerSeconds * 1e9));
-  else outcome = {lost, {}, {{0, std::move(mine)}}};
-  const std::string line = describeLoss(outcome, identity_.hostOfRank);
-  std::fprintf(stderr, "fabscope: %s rank 0: runtime failure: %s\n", nowUtc().c_str(), line.c_str());
-  recordLoss(recorder, outcome, line, running);
-  std::fflush(stderr);
-  printResultLine(true, exit_code::runtimeFailure);
-  if (losses) losses->conclude(outcome, line, static_cast<runtime::Nanoseconds>(runtime::deadlines::lossAckSeconds * 1e9));
-  runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
 }
 
 output::Attributes Runner::unfinishedAttributes(int index, const PlannedInstance& planned, const std::string& status,
@@ -562,32 +197,46 @@ output::ResultFile Runner::openFile(const std::vector<PlannedInstance>& planned)
 }
 
 int Runner::run(std::vector<PlannedInstance> planned) {
-  const bool rank0 = world_.rank() == 0;
   setUp();
   runtime::sampleHeapPeak("setup");
   auto file = openFile(planned);
-  file.setStepSeconds(scenario_.controlTimeoutSeconds > 0 ? scenario_.controlTimeoutSeconds
-                                                          : runtime::deadlines::fileStepSeconds);
-  output::Recorder recorder(file, scenario_.controlTimeoutSeconds > 0 ? scenario_.controlTimeoutSeconds
-                                                                      : runtime::deadlines::fileStepSeconds);
-  if (rank0) {
-    std::fprintf(stderr, "fabscope %s: scenario '%s', %d ranks on %d hosts, %zu test instances%s, seed %llu\n",
-                 FABSCOPE_VERSION, scenario_.name.c_str(), world_.size(), identity_.hostCount, planned.size(),
-                 retestsAmong(planned).c_str(), static_cast<unsigned long long>(seed_));
-    std::fprintf(stderr, "fabscope: writing %s (%s HDF5)\n", options_.outputPath.c_str(),
-                 output::writeModeName(file.mode()));
-    for (const auto& line : validity::describe(validity_)) std::fprintf(stderr, "fabscope: %s\n", line.c_str());
-  }
+  file.setStepSeconds(fileStepSeconds(scenario_));
+  output::Recorder recorder(file, fileStepSeconds(scenario_));
+  announce(planned, file);
+  const auto fabric = writeFileHeader(recorder, file);
+  runtime::sampleHeapPeak("file header");
+  const int exitCode = runMatrixOrEndAfterLoss(std::move(planned), file, recorder);
+  if (leaveRun_) return exit_code::ok;
+  return finish(file, recorder, fabric, exitCode);
+}
+
+// Rank 0's opening lines on stderr: what runs, where it is written, what makes the numbers doubtful.
+void Runner::announce(const std::vector<PlannedInstance>& planned, const output::ResultFile& file) const {
+  if (world_.rank() != 0) return;
+  std::fprintf(stderr, "fabscope %s: scenario '%s', %d ranks on %d hosts, %zu test instances%s, seed %llu\n",
+               FABSCOPE_VERSION, scenario_.name.c_str(), world_.size(), identity_.hostCount, planned.size(),
+               retestsAmong(planned).c_str(), static_cast<unsigned long long>(seed_));
+  std::fprintf(stderr, "fabscope: writing %s (%s HDF5)\n", options_.outputPath.c_str(),
+               output::writeModeName(file.mode()));
+  for (const auto& line : validity::describe(validity_)) std::fprintf(stderr, "fabscope: %s\n", line.c_str());
+}
+
+// The run header, /ranks, the fabric inventory and the /tests group.
+FabricVerdict Runner::writeFileHeader(output::Recorder& recorder, output::ResultFile& file) {
   writeRunHeader(recorder, file);
   writeRanks(recorder);
-  const auto fabric = recordFabric(file, world_, identity_, options_.fabric, setupDeadline(scenario_));
+  auto fabric = recordFabric(file, world_, identity_, options_.fabric, setupDeadline(scenario_));
   recorder.attributes("/", {{"consistency_flags", std::int64_t{fabric.consistencyFlags}},
                             {"manifest_failed", std::int64_t{fabric.manifestFailed ? 1 : 0}}});
   recorder.testsGroup();
-  runtime::sampleHeapPeak("file header");
-  int exitCode = exit_code::ok;
+  return fabric;
+}
+
+// The matrix; a rank lost or a failure outside a fault drill ends the run (RankLoss.cpp) and never returns.
+int Runner::runMatrixOrEndAfterLoss(std::vector<PlannedInstance> planned, output::ResultFile& file,
+                                    output::Recorder& recorder) {
   try {
-    exitCode = runMatrix(std::move(planned), file, recorder);
+    return runMatrix(std::move(planned), file, recorder);
   } catch (const runtime::PeerLost& e) {
     // No collective may run again, not even closing the file (parallel HDF5
     // closes collectively): a loss round names the lost ranks and rank 0
@@ -602,8 +251,6 @@ int Runner::run(std::vector<PlannedInstance> planned) {
     }
     endAfterLoss(recorder, "rank " + std::to_string(world_.rank()) + ": " + e.what(), {}, nullptr);
   }
-  if (leaveRun_) return exit_code::ok;
-  return finish(file, recorder, fabric, exitCode);
 }
 
 namespace {
@@ -715,9 +362,10 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
     }
     const std::string transportName = transportNameOf(current);
     auto& transport = transports.get(transportName, [&] {
-      return transport::openTransport(transportName, world_, identity_.localRank,
-                                      transportTuning(scenario_.transports, oneSidedTransports.contains(transportName)),
-                                      setupDeadline(scenario_));
+      return transport::openTransport(
+          transportName, world_, identity_.localRank,
+          {.settings = &scenario_.transports, .oneSided = oneSidedTransports.contains(transportName)},
+          setupDeadline(scenario_));
     });
     auto result = runInstance(index, current, file, recorder, transport, retest);
     if (leaveRun_) return exit_code::ok;

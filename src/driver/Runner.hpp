@@ -1,5 +1,7 @@
 #pragma once
-// Runs a validated scenario on every rank and writes the shared result file.
+// Runs a validated scenario on every rank and writes the shared result file:
+// a short list of named stages (Runner::run). Planning is in Planning.*, the
+// stages of one instance in InstanceStages.cpp, rank-loss handling in RankLoss.cpp.
 #include <optional>
 #include <string>
 #include <vector>
@@ -7,6 +9,7 @@
 #include "conditions/NeighbourLoad.hpp"
 #include "driver/FabricRecorder.hpp"
 #include "driver/InstanceResult.hpp"
+#include "driver/Planning.hpp"
 #include "output/Recorder.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/ClockSync.hpp"
@@ -37,56 +40,11 @@ struct RunOptions {
 // fault-tolerant launch the launcher's own status does not carry the code.
 void printResultLine(bool rank0, int code);
 
-struct PlannedInstance {
-  scenario::TestInstance instance;
-  suite::InstancePlan plan;
-};
-
-// " (K of them serial retests)" for a plan with K retest slots, else "".
-std::string retestsAmong(const std::vector<PlannedInstance>& planned);
-
-// Samples and buffers one rank needs for an instance (known before it runs).
-std::int64_t memoryPerRank(const suite::InstancePlan& plan);
-
-// The matrix with every instance's plan, each all-pairs instance that retests
-// followed by its serial retest's slot (pass serial-retest, pairs chosen when
-// it runs); throws ScenarioError on bad kind keys and on an instance above the
-// scenario's max_memory_per_rank.
-std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
-                                        int worldSize);
-// The same, knowing where every rank sits (patterns that follow the topology
-// need it; the plan above takes every rank for a node of its own). Applies the
-// time budget: a scenario's or a test's `budget` keeps a seeded sample of the
-// rounds of the patterns that have many (plan.leftOut says what went), and
-// refuses (ScenarioError) a budget the instances cannot fit even with one
-// round each.
-std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
-                                        const suite::WorldLayout& world);
-
-// A planning figure for an instance's time (not a prediction): rounds x
-// (warmup + iterations) x (assumedLatency + bytes x window / assumedBandwidth)
-// + rounds x assumedRoundCost. Kinds without rounds count one.
-namespace estimate {
-inline constexpr double assumedLatencySeconds = 20e-6;
-inline constexpr double assumedBytesPerSecond = 10e9;
-inline constexpr double assumedRoundCostSeconds = 1e-3;  // the barrier and the pair's setup
-}  // namespace estimate
-double estimateSeconds(const PlannedInstance& planned);
-// "1h02m", "3m20s", "12.5s"
-std::string formatEstimate(double seconds);
-
 // An instance's status as the ranks agree on it: the largest of theirs.
 namespace instance_status {
 // Ordered by weight: the ranks agree on the largest (a skip outweighs a pass only).
 enum : std::int64_t { passed = 0, skipped = 1, failed = 2, timeout = 3, errored = 4 };
 }
-
-// The retest stage's choice (all-pairs, group indices): the worst pairs of the
-// parallel pass and control pairs from its middle (suite::controlCount), measured alone alike.
-struct RetestChoice {
-  std::vector<suite::RankPair> worst;
-  std::vector<suite::RankPair> controls;
-};
 
 // What the stages of one instance share on one rank (InstanceStages.cpp), in
 // the order the stages fill it: roles, condition + run, agree, reduce, record.
@@ -162,6 +120,10 @@ class Runner {
   // Run level (Runner.cpp).
   void setUp();
   output::ResultFile openFile(const std::vector<PlannedInstance>& planned);
+  void announce(const std::vector<PlannedInstance>& planned, const output::ResultFile& file) const;
+  FabricVerdict writeFileHeader(output::Recorder& recorder, output::ResultFile& file);
+  int runMatrixOrEndAfterLoss(std::vector<PlannedInstance> planned, output::ResultFile& file,
+                              output::Recorder& recorder);
   void writeRunHeader(output::Recorder& recorder, const output::ResultFile& file);
   void writeRanks(output::Recorder& recorder);
   int runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& file, output::Recorder& recorder);
@@ -175,6 +137,7 @@ class Runner {
   InstanceResult skippedResult(int index, const PlannedInstance& planned) const;
   output::Attributes unfinishedAttributes(int index, const PlannedInstance& planned, const std::string& status,
                                           const std::string& why) const;
+  // Rank-loss handling (RankLoss.cpp).
   // The test that was running when a rank was lost, for the loss round.
   struct RunningTest {
     int index;

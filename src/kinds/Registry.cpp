@@ -32,6 +32,8 @@ scenario::ScenarioRules Registry::scenarioRules(int worldSize) const {
   scenario::ScenarioRules rules;
   for (const auto& [name, kind] : kinds_) rules.kinds.emplace(name, kind->rules());
   rules.transports = transport::transportAvailability();
+  rules.transportSettings = transport::transportSettingsRules();
+  rules.defaultTransport = transport::defaultTransport;
   for (const auto& m : memory::memoryKinds()) rules.memoryKinds.emplace(m.name, m.unavailable);
   rules.conditions = {"quiet", "incast", "alltoall", "bidirectional", "copy"};
   rules.worldSize = worldSize;

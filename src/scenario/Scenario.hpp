@@ -80,20 +80,32 @@ const Config& configOf(const TestSpec& spec) {
   return *config;
 }
 
-// Per-run transport settings from the scenario's top-level 'transports:' mapping,
-// for experiments; each only lowers what the transport would otherwise use.
-struct TransportSettings {
-  // transports: {verbs: {max_rd_atomic: N}} (1..255): RDMA reads in flight per
-  // queue pair; 0 = the limit the two devices agree on.
-  int verbsMaxReadsInFlight = 0;
-  std::string verbsMaxReadsInFlightFrom;  // "file:line:column" that set it
-  // transports: {mpi: {wait: polled|blocking}}: blocking waits in MPI_Wait
-  // (osu_latency's way, the reply seen sooner) with the watchdog as their only
-  // deadline; polled (the default) waits in MPI_Test loops that end at the
-  // test's deadline and let the run go on (docs/transports.md).
-  bool mpiBlockingWaits = false;
-  std::string mpiWaitFrom;  // "file:line:column" that set it
+// A transport's own settings from the scenario's top-level 'transports:'
+// mapping, read once at load by the transport's parse step
+// (TransportRules::parse, declared with the transport in
+// transport/TransportFactory.cpp). Each transport with keys derives its own;
+// the opener reads it through transportSettingsOf<Settings>.
+class TransportSettings {
+ public:
+  virtual ~TransportSettings() = default;
 };
+
+// Transport name -> its settings: every transport that has keys, with its
+// defaults when the scenario gives none.
+using TransportSettingsByName = std::map<std::string, std::shared_ptr<const TransportSettings>>;
+
+// The settings `name`'s parse step made; asking for another type, or for a
+// transport the loader did not read, is a programming error, said plainly.
+template <typename Settings>
+const Settings& transportSettingsOf(const TransportSettingsByName& all, const std::string& name) {
+  const auto it = all.find(name);
+  const auto* settings = it == all.end() ? nullptr : dynamic_cast<const Settings*>(it->second.get());
+  if (!settings)
+    throw std::logic_error("transport '" + name + "': " +
+                           (it == all.end() ? "no settings (was the scenario loaded with its transports' rules?)"
+                                            : "its settings are not the type asked for"));
+  return *settings;
+}
 
 struct Scenario {
   std::string name;
@@ -115,7 +127,7 @@ struct Scenario {
   // deadline before a silent rank is declared lost.
   double controlTimeoutSeconds = 0;
   double controlGraceSeconds = 30;
-  TransportSettings transports;
+  TransportSettingsByName transports;
   // budget: the whole scenario's time budget (0: none), and where it was given.
   double budgetSeconds = 0;
   std::string budgetAt;
@@ -138,9 +150,23 @@ struct KindRules {
   std::function<std::shared_ptr<const KindConfig>(const TestSpec& spec, const TestSource& source)> parse;
 };
 
+struct TransportSource;  // one transport's mapping under 'transports:' (scenario/TestSource.hpp)
+
+// A transport's keys under the scenario's 'transports:' and its parse step.
+struct TransportRules {
+  std::vector<std::string> keys;
+  std::string example;  // a mapping of its keys, e.g. "{wait: blocking}", for messages
+  // Reads and checks the transport's keys (the loader has refused unknown
+  // ones), once, at load; called with an empty mapping when the scenario gives
+  // none, so it returns the defaults. Throws ScenarioError "file:line:column: ...".
+  std::function<std::shared_ptr<const TransportSettings>(const TransportSource& source)> parse;
+};
+
 struct ScenarioRules {
   std::map<std::string, KindRules> kinds;
   std::map<std::string, std::string> transports;  // name -> "" if built, else why not
+  std::map<std::string, TransportRules> transportSettings;  // the transports that have keys
+  std::string defaultTransport;  // a test's transport when it names none
   std::map<std::string, std::string> memoryKinds;  // name -> "" if built, else why not
   std::vector<std::string> conditions;
   int worldSize = 1;

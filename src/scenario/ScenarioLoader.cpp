@@ -188,7 +188,7 @@ class Loader {
       scenario.budgetSeconds = budgetOf(b);
       scenario.budgetAt = positionOf(file_, b);
     }
-    if (const YAML::Node t = root["transports"]) parseTransportSettings(t, scenario.transports);
+    readTransportSettings(root["transports"], scenario.transports);
   }
 
   // Each test in order: its common keys, then its kind's own (read once into its config).
@@ -311,32 +311,34 @@ class Loader {
     return n.as<std::string>();
   }
 
-  // transports: {verbs: {max_rd_atomic: N}, mpi: {wait: polled|blocking}}.
-  void parseTransportSettings(const YAML::Node& t, TransportSettings& settings) const {
-    if (!t.IsMap()) fail(t, "'transports' must be a mapping such as {verbs: {max_rd_atomic: 4}}");
-    for (const auto& entry : t) {
-      const auto name = entry.first.Scalar();
-      if (name != "verbs" && name != "mpi")
-        fail(entry.first, "unknown transport '" + name + "' under 'transports'; expected: mpi, verbs");
-      const YAML::Node v = entry.second;
-      const std::string example = name == "verbs" ? "{max_rd_atomic: 4}" : "{wait: blocking}";
-      if (!v.IsMap()) fail(v, "'transports." + name + "' must be a mapping such as " + example);
-      for (const auto& key : v) {
-        const auto k = key.first.Scalar();
-        if (name == "verbs" && k == "max_rd_atomic") {
-          settings.verbsMaxReadsInFlight = static_cast<int>(integerOf(key.second, "max_rd_atomic", 1, 255));
-          settings.verbsMaxReadsInFlightFrom = positionOf(file_, key.second);
-        } else if (name == "mpi" && k == "wait") {
-          const std::string w = key.second.IsScalar() ? key.second.Scalar() : std::string("a list or mapping");
-          if (w != "polled" && w != "blocking") fail(key.second, "'wait' is '" + w + "'; expected polled or blocking");
-          settings.mpiBlockingWaits = w == "blocking";
-          settings.mpiWaitFrom = positionOf(file_, key.second);
-        } else {
-          fail(key.first, "unknown key '" + k + "' under 'transports." + name + "'; expected: " +
-                              (name == "verbs" ? "max_rd_atomic" : "wait"));
-        }
-      }
+  // transports: {NAME: {KEY: VALUE}}: each transport's keys (ScenarioRules::transportSettings), read by its
+  // own parse step; every transport that has keys gets its settings, its defaults where none are given.
+  void readTransportSettings(const YAML::Node& t, TransportSettingsByName& settings) const {
+    const auto& rules = rules_.transportSettings;
+    if (t && !t.IsMap()) {
+      std::string example;
+      for (const auto& [name, r] : rules) example += (example.empty() ? "" : ", ") + name + ": " + r.example;
+      fail(t, "'transports' must be a mapping such as {" + example + "}");
     }
+    for (const auto& entry : t ? t : YAML::Node(YAML::NodeType::Map)) {
+      const auto name = entry.first.Scalar();
+      const auto it = rules.find(name);
+      if (it == rules.end()) {
+        std::vector<std::string> names;
+        for (const auto& [known, r] : rules) names.push_back(known);
+        fail(entry.first, "unknown transport '" + name + "' under 'transports'; expected: " + joined(names));
+      }
+      const YAML::Node v = entry.second;
+      if (!v.IsMap()) fail(v, "'transports." + name + "' must be a mapping such as " + it->second.example);
+      for (const auto& key : v)
+        if (!contains(it->second.keys, key.first.Scalar()))
+          fail(key.first, "unknown key '" + key.first.Scalar() + "' under 'transports." + name + "'; expected: " +
+                              joined(it->second.keys));
+      settings[name] = it->second.parse(TransportSource(file_, name, v));
+    }
+    for (const auto& [name, r] : rules)
+      if (!settings.contains(name))
+        settings[name] = r.parse(TransportSource(file_, name, YAML::Node(YAML::NodeType::Map)));
   }
 
   std::int64_t integerOf(const YAML::Node& n, const std::string& key, std::int64_t min, std::int64_t max) const {
@@ -574,7 +576,8 @@ class Loader {
     if (const YAML::Node n = pick(test, defaults, "budget")) spec.budgetSeconds = budgetOf(n);
     const YAML::Node timeout = pick(test, defaults, "timeout");
     spec.timeoutSeconds = timeout ? deadlineOf(timeout, "timeout") : 60;
-    spec.transport = availableChoice(pick(test, defaults, "transport"), "transport", rules_.transports, "mpi");
+    spec.transport = availableChoice(pick(test, defaults, "transport"), "transport", rules_.transports,
+                                     rules_.defaultTransport);
     spec.memory = availableChoice(pick(test, defaults, "memory"), "memory", rules_.memoryKinds, "host");
     const YAML::Node conditions = pick(test, defaults, "conditions");
     spec.conditions = conditions ? conditionsOf(conditions) : std::vector<std::string>{"quiet"};
@@ -710,6 +713,36 @@ ParamReader ParamReader::mapping(const std::string& key, const std::vector<std::
                           "' of test '" + spec_.name + "'; expected one of: " + joined(allowedKeys));
   }
   return ParamReader(spec_, file_, m, prefix_ + key + ".");
+}
+
+// --- TransportSource -----------------------------------------------------------
+
+bool TransportSource::has(const std::string& key) const { return static_cast<bool>(settings_[key]); }
+
+void TransportSource::fail(const std::string& key, const std::string& message) const {
+  const YAML::Node n = settings_[key];
+  throw ScenarioError(positionOf(file_, n ? n : settings_) + ": " + message);
+}
+
+std::int64_t TransportSource::integer(const std::string& key, std::int64_t min, std::int64_t max) const {
+  const YAML::Node n = settings_[key];
+  std::int64_t v = 0;
+  if (!n.IsScalar() || !YAML::convert<std::int64_t>::decode(n, v))
+    fail(key, "'" + key + "' must be a whole number, got '" + text(key) + "'");
+  if (v < min || v > max)
+    fail(key, "'" + key + "' is " + std::to_string(v) + "; expected " + std::to_string(min) + ".." +
+                  std::to_string(max));
+  return v;
+}
+
+std::string TransportSource::text(const std::string& key) const {
+  const YAML::Node n = settings_[key];
+  return n.IsScalar() ? n.Scalar() : std::string("a list or mapping");
+}
+
+std::string TransportSource::where(const std::string& key) const {
+  const YAML::Node n = settings_[key];
+  return positionOf(file_, n ? n : settings_);
 }
 
 }  // namespace fabscope::scenario

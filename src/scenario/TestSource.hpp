@@ -3,7 +3,7 @@
 // and the scenario's top-level model and parallel. It exists only while the
 // loader runs; the parse step turns it into the kind's typed config, so no
 // YAML goes past loading. Included by the loader and the kinds' parse
-// functions only.
+// functions only, and by the transports' (TransportSource, below).
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
@@ -51,6 +51,30 @@ class ParamReader {
   YAML::Node node_;
   std::string prefix_;
   bool nested_ = false;
+};
+
+// One transport's mapping under the scenario's 'transports:' (empty when the
+// scenario gives none), for its parse step (TransportRules::parse): typed
+// access to its keys with errors that point at the file.
+class TransportSource {
+ public:
+  TransportSource(std::string file, std::string name, YAML::Node settings)
+      : file_(std::move(file)), name_(std::move(name)), settings_(std::move(settings)) {}
+
+  const std::string& name() const { return name_; }
+  bool has(const std::string& key) const;
+  // A whole number in min..max: "'key' must be a whole number, got '...'", "'key' is N; expected min..max".
+  std::int64_t integer(const std::string& key, std::int64_t min, std::int64_t max) const;
+  // The value as written, or "a list or mapping" when it is not a plain value.
+  std::string text(const std::string& key) const;
+  // "file:line:column" of the key's value.
+  std::string where(const std::string& key) const;
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+
+ private:
+  std::string file_;
+  std::string name_;
+  YAML::Node settings_;
 };
 
 // "file:line:column" of a node (1-based), or "file" when it has no position;

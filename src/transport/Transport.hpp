@@ -16,19 +16,6 @@ namespace fabscope::transport {
 
 enum class MemoryKind { host, cuda, cudaHost };
 
-// Per-run settings a scenario may give a transport when it is opened (the
-// scenario's 'transports:' key); transports that have none ignore them.
-struct TransportTuning {
-  int verbsMaxReadsInFlight = 0;          // 0: the limit the two devices agree on
-  std::string verbsMaxReadsInFlightFrom;  // where it was set ("file:line:column")
-  // A test of the run puts or gets over this transport (InstancePlan::oneSided).
-  // UCX asks for its RMA feature only then; the other transports ignore it.
-  bool oneSided = false;
-  // MPI: waits block in MPI_Wait, bounded by the watchdog only (scenario
-  // transports: {mpi: {wait: blocking}}); the other transports ignore it.
-  bool mpiBlockingWaits = false;
-};
-
 // A transport's own collective library, for kinds that bring their own data
 // path (all-reduce, all-to-all): MPI's on host memory, NCCL's on GPU memory.
 enum class Collectives { none, host, device };

@@ -1,8 +1,10 @@
 #include "transport/TransportFactory.hpp"
 
+#include <optional>
 #include <vector>
 
 #include "fabscope/BuildConfig.hpp"
+#include "scenario/TestSource.hpp"
 #include "transport/MpiTransport.hpp"
 #if FABSCOPE_HAVE_UCX
 #include "transport/UcxTransport.hpp"
@@ -18,25 +20,101 @@ namespace fabscope::transport {
 
 namespace {
 
+// Opens the transport, collectively over `world`.
+using Opener = std::unique_ptr<Transport> (*)(const runtime::Communicator& world, int localRank,
+                                              const OpenRequest& request, const runtime::Deadline& deadline);
+
 struct TransportEntry {
   const char* name;
   const char* unavailable;  // "" when built, else why not
   TransportCapabilities can;
+  // Its keys under the scenario's 'transports:' and their parse step, if it has any.
+  std::optional<scenario::TransportRules> settings;
+  Opener open;  // null when this build lacks it
 };
 
-// Every transport by name: whether this build has it and what it can do,
-// declared here once.
+// The transport's settings in `request`, else its defaults.
+template <class Settings>
+const Settings& settingsIn(const OpenRequest& request, const std::string& name) {
+  static const Settings defaults;
+  if (!request.settings || !request.settings->contains(name)) return defaults;
+  return scenario::transportSettingsOf<Settings>(*request.settings, name);
+}
+
+std::shared_ptr<const scenario::TransportSettings> parseMpiSettings(const scenario::TransportSource& source) {
+  auto settings = std::make_shared<MpiSettings>();
+  if (source.has("wait")) {
+    const std::string wait = source.text("wait");
+    if (wait != "polled" && wait != "blocking")
+      source.fail("wait", "'wait' is '" + wait + "'; expected polled or blocking");
+    settings->blockingWaits = wait == "blocking";
+    settings->waitFrom = source.where("wait");
+  }
+  return settings;
+}
+
+std::shared_ptr<const scenario::TransportSettings> parseVerbsSettings(const scenario::TransportSource& source) {
+  auto settings = std::make_shared<VerbsSettings>();
+  if (source.has("max_rd_atomic")) {
+    settings->maxReadsInFlight = static_cast<int>(source.integer("max_rd_atomic", 1, 255));
+    settings->maxReadsInFlightFrom = source.where("max_rd_atomic");
+  }
+  return settings;
+}
+
+std::unique_ptr<Transport> openMpi(const runtime::Communicator& world, int, const OpenRequest& request,
+                                   const runtime::Deadline& deadline) {
+  return std::make_unique<MpiTransport>(world, settingsIn<MpiSettings>(request, "mpi").blockingWaits, deadline);
+}
+
+#if FABSCOPE_HAVE_UCX
+std::unique_ptr<Transport> openUcx(const runtime::Communicator& world, int, const OpenRequest& request,
+                                   const runtime::Deadline& deadline) {
+  return std::make_unique<UcxTransport>(world, request.oneSided, deadline);
+}
+#else
+constexpr Opener openUcx = nullptr;
+#endif
+
+#if FABSCOPE_HAVE_VERBS
+std::unique_ptr<Transport> openVerbs(const runtime::Communicator& world, int, const OpenRequest& request,
+                                     const runtime::Deadline& deadline) {
+  const auto& settings = settingsIn<VerbsSettings>(request, "verbs");
+  return std::make_unique<VerbsTransport>(world, settings.maxReadsInFlight,
+                                          "transports.verbs.max_rd_atomic at " + settings.maxReadsInFlightFrom,
+                                          deadline);
+}
+#else
+constexpr Opener openVerbs = nullptr;
+#endif
+
+#if FABSCOPE_HAVE_NCCL
+std::unique_ptr<Transport> openNccl(const runtime::Communicator& world, int localRank, const OpenRequest&,
+                                    const runtime::Deadline& deadline) {
+  return std::make_unique<NcclTransport>(world, localRank, deadline);
+}
+#else
+constexpr Opener openNccl = nullptr;
+#endif
+
+// Every transport by name: whether this build has it, what it can do, its
+// scenario keys and how to open it, declared here once.
 const std::vector<TransportEntry>& transportTable() {
   static const std::vector<TransportEntry> table = {
-      {"mpi", "", {.collectives = Collectives::host}},
+      {"mpi", "", {.collectives = Collectives::host},
+       scenario::TransportRules{{"wait"}, "{wait: blocking}", parseMpiSettings}, openMpi},
       {"ucx", FABSCOPE_HAVE_UCX ? "" : "built without UCX",
        {.put = true,
         .get = true,
         .survivesPeerLoss = true,
         .peerLossReport = "UCX endpoint error callback (UCP_ERR_HANDLING_MODE_PEER): over TCP a dead process's "
                           "socket reset arrives at once; a hung process or a dead link is never reported (UCX "
-                          "keepalive aside), heartbeats catch those"}},
-      {"verbs", FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs", {.put = true, .get = true}},
+                          "keepalive aside), heartbeats catch those"},
+       std::nullopt,
+       openUcx},
+      {"verbs", FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs", {.put = true, .get = true},
+       scenario::TransportRules{{"max_rd_atomic"}, "{max_rd_atomic: 4}", parseVerbsSettings},
+       openVerbs},
       {"nccl", FABSCOPE_HAVE_NCCL ? "" : "built without CUDA/NCCL",
        {.hostMemory = false,
         .deviceMemory = true,
@@ -46,7 +124,9 @@ const std::vector<TransportEntry>& transportTable() {
         .peerLossReport = "NCCL asynchronous error (ncclCommGetAsyncError, non-blocking communicator): raised by "
                           "NCCL's network transports once their own timeouts expire; within a host (NVLink, PCIe "
                           "peer-to-peer, shared memory) a lost peer's operations wait without bound, so the "
-                          "survivors' own step deadline (request_timeout) decides"}},
+                          "survivors' own step deadline (request_timeout) decides"},
+       std::nullopt,
+       openNccl},
   };
   return table;
 }
@@ -56,6 +136,13 @@ const std::vector<TransportEntry>& transportTable() {
 std::map<std::string, std::string> transportAvailability() {
   std::map<std::string, std::string> out;
   for (const auto& t : transportTable()) out.emplace(t.name, t.unavailable);
+  return out;
+}
+
+std::map<std::string, scenario::TransportRules> transportSettingsRules() {
+  std::map<std::string, scenario::TransportRules> out;
+  for (const auto& t : transportTable())
+    if (t.settings) out.emplace(t.name, *t.settings);
   return out;
 }
 
@@ -75,21 +162,13 @@ std::string transportsWith(bool TransportCapabilities::*capability) {
 }
 
 std::unique_ptr<Transport> openTransport(const std::string& name, const runtime::Communicator& world, int localRank,
-                                         const TransportTuning& tuning, const runtime::Deadline& deadline) {
-  (void)localRank;
-  if (name == "mpi") return std::make_unique<MpiTransport>(world, tuning.mpiBlockingWaits, deadline);
-#if FABSCOPE_HAVE_UCX
-  if (name == "ucx") return std::make_unique<UcxTransport>(world, tuning.oneSided, deadline);
-#endif
-#if FABSCOPE_HAVE_NCCL
-  if (name == "nccl") return std::make_unique<NcclTransport>(world, localRank, deadline);
-#endif
-#if FABSCOPE_HAVE_VERBS
-  if (name == "verbs") return std::make_unique<VerbsTransport>(world, tuning, deadline);
-#endif
-  const auto why = transportAvailability();
-  const auto it = why.find(name);
-  throw UsageError("transport '" + name + "' cannot be opened: " + (it == why.end() ? "unknown transport" : it->second));
+                                         const OpenRequest& request, const runtime::Deadline& deadline) {
+  for (const auto& t : transportTable())
+    if (name == t.name) {
+      if (!t.open) throw UsageError("transport '" + name + "' cannot be opened: " + t.unavailable);
+      return t.open(world, localRank, request, deadline);
+    }
+  throw UsageError("transport '" + name + "' cannot be opened: unknown transport");
 }
 
 }  // namespace fabscope::transport

@@ -21,7 +21,7 @@ class UcxTransport final : public Transport {
   // region setup use it as the control plane). `oneSided`: the context asks
   // for UCX's RMA feature (exposeRegion, postPut, postGet); without it UCX
   // picks no lanes for RMA, and a poll progresses one shared-memory transport
-  // instead of two (TransportTuning::oneSided).
+  // instead of two (OpenRequest::oneSided).
   UcxTransport(const runtime::Communicator& world, bool oneSided, const runtime::Deadline& deadline);
   ~UcxTransport() override;
   UcxTransport(const UcxTransport&) = delete;

@@ -32,15 +32,15 @@ const char* gidTypeName(ibv_gid_type t) {
 
 }  // namespace
 
-VerbsTransport::VerbsTransport(const runtime::Communicator& world, const TransportTuning& tuning,
-                               const runtime::Deadline& deadline)
+VerbsTransport::VerbsTransport(const runtime::Communicator& world, int maxReadsInFlight,
+                               const std::string& maxReadsInFlightFrom, const runtime::Deadline& deadline)
     : world_(world.duplicate(deadline)), me_(world.rank()) {
   // Every rank opens its device first and then all agree, so a rank without
   // hardware fails the whole open together instead of leaving peers waiting.
   std::string problem;
   try {
     options_ = verbs::verbsOptionsFromEnvironment();
-    verbs::lowerReadsInFlight(options_, tuning.verbsMaxReadsInFlight, tuning.verbsMaxReadsInFlightFrom);
+    verbs::lowerReadsInFlight(options_, maxReadsInFlight, maxReadsInFlightFrom);
     openLocal();
   } catch (const UsageError&) {
     throw;

@@ -26,7 +26,9 @@ class VerbsTransport final : public Transport {
  public:
   // Collective over `world` (which must outlive the transport). Throws
   // RuntimeFailure on every rank when any rank lacks a usable device.
-  VerbsTransport(const runtime::Communicator& world, const TransportTuning& tuning, const runtime::Deadline& deadline);
+  // `maxReadsInFlight` (0: none) further limits RDMA reads in flight; `from` says where it was set.
+  VerbsTransport(const runtime::Communicator& world, int maxReadsInFlight, const std::string& maxReadsInFlightFrom,
+                 const runtime::Deadline& deadline);
   ~VerbsTransport() override;
   VerbsTransport(const VerbsTransport&) = delete;
   VerbsTransport& operator=(const VerbsTransport&) = delete;

@@ -37,8 +37,11 @@ FAMILIES = ["kinds/p2p", "kinds/incast", "kinds/collectives", "kinds/api", "kind
 LAYERS = [
     ("build", ["generated", "kernels"]),
     ("runtime", ["runtime"]),
-    ("libraries", ["stats", "model", "topology", "transport", "output", "inventory"]),
-    ("services", ["memory", "scenario", "kv", "validity"]),
+    ("libraries", ["stats", "model", "topology", "output", "inventory"]),
+    ("scenario", ["scenario"]),
+    # A transport's table entry parses its own keys of the scenario file.
+    ("transports", ["transport"]),
+    ("services", ["memory", "kv", "validity"]),
     ("kind interface", ["kinds"]),
     ("kinds", FAMILIES + ["conditions"]),
     ("driver", ["driver"]),

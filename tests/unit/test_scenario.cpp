@@ -8,6 +8,7 @@
 #include "scenario/Matrix.hpp"
 #include "scenario/Scenario.hpp"
 #include "kinds/Registry.hpp"
+#include "transport/TransportFactory.hpp"
 
 using namespace fabscope;
 namespace fs = std::filesystem;
@@ -19,6 +20,14 @@ scenario::Scenario load(const std::string& text, std::vector<std::string> overri
   auto s = scenario::loadScenarioText(text, "t.yaml", overrides, registry.scenarioRules(ranks));
   driver::planMatrix(s, registry, ranks);
   return s;
+}
+
+const transport::VerbsSettings& verbsOf(const scenario::Scenario& s) {
+  return scenario::transportSettingsOf<transport::VerbsSettings>(s.transports, "verbs");
+}
+
+const transport::MpiSettings& mpiOf(const scenario::Scenario& s) {
+  return scenario::transportSettingsOf<transport::MpiSettings>(s.transports, "mpi");
 }
 
 std::string errorOf(const std::string& text, std::vector<std::string> overrides = {}, int ranks = 4) {
@@ -286,9 +295,9 @@ TEST(Scenario, MemoryLimitIsCheckedBeforeRunning) {
 
 TEST(Scenario, TransportSettingsLowerTheVerbsReadsInFlight) {
   const auto s = load("transports:\n  verbs: {max_rd_atomic: 4}\ntests:\n  - {kind: latency, sizes: [8]}\n");
-  EXPECT_EQ(s.transports.verbsMaxReadsInFlight, 4);
-  EXPECT_EQ(s.transports.verbsMaxReadsInFlightFrom, "t.yaml:2:26");
-  EXPECT_EQ(load("tests:\n  - {kind: latency, sizes: [8]}\n").transports.verbsMaxReadsInFlight, 0);
+  EXPECT_EQ(verbsOf(s).maxReadsInFlight, 4);
+  EXPECT_EQ(verbsOf(s).maxReadsInFlightFrom, "t.yaml:2:26");
+  EXPECT_EQ(verbsOf(load("tests:\n  - {kind: latency, sizes: [8]}\n")).maxReadsInFlight, 0);
   const std::string tail = "tests:\n  - {kind: latency, sizes: [8]}\n";
   EXPECT_NE(errorOf("transports:\n  verbs: {max_rd_atomic: 0}\n" + tail).find("t.yaml:2:26: 'max_rd_atomic' is 0; expected 1..255"),
             std::string::npos);
@@ -302,12 +311,12 @@ TEST(Scenario, TransportSettingsLowerTheVerbsReadsInFlight) {
 
 TEST(Scenario, MpiWaitsArePolledUnlessTheScenarioAsksForBlocking) {
   const std::string tail = "tests:\n  - {kind: latency, sizes: [8]}\n";
-  EXPECT_FALSE(load(tail).transports.mpiBlockingWaits);
-  EXPECT_FALSE(load("transports:\n  mpi: {wait: polled}\n" + tail).transports.mpiBlockingWaits);
+  EXPECT_FALSE(mpiOf(load(tail)).blockingWaits);
+  EXPECT_FALSE(mpiOf(load("transports:\n  mpi: {wait: polled}\n" + tail)).blockingWaits);
   const auto s = load("transports:\n  mpi: {wait: blocking}\n  verbs: {max_rd_atomic: 2}\n" + tail);
-  EXPECT_TRUE(s.transports.mpiBlockingWaits);
-  EXPECT_EQ(s.transports.mpiWaitFrom, "t.yaml:2:15");
-  EXPECT_EQ(s.transports.verbsMaxReadsInFlight, 2);
+  EXPECT_TRUE(mpiOf(s).blockingWaits);
+  EXPECT_EQ(mpiOf(s).waitFrom, "t.yaml:2:15");
+  EXPECT_EQ(verbsOf(s).maxReadsInFlight, 2);
   EXPECT_NE(errorOf("transports:\n  mpi: {wait: sleepy}\n" + tail).find("t.yaml:2:15: 'wait' is 'sleepy'; expected polled or blocking"),
             std::string::npos);
   EXPECT_NE(errorOf("transports:\n  mpi: {wait: [blocking]}\n" + tail).find("t.yaml:2:15: 'wait' is 'a list or mapping'"),

@@ -1,0 +1,63 @@
+#pragma once
+// Planning a run before anything runs: the matrix with every instance's plan,
+// serial retest slots, time budgets, the memory bound, and the planning
+// estimates `fabscope list` shows.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kinds/Registry.hpp"
+#include "scenario/Matrix.hpp"
+
+namespace fabscope::driver {
+
+struct PlannedInstance {
+  scenario::TestInstance instance;
+  suite::InstancePlan plan;
+};
+
+// " (K of them serial retests)" for a plan with K retest slots, else "".
+std::string retestsAmong(const std::vector<PlannedInstance>& planned);
+
+// Samples and buffers one rank needs for an instance (known before it runs).
+std::int64_t memoryPerRank(const suite::InstancePlan& plan);
+
+// The matrix with every instance's plan, each all-pairs instance that retests
+// followed by its serial retest's slot (pass serial-retest, pairs chosen when
+// it runs); throws ScenarioError on bad kind keys and on an instance above the
+// scenario's max_memory_per_rank.
+std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
+                                        int worldSize);
+// The same, knowing where every rank sits (patterns that follow the topology
+// need it; the plan above takes every rank for a node of its own). Applies the
+// time budget: a scenario's or a test's `budget` keeps a seeded sample of the
+// rounds of the patterns that have many (plan.leftOut says what went), and
+// refuses (ScenarioError) a budget the instances cannot fit even with one
+// round each.
+std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
+                                        const suite::WorldLayout& world);
+
+// A planning figure for an instance's time (not a prediction): rounds x
+// (warmup + iterations) x (assumedLatency + bytes x window / assumedBandwidth)
+// + rounds x assumedRoundCost. Kinds without rounds count one.
+namespace estimate {
+inline constexpr double assumedLatencySeconds = 20e-6;
+inline constexpr double assumedBytesPerSecond = 10e9;
+inline constexpr double assumedRoundCostSeconds = 1e-3;  // the barrier and the pair's setup
+}  // namespace estimate
+double estimateSeconds(const PlannedInstance& planned);
+// "1h02m", "3m20s", "12.5s"
+std::string formatEstimate(double seconds);
+
+// The retest stage's choice (all-pairs, group indices): the worst pairs of the
+// parallel pass and control pairs from its middle (suite::controlCount), measured alone alike.
+struct RetestChoice {
+  std::vector<suite::RankPair> worst;
+  std::vector<suite::RankPair> controls;
+};
+
+// The retest stage's instance: the worst pairs of `measured` and as many
+// control pairs, alternated, one at a time (control samples: flag bit 10).
+PlannedInstance retestOf(const PlannedInstance& measured, const RetestChoice& choice, int index);
+
+}  // namespace fabscope::driver
