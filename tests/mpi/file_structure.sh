@@ -12,7 +12,7 @@ reference_dir="$FABSCOPE_SOURCE_DIR/tests/data/structure"
 dump() { /usr/bin/python3 "$FABSCOPE_SOURCE_DIR/tests/structure/dump_structure.py" "$1"; }
 config=${FABSCOPE_BUILD_DIR:-$(dirname "$FABSCOPE_BIN")}/generated/fabscope/BuildConfig.hpp
 have_ucx=$(grep -q "FABSCOPE_HAVE_UCX 1" "$config" 2>/dev/null && echo 1 || echo 0)
-failed=0
+failed=0 not_compared=()
 
 # check NAME LAUNCH...: runs the launch (writing $scratch/NAME.h5), then compares.
 check() {
