@@ -120,6 +120,9 @@ def _split_rate(paths, splits):
     return rows, claimed, claims
 
 
+@pytest.mark.skipif(os.environ.get("FABSCOPE_FULL_TESTS") != "1",
+                    reason="ten three-against-three compares of real runs (minutes on 2 cores): tests/run --full; "
+                           "the seeded rate test in test_compare.py runs by default")
 def test_aa_two_and_three_runs_per_side_false_positive_rate(aa_runs):
     """The hierarchical bootstrap with runs at the top, t bound on the runs' figures.
     Asserted: three runs per side (the 10 splits of 6 runs into 3 + 3). Printed: two
