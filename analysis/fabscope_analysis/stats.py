@@ -126,7 +126,7 @@ def _grouped_percentile(sorted_values: np.ndarray, starts: np.ndarray, counts: n
 def rank_tails(s: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Per measuring rank: sample count, p50 and p99 in display units, p99 time in ns.
 
-    One sort for all ranks (issue 19: a percentile call per rank took minutes at
+    One sort for all ranks (a percentile call per rank took minutes at
     thousands of ranks); the same numbers as tail_value per rank."""
     columns = ["rank", "samples", "p50", "p99", "p99_time_ns"]
     if not len(s):

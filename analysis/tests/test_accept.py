@@ -206,7 +206,7 @@ def test_bad_result_or_baseline_file_exit_2(files, tmp_path):
     assert out.returncode == 2 and "base.h5: no such file" in out.stderr
 
 
-# -- issue 16: validity and serial retests with controls ------------------------------
+# -- validity and serial retests with controls ------------------------------
 
 PAIRS_ONLY = textwrap.dedent("""\
     fabscope_criteria: 1
