@@ -72,7 +72,9 @@ PlannedInstance retestSlotOf(const PlannedInstance& measured, int index) {
   slot.plan.retestOf = index;
   slot.plan.retestWorst = 0;
   // At most suite::controlCount control pairs (retestOf sets the exact count).
-  const std::int64_t controls = suite::controlCount(static_cast<std::size_t>(retested));
+  // No more controls than the pairs left once the retested ones are taken out.
+  const std::int64_t controls = std::min<std::int64_t>(suite::controlCount(static_cast<std::size_t>(retested)),
+                                                       measured.plan.rounds.pairs() - retested);
   slot.plan.maxSamplesPerRank = (retested + controls) * measured.instance.spec->iterations;
   slot.plan.description = "serial retest of #" + std::to_string(index) + ": its " + std::to_string(retested) +
                           " worst pairs and up to " + std::to_string(controls) +

@@ -68,7 +68,7 @@ done
 FABSCOPE_PYTHON=/nonexistent/python3 run without "$scratch/small.yaml"  # ranks inherit mpirun's environment
 ((rc == 0)) || fail "a run whose verdict cannot be computed exited $rc (the measurement ran: 0)"
 last=$(tail -n 1 "$scratch/without.log")
-not_computed="verdict: not computed here (python3 -m fabscope_analysis: posix_spawn /nonexistent/python3:"
+not_computed="verdict: not computed here (python3 -m fabscope_analysis: cannot start /nonexistent/python3:"
 not_computed+=" No such file or directory); get it with: python3 -m fabscope_analysis verdict $scratch/without.h5"
 [[ $last == "$not_computed" ]] \
   || fail "without Python the closing line is: $last"
