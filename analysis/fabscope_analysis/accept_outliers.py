@@ -185,15 +185,10 @@ def check_retest_pairs(ev, inst: TestInstance, fraction: float, result: CheckRes
                           f"over {judged.controls} control pairs measured alone; serial-retest "
                           f"rule (diagnosis.retest) over a pool of {pool} ranked pairs")
     bad = confirmed_alone(judged)
-    if bad:
-        result.failed.append(PAIR_KEY)
-    for (rank, peer), j in bad[:MAX_NAMED]:
-        result.messages.append(
-            f"pair {ev.pair(rank, peer)}: {format_number(judged.values[(rank, peer)])}{unit} "
-            f"alone against the control pairs' {format_number(judged.control_median)}{unit}: "
-            f"{j.describe()}")
-    if len(bad) > MAX_NAMED:
-        result.messages.append(f"... and {len(bad) - MAX_NAMED} more pairs confirmed slow alone")
+    _fail_naming(result, PAIR_KEY, [
+        f"pair {ev.pair(rank, peer)}: {format_number(judged.values[(rank, peer)])}{unit} "
+        f"alone against the control pairs' {format_number(judged.control_median)}{unit}: {j.describe()}"
+        for (rank, peer), j in bad], "pairs confirmed slow alone")
     for (rank, peer), j in sorted(judged.judgements.items()):
         if j.outcome != CONFIRMED:
             result.details.append(f"pair {ev.pair(rank, peer)}: {j.describe()}")
@@ -289,16 +284,12 @@ def check_ranks(ev, inst: TestInstance, s: pd.DataFrame, ratio: float, q: float,
     bad = sorted(((int(ranks["rank"].iat[i]), float(ranks["p99_time"].iat[i]), times[i])
                   for i in np.flatnonzero(test.discovered & (times > ratio))),
                  key=lambda item: -item[2])
-    if bad:
-        result.failed.append(RANK_KEY)
     side = " (slow side)" if is_bandwidth(inst.metric) else ""
-    for rank, p99_time, x in bad[:MAX_NAMED]:
-        result.messages.append(
-            f"{ev.rank(rank)}: p99{side} {format_number(_display(inst, p99_time))}{unit} takes "
-            f"{x:.1f}x the median rank's p99 time (median rank p99 "
-            f"{format_number(median_show)}{unit}), required <= {ratio:g}x")
-    if len(bad) > MAX_NAMED:
-        result.messages.append(f"... and {len(bad) - MAX_NAMED} more slow ranks")
+    _fail_naming(result, RANK_KEY, [
+        f"{ev.rank(rank)}: p99{side} {format_number(_display(inst, p99_time))}{unit} takes "
+        f"{x:.1f}x the median rank's p99 time (median rank p99 "
+        f"{format_number(median_show)}{unit}), required <= {ratio:g}x"
+        for rank, p99_time, x in bad], "slow ranks")
     if not bad and test.detectable > ratio:
         result.add_cannot_tell(
             f"{RANK_KEY}: ranks' p99 vary {100 * test.tau:.0f}% among themselves; among "
@@ -312,3 +303,13 @@ def _display(inst: TestInstance, time_ns: float) -> float:
         return time_ns / 1e3
     nbytes = float(inst.get("bytes", 0) or 0)
     return nbytes / time_ns if time_ns > 0 and nbytes > 0 else float("nan")
+
+
+def _fail_naming(result, key: str, lines, what: str) -> None:
+    """Fails `key` when `lines` is not empty, naming the first MAX_NAMED and counting the rest."""
+    if not lines:
+        return
+    result.failed.append(key)
+    result.messages.extend(lines[:MAX_NAMED])
+    if len(lines) > MAX_NAMED:
+        result.messages.append(f"... and {len(lines) - MAX_NAMED} more {what}")
