@@ -4,6 +4,7 @@
 
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -70,6 +71,17 @@ po::options_description scenarioOptions() {
   return d;
 }
 
+// FABSCOPE_CLOSING_VERDICT=off (or 0) is --no-verdict for every run of a shell or
+// module, e.g. where compute nodes have no Python analysis; on, 1 or unset keep it.
+bool closingVerdictWanted() {
+  const char* v = std::getenv("FABSCOPE_CLOSING_VERDICT");
+  if (!v || !*v) return true;
+  const std::string value(v);
+  if (value == "off" || value == "0") return false;
+  if (value == "on" || value == "1") return true;
+  throw UsageError("FABSCOPE_CLOSING_VERDICT is '" + value + "': expected off, 0, on or 1");
+}
+
 std::string defaultScenario() {
   const std::filesystem::path p = std::filesystem::path(FABSCOPE_SOURCE_DIR) / "scenarios" / "smoke.yaml";
   return p.string();
@@ -93,7 +105,8 @@ po::options_description runOptions() {
                          "restore_command); without it such a scenario is refused (exit 2). 'fabscope list' shows "
                          "them first; a command given with --set is always allowed")
       ("no-verdict", "do not end with the verdict line (it runs python3 -m fabscope_analysis verdict on the "
-                     "file: the same verdict summary, report and accept give)")
+                     "file: the same verdict summary, report and accept give); "
+                     "FABSCOPE_CLOSING_VERDICT=off in the environment does the same")
       ("manifest", po::value<std::string>()->value_name("FILE"),
        "YAML description of the intended fabric (protocol, rate, MTU, adapters, firmware, software versions); "
        "a must-match difference makes the run exit 1 (see docs/inventory.md)")
@@ -117,7 +130,7 @@ RunCommand runCommandOf(const po::variables_map& vm, int argc, char** argv) {
   c.outputPath = vm.count("output") ? vm["output"].as<std::string>() : "";
   c.overwrite = vm.count("overwrite") > 0;
   c.progress = vm.count("no-progress") == 0;
-  c.verdict = vm.count("no-verdict") == 0;
+  c.verdict = vm.count("no-verdict") == 0 && closingVerdictWanted();
   c.allowCommands = vm.count("allow-commands") > 0;
   if (vm.count("manifest")) c.manifestPath = vm["manifest"].as<std::string>();
   if (vm.count("topology")) c.topologyPath = vm["topology"].as<std::string>();

@@ -150,7 +150,7 @@ struct KindRules {
   std::function<std::shared_ptr<const KindConfig>(const TestSpec& spec, const TestSource& source)> parse;
 };
 
-struct TransportSource;  // one transport's mapping under 'transports:' (scenario/TestSource.hpp)
+class TransportSource;  // one transport's mapping under 'transports:' (scenario/TestSource.hpp)
 
 // A transport's keys under the scenario's 'transports:' and its parse step.
 struct TransportRules {

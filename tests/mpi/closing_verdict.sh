@@ -5,6 +5,7 @@
 # this machine is). Without the analysis it says it could not compute it and how
 # to get it; --no-verdict leaves it out.
 source "$(dirname "$0")/lib.bash"
+unset FABSCOPE_CLOSING_VERDICT  # the test environment turns it off for the other tests
 fail() { echo "FAIL: $*" >&2; exit 1; }
 analysis() { PYTHONPATH="$FABSCOPE_SOURCE_DIR/analysis" /usr/bin/python3 -m fabscope_analysis "$@"; }
 # A small scenario, alone and naming criteria NAME.yaml (next to it, in $scratch).
@@ -76,5 +77,15 @@ not_computed+=" No such file or directory); get it with: python3 -m fabscope_ana
 run off "$scratch/small.yaml" --no-verdict
 grep -q "^verdict:" "$scratch/off.log" && fail "--no-verdict still printed a verdict"
 [[ $(tail -n 1 "$scratch/off.log") == "result file: $scratch/off.h5 (complete)" ]] || fail "--no-verdict: the last line is not the result file"
+# The environment's switch: off is --no-verdict, a wrong value is bad usage (exit 2), named.
+FABSCOPE_CLOSING_VERDICT=off run env-off "$scratch/small.yaml"
+grep -q "^verdict:" "$scratch/env-off.log" && fail "FABSCOPE_CLOSING_VERDICT=off still printed a verdict"
+((rc == 0)) || fail "FABSCOPE_CLOSING_VERDICT=off: the run exited $rc"
+FABSCOPE_CLOSING_VERDICT=on run env-on "$scratch/small.yaml"
+grep -q "^verdict: " "$scratch/env-on.log" || fail "FABSCOPE_CLOSING_VERDICT=on printed no verdict"
+FABSCOPE_CLOSING_VERDICT=maybe run env-bad "$scratch/small.yaml" 2>"$scratch/env-bad.err"
+((rc == 2)) || fail "FABSCOPE_CLOSING_VERDICT=maybe: exit $rc, expected 2 (bad usage)"
+grep -q "FABSCOPE_CLOSING_VERDICT is 'maybe': expected off, 0, on or 1" "$scratch/env-bad.err" "$scratch/env-bad.log" \
+  || fail "FABSCOPE_CLOSING_VERDICT=maybe: no error naming the variable and what is expected"
 echo "PASS: the closing verdict is accept's, PASS and FAIL as the criteria say; without the analysis it says so;" \
-  "--no-verdict leaves it out"
+  "--no-verdict and FABSCOPE_CLOSING_VERDICT=off leave it out, a bad value of it is refused"

@@ -2,6 +2,7 @@
 # scratch): a healthy demo exits 0, its last line is the verdict PASS by the shipped
 # criteria meant for a one-host run (local.yaml), and accept on the same file agrees.
 source "$(dirname "$0")/lib.bash"
+unset FABSCOPE_CLOSING_VERDICT  # the test environment turns it off for the other tests
 # The demo installs only what it needs (launch/install-deps --demo); ./tests/run the rest.
 install_deps=$FABSCOPE_SOURCE_DIR/launch/install-deps
 grep -q '^\[ .* \] || launch/install-deps --demo$' "$FABSCOPE_SOURCE_DIR/launch/demo" \

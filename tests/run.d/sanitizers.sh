@@ -19,9 +19,14 @@ here=$root/tests/run.d/sanitizers
 tree=${FABSCOPE_ASAN_BUILD:-$root/build-asan}
 jobs=$(nproc)
 
-# -O1 -g1: what ASan needs for useful reports, and the quickest to compile on 2 cores.
-nice cmake -S . -B "$tree" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \
-  -DFABSCOPE_SANITIZE=ON -DFABSCOPE_ENABLE_CUDA=OFF >/dev/null || exit 1
+# -O1 -g1: what ASan needs for useful reports, and the quickest to compile on 2 cores;
+# a unity build, as tests/run's (half the compile time); clang where installed (it
+# compiles this tree with ASan in 269 s against GCC's 335, 2026-12-03, 2 cores).
+compilers=()
+command -v clang++ >/dev/null && command -v clang >/dev/null \
+  && compilers=(-DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang)
+nice cmake -S . -B "$tree" "${compilers[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \
+  -DFABSCOPE_SANITIZE=ON -DFABSCOPE_ENABLE_CUDA=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null || exit 1
 # Only what the selected tests run; the benchmarks stay out of this tree.
 targets=(fabscope fabscope_unit_tests)
 for t in fabscope_replay_scenario fabscope_replay_sizes; do

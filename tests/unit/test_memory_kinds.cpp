@@ -11,28 +11,28 @@
 #include "memory/MemoryKinds.hpp"
 #include "runtime/Errors.hpp"
 
-namespace fm = fabscope::memory;
+namespace fmem = fabscope::memory;
 namespace fs = fabscope::suite;
 using fabscope::transport::MemoryKind;
 
 TEST(MemoryKinds, EveryKindHasOneEntryFoundByNameAndValue) {
   std::set<std::string> names;
-  for (const auto& k : fm::memoryKinds()) {
+  for (const auto& k : fmem::memoryKinds()) {
     EXPECT_TRUE(names.insert(k.name).second) << "two entries named " << k.name;
-    EXPECT_EQ(&fm::memoryKindOps(k.kind), &k) << k.name;
-    EXPECT_EQ(&fm::memoryKindOps(std::string(k.name)), &k) << k.name;
+    EXPECT_EQ(&fmem::memoryKindOps(k.kind), &k) << k.name;
+    EXPECT_EQ(&fmem::memoryKindOps(std::string(k.name)), &k) << k.name;
     EXPECT_EQ(fs::memoryKindOf(k.name), k.kind);
   }
   EXPECT_EQ(names, (std::set<std::string>{"host", "cuda", "cuda-host"}));
-  EXPECT_TRUE(fm::memoryKindOps(MemoryKind::host).hostAddressable);
-  EXPECT_FALSE(fm::memoryKindOps(MemoryKind::cuda).hostAddressable);
-  EXPECT_STREQ(fm::memoryKindOps(MemoryKind::host).unavailable, "");
-  EXPECT_EQ(std::string(fm::memoryKindOps(MemoryKind::cuda).unavailable).empty(), bool(FABSCOPE_HAVE_CUDA));
+  EXPECT_TRUE(fmem::memoryKindOps(MemoryKind::host).hostAddressable);
+  EXPECT_FALSE(fmem::memoryKindOps(MemoryKind::cuda).hostAddressable);
+  EXPECT_STREQ(fmem::memoryKindOps(MemoryKind::host).unavailable, "");
+  EXPECT_EQ(std::string(fmem::memoryKindOps(MemoryKind::cuda).unavailable).empty(), bool(FABSCOPE_HAVE_CUDA));
 }
 
 TEST(MemoryKinds, AnUnknownNameListsTheKnownOnes) {
   try {
-    fm::memoryKindOps(std::string("rocm"));
+    fmem::memoryKindOps(std::string("rocm"));
     FAIL() << "no error for an unknown memory kind";
   } catch (const fabscope::UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("'rocm'"), std::string::npos) << e.what();

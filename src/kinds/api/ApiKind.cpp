@@ -13,17 +13,14 @@
 #include "kinds/KindFactories.hpp"
 #include "kinds/api/ApiConfig.hpp"
 #include "kinds/api/ApiTraffic.hpp"
+#include "runtime/NumberText.hpp"
 
 namespace fabscope::suite {
 namespace {
 
 using api::ApiConfig;
 
-std::string numberText(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
+using runtime::numberText;
 
 // "rank 2 198.18.0.3:40123, ...": where each server listened.
 std::string endpointsText(const std::vector<api::Endpoint>& servers, const std::vector<int>& ranks) {

@@ -35,6 +35,7 @@
 #include "kinds/collectives/MoeExchange.hpp"
 #include "kinds/kvpush/KvPushSchedule.hpp"
 #include "kinds/mix/MixConfig.hpp"
+#include "runtime/NumberText.hpp"
 #include "scenario/TestSource.hpp"
 #include "stats/Statistics.hpp"
 
@@ -338,11 +339,7 @@ class MixRank {
   Checks checks_;
 };
 
-std::string numberText(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
+using runtime::numberText;
 
 class MixKind final : public Kind {
  public:
