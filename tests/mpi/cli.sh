@@ -1,4 +1,6 @@
 # The command line itself: help, version, usage errors and the output-file rules.
+# ctest-labels: shares-machine
+# (it checks files, messages or packages, not time: tests/run runs two such tests at a time)
 source "$(dirname "$0")/lib.bash"
 expect_rc() { local want=$1; shift; local rc=0; "$@" > "$scratch/out" 2>&1 || rc=$?; [ $rc -eq "$want" ] || { echo "FAIL: '$*' exit $rc, expected $want"; cat "$scratch/out"; exit 1; }; }
 expect_rc 0 "$FABSCOPE_BIN" --help

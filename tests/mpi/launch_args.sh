@@ -9,6 +9,8 @@
 # fabscope-mpirun takes the rank count as mpirun does (-np, -n) as well as --np.
 # The sbatch script runs outside Slurm here with srun and mpirun replaced by
 # stand-ins on PATH that record the command they were given (no job starts).
+# ctest-labels: shares-machine
+# (it checks files, messages or packages, not time: tests/run runs two such tests at a time)
 source "$(dirname "$0")/lib.bash"
 sbatch_script=$FABSCOPE_SOURCE_DIR/launch/slurm/fabscope.sbatch
 mpirun_wrapper=$FABSCOPE_SOURCE_DIR/launch/fabscope-mpirun

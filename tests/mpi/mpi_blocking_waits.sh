@@ -104,6 +104,11 @@ def gone(pid):
         return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     except OSError:
         return True
+# Its end may trail mpirun's own by a moment on a loaded machine (the signal is
+# sent, the kernel has not yet reaped it): 5 s to go, then it was left behind.
+gone_by = time.monotonic() + 5
+while not gone(victim) and time.monotonic() < gone_by:
+    time.sleep(0.1)
 left_stopped = not gone(victim)
 try:
     os.kill(victim, signal.SIGKILL)

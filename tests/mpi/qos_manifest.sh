@@ -4,6 +4,8 @@
 # (not an error, no note) in /hosts/<host>/inventory. A manifest 'qos' item
 # with must_match that differs (PFC on priority 3 intended) exits 1; the same
 # item advisory exits 0. `fabscope inventory` prints the QoS block.
+# ctest-labels: shares-machine
+# (it checks files, messages or packages, not time: tests/run runs two such tests at a time)
 source "$(dirname "$0")/lib.bash"
 iface=""
 for dir in /sys/class/net/*; do

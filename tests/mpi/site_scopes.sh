@@ -6,6 +6,8 @@
 # Labels come from a --topology file (root: each rank gets its own host name in a
 # UTS namespace) and from Slurm's SLURM_TOPOLOGY_ADDR set per rank (no root needed).
 # ctest-parts: topology slurm
+# ctest-labels: shares-machine
+# (it checks files, messages or packages, not time: tests/run runs two such tests at a time)
 source "$(dirname "$0")/lib.bash"
 cat > "$scratch/scopes.yaml" <<'YAML'
 name: site-scopes

@@ -6,6 +6,8 @@
 # crosses by /ranks, that `summary` splits by level, and that a budget thins the
 # all-pairs pass and records what it left out. Oversubscribed: waits yield.
 # ctest-parts: np8 np16 errors
+# ctest-labels: shares-machine
+# (it checks files, messages or packages, not time: tests/run runs two such tests at a time)
 source "$(dirname "$0")/lib.bash"
 cat > "$scratch/patterns.yaml" <<'YAML'
 name: topology-patterns

@@ -65,9 +65,12 @@ exclude=$(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$here/excluded-tes
 # about 400 ASan start-ups): everything but ResultFile.* with the leak check, then
 # ResultFile.* without it; the fuzz replays through ctest (their own programs).
 unit_bin=$tree/tests/fabscope_unit_tests
-timeout --kill-after=10 600 "$unit_bin" --gtest_brief=1 --gtest_filter='-ResultFile.*' || exit 1
+# FABSCOPE_TEST_RESULTS=DIR (tests/run): their JUnit files go there (the slowest tests).
+junit() { [ -n "${FABSCOPE_TEST_RESULTS:-}" ] && echo "--gtest_output=xml:$FABSCOPE_TEST_RESULTS/asan-unit-$1.xml"; }
+timeout --kill-after=10 600 "$unit_bin" --gtest_brief=1 --gtest_filter='-ResultFile.*' $(junit leaks) || exit 1
 no_leaks=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}
-ASAN_OPTIONS=$no_leaks timeout --kill-after=10 300 "$unit_bin" --gtest_brief=1 --gtest_filter='ResultFile.*' || exit 1
+ASAN_OPTIONS=$no_leaks timeout --kill-after=10 300 "$unit_bin" --gtest_brief=1 --gtest_filter='ResultFile.*' \
+  $(junit mpi) || exit 1
 ctest --test-dir "$tree" --output-on-failure -R '^fuzz_replay\.' --timeout 300 || exit 1
 mpi_subset=()
 if [ $full -eq 0 ]; then

@@ -5,6 +5,8 @@
 # installed fabscope-mpirun, and the system Python finds the analysis package
 # from a folder outside the source tree (no PYTHONPATH); the man page reads.
 # Then the package is removed and none of its files is left.
+# ctest-labels: shares-machine
+# (it checks files, messages or packages, not time: tests/run runs two such tests at a time)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 require_root "installs and removes a Debian package"

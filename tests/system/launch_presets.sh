@@ -3,6 +3,8 @@
 # sysfs with RoCE and InfiniBand ports, launch/lib/bind-gpu against a fake
 # nvidia-smi, and fabscope's exit code passed through mpirun. Needs no root.
 # ctest-parts: presets mpirun-exit
+# ctest-labels: shares-machine
+# (it checks files, messages or packages, not time: tests/run runs two such tests at a time)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 

@@ -3,6 +3,8 @@
 # its own writes PREFIX/share/modulefiles/fabscope/VERSION.lua; in a shell with
 # Lmod, `module load fabscope` puts the installed fabscope first on PATH, its man
 # page on MANPATH and its analysis on PYTHONPATH; `module unload` takes them away.
+# ctest-labels: shares-machine
+# (it checks files, messages or packages, not time: tests/run runs two such tests at a time)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 require_fabscope
