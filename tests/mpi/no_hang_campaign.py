@@ -296,6 +296,14 @@ def main():
     # All-reduce runs over MPI only (or NCCL on GPUs): the other kinds over all three.
     combos = [(k, t) for k in KINDS for t in TRANSPORTS if k != "allreduce" or t == "mpi"]
     random.Random(base).shuffle(combos)
+    # Combinations that bring a kind or a transport not yet drawn go first: a short
+    # campaign (the default run's) still loses a rank in every kind and transport.
+    first, seen = [], set()
+    for combo in combos:
+        if not {("kind", combo[0]), ("transport", combo[1])} <= seen:
+            first.append(combo)
+            seen |= {("kind", combo[0]), ("transport", combo[1])}
+    combos = first + [c for c in combos if c not in first]
     print(f"no-hang campaign: base seed {base} (FABSCOPE_CAMPAIGN_SEED={base} replays it), {runs} runs, "
           f"{RANKS} ranks, test timeout {TEST_TIMEOUT_S} s, control grace {CONTROL_GRACE_S} s, "
           f"limit {END_LIMIT_S} s from the fault to the end", flush=True)
