@@ -10,7 +10,7 @@ otherwise and counts a hang; hangs must be 0); its file must open; every test
 the file says passed must be intact (its samples readable, not empty); and the
 lost or silent rank must be named (in the survivors' output or the file's
 lost_ranks). Seeds are printed; FABSCOPE_CAMPAIGN_SEED=N replays a campaign,
-FABSCOPE_CAMPAIGN_RUNS=N changes its size (20 when run by hand; no_hang_campaign.sh: 13 by default, 40 under --full).
+FABSCOPE_CAMPAIGN_RUNS=N changes its size (20 when run by hand; no_hang_campaign.sh: 7 by default, 40 under --full).
 
 Usage: no_hang_campaign.py FABSCOPE_BIN WORKDIR
 """
