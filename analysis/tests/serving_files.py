@@ -14,7 +14,7 @@ KV_320M = 320 << 20
 
 
 def add_kv(run, transfer_ns, queue_ns, condition="quiet", nbytes=KV_320M, strategy="staged",
-           quiet_index=None):
+           quiet_index=None, prefill=0, decode=1, messages=1, gather_ns=0):
     n = len(transfer_ns)
     req = np.zeros(n, dtype=REQUEST_DTYPE)
     samples = np.zeros(n, dtype=SAMPLE_DTYPE)
@@ -22,8 +22,9 @@ def add_kv(run, transfer_ns, queue_ns, condition="quiet", nbytes=KV_320M, strate
     for i in range(n):
         start = t + int(queue_ns[i])
         done = start + int(transfer_ns[i])
-        req[i] = (i, 0, 1, nbytes, 1, 1, t, start, done, 0, 0, 0, strategy.encode(), b"push", 1)
-        samples[i] = (1, i, 0, nbytes, start, done, 0, 0)
+        req[i] = (i, prefill, decode, nbytes, messages, messages, t, start, done, gather_ns, 0, 0,
+                  strategy.encode(), b"push", 1)
+        samples[i] = (decode, i, prefill, nbytes, start, done, 0, 0)
         t = done + 1000
     idx = run.add_test(f"kv-{strategy}", "kvpush", samples, nbytes=nbytes, condition=condition,
                        case=f"kv-{strategy}/{nbytes}", metric="bandwidth", quiet_index=quiet_index,
