@@ -79,3 +79,11 @@ def serving_file(path, *, seed=1, tp_us=20.0, tp_loaded=(("incast", 1.3),), kv_m
         write_host_inventory(run.file, inventory)
     run.close()
     return str(path)
+
+
+def reopened(run):
+    """A closed SyntheticRun opened again to add instances (e.g. to write_matrix_run's file)."""
+    import h5py
+    run.file = h5py.File(run.path, "a")
+    run.next_index = len(run.file["tests"])
+    return run

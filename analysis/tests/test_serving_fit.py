@@ -133,3 +133,21 @@ def test_cli_exit_codes_and_json(tmp_path, capsys):
     assert "no latency target" in capsys.readouterr().err
     assert main(["fit", good, "--slo", "itl_p99=fast"]) == 2
     assert main(["fit", str(tmp_path / "absent.h5"), "--slo", "itl_p99=5ms"]) == 2
+
+
+def test_on_fail_the_diagnosis_names_the_component_to_fix(tmp_path, capsys):
+    """All-pairs tests with fh3 receiving at 10 % and a TP all-reduce too slow for the ITL
+    budget: FAIL, and the fix line names host fh3's receive side."""
+    from serving_files import add_collective, reopened
+    from synthetic import write_matrix_run
+    run = reopened(write_matrix_run(tmp_path / "m.h5", nranks=6, receive={3: 0.1}))
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    rng = np.random.default_rng(1)
+    add_collective(run, "allreduce", 40e3 * rng.lognormal(0, 0.1, 300), 32 * 8192 * 2, "quiet")
+    run.close()
+    assert main(["fit", run.path, "--slo", "itl_p99=50ms"]) == 1
+    out = capsys.readouterr().out
+    assert "itl_p99: the fabric (160 x TP all-reduce) per generated token adds" in out
+    assert "fix: host fh3 (receive): " in out and "bandwidth 10% of the typical" in out
+    assert main(["fit", run.path, "--slo", "itl_p99=50ms", "--no-diagnose"]) == 1
+    assert "fix:" not in capsys.readouterr().out
