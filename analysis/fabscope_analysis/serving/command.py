@@ -12,6 +12,7 @@ from typing import List
 
 from ..models import ModelError
 from .fit import FAIL, PASS, FitVerdict, compose_verdict, json_of
+from .line_rate import headline
 from .measured import measure
 from .slo import SloError, Slo, load_slo_file, parse_slo_text
 
@@ -54,7 +55,8 @@ def _slo_of(args) -> Slo:
 
 
 def components_to_fix(result) -> List[str]:
-    """The diagnosis's culprits (components to fix), or why it names none."""
+    """The diagnosis's culprits (components to fix), or why it names none. The diagnosis is
+    of the whole file: it does not say which check a component costs."""
     from ..diagnose import diagnose
     diagnosis = diagnose(result)
     if diagnosis.culprits:
@@ -82,7 +84,7 @@ def print_verdict(verdict: FitVerdict, stream) -> None:
             extra = f" ({r.why})" if r.why else ""
             print(f"  {r.title()} {r.series} [{r.condition}]: {figures} over {r.samples} / "
                   f"{r.quiet_samples} operations: {r.status}{extra}", file=stream)
-    for what, lines in (("fix", verdict.to_fix), ("limited by", verdict.limiters),
+    for what, lines in (("fix", verdict.to_fix), ("line rate", verdict.limiters),
                         ("missing", verdict.missing), ("note", verdict.notes)):
         for line in lines:
             print(f"{what}: {line}", file=stream)
@@ -109,6 +111,8 @@ def run_fit(args) -> int:
                   "(llama3-8b, llama3-70b, llama3-405b, deepseek-v3)", file=sys.stderr)
             return EXIT_USAGE
         verdict = compose_verdict(measure(result, deployment), slo, deployment)
+        kv_line = headline(result)
+        verdict.limiters = [kv_line] if kv_line else []
         if verdict.status == FAIL and not args.no_diagnose:
             verdict.to_fix = components_to_fix(result)
     print_verdict(verdict, sys.stdout)

@@ -54,7 +54,7 @@ class FitVerdict:
     missing: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     to_fix: List[str] = field(default_factory=list)
-    limiters: List[str] = field(default_factory=list)
+    limiters: List[str] = field(default_factory=list)   # the KV line-rate headline and limiter
 
     def line(self) -> str:
         worst = [c for c in self.checks if c.status == self.status and c.status != PASS]
