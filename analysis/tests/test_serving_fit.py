@@ -151,3 +151,33 @@ def test_on_fail_the_diagnosis_names_the_component_to_fix(tmp_path, capsys):
     assert "fix: host fh3 (receive): " in out and "bandwidth 10% of the typical" in out
     assert main(["fit", run.path, "--slo", "itl_p99=50ms", "--no-diagnose"]) == 1
     assert "fix:" not in capsys.readouterr().out
+
+
+def real_serving_files():
+    import os
+    return [p for p in os.environ.get("FABSCOPE_REAL_H5", "").split(":")
+            if p and os.path.exists(p) and "serving" in os.path.basename(p)]
+
+
+@pytest.mark.parametrize("source", ["synthetic", "real"])
+def test_the_verdicts_figures_are_impacts(tmp_path, source):
+    """fit composes a step exactly as impact does: its quiet ITL p99 is impact's composed
+    p99 (same draws), on a synthetic file and on the real 4-rank serving run
+    (FABSCOPE_REAL_H5, as ./tests/run sets it)."""
+    from fabscope_analysis.impact import compute_impact
+    if source == "real":
+        files = real_serving_files()
+        if not files:
+            pytest.skip("FABSCOPE_REAL_H5 names no serving run (./tests/run sets it)")
+        path = files[0]
+    else:
+        path = serving_file(tmp_path / "s.h5")
+    deployment = Deployment(LLAMA70, 8)
+    with open_result(path) as result:
+        impact = compute_impact(result, deployment)
+        verdict = compose_verdict(measure(result, deployment), parse_slo_text("itl_p99=50ms"),
+                                  deployment)
+    quiet = check(verdict, "itl_p99").figures["conditions"]["quiet"]
+    assert quiet["point_ms"] == pytest.approx(impact.tp_row("quiet")["p99_ms"])
+    assert quiet["low_ms"] <= quiet["point_ms"] <= quiet["high_ms"]
+    assert verdict.status in ("PASS", "FAIL", "CANNOT TELL")

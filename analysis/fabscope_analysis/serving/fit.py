@@ -28,6 +28,7 @@ import numpy as np
 from . import resample as R
 from .cif import CifRow, cif_check, cif_rows
 from .measured import CLASS_TITLES, Measured
+from ..run_analysis import format_number
 from .slo import Slo, format_ms
 
 PASS, FAIL, CANNOT_TELL = "PASS", "FAIL", "CANNOT TELL"
@@ -71,15 +72,19 @@ def _quantile_of(key: str) -> float:
     return {"p50": 50.0, "p99": 99.0}[key.split("_")[1]]
 
 
+def _ms(ns: float) -> str:
+    return format_number(ns / 1e6)
+
+
 def _condition_check(key: str, slo: Slo, condition: str, point: float, low: float,
                      high: float, what: str) -> Check:
     target, budget = slo.targets_ms[key], slo.fabric_budget_ms(key)
     status = R.judge(low / 1e6, high / 1e6, budget)
     stat, budget_name = key.split("_")[1], key.split("_")[0].upper()
-    text = (f"{what} adds {point / 1e6:.3g} ms ({stat}, {condition}) = "
-            f"{100 * point / 1e6 / target:.1f} % of the {format_ms(target)} {budget_name} target "
-            f"(the fabric may take {100 * slo.share(key.split('_')[0]):g} % = {budget:.3g} ms; "
-            f"90 % interval {low / 1e6:.3g}-{high / 1e6:.3g} ms): {status}")
+    text = (f"{what} adds {_ms(point)} ms ({stat}, {condition}) = "
+            f"{format_number(100 * point / 1e6 / target)} % of the {format_ms(target)} "
+            f"{budget_name} target (the fabric may take {100 * slo.share(key.split('_')[0]):g} % "
+            f"= {format_number(budget)} ms; 90 % interval {_ms(low)}-{_ms(high)} ms): {status}")
     return Check(key, status, text, condition,
                  {"point_ms": point / 1e6, "low_ms": low / 1e6, "high_ms": high / 1e6,
                   "target_ms": target, "fabric_budget_ms": budget,
@@ -89,13 +94,14 @@ def _condition_check(key: str, slo: Slo, condition: str, point: float, low: floa
 def _combine(key: str, per_condition: List[Check], missing: List[str], what: str) -> Check:
     """One check from its conditions: the worst condition's verdict and text."""
     if not per_condition:
-        return Check(key, CANNOT_TELL, f"{what}: CANNOT TELL, not measured ({'; '.join(missing)})",
+        return Check(key, CANNOT_TELL, f"{what}: CANNOT TELL ({'; '.join(missing)})",
                      missing=missing)
     worst = max(per_condition, key=lambda c: (ORDER[c.status], c.figures.get("point_ms", 0)))
     status = worst_status(c.status for c in per_condition)
     if status != worst.status:
         worst = next(c for c in per_condition if c.status == status)
-    others = [f"{c.condition} {c.figures['point_ms']:.3g} ms {c.status}" for c in per_condition
+    others = [f"{c.condition} {format_number(c.figures['point_ms'])} ms {c.status}"
+              for c in per_condition
               if c is not worst]
     text = worst.text + (f" [other conditions: {', '.join(others)}]" if others else "")
     if missing and status == PASS:
