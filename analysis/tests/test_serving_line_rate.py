@@ -131,3 +131,26 @@ def test_headline_and_shares_in_the_report(tmp_path):
     section = page[page.index("id=\"line-rate\""):]
     assert "KV push at 80 % of line rate" in section
     assert "1 Gb/s (emulated cluster&#x27;s receive limit on fh3)" in section
+
+
+def test_all_to_all_phases_as_a_share_of_each_ranks_send_rate(tmp_path):
+    """Dispatch and combine rows (flags 11, 12): 1 MiB sent in 1 ms from fh0 (10 Gb/s) is
+    84 % of its line rate, from fh2 (25 Gb/s) 34 %; the headline round row is not used."""
+    from synthetic import SAMPLE_DTYPE
+    run = SyntheticRun(tmp_path / "a2a.h5", nranks=4, ranks_per_host=1)
+    run.add_hosts(inventory())
+    rows, t = [], run.start_ns()
+    for it in range(20):
+        for rank in (0, 2):
+            rows += [(rank, it, -1, 2 * MIB, t, t + 10**7, 0, 0),
+                     (rank, it, -1, MIB, t, t + 10**6, 1 << 11, 0),
+                     (rank, it, -1, MIB, t + 10**6, t + 2 * 10**6, 1 << 12, 0)]
+        t += 2 * 10**7
+    run.add_test("moe", "alltoall", np.array(rows, dtype=SAMPLE_DTYPE), nbytes=MIB)
+    run.close()
+    with open_result(str(tmp_path / "a2a.h5")) as result:
+        row = share_rows(result)[0]
+    assert row.kind == "alltoall" and row.transfers == 80
+    assert row.share_worst_path == pytest.approx(MIB * 8 / 1e6 / 25, rel=0.01)
+    assert row.worst_path == "out of rank 2@fh2"
+    assert "10 Gb/s (interface eth0 speed)" in row.rate and "25 Gb/s" in row.rate

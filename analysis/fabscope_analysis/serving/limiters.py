@@ -41,11 +41,13 @@ class RunKnowledge:
     def path_name(self, sender: int, receiver: int) -> str:
         if sender < 0:
             return f"into rank {receiver}@{self.host.get(receiver, '?')}"
+        if receiver < 0:
+            return f"out of rank {sender}@{self.host.get(sender, '?')}"
         return (f"rank {sender}@{self.host.get(sender, '?')} -> "
                 f"{receiver}@{self.host.get(receiver, '?')}")
 
     def unknown_rate_reason(self, receivers) -> str:
-        hosts = sorted({self.host.get(int(r), "?") for r in receivers})
+        hosts = sorted({self.host.get(int(r), "?") for r in receivers if r >= 0}) or ["?"]
         if not self.facts:
             return "the file has no host inventory (/hosts)"
         return (f"no RDMA port rate, interface speed or emulated limit recorded for the NICs of "

@@ -33,6 +33,7 @@ LARGE_BYTES = 1 << 20         # "large": at least 1 MiB per transfer
 _TC_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(bit|bps)\s*$", re.I)
 _SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 INCAST_AGGREGATE = 1 << 8     # sample flag: the incast receiver's aggregate row
+ALLTOALL_PHASES = (1 << 11) | (1 << 12)   # sample flags: an all-to-all's dispatch / combine row
 
 if TYPE_CHECKING:
     from .limiters import RunKnowledge
@@ -120,13 +121,16 @@ def rank_rates(result: ResultFile) -> Dict[int, Dict[str, Optional[Rate]]]:
     return out
 
 
-def path_rate(rates, sender: Optional[int], receiver: int) -> Optional[Rate]:
+def path_rate(rates, sender: Optional[int], receiver: Optional[int]) -> Optional[Rate]:
     """The lower of the sender's send and the receiver's receive rate (sender None: the
-    receiver's side alone, e.g. an incast receiver's aggregate)."""
+    receiver's side alone, e.g. an incast receiver's aggregate; receiver None: the sender's
+    alone, e.g. what one rank sends to all others in an all-to-all phase)."""
     receive = rates.get(receiver, {}).get("receive")
+    send = rates.get(sender, {}).get("send")
     if sender is None:
         return receive
-    send = rates.get(sender, {}).get("send")
+    if receiver is None:
+        return send
     if send is None or receive is None:
         return None
     return send if send.gbps <= receive.gbps else receive
@@ -161,11 +165,15 @@ def _transfers(inst) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
         return (req["prefill_rank"].to_numpy(), req["decode_rank"].to_numpy(),
                 req["bytes"].to_numpy(dtype=np.float64),
                 (req["t_done_ns"] - req["t_start_ns"]).to_numpy(dtype=np.float64) / 1e9)
-    if inst.metric != "bandwidth" or kind not in ("bandwidth", "bibw", "incast"):
-        return None
     s = inst.samples()
     flags = s["flags"].astype("int64").to_numpy()
-    if kind == "incast":
+    if kind == "alltoall":   # each phase row: what the rank sent to all others, from its NIC
+        s = s[(flags & ALLTOALL_PHASES) != 0]
+        s = s[s["bytes"] > 0]
+        senders, receivers = s["rank"].to_numpy(), np.full(len(s), -1)
+    elif inst.metric != "bandwidth" or kind not in ("bandwidth", "bibw", "incast"):
+        return None
+    elif kind == "incast":
         s = s[(flags & INCAST_AGGREGATE) != 0]   # the receiver's aggregate: rank = receiver
         senders, receivers = np.full(len(s), -1), s["rank"].to_numpy()
     else:
@@ -184,15 +192,16 @@ def share_row(inst, rates, knowledge: "RunKnowledge") -> Optional[ShareRow]:
     senders, receivers, nbytes, seconds = moved
     keep = seconds > 0
     senders, receivers, nbytes, seconds = senders[keep], receivers[keep], nbytes[keep], seconds[keep]
-    paths = [path_rate(rates, None if s < 0 else int(s), int(r)) for s, r in zip(senders, receivers)]
+    paths = [path_rate(rates, None if s < 0 else int(s), None if r < 0 else int(r))
+             for s, r in zip(senders, receivers)]
     known = np.array([p is not None for p in paths])
     row_gbps = nbytes / seconds / 1e9
     name = str(inst.get("name"))
     if not known.any():
+        why = knowledge.unknown_rate_reason(np.concatenate([senders, receivers]))
         return ShareRow(name, str(inst.get("kind")), str(inst.get("condition", "quiet")),
                         int(inst.get("bytes", 0)), float(np.median(row_gbps)), float("nan"),
-                        float("nan"), "", "rate unknown: " + knowledge.unknown_rate_reason(receivers),
-                        int(len(row_gbps)))
+                        float("nan"), "", "rate unknown: " + why, int(len(row_gbps)))
     line = np.array([p.gbps if p else np.nan for p in paths])
     share = row_gbps * 8 / line
     per_path: Dict[Tuple[int, int], List[float]] = {}
