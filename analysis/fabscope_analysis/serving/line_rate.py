@@ -34,6 +34,7 @@ _TC_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(bit|bps)\s*$", re.I)
 _SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 INCAST_AGGREGATE = 1 << 8     # sample flag: the incast receiver's aggregate row
 ALLTOALL_PHASES = (1 << 11) | (1 << 12)   # sample flags: an all-to-all's dispatch / combine row
+REQUEST_COLUMNS = {"prefill_rank", "decode_rank", "bytes", "t_start_ns", "t_done_ns"}
 
 if TYPE_CHECKING:
     from .limiters import RunKnowledge
@@ -160,7 +161,7 @@ def _transfers(inst) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     kind = str(inst.get("kind"))
     if kind == "kvpush":
         req = inst.requests()
-        if req.empty:
+        if req.empty or not REQUEST_COLUMNS <= set(req.columns):
             return None
         return (req["prefill_rank"].to_numpy(), req["decode_rank"].to_numpy(),
                 req["bytes"].to_numpy(dtype=np.float64),
