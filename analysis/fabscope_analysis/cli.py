@@ -1,9 +1,10 @@
 """Command line: python3 -m fabscope_analysis COMMAND ... (summary, report, compare, accept,
-verdict, diagnose, impact, export, synth).
+verdict, diagnose, impact, fit, export, synth).
 
 Exit codes (docs/analysis.md, "Exit codes"): 0 done (accept/verdict: the verdict is PASS;
-diagnose: fit; export: the file is written, whatever the verdict); 1 the verdict is FAIL
-(accept, verdict), or diagnose finds the fabric not fit or cannot tell; 2 bad usage, an
+diagnose: fit; fit: PASS; export: the file is written, whatever the verdict); 1 the verdict is
+FAIL (accept, verdict), diagnose finds the fabric not fit or cannot tell, or fit is FAIL or
+CANNOT TELL; 2 bad usage, an
 unreadable/unknown result file, a bad or missing criteria file, compare with no case in
 common, or export unable to write its file.
 """
@@ -19,6 +20,7 @@ from . import __version__
 from .errors import CriteriaError, ResultFileError
 from .models import ModelError, preset
 from .reader import ResultFile, open_result
+from .serving.command import add_parser as add_fit_parser
 from .synth.command import add_parser as add_synth_parser
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -253,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 4096: 64 ranks all-pairs)")
     p.set_defaults(func=_cmd_export)
     add_synth_parser(sub)
+    add_fit_parser(sub)
     return parser
 
 

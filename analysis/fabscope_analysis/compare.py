@@ -30,6 +30,7 @@ from .compare_stats import (DEFAULT_NEGLIGIBLE, ArchiveSpread, archive_spread, c
                             headline, run_log_figures, verdict_text)
 from .errors import ResultFileError
 from .impact import compare_lines
+from .serving.line_rate import compare_lines as line_rate_lines
 from .inventory import INFORMATIONAL_FACTS, qos_frame, topology
 from .reader import ResultFile, TestInstance, open_result
 from .resampling import Run, run_units
@@ -309,6 +310,8 @@ def run_compare(results: List[ResultFile], output: Optional[str], resamples: int
         print(f"note: {n}", file=stream)
     impact_lines = compare_lines([side.results[0] for side in sides],
                                  [side.label for side in sides], model, tp)
+    impact_lines += line_rate_lines([side.results[0] for side in sides],
+                                    [side.label for side in sides])
     for line in impact_lines:
         print(f"serving impact: {line}", file=stream)
     print(headline(frame), file=stream)

@@ -42,7 +42,7 @@ MATCH_KEYS = {"kind", "condition", "name", "case", "transport", "memory", "patte
 RULE_KEYS = {"name", "match", "limits", "baseline", "outliers", "optional", "description",
              "reference_ratio_max", "tolerance"}
 TOP_KEYS = {"fabscope_criteria", "require_complete", "allowed_status", "rules", "description",
-            "diagnose", "allow_validity"}
+            "diagnose", "allow_validity", "slo"}   # slo: read by `fit` (serving/slo.py)
 # /validity findings (docs/file-format.md) a criteria file may allow
 VALIDITY_WHATS = ("oversubscribed", "clock_uncertainty", "cpu_governor", "busy_host")
 

@@ -465,11 +465,12 @@ def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp
             sections.append((anchor, title, content))
     header = _header(result)
     from .impact import report_block
+    from .serving.line_rate import report_block as line_rate_block
     # Before the run metadata: first what makes the numbers doubtful (/validity), then
     # the verdict (with its culprits, when the criteria use diagnose; one block, the same
     # verdict as summary, accept and `verdict`), then what the fabric costs the served model.
     body = header[:2] + [_validity_block(result), _verdict_block(verdict),
-                         report_block(result, model, tp)] + header[2:]
+                         report_block(result, model, tp), line_rate_block(result)] + header[2:]
     body.append(H.nav([(a, t) for a, t, _ in sections]))
     body.extend(content for _, _, content in sections)
     body.append("<p class=\"muted\">Written by fabscope_analysis from the raw samples in the "

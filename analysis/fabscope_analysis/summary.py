@@ -362,8 +362,9 @@ def verdict_lines(result: ResultFile, criteria=None) -> List[str]:
 
 def print_summary(result: ResultFile, stream: Optional[TextIO] = None, criteria=None) -> None:
     analysis = RunAnalysis(result)
+    from .serving.line_rate import summary_lines
     for line in (validity_lines(result) + verdict_lines(result, criteria) + run_header(result) +
-                 summary_tables(analysis) + reference_lines(result)):
+                 summary_lines(result) + summary_tables(analysis) + reference_lines(result)):
         print(line, file=stream)
     print("", file=stream)
     print("impact = congested/quiet (latency) or quiet/congested (bandwidth): >1 is worse. "

@@ -10,7 +10,9 @@
 namespace fabscope::inventory {
 
 bool isFabricVariable(const std::string& name) {
-  static const char* const prefixes[] = {"NCCL_", "UCX_", "OMPI_", "SLURM_"};
+  // FABSCOPE_EMULATED_*: an emulated host's configured link rates (launch/emulated-cluster-rsh),
+  // the line rate its bandwidth is a share of; a veth's own speed says nothing about them.
+  static const char* const prefixes[] = {"NCCL_", "UCX_", "OMPI_", "SLURM_", "FABSCOPE_EMULATED_"};
   for (const char* prefix : prefixes)
     if (name.rfind(prefix, 0) == 0) return true;
   return name == "CUDA_VISIBLE_DEVICES";

@@ -38,12 +38,16 @@ TEST(LauncherVariables, PerJobAndPerRankValuesAreNotRecorded) {
       "NCCL_IB_HCA=mlx5_0",
       "SLURM_MPI_TYPE=pmix",
       "CUDA_VISIBLE_DEVICES=0",
+      "FABSCOPE_EMULATED_RECEIVE_RATE=1Gbit",
+      // not configuration of the fabric: left out
+      "FABSCOPE_FABRIC=emulated",
       "HOME=/root",
   };
   const auto kept = fabricEnvironment(environment);
   std::vector<std::string> names;
   for (const auto& [name, value] : kept) names.push_back(name);
-  EXPECT_EQ(names, (std::vector<std::string>{"CUDA_VISIBLE_DEVICES", "NCCL_IB_HCA", "OMPI_MCA_btl",
+  EXPECT_EQ(names, (std::vector<std::string>{"CUDA_VISIBLE_DEVICES", "FABSCOPE_EMULATED_RECEIVE_RATE",
+                                             "NCCL_IB_HCA", "OMPI_MCA_btl",
                                              "OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_mpi_yield_when_idle",
                                              "SLURM_MPI_TYPE", "UCX_TLS"}));
   EXPECT_TRUE(isLauncherVariable("OMPI_COMM_WORLD_SIZE"));

@@ -1,0 +1,122 @@
+"""`fit FILE --slo ... [--model M --tp N ...]`: is this fabric fit to serve M at the SLO?
+
+Exit codes (the analysis contract): 0 PASS; 1 FAIL or CANNOT TELL (nothing shows the
+fabric fit); 2 bad usage, an unreadable file or criteria file, an unknown model.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import List
+
+from ..models import ModelError
+from .fit import FAIL, PASS, FitVerdict, compose_verdict, json_of
+from .line_rate import headline
+from .measured import measure
+from .slo import SloError, Slo, load_slo_file, parse_slo_text
+
+EXIT_PASS, EXIT_NOT_PASS, EXIT_USAGE = 0, 1, 2
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("fit", help="is the fabric fit to serve a model at an SLO: PASS, FAIL or "
+                                   "CANNOT TELL (exit 0 PASS, 1 otherwise)")
+    p.add_argument("file")
+    p.add_argument("--slo", help="objectives, e.g. itl_p99=50ms,ttft_p99=2s (also itl_p50, "
+                                 "ttft_p50; itl_share and ttft_share: the share of each target "
+                                 "the fabric may take, default 10%%; cif_p99: the largest "
+                                 "congested/quiet p99 of a serving class, default 2)")
+    p.add_argument("--criteria", metavar="YAML", help="a file with an slo: section (same keys); "
+                                                      "--slo overrides its keys")
+    p.add_argument("--model", help="model preset (default: the scenario's model): llama3-8b, "
+                                   "llama3-70b, llama3-405b, deepseek-v3")
+    p.add_argument("--tp", type=int, help="tensor parallelism (default: the scenario's)")
+    p.add_argument("--ep", type=int, help="expert parallelism (MoE models)")
+    p.add_argument("--decode-batch", type=int, default=32, help="sequences per decode step "
+                                                                "(default 32)")
+    p.add_argument("--prompt", type=int, default=8192, help="prompt tokens of a request whose KV "
+                                                            "moves (default 8192)")
+    p.add_argument("--block-tokens", type=int, default=16, help="tokens per KV block (default 16)")
+    p.add_argument("--no-diagnose", action="store_true",
+                   help="on FAIL, do not run the diagnosis for components to fix")
+    p.add_argument("--json", metavar="OUT", help="also write the verdict and every figure here")
+    p.set_defaults(func=run_fit)
+
+
+def _slo_of(args) -> Slo:
+    slo = load_slo_file(args.criteria) if args.criteria else None
+    if args.slo is not None:
+        slo = parse_slo_text(args.slo, slo)
+    if slo is None or not slo.targets_ms:
+        raise SloError("no latency target: give --slo itl_p99=50ms,ttft_p99=2s (or --criteria "
+                       "FILE with an slo: section)")
+    return slo
+
+
+def components_to_fix(result) -> List[str]:
+    """The diagnosis's culprits (components to fix), or why it names none. The diagnosis is
+    of the whole file: it does not say which check a component costs."""
+    from ..diagnose import diagnose
+    diagnosis = diagnose(result)
+    if diagnosis.culprits:
+        return [f"{c.component} {c.subject()} ({c.direction}): {'; '.join(c.symptoms)} "
+                f"(confidence {c.confidence})" for c in diagnosis.culprits]
+    found = [c.line() for c in diagnosis.congestion]
+    if diagnosis.verdict == "cannot tell":
+        found.append("diagnose cannot name a component: " + "; ".join(diagnosis.reasons))
+    else:
+        found.append("diagnose names no single component: the cost is fabric-wide (congestion, "
+                     "routing, the transport or its settings)")
+    return found
+
+
+def print_verdict(verdict: FitVerdict, stream) -> None:
+    print(verdict.line(), file=stream)
+    for check in verdict.checks:
+        print(f"  {check.name}: {check.text}", file=stream)
+    if verdict.cif:
+        print("congestion impact factor (congested / quiet per operation; >1 is worse):",
+              file=stream)
+        for r in verdict.cif:
+            figures = ", ".join(f"{k} {'-' if v is None else f'x{v:.3g}'}"
+                                for k, v in r.cif.items())
+            extra = f" ({r.why})" if r.why else ""
+            print(f"  {r.title()} {r.series} [{r.condition}]: {figures} over {r.samples} / "
+                  f"{r.quiet_samples} operations: {r.status}{extra}", file=stream)
+    for what, lines in (("fix", verdict.to_fix), ("line rate", verdict.limiters),
+                        ("missing", verdict.missing), ("note", verdict.notes)):
+        for line in lines:
+            print(f"{what}: {line}", file=stream)
+
+
+def run_fit(args) -> int:
+    from ..cli import _open
+    from ..impact import deployment_from_run
+    try:
+        slo = _slo_of(args)
+    except SloError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    with _open(args.file) as result:
+        try:
+            deployment = deployment_from_run(
+                result, args.model, args.tp, decode_batch=args.decode_batch,
+                prompt_tokens=args.prompt, block_tokens=args.block_tokens, ep=args.ep)
+        except ModelError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if deployment is None:
+            print(f"error: {args.file}: the scenario names no model; give --model "
+                  "(llama3-8b, llama3-70b, llama3-405b, deepseek-v3)", file=sys.stderr)
+            return EXIT_USAGE
+        verdict = compose_verdict(measure(result, deployment), slo, deployment)
+        kv_line = headline(result)
+        verdict.limiters = [kv_line] if kv_line else []
+        if verdict.status == FAIL and not args.no_diagnose:
+            verdict.to_fix = components_to_fix(result)
+    print_verdict(verdict, sys.stdout)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(json_of(verdict), out, indent=2, default=str)
+    return EXIT_PASS if verdict.status == PASS else EXIT_NOT_PASS

@@ -1,0 +1,210 @@
+"""PASS / FAIL / CANNOT TELL: can this fabric serve a deployment at its SLO?
+
+Method (docs/serving-fit.md has it for admins):
+
+- Per generated token the fabric adds one decode step's communication: 2 x layers TP
+  all-reduces and, for a model with experts, one MoE dispatch + combine round per layer,
+  one after another. Its p50/p99 are those of sums drawn from the measured per-operation
+  sequences (impact.compose_step), per neighbour condition; checked against
+  itl_pNN x itl_share.
+- Per request the fabric adds the KV transfer of the prompt (queueing + transfer) and,
+  where an api test ran, what the front end's network adds to the first byte; checked
+  against ttft_pNN x ttft_share.
+- Each serving class's congestion impact factor (cif.py) is checked against cif_p99.
+- Every figure carries a 90 % interval (resample.py); PASS or FAIL only when the whole
+  interval is on one side of the limit. A figure that was not measured is named as
+  missing and its check CANNOT TELL; nothing is guessed.
+
+The verdict is FAIL when a check fails, else CANNOT TELL when one cannot tell, else PASS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from . import resample as R
+from .cif import CifRow, cif_check, cif_rows
+from .measured import CLASS_TITLES, Measured
+from ..run_analysis import format_number
+from .slo import Slo, format_ms
+
+PASS, FAIL, CANNOT_TELL = "PASS", "FAIL", "CANNOT TELL"
+ORDER = {PASS: 0, CANNOT_TELL: 1, FAIL: 2}
+
+
+@dataclass
+class Check:
+    name: str                  # itl_p99, ttft_p50, cif_p99
+    status: str
+    text: str
+    condition: str = ""
+    figures: Dict[str, object] = field(default_factory=dict)
+    missing: List[str] = field(default_factory=list)
+
+
+@dataclass
+class FitVerdict:
+    deployment: str
+    slo: Slo
+    status: str = CANNOT_TELL
+    checks: List[Check] = field(default_factory=list)
+    cif: List[CifRow] = field(default_factory=list)
+    missing: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    to_fix: List[str] = field(default_factory=list)
+    limiters: List[str] = field(default_factory=list)   # the KV line-rate headline and limiter
+
+    def line(self) -> str:
+        worst = [c for c in self.checks if c.status == self.status and c.status != PASS]
+        why = f": {'; '.join(sorted({c.name for c in worst}))}" if worst else ""
+        return f"fit {self.deployment} at {self.slo.describe()}: {self.status}{why}"
+
+
+def worst_status(statuses) -> str:
+    statuses = list(statuses)
+    return max(statuses, key=lambda s: ORDER[s]) if statuses else CANNOT_TELL
+
+
+def _quantile_of(key: str) -> float:
+    return {"p50": 50.0, "p99": 99.0}[key.split("_")[1]]
+
+
+def _ms(ns: float) -> str:
+    return format_number(ns / 1e6)
+
+
+def _condition_check(key: str, slo: Slo, condition: str, point: float, low: float,
+                     high: float, what: str) -> Check:
+    target, budget = slo.targets_ms[key], slo.fabric_budget_ms(key)
+    status = R.judge(low / 1e6, high / 1e6, budget)
+    stat, budget_name = key.split("_")[1], key.split("_")[0].upper()
+    text = (f"{what} adds {_ms(point)} ms ({stat}, {condition}) = "
+            f"{format_number(100 * point / 1e6 / target)} % of the {format_ms(target)} "
+            f"{budget_name} target (the fabric may take {100 * slo.share(key.split('_')[0]):g} % "
+            f"= {format_number(budget)} ms; 90 % interval {_ms(low)}-{_ms(high)} ms): {status}")
+    return Check(key, status, text, condition,
+                 {"point_ms": point / 1e6, "low_ms": low / 1e6, "high_ms": high / 1e6,
+                  "target_ms": target, "fabric_budget_ms": budget,
+                  "share_of_target": point / 1e6 / target})
+
+
+def _combine(key: str, per_condition: List[Check], missing: List[str], what: str) -> Check:
+    """One check from its conditions: the worst condition's verdict and text."""
+    if not per_condition:
+        return Check(key, CANNOT_TELL, f"{what}: CANNOT TELL ({'; '.join(missing)})",
+                     missing=missing)
+    worst = max(per_condition, key=lambda c: (ORDER[c.status], c.figures.get("point_ms", 0)))
+    status = worst_status(c.status for c in per_condition)
+    if status != worst.status:
+        worst = next(c for c in per_condition if c.status == status)
+    others = [f"{c.condition} {format_number(c.figures['point_ms'])} ms {c.status}"
+              for c in per_condition
+              if c is not worst]
+    text = worst.text + (f" [other conditions: {', '.join(others)}]" if others else "")
+    if missing and status == PASS:
+        text += f" [not measured: {'; '.join(missing)}]"
+    return Check(key, status, text, worst.condition, dict(worst.figures,
+                 conditions={c.condition: c.figures for c in per_condition}), missing)
+
+
+def itl_checks(keys: List[str], slo: Slo, measured: Measured) -> List[Check]:
+    """One check per ITL target (itl_p50, itl_p99), every condition composed once."""
+    needed = [measured.classes[c] for c in measured.itl_classes if c in measured.classes]
+    missing = [m for c in measured.itl_classes if c not in measured.classes
+               for m in ([m for m in measured.missing if m.startswith(CLASS_TITLES[c])]
+                         or [f"{CLASS_TITLES[c]} not measured at this deployment's size"])]
+    if missing or not needed:
+        return [_combine(key, [], missing or ["no per-token communication measured"],
+                         "per-token communication") for key in keys]
+    conditions = sorted(set().union(*(c.by_condition for c in needed)),
+                        key=lambda c: (c != "quiet", c))
+    per_key: Dict[str, List[Check]] = {key: [] for key in keys}
+    absent = []
+    what = " + ".join(f"{c.per_step} x {CLASS_TITLES[c.cls]}" for c in needed)
+    for condition in conditions:
+        lacking = [CLASS_TITLES[c.cls] for c in needed if condition not in c.by_condition]
+        short = [CLASS_TITLES[c.cls] for c in needed
+                 if condition in c.by_condition and len(c.by_condition[condition]) < R.MIN_COMPOSED]
+        if lacking or short:
+            absent.append(f"{condition}: " + "; ".join(
+                [f"{w} not measured" for w in lacking] +
+                [f"{w} has fewer than {R.MIN_COMPOSED} operations" for w in short]))
+            continue
+        parts = [(c.by_condition[condition], c.per_step) for c in needed]
+        figures = R.composed_quantiles(parts, [_quantile_of(k) for k in keys])
+        for key in keys:
+            point, low, high = figures[_quantile_of(key)]
+            per_key[key].append(_condition_check(key, slo, condition, point, low, high,
+                                                 f"the fabric ({what}) per generated token"))
+    checks = [_combine(key, per_key[key], absent, "per-token communication") for key in keys]
+    for check in checks:
+        if absent and check.status == PASS:
+            check.status = CANNOT_TELL
+            check.text = check.text.replace(": PASS", ": CANNOT TELL", 1)
+    return checks
+
+
+def ttft_check(key: str, slo: Slo, measured: Measured, prompt_tokens: int) -> Check:
+    q = _quantile_of(key)
+    kv, api = measured.classes.get("kv"), measured.classes.get("api")
+    if kv is None:
+        missing = [m for m in measured.missing if m.startswith("KV")] or ["no kvpush test"]
+        return _combine(key, [], missing, f"KV transfer of a {prompt_tokens}-token prompt")
+    checks, absent = [], []
+    for condition in kv.conditions():
+        seqs = [kv.by_condition[condition]]
+        what = f"KV transfer of a {prompt_tokens}-token prompt ({kv.series})"
+        if api is not None and condition in api.by_condition:
+            seqs.append(api.by_condition[condition])
+            what += " + the front end's first byte"
+        elif api is not None:
+            absent.append(f"{condition}: front end not measured under it (not counted)")
+        fewest = min(len(s) for s in seqs)
+        if fewest < R.min_values(q):
+            absent.append(f"{condition}: {fewest} requests measured, a p{q:g} needs at least "
+                          f"{R.min_values(q)}")
+            continue
+        point, low, high = R.summed_quantile(seqs, q)
+        checks.append(_condition_check(key, slo, condition, point, low, high, what))
+    check = _combine(key, checks, absent, "KV transfer")
+    if any("requests measured" in a for a in absent) and check.status == PASS:
+        check.status = CANNOT_TELL
+        check.text = check.text.replace(": PASS", ": CANNOT TELL", 1)
+    return check
+
+
+def compose_verdict(measured: Measured, slo: Slo, deployment) -> FitVerdict:
+    verdict = FitVerdict(deployment.describe(), slo, missing=list(measured.missing),
+                         notes=list(measured.notes))
+    itl_keys = [key for key in ("itl_p50", "itl_p99") if key in slo.targets_ms]
+    if itl_keys:
+        verdict.checks.extend(itl_checks(itl_keys, slo, measured))
+    for key in ("ttft_p50", "ttft_p99"):
+        if key in slo.targets_ms:
+            verdict.checks.append(ttft_check(key, slo, measured, deployment.prompt_tokens))
+    verdict.cif = cif_rows(measured, slo.cif_p99)
+    verdict.checks.append(cif_check(verdict.cif, measured, slo.cif_p99))
+    verdict.status = worst_status(c.status for c in verdict.checks)
+    return verdict
+
+
+def json_of(verdict: FitVerdict) -> dict:
+    return {"verdict": verdict.status, "line": verdict.line(), "deployment": verdict.deployment,
+            "slo": verdict.slo.to_json(),
+            "checks": [{"name": c.name, "status": c.status, "text": c.text,
+                        "condition": c.condition, "figures": c.figures, "missing": c.missing}
+                       for c in verdict.checks],
+            "congestion_impact": [r.to_json() for r in verdict.cif],
+            "to_fix": verdict.to_fix, "limiters": verdict.limiters,
+            "missing": verdict.missing, "notes": verdict.notes,
+            "method": {"interval": "outer circular block bootstrap, 90 % two-sided, "
+                                   f"{R.REPLICATES} replicates",
+                       "composition": "impact.compose_step, "
+                                      f"{R.POINT_RESAMPLES} sums, seed {R.SEED}"}}
+
+
+def finite(value: Optional[float]) -> Optional[float]:
+    return None if value is None or not np.isfinite(value) else float(value)

@@ -1,0 +1,206 @@
+"""The serving classes' measured distributions at one deployment's sizes.
+
+Per class and neighbour condition, one sequence of per-operation times (ns, in measured
+order), taken exactly as `impact` takes them (impact.py: slowest rank per iteration for a
+collective, interpolated between measured sizes, never extrapolated):
+
+- tp: one TP all-reduce of decode batch x hidden x dtype bytes (2 x layers per step);
+- moe: one MoE dispatch + combine round at the decode batch's tokens (layers per step);
+- kv: one request's KV of the prompt: queueing + transfer (layer-stream: the part not
+  hidden behind the prefill compute), per request;
+- api: what the front end's network adds to the first token of one request;
+- mix classes: a serving-mix test's class, isolated (its quiet) and together.
+
+Where a class has several series (transports, strategies), the one with the lowest quiet
+median is the deployment's (named); the others are listed in `others`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from .. import impact as I
+from ..models import (allreduce_bytes, allreduces_per_step, kv_request_bytes,
+                      moe_dispatch_bytes_per_token)
+from ..reader import FLAG_AUXILIARY_MASK, FLAG_MIX_CLASS_MASK, FLAG_MIX_CLASS_SHIFT, \
+    FLAG_MIX_TOGETHER, MIX_CLASSES, ResultFile
+from ..run_analysis import RunAnalysis, format_bytes
+
+CLASS_TITLES = {"tp": "TP all-reduce", "moe": "MoE dispatch + combine", "kv": "KV push",
+                "api": "API (front end)"}
+
+
+@dataclass
+class ClassSeries:
+    """One class's chosen series: per condition, its per-operation times (ns)."""
+    cls: str
+    series: str
+    per_step: int                       # how many operations one step/request runs
+    bytes: int
+    by_condition: Dict[str, np.ndarray] = field(default_factory=dict)
+    how: Dict[str, str] = field(default_factory=dict)
+    ranks: int = 0
+    others: List[str] = field(default_factory=list)
+
+    def conditions(self) -> List[str]:
+        names = sorted(self.by_condition)
+        return (["quiet"] if "quiet" in names else []) + [c for c in names if c != "quiet"]
+
+
+@dataclass
+class Measured:
+    classes: Dict[str, ClassSeries] = field(default_factory=dict)
+    mix: List[ClassSeries] = field(default_factory=list)
+    missing: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    itl_classes: List[str] = field(default_factory=list)   # what one decode step runs
+
+
+def _choose(candidates: Dict[str, ClassSeries], measured: Measured) -> Optional[ClassSeries]:
+    usable = {k: c for k, c in candidates.items() if c.by_condition}
+    if not usable:
+        return None
+
+    def quiet_median(c: ClassSeries) -> float:
+        base = c.by_condition.get("quiet")
+        return float(np.median(base)) if base is not None else float("inf")
+    best = min(usable.values(), key=lambda c: (quiet_median(c), c.series))
+    best.others = sorted(k for k in usable if k != best.series)
+    if best.others:
+        measured.notes.append(f"{CLASS_TITLES[best.cls]}: judged on {best.series} (lowest quiet "
+                              f"median); also measured: {'; '.join(best.others)}")
+    return best
+
+
+def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, per_step: int,
+                      measured: Measured, token_bytes: Optional[int] = None) -> None:
+    candidates: Dict[str, ClassSeries] = {}
+    for name, condition, members in I._series_by_condition(I._instances(analysis.result, kind)):
+        by_size: Dict[int, np.ndarray] = {}
+        ranks = 0
+        for inst in members:
+            if token_bytes and int(inst.get("dispatch_token_bytes", token_bytes)) != token_bytes:
+                continue
+            s = analysis.samples(inst)
+            s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
+            by_size[int(inst.get("bytes"))] = I.collective_times(s)
+            ranks = max(ranks, int(s["rank"].nunique()) if len(s) else 0)
+        times, how = I._at_size(by_size, target)
+        series = candidates.setdefault(name, ClassSeries(cls, name, per_step, target))
+        if times is None:
+            measured.missing.append(f"{CLASS_TITLES[cls]} {name} [{condition}]: {how}")
+            continue
+        series.by_condition[condition] = times
+        series.how[condition] = how
+        series.ranks = max(series.ranks, ranks)
+    chosen = _choose(candidates, measured)
+    if chosen is not None:
+        measured.classes[cls] = chosen
+    elif not candidates:
+        measured.missing.append(f"{CLASS_TITLES[cls]} of {format_bytes(target)}: the file has no "
+                                f"{kind} test")
+
+
+def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
+    d = deployment
+    target = kv_request_bytes(d.model, d.tp, d.block_tokens, d.prompt_tokens)
+    candidates: Dict[str, ClassSeries] = {}
+    groups: Dict[tuple, list] = {}
+    for inst in I._instances(analysis.result, "kvpush"):
+        key = (f"{inst.get('strategy')} {inst.get('direction', 'push')} ({inst.get('transport')}, "
+               f"{inst.get('memory_path', inst.get('memory'))}, {inst.get('loop', 'closed')} loop)",
+               str(inst.get("condition", "quiet")))
+        groups.setdefault(key, []).append(inst)
+    for (name, condition), members in groups.items():
+        per_request: Dict[int, np.ndarray] = {}
+        for inst in members:
+            req = inst.requests()
+            if req.empty:
+                continue
+            transfer = (req["t_done_ns"] - req["t_start_ns"]).to_numpy(dtype=np.float64)
+            if str(inst.get("strategy")) == "layer-stream":
+                hidden = (d.model.layers - 1) * float(inst.get("compute_per_layer_s", 0)) * 1e9
+                transfer = np.maximum(transfer - hidden, 0)
+            queue = (req["t_start_ns"] - req["t_arrival_ns"]).to_numpy(dtype=np.float64)
+            per_request[int(inst.get("bytes"))] = transfer + queue
+        times, how = I._at_size(per_request, target)
+        series = candidates.setdefault(name, ClassSeries("kv", name, 1, target))
+        if times is None:
+            measured.missing.append(f"KV push {name} [{condition}]: {how}")
+            continue
+        series.by_condition[condition] = times
+        series.how[condition] = how
+    chosen = _choose(candidates, measured)
+    if chosen is not None:
+        measured.classes["kv"] = chosen
+    elif not groups:
+        measured.missing.append(f"KV transfer of a {d.prompt_tokens}-token request "
+                                f"({format_bytes(target)} per rank): the file has no kvpush test")
+
+
+def _api_class(analysis: RunAnalysis, measured: Measured) -> None:
+    candidates: Dict[str, ClassSeries] = {}
+    for inst in I._instances(analysis.result, "api"):
+        rows = inst.api_requests()
+        ok = rows[rows["status"] == "ok"] if not rows.empty else rows
+        condition = str(inst.get("condition", "quiet"))
+        name = f"{inst.get('name')} ({inst.get('network', '')} {inst.get('interface', '')})"
+        series = candidates.setdefault(name, ClassSeries("api", name, 1, 0))
+        if ok.empty:
+            measured.missing.append(f"API {name} [{condition}]: no request answered")
+            continue
+        service_ns = float(inst.get("service_time_s", 0)) * 1e9
+        series.by_condition[condition] = np.maximum(
+            ok["ttfb_ns"].to_numpy(dtype=np.float64) - service_ns, 0)
+        series.how[condition] = "time to first byte minus the server's service time"
+    chosen = _choose(candidates, measured)
+    if chosen is not None:
+        measured.classes["api"] = chosen
+    else:
+        measured.missing.append("front-end API share of a request: not measured in this file "
+                                "(no api test): not counted in TTFT")
+
+
+def _mix_classes(result: ResultFile, measured: Measured) -> None:
+    """Each mix test's classes: isolated stands in for quiet, together for a condition."""
+    for inst in I._instances(result, "mix"):
+        s = inst.samples()
+        flags = s["flags"].astype("int64").to_numpy()
+        head = (flags & FLAG_AUXILIARY_MASK) == 0
+        took = (s["t_done_ns"] - s["t_post_ns"]).to_numpy(dtype=np.float64)[head]
+        cls = ((flags & FLAG_MIX_CLASS_MASK) >> FLAG_MIX_CLASS_SHIFT)[head]
+        together = ((flags & FLAG_MIX_TOGETHER) != 0)[head]
+        for k, name in enumerate(MIX_CLASSES):
+            series = ClassSeries(f"mix/{name}", f"{inst.get('name')}/{name}", 1, 0)
+            for phase, is_together in (("quiet", False), ("mix together", True)):
+                values = took[(cls == k + 1) & (together == is_together)]
+                if len(values):
+                    series.by_condition[phase] = values
+                    series.how[phase] = "isolated phase" if phase == "quiet" else "together phase"
+            if series.by_condition:
+                measured.mix.append(series)
+
+
+def measure(result: ResultFile, deployment) -> Measured:
+    """Every class's distributions for `deployment` (impact.Deployment)."""
+    d = deployment
+    analysis = RunAnalysis(result)
+    out = Measured()
+    count = allreduces_per_step(d.model, d.tp)
+    out.itl_classes = (["tp"] if count else []) + (["moe"] if d.model.moe is not None else [])
+    if count:
+        _collective_class(analysis, "allreduce", "tp", allreduce_bytes(d.model, d.decode_batch),
+                          count, out)
+    else:
+        out.notes.append(f"TP{d.tp}: no tensor-parallel all-reduces (tp = 1)")
+    if d.model.moe is not None:
+        token = moe_dispatch_bytes_per_token(d.model, "fp8")
+        _collective_class(analysis, "alltoall", "moe", d.decode_batch * token, d.model.layers,
+                          out, token_bytes=token)
+    _kv_class(analysis, d, out)
+    _api_class(analysis, out)
+    _mix_classes(result, out)
+    return out

@@ -1,0 +1,89 @@
+"""Synthetic result files for the serving-fit tests: TP all-reduces, MoE rounds and KV
+requests per neighbour condition, with known distributions."""
+
+import numpy as np
+
+from synthetic import SAMPLE_DTYPE, SyntheticRun
+from test_impact import REQUEST_DTYPE, allreduce_samples
+
+from fabscope_analysis import models
+
+LLAMA70 = models.preset("llama3-70b")
+AR_512K = 32 * 8192 * 2
+KV_320M = 320 << 20
+
+
+def add_kv(run, transfer_ns, queue_ns, condition="quiet", nbytes=KV_320M, strategy="staged",
+           quiet_index=None, prefill=0, decode=1, messages=1, gather_ns=0):
+    n = len(transfer_ns)
+    req = np.zeros(n, dtype=REQUEST_DTYPE)
+    samples = np.zeros(n, dtype=SAMPLE_DTYPE)
+    t = run.start_ns()
+    for i in range(n):
+        start = t + int(queue_ns[i])
+        done = start + int(transfer_ns[i])
+        req[i] = (i, prefill, decode, nbytes, messages, messages, t, start, done, gather_ns, 0, 0,
+                  strategy.encode(), b"push", 1)
+        samples[i] = (decode, i, prefill, nbytes, start, done, 0, 0)
+        t = done + 1000
+    idx = run.add_test(f"kv-{strategy}", "kvpush", samples, nbytes=nbytes, condition=condition,
+                       case=f"kv-{strategy}/{nbytes}", metric="bandwidth", quiet_index=quiet_index,
+                       extra_attrs={"strategy": strategy, "direction": "push",
+                                    "memory_path": "host", "loop": "closed",
+                                    "prompt_tokens": np.int64(8192)})
+    run.file["tests"][f"{idx:04d}"].create_dataset("requests", data=req)
+    return idx
+
+
+def add_collective(run, kind, times, nbytes, condition, quiet_index=None, extra=None,
+                   name=None):
+    s = allreduce_samples(times, (0, 1), start=run.start_ns())
+    s["bytes"] = nbytes
+    name = name or ("tp-allreduce" if kind == "allreduce" else "moe")
+    return run.add_test(name, kind, s, nbytes=nbytes, condition=condition,
+                        case=f"{name}/{nbytes}", quiet_index=quiet_index, extra_attrs=extra)
+
+
+def serving_file(path, *, seed=1, tp_us=20.0, tp_loaded=(("incast", 1.3),), kv_ms=40.0,
+                 kv_loaded=(("incast", 1.2),), requests=200, iterations=400,
+                 model="llama3-70b", moe_us=None, inventory=None):
+    """A run with the deployment's sizes: all-reduce per-iteration times lognormal around
+    tp_us (times factor per loaded condition), KV requests around kv_ms."""
+    rng = np.random.default_rng(seed)
+    run = SyntheticRun(path, nranks=4)
+    run.file.attrs["scenario_text"] = f"name: s\nmodel: {model}\nparallel: {{tp: 8}}\n"
+    spec = models.preset(model)
+    ar = models.allreduce_bytes(spec, 32)
+    quiet = add_collective(run, "allreduce", tp_us * 1e3 * rng.lognormal(0, 0.1, iterations),
+                           ar, "quiet")
+    for condition, factor in tp_loaded:
+        add_collective(run, "allreduce", factor * tp_us * 1e3 * rng.lognormal(0, 0.1, iterations),
+                       ar, condition, quiet)
+    if moe_us is not None:
+        token = models.moe_dispatch_bytes_per_token(spec, "fp8")
+        extra = {"dispatch_token_bytes": np.int64(token), "tokens_per_rank": np.int64(32)}
+        q = add_collective(run, "alltoall", moe_us * 1e3 * rng.lognormal(0, 0.1, iterations),
+                           32 * token, "quiet", extra=extra)
+        for condition, factor in tp_loaded:
+            add_collective(run, "alltoall",
+                           factor * moe_us * 1e3 * rng.lognormal(0, 0.1, iterations),
+                           32 * token, condition, q, extra=extra)
+    kv_bytes = models.kv_request_bytes(spec, 8, 16, 8192)
+    q = add_kv(run, kv_ms * 1e6 * rng.lognormal(0, 0.05, requests), np.full(requests, 1e5),
+               nbytes=kv_bytes)
+    for condition, factor in kv_loaded:
+        add_kv(run, factor * kv_ms * 1e6 * rng.lognormal(0, 0.05, requests),
+               np.full(requests, 1e5), condition, nbytes=kv_bytes, quiet_index=q)
+    if inventory:
+        from synthetic import write_host_inventory
+        write_host_inventory(run.file, inventory)
+    run.close()
+    return str(path)
+
+
+def reopened(run):
+    """A closed SyntheticRun opened again to add instances (e.g. to write_matrix_run's file)."""
+    import h5py
+    run.file = h5py.File(run.path, "a")
+    run.next_index = len(run.file["tests"])
+    return run

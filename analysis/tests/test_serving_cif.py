@@ -1,0 +1,63 @@
+"""Congestion impact factor per serving class and neighbour condition (congested / quiet
+at p50, p99, p99.9), read only from enough values, and its rule in the SLO verdict."""
+
+import numpy as np
+import pytest
+
+from serving_files import serving_file
+from test_mix import write_mix_file
+
+from fabscope_analysis import models, open_result
+from fabscope_analysis.impact import Deployment
+from fabscope_analysis.serving.cif import cif_check, cif_rows
+from fabscope_analysis.serving.measured import measure
+
+LLAMA70 = models.preset("llama3-70b")
+
+
+def rows_of(path, limit=2.0):
+    with open_result(path) as result:
+        measured = measure(result, Deployment(LLAMA70, 8))
+    return measured, cif_rows(measured, limit)
+
+
+def test_cif_is_the_ratio_of_percentiles_per_class_and_condition(tmp_path):
+    """TP all-reduce 3x slower under incast, 1.1x under alltoall; KV 1.2x under incast."""
+    path = serving_file(tmp_path / "c.h5", tp_loaded=(("incast", 3.0), ("alltoall", 1.1)),
+                        iterations=1200)
+    measured, rows = rows_of(path)
+    tp = measured.classes["tp"].by_condition
+    incast = next(r for r in rows if r.cls == "tp" and r.condition == "incast")
+    for label, q in (("p50", 50), ("p99", 99), ("p99.9", 99.9)):
+        assert incast.cif[label] == pytest.approx(np.percentile(tp["incast"], q) /
+                                                  np.percentile(tp["quiet"], q))
+    assert incast.cif["p50"] == pytest.approx(3.0, rel=0.05) and incast.status == "FAIL"
+    calm = next(r for r in rows if r.cls == "tp" and r.condition == "alltoall")
+    assert calm.status == "PASS" and calm.p99_interval[1] <= 2
+    kv = next(r for r in rows if r.cls == "kv")
+    assert kv.condition == "incast" and kv.cif["p99.9"] is None     # 200 requests: no p99.9
+    check = cif_check(rows, measured, 2.0)
+    assert check.status == "FAIL" and "TP all-reduce [incast] x3" in check.text
+    assert cif_check([r for r in rows if r is not incast], measured, 2.0).status == "PASS"
+
+
+def test_too_few_values_and_quiet_only_cannot_tell(tmp_path):
+    measured, rows = rows_of(serving_file(tmp_path / "q.h5", tp_loaded=(), kv_loaded=()))
+    assert rows == []
+    check = cif_check(rows, measured, 2.0)
+    assert check.status == "CANNOT TELL" and "no serving class was measured under a neighbour" \
+        in check.text
+    assert check.missing == ["TP all-reduce: measured quiet only", "KV push: measured quiet only"]
+
+
+def test_serving_mix_classes_together_over_isolated(tmp_path):
+    """The mix's classes (50 operations per phase): p50 factors x2, x1.5, x1; a p99 needs
+    100 values, so each says so rather than judging."""
+    measured, rows = rows_of(write_mix_file(tmp_path / "mix.h5"))
+    by_class = {r.cls: r for r in rows}
+    assert set(by_class) == {"mix/allreduce", "mix/kvpush", "mix/api"}
+    assert by_class["mix/allreduce"].cif["p50"] == pytest.approx(2.0, rel=0.01)
+    assert by_class["mix/kvpush"].cif["p50"] == pytest.approx(1.5, rel=0.01)
+    assert by_class["mix/api"].cif["p50"] == pytest.approx(1.0, rel=0.01)
+    assert all(r.condition == "mix together" and r.cif["p99"] is None and
+               r.status == "CANNOT TELL" and "a p99 needs 100" in r.why for r in rows)

@@ -1,0 +1,183 @@
+"""`fit`: SLO objectives, the PASS / FAIL / CANNOT TELL verdict composed from the measured
+distributions, its interval rule under an A/A pair, missing figures named, exit codes."""
+
+import json
+
+import numpy as np
+import pytest
+
+from serving_files import serving_file
+
+from fabscope_analysis import models, open_result
+from fabscope_analysis.cli import main
+from fabscope_analysis.errors import CriteriaError
+from fabscope_analysis.impact import Deployment, compose_step
+from fabscope_analysis.serving.fit import compose_verdict
+from fabscope_analysis.serving.measured import measure
+from fabscope_analysis.serving.resample import judge
+from fabscope_analysis.serving.slo import SloError, load_slo_file, parse_slo_text
+
+LLAMA70 = models.preset("llama3-70b")
+
+
+def verdict_of(path, slo_text, model=LLAMA70):
+    with open_result(path) as result:
+        return compose_verdict(measure(result, Deployment(model, 8)), parse_slo_text(slo_text),
+                               Deployment(model, 8))
+
+
+def check(verdict, name):
+    return next(c for c in verdict.checks if c.name == name)
+
+
+def test_slo_command_line_form_units_and_defaults():
+    slo = parse_slo_text("itl_p99=50ms, ttft_p99=2s,itl_p50=800us,ttft_share=25%,cif_p99=1.5")
+    assert slo.targets_ms == {"itl_p99": 50.0, "ttft_p99": 2000.0, "itl_p50": 0.8}
+    assert slo.itl_share == 0.10 and slo.ttft_share == 0.25 and slo.cif_p99 == 1.5
+    assert slo.fabric_budget_ms("itl_p99") == pytest.approx(5.0)
+    assert slo.fabric_budget_ms("ttft_p99") == pytest.approx(500.0)
+    assert slo.defaulted == ["itl_share"]
+    for bad, why in (("itl_p99=50", "with its unit"), ("itl_p99=50ms,itl_share=120%", "at most"),
+                     ("latency=5ms", "unknown objective"), ("itl_p99", "key=value"),
+                     ("itl_p99=50ms,cif_p99=0.5", "below 1")):
+        with pytest.raises(SloError, match=why):
+            parse_slo_text(bad)
+
+
+def test_slo_criteria_section_and_errors_name_the_line(tmp_path):
+    good = tmp_path / "slo.yaml"
+    good.write_text("fabscope_criteria: 1\nslo:\n  itl_p99: 50ms\n  itl_share: 0.05\n")
+    slo = load_slo_file(str(good))
+    assert slo.targets_ms == {"itl_p99": 50.0} and slo.itl_share == 0.05
+    assert parse_slo_text("ttft_p99=2s", slo).targets_ms == {"itl_p99": 50.0, "ttft_p99": 2000.0}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("slo:\n  itl_p99: 50ms\n  ttft_p99: soon\n")
+    with pytest.raises(CriteriaError, match=r"bad\.yaml:3: slo\.ttft_p99: expected a time"):
+        load_slo_file(str(bad))
+    none = tmp_path / "none.yaml"
+    none.write_text("rules: []\n")
+    with pytest.raises(CriteriaError, match="none.yaml:1: expected a top-level 'slo:'"):
+        load_slo_file(str(none))
+
+
+def test_pass_and_fail_follow_the_composed_step(tmp_path):
+    """160 all-reduces of ~20 us: ~3.2 ms per token (6.4 % of 50 ms, within 10 %): PASS;
+    the same at ~40 us under incast: ~6.4 ms, beyond the 5 ms budget: FAIL, and the
+    figure is the p99 of the composed step, not a sum of p99s."""
+    good = verdict_of(serving_file(tmp_path / "good.h5"), "itl_p99=50ms,ttft_p99=2s")
+    assert good.status == "PASS", good.line()
+    itl = check(good, "itl_p99")
+    assert itl.condition == "incast" and 3.4 < itl.figures["point_ms"] < 5.0
+    assert "PASS" in itl.text and "% of the 50ms ITL target" in itl.text
+    assert check(good, "ttft_p99").status == "PASS"
+    assert check(good, "cif_p99").status == "PASS"
+    path = serving_file(tmp_path / "slow.h5", tp_loaded=(("incast", 2.0),))
+    slow = verdict_of(path, "itl_p99=50ms,ttft_p99=2s,cif_p99=3")
+    itl = check(slow, "itl_p99")
+    assert slow.status == "FAIL" and itl.status == "FAIL" and itl.condition == "incast"
+    with open_result(path) as result:
+        times = measure(result, Deployment(LLAMA70, 8)).classes["tp"].by_condition["incast"]
+    expect = np.percentile(compose_step([(times, 160)]), 99) / 1e6
+    assert itl.figures["point_ms"] == pytest.approx(expect)
+    assert itl.figures["point_ms"] < 160 * np.percentile(times, 99) / 1e6
+
+
+def test_a_budget_at_the_measured_figure_cannot_tell_and_aa_never_contradicts(tmp_path):
+    """Two runs of one fabric (other seeds): at a budget equal to the first run's p99 the
+    interval straddles it (CANNOT TELL); at no budget do the two give PASS and FAIL."""
+    a = serving_file(tmp_path / "a.h5", seed=3)
+    b = serving_file(tmp_path / "b.h5", seed=4)
+    figures = [check(verdict_of(p, "itl_p99=1s"), "itl_p99").figures for p in (a, b)]
+    p99 = figures[0]["point_ms"]
+    assert check(verdict_of(a, f"itl_p99={p99 * 10:.6f}ms"), "itl_p99").status == "CANNOT TELL"
+    for factor in (0.9, 0.97, 1.0, 1.03, 1.1):
+        pair = {judge(f["low_ms"], f["high_ms"], p99 * factor) for f in figures}
+        assert pair != {"PASS", "FAIL"}, (factor, pair)
+    assert {judge(f["low_ms"], f["high_ms"], p99 * 2) for f in figures} == {"PASS"}
+    assert {judge(f["low_ms"], f["high_ms"], p99 / 2) for f in figures} == {"FAIL"}
+
+
+def test_missing_figures_are_named_not_guessed(tmp_path):
+    """DeepSeek-V3 without an alltoall test: per-token communication CANNOT TELL, naming
+    the MoE rounds; too few KV requests for a p99: CANNOT TELL, naming the count; a run
+    quiet only: the congestion rule cannot tell."""
+    path = serving_file(tmp_path / "ds.h5", model="deepseek-v3", tp_loaded=(), kv_loaded=(),
+                        requests=40)
+    ds = models.preset("deepseek-v3")
+    verdict = verdict_of(path, "itl_p99=50ms,ttft_p99=2s,ttft_p50=1s", model=ds)
+    assert verdict.status == "CANNOT TELL"
+    itl = check(verdict, "itl_p99")
+    assert itl.status == "CANNOT TELL" and "MoE dispatch + combine" in itl.text
+    ttft = check(verdict, "ttft_p99")
+    assert ttft.status == "CANNOT TELL" and "40 requests measured, a p99 needs at least 100" \
+        in ttft.text
+    assert check(verdict, "ttft_p50").status == "PASS"
+    assert check(verdict, "cif_p99").status == "CANNOT TELL"
+    with_moe = verdict_of(serving_file(tmp_path / "ds2.h5", model="deepseek-v3", moe_us=100),
+                          "itl_p99=200ms", model=ds)
+    itl = check(with_moe, "itl_p99")
+    assert "122 x TP all-reduce + 61 x MoE dispatch + combine" in itl.text
+    assert itl.status == "PASS", itl.text
+
+
+def test_cli_exit_codes_and_json(tmp_path, capsys):
+    good = serving_file(tmp_path / "good.h5")
+    out = tmp_path / "fit.json"
+    assert main(["fit", good, "--slo", "itl_p99=50ms,ttft_p99=2s", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["verdict"] == "PASS" and {c["name"] for c in data["checks"]} == \
+        {"itl_p99", "ttft_p99", "cif_p99"}
+    assert main(["fit", good, "--slo", "itl_p99=4ms", "--no-diagnose"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+    assert main(["fit", good]) == 2
+    assert "no latency target" in capsys.readouterr().err
+    assert main(["fit", good, "--slo", "itl_p99=fast"]) == 2
+    assert main(["fit", str(tmp_path / "absent.h5"), "--slo", "itl_p99=5ms"]) == 2
+
+
+def test_on_fail_the_diagnosis_names_the_component_to_fix(tmp_path, capsys):
+    """All-pairs tests with fh3 receiving at 10 % and a TP all-reduce too slow for the ITL
+    budget: FAIL, and the fix line names host fh3's receive side."""
+    from serving_files import add_collective, reopened
+    from synthetic import write_matrix_run
+    run = reopened(write_matrix_run(tmp_path / "m.h5", nranks=6, receive={3: 0.1}))
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    rng = np.random.default_rng(1)
+    add_collective(run, "allreduce", 40e3 * rng.lognormal(0, 0.1, 300), 32 * 8192 * 2, "quiet")
+    run.close()
+    assert main(["fit", run.path, "--slo", "itl_p99=50ms"]) == 1
+    out = capsys.readouterr().out
+    assert "itl_p99: the fabric (160 x TP all-reduce) per generated token adds" in out
+    assert "fix: host fh3 (receive): " in out and "bandwidth 10% of the typical" in out
+    assert main(["fit", run.path, "--slo", "itl_p99=50ms", "--no-diagnose"]) == 1
+    assert "fix:" not in capsys.readouterr().out
+
+
+def real_serving_files():
+    import os
+    return [p for p in os.environ.get("FABSCOPE_REAL_H5", "").split(":")
+            if p and os.path.exists(p) and "serving" in os.path.basename(p)]
+
+
+@pytest.mark.parametrize("source", ["synthetic", "real"])
+def test_the_verdicts_figures_are_impacts(tmp_path, source):
+    """fit composes a step exactly as impact does: its quiet ITL p99 is impact's composed
+    p99 (same draws), on a synthetic file and on the real 4-rank serving run
+    (FABSCOPE_REAL_H5, as ./tests/run sets it)."""
+    from fabscope_analysis.impact import compute_impact
+    if source == "real":
+        files = real_serving_files()
+        if not files:
+            pytest.skip("FABSCOPE_REAL_H5 names no serving run (./tests/run sets it)")
+        path = files[0]
+    else:
+        path = serving_file(tmp_path / "s.h5")
+    deployment = Deployment(LLAMA70, 8)
+    with open_result(path) as result:
+        impact = compute_impact(result, deployment)
+        verdict = compose_verdict(measure(result, deployment), parse_slo_text("itl_p99=50ms"),
+                                  deployment)
+    quiet = check(verdict, "itl_p99").figures["conditions"]["quiet"]
+    assert quiet["point_ms"] == pytest.approx(impact.tp_row("quiet")["p99_ms"])
+    assert quiet["low_ms"] <= quiet["point_ms"] <= quiet["high_ms"]
+    assert verdict.status in ("PASS", "FAIL", "CANNOT TELL")

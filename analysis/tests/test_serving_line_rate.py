@@ -1,0 +1,156 @@
+"""Line-rate accounting: each rank's rate and its source from the inventory (emulated limit,
+RDMA port, interface speed), a path's rate (the slower side), KV push and p2p bandwidth as
+shares, the headline, and the likely limiter named below the stated share."""
+
+import numpy as np
+import pytest
+
+from serving_files import add_kv
+from synthetic import SyntheticRun, bandwidth_entries, make_samples
+
+from fabscope_analysis import open_result
+from fabscope_analysis.serving.line_rate import (headline, kv_headline, parse_tc_rate,
+                                                 path_rate, rank_rates, share_rows)
+
+MIB = 1 << 20
+
+
+def inventory(emulated_receive=None):
+    """fh0: a 10 Gb/s interface; fh1: eth0 on an RDMA device of 200 Gb/s; fh2: a 25 Gb/s
+    interface; fh3: the emulated cluster's 1 Gbit receive limit on a nominal 10 Gb/s veth."""
+    up = {"net/eth0/operstate": "up", "net/lo/operstate": "unknown"}
+    hosts = {"fh0": dict(up, **{"net/eth0/speed_mbps": "10000"}),
+             "fh1": dict(up, **{"net/eth0/speed_mbps": "200000", "net/eth0/rdma_device": "mlx5_0",
+                                "rdma/mlx5_0/port/1/state": "ACTIVE",
+                                "rdma/mlx5_0/port/1/rate_gbps": "200"}),
+             "fh2": dict(up, **{"net/eth0/speed_mbps": "25000"}),
+             "fh3": dict(up, **{"net/eth0/speed_mbps": "10000"})}
+    if emulated_receive:
+        hosts["fh3"]["env/FABSCOPE_EMULATED_RECEIVE_RATE"] = emulated_receive
+    return hosts
+
+
+def kv_file(path, gbps, receive="1Gbit", decode=3, messages=1, gather_ns=0, requests=50):
+    run = SyntheticRun(path, nranks=4, ranks_per_host=1)
+    run.add_hosts(inventory(receive))
+    nbytes = 64 * MIB
+    seconds = nbytes / (gbps * 1e9)
+    rng = np.random.default_rng(1)
+    add_kv(run, seconds * 1e9 * rng.lognormal(0, 0.02, requests), np.full(requests, 1e4),
+           nbytes=nbytes, prefill=0, decode=decode, messages=messages, gather_ns=gather_ns)
+    run.close()
+    return str(path)
+
+
+def test_tc_rates_and_sources():
+    assert parse_tc_rate("1Gbit") == 1.0 and parse_tc_rate("500Mbit") == 0.5
+    assert parse_tc_rate("125Mbps") == pytest.approx(1.0) and parse_tc_rate("fast") is None
+
+
+def test_rank_rates_take_the_emulated_limit_then_rdma_then_speed(tmp_path):
+    path = kv_file(tmp_path / "r.h5", 0.1)
+    with open_result(path) as result:
+        rates = rank_rates(result)
+    assert rates[3]["receive"].gbps == 1.0 and "emulated cluster's receive limit" in \
+        rates[3]["receive"].source
+    assert rates[3]["send"].gbps == 10.0 and rates[3]["send"].source == "interface eth0 speed"
+    assert rates[1]["send"].gbps == 200 and rates[1]["send"].source == "RDMA port mlx5_0/1 rate"
+    assert path_rate(rates, 0, 3).gbps == 1.0          # the slower side: fh3's 1 Gbit
+    assert path_rate(rates, 0, 2).gbps == 10.0 and path_rate(rates, 2, 1).gbps == 25.0
+
+
+def test_kv_push_share_within_ten_percent_of_the_emulated_rate(tmp_path):
+    """0.1 GB/s into a 1 Gbit/s host = 80 % of its line rate."""
+    with open_result(kv_file(tmp_path / "kv.h5", 0.1)) as result:
+        rows = share_rows(result)
+        line = headline(result)
+    kv = next(r for r in rows if r.kind == "kvpush")
+    assert kv.share_p50 == pytest.approx(0.8, rel=0.1) and kv.gbps_p50 == pytest.approx(0.1, rel=0.05)
+    assert "1 Gb/s (emulated cluster's receive limit on fh3)" in kv.rate
+    assert line.startswith("KV push at 80 % of line rate") and "rank 0@fh0 -> 3@fh3" in line
+
+
+def test_below_the_share_the_limiter_is_named_from_what_the_run_knows(tmp_path):
+    slow = kv_file(tmp_path / "slow.h5", 0.05, messages=4096, gather_ns=int(0.6e9))
+    with open_result(slow) as result:
+        kv = next(r for r in share_rows(result) if r.kind == "kvpush")
+    assert kv.share_p50 == pytest.approx(0.4, rel=0.1)
+    text = " | ".join(kv.limiters)
+    assert "QP/slice settings: 16 KiB per message" in text
+    assert "CPU-bound progress: host gather/scatter copies take" in text
+    fine = kv_file(tmp_path / "fine.h5", 0.05)
+    with open_result(fine) as result:
+        kv = next(r for r in share_rows(result) if r.kind == "kvpush")
+    assert kv.limiters and kv.limiters[0].startswith("nothing this run recorded explains it")
+    fast = kv_file(tmp_path / "fast.h5", 0.115)
+    with open_result(fast) as result:
+        kv = next(r for r in share_rows(result) if r.kind == "kvpush")
+    assert kv.share_p50 > 0.8 and kv.limiters == []
+
+
+def test_unknown_rate_is_said_not_guessed(tmp_path):
+    run = SyntheticRun(tmp_path / "none.h5", nranks=4, ranks_per_host=1)
+    add_kv(run, np.full(20, 1e8), np.full(20, 1e4), nbytes=8 * MIB, prefill=0, decode=3)
+    run.close()
+    with open_result(str(tmp_path / "none.h5")) as result:
+        rows = share_rows(result)
+    assert "line rate unknown: the file has no host inventory" in kv_headline(rows)
+
+
+def test_p2p_bandwidth_share_per_pair(tmp_path):
+    """Pairs at 1 GB/s: 40 % of fh2's 25 Gb/s send side when it sends to fh1 (200 Gb/s)."""
+    run = SyntheticRun(tmp_path / "bw.h5", nranks=4, ranks_per_host=1)
+    run.add_hosts(inventory())
+    rng = np.random.default_rng(2)
+    s = make_samples(bandwidth_entries([(2, 1), (0, 2)], 30, 4 * MIB, 1.0, rng), run.start_ns())
+    run.add_test("p2p-bw", "bandwidth", s, nbytes=4 * MIB, metric="bandwidth")
+    run.close()
+    with open_result(str(tmp_path / "bw.h5")) as result:
+        row = share_rows(result)[0]
+    assert row.share_worst_path == pytest.approx(8 / 25, rel=0.05)
+    assert row.worst_path == "rank 2@fh2 -> 1@fh1"
+    assert row.share_p50 == pytest.approx(np.median([8 / 25] * 30 + [8 / 10] * 30), rel=0.1)
+
+
+def test_headline_in_summary_and_compare(tmp_path, capsys):
+    from fabscope_analysis.cli import main
+    a = kv_file(tmp_path / "a.h5", 0.1)
+    b = kv_file(tmp_path / "b.h5", 0.05)
+    assert main(["summary", a]) == 0
+    assert "KV push at 80 % of line rate" in capsys.readouterr().out
+    main(["compare", a, b, "--resamples", "10"])
+    out = capsys.readouterr().out
+    assert "a.h5: KV push at 80 % of line rate" in out and "b.h5: KV push at 40 % of line rate" \
+        in out
+
+
+def test_headline_and_shares_in_the_report(tmp_path):
+    from fabscope_analysis.report import build_report
+    with open_result(kv_file(tmp_path / "a.h5", 0.1)) as result:
+        page = build_report(result, verdict="not computed in this test")
+    section = page[page.index("id=\"line-rate\""):]
+    assert "KV push at 80 % of line rate" in section
+    assert "1 Gb/s (emulated cluster&#x27;s receive limit on fh3)" in section
+
+
+def test_all_to_all_phases_as_a_share_of_each_ranks_send_rate(tmp_path):
+    """Dispatch and combine rows (flags 11, 12): 1 MiB sent in 1 ms from fh0 (10 Gb/s) is
+    84 % of its line rate, from fh2 (25 Gb/s) 34 %; the headline round row is not used."""
+    from synthetic import SAMPLE_DTYPE
+    run = SyntheticRun(tmp_path / "a2a.h5", nranks=4, ranks_per_host=1)
+    run.add_hosts(inventory())
+    rows, t = [], run.start_ns()
+    for it in range(20):
+        for rank in (0, 2):
+            rows += [(rank, it, -1, 2 * MIB, t, t + 10**7, 0, 0),
+                     (rank, it, -1, MIB, t, t + 10**6, 1 << 11, 0),
+                     (rank, it, -1, MIB, t + 10**6, t + 2 * 10**6, 1 << 12, 0)]
+        t += 2 * 10**7
+    run.add_test("moe", "alltoall", np.array(rows, dtype=SAMPLE_DTYPE), nbytes=MIB)
+    run.close()
+    with open_result(str(tmp_path / "a2a.h5")) as result:
+        row = share_rows(result)[0]
+    assert row.kind == "alltoall" and row.transfers == 80
+    assert row.share_worst_path == pytest.approx(MIB * 8 / 1e6 / 25, rel=0.01)
+    assert row.worst_path == "out of rank 2@fh2"
+    assert "10 Gb/s (interface eth0 speed)" in row.rate and "25 Gb/s" in row.rate
