@@ -78,10 +78,40 @@ def test_the_scoring_sees_a_fault_that_is_found(scored):
     assert scored[("16x8", "host-pair")]["faults"] != ["missed"]
 
 
-@pytest.mark.xfail(strict=True, reason="accept FAILs a healthy 64-rank fabric: pair fractions "
-                                       "of the median over N^2 pairs and diagnose's false links")
-def test_accept_passes_a_healthy_fabric(tmp_path):
-    path = tmp_path / "healthy.h5"
-    generate(path, Cluster(8, 8, 2), noise="realistic", seed=1000, fabric_seed=77)
-    with open_result(path) as result, contextlib.redirect_stdout(io.StringIO()):
-        assert verdict_word(compute_verdict(result)) == "PASS"
+@pytest.fixture(scope="module")
+def two_leaves(tmp_path_factory):
+    """A healthy 64-rank fabric in two leaves (runs of one fabric). Its worst latency pairs
+    cross the leaves (collisions under load); the driver's controls come from the middle
+    of the ranking, where the cross-leaf pairs end and the faster same-leaf ones begin."""
+    out = {}
+    for seed in (1000, 1006):
+        path = tmp_path_factory.mktemp("two-leaves") / f"healthy-{seed}.h5"
+        generate(path, Cluster(8, 8, 2), noise="realistic", seed=seed, fabric_seed=77)
+        out[seed] = path
+    return out
+
+
+def test_a_retest_confirms_no_link_of_a_healthy_fabric_against_controls_of_another_class(two_leaves):
+    """Each retested and control pair is referred to what its class and ends predict: raw,
+    the same-leaf controls made three healthy cross-leaf pairs 'confirmed slow alone'."""
+    with open_result(two_leaves[1006]) as result, contextlib.redirect_stdout(io.StringIO()):
+        d = diagnose(result)
+    retests = [n for n in d.notes if n.startswith("serial retest 0001")]
+    assert len(retests) == 3 and not any("confirmed slow alone" in n for n in retests), retests
+    assert d.verdict == "fit" and not d.culprits, [c.subject() for c in d.culprits]
+
+
+@pytest.fixture(scope="module")
+def healthy_verdict(two_leaves):
+    with open_result(two_leaves[1000]) as result, contextlib.redirect_stdout(io.StringIO()):
+        return compute_verdict(result)
+
+
+def test_accept_gets_no_culprit_from_diagnose_on_a_healthy_fabric(healthy_verdict):
+    assert not [r.text for r in healthy_verdict.reasons if r.rule == "diagnose" and r.failing]
+
+
+@pytest.mark.xfail(strict=True, reason="accept's rank p99 rule applies to a serial retest, where "
+                                       "a rank has 20-40 samples alone and one hiccup is its p99")
+def test_accept_passes_a_healthy_fabric(healthy_verdict):
+    assert verdict_word(healthy_verdict) == "PASS", [r.text for r in healthy_verdict.reasons]

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..reader import FLAG_CONTROL_PAIR, ResultFile, TestInstance
+from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
 from . import evidence, supporting, validity
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
@@ -100,33 +100,55 @@ class _Run:
 
 def _judge_retest(inst: TestInstance, parent: Fit, widen: float
                   ) -> Optional[Dict[Tuple[int, int], RetestJudgement]]:
+    """The retest's pairs and controls, each referred to what the parallel pass's model
+    predicts for it (mu + its class term + its ends' effects), judged by the one retest
+    rule. The driver draws controls from the middle of a ranking of raw times, so they
+    may sit in another class than the suspects (same leaf where the worst cross leaves:
+    1.4x apart on a two-leaf fabric): raw times would confirm the class difference.
+    What is left is the pair's own part, the link residual the parallel pass flagged:
+    the question the retest answers is whether that persists alone."""
     s = inst.samples()
-    s = s[s["peer"] >= 0]
+    s = s[(s["peer"] >= 0) & ((s["flags"] & FLAG_AUXILIARY_MASK & ~FLAG_CONTROL_PAIR) == 0)]
     if s.empty:
         return {}
-    bandwidth = inst.metric == "bandwidth"
-    t = (s["t_done_ns"] - s["t_post_ns"]).astype(np.float64)
-    s = s.assign(v=(s["bytes"] / t) if bandwidth else t / inst.sample_divisor)
     control = (s["flags"].to_numpy() & FLAG_CONTROL_PAIR) != 0
     if not control.any():
         return None
-    pairs = s[~control].groupby(["rank", "peer"])["v"].median()
-    controls = s[control].groupby(["rank", "peer"])["v"].median()
-    # each pair's time against its class's level (same host, leaf to leaf): what the
-    # selection of the worst acts on (pair and host spread, load); a time either way
-    within = parent.resid + _rank_part(parent)
-    floor = pass_sigma(np.exp(within), bandwidth=False)
-    judged = judge_retest({(int(r), int(p)): float(v) for (r, p), v in pairs.items()},
-                          controls.to_numpy(), pool=len(parent.data.logt), bandwidth=bandwidth,
-                          widen=widen, sigma_floor=floor)
+    t = (s["t_done_ns"] - s["t_post_ns"]).to_numpy(np.float64)
+    per_byte = s["bytes"].to_numpy(np.float64) if inst.metric == "bandwidth" else 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logt = np.log(np.where(t > 0, t, np.nan) / per_byte)
+    frame = s[["rank", "peer"]].assign(v=logt, control=control).dropna()
+    medians = frame.groupby(["rank", "peer", "control"])["v"].median()
+    predicted = _predicted(parent)
+    pairs, controls = {}, []
+    for (r, p, is_control), v in medians.items():
+        expected = predicted.get((int(r), int(p)))
+        if expected is None:  # a pair the parallel pass did not measure: no reference
+            continue
+        if is_control:
+            controls.append(math.exp(v - expected))
+        else:
+            pairs[(int(r), int(p))] = math.exp(v - expected)
+    # the spread of the pass's residuals bounds what of a pair's own part persists alone
+    floor = pass_sigma(np.exp(parent.resid), bandwidth=False)
+    judged = judge_retest(pairs, controls, pool=len(parent.data.logt), bandwidth=False,
+                          widen=widen, sigma_floor=floor,
+                          reference="the control pairs' time (each against what its class and "
+                                    "ends predict)")
     return {j.pair: j for j in judged}
 
 
-def _rank_part(f: Fit) -> np.ndarray:
+def _predicted(f: Fit) -> Dict[Tuple[int, int], float]:
+    """(s, r) -> the model's log time for the pair without its residual (a round trip
+    under either orientation)."""
     d = f.data
+    fitted = d.logt - f.resid
+    out = {(int(a), int(b)): float(v) for a, b, v in zip(d.s, d.r, fitted)}
     if d.symmetric:
-        return (f.send + f.recv)[d.s] / 2 + (f.send + f.recv)[d.r] / 2  # see evidence.side_effects
-    return f.send[d.s] + f.recv[d.r]
+        for a, b, v in zip(d.s, d.r, fitted):
+            out.setdefault((int(b), int(a)), float(v))
+    return out
 
 
 def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagnosis:
