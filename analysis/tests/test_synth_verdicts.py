@@ -115,3 +115,19 @@ def test_accept_gets_no_culprit_from_diagnose_on_a_healthy_fabric(healthy_verdic
                                        "a rank has 20-40 samples alone and one hiccup is its p99")
 def test_accept_passes_a_healthy_fabric(healthy_verdict):
     assert verdict_word(healthy_verdict) == "PASS", [r.text for r in healthy_verdict.reasons]
+
+
+@pytest.mark.parametrize("noise, patterns, fault, seed", [
+    # shared CPUs already stall a fifth of the pairs: a 1 % lossy NIC only doubles its own
+    ("realistic+shared-cpu", ["all-pairs"], "lossy:host5/4:0.01", 2),
+    # hierarchical measures few pairs between leaves; with the slow leaf named, the
+    # collisions left among them are still congestion, not a score of links
+    ("realistic", ["hierarchical"], "slow-uplink:leaf2", 1),
+])
+def test_a_fault_the_noise_hides_from_a_fixed_rule_is_named_alone(tmp_path, noise, patterns, fault,
+                                                                 seed):
+    path = tmp_path / "cell.h5"
+    truth = generate(path, RACKS, noise=noise, faults=[fault], patterns=patterns, seed=seed)
+    with open_result(path) as result, contextlib.redirect_stdout(io.StringIO()):
+        s = score(diagnose(result), truth)
+    assert s["faults"] == ["right"] and s["false"] == 0, s

@@ -42,7 +42,8 @@ SIZES = {"6x1": Cluster(6, 1, 1), "8x8": Cluster(8, 8, 2), "16x8": Cluster(16, 8
 SCALE_PATTERNS = ["rails", "cross-rail", "ring", "bisection", "hierarchical"]
 PATTERN_SETS = {"all-pairs": dict(patterns=["all-pairs"]),
                 "budget": dict(patterns=["all-pairs"], budget_keep=0.1),
-                "scale": dict(patterns=SCALE_PATTERNS)}
+                "scale": dict(patterns=SCALE_PATTERNS),
+                **{p: dict(patterns=[p]) for p in SCALE_PATTERNS}}
 CASES = ["clean", "slow-send", "slow-recv", "lossy", "flapping", "bad-pair", "host-pair",
          "slow-uplink", "oversubscribed-uplink", "load-only-nic"]
 
@@ -77,8 +78,10 @@ def run_cell(tmp, size, pattern_set, noise, case, seed, iterations):
         return None
     path = os.path.join(tmp, f"cell-{size}-{pattern_set}-{noise}-{case}-{seed}.h5")
     options = dict(PATTERN_SETS[pattern_set])
-    if pattern_set == "scale" and c.gpus == 1:
-        options["patterns"] = [p for p in SCALE_PATTERNS if p != "cross-rail"]
+    if c.gpus == 1:  # one GPU a host: no rails to cross
+        options["patterns"] = [p for p in options["patterns"] if p != "cross-rail"]
+        if not options["patterns"]:
+            return None
     t0 = time.perf_counter()
     truth = generate(path, c, noise=noise, faults=specs, seed=seed, iterations=iterations,
                      **options)
@@ -284,10 +287,11 @@ def main(argv=None) -> int:
     start = time.monotonic()
     deadline = start + 60 * args.max_minutes
     with tempfile.TemporaryDirectory(prefix="fabscope-bench-") as tmp:
+        # seed after seed, so a campaign stopped by --max-minutes has as many seeds in every cell
         todo = [(tmp, size, pattern_set, noise, case, seed, args.iterations)
+                for seed in range(args.first_seed, args.first_seed + args.seeds)
                 for size in args.sizes.split(",") for pattern_set in args.patterns.split(",")
-                for noise in args.noise.split(",") for case in args.cases.split(",")
-                for seed in range(args.first_seed, args.first_seed + args.seeds)]
+                for noise in args.noise.split(",") for case in args.cases.split(",")]
         cells, skipped = run_cells(todo, args.jobs, deadline)
         rows = summarise_cells(cells)
         print("## diagnose on synthetic clusters (right = named as the planted component; ok = "

@@ -41,6 +41,7 @@ class _Run:
         self.used: List[str] = []
         self.powered = 0
         self.q_family = evidence.Q
+        self.measured = np.zeros(0, dtype=np.int64)   # rank pairs the fitted tests measured
 
     def judge(self, inst: TestInstance):
         data = pair_data(inst, self.layout.n)
@@ -53,6 +54,9 @@ class _Run:
                                f"needs at least {MIN_RANKS}")
             return
         f = fit(data, self.layout)
+        n = self.layout.n
+        self.measured = np.union1d(self.measured,
+                                   np.minimum(data.s, data.r) * n + np.maximum(data.s, data.r))
         if label not in self.used:
             self.used.append(label)
         q = self.q_family
@@ -194,8 +198,30 @@ def _verdict(run: _Run, culprits, withheld, notes, congestion) -> Diagnosis:
     else:
         verdict, reasons = "fit", []
         notes += run.cannot + run.underpowered
+        coverage = _coverage(run)
+        if coverage:
+            notes.insert(0, coverage)
     return Diagnosis(verdict=verdict, culprits=culprits, reasons=reasons, notes=notes,
                      tests_used=run.used, congestion=congestion)
+
+
+def _coverage(run: _Run) -> str:
+    """What a fit verdict could not see: the rank pairs no fitted test measured. A fault on
+    one GPU pair, or between two hosts none of whose GPU pairs was measured, is outside
+    it (rings, bisections, matchings, thinned matrices measure a share of the pairs)."""
+    n = run.layout.n
+    pairs = n * (n - 1) // 2
+    if not pairs or len(run.measured) >= pairs:
+        return ""
+    hosts = run.layout.host
+    lo, hi = run.measured // n, run.measured % n
+    host_pairs = {(int(a), int(b)) for a, b in zip(np.minimum(hosts[lo], hosts[hi]),
+                                                   np.maximum(hosts[lo], hosts[hi])) if a != b}
+    nh = len(run.layout.host_names)
+    return (f"fit for what was measured: the tests measured {len(run.measured)} of {pairs} rank pairs "
+            f"({100 * len(run.measured) / pairs:.1f} %) and {len(host_pairs)} of {nh * (nh - 1) // 2} "
+            "host pairs; a fault on one GPU pair, or on a cable between two hosts none of whose "
+            "GPU pairs was measured, cannot be seen (cannot tell): all-pairs measures every pair")
 
 
 def _supporting(result: ResultFile, instances, layout: Layout) -> Tuple[List[Finding], List[str]]:
