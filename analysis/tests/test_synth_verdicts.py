@@ -92,8 +92,9 @@ def two_leaves(tmp_path_factory):
 
 
 def test_a_retest_confirms_no_link_of_a_healthy_fabric_against_controls_of_another_class(two_leaves):
-    """Each retested and control pair is referred to what its class and ends predict: raw,
-    the same-leaf controls made three healthy cross-leaf pairs 'confirmed slow alone'."""
+    """Each retested and control pair is referred to what its class and ends predict: on raw
+    times the same-leaf controls would make three healthy cross-leaf pairs 'confirmed slow
+    alone'."""
     with open_result(two_leaves[1006]) as result, contextlib.redirect_stdout(io.StringIO()):
         d = diagnose(result)
     retests = [n for n in d.notes if n.startswith("serial retest 0001")]
