@@ -132,3 +132,13 @@ def test_a_fault_the_noise_hides_from_a_fixed_rule_is_named_alone(tmp_path, nois
     with open_result(path) as result, contextlib.redirect_stdout(io.StringIO()):
         s = score(diagnose(result), truth)
     assert s["faults"] == ["right"] and s["false"] == 0, s
+
+
+def test_a_rank_of_a_thinned_matrix_slow_only_between_leaves_is_not_a_culprit(tmp_path):
+    """10 % of all-pairs: a rank meets 13 peers, 11 between leaves; 8 of them collided under
+    load (1.55x) while its pairs inside its leaf were as fast as its class."""
+    path = tmp_path / "thinned.h5"
+    truth = generate(path, RACKS, noise="realistic", seed=2, budget_keep=0.1)
+    with open_result(path) as result, contextlib.redirect_stdout(io.StringIO()):
+        s = score(diagnose(result), truth)
+    assert s["verdict"] == "fit" and s["culprits"] == 0, s

@@ -38,6 +38,7 @@ class _Run:
         self.notes: List[str] = []
         self.cannot: List[str] = []
         self.underpowered: List[str] = []
+        self.between_only: List[str] = []   # sides that cannot be told from their leaf's uplink
         self.used: List[str] = []
         self.powered = 0
         self.q_family = evidence.Q
@@ -60,13 +61,21 @@ class _Run:
         if label not in self.used:
             self.used.append(label)
         q = self.q_family
-        sides, power = evidence.side_effects(f, self.widen, q)
+        sides, power = evidence.side_effects(f, self.widen, q, self.layout.leaf)
         links, n_links = evidence.links(f, self.widen, q)
         centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
                               host_pairs=evidence.host_pairs(f, self.layout, q),
                               leaves=evidence.leaves(f, self.layout, self.widen, q))
         tails = TestEvidence(f, "tail", sides=evidence.tail_sides(f, self.layout.host, q))
         self.tests += [centre, tails]
+        if power.get("between_only"):
+            ranks = ", ".join(f"rank {r} ({self.layout.host_of(r)}) {side}"
+                              for r, side in power["between_only"])
+            self.between_only.append(
+                f"{label}: {ranks} stand(s) out only on pairs between leaves, with fewer than two "
+                "pairs inside its leaf to tell a NIC from its leaf's uplink or from collisions "
+                "under load: not named (measure more pairs inside the leaf: all-pairs, rails or "
+                "hierarchical)")
         weak, mde = evidence.side_power(power)
         if weak:
             self.underpowered.append(
@@ -185,9 +194,9 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
 def _verdict(run: _Run, culprits, withheld, notes, congestion) -> Diagnosis:
     if culprits:
         verdict, reasons = "not fit", []
-        notes += withheld + run.underpowered
-    elif withheld:
-        verdict, reasons = "cannot tell", withheld
+        notes += withheld + run.between_only + run.underpowered
+    elif withheld or run.between_only:
+        verdict, reasons = "cannot tell", withheld + run.between_only
     elif not run.tests:
         verdict = "cannot tell"
         reasons = run.cannot or ["no quiet pair test in the file relates ranks to several peers "
