@@ -115,8 +115,10 @@ def test_retests_and_controls_are_recorded_as_the_driver_records_them(six):
             s = run.test(retest).samples()
             control = (s["flags"] & (1 << 10)) != 0
             pairs = s.groupby(["rank", "peer"]).size()
-            assert len(pairs) == 4 and set(pairs) == {run.test(parent).get("iterations")}
-            assert s[control].groupby(["rank", "peer"]).ngroups == 2
+            # suite::controlCount: as many controls as retested pairs, at least 10, capped
+            # by the pairs left (15 round trips, 30 directed bandwidth pairs, 2 retested)
+            assert len(pairs) == 2 + 10 and set(pairs) == {run.test(parent).get("iterations")}
+            assert s[control].groupby(["rank", "peer"]).ngroups == 10
             # the retested pairs are the parallel pass's worst two
             m = run.test(parent).pair_matrix()
             worst = s[~control][["rank", "peer"]].drop_duplicates().to_numpy()
@@ -219,6 +221,16 @@ def test_patterns_pair_ranks_as_the_driver_does():
         topology.schedule_of("bisection", lay, False, 3, 2)
     # the driver's generator: splitmix64's published first output for seed 0
     assert topology._next([0]) == 0xe220a8397b1dcdaf
+
+
+def test_the_default_control_count_is_the_drivers_capped_by_the_pairs_left(tmp_path):
+    """4 ranks: 6 round trips, 3 retested, so 3 controls (not 10); 12 directed pairs: 9 left, 9."""
+    generate(tmp_path / "four.h5", Cluster(4), noise="ideal", iterations=5, seed=2)
+    with open_result(tmp_path / "four.h5") as run:
+        for retest, controls in ((1, 3), (3, 9)):
+            s = run.test(retest).samples()
+            flagged = s[(s["flags"] & (1 << 10)) != 0]
+            assert flagged.groupby(["rank", "peer"]).ngroups == controls
 
 
 def test_controls_come_from_the_middle_away_from_the_suspects():

@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import io
 import json
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -41,7 +42,8 @@ SIZES = {"6x1": Cluster(6, 1, 1), "8x8": Cluster(8, 8, 2), "16x8": Cluster(16, 8
 SCALE_PATTERNS = ["rails", "cross-rail", "ring", "bisection", "hierarchical"]
 PATTERN_SETS = {"all-pairs": dict(patterns=["all-pairs"]),
                 "budget": dict(patterns=["all-pairs"], budget_keep=0.1),
-                "scale": dict(patterns=SCALE_PATTERNS)}
+                "scale": dict(patterns=SCALE_PATTERNS),
+                **{p: dict(patterns=[p]) for p in SCALE_PATTERNS}}
 CASES = ["clean", "slow-send", "slow-recv", "lossy", "flapping", "bad-pair", "host-pair",
          "slow-uplink", "oversubscribed-uplink", "load-only-nic"]
 
@@ -74,10 +76,12 @@ def run_cell(tmp, size, pattern_set, noise, case, seed, iterations):
     specs = plant(case, c, seed)
     if specs is None:
         return None
-    path = os.path.join(tmp, "cell.h5")
+    path = os.path.join(tmp, f"cell-{size}-{pattern_set}-{noise}-{case}-{seed}.h5")
     options = dict(PATTERN_SETS[pattern_set])
-    if pattern_set == "scale" and c.gpus == 1:
-        options["patterns"] = [p for p in SCALE_PATTERNS if p != "cross-rail"]
+    if c.gpus == 1:  # one GPU a host: no rails to cross
+        options["patterns"] = [p for p in options["patterns"] if p != "cross-rail"]
+        if not options["patterns"]:
+            return None
     t0 = time.perf_counter()
     truth = generate(path, c, noise=noise, faults=specs, seed=seed, iterations=iterations,
                      **options)
@@ -93,6 +97,32 @@ def run_cell(tmp, size, pattern_set, noise, case, seed, iterations):
                   planted=specs, generate_s=round(t1 - t0, 2),
                   diagnose_s=round(time.perf_counter() - t1, 2))
     return scored
+
+
+def _run_cell_until(item):
+    """run_cell unless the campaign's deadline passed (then None, counted as not started)."""
+    deadline, cell = item
+    if time.monotonic() > deadline:
+        return "skipped"
+    return run_cell(*cell)
+
+
+def run_cells(todo, jobs, deadline):
+    """(cells, how many were not started): every cell of `todo` in order, `jobs` at once;
+    a line per finished cell on stderr, so a long campaign shows where it is."""
+    cells, skipped = [], 0
+    items = [(deadline, cell) for cell in todo]
+    with multiprocessing.Pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
+        results = pool.imap(_run_cell_until, items) if pool else map(_run_cell_until, items)
+        for done, cell in enumerate(results, 1):
+            if cell == "skipped":
+                skipped += 1
+            elif cell is not None:
+                cells.append(cell)
+                print(f"[{done}/{len(items)}] {cell['size']} {cell['patterns']} {cell['noise']} "
+                      f"{cell['case']} seed {cell['seed']}: {cell['verdict']} {cell['faults']} "
+                      f"false {cell['false']}", file=sys.stderr, flush=True)
+    return cells, skipped
 
 
 def summarise_cells(cells):
@@ -224,6 +254,10 @@ def parse_args(argv=None):
     p.add_argument("--noise", default="realistic,realistic-quiet", help="noise models, comma-separated")
     p.add_argument("--cases", default=",".join(CASES), help="planted cases, comma-separated")
     p.add_argument("--seeds", type=int, default=3, help="seeds per cell (3)")
+    p.add_argument("--first-seed", type=int, default=1, help="the first seed (1): seeds run "
+                   "FIRST .. FIRST + SEEDS - 1, so a campaign can be split and its JSON merged")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="diagnose this many cells at once, in separate processes (1)")
     p.add_argument("--iterations", type=int, default=20, help="samples per pair (20)")
     p.add_argument("--accept-runs", default="8x8:10,64x8:5",
                    help="healthy runs for accept's stability, SIZE:RUNS,... ('' for none)")
@@ -252,20 +286,13 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     start = time.monotonic()
     deadline = start + 60 * args.max_minutes
-    cells, skipped = [], 0
     with tempfile.TemporaryDirectory(prefix="fabscope-bench-") as tmp:
-        for size in args.sizes.split(","):
-            for pattern_set in args.patterns.split(","):
-                for noise in args.noise.split(","):
-                    for case in args.cases.split(","):
-                        for seed in range(1, args.seeds + 1):
-                            if time.monotonic() > deadline:
-                                skipped += 1
-                                continue
-                            cell = run_cell(tmp, size, pattern_set, noise, case, seed,
-                                            args.iterations)
-                            if cell is not None:
-                                cells.append(cell)
+        # seed after seed, so a campaign stopped by --max-minutes has as many seeds in every cell
+        todo = [(tmp, size, pattern_set, noise, case, seed, args.iterations)
+                for seed in range(args.first_seed, args.first_seed + args.seeds)
+                for size in args.sizes.split(",") for pattern_set in args.patterns.split(",")
+                for noise in args.noise.split(",") for case in args.cases.split(",")]
+        cells, skipped = run_cells(todo, args.jobs, deadline)
         rows = summarise_cells(cells)
         print("## diagnose on synthetic clusters (right = named as the planted component; ok = "
               "clean fit, or every fault right with at most one false culprit)\n")

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..reader import FLAG_CONTROL_PAIR, ResultFile, TestInstance
+from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
 from . import evidence, supporting, validity
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
@@ -38,9 +38,11 @@ class _Run:
         self.notes: List[str] = []
         self.cannot: List[str] = []
         self.underpowered: List[str] = []
+        self.between_only: List[str] = []   # sides that cannot be told from their leaf's uplink
         self.used: List[str] = []
         self.powered = 0
         self.q_family = evidence.Q
+        self.measured = np.zeros(0, dtype=np.int64)   # rank pairs the fitted tests measured
 
     def judge(self, inst: TestInstance):
         data = pair_data(inst, self.layout.n)
@@ -53,16 +55,27 @@ class _Run:
                                f"needs at least {MIN_RANKS}")
             return
         f = fit(data, self.layout)
+        n = self.layout.n
+        self.measured = np.union1d(self.measured,
+                                   np.minimum(data.s, data.r) * n + np.maximum(data.s, data.r))
         if label not in self.used:
             self.used.append(label)
         q = self.q_family
-        sides, power = evidence.side_effects(f, self.widen, q)
+        sides, power = evidence.side_effects(f, self.widen, q, self.layout.leaf)
         links, n_links = evidence.links(f, self.widen, q)
         centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
                               host_pairs=evidence.host_pairs(f, self.layout, q),
                               leaves=evidence.leaves(f, self.layout, self.widen, q))
         tails = TestEvidence(f, "tail", sides=evidence.tail_sides(f, self.layout.host, q))
         self.tests += [centre, tails]
+        if power.get("between_only"):
+            ranks = ", ".join(f"rank {r} ({self.layout.host_of(r)}) {side}"
+                              for r, side in power["between_only"])
+            self.between_only.append(
+                f"{label}: {ranks} stand(s) out only on pairs between leaves, with fewer than two "
+                "pairs inside its leaf to tell a NIC from its leaf's uplink or from collisions "
+                "under load: not named (measure more pairs inside the leaf: all-pairs, rails or "
+                "hierarchical)")
         weak, mde = evidence.side_power(power)
         if weak:
             self.underpowered.append(
@@ -100,33 +113,55 @@ class _Run:
 
 def _judge_retest(inst: TestInstance, parent: Fit, widen: float
                   ) -> Optional[Dict[Tuple[int, int], RetestJudgement]]:
+    """The retest's pairs and controls, each referred to what the parallel pass's model
+    predicts for it (mu + its class term + its ends' effects), judged by the one retest
+    rule. The driver draws controls from the middle of a ranking of raw times, so they
+    may sit in another class than the suspects (same leaf where the worst cross leaves:
+    1.4x apart on a two-leaf fabric): raw times would confirm the class difference.
+    What is left is the pair's own part, the link residual the parallel pass flagged:
+    the question the retest answers is whether that persists alone."""
     s = inst.samples()
-    s = s[s["peer"] >= 0]
+    s = s[(s["peer"] >= 0) & ((s["flags"] & FLAG_AUXILIARY_MASK & ~FLAG_CONTROL_PAIR) == 0)]
     if s.empty:
         return {}
-    bandwidth = inst.metric == "bandwidth"
-    t = (s["t_done_ns"] - s["t_post_ns"]).astype(np.float64)
-    s = s.assign(v=(s["bytes"] / t) if bandwidth else t / inst.sample_divisor)
     control = (s["flags"].to_numpy() & FLAG_CONTROL_PAIR) != 0
     if not control.any():
         return None
-    pairs = s[~control].groupby(["rank", "peer"])["v"].median()
-    controls = s[control].groupby(["rank", "peer"])["v"].median()
-    # each pair's time against its class's level (same host, leaf to leaf): what the
-    # selection of the worst acts on (pair and host spread, load); a time either way
-    within = parent.resid + _rank_part(parent)
-    floor = pass_sigma(np.exp(within), bandwidth=False)
-    judged = judge_retest({(int(r), int(p)): float(v) for (r, p), v in pairs.items()},
-                          controls.to_numpy(), pool=len(parent.data.logt), bandwidth=bandwidth,
-                          widen=widen, sigma_floor=floor)
+    t = (s["t_done_ns"] - s["t_post_ns"]).to_numpy(np.float64)
+    per_byte = s["bytes"].to_numpy(np.float64) if inst.metric == "bandwidth" else 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logt = np.log(np.where(t > 0, t, np.nan) / per_byte)
+    frame = s[["rank", "peer"]].assign(v=logt, control=control).dropna()
+    medians = frame.groupby(["rank", "peer", "control"])["v"].median()
+    predicted = _predicted(parent)
+    pairs, controls = {}, []
+    for (r, p, is_control), v in medians.items():
+        expected = predicted.get((int(r), int(p)))
+        if expected is None:  # a pair the parallel pass did not measure: no reference
+            continue
+        if is_control:
+            controls.append(math.exp(v - expected))
+        else:
+            pairs[(int(r), int(p))] = math.exp(v - expected)
+    # the spread of the pass's residuals bounds what of a pair's own part persists alone
+    floor = pass_sigma(np.exp(parent.resid), bandwidth=False)
+    judged = judge_retest(pairs, controls, pool=len(parent.data.logt), bandwidth=False,
+                          widen=widen, sigma_floor=floor,
+                          reference="the control pairs' time (each against what its class and "
+                                    "ends predict)")
     return {j.pair: j for j in judged}
 
 
-def _rank_part(f: Fit) -> np.ndarray:
+def _predicted(f: Fit) -> Dict[Tuple[int, int], float]:
+    """(s, r) -> the model's log time for the pair without its residual (a round trip
+    under either orientation)."""
     d = f.data
+    fitted = d.logt - f.resid
+    out = {(int(a), int(b)): float(v) for a, b, v in zip(d.s, d.r, fitted)}
     if d.symmetric:
-        return (f.send + f.recv)[d.s] / 2 + (f.send + f.recv)[d.r] / 2  # see evidence.side_effects
-    return f.send[d.s] + f.recv[d.r]
+        for a, b, v in zip(d.s, d.r, fitted):
+            out.setdefault((int(b), int(a)), float(v))
+    return out
 
 
 def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagnosis:
@@ -159,9 +194,9 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
 def _verdict(run: _Run, culprits, withheld, notes, congestion) -> Diagnosis:
     if culprits:
         verdict, reasons = "not fit", []
-        notes += withheld + run.underpowered
-    elif withheld:
-        verdict, reasons = "cannot tell", withheld
+        notes += withheld + run.between_only + run.underpowered
+    elif withheld or run.between_only:
+        verdict, reasons = "cannot tell", withheld + run.between_only
     elif not run.tests:
         verdict = "cannot tell"
         reasons = run.cannot or ["no quiet pair test in the file relates ranks to several peers "
@@ -172,8 +207,30 @@ def _verdict(run: _Run, culprits, withheld, notes, congestion) -> Diagnosis:
     else:
         verdict, reasons = "fit", []
         notes += run.cannot + run.underpowered
+        coverage = _coverage(run)
+        if coverage:
+            notes.insert(0, coverage)
     return Diagnosis(verdict=verdict, culprits=culprits, reasons=reasons, notes=notes,
                      tests_used=run.used, congestion=congestion)
+
+
+def _coverage(run: _Run) -> str:
+    """What a fit verdict could not see: the rank pairs no fitted test measured. A fault on
+    one GPU pair, or between two hosts none of whose GPU pairs was measured, is outside
+    it (rings, bisections, matchings, thinned matrices measure a share of the pairs)."""
+    n = run.layout.n
+    pairs = n * (n - 1) // 2
+    if not pairs or len(run.measured) >= pairs:
+        return ""
+    hosts = run.layout.host
+    lo, hi = run.measured // n, run.measured % n
+    host_pairs = {(int(a), int(b)) for a, b in zip(np.minimum(hosts[lo], hosts[hi]),
+                                                   np.maximum(hosts[lo], hosts[hi])) if a != b}
+    nh = len(run.layout.host_names)
+    return (f"fit for what was measured: the tests measured {len(run.measured)} of {pairs} rank pairs "
+            f"({100 * len(run.measured) / pairs:.1f} %) and {len(host_pairs)} of {nh * (nh - 1) // 2} "
+            "host pairs; a fault on one GPU pair, or on a cable between two hosts none of whose "
+            "GPU pairs was measured, cannot be seen (cannot tell): all-pairs measures every pair")
 
 
 def _supporting(result: ResultFile, instances, layout: Layout) -> Tuple[List[Finding], List[str]]:

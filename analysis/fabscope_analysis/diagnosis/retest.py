@@ -64,6 +64,9 @@ class RetestJudgement:
     bar_ratio: float           # slower than this (and than MARGIN) is confirmed
     controls: int              # control pairs used
     sigma: float               # controls' robust sigma of log time (after widening)
+    # what the ratio is of: the control pairs' times, or (diagnose) each pair's time
+    # alone over what the parallel pass's model predicts for it, against the controls'
+    reference: str = "the control pairs' time"
 
     @property
     def slow(self) -> bool:
@@ -77,7 +80,7 @@ class RetestJudgement:
                             f"alone under the controls' noise: selection, not a fault)"),
                 INCONCLUSIVE: (f"inconclusive ({self.controls} control pair(s); the rule "
                                f"needs {MIN_CONTROLS_USABLE})")}[self.outcome]
-        return f"{self.ratio:.2f}x the control pairs' time: {word}"
+        return f"{self.ratio:.2f}x {self.reference}: {word}"
 
 
 def selection_z(pool: int, alpha: float = ALPHA) -> float:
@@ -98,14 +101,16 @@ def robust_sigma(values: Sequence[float]) -> float:
 
 def judge_retest(retested: Dict[Hashable, float], controls: Sequence[float], *, pool: int,
                  bandwidth: bool, widen: float = 1.0, margin: float = MARGIN,
-                 alpha: float = ALPHA, sigma_floor: float = 0.0) -> List[RetestJudgement]:
+                 alpha: float = ALPHA, sigma_floor: float = 0.0,
+                 reference: str = "the control pairs' time") -> List[RetestJudgement]:
     """Judge each retested pair's value alone against the control pairs' values.
 
     retested: pair -> its median alone (GB/s when `bandwidth`, else a time);
     controls: each control pair's median alone, same unit; pool: how many pairs the
     retested ones were picked from (the parallel pass's ranked pairs); widen: factor on
     the controls' noise from validity findings (1 = none); sigma_floor: a lower bound
-    on the noise of one pair alone (log units) known from elsewhere in the run.
+    on the noise of one pair alone (log units) known from elsewhere in the run;
+    reference: what the ratio is of, in words (describe()).
     """
     logs = np.log(np.asarray([c for c in controls if c > 0 and math.isfinite(c)],
                              dtype=np.float64))
@@ -114,10 +119,11 @@ def judge_retest(retested: Dict[Hashable, float], controls: Sequence[float], *, 
     m = len(logs)
     out = []
     if m < MIN_CONTROLS_USABLE:
-        reference = float(np.median(logs)) if m else float("nan")
+        centre_log = float(np.median(logs)) if m else float("nan")
         for pair, value in retested.items():
-            ratio = _time_ratio(value, reference, bandwidth)
-            out.append(RetestJudgement(pair, INCONCLUSIVE, ratio, float("inf"), m, float("nan")))
+            ratio = _time_ratio(value, centre_log, bandwidth)
+            out.append(RetestJudgement(pair, INCONCLUSIVE, ratio, float("inf"), m, float("nan"),
+                                       reference))
         return out
     centre = float(np.median(logs))
     sigma = _noise(logs, sigma_floor, alpha) * widen
@@ -126,7 +132,8 @@ def judge_retest(retested: Dict[Hashable, float], controls: Sequence[float], *, 
     bar = selection_z(pool, alpha) * spread
     for pair, value in retested.items():
         if not (value > 0 and math.isfinite(value)):
-            out.append(RetestJudgement(pair, INCONCLUSIVE, float("nan"), math.exp(bar), m, sigma))
+            out.append(RetestJudgement(pair, INCONCLUSIVE, float("nan"), math.exp(bar), m, sigma,
+                                       reference))
             continue
         excess = (-math.log(value) if bandwidth else math.log(value)) - centre
         if excess <= math.log(margin):
@@ -136,7 +143,7 @@ def judge_retest(retested: Dict[Hashable, float], controls: Sequence[float], *, 
         else:
             outcome = CONFIRMED
         out.append(RetestJudgement(pair, outcome, math.exp(excess),
-                                   math.exp(max(bar, math.log(margin))), m, sigma))
+                                   math.exp(max(bar, math.log(margin))), m, sigma, reference))
     return out
 
 

@@ -8,7 +8,8 @@ In order, each step explaining what the next would otherwise name:
 3. a host pair (a cable or port between two hosts): the block of all their GPU pairs;
 4. single links whose residual stands out and that nothing above explains: named when
    the serial retest confirmed them slow alone, or when they are few (at most
-   CONGESTION_SHARE of the pairs); many, with no component to blame, are congestion
+   CONGESTION_SHARE of the pairs nothing named explains, within leaves and between
+   leaves counted apart); many, with no component to blame, are congestion
    or routing (a finding with its pairs, not a culprit), and so are links the retest
    measured alone as fast as the controls (slow only under load).
 """
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
+
+import numpy as np
 
 from .evidence import Effect
 from .model import Fit, Layout
@@ -252,7 +255,7 @@ def _links(layout: Layout, t: TestEvidence, out: Naming):
     for (s, r), j in t.retest.items():
         if j.slow and (s, r) not in listed and not _explained(layout, t, s, r, out):
             named.append((s, r, f"retest: {j.describe()}", None))
-    if len(loaded) > CONGESTION_SHARE * max(t.n_links, 1):
+    if _unstructured(layout, t, loaded, out):
         _congestion(layout, t, loaded, out)
     else:
         named += [(e.key[0], e.key[1], "", e) for e in loaded
@@ -262,6 +265,28 @@ def _links(layout: Layout, t: TestEvidence, out: Naming):
             _congestion(layout, t, cleared, out)
     for s, r, why, e in named:
         _add_link(layout, t, s, r, why, e, out)
+
+
+def _unstructured(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Naming) -> bool:
+    """More unexplained slow links than CONGESTION_SHARE of the pairs they could be among:
+    the pairs no named host or leaf explains, within leaves and between leaves counted
+    apart. Collisions under load slow pairs between leaves only; where a pattern measures
+    few of those (hierarchical: all pairs within each leaf, a few matchings between them)
+    or a named leaf explains half of them, a share of all the test's pairs would call the
+    rest a handful of culprits."""
+    if not loaded:
+        return False
+    d = t.fit.data
+    named_hosts = np.array(sorted(out.hosts), dtype=np.int64)
+    named_leaves = np.array(sorted(out.leaves), dtype=np.int64)
+    open_pair = ~(np.isin(layout.host[d.s], named_hosts) | np.isin(layout.host[d.r], named_hosts)
+                  | np.isin(layout.leaf[d.s], named_leaves) | np.isin(layout.leaf[d.r], named_leaves))
+    between = layout.leaf[d.s] != layout.leaf[d.r]
+    slow_between = np.array([layout.leaf[e.key[0]] != layout.leaf[e.key[1]] for e in loaded])
+    for group, slow in ((between, int(slow_between.sum())), (~between, int((~slow_between).sum()))):
+        if slow and slow > CONGESTION_SHARE * max(int((open_pair & group).sum()), 1):
+            return True
+    return False
 
 
 def _congestion(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Naming):

@@ -28,7 +28,8 @@ generate(path, cluster, *, noise="realistic", faults=(), patterns=("all-pairs",)
 - patterns: any of all-pairs, rails, cross-rail, ring, bisection, hierarchical; each
   gives a latency test (8 B ping-pong) and a bandwidth test (1 MiB x window 4), the
   all-pairs ones followed by a serial retest of the `retest_worst` worst pairs and
-  `controls` control pairs (default: as many), flagged as the driver flags them.
+  `controls` control pairs (default: as the driver draws them, as many as retested and at
+  least 10, capped by the pairs left), flagged as the driver flags them.
   budget_keep < 1 thins every pattern to that share of its rounds (budget_* attributes).
   conditions: ("quiet",) or ("quiet", "alltoall") etc.: each test also measured under
   neighbour load; then, as the driver does, half the ranks (spread over the hosts) measure

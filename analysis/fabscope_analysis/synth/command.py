@@ -49,7 +49,8 @@ def add_parser(sub) -> None:
     p.add_argument("--retest-worst", type=int, default=3, metavar="N",
                    help="all-pairs: the worst N pairs retested alone (3; 0: no retest)")
     p.add_argument("--controls", type=int, metavar="N",
-                   help="control pairs of the retest (default: as many as retested)")
+                   help="control pairs of the retest (default: as the driver draws them: as "
+                        "many as retested, at least 10, capped by the pairs left)")
     p.add_argument("--budget-keep", type=float, default=1.0, metavar="SHARE",
                    help="a time budget keeps this share of each pattern's rounds (1.0)")
     p.add_argument("--condition", action="append", default=[], metavar="LOAD",

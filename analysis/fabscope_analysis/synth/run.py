@@ -3,9 +3,10 @@
 Parallel pass: the pattern's rounds one after another, every pair of a round at
 once (under load), each pair's iterations back to back. All-pairs passes are
 followed by their serial retest: the worst pairs against the median of the pair
-medians, with as many control pairs drawn from the middle of the ranking, away
-from the suspects' ranks (src/kinds/p2p/PairSchedule.cpp controlPairs), measured
-one at a time, alone, the controls flagged (bit 10).
+medians, with control pairs (as many, at least 10: suite::controlCount) drawn from
+the middle of the ranking, away from the suspects' ranks
+(src/topology/PairSchedule.cpp controlPairs), measured one at a time, alone, the
+controls flagged (bit 10).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from .fabric import Fabric
 from .topology import Cluster, SynthError
 
 FLAG_CONTROL_PAIR = 1 << 10
+# The driver's kMinControlPairs (src/topology/PairSchedule.hpp): a retest measures as many
+# control pairs as retested ones and at least this many, capped by the pairs left.
+MIN_CONTROL_PAIRS = 10
 GAP_NS = {"latency": 300, "bandwidth": 1000}   # between two iterations of a pair
 ROUND_GAP_NS = 20_000                          # the round's synchronisation
 
@@ -34,7 +38,7 @@ class TestPlan:
     size: int = 8
     window: int = 1
     retest_worst: int = 3           # all-pairs only; 0: no retest
-    controls: Optional[int] = None  # control pairs of the retest; None: as many as retested
+    controls: Optional[int] = None  # control pairs of the retest; None: as the driver draws
     budget_keep: float = 1.0        # share of the pattern's rounds a time budget keeps
     draws: int = 4                  # rings, splits, matchings of the random patterns
     pattern_seed: int = 1
@@ -176,6 +180,12 @@ def control_pairs(ranked: np.ndarray, retested: int, count: int, seed: int) -> n
     return ranked[positions[:take]]
 
 
+def control_count(retested: int) -> int:
+    """suite::controlCount: as many controls as retested pairs, at least MIN_CONTROL_PAIRS
+    (control_pairs caps it by the pairs left once the retested ones are taken out)."""
+    return max(int(retested), MIN_CONTROL_PAIRS)
+
+
 def retest_choice(s, d, dur, plan: TestPlan, seed: int) -> Tuple[np.ndarray, np.ndarray]:
     """(worst pairs, control pairs), each as an array of (initiator, responder)."""
     med = np.median(dur, axis=1)
@@ -183,7 +193,7 @@ def retest_choice(s, d, dur, plan: TestPlan, seed: int) -> Tuple[np.ndarray, np.
     order = np.argsort(-badness, kind="stable")
     ranked = np.stack([s[order], d[order]], axis=1)
     k = min(plan.retest_worst, len(ranked))
-    count = k if plan.controls is None else plan.controls
+    count = control_count(k) if plan.controls is None else plan.controls
     return ranked[:k], control_pairs(ranked, k, count, seed)
 
 
