@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/api/ApiConfig.hpp"
 #include "kinds/api/ApiTraffic.hpp"
 

@@ -17,7 +17,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/collectives/AllToAllConfig.hpp"
 #include "kinds/collectives/AllToAllRecords.hpp"
 #include "kinds/collectives/AllToAllExchange.hpp"

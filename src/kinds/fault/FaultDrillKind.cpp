@@ -29,7 +29,7 @@
 #include <thread>
 
 #include "kinds/fault/FaultDrillRoles.hpp"
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "scenario/TestSource.hpp"
 
 namespace fabscope::suite {

@@ -17,7 +17,7 @@
 
 #include "runtime/Timestamp.hpp"
 #include "stats/Statistics.hpp"
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/p2p/PointToPoint.hpp"
 #include "scenario/TestSource.hpp"
 

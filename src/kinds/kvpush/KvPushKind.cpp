@@ -13,7 +13,7 @@
 #include "kinds/kvpush/KvRecords.hpp"
 #include "kinds/kvpush/KvPushConfig.hpp"
 #include "kinds/kvpush/KvPushWorkers.hpp"
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "scenario/TestSource.hpp"
 #include "transport/TransportFactory.hpp"
 

@@ -29,7 +29,7 @@
 #include <sstream>
 #include <thread>
 
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/api/ApiTraffic.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
 #include "kinds/collectives/MoeExchange.hpp"
