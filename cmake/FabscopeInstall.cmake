@@ -33,12 +33,14 @@ endforeach()
 install(DIRECTORY scenarios/ DESTINATION ${FABSCOPE_DATA_DIR}/scenarios)
 install(DIRECTORY analysis/criteria/ DESTINATION ${FABSCOPE_DATA_DIR}/criteria)
 install(FILES packaging/nhc/fabscope.nhc DESTINATION ${FABSCOPE_DATA_DIR}/nhc)
-# The analysis package, its criteria inside it (verdict.py looks there when
-# installed), no tests.
+# The analysis package, its criteria and the file's schema inside it (verdict.py
+# and reader.py look there when installed), no tests.
 if(FABSCOPE_INSTALL_PYTHON)
   install(DIRECTORY analysis/fabscope_analysis DESTINATION ${FABSCOPE_PYTHON_DIR}
           PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
   install(DIRECTORY analysis/criteria/ DESTINATION ${FABSCOPE_PYTHON_DIR}/fabscope_analysis/criteria)
+  # The reader takes the columns of a table a file lacks from the schema.
+  install(FILES src/output/schema.yaml DESTINATION ${FABSCOPE_PYTHON_DIR}/fabscope_analysis)
 endif()
 install(FILES README.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -31,34 +31,48 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
 
 KNOWN_FORMAT_VERSIONS = (1,)
 
-# Column sets of the tables, so an absent or empty table still has its columns.
-SAMPLE_COLUMNS = ["rank", "iter", "peer", "bytes", "t_post_ns", "t_done_ns", "flags", "level"]
+# The tables' columns come from the file's own dtype; for a table a file lacks,
+# from the schema (src/output/schema.yaml, its `tables:` printed from the C++
+# records; installed beside this package), so an absent table still has its columns.
+_SCHEMA_PLACES = (os.path.join(os.path.dirname(__file__), "schema.yaml"),
+                  os.path.join(os.path.dirname(__file__), "..", "..", "src", "output", "schema.yaml"))
+_schema_tables: Optional[Dict[str, list]] = None
+
+
+def declared_tables() -> Dict[str, list]:
+    """Table name -> [column, ...] as the schema declares them (read once)."""
+    global _schema_tables
+    if _schema_tables is None:
+        import yaml
+        place = next((p for p in _SCHEMA_PLACES if os.path.exists(p)), None)
+        if place is None:
+            raise ResultFileError("fabscope_analysis: schema.yaml not found (looked in "
+                                  + ", ".join(os.path.normpath(p) for p in _SCHEMA_PLACES) + ")")
+        with open(place, encoding="utf-8") as f:
+            tables = (yaml.safe_load(f) or {}).get("tables") or {}
+        _schema_tables = {name: [column[0] for column in columns] for name, columns in tables.items()}
+    return _schema_tables
+
+
+def columns_of(table: str) -> list:
+    """The declared columns of `table` (empty for a table the schema does not know)."""
+    return list(declared_tables().get(table, []))
+
+
+SAMPLE_COLUMNS = columns_of("samples")
 # samples.level: the topology level the sample's pair crosses; 0 in files
 # written before the column existed and for samples that are not between a pair.
 LEVEL_NAMES = {0: "unknown", 1: "same-node", 2: "same-leaf", 3: "same-pod", 4: "cross-pod",
                5: "cross-node"}
-SUMMARY_COLUMNS = ["rank", "samples", "min_ns", "mean_ns", "p50_ns", "p99_ns", "p999_ns",
-                   "max_ns", "bytes", "errors", "scope"]
-# /tests/NNNN/scopes: the instance's statistics per site scope (runs with site labels).
-SCOPE_COLUMNS = ["scope", "sites", "crosses_sites", "samples", "min_ns", "mean_ns", "p50_ns",
-                 "p99_ns", "p999_ns", "max_ns", "bytes", "gbps_p50", "gbps_p99", "gbps_mean",
-                 "impact_mean", "impact_p99"]
-REQUEST_COLUMNS = ["request_id", "prefill_rank", "decode_rank", "bytes", "blocks", "messages",
-                   "t_arrival_ns", "t_start_ns", "t_done_ns", "gather_ns", "scatter_ns",
-                   "copy_ns", "strategy", "direction", "verified"]
-ALLTOALL_RANK_COLUMNS = ["rank", "tokens", "dispatch_copies_sent", "dispatch_copies_local",
-                         "dispatch_bytes_sent", "dispatch_bytes_received", "combine_bytes_sent",
-                         "combine_bytes_received", "verified"]
-API_REQUEST_COLUMNS = ["request_id", "client_rank", "server_rank", "t_arrival_ns", "t_start_ns",
-                       "connect_ns", "ttfb_ns", "t_done_ns", "gap_max_ns", "chunks", "bytes",
-                       "status", "network", "interface"]
-# /tests/NNNN/mix_classes (kind mix): one row per traffic class and phase.
-MIX_CLASS_COLUMNS = ["class", "phase", "ranks", "samples", "bytes", "mean_ns", "p50_ns", "p99_ns",
-                     "max_ns", "span_ns", "inflation_mean", "inflation_p99", "verified", "failed"]
-EVENT_COLUMNS = ["rank", "t_ns", "kind", "peer", "detail"]
-COUNTER_COLUMNS = ["rank", "source", "name", "before", "after", "delta"]
-RANK_COLUMNS = ["rank", "host", "local_rank", "local_size", "pid", "gpu", "nic",
-                "clock_offset_ns", "clock_uncertainty_ns", "site", "pod", "leaf"]
+SUMMARY_COLUMNS = columns_of("summary")
+SCOPE_COLUMNS = columns_of("scopes")
+REQUEST_COLUMNS = columns_of("requests")
+ALLTOALL_RANK_COLUMNS = columns_of("alltoall_ranks")
+API_REQUEST_COLUMNS = columns_of("api_requests")
+MIX_CLASS_COLUMNS = columns_of("mix_classes")
+EVENT_COLUMNS = columns_of("events")
+COUNTER_COLUMNS = columns_of("counters")
+RANK_COLUMNS = columns_of("ranks")
 
 FLAG_DATA_CHECK_FAILED = 1 << 0
 # Bits 8-15: rows that are not part of the instance's headline statistics (an incast
@@ -80,7 +94,7 @@ FLAG_MIX_CLASS_MASK = 0x7 << FLAG_MIX_CLASS_SHIFT
 FLAG_MIX_TOGETHER = 1 << 19
 MIX_CLASSES = ["allreduce", "alltoall", "kvpush", "api"]
 # /validity: what makes the run's numbers meaningless or doubtful.
-VALIDITY_COLUMNS = ["host", "what", "value", "limit", "effect"]
+VALIDITY_COLUMNS = columns_of("validity")
 
 
 def _decode_scalar(value):
@@ -151,10 +165,12 @@ class TestInstance:
         divisor = int(self.attrs.get("sample_divisor", 1) or 1)
         return divisor if divisor > 0 else 1
 
-    def _table(self, name, columns) -> pd.DataFrame:
+    def table(self, name: str) -> pd.DataFrame:
+        """Any table of the instance (a kind's own included), columns as in the file;
+        an absent table comes back empty with the schema's columns for it."""
+        columns = columns_of(name)
         if name not in self._group:
-            return pd.DataFrame({c: pd.Series(dtype="int64") for c in columns}) if columns else \
-                pd.DataFrame()
+            return pd.DataFrame({c: pd.Series(dtype="int64") for c in columns})
         obj = self._group[name]
         if not isinstance(obj, h5py.Dataset):
             raise ResultFileError(f"{self._path}: {obj.name} should be a table (dataset), "
@@ -167,40 +183,40 @@ class TestInstance:
     def samples(self) -> pd.DataFrame:
         """Raw samples, one row per timed operation per rank (columns as in the file;
         ``level`` 0 when the file predates it)."""
-        frame = self._table("samples", SAMPLE_COLUMNS)
+        frame = self.table("samples")
         if frame["level"].isna().any():
             frame["level"] = frame["level"].fillna(0)
         frame["level"] = frame["level"].astype("uint8")
         return frame
 
     def summary(self) -> pd.DataFrame:
-        return self._table("summary", SUMMARY_COLUMNS)
+        return self.table("summary")
 
     def scope_table(self) -> pd.DataFrame:
         """/tests/NNNN/scopes as fabscope wrote it (empty in runs without site labels)."""
-        return self._table("scopes", SCOPE_COLUMNS)
+        return self.table("scopes")
 
     def events(self) -> pd.DataFrame:
-        return self._table("events", EVENT_COLUMNS)
+        return self.table("events")
 
     def requests(self) -> pd.DataFrame:
         """/tests/NNNN/requests (kvpush: one row per measured request; empty otherwise)."""
-        return self._table("requests", REQUEST_COLUMNS)
+        return self.table("requests")
 
     def alltoall_ranks(self) -> pd.DataFrame:
         """/tests/NNNN/alltoall_ranks (alltoall: one row per measuring rank; empty otherwise)."""
-        return self._table("alltoall_ranks", ALLTOALL_RANK_COLUMNS)
+        return self.table("alltoall_ranks")
 
     def api_requests(self) -> pd.DataFrame:
         """/tests/NNNN/api_requests (api: one row per measured request; empty otherwise)."""
-        return self._table("api_requests", API_REQUEST_COLUMNS)
+        return self.table("api_requests")
 
     def mix_classes(self) -> pd.DataFrame:
         """/tests/NNNN/mix_classes (mix: one row per traffic class and phase; empty otherwise)."""
-        return self._table("mix_classes", MIX_CLASS_COLUMNS)
+        return self.table("mix_classes")
 
     def counters(self) -> pd.DataFrame:
-        return self._table("counters", COUNTER_COLUMNS)
+        return self.table("counters")
 
     def pair_matrix(self) -> Optional[np.ndarray]:
         """nranks x nranks float64 (row = measuring rank, column = peer), or None."""

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "output/KindTables.hpp"
+#include "output/KindTable.hpp"
 #include "output/Records.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/ClockSync.hpp"

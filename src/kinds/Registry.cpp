@@ -1,14 +1,29 @@
 #include "kinds/Registry.hpp"
 
 #include "fabscope/BuildConfig.hpp"
-#include "kinds/KindFactories.hpp"
 #include "memory/MemoryKinds.hpp"
 #include "transport/TransportFactory.hpp"
 
 namespace fabscope::suite {
 
+// Each kind's factory, defined in its own folder: a new kind is one line here and
+// one entry in the list below.
+std::unique_ptr<Kind> makeLatencyKind();
+std::unique_ptr<Kind> makeBandwidthKind();
+std::unique_ptr<Kind> makeBidirectionalBandwidthKind();
+std::unique_ptr<Kind> makeAllReduceKind();
+std::unique_ptr<Kind> makeAllToAllKind();
+std::unique_ptr<Kind> makeApiKind();
+std::unique_ptr<Kind> makeIncastKind();
+std::unique_ptr<Kind> makeKvPushKind();
+std::unique_ptr<Kind> makeFaultDrillKind();
+std::unique_ptr<Kind> makeMixKind();
+std::unique_ptr<Kind> makeReferenceKind();
+
 Registry::Registry() {
-  for (auto make : {makeLatencyKind, makeBandwidthKind, makeBidirectionalBandwidthKind, makeKvPushKind, makeAllReduceKind, makeAllToAllKind, makeApiKind, makeIncastKind, makeFaultDrillKind, makeMixKind, makeReferenceKind}) {
+  for (auto make : {makeLatencyKind, makeBandwidthKind, makeBidirectionalBandwidthKind, makeKvPushKind,
+                    makeAllReduceKind, makeAllToAllKind, makeApiKind, makeIncastKind, makeFaultDrillKind,
+                    makeMixKind, makeReferenceKind}) {
     auto k = make();
     auto name = k->name();
     kinds_.emplace(std::move(name), std::move(k));

@@ -49,16 +49,10 @@ void Recorder::instance(const InstanceRecord& r, const runtime::Deadline& deadli
   file_.writeTable<CounterRecord>(r.group + "/counters", r.counters, deadline);
   // Every rank writes every declared table (collective), with its own rows.
   for (const auto& declared : r.declaredTables) {
-    std::visit(
-        [&](const auto& none) {
-          using Rows = std::decay_t<decltype(none)>;
-          Rows mine;
-          for (const auto& t : r.tables)
-            if (t.name == declared.name)
-              if (const auto* rows = std::get_if<Rows>(&t.rows)) mine.insert(mine.end(), rows->begin(), rows->end());
-          file_.writeTable<typename Rows::value_type>(r.group + "/" + declared.name, mine, deadline);
-        },
-        declared.rows);
+    KindTable mine = declared;
+    for (const auto& t : r.tables)
+      if (t.name() == declared.name()) mine.append(t);
+    file_.writeTable(r.group + "/" + declared.name(), mine.layout(), mine.bytes(), deadline);
   }
   file_.setAttributes(r.group, r.verdict, deadline);
   file_.flush();

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "output/KindTables.hpp"
+#include "output/KindTable.hpp"
 #include "output/Records.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/Deadline.hpp"

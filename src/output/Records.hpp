@@ -5,7 +5,9 @@
 #include <cstring>
 #include <string_view>
 
-#include "output/Hdf5.hpp"
+#include <vector>
+
+#include "output/RecordLayout.hpp"
 
 namespace fabscope::output {
 
@@ -13,25 +15,16 @@ namespace sample_flags {
 inline constexpr std::uint32_t dataCheckFailed = 1u << 0;
 // Bit 1 is unused: a missed deadline ends the timed loop with the instance's
 // status `timeout`; no sample is recorded for the operation that missed it.
-// Samples that are not part of the instance's headline statistics:
-inline constexpr std::uint32_t incastReceiver = 1u << 8;  // receiver's aggregate per iteration
-inline constexpr std::uint32_t latencyProbe = 1u << 9;    // probe ping-pong during the incast
+// Bits 8-15 mark samples that are not part of the instance's headline
+// statistics; each kind declares its own in its folder (incast's receiver
+// aggregate and latency probe, all-to-all's phases, api's first byte and
+// chunk gaps), kinds whose traffic another kind reuses keeping theirs apart.
+inline constexpr std::uint32_t auxiliaryMask = 0xff00u;
 // A serial retest's control pair (drawn from the middle of the parallel pass,
 // measured alone like the retested pairs): the reference, not the subject.
 inline constexpr std::uint32_t controlPair = 1u << 10;
-// An all-to-all's phases, beside the headline round (dispatch + combine):
-inline constexpr std::uint32_t dispatchPhase = 1u << 11;
-inline constexpr std::uint32_t combinePhase = 1u << 12;
-// A front-end request's time to first byte and the gaps between its chunks,
-// beside the headline row (connect -> last byte):
-inline constexpr std::uint32_t firstByte = 1u << 13;
-inline constexpr std::uint32_t chunkGap = 1u << 14;
-inline constexpr std::uint32_t auxiliaryMask = 0xff00u;
-// A mix instance's samples: the traffic class + 1 in bits 16-18 (1 allreduce,
-// 2 alltoall, 3 kvpush, 4 api) and the phase (set: together; clear: isolated).
-inline constexpr std::uint32_t mixClassShift = 16;
-inline constexpr std::uint32_t mixClassMask = 0x7u << mixClassShift;
-inline constexpr std::uint32_t mixTogether = 1u << 19;
+// Bits 16-23: a kind's own labels of its headline samples (the mix's traffic
+// class and phase), declared in its folder.
 }  // namespace sample_flags
 
 struct SampleRecord {
@@ -46,7 +39,16 @@ struct SampleRecord {
   // pair, 1 same node, 2 same leaf, 3 same pod, 4 cross pod, 5 cross node
   // without labels). In the record's tail padding: no memory per sample.
   std::uint8_t level = 0;
+  static std::vector<Column> columns();
 };
+
+inline std::vector<Column> SampleRecord::columns() {
+  using R = SampleRecord;
+  return {column("rank", &R::rank),           column("iter", &R::iter),
+          column("peer", &R::peer),           column("bytes", &R::bytes, "B"),
+          column("t_post_ns", &R::t_post_ns, "ns"), column("t_done_ns", &R::t_done_ns, "ns"),
+          column("flags", &R::flags),         column("level", &R::level)};
+}
 
 struct RankRecord {
   std::int32_t rank;
@@ -61,7 +63,24 @@ struct RankRecord {
   char site[32];
   char pod[32];
   char leaf[32];
+  static std::vector<Column> columns();
 };
+
+inline std::vector<Column> RankRecord::columns() {
+  using R = RankRecord;
+  return {column("rank", &R::rank),
+          column("host", &R::host),
+          column("local_rank", &R::local_rank),
+          column("local_size", &R::local_size),
+          column("pid", &R::pid),
+          column("gpu", &R::gpu),
+          column("nic", &R::nic),
+          column("clock_offset_ns", &R::clock_offset_ns, "ns"),
+          column("clock_uncertainty_ns", &R::clock_uncertainty_ns, "ns"),
+          column("site", &R::site),
+          column("pod", &R::pod),
+          column("leaf", &R::leaf)};
+}
 
 struct SummaryRecord {
   std::int32_t rank;
@@ -70,7 +89,18 @@ struct SummaryRecord {
   std::int64_t bytes;
   std::int64_t errors;
   char scope[64];  // site scope (stats/SiteScopes.hpp); "" in a run without site labels
+  static std::vector<Column> columns();
 };
+
+inline std::vector<Column> SummaryRecord::columns() {
+  using R = SummaryRecord;
+  return {column("rank", &R::rank),          column("samples", &R::samples),
+          column("min_ns", &R::min_ns, "ns"), column("mean_ns", &R::mean_ns, "ns"),
+          column("p50_ns", &R::p50_ns, "ns"), column("p99_ns", &R::p99_ns, "ns"),
+          column("p999_ns", &R::p999_ns, "ns"), column("max_ns", &R::max_ns, "ns"),
+          column("bytes", &R::bytes, "B"),   column("errors", &R::errors),
+          column("scope", &R::scope)};
+}
 
 // /tests/NNNN/scopes: the instance's statistics per site scope (runs with site labels).
 struct ScopeRecord {
@@ -82,15 +112,28 @@ struct ScopeRecord {
   std::int64_t bytes;
   double gbps_p50, gbps_p99, gbps_mean;  // NaN for latency tests
   double impact_mean, impact_p99;        // NaN unless a congested instance with a quiet partner
+  static std::vector<Column> columns();
 };
 
-struct EventRecord {
-  std::int32_t rank;
-  std::int64_t t_ns;
-  char kind[32];
-  std::int32_t peer;
-  char detail[160];
-};
+inline std::vector<Column> ScopeRecord::columns() {
+  using R = ScopeRecord;
+  return {column("scope", &R::scope),
+          column("sites", &R::sites),
+          column("crosses_sites", &R::crosses_sites),
+          column("samples", &R::samples),
+          column("min_ns", &R::min_ns, "ns"),
+          column("mean_ns", &R::mean_ns, "ns"),
+          column("p50_ns", &R::p50_ns, "ns"),
+          column("p99_ns", &R::p99_ns, "ns"),
+          column("p999_ns", &R::p999_ns, "ns"),
+          column("max_ns", &R::max_ns, "ns"),
+          column("bytes", &R::bytes, "B"),
+          column("gbps_p50", &R::gbps_p50, "GB/s"),
+          column("gbps_p99", &R::gbps_p99, "GB/s"),
+          column("gbps_mean", &R::gbps_mean, "GB/s"),
+          column("impact_mean", &R::impact_mean, "ratio"),
+          column("impact_p99", &R::impact_p99, "ratio")};
+}
 
 struct CounterRecord {
   std::int32_t rank;
@@ -99,7 +142,14 @@ struct CounterRecord {
   std::int64_t before;
   std::int64_t after;
   std::int64_t delta;
+  static std::vector<Column> columns();
 };
+
+inline std::vector<Column> CounterRecord::columns() {
+  using R = CounterRecord;
+  return {column("rank", &R::rank),     column("source", &R::source), column("name", &R::name),
+          column("before", &R::before), column("after", &R::after),   column("delta", &R::delta)};
+}
 
 // /validity: one finding that makes the run's numbers meaningless or doubtful.
 struct ValidityRecord {
@@ -108,7 +158,14 @@ struct ValidityRecord {
   double value;
   double limit;
   char effect[512];
+  static std::vector<Column> columns();
 };
+
+inline std::vector<Column> ValidityRecord::columns() {
+  using R = ValidityRecord;
+  return {column("host", &R::host), column("what", &R::what), column("value", &R::value),
+          column("limit", &R::limit), column("effect", &R::effect)};
+}
 
 // Copies `text` into a fixed-size field, truncating and NUL-padding.
 template <std::size_t N>
@@ -117,26 +174,12 @@ void setText(char (&field)[N], std::string_view text) {
   std::memcpy(field, text.data(), text.size() < N ? text.size() : N);
 }
 
-// The HDF5 compound type describing each record (memory layout = file layout).
-template <typename Record>
-H5Type compoundTypeOf();
-
-template <> H5Type compoundTypeOf<SampleRecord>();
-template <> H5Type compoundTypeOf<RankRecord>();
-template <> H5Type compoundTypeOf<SummaryRecord>();
-template <> H5Type compoundTypeOf<ScopeRecord>();
-template <> H5Type compoundTypeOf<EventRecord>();
-template <> H5Type compoundTypeOf<CounterRecord>();
-template <> H5Type compoundTypeOf<ValidityRecord>();
-
-}  // namespace fabscope::output
-
-namespace fabscope::output {
-
 // /hosts/<host>/inventory: one fact per row.
 struct KeyValueRecord {
   char key[96];
   char value[256];
+  static std::vector<Column> columns() { return {column("key", &KeyValueRecord::key),
+                                                 column("value", &KeyValueRecord::value)}; }
 };
 
 // /hosts/<host>/consistency: differences between hosts that usually mean trouble.
@@ -147,7 +190,14 @@ struct ConsistencyRecord {
   char what[256];
   char expected[128];
   char found[128];
+  static std::vector<Column> columns();
 };
+
+inline std::vector<Column> ConsistencyRecord::columns() {
+  using R = ConsistencyRecord;
+  return {column("severity", &R::severity), column("host", &R::host),         column("component", &R::component),
+          column("what", &R::what),         column("expected", &R::expected), column("found", &R::found)};
+}
 
 // /hosts/<host>/manifest: intended (manifest) vs discovered.
 struct ManifestRecord {
@@ -158,10 +208,15 @@ struct ManifestRecord {
   char status[16];
   std::int32_t must_match;
   char validation[32];
+  static std::vector<Column> columns();
 };
 
-template <> H5Type compoundTypeOf<KeyValueRecord>();
-template <> H5Type compoundTypeOf<ConsistencyRecord>();
-template <> H5Type compoundTypeOf<ManifestRecord>();
+inline std::vector<Column> ManifestRecord::columns() {
+  using R = ManifestRecord;
+  return {column("component", &R::component), column("host", &R::host),
+          column("intended", &R::intended),   column("discovered", &R::discovered),
+          column("status", &R::status),       column("must_match", &R::must_match),
+          column("validation", &R::validation)};
+}
 
 }  // namespace fabscope::output

@@ -46,6 +46,12 @@ class ResultFile {
     H5Type type = compoundTypeOf<Record>();
     writeRows(path, type.get(), sizeof(Record), std::as_bytes(myRows), deadline);
   }
+  // The same for rows known by their layout alone (a kind's table).
+  void writeTable(const std::string& path, const RecordLayout& layout, std::span<const std::byte> myRows,
+                  const runtime::Deadline& deadline) {
+    H5Type type = compoundTypeOf(layout);
+    writeRows(path, type.get(), layout.rowBytes, myRows, deadline);
+  }
 
   // A dense float64 matrix that rank 0 holds (others pass an empty span).
   void writeMatrix(const std::string& path, std::span<const double> rank0Values, std::size_t rows,

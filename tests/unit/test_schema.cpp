@@ -1,72 +1,147 @@
-// The C++ records and their HDF5 types against the one declaration of the
-// file's tables (src/output/schema.yaml): names, order and types of columns.
+// The file's tables in src/output/schema.yaml against their one description,
+// the records (output/RecordLayout.hpp): the core tables' here, each kind's
+// from the kind itself (Kind::tables()), so a new kind's table needs no line
+// here. The `tables:` section of the schema is the text this test prints from
+// the records; FABSCOPE_SCHEMA_WRITE=1 rewrites it on purpose.
 #include <gtest/gtest.h>
-#include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include "output/ApiRecords.hpp"
-#include "output/CollectiveRecords.hpp"
-#include "output/KvRecords.hpp"
-#include "output/MixRecords.hpp"
+#include "kinds/Registry.hpp"
+#include "output/KindTable.hpp"
 #include "output/Records.hpp"
 
 namespace fabscope::output {
 namespace {
 
-std::string typeNameOf(hid_t t) {
-  const auto cls = H5Tget_class(t);
-  const auto size = H5Tget_size(t);
-  if (cls == H5T_STRING) return "str[" + std::to_string(size) + "]";
-  if (cls == H5T_FLOAT && size == 8) return "float64";
-  if (cls == H5T_INTEGER) {
-    const bool isSigned = H5Tget_sign(t) == H5T_SGN_2;
-    return std::string(isSigned ? "int" : "uint") + std::to_string(size * 8);
-  }
-  return "?";
+const std::string schemaPath = std::string(FABSCOPE_SOURCE_DIR) + "/src/output/schema.yaml";
+
+struct DeclaredTable {
+  std::string where;  // its path in the file and the kinds that write it
+  const RecordLayout* layout;
+};
+
+std::map<std::string, DeclaredTable> coreTables() {
+  return {{"ranks", {"/ranks", &layoutOf<RankRecord>()}},
+          {"validity", {"/validity", &layoutOf<ValidityRecord>()}},
+          {"samples", {"/tests/NNNN/samples", &layoutOf<SampleRecord>()}},
+          {"summary", {"/tests/NNNN/summary", &layoutOf<SummaryRecord>()}},
+          {"scopes", {"/tests/NNNN/scopes", &layoutOf<ScopeRecord>()}},
+          {"counters", {"/tests/NNNN/counters", &layoutOf<CounterRecord>()}}};
 }
 
-template <typename Record>
-std::vector<std::string> columnsOf() {
-  const H5Type type = compoundTypeOf<Record>();
-  std::vector<std::string> out;
-  const int n = H5Tget_nmembers(type.get());
-  for (int i = 0; i < n; ++i) {
-    char* name = H5Tget_member_name(type.get(), static_cast<unsigned>(i));
-    const hid_t member = H5Tget_member_type(type.get(), static_cast<unsigned>(i));
-    out.push_back(std::string(name) + " " + typeNameOf(member));
-    H5Tclose(member);
+// Every kind's tables, by name; two kinds that write one table must give it one layout.
+std::map<std::string, DeclaredTable> kindTables(std::vector<std::string>& conflicts) {
+  std::map<std::string, DeclaredTable> tables;
+  const suite::Registry registry;
+  for (const auto& [kindName, kind] : registry.all()) {
+    for (const auto& table : kind->tables()) {
+      const DeclaredTable declared{"/tests/NNNN/" + table.name() + " (", &table.layout()};
+      auto [it, added] = tables.emplace(table.name(), declared);
+      if (!added && it->second.layout != &table.layout())
+        conflicts.push_back(table.name() + ": " + kindName + " writes it with another record");
+      it->second.where += (added ? "" : ", ") + kindName;
+    }
+  }
+  for (auto& [name, table] : tables) table.where += ")";
+  return tables;
+}
+
+std::string tablesSection(const std::map<std::string, DeclaredTable>& core,
+                          const std::map<std::string, DeclaredTable>& kinds) {
+  std::ostringstream out;
+  out << "tables:\n";
+  for (const auto* group : {&core, &kinds}) {
+    for (const auto& [name, table] : *group) {
+      out << "  " << name << ":  # " << table.where << "\n";
+      for (const auto& c : table.layout->columns) {
+        const auto type = schemaTypeName(c);
+        out << "    - [" << c.name << ", " << (type.starts_with("str") ? "\"" + type + "\"" : type) << "]";
+        if (!c.unit.empty()) out << "  # " << c.unit;
+        out << "\n";
+      }
+    }
+  }
+  return out.str();
+}
+
+// The schema file split around its `tables:` section (up to the first line
+// that is blank or not indented).
+struct SchemaText {
+  std::string before, tables, after;
+};
+
+SchemaText readSchema() {
+  std::ifstream in(schemaPath);
+  std::stringstream whole;
+  whole << in.rdbuf();
+  const std::string text = whole.str();
+  const auto start = text.find("\ntables:\n");
+  if (start == std::string::npos) return {text, "", ""};
+  auto end = start + 9;
+  while (end < text.size() && text[end] == ' ') end = text.find('\n', end) + 1;
+  return {text.substr(0, start + 1), text.substr(start + 1, end - start - 1), text.substr(end)};
+}
+
+TEST(Schema, TablesAreTheRecordsOfTheCoreAndOfEveryKind) {
+  std::vector<std::string> conflicts;
+  const auto kinds = kindTables(conflicts);
+  EXPECT_TRUE(conflicts.empty()) << conflicts.front();
+  const auto core = coreTables();
+  for (const auto& [name, table] : kinds) EXPECT_FALSE(core.contains(name)) << "a kind's table shadows " << name;
+  const auto expected = tablesSection(core, kinds);
+  auto schema = readSchema();
+  if (std::getenv("FABSCOPE_SCHEMA_WRITE") != nullptr) {
+    std::ofstream(schemaPath) << schema.before << expected << schema.after;
+    schema.tables = expected;
+  }
+  EXPECT_EQ(schema.tables, expected)
+      << "src/output/schema.yaml's tables differ from the records: FABSCOPE_SCHEMA_WRITE=1 rewrites them "
+         "(then docs/file-format.md and analysis/tests/test_schema.py say what else to update)";
+}
+
+TEST(Schema, LayoutsCoverTheirRecordsInOrderWithoutOverlap) {
+  std::vector<std::string> conflicts;
+  auto all = coreTables();
+  all.merge(kindTables(conflicts));
+  for (const auto& [name, table] : all) {
+    std::size_t end = 0;
+    for (const auto& c : table.layout->columns) {
+      EXPECT_GE(c.offset, end) << name << "." << c.name << " overlaps the column before it";
+      end = c.offset + c.bytes;
+    }
+    EXPECT_LE(end, table.layout->rowBytes) << name;
+  }
+}
+
+TEST(Schema, CompoundTypeIsTheLayout) {
+  const H5Type type = compoundTypeOf<SampleRecord>();
+  const auto& layout = layoutOf<SampleRecord>();
+  ASSERT_EQ(H5Tget_nmembers(type.get()), static_cast<int>(layout.columns.size()));
+  EXPECT_EQ(H5Tget_size(type.get()), sizeof(SampleRecord));
+  for (unsigned i = 0; i < layout.columns.size(); ++i) {
+    char* name = H5Tget_member_name(type.get(), i);
+    EXPECT_EQ(std::string(name), layout.columns[i].name);
+    EXPECT_EQ(H5Tget_member_offset(type.get(), i), layout.columns[i].offset);
     H5free_memory(name);
   }
-  return out;
 }
 
-std::vector<std::string> declared(const std::string& table) {
-  const auto schema = YAML::LoadFile(std::string(FABSCOPE_SOURCE_DIR) + "/src/output/schema.yaml");
-  std::vector<std::string> out;
-  for (const auto& column : schema["tables"][table])
-    out.push_back(column[0].as<std::string>() + " " + column[1].as<std::string>());
-  return out;
-}
-
-TEST(Schema, RecordsMatchTheDeclaration) {
-  EXPECT_EQ(columnsOf<RankRecord>(), declared("ranks"));
-  EXPECT_EQ(columnsOf<SampleRecord>(), declared("samples"));
-  EXPECT_EQ(columnsOf<SummaryRecord>(), declared("summary"));
-  EXPECT_EQ(columnsOf<ScopeRecord>(), declared("scopes"));
-  EXPECT_EQ(columnsOf<EventRecord>(), declared("events"));
-  EXPECT_EQ(columnsOf<CounterRecord>(), declared("counters"));
-  EXPECT_EQ(columnsOf<ValidityRecord>(), declared("validity"));
-  EXPECT_EQ(columnsOf<KvRequestRecord>(), declared("requests"));
-  EXPECT_EQ(columnsOf<AllToAllRankRecord>(), declared("alltoall_ranks"));
-  EXPECT_EQ(columnsOf<ApiRequestRecord>(), declared("api_requests"));
-  EXPECT_EQ(columnsOf<MixClassRecord>(), declared("mix_classes"));
-}
-
-TEST(Schema, EveryDeclaredTableIsChecked) {
-  const auto schema = YAML::LoadFile(std::string(FABSCOPE_SOURCE_DIR) + "/src/output/schema.yaml");
-  EXPECT_EQ(schema["tables"].size(), 11u) << "a table was added to schema.yaml: check its record above";
+TEST(KindTable, RowsOfAnotherRecordAreRefused) {
+  auto samples = KindTable::of<SampleRecord>("t");
+  const std::vector<CounterRecord> counters(1);
+  EXPECT_THROW(samples.append(std::span<const CounterRecord>(counters)), std::logic_error);
+  const std::vector<SampleRecord> rows{{1, 2, 3, 4, 5, 6, 7, 1}, {8, 9, 10, 11, 12, 13, 14, 2}};
+  samples.append(std::span<const SampleRecord>(rows));
+  const auto back = samples.rowsAs<SampleRecord>();
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[1].t_done_ns, 13);
+  EXPECT_EQ(back[1].level, 2);
 }
 
 }  // namespace

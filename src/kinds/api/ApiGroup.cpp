@@ -38,7 +38,7 @@ GroupEndpoints exchangeEndpoints(const ApiConfig& c, const runtime::Communicator
 
 // Collective: the requests that did not end "ok", by server rank and status,
 // as "rank 3 (host): timeout 2 reset 1; ..." on every rank.
-std::string errorsByServer(const std::vector<output::ApiRequestRecord>& rows, const runtime::Communicator& group,
+std::string errorsByServer(const std::vector<ApiRequestRecord>& rows, const runtime::Communicator& group,
                            const runtime::RankIdentity& identity, const runtime::Deadline& deadline) {
   std::map<std::pair<int, std::string>, int> errors;
   for (const auto& r : rows)
@@ -90,7 +90,7 @@ GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, con
   auto endpoints = exchangeEndpoints(c, group, participants, address, server.get(), deadline);
 
   MPI_Request finished;
-  std::vector<output::ApiRequestRecord> rows;
+  std::vector<ApiRequestRecord> rows;
   api::ServerCounts counts;
   std::int64_t verified = 0;
   if (client) {

@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/api/ApiConfig.hpp"
 #include "kinds/api/ApiTraffic.hpp"
 #include "runtime/NumberText.hpp"
@@ -70,7 +70,8 @@ class ApiKind final : public Kind {
     const std::int64_t open = std::min<std::int64_t>(c.maxConnections, std::int64_t{c.clients} * c.maxInFlight);
     p.bufferBytesPerRank = std::max<std::int64_t>(open * (16 + c.chunkBytes),
                                                   static_cast<std::int64_t>(c.maxInFlight) * (24 + c.requestBytes)) +
-                           static_cast<std::int64_t>(c.requests) * static_cast<std::int64_t>(sizeof(output::ApiRequestRecord));
+                           static_cast<std::int64_t>(c.requests) *
+                               static_cast<std::int64_t>(sizeof(api::ApiRequestRecord));
     const int ranks = measuringRanksOf(spec, worldSize, 2);
     p.description = std::to_string(c.clients) + " clients -> " + std::to_string(ranks - c.clients) +
                     " servers over TCP (" + (c.interface.empty() ? std::string("fabric NIC") : c.interface) + ", " +
@@ -101,7 +102,7 @@ class ApiKind final : public Kind {
     if (measured > ok)
       ctx.verdict.fail(std::to_string(measured - ok) + " of " + std::to_string(measured) +
                        " api requests failed, by server: " + named);
-    outcome.tables.push_back({"api_requests", std::move(rows)});
+    outcome.tables.push_back(output::KindTable::of("api_requests", rows));
     if (ctx.group.rank() == 0)
       outcome.attributes = {
           {"clients", std::int64_t{c.clients}},
@@ -135,7 +136,7 @@ class ApiKind final : public Kind {
   }
 
   std::vector<output::KindTable> tables() const override {
-    return {{"api_requests", std::vector<output::ApiRequestRecord>{}}};
+    return {output::KindTable::of<api::ApiRequestRecord>("api_requests")};
   }
 };
 

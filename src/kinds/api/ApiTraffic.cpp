@@ -558,9 +558,9 @@ void ApiClient::finish(ClientSlot& s, const char* status, std::int64_t now) {
     if (ok) {
       ++outcome_.verified;
       samples_.record(worldRank_, measured, serverRank, s.bytes, s.tStart, s.tLastChunk);
-      samples_.record(worldRank_, measured, serverRank, 0, s.tStart, s.tFirst, output::sample_flags::firstByte);
+      samples_.record(worldRank_, measured, serverRank, 0, s.tStart, s.tFirst, sample_flags::firstByte);
     }
-    output::ApiRequestRecord row{};
+    ApiRequestRecord row{};
     row.request_id = static_cast<std::int64_t>(requestId(s.request));
     row.client_rank = worldRank_;
     row.server_rank = serverRank;
@@ -692,7 +692,7 @@ void ApiClient::takePayload(ClientSlot& s, std::size_t got, std::size_t& at, std
     s.gapMax = std::max(s.gapMax, now - s.tLastChunk);
     if (s.request >= config_.warmupRequests)
       samples_.record(worldRank_, s.request - config_.warmupRequests, serverRanks_[static_cast<std::size_t>(s.server)],
-                      config_.chunkBytes, s.tLastChunk, now, output::sample_flags::chunkGap);
+                      config_.chunkBytes, s.tLastChunk, now, sample_flags::chunkGap);
   }
   s.tLastChunk = now;
   ++s.chunk;

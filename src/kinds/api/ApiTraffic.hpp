@@ -24,7 +24,7 @@
 #include "kinds/api/ApiConfig.hpp"
 #include "kinds/SampleBuffer.hpp"
 #include "kinds/SelfTest.hpp"
-#include "output/ApiRecords.hpp"
+#include "kinds/api/ApiRecords.hpp"
 #include "runtime/ClockSync.hpp"
 #include "runtime/Deadline.hpp"
 #include "runtime/Mpi.hpp"
@@ -101,7 +101,7 @@ class ApiServer {
 // samples (local clock) into `samples`: the request (connect -> last byte),
 // its time to first byte (flag firstByte) and its chunk gaps (flag chunkGap).
 struct ClientOutcome {
-  std::vector<output::ApiRequestRecord> rows;
+  std::vector<ApiRequestRecord> rows;
   std::int64_t verified = 0;  // answers whose every byte matched
 };
 
@@ -119,7 +119,7 @@ ClientOutcome runClient(const ApiConfig& config, const LocalAddress& address, in
 // answer, and the counts are summed over the group (on every rank). `selfTest`:
 // the api-corrupt-request and api-corrupt-chunk hooks.
 struct GroupRun {
-  std::vector<output::ApiRequestRecord> rows;  // this rank's measured requests (clients)
+  std::vector<ApiRequestRecord> rows;  // this rank's measured requests (clients)
   LocalAddress address;                        // where this rank's traffic went
   std::vector<Endpoint> servers;
   std::vector<int> serverRanks;                // world ranks

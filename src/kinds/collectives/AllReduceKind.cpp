@@ -15,7 +15,7 @@
 #include "kinds/collectives/AllReduceNccl.hpp"
 #include "kinds/collectives/BusFactor.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "scenario/TestSource.hpp"
 #include "transport/TransportFactory.hpp"
 

@@ -17,8 +17,9 @@
 #include <numeric>
 #include <sstream>
 
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/collectives/AllToAllConfig.hpp"
+#include "kinds/collectives/AllToAllRecords.hpp"
 #include "kinds/collectives/AllToAllExchange.hpp"
 #include "kinds/collectives/BusFactor.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
@@ -120,8 +121,8 @@ class AllToAllKind final : public Kind {
       if (it < spec.warmup) continue;
       const int i = it - spec.warmup;
       ctx.samples.record(me, i, -1, dispatchNet + combineNet, t0, t2);
-      ctx.samples.record(me, i, -1, dispatchNet, t0, t1, output::sample_flags::dispatchPhase);
-      ctx.samples.record(me, i, -1, combineNet, t1, t2, output::sample_flags::combinePhase);
+      ctx.samples.record(me, i, -1, dispatchNet, t0, t1, moe::sample_flags::dispatchPhase);
+      ctx.samples.record(me, i, -1, combineNet, t1, t2, moe::sample_flags::combinePhase);
     }
     // The pipelined figure: each phase's calls back to back, from a barrier.
     // They leave the same data in the inbound buffers, checked below.
@@ -140,7 +141,7 @@ class AllToAllKind final : public Kind {
     const std::string problem = exchange.verify(ctx.selfTest.corruptRank == me);
     if (!problem.empty()) ctx.verdict.fail("rank " + std::to_string(me) + ": all-to-all " + problem);
 
-    output::AllToAllRankRecord row{};
+    moe::AllToAllRankRecord row{};
     row.rank = me;
     row.tokens = tokens;
     row.dispatch_copies_local = sendCopies[self];
@@ -153,12 +154,12 @@ class AllToAllKind final : public Kind {
 
     Outcome outcome;
     outcome.attributes = summarizeOnRank0(ctx, c, tokens, dispatch, recvCopies, dispatchBatch, combineBatch);
-    outcome.tables.push_back({"alltoall_ranks", std::vector<output::AllToAllRankRecord>{row}});
+    outcome.tables.push_back(output::KindTable::of("alltoall_ranks", std::vector{row}));
     return outcome;
   }
 
   std::vector<output::KindTable> tables() const override {
-    return {{"alltoall_ranks", std::vector<output::AllToAllRankRecord>{}}};
+    return {output::KindTable::of<moe::AllToAllRankRecord>("alltoall_ranks")};
   }
 
  private:
@@ -179,7 +180,7 @@ class AllToAllKind final : public Kind {
         mine.push_back(ctx.clock.toGlobal(s.t_post_ns));
         mine.push_back(0);
         mine.push_back(ctx.clock.toGlobal(s.t_done_ns));
-      } else if (s.flags & output::sample_flags::dispatchPhase) {
+      } else if (s.flags & moe::sample_flags::dispatchPhase) {
         mine[mine.size() - 2] = ctx.clock.toGlobal(s.t_done_ns);
       }
     const auto stamps = gatherStamps(ctx.group, mine, ctx.deadline);

@@ -29,7 +29,7 @@
 #include <thread>
 
 #include "kinds/fault/FaultDrillRoles.hpp"
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "scenario/TestSource.hpp"
 
 namespace fabscope::suite {
@@ -174,15 +174,15 @@ class FaultDrillKind final : public Kind {
     // One timeline: every survivor's events, in time order, written by the client.
     std::vector<int> counts;
     const auto rows = survivors.gatherBytes(std::as_bytes(std::span(events.rows)), 0, counts, ctx.deadline);
-    events.rows.resize(rows.size() / sizeof(output::EventRecord));
-    if (!rows.empty()) std::memcpy(events.rows.data(), rows.data(), events.rows.size() * sizeof(output::EventRecord));
+    events.rows.resize(rows.size() / sizeof(EventRecord));
+    if (!rows.empty()) std::memcpy(events.rows.data(), rows.data(), events.rows.size() * sizeof(EventRecord));
     outcome.survivors = std::move(survivors);
     if (index == 0) outcome.attributes = judge(ctx, c, client, detectedAt, paths, abortTook, events);
     return outcome;
   }
 
   std::vector<output::KindTable> tables() const override {
-    return {{"events", std::vector<output::EventRecord>{}}};
+    return {output::KindTable::of<EventRecord>("events")};
   }
 
  private:
@@ -258,7 +258,7 @@ output::Attributes FaultDrillKind::judge(RunContext& ctx, const FaultDrillConfig
         std::to_string(detectedCount) + "/" + std::to_string(detectedAt.size()) + " survivors detected, slowest " +
             milliseconds(slowest) + " ms; " + std::to_string(client.hung) + " hung");
   std::stable_sort(events.rows.begin(), events.rows.end(),
-                   [](const output::EventRecord& x, const output::EventRecord& y) { return x.t_ns < y.t_ns; });
+                   [](const EventRecord& x, const EventRecord& y) { return x.t_ns < y.t_ns; });
   const int victimRank = ctx.participants[static_cast<std::size_t>(c.victim)];
   const auto falseLosses = judgeFalseLosses(declaredLosses(events), victimRank, ctx.clock.toGlobal(client.faultAt));
   a.emplace_back("false_losses", std::int64_t{falseLosses.count});

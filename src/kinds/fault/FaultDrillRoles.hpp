@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "output/Records.hpp"
+#include "kinds/fault/FaultEventRecords.hpp"
 #include "kinds/fault/FaultDrillConfig.hpp"
 #include "kinds/Kind.hpp"
 
@@ -76,7 +77,7 @@ class EventLog final : public InstanceState {
  public:
   void add(const RunContext& ctx, runtime::Nanoseconds monotonic, const char* kind, int peer,
            const std::string& detail) {
-    output::EventRecord row{};
+    EventRecord row{};
     row.rank = ctx.world.rank();
     row.t_ns = ctx.clock.toGlobal(monotonic);
     output::setText(row.kind, kind);
@@ -84,9 +85,9 @@ class EventLog final : public InstanceState {
     output::setText(row.detail, detail);
     rows.push_back(row);
   }
-  std::vector<output::EventRecord> rows;
+  std::vector<EventRecord> rows;
   // The timeline as far as the drill got, also after a failure part way.
-  std::vector<output::KindTable> tablesSoFar() const override { return {{"events", rows}}; }
+  std::vector<output::KindTable> tablesSoFar() const override { return {output::KindTable::of("events", rows)}; }
 };
 
 inline std::string milliseconds(double ms) {

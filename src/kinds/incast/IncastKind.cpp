@@ -17,12 +17,19 @@
 
 #include "runtime/Timestamp.hpp"
 #include "stats/Statistics.hpp"
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/p2p/PointToPoint.hpp"
 #include "scenario/TestSource.hpp"
 
 namespace fabscope::suite {
 namespace {
+
+// Samples beside the headline (auxiliary bits, output::sample_flags): the
+// receiver's aggregate per iteration, and the probe's ping-pong during the incast.
+namespace incast_flags {
+constexpr std::uint32_t receiverAggregate = 1u << 8;
+constexpr std::uint32_t latencyProbe = 1u << 9;
+}  // namespace incast_flags
 
 constexpr int incastTag = 31, ackTag = 32, pingTag = 33;
 // The receiver's last pong carries this value instead of 0.
@@ -174,7 +181,7 @@ class IncastKind final : public Kind {
       t.waitSlots(ackBase, senders, ctx.deadline);
       if (i >= spec.warmup)
         ctx.samples.record(me, i - spec.warmup, -1, static_cast<std::int64_t>(n) * window * senders, t0, t1,
-                           output::sample_flags::incastReceiver);
+                           incast_flags::receiverAggregate);
     }
     // Verify what the last iteration delivered from every sender.
     for (int s = 0; s < senders && !ctx.verdict.failed(); ++s) {
@@ -217,7 +224,7 @@ class IncastKind final : public Kind {
       const auto t1 = runtime::monotonicNow();
       // The stop answer came after the incast: not a sample under load.
       if (pong != probeStop && !ctx.samples.full())
-        ctx.samples.record(me, iter++, receiver, probeBytes, t0, t1, output::sample_flags::latencyProbe);
+        ctx.samples.record(me, iter++, receiver, probeBytes, t0, t1, incast_flags::latencyProbe);
     }
   }
 
@@ -233,8 +240,8 @@ class IncastKind final : public Kind {
     for (std::size_t i = 0; i < count; ++i) {
       const auto& s = rows[i];
       const double d = static_cast<double>(s.t_done_ns - s.t_post_ns);
-      if (s.flags & output::sample_flags::incastReceiver) aggregate.push_back(static_cast<double>(s.bytes) / d);
-      else if (s.flags & output::sample_flags::latencyProbe) probeLatency.push_back(d / 2);
+      if (s.flags & incast_flags::receiverAggregate) aggregate.push_back(static_cast<double>(s.bytes) / d);
+      else if (s.flags & incast_flags::latencyProbe) probeLatency.push_back(d / 2);
       else {
         perSender[s.rank].first += static_cast<double>(s.bytes);
         perSender[s.rank].second += d;

@@ -10,10 +10,10 @@
 #include <limits>
 #include <memory>
 
-#include "output/KvRecords.hpp"
+#include "kinds/kvpush/KvRecords.hpp"
 #include "kinds/kvpush/KvPushConfig.hpp"
 #include "kinds/kvpush/KvPushWorkers.hpp"
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "scenario/TestSource.hpp"
 #include "transport/TransportFactory.hpp"
 
@@ -28,12 +28,12 @@ using namespace kvpush;
 // the memory.
 struct KvRunState final : InstanceState {
   Shape shape;
-  std::vector<output::KvRequestRecord> rows;  // decode ranks: one per measured request
+  std::vector<KvRequestRecord> rows;  // decode ranks: one per measured request
   std::unique_ptr<KvMemory> memory;
   std::unique_ptr<DecodeLedger> ledger;
   std::unique_ptr<KvWorker> worker;
   // The requests measured so far, also after a failure part way.
-  std::vector<output::KindTable> tablesSoFar() const override { return {{"requests", rows}}; }
+  std::vector<output::KindTable> tablesSoFar() const override { return {output::KindTable::of("requests", rows)}; }
 };
 
 const char* memoryPathOf(const Shape& s) {
@@ -171,7 +171,7 @@ class KvPushKind final : public Kind {
   }
 
   std::vector<output::KindTable> tables() const override {
-    return {{"requests", std::vector<output::KvRequestRecord>{}}};
+    return {output::KindTable::of<KvRequestRecord>("requests")};
   }
 
  private:
@@ -212,7 +212,7 @@ class KvPushKind final : public Kind {
     return regions;
   }
 
-  output::Attributes attributesOf(RunContext& ctx, const Shape& s, const std::vector<output::KvRequestRecord>& rows) const {
+  output::Attributes attributesOf(RunContext& ctx, const Shape& s, const std::vector<KvRequestRecord>& rows) const {
     const auto& c = s.config;
     std::int64_t bytes = 0, transferNs = 0, gatherNs = 0, scatterNs = 0, copyNs = 0, verified = 0;
     std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();

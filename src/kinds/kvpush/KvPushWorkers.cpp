@@ -57,7 +57,7 @@ std::uint64_t stagingSlotsOf(const KvPushConfig& c, bool decode) {
 }
 
 DecodeLedger::DecodeLedger(RunContext& ctx, const Shape& shape, KvMemory& memory,
-                           std::vector<output::KvRequestRecord>& rows, std::size_t measured)
+                           std::vector<KvRequestRecord>& rows, std::size_t measured)
     : ctx_(ctx), s_(shape), memory_(memory), rows_(rows) {
   rows_.clear();
   rows_.reserve(measured);
@@ -100,7 +100,7 @@ void DecodeLedger::complete(int prefillIndex, int index, const RequestHeader& he
   const Nanoseconds tPostLocal = header.tStartGlobal + localMinusGlobal_;
   ctx_.samples.record(ctx_.world.rank(), static_cast<std::int32_t>(rows_.size()), prefillRank, s_.bytes, tPostLocal,
                       tDone, verified ? 0u : output::sample_flags::dataCheckFailed);
-  output::KvRequestRecord row{};
+  KvRequestRecord row{};
   row.request_id = static_cast<std::int64_t>(expectedId);
   row.prefill_rank = prefillRank;
   row.decode_rank = ctx_.world.rank();

@@ -13,7 +13,7 @@
 
 #include "kv/KvBlockLayout.hpp"
 #include "kv/RequestBlockPlacement.hpp"
-#include "output/KvRecords.hpp"
+#include "kinds/kvpush/KvRecords.hpp"
 #include "kinds/kvpush/KvPushConfig.hpp"
 #include "kinds/kvpush/KvPushMemory.hpp"
 #include "kinds/Kind.hpp"
@@ -124,7 +124,7 @@ bool corruptsFirstRequest(const RunContext& ctx, int prefillIndex);
 // recording allocates nothing).
 class DecodeLedger {
  public:
-  DecodeLedger(RunContext& ctx, const Shape& shape, KvMemory& memory, std::vector<output::KvRequestRecord>& rows,
+  DecodeLedger(RunContext& ctx, const Shape& shape, KvMemory& memory, std::vector<KvRequestRecord>& rows,
                std::size_t measured);
   // One request's KV is in the pool at tDone.
   void complete(int prefillIndex, int index, const RequestHeader& header, std::span<const std::uint32_t> blockIds,
@@ -141,7 +141,7 @@ class DecodeLedger {
   RunContext& ctx_;
   const Shape& s_;
   KvMemory& memory_;
-  std::vector<output::KvRequestRecord>& rows_;
+  std::vector<KvRequestRecord>& rows_;
   char strategy_[16] = {};
   char direction_[16] = {};
   Nanoseconds localMinusGlobal_ = 0;

@@ -29,12 +29,13 @@
 #include <sstream>
 #include <thread>
 
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/api/ApiTraffic.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
 #include "kinds/collectives/MoeExchange.hpp"
 #include "kinds/kvpush/KvPushSchedule.hpp"
 #include "kinds/mix/MixConfig.hpp"
+#include "kinds/mix/MixRecords.hpp"
 #include "runtime/NumberText.hpp"
 #include "scenario/TestSource.hpp"
 #include "stats/Statistics.hpp"
@@ -51,8 +52,8 @@ constexpr std::int32_t kKvMagic = 0x4b56505a;      // "KVPZ" in a KV push's head
 constexpr std::size_t kHeader = sizeof(moe::TokenHeader);
 
 std::uint32_t flagsOf(TrafficClass c, bool together) {
-  return ((static_cast<std::uint32_t>(c) + 1u) << output::sample_flags::mixClassShift) |
-         (together ? output::sample_flags::mixTogether : 0u);
+  return ((static_cast<std::uint32_t>(c) + 1u) << mix::sample_flags::classShift) |
+         (together ? mix::sample_flags::together : 0u);
 }
 
 inline float contribution(int tpRank, std::size_t i) { return static_cast<float>((tpRank + 1) * (1 + i % 7)); }
@@ -317,7 +318,7 @@ class MixRank {
   }
 
  public:
-  std::vector<output::ApiRequestRecord> apiRows_;
+  std::vector<api::ApiRequestRecord> apiRows_;
   std::string apiInterface_;
 
  private:
@@ -420,26 +421,28 @@ class MixKind final : public Kind {
     auto rows = summarize(ctx, c, checks);
     if (ctx.group.rank() == 0) {
       outcome.attributes = attributesOf(c, rows);
-      outcome.tables.push_back({"mix_classes", std::move(rows)});
+      outcome.tables.push_back(output::KindTable::of("mix_classes", rows));
     }
-    outcome.tables.push_back({"api_requests", std::move(rank.apiRows_)});
+    outcome.tables.push_back(output::KindTable::of("api_requests", rank.apiRows_));
     return outcome;
   }
 
   std::vector<output::KindTable> tables() const override {
-    return {{"mix_classes", std::vector<output::MixClassRecord>{}}, {"api_requests", std::vector<output::ApiRequestRecord>{}}};
+    return {output::KindTable::of<mix::MixClassRecord>("mix_classes"),
+            output::KindTable::of<api::ApiRequestRecord>("api_requests")};
   }
 
  private:
   // Per class and phase over every rank's samples (headline ones: the api's
   // first-byte and gap samples are left out): gathered to group rank 0.
-  std::vector<output::MixClassRecord> summarize(RunContext& ctx, const MixConfig& c, const Checks& checks) const {
+  std::vector<mix::MixClassRecord> summarize(RunContext& ctx, const MixConfig& c, const Checks& checks) const {
     // Per sample: class-phase key, duration, start and end on the global clock, bytes.
     std::vector<std::int64_t> mine;
     for (const auto& s : ctx.samples.used()) {
-      const auto cls = (s.flags & output::sample_flags::mixClassMask) >> output::sample_flags::mixClassShift;
+      const auto cls = (s.flags & mix::sample_flags::classMask) >> mix::sample_flags::classShift;
       if (cls == 0 || (s.flags & output::sample_flags::auxiliaryMask)) continue;
-      const std::int64_t key = static_cast<std::int64_t>(cls - 1) * 2 + ((s.flags & output::sample_flags::mixTogether) ? 1 : 0);
+      const bool together = (s.flags & mix::sample_flags::together) != 0;
+      const std::int64_t key = static_cast<std::int64_t>(cls - 1) * 2 + (together ? 1 : 0);
       mine.insert(mine.end(), {key, s.t_done_ns - s.t_post_ns, ctx.clock.toGlobal(s.t_post_ns), ctx.clock.toGlobal(s.t_done_ns),
                                s.bytes, static_cast<std::int64_t>(ctx.world.rank())});
     }
@@ -467,12 +470,12 @@ class MixKind final : public Kind {
         a.bytes = std::max(a.bytes, v[i + 4]);
         a.ranks[v[i + 5]] = 1;
       }
-    std::vector<output::MixClassRecord> rows;
+    std::vector<mix::MixClassRecord> rows;
     for (int k = 0; k < mix::kClassCount; ++k) {
       if (!c.has(static_cast<TrafficClass>(k))) continue;
-      output::MixClassRecord iso{};
+      mix::MixClassRecord iso{};
       for (int phase = 0; phase < 2; ++phase) {
-        output::MixClassRecord row{};
+        mix::MixClassRecord row{};
         output::setText(row.traffic_class, mix::className(static_cast<TrafficClass>(k)));
         output::setText(row.phase, phase ? "together" : "isolated");
         row.inflation_mean = row.inflation_p99 = std::nan("");
@@ -513,14 +516,14 @@ class MixKind final : public Kind {
     return rows;
   }
 
-  static const output::MixClassRecord& rowOf(const std::vector<output::MixClassRecord>& rows, const char* cls,
+  static const mix::MixClassRecord& rowOf(const std::vector<mix::MixClassRecord>& rows, const char* cls,
                                              const char* phase) {
     for (const auto& r : rows)
       if (std::string(r.traffic_class) == cls && std::string(r.phase) == phase) return r;
     return rows.front();
   }
 
-  output::Attributes attributesOf(const MixConfig& c, const std::vector<output::MixClassRecord>& rows) const {
+  output::Attributes attributesOf(const MixConfig& c, const std::vector<mix::MixClassRecord>& rows) const {
     std::string classes;
     for (int k = 0; k < mix::kClassCount; ++k)
       if (c.has(static_cast<TrafficClass>(k))) classes += (classes.empty() ? "" : ",") + std::string(mix::className(static_cast<TrafficClass>(k)));

@@ -1,6 +1,6 @@
 // Unidirectional windowed bandwidth: `window` messages in flight, then a
 // short acknowledgement, like osu_bw. One sample = one window.
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/p2p/PointToPoint.hpp"
 
 namespace fabscope::suite {

@@ -1,6 +1,6 @@
 // Bidirectional bandwidth: both ranks of a pair send a window to each other at
 // once, like osu_bibw; the initiator records bytes of both directions.
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/p2p/PointToPoint.hpp"
 
 namespace fabscope::suite {

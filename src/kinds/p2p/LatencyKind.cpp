@@ -1,6 +1,6 @@
 // Ping-pong latency: the initiator sends, the responder echoes; one sample is
 // a round trip, reported as half of it (sample_divisor 2), like osu_latency.
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/p2p/PointToPoint.hpp"
 
 namespace fabscope::suite {

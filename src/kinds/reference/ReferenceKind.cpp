@@ -18,7 +18,7 @@
 #include <sstream>
 #include <thread>
 
-#include "kinds/KindFactories.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/api/ApiTraffic.hpp"
 #include "runtime/ChildProcess.hpp"
 #include "kinds/reference/ReferenceConfig.hpp"
