@@ -29,7 +29,7 @@ from .compare_html import comparison_page
 from .compare_stats import (DEFAULT_NEGLIGIBLE, ArchiveSpread, archive_spread, compare_figures,
                             headline, run_log_figures, verdict_text)
 from .errors import ResultFileError
-from .impact import compare_lines
+from .impact_text import compare_lines
 from .inventory import INFORMATIONAL_FACTS, qos_frame, topology
 from .reader import ResultFile, TestInstance, open_result
 from .resampling import Run, run_units
