@@ -14,7 +14,7 @@ one figure (figure_interval).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -146,8 +146,10 @@ class _LaidRepeat:
 class Laid:
     """A side's runs laid out for resampling: [run][repeat] -> _LaidRepeat."""
 
-    def __init__(self, runs: List[Run]):
-        single = len(runs) == 1 and len(runs[0]) == 1
+    def __init__(self, runs: List[Run], long_blocks: Optional[bool] = None):
+        """long_blocks: SINGLE_RUN_BLOCKS blocks per rank (block_length); by default when
+        the side is one run of one repeat."""
+        single = len(runs) == 1 and len(runs[0]) == 1 if long_blocks is None else long_blocks
         self.runs = [[_LaidRepeat(rep, single) for rep in run] for run in runs]
 
     def draw(self, rng: np.random.Generator, resample_ranks: bool = True
