@@ -210,7 +210,7 @@ def batch_footnote(instances, labelled: bool) -> str:
 
 def mix_lines(inst) -> List[str]:
     """A serving mix's classes: isolated and together p50/p99 and the inflation (together /
-    isolated, mean and p99), from the raw samples (impact.mix_instance_rows)."""
+    isolated, mean and p99), from the raw samples (impact_rows.mix_instance_rows)."""
     rows = mix_instance_rows(inst)
     lines = []
     for r in rows:
