@@ -118,7 +118,7 @@ def test_error_rates_three_runs_a_side_seeded():
     """Rates, not one case: 60 seeded trials of 3 vs 3 runs under the generator's
     realistic run-to-run noise (3 %, compare_rates.py). Same fabric: claims at most 5 %
     (binomial: fails from 9 of 120 rows, p < 0.01 against 5 %); a 10 % slowdown: found
-    (p50 'worse') in at least 60 % (measured 79 % over 200 trials, docs/analysis.md);
+    (p50 'worse') in at least 60 % (measured 82 % over 400 trials, docs/analysis.md);
     one run per side: never claimed, either way."""
     from compare_rates import rates
     r3 = rates("realistic", 3, trials=60, resamples=30, seed=7)
