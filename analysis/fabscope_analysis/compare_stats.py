@@ -91,7 +91,12 @@ def within_run_log_variance(metric: str, run: Run, stats: Sequence[str], resampl
                       for _ in range(max(resamples, 2))], dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.where(draws > 0, np.log(draws), np.nan)
-        return np.nanvar(logs, axis=0, ddof=1)
+    out = np.full(logs.shape[1], np.nan)
+    for i in range(logs.shape[1]):
+        column = logs[np.isfinite(logs[:, i]), i]
+        if len(column) >= 2:  # no figure in most draws (too few samples): not measurable
+            out[i] = float(np.var(column, ddof=1))
+    return out
 
 
 @dataclass
