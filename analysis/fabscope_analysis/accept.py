@@ -88,6 +88,7 @@ class _Evaluator:
         # parallel pass index -> its serial retest
         self.retest_of = {int(i.get("retest_of", -1)): i for i in analysis.instances
                           if str(i.get("pass")) == "serial-retest"}
+        self._pairs: Dict[tuple, pd.DataFrame] = {}
 
     def rank(self, r) -> str:
         host = self.a.hosts.get(int(r))
@@ -96,12 +97,22 @@ class _Evaluator:
     def pair(self, r, p) -> str:
         return f"{self.rank(r)} -> {self.rank(p)}"
 
+    def pairs(self, inst: TestInstance, scope: Optional[Scope] = None) -> pd.DataFrame:
+        """pair_log_medians of an instance's scope (every sample without one), computed
+        once: the pair rule and the serial retest's pool both need them."""
+        whole = scope is None or len(self.a.scopes(inst)) == 1
+        key = (inst.index, None if whole else scope.name)
+        if key not in self._pairs:
+            self._pairs[key] = pair_log_medians(self.a.samples(inst, None if whole else scope),
+                                                inst.metric)
+        return self._pairs[key]
+
     def parallel_pairs(self, index: Optional[int]) -> pd.DataFrame:
         """pair_log_medians of the parallel pass `index` (a serial retest's pool)."""
         inst = next((i for i in self.a.instances if i.index == index), None)
         if inst is None:
             return pd.DataFrame(columns=["rank", "peer", "samples", "log_time", "se"])
-        return pair_log_medians(self.a.samples(inst), inst.metric)
+        return self.pairs(inst)
 
     def outliers(self, rule: Rule, inst: TestInstance, scope: Scope, result: CheckResult):
         s = self.a.samples(inst, scope)
@@ -111,7 +122,7 @@ class _Evaluator:
             judged = str(inst.get("pass")) == "serial-retest" and \
                 check_retest_pairs(self, inst, fraction, result)
             if not judged:
-                check_pairs(self, inst, s, fraction, q, result)
+                check_pairs(self, inst, self.pairs(inst, scope), fraction, q, result)
         ratio = rule.outliers.get(RANK_KEY)
         if ratio is not None:
             check_ranks(self, inst, s, ratio, q, result)

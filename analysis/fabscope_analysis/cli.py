@@ -17,35 +17,35 @@ import sys
 from typing import List, Optional
 
 from . import __version__
+from .accept_text import run_accept
+from .compare import run_compare
+from .diagnose import diagnose, print_diagnosis
+from .diagnose import write_json as write_diagnosis_json
 from .errors import CriteriaError, ResultFileError
+from .export import export_openmetrics, series_count
+from .impact import compute_impact, deployment_from_run
+from .impact_text import print_impact
+from .impact_text import write_json as write_impact_json
 from .models import ModelError, preset
-from .reader import ResultFile, open_result
+from .reader import open_for_command as _open
+from .report import write_report
 from .serving.command import add_parser as add_fit_parser
+from .summary import print_summary
 from .synth.command import add_parser as add_synth_parser
+from .verdict import compute_verdict
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 COMPARE_VALUE_OPTIONS = {"-o", "--output", "--resamples", "--seed", "--negligible",
                          "--min-effect", "--model", "--tp"}
 
 
-def _open(path: str) -> ResultFile:
-    result = open_result(path, warn_incomplete=False)
-    if not result.complete:
-        print(f"warning: {path} is incomplete (complete=0, exit_code="
-              f"{result.attrs.get('exit_code')}): the run did not end normally",
-              file=sys.stderr)
-    return result
-
-
 def _cmd_summary(args) -> int:
-    from .summary import print_summary
     with _open(args.file) as result:
         print_summary(result, criteria=args.criteria)
     return EXIT_OK
 
 
 def _cmd_report(args) -> int:
-    from .report import write_report
     with _open(args.file) as result:
         write_report(result, args.output, criteria=args.criteria, model=args.model, tp=args.tp)
     print(f"wrote {args.output}")
@@ -53,7 +53,6 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from .compare import run_compare
     results = [_open(p) for p in args.files]
     try:
         run_compare(results, args.output, resamples=args.resamples, seed=args.seed,
@@ -68,7 +67,6 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_accept(args) -> int:
-    from .accept_text import run_accept
     baselines = []
     try:
         for path in args.baseline or []:
@@ -82,7 +80,6 @@ def _cmd_accept(args) -> int:
 
 
 def _cmd_diagnose(args) -> int:
-    from .diagnose import diagnose, print_diagnosis, write_json
     baseline = _open(args.baseline) if args.baseline else None
     try:
         with _open(args.file) as result:
@@ -92,12 +89,11 @@ def _cmd_diagnose(args) -> int:
             baseline.close()
     print_diagnosis(verdict)
     if args.json:
-        write_json(verdict, args.json)
+        write_diagnosis_json(verdict, args.json)
     return EXIT_OK if verdict.fit else EXIT_FAILED
 
 
 def _cmd_impact(args) -> int:
-    from .impact import compute_impact, deployment_from_run, print_impact, write_json
     with _open(args.file) as result:
         try:
             deployment = deployment_from_run(
@@ -114,12 +110,11 @@ def _cmd_impact(args) -> int:
         impact = compute_impact(result, deployment)
     print_impact(impact, sys.stdout)
     if args.json:
-        write_json(impact, args.json)
+        write_impact_json(impact, args.json)
     return EXIT_OK
 
 
 def _cmd_verdict(args) -> int:
-    from .verdict import compute_verdict
     with _open(args.file) as result:
         verdict = compute_verdict(result, args.criteria)
     print(verdict.line())
@@ -130,7 +125,6 @@ def _cmd_verdict(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from .export import export_openmetrics, series_count
     results = []
     try:
         for path in args.files:
@@ -161,6 +155,65 @@ def _deployment_options(p) -> None:
                    help="tensor parallelism (default: the scenario's parallel.tp)")
 
 
+def _add_compare(sub) -> None:
+    """The compare command and its options."""
+    p = sub.add_parser("compare", help="compare runs case by case: A.h5 B.h5 [C.h5 ...] "
+                                       "(first = reference) or A1.h5 A2.h5 -- B1.h5 B2.h5")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="result files; put -- between side A's runs and side B's runs")
+    p.add_argument("-o", "--output", help="HTML file to write (the text table is always printed)")
+    p.add_argument("--resamples", type=int, default=400,
+                   help="bootstrap resamples per statistic (default 400, at most 5000)")
+    p.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default 12345)")
+    p.add_argument("--negligible", "--min-effect", type=float, default=5.0, metavar="PERCENT",
+                   dest="negligible",
+                   help="real differences smaller than this (relative, %%) are called "
+                        "negligible, not better/worse (default 5)")
+    p.add_argument("--aa-archive", metavar="DIR",
+                   help="directory of A/A runs (*.h5: the same scenario, same fabric, nothing "
+                        "changed): their spread stands for run-to-run variation, so one run "
+                        "per side can tell a difference larger than it")
+    _deployment_options(p)
+    p.set_defaults(func=_cmd_compare, split=None)
+
+
+def _add_impact(sub) -> None:
+    """The impact command and its options."""
+    p = sub.add_parser("impact", help="what the measured fabric costs a served model: ms per "
+                                      "token of TP communication, KV transfer in TTFT")
+    p.add_argument("file")
+    _deployment_options(p)
+    p.add_argument("--decode-batch", type=_positive_int, default=32,
+                   help="sequences per decode step (default 32)")
+    p.add_argument("--prompt", type=_positive_int, default=8192,
+                   help="prompt tokens of a request whose KV moves (default 8192)")
+    p.add_argument("--block-tokens", type=_positive_int, default=16,
+                   help="tokens per KV block (default 16)")
+    p.add_argument("--ep", type=_positive_int, help="expert parallelism (MoE models)")
+    p.add_argument("--prefill-ms", type=float,
+                   help="prefill time of one prompt on the deployment's GPUs (not measured by "
+                        "fabscope); gives the KV transfer's share of time to first token")
+    p.add_argument("--json", metavar="OUT", help="also write every figure as JSON here")
+    p.set_defaults(func=_cmd_impact)
+
+
+def _add_export(sub) -> None:
+    """The export command and its options."""
+    p = sub.add_parser("export", help="the headline figures as metrics for Prometheus "
+                                      "(node_exporter's textfile collector)")
+    p.add_argument("--openmetrics", required=True, metavar="OUT",
+                   help="write OpenMetrics text here (also valid Prometheus text: "
+                        "node_exporter's textfile collector reads it); - for stdout")
+    p.add_argument("files", nargs="+", metavar="FILE", help="result files")
+    p.add_argument("--criteria", help="criteria YAML for the verdict (default: in force, "
+                                      "per file)")
+    _deployment_options(p)
+    p.add_argument("--max-pairs", type=_positive_int, default=4096, metavar="N",
+                   help="per-pair series only for instances with at most N pairs "
+                        "(default 4096: 64 ranks all-pairs)")
+    p.set_defaults(func=_cmd_export)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python3 -m fabscope_analysis",
@@ -181,24 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     _deployment_options(p)
     p.set_defaults(func=_cmd_report)
 
-    p = sub.add_parser("compare", help="compare runs case by case: A.h5 B.h5 [C.h5 ...] "
-                                       "(first = reference) or A1.h5 A2.h5 -- B1.h5 B2.h5")
-    p.add_argument("files", nargs="+", metavar="FILE",
-                   help="result files; put -- between side A's runs and side B's runs")
-    p.add_argument("-o", "--output", help="HTML file to write (the text table is always printed)")
-    p.add_argument("--resamples", type=int, default=400,
-                   help="bootstrap resamples per statistic (default 400, at most 5000)")
-    p.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default 12345)")
-    p.add_argument("--negligible", "--min-effect", type=float, default=5.0, metavar="PERCENT",
-                   dest="negligible",
-                   help="real differences smaller than this (relative, %%) are called "
-                        "negligible, not better/worse (default 5)")
-    p.add_argument("--aa-archive", metavar="DIR",
-                   help="directory of A/A runs (*.h5: the same scenario, same fabric, nothing "
-                        "changed): their spread stands for run-to-run variation, so one run "
-                        "per side can tell a difference larger than it")
-    _deployment_options(p)
-    p.set_defaults(func=_cmd_compare, split=None)
+    _add_compare(sub)
 
     p = sub.add_parser("accept", help="every check of the criteria in force (exit 0 pass, 1 fail)")
     p.add_argument("file")
@@ -218,22 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "uniformly slower is only visible against it")
     p.set_defaults(func=_cmd_diagnose)
 
-    p = sub.add_parser("impact", help="what the measured fabric costs a served model: ms per "
-                                      "token of TP communication, KV transfer in TTFT")
-    p.add_argument("file")
-    _deployment_options(p)
-    p.add_argument("--decode-batch", type=_positive_int, default=32,
-                   help="sequences per decode step (default 32)")
-    p.add_argument("--prompt", type=_positive_int, default=8192,
-                   help="prompt tokens of a request whose KV moves (default 8192)")
-    p.add_argument("--block-tokens", type=_positive_int, default=16,
-                   help="tokens per KV block (default 16)")
-    p.add_argument("--ep", type=_positive_int, help="expert parallelism (MoE models)")
-    p.add_argument("--prefill-ms", type=float,
-                   help="prefill time of one prompt on the deployment's GPUs (not measured by "
-                        "fabscope); gives the KV transfer's share of time to first token")
-    p.add_argument("--json", metavar="OUT", help="also write every figure as JSON here")
-    p.set_defaults(func=_cmd_impact)
+    _add_impact(sub)
 
     p = sub.add_parser("verdict", help="the run's verdict in one line (exit 0 PASS, 1 FAIL)")
     p.add_argument("file")
@@ -241,19 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--brief", action="store_true", help="only the verdict line")
     p.set_defaults(func=_cmd_verdict)
 
-    p = sub.add_parser("export", help="the headline figures as metrics for Prometheus "
-                                      "(node_exporter's textfile collector)")
-    p.add_argument("--openmetrics", required=True, metavar="OUT",
-                   help="write OpenMetrics text here (also valid Prometheus text: "
-                        "node_exporter's textfile collector reads it); - for stdout")
-    p.add_argument("files", nargs="+", metavar="FILE", help="result files")
-    p.add_argument("--criteria", help="criteria YAML for the verdict (default: in force, "
-                                      "per file)")
-    _deployment_options(p)
-    p.add_argument("--max-pairs", type=_positive_int, default=4096, metavar="N",
-                   help="per-pair series only for instances with at most N pairs "
-                        "(default 4096: 64 ranks all-pairs)")
-    p.set_defaults(func=_cmd_export)
+    _add_export(sub)
     add_synth_parser(sub)
     add_fit_parser(sub)
     return parser

@@ -29,14 +29,14 @@ from .compare_html import comparison_page
 from .compare_stats import (DEFAULT_NEGLIGIBLE, ArchiveSpread, archive_spread, compare_figures,
                             headline, run_log_figures, verdict_text)
 from .errors import ResultFileError
-from .impact import compare_lines
+from .impact_text import compare_lines
 from .serving.line_rate import compare_lines as line_rate_lines
 from .inventory import INFORMATIONAL_FACTS, qos_frame, topology
 from .reader import ResultFile, TestInstance, open_result
 from .resampling import Run, run_units
 from .run_analysis import RunAnalysis, condition_label, format_number, instance_key
 from .scopes import Scope, scope_label
-from .stats import is_bandwidth, sample_values_for_plot, unit_of
+from .stats import sample_values_for_plot, unit_of
 
 STATS = ("p50", "p99", "p99.9")
 MAX_CDF_FIGURES = 24

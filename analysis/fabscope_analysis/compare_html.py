@@ -89,7 +89,7 @@ def comparison_page(side_files: Sequence[Tuple[str, Sequence[str]]], context: pd
                 f"<b>{H.esc(headline(frame))}</b></div>")
     if one_run_note:
         body.append(H.warning(one_run_note))
-    if impact_lines:  # impact.compare_lines: what the difference costs the served model
+    if impact_lines:  # impact_text.compare_lines: what the difference costs the served model
         body.append(H.section("impact", "Serving impact", ["<ul>" + "".join(
             f"<li>{H.esc(line)}</li>" for line in impact_lines) + "</ul>"],
             intro="Time per generated token added by TP communication (p99 of a decode "

@@ -1,17 +1,25 @@
 """compare's decision for one figure: is side B's figure different from side A's?
 
-Levels nest run > repeat > rank > block of iterations (resampling.py). Two sources
-of interval, the wider one wins:
+Levels nest run > repeat > rank > block of iterations (resampling.py). What decides is a
+run-level model of each figure's log (Kalibera & Jones 2013: t at the top level when
+runs are few):
 
-- the hierarchical bootstrap over every level the data has (within-run variation, and
-  run-to-run variation when a side has several runs);
-- a t interval on the runs' own log figures (Kalibera & Jones 2013: t at the top
-  level when runs are few), with the run-to-run variance pooled over both sides' runs
-  and, when given, over an A/A archive of same-fabric runs (aa_log_figures).
+    log figure of run j = side's level + run-to-run variation u_j + within-run error w_j
 
-With one run per side and no archive nothing measured how much runs differ: a
-difference the within-run interval sees is `cannot tell (one run per side)`, never
-`better` or `worse`.
+- w_j's variance v_j is measured inside run j: a block bootstrap of each rank's
+  consecutive iterations, every rank and repeat kept (the ranks are the same fabric on
+  both sides: what varies within a run is how their iterations fell);
+- the run-to-run variance is the pooled variance of the runs' log figures about their
+  side's mean (it holds u and w), over both sides' runs (df = runs - 2) and, when given,
+  an A/A archive of same-fabric runs. Pooled, not Welch: compare's null hypothesis is
+  "one fabric", under which both sides' runs have one distribution;
+- that variance is never taken below the within-run variance the runs themselves show
+  (mean v_j, many bootstrap df): the larger estimate is used, with its own df.
+
+The interval is the t interval of mean log B - mean log A, mapped back to a difference
+of figures. With one run per side and no archive nothing measured how much runs differ:
+the interval is the hierarchical bootstrap's within both runs, and a difference it sees is
+`cannot tell (one run per side)`, never `better` or `worse`.
 """
 
 from __future__ import annotations
@@ -22,8 +30,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .inference import log_difference_interval
-from .resampling import Run, bootstrap_diffs, pooled, quantiles_of, tail_values
+from .inference import t_quantile
+from .resampling import Laid, Run, bootstrap_diffs, pooled, quantiles_of, tail_values
 from .stats import TAIL_QUANTILES, is_bandwidth
 
 DEFAULT_NEGLIGIBLE = 0.05
@@ -73,18 +81,63 @@ def archive_spread(log_figures: Sequence[float], source: str) -> Optional[Archiv
     return ArchiveSpread(float(np.sum((v - v.mean()) ** 2)), len(v) - 1, source)
 
 
-def _t_interval(la: np.ndarray, lb: np.ndarray, level: float, archive: Optional[ArchiveSpread]
-                ) -> Tuple[float, float, int]:
-    """(low, high, df) of the figure difference from the t interval on log figures,
-    mapped back to a difference around side A's level; (-inf, inf, 0) with no df."""
-    if not (np.all(np.isfinite(la)) and np.all(np.isfinite(lb))) or not len(la) or not len(lb):
-        return -math.inf, math.inf, 0
-    ss, df_extra = (archive.ss, archive.df) if archive else (0.0, 0)
-    _, lo, hi, df = log_difference_interval(la, lb, level, ss, df_extra)
-    if df == 0:
-        return -math.inf, math.inf, 0
+def within_run_log_variance(metric: str, run: Run, stats: Sequence[str], resamples: int,
+                            rng: np.random.Generator) -> np.ndarray:
+    """[stat] variance of the run's log figure from a block bootstrap of each rank's
+    consecutive iterations, every repeat and rank kept once (NaN when not measurable)."""
+    qs = quantiles_of(stats)
+    laid = Laid([run], long_blocks=False)
+    draws = np.array([tail_values(metric, *laid.draw(rng, resample_ranks=False), qs)
+                      for _ in range(max(resamples, 2))], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.where(draws > 0, np.log(draws), np.nan)
+    out = np.full(logs.shape[1], np.nan)
+    for i in range(logs.shape[1]):
+        column = logs[np.isfinite(logs[:, i]), i]
+        if len(column) >= 2:  # no figure in most draws (too few samples): not measurable
+            out[i] = float(np.var(column, ddof=1))
+    return out
+
+
+@dataclass
+class RunModel:
+    """The run-level model's interval of one figure's log difference (B - A)."""
+    centre: float
+    low: float
+    high: float
+    df: float           # 0: nothing measured run-to-run variation
+    within_bound: bool  # the within-run variance was the larger estimate
+
+
+def run_level_interval(la: np.ndarray, lb: np.ndarray, va: np.ndarray, vb: np.ndarray,
+                       level: float, archive: Optional[ArchiveSpread], within_df: int
+                       ) -> RunModel:
+    """t interval of mean(lb) - mean(la) under the module's run-level model: la, lb the
+    runs' log figures, va, vb their within-run variances (within_df: the bootstrap draws
+    behind each, less one)."""
+    nan = RunModel(math.nan, -math.inf, math.inf, 0, False)
+    if not (len(la) and len(lb) and np.all(np.isfinite(la)) and np.all(np.isfinite(lb))):
+        return nan
+    centre = float(np.mean(lb) - np.mean(la))
+    ss = float(np.sum((la - la.mean()) ** 2) + np.sum((lb - lb.mean()) ** 2))
+    df = len(la) + len(lb) - 2
+    if archive is not None:
+        ss, df = ss + archive.ss, df + archive.df
+    if df < 1:
+        return RunModel(centre, -math.inf, math.inf, 0, False)
+    between = ss / df
+    within = np.concatenate([va, vb])
+    within = float(np.mean(within)) if np.all(np.isfinite(within)) else 0.0
+    within_bound = within > between
+    variance, used_df = (within, within_df) if within_bound else (between, df)
+    half = t_quantile(level, used_df) * math.sqrt(variance * (1.0 / len(la) + 1.0 / len(lb)))
+    return RunModel(centre, centre - half, centre + half, used_df, within_bound)
+
+
+def _figure_interval(model: RunModel, la: np.ndarray) -> Tuple[float, float]:
+    """The log interval mapped back to a difference of figures around side A's level."""
     level_a = math.exp(float(np.mean(la)))
-    return level_a * (math.exp(lo) - 1.0), level_a * (math.exp(hi) - 1.0), df
+    return level_a * math.expm1(model.low), level_a * math.expm1(model.high)
 
 
 def difference_verdict(metric: str, low: float, high: float, n_a: int, n_b: int,
@@ -118,38 +171,50 @@ def compare_figures(metric: str, a: List[Run], b: List[Run], stats: Sequence[str
                     archive: Optional[Dict[str, ArchiveSpread]] = None,
                     level: float = 0.95) -> List[FigureDiff]:
     """One FigureDiff per statistic of B against A (module docstring for the method)."""
-    boot = bootstrap_diffs(metric, a, b, stats, resamples=resamples, seed=seed, level=level)
     qs = quantiles_of(stats)
     pooled_a, pooled_b = pooled(a), pooled(b)
     n_a, n_b = len(pooled_a[0]), len(pooled_b[0])
     a_vals = tail_values(metric, *pooled_a, qs)
     b_vals = tail_values(metric, *pooled_b, qs)
     la, lb = run_log_figures(metric, a, stats), run_log_figures(metric, b, stats)
+    rng = np.random.default_rng(seed)
+    va = np.array([within_run_log_variance(metric, run, stats, resamples, rng) for run in a])
+    vb = np.array([within_run_log_variance(metric, run, stats, resamples, rng) for run in b])
+    one_run = len(a) == 1 and len(b) == 1 and not any((archive or {}).values())
+    boot = bootstrap_diffs(metric, a, b, stats, resamples=resamples, seed=seed, level=level) \
+        if one_run and n_a and n_b else None
     out = []
     for i, stat in enumerate(stats):
-        diff, low, high = boot[i]
         spread = (archive or {}).get(stat)
-        t_low, t_high, df = _t_interval(la[:, i], lb[:, i], level, spread)
-        known = df > 0
-        if known:
-            low, high = min(low, t_low), max(high, t_high)
-        method = _method_text(len(a), len(b), df, spread)
+        model = run_level_interval(la[:, i], lb[:, i], va[:, i], vb[:, i], level, spread,
+                                   max(resamples, 2) - 1) \
+            if n_a and n_b else RunModel(math.nan, -math.inf, math.inf, 0, False)
+        known = model.df > 0
+        if boot is not None:
+            _, low, high = boot[i]
+        else:
+            low, high = _figure_interval(model, la[:, i]) if known else (-math.inf, math.inf)
         tail_n = min(n_a, n_b) * (1 - TAIL_QUANTILES[stat] / 100.0)
         thin = stat != "p50" and tail_n < MIN_TAIL_SAMPLES
         out.append(FigureDiff(
-            stat, float(a_vals[i]), float(b_vals[i]), diff, low, high, method,
+            stat, float(a_vals[i]), float(b_vals[i]), float(b_vals[i] - a_vals[i]), low, high,
+            _method_text(len(a), len(b), model, spread),
             difference_verdict(metric, low, high, n_a, n_b, a_vals[i], b_vals[i], negligible,
                                thin, known), thin, len(a), len(b), n_a, n_b))
     return out
 
 
-def _method_text(runs_a: int, runs_b: int, df: int, spread: Optional[ArchiveSpread]) -> str:
-    if df == 0:
+def _method_text(runs_a: int, runs_b: int, model: RunModel, spread: Optional[ArchiveSpread]) -> str:
+    if model.df == 0:
         return ("hierarchical bootstrap within each run only (ranks, blocks of iterations): "
                 "run-to-run variation unknown")
-    parts = [f"hierarchical bootstrap and t on log run figures, {df} df"]
+    parts = [f"run-level t on log figures, {runs_a} vs {runs_b} runs"]
+    if model.within_bound:
+        parts.append("within-run variance (block bootstrap) larger than the runs' spread")
+    else:
+        parts.append(f"run-to-run variance pooled over the runs, {model.df:g} df")
     if spread is not None:
-        parts.append(f"run-to-run spread pooled with {spread.df + 1} A/A runs ({spread.source})")
+        parts.append(f"with {spread.df + 1} A/A runs ({spread.source})")
     return "; ".join(parts)
 
 

@@ -129,6 +129,12 @@ def model_from_scenario(node) -> ModelSpec:
         values["dtype"] = _dtype(fields["dtype"], "dtype")
     if "kv_dtype" in fields:
         values["kv_dtype"] = _dtype(fields["kv_dtype"], "kv_dtype")
+    _structures(fields, values)
+    return _complete(values)
+
+
+def _structures(fields: dict, values: dict) -> None:
+    """The scenario's `mla` and `moe` mappings into values (Hugging Face spellings too)."""
     if "mla" in fields:
         m = fields["mla"] or {}
         values["mla"] = Mla(_positive(m.get("kv_lora_rank"), "mla.kv_lora_rank"),
@@ -141,6 +147,10 @@ def model_from_scenario(node) -> ModelSpec:
                             _positive(get("experts_per_token", "num_experts_per_tok"),
                                       "moe.experts_per_token"),
                             int(get("intermediate_size", "moe_intermediate_size") or 0))
+
+
+def _complete(values: dict) -> ModelSpec:
+    """Defaults and derived fields, then the spec, checked."""
     values.setdefault("dtype", "bf16")
     values.setdefault("kv_dtype", None)
     values.setdefault("mla", None)

@@ -6,12 +6,27 @@ import base64
 import io
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
-import numpy as np  # noqa: E402
+
+class _Matplotlib:
+    """matplotlib (pyplot, ticker) imported on first use, with the Agg backend: the other
+    commands import this module through the report and compare pages, and loading
+    matplotlib costs most of a second they do not need."""
+
+    def __init__(self, part: str):
+        self.part = part
+
+    def __getattr__(self, name: str):
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot
+        import matplotlib.ticker
+        return getattr(getattr(matplotlib, self.part), name)
+
+
+plt = _Matplotlib("pyplot")
+ticker = _Matplotlib("ticker")
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf"]
@@ -50,8 +65,8 @@ def cdf(series: Sequence[Tuple[str, np.ndarray]], xlabel: str, title: str,
     for a in (ax, tail):
         if log_x:
             a.set_xscale("log")
-        a.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
-        a.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        a.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+        a.xaxis.set_minor_formatter(ticker.NullFormatter())
         a.set_xlabel(xlabel)
         a.grid(True, which="major", alpha=0.3)
     ax.set_ylabel("fraction of samples <= x")
@@ -59,7 +74,7 @@ def cdf(series: Sequence[Tuple[str, np.ndarray]], xlabel: str, title: str,
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
     tail.set_yscale("log")
-    tail.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    tail.yaxis.set_minor_locator(ticker.NullLocator())
     tail.set_ylabel("fraction <= x (slow tail)" if low_is_bad else "fraction > x (tail)")
     tail.set_title("slow tail", fontsize=10)
     fig.tight_layout()

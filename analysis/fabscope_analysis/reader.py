@@ -14,6 +14,7 @@ fixed-length byte strings of the tables decoded to ``str``.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from typing import Dict, Optional
 
@@ -421,4 +422,15 @@ def open_result(path, warn_incomplete: bool = True) -> ResultFile:
             f"{path}: the run did not end normally (complete=0, exit_code="
             f"{result.attrs.get('exit_code')}); results may be partial",
             IncompleteResultWarning, stacklevel=2)
+    return result
+
+
+def open_for_command(path) -> ResultFile:
+    """open_result for a command line: an incomplete file is read, with one warning on
+    stderr saying the run did not end normally."""
+    result = open_result(path, warn_incomplete=False)
+    if not result.complete:
+        print(f"warning: {path} is incomplete (complete=0, exit_code="
+              f"{result.attrs.get('exit_code')}): the run did not end normally",
+              file=sys.stderr)
     return result

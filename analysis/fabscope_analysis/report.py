@@ -13,12 +13,17 @@ import pandas as pd
 
 from . import html as H
 from . import plots
+from .diagnose import culprits_html
+from .errors import CriteriaError
+from .impact_text import report_block
+from .serving.line_rate import report_block as line_rate_block
 from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame, qos_frame,
                         launcher_fact_count, other_tables, recorded_flags)
 from .reader import ResultFile, TestInstance
 from .run_analysis import RunAnalysis, condition_label, format_bytes, format_number
 from .summary import fault_lines
 from .stats import incast_senders, is_bandwidth, jain_index, unit_of
+from .verdict import compute_verdict
 
 MAX_FIGURES_PER_SECTION = 24
 MAX_TIMELINE_SEGMENTS = 3000
@@ -70,7 +75,6 @@ def _verdict_block(verdict) -> str:
     notes = "".join(f"<li>{H.esc(r.text)}</li>" for r in verdict.reasons if not r.failing)
     culprits = ""
     if verdict.diagnosis is not None:
-        from .diagnose import culprits_html
         culprits = culprits_html(verdict.diagnosis)
     else:
         culprits = ("<p class=\"muted\">The criteria in force do not use diagnose "
@@ -443,8 +447,6 @@ def _validity_block(result: ResultFile) -> str:
 
 def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp=None) -> str:
     """The page; opens with the verdict (verdict.compute_verdict, as summary and accept)."""
-    from .errors import CriteriaError
-    from .verdict import compute_verdict
     analysis = RunAnalysis(result)
     if verdict is None:
         try:
@@ -464,8 +466,6 @@ def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp
         if content:
             sections.append((anchor, title, content))
     header = _header(result)
-    from .impact import report_block
-    from .serving.line_rate import report_block as line_rate_block
     # Before the run metadata: first what makes the numbers doubtful (/validity), then
     # the verdict (with its culprits, when the criteria use diagnose; one block, the same
     # verdict as summary, accept and `verdict`), then what the fabric costs the served model.

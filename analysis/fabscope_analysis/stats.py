@@ -112,6 +112,23 @@ class InstanceStats:
                 "worst": self.worst, "max": self.worst, "mean": self.mean}[key]
 
 
+def group_order(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The permutation that sorts by integer key, then by value within a key, as
+    np.lexsort((values, keys)) does but from one float sort (several times faster at
+    millions of samples): key + the value scaled into [0, 1). Values closer than about
+    1e-9 of their range may swap, which moves no median or percentile by more than that."""
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64)
+    dense = keys - keys.min()
+    if dense.max() >= 2 ** 20:
+        _, dense = np.unique(keys, return_inverse=True)
+    low, span = float(values.min()), float(values.max() - values.min())
+    if dense.max() >= 2 ** 20 or not np.isfinite(span):
+        return np.lexsort((values, keys))  # too many keys for the precision: exact sort
+    fraction = (values - low) / (span * (1.0 + 1e-12)) if span > 0 else np.zeros(len(values))
+    return np.argsort(dense + fraction, kind="quicksort")
+
+
 def _grouped_percentile(sorted_values: np.ndarray, starts: np.ndarray, counts: np.ndarray,
                         q: float) -> np.ndarray:
     """numpy.percentile's linear interpolation within each group of an array sorted
@@ -134,7 +151,7 @@ def rank_tails(s: pd.DataFrame, metric: str) -> pd.DataFrame:
     times = worse_is_higher_times(s, metric)
     ranks = s["rank"].to_numpy(dtype=np.int64)
     b = s["bytes"].to_numpy(dtype=np.float64)
-    order = np.lexsort((times, ranks))
+    order = group_order(ranks, times)
     t, r, b = times[order], ranks[order], b[order]
     first = np.r_[True, r[1:] != r[:-1]]
     starts = np.flatnonzero(first)

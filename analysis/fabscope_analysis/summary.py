@@ -9,10 +9,13 @@ from typing import List, Optional, TextIO
 import numpy as np
 import pandas as pd
 
+from .errors import CriteriaError
+from .impact_rows import mix_instance_rows
 from .inventory import KNOWN_COUNTERS, moved_known_counters
 from .reference import reference_line, reference_pairs
 from .reader import FLAG_AUXILIARY_MASK, FLAG_CHUNK_GAP, FLAG_FIRST_BYTE, ResultFile
 from .run_analysis import RunAnalysis, format_bytes, format_number
+from .verdict import compute_verdict
 
 
 def run_header(result: ResultFile) -> List[str]:
@@ -52,80 +55,100 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
         out.append("")
         out.append(f"== {name}  ({first['kind']}, {first['transport']}/{first['memory']}, "
                    f"{'GB/s; p99 = slow tail' if first['unit'] == 'GB/s' else 'latency in us'})")
-        rows = []
         batches = batch_figures(analysis, group)
-        for _, r in group.iterrows():
-            scope = {"scope": r["scope"] or "-"} if analysis.labelled else {}
-            batch = {"batch": batches.get(int(r["index"]), "-")} if batches else {}
-            rows.append({
-                "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
-                "condition": r["label"],
-                **scope,
-                "samples": int(r["samples"]),
-                "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
-                "p99.9": format_number(r["p99.9"]), "worst": format_number(r["worst"]),
-                **batch,
-                "impact mean/p99": ("-" if pd.isna(r["impact_p99"]) and pd.isna(r["impact_mean"])
-                                    else f"{format_number(r['impact_mean'])}/"
-                                         f"{format_number(r['impact_p99'])}"),
-                "status": r["status"] + (f" [{r['flagged']}]" if r["flagged"] else ""),
-                "stragglers": r["stragglers"] or "-",
-            })
-        out.append(pd.DataFrame(rows).to_string(index=False))
+        out.append(pd.DataFrame(_instance_rows(analysis, group, batches)).to_string(index=False))
         if batches:
             out.append(batch_footnote([analysis.result.test(i) for i in batches], analysis.labelled))
-        by_level = analysis.level_frame(name)
-        if not by_level.empty:
-            out.append("  by topology level (same-node, same-leaf, same-pod, cross-pod; "
-                       "cross-node: different nodes without leaf labels):")
-            level_rows = [{
-                "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
-                "condition": r["label"],
-                **({"scope": r["scope"] or "-"} if analysis.labelled else {}),
-                "level": r["level"], "pairs": r["pairs"], "samples": r["samples"],
-                "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
-                "worst": format_number(r["worst"]),
-            } for _, r in by_level.iterrows()]
-            out.extend("  " + line for line in
-                       pd.DataFrame(level_rows).to_string(index=False).splitlines())
+        out.extend(_level_lines(analysis, name))
         for _, r in group.drop_duplicates("index").iterrows():
-            if r["error"]:
-                out.append(f"  {int(r['index']):04d} error: {r['error']}")
-            if r["kind"] == "api":
-                out.append(f"  {int(r['index']):04d} " +
-                           api_line(analysis.result.test(int(r["index"]))))
-            if r["kind"] == "reference":
-                line = reference_line(analysis.result.test(int(r["index"])))
-                if line:
-                    out.append(f"  {int(r['index']):04d} " + line)
-            if r["kind"] == "mix":
-                out.extend(f"  {int(r['index']):04d} " + line
-                           for line in mix_lines(analysis.result.test(int(r["index"]))))
-            if r["kind"] == "fault":
-                out.extend(f"  {int(r['index']):04d} " + line
-                           for line in fault_lines(analysis.result.test(int(r["index"]))))
-            if r["kind"] == "alltoall":
-                out.append(f"  {int(r['index']):04d} " +
-                           alltoall_line(analysis.result.test(int(r["index"]))))
-            if r["kind"] == "allreduce":
-                line = allreduce_line(analysis.result.test(int(r["index"])))
-                if line:
-                    out.append(f"  {int(r['index']):04d} " + line)
-            moved = moved_known_counters(analysis.result.test(int(r["index"])).counters(),
-                                         analysis.hosts)
-            if moved:
-                analysis.counters_named.update(m.split(" ", 1)[0] for m in moved[:4])
-                out.append(f"  {int(r['index']):04d} counters moved: " + ", ".join(moved[:4]) +
-                           (f" and {len(moved) - 4} more" if len(moved) > 4 else ""))
-            if r["spans_sites"]:
-                scopes = group[group["index"] == r["index"]]["scope"]
-                if any(str(x).startswith("group across") for x in scopes):
-                    out.append(f"  {int(r['index']):04d} the measuring group spans sites "
-                               f"{r['spans_sites']}: a WAN path, not one cluster fabric")
-                else:
-                    out.append(f"  {int(r['index']):04d} the measuring ranks span sites "
-                               f"{r['spans_sites']}: rows are split by site scope; group-wide "
-                               "attributes of this test (if any) span sites")
+            out.extend(_instance_lines(analysis, group, r))
+    return out
+
+
+def _instance_rows(analysis: RunAnalysis, group, batches) -> List[dict]:
+    """summary's table rows of one test's instances and scopes."""
+    rows = []
+    for _, r in group.iterrows():
+        scope = {"scope": r["scope"] or "-"} if analysis.labelled else {}
+        batch = {"batch": batches.get(int(r["index"]), "-")} if batches else {}
+        rows.append({
+            "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
+            "condition": r["label"],
+            **scope,
+            "samples": int(r["samples"]),
+            "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
+            "p99.9": format_number(r["p99.9"]), "worst": format_number(r["worst"]),
+            **batch,
+            "impact mean/p99": ("-" if pd.isna(r["impact_p99"]) and pd.isna(r["impact_mean"])
+                                else f"{format_number(r['impact_mean'])}/"
+                                     f"{format_number(r['impact_p99'])}"),
+            "status": r["status"] + (f" [{r['flagged']}]" if r["flagged"] else ""),
+            "stragglers": r["stragglers"] or "-",
+        })
+    return rows
+
+
+def _level_lines(analysis: RunAnalysis, name) -> List[str]:
+    """The test's figures by topology level, when its ranks carry topology labels."""
+    out: List[str] = []
+    by_level = analysis.level_frame(name)
+    if not by_level.empty:
+        out.append("  by topology level (same-node, same-leaf, same-pod, cross-pod; "
+                   "cross-node: different nodes without leaf labels):")
+        level_rows = [{
+            "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
+            "condition": r["label"],
+            **({"scope": r["scope"] or "-"} if analysis.labelled else {}),
+            "level": r["level"], "pairs": r["pairs"], "samples": r["samples"],
+            "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
+            "worst": format_number(r["worst"]),
+        } for _, r in by_level.iterrows()]
+        out.extend("  " + line for line in
+                   pd.DataFrame(level_rows).to_string(index=False).splitlines())
+    return out
+
+
+def _instance_lines(analysis: RunAnalysis, group, r) -> List[str]:
+    """The lines under the table for one instance: its error, its kind's own figures, the
+    counters that moved, and whether it spans sites."""
+    out: List[str] = []
+    if r["error"]:
+        out.append(f"  {int(r['index']):04d} error: {r['error']}")
+    if r["kind"] == "api":
+        out.append(f"  {int(r['index']):04d} " +
+                   api_line(analysis.result.test(int(r["index"]))))
+    if r["kind"] == "reference":
+        line = reference_line(analysis.result.test(int(r["index"])))
+        if line:
+            out.append(f"  {int(r['index']):04d} " + line)
+    if r["kind"] == "mix":
+        out.extend(f"  {int(r['index']):04d} " + line
+                   for line in mix_lines(analysis.result.test(int(r["index"]))))
+    if r["kind"] == "fault":
+        out.extend(f"  {int(r['index']):04d} " + line
+                   for line in fault_lines(analysis.result.test(int(r["index"]))))
+    if r["kind"] == "alltoall":
+        out.append(f"  {int(r['index']):04d} " +
+                   alltoall_line(analysis.result.test(int(r["index"]))))
+    if r["kind"] == "allreduce":
+        line = allreduce_line(analysis.result.test(int(r["index"])))
+        if line:
+            out.append(f"  {int(r['index']):04d} " + line)
+    moved = moved_known_counters(analysis.result.test(int(r["index"])).counters(),
+                                 analysis.hosts)
+    if moved:
+        analysis.counters_named.update(m.split(" ", 1)[0] for m in moved[:4])
+        out.append(f"  {int(r['index']):04d} counters moved: " + ", ".join(moved[:4]) +
+                   (f" and {len(moved) - 4} more" if len(moved) > 4 else ""))
+    if r["spans_sites"]:
+        scopes = group[group["index"] == r["index"]]["scope"]
+        if any(str(x).startswith("group across") for x in scopes):
+            out.append(f"  {int(r['index']):04d} the measuring group spans sites "
+                       f"{r['spans_sites']}: a WAN path, not one cluster fabric")
+        else:
+            out.append(f"  {int(r['index']):04d} the measuring ranks span sites "
+                       f"{r['spans_sites']}: rows are split by site scope; group-wide "
+                       "attributes of this test (if any) span sites")
     return out
 
 
@@ -187,8 +210,7 @@ def batch_footnote(instances, labelled: bool) -> str:
 
 def mix_lines(inst) -> List[str]:
     """A serving mix's classes: isolated and together p50/p99 and the inflation (together /
-    isolated, mean and p99), from the raw samples (impact.mix_instance_rows)."""
-    from .impact import mix_instance_rows  # only for files with a mix test
+    isolated, mean and p99), from the raw samples (impact_rows.mix_instance_rows)."""
     rows = mix_instance_rows(inst)
     lines = []
     for r in rows:
@@ -346,8 +368,6 @@ def reference_lines(result: ResultFile) -> List[str]:
 
 def verdict_lines(result: ResultFile, criteria=None) -> List[str]:
     """The verdict first (verdict.compute_verdict: the same as accept and the report)."""
-    from .errors import CriteriaError
-    from .verdict import compute_verdict
     try:
         verdict = compute_verdict(result, criteria)
     except CriteriaError as exc:

@@ -4,7 +4,8 @@ one fabric (one fabric seed, a new run seed each time).
     python3 analysis/tests/accept_aa.py --hosts 8 --gpus 8 --runs 20 [--criteria FILE]
         [--noise realistic] [--diagnose]
 
-Prints each run's verdict line and the share of runs with the most common verdict and
+Prints each run's verdict line, the CPU seconds accept took on it (the wall time on a
+shared machine says more about the other jobs), and the share of runs with the most common verdict and
 with PASS, with their 95 % Wilson interval. Without --diagnose the criteria's diagnose
 rule is switched off (this measures accept's own rules).
 """
@@ -49,14 +50,16 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as d:
         for seed in range(args.first, args.first + args.runs):
             path = os.path.join(d, "run.h5")
-            started = time.time()
             generate(path, Cluster(args.hosts, args.gpus, args.leaves), noise=args.noise,
                      iterations=args.iterations, seed=1000 + seed, fabric_seed=args.fabric_seed)
+            started, cpu = time.time(), time.process_time()
             with open_result(path) as result:
                 verdict = compute_verdict(result, criteria)
+            cpu = time.process_time() - cpu
             word = "PASS" if verdict.passed else "FAIL"
             words[word] += 1
-            print(f"run {seed}: {time.time() - started:.1f} s  {verdict.line()[:220]}", flush=True)
+            print(f"run {seed}: accept {cpu:.1f} s CPU ({time.time() - started:.1f} s wall)  "
+                  f"{verdict.line()[:220]}", flush=True)
             os.unlink(path)
     common, k = words.most_common(1)[0]
     print(f"verdicts: {dict(words)}")

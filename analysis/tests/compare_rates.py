@@ -10,7 +10,8 @@ sample its jitter (`sample_spread`) and rare millisecond hiccups (`hiccup_rate`)
 figures come from the synthetic cluster generator's presets (synth.noise): "realistic"
 (3 % run-to-run spread) and "realistic+bimodal" (runs also on two levels 10 % apart).
 Side B is slowed by `slowdown` (1.0: an A/A trial). Each trial goes through the real
-compare_stats.compare_figures (bootstrap + t on log run figures) for p50 and p99.
+compare_stats.compare_figures (the run-level model: t on the runs' log figures, the
+within-run block bootstrap as the floor of their variance) for p50 and p99.
 
 Rates are printed with their 95 % Wilson interval (over trials).
 """

@@ -19,8 +19,8 @@ from fabscope_analysis import models, open_result
 from fabscope_analysis.cli import main
 from fabscope_analysis.compare import run_compare
 from fabscope_analysis.impact import (Deployment, collective_times, compose_step,
-                                      compute_impact, interpolate_sequence, print_impact,
-                                      ring_bus_factor)
+                                      compute_impact, interpolate_sequence, ring_bus_factor)
+from fabscope_analysis.impact_text import print_impact
 from fabscope_analysis.report import build_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -10,7 +10,9 @@ import json
 import sys
 from typing import List
 
+from ..impact import deployment_from_run
 from ..models import ModelError
+from ..reader import open_for_command as _open
 from .fit import FAIL, PASS, FitVerdict, compose_verdict, json_of
 from .line_rate import headline
 from .measured import measure
@@ -91,8 +93,6 @@ def print_verdict(verdict: FitVerdict, stream) -> None:
 
 
 def run_fit(args) -> int:
-    from ..cli import _open
-    from ..impact import deployment_from_run
     try:
         slo = _slo_of(args)
     except SloError as exc:

@@ -23,6 +23,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from .. import impact as I
+from ..impact_rows import instances_of
 from ..models import (allreduce_bytes, allreduces_per_step, kv_request_bytes,
                       moe_dispatch_bytes_per_token)
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_MIX_CLASS_MASK, FLAG_MIX_CLASS_SHIFT, \
@@ -78,7 +79,7 @@ def _choose(candidates: Dict[str, ClassSeries], measured: Measured) -> Optional[
 def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, per_step: int,
                       measured: Measured, token_bytes: Optional[int] = None) -> None:
     candidates: Dict[str, ClassSeries] = {}
-    for name, condition, members in I._series_by_condition(I._instances(analysis.result, kind)):
+    for name, condition, members in I._series_by_condition(instances_of(analysis.result, kind)):
         by_size: Dict[int, np.ndarray] = {}
         ranks = 0
         for inst in members:
@@ -109,7 +110,7 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
     target = kv_request_bytes(d.model, d.tp, d.block_tokens, d.prompt_tokens)
     candidates: Dict[str, ClassSeries] = {}
     groups: Dict[tuple, list] = {}
-    for inst in I._instances(analysis.result, "kvpush"):
+    for inst in instances_of(analysis.result, "kvpush"):
         key = (f"{inst.get('strategy')} {inst.get('direction', 'push')} ({inst.get('transport')}, "
                f"{inst.get('memory_path', inst.get('memory'))}, {inst.get('loop', 'closed')} loop)",
                str(inst.get("condition", "quiet")))
@@ -143,7 +144,7 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
 
 def _api_class(analysis: RunAnalysis, measured: Measured) -> None:
     candidates: Dict[str, ClassSeries] = {}
-    for inst in I._instances(analysis.result, "api"):
+    for inst in instances_of(analysis.result, "api"):
         rows = inst.api_requests()
         ok = rows[rows["status"] == "ok"] if not rows.empty else rows
         condition = str(inst.get("condition", "quiet"))
@@ -166,7 +167,7 @@ def _api_class(analysis: RunAnalysis, measured: Measured) -> None:
 
 def _mix_classes(result: ResultFile, measured: Measured) -> None:
     """Each mix test's classes: isolated stands in for quiet, together for a condition."""
-    for inst in I._instances(result, "mix"):
+    for inst in instances_of(result, "mix"):
         s = inst.samples()
         flags = s["flags"].astype("int64").to_numpy()
         head = (flags & FLAG_AUXILIARY_MASK) == 0
