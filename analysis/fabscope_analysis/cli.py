@@ -21,6 +21,7 @@ from .errors import CriteriaError, ResultFileError
 from .models import ModelError, preset
 from .reader import ResultFile, open_result
 from .serving.command import add_parser as add_fit_parser
+from .serving.plan_command import add_parser as add_plan_parser
 from .synth.command import add_parser as add_synth_parser
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -256,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_export)
     add_synth_parser(sub)
     add_fit_parser(sub)
+    add_plan_parser(sub)
     return parser
 
 
