@@ -47,10 +47,10 @@ def add_parser(sub) -> None:
 
 
 def _slo_of(args, result=None) -> Slo:
-    """--criteria and --slo, else the slo: section of the criteria the scenario names
+    """--slo over --criteria's slo: section, or over that of the criteria the scenario names
     (a scenario written by `plan` names one)."""
     slo = load_slo_file(args.criteria) if args.criteria else None
-    if slo is None and args.slo is None and result is not None:
+    if slo is None and result is not None:
         slo = _scenario_slo(result)
     if args.slo is not None:
         slo = parse_slo_text(args.slo, slo)
