@@ -271,7 +271,7 @@ def scenario_text(plan: Plan, argv: List[str]) -> str:
              f"{plan.sizes.allreduces_per_step} all-reduces per decode step"
              + ("; MoE dispatch + combine per layer" if plan.sizes.has_experts else "")]
     lines += [f"#   {line}" for line in plan.sizes.size_lines]
-    lines += [f"# Shrunk to fit the budget: {s}" for s in plan.shrunk]
+    lines += [f"# Changed to fit the budget or the memory limit: {s}" for s in plan.shrunk]
     lines += [f"# Thinned by the loader: {t}" for t in answer.thinned]
     lines += [f"# Note: {n}" for n in plan.notes]
     lines.append(f"# The verdict: python3 -m fabscope_analysis fit RESULT.h5 {fit_arguments(plan)}")

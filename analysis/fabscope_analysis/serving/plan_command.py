@@ -169,7 +169,7 @@ def print_plan(plan: Plan, output: str, stream) -> None:
         extra = f" {test.get('pattern')}" if test.get("pattern") else ""
         print(f"  {test['name']}: {test['kind']}{extra}, sizes {test['sizes']}, conditions "
               f"{test.get('conditions', ['quiet'])}, iterations {test['iterations']}", file=stream)
-    for what, lines in (("shrunk", plan.shrunk), ("thinned", answer.thinned), ("note", plan.notes)):
+    for what, lines in (("changed to fit", plan.shrunk), ("thinned", answer.thinned), ("note", plan.notes)):
         for line in lines:
             print(f"  {what}: {line}", file=stream)
     topology = f" --topology {c.topology}" if c.topology else ""
