@@ -75,6 +75,14 @@ def test_model_listing_is_read_from_the_binarys_text():
                                     "about 8784 MiB per rank for samples and buffers, more than "
                                     "max_memory_per_rank (4096 MiB)")
     assert not answer.ok and answer.memory_needed_mib == 8784
+    thinned = parse_scenario_listing(0, (
+        "18   rails-latency          latency   8B       quiet    mpi    host      50     10  120s  "
+        "132016B      55    0.121s  rails: 127 rounds; budget (scenario 'p', 20s): kept 55 of 127 "
+        "rounds, a seeded sample; left out 72 rounds, 36864 pairs\n"
+        "estimated time: 1m05s in all, budget 20s (assuming ...)\n"), "")
+    assert thinned.ok and thinned.estimate_s == 65 and thinned.instances == 1
+    assert thinned.thinned == ["rails-latency 8B quiet: kept 55 of 127 rounds, a seeded sample; "
+                               "left out 72 rounds, 36864 pairs"]
 
 
 def test_small_cluster_all_pairs_moe_and_kv_across_nodes():

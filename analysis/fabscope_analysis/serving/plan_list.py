@@ -142,8 +142,10 @@ def parse_scenario_listing(rc: int, out: str, err: str) -> ListAnswer:
             answer.estimate_s = parse_duration_s(_ESTIMATE.match(line).group(1))
         elif re.match(r"^\d+\s", line):
             answer.instances += 1
-            if "left out" in line:
-                answer.thinned.append(re.sub(r"\s+", " ", line.strip()))
+            kept = re.search(r"kept \d+ of \d+ rounds.*$", line)
+            if kept and "left out" in line:   # "<#> <test> <kind> <size> <condition> ..."
+                words = line.split()
+                answer.thinned.append(f"{words[1]} {words[3]} {words[4]}: {kept.group(0)}")
     if not estimated:
         return ListAnswer(False, error="fabscope list printed no 'estimated time: ... in all' line",
                           text=out)
