@@ -167,9 +167,22 @@ def test_the_written_plan_loads_in_the_real_binary_within_its_budget(tmp_path, c
                  "itl_p99=50ms", "--prompt", "512", "--fabscope", binary, "--output", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "estimate" in printed and (tmp_path / "plan.criteria.yaml").exists()
+    # the line launch/fabscope-fit takes fit's options from
+    assert "# The verdict: python3 -m fabscope_analysis fit RESULT.h5 --tp 8 --decode-batch 32 " \
+        "--prompt 512 --block-tokens 16\n" in out.read_text()
     done = subprocess.run([binary, "list", "--scenario", str(out), "--ranks", "16"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     answer = parse_scenario_listing(done.returncode, done.stdout, done.stderr)
     assert answer.ok and 0 < answer.estimate_s <= 120
     assert "512KiB" in done.stdout and "all-pairs" in done.stdout
+
+
+def test_the_wrapper_refuses_bad_usage_before_planning(tmp_path):
+    wrapper = os.path.join(REPO, "launch", "fabscope-fit")
+    for args, expected in ((["--ranks", "4"], "--model and --ranks are required"),
+                           (["--model", "llama3-70b", "--ranks", "4", "--output", "x.yaml"],
+                            "--output: the plan goes to --dir")):
+        done = subprocess.run([wrapper, "--dir", str(tmp_path / "d")] + args, capture_output=True,
+                              text=True, timeout=30, check=False)
+        assert done.returncode == 2 and expected in done.stderr
