@@ -17,7 +17,8 @@ from fabscope_analysis.serving.command import _slo_of
 from fabscope_analysis.serving.slo import SloError
 from fabscope_analysis.serving.plan import (Cluster, Knobs, PlanRequest, criteria_text,
                                             fit_budget, probes_for)
-from fabscope_analysis.serving.plan_list import (ListAnswer, PlanError, parse_duration_s,
+from fabscope_analysis.serving.plan_list import (ListAnswer, PlanError, layout_from_topology,
+                                                 parse_duration_s,
                                                  parse_model_listing, parse_scenario_listing)
 from fabscope_analysis.verdict import CRITERIA_DIR
 from serving_files import serving_file
@@ -83,6 +84,17 @@ def test_model_listing_is_read_from_the_binarys_text():
     assert thinned.ok and thinned.estimate_s == 65 and thinned.instances == 1
     assert thinned.thinned == ["rails-latency 8B quiet: kept 55 of 127 rounds, a seeded sample; "
                                "left out 72 rounds, 36864 pairs"]
+
+
+def test_topology_file_gives_nodes_per_leaf_and_leaves_per_pod(tmp_path):
+    topo = tmp_path / "topo.yaml"
+    topo.write_text("hosts:\n" + "".join(
+        f"  n{i:02d}: {{site: dc1, pod: p{i // 8}, leaf: l{i // 4}}}\n" for i in range(24)))
+    assert layout_from_topology(str(topo)) == (4, 2)
+    topo.write_text("hosts:\n  \"gpu-*\": {pod: a, leaf: l1}\n")
+    with pytest.raises(PlanError, match="cannot be counted") as caught:
+        layout_from_topology(str(topo))
+    assert caught.value.option == "--topology"
 
 
 def test_small_cluster_all_pairs_moe_and_kv_across_nodes():
