@@ -23,7 +23,7 @@ install(TARGETS fabscope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # to themselves); the user-facing ones get a link in bin/.
 install(DIRECTORY launch/ DESTINATION ${FABSCOPE_DATA_DIR}/launch USE_SOURCE_PERMISSIONS
         PATTERN "install-deps" EXCLUDE PATTERN "demo" EXCLUDE)
-foreach(script fabscope-mpirun emulated-cluster)
+foreach(script fabscope-mpirun fabscope-fit emulated-cluster)
   install(CODE "
     file(MAKE_DIRECTORY \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}\")
     file(CREATE_LINK \"../${FABSCOPE_DATA_DIR}/launch/${script}\"

@@ -30,6 +30,7 @@ from .models import ModelError, preset
 from .reader import open_for_command as _open
 from .report import write_report
 from .serving.command import add_parser as add_fit_parser
+from .serving.plan_command import add_parser as add_plan_parser
 from .summary import print_summary
 from .synth.command import add_parser as add_synth_parser
 from .verdict import compute_verdict
@@ -265,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_export(sub)
     add_synth_parser(sub)
     add_fit_parser(sub)
+    add_plan_parser(sub)
     return parser
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import List
+from typing import List, Optional
+
+import yaml
 
 from ..impact import deployment_from_run
 from ..models import ModelError
@@ -46,14 +48,31 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run_fit)
 
 
-def _slo_of(args) -> Slo:
+def _slo_of(args, result=None) -> Slo:
+    """--slo over --criteria's slo: section, or over that of the criteria the scenario names
+    (a scenario written by `plan` names one)."""
     slo = load_slo_file(args.criteria) if args.criteria else None
+    if slo is None and result is not None:
+        slo = _scenario_slo(result)
     if args.slo is not None:
         slo = parse_slo_text(args.slo, slo)
     if slo is None or not slo.targets_ms:
         raise SloError("no latency target: give --slo itl_p99=50ms,ttft_p99=2s (or --criteria "
-                       "FILE with an slo: section)")
+                       "FILE with an slo: section, or run a scenario whose criteria have one)")
     return slo
+
+
+def _scenario_slo(result) -> Optional[Slo]:
+    from ..verdict import _resolve, scenario_criteria
+    named = scenario_criteria(result)
+    path = _resolve(named, str(result.attrs.get("scenario_file", "") or "")) if named else None
+    if path is None:
+        return None
+    with open(path, encoding="utf-8") as f:
+        doc = yaml.safe_load(f)
+    if not isinstance(doc, dict) or "slo" not in doc:
+        return None   # the shipped rules only: the objectives must come from --slo
+    return load_slo_file(path)   # a malformed slo: section is an error naming file and line
 
 
 def components_to_fix(result) -> List[str]:
@@ -93,12 +112,12 @@ def print_verdict(verdict: FitVerdict, stream) -> None:
 
 
 def run_fit(args) -> int:
-    try:
-        slo = _slo_of(args)
-    except SloError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     with _open(args.file) as result:
+        try:
+            slo = _slo_of(args, result)
+        except SloError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         try:
             deployment = deployment_from_run(
                 result, args.model, args.tp, decode_batch=args.decode_batch,

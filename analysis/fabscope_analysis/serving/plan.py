@@ -1,0 +1,290 @@
+"""The test plan for "is this cluster fit to serve model M at this SLO?".
+
+From the model (sizes from the C++ model code through `fabscope list --model`), the
+cluster's size and layout, the time budget and the neighbour conditions, `plan` writes a
+scenario whose tests measure what `fit` composes (docs/serving-fit.md):
+
+- the TP all-reduce at the decode batches and prefill chunks, on one TP group (packed:
+  one node) as canaries while the other ranks make each neighbour condition;
+- for a model with experts, the MoE dispatch + combine of DeepEP's low-latency mode
+  (128 tokens per rank, the model's fp8 dispatch / bf16 combine copies) over the expert
+  group, under the same conditions;
+- the KV push of a request at each prompt length, from one node's ranks to the next
+  node's (so it crosses the fabric), with enough requests for a p99;
+- tests that relate ranks to many peers so that a FAIL names what to fix: all-pairs on a
+  small cluster, rails + random rings + bisection beyond it.
+
+The SLO goes into a criteria file the scenario names (`criteria:`; the shipped default
+rules plus an `slo:` section), so `fit` reads it from the result file. The loader's
+estimate (`fabscope list --scenario`) must fit the budget: the plan shrinks, in a fixed
+order, until it does and says what it shrank.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Tuple
+
+import yaml
+
+from .plan_list import ListAnswer, ModelSizes, PlanError, format_duration
+from .slo import ALL_KEYS
+
+ALL_PAIRS_MAX_RANKS = 128      # all-pairs is N-1 rounds of N ranks; beyond this, samples
+P99_VALUES = 100               # fit reads a p99 from 100 values or more
+DEEPEP_LOW_LATENCY_TOKENS = 128
+CONGESTED = ("incast", "alltoall", "bidirectional", "copy")
+MEMORY_CAP_MIB = 32 * 1024     # beyond this per rank, drop prompt lengths instead
+
+
+@dataclass
+class Cluster:
+    ranks: int
+    ranks_per_node: int = 8
+    nodes_per_leaf: int = 0
+    leaves_per_pod: int = 0
+    topology: Optional[str] = None
+
+    @property
+    def nodes(self) -> int:
+        return max(1, self.ranks // self.ranks_per_node)
+
+    def list_args(self) -> List[str]:
+        return ["--ranks", str(self.ranks), "--ranks-per-node", str(self.ranks_per_node),
+                "--nodes-per-leaf", str(self.nodes_per_leaf),
+                "--leaves-per-pod", str(self.leaves_per_pod)]
+
+
+@dataclass
+class Knobs:
+    """Everything the budget may shrink, at its starting value."""
+    decode_batches: List[int]
+    prefill_chunks: List[int]
+    prompts: List[int]
+    conditions: List[str]
+    collective_iterations: int = 200
+    latency_iterations: int = 50
+    bandwidth_iterations: int = 10
+    kv_requests: int = 120
+    probes: List[str] = field(default_factory=list)   # p2p tests for the diagnosis
+    max_memory_mib: int = 4096
+
+
+@dataclass
+class PlanRequest:
+    model: str
+    tp: int
+    ep: Optional[int]
+    cluster: Cluster
+    budget_s: float
+    slo_text: str
+    seed: int = 7
+
+
+@dataclass
+class Plan:
+    request: PlanRequest
+    sizes: ModelSizes
+    knobs: Knobs
+    answer: ListAnswer
+    shrunk: List[str]
+    notes: List[str]
+    scenario: dict
+    criteria_name: str
+
+
+def probes_for(cluster: Cluster) -> List[str]:
+    if cluster.ranks <= ALL_PAIRS_MAX_RANKS:
+        return ["all-pairs-latency", "all-pairs-bandwidth"]
+    probes = ["ring-latency", "bisection-bandwidth"]
+    return (["rails-latency", "rails-bandwidth"] if cluster.nodes > 1 else []) + probes
+
+
+def _p2p_test(probe: str, knobs: Knobs) -> dict:
+    pattern, kind = probe.rsplit("-", 1)
+    test = {"name": probe, "kind": kind, "pattern": pattern}
+    if kind == "latency":
+        test.update(sizes=[8], iterations=knobs.latency_iterations)
+    else:
+        test.update(sizes=["1MiB"], iterations=knobs.bandwidth_iterations)
+    return test
+
+
+def _canaries(group: int, cluster: Cluster, conditions: List[str]) -> int:
+    """The measured group: under a neighbour condition at most half the ranks, so that the
+    other half congests (the loader's default split)."""
+    if any(c in CONGESTED for c in conditions) and group > cluster.ranks // 2:
+        return max(2, cluster.ranks // 2)
+    return min(group, cluster.ranks)
+
+
+def kv_group(cluster: Cluster) -> Tuple[int, int]:
+    """(prefill ranks, decode ranks): one node pushes to the next, across the fabric."""
+    if cluster.nodes > 1:
+        return cluster.ranks_per_node, cluster.ranks_per_node
+    half = max(1, cluster.ranks // 2)
+    return half, half
+
+
+def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_name: str,
+                   notes: List[str]) -> dict:
+    cluster = req.cluster
+    tests = []
+    tp_canaries = _canaries(req.tp, cluster, knobs.conditions)
+    if tp_canaries < req.tp:
+        notes.append(f"the TP all-reduce is measured over {tp_canaries} ranks, not {req.tp}: the "
+                     "neighbour conditions need 2 congesting ranks or more")
+    derive = {"derive": "tp-allreduce", "decode_batch": list(knobs.decode_batches)}
+    if knobs.prefill_chunks:
+        derive["prefill_chunk"] = list(knobs.prefill_chunks)
+    tests.append({"name": "tp-allreduce", "kind": "allreduce", "sizes": derive,
+                  "conditions": list(knobs.conditions), "iterations": knobs.collective_iterations,
+                  "roles": {"canaries": tp_canaries, "placement": "packed"}})
+    if sizes.has_experts:
+        ep = min(req.ep or cluster.ranks, cluster.ranks)
+        ep_canaries = _canaries(ep, cluster, knobs.conditions)
+        if ep_canaries < (req.ep or ep):
+            notes.append(f"the MoE rounds are measured over {ep_canaries} ranks, not EP "
+                         f"{req.ep or ep}: the cluster has {cluster.ranks} ranks and the neighbour "
+                         "conditions need 2 congesting ranks or more; fit uses them as measured")
+        tests.append({"name": "moe-dispatch-combine", "kind": "alltoall",
+                      "sizes": {"derive": "moe-dispatch", "tokens": [DEEPEP_LOW_LATENCY_TOKENS]},
+                      "conditions": list(knobs.conditions),
+                      "iterations": knobs.collective_iterations,
+                      "roles": {"canaries": ep_canaries, "placement": "packed"}})
+    prefill, decode = kv_group(cluster)
+    tests.append({"name": "kv-push", "kind": "kvpush", "strategy": "staged",
+                  "sizes": {"derive": "kv-request", "block_tokens": sizes.block_tokens,
+                            "prompt_tokens": list(knobs.prompts)},
+                  "loop": {"mode": "closed", "in_flight": 1},
+                  "ranks": prefill + decode, "prefill_ranks": prefill, "decode_ranks": decode,
+                  "iterations": max(1, math.ceil(knobs.kv_requests / prefill)),
+                  "warmup_requests": 1})
+    tests += [_p2p_test(p, knobs) for p in knobs.probes]
+    scenario = {"name": f"plan-{sizes.name}-tp{req.tp}-{cluster.ranks}",
+                "description": f"what fit needs for {sizes.name} TP {req.tp}"
+                               + (f" EP {req.ep}" if req.ep else "")
+                               + f" on {cluster.ranks} ranks, budget {format_duration(req.budget_s)}",
+                "seed": req.seed, "model": sizes.name, "parallel": {"tp": req.tp},
+                "criteria": criteria_name, "budget": f"{int(math.ceil(req.budget_s))}s",
+                "defaults": {"warmup": 10, "timeout": "120s"}, "tests": tests}
+    if knobs.max_memory_mib > 4096:
+        scenario["max_memory_per_rank"] = f"{math.ceil(knobs.max_memory_mib / 1024)}GiB"
+    return scenario
+
+
+def _halve(attr: str, least: int, what: str) -> Callable[[Knobs], Optional[str]]:
+    def step(k: Knobs) -> Optional[str]:
+        value = getattr(k, attr)
+        if value <= least:
+            return None
+        setattr(k, attr, max(least, value // 2))
+        return f"{what}: {value} -> {getattr(k, attr)}"
+    return step
+
+
+def _drop(attr: str, keep: int, what: str, last: bool = False) -> Callable[[Knobs], Optional[str]]:
+    def step(k: Knobs) -> Optional[str]:
+        values = getattr(k, attr)
+        if len(values) <= keep:
+            return None
+        gone = values.pop(-1 if last else 0)
+        return f"{what} {gone} left out"
+    return step
+
+
+# The order the budget shrinks in: the diagnosis's probes first, then what fit reads least
+# (prefill chunks, short prompts), never below what a p99 needs.
+SHRINK_STEPS = [
+    _halve("latency_iterations", 10, "latency probe iterations"),
+    _halve("bandwidth_iterations", 3, "bandwidth probe iterations"),
+    _drop("prefill_chunks", 0, "prefill chunk"),
+    _drop("prompts", 1, "prompt length"),
+    _halve("collective_iterations", P99_VALUES, "TP all-reduce / MoE iterations"),
+    _drop("probes", 1, "probe test"),
+    _drop("conditions", 2, "neighbour condition", last=True),
+    _drop("decode_batches", 1, "decode batch"),
+    _halve("kv_requests", P99_VALUES, "KV requests"),
+]
+
+
+def fit_budget(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_name: str,
+               estimate: Callable[[dict], ListAnswer], max_tries: int = 40) -> Plan:
+    """Shrinks `knobs` in SHRINK_STEPS order until the loader's estimate fits the budget;
+    raises the memory limit (up to MEMORY_CAP_MIB) when only that refuses the plan."""
+    shrunk: List[str] = []
+    step_index = 0
+    for _ in range(max_tries):   # bounded: every pass shrinks, raises a limit or ends
+        notes: List[str] = []
+        scenario = build_scenario(req, sizes, knobs, criteria_name, notes)
+        answer = estimate(scenario)
+        if answer.ok and answer.estimate_s <= req.budget_s:
+            return Plan(req, sizes, knobs, answer, shrunk, notes, scenario, criteria_name)
+        need = answer.memory_needed_mib
+        if need and knobs.max_memory_mib < need <= MEMORY_CAP_MIB:
+            knobs.max_memory_mib = int(math.ceil(need * 1.1 / 1024) * 1024)
+            shrunk.append(f"max_memory_per_rank raised to {knobs.max_memory_mib // 1024} GiB "
+                          f"(the KV pool needs {need} MiB per rank)")
+            continue
+        if need and need > MEMORY_CAP_MIB and len(knobs.prompts) > 1:
+            shrunk.append(f"prompt length {knobs.prompts.pop()} left out (needs {need} MiB per rank)")
+            continue
+        if not answer.ok and not answer.over_budget:
+            raise PlanError(f"the scenario loader refused the plan: {answer.error}")
+        while step_index < len(SHRINK_STEPS):
+            change = SHRINK_STEPS[step_index](knobs)
+            if change:
+                shrunk.append(change)
+                break
+            step_index += 1
+        else:
+            least = f"{format_duration(answer.estimate_s)}" if answer.ok else answer.error
+            raise PlanError(f"no plan fits the budget of {format_duration(req.budget_s)}: the "
+                            f"smallest is {least}; give a larger --budget", "--budget")
+    raise PlanError("the plan did not settle within its bounded number of tries")
+
+
+def criteria_text(slo_text: str, cluster: Cluster, criteria_dir: str) -> str:
+    """The shipped default rules for the run's size, plus the SLO `fit` reads."""
+    default = "rack-acceptance.yaml" if cluster.nodes > 1 else "local.yaml"
+    with open(os.path.join(criteria_dir, default), encoding="utf-8") as f:
+        rules = f.read().rstrip("\n")
+    slo = {}
+    for item in filter(None, (p.strip() for p in slo_text.split(","))):
+        key, value = (s.strip() for s in item.split("=", 1))
+        assert key in ALL_KEYS, key   # parse_slo_text checked it before
+        slo[key] = value
+    return (f"# criteria/{default} as shipped, with the serving objectives that `fit` reads\n"
+            + rules + "\n\n" + yaml.safe_dump({"slo": slo}, sort_keys=False))
+
+
+def scenario_text(plan: Plan, argv: List[str]) -> str:
+    req, answer = plan.request, plan.answer
+    lines = [f"# Written by: python3 -m fabscope_analysis plan {' '.join(argv)}",
+             f"# Estimate (fabscope list --scenario THIS {' '.join(req.cluster.list_args())}): "
+             f"{format_duration(answer.estimate_s)} for {answer.instances} test instances, "
+             f"budget {format_duration(req.budget_s)} (a planning figure, not a prediction)",
+             f"# Model sizes (fabscope list --model {plan.sizes.name} --tp {req.tp}): "
+             f"{plan.sizes.allreduces_per_step} all-reduces per decode step"
+             + ("; MoE dispatch + combine per layer" if plan.sizes.has_experts else "")]
+    lines += [f"#   {line}" for line in plan.sizes.size_lines]
+    lines += [f"# Changed to fit the budget or the memory limit: {s}" for s in plan.shrunk]
+    lines += [f"# Thinned by the loader: {t}" for t in answer.thinned]
+    lines += [f"# Note: {n}" for n in plan.notes]
+    lines.append(f"# The verdict: python3 -m fabscope_analysis fit RESULT.h5 {fit_arguments(plan)}")
+    body = yaml.safe_dump(copy.deepcopy(plan.scenario), sort_keys=False, default_flow_style=None,
+                          width=110)
+    return "\n".join(lines) + "\n" + body
+
+
+def fit_arguments(plan: Plan) -> str:
+    req, knobs = plan.request, plan.knobs
+    args = [f"--tp {req.tp}"]
+    if req.ep and plan.sizes.has_experts:
+        args.append(f"--ep {req.ep}")
+    args += [f"--decode-batch {max(knobs.decode_batches)}", f"--prompt {max(knobs.prompts)}",
+             f"--block-tokens {plan.sizes.block_tokens}"]
+    return " ".join(args)

@@ -1,0 +1,200 @@
+"""`plan`: the scenario that measures what `fit` needs, within a time budget.
+
+The model listings in tests/data are `fabscope list --model M --tp 8` as the binary prints
+them; the test with the real binary checks that the written scenario loads there."""
+
+import argparse
+import os
+import subprocess
+
+import h5py
+import pytest
+import yaml
+
+from fabscope_analysis.cli import main
+from fabscope_analysis.reader import open_result
+from fabscope_analysis.serving.command import _slo_of
+from fabscope_analysis.serving.slo import SloError
+from fabscope_analysis.serving.plan import (Cluster, Knobs, PlanRequest, criteria_text,
+                                            fit_budget, probes_for)
+from fabscope_analysis.serving.plan_list import (ListAnswer, PlanError, layout_from_topology,
+                                                 parse_duration_s,
+                                                 parse_model_listing, parse_scenario_listing)
+from fabscope_analysis.verdict import CRITERIA_DIR
+from serving_files import serving_file
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def listing(name):
+    with open(os.path.join(HERE, "data", f"list-model-{name}-tp8.txt"), encoding="utf-8") as f:
+        return parse_model_listing(f.read())
+
+
+def knobs():
+    return Knobs(decode_batches=[1, 32], prefill_chunks=[2048], prompts=[2048, 8192],
+                 conditions=["quiet", "incast", "bidirectional", "copy"])
+
+
+def fake_estimate(scenario):
+    """A stand-in for the loader: 10 ms per collective iteration per instance, 40 ms per
+    KV request, 20 ms per p2p iteration (the real one is tested below)."""
+    seconds = 0.0
+    for t in scenario["tests"]:
+        sizes = t["sizes"]
+        count = (len(sizes.get("decode_batch", [])) + len(sizes.get("prefill_chunk", []))
+                 + len(sizes.get("tokens", [])) + len(sizes.get("prompt_tokens", []))
+                 if isinstance(sizes, dict) else len(sizes))
+        per = {"allreduce": 0.01, "alltoall": 0.01, "kvpush": 0.04 * t.get("prefill_ranks", 1)}
+        seconds += count * len(t.get("conditions", ["quiet"])) * t["iterations"] \
+            * per.get(t["kind"], 0.02)
+    return ListAnswer(True, estimate_s=seconds, instances=len(scenario["tests"]))
+
+
+def plan_for(model, ranks, budget_s=1800.0, ep=None, estimate=fake_estimate):
+    k = knobs()
+    cluster = Cluster(ranks)
+    k.probes = probes_for(cluster)
+    req = PlanRequest(model, 8, ep, cluster, budget_s, "itl_p99=50ms,ttft_p99=2s")
+    return fit_budget(req, listing(model), k, "plan.criteria.yaml", estimate)
+
+
+def by_name(plan):
+    return {t["name"]: t for t in plan.scenario["tests"]}
+
+
+def test_model_listing_is_read_from_the_binarys_text():
+    ds, llama = listing("deepseek-v3"), listing("llama3-70b")
+    assert (ds.name, ds.has_experts, ds.allreduces_per_step) == ("deepseek-v3", True, 122)
+    assert (llama.has_experts, llama.allreduces_per_step) == (False, 160)
+    assert llama.decode_batches == [1, 32] and llama.prompt_tokens == [2048, 8192]
+    with pytest.raises(PlanError, match="all-reduces per decode step"):
+        parse_model_listing("model x: hidden_size 1\nsomething else\n")
+    assert parse_duration_s("1m05s") == 65 and parse_duration_s("1h02m") == 3720
+    answer = parse_scenario_listing(1, "", "fabscope: error: x.yaml:3:1: test 'kv' at 1MiB needs "
+                                    "about 8784 MiB per rank for samples and buffers, more than "
+                                    "max_memory_per_rank (4096 MiB)")
+    assert not answer.ok and answer.memory_needed_mib == 8784
+    thinned = parse_scenario_listing(0, (
+        "18   rails-latency          latency   8B       quiet    mpi    host      50     10  120s  "
+        "132016B      55    0.121s  rails: 127 rounds; budget (scenario 'p', 20s): kept 55 of 127 "
+        "rounds, a seeded sample; left out 72 rounds, 36864 pairs\n"
+        "estimated time: 1m05s in all, budget 20s (assuming ...)\n"), "")
+    assert thinned.ok and thinned.estimate_s == 65 and thinned.instances == 1
+    assert thinned.thinned == ["rails-latency 8B quiet: kept 55 of 127 rounds, a seeded sample; "
+                               "left out 72 rounds, 36864 pairs"]
+
+
+def test_topology_file_gives_nodes_per_leaf_and_leaves_per_pod(tmp_path):
+    topo = tmp_path / "topo.yaml"
+    topo.write_text("hosts:\n" + "".join(
+        f"  n{i:02d}: {{site: dc1, pod: p{i // 8}, leaf: l{i // 4}}}\n" for i in range(24)))
+    assert layout_from_topology(str(topo)) == (4, 2)
+    topo.write_text("hosts:\n  \"gpu-*\": {pod: a, leaf: l1}\n")
+    with pytest.raises(PlanError, match="cannot be counted") as caught:
+        layout_from_topology(str(topo))
+    assert caught.value.option == "--topology"
+
+
+def test_small_cluster_all_pairs_moe_and_kv_across_nodes():
+    plan = plan_for("deepseek-v3", 64, ep=64)
+    tests = by_name(plan)
+    assert {"all-pairs-latency", "all-pairs-bandwidth"} <= set(tests)
+    assert tests["tp-allreduce"]["roles"]["canaries"] == 8
+    assert tests["tp-allreduce"]["sizes"]["decode_batch"] == [1, 32]
+    moe = tests["moe-dispatch-combine"]
+    assert moe["sizes"] == {"derive": "moe-dispatch", "tokens": [128]}
+    # 64 ranks cannot measure EP 64 and congest it too: half measure, and it says so
+    assert moe["roles"]["canaries"] == 32 and any("EP 64" in n for n in plan.notes)
+    kv = tests["kv-push"]
+    assert (kv["prefill_ranks"], kv["decode_ranks"], kv["ranks"]) == (8, 8, 16)
+    assert kv["iterations"] * kv["prefill_ranks"] >= 100   # a p99 of the requests
+    assert plan.scenario["criteria"] == "plan.criteria.yaml"
+
+
+def test_large_cluster_samples_instead_of_all_pairs_and_dense_models_have_no_moe():
+    plan = plan_for("llama3-70b", 1024)
+    tests = by_name(plan)
+    assert not any(name.startswith("all-pairs") for name in tests)
+    assert {"rails-latency", "ring-latency", "bisection-bandwidth"} <= set(tests)
+    assert "moe-dispatch-combine" not in tests
+
+
+def test_budget_is_respected_by_shrinking_never_below_a_p99():
+    full = plan_for("deepseek-v3", 64, ep=64)
+    assert not full.shrunk and full.answer.estimate_s > 20
+    plan = plan_for("deepseek-v3", 64, budget_s=20, ep=64)
+    assert plan.answer.estimate_s <= 20 and plan.shrunk
+    assert plan.knobs.collective_iterations >= 100 and plan.knobs.kv_requests >= 100
+    with pytest.raises(PlanError, match="no plan fits the budget") as caught:
+        plan_for("deepseek-v3", 64, budget_s=1, ep=64)
+    assert caught.value.option == "--budget"
+
+
+def test_the_criteria_carry_the_slo_and_fit_reads_it_from_the_scenario(tmp_path):
+    text = criteria_text("itl_p99=50ms,ttft_p99=2s", Cluster(64), CRITERIA_DIR)
+    assert yaml.safe_load(text)["slo"] == {"itl_p99": "50ms", "ttft_p99": "2s"}
+    result = serving_file(tmp_path / "r.h5", requests=20, iterations=20)
+    (tmp_path / "plan.criteria.yaml").write_text(text.replace("50ms", "40ms"))
+    with h5py.File(result, "a") as f:
+        f.attrs["scenario_text"] = ("name: p\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+                                    "criteria: plan.criteria.yaml\n")
+        f.attrs["scenario_file"] = str(tmp_path / "plan.yaml")
+    no_options = argparse.Namespace(criteria=None, slo=None)
+    with open_result(str(result)) as opened:
+        assert _slo_of(no_options, opened).targets_ms == {"itl_p99": 40.0, "ttft_p99": 2000.0}
+        given = argparse.Namespace(criteria=None, slo="itl_p99=5ms")
+        assert _slo_of(given, opened).targets_ms == {"itl_p99": 5.0, "ttft_p99": 2000.0}
+        (tmp_path / "plan.criteria.yaml").write_text(text.split("\nslo:")[0])
+        with pytest.raises(SloError, match="no latency target"):
+            _slo_of(no_options, opened)
+
+
+@pytest.mark.parametrize("option, bad", [
+    ("--tp", ["--tp", "0"]), ("--ep", ["--ep", "4096"]), ("--budget", ["--budget", "soon"]),
+    ("--slo", ["--slo", "itl_p99=fast"]), ("--conditions", ["--conditions", "incast"]),
+    ("--ranks-per-node", ["--ranks-per-node", "7"]), ("--prompt", ["--prompt", "long"]),
+])
+def test_bad_input_exits_2_naming_the_option(tmp_path, capsys, option, bad):
+    args = {"--model": "deepseek-v3", "--ranks": "64", "--slo": "itl_p99=50ms",
+            "--output": str(tmp_path / "p.yaml")}
+    args.update(dict(zip(bad[::2], bad[1::2])))
+    assert main(["plan"] + [w for kv in args.items() for w in kv]) == 2
+    assert option in capsys.readouterr().err
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def fabscope_bin():
+    for candidate in (os.environ.get("FABSCOPE_BIN"), os.path.join(REPO, "build", "fabscope")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    pytest.skip("no fabscope binary (build/fabscope or FABSCOPE_BIN): the plan is not loaded")
+
+
+def test_the_written_plan_loads_in_the_real_binary_within_its_budget(tmp_path, capsys):
+    binary = fabscope_bin()
+    out = tmp_path / "plan.yaml"
+    assert main(["plan", "--model", "llama3-70b", "--ranks", "16", "--budget", "2m", "--slo",
+                 "itl_p99=50ms", "--prompt", "512", "--fabscope", binary, "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "estimate" in printed and (tmp_path / "plan.criteria.yaml").exists()
+    # the line launch/fabscope-fit takes fit's options from
+    assert "# The verdict: python3 -m fabscope_analysis fit RESULT.h5 --tp 8 --decode-batch 32 " \
+        "--prompt 512 --block-tokens 16\n" in out.read_text()
+    done = subprocess.run([binary, "list", "--scenario", str(out), "--ranks", "16"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    answer = parse_scenario_listing(done.returncode, done.stdout, done.stderr)
+    assert answer.ok and 0 < answer.estimate_s <= 120
+    assert "512KiB" in done.stdout and "all-pairs" in done.stdout
+
+
+def test_the_wrapper_refuses_bad_usage_before_planning(tmp_path):
+    wrapper = os.path.join(REPO, "launch", "fabscope-fit")
+    for args, expected in ((["--ranks", "4"], "--model and --ranks are required"),
+                           (["--model", "llama3-70b", "--ranks", "4", "--output", "x.yaml"],
+                            "--output: the plan goes to --dir")):
+        done = subprocess.run([wrapper, "--dir", str(tmp_path / "d")] + args, capture_output=True,
+                              text=True, timeout=30, check=False)
+        assert done.returncode == 2 and expected in done.stderr
