@@ -112,8 +112,6 @@ def test_accept_gets_no_culprit_from_diagnose_on_a_healthy_fabric(healthy_verdic
     assert not [r.text for r in healthy_verdict.reasons if r.rule == "diagnose" and r.failing]
 
 
-@pytest.mark.xfail(strict=True, reason="accept's rank p99 rule applies to a serial retest, where "
-                                       "a rank has 20-40 samples alone and one hiccup is its p99")
 def test_accept_passes_a_healthy_fabric(healthy_verdict):
     assert verdict_word(healthy_verdict) == "PASS", [r.text for r in healthy_verdict.reasons]
 
