@@ -107,11 +107,11 @@ def _run_cell_until(item):
     return run_cell(*cell)
 
 
-def run_cells(todo, jobs, deadline):
-    """(cells, how many were not started): every cell of `todo` in order, `jobs` at once;
+def run_cells(wanted, jobs, deadline):
+    """(cells, how many were not started): every cell of `wanted` in order, `jobs` at once;
     a line per finished cell on stderr, so a long campaign shows where it is."""
     cells, skipped = [], 0
-    items = [(deadline, cell) for cell in todo]
+    items = [(deadline, cell) for cell in wanted]
     with multiprocessing.Pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
         results = pool.imap(_run_cell_until, items) if pool else map(_run_cell_until, items)
         for done, cell in enumerate(results, 1):
@@ -288,11 +288,11 @@ def main(argv=None) -> int:
     deadline = start + 60 * args.max_minutes
     with tempfile.TemporaryDirectory(prefix="fabscope-bench-") as tmp:
         # seed after seed, so a campaign stopped by --max-minutes has as many seeds in every cell
-        todo = [(tmp, size, pattern_set, noise, case, seed, args.iterations)
+        wanted = [(tmp, size, pattern_set, noise, case, seed, args.iterations)
                 for seed in range(args.first_seed, args.first_seed + args.seeds)
                 for size in args.sizes.split(",") for pattern_set in args.patterns.split(",")
                 for noise in args.noise.split(",") for case in args.cases.split(",")]
-        cells, skipped = run_cells(todo, args.jobs, deadline)
+        cells, skipped = run_cells(wanted, args.jobs, deadline)
         rows = summarise_cells(cells)
         print("## diagnose on synthetic clusters (right = named as the planted component; ok = "
               "clean fit, or every fault right with at most one false culprit)\n")
