@@ -123,6 +123,12 @@ for mode in ("parallel", "serial"):
         failures.append(f"{mode}: ending took {took:.1f} s, more than the deadline + grace + 15 s")
 for f in failures:
     print("FAIL: " + f, file=sys.stderr)
+# Each failing mode's own output, so a failure seen once can be read afterwards.
+for mode in sorted({f.split(":", 1)[0] for f in failures}):
+    log_path = os.path.join(scratch, f"silent-{mode}.log")
+    if os.path.exists(log_path):
+        tail = open(log_path, errors="replace").read().splitlines()[-40:]
+        print(f"--- last lines of silent-{mode}.log\n" + "\n".join(tail), file=sys.stderr)
 if failures:
     # On a machine its own files record as busy the ending is the machine's as much
     # as the product's: say so and skip (the failures above stay printed).
