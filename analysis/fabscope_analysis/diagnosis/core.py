@@ -121,7 +121,7 @@ def _judge_retest(inst: TestInstance, parent: Fit, widen: float
     What is left is the pair's own part, the link residual the parallel pass flagged:
     the question the retest answers is whether that persists alone."""
     s = inst.samples()
-    s = s[(s["peer"] >= 0) & ((s["flags"] & FLAG_AUXILIARY_MASK & ~FLAG_CONTROL_PAIR) == 0)]
+    s = s[(s["peer"] >= 0) & ((s["flags"] & (FLAG_AUXILIARY_MASK & ~FLAG_CONTROL_PAIR)) == 0)]
     if s.empty:
         return {}
     control = (s["flags"].to_numpy() & FLAG_CONTROL_PAIR) != 0
