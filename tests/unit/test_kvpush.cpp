@@ -266,7 +266,8 @@ TEST(KvPushConfig, NeighbourConditionsSplitTheRanksIntoWorkersAndCongestors) {
 
 TEST(KvPushConfig, ConditionErrorsNameTheKeyThatCannotBeMet) {
   // More workers than the measuring half: the error is at prefill_ranks.
-  const auto tooMany = loadError(perBlock + "    conditions: [quiet, incast]\n    prefill_ranks: 2\n    decode_ranks: 2\n");
+  const auto tooMany =
+      loadError(perBlock + "    conditions: [quiet, incast]\n    prefill_ranks: 2\n    decode_ranks: 2\n");
   EXPECT_NE(tooMany.find("t.yaml:10:20: test 'kvpush-1' needs at least one prefill and one decode rank within its 2 "
                          "measuring ranks"),
             std::string::npos)
