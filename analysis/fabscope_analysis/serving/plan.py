@@ -10,7 +10,8 @@ scenario whose tests measure what `fit` composes (docs/serving-fit.md):
   (128 tokens per rank, the model's fp8 dispatch / bf16 combine copies) over the expert
   group, under the same conditions;
 - the KV push of a request at each prompt length, from one node's ranks to the next
-  node's (so it crosses the fabric), with enough requests for a p99;
+  node's (so it crosses the fabric), with enough requests for a p99, under the same
+  conditions (its prefill and decode ranks measure, the other ranks load);
 - tests that relate ranks to many peers so that a FAIL names what to fix: all-pairs on a
   small cluster, rails + random rings + bisection beyond it.
 
