@@ -449,6 +449,16 @@ def test_serving_figures_are_impacts(tmp_path):
                     stat=stat) == pytest.approx(kv[f"transfer_{stat}_ms"] / 1e3, rel=1e-12)
 
 
+def test_kv_push_cif_is_exported_per_condition(tmp_path):
+    from serving_files import serving_file
+    path = serving_file(tmp_path / "kv.h5", tp_loaded=(), kv_loaded=(("incast", 3.0),))
+    with open_result(path) as result:
+        series = _series(collect([result], model="llama3-70b", tp=8).render())
+    cif = {dict(k[1])["stat"]: v for k, v in series.items()
+           if k[0] == "fabscope_serving_kv_cif_ratio"}
+    assert set(cif) == {"p50", "p99"} and cif["p50"] == pytest.approx(3.0, rel=0.05)
+
+
 def test_docs_name_every_family():
     docs = open(DOCS).read()
     section = docs[docs.index("## `export"):]
