@@ -243,10 +243,12 @@ def outputs(files, tmp_path_factory):
                                     (512 << 10, "incast"): spiky(rng, 200, 40_000.0)},
                                    kv=[KV_320MIB(rng)])
     from test_scopes import _write as write_sites
+    from serving_files import serving_file
     sites = write_sites(d / "sites.h5", congested=True)
+    kv_loaded = serving_file(d / "kv.h5", kv_loaded=(("incast", 2.0),))
     out = {"two": _export(d, files["standard"], files["incomplete"])[0]}
     for label, paths in (("real", [REAL]), ("hostile", [hostile]), ("serving", [serving]),
-                         ("sites", [sites])):
+                         ("sites", [sites]), ("kv under load", [kv_loaded])):
         out[label] = _render(*paths)
     return {"texts": out, "hostile": out["hostile"], "hostile names": names}
 
