@@ -253,6 +253,9 @@ def _serving_metrics(result: ResultFile, base: Dict[str, str], m: MetricSet,
         for stat in ("p50", "p99"):
             m.add("fabscope_serving_kv_transfer_seconds", {**labels, "stat": stat},
                   row[f"transfer_{stat}_ms"] / 1e3)
+        for stat, value in row.get("cif", {}).items():
+            if value is not None:
+                m.add("fabscope_serving_kv_cif_ratio", {**labels, "stat": stat}, value)
 
 
 def collect(results: Sequence[ResultFile], criteria=None, model: Optional[str] = None,

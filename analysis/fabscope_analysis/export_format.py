@@ -85,6 +85,9 @@ FAMILY_SPECS: Tuple[FamilySpec, ...] = (
                "under a condition over the same quiet, by stat p50 or p99."),
     FamilySpec("fabscope_serving_kv_transfer_seconds", "seconds", "KV cache transfer of one "
                "request of the prompt length (start to usable), by stat p50 or p99."),
+    FamilySpec("fabscope_serving_kv_cif_ratio", "ratio", "KV push congestion impact factor: "
+               "queue plus transfer of one request under a condition over the same quiet, by "
+               "stat p50, p99 or p99.9 (absent where too few requests)."),
 )
 SPEC_BY_NAME: Dict[str, FamilySpec] = {s.name: s for s in FAMILY_SPECS}
 DIAGNOSIS_ANSWERS = ("fit", "not fit", "cannot tell")

@@ -408,6 +408,7 @@ def _kv_transfer(analysis: RunAnalysis, d: Deployment, out: Impact) -> None:
                str(inst.get("loop", "closed")), str(inst.get("condition", "quiet")))
         series.setdefault(key, []).append(inst)
     conditions = {k[-1] for k in series}
+    totals: Dict[Tuple[str, str], np.ndarray] = {}   # (series, condition): queue + exposed transfer
     for key, members in series.items():
         strategy, direction, path, transport, loop, condition = key
         transfer, queue = {}, {}
@@ -429,9 +430,23 @@ def _kv_transfer(analysis: RunAnalysis, d: Deployment, out: Impact) -> None:
             out.missing.append(f"KV {name} [{condition}]: {how}")
             out.kv_rows.append(row)
             continue
-        out.kv_rows.append(_kv_figures(row, t, _at_size(queue, target)[0], target, overlap_ns,
-                                       d.prefill_ms))
+        q = _at_size(queue, target)[0]
+        totals[(name, condition)] = np.maximum(t - overlap_ns, 0) + q
+        out.kv_rows.append(_kv_figures(row, t, q, target, overlap_ns, d.prefill_ms))
+    _kv_cif(out.kv_rows, totals)
     _kv_missing(d, conditions, out)
+
+
+def _kv_cif(rows: List[dict], totals: Dict[Tuple[str, str], np.ndarray]) -> None:
+    """GPCNeT's congestion impact factor of each congested KV row: its per-request time
+    (queue + exposed transfer, as `fit` reads it) over the same series' quiet one at p50,
+    p99 and p99.9; a percentile with too few requests on either side is None."""
+    from .serving.cif import cif_quantiles
+    for row in rows:
+        quiet = totals.get((row["series"], "quiet"))
+        loaded = totals.get((row["series"], row["condition"]))
+        if row["condition"] != "quiet" and quiet is not None and loaded is not None:
+            row["cif"] = cif_quantiles(loaded, quiet)
 
 
 def _kv_figures(row: dict, t: np.ndarray, q: np.ndarray, target: int, overlap_ns: float,
@@ -464,5 +479,6 @@ def _kv_missing(d: Deployment, conditions, out: Impact) -> None:
                            "(--prefill-ms); compute is not a fabric figure and fabscope does "
                            "not measure it")
     if conditions == {"quiet"}:
-        out.missing.append("KV transfer under congestion: kvpush ran quiet only (conditions "
-                           "other than quiet are not implemented for kvpush yet)")
+        out.missing.append("KV transfer under congestion: the kvpush tests ran quiet only "
+                           "(give them conditions: [quiet, incast, bidirectional], "
+                           "docs/scenarios.md)")

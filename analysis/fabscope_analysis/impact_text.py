@@ -68,8 +68,15 @@ def headline_lines(impact: Impact) -> List[str]:
         if "ttft_share_p50" in r:
             text += (f"; share of TTFT {100 * r['ttft_share_p50']:.1f}% p50, "
                      f"{100 * r['ttft_share_p99']:.1f}% p99")
+        if "cif" in r:
+            text += f"; congestion impact factor {kv_cif_text(r['cif'])} vs quiet"
         lines.append(text)
     return lines
+
+
+def kv_cif_text(cif: dict) -> str:
+    """'x1.2 p50, x1.3 p99, - p99.9' ('-': too few requests for that percentile)."""
+    return ", ".join(f"{'-' if v is None else 'x' + _f(v)} {k}" for k, v in cif.items())
 
 
 def print_impact(impact: Impact, stream) -> None:
@@ -127,7 +134,10 @@ def _print_tp_kv(impact: Impact, stream) -> None:
                                       f"{_f(r.get('queue_p99_ms'))}"),
                  "TTFT share p50/p99": (f"{100 * r['ttft_share_p50']:.1f}% / "
                                         f"{100 * r['ttft_share_p99']:.1f}%"
-                                        if "ttft_share_p50" in r else "-")}
+                                        if "ttft_share_p50" in r else "-"),
+                 "CIF p50/p99/p99.9": (" / ".join("-" if v is None else _f(v)
+                                                 for v in r["cif"].values())
+                                       if "cif" in r else "-")}
                 for r in impact.kv_rows]
         _table(f"KV transfer of a {d.prompt_tokens}-token request (prefill -> decode, one TP "
                "shard per rank)", rows, stream)

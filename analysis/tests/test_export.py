@@ -243,10 +243,12 @@ def outputs(files, tmp_path_factory):
                                     (512 << 10, "incast"): spiky(rng, 200, 40_000.0)},
                                    kv=[KV_320MIB(rng)])
     from test_scopes import _write as write_sites
+    from serving_files import serving_file
     sites = write_sites(d / "sites.h5", congested=True)
+    kv_loaded = serving_file(d / "kv.h5", kv_loaded=(("incast", 2.0),))
     out = {"two": _export(d, files["standard"], files["incomplete"])[0]}
     for label, paths in (("real", [REAL]), ("hostile", [hostile]), ("serving", [serving]),
-                         ("sites", [sites])):
+                         ("sites", [sites]), ("kv under load", [kv_loaded])):
         out[label] = _render(*paths)
     return {"texts": out, "hostile": out["hostile"], "hostile names": names}
 
@@ -447,6 +449,16 @@ def test_serving_figures_are_impacts(tmp_path):
     for stat in ("p50", "p99"):
         assert _one(series, "fabscope_serving_kv_transfer_seconds", series=kv["series"],
                     stat=stat) == pytest.approx(kv[f"transfer_{stat}_ms"] / 1e3, rel=1e-12)
+
+
+def test_kv_push_cif_is_exported_per_condition(tmp_path):
+    from serving_files import serving_file
+    path = serving_file(tmp_path / "kv.h5", tp_loaded=(), kv_loaded=(("incast", 3.0),))
+    with open_result(path) as result:
+        series = _series(collect([result], model="llama3-70b", tp=8).render())
+    cif = {dict(k[1])["stat"]: v for k, v in series.items()
+           if k[0] == "fabscope_serving_kv_cif_ratio"}
+    assert set(cif) == {"p50", "p99"} and cif["p50"] == pytest.approx(3.0, rel=0.05)
 
 
 def test_docs_name_every_family():

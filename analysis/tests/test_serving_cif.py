@@ -1,6 +1,8 @@
 """Congestion impact factor per serving class and neighbour condition (congested / quiet
 at p50, p99, p99.9), read only from enough values, and its rule in the SLO verdict."""
 
+import io
+
 import numpy as np
 import pytest
 
@@ -8,7 +10,8 @@ from serving_files import serving_file
 from test_mix import write_mix_file
 
 from fabscope_analysis import models, open_result
-from fabscope_analysis.impact import Deployment
+from fabscope_analysis.impact import Deployment, compute_impact
+from fabscope_analysis.impact_text import headline_lines, print_impact
 from fabscope_analysis.serving.cif import cif_check, cif_rows
 from fabscope_analysis.serving.measured import measure
 
@@ -61,3 +64,44 @@ def test_serving_mix_classes_together_over_isolated(tmp_path):
     assert by_class["mix/api"].cif["p50"] == pytest.approx(1.0, rel=0.01)
     assert all(r.condition == "mix together" and r.cif["p99"] is None and
                r.status == "CANNOT TELL" and "a p99 needs 100" in r.why for r in rows)
+
+
+def test_kv_push_cif_in_impact_and_fit(tmp_path):
+    """KV push 3x slower per request under incast, 1.1x under bidirectional: `impact` and
+    `fit` read the same factors (queue + transfer per request), the p99 rule fails the
+    incast row and passes the other; 200 requests give no p99.9."""
+    path = serving_file(tmp_path / "kv.h5", tp_loaded=(),
+                        kv_loaded=(("incast", 3.0), ("bidirectional", 1.1)))
+    with open_result(path) as result:
+        impact = compute_impact(result, Deployment(LLAMA70, 8))
+    by_condition = {r["condition"]: r for r in impact.kv_rows}
+    assert "cif" not in by_condition["quiet"]
+    incast = by_condition["incast"]["cif"]
+    assert incast["p50"] == pytest.approx(3.0, rel=0.05) and incast["p99.9"] is None
+    assert by_condition["bidirectional"]["cif"]["p99"] == pytest.approx(1.1, rel=0.1)
+    measured, rows = rows_of(path)
+    fit_rows = {r.condition: r for r in rows if r.cls == "kv"}
+    assert set(fit_rows) == {"incast", "bidirectional"}
+    for condition, row in fit_rows.items():
+        for label in ("p50", "p99"):
+            assert row.cif[label] == pytest.approx(by_condition[condition]["cif"][label])
+    assert fit_rows["incast"].status == "FAIL" and fit_rows["bidirectional"].status == "PASS"
+    check = cif_check(rows, measured, 2.0)
+    assert check.status == "FAIL" and "KV push [incast] x2.9" in check.text
+    assert check.condition == "incast"
+    text = io.StringIO()
+    print_impact(impact, text)
+    assert "CIF p50/p99/p99.9" in text.getvalue()
+    incast_line = next(line for line in headline_lines(impact) if "KV transfer [incast]" in line)
+    assert "congestion impact factor x2.9" in incast_line and "- p99.9 vs quiet" in incast_line
+    assert not any("quiet only" in m for m in impact.missing)
+
+
+def test_kv_push_measured_quiet_only_is_named_not_judged(tmp_path):
+    path = serving_file(tmp_path / "kvq.h5", kv_loaded=())
+    with open_result(path) as result:
+        impact = compute_impact(result, Deployment(LLAMA70, 8))
+    assert any("the kvpush tests ran quiet only (give them conditions" in m for m in impact.missing)
+    assert not any("not implemented" in m for m in impact.missing)
+    measured, rows = rows_of(path)
+    assert "KV push: measured quiet only" in cif_check(rows, measured, 2.0).missing

@@ -108,9 +108,27 @@ def test_small_cluster_all_pairs_moe_and_kv_across_nodes():
     # 64 ranks cannot measure EP 64 and congest it too: half measure, and it says so
     assert moe["roles"]["canaries"] == 32 and any("EP 64" in n for n in plan.notes)
     kv = tests["kv-push"]
-    assert (kv["prefill_ranks"], kv["decode_ranks"], kv["ranks"]) == (8, 8, 16)
+    # one node pushes to the next while the other 48 ranks load the fabric
+    assert (kv["prefill_ranks"], kv["decode_ranks"]) == (8, 8) and "ranks" not in kv
+    assert kv["roles"] == {"canaries": 16, "placement": "packed"}
+    assert kv["conditions"] == ["quiet", "incast", "bidirectional", "copy"]
     assert kv["iterations"] * kv["prefill_ranks"] >= 100   # a p99 of the requests
     assert plan.scenario["criteria"] == "plan.criteria.yaml"
+
+
+def test_kv_push_leaves_congestors_or_runs_quiet_on_its_own_ranks():
+    """Two nodes: the KV group shrinks to half the ranks so that the rest can congest (and
+    says so); quiet only: the KV test takes its two nodes' ranks and no roles."""
+    plan = plan_for("llama3-70b", 16)
+    kv = by_name(plan)["kv-push"]
+    assert (kv["prefill_ranks"], kv["decode_ranks"], kv["roles"]["canaries"]) == (4, 4, 8)
+    assert any("KV push is measured 4 -> 4" in n for n in plan.notes)
+    k = knobs()
+    k.conditions = ["quiet"]
+    k.probes = probes_for(Cluster(64))
+    req = PlanRequest("llama3-70b", 8, None, Cluster(64), 1800.0, "itl_p99=50ms")
+    quiet = by_name(fit_budget(req, listing("llama3-70b"), k, "c.yaml", fake_estimate))["kv-push"]
+    assert quiet["ranks"] == 16 and "roles" not in quiet and "conditions" not in quiet
 
 
 def test_large_cluster_samples_instead_of_all_pairs_and_dense_models_have_no_moe():

@@ -250,8 +250,36 @@ TEST(KvPushConfig, DeviceMemoryTakesEveryStrategyOverADeviceCapableTransport) {
             std::string::npos);
 }
 
-TEST(KvPushConfig, OnlyTheQuietConditionIsAccepted) {
-  EXPECT_NE(loadError(perBlock + "    conditions: [quiet, incast]\n").find("'quiet' only"), std::string::npos);
+TEST(KvPushConfig, NeighbourConditionsSplitTheRanksIntoWorkersAndCongestors) {
+  // Under a condition half the ranks measure (prefill and decode workers) and
+  // the others make the load; the quiet instance keeps the same split.
+  const auto loaded = load(perBlock + "    conditions: [quiet, incast, bidirectional]\n", 8);
+  ASSERT_EQ(loaded.tests.size(), 1u);
+  const auto& c = scenario::configOf<KvPushConfig>(loaded.tests[0]);
+  EXPECT_EQ(c.prefillRanks, 2);
+  EXPECT_EQ(c.decodeRanks, 2);
+  EXPECT_EQ(scenario::expandMatrix(loaded).size(), 6u);  // 2 prompts x 3 conditions
+  // Roles given: three workers measure, the other five load.
+  const auto roles = load(perBlock + "    conditions: [quiet, copy]\n    roles: {canaries: 3}\n", 8);
+  EXPECT_EQ(scenario::configOf<KvPushConfig>(roles.tests[0]).participants(), 3);
+}
+
+TEST(KvPushConfig, ConditionErrorsNameTheKeyThatCannotBeMet) {
+  // More workers than the measuring half: the error is at prefill_ranks.
+  const auto tooMany =
+      loadError(perBlock + "    conditions: [quiet, incast]\n    prefill_ranks: 2\n    decode_ranks: 2\n");
+  EXPECT_NE(tooMany.find("t.yaml:10:20: test 'kvpush-1' needs at least one prefill and one decode rank within its 2 "
+                         "measuring ranks"),
+            std::string::npos)
+      << tooMany;
+  EXPECT_NE(tooMany.find("roles: {canaries: N}"), std::string::npos) << tooMany;
+  // One-sided directions expose every rank's pool: quiet only, said at 'conditions'.
+  const auto pull = loadError(perBlock + "    direction: pull\n    conditions: [quiet, bidirectional]\n");
+  EXPECT_NE(pull.find("t.yaml:10:17: 'direction: pull' exposes every rank's KV pool"), std::string::npos) << pull;
+  EXPECT_NE(pull.find("'direction: push'"), std::string::npos) << pull;
+  // Quiet alone is not a neighbour condition: a pull then fails on the transport only.
+  EXPECT_NE(loadError(perBlock + "    direction: pull\n    conditions: [quiet]\n").find("needs one-sided get"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -48,16 +48,22 @@ def _label(q: float) -> str:
     return f"p{q:g}"
 
 
+def cif_quantiles(loaded: np.ndarray, quiet: np.ndarray) -> Dict[str, Optional[float]]:
+    """{"p50", "p99", "p99.9"}: loaded / quiet at each percentile, None where either side
+    has fewer values than the percentile needs (resample.MIN_VALUES)."""
+    fewest = min(len(quiet), len(loaded))
+    out: Dict[str, Optional[float]] = {}
+    for q in QUANTILES:
+        base = float(np.percentile(quiet, q)) if fewest >= R.min_values(q) else 0.0
+        out[_label(q)] = float(np.percentile(loaded, q)) / base if base > 0 else None
+    return out
+
+
 def _row(series: ClassSeries, condition: str, limit: float) -> CifRow:
     quiet, loaded = series.by_condition["quiet"], series.by_condition[condition]
     row = CifRow(series.cls, series.series, condition, len(loaded), len(quiet))
     fewest = min(len(quiet), len(loaded))
-    for q in QUANTILES:
-        if fewest >= R.min_values(q):
-            base = float(np.percentile(quiet, q))
-            row.cif[_label(q)] = float(np.percentile(loaded, q)) / base if base > 0 else None
-        else:
-            row.cif[_label(q)] = None
+    row.cif = cif_quantiles(loaded, quiet)
     if fewest < R.min_values(99.0):
         row.why = f"{fewest} operations on the smaller side, a p99 needs {R.min_values(99.0)}"
         return row

@@ -10,7 +10,8 @@ scenario whose tests measure what `fit` composes (docs/serving-fit.md):
   (128 tokens per rank, the model's fp8 dispatch / bf16 combine copies) over the expert
   group, under the same conditions;
 - the KV push of a request at each prompt length, from one node's ranks to the next
-  node's (so it crosses the fabric), with enough requests for a p99;
+  node's (so it crosses the fabric), with enough requests for a p99, under the same
+  conditions (its prefill and decode ranks measure, the other ranks load);
 - tests that relate ranks to many peers so that a FAIL names what to fix: all-pairs on a
   small cluster, rails + random rings + bisection beyond it.
 
@@ -129,6 +130,30 @@ def kv_group(cluster: Cluster) -> Tuple[int, int]:
     return half, half
 
 
+def _kv_test(cluster: Cluster, sizes: ModelSizes, knobs: Knobs, notes: List[str]) -> dict:
+    """KV push, quiet and under the neighbour conditions: its prefill and decode ranks
+    measure (packed: one node pushes to the next), every other rank makes the load; the
+    group shrinks to half the ranks when it would leave fewer than 2 to congest."""
+    prefill, decode = kv_group(cluster)
+    test = {"name": "kv-push", "kind": "kvpush", "strategy": "staged",
+            "sizes": {"derive": "kv-request", "block_tokens": sizes.block_tokens,
+                      "prompt_tokens": list(knobs.prompts)},
+            "loop": {"mode": "closed", "in_flight": 1}}
+    if any(c in CONGESTED for c in knobs.conditions):
+        if prefill + decode > cluster.ranks - 2:
+            half = max(2, cluster.ranks // 2)
+            prefill, decode = half // 2, half - half // 2
+            notes.append(f"the KV push is measured {prefill} -> {decode} ranks: the neighbour "
+                         "conditions need 2 congesting ranks or more")
+        test.update(conditions=list(knobs.conditions),
+                    roles={"canaries": prefill + decode, "placement": "packed"})
+    else:
+        test["ranks"] = prefill + decode
+    test.update(prefill_ranks=prefill, decode_ranks=decode,
+                iterations=max(1, math.ceil(knobs.kv_requests / prefill)), warmup_requests=1)
+    return test
+
+
 def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_name: str,
                    notes: List[str]) -> dict:
     cluster = req.cluster
@@ -155,14 +180,7 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
                       "conditions": list(knobs.conditions),
                       "iterations": knobs.collective_iterations,
                       "roles": {"canaries": ep_canaries, "placement": "packed"}})
-    prefill, decode = kv_group(cluster)
-    tests.append({"name": "kv-push", "kind": "kvpush", "strategy": "staged",
-                  "sizes": {"derive": "kv-request", "block_tokens": sizes.block_tokens,
-                            "prompt_tokens": list(knobs.prompts)},
-                  "loop": {"mode": "closed", "in_flight": 1},
-                  "ranks": prefill + decode, "prefill_ranks": prefill, "decode_ranks": decode,
-                  "iterations": max(1, math.ceil(knobs.kv_requests / prefill)),
-                  "warmup_requests": 1})
+    tests.append(_kv_test(cluster, sizes, knobs, notes))
     tests += [_p2p_test(p, knobs) for p in knobs.probes]
     scenario = {"name": f"plan-{sizes.name}-tp{req.tp}-{cluster.ranks}",
                 "description": f"what fit needs for {sizes.name} TP {req.tp}"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "kinds/Kind.hpp"
 #include "model/ModelSpecYaml.hpp"
 #include "scenario/TestSource.hpp"
 #include "scenario/Units.hpp"
@@ -154,9 +155,13 @@ void KvPushReader::readStrategy() {
   c.direction = direction == "pull" ? Direction::pull : direction == "push-put" ? Direction::pushPut : Direction::push;
 }
 
-// How many ranks prefill and how many decode (half each when neither is given).
+// How many ranks prefill and how many decode (half each when neither is
+// given), among the measuring ranks: under a neighbour condition the roles
+// split the test's ranks into measuring ranks (these workers) and congestors,
+// the same split for its quiet instance.
 void KvPushReader::readRoles() {
-  const int ranks = spec.ranks > 0 ? spec.ranks : source.worldSize;
+  const int ranks = measuringRanksOf(spec, source.worldSize, 2);
+  const bool congested = hasCongestedCondition(spec);
   const bool bothGiven = p.has("prefill_ranks") && p.has("decode_ranks");
   c.prefillRanks = static_cast<int>(p.integer("prefill_ranks", 0, 1, 1'000'000));
   c.decodeRanks = static_cast<int>(p.integer("decode_ranks", 0, 1, 1'000'000));
@@ -171,8 +176,11 @@ void KvPushReader::readRoles() {
   if (c.prefillRanks < 1 || c.decodeRanks < 1 || c.participants() > ranks)
     p.fail(bothGiven || p.has("prefill_ranks") ? "prefill_ranks" : "decode_ranks",
            "test '" + spec.name + "' needs at least one prefill and one decode rank within its " + std::to_string(ranks) +
-               " ranks; got prefill_ranks " + std::to_string(c.prefillRanks) + ", decode_ranks " +
-               std::to_string(c.decodeRanks));
+               " measuring ranks; got prefill_ranks " + std::to_string(c.prefillRanks) + ", decode_ranks " +
+               std::to_string(c.decodeRanks) +
+               (congested ? " (under a neighbour condition the other ranks make the load: half measure unless "
+                            "'roles: {canaries: N}' says how many)"
+                          : ""));
 }
 
 void KvPushReader::readLoop() {
