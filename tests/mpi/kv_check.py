@@ -35,6 +35,7 @@ ap.add_argument("--expect-corrupt", action="store_true")
 a = ap.parse_args()
 
 with h5py.File(a.file, "r") as f:
+    uncertainty = {int(r): int(u) for r, u in zip(f["ranks"]["rank"], f["ranks"]["clock_uncertainty_ns"])}
     groups = [g for g in f["tests"].values() if text(g.attrs["kind"]) == "kvpush"]
     if not groups:
         fail("no kvpush test in the file")
@@ -60,8 +61,15 @@ with h5py.File(a.file, "r") as f:
             fail(f"{name}: request ids repeat")
         if np.any(r["bytes"] != int(at["bytes"])) or np.any(r["blocks"] != int(at["blocks_per_request"])):
             fail(f"{name}: bytes or blocks differ from the instance")
-        if np.any(r["t_start_ns"] < r["t_arrival_ns"]) or np.any(r["t_done_ns"] <= r["t_start_ns"]):
-            fail(f"{name}: arrival <= start < done does not hold")
+        # Arrival and start are the prefill rank's clock; done is the decode rank's, so
+        # start < done holds up to both ranks' recorded clock uncertainty.
+        slack = np.array([uncertainty[int(p)] + uncertainty[int(d)]
+                          for p, d in zip(r["prefill_rank"], r["decode_rank"])], dtype=np.int64)
+        took = r["t_done_ns"].astype(np.int64) - r["t_start_ns"].astype(np.int64)
+        if np.any(r["t_start_ns"] < r["t_arrival_ns"]) or np.any(took + slack <= 0):
+            worst = int(np.argmin(took + slack))
+            fail(f"{name}: arrival <= start < done does not hold (start to done {int(took[worst])} ns, "
+                 f"clock slack {int(slack[worst])} ns)")
         if not np.array_equal(np.sort(s["t_post_ns"]), np.sort(r["t_start_ns"])) or \
            not np.array_equal(np.sort(s["t_done_ns"]), np.sort(r["t_done_ns"])):
             fail(f"{name}: samples and request rows disagree")
