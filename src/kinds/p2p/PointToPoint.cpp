@@ -79,6 +79,9 @@ InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, co
   plan.window = c.window;
   plan.pattern = patternName(c.pattern);
   plan.batchClockReads = 2;  // t0 and t1 of every iteration (measurePair of each kind)
+  auto pairs = std::make_unique<PairPlan>();
+  auto& part = *pairs;
+  plan.part.reset(std::move(pairs));
   const int ranks = measuringRanksOf(spec, world.size(), 2);
   const bool followsTopology = c.pattern != Pattern::pairs && c.pattern != Pattern::allPairs;
   // The measuring ranks in role order, as the run will pick them: spread and
@@ -95,31 +98,32 @@ InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, co
   if (!unfit.empty())
     throw scenario::ScenarioError(spec.where("pattern") + ": test '" + spec.name + "': " + unfit);
   std::string detail;
-  const auto roundsText = [&] { return std::to_string(plan.rounds.rounds()) + " rounds"; };
+  const auto roundsText = [&] { return std::to_string(part.rounds.rounds()) + " rounds"; };
   // The pattern's parameters only (one-way kinds: bothDirections, set by
   // parse): counting its rounds generates them once, one round at a time (time
   // O(pairs), memory O(ranks)); no rank holds them all.
   switch (c.pattern) {
     case Pattern::pairs:
-      plan.rounds = PairRounds::ofPattern(Pattern::pairs, layout, c.patternOptions);
+      part.rounds = PairRounds::ofPattern(Pattern::pairs, layout, c.patternOptions);
       plan.pass = "parallel";
       detail = "pairs i<->i+" + std::to_string(ranks / 2) + ", " + std::to_string(ranks / 2) + " pairs at once";
       break;
     case Pattern::allPairs: {
-      plan.rounds = PairRounds::ofPattern(Pattern::allPairs, layout, c.patternOptions, c.serial);
+      part.rounds = PairRounds::ofPattern(Pattern::allPairs, layout, c.patternOptions, c.serial);
+      part.allPairs = true;
       if (c.serial) {
         plan.pass = "serial";
         detail = "all-pairs, one pair at a time (" + roundsText() + ")";
       } else {
         plan.pass = "parallel";
-        plan.retestWorst = c.retestWorst;
+        part.retestWorst = c.retestWorst;
         detail = "all-pairs, " + roundsText() + ", every rank busy";
-        if (plan.retestWorst > 0) detail += "; then the " + std::to_string(plan.retestWorst) + " worst pairs serially";
+        if (part.retestWorst > 0) detail += "; then the " + std::to_string(part.retestWorst) + " worst pairs serially";
       }
       break;
     }
     default: {
-      plan.rounds = PairRounds::ofPattern(c.pattern, layout, c.patternOptions);
+      part.rounds = PairRounds::ofPattern(c.pattern, layout, c.patternOptions);
       plan.pass = "parallel";
       const std::string draws = std::to_string(c.patternOptions.draws);
       const std::string seed = ", seed " + std::to_string(c.patternOptions.seed);
@@ -135,7 +139,7 @@ InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, co
       detail += ", " + roundsText();
     }
   }
-  plan.maxSamplesPerRank = plan.rounds.busiestRankRounds() * spec.iterations;
+  plan.maxSamplesPerRank = part.rounds.busiestRankRounds() * spec.iterations;
   const auto receive = c.oneReceiveBuffer
                            ? static_cast<std::size_t>(instance.bytes)
                            : std::min<std::size_t>(static_cast<std::size_t>(instance.bytes) * static_cast<std::size_t>(plan.window),
@@ -157,11 +161,12 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
                                                                 : std::max<std::size_t>(1, maxReceiveBytes / bytes);
   // This rank's rounds only (O(own pairs)), generated from the plan's
   // parameters; in group indices, and the transport needs world ranks.
-  auto mine = ctx.plan.rounds.roundsOf(ctx.group.rank());
+  const auto& pairPlan = pairPlanOf(ctx.plan);
+  auto mine = pairPlan.rounds.roundsOf(ctx.group.rank());
   std::vector<bool> controlPair(mine.size(), false);
   for (std::size_t i = 0; i < mine.size(); ++i)
-    controlPair[i] = std::find(ctx.plan.controlPairs.begin(), ctx.plan.controlPairs.end(), mine[i].second) !=
-                     ctx.plan.controlPairs.end();
+    controlPair[i] = std::find(pairPlan.controlPairs.begin(), pairPlan.controlPairs.end(), mine[i].second) !=
+                     pairPlan.controlPairs.end();
   const auto mineInGroup = mine;
   for (auto& [round, pair] : mine)
     pair = {ctx.participants[static_cast<std::size_t>(pair.initiator)],
@@ -178,8 +183,8 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
   ctx.transport.reserve(2 * ctx.plan.window + 2);
 
   std::size_t next = 0;
-  const RankLayout* layout = ctx.plan.rounds.layout();
-  for (int round = 0; round < static_cast<int>(ctx.plan.rounds.rounds()); ++round) {
+  const RankLayout* layout = pairPlan.rounds.layout();
+  for (int round = 0; round < static_cast<int>(pairPlan.rounds.rounds()); ++round) {
     // Everyone starts a round together, so pairs of one round overlap fully.
     ctx.group.barrier(ctx.deadline);
     if (next < mine.size() && mine[next].first == round) {
