@@ -65,43 +65,16 @@ scenario::KindRules PointToPointKind::rules() const {
   return r;
 }
 
-InstancePlan PointToPointKind::plan(const scenario::TestInstance& instance, int worldSize) const {
-  // Without hosts every rank is a node of its own, unlabelled.
-  return planOn(instance, WorldLayout::uniform(worldSize, 1, 0, 0));
-}
+namespace {
 
-InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, const WorldLayout& world) const {
-  const auto& spec = *instance.spec;
-  const auto& c = scenario::configOf<PointToPointConfig>(spec);
-  InstancePlan plan;
-  plan.metric = metric();
-  plan.sampleDivisor = sampleDivisor();
-  plan.window = c.window;
-  plan.pattern = patternName(c.pattern);
-  plan.batchClockReads = 2;  // t0 and t1 of every iteration (measurePair of each kind)
-  auto pairs = std::make_unique<PairPlan>();
-  auto& part = *pairs;
-  plan.part.reset(std::move(pairs));
-  const int ranks = measuringRanksOf(spec, world.size(), 2);
-  const bool followsTopology = c.pattern != Pattern::pairs && c.pattern != Pattern::allPairs;
-  // The measuring ranks in role order, as the run will pick them: spread and
-  // packed depend on the hosts only; a random placement on the run's seed,
-  // unknown here, so a pattern that follows the topology cannot use it.
-  if (followsTopology && spec.placement == "random")
-    throw scenario::ScenarioError(spec.where("roles") + ": test '" + spec.name + "': pattern '" + plan.pattern +
-                                  "' follows the topology and needs the measuring ranks known at load; placement "
-                                  "random is drawn at run time (use placement: spread or packed)");
-  const auto roles = assignRoles(roleSpecOf(spec), world.hostOfRank, 2, hasCongestedCondition(spec), 0);
-  auto layout = std::make_shared<RankLayout>(groupLayout(world, roles.canaries));
-  if (layout->size() != ranks) *layout = RankLayout::uniform(ranks, 1);  // roles and count disagree: no levels
-  const auto unfit = patternUnfit(c.pattern, *layout, c.patternOptions);
-  if (!unfit.empty())
-    throw scenario::ScenarioError(spec.where("pattern") + ": test '" + spec.name + "': " + unfit);
+// The pattern's rounds and pass in `part` and `plan`, and the plan's
+// description of them. The pattern's parameters only (one-way kinds:
+// bothDirections, set by parse): counting its rounds generates them once, one
+// round at a time (time O(pairs), memory O(ranks)); no rank holds them all.
+std::string planRounds(const PointToPointConfig& c, const std::shared_ptr<RankLayout>& layout, int ranks,
+                       InstancePlan& plan, PairPlan& part) {
   std::string detail;
   const auto roundsText = [&] { return std::to_string(part.rounds.rounds()) + " rounds"; };
-  // The pattern's parameters only (one-way kinds: bothDirections, set by
-  // parse): counting its rounds generates them once, one round at a time (time
-  // O(pairs), memory O(ranks)); no rank holds them all.
   switch (c.pattern) {
     case Pattern::pairs:
       part.rounds = PairRounds::ofPattern(Pattern::pairs, layout, c.patternOptions);
@@ -139,6 +112,44 @@ InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, co
       detail += ", " + roundsText();
     }
   }
+  return detail;
+}
+
+}  // namespace
+
+InstancePlan PointToPointKind::plan(const scenario::TestInstance& instance, int worldSize) const {
+  // Without hosts every rank is a node of its own, unlabelled.
+  return planOn(instance, WorldLayout::uniform(worldSize, 1, 0, 0));
+}
+
+InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, const WorldLayout& world) const {
+  const auto& spec = *instance.spec;
+  const auto& c = scenario::configOf<PointToPointConfig>(spec);
+  InstancePlan plan;
+  plan.metric = metric();
+  plan.sampleDivisor = sampleDivisor();
+  plan.window = c.window;
+  plan.pattern = patternName(c.pattern);
+  plan.batchClockReads = 2;  // t0 and t1 of every iteration (measurePair of each kind)
+  auto pairs = std::make_unique<PairPlan>();
+  auto& part = *pairs;
+  plan.part.reset(std::move(pairs));
+  const int ranks = measuringRanksOf(spec, world.size(), 2);
+  const bool followsTopology = c.pattern != Pattern::pairs && c.pattern != Pattern::allPairs;
+  // The measuring ranks in role order, as the run will pick them: spread and
+  // packed depend on the hosts only; a random placement on the run's seed,
+  // unknown here, so a pattern that follows the topology cannot use it.
+  if (followsTopology && spec.placement == "random")
+    throw scenario::ScenarioError(spec.where("roles") + ": test '" + spec.name + "': pattern '" + plan.pattern +
+                                  "' follows the topology and needs the measuring ranks known at load; placement "
+                                  "random is drawn at run time (use placement: spread or packed)");
+  const auto roles = assignRoles(roleSpecOf(spec), world.hostOfRank, 2, hasCongestedCondition(spec), 0);
+  auto layout = std::make_shared<RankLayout>(groupLayout(world, roles.canaries));
+  if (layout->size() != ranks) *layout = RankLayout::uniform(ranks, 1);  // roles and count disagree: no levels
+  const auto unfit = patternUnfit(c.pattern, *layout, c.patternOptions);
+  if (!unfit.empty())
+    throw scenario::ScenarioError(spec.where("pattern") + ": test '" + spec.name + "': " + unfit);
+  const std::string detail = planRounds(c, layout, ranks, plan, part);
   plan.maxSamplesPerRank = part.rounds.busiestRankRounds() * spec.iterations;
   const auto receive = c.oneReceiveBuffer
                            ? static_cast<std::size_t>(instance.bytes)
