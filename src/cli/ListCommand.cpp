@@ -120,7 +120,8 @@ MatrixNeeds printInstances(const std::vector<driver::PlannedInstance>& planned, 
     std::snprintf(timeout, sizeof timeout, "%.0fs", spec.timeoutSeconds);
     const double estimate = driver::estimateSeconds(p);
     needs.seconds += estimate;
-    const std::string rounds = p.plan.rounds.empty() ? "-" : std::to_string(p.plan.rounds.rounds());
+    const auto roundCount = p.plan.part->roundCount();
+    const std::string rounds = roundCount < 0 ? "-" : std::to_string(roundCount);
     std::printf("%-4d %-22.22s %-9s %-8s %-8.8s %-6s %-5s %6d %6d %9s %10s %7s %9s  %s\n", index++, spec.name.c_str(),
                 spec.kind.c_str(), scenario::formatSize(p.instance.bytes).c_str(), p.instance.condition.c_str(),
                 spec.transport.c_str(), spec.memory.c_str(), spec.iterations, spec.warmup, timeout,

@@ -1,5 +1,5 @@
 // The stages of one test instance on one rank, in order: roles, condition +
-// run, agree, reduce, record, retest pairs. Each stage reads what the ones
+// run, agree, reduce, record, follow-up choice. Each stage reads what the ones
 // before it left in InstanceRun; only `record` writes to the result file.
 #include <algorithm>
 #include <cmath>
@@ -52,7 +52,7 @@ InstanceRun::InstanceRun(int index, const PlannedInstance& planned, const suite:
 
 InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
                                    output::Recorder& recorder, transport::Transport& transport,
-                                   RetestChoice& retest) {
+                                   FollowUpChoice& followUp) {
   InstanceRun run(index, planned, registry_.kind(planned.instance.spec->kind), scenario_.controlGraceSeconds);
   assignInstanceRoles(run);
   runUnderCondition(run, transport);
@@ -67,7 +67,7 @@ InstanceResult Runner::runInstance(int index, const PlannedInstance& planned, ou
   // buffers) does not stack on this one's in memory malloc keeps for reuse.
   runtime::returnFreedMemory();
   if (run.agreed >= timeout && run.state) abandonedKindStates_.push_back(std::move(run.state));
-  retest = retestPairs(run);
+  followUp = followUpChoice(run);
   return std::move(run.result);
 }
 
@@ -298,17 +298,13 @@ void Runner::instanceAttributes(InstanceRun& run) {
       {"sample_divisor", std::int64_t{plan.sampleDivisor}},
       {"t_start_ns", run.tStart},
       {"t_end_ns", run.tEnd},
-      {"retest_of", std::int64_t{plan.retestOf}},
+      {"retest_of", std::int64_t{plan.followUpOf}},
       {"canaries", suite::joinRanks(run.roles.canaries)},
       {"congestors", suite::joinRanks(run.roles.congestors)},
       {"placement", run.roles.placement},
       {"size_formula", instance.sizeFormula},
   };
-  if (!plan.leftOut.empty()) {  // the time budget thinned the pattern
-    run.attributes.emplace_back("budget_left_out", plan.leftOut);
-    run.attributes.emplace_back("rounds_left_out", plan.roundsLeftOut);
-    run.attributes.emplace_back("pairs_left_out", plan.pairsLeftOut);
-  }
+  plan.part->addAttributes(run.attributes);
   result.replicate = instance.replicate;
   result.repeats = spec.repeats;
   if (spec.repeats > 1) {  // only then: files without `repeats` keep their layout
@@ -372,7 +368,7 @@ void Runner::reduceOnRank0(InstanceRun& run, std::span<const std::byte> allSampl
       {reinterpret_cast<const output::CounterRecord*>(allCounters.data()),
        allCounters.size() / sizeof(output::CounterRecord)},
       identity_.hostOfRank);
-  if (plan.pattern == "all-pairs") pairMatrix(run, headline, scopes);
+  if (plan.part->pairMatrix()) pairMatrix(run, headline, scopes);
 }
 
 // A point-to-point test's batch figure (driver/BatchFigure.hpp), beside its per-sample statistics.
@@ -388,11 +384,10 @@ void Runner::recordBatchFigure(InstanceRun& run, std::span<const output::SampleR
   run.result.batchGbps = batch.iterations && bandwidth ? batch.gbps : nan;
 }
 
-// All-pairs: the pair matrix, and the pairs to retest (worst against the
-// median pair of their own site scope: a WAN pair is slow by nature and must
-// not take every retest slot) with control pairs from the middle of the ranking
-// (seeded; suite::controlCount: as many, at least 10), which the retest measures
-// alone the same way.
+// The pair matrix (PlanPart::pairMatrix: all-pairs), and the pairs ranked
+// worst first for a follow-up's choice (PlanPart::chooseFollowUp: the serial
+// retest): each against the median pair of its own site scope, since a WAN
+// pair is slow by nature and must not take every retest slot.
 void Runner::pairMatrix(InstanceRun& run, std::span<const stats::ScopedSample> headline, stats::SiteScopes& scopes) {
   const auto& plan = run.planned.plan;
   const int n = world_.size();
@@ -419,25 +414,16 @@ void Runner::pairMatrix(InstanceRun& run, std::span<const stats::ScopedSample> h
     if (plan.metric == suite::Metric::latency) run.pairMatrix[static_cast<std::size_t>(key.b) * n + key.a] = cell;
     ranked.push_back({median / typical[scopes.indexOf(key.a, key.b)], key});  // larger = worse, for both metrics
   }
-  if (plan.retestWorst <= 0 || run.agreed != passed) return;
+  if (!plan.part->followedUp() || run.agreed != passed) return;
   std::sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-  // The retest's schedule is in group indices, like every schedule.
+  // In group indices, like every schedule.
   const auto& canaries = run.roles.canaries;
   auto indexOf = [&](int worldRank) {
     return static_cast<std::int32_t>(std::find(canaries.begin(), canaries.end(), worldRank) - canaries.begin());
   };
-  std::vector<suite::RankPair> rankedPairs;
-  for (const auto& [badness, key] : ranked) rankedPairs.push_back({indexOf(key.a), indexOf(key.b)});
-  const std::size_t retested = std::min(rankedPairs.size(), static_cast<std::size_t>(plan.retestWorst));
-  for (std::size_t i = 0; i < retested; ++i) {
-    run.worstFlat.push_back(rankedPairs[i].initiator);
-    run.worstFlat.push_back(rankedPairs[i].responder);
-  }
-  for (const auto& c : suite::controlPairs(rankedPairs, retested, suite::controlCount(retested),
-                                           seed_ ^ stableHash("controls") ^ static_cast<std::uint64_t>(run.index))) {
-    run.controlFlat.push_back(c.initiator);
-    run.controlFlat.push_back(c.responder);
-  }
+  std::vector<std::pair<std::int32_t, std::int32_t>> worstFirst;
+  for (const auto& [badness, key] : ranked) worstFirst.push_back({indexOf(key.a), indexOf(key.b)});
+  run.followUp = plan.part->chooseFollowUp(worstFirst, seed_ ^ stableHash("controls") ^ static_cast<std::uint64_t>(run.index));
 }
 
 void Runner::record(InstanceRun& run, output::Recorder& recorder) {
@@ -451,7 +437,7 @@ void Runner::record(InstanceRun& run, output::Recorder& recorder) {
   // Only in runs with site labels: without them the instance's attributes are its one scope.
   r.withScopes = run.labelled;
   r.scopes = run.scopeTable;
-  r.withPairMatrix = run.planned.plan.pattern == "all-pairs";
+  r.withPairMatrix = run.planned.plan.part->pairMatrix();
   r.pairMatrix = run.pairMatrix;
   r.ranks = static_cast<std::size_t>(world_.size());
   r.counters = run.counterRows;
@@ -464,24 +450,16 @@ void Runner::record(InstanceRun& run, output::Recorder& recorder) {
   runtime::addWriteNanoseconds(runtime::monotonicNow() - writeStart);
 }
 
-// Rank 0's choice of pairs to retest and their controls, on every rank (empty
-// unless the plan retests).
-RetestChoice Runner::retestPairs(InstanceRun& run) {
-  RetestChoice choice;
-  if (run.planned.plan.retestWorst <= 0) return choice;
-  const auto broadcastPairs = [&](std::vector<std::int32_t>& flat) {
-    std::vector<suite::RankPair> pairs;
-    std::int64_t count = static_cast<std::int64_t>(flat.size() / 2);
-    comm_->broadcast(&count, sizeof count, 0, run.control);
-    flat.resize(static_cast<std::size_t>(count) * 2);
-    if (count > 0) comm_->broadcast(flat.data(), static_cast<int>(flat.size() * sizeof(std::int32_t)), 0, run.control);
-    for (std::int64_t i = 0; i < count; ++i)
-      pairs.push_back({flat[static_cast<std::size_t>(2 * i)], flat[static_cast<std::size_t>(2 * i + 1)]});
-    return pairs;
-  };
-  choice.worst = broadcastPairs(run.worstFlat);
-  choice.controls = broadcastPairs(run.controlFlat);
-  return choice;
+// Rank 0's choice for the instance's follow-up, on every rank (empty unless
+// the plan has one).
+FollowUpChoice Runner::followUpChoice(InstanceRun& run) {
+  if (!run.planned.plan.part->followedUp()) return {};
+  std::int64_t count = static_cast<std::int64_t>(run.followUp.size());
+  comm_->broadcast(&count, sizeof count, 0, run.control);
+  run.followUp.resize(static_cast<std::size_t>(count));
+  if (count > 0)
+    comm_->broadcast(run.followUp.data(), static_cast<int>(run.followUp.size() * sizeof(std::int32_t)), 0, run.control);
+  return run.followUp;
 }
 
 }  // namespace fabscope::driver

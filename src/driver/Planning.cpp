@@ -1,6 +1,6 @@
-// Planning: the matrix expanded, each instance planned by its kind, serial
-// retest slots placed, the time budgets fitted, and the memory bound checked,
-// all before anything runs; also the retest stage's instance once its pairs are chosen.
+// Planning: the matrix expanded, each instance planned by its kind, follow-up
+// slots (serial retests) placed, the time budgets fitted, and the memory bound
+// checked, all before anything runs; also a follow-up once its choice is made.
 #include "driver/Planning.hpp"
 
 #include <algorithm>
@@ -11,29 +11,19 @@
 
 #include "conditions/NeighbourLoad.hpp"
 #include "output/Records.hpp"
-#include "topology/PairSchedule.hpp"
 #include "scenario/Units.hpp"
 
 namespace fabscope::driver {
 
-// The retest stage's instance: the worst pairs of `measured` and as many
-// control pairs, alternated, one at a time (control samples: flag bit 10).
-PlannedInstance retestOf(const PlannedInstance& measured, const RetestChoice& choice, int index) {
-  PlannedInstance retest = measured;
-  retest.plan.rounds =
-      suite::PairRounds::explicitRounds(suite::retestSchedule(choice.worst, choice.controls), measured.plan.rounds.sharedLayout());
-  retest.plan.controlPairs = choice.controls;
-  retest.plan.pass = "serial-retest";
-  retest.plan.retestOf = index;
-  retest.plan.retestWorst = 0;
-  retest.plan.maxSamplesPerRank = static_cast<std::int64_t>(choice.worst.size() + choice.controls.size()) *
-                                  measured.instance.spec->iterations;
-  return retest;
+PlannedInstance followUpOf(const PlannedInstance& measured, const FollowUpChoice& choice, int index) {
+  PlannedInstance next = measured;
+  measured.plan.part->followUp(next.plan, choice, index, measured.instance.spec->iterations);
+  return next;
 }
 
 std::string retestsAmong(const std::vector<PlannedInstance>& planned) {
   const auto retests = std::count_if(planned.begin(), planned.end(),
-                                     [](const PlannedInstance& p) { return p.plan.pass == "serial-retest"; });
+                                     [](const PlannedInstance& p) { return p.plan.followUpOf >= 0; });
   return retests == 0 ? "" : " (" + std::to_string(retests) + " of them serial retests)";
 }
 
@@ -62,23 +52,11 @@ void checkCongestors(const scenario::TestInstance& instance, const suite::Kind& 
       "{canaries: N})");
 }
 
-// The place of `measured`'s serial retest in the plan (pass serial-retest, no
-// schedule yet): the pairs to retest are known only once `measured` has run.
-PlannedInstance retestSlotOf(const PlannedInstance& measured, int index) {
+// The place of `measured`'s follow-up in the plan: what it measures is known
+// only once `measured` has run.
+PlannedInstance followUpSlotOf(const PlannedInstance& measured, int index) {
   PlannedInstance slot = measured;
-  const std::int64_t retested = std::min<std::int64_t>(measured.plan.retestWorst, measured.plan.rounds.pairs());
-  slot.plan.rounds = suite::PairRounds::explicitRounds({}, measured.plan.rounds.sharedLayout());
-  slot.plan.pass = "serial-retest";
-  slot.plan.retestOf = index;
-  slot.plan.retestWorst = 0;
-  // At most suite::controlCount control pairs (retestOf sets the exact count).
-  // No more controls than the pairs left once the retested ones are taken out.
-  const std::int64_t controls = std::min<std::int64_t>(suite::controlCount(static_cast<std::size_t>(retested)),
-                                                       measured.plan.rounds.pairs() - retested);
-  slot.plan.maxSamplesPerRank = (retested + controls) * measured.instance.spec->iterations;
-  slot.plan.description = "serial retest of #" + std::to_string(index) + ": its " + std::to_string(retested) +
-                          " worst pairs and up to " + std::to_string(controls) +
-                          " control pairs, one pair at a time";
+  measured.plan.part->followUpSlot(slot.plan, index, measured.instance.spec->iterations);
   return slot;
 }
 
@@ -86,9 +64,7 @@ PlannedInstance retestSlotOf(const PlannedInstance& measured, int index) {
 double estimateSecondsWith(const PlannedInstance& planned, double rounds) {
   const auto& spec = *planned.instance.spec;
   const auto& plan = planned.plan;
-  if (plan.pass == "serial-retest" && spec.iterations > 0)  // pairs chosen later: its sample bound says how many
-    rounds = static_cast<double>(plan.maxSamplesPerRank / spec.iterations);
-  rounds = std::max(rounds, 1.0);
+  rounds = std::max(plan.part->estimatedRounds(plan, rounds, spec.iterations), 1.0);
   const double perOperation = estimate::assumedLatencySeconds +
                               static_cast<double>(planned.instance.bytes) * std::max(plan.window, 1) /
                                   estimate::assumedBytesPerSecond;
@@ -98,7 +74,7 @@ double estimateSecondsWith(const PlannedInstance& planned, double rounds) {
 }  // namespace
 
 double estimateSeconds(const PlannedInstance& planned) {
-  return estimateSecondsWith(planned, static_cast<double>(planned.plan.rounds.rounds()));
+  return estimateSecondsWith(planned, static_cast<double>(planned.plan.part->roundCount()));
 }
 
 std::string formatEstimate(double seconds) {
@@ -114,8 +90,8 @@ std::string formatEstimate(double seconds) {
 
 namespace {
 
-// An instance the budget may thin: a parallel pass with more than one round.
-bool thinnable(const PlannedInstance& p) { return p.plan.pass == "parallel" && p.plan.rounds.rounds() > 1; }
+// An instance the budget may thin (PlanPart::thinnable: a pair pattern's parallel pass with more than one round).
+bool thinnable(const PlannedInstance& p) { return p.plan.part->thinnable(p.plan); }
 
 // The cheapest the instances in `members` can be: one round for the thinnable.
 double leastSeconds(const PlannedInstance& p) {
@@ -150,21 +126,11 @@ void fitBudget(std::vector<PlannedInstance>& planned, const std::vector<std::siz
   for (auto i : members) {
     auto& p = planned[i];
     if (!thinnable(p)) continue;
-    const auto rounds = static_cast<std::size_t>(p.plan.rounds.rounds());
-    const auto keep = 1 + static_cast<std::size_t>(std::floor(static_cast<double>(rounds - 1) * share));
+    const auto rounds = p.plan.part->roundCount();
+    const auto keep = 1 + static_cast<std::int64_t>(std::floor(static_cast<double>(rounds - 1) * share));
     if (keep >= rounds) continue;
-    const auto pairsBefore = p.plan.rounds.pairs();
-    // A sample of round positions drawn from (rounds, keep, seed) alone: every
-    // rank draws the same and generates only the kept rounds' pairs.
-    p.plan.rounds.keepSample(keep, i + 1);
-    const auto pairsKept = p.plan.rounds.pairs();
-    p.plan.roundsLeftOut += static_cast<std::int64_t>(rounds - keep);
-    p.plan.pairsLeftOut += pairsBefore - pairsKept;
-    p.plan.leftOut = "budget (" + what + ", " + formatEstimate(budget) + "): kept " + std::to_string(keep) + " of " +
-                     std::to_string(rounds) + " rounds, a seeded sample; left out " +
-                     std::to_string(rounds - keep) + " rounds, " + std::to_string(pairsBefore - pairsKept) + " pairs";
-    p.plan.description += "; " + p.plan.leftOut;
-    if (p.plan.rounds.layout()) p.plan.maxSamplesPerRank = p.plan.rounds.busiestRankRounds() * p.instance.spec->iterations;
+    p.plan.part->thin(p.plan, keep, i + 1, "budget (" + what + ", " + formatEstimate(budget) + ")",
+                      p.instance.spec->iterations);
   }
 }
 
@@ -179,23 +145,21 @@ std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, cons
                                         const suite::WorldLayout& world) {
   const int worldSize = world.size();
   std::vector<PlannedInstance> out;
-  // The distinct layouts of the measuring ranks (O(N) each): instances with the
-  // same measuring ranks (every size and condition of a test) share one.
-  std::vector<std::shared_ptr<const suite::RankLayout>> layouts;
+  // Parts that hold something alike once (the measuring ranks' layout, O(N)
+  // each: every size and condition of a test has the same).
+  std::vector<const suite::PlanPart*> distinct;
   for (auto& instance : scenario::expandMatrix(scenario)) {
     const auto& kind = registry.kind(instance.spec->kind);
     checkCongestors(instance, kind, worldSize);
     auto plan = kind.planOn(instance, world);
-    if (const auto* layout = plan.rounds.layout()) {
-      const auto same = std::find_if(layouts.begin(), layouts.end(), [&](const auto& l) { return *l == *layout; });
-      if (same != layouts.end()) plan.rounds.shareLayout(*same);
-      else layouts.push_back(plan.rounds.sharedLayout());
-    }
-    const bool retests = plan.retestWorst > 0;
+    if (plan.part->sharable() &&
+        std::none_of(distinct.begin(), distinct.end(), [&](const auto* d) { return plan.part->shareWith(*d); }))
+      distinct.push_back(&*plan.part);
+    const bool followedUp = plan.part->followedUp();
     out.push_back({std::move(instance), std::move(plan)});
-    // Its serial retest comes right after it, planned now so that the count
+    // Its follow-up comes right after it, planned now so that the count
     // announced at the start is the count in the table at the end.
-    if (retests) out.push_back(retestSlotOf(out.back(), static_cast<int>(out.size()) - 1));
+    if (followedUp) out.push_back(followUpSlotOf(out.back(), static_cast<int>(out.size()) - 1));
   }
   // The tests' own budgets first, then the scenario's over what they left.
   std::map<const scenario::TestSpec*, std::vector<std::size_t>> ofTest;

@@ -22,16 +22,16 @@ std::string retestsAmong(const std::vector<PlannedInstance>& planned);
 // Samples and buffers one rank needs for an instance (known before it runs).
 std::int64_t memoryPerRank(const suite::InstancePlan& plan);
 
-// The matrix with every instance's plan, each all-pairs instance that retests
-// followed by its serial retest's slot (pass serial-retest, pairs chosen when
-// it runs); throws ScenarioError on bad kind keys and on an instance above the
+// The matrix with every instance's plan, each instance with a follow-up
+// (PlanPart::followedUp: an all-pairs serial retest) followed by its slot
+// (filled when it runs); throws ScenarioError on bad kind keys and on an instance above the
 // scenario's max_memory_per_rank.
 std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
                                         int worldSize);
 // The same, knowing where every rank sits (patterns that follow the topology
 // need it; the plan above takes every rank for a node of its own). Applies the
 // time budget: a scenario's or a test's `budget` keeps a seeded sample of the
-// rounds of the patterns that have many (plan.leftOut says what went), and
+// rounds of the patterns that have many (PlanPart::thin says what went), and
 // refuses (ScenarioError) a budget the instances cannot fit even with one
 // round each.
 std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, const suite::Registry& registry,
@@ -49,15 +49,12 @@ double estimateSeconds(const PlannedInstance& planned);
 // "1h02m", "3m20s", "12.5s"
 std::string formatEstimate(double seconds);
 
-// The retest stage's choice (all-pairs, group indices): the worst pairs of the
-// parallel pass and control pairs from its middle (suite::controlCount), measured alone alike.
-struct RetestChoice {
-  std::vector<suite::RankPair> worst;
-  std::vector<suite::RankPair> controls;
-};
+// What rank 0 chose for a follow-up (PlanPart::chooseFollowUp), received by
+// every rank; empty: nothing to follow up.
+using FollowUpChoice = std::vector<std::int32_t>;
 
-// The retest stage's instance: the worst pairs of `measured` and as many
-// control pairs, alternated, one at a time (control samples: flag bit 10).
-PlannedInstance retestOf(const PlannedInstance& measured, const RetestChoice& choice, int index);
+// The follow-up instance of `measured` (the instance of `index`), made by its
+// kind family's part from the choice.
+PlannedInstance followUpOf(const PlannedInstance& measured, const FollowUpChoice& choice, int index);
 
 }  // namespace fabscope::driver

@@ -134,7 +134,7 @@ output::Attributes Runner::unfinishedAttributes(int index, const PlannedInstance
           {"transport", spec.transport}, {"memory", spec.memory}, {"bytes", planned.instance.bytes},
           {"iterations", std::int64_t{spec.iterations}}, {"pattern", planned.plan.pattern},
           {"pass", planned.plan.pass}, {"status", status}, {"error", why}};
-  if (planned.plan.retestOf >= 0) attrs.emplace_back("retest_of", std::int64_t{planned.plan.retestOf});
+  if (planned.plan.followUpOf >= 0) attrs.emplace_back("retest_of", std::int64_t{planned.plan.followUpOf});
   if (spec.repeats > 1) {
     attrs.emplace_back("replicate", std::int64_t{planned.instance.replicate});
     attrs.emplace_back("repeats", std::int64_t{spec.repeats});
@@ -321,7 +321,7 @@ std::string Runner::transportNameOf(const PlannedInstance& planned) const {
              : transport::controlPlaneTransport;
 }
 
-// The matrix, one instance at a time; a retest runs right after the instance it retests.
+// The matrix, one instance at a time; a follow-up (a serial retest) runs right after the instance it follows.
 int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& file, output::Recorder& recorder) {
   const bool rank0 = world_.rank() == 0;
   OpenTransports transports(abandoned_, retiredTransports_);
@@ -336,25 +336,23 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
     ~ForgetProgress() { progress = nullptr; }
   } forgetProgress{progress_};
   int exitCode = exit_code::ok;
-  // The instance a serial retest slot retests, and the pairs it chose (none
-  // when it did not pass: then the slot is recorded as not run). The same on
-  // every rank (the choice is rank 0's, broadcast).
+  // The instance a follow-up slot (a serial retest) follows, and what it chose
+  // (nothing when it did not pass: then the slot is recorded as not run). The
+  // same on every rank (the choice is rank 0's, broadcast).
   std::optional<PlannedInstance> measured;
-  RetestChoice retest;
+  FollowUpChoice followUp;
   for (int index = 0; index < static_cast<int>(planned.size()); ++index) {
     PlannedInstance current = std::move(planned[static_cast<std::size_t>(index)]);
     progress.starting(index, current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
-    if (current.plan.pass == "serial-retest" && !stoppedRunning()) {
-      if (!measured || retest.worst.empty()) {
-        skipInstance(index, current, recorder,
-                     "not run: the parallel pass (test " + std::to_string(current.plan.retestOf) +
-                         ") did not pass, so it named no pairs to retest");
+    if (current.plan.followUpOf >= 0 && !stoppedRunning()) {
+      if (!measured || followUp.empty()) {
+        skipInstance(index, current, recorder, current.plan.part->followUpNotRun(current.plan.followUpOf));
         continue;
       }
-      current = retestOf(*measured, retest, current.plan.retestOf);
+      current = followUpOf(*measured, followUp, current.plan.followUpOf);
     }
     measured.reset();
-    retest = {};
+    followUp = {};
     if (stoppedRunning()) {
       if (!survivors_) ++notRunAfterTimeouts_;
       skipInstance(index, current, recorder, whyStopped());
@@ -367,7 +365,7 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
           {.settings = &scenario_.transports, .oneSided = oneSidedTransports.contains(transportName)},
           setupDeadline(scenario_));
     });
-    auto result = runInstance(index, current, file, recorder, transport, retest);
+    auto result = runInstance(index, current, file, recorder, transport, followUp);
     if (leaveRun_) return exit_code::ok;
     if (std::exchange(retireDataPath_, false)) {
       // Every rank answered, but transfers of the missed instance may still be
@@ -379,7 +377,7 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
       runCache_.retire();
     }
     if (result.status != "passed" && result.status != "skipped") exitCode = exit_code::checkFailed;
-    if (current.plan.retestWorst > 0) measured = std::move(current);
+    if (current.plan.part->followedUp()) measured = std::move(current);
     if (rank0) results_.push_back(std::move(result));
   }
   transports.record(recorder);

@@ -83,8 +83,7 @@ struct InstanceRun {
   output::Attributes attributes;
   std::vector<output::ScopeRecord> scopeTable;
   std::vector<double> pairMatrix;
-  std::vector<std::int32_t> worstFlat;    // retest pairs in group indices, flattened
-  std::vector<std::int32_t> controlFlat;  // their control pairs, the same way
+  FollowUpChoice followUp;  // rank 0's choice for the follow-up (PlanPart::chooseFollowUp)
 };
 
 class Runner {
@@ -163,7 +162,7 @@ class Runner {
   // One instance: the stages in order (InstanceStages.cpp).
   InstanceResult runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
                              output::Recorder& recorder, transport::Transport& transport,
-                             RetestChoice& retest);
+                             FollowUpChoice& followUp);
   void assignInstanceRoles(InstanceRun& run);
   void runUnderCondition(InstanceRun& run, transport::Transport& transport);
   void runKind(InstanceRun& run, transport::Transport& transport);
@@ -176,7 +175,7 @@ class Runner {
   void recordBatchFigure(InstanceRun& run, std::span<const output::SampleRecord> samples);
   void pairMatrix(InstanceRun& run, std::span<const stats::ScopedSample> headline, stats::SiteScopes& scopes);
   void record(InstanceRun& run, output::Recorder& recorder);
-  RetestChoice retestPairs(InstanceRun& run);
+  FollowUpChoice followUpChoice(InstanceRun& run);
 
   const scenario::Scenario& scenario_;
   const suite::Registry& registry_;

@@ -43,7 +43,7 @@ bool versionMatches(const std::string& intended, const std::string& discovered) 
 
 namespace {
 
-std::string formatNumber(double number) {
+std::string formatRate(double number) {  // its own name: a unity build puts InventoryFormat.cpp's formatNumber beside it
   char buffer[32];
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, number);
   return ec == std::errc() ? std::string(buffer, end) : std::string();
@@ -97,9 +97,9 @@ class HostChecker {
     if (fabric.protocol != "tcp") {
       if (fabric.rateGbps) {
         for (const auto& [name, port] : activePorts)
-          compare("fabric/rate_gbps@" + name, formatNumber(*fabric.rateGbps),
-                  port->rateGbps > 0 ? formatNumber(port->rateGbps) : "", e);
-        if (activePorts.empty()) add("fabric/rate_gbps", formatNumber(*fabric.rateGbps), "no active RDMA port", ManifestStatus::missing, e);
+          compare("fabric/rate_gbps@" + name, formatRate(*fabric.rateGbps),
+                  port->rateGbps > 0 ? formatRate(port->rateGbps) : "", e);
+        if (activePorts.empty()) add("fabric/rate_gbps", formatRate(*fabric.rateGbps), "no active RDMA port", ManifestStatus::missing, e);
       }
       if (fabric.width) {
         for (const auto& [name, port] : activePorts)
@@ -114,9 +114,9 @@ class HostChecker {
       }
     } else if (fabric.rateGbps) {
       for (const NetInterface* net : interfaces)
-        compare("fabric/rate_gbps@" + net->name, formatNumber(*fabric.rateGbps),
-                net->speedMbps > 0 ? formatNumber(static_cast<double>(net->speedMbps) / 1000.0) : "", e);
-      if (interfaces.empty()) add("fabric/rate_gbps", formatNumber(*fabric.rateGbps), "no fabric interface", ManifestStatus::missing, e);
+        compare("fabric/rate_gbps@" + net->name, formatRate(*fabric.rateGbps),
+                net->speedMbps > 0 ? formatRate(static_cast<double>(net->speedMbps) / 1000.0) : "", e);
+      if (interfaces.empty()) add("fabric/rate_gbps", formatRate(*fabric.rateGbps), "no fabric interface", ManifestStatus::missing, e);
     }
     if (fabric.mtu) {
       for (const NetInterface* net : interfaces)

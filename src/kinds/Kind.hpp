@@ -3,9 +3,11 @@
 // scenario keys, how many samples and bytes an instance needs, and the timed
 // run itself, which returns an Outcome; the runner's stages and the recorder
 // do the rest. What a new kind touches: docs/architecture.md.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "output/KindTable.hpp"
@@ -14,7 +16,7 @@
 #include "runtime/ClockSync.hpp"
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
-#include "topology/PairRounds.hpp"
+#include "topology/TopologySchedule.hpp"
 #include "kinds/Roles.hpp"
 #include "memory/BufferArena.hpp"
 #include "kinds/RunCache.hpp"
@@ -26,31 +28,101 @@ namespace fabscope::suite {
 
 enum class Metric { latency, bandwidth };
 
-// What an instance will do, known before anything is measured.
+struct InstancePlan;
+
+// The part of a plan that its kind family owns (the pair patterns' rounds,
+// budget cut and serial retests: kinds/p2p/PairPlan.hpp). Planning and the
+// runner reach it only through these hooks; the defaults are a kind with
+// nothing of the sort. A part that adds state overrides clone().
+class PlanPart {
+ public:
+  virtual ~PlanPart() = default;
+  virtual std::unique_ptr<PlanPart> clone() const { return std::make_unique<PlanPart>(*this); }
+  // The rounds the instance runs (`fabscope list`); -1: it has no rounds.
+  virtual std::int64_t roundCount() const { return -1; }
+  // The rounds the time estimate counts for `rounds` planned ones (a slot
+  // whose pairs are chosen later counts what its sample bound allows).
+  virtual double estimatedRounds(const InstancePlan&, double rounds, int /*iterations*/) const { return rounds; }
+  // The time budget may keep fewer of its rounds: thin() keeps `keep` of
+  // roundCount(), a sample drawn from `seed`, and says so after `budget` (the
+  // budget's name) in the plan's description and the instance's attributes.
+  virtual bool thinnable(const InstancePlan&) const { return false; }
+  virtual void thin(InstancePlan&, std::int64_t /*keep*/, std::uint64_t /*seed*/, const std::string& /*budget*/,
+                    int /*iterations*/) {}
+  // Whether it holds something instances may share (the measuring ranks'
+  // layout: every size and condition of a test has the same), and taking
+  // over an earlier instance's equal one; true when it did.
+  virtual bool sharable() const { return false; }
+  virtual bool shareWith(const PlanPart&) { return false; }
+  // Its attributes of /tests/NNNN, after the common ones.
+  virtual void addAttributes(output::Attributes&) const {}
+  // The instance's samples also make /tests/NNNN/pair_matrix.
+  virtual bool pairMatrix() const { return false; }
+  // Follow-up instances (serial retests): followedUp() says the instance has
+  // one, planned as the slot right after it (followUpSlot, planned before
+  // anything runs so the count announced at the start holds). Once the
+  // instance has passed, rank 0 chooses from its pairs ranked worst first
+  // (group indices) what the follow-up measures (empty: nothing); every rank
+  // receives the choice and fills the slot with followUp(). A slot left
+  // without a choice is recorded as not run, with followUpNotRun().
+  virtual bool followedUp() const { return false; }
+  virtual void followUpSlot(InstancePlan& /*slot*/, int /*measuredIndex*/, int /*iterations*/) const {}
+  virtual std::vector<std::int32_t> chooseFollowUp(const std::vector<std::pair<std::int32_t, std::int32_t>>& /*worstFirst*/,
+                                                   std::uint64_t /*seed*/) const {
+    return {};
+  }
+  virtual void followUp(InstancePlan& /*next*/, const std::vector<std::int32_t>& /*choice*/, int /*measuredIndex*/,
+                        int /*iterations*/) const {}
+  virtual std::string followUpNotRun(int /*measuredIndex*/) const { return "not run"; }
+};
+
+// An InstancePlan's PlanPart, copied with the plan (a retest starts as a copy
+// of the instance it retests). Without one (a kind that plans none, or a plan
+// moved from) it answers as a part with nothing: the defaults above.
+class PlanPartHolder {
+ public:
+  PlanPartHolder() = default;
+  PlanPartHolder(const PlanPartHolder& other) : part_(other.part_ ? other.part_->clone() : nullptr) {}
+  PlanPartHolder(PlanPartHolder&&) noexcept = default;
+  PlanPartHolder& operator=(const PlanPartHolder& other) {
+    if (this != &other) part_ = other.part_ ? other.part_->clone() : nullptr;
+    return *this;
+  }
+  PlanPartHolder& operator=(PlanPartHolder&&) noexcept = default;
+  void reset(std::unique_ptr<PlanPart> part) { part_ = std::move(part); }
+  PlanPart* operator->() const noexcept { return part_ ? part_.get() : &none(); }
+  PlanPart& operator*() const noexcept { return *operator->(); }
+  // The kind family's own type, or null when the part is another's.
+  template <typename Part>
+  Part* as() const noexcept {
+    return dynamic_cast<Part*>(part_.get());
+  }
+
+ private:
+  // Stateless: its hooks change nothing, so one serves every plan without a part.
+  static PlanPart& none() {
+    static PlanPart nothing;
+    return nothing;
+  }
+  std::unique_ptr<PlanPart> part_;
+};
+
+// What an instance will do, known before anything is measured: what every
+// kind plans, and the part its kind family owns.
 struct InstancePlan {
   Metric metric = Metric::latency;
   int sampleDivisor = 1;
+  // Labels every instance carries in the file and the summary: the traffic's
+  // pattern ("pairs", "incast", "fault" ...), the pass (parallel, serial,
+  // serial-retest) and the operations in flight per transfer.
   std::string pattern = "pairs";
   std::string pass = "parallel";
   int window = 1;
-  // The pairs round by round (empty for collectives): the pattern's
-  // parameters, not its pairs; each rank generates its own rounds at run time.
-  // It also holds where the measuring ranks sit (group indices), for the level
-  // each pair crosses.
-  PairRounds rounds;
   std::int64_t maxSamplesPerRank = 0;
   std::int64_t bufferBytesPerRank = 0;
-  // The time budget's cut: rounds and pairs of the full pattern left
-  // out so the test fits, and what was left (empty: nothing left out).
-  std::int64_t roundsLeftOut = 0;
-  std::int64_t pairsLeftOut = 0;
-  std::string leftOut;
-  std::string description;         // for `fabscope list`
-  int retestWorst = 0;             // all-pairs: serially re-measure this many worst pairs
-  int retestOf = -1;
-  // A serial retest's control pairs (group indices; also in `rounds`): their
-  // samples carry sample_flags::controlPair.
-  std::vector<RankPair> controlPairs;
+  std::string description;  // for `fabscope list`
+  // >= 0: a follow-up of the instance of this index (a serial retest).
+  int followUpOf = -1;
   // > 0: each pair's samples come from one timed loop with this many clock
   // reads per iteration, so the run also reports the loop's batch figure (the
   // way OSU reports: loop time / iterations; driver/BatchFigure.hpp).
@@ -68,6 +140,8 @@ struct InstancePlan {
   // every wait of every test of the run (about 60 instructions a
   // poll, on the latency path), so only runs that need them ask for them.
   bool oneSided = false;
+  // The kind family's part (kinds/p2p/PairPlan.hpp for the pair patterns).
+  PlanPartHolder part;
 };
 
 // A kind's data checks: the first failure's message is kept (the instance

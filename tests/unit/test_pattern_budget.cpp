@@ -4,6 +4,7 @@
 
 #include "driver/Runner.hpp"
 #include "kinds/Registry.hpp"
+#include "kinds/p2p/PairPlan.hpp"
 #include "scenario/Scenario.hpp"
 
 using namespace fabscope;
@@ -61,7 +62,7 @@ TEST(PatternBudget, TooFewRanksOrNodesAreRefused) {
 TEST(PatternBudget, RailsFollowTheLayoutOfTheMeasuringRanks) {
   const auto planned = plan("tests:\n  - {kind: latency, sizes: [8], pattern: rails}\n", suite::WorldLayout::uniform(16, 4, 0, 0));
   ASSERT_EQ(planned.size(), 1u);
-  const auto& p = planned[0].plan;
+  const auto& p = suite::pairPlanOf(planned[0].plan);
   ASSERT_TRUE(p.rounds.layout());
   const auto& layout = *p.rounds.layout();
   EXPECT_EQ(p.rounds.rounds(), 3);  // 4 nodes
@@ -80,19 +81,19 @@ TEST(PatternBudget, ABudgetKeepsASampleOfRoundsAndSaysWhatWent) {
   const auto planned = plan(text, world);
   ASSERT_EQ(planned.size(), 1u);
   const auto& p = planned[0];
-  EXPECT_LT(p.plan.rounds.rounds(), 63);
-  EXPECT_GE(p.plan.rounds.rounds(), 1);
+  EXPECT_LT(suite::pairPlanOf(p.plan).rounds.rounds(), 63);
+  EXPECT_GE(suite::pairPlanOf(p.plan).rounds.rounds(), 1);
   EXPECT_LE(driver::estimateSeconds(p), 0.05);
-  EXPECT_EQ(p.plan.roundsLeftOut, 63 - p.plan.rounds.rounds());
-  EXPECT_EQ(p.plan.pairsLeftOut, p.plan.roundsLeftOut * 32);
-  EXPECT_NE(p.plan.leftOut.find("left out"), std::string::npos);
-  EXPECT_EQ(p.plan.maxSamplesPerRank, p.plan.rounds.rounds() * 100);
+  EXPECT_EQ(suite::pairPlanOf(p.plan).roundsLeftOut, 63 - suite::pairPlanOf(p.plan).rounds.rounds());
+  EXPECT_EQ(suite::pairPlanOf(p.plan).pairsLeftOut, suite::pairPlanOf(p.plan).roundsLeftOut * 32);
+  EXPECT_NE(suite::pairPlanOf(p.plan).leftOut.find("left out"), std::string::npos);
+  EXPECT_EQ(p.plan.maxSamplesPerRank, suite::pairPlanOf(p.plan).rounds.rounds() * 100);
   // Without the budget nothing is left out; the same budget gives the same rounds.
   const auto full = plan("tests:\n  - {kind: latency, sizes: [8], iterations: 100, warmup: 0, pattern: all-pairs,\n"
                          "     all_pairs: {retest_worst: 0}}\n", world);
-  EXPECT_EQ(full[0].plan.rounds.rounds(), 63);
-  EXPECT_TRUE(full[0].plan.leftOut.empty());
-  EXPECT_EQ(plan(text, world)[0].plan.rounds.whole(), p.plan.rounds.whole());
+  EXPECT_EQ(suite::pairPlanOf(full[0].plan).rounds.rounds(), 63);
+  EXPECT_TRUE(suite::pairPlanOf(full[0].plan).leftOut.empty());
+  EXPECT_EQ(suite::pairPlanOf(plan(text, world)[0].plan).rounds.whole(), suite::pairPlanOf(p.plan).rounds.whole());
 }
 
 TEST(PatternBudget, ABudgetNoInstanceFitsIsRefusedWithTheEstimate) {
@@ -107,4 +108,50 @@ TEST(PatternBudget, ABudgetNoInstanceFitsIsRefusedWithTheEstimate) {
   EXPECT_NE(errorOf("budget: 0s\ntests:\n  - {kind: latency, sizes: [8]}\n", suite::WorldLayout::uniform(4, 1, 0, 0))
                 .find("t.yaml:1:9: duration '0s' must be greater than 0"),
             std::string::npos);
+}
+
+// The pair patterns' plan part travels with a copy of the plan (a retest starts
+// as one) as a copy of its own, and a follow-up's choice comes back as the
+// worst pairs first, then the control pairs: flagged, never counted as worst.
+TEST(PairPlanPart, CopiesAndFollowUpKeepWorstAndControlsApart) {
+  const auto planned = plan("tests:\n  - {kind: latency, sizes: [8], iterations: 10, warmup: 0, pattern: all-pairs,\n"
+                            "     all_pairs: {retest_worst: 2}}\n",
+                            suite::WorldLayout::uniform(16, 1, 0, 0));
+  ASSERT_EQ(planned.size(), 2u);  // the parallel pass, then its retest's slot
+  const auto& measured = planned[0].plan;
+  EXPECT_TRUE(measured.part->followedUp());
+  EXPECT_TRUE(measured.part->pairMatrix());
+  EXPECT_EQ(planned[1].plan.followUpOf, 0);
+  EXPECT_EQ(planned[1].plan.pass, "serial-retest");
+  EXPECT_FALSE(planned[1].plan.part->followedUp());
+  EXPECT_EQ(planned[1].plan.part->roundCount(), -1);  // its pairs are not chosen yet
+
+  auto copy = measured;
+  suite::pairPlanOf(copy).rounds = suite::PairRounds{};
+  EXPECT_EQ(suite::pairPlanOf(measured).rounds.rounds(), 15);  // the copy's part is its own
+
+  std::vector<std::pair<std::int32_t, std::int32_t>> worstFirst;
+  for (std::int32_t a = 0; a < 16; ++a)
+    for (std::int32_t b = a + 1; b < 16; ++b) worstFirst.push_back({a, b});
+  const auto choice = measured.part->chooseFollowUp(worstFirst, 7);
+  ASSERT_FALSE(choice.empty());
+  EXPECT_EQ(choice[0], 2);
+  auto next = measured;
+  measured.part->followUp(next, choice, 0, 10);
+  const auto& retest = suite::pairPlanOf(next);
+  const std::size_t controls = (choice.size() - 1) / 2 - 2;
+  EXPECT_EQ(controls, static_cast<std::size_t>(suite::controlCount(2)));
+  EXPECT_EQ(retest.controlPairs.size(), controls);
+  for (const auto& c : retest.controlPairs) {  // never one of the two worst
+    EXPECT_FALSE(c == (suite::RankPair{0, 1}));
+    EXPECT_FALSE(c == (suite::RankPair{0, 2}));
+  }
+  EXPECT_EQ(retest.rounds.rounds(), static_cast<std::int64_t>(2 + controls));  // one pair at a time
+  EXPECT_EQ(next.maxSamplesPerRank, static_cast<std::int64_t>(2 + controls) * 10);
+  EXPECT_EQ(next.followUpOf, 0);
+  EXPECT_EQ(next.pass, "serial-retest");
+  EXPECT_FALSE(retest.followedUp());
+  // Nothing ranked: nothing to follow up (the slot is then recorded as not run).
+  EXPECT_TRUE(measured.part->chooseFollowUp({}, 7).empty());
+  EXPECT_NE(measured.part->followUpNotRun(0).find("did not pass"), std::string::npos);
 }

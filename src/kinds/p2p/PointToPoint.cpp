@@ -65,61 +65,38 @@ scenario::KindRules PointToPointKind::rules() const {
   return r;
 }
 
-InstancePlan PointToPointKind::plan(const scenario::TestInstance& instance, int worldSize) const {
-  // Without hosts every rank is a node of its own, unlabelled.
-  return planOn(instance, WorldLayout::uniform(worldSize, 1, 0, 0));
-}
+namespace {
 
-InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, const WorldLayout& world) const {
-  const auto& spec = *instance.spec;
-  const auto& c = scenario::configOf<PointToPointConfig>(spec);
-  InstancePlan plan;
-  plan.metric = metric();
-  plan.sampleDivisor = sampleDivisor();
-  plan.window = c.window;
-  plan.pattern = patternName(c.pattern);
-  plan.batchClockReads = 2;  // t0 and t1 of every iteration (measurePair of each kind)
-  const int ranks = measuringRanksOf(spec, world.size(), 2);
-  const bool followsTopology = c.pattern != Pattern::pairs && c.pattern != Pattern::allPairs;
-  // The measuring ranks in role order, as the run will pick them: spread and
-  // packed depend on the hosts only; a random placement on the run's seed,
-  // unknown here, so a pattern that follows the topology cannot use it.
-  if (followsTopology && spec.placement == "random")
-    throw scenario::ScenarioError(spec.where("roles") + ": test '" + spec.name + "': pattern '" + plan.pattern +
-                                  "' follows the topology and needs the measuring ranks known at load; placement "
-                                  "random is drawn at run time (use placement: spread or packed)");
-  const auto roles = assignRoles(roleSpecOf(spec), world.hostOfRank, 2, hasCongestedCondition(spec), 0);
-  auto layout = std::make_shared<RankLayout>(groupLayout(world, roles.canaries));
-  if (layout->size() != ranks) *layout = RankLayout::uniform(ranks, 1);  // roles and count disagree: no levels
-  const auto unfit = patternUnfit(c.pattern, *layout, c.patternOptions);
-  if (!unfit.empty())
-    throw scenario::ScenarioError(spec.where("pattern") + ": test '" + spec.name + "': " + unfit);
+// The pattern's rounds and pass in `part` and `plan`, and the plan's
+// description of them. The pattern's parameters only (one-way kinds:
+// bothDirections, set by parse): counting its rounds generates them once, one
+// round at a time (time O(pairs), memory O(ranks)); no rank holds them all.
+std::string planRounds(const PointToPointConfig& c, const std::shared_ptr<RankLayout>& layout, int ranks,
+                       InstancePlan& plan, PairPlan& part) {
   std::string detail;
-  const auto roundsText = [&] { return std::to_string(plan.rounds.rounds()) + " rounds"; };
-  // The pattern's parameters only (one-way kinds: bothDirections, set by
-  // parse): counting its rounds generates them once, one round at a time (time
-  // O(pairs), memory O(ranks)); no rank holds them all.
+  const auto roundsText = [&] { return std::to_string(part.rounds.rounds()) + " rounds"; };
   switch (c.pattern) {
     case Pattern::pairs:
-      plan.rounds = PairRounds::ofPattern(Pattern::pairs, layout, c.patternOptions);
+      part.rounds = PairRounds::ofPattern(Pattern::pairs, layout, c.patternOptions);
       plan.pass = "parallel";
       detail = "pairs i<->i+" + std::to_string(ranks / 2) + ", " + std::to_string(ranks / 2) + " pairs at once";
       break;
     case Pattern::allPairs: {
-      plan.rounds = PairRounds::ofPattern(Pattern::allPairs, layout, c.patternOptions, c.serial);
+      part.rounds = PairRounds::ofPattern(Pattern::allPairs, layout, c.patternOptions, c.serial);
+      part.allPairs = true;
       if (c.serial) {
         plan.pass = "serial";
         detail = "all-pairs, one pair at a time (" + roundsText() + ")";
       } else {
         plan.pass = "parallel";
-        plan.retestWorst = c.retestWorst;
+        part.retestWorst = c.retestWorst;
         detail = "all-pairs, " + roundsText() + ", every rank busy";
-        if (plan.retestWorst > 0) detail += "; then the " + std::to_string(plan.retestWorst) + " worst pairs serially";
+        if (part.retestWorst > 0) detail += "; then the " + std::to_string(part.retestWorst) + " worst pairs serially";
       }
       break;
     }
     default: {
-      plan.rounds = PairRounds::ofPattern(c.pattern, layout, c.patternOptions);
+      part.rounds = PairRounds::ofPattern(c.pattern, layout, c.patternOptions);
       plan.pass = "parallel";
       const std::string draws = std::to_string(c.patternOptions.draws);
       const std::string seed = ", seed " + std::to_string(c.patternOptions.seed);
@@ -135,7 +112,45 @@ InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, co
       detail += ", " + roundsText();
     }
   }
-  plan.maxSamplesPerRank = plan.rounds.busiestRankRounds() * spec.iterations;
+  return detail;
+}
+
+}  // namespace
+
+InstancePlan PointToPointKind::plan(const scenario::TestInstance& instance, int worldSize) const {
+  // Without hosts every rank is a node of its own, unlabelled.
+  return planOn(instance, WorldLayout::uniform(worldSize, 1, 0, 0));
+}
+
+InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, const WorldLayout& world) const {
+  const auto& spec = *instance.spec;
+  const auto& c = scenario::configOf<PointToPointConfig>(spec);
+  InstancePlan plan;
+  plan.metric = metric();
+  plan.sampleDivisor = sampleDivisor();
+  plan.window = c.window;
+  plan.pattern = patternName(c.pattern);
+  plan.batchClockReads = 2;  // t0 and t1 of every iteration (measurePair of each kind)
+  auto pairs = std::make_unique<PairPlan>();
+  auto& part = *pairs;
+  plan.part.reset(std::move(pairs));
+  const int ranks = measuringRanksOf(spec, world.size(), 2);
+  const bool followsTopology = c.pattern != Pattern::pairs && c.pattern != Pattern::allPairs;
+  // The measuring ranks in role order, as the run will pick them: spread and
+  // packed depend on the hosts only; a random placement on the run's seed,
+  // unknown here, so a pattern that follows the topology cannot use it.
+  if (followsTopology && spec.placement == "random")
+    throw scenario::ScenarioError(spec.where("roles") + ": test '" + spec.name + "': pattern '" + plan.pattern +
+                                  "' follows the topology and needs the measuring ranks known at load; placement "
+                                  "random is drawn at run time (use placement: spread or packed)");
+  const auto roles = assignRoles(roleSpecOf(spec), world.hostOfRank, 2, hasCongestedCondition(spec), 0);
+  auto layout = std::make_shared<RankLayout>(groupLayout(world, roles.canaries));
+  if (layout->size() != ranks) *layout = RankLayout::uniform(ranks, 1);  // roles and count disagree: no levels
+  const auto unfit = patternUnfit(c.pattern, *layout, c.patternOptions);
+  if (!unfit.empty())
+    throw scenario::ScenarioError(spec.where("pattern") + ": test '" + spec.name + "': " + unfit);
+  const std::string detail = planRounds(c, layout, ranks, plan, part);
+  plan.maxSamplesPerRank = part.rounds.busiestRankRounds() * spec.iterations;
   const auto receive = c.oneReceiveBuffer
                            ? static_cast<std::size_t>(instance.bytes)
                            : std::min<std::size_t>(static_cast<std::size_t>(instance.bytes) * static_cast<std::size_t>(plan.window),
@@ -157,11 +172,12 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
                                                                 : std::max<std::size_t>(1, maxReceiveBytes / bytes);
   // This rank's rounds only (O(own pairs)), generated from the plan's
   // parameters; in group indices, and the transport needs world ranks.
-  auto mine = ctx.plan.rounds.roundsOf(ctx.group.rank());
+  const auto& pairPlan = pairPlanOf(ctx.plan);
+  auto mine = pairPlan.rounds.roundsOf(ctx.group.rank());
   std::vector<bool> controlPair(mine.size(), false);
   for (std::size_t i = 0; i < mine.size(); ++i)
-    controlPair[i] = std::find(ctx.plan.controlPairs.begin(), ctx.plan.controlPairs.end(), mine[i].second) !=
-                     ctx.plan.controlPairs.end();
+    controlPair[i] = std::find(pairPlan.controlPairs.begin(), pairPlan.controlPairs.end(), mine[i].second) !=
+                     pairPlan.controlPairs.end();
   const auto mineInGroup = mine;
   for (auto& [round, pair] : mine)
     pair = {ctx.participants[static_cast<std::size_t>(pair.initiator)],
@@ -178,8 +194,8 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
   ctx.transport.reserve(2 * ctx.plan.window + 2);
 
   std::size_t next = 0;
-  const RankLayout* layout = ctx.plan.rounds.layout();
-  for (int round = 0; round < static_cast<int>(ctx.plan.rounds.rounds()); ++round) {
+  const RankLayout* layout = pairPlan.rounds.layout();
+  for (int round = 0; round < static_cast<int>(pairPlan.rounds.rounds()); ++round) {
     // Everyone starts a round together, so pairs of one round overlap fully.
     ctx.group.barrier(ctx.deadline);
     if (next < mine.size() && mine[next].first == round) {

@@ -3,6 +3,7 @@
 // parallel or serial pass), the round loop, buffers and the data check. A kind
 // supplies only how one pair is measured.
 #include "kinds/Kind.hpp"
+#include "kinds/p2p/PairPlan.hpp"
 #include "memory/HostBuffer.hpp"
 
 namespace fabscope::suite {
