@@ -55,6 +55,7 @@ class FitVerdict:
     missing: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     to_fix: List[str] = field(default_factory=list)
+    costs: List[str] = field(default_factory=list)      # what each component to fix costs
     limiters: List[str] = field(default_factory=list)   # the KV line-rate headline and limiter
 
     def line(self) -> str:
@@ -198,7 +199,7 @@ def json_of(verdict: FitVerdict) -> dict:
                         "condition": c.condition, "figures": c.figures, "missing": c.missing}
                        for c in verdict.checks],
             "congestion_impact": [r.to_json() for r in verdict.cif],
-            "to_fix": verdict.to_fix, "limiters": verdict.limiters,
+            "to_fix": verdict.to_fix, "costs": verdict.costs, "limiters": verdict.limiters,
             "missing": verdict.missing, "notes": verdict.notes,
             "method": {"interval": "outer circular block bootstrap, 90 % two-sided, "
                                    f"{R.REPLICATES} replicates",
