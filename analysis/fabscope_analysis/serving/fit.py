@@ -186,8 +186,15 @@ def compose_verdict(measured: Measured, slo: Slo, deployment) -> FitVerdict:
     for key in ("ttft_p50", "ttft_p99"):
         if key in slo.targets_ms:
             verdict.checks.append(ttft_check(key, slo, measured, deployment.prompt_tokens))
-    verdict.cif = cif_rows(measured, slo.cif_p99)
-    verdict.checks.append(cif_check(verdict.cif, measured, slo.cif_p99))
+    if slo.cif_p99 is None:
+        verdict.cif = cif_rows(measured, float("inf"))
+        for row in verdict.cif:
+            row.status = "not judged"
+        verdict.notes.append("the congestion rule is off (cif_p99=off): the congestion impact "
+                             "factors are shown, not judged")
+    else:
+        verdict.cif = cif_rows(measured, slo.cif_p99)
+        verdict.checks.append(cif_check(verdict.cif, measured, slo.cif_p99))
     verdict.status = worst_status(c.status for c in verdict.checks)
     return verdict
 
