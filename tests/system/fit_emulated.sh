@@ -28,12 +28,13 @@ for i in 0 1 2 3 4 5 6 7; do "$cluster" rate "ecfit$i" 1gbit >/dev/null; done
 export PYTHONPATH=$FABSCOPE_SOURCE_DIR/analysis${PYTHONPATH:+:$PYTHONPATH}
 check=$FABSCOPE_SOURCE_DIR/tests/system/lib/fit-emulated-check.py
 
-# TTFT p99 800 ms, of which the fabric may take 10 % = 80 ms: a 1 MiB KV request (16 tokens
-# of llama3-8b at TP 2) takes about 8 ms at 1 Gbit/s plus the CPUs' share (p99 30-50 ms
-# measured on a busy machine) and at least 168 ms at 50 Mbit/s. The congestion rule is
+# TTFT p99 1.5 s, of which the fabric may take 10 % = 150 ms: a 1 MiB KV request (16 tokens
+# of llama3-8b at TP 2) takes 8.4 ms on the wire at 1 Gbit/s, p99 43-53 ms with the CPUs'
+# share on a busy machine (load 13), and at 50 Mbit/s 168 ms on the wire, p99 360-375 ms
+# measured (2026-12-03): about 3x from the limit on either side. The congestion rule is
 # off: here the neighbours' traffic is work for the same CPUs, not the fabric's.
 plan=(--model llama3-8b --tp 2 --ranks 8 --ranks-per-node 1 --budget 1m
-      --slo ttft_p99=800ms,cif_p99=off --decode-batch 1 --prefill-chunk none --prompt 16)
+      --slo ttft_p99=1500ms,cif_p99=off --decode-batch 1 --prefill-chunk none --prompt 16)
 # The probes' bandwidth window is cut to 2 x 1 MiB: at 50 Mbit/s the plan's 64 x 1 MiB
 # sample (sized for 10 GB/s) takes 11 s.
 sets=(--set all-pairs-bandwidth.window=2 --set all-pairs-bandwidth.warmup=2
