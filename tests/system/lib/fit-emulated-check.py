@@ -44,7 +44,7 @@ def verdict(folder, expected, status, host=None):
     if expected == "FAIL":
         named = [line for line in fit["to_fix"] if f"host {host} (receive)" in line]
         costs = [line for line in fit["costs"] if line.startswith(f"{host} (receive)")
-                 and "ttft_p99 FAIL" in line and "% of the 1500ms TTFT target" in line]
+                 and "ttft_p99 FAIL" in line and "% of the 2s TTFT target" in line]
         if not named or not costs:
             sys.exit(f"the FAIL does not name {host} and its cost: fix {fit['to_fix']}, "
                      f"cost {fit['costs']}")
