@@ -54,7 +54,10 @@ fit_run() {
   timeout --kill-after=10 300 "$FABSCOPE_SOURCE_DIR/launch/fabscope-fit" --dir "$scratch/$1" \
     "${sets[@]}" "${plan[@]}" -- --fabric emulated --bin "$FABSCOPE_BIN" >"$scratch/$1.log" 2>&1 \
     || fit_status=$?
-  ((fit_status != 124 && fit_status != 137)) || { tail -30 "$scratch/$1.log"; fail "$1: fabscope-fit did not end within 300 s"; }
+  if ((fit_status == 124 || fit_status == 137)); then
+    tail -30 "$scratch/$1.log"
+    fail "$1: fabscope-fit did not end within 300 s"
+  fi
   grep -E '^(plan for|fit |  ttft|fix:|cost:|line rate:)' "$scratch/$1.log" | cut -c1-400 || true
   note "$1: fabscope-fit exited $fit_status after $((SECONDS - started)) s"
   [[ -s $scratch/$1/fit.json ]] || { tail -30 "$scratch/$1.log"; fail "$1: no verdict ($scratch/$1/fit.json)"; }
@@ -69,7 +72,8 @@ grep -q "^plan for llama3-8b TP 2 on 8 ranks.*within the budget of 1 min" "$scra
 "$cluster" rate ecfit1 50mbit --latency 1s >/dev/null   # a deep queue: the link, not drops, limits
 fit_run slow
 /usr/bin/python3 "$check" verdict "$scratch/slow" FAIL "$fit_status" ecfit1 || fail "slow host: wrong verdict"
-/usr/bin/python3 "$check" rates "$scratch/slow/result.h5" 1 1:0.05 || fail "slow host: line rates are not the configured ones"
+/usr/bin/python3 "$check" rates "$scratch/slow/result.h5" 1 1:0.05 \
+  || fail "slow host: line rates are not the configured ones"
 /usr/bin/python3 "$check" share "$scratch/slow/result.h5" 1 || fail "slow host: its link's share is off"
 
 # An incast of 7 senders into ecfit0's 1 Gbit/s link: the link, not the CPUs, limits it; 112 MiB
