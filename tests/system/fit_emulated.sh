@@ -28,12 +28,13 @@ for i in 0 1 2 3 4 5 6 7; do "$cluster" rate "ecfit$i" 1gbit >/dev/null; done
 export PYTHONPATH=$FABSCOPE_SOURCE_DIR/analysis${PYTHONPATH:+:$PYTHONPATH}
 check=$FABSCOPE_SOURCE_DIR/tests/system/lib/fit-emulated-check.py
 
-# TTFT p99 2 s, of which the fabric may take 10 % = 200 ms: a 1 MiB KV request (16 tokens
+# The budget is 2 minutes: the plan's estimate (3.7 s) assumes 10 GB/s links and free CPUs;
+# each run here took 33-95 s on 2 busy CPUs. TTFT p99 2 s, of which the fabric may take 10 % = 200 ms: a 1 MiB KV request (16 tokens
 # of llama3-8b at TP 2) takes 8.4 ms on the wire at 1 Gbit/s, p99 30-97 ms with the CPUs'
 # share on a busy machine (load 10-13), and at 50 Mbit/s 168 ms on the wire, p99 360-375 ms
 # and never under 240 ms measured (2026-12-03): about 2x from the limit on either side. The congestion rule is
 # off: here the neighbours' traffic is work for the same CPUs, not the fabric's.
-plan=(--model llama3-8b --tp 2 --ranks 8 --ranks-per-node 1 --budget 1m
+plan=(--model llama3-8b --tp 2 --ranks 8 --ranks-per-node 1 --budget 2m
       --slo ttft_p99=2s,cif_p99=off --decode-batch 1 --prefill-chunk none --prompt 16)
 # The probes' bandwidth window is cut to 2 x 1 MiB: at 50 Mbit/s the plan's 64 x 1 MiB
 # sample (sized for 10 GB/s) takes 11 s. 6 samples a pair: with 3, on a busy machine the
@@ -64,7 +65,7 @@ fit_run() {
 }
 
 fit_run healthy
-grep -q "^plan for llama3-8b TP 2 on 8 ranks.*within the budget of 1 min" "$scratch/healthy.log" \
+grep -q "^plan for llama3-8b TP 2 on 8 ranks.*within the budget of 2 min" "$scratch/healthy.log" \
   || fail "healthy: the plan did not print its estimate within the budget"
 /usr/bin/python3 "$check" verdict "$scratch/healthy" PASS "$fit_status" || fail "healthy: wrong verdict"
 /usr/bin/python3 "$check" rates "$scratch/healthy/result.h5" 1 || fail "healthy: line rates are not the configured ones"
