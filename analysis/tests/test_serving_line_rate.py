@@ -154,3 +154,24 @@ def test_all_to_all_phases_as_a_share_of_each_ranks_send_rate(tmp_path):
     assert row.share_worst_path == pytest.approx(MIB * 8 / 1e6 / 25, rel=0.01)
     assert row.worst_path == "out of rank 2@fh2"
     assert "10 Gb/s (interface eth0 speed)" in row.rate and "25 Gb/s" in row.rate
+
+
+def test_incast_aggregate_is_a_share_of_the_receivers_rate(tmp_path):
+    """fabscope's incast records latency as its metric and the receiver's aggregate as rows
+    flagged 1 << 8: 3 senders x 4 MiB into fh3 (1 Gbit receive limit) at 0.95 Gb/s in all."""
+    run = SyntheticRun(tmp_path / "i.h5", nranks=4, ranks_per_host=1)
+    run.add_hosts(inventory("1Gbit"))
+    entries, flags = [], {}
+    for it in range(20):
+        for sender in (0, 1, 2):   # each sender's own completion: slower, not a path figure
+            entries.append((sender, it, 3, 4 * MIB, 4 * MIB * 8 / 0.2))
+        entries.append((3, it, -1, 12 * MIB, 12 * MIB * 8 / 0.95))
+        flags[(3, it)] = 1 << 8
+    run.add_test("into-one", "incast", make_samples(entries, run.start_ns(), flags=flags),
+                 nbytes=4 * MIB, pattern="incast")
+    run.close()
+    with open_result(str(tmp_path / "i.h5")) as result:
+        rows = share_rows(result)
+    assert len(rows) == 1 and rows[0].kind == "incast" and rows[0].transfers == 20
+    assert rows[0].share_p50 == pytest.approx(0.95, rel=1e-3)
+    assert "1 Gb/s (emulated cluster's receive limit on fh3)" in rows[0].rate

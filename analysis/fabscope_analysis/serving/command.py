@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import yaml
 
 from ..impact import deployment_from_run
 from ..models import ModelError
 from ..reader import open_for_command as _open
+from .attribution import costs, hold_unexplained_fails, shared_cpu_findings
 from .fit import FAIL, PASS, FitVerdict, compose_verdict, json_of
 from .line_rate import headline
 from .measured import measure
@@ -75,21 +76,21 @@ def _scenario_slo(result) -> Optional[Slo]:
     return load_slo_file(path)   # a malformed slo: section is an error naming file and line
 
 
-def components_to_fix(result) -> List[str]:
-    """The diagnosis's culprits (components to fix), or why it names none. The diagnosis is
-    of the whole file: it does not say which check a component costs."""
+def components_to_fix(result) -> Tuple[List[str], list]:
+    """(lines, culprits): the diagnosis's culprits (components to fix), or why it names none.
+    The diagnosis is of the whole file; attribution.costs says which check each costs."""
     from ..diagnose import diagnose
     diagnosis = diagnose(result)
     if diagnosis.culprits:
         return [f"{c.component} {c.subject()} ({c.direction}): {'; '.join(c.symptoms)} "
-                f"(confidence {c.confidence})" for c in diagnosis.culprits]
+                f"(confidence {c.confidence})" for c in diagnosis.culprits], diagnosis.culprits
     found = [c.line() for c in diagnosis.congestion]
     if diagnosis.verdict == "cannot tell":
         found.append("diagnose cannot name a component: " + "; ".join(diagnosis.reasons))
     else:
         found.append("diagnose names no single component: the cost is fabric-wide (congestion, "
                      "routing, the transport or its settings)")
-    return found
+    return found, []
 
 
 def print_verdict(verdict: FitVerdict, stream) -> None:
@@ -105,7 +106,8 @@ def print_verdict(verdict: FitVerdict, stream) -> None:
             extra = f" ({r.why})" if r.why else ""
             print(f"  {r.title()} {r.series} [{r.condition}]: {figures} over {r.samples} / "
                   f"{r.quiet_samples} operations: {r.status}{extra}", file=stream)
-    for what, lines in (("fix", verdict.to_fix), ("line rate", verdict.limiters),
+    for what, lines in (("fix", verdict.to_fix), ("cost", verdict.costs),
+                        ("line rate", verdict.limiters),
                         ("missing", verdict.missing), ("note", verdict.notes)):
         for line in lines:
             print(f"{what}: {line}", file=stream)
@@ -129,11 +131,15 @@ def run_fit(args) -> int:
             print(f"error: {args.file}: the scenario names no model; give --model "
                   "(llama3-8b, llama3-70b, llama3-405b, deepseek-v3)", file=sys.stderr)
             return EXIT_USAGE
-        verdict = compose_verdict(measure(result, deployment), slo, deployment)
+        measured = measure(result, deployment)
+        verdict = compose_verdict(measured, slo, deployment)
         kv_line = headline(result)
         verdict.limiters = [kv_line] if kv_line else []
-        if verdict.status == FAIL and not args.no_diagnose:
-            verdict.to_fix = components_to_fix(result)
+        shared = shared_cpu_findings(result) if verdict.status == FAIL else []
+        if verdict.status == FAIL and (shared or not args.no_diagnose):
+            verdict.to_fix, culprits = components_to_fix(result)
+            verdict.costs = costs(verdict, measured, culprits)
+            hold_unexplained_fails(verdict, measured, culprits, shared)
     print_verdict(verdict, sys.stdout)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:

@@ -55,6 +55,7 @@ class FitVerdict:
     missing: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     to_fix: List[str] = field(default_factory=list)
+    costs: List[str] = field(default_factory=list)      # what each component to fix costs
     limiters: List[str] = field(default_factory=list)   # the KV line-rate headline and limiter
 
     def line(self) -> str:
@@ -185,8 +186,15 @@ def compose_verdict(measured: Measured, slo: Slo, deployment) -> FitVerdict:
     for key in ("ttft_p50", "ttft_p99"):
         if key in slo.targets_ms:
             verdict.checks.append(ttft_check(key, slo, measured, deployment.prompt_tokens))
-    verdict.cif = cif_rows(measured, slo.cif_p99)
-    verdict.checks.append(cif_check(verdict.cif, measured, slo.cif_p99))
+    if slo.cif_p99 is None:
+        verdict.cif = cif_rows(measured, float("inf"))
+        for row in verdict.cif:
+            row.status = "not judged"
+        verdict.notes.append("the congestion rule is off (cif_p99=off): the congestion impact "
+                             "factors are shown, not judged")
+    else:
+        verdict.cif = cif_rows(measured, slo.cif_p99)
+        verdict.checks.append(cif_check(verdict.cif, measured, slo.cif_p99))
     verdict.status = worst_status(c.status for c in verdict.checks)
     return verdict
 
@@ -198,7 +206,7 @@ def json_of(verdict: FitVerdict) -> dict:
                         "condition": c.condition, "figures": c.figures, "missing": c.missing}
                        for c in verdict.checks],
             "congestion_impact": [r.to_json() for r in verdict.cif],
-            "to_fix": verdict.to_fix, "limiters": verdict.limiters,
+            "to_fix": verdict.to_fix, "costs": verdict.costs, "limiters": verdict.limiters,
             "missing": verdict.missing, "notes": verdict.notes,
             "method": {"interval": "outer circular block bootstrap, 90 % two-sided, "
                                    f"{R.REPLICATES} replicates",

@@ -172,7 +172,8 @@ def _transfers(inst) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
         s = s[(flags & ALLTOALL_PHASES) != 0]
         s = s[s["bytes"] > 0]
         senders, receivers = s["rank"].to_numpy(), np.full(len(s), -1)
-    elif inst.metric != "bandwidth" or kind not in ("bandwidth", "bibw", "incast"):
+    elif kind not in ("bandwidth", "bibw", "incast") or \
+            (kind != "incast" and inst.metric != "bandwidth"):   # incast's headline is latency
         return None
     elif kind == "incast":
         s = s[(flags & INCAST_AGGREGATE) != 0]   # the receiver's aggregate: rank = receiver

@@ -18,7 +18,7 @@ median is the deployment's (named); the others are listed in `others`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 import numpy as np
 
@@ -45,6 +45,7 @@ class ClassSeries:
     how: Dict[str, str] = field(default_factory=dict)
     ranks: int = 0
     others: List[str] = field(default_factory=list)
+    members: Set[int] = field(default_factory=set)   # the ranks its operations ran on
 
     def conditions(self) -> List[str]:
         names = sorted(self.by_condition)
@@ -81,7 +82,7 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
     candidates: Dict[str, ClassSeries] = {}
     for name, condition, members in I._series_by_condition(instances_of(analysis.result, kind)):
         by_size: Dict[int, np.ndarray] = {}
-        ranks = 0
+        ranks, seen = 0, set()
         for inst in members:
             if token_bytes and int(inst.get("dispatch_token_bytes", token_bytes)) != token_bytes:
                 continue
@@ -89,6 +90,7 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
             s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
             by_size[int(inst.get("bytes"))] = I.collective_times(s)
             ranks = max(ranks, int(s["rank"].nunique()) if len(s) else 0)
+            seen.update(int(r) for r in s["rank"].unique())
         times, how = I._at_size(by_size, target)
         series = candidates.setdefault(name, ClassSeries(cls, name, per_step, target))
         if times is None:
@@ -97,6 +99,7 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
         series.by_condition[condition] = times
         series.how[condition] = how
         series.ranks = max(series.ranks, ranks)
+        series.members |= seen
     chosen = _choose(candidates, measured)
     if chosen is not None:
         measured.classes[cls] = chosen
@@ -117,10 +120,13 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
         groups.setdefault(key, []).append(inst)
     for (name, condition), members in groups.items():
         per_request: Dict[int, np.ndarray] = {}
+        ranks = set()
         for inst in members:
             req = inst.requests()
             if req.empty:
                 continue
+            ranks.update(int(r) for r in req["prefill_rank"].unique())
+            ranks.update(int(r) for r in req["decode_rank"].unique())
             transfer = (req["t_done_ns"] - req["t_start_ns"]).to_numpy(dtype=np.float64)
             if str(inst.get("strategy")) == "layer-stream":
                 hidden = (d.model.layers - 1) * float(inst.get("compute_per_layer_s", 0)) * 1e9
@@ -134,6 +140,7 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
             continue
         series.by_condition[condition] = times
         series.how[condition] = how
+        series.members |= ranks
     chosen = _choose(candidates, measured)
     if chosen is not None:
         measured.classes["kv"] = chosen

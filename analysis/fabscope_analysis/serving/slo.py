@@ -13,7 +13,9 @@ Criteria-file form (a top-level `slo:` mapping of the same keys), e.g.
 
 The share keys say how much of each latency budget the fabric may take; the fabric's
 budget is target x share. cif_p99 is the largest congestion impact factor (congested /
-quiet p99 of one operation) a serving class may show under any neighbour condition.
+quiet p99 of one operation) a serving class may show under any neighbour condition;
+`cif_p99=off` shows the factors without judging them (where the neighbours' load is not
+the fabric's, e.g. emulated hosts that share a machine's CPUs).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class Slo:
     targets_ms: Dict[str, float] = field(default_factory=dict)
     itl_share: float = DEFAULT_ITL_SHARE
     ttft_share: float = DEFAULT_TTFT_SHARE
-    cif_p99: float = DEFAULT_CIF_P99
+    cif_p99: Optional[float] = DEFAULT_CIF_P99     # None: the congestion rule is off
     source: str = "command line"
     defaulted: List[str] = field(default_factory=lambda: list(SHARE_KEYS) + ["cif_p99"])
 
@@ -62,7 +64,7 @@ class Slo:
     def describe(self) -> str:
         parts = [f"{k}={format_ms(v)}" for k, v in self.targets_ms.items()]
         parts += [f"itl_share={100 * self.itl_share:g}%", f"ttft_share={100 * self.ttft_share:g}%",
-                  f"cif_p99={self.cif_p99:g}"]
+                  "cif_p99=off" if self.cif_p99 is None else f"cif_p99={self.cif_p99:g}"]
         text = ",".join(parts)
         if self.defaulted:
             text += f" (defaults: {', '.join(self.defaulted)})"
@@ -102,11 +104,13 @@ def parse_share(text, what: str) -> float:
     return value
 
 
-def parse_cif(text, what: str) -> float:
+def parse_cif(text, what: str) -> Optional[float]:
+    if text is False or str(text).strip().lower() == "off":   # YAML reads a bare off as False
+        return None
     try:
         value = float(str(text).strip())
     except ValueError:
-        raise SloError(f"{what}: expected a number (2 = twice the quiet p99), got {text!r}") \
+        raise SloError(f"{what}: expected a number (2 = twice the quiet p99) or off, got {text!r}") \
             from None
     if value < 1:
         raise SloError(f"{what}: a congestion impact factor limit below 1 cannot be met "

@@ -1,0 +1,95 @@
+"""What a component to fix costs, and what a FAIL is worth on shared CPUs.
+
+- **Cost.** A component the diagnosis names (a host, a NIC, a link) costs a failing check
+  when its ranks are among those the check's serving class ran on (the TP all-reduce's
+  ranks for an ITL check, the KV push's prefill and decode ranks for a TTFT check, the
+  failing classes' ranks for the congestion rule). The `cost:` line states that check's
+  figure as a share of its SLO target, next to the share the fabric may take.
+- **Shared CPUs.** When the run's validity findings say ranks shared CPUs
+  (`oversubscribed`, `busy_host`), every time includes the kernel scheduler's slices: a slow
+  figure may be the CPUs', not the fabric's. A FAIL then stands only where a component the
+  diagnosis names lies on the failing check's ranks; any other FAIL becomes CANNOT TELL,
+  saying why. Without such findings nothing changes.
+"""
+
+from __future__ import annotations
+
+from typing import List, Set
+
+from ..diagnosis import validity as V
+from .fit import CANNOT_TELL, FAIL, Check, FitVerdict, worst_status
+from .measured import CLASS_TITLES, Measured
+from .slo import format_ms
+
+
+def check_classes(check: Check, verdict: FitVerdict, measured: Measured) -> List[str]:
+    """The serving classes a check's figure is made of."""
+    if check.name.startswith("itl_"):
+        return list(measured.itl_classes)
+    if check.name.startswith("ttft_"):
+        return ["kv", "api"]
+    return sorted({r.cls for r in verdict.cif if r.status == FAIL})
+
+
+def check_ranks(check: Check, verdict: FitVerdict, measured: Measured) -> Set[int]:
+    ranks: Set[int] = set()
+    for cls in check_classes(check, verdict, measured):
+        series = measured.classes.get(cls)
+        if series is not None:
+            ranks |= series.members
+    return ranks
+
+
+def _share_text(check: Check, verdict: FitVerdict) -> str:
+    f = check.figures
+    if "share_of_target" not in f:      # the congestion rule: its own words
+        return check.text
+    kind = check.name.split("_")[0]
+    return (f"{check.name} FAIL: {f['point_ms']:.4g} ms ({check.name.split('_')[1]}, "
+            f"{check.condition}) = {100 * f['share_of_target']:.3g} % of the "
+            f"{format_ms(f['target_ms'])} {kind.upper()} target (the fabric may take "
+            f"{100 * verdict.slo.share(kind):g} %)")
+
+
+def costs(verdict: FitVerdict, measured: Measured, culprits) -> List[str]:
+    """One line per named component and failing check whose ranks it lies on."""
+    lines = []
+    for culprit in culprits:
+        for check in verdict.checks:
+            if check.status != FAIL:
+                continue
+            on = sorted(set(culprit.ranks) & check_ranks(check, verdict, measured))
+            if not on:
+                continue
+            classes = ", ".join(CLASS_TITLES.get(c, c) for c in
+                                check_classes(check, verdict, measured) if c in measured.classes)
+            lines.append(f"{culprit.subject()} ({culprit.direction}) carries the {classes} of "
+                         f"rank{'s' if len(on) > 1 else ''} {','.join(map(str, on))}: "
+                         f"{_share_text(check, verdict)}")
+    return lines
+
+
+def shared_cpu_findings(result) -> List[str]:
+    """The run's validity findings that put the scheduler into every time."""
+    found = {(what, "every host" if host in ("", "*") else host)
+             for host, what, _ in V.rows(result) if what in V.SHARED_CPU_VALIDITY}
+    return [f"{what} on {where}" for what, where in sorted(found)]
+
+
+def hold_unexplained_fails(verdict: FitVerdict, measured: Measured, culprits,
+                           findings: List[str]) -> None:
+    """On shared CPUs, a FAIL no named component explains becomes CANNOT TELL."""
+    if not findings:
+        return
+    named: Set[int] = set()
+    for culprit in culprits:
+        named |= set(culprit.ranks)
+    for check in verdict.checks:
+        if check.status != FAIL or named & check_ranks(check, verdict, measured):
+            continue
+        check.status = CANNOT_TELL
+        check.text = (check.text.replace(": FAIL", ": CANNOT TELL", 1) +
+                      f" [held: the CPUs were shared ({'; '.join(findings)}) and no component "
+                      "the diagnosis names lies on its ranks: the scheduler may explain it; "
+                      "run on a quiet machine]")
+    verdict.status = worst_status(c.status for c in verdict.checks)

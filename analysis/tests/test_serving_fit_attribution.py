@@ -1,0 +1,85 @@
+"""`fit`: what a component to fix costs (the `cost:` line), a FAIL on shared CPUs that no
+named component explains held as CANNOT TELL, and `cif_p99=off`."""
+
+import json
+
+import numpy as np
+
+from serving_files import add_collective, reopened, serving_file
+from synthetic import write_matrix_run
+
+from fabscope_analysis.cli import main
+
+SHARED = [("*", "oversubscribed", 8.0, 2.0, "ranks share CPUs"),
+          ("*", "busy_host", 2.0, 0.5, "other work kept the CPUs busy")]
+
+
+def slow_allreduce_run(tmp_path, receive, validity=None, name="m.h5"):
+    """Six hosts (one rank each), all-pairs probes with `receive` planted, and a TP
+    all-reduce on ranks 0 and 1 that takes 40 us: 160 per token = 6.4 ms, over the 5 ms
+    the fabric may take of a 50 ms ITL p99."""
+    run = reopened(write_matrix_run(tmp_path / name, nranks=6, receive=receive,
+                                    validity=validity))
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    rng = np.random.default_rng(1)
+    add_collective(run, "allreduce", 40e3 * rng.lognormal(0, 0.1, 300), 32 * 8192 * 2, "quiet")
+    run.close()
+    return run.path
+
+
+def test_the_cost_line_names_the_host_on_the_failing_checks_ranks(tmp_path, capsys):
+    path = slow_allreduce_run(tmp_path, {1: 0.1})
+    out_json = tmp_path / "fit.json"
+    assert main(["fit", path, "--slo", "itl_p99=50ms", "--json", str(out_json)]) == 1
+    out = capsys.readouterr().out
+    assert "fix: host fh1 (receive): " in out
+    cost = [line for line in out.splitlines() if line.startswith("cost: ")]
+    assert len(cost) == 1, out
+    assert cost[0].startswith("cost: fh1 (receive) carries the TP all-reduce of rank 1: "
+                              "itl_p99 FAIL: "), cost
+    share = json.loads(out_json.read_text())["checks"][0]["figures"]["share_of_target"]
+    assert f"= {100 * share:.3g} % of the 50ms ITL target (the fabric may take 10 %)" in cost[0]
+
+
+def test_a_host_off_the_failing_checks_ranks_costs_nothing(tmp_path, capsys):
+    path = slow_allreduce_run(tmp_path, {4: 0.1})
+    assert main(["fit", path, "--slo", "itl_p99=50ms"]) == 1
+    out = capsys.readouterr().out
+    assert "fix: host fh4 (receive): " in out and "cost:" not in out
+
+
+def test_on_shared_cpus_an_unexplained_fail_cannot_tell(tmp_path, capsys):
+    path = slow_allreduce_run(tmp_path, {}, validity=SHARED)
+    assert main(["fit", path, "--slo", "itl_p99=50ms,cif_p99=off", "--no-diagnose"]) == 1
+    out = capsys.readouterr().out
+    assert ": CANNOT TELL: itl_p99" in out.splitlines()[0], out
+    assert "[held: the CPUs were shared (busy_host on every host; oversubscribed on every " \
+           "host) and no component the diagnosis names lies on its ranks" in out
+    # the same figures without the findings: FAIL
+    plain = slow_allreduce_run(tmp_path, {}, name="plain.h5")
+    assert main(["fit", plain, "--slo", "itl_p99=50ms"]) == 1
+    assert ": FAIL: itl_p99" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_on_shared_cpus_a_fail_a_named_component_explains_stands(tmp_path, capsys):
+    path = slow_allreduce_run(tmp_path, {1: 0.1}, validity=SHARED)
+    assert main(["fit", path, "--slo", "itl_p99=50ms", "--no-diagnose"]) == 1
+    out = capsys.readouterr().out
+    assert ": FAIL: itl_p99" in out.splitlines()[0] and "held" not in out
+    assert "cost: fh1 (receive) carries the TP all-reduce of rank 1" in out
+
+
+def test_cif_off_shows_the_factors_without_judging_them(tmp_path, capsys):
+    path = serving_file(tmp_path / "s.h5", tp_us=5.0, tp_loaded=(("incast", 3.0),))
+    assert main(["fit", path, "--slo", "itl_p99=50ms,ttft_p99=2s"]) == 1
+    assert "cif_p99: congestion impact factor p99 <= 2: FAIL" in capsys.readouterr().out
+    out_json = tmp_path / "fit.json"
+    assert main(["fit", path, "--slo", "itl_p99=50ms,ttft_p99=2s,cif_p99=off",
+                 "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    assert "cif_p99=off" in out.splitlines()[0] and "cif_p99:" not in out
+    assert "[incast]: p50 x3" in out and "operations: not judged" in out
+    data = json.loads(out_json.read_text())
+    assert data["slo"]["cif_p99"] is None and {c["name"] for c in data["checks"]} == \
+        {"itl_p99", "ttft_p99"}
+    assert main(["fit", path, "--slo", "itl_p99=50ms,cif_p99=of"]) == 2
