@@ -93,8 +93,7 @@ void ComputeLoad::start(std::chrono::nanoseconds maxDuration) {
   memsetAsync(stats_.data(), 0, sizeof(Stats), stream_);
   computeLoadKernel<<<grid_, kThreads, 0, stream_.get()>>>(
       static_cast<unsigned long long>(maxDuration.count()), static_cast<const volatile int*>(stopFlag_.devicePointer()),
-      static_cast<Stats*>(stats_.data()),
-      reinterpret_cast<float*>(static_cast<char*>(stats_.data()) + sizeof(Stats)));
+      static_cast<Stats*>(stats_.data()), reinterpret_cast<float*>(static_cast<char*>(stats_.data()) + sizeof(Stats)));
   FABSCOPE_CUDA_CHECK_LAUNCH("computeLoadKernel");
   launched_ = true;  // from here on the destructor must stop the kernel
   maxDuration_ = maxDuration;

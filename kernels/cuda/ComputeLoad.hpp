@@ -13,9 +13,9 @@
 namespace fabscope::kernels::cuda {
 
 struct ComputeLoadResult {
-  double gpuSeconds = 0;           // kernel run time by the GPU's global timer
-  double fmaOpsPerSecond = 0;      // achieved fused multiply-adds per second
-  bool stoppedByHost = false;      // false: ran to its deadline
+  double gpuSeconds = 0;       // kernel run time by the GPU's global timer
+  double fmaOpsPerSecond = 0;  // achieved fused multiply-adds per second
+  bool stoppedByHost = false;  // false: ran to its deadline
 };
 
 class ComputeLoad {
@@ -42,8 +42,8 @@ class ComputeLoad {
   std::chrono::nanoseconds maxDuration_{0};
   bool launched_ = false;
   Stream stream_;
-  PinnedHostBuffer stopFlag_;   // mapped; the kernel polls it
-  DeviceBuffer stats_;          // start ns, end ns, fma count, stopped flag
+  PinnedHostBuffer stopFlag_;  // mapped; the kernel polls it
+  DeviceBuffer stats_;         // start ns, end ns, fma count, stopped flag
   PinnedHostBuffer hostStats_;
 };
 

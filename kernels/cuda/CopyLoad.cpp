@@ -47,10 +47,9 @@ struct CopyLoad::Worker {
           done[completed % depth].synchronize(kDrainTimeout);
           ++completed;
         }
-        FABSCOPE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + slotOffset(issued),
-                                            static_cast<const char*>(src) + slotOffset(issued), slotBytes,
-                                            hostToDevice ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
-                                            stream->get()));
+        FABSCOPE_CUDA_CHECK(cudaMemcpyAsync(
+            static_cast<char*>(dst) + slotOffset(issued), static_cast<const char*>(src) + slotOffset(issued), slotBytes,
+            hostToDevice ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, stream->get()));
         done[issued % depth].record(*stream);
         ++issued;
       }

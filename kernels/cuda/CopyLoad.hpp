@@ -28,8 +28,12 @@ struct CopyLoadStats {
   std::uint64_t deviceToHostBytes = 0;
   double hostToDeviceSeconds = 0;  // first issue to last completion
   double deviceToHostSeconds = 0;
-  double hostToDeviceGBps() const { return hostToDeviceSeconds > 0 ? hostToDeviceBytes / hostToDeviceSeconds / 1e9 : 0; }
-  double deviceToHostGBps() const { return deviceToHostSeconds > 0 ? deviceToHostBytes / deviceToHostSeconds / 1e9 : 0; }
+  double hostToDeviceGBps() const {
+    return hostToDeviceSeconds > 0 ? hostToDeviceBytes / hostToDeviceSeconds / 1e9 : 0;
+  }
+  double deviceToHostGBps() const {
+    return deviceToHostSeconds > 0 ? deviceToHostBytes / deviceToHostSeconds / 1e9 : 0;
+  }
 };
 
 class CopyLoad {

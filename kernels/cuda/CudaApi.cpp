@@ -21,8 +21,7 @@ void pollUntilDone(Query query, std::chrono::nanoseconds timeout, const char* wh
     if (status != cudaErrorNotReady) detail::throwCudaError(status, what, __FILE__, __LINE__);
     if (std::chrono::steady_clock::now() - start > timeout)
       throw CudaTimeout(std::string(what) + ": GPU work not finished after " +
-                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
-                        " ms");
+                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) + " ms");
     if (polls > 1000) std::this_thread::yield();
   }
 }
@@ -141,8 +140,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 
 // --- PinnedHostBuffer -------------------------------------------------------
 PinnedHostBuffer::PinnedHostBuffer(std::size_t bytes, bool mapped) : bytes_(bytes), mapped_(mapped) {
-  if (bytes > 0)
-    FABSCOPE_CUDA_CHECK(cudaHostAlloc(&data_, bytes, mapped ? cudaHostAllocMapped : cudaHostAllocDefault));
+  if (bytes > 0) FABSCOPE_CUDA_CHECK(cudaHostAlloc(&data_, bytes, mapped ? cudaHostAllocMapped : cudaHostAllocDefault));
 }
 PinnedHostBuffer::~PinnedHostBuffer() {
   if (data_) (void)cudaFreeHost(data_);

@@ -19,20 +19,18 @@ namespace fabscope::kernels::cuda::detail {
 
 }  // namespace fabscope::kernels::cuda::detail
 
-#define FABSCOPE_CUDA_CHECK(call)                                                          \
-  do {                                                                                     \
-    const cudaError_t fabscope_cuda_status_ = (call);                                      \
-    if (fabscope_cuda_status_ != cudaSuccess)                                              \
-      ::fabscope::kernels::cuda::detail::throwCudaError(fabscope_cuda_status_, #call,      \
-                                                        __FILE__, __LINE__);               \
+#define FABSCOPE_CUDA_CHECK(call)                                                                          \
+  do {                                                                                                     \
+    const cudaError_t fabscope_cuda_status_ = (call);                                                      \
+    if (fabscope_cuda_status_ != cudaSuccess)                                                              \
+      ::fabscope::kernels::cuda::detail::throwCudaError(fabscope_cuda_status_, #call, __FILE__, __LINE__); \
   } while (0)
 
 // After a kernel launch: launch errors surface (and are cleared) here.
-#define FABSCOPE_CUDA_CHECK_LAUNCH(what)                                                   \
-  do {                                                                                     \
-    const cudaError_t fabscope_cuda_status_ = cudaGetLastError();                          \
-    if (fabscope_cuda_status_ != cudaSuccess)                                              \
-      ::fabscope::kernels::cuda::detail::throwCudaError(fabscope_cuda_status_,             \
-                                                        (std::string("kernel launch ") + (what)).c_str(), \
-                                                        __FILE__, __LINE__);               \
+#define FABSCOPE_CUDA_CHECK_LAUNCH(what)                                                                \
+  do {                                                                                                  \
+    const cudaError_t fabscope_cuda_status_ = cudaGetLastError();                                       \
+    if (fabscope_cuda_status_ != cudaSuccess)                                                           \
+      ::fabscope::kernels::cuda::detail::throwCudaError(                                                \
+          fabscope_cuda_status_, (std::string("kernel launch ") + (what)).c_str(), __FILE__, __LINE__); \
   } while (0)

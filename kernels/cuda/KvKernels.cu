@@ -115,9 +115,7 @@ __global__ void verifyKernel(const std::uint8_t* pool, KvCopyGeometry g, const s
   }
 }
 
-bool aligned(const void* p, std::uint64_t alignment) {
-  return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
-}
+bool aligned(const void* p, std::uint64_t alignment) { return reinterpret_cast<std::uintptr_t>(p) % alignment == 0; }
 
 void checkBlocks(const KvCopyGeometry& g, const DeviceBlockList& blocks, KvLayerRange range, const char* what) {
   checkKvGeometry(g, range);
@@ -143,9 +141,7 @@ void launchGatherScatter(const void* from, void* to, const KvCopyGeometry& g, co
 }  // namespace
 
 DeviceBlockList::DeviceBlockList(std::uint64_t capacity)
-    : capacity_(capacity),
-      host_(capacity * sizeof(std::uint32_t)),
-      device_(capacity * sizeof(std::uint32_t)) {
+    : capacity_(capacity), host_(capacity * sizeof(std::uint32_t)), device_(capacity * sizeof(std::uint32_t)) {
   if (capacity == 0) throw std::invalid_argument("DeviceBlockList: capacity must be positive");
 }
 
@@ -179,9 +175,8 @@ void fillKvBlocks(void* pool, const KvCopyGeometry& g, const DeviceBlockList& bl
                   KvLayerRange range, const Stream& stream) {
   checkBlocks(g, blocks, range, "fillKvBlocks");
   const bool wordAligned = g.blockBytes % 8 == 0 && aligned(pool, 8);
-  fillKernel<<<gridFor(g, blocks, range), kThreads, 0, stream.get()>>>(static_cast<std::uint8_t*>(pool), g,
-                                                                       blocks.deviceIds(), requestId, range,
-                                                                       wordAligned);
+  fillKernel<<<gridFor(g, blocks, range), kThreads, 0, stream.get()>>>(
+      static_cast<std::uint8_t*>(pool), g, blocks.deviceIds(), requestId, range, wordAligned);
   FABSCOPE_CUDA_CHECK_LAUNCH("fillKvBlocks");
 }
 
@@ -189,9 +184,9 @@ void checksumKvBlocks(const void* pool, const KvCopyGeometry& g, const DeviceBlo
                       std::uint64_t* deviceChecksums, const Stream& stream) {
   checkBlocks(g, blocks, range, "checksumKvBlocks");
   const bool wordAligned = g.blockBytes % 8 == 0 && aligned(pool, 8);
-  checksumKernel<<<gridFor(g, blocks, range), kThreads, 0, stream.get()>>>(
-      static_cast<const std::uint8_t*>(pool), g, blocks.deviceIds(), blocks.size(), range, deviceChecksums,
-      wordAligned);
+  checksumKernel<<<gridFor(g, blocks, range), kThreads, 0, stream.get()>>>(static_cast<const std::uint8_t*>(pool), g,
+                                                                           blocks.deviceIds(), blocks.size(), range,
+                                                                           deviceChecksums, wordAligned);
   FABSCOPE_CUDA_CHECK_LAUNCH("checksumKvBlocks");
 }
 
@@ -235,16 +230,13 @@ KvMismatch KvVerifier::wait(const Stream& stream, std::chrono::nanoseconds timeo
   std::uint32_t poolBlock = 0;
   copy(&poolBlock, blocks_->deviceIds() + m.logicalBlock, sizeof poolBlock);
   m.poolBlock = poolBlock;
-  copy(&m.actual, static_cast<const std::uint8_t*>(pool_) + geometry_.poolOffset(m.layer, m.plane, poolBlock) +
-                      m.byteInBlock,
-       1);
+  copy(&m.actual,
+       static_cast<const std::uint8_t*>(pool_) + geometry_.poolOffset(m.layer, m.plane, poolBlock) + m.byteInBlock, 1);
   const std::uint64_t seed = kvBlockSeed(requestId_, m.layer, m.plane, m.logicalBlock);
   m.expected = static_cast<std::uint8_t>(kvPatternWord(seed, m.byteInBlock / 8) >> (8 * (m.byteInBlock % 8)));
   return m;
 }
 
-std::uint64_t KvVerifier::mismatchedWords() const {
-  return static_cast<const std::uint64_t*>(hostResult_.data())[1];
-}
+std::uint64_t KvVerifier::mismatchedWords() const { return static_cast<const std::uint64_t*>(hostResult_.data())[1]; }
 
 }  // namespace fabscope::kernels::cuda

@@ -40,8 +40,8 @@ void gatherKvBlocks(const void* pool, void* staging, const KvCopyGeometry& geome
                     KvLayerRange range, const Stream& stream);
 void scatterKvBlocks(const void* staging, void* pool, const KvCopyGeometry& geometry, const DeviceBlockList& blocks,
                      KvLayerRange range, const Stream& stream);
-void fillKvBlocks(void* pool, const KvCopyGeometry& geometry, const DeviceBlockList& blocks,
-                  std::uint64_t requestId, KvLayerRange range, const Stream& stream);
+void fillKvBlocks(void* pool, const KvCopyGeometry& geometry, const DeviceBlockList& blocks, std::uint64_t requestId,
+                  KvLayerRange range, const Stream& stream);
 // Writes one checksum per (layer, plane, block) to deviceChecksums in staging
 // order (see checksumKvBlocksHost); it must hold range.count() * planes * n values.
 void checksumKvBlocks(const void* pool, const KvCopyGeometry& geometry, const DeviceBlockList& blocks,
@@ -52,15 +52,15 @@ void checksumKvBlocks(const void* pool, const KvCopyGeometry& geometry, const De
 class KvVerifier {
  public:
   KvVerifier();
-  void enqueue(const void* pool, const KvCopyGeometry& geometry, const DeviceBlockList& blocks,
-               std::uint64_t requestId, KvLayerRange range, const Stream& stream);
+  void enqueue(const void* pool, const KvCopyGeometry& geometry, const DeviceBlockList& blocks, std::uint64_t requestId,
+               KvLayerRange range, const Stream& stream);
   // Waits for the last enqueue() and reports the first wrong byte (in layer,
   // plane, block, byte order), like verifyKvBlocksHost.
   KvMismatch wait(const Stream& stream, std::chrono::nanoseconds timeout);
   std::uint64_t mismatchedWords() const;  // of the last wait()
 
  private:
-  DeviceBuffer result_;      // [0] first bad linear byte (UINT64_MAX: none), [1] bad word count
+  DeviceBuffer result_;  // [0] first bad linear byte (UINT64_MAX: none), [1] bad word count
   PinnedHostBuffer hostResult_;
   // What the last enqueue() looked at, to decode the linear index in wait().
   const void* pool_ = nullptr;

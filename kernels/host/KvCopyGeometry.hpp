@@ -33,16 +33,14 @@ struct KvCopyGeometry {
   FABSCOPE_HD constexpr std::uint64_t poolBytes() const {
     return std::uint64_t{layers} * planes * poolBlocks * blockBytes;
   }
-  FABSCOPE_HD constexpr std::uint64_t poolOffset(std::uint32_t layer, std::uint32_t plane,
-                                                 std::uint64_t block) const {
+  FABSCOPE_HD constexpr std::uint64_t poolOffset(std::uint32_t layer, std::uint32_t plane, std::uint64_t block) const {
     return ((std::uint64_t{layer} * planes + plane) * poolBlocks + block) * blockBytes;
   }
   FABSCOPE_HD constexpr std::uint64_t stagingBytes(std::uint64_t blocks, KvLayerRange range) const {
     return std::uint64_t{range.count()} * planes * blocks * blockBytes;
   }
-  FABSCOPE_HD constexpr std::uint64_t stagingOffset(KvLayerRange range, std::uint32_t layer,
-                                                    std::uint32_t plane, std::uint64_t index,
-                                                    std::uint64_t blocks) const {
+  FABSCOPE_HD constexpr std::uint64_t stagingOffset(KvLayerRange range, std::uint32_t layer, std::uint32_t plane,
+                                                    std::uint64_t index, std::uint64_t blocks) const {
     return ((std::uint64_t{layer - range.begin} * planes + plane) * blocks + index) * blockBytes;
   }
 };
@@ -50,8 +48,8 @@ struct KvCopyGeometry {
 // Throws std::invalid_argument when the geometry, the layer range or a block
 // id is out of bounds, naming the offending value. Every host and CUDA entry
 // point calls it before touching memory.
-void checkKvCopyArguments(const KvCopyGeometry& geometry, const std::uint32_t* blockIds,
-                          std::uint64_t blockCount, KvLayerRange range);
+void checkKvCopyArguments(const KvCopyGeometry& geometry, const std::uint32_t* blockIds, std::uint64_t blockCount,
+                          KvLayerRange range);
 // The same without looking at block ids (they may live in device memory).
 void checkKvGeometry(const KvCopyGeometry& geometry, KvLayerRange range);
 

@@ -49,9 +49,8 @@ void fillKvBlocksHost(void* pool, const KvCopyGeometry& g, std::span<const std::
                   kvBlockSeed(requestId, layer, plane, i));
 }
 
-KvMismatch verifyKvBlocksHost(const void* pool, const KvCopyGeometry& g,
-                              std::span<const std::uint32_t> blockIds, std::uint64_t requestId,
-                              KvLayerRange range) {
+KvMismatch verifyKvBlocksHost(const void* pool, const KvCopyGeometry& g, std::span<const std::uint32_t> blockIds,
+                              std::uint64_t requestId, KvLayerRange range) {
   checkKvCopyArguments(g, blockIds.data(), blockIds.size(), range);
   const auto* base = static_cast<const std::uint8_t*>(pool);
   const std::uint64_t words = g.blockBytes / 8;
@@ -115,15 +114,13 @@ std::uint64_t expectedKvBlockChecksum(std::uint64_t requestId, std::uint32_t lay
   return checksumFinish(sum, blockBytes);
 }
 
-void checksumKvBlocksHost(const void* pool, const KvCopyGeometry& g,
-                          std::span<const std::uint32_t> blockIds, KvLayerRange range,
-                          std::span<std::uint64_t> checksums) {
+void checksumKvBlocksHost(const void* pool, const KvCopyGeometry& g, std::span<const std::uint32_t> blockIds,
+                          KvLayerRange range, std::span<std::uint64_t> checksums) {
   checkKvCopyArguments(g, blockIds.data(), blockIds.size(), range);
   const std::uint64_t n = blockIds.size();
   if (checksums.size() != std::uint64_t{range.count()} * g.planes * n)
     throw std::invalid_argument("checksumKvBlocksHost: output holds " + std::to_string(checksums.size()) +
-                                " checksums, expected " +
-                                std::to_string(std::uint64_t{range.count()} * g.planes * n));
+                                " checksums, expected " + std::to_string(std::uint64_t{range.count()} * g.planes * n));
   const auto* base = static_cast<const std::uint8_t*>(pool);
   for (std::uint32_t layer = range.begin; layer < range.end; ++layer)
     for (std::uint32_t plane = 0; plane < g.planes; ++plane)

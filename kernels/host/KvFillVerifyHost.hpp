@@ -10,9 +10,8 @@
 
 namespace fabscope::kernels {
 
-void fillKvBlocksHost(void* pool, const KvCopyGeometry& geometry,
-                      std::span<const std::uint32_t> blockIds, std::uint64_t requestId,
-                      KvLayerRange range);
+void fillKvBlocksHost(void* pool, const KvCopyGeometry& geometry, std::span<const std::uint32_t> blockIds,
+                      std::uint64_t requestId, KvLayerRange range);
 
 struct KvMismatch {
   bool found = false;
@@ -29,23 +28,20 @@ struct KvMismatch {
 
 // Scans in (layer, plane, logical block, byte) order and reports the first
 // byte that differs from the fill pattern of `requestId`.
-KvMismatch verifyKvBlocksHost(const void* pool, const KvCopyGeometry& geometry,
-                              std::span<const std::uint32_t> blockIds, std::uint64_t requestId,
-                              KvLayerRange range);
+KvMismatch verifyKvBlocksHost(const void* pool, const KvCopyGeometry& geometry, std::span<const std::uint32_t> blockIds,
+                              std::uint64_t requestId, KvLayerRange range);
 
 // Checksum of one block of `bytes` bytes (KvPattern.hpp).
 std::uint64_t blockChecksumHost(const void* block, std::uint64_t bytes);
 // The checksum a block filled for (requestId, layer, plane, logicalBlock)
 // must have; computed without materialising the block.
-std::uint64_t expectedKvBlockChecksum(std::uint64_t requestId, std::uint32_t layer,
-                                      std::uint32_t plane, std::uint64_t logicalBlock,
-                                      std::uint64_t blockBytes);
+std::uint64_t expectedKvBlockChecksum(std::uint64_t requestId, std::uint32_t layer, std::uint32_t plane,
+                                      std::uint64_t logicalBlock, std::uint64_t blockBytes);
 
 // One checksum per (layer in range, plane, logical block), written to
 // checksums[((layer - begin) * planes + plane) * n + i] (the staging order).
 // checksums.size() must be range.count() * planes * blockIds.size().
-void checksumKvBlocksHost(const void* pool, const KvCopyGeometry& geometry,
-                          std::span<const std::uint32_t> blockIds, KvLayerRange range,
-                          std::span<std::uint64_t> checksums);
+void checksumKvBlocksHost(const void* pool, const KvCopyGeometry& geometry, std::span<const std::uint32_t> blockIds,
+                          KvLayerRange range, std::span<std::uint64_t> checksums);
 
 }  // namespace fabscope::kernels

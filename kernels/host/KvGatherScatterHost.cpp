@@ -13,8 +13,8 @@ void gatherKvBlocksHost(const void* pool, void* staging, const KvCopyGeometry& g
   for (std::uint32_t layer = range.begin; layer < range.end; ++layer)
     for (std::uint32_t plane = 0; plane < g.planes; ++plane)
       for (std::uint64_t i = 0; i < n; ++i)
-        std::memcpy(dst + g.stagingOffset(range, layer, plane, i, n),
-                    src + g.poolOffset(layer, plane, blockIds[i]), g.blockBytes);
+        std::memcpy(dst + g.stagingOffset(range, layer, plane, i, n), src + g.poolOffset(layer, plane, blockIds[i]),
+                    g.blockBytes);
 }
 
 void scatterKvBlocksHost(const void* staging, void* pool, const KvCopyGeometry& g,
@@ -26,8 +26,8 @@ void scatterKvBlocksHost(const void* staging, void* pool, const KvCopyGeometry& 
   for (std::uint32_t layer = range.begin; layer < range.end; ++layer)
     for (std::uint32_t plane = 0; plane < g.planes; ++plane)
       for (std::uint64_t i = 0; i < n; ++i)
-        std::memcpy(dst + g.poolOffset(layer, plane, blockIds[i]),
-                    src + g.stagingOffset(range, layer, plane, i, n), g.blockBytes);
+        std::memcpy(dst + g.poolOffset(layer, plane, blockIds[i]), src + g.stagingOffset(range, layer, plane, i, n),
+                    g.blockBytes);
 }
 
 }  // namespace fabscope::kernels

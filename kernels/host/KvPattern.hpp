@@ -30,8 +30,8 @@ FABSCOPE_HD constexpr std::uint64_t mix64(std::uint64_t x) {
   return x;
 }
 
-FABSCOPE_HD constexpr std::uint64_t kvBlockSeed(std::uint64_t requestId, std::uint32_t layer,
-                                                std::uint32_t plane, std::uint64_t logicalBlock) {
+FABSCOPE_HD constexpr std::uint64_t kvBlockSeed(std::uint64_t requestId, std::uint32_t layer, std::uint32_t plane,
+                                                std::uint64_t logicalBlock) {
   std::uint64_t h = mix64(requestId + 0x9E3779B97F4A7C15ull);
   h = mix64(h ^ (std::uint64_t{layer} << 1 | plane));
   return mix64(h ^ (logicalBlock * 0xD1B54A32D192ED03ull));

@@ -25,8 +25,10 @@ std::vector<std::string> environmentFor(const std::string& analysisDir) {
   std::vector<std::string> out;
   std::string pythonPath;
   for (char** entry = environ; *entry; ++entry) {
-    if (std::strncmp(*entry, "PYTHONPATH=", 11) == 0) pythonPath = *entry + 11;
-    else out.emplace_back(*entry);
+    if (std::strncmp(*entry, "PYTHONPATH=", 11) == 0)
+      pythonPath = *entry + 11;
+    else
+      out.emplace_back(*entry);
   }
   if (!analysisDir.empty()) pythonPath = analysisDir + (pythonPath.empty() ? "" : ":" + pythonPath);
   if (!pythonPath.empty()) out.push_back("PYTHONPATH=" + pythonPath);
@@ -36,15 +38,17 @@ std::vector<std::string> environmentFor(const std::string& analysisDir) {
 // `path` as a user can paste it into a shell: quoted when it holds anything but
 // plain path characters.
 std::string pastable(const std::string& path) {
-  const bool plain = !path.empty() && path.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                             "0123456789_./:@%+,=-") == std::string::npos;
+  const bool plain = !path.empty() && path.find_first_not_of(
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_./:@%+,=-") == std::string::npos;
   return plain ? path : runtime::shellQuoted(path);
 }
 
 }  // namespace
 
 std::string closingVerdict(const std::string& resultPath, double timeoutSeconds) {
-  const std::string python = envOr("FABSCOPE_PYTHON", access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3");
+  const std::string python =
+      envOr("FABSCOPE_PYTHON", access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3");
   std::string analysisDir = envOr("FABSCOPE_ANALYSIS_DIR", "");
 #ifdef FABSCOPE_SOURCE_DIR
   if (analysisDir.empty() && access(FABSCOPE_SOURCE_DIR "/analysis/fabscope_analysis/__main__.py", R_OK) == 0)
@@ -63,8 +67,8 @@ std::string closingVerdict(const std::string& resultPath, double timeoutSeconds)
   // accept's exit codes: 0 PASS, 1 FAIL; anything else is the analysis failing
   if (!last.empty() && r.error.empty() && !r.timedOut && (r.exitStatus == 0 || r.exitStatus == 1)) return last;
   std::string why = !r.error.empty() ? r.error
-                    : r.timedOut     ? "it did not finish within " + std::to_string(static_cast<int>(timeoutSeconds)) + " s"
-                                     : "exit " + std::to_string(r.exitStatus);
+                    : r.timedOut ? "it did not finish within " + std::to_string(static_cast<int>(timeoutSeconds)) + " s"
+                                 : "exit " + std::to_string(r.exitStatus);
   std::string firstLine = r.output.substr(0, r.output.find('\n'));
   if (!firstLine.empty() && !r.timedOut) why += ": " + firstLine.substr(0, 200);
   return "verdict: not computed here (python3 -m fabscope_analysis: " + why +

@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "cli/Commands.hpp"
-#include "quickcheck/Quickcheck.hpp"
 #include "fabscope/BuildConfig.hpp"
 #include "kinds/SelfTest.hpp"
+#include "quickcheck/Quickcheck.hpp"
 #include "runtime/Errors.hpp"
 
 namespace po = boost::program_options;
@@ -60,14 +60,13 @@ package is run with `python3 -m fabscope_analysis summary FILE`.
 
 po::options_description scenarioOptions() {
   po::options_description d("Scenario options");
-  d.add_options()
-      ("scenario,s", po::value<std::string>()->value_name("FILE"),
-       "scenario file (YAML) listing the tests, sizes, iterations, timeouts and transports; "
-       "default: scenarios/smoke.yaml of this source tree")
-      ("set", po::value<std::vector<std::string>>()->value_name("KEY=VALUE")->composing(),
-       "override a scenario value; repeatable. KEY is a test key for every test (iterations=50, "
-       "sizes=[8,4KiB], timeout=10s, transport=mpi) or TEST.KEY for one test (p2p-latency.iterations=10), "
-       "or a run-level key: seed=N, hdf5=auto|parallel|serial");
+  d.add_options()("scenario,s", po::value<std::string>()->value_name("FILE"),
+                  "scenario file (YAML) listing the tests, sizes, iterations, timeouts and transports; "
+                  "default: scenarios/smoke.yaml of this source tree")(
+      "set", po::value<std::vector<std::string>>()->value_name("KEY=VALUE")->composing(),
+      "override a scenario value; repeatable. KEY is a test key for every test (iterations=50, "
+      "sizes=[8,4KiB], timeout=10s, transport=mpi) or TEST.KEY for one test (p2p-latency.iterations=10), "
+      "or a run-level key: seed=N, hdf5=auto|parallel|serial");
   return d;
 }
 
@@ -96,28 +95,31 @@ std::string joinCommandLine(int argc, char** argv) {
 // `fabscope run`'s options; the self-test hooks under a heading of their own.
 po::options_description runOptions() {
   po::options_description opts("fabscope run");
-  opts.add(scenarioOptions()).add_options()
-      ("output,o", po::value<std::string>()->value_name("FILE.h5"),
-       "result file (HDF5) written by all ranks together; default fabscope-<UTC time>.h5 in the current folder")
-      ("overwrite", "replace the output file if it exists (without it, an existing file is an error)")
-      ("no-progress", "do not print progress lines on stderr")
-      ("allow-commands", "let the scenario file's own commands run (a fault drill's fault_command and "
-                         "restore_command); without it such a scenario is refused (exit 2). 'fabscope list' shows "
-                         "them first; a command given with --set is always allowed")
-      ("no-verdict", "do not end with the verdict line (it runs python3 -m fabscope_analysis verdict on the "
-                     "file: the same verdict summary, report and accept give); "
-                     "FABSCOPE_CLOSING_VERDICT=off in the environment does the same")
-      ("manifest", po::value<std::string>()->value_name("FILE"),
-       "YAML description of the intended fabric (protocol, rate, MTU, adapters, firmware, software versions); "
-       "a must-match difference makes the run exit 1 (see docs/inventory.md)")
-      ("topology", po::value<std::string>()->value_name("FILE"),
-       "YAML map host -> site, pod, leaf; default: SLURM_TOPOLOGY_ADDR when set")
-      ("launch-facts", po::value<int>()->value_name("RANKS"),
-       "for launchers: measure nothing, start no MPI; load the scenario for RANKS ranks (0: not known) and "
-       "print 'launch-facts: output=FILE' (empty when not given) and 'launch-facts: fault_drill=0|1'");
+  opts.add(scenarioOptions())
+      .add_options()(
+          "output,o", po::value<std::string>()->value_name("FILE.h5"),
+          "result file (HDF5) written by all ranks together; default fabscope-<UTC time>.h5 in the current folder")(
+          "overwrite", "replace the output file if it exists (without it, an existing file is an error)")(
+          "no-progress", "do not print progress lines on stderr")(
+          "allow-commands",
+          "let the scenario file's own commands run (a fault drill's fault_command and "
+          "restore_command); without it such a scenario is refused (exit 2). 'fabscope list' shows "
+          "them first; a command given with --set is always allowed")(
+          "no-verdict",
+          "do not end with the verdict line (it runs python3 -m fabscope_analysis verdict on the "
+          "file: the same verdict summary, report and accept give); "
+          "FABSCOPE_CLOSING_VERDICT=off in the environment does the same")(
+          "manifest", po::value<std::string>()->value_name("FILE"),
+          "YAML description of the intended fabric (protocol, rate, MTU, adapters, firmware, software versions); "
+          "a must-match difference makes the run exit 1 (see docs/inventory.md)")(
+          "topology", po::value<std::string>()->value_name("FILE"),
+          "YAML map host -> site, pod, leaf; default: SLURM_TOPOLOGY_ADDR when set")(
+          "launch-facts", po::value<int>()->value_name("RANKS"),
+          "for launchers: measure nothing, start no MPI; load the scenario for RANKS ranks (0: not known) and "
+          "print 'launch-facts: output=FILE' (empty when not given) and 'launch-facts: fault_drill=0|1'");
   po::options_description selfTest("Self-test options (for fabscope's own tests)");
-  selfTest.add_options()
-      ("self-test", po::value<std::vector<std::string>>()->value_name("HOOK")->composing(), suite::selfTestHelp);
+  selfTest.add_options()("self-test", po::value<std::vector<std::string>>()->value_name("HOOK")->composing(),
+                         suite::selfTestHelp);
   opts.add(selfTest);
   return opts;
 }
@@ -139,8 +141,7 @@ RunCommand runCommandOf(const po::variables_map& vm, int argc, char** argv) {
   return c;
 }
 
-int commandHelp(const po::options_description& options, const char* usage,
-                const char* example) {
+int commandHelp(const po::options_description& options, const char* usage, const char* example) {
   std::cout << "Usage: " << usage << "\n\n" << options << "\nExample:\n  " << example << "\n";
   return exit_code::ok;
 }
@@ -190,23 +191,24 @@ int runCommandWord(int argc, char** argv) {
 
 po::options_description listOptions() {
   po::options_description opts("fabscope list");
-  opts.add(scenarioOptions()).add_options()
-      ("ranks,n", po::value<int>()->value_name("N"),
-       "plan for N ranks instead of the number this command was started with")
-      ("ranks-per-node", po::value<int>()->value_name("N")->default_value(8),
-       "the layout assumed for patterns that follow the topology: N ranks to a node, in rank order")
-      ("nodes-per-leaf", po::value<int>()->value_name("N")->default_value(0),
-       "... N nodes to a leaf switch (0: no leaf labels, as a run without --topology)")
-      ("leaves-per-pod", po::value<int>()->value_name("N")->default_value(0), "... N leaves to a pod (0: no pod labels)")
-      ("model", po::value<std::string>()->value_name("PRESET"),
-       "print the sizes a serving-impact view of this model needs (python3 -m fabscope_analysis "
-       "impact); with --scenario, also which planned instances measure them")
-      ("tp", po::value<int>()->value_name("N")->default_value(8), "tensor parallelism (with --model)")
-      ("decode-batch", po::value<std::vector<int>>()->value_name("B")->multitoken(),
-       "decode batch sizes (with --model; default 1 32)")
-      ("prompt", po::value<std::vector<int>>()->value_name("TOKENS")->multitoken(),
-       "prompt lengths whose KV moves (with --model; default 2048 8192)")
-      ("block-tokens", po::value<int>()->value_name("N")->default_value(16), "tokens per KV block (with --model)");
+  opts.add(scenarioOptions())
+      .add_options()("ranks,n", po::value<int>()->value_name("N"),
+                     "plan for N ranks instead of the number this command was started with")(
+          "ranks-per-node", po::value<int>()->value_name("N")->default_value(8),
+          "the layout assumed for patterns that follow the topology: N ranks to a node, in rank order")(
+          "nodes-per-leaf", po::value<int>()->value_name("N")->default_value(0),
+          "... N nodes to a leaf switch (0: no leaf labels, as a run without --topology)")(
+          "leaves-per-pod", po::value<int>()->value_name("N")->default_value(0),
+          "... N leaves to a pod (0: no pod labels)")(
+          "model", po::value<std::string>()->value_name("PRESET"),
+          "print the sizes a serving-impact view of this model needs (python3 -m fabscope_analysis "
+          "impact); with --scenario, also which planned instances measure them")(
+          "tp", po::value<int>()->value_name("N")->default_value(8), "tensor parallelism (with --model)")(
+          "decode-batch", po::value<std::vector<int>>()->value_name("B")->multitoken(),
+          "decode batch sizes (with --model; default 1 32)")(
+          "prompt", po::value<std::vector<int>>()->value_name("TOKENS")->multitoken(),
+          "prompt lengths whose KV moves (with --model; default 2048 8192)")(
+          "block-tokens", po::value<int>()->value_name("N")->default_value(16), "tokens per KV block (with --model)");
   return opts;
 }
 
@@ -283,7 +285,8 @@ int runCommandLine(int argc, char** argv) {
     if (command == "list") return listCommandWord(argc, argv);
     if (command == "inventory") return inventoryCommandWord(argc, argv);
     if (command == "quickcheck") return quickcheckCommandWord(argc, argv);
-    std::cerr << "fabscope: unknown command '" << command << "'; expected run, list, inventory, quickcheck, --help or --version\n";
+    std::cerr << "fabscope: unknown command '" << command
+              << "'; expected run, list, inventory, quickcheck, --help or --version\n";
     return exit_code::usage;
   } catch (const po::error& e) {
     std::cerr << "fabscope: " << e.what() << " (see fabscope --help)\n";

@@ -12,7 +12,7 @@ struct RunCommand {
   std::string outputPath;
   bool overwrite = false;
   bool progress = true;
-  bool verdict = true;  // the closing verdict line (ClosingVerdict.hpp)
+  bool verdict = true;         // the closing verdict line (ClosingVerdict.hpp)
   bool allowCommands = false;  // --allow-commands: the scenario's own commands may run
   std::string commandLine;
   std::string manifestPath;

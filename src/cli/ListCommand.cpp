@@ -36,9 +36,10 @@ std::vector<ServingNeed> servingNeeds(const ListCommand& c, const model::ModelSp
   for (const int prompt : c.promptTokens) {
     const auto size = model::kvBytesPerRequest(spec, layout, static_cast<std::uint32_t>(c.blockTokens),
                                                static_cast<std::uint64_t>(prompt));
-    needs.push_back({"kvpush", "kv-request, block_tokens: " + std::to_string(c.blockTokens) +
-                                   ", prompt_tokens: " + std::to_string(prompt),
-                     size.bytes, size.formula});
+    needs.push_back(
+        {"kvpush",
+         "kv-request, block_tokens: " + std::to_string(c.blockTokens) + ", prompt_tokens: " + std::to_string(prompt),
+         size.bytes, size.formula});
   }
   return needs;
 }
@@ -72,10 +73,11 @@ int printServingNeeds(const ListCommand& c) {
     if (spec.moe) {
       const auto token = model::moeDispatchBytesPerToken(spec, model::Dtype::fp8);
       const auto combine = model::moeCombineBytesPerToken(spec);
-      std::printf("  MoE dispatch: %s per token copy (%s)\n  MoE combine: %s per expert result (%s)\n"
-                  "            measured by kind alltoall, sizes: {derive: moe-dispatch, tokens: [...]}\n",
-                  scenario::formatSize(static_cast<std::int64_t>(token.bytes)).c_str(), token.formula.c_str(),
-                  scenario::formatSize(static_cast<std::int64_t>(combine.bytes)).c_str(), combine.formula.c_str());
+      std::printf(
+          "  MoE dispatch: %s per token copy (%s)\n  MoE combine: %s per expert result (%s)\n"
+          "            measured by kind alltoall, sizes: {derive: moe-dispatch, tokens: [...]}\n",
+          scenario::formatSize(static_cast<std::int64_t>(token.bytes)).c_str(), token.formula.c_str(),
+          scenario::formatSize(static_cast<std::int64_t>(combine.bytes)).c_str(), combine.formula.c_str());
     }
     std::printf("  front-end API share: measured by kind api (requests, streamed chunks; its sizes are the chunks')\n");
     return exit_code::ok;
@@ -89,14 +91,15 @@ namespace {
 
 void printListHeading(const ListCommand& command, const scenario::Scenario& scenario,
                       const std::vector<driver::PlannedInstance>& planned, int ranks) {
-  std::printf("scenario '%s' (%s) for %d ranks: %zu test instances%s\n", scenario.name.c_str(),
-              scenario.file.c_str(), ranks, planned.size(), driver::retestsAmong(planned).c_str());
+  std::printf("scenario '%s' (%s) for %d ranks: %zu test instances%s\n", scenario.name.c_str(), scenario.file.c_str(),
+              ranks, planned.size(), driver::retestsAmong(planned).c_str());
   std::printf("  layout assumed: %d ranks per node%s\n", command.ranksPerNode,
-              command.nodesPerLeaf > 0 ? (", " + std::to_string(command.nodesPerLeaf) + " nodes per leaf" +
-                                          (command.leavesPerPod > 0 ? ", " + std::to_string(command.leavesPerPod) +
-                                                                          " leaves per pod" : std::string()))
-                                             .c_str()
-                                       : ", no leaf labels");
+              command.nodesPerLeaf > 0
+                  ? (", " + std::to_string(command.nodesPerLeaf) + " nodes per leaf" +
+                     (command.leavesPerPod > 0 ? ", " + std::to_string(command.leavesPerPod) + " leaves per pod"
+                                               : std::string()))
+                        .c_str()
+                  : ", no leaf labels");
   if (!scenario.description.empty()) std::printf("  %s\n", scenario.description.c_str());
 }
 
@@ -170,12 +173,13 @@ void printMatrixNeeds(const MatrixNeeds& needs, const scenario::Scenario& scenar
   std::printf("\npeak memory per rank for samples and buffers: about %.1f MiB (limit max_memory_per_rank %.0f MiB)\n",
               static_cast<double>(needs.peakMemory) / (1 << 20),
               static_cast<double>(scenario.maxMemoryPerRank) / (1 << 20));
-  std::printf("estimated time: %s in all%s (assuming %.0f us and %.0f GB/s per pair and %.0f ms per round: a "
-              "planning figure, not a prediction)\n",
-              driver::formatEstimate(needs.seconds).c_str(),
-              scenario.budgetSeconds > 0 ? (", budget " + driver::formatEstimate(scenario.budgetSeconds)).c_str() : "",
-              driver::estimate::assumedLatencySeconds * 1e6, driver::estimate::assumedBytesPerSecond / 1e9,
-              driver::estimate::assumedRoundCostSeconds * 1e3);
+  std::printf(
+      "estimated time: %s in all%s (assuming %.0f us and %.0f GB/s per pair and %.0f ms per round: a "
+      "planning figure, not a prediction)\n",
+      driver::formatEstimate(needs.seconds).c_str(),
+      scenario.budgetSeconds > 0 ? (", budget " + driver::formatEstimate(scenario.budgetSeconds)).c_str() : "",
+      driver::estimate::assumedLatencySeconds * 1e6, driver::estimate::assumedBytesPerSecond / 1e9,
+      driver::estimate::assumedRoundCostSeconds * 1e3);
 }
 
 }  // namespace
@@ -212,12 +216,11 @@ int runLaunchFactsCommand(const LaunchFactsCommand& command) {
   const int ranks = command.ranks > 0 ? command.ranks : ranksNotKnown;
   const suite::Registry registry;
   try {
-    const auto scenario =
-        scenario::loadScenarioFile(command.run.scenarioPath, command.run.overrides, [&] {
-          auto rules = registry.scenarioRules(ranks);
-          rules.allowCommands = command.run.allowCommands;
-          return rules;
-        }());
+    const auto scenario = scenario::loadScenarioFile(command.run.scenarioPath, command.run.overrides, [&] {
+      auto rules = registry.scenarioRules(ranks);
+      rules.allowCommands = command.run.allowCommands;
+      return rules;
+    }());
     const bool faultDrill = std::any_of(scenario.tests.begin(), scenario.tests.end(),
                                         [](const scenario::TestSpec& test) { return test.kind == "fault"; });
     std::printf("launch-facts: output=%s\n", command.run.outputPath.c_str());

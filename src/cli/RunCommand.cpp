@@ -1,21 +1,21 @@
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <thread>
-#include <chrono>
 
-#include "runtime/Deadlines.hpp"
 #include "cli/ClosingVerdict.hpp"
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
+#include "runtime/Deadlines.hpp"
 #include "runtime/MemoryUse.hpp"
 #include "runtime/Mpi.hpp"
-#include "runtime/Watchdog.hpp"
 #include "runtime/Timestamp.hpp"
+#include "runtime/Watchdog.hpp"
 #include "scenario/Scenario.hpp"
 
 namespace fabscope::cli {
@@ -53,8 +53,9 @@ std::string checkOutputPath(const std::string& path, bool overwrite) {
   std::error_code ec;
   const auto st = fs::symlink_status(p, ec);
   if (fs::is_symlink(st))
-    return path + ": is a symbolic link; fabscope writes its result only to a file it creates itself (a link "
-                  "may point anywhere): remove the link or choose another name";
+    return path +
+           ": is a symbolic link; fabscope writes its result only to a file it creates itself (a link "
+           "may point anywhere): remove the link or choose another name";
   if (fs::is_directory(st)) return path + ": is a folder; expected a file name such as results/run.h5";
   if (fs::exists(st) && !overwrite)
     return path + ": the output file already exists; choose another name or pass --overwrite";
@@ -154,7 +155,8 @@ std::optional<int> agreeToStart(const RunCommand& command, const runtime::Commun
     const auto problems = world.allreduceMax(problem.empty() ? 0 : 1, agreeDeadline);
     if (problems) {
       const auto rank0Problem = world.broadcastString(problem, 0, agreeDeadline);
-      if (rank0) std::fprintf(stderr, "fabscope: error: %s\n", (rank0Problem.empty() ? problem : rank0Problem).c_str());
+      if (rank0)
+        std::fprintf(stderr, "fabscope: error: %s\n", (rank0Problem.empty() ? problem : rank0Problem).c_str());
       else if (!problem.empty() && problem != rank0Problem)
         std::fprintf(stderr, "fabscope: error (rank %d): %s\n", world.rank(), problem.c_str());
       reportResult(rank0, exit_code::usage);
@@ -197,9 +199,10 @@ std::optional<int> agreeToStart(const RunCommand& command, const runtime::Commun
                                  const runtime::Communicator& world, int code) {
   const bool rank0 = world.rank() == 0;
   if (rank0)
-    std::printf("%s %d (after a fault drill: %d rank(s) lost on purpose; the launcher's own exit status "
-                "reflects that loss)\n",
-                resultMarker, code, runner.lostRankCount());
+    std::printf(
+        "%s %d (after a fault drill: %d rank(s) lost on purpose; the launcher's own exit status "
+        "reflects that loss)\n",
+        resultMarker, code, runner.lostRankCount());
   std::fflush(nullptr);
   if (rank0)
     for (int victim : runner.ranksLeftBehind()) losses.release(victim);
@@ -262,7 +265,8 @@ int runRunCommand(const RunCommand& command, int& argc, char**& argv) {
     reportResult(rank0, exit_code::usage);
     return exit_code::usage;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fabscope: %s rank %d: runtime failure: %s\nfabscope: the result file keeps every test "
+    std::fprintf(stderr,
+                 "fabscope: %s rank %d: runtime failure: %s\nfabscope: the result file keeps every test "
                  "finished so far and is marked complete=0\n",
                  runtime::utcTimestamp(runtime::realtimeNow()).c_str(), world.rank(), e.what());
     std::fflush(stderr);

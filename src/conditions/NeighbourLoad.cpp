@@ -64,7 +64,8 @@ LoadGraph planLoad(const std::string& condition, const suite::RoleAssignment& ro
     }
     g.description = std::to_string(half) + " congestor pairs streaming both ways";
   } else if (condition == "copy") {
-    g.description = std::to_string(c.size()) + " congestors copying: host<->GPU over PCIe on GPU hosts, host memory otherwise";
+    g.description =
+        std::to_string(c.size()) + " congestors copying: host<->GPU over PCIe on GPU hosts, host memory otherwise";
   } else {
     throw UsageError("unknown condition '" + condition + "'");
   }
@@ -194,8 +195,9 @@ LoadReport GatedLoad::stream(const LoadGraph& graph, std::int64_t messageBytes) 
       }
       if (stopping) continue;
       const int dest = destinations[s / loadWindow];
-      runtime::checkMpi(MPI_Isend(sendBuffer.data(), static_cast<int>(bytes), MPI_BYTE, dest, loadTag, comm_, &sends[s]),
-                        "MPI_Isend(load)");
+      runtime::checkMpi(
+          MPI_Isend(sendBuffer.data(), static_cast<int>(bytes), MPI_BYTE, dest, loadTag, comm_, &sends[s]),
+          "MPI_Isend(load)");
       report.bytesSent += messageBytes;
       ++report.messagesSent;
     }
@@ -210,7 +212,8 @@ LoadReport GatedLoad::stream(const LoadGraph& graph, std::int64_t messageBytes) 
       runtime::checkMpi(MPI_Test(&stopRecv, &done, MPI_STATUS_IGNORE), "MPI_Test(stop)");
       if (!done) break;
       if (++stopsReceived < sources)
-        runtime::checkMpi(MPI_Irecv(&stopSink, 1, MPI_INT, MPI_ANY_SOURCE, stopTag, comm_, &stopRecv), "MPI_Irecv(stop)");
+        runtime::checkMpi(MPI_Irecv(&stopSink, 1, MPI_INT, MPI_ANY_SOURCE, stopTag, comm_, &stopRecv),
+                          "MPI_Irecv(stop)");
     }
     // Gate 1 once load is really flowing (one send done, or this rank only receives).
     if (!started && (completedSends > 0 || destinations.empty())) {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/Mpi.hpp"
 #include "kinds/Roles.hpp"
+#include "runtime/Mpi.hpp"
 
 namespace fabscope::conditions {
 

@@ -14,9 +14,9 @@
 namespace fabscope::driver {
 
 struct BatchFigure {
-  double meanNs = 0;        // per iteration, after the sample divisor (one-way latency)
-  double gbps = 0;          // bytes / loop time (bytes per ns = GB/s)
-  long long iterations = 0; // 0: no loop found, no figure
+  double meanNs = 0;         // per iteration, after the sample divisor (one-way latency)
+  double gbps = 0;           // bytes / loop time (bytes per ns = GB/s)
+  long long iterations = 0;  // 0: no loop found, no figure
 };
 
 // `samples`: an instance's records in the order the ranks recorded them (rank

@@ -12,10 +12,10 @@
 namespace fabscope::driver {
 
 struct CounterNote {
-  std::string name;            // e.g. RetransSegs
-  std::int64_t total = 0;      // sum of the positive deltas over every reader
-  int hosts = 0;               // readers (one per host) where it moved
-  std::string largestWhere;    // "host source" of the largest delta
+  std::string name;          // e.g. RetransSegs
+  std::int64_t total = 0;    // sum of the positive deltas over every reader
+  int hosts = 0;             // readers (one per host) where it moved
+  std::string largestWhere;  // "host source" of the largest delta
   std::int64_t largest = 0;
 };
 

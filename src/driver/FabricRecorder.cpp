@@ -29,12 +29,12 @@ suite::WorldLayout exchangeWorldLayout(const runtime::Communicator& world, const
                                        const runtime::Deadline& deadline) {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
-  const auto label = inventory::topologyForHost(name, inputs.topology ? &*inputs.topology : nullptr,
-                                                inventory::currentEnvironment());
+  const auto label =
+      inventory::topologyForHost(name, inputs.topology ? &*inputs.topology : nullptr, inventory::currentEnvironment());
   // Host names and labels hold no tab or newline (the topology reader takes YAML scalars; hosts are DNS names).
   suite::WorldLayout layout;
-  for (const auto& line : runtime::everyRanksLine(world, std::string(name) + "\t" + label.leaf + "\t" + label.pod,
-                                                  deadline)) {
+  for (const auto& line :
+       runtime::everyRanksLine(world, std::string(name) + "\t" + label.leaf + "\t" + label.pod, deadline)) {
     const auto tab1 = line.find('\t'), tab2 = line.find('\t', tab1 + 1);
     layout.hostOfRank.push_back(line.substr(0, tab1));
     layout.leafOfRank.push_back(line.substr(tab1 + 1, tab2 - tab1 - 1));
@@ -80,12 +80,11 @@ void describeFindings(FabricFindings& found, const FabricInputs& inputs) {
     lines.push_back(inventory::severityName(f.severity) + ": " + f.host + ": " + f.what);
   if (inputs.manifest) {
     // Intended vs discovered, also when everything matches: the summary says what was checked.
-    const auto matching = std::count_if(found.manifestRows.begin(), found.manifestRows.end(),
-                                        [](const inventory::ManifestRow& m) {
-                                          return m.status == inventory::ManifestStatus::match;
-                                        });
-    lines.push_back("manifest '" + inputs.manifest->name + "' (" + inputs.manifest->file + "): " +
-                    std::to_string(matching) + " of " + std::to_string(found.manifestRows.size()) +
+    const auto matching =
+        std::count_if(found.manifestRows.begin(), found.manifestRows.end(),
+                      [](const inventory::ManifestRow& m) { return m.status == inventory::ManifestStatus::match; });
+    lines.push_back("manifest '" + inputs.manifest->name + "' (" + inputs.manifest->file +
+                    "): " + std::to_string(matching) + " of " + std::to_string(found.manifestRows.size()) +
                     " intended items match what was discovered");
   }
   for (const auto& m : found.manifestRows)
@@ -178,18 +177,15 @@ void writeHostTables(output::ResultFile& file, const runtime::Communicator& comm
     const std::string group = "/hosts/" + host;
     file.createGroup(group);
     const bool rank0 = comm.rank() == 0;
-    file.writeTable<output::KeyValueRecord>(group + "/inventory", rank0 ? inventoryRows(found.hosts[i])
-                                                                        : std::vector<output::KeyValueRecord>{},
-                                            deadline);
-    file.writeTable<output::ConsistencyRecord>(group + "/consistency",
-                                               rank0 ? consistencyRows(found.flags, host)
-                                                     : std::vector<output::ConsistencyRecord>{},
-                                               deadline);
+    file.writeTable<output::KeyValueRecord>(
+        group + "/inventory", rank0 ? inventoryRows(found.hosts[i]) : std::vector<output::KeyValueRecord>{}, deadline);
+    file.writeTable<output::ConsistencyRecord>(
+        group + "/consistency", rank0 ? consistencyRows(found.flags, host) : std::vector<output::ConsistencyRecord>{},
+        deadline);
     if (withManifest)
-      file.writeTable<output::ManifestRecord>(group + "/manifest",
-                                              rank0 ? manifestRows(found.manifestRows, host, i == 0)
-                                                    : std::vector<output::ManifestRecord>{},
-                                              deadline);
+      file.writeTable<output::ManifestRecord>(
+          group + "/manifest",
+          rank0 ? manifestRows(found.manifestRows, host, i == 0) : std::vector<output::ManifestRecord>{}, deadline);
     ++i;
   }
 }

@@ -8,9 +8,9 @@
 #include "inventory/Counters.hpp"
 #include "inventory/Manifest.hpp"
 #include "inventory/Topology.hpp"
-#include "topology/TopologySchedule.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/RankIdentity.hpp"
+#include "topology/TopologySchedule.hpp"
 
 namespace fabscope::driver {
 
@@ -32,7 +32,7 @@ suite::WorldLayout exchangeWorldLayout(const runtime::Communicator& world, const
 
 struct FabricVerdict {
   int consistencyFlags = 0;
-  bool manifestFailed = false;  // a must-match item differs: exit code 1
+  bool manifestFailed = false;     // a must-match item differs: exit code 1
   std::vector<std::string> lines;  // for the closing summary
 };
 

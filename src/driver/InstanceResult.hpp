@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "driver/CounterSummary.hpp"
+#include "kinds/Kind.hpp"
 #include "stats/SiteScopes.hpp"
 #include "stats/Statistics.hpp"
-#include "kinds/Kind.hpp"
 
 namespace fabscope::driver {
 
@@ -32,10 +32,10 @@ struct InstanceResult {
   // as OSU reports it, beside the per-sample statistics (driver/BatchFigure.hpp).
   double batchMeanNs = std::nan(""), batchGbps = std::nan("");
   double impactMean = 0, impactP99 = 0;  // 0 = not computed
-  std::string spansSites;  // the sites of a measuring group that spans more than one
-  bool labelled = false;   // the run has site labels: `scopes` are named and printed
-  std::vector<ScopeResult> scopes;  // display order; one unnamed scope without site labels
-  std::vector<CounterNote> counters;  // known counters that moved while it ran
+  std::string spansSites;                // the sites of a measuring group that spans more than one
+  bool labelled = false;                 // the run has site labels: `scopes` are named and printed
+  std::vector<ScopeResult> scopes;       // display order; one unnamed scope without site labels
+  std::vector<CounterNote> counters;     // known counters that moved while it ran
 };
 
 }  // namespace fabscope::driver

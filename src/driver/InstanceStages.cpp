@@ -22,11 +22,16 @@ using namespace instance_status;
 
 const char* statusName(std::int64_t code) {
   switch (code) {
-    case passed: return "passed";
-    case skipped: return "skipped";
-    case failed: return "failed";
-    case timeout: return "timeout";
-    default: return "error";
+    case passed:
+      return "passed";
+    case skipped:
+      return "skipped";
+    case failed:
+      return "failed";
+    case timeout:
+      return "timeout";
+    default:
+      return "error";
   }
 }
 
@@ -119,8 +124,10 @@ void Runner::runUnderCondition(InstanceRun& run, transport::Transport& transport
       }
       if (load) load->canaryAfterMeasuring();
     } else if (load) {
-      if (run.congestor) run.loadReport = load->congest(instance.condition, run.loadGraph, spec.loadBytes);
-      else load->idle();
+      if (run.congestor)
+        run.loadReport = load->congest(instance.condition, run.loadGraph, spec.loadBytes);
+      else
+        load->idle();
     }
   } catch (const DeadlineExceeded& e) {
     run.status = timeout;
@@ -343,8 +350,8 @@ void Runner::reduceOnRank0(InstanceRun& run, std::span<const std::byte> allSampl
   // (/tests/NNNN/scopes has each one's numbers).
   summarizeInstance(result, headline, scopes);
   const auto& l = result.latency;
-  for (auto [k, v] : {std::pair{"p50_ns", l.p50}, {"p99_ns", l.p99}, {"p999_ns", l.p999}, {"max_ns", l.max},
-                      {"mean_ns", l.mean}})
+  for (auto [k, v] :
+       {std::pair{"p50_ns", l.p50}, {"p99_ns", l.p99}, {"p999_ns", l.p999}, {"max_ns", l.max}, {"mean_ns", l.mean}})
     attrs.emplace_back(k, v);
   if (plan.metric == suite::Metric::bandwidth) {
     attrs.emplace_back("gbps_p50", result.bytesPerSample / l.p50);
@@ -364,10 +371,9 @@ void Runner::reduceOnRank0(InstanceRun& run, std::span<const std::byte> allSampl
         attrs.emplace_back("quiet_index", std::int64_t{earlier.index});
       }
   run.scopeTable = scopeRows(result);
-  result.counters = movedKnownCounters(
-      {reinterpret_cast<const output::CounterRecord*>(allCounters.data()),
-       allCounters.size() / sizeof(output::CounterRecord)},
-      identity_.hostOfRank);
+  result.counters = movedKnownCounters({reinterpret_cast<const output::CounterRecord*>(allCounters.data()),
+                                        allCounters.size() / sizeof(output::CounterRecord)},
+                                       identity_.hostOfRank);
   if (plan.part->pairMatrix()) pairMatrix(run, headline, scopes);
 }
 
@@ -423,7 +429,8 @@ void Runner::pairMatrix(InstanceRun& run, std::span<const stats::ScopedSample> h
   };
   std::vector<std::pair<std::int32_t, std::int32_t>> worstFirst;
   for (const auto& [badness, key] : ranked) worstFirst.push_back({indexOf(key.a), indexOf(key.b)});
-  run.followUp = plan.part->chooseFollowUp(worstFirst, seed_ ^ stableHash("controls") ^ static_cast<std::uint64_t>(run.index));
+  run.followUp =
+      plan.part->chooseFollowUp(worstFirst, seed_ ^ stableHash("controls") ^ static_cast<std::uint64_t>(run.index));
 }
 
 void Runner::record(InstanceRun& run, output::Recorder& recorder) {

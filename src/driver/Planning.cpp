@@ -22,8 +22,8 @@ PlannedInstance followUpOf(const PlannedInstance& measured, const FollowUpChoice
 }
 
 std::string retestsAmong(const std::vector<PlannedInstance>& planned) {
-  const auto retests = std::count_if(planned.begin(), planned.end(),
-                                     [](const PlannedInstance& p) { return p.plan.followUpOf >= 0; });
+  const auto retests =
+      std::count_if(planned.begin(), planned.end(), [](const PlannedInstance& p) { return p.plan.followUpOf >= 0; });
   return retests == 0 ? "" : " (" + std::to_string(retests) + " of them serial retests)";
 }
 
@@ -44,12 +44,12 @@ void checkCongestors(const scenario::TestInstance& instance, const suite::Kind& 
   const int canaries =
       suite::canaryCount(suite::roleSpecOf(spec), worldSize, kind.rules().minRanks, suite::hasCongestedCondition(spec));
   if (used - canaries >= needed) return;
-  throw scenario::ScenarioError(
-      spec.where("conditions") + ": test '" +
-      spec.name + "' under condition '" + instance.condition + "' needs at least " + std::to_string(needed) +
-      " congestor ranks besides its " + std::to_string(canaries) + " measuring ranks; the run gives it " +
-      std::to_string(used) + " rank(s) in all (start more ranks with mpirun -np, or measure with fewer: roles: "
-      "{canaries: N})");
+  throw scenario::ScenarioError(spec.where("conditions") + ": test '" + spec.name + "' under condition '" +
+                                instance.condition + "' needs at least " + std::to_string(needed) +
+                                " congestor ranks besides its " + std::to_string(canaries) +
+                                " measuring ranks; the run gives it " + std::to_string(used) +
+                                " rank(s) in all (start more ranks with mpirun -np, or measure with fewer: roles: "
+                                "{canaries: N})");
 }
 
 // The place of `measured`'s follow-up in the plan: what it measures is known
@@ -65,9 +65,9 @@ double estimateSecondsWith(const PlannedInstance& planned, double rounds) {
   const auto& spec = *planned.instance.spec;
   const auto& plan = planned.plan;
   rounds = std::max(plan.part->estimatedRounds(plan, rounds, spec.iterations), 1.0);
-  const double perOperation = estimate::assumedLatencySeconds +
-                              static_cast<double>(planned.instance.bytes) * std::max(plan.window, 1) /
-                                  estimate::assumedBytesPerSecond;
+  const double perOperation = estimate::assumedLatencySeconds + static_cast<double>(planned.instance.bytes) *
+                                                                    std::max(plan.window, 1) /
+                                                                    estimate::assumedBytesPerSecond;
   return rounds * (spec.warmup + spec.iterations) * perOperation + rounds * estimate::assumedRoundCostSeconds;
 }
 
@@ -94,9 +94,7 @@ namespace {
 bool thinnable(const PlannedInstance& p) { return p.plan.part->thinnable(p.plan); }
 
 // The cheapest the instances in `members` can be: one round for the thinnable.
-double leastSeconds(const PlannedInstance& p) {
-  return thinnable(p) ? estimateSecondsWith(p, 1) : estimateSeconds(p);
-}
+double leastSeconds(const PlannedInstance& p) { return thinnable(p) ? estimateSecondsWith(p, 1) : estimateSeconds(p); }
 
 // A budget that covers `seconds`, in a unit the scenario reader takes.
 std::string budgetSuggestion(double seconds) {
@@ -117,11 +115,12 @@ void fitBudget(std::vector<PlannedInstance>& planned, const std::vector<std::siz
   }
   if (full <= budget) return;
   if (least > budget)
-    throw scenario::ScenarioError(
-        where + ": " + what + " needs about " + formatEstimate(full) + " (estimate), and still " +
-        formatEstimate(least) + " with one round per instance: more than its budget of " + formatEstimate(budget) +
-        "; what would fit: budget: " + budgetSuggestion(least * 1.1) + " or more, or fewer sizes, "
-        "iterations or tests (fabscope list --ranks N shows each instance's estimate)");
+    throw scenario::ScenarioError(where + ": " + what + " needs about " + formatEstimate(full) +
+                                  " (estimate), and still " + formatEstimate(least) +
+                                  " with one round per instance: more than its budget of " + formatEstimate(budget) +
+                                  "; what would fit: budget: " + budgetSuggestion(least * 1.1) +
+                                  " or more, or fewer sizes, "
+                                  "iterations or tests (fabscope list --ranks N shows each instance's estimate)");
   const double share = (budget - least) / (full - least);
   for (auto i : members) {
     auto& p = planned[i];
@@ -165,7 +164,8 @@ std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, cons
   std::map<const scenario::TestSpec*, std::vector<std::size_t>> ofTest;
   for (std::size_t i = 0; i < out.size(); ++i) ofTest[out[i].instance.spec].push_back(i);
   for (const auto& [spec, members] : ofTest)
-    if (spec->budgetSeconds > 0) fitBudget(out, members, spec->budgetSeconds, spec->where("budget"), "test '" + spec->name + "'");
+    if (spec->budgetSeconds > 0)
+      fitBudget(out, members, spec->budgetSeconds, spec->where("budget"), "test '" + spec->name + "'");
   if (scenario.budgetSeconds > 0) {
     std::vector<std::size_t> all(out.size());
     std::iota(all.begin(), all.end(), 0);
@@ -175,12 +175,13 @@ std::vector<PlannedInstance> planMatrix(const scenario::Scenario& scenario, cons
     const auto& instance = planned.instance;
     const std::int64_t memory = memoryPerRank(planned.plan);
     if (memory > scenario.maxMemoryPerRank)
-      throw scenario::ScenarioError(
-          instance.spec->at + ": test '" + instance.spec->name + "' at " +
-          scenario::formatSize(instance.bytes) + " needs about " + std::to_string(memory >> 20) +
-          " MiB per rank for samples and buffers, more than max_memory_per_rank (" +
-          std::to_string(scenario.maxMemoryPerRank >> 20) + " MiB); lower iterations, window or sizes, or raise the "
-          "limit with --set max_memory_per_rank=16GiB");
+      throw scenario::ScenarioError(instance.spec->at + ": test '" + instance.spec->name + "' at " +
+                                    scenario::formatSize(instance.bytes) + " needs about " +
+                                    std::to_string(memory >> 20) +
+                                    " MiB per rank for samples and buffers, more than max_memory_per_rank (" +
+                                    std::to_string(scenario.maxMemoryPerRank >> 20) +
+                                    " MiB); lower iterations, window or sizes, or raise the "
+                                    "limit with --set max_memory_per_rank=16GiB");
   }
   return out;
 }

@@ -18,10 +18,7 @@ void Progress::starting(int done, const std::string& what) {
 }
 
 ProgressWatch::ProgressWatch(std::string heading, const suite::SampleBuffer& samples, double timeoutSeconds)
-    : heading_(std::move(heading)),
-      samples_(samples),
-      timeoutSeconds_(timeoutSeconds),
-      thread_([this] { watch(); }) {}
+    : heading_(std::move(heading)), samples_(samples), timeoutSeconds_(timeoutSeconds), thread_([this] { watch(); }) {}
 
 ProgressWatch::~ProgressWatch() {
   {
@@ -56,7 +53,8 @@ void ProgressWatch::printLine(double elapsed, std::size_t done, std::size_t done
     std::snprintf(what, sizeof what, "rank 0: no sample yet of %zu planned; deadline in %.0fs", planned, deadlineIn);
   } else {
     // At this rank's rate so far; never past the deadline.
-    const double atThisRate = elapsed / static_cast<double>(done) * static_cast<double>(planned - std::min(done, planned));
+    const double atThisRate =
+        elapsed / static_cast<double>(done) * static_cast<double>(planned - std::min(done, planned));
     std::snprintf(what, sizeof what, "rank 0: %zu of %zu samples (%.0f%%)%s, ~%.0fs left (deadline in %.0fs)", done,
                   planned, 100.0 * static_cast<double>(done) / static_cast<double>(planned),
                   done == doneBefore ? ", none new since the last line" : "", std::min(atThisRate, deadlineIn),

@@ -42,8 +42,8 @@ std::string describeLoss(const runtime::LossOutcome& outcome, const std::vector<
       firstError = report.error;
       break;
     }
-  std::string line = outcome.lost.empty() ? "a control-plane wait failed"
-                                          : "lost contact with " + namesOf(outcome.lost, hosts);
+  std::string line =
+      outcome.lost.empty() ? "a control-plane wait failed" : "lost contact with " + namesOf(outcome.lost, hosts);
   if (!outcome.silent.empty())
     line += std::string(outcome.silent.size() == outcome.lost.size() ? ": " : "; ") +
             (outcome.silent.size() == 1 ? "it" : namesOf(outcome.silent, hosts)) + " did not answer within " +
@@ -137,13 +137,17 @@ void Runner::recordLoss(output::Recorder& recorder, const runtime::LossOutcome& 
     if (!std::exchange(validityRecorded_, true))  // the start findings; no clock finding
       recorder.validity(validity::rowsOf(validity_), validity::attributesOf(validity_), control);
     recorder.attributes("/",
-                       {{"finished_utc", nowUtc()}, {"complete", std::int64_t{0}},
-                        {"exit_code", std::int64_t{exit_code::runtimeFailure}}, {"error", line},
-                        {"lost_ranks", commaList(outcome.lost)}},
-                       control);
+                        {{"finished_utc", nowUtc()},
+                         {"complete", std::int64_t{0}},
+                         {"exit_code", std::int64_t{exit_code::runtimeFailure}},
+                         {"error", line},
+                         {"lost_ranks", commaList(outcome.lost)}},
+                        control);
     recorder.flush();
-    std::fprintf(stderr, "fabscope: the result file %s keeps every test finished so far%s, is marked complete=0 "
-                 "and exit_code=3\n", options_.outputPath.c_str(), running ? " and the interrupted one's samples" : "");
+    std::fprintf(stderr,
+                 "fabscope: the result file %s keeps every test finished so far%s, is marked complete=0 "
+                 "and exit_code=3\n",
+                 options_.outputPath.c_str(), running ? " and the interrupted one's samples" : "");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fabscope: rank 0: could not record the loss in %s: %s (it stays complete=0, exit_code=-1)\n",
                  options_.outputPath.c_str(), e.what());
@@ -157,14 +161,18 @@ void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError
   if (world_.rank() != 0) reportLossToRank0(std::move(mine), lost, running);
   const auto* losses = options_.losses;
   runtime::LossOutcome outcome;
-  if (losses) outcome = losses->gather(std::move(mine), static_cast<runtime::Nanoseconds>(runtime::deadlines::lossAnswerSeconds * 1e9));
-  else outcome = {lost, {}, {{0, std::move(mine)}}};
+  if (losses)
+    outcome =
+        losses->gather(std::move(mine), static_cast<runtime::Nanoseconds>(runtime::deadlines::lossAnswerSeconds * 1e9));
+  else
+    outcome = {lost, {}, {{0, std::move(mine)}}};
   const std::string line = describeLoss(outcome, identity_.hostOfRank);
   std::fprintf(stderr, "fabscope: %s rank 0: runtime failure: %s\n", nowUtc().c_str(), line.c_str());
   recordLoss(recorder, outcome, line, running);
   std::fflush(stderr);
   printResultLine(true, exit_code::runtimeFailure);
-  if (losses) losses->conclude(outcome, line, static_cast<runtime::Nanoseconds>(runtime::deadlines::lossAckSeconds * 1e9));
+  if (losses)
+    losses->conclude(outcome, line, static_cast<runtime::Nanoseconds>(runtime::deadlines::lossAckSeconds * 1e9));
   runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
 }
 

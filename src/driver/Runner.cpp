@@ -9,24 +9,24 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <set>
-#include <utility>
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
+#include <utility>
 
 #include "conditions/NeighbourLoad.hpp"
-#include "inventory/HostInventory.hpp"
 #include "driver/CounterSummary.hpp"
 #include "driver/Progress.hpp"
 #include "driver/ScopedStatistics.hpp"
 #include "driver/SummaryTable.hpp"
 #include "fabscope/BuildConfig.hpp"
+#include "inventory/HostInventory.hpp"
 #include "runtime/Deadlines.hpp"
 #include "runtime/EveryRanksLine.hpp"
-#include "runtime/WatchdogRanks.hpp"
 #include "runtime/Timestamp.hpp"
+#include "runtime/WatchdogRanks.hpp"
 #include "transport/TransportFactory.hpp"
 
 namespace fabscope::driver {
@@ -55,8 +55,8 @@ std::string envOr(const char* name, const char* fallback) {
 
 }  // namespace
 
-Runner::Runner(const scenario::Scenario& scenario, const suite::Registry& registry,
-               const runtime::Communicator& world, RunOptions options)
+Runner::Runner(const scenario::Scenario& scenario, const suite::Registry& registry, const runtime::Communicator& world,
+               RunOptions options)
     : scenario_(scenario), registry_(registry), world_(world), comm_(&world), options_(std::move(options)) {}
 
 void Runner::writeRunHeader(output::Recorder& recorder, const output::ResultFile& file) {
@@ -103,8 +103,8 @@ void Runner::writeRanks(output::Recorder& recorder) {
   row.clock_offset_ns = clock_.mine().offset;
   row.clock_uncertainty_ns = clock_.mine().uncertainty;
   const auto& topology = options_.fabric.topology;
-  const auto label = inventory::topologyForHost(identity_.host, topology ? &*topology : nullptr,
-                                                inventory::currentEnvironment());
+  const auto label =
+      inventory::topologyForHost(identity_.host, topology ? &*topology : nullptr, inventory::currentEnvironment());
   output::setText(row.site, label.site);
   output::setText(row.pod, label.pod);
   output::setText(row.leaf, label.leaf);
@@ -129,11 +129,19 @@ void printResultLine(bool rank0, int code) {
 output::Attributes Runner::unfinishedAttributes(int index, const PlannedInstance& planned, const std::string& status,
                                                 const std::string& why) const {
   const auto& spec = *planned.instance.spec;
-  output::Attributes attrs{{"index", std::int64_t{index}}, {"name", spec.name}, {"kind", spec.kind},
-          {"case", planned.instance.caseId}, {"condition", planned.instance.condition},
-          {"transport", spec.transport}, {"memory", spec.memory}, {"bytes", planned.instance.bytes},
-          {"iterations", std::int64_t{spec.iterations}}, {"pattern", planned.plan.pattern},
-          {"pass", planned.plan.pass}, {"status", status}, {"error", why}};
+  output::Attributes attrs{{"index", std::int64_t{index}},
+                           {"name", spec.name},
+                           {"kind", spec.kind},
+                           {"case", planned.instance.caseId},
+                           {"condition", planned.instance.condition},
+                           {"transport", spec.transport},
+                           {"memory", spec.memory},
+                           {"bytes", planned.instance.bytes},
+                           {"iterations", std::int64_t{spec.iterations}},
+                           {"pattern", planned.plan.pattern},
+                           {"pass", planned.plan.pass},
+                           {"status", status},
+                           {"error", why}};
   if (planned.plan.followUpOf >= 0) attrs.emplace_back("retest_of", std::int64_t{planned.plan.followUpOf});
   if (spec.repeats > 1) {
     attrs.emplace_back("replicate", std::int64_t{planned.instance.replicate});
@@ -179,8 +187,9 @@ void Runner::setUp() {
   world_.broadcast(&seed, sizeof seed, 0, setup);
   seed_ = seed;
   char id[40];
-  std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(std::random_device{}()) << 32 |
-                                               static_cast<unsigned long long>(runtime::realtimeNow() & 0xffffffff));
+  std::snprintf(id, sizeof id, "%016llx",
+                static_cast<unsigned long long>(std::random_device{}()) << 32 |
+                    static_cast<unsigned long long>(runtime::realtimeNow() & 0xffffffff));
   runId_ = world_.broadcastString(id, 0, setup);
 }
 
@@ -190,7 +199,8 @@ output::ResultFile Runner::openFile(const std::vector<PlannedInstance>& planned)
       std::any_of(planned.begin(), planned.end(), [](const PlannedInstance& p) { return p.plan.mayLoseRanks; });
   if (mayLoseRanks) {
     if (hdf5Mode == "parallel")
-      throw UsageError("the scenario has a fault drill, which loses ranks: it needs hdf5=serial (or auto), not parallel");
+      throw UsageError(
+          "the scenario has a fault drill, which loses ranks: it needs hdf5=serial (or auto), not parallel");
     hdf5Mode = "serial";
   }
   return output::ResultFile(options_.outputPath, hdf5Mode, world_, setupDeadline(scenario_));
@@ -343,7 +353,8 @@ int Runner::runMatrix(std::vector<PlannedInstance> planned, output::ResultFile& 
   FollowUpChoice followUp;
   for (int index = 0; index < static_cast<int>(planned.size()); ++index) {
     PlannedInstance current = std::move(planned[static_cast<std::size_t>(index)]);
-    progress.starting(index, current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
+    progress.starting(index,
+                      current.instance.caseId + " [" + current.instance.condition + ", " + current.plan.pass + "]");
     if (current.plan.followUpOf >= 0 && !stoppedRunning()) {
       if (!measured || followUp.empty()) {
         skipInstance(index, current, recorder, current.plan.part->followUpNotRun(current.plan.followUpOf));
@@ -413,11 +424,10 @@ int Runner::finish(output::ResultFile& file, output::Recorder& recorder, const F
     printSummaryTable(stdout, results_);
     if (recoveries_ > 0)
       std::printf("\n%d test(s) missed their deadline; each following test ran on a fresh data path%s\n", recoveries_,
-                  notRunAfterTimeouts_ > 0
-                      ? (", until the limit of " + std::to_string(maxRecoveries) + ": " +
-                         std::to_string(notRunAfterTimeouts_) + " test(s) were NOT RUN")
-                            .c_str()
-                      : "");
+                  notRunAfterTimeouts_ > 0 ? (", until the limit of " + std::to_string(maxRecoveries) + ": " +
+                                              std::to_string(notRunAfterTimeouts_) + " test(s) were NOT RUN")
+                                                 .c_str()
+                                           : "");
     if (!fabric.lines.empty()) {
       std::printf("\nfabric inventory: %d consistency flag(s)%s\n", fabric.consistencyFlags,
                   fabric.manifestFailed ? "; the manifest check FAILED" : "");

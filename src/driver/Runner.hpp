@@ -10,14 +10,14 @@
 #include "driver/FabricRecorder.hpp"
 #include "driver/InstanceResult.hpp"
 #include "driver/Planning.hpp"
+#include "kinds/Registry.hpp"
+#include "kinds/SelfTest.hpp"
 #include "output/Recorder.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/ClockSync.hpp"
 #include "runtime/LossChannel.hpp"
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
-#include "kinds/Registry.hpp"
-#include "kinds/SelfTest.hpp"
 #include "validity/RunValidity.hpp"
 
 namespace fabscope::driver {
@@ -44,7 +44,7 @@ void printResultLine(bool rank0, int code);
 namespace instance_status {
 // Ordered by weight: the ranks agree on the largest (a skip outweighs a pass only).
 enum : std::int64_t { passed = 0, skipped = 1, failed = 2, timeout = 3, errored = 4 };
-}
+}  // namespace instance_status
 
 // What the stages of one instance share on one rank (InstanceStages.cpp), in
 // the order the stages fill it: roles, condition + run, agree, reduce, record.
@@ -79,7 +79,7 @@ struct InstanceRun {
   std::vector<output::SummaryRecord> mySummary;
   bool labelled = false;
   std::vector<output::CounterRecord> counterRows;
-  InstanceResult result;         // rank 0
+  InstanceResult result;  // rank 0
   output::Attributes attributes;
   std::vector<output::ScopeRecord> scopeTable;
   std::vector<double> pairMatrix;
@@ -161,8 +161,7 @@ class Runner {
 
   // One instance: the stages in order (InstanceStages.cpp).
   InstanceResult runInstance(int index, const PlannedInstance& planned, output::ResultFile& file,
-                             output::Recorder& recorder, transport::Transport& transport,
-                             FollowUpChoice& followUp);
+                             output::Recorder& recorder, transport::Transport& transport, FollowUpChoice& followUp);
   void assignInstanceRoles(InstanceRun& run);
   void runUnderCondition(InstanceRun& run, transport::Transport& transport);
   void runKind(InstanceRun& run, transport::Transport& transport);

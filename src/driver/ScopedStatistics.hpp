@@ -22,8 +22,7 @@ std::vector<output::SummaryRecord> rankSummaryRows(int rank, std::span<const sta
 
 // Fills result.scopes, result.labelled and the headline (latency,
 // bytesPerSample, gbpsMean): the one scope's numbers, or NaN when there are several.
-void summarizeInstance(InstanceResult& result, std::span<const stats::ScopedSample> samples,
-                       stats::SiteScopes& scopes);
+void summarizeInstance(InstanceResult& result, std::span<const stats::ScopedSample> samples, stats::SiteScopes& scopes);
 
 // Impact factors against the quiet instance of the same case, scope by scope
 // (same scope name); the headline impact only when both have a single scope.

@@ -32,7 +32,7 @@ struct RowValues {
   const stats::LatencyStats* latency;
   double bytesPerSample;
   double impactP99;
-  double batch;  // the batch figure (ns per iteration or GB/s); NaN: none, or a site scope's row
+  double batch;              // the batch figure (ns per iteration or GB/s); NaN: none, or a site scope's row
   const std::string* scope;  // nullptr: no scope column (a run without site labels)
 };
 
@@ -85,8 +85,7 @@ void printSummaryTable(std::FILE* out, const std::vector<InstanceResult>& result
                   &scope.summary.scope.name});
     }
     if (!r.error.empty()) std::fprintf(out, "     ! %s\n", r.error.c_str());
-    if (!r.counters.empty())
-      std::fprintf(out, "     ~ counters moved: %s\n", describeCounterNotes(r.counters).c_str());
+    if (!r.counters.empty()) std::fprintf(out, "     ~ counters moved: %s\n", describeCounterNotes(r.counters).c_str());
     if (!r.spansSites.empty()) {
       // A collective's group is one scope that crosses sites: its numbers are a
       // WAN path. Point-to-point rows above are already split by scope, but a
@@ -98,22 +97,25 @@ void printSummaryTable(std::FILE* out, const std::vector<InstanceResult>& result
         std::fprintf(out, "     ! the measuring group spans sites %s: a WAN path, not one cluster fabric\n",
                      r.spansSites.c_str());
       else
-        std::fprintf(out, "     ! the measuring ranks span sites %s: rows are split by site scope; "
-                          "group-wide attributes of this test (if any) span sites\n",
+        std::fprintf(out,
+                     "     ! the measuring ranks span sites %s: rows are split by site scope; "
+                     "group-wide attributes of this test (if any) span sites\n",
                      r.spansSites.c_str());
     }
   }
-  std::fprintf(out, "\nlatency: one-way, microseconds; bandwidth: GB/s = 10^9 bytes/s at that sample time; "
-                    "impact: p99 congested/quiet for latency, quiet/congested for bandwidth (>1 is worse); "
-                    "batch: loop time / iterations, the way osu_latency and osu_bw report (point-to-point)\n");
+  std::fprintf(out,
+               "\nlatency: one-way, microseconds; bandwidth: GB/s = 10^9 bytes/s at that sample time; "
+               "impact: p99 congested/quiet for latency, quiet/congested for bandwidth (>1 is worse); "
+               "batch: loop time / iterations, the way osu_latency and osu_bw report (point-to-point)\n");
   // The meaning of every known counter named above, once.
   std::set<std::string> named;
   for (const auto& r : results)
     for (std::size_t i = 0; i < r.counters.size() && i < 4; ++i) named.insert(r.counters[i].name);
   for (const auto& name : named) std::fprintf(out, "~ %s: %s\n", name.c_str(), counterMeaning(name).c_str());
   if (labelled)
-    std::fprintf(out, "scope: site=X both ends in site X; inter-site X<->Y between sites (a WAN path, never mixed "
-                      "with a site's own fabric); group: a collective's whole group\n");
+    std::fprintf(out,
+                 "scope: site=X both ends in site X; inter-site X<->Y between sites (a WAN path, never mixed "
+                 "with a site's own fabric); group: a collective's whole group\n");
 }
 
 }  // namespace fabscope::driver

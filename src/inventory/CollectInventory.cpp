@@ -66,7 +66,8 @@ HostInventory collectHostInventory(const InventoryOptions& options) {
   inventory.affinity = computeGpuNicAffinity(inventory);
 
   inventory.environment = fabricEnvironment(options.environment);
-  if (inventory.rdmaDevices.empty()) inventory.notes.push_back("rdma: no RDMA devices under " + (options.sysRoot / "class/infiniband").string());
+  if (inventory.rdmaDevices.empty())
+    inventory.notes.push_back("rdma: no RDMA devices under " + (options.sysRoot / "class/infiniband").string());
   return inventory;
 }
 

@@ -11,9 +11,12 @@ namespace fabscope::inventory {
 
 std::string severityName(Severity severity) {
   switch (severity) {
-    case Severity::info: return "info";
-    case Severity::warning: return "warning";
-    case Severity::error: return "error";
+    case Severity::info:
+      return "info";
+    case Severity::warning:
+      return "warning";
+    case Severity::error:
+      return "error";
   }
   return "unknown";
 }
@@ -88,10 +91,15 @@ void checkVersions(const std::vector<HostInventory>& hosts, std::vector<Consiste
         drivers["driver " + net.driver].push_back(
             {host.hostname, "net/" + net.name + "/driver_version", net.driverVersion});
     const SoftwareVersions& v = host.versions;
-    const std::pair<const char*, const std::string*> software[] = {
-        {"mpi", &v.mpi},         {"ucx", &v.ucx},         {"nccl", &v.nccl},
-        {"cuda_runtime", &v.cudaRuntime}, {"cuda_driver", &v.cudaDriver}, {"nvidia_driver", &v.nvidiaDriver},
-        {"kernel", &v.kernel},   {"os", &v.os},           {"fabscope", &v.fabscope}};
+    const std::pair<const char*, const std::string*> software[] = {{"mpi", &v.mpi},
+                                                                   {"ucx", &v.ucx},
+                                                                   {"nccl", &v.nccl},
+                                                                   {"cuda_runtime", &v.cudaRuntime},
+                                                                   {"cuda_driver", &v.cudaDriver},
+                                                                   {"nvidia_driver", &v.nvidiaDriver},
+                                                                   {"kernel", &v.kernel},
+                                                                   {"os", &v.os},
+                                                                   {"fabscope", &v.fabscope}};
     for (const auto& [name, value] : software)
       libraries[name].push_back({host.hostname, std::string("version/") + name, value->empty() ? "(none)" : *value});
   }
@@ -110,10 +118,9 @@ void checkMtu(const std::vector<HostInventory>& hosts, std::vector<ConsistencyFl
     for (const auto& device : host.rdmaDevices)
       for (const auto& port : device.ports)
         if (port.state == "ACTIVE" && port.activeMtu > 0)
-          rdmaMtu[port.linkLayer + " ports"].push_back({host.hostname,
-                                                        "rdma/" + device.name + "/port/" + std::to_string(port.number) +
-                                                            "/active_mtu",
-                                                        std::to_string(port.activeMtu)});
+          rdmaMtu[port.linkLayer + " ports"].push_back(
+              {host.hostname, "rdma/" + device.name + "/port/" + std::to_string(port.number) + "/active_mtu",
+               std::to_string(port.activeMtu)});
   }
   // With a single host there is nobody to differ from.
   if (hosts.size() < 2) return;
@@ -134,8 +141,8 @@ void checkPorts(const std::vector<HostInventory>& hosts, const ConsistencyOption
       for (const auto& port : device.ports) {
         const std::string component = "rdma/" + device.name + "/port/" + std::to_string(port.number);
         if (!port.state.empty() && port.state != "ACTIVE") {
-          flags.push_back({Severity::warning, host.hostname, component + "/state", "RDMA port is not active",
-                           "ACTIVE", port.state + (port.physState.empty() ? "" : " (" + port.physState + ")")});
+          flags.push_back({Severity::warning, host.hostname, component + "/state", "RDMA port is not active", "ACTIVE",
+                           port.state + (port.physState.empty() ? "" : " (" + port.physState + ")")});
           continue;
         }
         peers[adapterModel(device) + " " + port.linkLayer].push_back({&host, &device, &port});
@@ -164,8 +171,7 @@ void checkPorts(const std::vector<HostInventory>& hosts, const ConsistencyOption
     const double expectedRate = std::stod(referenceValue(rates));
     const int expectedWidth = std::stoi(referenceValue(widths));
     for (const auto& ref : ports) {
-      const std::string component =
-          "rdma/" + ref.device->name + "/port/" + std::to_string(ref.port->number);
+      const std::string component = "rdma/" + ref.device->name + "/port/" + std::to_string(ref.port->number);
       if (ref.port->rateGbps > 0 && ref.port->rateGbps < expectedRate)
         flags.push_back({Severity::error, ref.host->hostname, component + "/rate",
                          "port runs below its peers' rate (" + group + ")", formatGbps(expectedRate),
@@ -204,8 +210,8 @@ std::optional<NicLocation> findNic(const HostInventory& host, const std::string&
     if (net.name == nic) return NicLocation{net.numaNode, net.operstate};
   for (const auto& device : host.rdmaDevices)
     if (device.name == nic) {
-      bool anyActive = std::any_of(device.ports.begin(), device.ports.end(),
-                                   [](const RdmaPort& p) { return p.state == "ACTIVE"; });
+      bool anyActive =
+          std::any_of(device.ports.begin(), device.ports.end(), [](const RdmaPort& p) { return p.state == "ACTIVE"; });
       return NicLocation{device.numaNode, anyActive ? "up" : "down"};
     }
   return std::nullopt;
@@ -214,8 +220,8 @@ std::optional<NicLocation> findNic(const HostInventory& host, const std::string&
 void checkBindings(const std::vector<HostInventory>& hosts, const ConsistencyOptions& options,
                    std::vector<ConsistencyFlag>& flags) {
   for (const auto& binding : options.bindings) {
-    auto host = std::find_if(hosts.begin(), hosts.end(),
-                             [&](const HostInventory& h) { return h.hostname == binding.host; });
+    auto host =
+        std::find_if(hosts.begin(), hosts.end(), [&](const HostInventory& h) { return h.hostname == binding.host; });
     if (host == hosts.end() || binding.nic.empty()) continue;
     const std::string component = "rank/" + std::to_string(binding.rank) + "/binding";
     auto nic = findNic(*host, binding.nic);
@@ -228,8 +234,8 @@ void checkBindings(const std::vector<HostInventory>& hosts, const ConsistencyOpt
       flags.push_back({Severity::error, binding.host, component, "rank is bound to a NIC that is down", "up",
                        binding.nic + " down"});
     if (binding.gpu < 0) continue;
-    auto gpu = std::find_if(host->gpus.begin(), host->gpus.end(),
-                            [&](const GpuInfo& g) { return g.index == binding.gpu; });
+    auto gpu =
+        std::find_if(host->gpus.begin(), host->gpus.end(), [&](const GpuInfo& g) { return g.index == binding.gpu; });
     if (gpu == host->gpus.end() || gpu->numaNode < 0 || nic->numaNode < 0) continue;
     if (gpu->numaNode != nic->numaNode)
       flags.push_back({Severity::warning, binding.host, component,
@@ -238,7 +244,6 @@ void checkBindings(const std::vector<HostInventory>& hosts, const ConsistencyOpt
                        binding.nic + " on NUMA node " + std::to_string(nic->numaNode)});
   }
 }
-
 
 // The traffic class RDMA traffic of this host is sent with: the port's forced
 // class (MLNX_OFED tc/<port>/traffic_class), else what the libraries were told
@@ -308,7 +313,8 @@ void checkQos(const std::vector<HostInventory>& hosts, std::vector<ConsistencyFl
         if (!port.qos.defaultRoceMode.empty())
           roceMode["RoCE ports"].push_back({host.hostname, base + "default_roce_mode", port.qos.defaultRoceMode});
         if (port.qos.trafficClass >= 0)
-          trafficClass["RoCE ports"].push_back({host.hostname, base + "traffic_class", std::to_string(port.qos.trafficClass)});
+          trafficClass["RoCE ports"].push_back(
+              {host.hostname, base + "traffic_class", std::to_string(port.qos.trafficClass)});
       }
     }
   }
@@ -338,9 +344,9 @@ void checkQos(const std::vector<HostInventory>& hosts, std::vector<ConsistencyFl
           if (priority < 0) continue;
           if (!(net.qos.dcb.pfcEnabledMask & (1 << priority)))
             flags.push_back({Severity::error, host.hostname, "qos/net/" + net.name + "/pfc_enabled",
-                           "PFC is off on the priority RDMA traffic maps to (traffic class " + std::to_string(tc) +
-                               ", DSCP " + std::to_string(tc >> 2) + " -> priority " + std::to_string(priority) + ")",
-                           "PFC on priority " + std::to_string(priority), priorityList(net.qos.dcb.pfcEnabledMask)});
+                             "PFC is off on the priority RDMA traffic maps to (traffic class " + std::to_string(tc) +
+                                 ", DSCP " + std::to_string(tc >> 2) + " -> priority " + std::to_string(priority) + ")",
+                             "PFC on priority " + std::to_string(priority), priorityList(net.qos.dcb.pfcEnabledMask)});
           if (net.qos.ecnNpMask >= 0 && !(net.qos.ecnNpMask & (1 << priority)))
             flags.push_back({Severity::warning, host.hostname, "qos/net/" + net.name + "/ecn_np",
                              "ECN (notification point) is off on the RDMA priority " + std::to_string(priority),

@@ -110,8 +110,8 @@ std::vector<CounterDelta> diff(const CounterSnapshot& before, const CounterSnaps
   for (const auto& v : after.values) {
     auto found = earlier.find(v.source + '\n' + v.name);
     if (found == earlier.end()) continue;
-    const auto delta = static_cast<std::int64_t>(static_cast<std::uint64_t>(v.value) -
-                                                 static_cast<std::uint64_t>(found->second));
+    const auto delta =
+        static_cast<std::int64_t>(static_cast<std::uint64_t>(v.value) - static_cast<std::uint64_t>(found->second));
     rows.push_back({v.source, v.name, found->second, v.value, delta});
   }
   return rows;

@@ -1,7 +1,7 @@
 #pragma once
 // The fabric-related part of an environment: NCCL_*, UCX_*, OMPI_*, SLURM_*,
-// FABSCOPE_EMULATED_* (an emulated host's link rates) and CUDA_VISIBLE_DEVICES, without anything that looks like a secret and without
-// what a launcher sets per job or per rank (isLauncherVariable).
+// FABSCOPE_EMULATED_* (an emulated host's link rates) and CUDA_VISIBLE_DEVICES, without anything that looks like a
+// secret and without what a launcher sets per job or per rank (isLauncherVariable).
 #include <string>
 #include <utility>
 #include <vector>

@@ -39,7 +39,8 @@ std::string noGpuNote(GpuCountFailure failure, int driverVersion, int runtimeVer
 GpuQuery queryCudaGpus() {
   GpuQuery query;
   int runtimeVersion = 0;
-  if (cudaRuntimeGetVersion(&runtimeVersion) == cudaSuccess) query.cudaRuntimeVersion = formatCudaVersion(runtimeVersion);
+  if (cudaRuntimeGetVersion(&runtimeVersion) == cudaSuccess)
+    query.cudaRuntimeVersion = formatCudaVersion(runtimeVersion);
   int driverVersion = 0;
   // 0 without a driver: that is the answer, not an error.
   if (cudaDriverGetVersion(&driverVersion) == cudaSuccess) query.cudaDriverVersion = formatCudaVersion(driverVersion);

@@ -24,15 +24,15 @@ struct GidEntry {
 
 struct RdmaPort {
   int number = 0;
-  std::string state;      // ACTIVE, DOWN, INIT, ARMED, ... (number stripped)
-  std::string physState;  // LinkUp, Disabled, Polling, ...
-  std::string linkLayer;  // InfiniBand or Ethernet
-  std::string rate;       // raw sysfs text, e.g. "200 Gb/sec (4X HDR)"
-  double rateGbps = 0;    // 0 when unknown
-  int width = 0;          // lanes (4 for "4X"), 0 when unknown
-  std::string speedName;  // HDR, EDR, NDR, ... "" when unknown
-  int activeMtu = 0;      // bytes; from verbs or a sysfs active_mtu file, 0 when unknown
-  std::string lid;        // InfiniBand only
+  std::string state;           // ACTIVE, DOWN, INIT, ARMED, ... (number stripped)
+  std::string physState;       // LinkUp, Disabled, Polling, ...
+  std::string linkLayer;       // InfiniBand or Ethernet
+  std::string rate;            // raw sysfs text, e.g. "200 Gb/sec (4X HDR)"
+  double rateGbps = 0;         // 0 when unknown
+  int width = 0;               // lanes (4 for "4X"), 0 when unknown
+  std::string speedName;       // HDR, EDR, NDR, ... "" when unknown
+  int activeMtu = 0;           // bytes; from verbs or a sysfs active_mtu file, 0 when unknown
+  std::string lid;             // InfiniBand only
   std::vector<GidEntry> gids;  // non-zero entries only
   PortQos qos;                 // RoCE mode/ToS, traffic class, IB SL and capability mask
 
@@ -40,18 +40,18 @@ struct RdmaPort {
 };
 
 struct RdmaDevice {
-  std::string name;          // mlx5_0
-  std::string firmware;      // fw_ver
-  std::string nodeGuid;      // node_guid
-  std::string boardId;       // board_id (PSID for Mellanox/NVIDIA)
-  std::string hcaType;       // hca_type (MT4123, ...)
-  std::string nodeType;      // "1: CA"
-  std::string pciAddress;    // 0000:3b:00.0, "" when not a PCI device
-  std::string devicePath;    // resolved sysfs device path relative to the sysfs root
+  std::string name;        // mlx5_0
+  std::string firmware;    // fw_ver
+  std::string nodeGuid;    // node_guid
+  std::string boardId;     // board_id (PSID for Mellanox/NVIDIA)
+  std::string hcaType;     // hca_type (MT4123, ...)
+  std::string nodeType;    // "1: CA"
+  std::string pciAddress;  // 0000:3b:00.0, "" when not a PCI device
+  std::string devicePath;  // resolved sysfs device path relative to the sysfs root
   int numaNode = -1;
   std::vector<std::string> netdevs;  // interfaces on the same PCI function
   std::vector<RdmaPort> ports;
-  std::string source;        // "sysfs", "verbs" or "sysfs+verbs"
+  std::string source;  // "sysfs", "verbs" or "sysfs+verbs"
   // Congestion-control / QoS parameters of the adapter's firmware configuration
   // (`mlxconfig -e q`, Current values) when MFT is installed; empty otherwise.
   std::vector<std::pair<std::string, std::string>> firmwareQos;
@@ -61,8 +61,8 @@ struct RdmaDevice {
 
 struct NetInterface {
   std::string name;
-  std::string operstate;    // up, down, unknown, ...
-  long long speedMbps = -1; // -1 when the driver does not report a speed (veth, lo)
+  std::string operstate;     // up, down, unknown, ...
+  long long speedMbps = -1;  // -1 when the driver does not report a speed (veth, lo)
   int mtu = 0;
   std::string macAddress;
   std::string driver;         // from the device/driver link, "" for virtual interfaces
@@ -70,8 +70,8 @@ struct NetInterface {
   std::string pciAddress;     // "" for virtual interfaces
   std::string devicePath;     // resolved sysfs device path relative to the sysfs root
   int numaNode = -1;
-  std::string rdmaDevice;     // RDMA device on the same PCI function, "" if none
-  InterfaceQos qos;           // DCB, trust, ECN; dcb.status "" when not queried (virtual interfaces)
+  std::string rdmaDevice;  // RDMA device on the same PCI function, "" if none
+  InterfaceQos qos;        // DCB, trust, ECN; dcb.status "" when not queried (virtual interfaces)
 
   bool operator==(const NetInterface&) const = default;
 };
@@ -91,16 +91,16 @@ struct GpuInfo {
 // NUMA node, different host bridges), SYS (across NUMA nodes), "" unknown.
 struct GpuNicAffinity {
   int gpu = 0;
-  std::string nic;          // interface name, or RDMA device name when it has no netdev
+  std::string nic;  // interface name, or RDMA device name when it has no netdev
   std::string relation;
-  bool closest = false;     // no other NIC is nearer to this GPU
+  bool closest = false;  // no other NIC is nearer to this GPU
 
   bool operator==(const GpuNicAffinity&) const = default;
 };
 
 struct SoftwareVersions {
   std::string fabscope;
-  std::string mpi;           // MPI_Get_library_version text, first line
+  std::string mpi;  // MPI_Get_library_version text, first line
   std::string ucx;
   std::string nccl;
   std::string cudaRuntime;
@@ -121,7 +121,7 @@ struct HostInventory {
   std::vector<GpuNicAffinity> affinity;
   SoftwareVersions versions;
   std::vector<std::pair<std::string, std::string>> environment;  // sorted by name
-  std::string numaSource;          // "hwloc" or "sysfs"
+  std::string numaSource;                                        // "hwloc" or "sysfs"
   std::string qosVendorTool;       // "mlnx_qos (PATH)" when it was run, "" when not installed or not asked
   std::vector<std::string> notes;  // what could not be read and why
 

@@ -41,8 +41,10 @@ void writePort(JsonWriter& w, const RdmaPort& port) {
   w.key("rate_gbps").value(port.rateGbps);
   w.key("width").value(port.width);
   w.key("speed").value(port.speedName);
-  if (port.activeMtu > 0) w.key("active_mtu").value(port.activeMtu);
-  else w.key("active_mtu").nullValue();
+  if (port.activeMtu > 0)
+    w.key("active_mtu").value(port.activeMtu);
+  else
+    w.key("active_mtu").nullValue();
   w.key("lid").value(port.lid);
   w.key("gids").beginArray();
   for (const auto& gid : port.gids) {
@@ -58,7 +60,6 @@ void writePort(JsonWriter& w, const RdmaPort& port) {
   writeFactsObject(w, portQosFacts(port));
   w.endObject();
 }
-
 
 std::string joinInts(const std::array<int, 8>& values) {
   std::string text;
@@ -177,8 +178,10 @@ void writeJson(JsonWriter& w, const HostInventory& inv) {
     w.beginObject();
     w.key("name").value(n.name);
     w.key("operstate").value(n.operstate);
-    if (n.speedMbps >= 0) w.key("speed_mbps").value(n.speedMbps);
-    else w.key("speed_mbps").nullValue();
+    if (n.speedMbps >= 0)
+      w.key("speed_mbps").value(n.speedMbps);
+    else
+      w.key("speed_mbps").nullValue();
     w.key("mtu").value(n.mtu);
     w.key("mac_address").value(n.macAddress);
     w.key("driver").value(n.driver);
@@ -308,7 +311,8 @@ KeyValues toKeyValues(const HostInventory& inv) {
   for (const auto& n : inv.interfaces)
     if (hasInterfaceQos(n))
       for (const auto& [key, value] : interfaceQosFacts(n.qos)) add("qos/net/" + n.name + "/" + key, value);
-  add("qos/vendor_tool", inv.qosVendorTool.empty() ? "none (mlnx_qos, smpquery, mlxconfig not installed or not run)" : inv.qosVendorTool);
+  add("qos/vendor_tool",
+      inv.qosVendorTool.empty() ? "none (mlnx_qos, smpquery, mlxconfig not installed or not run)" : inv.qosVendorTool);
   for (const auto& [name, value] : inv.environment) add("env/" + name, value);
   for (std::size_t i = 0; i < inv.notes.size(); ++i) add("note/" + std::to_string(i), inv.notes[i]);
   return kv;
@@ -322,8 +326,7 @@ std::string toText(const HostInventory& inv) {
     out << "  " << d.name << "  fw " << d.firmware << "  " << (d.boardId.empty() ? d.hcaType : d.boardId) << "  pci "
         << d.pciAddress << "  numa " << d.numaNode << "\n";
     for (const auto& p : d.ports) {
-      out << "    port " << p.number << "  " << p.state << "/" << p.physState << "  " << p.linkLayer << "  "
-          << p.rate;
+      out << "    port " << p.number << "  " << p.state << "/" << p.physState << "  " << p.linkLayer << "  " << p.rate;
       if (p.activeMtu > 0) out << "  mtu " << p.activeMtu;
       int rocev2 = 0;
       for (const auto& g : p.gids) rocev2 += g.type == "RoCE v2";
@@ -362,7 +365,8 @@ std::string toText(const HostInventory& inv) {
   show("nvidia driver", v.nvidiaDriver);
   show("kernel", v.kernel);
   show("os", v.os);
-  out << "congestion control / QoS (vendor tool: " << (inv.qosVendorTool.empty() ? "none" : inv.qosVendorTool) << "):\n";
+  out << "congestion control / QoS (vendor tool: " << (inv.qosVendorTool.empty() ? "none" : inv.qosVendorTool)
+      << "):\n";
   for (const auto& n : inv.interfaces) {
     if (!hasInterfaceQos(n)) continue;
     out << "  " << n.name;

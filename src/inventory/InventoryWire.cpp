@@ -94,7 +94,6 @@ std::vector<T> readList(Reader& r, Fn readOne) {
   return items;
 }
 
-
 void writeDcb(Writer& w, const DcbState& d) {
   w.text(d.status);
   w.text(d.detail);
@@ -205,8 +204,8 @@ std::string serializeInventory(const HostInventory& inv) {
   w.out().append(kMagic);
   w.text(inv.hostname);
   writeList(w, inv.rdmaDevices, [&](const RdmaDevice& d) {
-    for (const std::string* s : {&d.name, &d.firmware, &d.nodeGuid, &d.boardId, &d.hcaType, &d.nodeType,
-                                 &d.pciAddress, &d.devicePath, &d.source})
+    for (const std::string* s : {&d.name, &d.firmware, &d.nodeGuid, &d.boardId, &d.hcaType, &d.nodeType, &d.pciAddress,
+                                 &d.devicePath, &d.source})
       w.text(*s);
     w.integer(d.numaNode);
     writeList(w, d.netdevs, [&](const std::string& n) { w.text(n); });

@@ -15,10 +15,17 @@ std::size_t utf8SequenceLength(std::string_view text, std::size_t i) {
   std::size_t length = 0;
   std::uint32_t codepoint = 0;
   if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) { length = 2; codepoint = lead & 0x1F; }
-  else if ((lead & 0xF0) == 0xE0) { length = 3; codepoint = lead & 0x0F; }
-  else if ((lead & 0xF8) == 0xF0) { length = 4; codepoint = lead & 0x07; }
-  else return 0;
+  if ((lead & 0xE0) == 0xC0) {
+    length = 2;
+    codepoint = lead & 0x1F;
+  } else if ((lead & 0xF0) == 0xE0) {
+    length = 3;
+    codepoint = lead & 0x0F;
+  } else if ((lead & 0xF8) == 0xF0) {
+    length = 4;
+    codepoint = lead & 0x07;
+  } else
+    return 0;
   if (i + length > text.size()) return 0;
   for (std::size_t k = 1; k < length; ++k) {
     if ((byte(i + k) & 0xC0) != 0x80) return 0;
@@ -39,14 +46,36 @@ std::string jsonQuote(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     switch (c) {
-      case '"': quoted += "\\\""; ++i; continue;
-      case '\\': quoted += "\\\\"; ++i; continue;
-      case '\b': quoted += "\\b"; ++i; continue;
-      case '\f': quoted += "\\f"; ++i; continue;
-      case '\n': quoted += "\\n"; ++i; continue;
-      case '\r': quoted += "\\r"; ++i; continue;
-      case '\t': quoted += "\\t"; ++i; continue;
-      default: break;
+      case '"':
+        quoted += "\\\"";
+        ++i;
+        continue;
+      case '\\':
+        quoted += "\\\\";
+        ++i;
+        continue;
+      case '\b':
+        quoted += "\\b";
+        ++i;
+        continue;
+      case '\f':
+        quoted += "\\f";
+        ++i;
+        continue;
+      case '\n':
+        quoted += "\\n";
+        ++i;
+        continue;
+      case '\r':
+        quoted += "\\r";
+        ++i;
+        continue;
+      case '\t':
+        quoted += "\\t";
+        ++i;
+        continue;
+      default:
+        break;
     }
     if (c < 0x20 || c == 0x7F) {
       static const char hex[] = "0123456789abcdef";

@@ -31,7 +31,7 @@ struct Expectation {
 };
 
 struct FabricIntent {
-  std::string protocol;                 // ib | roce | tcp
+  std::string protocol;  // ib | roce | tcp
   std::optional<double> rateGbps;
   std::optional<int> width;
   std::optional<int> mtu;               // interface MTU of the fabric interfaces
@@ -62,10 +62,11 @@ struct QosItem {
 };
 
 struct QosIntent {
-  std::vector<std::string> interfaces;  // names or glob patterns; empty: interfaces of RDMA devices with an Ethernet port
+  std::vector<std::string>
+      interfaces;  // names or glob patterns; empty: interfaces of RDMA devices with an Ethernet port
   std::optional<QosItem> pfcPriorities;
-  std::optional<QosItem> trust;     // dscp | pcp
-  std::optional<QosItem> roceTc;    // 0..255
+  std::optional<QosItem> trust;   // dscp | pcp
+  std::optional<QosItem> roceTc;  // 0..255
   std::optional<QosItem> ecnNp;
   std::optional<QosItem> ecnRp;
   std::optional<QosItem> dscpMap;
@@ -76,7 +77,7 @@ struct QosIntent {
   std::optional<QosItem> ibVlArbLow;
   std::optional<QosItem> ibVlArbHigh;
   std::optional<QosItem> ibSl2vl;
-  Expectation expectation;          // the section's; an item's own must_match/validation override it
+  Expectation expectation;  // the section's; an item's own must_match/validation override it
 };
 
 struct Manifest {

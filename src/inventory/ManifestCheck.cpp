@@ -12,9 +12,12 @@ namespace fabscope::inventory {
 
 std::string statusName(ManifestStatus status) {
   switch (status) {
-    case ManifestStatus::match: return "match";
-    case ManifestStatus::mismatch: return "mismatch";
-    case ManifestStatus::missing: return "missing";
+    case ManifestStatus::match:
+      return "match";
+    case ManifestStatus::mismatch:
+      return "mismatch";
+    case ManifestStatus::missing:
+      return "missing";
   }
   return "unknown";
 }
@@ -43,7 +46,8 @@ bool versionMatches(const std::string& intended, const std::string& discovered) 
 
 namespace {
 
-std::string formatRate(double number) {  // its own name: a unity build puts InventoryFormat.cpp's formatNumber beside it
+std::string formatRate(
+    double number) {  // its own name: a unity build puts InventoryFormat.cpp's formatNumber beside it
   char buffer[32];
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, number);
   return ec == std::errc() ? std::string(buffer, end) : std::string();
@@ -55,13 +59,13 @@ class HostChecker {
 
   void add(const std::string& component, const std::string& intended, const std::string& discovered,
            ManifestStatus status, const Expectation& expectation) {
-    rows_.push_back({component, host_.hostname, intended, discovered, status, expectation.mustMatch,
-                     expectation.validation});
+    rows_.push_back(
+        {component, host_.hostname, intended, discovered, status, expectation.mustMatch, expectation.validation});
   }
 
   void compare(const std::string& component, const std::string& intended, const std::string& discovered,
                const Expectation& expectation) {
-    ManifestStatus status = discovered.empty()          ? ManifestStatus::missing
+    ManifestStatus status = discovered.empty()       ? ManifestStatus::missing
                             : discovered == intended ? ManifestStatus::match
                                                      : ManifestStatus::mismatch;
     add(component, intended, discovered, status, expectation);
@@ -88,7 +92,7 @@ class HostChecker {
       }
       std::string discovered = ib && roce ? "ib+roce" : ib ? "ib" : roce ? "roce" : "";
       add("fabric/protocol", fabric.protocol, discovered.empty() ? "no active RDMA port" : discovered,
-          discovered.empty()                ? ManifestStatus::missing
+          discovered.empty()              ? ManifestStatus::missing
           : discovered == fabric.protocol ? ManifestStatus::match
                                           : ManifestStatus::mismatch,
           e);
@@ -99,29 +103,36 @@ class HostChecker {
         for (const auto& [name, port] : activePorts)
           compare("fabric/rate_gbps@" + name, formatRate(*fabric.rateGbps),
                   port->rateGbps > 0 ? formatRate(port->rateGbps) : "", e);
-        if (activePorts.empty()) add("fabric/rate_gbps", formatRate(*fabric.rateGbps), "no active RDMA port", ManifestStatus::missing, e);
+        if (activePorts.empty())
+          add("fabric/rate_gbps", formatRate(*fabric.rateGbps), "no active RDMA port", ManifestStatus::missing, e);
       }
       if (fabric.width) {
         for (const auto& [name, port] : activePorts)
-          compare("fabric/width@" + name, std::to_string(*fabric.width), port->width > 0 ? std::to_string(port->width) : "", e);
-        if (activePorts.empty()) add("fabric/width", std::to_string(*fabric.width), "no active RDMA port", ManifestStatus::missing, e);
+          compare("fabric/width@" + name, std::to_string(*fabric.width),
+                  port->width > 0 ? std::to_string(port->width) : "", e);
+        if (activePorts.empty())
+          add("fabric/width", std::to_string(*fabric.width), "no active RDMA port", ManifestStatus::missing, e);
       }
       if (fabric.rdmaMtu) {
         for (const auto& [name, port] : activePorts)
           compare("fabric/rdma_mtu@" + name, std::to_string(*fabric.rdmaMtu),
                   port->activeMtu > 0 ? std::to_string(port->activeMtu) : "", e);
-        if (activePorts.empty()) add("fabric/rdma_mtu", std::to_string(*fabric.rdmaMtu), "no active RDMA port", ManifestStatus::missing, e);
+        if (activePorts.empty())
+          add("fabric/rdma_mtu", std::to_string(*fabric.rdmaMtu), "no active RDMA port", ManifestStatus::missing, e);
       }
     } else if (fabric.rateGbps) {
       for (const NetInterface* net : interfaces)
         compare("fabric/rate_gbps@" + net->name, formatRate(*fabric.rateGbps),
                 net->speedMbps > 0 ? formatRate(static_cast<double>(net->speedMbps) / 1000.0) : "", e);
-      if (interfaces.empty()) add("fabric/rate_gbps", formatRate(*fabric.rateGbps), "no fabric interface", ManifestStatus::missing, e);
+      if (interfaces.empty())
+        add("fabric/rate_gbps", formatRate(*fabric.rateGbps), "no fabric interface", ManifestStatus::missing, e);
     }
     if (fabric.mtu) {
       for (const NetInterface* net : interfaces)
-        compare("fabric/mtu@" + net->name, std::to_string(*fabric.mtu), net->mtu > 0 ? std::to_string(net->mtu) : "", e);
-      if (interfaces.empty()) add("fabric/mtu", std::to_string(*fabric.mtu), "no fabric interface", ManifestStatus::missing, e);
+        compare("fabric/mtu@" + net->name, std::to_string(*fabric.mtu), net->mtu > 0 ? std::to_string(net->mtu) : "",
+                e);
+      if (interfaces.empty())
+        add("fabric/mtu", std::to_string(*fabric.mtu), "no fabric interface", ManifestStatus::missing, e);
     }
   }
 
@@ -139,7 +150,7 @@ class HostChecker {
       if (adapter.driverVersion) {
         const std::string discovered = net ? net->driverVersion : "";
         add(component + "/driver_version", *adapter.driverVersion, discovered,
-            discovered.empty()                                      ? ManifestStatus::missing
+            discovered.empty()                                   ? ManifestStatus::missing
             : versionMatches(*adapter.driverVersion, discovered) ? ManifestStatus::match
                                                                  : ManifestStatus::mismatch,
             e);
@@ -161,7 +172,7 @@ class HostChecker {
                                                                        : nullptr;
     const std::string value = discovered ? *discovered : std::string();
     add("software/" + software.name, software.version, value,
-        value.empty()                                 ? ManifestStatus::missing
+        value.empty()                             ? ManifestStatus::missing
         : versionMatches(software.version, value) ? ManifestStatus::match
                                                   : ManifestStatus::mismatch,
         software.expectation);
@@ -181,7 +192,8 @@ class HostChecker {
     for (const auto& net : host_.interfaces) {
       bool chosen = false;
       if (!qos.interfaces.empty()) {
-        for (const auto& pattern : qos.interfaces) chosen = chosen || fnmatch(pattern.c_str(), net.name.c_str(), 0) == 0;
+        for (const auto& pattern : qos.interfaces)
+          chosen = chosen || fnmatch(pattern.c_str(), net.name.c_str(), 0) == 0;
       } else {
         for (const auto& device : host_.rdmaDevices)
           if (device.name == net.rdmaDevice)
@@ -210,8 +222,10 @@ class HostChecker {
       const int dscp = std::stoi(pair.substr(0, pair.find(':')));
       std::string priorities;
       for (const auto& app : net.qos.dcb.apps)
-        if (app.selector == 5 && app.protocol == dscp) priorities += (priorities.empty() ? "" : "/") + std::to_string(app.priority);
-      discovered += (discovered.empty() ? "" : ",") + std::to_string(dscp) + ":" + (priorities.empty() ? "none" : priorities);
+        if (app.selector == 5 && app.protocol == dscp)
+          priorities += (priorities.empty() ? "" : "/") + std::to_string(app.priority);
+      discovered +=
+          (discovered.empty() ? "" : ",") + std::to_string(dscp) + ":" + (priorities.empty() ? "none" : priorities);
       start = end + 1;
     }
     return discovered;
@@ -221,8 +235,10 @@ class HostChecker {
     const auto interfaces = qosInterfaces(qos);
     auto perInterface = [&](const std::optional<QosItem>& item, const std::string& name, auto discover) {
       if (!item) return;
-      for (const NetInterface* net : interfaces) compare("qos/" + name + "@" + net->name, item->value, discover(*net), item->expectation);
-      if (interfaces.empty()) add("qos/" + name, item->value, "no fabric interface", ManifestStatus::missing, item->expectation);
+      for (const NetInterface* net : interfaces)
+        compare("qos/" + name + "@" + net->name, item->value, discover(*net), item->expectation);
+      if (interfaces.empty())
+        add("qos/" + name, item->value, "no fabric interface", ManifestStatus::missing, item->expectation);
     };
     perInterface(qos.pfcPriorities, "pfc_priorities", [&](const NetInterface& net) {
       return dcbValue(net, net.qos.dcb.hasPfc ? priorityList(net.qos.dcb.pfcEnabledMask) : "");
@@ -234,9 +250,8 @@ class HostChecker {
     perInterface(qos.ecnRp, "ecn_rp", [&](const NetInterface& net) {
       return net.qos.ecnRpMask < 0 ? std::string() : priorityList(net.qos.ecnRpMask);
     });
-    perInterface(qos.dscpMap, "dscp_map", [&](const NetInterface& net) {
-      return dcbValue(net, dscpPriorities(qos.dscpMap->value, net));
-    });
+    perInterface(qos.dscpMap, "dscp_map",
+                 [&](const NetInterface& net) { return dcbValue(net, dscpPriorities(qos.dscpMap->value, net)); });
   }
 
   // The active ports of one link layer ("Ethernet": RoCE, "InfiniBand"), as "device/port".
@@ -261,19 +276,26 @@ class HostChecker {
       const QosItem& item = *qos.roceTc;
       const std::size_t before = rows_.size();
       for (const auto& [name, port] : rocePorts) {
-        if (port->qos.trafficClass >= 0) compare("qos/roce_tc@" + name, item.value, std::to_string(port->qos.trafficClass), item.expectation);
+        if (port->qos.trafficClass >= 0)
+          compare("qos/roce_tc@" + name, item.value, std::to_string(port->qos.trafficClass), item.expectation);
         if (port->qos.defaultRoceTos >= 0)
-          compare("qos/roce_tc@" + name + "/rdma_cm", item.value, std::to_string(port->qos.defaultRoceTos), item.expectation);
+          compare("qos/roce_tc@" + name + "/rdma_cm", item.value, std::to_string(port->qos.defaultRoceTos),
+                  item.expectation);
       }
       for (const char* variable : {"NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS"})
-        if (auto value = environmentValue(variable)) compare(std::string("qos/roce_tc@env/") + variable, item.value, *value, item.expectation);
+        if (auto value = environmentValue(variable))
+          compare(std::string("qos/roce_tc@env/") + variable, item.value, *value, item.expectation);
       if (rows_.size() == before)
-        add("qos/roce_tc", item.value, "no traffic class on a port (tc/, rdma_cm) nor in NCCL_IB_TC/UCX_IB_TRAFFIC_CLASS",
-            ManifestStatus::missing, item.expectation);
+        add("qos/roce_tc", item.value,
+            "no traffic class on a port (tc/, rdma_cm) nor in NCCL_IB_TC/UCX_IB_TRAFFIC_CLASS", ManifestStatus::missing,
+            item.expectation);
     }
     if (qos.roceMode) {
-      for (const auto& [name, port] : rocePorts) compare("qos/roce_mode@" + name, qos.roceMode->value, port->qos.defaultRoceMode, qos.roceMode->expectation);
-      if (rocePorts.empty()) add("qos/roce_mode", qos.roceMode->value, "no active RoCE port", ManifestStatus::missing, qos.roceMode->expectation);
+      for (const auto& [name, port] : rocePorts)
+        compare("qos/roce_mode@" + name, qos.roceMode->value, port->qos.defaultRoceMode, qos.roceMode->expectation);
+      if (rocePorts.empty())
+        add("qos/roce_mode", qos.roceMode->value, "no active RoCE port", ManifestStatus::missing,
+            qos.roceMode->expectation);
     }
   }
 
@@ -281,7 +303,8 @@ class HostChecker {
     if (!qos.ibSl) return;
     const std::size_t before = rows_.size();
     for (const char* variable : {"NCCL_IB_SL", "UCX_IB_SL", "OMPI_MCA_btl_openib_ib_service_level"})
-      if (auto value = environmentValue(variable)) compare(std::string("qos/ib_sl@env/") + variable, qos.ibSl->value, *value, qos.ibSl->expectation);
+      if (auto value = environmentValue(variable))
+        compare(std::string("qos/ib_sl@env/") + variable, qos.ibSl->value, *value, qos.ibSl->expectation);
     if (rows_.size() == before)
       add("qos/ib_sl", qos.ibSl->value, "none of NCCL_IB_SL, UCX_IB_SL, OMPI_MCA_btl_openib_ib_service_level is set",
           ManifestStatus::missing, qos.ibSl->expectation);
@@ -291,8 +314,10 @@ class HostChecker {
     const auto ibPorts = activePorts("InfiniBand");
     auto perIbPort = [&](const std::optional<QosItem>& item, const std::string& name, auto discover) {
       if (!item) return;
-      for (const auto& [where, port] : ibPorts) compare("qos/" + name + "@" + where, item->value, discover(*port), item->expectation);
-      if (ibPorts.empty()) add("qos/" + name, item->value, "no active InfiniBand port", ManifestStatus::missing, item->expectation);
+      for (const auto& [where, port] : ibPorts)
+        compare("qos/" + name + "@" + where, item->value, discover(*port), item->expectation);
+      if (ibPorts.empty())
+        add("qos/" + name, item->value, "no active InfiniBand port", ManifestStatus::missing, item->expectation);
     };
     // "" (unknown without smpquery) is missing, never a match.
     perIbPort(qos.ibVlArbLow, "ib_vlarb_low", [](const RdmaPort& p) { return totalWeightPerVl(p.qos.vlArbLow); });
@@ -314,7 +339,8 @@ class HostChecker {
       start = end + 1;
     }
     std::string text;
-    for (const auto& [vl, weight] : total) text += (text.empty() ? "" : ",") + std::to_string(vl) + ":" + std::to_string(weight);
+    for (const auto& [vl, weight] : total)
+      text += (text.empty() ? "" : ",") + std::to_string(vl) + ":" + std::to_string(weight);
     return text;
   }
 

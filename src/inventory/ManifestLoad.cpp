@@ -18,16 +18,16 @@ ManifestError::ManifestError(const std::string& file, int line, int column, cons
 namespace {
 
 const std::vector<std::string> kTopKeys = {"manifest_version", "name", "fabric", "adapters", "software", "qos"};
-const std::vector<std::string> kQosKeys = {"interfaces", "pfc_priorities", "trust", "roce_tc", "ecn_np", "ecn_rp",
-                                           "dscp_map", "roce_mode", "ib_sl", "ib_vlarb_low", "ib_vlarb_high",
-                                           "ib_sl2vl", "validation", "must_match"};
+const std::vector<std::string> kQosKeys = {"interfaces",    "pfc_priorities", "trust",      "roce_tc",   "ecn_np",
+                                           "ecn_rp",        "dscp_map",       "roce_mode",  "ib_sl",     "ib_vlarb_low",
+                                           "ib_vlarb_high", "ib_sl2vl",       "validation", "must_match"};
 const std::vector<std::string> kQosItemKeys = {"value", "validation", "must_match"};
-const std::vector<std::string> kFabricKeys = {"protocol", "rate_gbps", "width", "mtu", "rdma_mtu",
-                                              "interfaces", "validation", "must_match"};
-const std::vector<std::string> kAdapterKeys = {"model", "firmware", "driver", "driver_version", "validation",
-                                               "must_match"};
-const std::vector<std::string> kSoftwareNames = {"mpi", "ucx", "nccl", "cuda_runtime", "cuda_driver",
-                                                 "nvidia_driver", "kernel", "os"};
+const std::vector<std::string> kFabricKeys = {"protocol", "rate_gbps",  "width",      "mtu",
+                                              "rdma_mtu", "interfaces", "validation", "must_match"};
+const std::vector<std::string> kAdapterKeys = {"model",          "firmware",   "driver",
+                                               "driver_version", "validation", "must_match"};
+const std::vector<std::string> kSoftwareNames = {"mpi",         "ucx",           "nccl",   "cuda_runtime",
+                                                 "cuda_driver", "nvidia_driver", "kernel", "os"};
 const std::vector<std::string> kSoftwareKeys = {"version", "validation", "must_match"};
 
 class ManifestParser {
@@ -43,17 +43,21 @@ class ManifestParser {
     }
     Manifest manifest;
     manifest.file = reader_.file();
-    if (!root.IsMap()) fail(root.Mark(), "expected a mapping with keys " + joinNames(kTopKeys) + ", found " + describeNodeType(root));
+    if (!root.IsMap())
+      fail(root.Mark(), "expected a mapping with keys " + joinNames(kTopKeys) + ", found " + describeNodeType(root));
     requireKnownKeys(root, kTopKeys, "the manifest");
     if (root["manifest_version"]) {
       int version = integer(root["manifest_version"], "manifest_version");
-      if (version != 1) fail(root["manifest_version"].Mark(), "manifest_version " + std::to_string(version) + " is not supported (expected 1)");
+      if (version != 1)
+        fail(root["manifest_version"].Mark(),
+             "manifest_version " + std::to_string(version) + " is not supported (expected 1)");
     }
     if (root["name"]) manifest.name = scalar(root["name"], "name");
     if (root["fabric"]) manifest.fabric = fabric(root["fabric"]);
     if (root["adapters"]) {
       const YAML::Node list = root["adapters"];
-      if (!list.IsSequence()) fail(list.Mark(), "'adapters' must be a list of adapter entries, found " + describeNodeType(list));
+      if (!list.IsSequence())
+        fail(list.Mark(), "'adapters' must be a list of adapter entries, found " + describeNodeType(list));
       for (const auto& entry : list) manifest.adapters.push_back(adapter(entry));
     }
     if (root["software"]) manifest.software = software(root["software"]);
@@ -120,7 +124,9 @@ class ManifestParser {
   }
 
   FabricIntent fabric(const YAML::Node& node) {
-    if (!node.IsMap()) fail(node.Mark(), "'fabric' must be a mapping with keys " + joinNames(kFabricKeys) + ", found " + describeNodeType(node));
+    if (!node.IsMap())
+      fail(node.Mark(),
+           "'fabric' must be a mapping with keys " + joinNames(kFabricKeys) + ", found " + describeNodeType(node));
     requireKnownKeys(node, kFabricKeys, "'fabric'");
     FabricIntent intent;
     if (!node["protocol"]) fail(node.Mark(), "'fabric' needs a 'protocol' (ib, roce or tcp)");
@@ -138,7 +144,8 @@ class ManifestParser {
     }
     if (node["interfaces"]) {
       const YAML::Node list = node["interfaces"];
-      if (!list.IsSequence()) fail(list.Mark(), "'interfaces' must be a list of interface names, found " + describeNodeType(list));
+      if (!list.IsSequence())
+        fail(list.Mark(), "'interfaces' must be a list of interface names, found " + describeNodeType(list));
       for (const auto& item : list) intent.interfaces.push_back(scalar(item, "interfaces"));
     }
     intent.expectation = expectation(node);
@@ -146,7 +153,9 @@ class ManifestParser {
   }
 
   AdapterIntent adapter(const YAML::Node& node) {
-    if (!node.IsMap()) fail(node.Mark(), "an adapter entry must be a mapping with keys " + joinNames(kAdapterKeys) + ", found " + describeNodeType(node));
+    if (!node.IsMap())
+      fail(node.Mark(), "an adapter entry must be a mapping with keys " + joinNames(kAdapterKeys) + ", found " +
+                            describeNodeType(node));
     requireKnownKeys(node, kAdapterKeys, "an adapter entry");
     AdapterIntent intent;
     if (!node["model"]) fail(node.Mark(), "an adapter entry needs a 'model' (board_id or hca_type)");
@@ -159,7 +168,9 @@ class ManifestParser {
   }
 
   std::vector<SoftwareIntent> software(const YAML::Node& node) {
-    if (!node.IsMap()) fail(node.Mark(), "'software' must be a mapping of " + joinNames(kSoftwareNames) + ", found " + describeNodeType(node));
+    if (!node.IsMap())
+      fail(node.Mark(),
+           "'software' must be a mapping of " + joinNames(kSoftwareNames) + ", found " + describeNodeType(node));
     requireKnownKeys(node, kSoftwareNames, "'software'");
     std::vector<SoftwareIntent> result;
     for (const auto& entry : node) {
@@ -199,7 +210,9 @@ class ManifestParser {
 
   // [3, 4] -> "3,4", [] -> "none": the inventory's priorityList text.
   std::string priorityList(const YAML::Node& node, const std::string& key) {
-    if (!node.IsSequence()) fail(node.Mark(), "'" + key + "' must be a list of priorities 0..7 (e.g. [3]; [] for none), found " + describeNodeType(node));
+    if (!node.IsSequence())
+      fail(node.Mark(),
+           "'" + key + "' must be a list of priorities 0..7 (e.g. [3]; [] for none), found " + describeNodeType(node));
     int mask = 0;
     for (const auto& item : node) mask |= 1 << rangedInteger(item, key, 0, 7);
     std::string text;
@@ -210,35 +223,49 @@ class ManifestParser {
 
   // {26: 3, 48: 6} -> "26:3,48:6", ordered by DSCP.
   std::string dscpMap(const YAML::Node& node) {
-    if (!node.IsMap() || node.size() == 0) fail(node.Mark(), "'dscp_map' must map DSCP values to priorities (e.g. {26: 3}), found " + describeNodeType(node));
+    if (!node.IsMap() || node.size() == 0)
+      fail(node.Mark(),
+           "'dscp_map' must map DSCP values to priorities (e.g. {26: 3}), found " + describeNodeType(node));
     std::map<int, int> map;
-    for (const auto& entry : node) map[rangedInteger(entry.first, "dscp_map key (DSCP)", 0, 63)] = rangedInteger(entry.second, "dscp_map priority", 0, 7);
+    for (const auto& entry : node)
+      map[rangedInteger(entry.first, "dscp_map key (DSCP)", 0, 63)] =
+          rangedInteger(entry.second, "dscp_map priority", 0, 7);
     std::string text;
-    for (const auto& [dscp, priority] : map) text += (text.empty() ? "" : ",") + std::to_string(dscp) + ":" + std::to_string(priority);
+    for (const auto& [dscp, priority] : map)
+      text += (text.empty() ? "" : ",") + std::to_string(dscp) + ":" + std::to_string(priority);
     return text;
   }
 
   // {VL: weight} -> "0:32,1:32" (sorted by VL), {} -> "none".
   std::string vlWeights(const YAML::Node& node, const std::string& key) {
-    if (!node.IsMap()) fail(node.Mark(), "'" + key + "' must map VLs to their total weight (e.g. {0: 32, 1: 32}; {} for none), found " + describeNodeType(node));
+    if (!node.IsMap())
+      fail(node.Mark(), "'" + key + "' must map VLs to their total weight (e.g. {0: 32, 1: 32}; {} for none), found " +
+                            describeNodeType(node));
     std::map<int, int> map;
-    for (const auto& entry : node) map[rangedInteger(entry.first, key + " key (VL)", 0, 14)] = rangedInteger(entry.second, key + " weight", 1, 255 * 64);
+    for (const auto& entry : node)
+      map[rangedInteger(entry.first, key + " key (VL)", 0, 14)] =
+          rangedInteger(entry.second, key + " weight", 1, 255 * 64);
     std::string text;
-    for (const auto& [vl, weight] : map) text += (text.empty() ? "" : ",") + std::to_string(vl) + ":" + std::to_string(weight);
+    for (const auto& [vl, weight] : map)
+      text += (text.empty() ? "" : ",") + std::to_string(vl) + ":" + std::to_string(weight);
     return text.empty() ? "none" : text;
   }
 
   // [VL of SL 0, ..., VL of SL 15] -> "0,1,...".
   std::string slToVl(const YAML::Node& node) {
-    if (!node.IsSequence() || node.size() != 16) fail(node.Mark(), "'ib_sl2vl' must list the VL of each of the 16 SLs (e.g. [0, 1, 2, 3, 0, ...]), found " + describeNodeType(node) + (node.IsSequence() ? " of " + std::to_string(node.size()) : ""));
+    if (!node.IsSequence() || node.size() != 16)
+      fail(node.Mark(), "'ib_sl2vl' must list the VL of each of the 16 SLs (e.g. [0, 1, 2, 3, 0, ...]), found " +
+                            describeNodeType(node) + (node.IsSequence() ? " of " + std::to_string(node.size()) : ""));
     std::string text;
-    for (const auto& vl : node) text += (text.empty() ? "" : ",") + std::to_string(rangedInteger(vl, "ib_sl2vl entry (VL)", 0, 15));
+    for (const auto& vl : node)
+      text += (text.empty() ? "" : ",") + std::to_string(rangedInteger(vl, "ib_sl2vl entry (VL)", 0, 15));
     return text;
   }
 
   // An item is its value, or {value: ..., must_match: ..., validation: ...}.
   template <typename Parse>
-  std::optional<QosItem> qosItem(const YAML::Node& section, const std::string& key, const Expectation& defaults, Parse parse) {
+  std::optional<QosItem> qosItem(const YAML::Node& section, const std::string& key, const Expectation& defaults,
+                                 Parse parse) {
     const YAML::Node node = section[key];
     if (!node) return std::nullopt;
     QosItem item;
@@ -257,17 +284,21 @@ class ManifestParser {
   }
 
   QosIntent qos(const YAML::Node& node) {
-    if (!node.IsMap()) fail(node.Mark(), "'qos' must be a mapping with keys " + joinNames(kQosKeys) + ", found " + describeNodeType(node));
+    if (!node.IsMap())
+      fail(node.Mark(),
+           "'qos' must be a mapping with keys " + joinNames(kQosKeys) + ", found " + describeNodeType(node));
     requireKnownKeys(node, kQosKeys, "'qos'");
     QosIntent intent;
     intent.expectation = expectation(node);
     const Expectation& e = intent.expectation;
     if (node["interfaces"]) {
       const YAML::Node list = node["interfaces"];
-      if (!list.IsSequence()) fail(list.Mark(), "'interfaces' must be a list of interface names, found " + describeNodeType(list));
+      if (!list.IsSequence())
+        fail(list.Mark(), "'interfaces' must be a list of interface names, found " + describeNodeType(list));
       for (const auto& item : list) intent.interfaces.push_back(scalar(item, "interfaces"));
     }
-    intent.pfcPriorities = qosItem(node, "pfc_priorities", e, [&](const YAML::Node& n) { return priorityList(n, "pfc_priorities"); });
+    intent.pfcPriorities =
+        qosItem(node, "pfc_priorities", e, [&](const YAML::Node& n) { return priorityList(n, "pfc_priorities"); });
     intent.ecnNp = qosItem(node, "ecn_np", e, [&](const YAML::Node& n) { return priorityList(n, "ecn_np"); });
     intent.ecnRp = qosItem(node, "ecn_rp", e, [&](const YAML::Node& n) { return priorityList(n, "ecn_rp"); });
     intent.trust = qosItem(node, "trust", e, [&](const YAML::Node& n) {
@@ -275,15 +306,20 @@ class ManifestParser {
       if (value != "dscp" && value != "pcp") fail(n.Mark(), "'trust' must be dscp or pcp, found '" + value + "'");
       return value;
     });
-    intent.roceTc = qosItem(node, "roce_tc", e, [&](const YAML::Node& n) { return std::to_string(rangedInteger(n, "roce_tc", 0, 255)); });
-    intent.ibSl = qosItem(node, "ib_sl", e, [&](const YAML::Node& n) { return std::to_string(rangedInteger(n, "ib_sl", 0, 15)); });
-    intent.ibVlArbLow = qosItem(node, "ib_vlarb_low", e, [&](const YAML::Node& n) { return vlWeights(n, "ib_vlarb_low"); });
-    intent.ibVlArbHigh = qosItem(node, "ib_vlarb_high", e, [&](const YAML::Node& n) { return vlWeights(n, "ib_vlarb_high"); });
+    intent.roceTc = qosItem(node, "roce_tc", e,
+                            [&](const YAML::Node& n) { return std::to_string(rangedInteger(n, "roce_tc", 0, 255)); });
+    intent.ibSl = qosItem(node, "ib_sl", e,
+                          [&](const YAML::Node& n) { return std::to_string(rangedInteger(n, "ib_sl", 0, 15)); });
+    intent.ibVlArbLow =
+        qosItem(node, "ib_vlarb_low", e, [&](const YAML::Node& n) { return vlWeights(n, "ib_vlarb_low"); });
+    intent.ibVlArbHigh =
+        qosItem(node, "ib_vlarb_high", e, [&](const YAML::Node& n) { return vlWeights(n, "ib_vlarb_high"); });
     intent.ibSl2vl = qosItem(node, "ib_sl2vl", e, [&](const YAML::Node& n) { return slToVl(n); });
     intent.dscpMap = qosItem(node, "dscp_map", e, [&](const YAML::Node& n) { return dscpMap(n); });
     intent.roceMode = qosItem(node, "roce_mode", e, [&](const YAML::Node& n) {
       std::string value = scalar(n, "roce_mode");
-      if (value != "RoCE v2" && value != "IB/RoCE v1") fail(n.Mark(), "'roce_mode' must be 'RoCE v2' or 'IB/RoCE v1' (as rdma_cm prints it), found '" + value + "'");
+      if (value != "RoCE v2" && value != "IB/RoCE v1")
+        fail(n.Mark(), "'roce_mode' must be 'RoCE v2' or 'IB/RoCE v1' (as rdma_cm prints it), found '" + value + "'");
       return value;
     });
     return intent;

@@ -23,7 +23,8 @@ std::vector<NetInterface> readNetInterfaces(const fs::path& sysRoot) {
     net.mtu = static_cast<int>(readInteger(dir / "mtu").value_or(0));
     net.macAddress = readTrimmedLine(dir / "address").value_or("");
     net.driver = linkTargetName(dir / "device" / "driver");
-    if (!net.driver.empty()) net.driverVersion = readTrimmedLine(sysRoot / "module" / net.driver / "version").value_or("");
+    if (!net.driver.empty())
+      net.driverVersion = readTrimmedLine(sysRoot / "module" / net.driver / "version").value_or("");
     net.devicePath = resolvedDevicePath(dir / "device", sysRoot);
     net.pciAddress = lastPciAddress(net.devicePath);
     net.numaNode = static_cast<int>(readInteger(dir / "device" / "numa_node").value_or(-1));

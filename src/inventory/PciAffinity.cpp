@@ -91,8 +91,10 @@ PciPath splitPciPath(const std::string& devicePath) {
   PciPath split;
   for (const auto& part : std::filesystem::path(devicePath)) {
     const std::string name = part.string();
-    if (name.rfind("pci", 0) == 0 && split.root.empty()) split.root = name;
-    else if (isPciAddress(name)) split.functions.push_back(name);
+    if (name.rfind("pci", 0) == 0 && split.root.empty())
+      split.root = name;
+    else if (isPciAddress(name))
+      split.functions.push_back(name);
   }
   return split;
 }

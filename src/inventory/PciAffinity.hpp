@@ -13,7 +13,7 @@ namespace fabscope::inventory {
 struct HwlocNumaMap {
   bool loaded = false;
   std::map<std::string, int> numaNodeByPciAddress;  // only devices with exactly one local NUMA node
-  std::string note;                                  // why hwloc was not used
+  std::string note;                                 // why hwloc was not used
 };
 
 // Live topology of this machine through hwloc; loaded == false without hwloc.

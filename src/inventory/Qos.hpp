@@ -45,12 +45,12 @@ struct DcbState {
   std::array<int, 8> tcTxBw{};  // bandwidth percent per traffic class
   std::array<int, 8> tcTsa{};   // 0 strict, 1 CBS, 2 ETS, 3 credit-based, 255 vendor
 
-  std::vector<DcbApp> apps;     // the APP table (DSCP/PCP/port -> priority)
+  std::vector<DcbApp> apps;  // the APP table (DSCP/PCP/port -> priority)
 
   bool hasTrust = false;        // DCB_ATTR_DCB_APP_TRUST_TABLE (kernel 6.1+ drivers that implement it)
   std::vector<int> trustOrder;  // selectors, most trusted first
 
-  bool hasBuffer = false;       // DCB_ATTR_DCB_BUFFER (what `dcb buffer show` prints)
+  bool hasBuffer = false;  // DCB_ATTR_DCB_BUFFER (what `dcb buffer show` prints)
   std::array<int, 8> prioBuffer{};
   std::array<std::int64_t, 8> bufferSize{};
   std::int64_t bufferTotal = 0;
@@ -86,7 +86,7 @@ struct PortQos {
 
 // An InfiniBand port's VL arbitration tables as `smpquery vlarb` prints them.
 struct VlArbitration {
-  int lowCap = -1;   // -1: the text was not a complete vlarb answer
+  int lowCap = -1;  // -1: the text was not a complete vlarb answer
   int highCap = -1;
   std::vector<std::pair<int, int>> low, high;  // (VL, weight) per slot, as the port holds them
 };
@@ -141,7 +141,7 @@ std::string selectorName(int selector);  // "dscp", "pcp", "ethtype", ...
 std::string tsaName(int tsa);            // "strict", "ets", ...
 // "3,4" for bits 3 and 4, "none" for 0, "unknown" for -1.
 std::string priorityList(int mask);
-std::string dcbxName(int dcbx);          // "host,ieee", "lld_managed,cee", ... "unknown"
+std::string dcbxName(int dcbx);  // "host,ieee", "lld_managed,cee", ... "unknown"
 // "26:3,48:6" for DSCP APP entries (selector 5), sorted by DSCP.
 std::string dscpMap(const DcbState& dcb);
 std::string pcpMap(const DcbState& dcb);

@@ -51,7 +51,8 @@ std::optional<std::string> runBounded(const std::vector<std::string>& argv, int 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
   bool timedOut = false;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       timedOut = true;
       break;
@@ -140,9 +141,11 @@ void collectQos(HostInventory& inventory, const InventoryOptions& options) {
     mlnxQos = findExecutable("mlnx_qos");
     smpquery = findExecutable("smpquery");
     mlxconfig = findExecutable("mlxconfig");
-    for (const auto& [name, path] : {std::pair{"mlnx_qos", &mlnxQos}, {"smpquery", &smpquery}, {"mlxconfig", &mlxconfig}})
+    for (const auto& [name, path] :
+         {std::pair{"mlnx_qos", &mlnxQos}, {"smpquery", &smpquery}, {"mlxconfig", &mlxconfig}})
       if (!path->empty())
-        inventory.qosVendorTool += (inventory.qosVendorTool.empty() ? "" : ", ") + std::string(name) + " (" + *path + ")";
+        inventory.qosVendorTool +=
+            (inventory.qosVendorTool.empty() ? "" : ", ") + std::string(name) + " (" + *path + ")";
   }
   for (auto& device : inventory.rdmaDevices) {
     if (!smpquery.empty())
@@ -160,8 +163,10 @@ void collectQos(HostInventory& inventory, const InventoryOptions& options) {
   const bool liveSysfs = fs::equivalent(options.sysRoot, "/sys", ec);
   for (auto& net : inventory.interfaces) {
     if (!isQosCandidate(net)) continue;
-    if (options.dcbQuery) net.qos.dcb = options.dcbQuery(net.name);
-    else if (options.useNetlink && liveSysfs) net.qos.dcb = queryDcb(net.name);
+    if (options.dcbQuery)
+      net.qos.dcb = options.dcbQuery(net.name);
+    else if (options.useNetlink && liveSysfs)
+      net.qos.dcb = queryDcb(net.name);
     readEcnSysfs(options.sysRoot, net.name, net.qos);
     deriveTrust(net.driver, net.qos);
     if (!mlnxQos.empty() && net.qos.trustSource != "dcb apptrust") {

@@ -23,14 +23,14 @@ namespace fabscope::inventory {
 namespace {
 
 // Newer than some installed linux/dcbnl.h headers (kernel 6.1/6.3 uapi).
-constexpr int kAttrDcbBuffer = 10;         // DCB_ATTR_DCB_BUFFER
-constexpr int kAttrAppTrustTable = 11;     // DCB_ATTR_DCB_APP_TRUST_TABLE
-constexpr int kAttrIeeeApp = 1;            // DCB_ATTR_IEEE_APP (IEEE selectors)
-constexpr int kAttrDcbApp = 2;             // DCB_ATTR_DCB_APP (selector 255, PCP)
-constexpr std::size_t kIeeeEtsSize = 59;   // sizeof(struct ieee_ets)
-constexpr std::size_t kIeeePfcHead = 8;    // pfc_cap, pfc_en, mbc, pad, delay (u16) before the counters
+constexpr int kAttrDcbBuffer = 10;            // DCB_ATTR_DCB_BUFFER
+constexpr int kAttrAppTrustTable = 11;        // DCB_ATTR_DCB_APP_TRUST_TABLE
+constexpr int kAttrIeeeApp = 1;               // DCB_ATTR_IEEE_APP (IEEE selectors)
+constexpr int kAttrDcbApp = 2;                // DCB_ATTR_DCB_APP (selector 255, PCP)
+constexpr std::size_t kIeeeEtsSize = 59;      // sizeof(struct ieee_ets)
+constexpr std::size_t kIeeePfcHead = 8;       // pfc_cap, pfc_en, mbc, pad, delay (u16) before the counters
 constexpr std::size_t kDcbnlBufferSize = 44;  // u8 prio2buffer[8], u32 buffer_size[8], u32 total_size
-constexpr std::size_t kAttrHeader = 4;     // struct nlattr
+constexpr std::size_t kAttrHeader = 4;        // struct nlattr
 
 std::size_t align4(std::size_t n) { return (n + 3) & ~std::size_t(3); }
 
@@ -61,8 +61,8 @@ bool forEachAttribute(const std::uint8_t* base, std::size_t begin, std::size_t l
     const std::uint16_t nlaLength = load16(base + at);
     const std::uint16_t nlaType = load16(base + at + 2) & NLA_TYPE_MASK;
     if (nlaLength < kAttrHeader || at + nlaLength > end) {
-      problem = "attribute at byte " + std::to_string(at) + " has length " + std::to_string(nlaLength) +
-                " but " + std::to_string(end - at) + " bytes remain";
+      problem = "attribute at byte " + std::to_string(at) + " has length " + std::to_string(nlaLength) + " but " +
+                std::to_string(end - at) + " bytes remain";
       return false;
     }
     if (!fn(Attribute{nlaType, base + at + kAttrHeader, nlaLength - kAttrHeader, at})) return false;
@@ -143,7 +143,8 @@ bool parseIeee(const std::uint8_t* base, const Attribute& ieee, DcbState& state,
         state.bufferTotal = load32(a.data + 40);
         return true;
       }
-      default: return true;  // peer tables, maxrate, QCN, rewrite: not recorded
+      default:
+        return true;  // peer tables, maxrate, QCN, rewrite: not recorded
     }
   });
 }
@@ -174,7 +175,8 @@ std::vector<std::uint8_t> buildDcbIeeeGetRequest(const std::string& ifname, std:
 }
 
 DcbState parseDcbIeeeReply(const std::uint8_t* bytes, std::size_t length) {
-  if (length < NLMSG_HDRLEN) return failed("unknown", "DCB reply of " + std::to_string(length) + " bytes is shorter than a netlink header");
+  if (length < NLMSG_HDRLEN)
+    return failed("unknown", "DCB reply of " + std::to_string(length) + " bytes is shorter than a netlink header");
   nlmsghdr header;
   std::memcpy(&header, bytes, sizeof header);
   if (header.nlmsg_len < NLMSG_HDRLEN || header.nlmsg_len > length)
@@ -188,15 +190,16 @@ DcbState parseDcbIeeeReply(const std::uint8_t* bytes, std::size_t length) {
     if (error == 0) return failed("unknown", "DCB reply: an acknowledgement instead of the configuration");
     // EOPNOTSUPP: the driver registers no dcbnl_ops (dcb_doit); 524 is the kernel's ENOTSUPP.
     if (error == EOPNOTSUPP || error == 524)
-      return failed("not configured", "the interface has no DCB support (DCB_CMD_IEEE_GET: " + errnoText(EOPNOTSUPP) + ")");
+      return failed("not configured",
+                    "the interface has no DCB support (DCB_CMD_IEEE_GET: " + errnoText(EOPNOTSUPP) + ")");
     if (error == EINVAL)
       return failed("unknown", "DCB_CMD_IEEE_GET: " + errnoText(error) +
                                    " (older kernels also answer this for an interface without DCB)");
     return failed("unknown", "DCB_CMD_IEEE_GET: " + errnoText(error));
   }
   if (header.nlmsg_type != RTM_GETDCB)
-    return failed("unknown", "DCB reply: netlink message type " + std::to_string(header.nlmsg_type) + ", expected RTM_GETDCB (" +
-                                 std::to_string(RTM_GETDCB) + ")");
+    return failed("unknown", "DCB reply: netlink message type " + std::to_string(header.nlmsg_type) +
+                                 ", expected RTM_GETDCB (" + std::to_string(RTM_GETDCB) + ")");
   if (header.nlmsg_len < NLMSG_HDRLEN + sizeof(dcbmsg)) return failed("unknown", "DCB reply: no dcbmsg header");
   dcbmsg message;
   std::memcpy(&message, bytes + NLMSG_HDRLEN, sizeof message);
@@ -244,7 +247,8 @@ DcbState queryDcb(const std::string& ifname, int timeoutMs) {
   std::vector<std::uint8_t> buffer(64 * 1024);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return failed("unknown", "no DCB reply within " + std::to_string(timeoutMs) + " ms");
     pollfd waiting{fd, POLLIN, 0};
     const int ready = ::poll(&waiting, 1, static_cast<int>(left.count()));

@@ -60,7 +60,8 @@ PortQos readPortQosSysfs(const fs::path& sysRoot, const std::string& device, int
   // rdma_cm's configfs folder exists once an admin (or a tool) created it.
   const fs::path configfs = sysRoot / "kernel" / "config" / "rdma_cm" / device / "ports" / portName;
   qos.defaultRoceMode = readTrimmedLine(configfs / "default_roce_mode").value_or("");
-  if (auto tos = readInteger(configfs / "default_roce_tos"); tos && *tos >= 0 && *tos <= 255) qos.defaultRoceTos = static_cast<int>(*tos);
+  if (auto tos = readInteger(configfs / "default_roce_tos"); tos && *tos >= 0 && *tos <= 255)
+    qos.defaultRoceTos = static_cast<int>(*tos);
   const fs::path deviceDir = sysRoot / "class" / "infiniband" / device;
   if (auto text = readSmallFile(deviceDir / "tc" / portName / "traffic_class", 4096)) {
     qos.trafficClassText = trim(*text);
@@ -77,8 +78,10 @@ std::string parseMlnxQosTrust(const std::string& text) {
   auto at = text.find(marker);
   if (at == std::string::npos) return {};
   auto end = text.find('\n', at);
-  std::string value = trim(text.substr(at + marker.size(), end == std::string::npos ? std::string::npos : end - at - marker.size()));
-  std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string value =
+      trim(text.substr(at + marker.size(), end == std::string::npos ? std::string::npos : end - at - marker.size()));
+  std::transform(value.begin(), value.end(), value.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return value;
 }
 
@@ -103,24 +106,37 @@ void deriveTrust(const std::string& driver, InterfaceQos& qos) {
 
 std::string selectorName(int selector) {
   switch (selector) {
-    case 1: return "ethtype";
-    case 2: return "stream-port";
-    case 3: return "dgram-port";
-    case 4: return "port";
-    case 5: return "dscp";
-    case 255: return "pcp";
-    default: return "selector" + std::to_string(selector);
+    case 1:
+      return "ethtype";
+    case 2:
+      return "stream-port";
+    case 3:
+      return "dgram-port";
+    case 4:
+      return "port";
+    case 5:
+      return "dscp";
+    case 255:
+      return "pcp";
+    default:
+      return "selector" + std::to_string(selector);
   }
 }
 
 std::string tsaName(int tsa) {
   switch (tsa) {
-    case 0: return "strict";
-    case 1: return "cbs";
-    case 2: return "ets";
-    case 3: return "cb";  // credit-based shaper
-    case 255: return "vendor";
-    default: return std::to_string(tsa);
+    case 0:
+      return "strict";
+    case 1:
+      return "cbs";
+    case 2:
+      return "ets";
+    case 3:
+      return "cb";  // credit-based shaper
+    case 255:
+      return "vendor";
+    default:
+      return std::to_string(tsa);
   }
 }
 
@@ -165,15 +181,36 @@ std::string decodeIbCapabilityMask(const std::string& capMask) {
   if (!value) return {};
   // enum ib_port_capability_mask_bits, include/rdma/ib_verbs.h (IBA PortInfo:CapabilityMask).
   static const std::pair<int, const char*> bits[] = {
-      {1, "SM"},  {2, "NOTICE_SUP"}, {3, "TRAP_SUP"}, {4, "OPT_IPD_SUP"}, {5, "AUTO_MIGR_SUP"},
-      {6, "SL_MAP_SUP"}, {7, "MKEY_NVRAM"}, {8, "PKEY_NVRAM"}, {9, "LED_INFO_SUP"}, {10, "SM_DISABLED"},
-      {11, "SYS_IMAGE_GUID_SUP"}, {12, "PKEY_SW_EXT_PORT_TRAP_SUP"}, {14, "EXTENDED_SPEEDS_SUP"},
-      {15, "CAP_MASK2_SUP"}, {16, "CM_SUP"}, {17, "SNMP_TUNNEL_SUP"}, {18, "REINIT_SUP"},
-      {19, "DEVICE_MGMT_SUP"}, {20, "VENDOR_CLASS_SUP"}, {21, "DR_NOTICE_SUP"}, {22, "CAP_MASK_NOTICE_SUP"},
-      {23, "BOOT_MGMT_SUP"}, {24, "LINK_LATENCY_SUP"}, {25, "CLIENT_REG_SUP"},
+      {1, "SM"},
+      {2, "NOTICE_SUP"},
+      {3, "TRAP_SUP"},
+      {4, "OPT_IPD_SUP"},
+      {5, "AUTO_MIGR_SUP"},
+      {6, "SL_MAP_SUP"},
+      {7, "MKEY_NVRAM"},
+      {8, "PKEY_NVRAM"},
+      {9, "LED_INFO_SUP"},
+      {10, "SM_DISABLED"},
+      {11, "SYS_IMAGE_GUID_SUP"},
+      {12, "PKEY_SW_EXT_PORT_TRAP_SUP"},
+      {14, "EXTENDED_SPEEDS_SUP"},
+      {15, "CAP_MASK2_SUP"},
+      {16, "CM_SUP"},
+      {17, "SNMP_TUNNEL_SUP"},
+      {18, "REINIT_SUP"},
+      {19, "DEVICE_MGMT_SUP"},
+      {20, "VENDOR_CLASS_SUP"},
+      {21, "DR_NOTICE_SUP"},
+      {22, "CAP_MASK_NOTICE_SUP"},
+      {23, "BOOT_MGMT_SUP"},
+      {24, "LINK_LATENCY_SUP"},
+      {25, "CLIENT_REG_SUP"},
       {26, "IP_BASED_GIDS"},  // RoCE ports; OTHER_LOCAL_CHANGES_SUP on InfiniBand
-      {27, "LINK_SPEED_WIDTH_TABLE_SUP"}, {28, "VENDOR_SPECIFIC_MADS_TABLE_SUP"},
-      {29, "MCAST_PKEY_TRAP_SUPPRESSION_SUP"}, {30, "MCAST_FDB_TOP_SUP"}, {31, "HIERARCHY_INFO_SUP"}};
+      {27, "LINK_SPEED_WIDTH_TABLE_SUP"},
+      {28, "VENDOR_SPECIFIC_MADS_TABLE_SUP"},
+      {29, "MCAST_PKEY_TRAP_SUPPRESSION_SUP"},
+      {30, "MCAST_FDB_TOP_SUP"},
+      {31, "HIERARCHY_INFO_SUP"}};
   std::string names;
   for (const auto& [bit, name] : bits)
     if (*value & (1LL << bit)) names += (names.empty() ? "" : ",") + std::string(name);
@@ -181,11 +218,18 @@ std::string decodeIbCapabilityMask(const std::string& capMask) {
 }
 
 const std::vector<std::string>& qosEnvironmentNames() {
-  static const std::vector<std::string> names = {
-      "NCCL_IB_TC",        "NCCL_IB_FIFO_TC",  "NCCL_IB_SL",           "NCCL_IB_GID_INDEX",
-      "NCCL_IB_ROCE_VERSION_NUM", "NCCL_IB_ADAPTIVE_ROUTING", "UCX_IB_TRAFFIC_CLASS", "UCX_IB_SL",
-      "UCX_IB_GID_INDEX",  "UCX_IB_AR_ENABLE", "OMPI_MCA_btl_openib_ib_service_level",
-      "OMPI_MCA_btl_openib_gid_index"};
+  static const std::vector<std::string> names = {"NCCL_IB_TC",
+                                                 "NCCL_IB_FIFO_TC",
+                                                 "NCCL_IB_SL",
+                                                 "NCCL_IB_GID_INDEX",
+                                                 "NCCL_IB_ROCE_VERSION_NUM",
+                                                 "NCCL_IB_ADAPTIVE_ROUTING",
+                                                 "UCX_IB_TRAFFIC_CLASS",
+                                                 "UCX_IB_SL",
+                                                 "UCX_IB_GID_INDEX",
+                                                 "UCX_IB_AR_ENABLE",
+                                                 "OMPI_MCA_btl_openib_ib_service_level",
+                                                 "OMPI_MCA_btl_openib_gid_index"};
   return names;
 }
 

@@ -17,81 +17,122 @@ namespace fabscope::inventory {
 
 int ibvMtuBytes(int mtuCode) {
   switch (mtuCode) {
-    case 1: return 256;
-    case 2: return 512;
-    case 3: return 1024;
-    case 4: return 2048;
-    case 5: return 4096;
-    default: return 0;
+    case 1:
+      return 256;
+    case 2:
+      return 512;
+    case 3:
+      return 1024;
+    case 4:
+      return 2048;
+    case 5:
+      return 4096;
+    default:
+      return 0;
   }
 }
 
 int ibvWidthLanes(int widthCode) {
   switch (widthCode) {
-    case 1: return 1;
-    case 2: return 4;
-    case 4: return 8;
-    case 8: return 12;
-    case 16: return 2;
-    default: return 0;
+    case 1:
+      return 1;
+    case 2:
+      return 4;
+    case 4:
+      return 8;
+    case 8:
+      return 12;
+    case 16:
+      return 2;
+    default:
+      return 0;
   }
 }
 
 // Per-lane data rates as the kernel's rate file prints them.
 double ibvLaneGbps(int speedCode) {
   switch (speedCode) {
-    case 1: return 2.5;
-    case 2: return 5.0;
-    case 4: return 10.0;
-    case 8: return 10.0;  // FDR10
-    case 16: return 14.0;
-    case 32: return 25.0;
-    case 64: return 50.0;
-    case 128: return 100.0;
-    case 256: return 200.0;
-    default: return 0.0;
+    case 1:
+      return 2.5;
+    case 2:
+      return 5.0;
+    case 4:
+      return 10.0;
+    case 8:
+      return 10.0;  // FDR10
+    case 16:
+      return 14.0;
+    case 32:
+      return 25.0;
+    case 64:
+      return 50.0;
+    case 128:
+      return 100.0;
+    case 256:
+      return 200.0;
+    default:
+      return 0.0;
   }
 }
 
 std::string ibvSpeedName(int speedCode) {
   switch (speedCode) {
-    case 1: return "SDR";
-    case 2: return "DDR";
-    case 4: return "QDR";
-    case 8: return "FDR10";
-    case 16: return "FDR";
-    case 32: return "EDR";
-    case 64: return "HDR";
-    case 128: return "NDR";
-    case 256: return "XDR";
-    default: return "";
+    case 1:
+      return "SDR";
+    case 2:
+      return "DDR";
+    case 4:
+      return "QDR";
+    case 8:
+      return "FDR10";
+    case 16:
+      return "FDR";
+    case 32:
+      return "EDR";
+    case 64:
+      return "HDR";
+    case 128:
+      return "NDR";
+    case 256:
+      return "XDR";
+    default:
+      return "";
   }
 }
 
 std::string ibvPortStateName(int stateCode) {
   switch (stateCode) {
-    case 1: return "DOWN";
-    case 2: return "INIT";
-    case 3: return "ARMED";
-    case 4: return "ACTIVE";
-    case 5: return "ACTIVE_DEFER";
-    default: return "";
+    case 1:
+      return "DOWN";
+    case 2:
+      return "INIT";
+    case 3:
+      return "ARMED";
+    case 4:
+      return "ACTIVE";
+    case 5:
+      return "ACTIVE_DEFER";
+    default:
+      return "";
   }
 }
 
 std::string ibvLinkLayerName(int linkLayerCode) {
   switch (linkLayerCode) {
     case 0:  // unspecified means InfiniBand for old drivers
-    case 1: return "InfiniBand";
-    case 2: return "Ethernet";
-    default: return "";
+    case 1:
+      return "InfiniBand";
+    case 2:
+      return "Ethernet";
+    default:
+      return "";
   }
 }
 
 void mergeVerbsDevices(std::vector<RdmaDevice>& devices, const std::vector<VerbsDeviceInfo>& verbsDevices) {
   for (const auto& verbs : verbsDevices) {
-    auto found = std::find_if(devices.begin(), devices.end(),
-                              [&](const RdmaDevice& d) { return d.name == verbs.name; });
+    auto found =
+        std::find_if(devices.begin(), devices.end(), [&](const RdmaDevice& d) { return d.name == verbs.name; });
     if (found == devices.end()) {
       RdmaDevice added;
       added.name = verbs.name;

@@ -10,11 +10,11 @@ namespace fabscope::inventory {
 
 struct VerbsPortInfo {
   int number = 0;
-  int stateCode = 0;       // enum ibv_port_state
-  int activeMtuCode = 0;   // enum ibv_mtu
-  int activeWidthCode = 0; // IBV width bit: 1=1X 2=4X 4=8X 8=12X 16=2X
-  int activeSpeedCode = 0; // IBV speed bit: 1=SDR ... 128=NDR
-  int linkLayerCode = 0;   // IBV_LINK_LAYER_*: 0 unspecified, 1 InfiniBand, 2 Ethernet
+  int stateCode = 0;        // enum ibv_port_state
+  int activeMtuCode = 0;    // enum ibv_mtu
+  int activeWidthCode = 0;  // IBV width bit: 1=1X 2=4X 4=8X 8=12X 16=2X
+  int activeSpeedCode = 0;  // IBV speed bit: 1=SDR ... 128=NDR
+  int linkLayerCode = 0;    // IBV_LINK_LAYER_*: 0 unspecified, 1 InfiniBand, 2 Ethernet
   int lid = 0;
 };
 

@@ -123,8 +123,8 @@ bool isPciAddress(const std::string& text) {
   for (std::size_t i = 0; i < firstColon; ++i)
     if (!isHex(text[i])) return false;
   const std::string rest = text.substr(firstColon);  // ":bb:dd.f"
-  return rest[0] == ':' && isHex(rest[1]) && isHex(rest[2]) && rest[3] == ':' && isHex(rest[4]) &&
-         isHex(rest[5]) && rest[6] == '.' && isHex(rest[7]);
+  return rest[0] == ':' && isHex(rest[1]) && isHex(rest[2]) && rest[3] == ':' && isHex(rest[4]) && isHex(rest[5]) &&
+         rest[6] == '.' && isHex(rest[7]);
 }
 
 std::string lastPciAddress(const std::string& devicePath) {

@@ -23,7 +23,8 @@ TopologyFile parseTopology(const std::string& text, const std::string& file) {
   } catch (const YAML::ParserException& e) {
     reader.fail<TopologyError>(e.mark, "YAML syntax error: " + e.msg);
   }
-  if (!root.IsMap()) reader.fail<TopologyError>(root.Mark(), "expected a mapping with key 'hosts', found " + describeNodeType(root));
+  if (!root.IsMap())
+    reader.fail<TopologyError>(root.Mark(), "expected a mapping with key 'hosts', found " + describeNodeType(root));
   if (auto unknown = firstUnknownKey(root, {"hosts"}))
     reader.fail<TopologyError>(unknown->Mark(), "unknown key '" + unknown->Scalar() + "' (expected: hosts)");
   const YAML::Node hosts = root["hosts"];
@@ -36,7 +37,8 @@ TopologyFile parseTopology(const std::string& text, const std::string& file) {
     const std::string host = entry.first.Scalar();
     const YAML::Node fields = entry.second;
     if (!fields.IsMap())
-      reader.fail<TopologyError>(entry.first.Mark(), "host '" + host + "' must map to {site, pod, leaf}, found " + describeNodeType(fields));
+      reader.fail<TopologyError>(
+          entry.first.Mark(), "host '" + host + "' must map to {site, pod, leaf}, found " + describeNodeType(fields));
     if (auto unknown = firstUnknownKey(fields, keys))
       reader.fail<TopologyError>(unknown->Mark(), "unknown key '" + unknown->Scalar() + "' for host '" + host +
                                                       "' (expected one of: " + joinNames(keys) + ")");
@@ -101,8 +103,10 @@ TopologyLabel topologyForHost(const std::string& host, const TopologyFile* topol
     if (auto label = lookupTopology(*topology, host)) return *label;
   std::string address, pattern;
   for (const auto& entry : environment) {
-    if (entry.rfind("SLURM_TOPOLOGY_ADDR=", 0) == 0) address = entry.substr(20);
-    else if (entry.rfind("SLURM_TOPOLOGY_ADDR_PATTERN=", 0) == 0) pattern = entry.substr(28);
+    if (entry.rfind("SLURM_TOPOLOGY_ADDR=", 0) == 0)
+      address = entry.substr(20);
+    else if (entry.rfind("SLURM_TOPOLOGY_ADDR_PATTERN=", 0) == 0)
+      pattern = entry.substr(28);
   }
   if (!address.empty() && !pattern.empty())
     if (auto label = labelFromSlurm(address, pattern)) return *label;

@@ -12,7 +12,7 @@
 namespace fabscope::inventory {
 
 struct TopologyLabel {
-  std::string site;    // "" when unknown
+  std::string site;  // "" when unknown
   std::string pod;
   std::string leaf;
   std::string source;  // "file", "slurm" or "" (nothing known)

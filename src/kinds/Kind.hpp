@@ -10,6 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "kinds/Roles.hpp"
+#include "kinds/RunCache.hpp"
+#include "kinds/SampleBuffer.hpp"
+#include "kinds/SelfTest.hpp"
+#include "memory/BufferArena.hpp"
 #include "output/KindTable.hpp"
 #include "output/Records.hpp"
 #include "output/ResultFile.hpp"
@@ -17,11 +22,6 @@
 #include "runtime/RankIdentity.hpp"
 #include "scenario/Matrix.hpp"
 #include "topology/TopologySchedule.hpp"
-#include "kinds/Roles.hpp"
-#include "memory/BufferArena.hpp"
-#include "kinds/RunCache.hpp"
-#include "kinds/SampleBuffer.hpp"
-#include "kinds/SelfTest.hpp"
 #include "transport/Transport.hpp"
 
 namespace fabscope::suite {
@@ -67,8 +67,8 @@ class PlanPart {
   // without a choice is recorded as not run, with followUpNotRun().
   virtual bool followedUp() const { return false; }
   virtual void followUpSlot(InstancePlan& /*slot*/, int /*measuredIndex*/, int /*iterations*/) const {}
-  virtual std::vector<std::int32_t> chooseFollowUp(const std::vector<std::pair<std::int32_t, std::int32_t>>& /*worstFirst*/,
-                                                   std::uint64_t /*seed*/) const {
+  virtual std::vector<std::int32_t> chooseFollowUp(
+      const std::vector<std::pair<std::int32_t, std::int32_t>>& /*worstFirst*/, std::uint64_t /*seed*/) const {
     return {};
   }
   virtual void followUp(InstancePlan& /*next*/, const std::vector<std::int32_t>& /*choice*/, int /*measuredIndex*/,
@@ -209,7 +209,7 @@ struct RunContext {
   // missed deadline); empty until the kind adopts one.
   std::unique_ptr<InstanceState>& state;
   runtime::Deadline deadline;
-  std::uint64_t seed;      // this instance's
+  std::uint64_t seed;  // this instance's
   // The same for every condition and replicate of one case (test and size), so
   // random choices that shape the traffic (e.g. MoE routing) match between the
   // quiet and the congested instance they are compared across.

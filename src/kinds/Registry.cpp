@@ -21,9 +21,9 @@ std::unique_ptr<Kind> makeMixKind();
 std::unique_ptr<Kind> makeReferenceKind();
 
 Registry::Registry() {
-  for (auto make : {makeLatencyKind, makeBandwidthKind, makeBidirectionalBandwidthKind, makeKvPushKind,
-                    makeAllReduceKind, makeAllToAllKind, makeApiKind, makeIncastKind, makeFaultDrillKind,
-                    makeMixKind, makeReferenceKind}) {
+  for (auto make :
+       {makeLatencyKind, makeBandwidthKind, makeBidirectionalBandwidthKind, makeKvPushKind, makeAllReduceKind,
+        makeAllToAllKind, makeApiKind, makeIncastKind, makeFaultDrillKind, makeMixKind, makeReferenceKind}) {
     auto k = make();
     auto name = k->name();
     kinds_.emplace(std::move(name), std::move(k));

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "scenario/Scenario.hpp"
 #include "kinds/Kind.hpp"
+#include "scenario/Scenario.hpp"
 
 namespace fabscope::suite {
 

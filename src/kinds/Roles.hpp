@@ -9,15 +9,15 @@
 namespace fabscope::suite {
 
 struct RoleSpec {
-  int ranks = 0;             // ranks the test uses in all; 0 = every rank
-  int canaries = 0;          // 0 = default (see assignRoles)
-  double canaryFraction = 0; // used when > 0 instead of `canaries`
+  int ranks = 0;                     // ranks the test uses in all; 0 = every rank
+  int canaries = 0;                  // 0 = default (see assignRoles)
+  double canaryFraction = 0;         // used when > 0 instead of `canaries`
   std::string placement = "spread";  // spread | packed | random
 };
 
 struct RoleAssignment {
-  std::vector<int> canaries;   // world ranks, in measuring order (group index = position)
-  std::vector<int> congestors; // world ranks
+  std::vector<int> canaries;    // world ranks, in measuring order (group index = position)
+  std::vector<int> congestors;  // world ranks
   std::string placement;
   bool isCanary(int rank) const;
   bool isCongestor(int rank) const;

@@ -17,8 +17,8 @@ class SampleBuffer {
  public:
   explicit SampleBuffer(std::size_t capacity) { records_.resize(capacity); }
 
-  void record(std::int32_t rank, std::int32_t iter, std::int32_t peer, std::int64_t bytes,
-              std::int64_t tPost, std::int64_t tDone, std::uint32_t flags = 0) noexcept {
+  void record(std::int32_t rank, std::int32_t iter, std::int32_t peer, std::int64_t bytes, std::int64_t tPost,
+              std::int64_t tDone, std::uint32_t flags = 0) noexcept {
     const std::size_t used = used_.load(std::memory_order_relaxed);
     if (used < records_.size()) {
       records_[used] = {rank, iter, peer, bytes, tPost, tDone, flags};

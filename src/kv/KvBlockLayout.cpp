@@ -55,7 +55,8 @@ std::uint64_t KvBlockLayout::offset(std::uint32_t layer, KvPlane plane, std::uin
   const auto p = static_cast<std::uint32_t>(plane);
   if (layer >= layers)
     throw std::out_of_range("KV layout: layer " + std::to_string(layer) + " >= " + std::to_string(layers) + " layers");
-  if (p >= planes()) throw std::out_of_range("KV layout: plane " + std::to_string(p) + " does not exist in an MLA layout");
+  if (p >= planes())
+    throw std::out_of_range("KV layout: plane " + std::to_string(p) + " does not exist in an MLA layout");
   if (block >= numBlocks)
     throw std::out_of_range("KV layout: block " + std::to_string(block) + " >= " + std::to_string(numBlocks) +
                             " blocks in the pool");

@@ -19,11 +19,11 @@ enum class KvPlane : std::uint32_t { key = 0, value = 1, latent = 0 };
 struct KvBlockLayout {
   KvLayoutKind kind = KvLayoutKind::gqa;
   std::uint32_t layers = 0;
-  std::uint64_t numBlocks = 0;     // blocks in one worker's pool
+  std::uint64_t numBlocks = 0;  // blocks in one worker's pool
   std::uint32_t blockTokens = 0;
-  std::uint32_t kvHeads = 0;       // per rank (GQA)
-  std::uint32_t headDim = 0;       // GQA
-  std::uint32_t latent = 0;        // values per token (MLA)
+  std::uint32_t kvHeads = 0;  // per rank (GQA)
+  std::uint32_t headDim = 0;  // GQA
+  std::uint32_t latent = 0;   // values per token (MLA)
   model::Dtype dtype = model::Dtype::bf16;
 
   // Throws std::invalid_argument (via model::kvHeadsPerRank and checks here)

@@ -6,12 +6,10 @@
 
 namespace fabscope::kv {
 
-RequestBlockPlacement::RequestBlockPlacement(std::uint64_t poolBlocks, std::uint32_t blockTokens,
-                                             std::uint64_t seed)
+RequestBlockPlacement::RequestBlockPlacement(std::uint64_t poolBlocks, std::uint32_t blockTokens, std::uint64_t seed)
     : seed_(seed), blockTokens_(blockTokens), rng_(seed), freeCount_(poolBlocks) {
   if (poolBlocks == 0 || poolBlocks > 0xFFFFFFFFull)
-    throw std::invalid_argument("block placement: pool blocks must be in [1, 2^32), got " +
-                                std::to_string(poolBlocks));
+    throw std::invalid_argument("block placement: pool blocks must be in [1, 2^32), got " + std::to_string(poolBlocks));
   if (blockTokens == 0) throw std::invalid_argument("block placement: block_tokens must be positive");
   free_.resize(poolBlocks);
   std::iota(free_.begin(), free_.end(), 0u);
@@ -34,12 +32,12 @@ std::uint64_t RequestBlockPlacement::uniformBelow(std::uint64_t bound) {
 void RequestBlockPlacement::place(std::uint64_t tokens, std::span<std::uint32_t> out) {
   const std::uint64_t need = blocksFor(tokens);
   if (out.size() != need)
-    throw std::invalid_argument("block placement: " + std::to_string(tokens) + " tokens need " +
-                                std::to_string(need) + " blocks, output holds " + std::to_string(out.size()));
+    throw std::invalid_argument("block placement: " + std::to_string(tokens) + " tokens need " + std::to_string(need) +
+                                " blocks, output holds " + std::to_string(out.size()));
   if (need > freeCount_)
     throw std::length_error("block placement: " + std::to_string(tokens) + " tokens need " + std::to_string(need) +
-                            " blocks, only " + std::to_string(freeCount_) + " of " +
-                            std::to_string(inUse_.size()) + " are free");
+                            " blocks, only " + std::to_string(freeCount_) + " of " + std::to_string(inUse_.size()) +
+                            " are free");
   for (std::uint64_t i = 0; i < need; ++i) {
     // Draw one free slot, move the last free id into its place: O(1), no allocation.
     const std::uint64_t pick = uniformBelow(freeCount_);

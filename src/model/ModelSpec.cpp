@@ -8,20 +8,28 @@ namespace fabscope::model {
 
 std::uint32_t dtypeBytes(Dtype dtype) {
   switch (dtype) {
-    case Dtype::bf16: return 2;
-    case Dtype::fp16: return 2;
-    case Dtype::fp8: return 1;
-    case Dtype::fp32: return 4;
+    case Dtype::bf16:
+      return 2;
+    case Dtype::fp16:
+      return 2;
+    case Dtype::fp8:
+      return 1;
+    case Dtype::fp32:
+      return 4;
   }
   throw std::logic_error("dtypeBytes: unhandled Dtype value");
 }
 
 std::string_view dtypeName(Dtype dtype) {
   switch (dtype) {
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp16: return "fp16";
-    case Dtype::fp8: return "fp8";
-    case Dtype::fp32: return "fp32";
+    case Dtype::bf16:
+      return "bf16";
+    case Dtype::fp16:
+      return "fp16";
+    case Dtype::fp8:
+      return "fp8";
+    case Dtype::fp32:
+      return "fp32";
   }
   throw std::logic_error("dtypeName: unhandled Dtype value");
 }
@@ -30,13 +38,15 @@ std::optional<Dtype> parseDtype(std::string_view text) {
   std::string lower(text);
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  struct Spelling { const char* text; Dtype dtype; };
+  struct Spelling {
+    const char* text;
+    Dtype dtype;
+  };
   static constexpr Spelling spellings[] = {
-      {"bf16", Dtype::bf16},     {"bfloat16", Dtype::bf16},
-      {"fp16", Dtype::fp16},     {"float16", Dtype::fp16},   {"half", Dtype::fp16},
-      {"fp8", Dtype::fp8},       {"float8", Dtype::fp8},     {"e4m3", Dtype::fp8},
-      {"fp8_e4m3", Dtype::fp8},  {"e5m2", Dtype::fp8},       {"fp8_e5m2", Dtype::fp8},
-      {"fp32", Dtype::fp32},     {"float32", Dtype::fp32},   {"float", Dtype::fp32},
+      {"bf16", Dtype::bf16},    {"bfloat16", Dtype::bf16}, {"fp16", Dtype::fp16},    {"float16", Dtype::fp16},
+      {"half", Dtype::fp16},    {"fp8", Dtype::fp8},       {"float8", Dtype::fp8},   {"e4m3", Dtype::fp8},
+      {"fp8_e4m3", Dtype::fp8}, {"e5m2", Dtype::fp8},      {"fp8_e5m2", Dtype::fp8}, {"fp32", Dtype::fp32},
+      {"float32", Dtype::fp32}, {"float", Dtype::fp32},
   };
   for (const auto& s : spellings)
     if (lower == s.text) return s.dtype;
@@ -68,9 +78,8 @@ void ModelSpec::validate() const {
     positive(moe->routedExperts, "moe.experts");
     positive(moe->expertsPerToken, "moe.experts_per_token");
     if (moe->expertsPerToken > moe->routedExperts)
-      throw std::invalid_argument(who + "moe.experts_per_token (" +
-                                  std::to_string(moe->expertsPerToken) + ") exceeds moe.experts (" +
-                                  std::to_string(moe->routedExperts) + ")");
+      throw std::invalid_argument(who + "moe.experts_per_token (" + std::to_string(moe->expertsPerToken) +
+                                  ") exceeds moe.experts (" + std::to_string(moe->routedExperts) + ")");
   }
 }
 
@@ -158,8 +167,7 @@ std::string knownPresetNames() {
 const ModelSpec& findPreset(std::string_view name) {
   for (const auto& m : modelPresets())
     if (m.name == name) return m;
-  throw std::invalid_argument("unknown model preset '" + std::string(name) +
-                              "'; known presets: " + knownPresetNames());
+  throw std::invalid_argument("unknown model preset '" + std::string(name) + "'; known presets: " + knownPresetNames());
 }
 
 }  // namespace fabscope::model

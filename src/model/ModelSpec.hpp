@@ -33,8 +33,8 @@ struct MlaSpec {
 struct MoeSpec {
   std::uint32_t routedExperts = 0;
   std::uint32_t sharedExperts = 0;
-  std::uint32_t expertsPerToken = 0;    // top-k routing
-  std::uint32_t expertIntermediate = 0; // FFN width of one expert
+  std::uint32_t expertsPerToken = 0;     // top-k routing
+  std::uint32_t expertIntermediate = 0;  // FFN width of one expert
   bool operator==(const MoeSpec&) const = default;
 };
 

@@ -3,8 +3,8 @@
 #include <charconv>
 #include <limits>
 #include <optional>
-#include <utility>
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace fabscope::model {
@@ -50,8 +50,8 @@ class MapReader {
         for (const auto& entry : map_) {
           if (entry.first.Scalar() != spelling) continue;
           if (found)
-            fail(entry.first, context_ + ": '" + spelling + "' and '" + usedSpelling +
-                                  "' name the same field; give it once");
+            fail(entry.first,
+                 context_ + ": '" + spelling + "' and '" + usedSpelling + "' name the same field; give it once");
           found = entry.second;
           usedSpelling = spelling;
         }
@@ -92,28 +92,25 @@ std::uint32_t positiveInteger(const YAML::Node& value, const std::string& what) 
   if (ec != std::errc() || end != text.data() + text.size() || text.empty())
     fail(value, what + ": expected a positive integer, got '" + text + "'");
   if (parsed == 0) fail(value, what + ": must be at least 1, got 0");
-  if (parsed > std::numeric_limits<std::uint32_t>::max())
-    fail(value, what + ": " + text + " is too large");
+  if (parsed > std::numeric_limits<std::uint32_t>::max()) fail(value, what + ": " + text + " is too large");
   return static_cast<std::uint32_t>(parsed);
 }
 
 Dtype dtypeValue(const YAML::Node& value, const std::string& what) {
   if (!value.IsScalar()) fail(value, what + ": expected a dtype (" + knownDtypeNames() + ")");
   const auto dtype = parseDtype(value.Scalar());
-  if (!dtype)
-    fail(value, what + ": unknown dtype '" + value.Scalar() + "'; expected one of " + knownDtypeNames());
+  if (!dtype) fail(value, what + ": unknown dtype '" + value.Scalar() + "'; expected one of " + knownDtypeNames());
   return *dtype;
 }
 
 void readInteger(const MapReader& reader, const char* field, std::uint32_t& target) {
-  if (const auto v = reader.find(field))
-    target = positiveInteger(*v, reader.context() + "." + field);
+  if (const auto v = reader.find(field)) target = positiveInteger(*v, reader.context() + "." + field);
 }
 
 MlaSpec readMla(const YAML::Node& node, const MlaSpec& base) {
-  const MapReader reader(node, "model.mla",
-                         {{"kv_lora_rank", {"kv_lora_rank"}},
-                          {"rope_head_dim", {"rope_head_dim", "qk_rope_head_dim"}}});
+  const MapReader reader(
+      node, "model.mla",
+      {{"kv_lora_rank", {"kv_lora_rank"}}, {"rope_head_dim", {"rope_head_dim", "qk_rope_head_dim"}}});
   MlaSpec mla = base;
   readInteger(reader, "kv_lora_rank", mla.kvLoraRank);
   readInteger(reader, "rope_head_dim", mla.ropeHeadDim);
@@ -185,8 +182,7 @@ ModelSpec modelSpecFromYaml(const YAML::Node& node) {
     for (const char* required : {"hidden_size", "layers", "attention_heads"})
       if (!reader.find(required).has_value())
         fail(node, std::string("model: '") + required +
-                       "' is required when no preset is named (known presets: " +
-                       knownPresetNames() + ")");
+                       "' is required when no preset is named (known presets: " + knownPresetNames() + ")");
     if (!reader.find("kv_heads") && !reader.find("mla"))
       fail(node, "model: 'kv_heads' is required for a model without 'mla'");
   }
@@ -206,17 +202,14 @@ ModelSpec modelSpecFromYaml(const YAML::Node& node) {
   } else if (!preset.has_value()) {
     if (spec.hiddenSize % spec.attentionHeads != 0)
       fail(node, "model: head_dim not given and hidden_size (" + std::to_string(spec.hiddenSize) +
-                     ") is not a multiple of attention_heads (" +
-                     std::to_string(spec.attentionHeads) + "); give head_dim");
+                     ") is not a multiple of attention_heads (" + std::to_string(spec.attentionHeads) +
+                     "); give head_dim");
     spec.headDim = spec.hiddenSize / spec.attentionHeads;
   }
   if (const auto v = reader.find("dtype")) spec.dtype = dtypeValue(*v, "model.dtype");
-  if (const auto v = reader.find("kv_dtype"))
-    spec.kvCacheDtype = dtypeValue(*v, "model.kv_dtype");
-  if (const auto v = reader.find("mla"))
-    spec.mla = readMla(*v, spec.mla.value_or(MlaSpec{}));
-  if (const auto v = reader.find("moe"))
-    spec.moe = readMoe(*v, spec.moe.value_or(MoeSpec{}));
+  if (const auto v = reader.find("kv_dtype")) spec.kvCacheDtype = dtypeValue(*v, "model.kv_dtype");
+  if (const auto v = reader.find("mla")) spec.mla = readMla(*v, spec.mla.value_or(MlaSpec{}));
+  if (const auto v = reader.find("moe")) spec.moe = readMoe(*v, spec.moe.value_or(MoeSpec{}));
   if (spec.mla && spec.kvHeads == 0) spec.kvHeads = spec.attentionHeads;
 
   try {

@@ -24,8 +24,8 @@ void requirePositive(std::uint64_t value, const char* what) {
 DerivedSize tokenActivations(const ModelSpec& model, std::uint64_t tokens, const char* tokenWord) {
   DerivedSize out;
   out.bytes = tokens * model.hiddenSize * dtypeBytes(model.dtype);
-  out.formula = std::to_string(tokens) + " " + tokenWord + " x " + std::to_string(model.hiddenSize) +
-                " hidden x " + dtypeTerm(model.dtype) + equalsBytes(out.bytes);
+  out.formula = std::to_string(tokens) + " " + tokenWord + " x " + std::to_string(model.hiddenSize) + " hidden x " +
+                dtypeTerm(model.dtype) + equalsBytes(out.bytes);
   return out;
 }
 
@@ -70,8 +70,8 @@ DerivedCount allReducesPerForwardStep(const ModelSpec& model, const ParallelLayo
     return out;
   }
   out.count = 2ull * model.layers;
-  out.formula = "2 all-reduces x " + std::to_string(model.layers) + " layers = " +
-                std::to_string(out.count) + " per forward step";
+  out.formula = "2 all-reduces x " + std::to_string(model.layers) + " layers = " + std::to_string(out.count) +
+                " per forward step";
   return out;
 }
 
@@ -99,56 +99,50 @@ std::uint64_t blocksForTokens(std::uint64_t tokens, std::uint32_t blockTokens) {
   return (tokens + blockTokens - 1) / blockTokens;
 }
 
-DerivedSize kvBytesPerBlockPerLayer(const ModelSpec& model, const ParallelLayout& layout,
-                                    std::uint32_t blockTokens) {
+DerivedSize kvBytesPerBlockPerLayer(const ModelSpec& model, const ParallelLayout& layout, std::uint32_t blockTokens) {
   requirePositive(blockTokens, "block_tokens");
   const Dtype kvDtype = model.kvDtype();
   DerivedSize out;
   if (model.usesMla()) {
     const std::uint64_t latent = model.mla->latentValues();
     out.bytes = std::uint64_t{blockTokens} * latent * dtypeBytes(kvDtype);
-    out.formula = std::to_string(blockTokens) + " tokens x " + std::to_string(latent) +
-                  " latent (" + std::to_string(model.mla->kvLoraRank) + " + " +
-                  std::to_string(model.mla->ropeHeadDim) + " rope, MLA, not split by TP) x " +
-                  dtypeTerm(kvDtype) + equalsBytes(out.bytes);
+    out.formula = std::to_string(blockTokens) + " tokens x " + std::to_string(latent) + " latent (" +
+                  std::to_string(model.mla->kvLoraRank) + " + " + std::to_string(model.mla->ropeHeadDim) +
+                  " rope, MLA, not split by TP) x " + dtypeTerm(kvDtype) + equalsBytes(out.bytes);
     return out;
   }
   const std::uint32_t heads = kvHeadsPerRank(model, layout);
   out.bytes = 2ull * blockTokens * heads * model.headDim * dtypeBytes(kvDtype);
-  out.formula = "2 (K,V) x " + std::to_string(blockTokens) + " tokens x " + std::to_string(heads) +
-                " kv_heads/rank (" + std::to_string(model.kvHeads) + " / tp " +
-                std::to_string(layout.tp) + ") x " + std::to_string(model.headDim) +
-                " head_dim x " + dtypeTerm(kvDtype) + equalsBytes(out.bytes);
+  out.formula = "2 (K,V) x " + std::to_string(blockTokens) + " tokens x " + std::to_string(heads) + " kv_heads/rank (" +
+                std::to_string(model.kvHeads) + " / tp " + std::to_string(layout.tp) + ") x " +
+                std::to_string(model.headDim) + " head_dim x " + dtypeTerm(kvDtype) + equalsBytes(out.bytes);
   return out;
 }
 
-DerivedSize kvBytesPerBlock(const ModelSpec& model, const ParallelLayout& layout,
-                            std::uint32_t blockTokens) {
+DerivedSize kvBytesPerBlock(const ModelSpec& model, const ParallelLayout& layout, std::uint32_t blockTokens) {
   const DerivedSize perLayer = kvBytesPerBlockPerLayer(model, layout, blockTokens);
   DerivedSize out;
   out.bytes = perLayer.bytes * model.layers;
-  out.formula = std::to_string(perLayer.bytes) + " B per layer x " + std::to_string(model.layers) +
-                " layers" + equalsBytes(out.bytes);
+  out.formula = std::to_string(perLayer.bytes) + " B per layer x " + std::to_string(model.layers) + " layers" +
+                equalsBytes(out.bytes);
   return out;
 }
 
-DerivedSize kvBytesPerRequest(const ModelSpec& model, const ParallelLayout& layout,
-                              std::uint32_t blockTokens, std::uint64_t promptTokens) {
+DerivedSize kvBytesPerRequest(const ModelSpec& model, const ParallelLayout& layout, std::uint32_t blockTokens,
+                              std::uint64_t promptTokens) {
   requirePositive(promptTokens, "prompt tokens");
   const DerivedSize perBlock = kvBytesPerBlock(model, layout, blockTokens);
   const std::uint64_t blocks = blocksForTokens(promptTokens, blockTokens);
   DerivedSize out;
   out.bytes = blocks * perBlock.bytes;
-  out.formula = "ceil(" + std::to_string(promptTokens) + " tokens / " +
-                std::to_string(blockTokens) + ") = " + std::to_string(blocks) + " blocks x " +
-                std::to_string(perBlock.bytes) + " B per block" + equalsBytes(out.bytes) +
-                " per rank";
+  out.formula = "ceil(" + std::to_string(promptTokens) + " tokens / " + std::to_string(blockTokens) +
+                ") = " + std::to_string(blocks) + " blocks x " + std::to_string(perBlock.bytes) + " B per block" +
+                equalsBytes(out.bytes) + " per rank";
   return out;
 }
 
 DerivedSize moeDispatchBytesPerToken(const ModelSpec& model, Dtype dispatchDtype) {
-  if (!model.moe)
-    throw std::invalid_argument("model '" + model.name + "' has no MoE layers to dispatch to");
+  if (!model.moe) throw std::invalid_argument("model '" + model.name + "' has no MoE layers to dispatch to");
   constexpr std::uint64_t headerBytes = 16;  // DeepEP's per-token int4 source info
   constexpr std::uint64_t valuesPerScale = 128;
   const std::uint64_t hidden = model.hiddenSize;
@@ -156,13 +150,11 @@ DerivedSize moeDispatchBytesPerToken(const ModelSpec& model, Dtype dispatchDtype
   if (dispatchDtype == Dtype::fp8) {
     const std::uint64_t scales = (hidden + valuesPerScale - 1) / valuesPerScale;
     out.bytes = headerBytes + hidden + scales * 4;
-    out.formula = "16 B header + " + std::to_string(hidden) + " hidden x 1 B (fp8) + " +
-                  std::to_string(scales) + " scales x 4 B (fp32, 1 per 128 values)" +
-                  equalsBytes(out.bytes);
+    out.formula = "16 B header + " + std::to_string(hidden) + " hidden x 1 B (fp8) + " + std::to_string(scales) +
+                  " scales x 4 B (fp32, 1 per 128 values)" + equalsBytes(out.bytes);
   } else if (dispatchDtype == Dtype::bf16) {
     out.bytes = headerBytes + hidden * 2;
-    out.formula = "16 B header + " + std::to_string(hidden) + " hidden x 2 B (bf16)" +
-                  equalsBytes(out.bytes);
+    out.formula = "16 B header + " + std::to_string(hidden) + " hidden x 2 B (bf16)" + equalsBytes(out.bytes);
   } else {
     throw std::invalid_argument("MoE dispatch is modelled for fp8 and bf16 only, not " +
                                 std::string(dtypeName(dispatchDtype)));
@@ -171,8 +163,7 @@ DerivedSize moeDispatchBytesPerToken(const ModelSpec& model, Dtype dispatchDtype
 }
 
 DerivedSize moeCombineBytesPerToken(const ModelSpec& model) {
-  if (!model.moe)
-    throw std::invalid_argument("model '" + model.name + "' has no MoE layers to combine from");
+  if (!model.moe) throw std::invalid_argument("model '" + model.name + "' has no MoE layers to combine from");
   DerivedSize out;
   out.bytes = std::uint64_t{model.hiddenSize} * 2;
   out.formula = std::to_string(model.hiddenSize) + " hidden x 2 B (bf16)" + equalsBytes(out.bytes);

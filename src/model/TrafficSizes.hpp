@@ -38,15 +38,13 @@ std::uint32_t kvHeadsPerRank(const ModelSpec& model, const ParallelLayout& layou
 
 // GQA: 2 (K and V) x block_tokens x kv_heads_per_rank x head_dim x kv dtype bytes.
 // MLA: block_tokens x (kv_lora_rank + rope_dim) x kv dtype bytes.
-DerivedSize kvBytesPerBlockPerLayer(const ModelSpec& model, const ParallelLayout& layout,
-                                    std::uint32_t blockTokens);
+DerivedSize kvBytesPerBlockPerLayer(const ModelSpec& model, const ParallelLayout& layout, std::uint32_t blockTokens);
 // The same over all layers: what one rank holds for one block of tokens.
-DerivedSize kvBytesPerBlock(const ModelSpec& model, const ParallelLayout& layout,
-                            std::uint32_t blockTokens);
+DerivedSize kvBytesPerBlock(const ModelSpec& model, const ParallelLayout& layout, std::uint32_t blockTokens);
 // ceil(prompt_tokens / block_tokens) blocks x per-block bytes, per rank: what a
 // prefill rank hands to its decode peer for one request.
-DerivedSize kvBytesPerRequest(const ModelSpec& model, const ParallelLayout& layout,
-                              std::uint32_t blockTokens, std::uint64_t promptTokens);
+DerivedSize kvBytesPerRequest(const ModelSpec& model, const ParallelLayout& layout, std::uint32_t blockTokens,
+                              std::uint64_t promptTokens);
 std::uint64_t blocksForTokens(std::uint64_t tokens, std::uint32_t blockTokens);
 
 // One token's message in DeepEP's low-latency MoE dispatch: a 16 B header plus

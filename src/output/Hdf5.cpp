@@ -18,8 +18,7 @@ void writeAttribute(hid_t id, const std::string& name, const AttributeValue& val
     H5Type type(H5Tcopy(H5T_C_S1), "H5Tcopy");
     checkH5(H5Tset_size(type.get(), H5T_VARIABLE), "H5Tset_size");
     checkH5(H5Tset_cset(type.get(), H5T_CSET_UTF8), "H5Tset_cset");
-    H5Attribute a(H5Acreate2(id, name.c_str(), type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
-                  "create attribute");
+    H5Attribute a(H5Acreate2(id, name.c_str(), type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT), "create attribute");
     const char* text = s.c_str();
     checkH5(H5Awrite(a.get(), type.get(), &text), "write attribute " + name);
   }

@@ -6,12 +6,18 @@ namespace fabscope::output {
 
 std::string schemaTypeName(const Column& column) {
   switch (column.type) {
-    case ColumnType::int32: return "int32";
-    case ColumnType::int64: return "int64";
-    case ColumnType::uint32: return "uint32";
-    case ColumnType::uint8: return "uint8";
-    case ColumnType::float64: return "float64";
-    case ColumnType::text: return "str[" + std::to_string(column.bytes) + "]";
+    case ColumnType::int32:
+      return "int32";
+    case ColumnType::int64:
+      return "int64";
+    case ColumnType::uint32:
+      return "uint32";
+    case ColumnType::uint8:
+      return "uint8";
+    case ColumnType::float64:
+      return "float64";
+    case ColumnType::text:
+      return "str[" + std::to_string(column.bytes) + "]";
   }
   return "?";
 }
@@ -20,12 +26,18 @@ namespace {
 
 hid_t nativeTypeOf(ColumnType type) {
   switch (type) {
-    case ColumnType::int32: return H5T_NATIVE_INT32;
-    case ColumnType::int64: return H5T_NATIVE_INT64;
-    case ColumnType::uint32: return H5T_NATIVE_UINT32;
-    case ColumnType::uint8: return H5T_NATIVE_UINT8;
-    case ColumnType::float64: return H5T_NATIVE_DOUBLE;
-    case ColumnType::text: break;
+    case ColumnType::int32:
+      return H5T_NATIVE_INT32;
+    case ColumnType::int64:
+      return H5T_NATIVE_INT64;
+    case ColumnType::uint32:
+      return H5T_NATIVE_UINT32;
+    case ColumnType::uint8:
+      return H5T_NATIVE_UINT8;
+    case ColumnType::float64:
+      return H5T_NATIVE_DOUBLE;
+    case ColumnType::text:
+      break;
   }
   return H5I_INVALID_HID;
 }

@@ -33,11 +33,16 @@ struct RecordLayout {
 namespace detail {
 template <typename Member>
 constexpr ColumnType columnTypeOf() {
-  if constexpr (std::is_same_v<Member, std::int32_t>) return ColumnType::int32;
-  else if constexpr (std::is_same_v<Member, std::int64_t>) return ColumnType::int64;
-  else if constexpr (std::is_same_v<Member, std::uint32_t>) return ColumnType::uint32;
-  else if constexpr (std::is_same_v<Member, std::uint8_t>) return ColumnType::uint8;
-  else if constexpr (std::is_same_v<Member, double>) return ColumnType::float64;
+  if constexpr (std::is_same_v<Member, std::int32_t>)
+    return ColumnType::int32;
+  else if constexpr (std::is_same_v<Member, std::int64_t>)
+    return ColumnType::int64;
+  else if constexpr (std::is_same_v<Member, std::uint32_t>)
+    return ColumnType::uint32;
+  else if constexpr (std::is_same_v<Member, std::uint8_t>)
+    return ColumnType::uint8;
+  else if constexpr (std::is_same_v<Member, double>)
+    return ColumnType::float64;
   else {
     static_assert(std::is_array_v<Member> && std::is_same_v<std::remove_extent_t<Member>, char>,
                   "a column is int32, int64, uint32, uint8, double or a fixed char array");

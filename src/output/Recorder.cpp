@@ -67,8 +67,7 @@ void Recorder::interrupted(const std::string& group, const Attributes& attribute
   file_.writeTable<SampleRecord>(group + "/samples", samples, deadline);
 }
 
-void Recorder::attributes(const std::string& object, const Attributes& attributes,
-                          const runtime::Deadline& deadline) {
+void Recorder::attributes(const std::string& object, const Attributes& attributes, const runtime::Deadline& deadline) {
   file_.setAttributes(object, attributes, deadline);
 }
 

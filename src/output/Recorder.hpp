@@ -22,14 +22,14 @@ std::string instanceGroupPath(int index);
 
 // One instance as one rank writes it.
 struct InstanceRecord {
-  std::string group;           // /tests/NNNN
-  Attributes attributes;       // rank 0's are written
-  Attributes verdict;          // status and error: written last
+  std::string group;      // /tests/NNNN
+  Attributes attributes;  // rank 0's are written
+  Attributes verdict;     // status and error: written last
   std::span<const SampleRecord> samples;
   std::span<const SummaryRecord> summary;
-  bool withScopes = false;     // runs with site labels only
+  bool withScopes = false;  // runs with site labels only
   std::span<const ScopeRecord> scopes;
-  bool withPairMatrix = false; // all-pairs only: ranks x ranks, rank 0's values
+  bool withPairMatrix = false;  // all-pairs only: ranks x ranks, rank 0's values
   std::span<const double> pairMatrix;
   std::size_t ranks = 0;
   std::span<const CounterRecord> counters;

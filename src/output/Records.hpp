@@ -44,10 +44,14 @@ struct SampleRecord {
 
 inline std::vector<Column> SampleRecord::columns() {
   using R = SampleRecord;
-  return {column("rank", &R::rank),           column("iter", &R::iter),
-          column("peer", &R::peer),           column("bytes", &R::bytes, "B"),
-          column("t_post_ns", &R::t_post_ns, "ns"), column("t_done_ns", &R::t_done_ns, "ns"),
-          column("flags", &R::flags),         column("level", &R::level)};
+  return {column("rank", &R::rank),
+          column("iter", &R::iter),
+          column("peer", &R::peer),
+          column("bytes", &R::bytes, "B"),
+          column("t_post_ns", &R::t_post_ns, "ns"),
+          column("t_done_ns", &R::t_done_ns, "ns"),
+          column("flags", &R::flags),
+          column("level", &R::level)};
 }
 
 struct RankRecord {
@@ -94,11 +98,16 @@ struct SummaryRecord {
 
 inline std::vector<Column> SummaryRecord::columns() {
   using R = SummaryRecord;
-  return {column("rank", &R::rank),          column("samples", &R::samples),
-          column("min_ns", &R::min_ns, "ns"), column("mean_ns", &R::mean_ns, "ns"),
-          column("p50_ns", &R::p50_ns, "ns"), column("p99_ns", &R::p99_ns, "ns"),
-          column("p999_ns", &R::p999_ns, "ns"), column("max_ns", &R::max_ns, "ns"),
-          column("bytes", &R::bytes, "B"),   column("errors", &R::errors),
+  return {column("rank", &R::rank),
+          column("samples", &R::samples),
+          column("min_ns", &R::min_ns, "ns"),
+          column("mean_ns", &R::mean_ns, "ns"),
+          column("p50_ns", &R::p50_ns, "ns"),
+          column("p99_ns", &R::p99_ns, "ns"),
+          column("p999_ns", &R::p999_ns, "ns"),
+          column("max_ns", &R::max_ns, "ns"),
+          column("bytes", &R::bytes, "B"),
+          column("errors", &R::errors),
           column("scope", &R::scope)};
 }
 
@@ -163,8 +172,8 @@ struct ValidityRecord {
 
 inline std::vector<Column> ValidityRecord::columns() {
   using R = ValidityRecord;
-  return {column("host", &R::host), column("what", &R::what), column("value", &R::value),
-          column("limit", &R::limit), column("effect", &R::effect)};
+  return {column("host", &R::host), column("what", &R::what), column("value", &R::value), column("limit", &R::limit),
+          column("effect", &R::effect)};
 }
 
 // Copies `text` into a fixed-size field, truncating and NUL-padding.
@@ -178,8 +187,9 @@ void setText(char (&field)[N], std::string_view text) {
 struct KeyValueRecord {
   char key[96];
   char value[256];
-  static std::vector<Column> columns() { return {column("key", &KeyValueRecord::key),
-                                                 column("value", &KeyValueRecord::value)}; }
+  static std::vector<Column> columns() {
+    return {column("key", &KeyValueRecord::key), column("value", &KeyValueRecord::value)};
+  }
 };
 
 // /hosts/<host>/consistency: differences between hosts that usually mean trouble.
@@ -213,9 +223,8 @@ struct ManifestRecord {
 
 inline std::vector<Column> ManifestRecord::columns() {
   using R = ManifestRecord;
-  return {column("component", &R::component), column("host", &R::host),
-          column("intended", &R::intended),   column("discovered", &R::discovered),
-          column("status", &R::status),       column("must_match", &R::must_match),
+  return {column("component", &R::component),   column("host", &R::host),     column("intended", &R::intended),
+          column("discovered", &R::discovered), column("status", &R::status), column("must_match", &R::must_match),
           column("validation", &R::validation)};
 }
 

@@ -49,12 +49,14 @@ Attributes decode(const std::string& text) {
     const char tag = text[pos++];
     std::string name = field();
     std::string payload = field();
-    if (tag == 'i') out.emplace_back(name, static_cast<std::int64_t>(std::stoll(payload)));
+    if (tag == 'i')
+      out.emplace_back(name, static_cast<std::int64_t>(std::stoll(payload)));
     else if (tag == 'd') {
       double d = 0;
       std::memcpy(&d, payload.data(), sizeof d);
       out.emplace_back(name, d);
-    } else out.emplace_back(name, payload);
+    } else
+      out.emplace_back(name, payload);
   }
   return out;
 }
@@ -89,12 +91,10 @@ WriteMode resolveWriteMode(const std::string& requested) {
   return WriteMode::serialGather;
 }
 
-const char* writeModeName(WriteMode mode) {
-  return mode == WriteMode::parallel ? "parallel" : "serial-gather";
-}
+const char* writeModeName(WriteMode mode) { return mode == WriteMode::parallel ? "parallel" : "serial-gather"; }
 
-ResultFile::ResultFile(const std::string& path, const std::string& requested,
-                       const runtime::Communicator& comm, const runtime::Deadline& deadline)
+ResultFile::ResultFile(const std::string& path, const std::string& requested, const runtime::Communicator& comm,
+                       const runtime::Deadline& deadline)
     : path_(path), comm_(&comm), mode_(resolveWriteMode(requested)) {
   // With parallel HDF5 the create is collective, inside MPI-IO: watched.
   const runtime::watchdog::Watch watch("every rank to create the result file", deadline.at(),
@@ -104,7 +104,8 @@ ResultFile::ResultFile(const std::string& path, const std::string& requested,
   // Dense attribute storage: scenario texts may exceed 64 KiB.
   checkH5(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST), "H5Pset_libver_bounds");
 #if FABSCOPE_HDF5_PARALLEL
-  if (mode_ == WriteMode::parallel) checkH5(H5Pset_fapl_mpio(fapl.get(), comm_->handle(), MPI_INFO_NULL), "H5Pset_fapl_mpio");
+  if (mode_ == WriteMode::parallel)
+    checkH5(H5Pset_fapl_mpio(fapl.get(), comm_->handle(), MPI_INFO_NULL), "H5Pset_fapl_mpio");
 #endif
   int ok = 1;
   if (holdsFile()) {
@@ -155,8 +156,8 @@ void ResultFile::setAttributes(const std::string& objectPath, const Attributes& 
   H5Oclose(object);
 }
 
-void ResultFile::writeRows(const std::string& path, hid_t type, std::size_t rowBytes,
-                           std::span<const std::byte> myRows, const runtime::Deadline& deadline) {
+void ResultFile::writeRows(const std::string& path, hid_t type, std::size_t rowBytes, std::span<const std::byte> myRows,
+                           const runtime::Deadline& deadline) {
   const auto myCount = static_cast<std::int64_t>(myRows.size() / rowBytes);
   // The collective create and write happen inside MPI-IO: watched.
   const runtime::watchdog::Watch watch("a table of the result file to be written", deadline.at(),
@@ -181,7 +182,8 @@ void ResultFile::writeRows(const std::string& path, hid_t type, std::size_t rowB
     const hsize_t count[1] = {static_cast<hsize_t>(myCount)};
     H5Space memSpace(H5Screate_simple(1, count, nullptr), "H5Screate_simple");
     if (myCount > 0) {
-      checkH5(H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr), "H5Sselect_hyperslab");
+      checkH5(H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
+              "H5Sselect_hyperslab");
     } else {
       checkH5(H5Sselect_none(fileSpace.get()), "H5Sselect_none");
       checkH5(H5Sselect_none(memSpace.get()), "H5Sselect_none");
@@ -221,8 +223,8 @@ void ResultFile::requireSpace(const std::string& table, std::int64_t bytes, std:
                        " bytes are free on its file system (disk full?); nothing of this table was written");
 }
 
-void ResultFile::writeMatrix(const std::string& path, std::span<const double> rank0Values,
-                             std::size_t rows, std::size_t cols) {
+void ResultFile::writeMatrix(const std::string& path, std::span<const double> rank0Values, std::size_t rows,
+                             std::size_t cols) {
   if (!holdsFile()) return;
   // Collective in parallel HDF5 (create and write, inside MPI-IO): watched, as every other step.
   const runtime::watchdog::Watch watch("the pair matrix of the result file to be written",
@@ -230,8 +232,9 @@ void ResultFile::writeMatrix(const std::string& path, std::span<const double> ra
                                        collective() ? runtime::watchdog::everyRank : runtime::watchdog::noPeer);
   const hsize_t dims[2] = {rows, cols};
   H5Space space(H5Screate_simple(2, dims, nullptr), "H5Screate_simple");
-  H5Dataset ds(H5Dcreate2(file_.get(), path.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-               ("H5Dcreate " + path).c_str());
+  H5Dataset ds(
+      H5Dcreate2(file_.get(), path.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      ("H5Dcreate " + path).c_str());
   // In parallel mode only rank 0 contributes data; the others select nothing.
   H5Space fileSpace(H5Dget_space(ds.get()), "H5Dget_space");
   H5Space memSpace(H5Screate_simple(2, dims, nullptr), "H5Screate_simple");
@@ -251,8 +254,9 @@ void ResultFile::writeMatrix(const std::string& path, std::span<const double> ra
 
 void ResultFile::switchCommunicator(const runtime::Communicator& survivors) {
   if (mode_ == WriteMode::parallel)
-    throw RuntimeFailure("ranks were lost while the result file is written with parallel HDF5; "
-                         "fault drills need hdf5=serial (the runner chooses it for them)");
+    throw RuntimeFailure(
+        "ranks were lost while the result file is written with parallel HDF5; "
+        "fault drills need hdf5=serial (the runner chooses it for them)");
   if (comm_->rank() == 0 && survivors.rank() != 0)
     throw RuntimeFailure("rank 0 must survive a fault drill: it holds the result file");
   comm_ = &survivors;

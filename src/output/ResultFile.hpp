@@ -37,12 +37,10 @@ class ResultFile {
 
   void createGroup(const std::string& path);
   // Attributes as rank 0 has them (other ranks' values are ignored).
-  void setAttributes(const std::string& objectPath, const Attributes& attributes,
-                     const runtime::Deadline& deadline);
+  void setAttributes(const std::string& objectPath, const Attributes& attributes, const runtime::Deadline& deadline);
 
   template <typename Record>
-  void writeTable(const std::string& path, std::span<const Record> myRows,
-                  const runtime::Deadline& deadline) {
+  void writeTable(const std::string& path, std::span<const Record> myRows, const runtime::Deadline& deadline) {
     H5Type type = compoundTypeOf<Record>();
     writeRows(path, type.get(), sizeof(Record), std::as_bytes(myRows), deadline);
   }
@@ -54,8 +52,7 @@ class ResultFile {
   }
 
   // A dense float64 matrix that rank 0 holds (others pass an empty span).
-  void writeMatrix(const std::string& path, std::span<const double> rank0Values, std::size_t rows,
-                   std::size_t cols);
+  void writeMatrix(const std::string& path, std::span<const double> rank0Values, std::size_t rows, std::size_t cols);
 
   void flush();
 
@@ -72,8 +69,8 @@ class ResultFile {
 
  private:
   double stepSeconds_ = 60;  // runtime::deadlines::fileStepSeconds unless the scenario's control_timeout
-  void writeRows(const std::string& path, hid_t type, std::size_t rowBytes,
-                 std::span<const std::byte> myRows, const runtime::Deadline& deadline);
+  void writeRows(const std::string& path, hid_t type, std::size_t rowBytes, std::span<const std::byte> myRows,
+                 const runtime::Deadline& deadline);
   // Throws RuntimeFailure when `freeBytes` (>= 0) cannot take `bytes` of `table`.
   void requireSpace(const std::string& table, std::int64_t bytes, std::int64_t freeBytes) const;
   bool holdsFile() const { return (mode_ == WriteMode::parallel && !alone_) || comm_->rank() == 0; }

@@ -94,9 +94,12 @@ CheckResult checkRdmaPorts(const inv::HostInventory& host, const QuickcheckOptio
   }
   if (ports == 0) {
     r.detail = "no RDMA device on this node";
-    if (required) r.problem = "no RDMA device found, but " +
-                              std::string(options.requireRdma ? "--require-rdma was given" : "the manifest's fabric is " + manifest->fabric->protocol);
-    else r.detail += " (none expected)";
+    if (required)
+      r.problem = "no RDMA device found, but " +
+                  std::string(options.requireRdma ? "--require-rdma was given"
+                                                  : "the manifest's fabric is " + manifest->fabric->protocol);
+    else
+      r.detail += " (none expected)";
     return r;
   }
   r.detail = std::to_string(ports) + " RDMA ports" + (rate ? ", expected rate " + formatNumber(*rate) + " Gb/s" : "");
@@ -133,7 +136,8 @@ CheckResult checkGpuNicAffinity(const inv::HostInventory& host, AffinityLimit li
     }
   }
   if (r.detail.empty())
-    r.detail = std::to_string(host.gpus.size()) + " GPUs, nearest NIC at worst " + affinityLimitName(limit) + " allowed";
+    r.detail =
+        std::to_string(host.gpus.size()) + " GPUs, nearest NIC at worst " + affinityLimitName(limit) + " allowed";
   return r;
 }
 
@@ -141,9 +145,8 @@ bool isErrorCounter(const std::string& name) {
   static const char* const names[] = {
       // InfiniBand/RoCE port counters
       "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors", "port_rcv_remote_physical_errors",
-      "port_rcv_switch_relay_errors", "port_xmit_discards", "port_xmit_constraint_errors",
-      "port_rcv_constraint_errors", "local_link_integrity_errors", "excessive_buffer_overrun_errors",
-      "VL15_dropped", "rx_icrc_encapsulated",
+      "port_rcv_switch_relay_errors", "port_xmit_discards", "port_xmit_constraint_errors", "port_rcv_constraint_errors",
+      "local_link_integrity_errors", "excessive_buffer_overrun_errors", "VL15_dropped", "rx_icrc_encapsulated",
       // interface statistics
       "rx_errors", "tx_errors", "rx_crc_errors", "rx_frame_errors", "rx_length_errors", "rx_over_errors",
       "rx_fifo_errors", "tx_fifo_errors", "tx_carrier_errors", "tx_aborted_errors"};
@@ -175,11 +178,12 @@ CheckResult checkCounterMovement(const std::optional<inv::CounterSnapshot>& prev
     if (d.delta <= options.counterTolerance) continue;
     ++moved;
     if (r.problem.empty())
-      r.problem = "error counter " + d.source + " " + d.name + " rose by " + std::to_string(d.delta) +
-                  " since the last check";
+      r.problem =
+          "error counter " + d.source + " " + d.name + " rose by " + std::to_string(d.delta) + " since the last check";
   }
   if (moved > 1) r.problem += " (+" + std::to_string(moved - 1) + " more)";
-  r.detail = std::to_string(judged) + " error counters compared with the last pass, " + std::to_string(moved) + " moved";
+  r.detail =
+      std::to_string(judged) + " error counters compared with the last pass, " + std::to_string(moved) + " moved";
   return r;
 }
 
@@ -197,18 +201,18 @@ void secureStateDir(const fs::path& dir, uid_t owner) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     throw RuntimeFailure("state directory " + dir.string() + " cannot be created: " + errnoText(errno));
   struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0)
-    throw RuntimeFailure("state directory " + dir.string() + ": " + errnoText(errno));
-  if (S_ISLNK(st.st_mode))
-    throw RuntimeFailure("state directory " + dir.string() + " is a symbolic link; refused");
+  if (::lstat(dir.c_str(), &st) != 0) throw RuntimeFailure("state directory " + dir.string() + ": " + errnoText(errno));
+  if (S_ISLNK(st.st_mode)) throw RuntimeFailure("state directory " + dir.string() + " is a symbolic link; refused");
   if (!S_ISDIR(st.st_mode)) throw RuntimeFailure("state directory " + dir.string() + " is not a directory; refused");
   if (st.st_uid != owner)
     throw RuntimeFailure("state directory " + dir.string() + " is owned by uid " + std::to_string(st.st_uid) +
                          ", not " + std::to_string(owner) + "; refused");
   if (st.st_mode & (S_IWGRP | S_IWOTH))
-    throw RuntimeFailure("state directory " + dir.string() + " is writable by group or others (mode " +
-                         [&] { char m[8]; std::snprintf(m, sizeof m, "%04o", st.st_mode & 07777); return std::string(m); }() +
-                         "); refused");
+    throw RuntimeFailure("state directory " + dir.string() + " is writable by group or others (mode " + [&] {
+      char m[8];
+      std::snprintf(m, sizeof m, "%04o", st.st_mode & 07777);
+      return std::string(m);
+    }() + "); refused");
 }
 
 std::optional<inv::CounterSnapshot> loadCounterState(const fs::path& dir, uid_t owner) {
@@ -223,7 +227,8 @@ std::optional<inv::CounterSnapshot> loadCounterState(const fs::path& dir, uid_t 
   std::string text;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != owner) {
     ::close(fd);
-    throw RuntimeFailure("state file " + file.string() + " is not a regular file of uid " + std::to_string(owner) + "; refused");
+    throw RuntimeFailure("state file " + file.string() + " is not a regular file of uid " + std::to_string(owner) +
+                         "; refused");
   }
   char buffer[65536];
   for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) {
@@ -234,7 +239,8 @@ std::optional<inv::CounterSnapshot> loadCounterState(const fs::path& dir, uid_t 
   std::istringstream lines(text);
   std::string line;
   if (!std::getline(lines, line) || line != stateHeader)
-    throw RuntimeFailure("state file " + file.string() + ":1: expected '" + stateHeader + "'; remove the file to start a new baseline");
+    throw RuntimeFailure("state file " + file.string() + ":1: expected '" + stateHeader +
+                         "'; remove the file to start a new baseline");
   inv::CounterSnapshot snapshot;
   for (int number = 2; std::getline(lines, line); ++number) {
     const auto tab1 = line.find('\t');
@@ -287,7 +293,8 @@ std::optional<LoopFigures> parseLoopLine(const std::string& output) {
   std::string line;
   while (std::getline(lines, line)) {
     LoopFigures f;
-    if (std::sscanf(line.c_str(), "quickcheck-loop: latency_us=%lf bandwidth_GBps=%lf", &f.latencyUs, &f.bandwidthGBps) == 2)
+    if (std::sscanf(line.c_str(), "quickcheck-loop: latency_us=%lf bandwidth_GBps=%lf", &f.latencyUs,
+                    &f.bandwidthGBps) == 2)
       return f;
   }
   return std::nullopt;

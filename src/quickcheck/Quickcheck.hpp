@@ -27,34 +27,34 @@ AffinityLimit parseAffinityLimit(const std::string& text);
 // Thresholds of the intra-node latency and bandwidth loop (2 local ranks under mpirun).
 struct LoopSettings {
   bool enabled = true;
-  std::string transport = "mpi";   // any data path of the build that runs on 2 local ranks
-  int latencyIterations = 2000;    // 8-byte ping-pongs after warm-up
+  std::string transport = "mpi";          // any data path of the build that runs on 2 local ranks
+  int latencyIterations = 2000;           // 8-byte ping-pongs after warm-up
   std::int64_t bandwidthBytes = 1 << 20;  // one message of the bandwidth loop
-  int bandwidthWindow = 16;        // messages in flight per round
+  int bandwidthWindow = 16;               // messages in flight per round
   int bandwidthRounds = 30;
-  double maxLatencyUs = 100;       // median one-way latency allowed
-  double minBandwidthGBps = 0.5;   // 10^9 bytes per second, at least
-  std::string mpirun;              // "" : mpirun from PATH, then /usr/bin/mpirun
+  double maxLatencyUs = 100;      // median one-way latency allowed
+  double minBandwidthGBps = 0.5;  // 10^9 bytes per second, at least
+  std::string mpirun;             // "" : mpirun from PATH, then /usr/bin/mpirun
 };
 
 struct QuickcheckOptions {
-  std::string manifestPath;                 // "" : no manifest
-  std::optional<double> rdmaRateGbps;       // every active RDMA port at least this (also: the manifest's rate)
-  bool requireRdma = false;                 // no RDMA device is a problem (also: manifest protocol ib|roce)
+  std::string manifestPath;            // "" : no manifest
+  std::optional<double> rdmaRateGbps;  // every active RDMA port at least this (also: the manifest's rate)
+  bool requireRdma = false;            // no RDMA device is a problem (also: manifest protocol ib|roce)
   AffinityLimit affinityLimit = AffinityLimit::node;
-  std::filesystem::path stateDir;           // where counters of the last pass live; "" : defaultStateDir()
+  std::filesystem::path stateDir;  // where counters of the last pass live; "" : defaultStateDir()
   bool counters = true;
   std::vector<std::string> interfaces;      // interfaces whose error counters count; empty: all but lo
   std::vector<std::string> ignoreCounters;  // counter names not to judge
   std::int64_t counterTolerance = 0;        // increase per counter allowed between passes
   LoopSettings loop;
-  double timeLimitSeconds = 45;             // the whole check, loop included
-  std::string reportPath;                   // "" : no file; else a JSON report of every check
-  bool verbose = false;                     // every check's line on stderr
+  double timeLimitSeconds = 45;  // the whole check, loop included
+  std::string reportPath;        // "" : no file; else a JSON report of every check
+  bool verbose = false;          // every check's line on stderr
   // Slurm: drain this node on a problem, resume it when healthy if fabscope drained it.
   bool slurmDrain = false;
-  std::string slurmNode;                    // "" : SLURMD_NODENAME, else the short host name
-  std::string scontrol;                     // "" : scontrol from PATH, then /usr/bin/scontrol
+  std::string slurmNode;  // "" : SLURMD_NODENAME, else the short host name
+  std::string scontrol;   // "" : scontrol from PATH, then /usr/bin/scontrol
   // For fabscope's own tests: read this tree instead of /sys (no live verbs, hwloc, CUDA).
   std::filesystem::path sysRoot;
 };

@@ -13,9 +13,9 @@
 #include <cstring>
 #include <iostream>
 
-#include "quickcheck/Quickcheck.hpp"
 #include "inventory/InventoryFormat.hpp"
 #include "inventory/JsonWriter.hpp"
+#include "quickcheck/Quickcheck.hpp"
 #include "runtime/Clock.hpp"
 #include "runtime/Errors.hpp"
 #include "runtime/Mpi.hpp"
@@ -155,16 +155,17 @@ CheckResult runLoop(const LoopSettings& s, double secondsLeft) {
     r.problem = "no time left for the latency loop (raise --time-limit)";
     return r;
   }
-  std::vector<std::string> args = {programOrDefault(s.mpirun, "mpirun"), "-np", "2", "--oversubscribe", "--bind-to", "none"};
+  std::vector<std::string> args = {
+      programOrDefault(s.mpirun, "mpirun"), "-np", "2", "--oversubscribe", "--bind-to", "none"};
   if (::geteuid() == 0) args.push_back("--allow-run-as-root");
   char number[64];
   std::snprintf(number, sizeof number, "%.3f", budget - 1.0);
   for (const std::string& a :
        {self.string(), std::string("quickcheck"), std::string("--loop-worker"), std::string("--loop-transport"),
-        s.transport, std::string("--loop-iterations"), std::to_string(s.latencyIterations),
-        std::string("--loop-bytes"), std::to_string(s.bandwidthBytes), std::string("--loop-window"),
-        std::to_string(s.bandwidthWindow), std::string("--loop-rounds"), std::to_string(s.bandwidthRounds),
-        std::string("--time-limit"), std::string(number)})
+        s.transport, std::string("--loop-iterations"), std::to_string(s.latencyIterations), std::string("--loop-bytes"),
+        std::to_string(s.bandwidthBytes), std::string("--loop-window"), std::to_string(s.bandwidthWindow),
+        std::string("--loop-rounds"), std::to_string(s.bandwidthRounds), std::string("--time-limit"),
+        std::string(number)})
     args.push_back(a);
   const ChildResult child = runChild(args, budget);
   if (!child.started) {
@@ -177,8 +178,8 @@ CheckResult runLoop(const LoopSettings& s, double secondsLeft) {
   }
   const auto figures = parseLoopLine(child.output);
   if (child.exitStatus != 0 || !figures) {
-    r.problem = "latency loop failed (" + args[0] + " exit " + std::to_string(child.exitStatus) + "): " +
-                lastLines(child.output, 2);
+    r.problem = "latency loop failed (" + args[0] + " exit " + std::to_string(child.exitStatus) +
+                "): " + lastLines(child.output, 2);
     return r;
   }
   return judgeLoop(*figures, s);
@@ -224,7 +225,8 @@ std::string applyToSlurm(const QuickcheckOptions& o, const std::string& problem)
   }
   const ChildResult done = runChild(update, 10);
   if (!done.started || done.timedOut || done.exitStatus != 0)
-    return "slurm: '" + update[1] + " " + update[3] + "' for " + node + " failed: " + lastLines(done.output + done.error, 1);
+    return "slurm: '" + update[1] + " " + update[3] + "' for " + node +
+           " failed: " + lastLines(done.output + done.error, 1);
   return "slurm: " + node + " " + (problem.empty() ? "resumed" : "drained");
 }
 

@@ -87,7 +87,8 @@ int runQuickcheckLoopWorker(const LoopSettings& s, double seconds, int& argc, ch
     if (rank == 0) {
       const double oneWayUs = double(median(roundTrips)) / 2 / 1e3;
       // bytes per nanosecond = GB/s (10^9 bytes per second)
-      const double gbps = double(bytes) * s.bandwidthWindow / double(std::max<runtime::Nanoseconds>(median(roundTimes), 1));
+      const double gbps =
+          double(bytes) * s.bandwidthWindow / double(std::max<runtime::Nanoseconds>(median(roundTimes), 1));
       std::printf("quickcheck-loop: latency_us=%.3f bandwidth_GBps=%.3f\n", oneWayUs, gbps);
       std::fflush(stdout);
     }

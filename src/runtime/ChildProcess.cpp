@@ -23,7 +23,8 @@ ChildProcess::~ChildProcess() {
 void ChildProcess::start(const std::vector<std::string>& args, const std::vector<std::string>& environment,
                          const std::vector<std::string>& unset) {
   outputFd_ = ::memfd_create("fabscope-child", MFD_CLOEXEC);
-  if (outputFd_ < 0) throw RuntimeFailure(std::string("memfd_create for the output of ") + args[0] + ": " + std::strerror(errno));
+  if (outputFd_ < 0)
+    throw RuntimeFailure(std::string("memfd_create for the output of ") + args[0] + ": " + std::strerror(errno));
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string entry = *e;
@@ -98,8 +99,7 @@ std::string ChildProcess::output() const {
   return text;
 }
 
-ChildRun runBounded(const std::vector<std::string>& args, double seconds,
-                    const std::vector<std::string>& environment) {
+ChildRun runBounded(const std::vector<std::string>& args, double seconds, const std::vector<std::string>& environment) {
   ChildRun run;
   ChildProcess child;
   try {

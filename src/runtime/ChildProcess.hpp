@@ -36,7 +36,7 @@ class ChildProcess {
   bool running() const { return pid_ > 0 && !reaped_; }
   pid_t pid() const { return pid_; }
   int exitStatus() const { return exitStatus_; }  // 128 + N when killed by signal N
-  std::string output() const;                       // what it printed so far (at most maxOutputBytes)
+  std::string output() const;                     // what it printed so far (at most maxOutputBytes)
 
  private:
   void kill();

@@ -45,8 +45,7 @@ ClockOffset answerParent(const Communicator& comm, int parent, int rounds, const
   }
   Nanoseconds composed[2] = {0, 0};
   MPI_Request r;
-  checkMpi(MPI_Irecv(composed, 2, MPI_INT64_T, parent, clockOffsetTag, comm.handle(), &r),
-           "MPI_Irecv(clock offset)");
+  checkMpi(MPI_Irecv(composed, 2, MPI_INT64_T, parent, clockOffsetTag, comm.handle(), &r), "MPI_Irecv(clock offset)");
   waitFor(&r, 1, deadline, "this rank's clock offset from the parent rank", parent);
   return {composed[0], composed[1]};
 }

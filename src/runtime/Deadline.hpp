@@ -7,17 +7,15 @@
 #include <string>
 
 #include "runtime/Clock.hpp"
-#include "runtime/Watchdog.hpp"
 #include "runtime/Errors.hpp"
+#include "runtime/Watchdog.hpp"
 
 namespace fabscope::runtime {
 
 class Deadline {
  public:
   static Deadline after(Nanoseconds budget) { return Deadline(monotonicNow() + budget); }
-  static Deadline afterSeconds(double seconds) {
-    return after(static_cast<Nanoseconds>(seconds * 1e9));
-  }
+  static Deadline afterSeconds(double seconds) { return after(static_cast<Nanoseconds>(seconds * 1e9)); }
   explicit Deadline(Nanoseconds at) : at_(at) {}
 
   Nanoseconds at() const noexcept { return at_; }

@@ -28,8 +28,10 @@ std::int64_t readInt(const std::vector<std::byte>& in, std::size_t& pos) {
 
 std::vector<std::byte> readBytes(const std::vector<std::byte>& in, std::size_t& pos) {
   const auto n = readInt(in, pos);
-  if (n < 0 || pos + static_cast<std::size_t>(n) > in.size()) throw RuntimeFailure("loss round: a report was cut short");
-  std::vector<std::byte> out(in.begin() + static_cast<std::ptrdiff_t>(pos), in.begin() + static_cast<std::ptrdiff_t>(pos + n));
+  if (n < 0 || pos + static_cast<std::size_t>(n) > in.size())
+    throw RuntimeFailure("loss round: a report was cut short");
+  std::vector<std::byte> out(in.begin() + static_cast<std::ptrdiff_t>(pos),
+                             in.begin() + static_cast<std::ptrdiff_t>(pos + n));
   pos += static_cast<std::size_t>(n);
   return out;
 }
@@ -74,7 +76,8 @@ LossReport decodeLossReport(const std::vector<std::byte>& bytes) {
   const auto error = readBytes(bytes, pos);
   r.error.assign(reinterpret_cast<const char*>(error.data()), error.size());
   const auto lost = readInt(bytes, pos);
-  if (lost < 0 || lost > (1 << 24)) throw RuntimeFailure("loss round: a report names an impossible number of lost ranks");
+  if (lost < 0 || lost > (1 << 24))
+    throw RuntimeFailure("loss round: a report names an impossible number of lost ranks");
   for (std::int64_t i = 0; i < lost; ++i) r.lost.push_back(static_cast<int>(readInt(bytes, pos)));
   r.samples = readBytes(bytes, pos);
   if (pos != bytes.size()) throw RuntimeFailure("loss round: a report has trailing bytes");
@@ -165,8 +168,8 @@ void LossChannel::conclude(const LossOutcome& outcome, const std::string& line, 
   for (const auto& [r, report] : outcome.reports) {
     if (r == 0) continue;
     MPI_Request request;
-    if (MPI_Isend(conclusion_.data(), static_cast<int>(conclusion_.size()), MPI_BYTE, r, conclusionTag, comm_, &request) !=
-        MPI_SUCCESS)
+    if (MPI_Isend(conclusion_.data(), static_cast<int>(conclusion_.size()), MPI_BYTE, r, conclusionTag, comm_,
+                  &request) != MPI_SUCCESS)
       continue;
     sends.push_back(request);
     waitingFor.push_back(r);

@@ -42,8 +42,8 @@ struct LossReport {
 
 // Rank 0's view at the end of a round.
 struct LossOutcome {
-  std::vector<int> lost;     // known lost, plus the silent ones
-  std::vector<int> silent;   // called, did not answer in time
+  std::vector<int> lost;                            // known lost, plus the silent ones
+  std::vector<int> silent;                          // called, did not answer in time
   std::vector<std::pair<int, LossReport>> reports;  // rank 0's own first, then by arrival
 };
 

@@ -1,10 +1,10 @@
 #include "runtime/MemoryUse.hpp"
 
+#include <malloc.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <malloc.h>
 #include <sstream>
 #include <string>
 
@@ -78,9 +78,12 @@ void reportMemoryIfAsked(int rank) {
   if (!asked || std::string(asked) != "1") return;
   sampleHeapPeak("end of run");
   const auto now = currentMemoryUse();
-  std::fprintf(stderr, "fabscope: memory: rank %d heap_peak_mb=%.1f rss_shmem_mb=%.1f vm_hwm_mb=%.1f write_s=%.3f clock_sync_s=%.3f peak_at=%s\n",
+  std::fprintf(stderr,
+               "fabscope: memory: rank %d heap_peak_mb=%.1f rss_shmem_mb=%.1f vm_hwm_mb=%.1f write_s=%.3f "
+               "clock_sync_s=%.3f peak_at=%s\n",
                rank, megabytes(heapPeak), megabytes(now.rssShmemBytes), megabytes(now.vmHwmBytes),
-               static_cast<double>(writeNanoseconds) / 1e9, static_cast<double>(clockSyncNanoseconds) / 1e9, heapPeakWhere);
+               static_cast<double>(writeNanoseconds) / 1e9, static_cast<double>(clockSyncNanoseconds) / 1e9,
+               heapPeakWhere);
   std::fflush(stderr);
 }
 

@@ -1,7 +1,7 @@
 #include "runtime/Mpi.hpp"
 
-#include "runtime/LossChannel.hpp"
 #include "runtime/Deadlines.hpp"
+#include "runtime/LossChannel.hpp"
 #include "runtime/Watchdog.hpp"
 
 #include <cstring>
@@ -89,8 +89,7 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
   return *this;
 }
 
-void Communicator::complete(MPI_Request& request, const Deadline& deadline,
-                            const char* what) const {
+void Communicator::complete(MPI_Request& request, const Deadline& deadline, const char* what) const {
   int done = 0;
   unsigned polls = 0;
   waitUntil(
@@ -115,8 +114,7 @@ void Communicator::broadcast(void* data, int bytes, int root, const Deadline& de
   complete(r, deadline, "a broadcast");
 }
 
-std::string Communicator::broadcastString(const std::string& text, int root,
-                                          const Deadline& deadline) const {
+std::string Communicator::broadcastString(const std::string& text, int root, const Deadline& deadline) const {
   std::int64_t length = static_cast<std::int64_t>(text.size());
   broadcast(&length, sizeof length, root, deadline);
   std::string out = rank_ == root ? text : std::string(static_cast<std::size_t>(length), '\0');
@@ -124,8 +122,7 @@ std::string Communicator::broadcastString(const std::string& text, int root,
   return out;
 }
 
-std::int64_t Communicator::allreduce(std::int64_t value, MPI_Op op,
-                                     const Deadline& deadline) const {
+std::int64_t Communicator::allreduce(std::int64_t value, MPI_Op op, const Deadline& deadline) const {
   std::int64_t out = 0;
   MPI_Request r;
   checkMpi(MPI_Iallreduce(&value, &out, 1, MPI_INT64_T, op, comm_, &r), "MPI_Iallreduce");
@@ -133,24 +130,20 @@ std::int64_t Communicator::allreduce(std::int64_t value, MPI_Op op,
   return out;
 }
 
-std::vector<std::int64_t> Communicator::allgather(std::int64_t value,
-                                                  const Deadline& deadline) const {
+std::vector<std::int64_t> Communicator::allgather(std::int64_t value, const Deadline& deadline) const {
   std::vector<std::int64_t> out(static_cast<std::size_t>(size_));
   MPI_Request r;
-  checkMpi(MPI_Iallgather(&value, 1, MPI_INT64_T, out.data(), 1, MPI_INT64_T, comm_, &r),
-           "MPI_Iallgather");
+  checkMpi(MPI_Iallgather(&value, 1, MPI_INT64_T, out.data(), 1, MPI_INT64_T, comm_, &r), "MPI_Iallgather");
   complete(r, deadline, "an allgather");
   return out;
 }
 
-std::vector<std::byte> Communicator::gatherBytes(std::span<const std::byte> mine, int root,
-                                                 std::vector<int>& countsOut,
+std::vector<std::byte> Communicator::gatherBytes(std::span<const std::byte> mine, int root, std::vector<int>& countsOut,
                                                  const Deadline& deadline) const {
   int count = static_cast<int>(mine.size());
   countsOut.assign(static_cast<std::size_t>(size_), 0);
   MPI_Request r;
-  checkMpi(MPI_Igather(&count, 1, MPI_INT, countsOut.data(), 1, MPI_INT, root, comm_, &r),
-           "MPI_Igather");
+  checkMpi(MPI_Igather(&count, 1, MPI_INT, countsOut.data(), 1, MPI_INT, root, comm_, &r), "MPI_Igather");
   complete(r, deadline, "a gather of sizes");
   std::vector<int> displacements(static_cast<std::size_t>(size_), 0);
   std::vector<std::byte> out;
@@ -163,8 +156,8 @@ std::vector<std::byte> Communicator::gatherBytes(std::span<const std::byte> mine
     if (total > INT32_MAX) throw RuntimeFailure("gather of more than 2 GiB to one rank");
     out.resize(static_cast<std::size_t>(total));
   }
-  checkMpi(MPI_Igatherv(mine.data(), count, MPI_BYTE, out.data(), countsOut.data(),
-                        displacements.data(), MPI_BYTE, root, comm_, &r),
+  checkMpi(MPI_Igatherv(mine.data(), count, MPI_BYTE, out.data(), countsOut.data(), displacements.data(), MPI_BYTE,
+                        root, comm_, &r),
            "MPI_Igatherv");
   complete(r, deadline, "a gather of data");
   return out;
@@ -173,14 +166,12 @@ std::vector<std::byte> Communicator::gatherBytes(std::span<const std::byte> mine
 std::vector<std::string> Communicator::gatherStrings(const std::string& mine, int root,
                                                      const Deadline& deadline) const {
   std::vector<int> counts;
-  auto bytes = gatherBytes(std::as_bytes(std::span(mine.data(), mine.size())), root, counts,
-                           deadline);
+  auto bytes = gatherBytes(std::as_bytes(std::span(mine.data(), mine.size())), root, counts, deadline);
   std::vector<std::string> out;
   if (rank_ != root) return out;
   std::size_t offset = 0;
   for (int c : counts) {
-    out.emplace_back(reinterpret_cast<const char*>(bytes.data()) + offset,
-                     static_cast<std::size_t>(c));
+    out.emplace_back(reinterpret_cast<const char*>(bytes.data()) + offset, static_cast<std::size_t>(c));
     offset += static_cast<std::size_t>(c);
   }
   return out;

@@ -56,10 +56,9 @@ class Communicator {
   std::vector<std::int64_t> allgather(std::int64_t value, const Deadline& deadline) const;
   // Concatenation of every rank's bytes at `root` (empty elsewhere), with the
   // byte count each rank sent.
-  std::vector<std::byte> gatherBytes(std::span<const std::byte> mine, int root,
-                                     std::vector<int>& countsOut, const Deadline& deadline) const;
-  std::vector<std::string> gatherStrings(const std::string& mine, int root,
-                                         const Deadline& deadline) const;
+  std::vector<std::byte> gatherBytes(std::span<const std::byte> mine, int root, std::vector<int>& countsOut,
+                                     const Deadline& deadline) const;
+  std::vector<std::string> gatherStrings(const std::string& mine, int root, const Deadline& deadline) const;
 
   // MPI has no non-blocking split. Every rank first shows up in a barrier
   // bounded by `deadline` (a lost peer becomes DeadlineExceeded there), then

@@ -34,9 +34,9 @@ RankIdentity discoverRankIdentity(const Communicator& world, const Deadline& dea
 
   std::vector<char> all(hostNameBytes * static_cast<std::size_t>(id.size));
   MPI_Request r;
-  checkMpi(MPI_Iallgather(name.data(), hostNameBytes, MPI_CHAR, all.data(), hostNameBytes,
-                          MPI_CHAR, world.handle(), &r),
-           "MPI_Iallgather(hostnames)");
+  checkMpi(
+      MPI_Iallgather(name.data(), hostNameBytes, MPI_CHAR, all.data(), hostNameBytes, MPI_CHAR, world.handle(), &r),
+      "MPI_Iallgather(hostnames)");
   int done = 0;
   waitUntil(
       [&] {

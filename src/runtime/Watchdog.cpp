@@ -102,12 +102,12 @@ void describeLocalSilence(int me, const std::string& myHost, char* out, std::siz
     if (static_cast<int>(r) == me || hosts->ofRank[r] != myHost || pid <= 0) continue;
     const char state = processState(pid);
     const char* what = state == '-' || state == 'Z' || state == 'X' ? "is gone"
-                       : state == 'T' || state == 't'              ? "is stopped"
-                                                                   : nullptr;
+                       : state == 'T' || state == 't'               ? "is stopped"
+                                                                    : nullptr;
     if (!what) continue;
-    const int n = std::snprintf(out + used, size - used, "%s rank %zu (%s) %s (pid %lld)",
-                                used == 0 ? "; on this host" : ",", r, hosts->ofRank[r].c_str(), what,
-                                static_cast<long long>(pid));
+    const int n =
+        std::snprintf(out + used, size - used, "%s rank %zu (%s) %s (pid %lld)", used == 0 ? "; on this host" : ",", r,
+                      hosts->ofRank[r].c_str(), what, static_cast<long long>(pid));
     if (n < 0) break;
     used += std::min(static_cast<std::size_t>(n), size - used - 1);
   }
@@ -158,8 +158,7 @@ extern "C" void onFatalSignal(int signal) {
                               "fabscope: rank %d (%s): watchdog: crashed with signal %d (%s)%s (a communication "
                               "library failing after a lost or silent peer, or a bug%s); ending this rank with exit "
                               "code 3\n",
-                              crashRank, crashHost, signal, strsignal(signal), wait,
-                              silence[0] ? silence : "");
+                              crashRank, crashHost, signal, strsignal(signal), wait, silence[0] ? silence : "");
   if (n > 0) (void)!write(2, line, static_cast<std::size_t>(std::min<int>(n, sizeof line - 1)));
   _exit(3);
 }

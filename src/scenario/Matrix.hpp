@@ -14,7 +14,7 @@ struct TestInstance {
   const TestSpec* spec = nullptr;
   std::int64_t bytes = 0;
   std::string condition;
-  std::string caseId;  // same for one test and size across conditions
+  std::string caseId;       // same for one test and size across conditions
   std::string sizeFormula;  // how the size was derived from the model, "" if literal
   int replicate = 0;        // 0 .. spec->repeats - 1
 };

@@ -50,9 +50,9 @@ struct TestSpec {
   int canaries = 0;
   double canaryFraction = 0;
   std::string placement = "spread";
-  std::int64_t loadBytes = 64 * 1024;  // message size of the neighbour traffic
-  double budgetSeconds = 0;  // budget: the test's time budget (0: none)
-  std::vector<std::string> sizeFormulas;  // per size: how it was derived ("" if given literally)
+  std::int64_t loadBytes = 64 * 1024;            // message size of the neighbour traffic
+  double budgetSeconds = 0;                      // budget: the test's time budget (0: none)
+  std::vector<std::string> sizeFormulas;         // per size: how it was derived ("" if given literally)
   std::map<std::string, std::string> overrides;  // key -> "--set key=value" that set it
   // Where the test stands, captured at load for messages after it (plan):
   // "file:line:column" of the test's mapping, and of each key's value in it.
@@ -164,10 +164,10 @@ struct TransportRules {
 
 struct ScenarioRules {
   std::map<std::string, KindRules> kinds;
-  std::map<std::string, std::string> transports;  // name -> "" if built, else why not
+  std::map<std::string, std::string> transports;            // name -> "" if built, else why not
   std::map<std::string, TransportRules> transportSettings;  // the transports that have keys
-  std::string defaultTransport;  // a test's transport when it names none
-  std::map<std::string, std::string> memoryKinds;  // name -> "" if built, else why not
+  std::string defaultTransport;                             // a test's transport when it names none
+  std::map<std::string, std::string> memoryKinds;           // name -> "" if built, else why not
   std::vector<std::string> conditions;
   int worldSize = 1;
   // --allow-commands: a scenario file's own commands may run. Off by default: a

@@ -1,8 +1,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -15,13 +15,16 @@
 namespace fabscope::scenario {
 namespace {
 
-const std::vector<std::string> topKeys = {"name", "description", "criteria", "seed", "hdf5", "max_memory_per_rank", "budget",
-                                          "control_timeout", "control_grace",
-                                          "transports", "model", "parallel", "defaults", "tests"};
-const std::vector<std::string> commonKeys = {"name",   "kind",      "sizes",     "iterations",
-                                             "warmup", "timeout",   "transport", "memory",
-                                             "conditions", "ranks", "roles", "load_bytes",
-                                             "repeats", "budget"};
+const std::vector<std::string> topKeys = {"name",          "description",
+                                          "criteria",      "seed",
+                                          "hdf5",          "max_memory_per_rank",
+                                          "budget",        "control_timeout",
+                                          "control_grace", "transports",
+                                          "model",         "parallel",
+                                          "defaults",      "tests"};
+const std::vector<std::string> commonKeys = {"name",    "kind",       "sizes",   "iterations", "warmup",
+                                             "timeout", "transport",  "memory",  "conditions", "ranks",
+                                             "roles",   "load_bytes", "repeats", "budget"};
 const std::vector<std::string> runLevelOverrideKeys = {"seed", "hdf5", "max_memory_per_rank"};
 constexpr double maxTimeoutSeconds = 24 * 3600;
 // A value given with --set is parsed on its own, so its marks are positions in
@@ -104,7 +107,8 @@ class Loader {
     } catch (const std::invalid_argument& e) {
       fail(n, e.what());
     }
-    if (seconds > maxTimeoutSeconds) fail(n, "'" + key + "' is longer than 24h; give a deadline a person would wait for");
+    if (seconds > maxTimeoutSeconds)
+      fail(n, "'" + key + "' is longer than 24h; give a deadline a person would wait for");
     return seconds;
   }
 
@@ -116,13 +120,13 @@ class Loader {
     const YAML::Node root = parseRoot(text);
     checkKeys(root);
     if (!root.IsMap()) {
-      if (root.IsNull()) throw ScenarioError(file_ + ":1:1: the scenario is empty; expected a mapping with a 'tests:' list");
+      if (root.IsNull())
+        throw ScenarioError(file_ + ":1:1: the scenario is empty; expected a mapping with a 'tests:' list");
       fail(root, "expected a mapping with keys " + joined(topKeys));
     }
     for (const auto& entry : root) {
       const auto key = entry.first.Scalar();
-      if (!contains(topKeys, key))
-        fail(entry.first, "unknown key '" + key + "'; expected one of: " + joined(topKeys));
+      if (!contains(topKeys, key)) fail(entry.first, "unknown key '" + key + "'; expected one of: " + joined(topKeys));
     }
     readRunSettings(root, scenario);
 
@@ -131,8 +135,10 @@ class Loader {
     for (const auto& entry : defaults) {
       const auto key = entry.first.Scalar();
       if (key == "name" || key == "kind" || !contains(commonKeys, key))
-        fail(entry.first, "unknown key '" + key + "' in defaults; expected one of: sizes, iterations, "
-                          "warmup, timeout, transport, memory, conditions, ranks, roles, load_bytes, repeats, budget");
+        fail(entry.first,
+             "unknown key '" + key +
+                 "' in defaults; expected one of: sizes, iterations, "
+                 "warmup, timeout, transport, memory, conditions, ranks, roles, load_bytes, repeats, budget");
     }
 
     const YAML::Node tests = root["tests"];
@@ -156,8 +162,8 @@ class Loader {
     try {
       return YAML::Load(text);
     } catch (const YAML::ParserException& e) {
-      throw ScenarioError(file_ + ":" + std::to_string(e.mark.line + 1) + ":" +
-                          std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+      throw ScenarioError(file_ + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                          ": YAML syntax error: " + e.msg);
     }
   }
 
@@ -197,7 +203,8 @@ class Loader {
     for (std::size_t i = 0; i < tests.size(); ++i) {
       TestSpec spec = parseTest(tests[i], defaults, i);
       spec.overrides = testOverrides_[i];
-      if (!names.insert(spec.name).second) fail(tests[i], "two tests are named '" + spec.name + "'; names must be unique");
+      if (!names.insert(spec.name).second)
+        fail(tests[i], "two tests are named '" + spec.name + "'; names must be unique");
       const auto& kind = rules_.kinds.at(spec.kind);
       const int participants = spec.ranks > 0 ? spec.ranks : rules_.worldSize;
       if (spec.ranks > rules_.worldSize)
@@ -207,9 +214,9 @@ class Loader {
       // a wrong transport or key is the more useful message.
       if (kind.parse) spec.config = kind.parse(spec, TestSource{file_, tests[i], model_, parallel_, rules_.worldSize});
       if (participants < kind.minRanks)
-        fail(tests[i], "test '" + spec.name + "' (" + spec.kind + ") needs at least " +
-                           std::to_string(kind.minRanks) + " ranks; the run has " +
-                           std::to_string(participants) + " (start more ranks with mpirun -np)");
+        fail(tests[i], "test '" + spec.name + "' (" + spec.kind + ") needs at least " + std::to_string(kind.minRanks) +
+                           " ranks; the run has " + std::to_string(participants) +
+                           " (start more ranks with mpirun -np)");
       scenario.tests.push_back(std::move(spec));
     }
   }
@@ -283,8 +290,8 @@ class Loader {
         if (!onlyTest.empty() && testName != onlyTest) continue;
         const std::string kind = test["kind"] ? test["kind"].as<std::string>("") : "";
         const auto k = rules_.kinds.find(kind);
-        const bool allowed = contains(commonKeys, key) ||
-                             (k != rules_.kinds.end() && contains(k->second.extraKeys, key));
+        const bool allowed =
+            contains(commonKeys, key) || (k != rules_.kinds.end() && contains(k->second.extraKeys, key));
         if (!allowed) {
           if (!onlyTest.empty())
             throw ScenarioError(where + ": test '" + onlyTest + "' (" + kind + ") has no key '" + key + "'");
@@ -296,9 +303,8 @@ class Loader {
       }
       if (!applied) {
         if (!onlyTest.empty()) throw ScenarioError(where + ": no test is named '" + onlyTest + "'");
-        throw ScenarioError(where + ": no test in the scenario has a key '" + key +
-                            "'; common keys: " + joined(commonKeys) + "; run-level keys: " +
-                            joined(runLevelOverrideKeys));
+        throw ScenarioError(where + ": no test in the scenario has a key '" + key + "'; common keys: " +
+                            joined(commonKeys) + "; run-level keys: " + joined(runLevelOverrideKeys));
       }
     }
   }
@@ -332,8 +338,8 @@ class Loader {
       if (!v.IsMap()) fail(v, "'transports." + name + "' must be a mapping such as " + it->second.example);
       for (const auto& key : v)
         if (!contains(it->second.keys, key.first.Scalar()))
-          fail(key.first, "unknown key '" + key.first.Scalar() + "' under 'transports." + name + "'; expected: " +
-                              joined(it->second.keys));
+          fail(key.first, "unknown key '" + key.first.Scalar() + "' under 'transports." + name +
+                              "'; expected: " + joined(it->second.keys));
       settings[name] = it->second.parse(TransportSource(file_, name, v));
     }
     for (const auto& [name, r] : rules)
@@ -344,9 +350,11 @@ class Loader {
   std::int64_t integerOf(const YAML::Node& n, const std::string& key, std::int64_t min, std::int64_t max) const {
     std::int64_t v = 0;
     if (!n.IsScalar() || !YAML::convert<std::int64_t>::decode(n, v))
-      fail(n, "'" + key + "' must be a whole number, got '" + (n.IsScalar() ? n.Scalar() : std::string("a list or mapping")) + "'");
+      fail(n, "'" + key + "' must be a whole number, got '" +
+                  (n.IsScalar() ? n.Scalar() : std::string("a list or mapping")) + "'");
     if (v < min || v > max)
-      fail(n, "'" + key + "' is " + std::to_string(v) + "; expected " + std::to_string(min) + ".." + std::to_string(max));
+      fail(n,
+           "'" + key + "' is " + std::to_string(v) + "; expected " + std::to_string(min) + ".." + std::to_string(max));
     return v;
   }
 
@@ -386,17 +394,24 @@ class Loader {
   //        {derive: moe-dispatch | moe-dispatch-token, tokens: [1, 128]}
   // with the scenario's (or the mapping's own) `model` and `parallel`.
   void derivedSizes(const YAML::Node& n, TestSpec& spec) const {
-    static const std::vector<std::string> keys = {"derive", "model", "parallel", "decode_batch", "prefill_chunk",
-                                                  "block_tokens", "prompt_tokens", "tokens"};
+    static const std::vector<std::string> keys = {"derive",        "model",        "parallel",      "decode_batch",
+                                                  "prefill_chunk", "block_tokens", "prompt_tokens", "tokens"};
     for (const auto& entry : n) {
       const auto key = entry.first.Scalar();
-      if (!contains(keys, key)) fail(entry.first, "unknown key '" + key + "' in derived sizes; expected one of: " + joined(keys));
+      if (!contains(keys, key))
+        fail(entry.first, "unknown key '" + key + "' in derived sizes; expected one of: " + joined(keys));
     }
-    if (!n["derive"]) fail(n, "derived sizes need 'derive': tp-allreduce, kv-block-layer, kv-block, kv-request, moe-dispatch or moe-dispatch-token");
-    const std::string what = choiceOf(n["derive"], "derive", {"tp-allreduce", "kv-block-layer", "kv-block", "kv-request", "moe-dispatch", "moe-dispatch-token"});
+    if (!n["derive"])
+      fail(n,
+           "derived sizes need 'derive': tp-allreduce, kv-block-layer, kv-block, kv-request, moe-dispatch or "
+           "moe-dispatch-token");
+    const std::string what =
+        choiceOf(n["derive"], "derive",
+                 {"tp-allreduce", "kv-block-layer", "kv-block", "kv-request", "moe-dispatch", "moe-dispatch-token"});
     const YAML::Node modelNode = n["model"] ? n["model"] : model_;
     const YAML::Node parallelNode = n["parallel"] ? n["parallel"] : parallel_;
-    if (!modelNode) fail(n, "derived sizes need a model: give 'model:' here or at the top of the scenario (e.g. model: llama3-70b)");
+    if (!modelNode)
+      fail(n, "derived sizes need a model: give 'model:' here or at the top of the scenario (e.g. model: llama3-70b)");
     auto counts = [&](const char* key, bool required) {
       std::vector<std::int64_t> out;
       const YAML::Node c = n[key];
@@ -423,9 +438,11 @@ class Loader {
       if (what == "tp-allreduce") {
         const auto decode = counts("decode_batch", false);
         const auto prefill = counts("prefill_chunk", false);
-        if (decode.empty() && prefill.empty()) fail(n, "'derive: tp-allreduce' needs decode_batch and/or prefill_chunk");
+        if (decode.empty() && prefill.empty())
+          fail(n, "'derive: tp-allreduce' needs decode_batch and/or prefill_chunk");
         for (auto b : decode) add(model::allReduceBytesForDecode(m, static_cast<std::uint64_t>(b)), n["decode_batch"]);
-        for (auto c : prefill) add(model::allReduceBytesForPrefill(m, static_cast<std::uint64_t>(c)), n["prefill_chunk"]);
+        for (auto c : prefill)
+          add(model::allReduceBytesForPrefill(m, static_cast<std::uint64_t>(c)), n["prefill_chunk"]);
       } else if (what == "moe-dispatch" || what == "moe-dispatch-token") {
         // tokens per rank x one token copy (fp8): a rank's dispatch payload with
         // one copy per token (the alltoall kind routes each to its top-k experts)
@@ -437,8 +454,10 @@ class Loader {
         }
       } else {
         const auto blockTokens = static_cast<std::uint32_t>(counts("block_tokens", true).front());
-        if (what == "kv-block-layer") add(model::kvBytesPerBlockPerLayer(m, layout, blockTokens), n);
-        else if (what == "kv-block") add(model::kvBytesPerBlock(m, layout, blockTokens), n);
+        if (what == "kv-block-layer")
+          add(model::kvBytesPerBlockPerLayer(m, layout, blockTokens), n);
+        else if (what == "kv-block")
+          add(model::kvBytesPerBlock(m, layout, blockTokens), n);
         else
           for (auto p : counts("prompt_tokens", true))
             add(model::kvBytesPerRequest(m, layout, blockTokens, static_cast<std::uint64_t>(p)), n["prompt_tokens"]);
@@ -528,11 +547,14 @@ class Loader {
     // with --set is the admin's own (testOverrides_ knows which keys --set wrote).
     for (const auto& key : kind.commandKeys) {
       const YAML::Node command = test[key];
-      if (!command || rules_.allowCommands || (index < testOverrides_.size() && testOverrides_[index].count(key))) continue;
+      if (!command || rules_.allowCommands || (index < testOverrides_.size() && testOverrides_[index].count(key)))
+        continue;
       fail(command, "test '" + spec.name + "' would run the command " + key + ": '" +
                         (command.IsScalar() ? command.Scalar() : std::string("?")) +
                         "'; a scenario's commands run only with --allow-commands (or give the command "
-                        "yourself: --set " + spec.name + "." + key + "='...'); 'fabscope list' shows every "
+                        "yourself: --set " +
+                        spec.name + "." + key +
+                        "='...'); 'fabscope list' shows every "
                         "command a scenario would run");
     }
   }
@@ -544,7 +566,8 @@ class Loader {
     for (const auto& entry : test) spec.keyAt[entry.first.Scalar()] = positionOf(file_, entry.second);
     if (!test["kind"]) fail(test, "test #" + std::to_string(index + 1) + " has no 'kind'; known kinds: " + kindNames());
     spec.kind = scalar(test, "kind", "a test kind", "");
-    if (!rules_.kinds.count(spec.kind)) fail(test["kind"], "unknown test kind '" + spec.kind + "'; known kinds: " + kindNames());
+    if (!rules_.kinds.count(spec.kind))
+      fail(test["kind"], "unknown test kind '" + spec.kind + "'; known kinds: " + kindNames());
     const auto& kind = rules_.kinds.at(spec.kind);
     spec.name = scalar(test, "name", "a test name", spec.kind + "-" + std::to_string(index + 1));
     checkTestKeys(test, spec, kind, index);
@@ -576,8 +599,8 @@ class Loader {
     if (const YAML::Node n = pick(test, defaults, "budget")) spec.budgetSeconds = budgetOf(n);
     const YAML::Node timeout = pick(test, defaults, "timeout");
     spec.timeoutSeconds = timeout ? deadlineOf(timeout, "timeout") : 60;
-    spec.transport = availableChoice(pick(test, defaults, "transport"), "transport", rules_.transports,
-                                     rules_.defaultTransport);
+    spec.transport =
+        availableChoice(pick(test, defaults, "transport"), "transport", rules_.transports, rules_.defaultTransport);
     spec.memory = availableChoice(pick(test, defaults, "memory"), "memory", rules_.memoryKinds, "host");
     const YAML::Node conditions = pick(test, defaults, "conditions");
     spec.conditions = conditions ? conditionsOf(conditions) : std::vector<std::string>{"quiet"};
@@ -585,8 +608,7 @@ class Loader {
   }
 
   std::string availableChoice(const YAML::Node& n, const std::string& key,
-                              const std::map<std::string, std::string>& available,
-                              const std::string& fallback) const {
+                              const std::map<std::string, std::string>& available, const std::string& fallback) const {
     if (!n) return fallback;
     std::vector<std::string> names;
     for (const auto& [name, why] : available) names.push_back(name);
@@ -637,8 +659,9 @@ Scenario loadScenarioText(const std::string& text, const std::string& displayNam
   } catch (const YAML::Exception& e) {
     // A safety net: every yaml-cpp surprise is still a bad scenario (exit 2), never a crash.
     const bool placed = !e.mark.is_null();
-    throw ScenarioError(displayName + (placed ? ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) : "") +
-                        ": " + e.msg);
+    throw ScenarioError(
+        displayName + (placed ? ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) : "") +
+        ": " + e.msg);
   }
 }
 
@@ -673,8 +696,8 @@ std::int64_t ParamReader::integer(const std::string& key, std::int64_t fallback,
   if (!n.IsScalar() || !YAML::convert<std::int64_t>::decode(n, v))
     fail(key, "'" + prefix_ + key + "' in test '" + spec_.name + "' must be a whole number");
   if (v < min || v > max)
-    fail(key, "'" + prefix_ + key + "' in test '" + spec_.name + "' is " + std::to_string(v) +
-                  "; expected " + std::to_string(min) + ".." + std::to_string(max));
+    fail(key, "'" + prefix_ + key + "' in test '" + spec_.name + "' is " + std::to_string(v) + "; expected " +
+                  std::to_string(min) + ".." + std::to_string(max));
   return v;
 }
 
@@ -705,7 +728,9 @@ std::string ParamReader::choice(const std::string& key, const std::vector<std::s
 ParamReader ParamReader::mapping(const std::string& key, const std::vector<std::string>& allowedKeys) const {
   const YAML::Node n = node()[key];
   YAML::Node m = n ? n : YAML::Node(YAML::NodeType::Map);
-  if (!m.IsMap()) fail(key, "'" + prefix_ + key + "' in test '" + spec_.name + "' must be a mapping with keys " + joined(allowedKeys));
+  if (!m.IsMap())
+    fail(key,
+         "'" + prefix_ + key + "' in test '" + spec_.name + "' must be a mapping with keys " + joined(allowedKeys));
   for (const auto& entry : m) {
     const auto k = entry.first.Scalar();
     if (!contains(allowedKeys, k))
@@ -730,8 +755,8 @@ std::int64_t TransportSource::integer(const std::string& key, std::int64_t min, 
   if (!n.IsScalar() || !YAML::convert<std::int64_t>::decode(n, v))
     fail(key, "'" + key + "' must be a whole number, got '" + text(key) + "'");
   if (v < min || v > max)
-    fail(key, "'" + key + "' is " + std::to_string(v) + "; expected " + std::to_string(min) + ".." +
-                  std::to_string(max));
+    fail(key,
+         "'" + key + "' is " + std::to_string(v) + "; expected " + std::to_string(min) + ".." + std::to_string(max));
   return v;
 }
 

@@ -26,16 +26,13 @@ struct TestSource {
 // Typed access to a test's kind-specific keys with errors that point at the file.
 class ParamReader {
  public:
-  ParamReader(const TestSpec& spec, const TestSource& source)
-      : spec_(spec), file_(source.file), node_(source.test) {}
+  ParamReader(const TestSpec& spec, const TestSource& source) : spec_(spec), file_(source.file), node_(source.test) {}
   // A nested mapping (e.g. `sizes`): its keys are named "prefix.key".
   ParamReader(const TestSpec& spec, std::string file, YAML::Node node, std::string prefix)
-      : spec_(spec), file_(std::move(file)), node_(std::move(node)), prefix_(std::move(prefix)),
-        nested_(true) {}
+      : spec_(spec), file_(std::move(file)), node_(std::move(node)), prefix_(std::move(prefix)), nested_(true) {}
 
   bool has(const std::string& key) const;
-  std::int64_t integer(const std::string& key, std::int64_t fallback, std::int64_t min,
-                       std::int64_t max) const;
+  std::int64_t integer(const std::string& key, std::int64_t fallback, std::int64_t min, std::int64_t max) const;
   double number(const std::string& key, double fallback, double min, double max) const;
   std::string choice(const std::string& key, const std::vector<std::string>& allowed,
                      const std::string& fallback) const;

@@ -22,9 +22,8 @@ struct NumberAndUnit {
 NumberAndUnit splitNumber(std::string_view text, const char* what) {
   text = trim(text);
   std::size_t end = 0;
-  while (end < text.size() &&
-         (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.' ||
-          (end == 0 && (text[end] == '-' || text[end] == '+'))))
+  while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.' ||
+                               (end == 0 && (text[end] == '-' || text[end] == '+'))))
     ++end;
   if (end == 0) throw std::invalid_argument(std::string("expected ") + what + ", got '" + std::string(text) + "'");
   double number = 0;
@@ -39,11 +38,16 @@ NumberAndUnit splitNumber(std::string_view text, const char* what) {
 std::int64_t parseMemorySize(std::string_view text) {
   const auto [number, unit] = splitNumber(text, "a memory size such as 512MiB or 8GiB");
   double scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "KiB") scale = 1024.0;
-  else if (unit == "MiB") scale = 1024.0 * 1024;
-  else if (unit == "GiB") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "KiB")
+    scale = 1024.0;
+  else if (unit == "MiB")
+    scale = 1024.0 * 1024;
+  else if (unit == "GiB")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "TiB")
+    scale = 1024.0 * 1024 * 1024 * 1024;
   else
     throw std::invalid_argument("unknown memory unit '" + std::string(unit) + "'; expected B, KiB, MiB, GiB or TiB");
   const double bytes = number * scale;
@@ -55,19 +59,25 @@ std::int64_t parseMemorySize(std::string_view text) {
 std::int64_t parseSize(std::string_view text) {
   const auto [number, unit] = splitNumber(text, "a size such as 8, 4KiB or 1MiB");
   double scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "KiB" || unit == "K" || unit == "k") scale = 1024.0;
-  else if (unit == "MiB" || unit == "M") scale = 1024.0 * 1024;
-  else if (unit == "GiB" || unit == "G") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "kB" || unit == "KB") scale = 1e3;
-  else if (unit == "MB") scale = 1e6;
-  else if (unit == "GB") scale = 1e9;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "KiB" || unit == "K" || unit == "k")
+    scale = 1024.0;
+  else if (unit == "MiB" || unit == "M")
+    scale = 1024.0 * 1024;
+  else if (unit == "GiB" || unit == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "kB" || unit == "KB")
+    scale = 1e3;
+  else if (unit == "MB")
+    scale = 1e6;
+  else if (unit == "GB")
+    scale = 1e9;
   else
-    throw std::invalid_argument("unknown size unit '" + std::string(unit) + "' in '" +
-                                std::string(trim(text)) + "'; expected B, KiB, MiB, GiB (or kB, MB, GB)");
+    throw std::invalid_argument("unknown size unit '" + std::string(unit) + "' in '" + std::string(trim(text)) +
+                                "'; expected B, KiB, MiB, GiB (or kB, MB, GB)");
   const double bytes = number * scale;
-  if (bytes <= 0)
-    throw std::invalid_argument("size '" + std::string(trim(text)) + "' must be at least 1 byte");
+  if (bytes <= 0) throw std::invalid_argument("size '" + std::string(trim(text)) + "' must be at least 1 byte");
   if (bytes != std::floor(bytes))
     throw std::invalid_argument("size '" + std::string(trim(text)) + "' is not a whole number of bytes");
   if (bytes > static_cast<double>(maxMessageBytes))
@@ -92,8 +102,7 @@ std::vector<std::int64_t> parseSizeList(std::string_view text) {
     rest = trim(rest.substr(0, x));
   }
   const std::int64_t last = parseSize(rest);
-  if (last < first)
-    throw std::invalid_argument("range '" + std::string(text) + "' ends below its start");
+  if (last < first) throw std::invalid_argument("range '" + std::string(text) + "' ends below its start");
   std::vector<std::int64_t> sizes;
   for (double s = static_cast<double>(first); s <= static_cast<double>(last); s *= factor) {
     sizes.push_back(static_cast<std::int64_t>(s));
@@ -105,17 +114,21 @@ std::vector<std::int64_t> parseSizeList(std::string_view text) {
 double parseDurationSeconds(std::string_view text) {
   const auto [number, unit] = splitNumber(text, "a duration such as 500ms, 30s or 2m");
   double scale = 0;
-  if (unit.empty() || unit == "s") scale = 1;
-  else if (unit == "ms") scale = 1e-3;
-  else if (unit == "us") scale = 1e-6;
-  else if (unit == "m" || unit == "min") scale = 60;
-  else if (unit == "h") scale = 3600;
+  if (unit.empty() || unit == "s")
+    scale = 1;
+  else if (unit == "ms")
+    scale = 1e-3;
+  else if (unit == "us")
+    scale = 1e-6;
+  else if (unit == "m" || unit == "min")
+    scale = 60;
+  else if (unit == "h")
+    scale = 3600;
   else
-    throw std::invalid_argument("unknown duration unit '" + std::string(unit) + "' in '" +
-                                std::string(trim(text)) + "'; expected ms, s, m or h");
+    throw std::invalid_argument("unknown duration unit '" + std::string(unit) + "' in '" + std::string(trim(text)) +
+                                "'; expected ms, s, m or h");
   const double seconds = number * scale;
-  if (!(seconds > 0))
-    throw std::invalid_argument("duration '" + std::string(trim(text)) + "' must be greater than 0");
+  if (!(seconds > 0)) throw std::invalid_argument("duration '" + std::string(trim(text)) + "' must be greater than 0");
   return seconds;
 }
 

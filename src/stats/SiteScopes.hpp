@@ -19,8 +19,8 @@
 namespace fabscope::stats {
 
 struct SiteScope {
-  std::string name;        // as above; "" in a run without site labels
-  std::string sites;       // the sites involved, sorted, comma-separated ("A" or "A,B")
+  std::string name;           // as above; "" in a run without site labels
+  std::string sites;          // the sites involved, sorted, comma-separated ("A" or "A,B")
   bool crossesSites = false;  // an inter-site pair or a collective group across sites
 };
 
@@ -67,7 +67,7 @@ struct ScopeSummary {
   LatencyStats latency;       // of `value`
   double bytesPerSample = 0;  // mean bytes of one sample
   double totalBytes = 0;
-  double gbpsMean = 0;        // total bytes / total duration (bytes per ns = GB/s)
+  double gbpsMean = 0;  // total bytes / total duration (bytes per ns = GB/s)
 };
 
 // Statistics per scope in display order: one entry, named "", when the run

@@ -58,7 +58,8 @@ bool circlePairOf(int ranks, int r, bool bothDirections, int rank, RankPair& pai
 
 Schedule allPairsParallelSchedule(int ranks, bool bothDirections) {
   Schedule schedule(static_cast<std::size_t>(circleRounds(ranks, bothDirections)));
-  for (std::size_t r = 0; r < schedule.size(); ++r) circleRound(ranks, static_cast<int>(r), bothDirections, schedule[r]);
+  for (std::size_t r = 0; r < schedule.size(); ++r)
+    circleRound(ranks, static_cast<int>(r), bothDirections, schedule[r]);
   return schedule;
 }
 
@@ -105,9 +106,10 @@ std::vector<RankPair> controlPairs(const std::vector<RankPair>& rankedWorstFirst
   std::vector<std::size_t> positions, touching;
   for (std::size_t i = retested; i < n; ++i)
     (suspects.count(rankedWorstFirst[i].initiator) || suspects.count(rankedWorstFirst[i].responder) ? touching
-                                                                                                      : positions)
+                                                                                                    : positions)
         .push_back(i);
-  if (positions.size() < static_cast<std::size_t>(count)) positions.insert(positions.end(), touching.begin(), touching.end());
+  if (positions.size() < static_cast<std::size_t>(count))
+    positions.insert(positions.end(), touching.begin(), touching.end());
   const double median = (static_cast<double>(n) - 1) / 2;
   std::stable_sort(positions.begin(), positions.end(), [&](std::size_t a, std::size_t b) {
     return std::abs(static_cast<double>(a) - median) < std::abs(static_cast<double>(b) - median);
@@ -127,9 +129,7 @@ std::vector<RankPair> controlPairs(const std::vector<RankPair>& rankedWorstFirst
   return out;
 }
 
-int controlCount(std::size_t retested) {
-  return std::max(static_cast<int>(retested), kMinControlPairs);
-}
+int controlCount(std::size_t retested) { return std::max(static_cast<int>(retested), kMinControlPairs); }
 
 Schedule retestSchedule(const std::vector<RankPair>& retested, const std::vector<RankPair>& controls) {
   Schedule schedule;

@@ -79,12 +79,18 @@ Level levelOf(const RankLayout& layout, int a, int b) {
 
 const char* levelName(Level level) {
   switch (level) {
-    case Level::sameNode: return "same-node";
-    case Level::sameLeaf: return "same-leaf";
-    case Level::samePod: return "same-pod";
-    case Level::crossPod: return "cross-pod";
-    case Level::crossNode: return "cross-node";
-    case Level::unknown: break;
+    case Level::sameNode:
+      return "same-node";
+    case Level::sameLeaf:
+      return "same-leaf";
+    case Level::samePod:
+      return "same-pod";
+    case Level::crossPod:
+      return "cross-pod";
+    case Level::crossNode:
+      return "cross-node";
+    case Level::unknown:
+      break;
   }
   return "unknown";
 }
@@ -96,13 +102,19 @@ struct PatternEntry {
   const char* name;
 };
 constexpr PatternEntry patternTable[] = {
-    {Pattern::pairs, "pairs"},         {Pattern::allPairs, "all-pairs"}, {Pattern::rails, "rails"},
-    {Pattern::crossRail, "cross-rail"}, {Pattern::ring, "ring"},         {Pattern::bisection, "bisection"},
+    {Pattern::pairs, "pairs"},
+    {Pattern::allPairs, "all-pairs"},
+    {Pattern::rails, "rails"},
+    {Pattern::crossRail, "cross-rail"},
+    {Pattern::ring, "ring"},
+    {Pattern::bisection, "bisection"},
     {Pattern::hierarchical, "hierarchical"},
 };
 
 // A uniform draw below `bound` (bound > 0).
-std::size_t below(std::uint64_t& state, std::size_t bound) { return static_cast<std::size_t>(nextRandom(state) % bound); }
+std::size_t below(std::uint64_t& state, std::size_t bound) {
+  return static_cast<std::size_t>(nextRandom(state) % bound);
+}
 
 std::vector<int> shuffled(int n, std::uint64_t& state) {
   std::vector<int> order(static_cast<std::size_t>(n));
@@ -132,7 +144,8 @@ bool streamSideBySide(const std::vector<std::vector<int>>& groups, bool bothDire
   for (int r = 0; r < rounds; ++r) {
     round.clear();
     for (const auto& g : groups)
-      if (r < circleRounds(static_cast<int>(g.size()), bothDirections)) appendCircleRoundAmong(g, r, bothDirections, round, scratch);
+      if (r < circleRounds(static_cast<int>(g.size()), bothDirections))
+        appendCircleRoundAmong(g, r, bothDirections, round, scratch);
     std::erase_if(round, drop);
     if (!round.empty() && !visit(round)) return false;
   }
@@ -211,15 +224,19 @@ std::string patternUnfit(Pattern pattern, const RankLayout& layout, const Patter
         std::set<int> rails;
         for (const auto& r : layout.ranks) rails.insert(r.localRank);
         if (rails.size() < 2)
-          return "pattern 'cross-rail' needs at least 2 ranks per node (2 rails); the layout has 1 (use pattern: rails)";
+          return "pattern 'cross-rail' needs at least 2 ranks per node (2 rails); the layout has 1 (use pattern: "
+                 "rails)";
       }
       return "";
     }
     case Pattern::bisection:
-      if (n < 4) return "pattern 'bisection' needs at least 4 measuring ranks (2 per half), the test has " + std::to_string(n);
+      if (n < 4)
+        return "pattern 'bisection' needs at least 4 measuring ranks (2 per half), the test has " + std::to_string(n);
       return "";
     case Pattern::ring:
-      if (n < 3) return "pattern 'ring' needs at least 3 measuring ranks, the test has " + std::to_string(n) + " (use pattern: pairs)";
+      if (n < 3)
+        return "pattern 'ring' needs at least 3 measuring ranks, the test has " + std::to_string(n) +
+               " (use pattern: pairs)";
       return "";
     case Pattern::hierarchical:
       if (options.groupByLeaf && !layout.labelled())
@@ -298,7 +315,9 @@ void streamHierarchical(const RankLayout& layout, const PatternOptions& options,
     for (int m : members) groupOf[static_cast<std::size_t>(m)] = key;
     groups.push_back(std::move(members));
   }
-  if (!streamSideBySide(groups, options.bothDirections, [](const RankPair&) { return false; }, visit)) return;
+  if (!streamSideBySide(
+          groups, options.bothDirections, [](const RankPair&) { return false; }, visit))
+    return;
   if (groups.size() < 2) return;
   std::set<std::string> pods;
   for (const auto& r : layout.ranks) pods.insert(r.pod);
@@ -316,7 +335,8 @@ void streamHierarchical(const RankLayout& layout, const PatternOptions& options,
     const auto round = randomMatching(layout.size(), state, [&](int a, int b) {
       if (groupOf[static_cast<std::size_t>(a)] == groupOf[static_cast<std::size_t>(b)]) return false;
       if (!alternate) return true;
-      const bool samePod = layout.ranks[static_cast<std::size_t>(a)].pod == layout.ranks[static_cast<std::size_t>(b)].pod;
+      const bool samePod =
+          layout.ranks[static_cast<std::size_t>(a)].pod == layout.ranks[static_cast<std::size_t>(b)].pod;
       return samePod == withinPod;
     });
     if (!round.empty() && !visit(round)) return;
@@ -325,9 +345,12 @@ void streamHierarchical(const RankLayout& layout, const PatternOptions& options,
 
 }  // namespace
 
-void streamPattern(Pattern pattern, const RankLayout& layout, const PatternOptions& options, const RoundVisitor& visit) {
+void streamPattern(Pattern pattern, const RankLayout& layout, const PatternOptions& options,
+                   const RoundVisitor& visit) {
   switch (pattern) {
-    case Pattern::pairs: visit(pairsSchedule(layout.size()).front()); return;
+    case Pattern::pairs:
+      visit(pairsSchedule(layout.size()).front());
+      return;
     case Pattern::allPairs: {
       Round round;
       for (int r = 0; r < circleRounds(layout.size(), options.bothDirections); ++r) {
@@ -337,11 +360,21 @@ void streamPattern(Pattern pattern, const RankLayout& layout, const PatternOptio
       }
       return;
     }
-    case Pattern::rails: streamRails(layout, options.bothDirections, visit); return;
-    case Pattern::crossRail: streamCrossRail(layout, options.draws, options.seed, visit); return;
-    case Pattern::ring: streamRing(layout.size(), options.draws, options.seed, visit); return;
-    case Pattern::bisection: streamBisection(layout.size(), options.draws, options.seed, visit); return;
-    case Pattern::hierarchical: streamHierarchical(layout, options, visit); return;
+    case Pattern::rails:
+      streamRails(layout, options.bothDirections, visit);
+      return;
+    case Pattern::crossRail:
+      streamCrossRail(layout, options.draws, options.seed, visit);
+      return;
+    case Pattern::ring:
+      streamRing(layout.size(), options.draws, options.seed, visit);
+      return;
+    case Pattern::bisection:
+      streamBisection(layout.size(), options.draws, options.seed, visit);
+      return;
+    case Pattern::hierarchical:
+      streamHierarchical(layout, options, visit);
+      return;
   }
 }
 

@@ -54,10 +54,10 @@ RankLayout groupLayout(const WorldLayout& world, const std::vector<int>& worldRa
 
 // The level a pair crosses; its number is the samples' `level` column.
 enum class Level : std::uint8_t {
-  unknown = 0,    // not a pair between two measuring ranks, or no layout
+  unknown = 0,  // not a pair between two measuring ranks, or no layout
   sameNode = 1,
   sameLeaf = 2,
-  samePod = 3,    // different leaves of one pod
+  samePod = 3,  // different leaves of one pod
   crossPod = 4,
   crossNode = 5,  // different nodes, no labels to say more
 };
@@ -71,9 +71,9 @@ const std::vector<std::string>& patternNames();
 Pattern patternFromName(const std::string& name);  // a name from patternNames()
 
 struct PatternOptions {
-  int draws = 4;              // rings, bisection splits, cross-rail or between-group matchings
+  int draws = 4;  // rings, bisection splits, cross-rail or between-group matchings
   std::uint64_t seed = 1;
-  bool groupByLeaf = true;    // hierarchical: groups are leaves (else nodes)
+  bool groupByLeaf = true;      // hierarchical: groups are leaves (else nodes)
   bool bothDirections = false;  // one-way kinds: every intra-group round and its mirror
 };
 

@@ -42,7 +42,8 @@ void MpiTransport::duplicate(MPI_Comm from, const runtime::Deadline& deadline) {
 
 void MpiTransport::reserve(int slots) {
   if (static_cast<int>(requests_.size()) < slots) requests_.resize(static_cast<std::size_t>(slots), MPI_REQUEST_NULL);
-  if (static_cast<int>(peers_.size()) < slots) peers_.resize(static_cast<std::size_t>(slots), runtime::watchdog::noPeer);
+  if (static_cast<int>(peers_.size()) < slots)
+    peers_.resize(static_cast<std::size_t>(slots), runtime::watchdog::noPeer);
   if (static_cast<int>(deferred_.size()) < slots) deferred_.resize(static_cast<std::size_t>(slots));
 }
 
@@ -137,7 +138,7 @@ void MpiTransport::waitSlots(int first, int count, const runtime::Deadline& dead
 std::vector<std::pair<std::string, std::string>> MpiTransport::describe() const {
   if (!blockingWaits_) return {};
   return {{"mpi_wait", "blocking (MPI_Wait; MPI_Send and MPI_Recv up to " + std::to_string(inlineBytes) +
-                          " bytes; bounded by the watchdog, which ends the run)"}};
+                           " bytes; bounded by the watchdog, which ends the run)"}};
 }
 
 int MpiTransport::peerOfSlots(int first, int count) const {

@@ -34,7 +34,8 @@ Result onHelperThread(std::function<Result()> work, int device, const runtime::D
       promise->set_exception(std::current_exception());
     }
   }).detach();
-  const auto left = std::chrono::nanoseconds(std::max<runtime::Nanoseconds>(0, deadline.at() - runtime::monotonicNow()));
+  const auto left =
+      std::chrono::nanoseconds(std::max<runtime::Nanoseconds>(0, deadline.at() - runtime::monotonicNow()));
   if (future.wait_for(left) != std::future_status::ready) deadline.fail(what);
   return future.get();
 }

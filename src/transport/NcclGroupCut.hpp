@@ -26,8 +26,10 @@ inline std::size_t endOfNcclGroup(std::span<const PostedOperation> posted, std::
   std::size_t end = begin;
   for (; end < posted.size(); ++end) {
     const auto peer = static_cast<std::size_t>(posted[end].peer);
-    if (posted[end].send) sentTo[peer] = 1;
-    else if (sentTo[peer]) break;
+    if (posted[end].send)
+      sentTo[peer] = 1;
+    else if (sentTo[peer])
+      break;
   }
   for (std::size_t i = begin; i < end; ++i) sentTo[static_cast<std::size_t>(posted[i].peer)] = 0;
   return end;

@@ -50,10 +50,10 @@ struct NcclTransport::State {
   std::unique_ptr<NcclComm> comm;
   std::unique_ptr<cu::Stream> stream;
   std::vector<Slot> slots;
-  std::vector<int> pendingSlots;      // in posting order
+  std::vector<int> pendingSlots;            // in posting order
   std::vector<PostedOperation> pendingOps;  // the same, as endOfNcclGroup reads them
   std::vector<std::uint8_t> sentTo;         // scratch for endOfNcclGroup, per NCCL rank
-  std::vector<cu::Event> launchEvents;  // ring, indexed by launch number
+  std::vector<cu::Event> launchEvents;      // ring, indexed by launch number
   // Pinned buffers for host-memory messages (acks, headers): a pool shared by
   // all slots, because a kind may reserve thousands of slots (one per KV
   // block message) of which only a few carry host memory at a time.
@@ -124,7 +124,8 @@ void NcclTransport::openCommunicator(const runtime::Deadline& deadline) {
     cudaStreamDestroy(s);
     cudaFree(scratch);
     checkNccl(rc, "NCCL connection setup with every peer");
-    if (synced != cudaSuccess) throw RuntimeFailure(std::string("NCCL connection setup: ") + cudaGetErrorString(synced));
+    if (synced != cudaSuccess)
+      throw RuntimeFailure(std::string("NCCL connection setup: ") + cudaGetErrorString(synced));
   });
 }
 

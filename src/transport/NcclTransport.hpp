@@ -6,8 +6,8 @@
 // send and a receive posted together never wait on each other; see
 // launchPending for where a group is cut), and groups run in launch order on
 // one stream; its capability `inOrder` says so to the kinds, which post in
-// causal order: a receive that answers sends is posted after them. Host buffers (small control messages such as acks and headers)
-// are bounced through a small pool of pinned buffers. Compiled only with NCCL.
+// causal order: a receive that answers sends is posted after them. Host buffers (small control messages such as acks
+// and headers) are bounced through a small pool of pinned buffers. Compiled only with NCCL.
 //
 // NCCL allows one rank per GPU in a communicator, so only the first
 // (device count) ranks of each host join it; the others (e.g. congestor ranks

@@ -80,9 +80,8 @@ constexpr Opener openUcx = nullptr;
 std::unique_ptr<Transport> openVerbs(const runtime::Communicator& world, int, const OpenRequest& request,
                                      const runtime::Deadline& deadline) {
   const auto& settings = settingsIn<VerbsSettings>(request, "verbs");
-  return std::make_unique<VerbsTransport>(world, settings.maxReadsInFlight,
-                                          "transports.verbs.max_rd_atomic at " + settings.maxReadsInFlightFrom,
-                                          deadline);
+  return std::make_unique<VerbsTransport>(
+      world, settings.maxReadsInFlight, "transports.verbs.max_rd_atomic at " + settings.maxReadsInFlightFrom, deadline);
 }
 #else
 constexpr Opener openVerbs = nullptr;
@@ -101,9 +100,13 @@ constexpr Opener openNccl = nullptr;
 // scenario keys and how to open it, declared here once.
 const std::vector<TransportEntry>& transportTable() {
   static const std::vector<TransportEntry> table = {
-      {"mpi", "", {.collectives = Collectives::host},
-       scenario::TransportRules{{"wait"}, "{wait: blocking}", parseMpiSettings}, openMpi},
-      {"ucx", FABSCOPE_HAVE_UCX ? "" : "built without UCX",
+      {"mpi",
+       "",
+       {.collectives = Collectives::host},
+       scenario::TransportRules{{"wait"}, "{wait: blocking}", parseMpiSettings},
+       openMpi},
+      {"ucx",
+       FABSCOPE_HAVE_UCX ? "" : "built without UCX",
        {.put = true,
         .get = true,
         .survivesPeerLoss = true,
@@ -112,10 +115,13 @@ const std::vector<TransportEntry>& transportTable() {
                           "keepalive aside), heartbeats catch those"},
        std::nullopt,
        openUcx},
-      {"verbs", FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs", {.put = true, .get = true},
+      {"verbs",
+       FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs",
+       {.put = true, .get = true},
        scenario::TransportRules{{"max_rd_atomic"}, "{max_rd_atomic: 4}", parseVerbsSettings},
        openVerbs},
-      {"nccl", FABSCOPE_HAVE_NCCL ? "" : "built without CUDA/NCCL",
+      {"nccl",
+       FABSCOPE_HAVE_NCCL ? "" : "built without CUDA/NCCL",
        {.hostMemory = false,
         .deviceMemory = true,
         .inOrder = true,

@@ -167,8 +167,8 @@ void UcxTransport::onEndpointError(void* arg, ucp_ep_h /*endpoint*/, ucs_status_
   // Said at once, on this rank's own stderr: the run may be unable to reach
   // the point where errors are gathered (the peer is gone), and the admin
   // needs to know which link failed and when.
-  std::fprintf(stderr, "fabscope: rank %d: UCX endpoint to rank %d failed (%s) at monotonic %.3f s\n",
-               peer->owner->me_, peer->rank, ucs_status_string(status), static_cast<double>(peer->failedAt) / 1e9);
+  std::fprintf(stderr, "fabscope: rank %d: UCX endpoint to rank %d failed (%s) at monotonic %.3f s\n", peer->owner->me_,
+               peer->rank, ucs_status_string(status), static_cast<double>(peer->failedAt) / 1e9);
   peer->owner->reportError({peer->failedAt, peer->rank,
                             "UCX endpoint to rank " + std::to_string(peer->rank) + " failed: " + statusText(status)});
 }
@@ -380,11 +380,12 @@ std::vector<std::pair<std::string, std::string>> UcxTransport::describe() const 
 
 int UcxTransport::exposeRegion(void* base, std::size_t bytes, MemoryKind kind, const runtime::Deadline& deadline) {
   if (!oneSided_)  // a kind that puts or gets without saying so in its plan (InstancePlan::oneSided)
-    throw RuntimeFailure("the UCX transport was opened without one-sided operations (UCP_FEATURE_RMA): no test of "
-                         "this run declared puts or gets (InstancePlan::oneSided), yet one exposes a region");
+    throw RuntimeFailure(
+        "the UCX transport was opened without one-sided operations (UCP_FEATURE_RMA): no test of "
+        "this run declared puts or gets (InstancePlan::oneSided), yet one exposes a region");
   ucp_mem_map_params_t params{};
-  params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
-                      UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+  params.field_mask =
+      UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
   params.address = base;
   params.length = bytes;
   switch (kind) {
@@ -455,8 +456,8 @@ void UcxTransport::withdrawRegion(int region, const runtime::Deadline& deadline)
   r = Region{};
 }
 
-UcxTransport::RemoteTarget UcxTransport::remoteTarget(int peer, int region, std::size_t remoteOffset,
-                                                      std::size_t bytes, const char* operation) {
+UcxTransport::RemoteTarget UcxTransport::remoteTarget(int peer, int region, std::size_t remoteOffset, std::size_t bytes,
+                                                      const char* operation) {
   Region& r = regions_.at(static_cast<std::size_t>(region));
   const auto p = static_cast<std::size_t>(peer);
   if (!r.live || remoteOffset + bytes > r.remoteBytes[p])
@@ -478,8 +479,7 @@ void UcxTransport::postPut(int slot, int peer, int region, std::size_t remoteOff
   track(slot, peer, ucp_put_nbx(target.endpoint, local, bytes, target.address, target.rkey, &param), "put");
 }
 
-void UcxTransport::postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local,
-                           std::size_t bytes) {
+void UcxTransport::postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local, std::size_t bytes) {
   checkSlot(slot, peer);
   const auto target = remoteTarget(peer, region, remoteOffset, bytes, "get");
   ucp_request_param_t param;

@@ -43,8 +43,7 @@ class UcxTransport final : public Transport {
 
   int exposeRegion(void* base, std::size_t bytes, MemoryKind kind, const runtime::Deadline& deadline) override;
   void withdrawRegion(int region, const runtime::Deadline& deadline) override;
-  void postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local,
-               std::size_t bytes) override;
+  void postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local, std::size_t bytes) override;
   void postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local, std::size_t bytes) override;
   void postFlush(int slot, int peer) override;
 
@@ -80,10 +79,10 @@ class UcxTransport final : public Transport {
   struct Region {
     bool live = false;
     ucp_mem_h memory = nullptr;
-    std::vector<std::uint64_t> remoteBase;             // per peer
-    std::vector<std::size_t> remoteBytes;              // per peer
-    std::vector<std::vector<std::byte>> packedRkey;    // per peer, as received
-    std::vector<ucp_rkey_h> rkey;                      // per peer, unpacked on first put
+    std::vector<std::uint64_t> remoteBase;           // per peer
+    std::vector<std::size_t> remoteBytes;            // per peer
+    std::vector<std::vector<std::byte>> packedRkey;  // per peer, as received
+    std::vector<ucp_rkey_h> rkey;                    // per peer, unpacked on first put
   };
 
   // Where a put or get of `bytes` at `remoteOffset` of `peer`'s region goes

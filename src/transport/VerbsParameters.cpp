@@ -148,7 +148,8 @@ QpTransition toReadyToSend(const VerbsOptions& options, const QpEndpointInfo& lo
   t.attr.rnr_retry = static_cast<std::uint8_t>(options.rnrRetry);
   t.attr.sq_psn = local.psn & 0xffffff;
   t.attr.max_rd_atomic = static_cast<std::uint8_t>(agreedReadsInFlight(local, remote, options.maxReadsInFlight));
-  t.mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+  t.mask =
+      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
   return t;
 }
 

@@ -14,13 +14,13 @@
 namespace fabscope::transport::verbs {
 
 struct VerbsOptions {
-  std::string device;      // FABSCOPE_VERBS_DEVICE; empty = first device found
-  int port = 1;            // FABSCOPE_VERBS_PORT (1..255)
-  int gidIndex = -1;       // FABSCOPE_VERBS_GID_INDEX; -1 = choose (see chooseGid)
-  int timeout = 14;        // FABSCOPE_VERBS_TIMEOUT: local ACK timeout exponent (0..31; 0 = wait forever)
-  int retryCount = 7;      // FABSCOPE_VERBS_RETRY_CNT (0..7)
-  int rnrRetry = 7;        // 7 = retry forever while the receiver has not posted a receive
-  int minRnrTimer = 12;    // 0.64 ms, the IB spec encoding
+  std::string device;    // FABSCOPE_VERBS_DEVICE; empty = first device found
+  int port = 1;          // FABSCOPE_VERBS_PORT (1..255)
+  int gidIndex = -1;     // FABSCOPE_VERBS_GID_INDEX; -1 = choose (see chooseGid)
+  int timeout = 14;      // FABSCOPE_VERBS_TIMEOUT: local ACK timeout exponent (0..31; 0 = wait forever)
+  int retryCount = 7;    // FABSCOPE_VERBS_RETRY_CNT (0..7)
+  int rnrRetry = 7;      // 7 = retry forever while the receiver has not posted a receive
+  int minRnrTimer = 12;  // 0.64 ms, the IB spec encoding
   // FABSCOPE_VERBS_MAX_RD_ATOMIC (1..255): RDMA reads (gets) one queue pair may
   // have outstanding, to lower the agreed device maximum for experiments; 0 = no limit.
   int maxReadsInFlight = 0;
@@ -54,8 +54,8 @@ bool isIpv4MappedGid(const std::array<std::uint8_t, 16>& gid);
 bool isLinkLocalGid(const std::array<std::uint8_t, 16>& gid);  // fe80::/10
 
 struct GidChoice {
-  int index = -1;     // -1: no GRH (InfiniBand inside one subnet, addressed by LID)
-  std::string why;    // recorded in the result file
+  int index = -1;   // -1: no GRH (InfiniBand inside one subnet, addressed by LID)
+  std::string why;  // recorded in the result file
 };
 
 // InfiniBand: the LID addresses the peer; a GID (GRH) only when one is asked

@@ -51,8 +51,10 @@ class PostWindow {
       return true;
     }
     next_[static_cast<std::size_t>(item)] = none;
-    if (tail_[q] == none) head_[q] = item;
-    else next_[static_cast<std::size_t>(tail_[q])] = item;
+    if (tail_[q] == none)
+      head_[q] = item;
+    else
+      next_[static_cast<std::size_t>(tail_[q])] = item;
     tail_[q] = item;
     ++waiting_;
     return false;

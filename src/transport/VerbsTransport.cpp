@@ -1,10 +1,10 @@
 #include "transport/VerbsTransport.hpp"
 
+#include <arpa/inet.h>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <arpa/inet.h>
 
 #include <random>
 #include <span>
@@ -23,9 +23,12 @@ std::string errnoText(int e) { return std::strerror(e); }
 
 const char* gidTypeName(ibv_gid_type t) {
   switch (t) {
-    case IBV_GID_TYPE_IB: return "IB";
-    case IBV_GID_TYPE_ROCE_V1: return "RoCE v1";
-    case IBV_GID_TYPE_ROCE_V2: return "RoCE v2";
+    case IBV_GID_TYPE_IB:
+      return "IB";
+    case IBV_GID_TYPE_ROCE_V1:
+      return "RoCE v1";
+    case IBV_GID_TYPE_ROCE_V2:
+      return "RoCE v2";
   }
   return "?";
 }
@@ -66,12 +69,13 @@ void VerbsTransport::openLocal() {
   int count = 0;
   std::unique_ptr<ibv_device*, DeviceListDeleter> list(ibv_get_device_list(&count));
   if (!list || count == 0)
-    throw RuntimeFailure(
-        "no RDMA device found (ibv_get_device_list: " +
-        std::string(list ? "empty list" : errno == ENOSYS ? "the kernel has no RDMA support loaded" : errnoText(errno)) +
-        (options_.device.empty() ? std::string("; wanted any device")
-                                 : "; wanted FABSCOPE_VERBS_DEVICE=" + options_.device) +
-        "; /sys/class/infiniband lists the devices this host has)");
+    throw RuntimeFailure("no RDMA device found (ibv_get_device_list: " +
+                         std::string(list              ? "empty list"
+                                     : errno == ENOSYS ? "the kernel has no RDMA support loaded"
+                                                       : errnoText(errno)) +
+                         (options_.device.empty() ? std::string("; wanted any device")
+                                                  : "; wanted FABSCOPE_VERBS_DEVICE=" + options_.device) +
+                         "; /sys/class/infiniband lists the devices this host has)");
   ibv_device* chosen = nullptr;
   std::string available;
   for (int i = 0; i < count; ++i) {
@@ -80,8 +84,8 @@ void VerbsTransport::openLocal() {
     if (!chosen && (options_.device.empty() || options_.device == n)) chosen = list.get()[i];
   }
   if (!chosen)
-    throw RuntimeFailure("RDMA device '" + options_.device + "' (FABSCOPE_VERBS_DEVICE) not found; this host has: " +
-                         available);
+    throw RuntimeFailure("RDMA device '" + options_.device +
+                         "' (FABSCOPE_VERBS_DEVICE) not found; this host has: " + available);
   deviceName_ = ibv_get_device_name(chosen);
   context_.reset(ibv_open_device(chosen));
   if (!context_) throw RuntimeFailure("ibv_open_device(" + deviceName_ + "): " + errnoText(errno));
@@ -235,7 +239,8 @@ void VerbsTransport::postSendRequest(int slot, int peer, ibv_send_wr& wr) {
 void VerbsTransport::postWaitingSend(int slot) {
   const int peer = slots_[static_cast<std::size_t>(slot)].peer;
   ibv_send_wr* bad = nullptr;
-  const int rc = ibv_post_send(qps_[static_cast<std::size_t>(peer)].get(), &waitingSends_[static_cast<std::size_t>(slot)].wr, &bad);
+  const int rc = ibv_post_send(qps_[static_cast<std::size_t>(peer)].get(),
+                               &waitingSends_[static_cast<std::size_t>(slot)].wr, &bad);
   if (rc != 0) throw RuntimeFailure("ibv_post_send to rank " + std::to_string(peer) + ": " + errnoText(rc));
 }
 
@@ -286,8 +291,10 @@ bool VerbsTransport::testSlots(int first, int count) {
                            " (verbs matches receives in posting order)");
     s.state = SlotState::done;
     // Room freed in the queues: held-back sends go out now.
-    if (s.isReceive) window_.receiveCompleted([this](int item) { postWaitingSend(item); });
-    else window_.complete(s.peer, [this](int item) { postWaitingSend(item); });
+    if (s.isReceive)
+      window_.receiveCompleted([this](int item) { postWaitingSend(item); });
+    else
+      window_.complete(s.peer, [this](int item) { postWaitingSend(item); });
   }
   for (int i = first; i < first + count; ++i)
     if (slots_[static_cast<std::size_t>(i)].state == SlotState::pending) return false;
@@ -363,8 +370,9 @@ std::vector<std::pair<std::string, std::string>> VerbsTransport::describe() cons
     fewestReads = std::min(fewestReads, n);
     mostReads = std::max(mostReads, n);
   }
-  const std::string readsInFlight =
-      fewestReads == mostReads ? std::to_string(mostReads) : std::to_string(fewestReads) + ".." + std::to_string(mostReads);
+  const std::string readsInFlight = fewestReads == mostReads
+                                        ? std::to_string(mostReads)
+                                        : std::to_string(fewestReads) + ".." + std::to_string(mostReads);
   std::string gidType = "none";
   if (gid_.index >= 0) {
     ibv_gid_entry entry{};
@@ -385,7 +393,9 @@ std::vector<std::pair<std::string, std::string>> VerbsTransport::describe() cons
       {"verbs_max_rd_atomic", readsInFlight},
       {"verbs_device_max_qp_rd_atom", std::to_string(deviceMaxResponderReads_)},
       {"verbs_device_max_qp_init_rd_atom", std::to_string(deviceMaxInitiatorReads_)},
-      {"verbs_max_rd_atomic_limit", options_.maxReadsInFlight > 0 ? std::to_string(options_.maxReadsInFlight) + " (" + options_.maxReadsInFlightFrom + ")" : "none"},
+      {"verbs_max_rd_atomic_limit", options_.maxReadsInFlight > 0 ? std::to_string(options_.maxReadsInFlight) + " (" +
+                                                                        options_.maxReadsInFlightFrom + ")"
+                                                                  : "none"},
       {"verbs_send_queue_depth", std::to_string(maxWorkRequests)},
       {"verbs_completion_queue_depth", std::to_string(cq_ ? cq_->cqe : 0)},
   };
@@ -433,8 +443,7 @@ void VerbsTransport::postPut(int slot, int peer, int region, std::size_t remoteO
   postRdma(slot, peer, region, remoteOffset, local, bytes, IBV_WR_RDMA_WRITE, "put");
 }
 
-void VerbsTransport::postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local,
-                             std::size_t bytes) {
+void VerbsTransport::postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local, std::size_t bytes) {
   // The local buffer is registered with local write access (verbs::remoteAccess);
   // the read's completion means the data is in `local`. The queue pair allows
   // the reads in flight both devices agreed on (verbs::agreedReadsInFlight);

@@ -43,8 +43,7 @@ class VerbsTransport final : public Transport {
 
   int exposeRegion(void* base, std::size_t bytes, MemoryKind kind, const runtime::Deadline& deadline) override;
   void withdrawRegion(int region, const runtime::Deadline& deadline) override;
-  void postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local,
-               std::size_t bytes) override;
+  void postPut(int slot, int peer, int region, std::size_t remoteOffset, const void* local, std::size_t bytes) override;
   void postGet(int slot, int peer, int region, std::size_t remoteOffset, void* local, std::size_t bytes) override;
   void postFlush(int slot, int peer) override;
 
@@ -112,12 +111,12 @@ class VerbsTransport final : public Transport {
   std::unique_ptr<ibv_context, ContextDeleter> context_;
   std::unique_ptr<ibv_pd, PdDeleter> pd_;
   std::unique_ptr<ibv_cq, CqDeleter> cq_;
-  std::vector<std::unique_ptr<ibv_qp, QpDeleter>> qps_;   // per peer (self included: a loopback QP)
-  std::vector<verbs::QpEndpointInfo> localInfo_;          // per peer
-  std::vector<verbs::QpEndpointInfo> remoteInfo_;         // per peer
+  std::vector<std::unique_ptr<ibv_qp, QpDeleter>> qps_;  // per peer (self included: a loopback QP)
+  std::vector<verbs::QpEndpointInfo> localInfo_;         // per peer
+  std::vector<verbs::QpEndpointInfo> remoteInfo_;        // per peer
   std::vector<bool> peerFailed_;
   std::vector<Slot> slots_;
-  std::vector<MrHandle> registrations_;                   // send/receive buffers, registered on first use
+  std::vector<MrHandle> registrations_;  // send/receive buffers, registered on first use
   std::vector<Region> regions_;
   // Send flow control: a work request waits (by slot) until its send queue
   // and the completion queue have room (verbs::PostWindow).

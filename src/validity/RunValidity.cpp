@@ -65,8 +65,8 @@ std::vector<std::string> describe(const RunValidity& validity) {
   std::vector<std::string> lines;
   if (validity.findings.empty()) return lines;
   lines.push_back("VALIDITY: " + std::to_string(validity.findings.size()) +
-                  " finding(s) make the numbers below doubtful (waits " +
-                  (validity.waitsYield ? "yielded" : "spun") + ": " + validity.waitsWhy + "):");
+                  " finding(s) make the numbers below doubtful (waits " + (validity.waitsYield ? "yielded" : "spun") +
+                  ": " + validity.waitsWhy + "):");
   for (const auto& f : validity.findings) {
     char numbers[96];
     std::snprintf(numbers, sizeof numbers, "%g (limit %g)", f.value, f.limit);

@@ -218,7 +218,8 @@ std::vector<Finding> clockSync(std::int64_t worstUncertaintyNs, double smallestL
   f.value = static_cast<double>(worstUncertaintyNs);
   f.limit = limit;
   f.effect = "the clocks agree only to " + formatNumber(static_cast<double>(worstUncertaintyNs) / 1e3) +
-             " us, more than twice the smallest latency measured (one-way p50 " + formatNumber(smallestLatencyNs / 1e3) +
+             " us, more than twice the smallest latency measured (one-way p50 " +
+             formatNumber(smallestLatencyNs / 1e3) +
              " us): cross-rank timelines (incast arrival, collective arrival order) cannot order events that "
              "close; each sample's own duration is unaffected";
   return {f};

@@ -13,10 +13,10 @@ namespace fabscope::validity {
 // What one rank sees of the machine it runs on.
 struct RankFacts {
   int rank = -1;
-  std::string host;     // the rank's hostname (an emulated host is a namespace)
+  std::string host;  // the rank's hostname (an emulated host is a namespace)
   // Which machine the CPUs belong to: ranks of different emulated hosts (network
   // namespaces) share one machine's CPUs, so the hostname cannot tell.
-  std::string machine;  // /etc/machine-id + boot_id
+  std::string machine;    // /etc/machine-id + boot_id
   std::vector<int> cpus;  // sched_getaffinity, ascending
   int onlineCpus = 0;     // the machine's
   // CPUs kept busy by other work at start (average over a short window while every
@@ -29,8 +29,8 @@ struct RankFacts {
 
 // One row of /validity.
 struct Finding {
-  std::string host;    // a hostname, or "*" when it concerns every host of the run
-  std::string what;    // short code: oversubscribed, clock_uncertainty, cpu_governor, busy_host
+  std::string host;  // a hostname, or "*" when it concerns every host of the run
+  std::string what;  // short code: oversubscribed, clock_uncertainty, cpu_governor, busy_host
   double value = 0;
   double limit = 0;
   std::string effect;  // what it does to the numbers, in words

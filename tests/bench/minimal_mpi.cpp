@@ -50,7 +50,11 @@ int main(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (argc < 5) {
-    if (rank == 0) std::fprintf(stderr, "usage: minimal_mpi latency|latency-nbc|latency-io|latency-nbc-io|latency-io-closed|latency-polled|latency-polled-nbc|latency-send-polled|latency-persistent|bandwidth BYTES ITERS WARMUP [WINDOW]\n");
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "usage: minimal_mpi "
+                   "latency|latency-nbc|latency-io|latency-nbc-io|latency-io-closed|latency-polled|latency-polled-nbc|"
+                   "latency-send-polled|latency-persistent|bandwidth BYTES ITERS WARMUP [WINDOW]\n");
     MPI_Finalize();
     return 2;
   }

@@ -75,8 +75,10 @@ int main(int argc, char** argv) {
     if (stringAttribute(group, "name") == argv[2]) {
       if (lines) {
         for (int i = 3; i < argc; ++i)
-          if (isText(group, argv[i])) std::printf("%s: %s\n", argv[i], stringAttribute(group, argv[i]).c_str());
-          else std::printf("%s: %.6g\n", argv[i], numberAttribute(group, argv[i]));
+          if (isText(group, argv[i]))
+            std::printf("%s: %s\n", argv[i], stringAttribute(group, argv[i]).c_str());
+          else
+            std::printf("%s: %.6g\n", argv[i], numberAttribute(group, argv[i]));
       } else {
         for (int i = 3; i < argc; ++i) std::printf("%s%.6g", i > 3 ? " " : "", numberAttribute(group, argv[i]));
         std::printf("\n");

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "driver/Runner.hpp"
+#include "kinds/Registry.hpp"
 #include "scenario/Scenario.hpp"
 #include "scenario/Units.hpp"
-#include "kinds/Registry.hpp"
 
 namespace {
 
@@ -35,9 +35,8 @@ std::vector<std::string> overridesOf(std::string_view text) {
   std::vector<std::string> overrides;
   while (text.substr(0, overridePrefix.size()) == overridePrefix && overrides.size() < 8) {
     const auto end = text.find('\n');
-    overrides.emplace_back(text.substr(overridePrefix.size(), end == std::string_view::npos
-                                                                  ? std::string_view::npos
-                                                                  : end - overridePrefix.size()));
+    overrides.emplace_back(text.substr(
+        overridePrefix.size(), end == std::string_view::npos ? std::string_view::npos : end - overridePrefix.size()));
     if (end == std::string_view::npos) break;
     text.remove_prefix(end + 1);
   }

@@ -37,9 +37,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     const auto sizes = parseSizeList(text);
-    if (sizes.empty() || sizes.size() > 65) bug("parseSizeList returned " + std::to_string(sizes.size()) + " sizes", text);
+    if (sizes.empty() || sizes.size() > 65)
+      bug("parseSizeList returned " + std::to_string(sizes.size()) + " sizes", text);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      if (sizes[i] < 1 || sizes[i] > maxMessageBytes) bug("parseSizeList returned size " + std::to_string(sizes[i]), text);
+      if (sizes[i] < 1 || sizes[i] > maxMessageBytes)
+        bug("parseSizeList returned size " + std::to_string(sizes[i]), text);
       if (i > 0 && sizes[i] <= sizes[i - 1]) bug("parseSizeList is not strictly increasing", text);
     }
   } catch (const std::invalid_argument&) {
@@ -48,7 +50,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     const double seconds = parseDurationSeconds(text);
-    if (!(seconds > 0) || !std::isfinite(seconds)) bug("parseDurationSeconds returned " + std::to_string(seconds), text);
+    if (!(seconds > 0) || !std::isfinite(seconds))
+      bug("parseDurationSeconds returned " + std::to_string(seconds), text);
   } catch (const std::invalid_argument&) {
   } catch (const std::exception& e) {
     bug(std::string("parseDurationSeconds threw ") + e.what(), text);

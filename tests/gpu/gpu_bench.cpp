@@ -21,8 +21,8 @@
 #include "cuda/CudaApi.hpp"
 #include "cuda/CudaCheck.hpp"
 #include "cuda/KvKernelsCuda.hpp"
-#include "runtime/Clock.hpp"
 #include "kinds/SampleBuffer.hpp"
+#include "runtime/Clock.hpp"
 
 namespace fk = fabscope::kernels;
 namespace fc = fabscope::kernels::cuda;
@@ -65,9 +65,12 @@ void benchGatherScatter() {
     fc::memsetAsync(staging.data(), 2, staging.size(), stream);
     fc::DeviceBlockList list(n);
     list.upload(ids, g, stream);
-    const double tMemcpy = bestSeconds(stream, 5, 10, [&] { fc::copyAsync(copyDst.data(), staging.data(), bytes, stream); });
-    const double tGather = bestSeconds(stream, 5, 10, [&] { fc::gatherKvBlocks(pool.data(), staging.data(), g, list, g.allLayers(), stream); });
-    const double tScatter = bestSeconds(stream, 5, 10, [&] { fc::scatterKvBlocks(staging.data(), pool.data(), g, list, g.allLayers(), stream); });
+    const double tMemcpy =
+        bestSeconds(stream, 5, 10, [&] { fc::copyAsync(copyDst.data(), staging.data(), bytes, stream); });
+    const double tGather = bestSeconds(
+        stream, 5, 10, [&] { fc::gatherKvBlocks(pool.data(), staging.data(), g, list, g.allLayers(), stream); });
+    const double tScatter = bestSeconds(
+        stream, 5, 10, [&] { fc::scatterKvBlocks(staging.data(), pool.data(), g, list, g.allLayers(), stream); });
     std::printf("%-12llu %7llu %9.1f %12.1f %12.1f %7.2f %12.1f %7.2f\n", static_cast<unsigned long long>(blockBytes),
                 static_cast<unsigned long long>(n * layers * planes), bytes / 1048576.0, bytes / tMemcpy / 1e9,
                 bytes / tGather / 1e9, tMemcpy / tGather, bytes / tScatter / 1e9, tMemcpy / tScatter);
@@ -85,11 +88,13 @@ double plainCopyLoopGBps(bool hostToDevice, std::uint64_t chunk, int depth, doub
     for (int i = 0; i < iters; ++i) {
       const std::uint64_t off = (i % depth) * chunk;
       if (hostToDevice)
-        FABSCOPE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(device.data()) + off, static_cast<char*>(host.data()) + off,
-                                            chunk, cudaMemcpyHostToDevice, stream.get()));
+        FABSCOPE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(device.data()) + off,
+                                            static_cast<char*>(host.data()) + off, chunk, cudaMemcpyHostToDevice,
+                                            stream.get()));
       else
-        FABSCOPE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(host.data()) + off, static_cast<char*>(device.data()) + off,
-                                            chunk, cudaMemcpyDeviceToHost, stream.get()));
+        FABSCOPE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(host.data()) + off,
+                                            static_cast<char*>(device.data()) + off, chunk, cudaMemcpyDeviceToHost,
+                                            stream.get()));
     }
     stop.record(stream);
     stop.synchronize(120s);
@@ -155,8 +160,7 @@ void benchSampleRecording() {
     recorded = std::min(recorded, std::chrono::duration<double, std::nano>(t1 - t0).count() / iterations);
   }
   std::printf("%-22s %10s %14s %12s %7s\n", "operation", "bare_ns", "recorded_ns", "overhead_ns", "ratio");
-  std::printf("%-22s %10.0f %14.0f %12.0f %7.3f\n", "8B copy + poll", bare, recorded, recorded - bare,
-              recorded / bare);
+  std::printf("%-22s %10.0f %14.0f %12.0f %7.3f\n", "8B copy + poll", bare, recorded, recorded - bare, recorded / bare);
 }
 
 }  // namespace

@@ -53,8 +53,10 @@ int main(int argc, char** argv) {
     fk::fillPatternHost(staging.data(), staging.size(), 2);
     fk::fillPatternHost(copyDst.data(), copyDst.size(), 3);
     const double tMemcpy = bestSeconds(5, [&] { std::memcpy(copyDst.data(), staging.data(), bytes); });
-    const double tGather = bestSeconds(5, [&] { fk::gatherKvBlocksHost(pool.data(), staging.data(), g, ids, g.allLayers()); });
-    const double tScatter = bestSeconds(5, [&] { fk::scatterKvBlocksHost(staging.data(), pool.data(), g, ids, g.allLayers()); });
+    const double tGather =
+        bestSeconds(5, [&] { fk::gatherKvBlocksHost(pool.data(), staging.data(), g, ids, g.allLayers()); });
+    const double tScatter =
+        bestSeconds(5, [&] { fk::scatterKvBlocksHost(staging.data(), pool.data(), g, ids, g.allLayers()); });
     std::printf("%-12llu %8llu %12.2f %12.2f %7.2f %12.2f %7.2f\n", static_cast<unsigned long long>(blockBytes),
                 static_cast<unsigned long long>(n * layers * planes), bytes / tMemcpy / 1e9, bytes / tGather / 1e9,
                 tMemcpy / tGather, bytes / tScatter / 1e9, tMemcpy / tScatter);

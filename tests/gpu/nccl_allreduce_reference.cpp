@@ -28,8 +28,16 @@ void check(bool ok, const char* what, const char* detail) {
   std::fprintf(stderr, "nccl_allreduce_reference: %s failed: %s\n", what, detail);
   MPI_Abort(MPI_COMM_WORLD, 3);
 }
-#define CUDA(call) do { cudaError_t e = (call); check(e == cudaSuccess, #call, cudaGetErrorString(e)); } while (0)
-#define NCCL(call) do { ncclResult_t r = (call); check(r == ncclSuccess, #call, ncclGetErrorString(r)); } while (0)
+#define CUDA(call)                                         \
+  do {                                                     \
+    cudaError_t e = (call);                                \
+    check(e == cudaSuccess, #call, cudaGetErrorString(e)); \
+  } while (0)
+#define NCCL(call)                                         \
+  do {                                                     \
+    ncclResult_t r = (call);                               \
+    check(r == ncclSuccess, #call, ncclGetErrorString(r)); \
+  } while (0)
 
 }  // namespace
 
@@ -83,7 +91,8 @@ int main(int argc, char** argv) {
         CUDA(cudaStreamSynchronize(stream));
       }
       const auto t1 = std::chrono::steady_clock::now();
-      if (it >= warmup) ns[static_cast<std::size_t>(it - warmup)] = std::chrono::duration<double, std::nano>(t1 - t0).count();
+      if (it >= warmup)
+        ns[static_cast<std::size_t>(it - warmup)] = std::chrono::duration<double, std::nano>(t1 - t0).count();
     }
     CUDA(cudaMemcpy(host.data(), recv, bytes, cudaMemcpyDeviceToHost));
     const float expected = static_cast<float>(size * (size + 1) / 2);
@@ -96,9 +105,11 @@ int main(int argc, char** argv) {
       std::sort(slowest.begin(), slowest.end());
       const double p50 = slowest[slowest.size() / 2];
       const double algbw = static_cast<double>(bytes) / p50;  // bytes per ns = GB/s
-      std::printf("{\"bytes\": %zu, \"ranks\": %d, \"p50_ns\": %.1f, \"algbw_gbps\": %.3f, \"busbw_gbps\": %.3f, "
-                  "\"verified\": %s, \"wait\": \"%s\"}\n",
-                  bytes, size, p50, algbw, algbw * 2.0 * (size - 1) / size, allCorrect ? "true" : "false", pollQuery ? "query" : "sync");
+      std::printf(
+          "{\"bytes\": %zu, \"ranks\": %d, \"p50_ns\": %.1f, \"algbw_gbps\": %.3f, \"busbw_gbps\": %.3f, "
+          "\"verified\": %s, \"wait\": \"%s\"}\n",
+          bytes, size, p50, algbw, algbw * 2.0 * (size - 1) / size, allCorrect ? "true" : "false",
+          pollQuery ? "query" : "sync");
       std::fflush(stdout);
     }
     CUDA(cudaFree(send));

@@ -30,12 +30,9 @@ struct GeometryCase {
 //   DeepSeek-V3 MLA: 576 latent x 2 B x 16 = 18432 (bf16), 9216 (fp8)
 // plus odd sizes that force the byte-wise and 8-byte paths.
 const GeometryCase kCases[] = {
-    {"Llama70bTp8Bf16", {6, 2, 200, 4096}, 37},
-    {"Llama70bTp8Fp8", {6, 2, 200, 2048}, 37},
-    {"Llama8bTp1Bf16", {3, 2, 64, 32768}, 20},
-    {"DeepSeekMlaBf16", {5, 1, 128, 18432}, 33},
-    {"DeepSeekMlaFp8", {5, 1, 128, 9216}, 33},
-    {"Odd45Bytes", {3, 2, 50, 45}, 17},
+    {"Llama70bTp8Bf16", {6, 2, 200, 4096}, 37}, {"Llama70bTp8Fp8", {6, 2, 200, 2048}, 37},
+    {"Llama8bTp1Bf16", {3, 2, 64, 32768}, 20},  {"DeepSeekMlaBf16", {5, 1, 128, 18432}, 33},
+    {"DeepSeekMlaFp8", {5, 1, 128, 9216}, 33},  {"Odd45Bytes", {3, 2, 50, 45}, 17},
     {"EightByteAligned24", {3, 1, 50, 24}, 17},
 };
 
@@ -156,7 +153,9 @@ TEST_P(GpuKvKernels, FillChecksumVerifyMatchHost) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, GpuKvKernels, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<GeometryCase>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<GeometryCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(GpuKvBlockList, RejectsBadIdsAndOverflow) {
   FABSCOPE_REQUIRE_DEVICE();

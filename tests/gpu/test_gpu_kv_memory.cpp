@@ -61,8 +61,9 @@ TEST(GpuKvMemory, DeviceDirectSlotsRoundTrip) {
   // Per-block messages land at pool() + poolOffset: the device pool itself.
   std::vector<std::uint8_t> block(c.g.blockBytes);
   fc::copy(block.data(), m.pool() + c.g.poolOffset(1, 1, c.dst[3]), block.size());
-  EXPECT_EQ(0, std::memcmp(block.data(), c.expectedStaging.data() + c.g.stagingOffset(c.g.allLayers(), 1, 1, 3, c.blocks),
-                           block.size()));
+  EXPECT_EQ(0,
+            std::memcmp(block.data(), c.expectedStaging.data() + c.g.stagingOffset(c.g.allLayers(), 1, 1, 3, c.blocks),
+                        block.size()));
   m.fill(c.src, 7, static_cast<std::int64_t>(c.g.poolOffset(0, 0, c.src[0])));
   EXPECT_TRUE(m.verify(c.src, 7).found);
 }

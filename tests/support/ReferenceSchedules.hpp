@@ -48,7 +48,9 @@ inline Schedule serialSchedule(const Schedule& parallel) {
 namespace detail {
 
 // A uniform draw below `bound` (bound > 0).
-inline std::size_t below(std::uint64_t& state, std::size_t bound) { return static_cast<std::size_t>(nextRandom(state) % bound); }
+inline std::size_t below(std::uint64_t& state, std::size_t bound) {
+  return static_cast<std::size_t>(nextRandom(state) % bound);
+}
 
 inline std::vector<int> shuffled(int n, std::uint64_t& state) {
   std::vector<int> order(static_cast<std::size_t>(n));
@@ -63,7 +65,8 @@ inline Schedule allPairsAmong(const std::vector<int>& members, bool bothDirectio
   for (const auto& round : allPairsParallelSchedule(static_cast<int>(members.size()), bothDirections)) {
     Round mapped;
     for (const auto& p : round)
-      mapped.push_back({members[static_cast<std::size_t>(p.initiator)], members[static_cast<std::size_t>(p.responder)]});
+      mapped.push_back(
+          {members[static_cast<std::size_t>(p.initiator)], members[static_cast<std::size_t>(p.responder)]});
     out.push_back(std::move(mapped));
   }
   return out;
@@ -122,11 +125,13 @@ using namespace detail;
 
 inline Schedule railsSchedule(const RankLayout& layout, bool bothDirections) {
   std::vector<Schedule> rails;
-  for (const auto& [rail, members] : groupBy(layout, false, true)) rails.push_back(allPairsAmong(members, bothDirections));
+  for (const auto& [rail, members] : groupBy(layout, false, true))
+    rails.push_back(allPairsAmong(members, bothDirections));
   // Ranks of one rail on one node (more ranks than GPUs) would pair on a node: leave those pairs out.
   for (auto& rail : rails)
     for (auto& round : rail)
-      std::erase_if(round, [&](const RankPair& p) { return levelOf(layout, p.initiator, p.responder) == Level::sameNode; });
+      std::erase_if(round,
+                    [&](const RankPair& p) { return levelOf(layout, p.initiator, p.responder) == Level::sameNode; });
   Schedule out;
   mergeSideBySide(out, rails);
   return out;
@@ -209,7 +214,8 @@ inline Schedule hierarchicalSchedule(const RankLayout& layout, const PatternOpti
     auto round = randomMatching(layout.size(), state, [&](int a, int b) {
       if (groupOf[static_cast<std::size_t>(a)] == groupOf[static_cast<std::size_t>(b)]) return false;
       if (!alternate) return true;
-      const bool samePod = layout.ranks[static_cast<std::size_t>(a)].pod == layout.ranks[static_cast<std::size_t>(b)].pod;
+      const bool samePod =
+          layout.ranks[static_cast<std::size_t>(a)].pod == layout.ranks[static_cast<std::size_t>(b)].pod;
       return samePod == withinPod;
     });
     if (!round.empty()) out.push_back(std::move(round));
@@ -219,13 +225,20 @@ inline Schedule hierarchicalSchedule(const RankLayout& layout, const PatternOpti
 
 inline Schedule topologySchedule(Pattern pattern, const RankLayout& layout, const PatternOptions& options) {
   switch (pattern) {
-    case Pattern::pairs: return pairsSchedule(layout.size());
-    case Pattern::allPairs: return reference::allPairsParallelSchedule(layout.size(), options.bothDirections);
-    case Pattern::rails: return reference::railsSchedule(layout, options.bothDirections);
-    case Pattern::crossRail: return reference::crossRailSchedule(layout, options.draws, options.seed);
-    case Pattern::ring: return reference::ringSchedule(layout.size(), options.draws, options.seed);
-    case Pattern::bisection: return reference::bisectionSchedule(layout.size(), options.draws, options.seed);
-    case Pattern::hierarchical: return reference::hierarchicalSchedule(layout, options);
+    case Pattern::pairs:
+      return pairsSchedule(layout.size());
+    case Pattern::allPairs:
+      return reference::allPairsParallelSchedule(layout.size(), options.bothDirections);
+    case Pattern::rails:
+      return reference::railsSchedule(layout, options.bothDirections);
+    case Pattern::crossRail:
+      return reference::crossRailSchedule(layout, options.draws, options.seed);
+    case Pattern::ring:
+      return reference::ringSchedule(layout.size(), options.draws, options.seed);
+    case Pattern::bisection:
+      return reference::bisectionSchedule(layout.size(), options.draws, options.seed);
+    case Pattern::hierarchical:
+      return reference::hierarchicalSchedule(layout, options);
   }
   return {};
 }

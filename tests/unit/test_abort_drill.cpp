@@ -8,10 +8,10 @@
 
 #include "driver/Runner.hpp"
 #include "fabscope/BuildConfig.hpp"
+#include "kinds/Registry.hpp"
 #include "kinds/fault/AbortDrillWatch.hpp"
 #include "kinds/fault/ExpectedDetection.hpp"
 #include "kinds/fault/FaultDrillConfig.hpp"
-#include "kinds/Registry.hpp"
 #include "scenario/Matrix.hpp"
 
 namespace fabscope {
@@ -88,7 +88,8 @@ TEST(AbortDrillConfig, RefusesWhatNcclCannotDo) {
       {"    transport: nccl\n    memory: host\n", "t.yaml:9:13", "memory: cuda"},
       {std::string(overNccl) + "    fault: loss\n    fault_command: x\n", "t.yaml:10:12",
        "fault: loss over transport: nccl is not supported"},
-      {std::string(overNccl) + "    fault: link-down\n    fault_command: x\n", "t.yaml:10:12", "cannot tell from a hung peer"},
+      {std::string(overNccl) + "    fault: link-down\n    fault_command: x\n", "t.yaml:10:12",
+       "cannot tell from a hung peer"},
       {std::string(overNccl) + "    fault: flap\n    down_for: 1s\n", "t.yaml:10:12", "use fault: kill or hang"},
       {std::string(overNccl) + "    heartbeat: 50ms\n", "t.yaml:10:16", "no heartbeats"},
       {std::string(overNccl) + "    fault: hang\n    hang_for: 1s\n", "t.yaml:11:15", "nothing is re-routed"},
@@ -196,13 +197,15 @@ TEST(AbortDrillWatch, AnAsynchronousErrorComesFirstAndAStuckAbortIsNotInTime) {
 }
 
 TEST(AbortDrillJudgement, AbortsAgainstAbortWithin) {
-  const auto j = suite::judgeAborts({{0, true, 12'300'000}, {2, true, -1}, {3, false, -1}, {4, true, 250'000'000}}, 200);
+  const auto j =
+      suite::judgeAborts({{0, true, 12'300'000}, {2, true, -1}, {3, false, -1}, {4, true, 250'000'000}}, 200);
   EXPECT_EQ(j.stuck, 1);
   EXPECT_DOUBLE_EQ(j.slowestMs, 250);
   EXPECT_EQ(j.perSurvivor,
             "rank 0: aborted in 12.3 ms; rank 2: abort stuck; rank 3: nothing detected, not aborted; rank 4: aborted "
             "in 250.0 ms");
-  EXPECT_EQ(j.late, "rank 2's ncclCommAbort did not return within abort_within (200.0 ms), rank 4 aborted after 250.0 ms");
+  EXPECT_EQ(j.late,
+            "rank 2's ncclCommAbort did not return within abort_within (200.0 ms), rank 4 aborted after 250.0 ms");
   const auto fine = suite::judgeAborts({{0, true, 1'000'000}}, 200);
   EXPECT_EQ(fine.late, "");
   EXPECT_EQ(fine.stuck, 0);
@@ -210,7 +213,8 @@ TEST(AbortDrillJudgement, AbortsAgainstAbortWithin) {
 
 TEST(AbortDrillJudgement, TimingFollowsTheKeys) {
   const auto s = scenario::loadScenarioText(
-      text(std::string(overNccl) + "    rate: 250\n    requests: 1000\n    request_timeout: 300ms\n    abort_within: 2s\n"),
+      text(std::string(overNccl) +
+           "    rate: 250\n    requests: 1000\n    request_timeout: 300ms\n    abort_within: 2s\n"),
       "t.yaml", {}, rulesFor(2));
   const auto t = suite::abortDrillTiming(scenario::configOf<suite::FaultDrillConfig>(s.tests.at(0)), 7);
   EXPECT_EQ(t.start, 7);

@@ -11,8 +11,8 @@ namespace {
 
 // `n` back-to-back iterations of one rank with one peer: each `busy` ns long,
 // `gap` ns between them (posting the next receive, recording the sample).
-void loop(std::vector<output::SampleRecord>& out, int rank, int peer, int n, std::int64_t start,
-          std::int64_t busy, std::int64_t gap, std::int64_t bytes = 8) {
+void loop(std::vector<output::SampleRecord>& out, int rank, int peer, int n, std::int64_t start, std::int64_t busy,
+          std::int64_t gap, std::int64_t bytes = 8) {
   std::int64_t t = start;
   for (int i = 0; i < n; ++i) {
     output::SampleRecord r{};

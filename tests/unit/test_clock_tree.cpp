@@ -77,7 +77,7 @@ TEST(ClockTree, ComposedOffsetsStayWithinTheComposedUncertainty) {
   }
   for (int r = 1; r < size; ++r) {
     const int p = clockTreeParent(r);
-    ASSERT_LT(p, r);  // composed before its children
+    ASSERT_LT(p, r);                                     // composed before its children
     const Nanoseconds error = (r % 3 - 1) * halfRtt[r];  // -bound, 0 or +bound
     composed[r] = composeOffset(composed[p], trueOffset[r] - trueOffset[p] + error, halfRtt[r]);
   }
@@ -99,5 +99,5 @@ TEST(MemoryUse, ReadsTheKernelsSplitOfTheResidentSet) {
   EXPECT_EQ(use.rssFileBytes, 30000 * 1024);
   EXPECT_EQ(use.vmHwmBytes, 133000 * 1024);
   EXPECT_EQ(parseProcStatus("RssAnonymous: 5 kB\nRssAnon:\n").rssAnonBytes, 0);  // not the line, no number
-  EXPECT_GT(currentMemoryUse().rssAnonBytes, 0);  // this test's own process
+  EXPECT_GT(currentMemoryUse().rssAnonBytes, 0);                                 // this test's own process
 }

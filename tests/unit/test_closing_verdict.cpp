@@ -77,8 +77,11 @@ TEST_F(ClosingVerdictArgv, HostilePathIsOneArgumentAndRunsNothing) {
 TEST_F(ClosingVerdictArgv, NoPythonSaysSoWithAPastableCommand) {
   setenv("FABSCOPE_PYTHON", (dir_ + "/no such python").c_str(), 1);
   const std::string line = cli::closingVerdict("/tmp/x/r;touch PWNED;.h5", 20);
-  EXPECT_EQ(line.rfind("verdict: not computed here (python3 -m fabscope_analysis: cannot start " + dir_ +
-                       "/no such python", 0), 0u) << line;
+  EXPECT_EQ(
+      line.rfind("verdict: not computed here (python3 -m fabscope_analysis: cannot start " + dir_ + "/no such python",
+                 0),
+      0u)
+      << line;
   const std::string hint = "; get it with: python3 -m fabscope_analysis verdict '/tmp/x/r;touch PWNED;.h5'";
   ASSERT_GE(line.size(), hint.size()) << line;
   EXPECT_EQ(line.substr(line.size() - hint.size()), hint) << line;

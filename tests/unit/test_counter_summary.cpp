@@ -26,7 +26,7 @@ output::CounterRecord row(int rank, const char* source, const char* name, std::i
 
 TEST(CounterSummary, KnownCountersThatMovedLargestFirst) {
   const std::vector<output::CounterRecord> rows = {
-      row(0, "snmp:Tcp", "RetransSegs", 7),  row(2, "snmp:Tcp", "RetransSegs", 50),
+      row(0, "snmp:Tcp", "RetransSegs", 7),    row(2, "snmp:Tcp", "RetransSegs", 50),
       row(0, "net:eth0", "rx_bytes", 99999),  // moved, but not a known counter
       row(2, "hw:mlx5_0/1", "np_cnp_sent", 3), row(0, "net:eth0", "rx_dropped", 0),
       row(2, "net:eth0", "tx_dropped", -5),  // a reset, not an event
@@ -40,7 +40,8 @@ TEST(CounterSummary, KnownCountersThatMovedLargestFirst) {
   EXPECT_EQ(notes[1].name, "np_cnp_sent");
   EXPECT_EQ(driver::describeCounterNotes(notes),
             "RetransSegs +57 (largest fh1 snmp:Tcp +50 of 2 readers), np_cnp_sent +3 (fh1 hw:mlx5_0/1)");
-  EXPECT_EQ(driver::describeCounterNotes(notes, 1), "RetransSegs +57 (largest fh1 snmp:Tcp +50 of 2 readers) and 1 more");
+  EXPECT_EQ(driver::describeCounterNotes(notes, 1),
+            "RetransSegs +57 (largest fh1 snmp:Tcp +50 of 2 readers) and 1 more");
   EXPECT_NE(driver::counterMeaning("RetransSegs").find("retransmitted"), std::string::npos);
 }
 

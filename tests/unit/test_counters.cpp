@@ -20,7 +20,8 @@ CounterOptions fixtureOptions(const std::string& proc) {
   return options;
 }
 
-std::optional<std::int64_t> valueOf(const CounterSnapshot& snapshot, const std::string& source, const std::string& name) {
+std::optional<std::int64_t> valueOf(const CounterSnapshot& snapshot, const std::string& source,
+                                    const std::string& name) {
   for (const auto& v : snapshot.values)
     if (v.source == source && v.name == name) return v.value;
   return std::nullopt;

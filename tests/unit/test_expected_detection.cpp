@@ -28,7 +28,8 @@ TEST(ExpectedDetection, InfinibandRetryBudget) {
 #if FABSCOPE_HAVE_VERBS
   // One figure with the verbs backend's own.
   for (int t : {1, 14, 20, 31})
-    for (int r : {0, 3, 7}) EXPECT_DOUBLE_EQ(suite::ibRetryBudgetSeconds(t, r), transport::verbs::lostPeerSeconds(t, r));
+    for (int r : {0, 3, 7})
+      EXPECT_DOUBLE_EQ(suite::ibRetryBudgetSeconds(t, r), transport::verbs::lostPeerSeconds(t, r));
 #endif
 }
 
@@ -36,8 +37,8 @@ TEST(ExpectedDetection, TcpRetransmissionBudgetMatchesTheKernelDocumentation) {
   // ip-sysctl.rst: tcp_retries2 15 "yields a hypothetical timeout of 924.6 seconds";
   // the kernel's model counts (2^(n+1) - 1) RTO_MIN up to the last doubling.
   EXPECT_NEAR(suite::tcpRetransmissionBudgetSeconds(15), 924.6, 1e-9);
-  EXPECT_NEAR(suite::tcpRetransmissionBudgetSeconds(3), 3.0, 1e-9);  // (2^4 - 1) x 0.2
-  EXPECT_NEAR(suite::tcpRetransmissionBudgetSeconds(9), 204.6, 1e-9);  // the last doubling
+  EXPECT_NEAR(suite::tcpRetransmissionBudgetSeconds(3), 3.0, 1e-9);     // (2^4 - 1) x 0.2
+  EXPECT_NEAR(suite::tcpRetransmissionBudgetSeconds(9), 204.6, 1e-9);   // the last doubling
   EXPECT_NEAR(suite::tcpRetransmissionBudgetSeconds(10), 324.6, 1e-9);  // then 120 s each
   EXPECT_NEAR(suite::tcpKeepaliveSeconds(10, 2, 9), 28, 1e-12);
 }
@@ -59,12 +60,17 @@ StackSettings settings(const std::map<std::string, std::string>& env, int retrie
         auto it = env.find(name);
         return it == env.end() ? nullptr : it->second.c_str();
       },
-      [&](const char* path, int fallback) { return std::string(path).ends_with("tcp_retries2") ? retries2 : fallback; });
+      [&](const char* path, int fallback) {
+        return std::string(path).ends_with("tcp_retries2") ? retries2 : fallback;
+      });
 }
 
 TEST(ExpectedDetection, SettingsFromTheEnvironmentAndProc) {
-  auto s = settings({{"NCCL_IB_TIMEOUT", "22"}, {"NCCL_IB_RETRY_CNT", "3"}, {"UCX_TCP_KEEPIDLE", "1s"},
-                     {"UCX_TCP_KEEPCNT", "4"}, {"UCX_TLS", "tcp,self"}},
+  auto s = settings({{"NCCL_IB_TIMEOUT", "22"},
+                     {"NCCL_IB_RETRY_CNT", "3"},
+                     {"UCX_TCP_KEEPIDLE", "1s"},
+                     {"UCX_TCP_KEEPCNT", "4"},
+                     {"UCX_TLS", "tcp,self"}},
                     8);
   EXPECT_EQ(s.ncclIbTimeout, 22);
   EXPECT_EQ(s.ncclIbRetryCnt, 3);
@@ -79,7 +85,8 @@ TEST(ExpectedDetection, SettingsFromTheEnvironmentAndProc) {
     settings({{"NCCL_IB_RETRY_CNT", "9"}});
     FAIL() << "NCCL_IB_RETRY_CNT 9 accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("NCCL_IB_RETRY_CNT=9: expected an integer 0 .. 7"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("NCCL_IB_RETRY_CNT=9: expected an integer 0 .. 7"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(settings({{"UCX_TCP_KEEPINTVL", "often"}}), std::invalid_argument);
 }

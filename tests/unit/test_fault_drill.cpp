@@ -4,10 +4,10 @@
 
 #include "driver/Runner.hpp"
 #include "fabscope/BuildConfig.hpp"
-#include "scenario/Matrix.hpp"
+#include "kinds/Registry.hpp"
 #include "kinds/fault/FaultCommand.hpp"
 #include "kinds/fault/FaultDrillConfig.hpp"
-#include "kinds/Registry.hpp"
+#include "scenario/Matrix.hpp"
 
 namespace fabscope {
 namespace {
@@ -109,8 +109,8 @@ TEST(FaultDrillConfig, LinkFaultsNeedAnAdminCommand) {
 
 std::string flap(const std::string& downFor = "1s", const std::string& requests = "8000") {
   return "    transport: ucx\n    fault: flap\n    fault_command: cut {victim_host}\n"
-         "    restore_command: plug {victim_host}\n    down_for: " + downFor + "\n    requests: " + requests +
-         "\n    rate: 1000\n";
+         "    restore_command: plug {victim_host}\n    down_for: " +
+         downFor + "\n    requests: " + requests + "\n    rate: 1000\n";
 }
 const std::string flapKeys = flap();
 
@@ -181,7 +181,8 @@ TEST(FaultDrillFlap, EndingHangsAndLossesAndKill) {
   const auto& c = scenario::configOf<suite::FaultDrillConfig>(s.tests.at(0));
   EXPECT_TRUE(c.faultEnds() && c.victimReturns() && !c.usesCommand());
   EXPECT_DOUBLE_EQ(c.faultLastsSeconds(), 1.0);
-  auto e = planError("    transport: ucx\n    fault: loss\n    fault_command: x\n    loss_for: 1s\n    requests: 8000\n");
+  auto e =
+      planError("    transport: ucx\n    fault: loss\n    fault_command: x\n    loss_for: 1s\n    requests: 8000\n");
   EXPECT_NE(e.find("loss_for needs restore_command"), std::string::npos) << e;
   EXPECT_EQ(planError("    transport: ucx\n    fault: loss\n    fault_command: x\n    restore_command: y\n"
                       "    loss_for: 1s\n    requests: 8000\n"),
@@ -204,8 +205,8 @@ TEST(FaultDrillBaseline, BackWhenThroughputAndP99AreBack) {
   // 1 request per ms, 1 ms latency, from 2000 ms (the victim rejoined), restore at 1800 ms.
   std::vector<std::pair<int, int>> pd;
   for (int t = 2000; t < 4000; ++t) pd.push_back({t, t + 1});
-  const auto r = suite::findBaseline(carrier(pd), 1800 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6,
-                                     0.9, 2.0);
+  const auto r =
+      suite::findBaseline(carrier(pd), 1800 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 2.0);
   ASSERT_TRUE(r.at);
   // The first 100 ms window with >= 90 completions ends near 2091 ms.
   EXPECT_GE(*r.at, 2089 * 1000000LL);
@@ -218,15 +219,19 @@ TEST(FaultDrillBaseline, ASlowTailOrHalfTheRateIsNotBack) {
   std::vector<std::pair<int, int>> slow, half;
   for (int t = 2000; t < 4000; ++t) slow.push_back({t, t + (t % 20 == 0 ? 5 : 1)});
   for (int t = 2000; t < 4000; t += 2) half.push_back({t, t + 1});
-  const auto a = suite::findBaseline(carrier(slow), 1800 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 2.0);
+  const auto a =
+      suite::findBaseline(carrier(slow), 1800 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 2.0);
   EXPECT_FALSE(a.at);
   EXPECT_GE(a.p99Ns, 5e6);
-  EXPECT_TRUE(suite::findBaseline(carrier(slow), 1800 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 6.0).at);
-  const auto b = suite::findBaseline(carrier(half), 1800 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 2.0);
+  EXPECT_TRUE(
+      suite::findBaseline(carrier(slow), 1800 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 6.0).at);
+  const auto b =
+      suite::findBaseline(carrier(half), 1800 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 2.0);
   EXPECT_FALSE(b.at);
   EXPECT_NEAR(b.throughputPerSecond, 500, 20);
   // Requests posted before the restore do not count, nor windows past `until`.
-  EXPECT_FALSE(suite::findBaseline(carrier(slow), 5000 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 6.0).at);
+  EXPECT_FALSE(
+      suite::findBaseline(carrier(slow), 5000 * 1000000LL, 9000 * 1000000LL, 100 * 1000000LL, 1000, 1e6, 0.9, 6.0).at);
   EXPECT_FALSE(suite::findBaseline({}, 0, 1, 1, 1, 1, 0.9, 2).at);
 }
 
@@ -270,7 +275,8 @@ TEST(FaultCommandText, HostileValuesStayOneWord) {
   EXPECT_EQ(suite::expandFaultCommand("cut {victim_host} {victim_rank} {percent}", v),
             "cut 'n1; rm -rf / #' '$(reboot)' 'a'\\''b\nc`id`'");
   // and the shell agrees: echo prints the three values back unchanged, runs nothing
-  const auto r = suite::runFaultCommand(suite::expandFaultCommand("printf '%s|' {victim_host} {victim_rank} {percent}", v), 5);
+  const auto r =
+      suite::runFaultCommand(suite::expandFaultCommand("printf '%s|' {victim_host} {victim_rank} {percent}", v), 5);
   EXPECT_EQ(r.exitStatus, 0) << r.output;
   EXPECT_EQ(r.output, "n1; rm -rf / #|$(reboot)|a'b\nc`id`|");
 }
@@ -284,8 +290,8 @@ TEST(FaultDrillConfig, CommandsInTheScenarioNeedAllowCommands) {
   EXPECT_NE(e.find("--allow-commands"), std::string::npos) << e;
   EXPECT_EQ(planError(drill, 4, true), "");
   // The admin's own command line is trusted: a command given with --set runs.
-  EXPECT_EQ(planError("    transport: ucx\n    fault: link-down\n", 4, false, {"drill.fault_command=cut {victim_host}"}),
-            "");
+  EXPECT_EQ(
+      planError("    transport: ucx\n    fault: link-down\n", 4, false, {"drill.fault_command=cut {victim_host}"}), "");
   // --set of another key of the test does not make the file's own command the admin's.
   e = planError(drill, 4, false, {"drill.iterations=3"});
   EXPECT_NE(e.find("would run the command fault_command: 'cut {victim_host}'"), std::string::npos) << e;
@@ -343,13 +349,14 @@ TEST(FaultDrillJudgement, DetectionBeforeTheFaultIsAFalseLoss) {
   const int victim = 1;
   std::vector<suite::DeclaredLoss> losses{
       {3, 0, fault - 1'001'200'000, "heartbeat: none for 500 ms (deadline 500 ms)"},  // the client, alive
-      {0, victim, fault + 410'000'000, "heartbeat: none for 500 ms"},                  // the real detection
-      {2, victim, fault - 5'000'000, "transport: endpoint error"},                      // within the tolerance
+      {0, victim, fault + 410'000'000, "heartbeat: none for 500 ms"},                 // the real detection
+      {2, victim, fault - 5'000'000, "transport: endpoint error"},                    // within the tolerance
   };
   auto f = suite::judgeFalseLosses(losses, victim, fault);
   EXPECT_EQ(f.count, 1);
-  EXPECT_EQ(f.detail, "rank 3 declared rank 0 lost 1001.2 ms before the fault (heartbeat: none for 500 ms "
-                      "(deadline 500 ms))");
+  EXPECT_EQ(f.detail,
+            "rank 3 declared rank 0 lost 1001.2 ms before the fault (heartbeat: none for 500 ms "
+            "(deadline 500 ms))");
   // The victim before the fault, and a worker after it, are false too.
   losses.push_back({3, victim, fault - 300'000'000, "heartbeat: none for 500 ms"});
   losses.push_back({0, 2, fault + 2'000'000'000, "request: no reply for 1000 ms"});

@@ -1,13 +1,13 @@
 // JSON writer, the inventory's JSON and flat key/value forms.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <stdexcept>
-#include <unistd.h>
 
 #include "inventory/HostInventory.hpp"
 #include "inventory/InventoryFormat.hpp"
@@ -35,7 +35,8 @@ std::string valueOf(const KeyValues& kv, const std::string& key) {
 
 // python3's json module as an independent parser; skipped where python3 is absent.
 bool pythonAccepts(const std::string& json) {
-  const auto file = std::filesystem::temp_directory_path() / ("fabscope_inventory_" + std::to_string(::getpid()) + ".json");
+  const auto file =
+      std::filesystem::temp_directory_path() / ("fabscope_inventory_" + std::to_string(::getpid()) + ".json");
   {
     std::ofstream out(file);
     out << json;
@@ -54,9 +55,9 @@ TEST(JsonWriter, EscapesStrings) {
   EXPECT_EQ(jsonQuote("line\nnext\ttab\r"), "\"line\\nnext\\ttab\\r\"");
   EXPECT_EQ(jsonQuote(std::string("nul\0x", 5)), "\"nul\\u0000x\"");
   EXPECT_EQ(jsonQuote("\x01\x1f"), "\"\\u0001\\u001f\"");
-  EXPECT_EQ(jsonQuote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");           // valid UTF-8 passes through
-  EXPECT_EQ(jsonQuote("bad\xff"), "\"bad\\ufffd\"");                // invalid byte replaced
-  EXPECT_EQ(jsonQuote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");            // overlong form rejected
+  EXPECT_EQ(jsonQuote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");             // valid UTF-8 passes through
+  EXPECT_EQ(jsonQuote("bad\xff"), "\"bad\\ufffd\"");                  // invalid byte replaced
+  EXPECT_EQ(jsonQuote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");             // overlong form rejected
   EXPECT_EQ(jsonQuote("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");  // surrogate rejected
 }
 

@@ -104,9 +104,10 @@ const ManifestRow& row(const std::vector<ManifestRow>& rows, const std::string& 
 TEST(QosNetlink, RequestIsWhatDcbToolSends) {
   const auto request = buildDcbIeeeGetRequest("eth0", 7);
   // nlmsghdr (len 32 with the attribute's padding, as libmnl's mnl_attr_put counts it; RTM_GETDCB 78,
-  // NLM_F_REQUEST, seq 7) + dcbmsg (AF_UNSPEC, DCB_CMD_IEEE_GET 21) + DCB_ATTR_IFNAME "eth0\0" (length 9, padded to 12).
-  const std::vector<std::uint8_t> expected = {32, 0, 0, 0, 78, 0, 1, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 21, 0, 0,
-                                              9,  0, 1, 0, 'e', 't', 'h', '0', 0, 0, 0, 0};
+  // NLM_F_REQUEST, seq 7) + dcbmsg (AF_UNSPEC, DCB_CMD_IEEE_GET 21) + DCB_ATTR_IFNAME "eth0\0" (length 9, padded to
+  // 12).
+  const std::vector<std::uint8_t> expected = {32, 0,  0, 0, 78, 0, 1, 0, 7,   0,   0,   0,   0, 0, 0, 0,
+                                              0,  21, 0, 0, 9,  0, 1, 0, 'e', 't', 'h', '0', 0, 0, 0, 0};
   EXPECT_EQ(request, expected);
 }
 
@@ -164,7 +165,7 @@ TEST(QosNetlink, MalformedRepliesAreUnknownNeverGuessed) {
   // A PFC attribute shorter than struct ieee_pfc's head.
   auto shortPfc = good;
   const std::size_t pfcAt = 16 + 4 + 16 + 4 + 64;  // header, dcbmsg, IFNAME, IEEE header, ETS
-  ASSERT_EQ(shortPfc[pfcAt + 2], 2);                // DCB_ATTR_IEEE_PFC
+  ASSERT_EQ(shortPfc[pfcAt + 2], 2);               // DCB_ATTR_IEEE_PFC
   shortPfc[pfcAt] = 6;
   shortPfc[pfcAt + 1] = 0;
   EXPECT_EQ(parse(shortPfc).status, "unknown");
@@ -272,7 +273,7 @@ TEST(QosConsistency, FlagsPfcTrustAndEcnDifferences) {
   NetInterface& roce = interfaceNamed(c, "ens1f0");
   roce.qos.dcb.pfcEnabledMask = 0;  // PFC missing on the RDMA priority
   roce.qos.trust = "pcp";
-  roce.qos.ecnNpMask = 0;           // ECN off on this port
+  roce.qos.ecnNpMask = 0;  // ECN off on this port
   const auto flags = checkConsistency({a, b, c}, {});
   const auto pfc = flagsOn(flags, "qos/net/ens1f0/pfc_enabled");
   ASSERT_EQ(pfc.size(), 1u);  // trust is pcp now, so the per-host RDMA-priority rule cannot apply
@@ -338,7 +339,8 @@ qos:
   EXPECT_EQ(manifest.qos->dscpMap->value, "26:3");
   const HostInventory host = collectHostInventory(fixtureOptions("a"));
   const auto rows = checkManifest(manifest, {host});
-  for (const auto& r : rows) EXPECT_EQ(r.status, ManifestStatus::match) << r.component << " found '" << r.discovered << "'";
+  for (const auto& r : rows)
+    EXPECT_EQ(r.status, ManifestStatus::match) << r.component << " found '" << r.discovered << "'";
   EXPECT_FALSE(manifestFailed(rows));
   EXPECT_EQ(row(rows, "qos/pfc_priorities@ens1f0").validation, "vendor-validated");
   EXPECT_EQ(row(rows, "qos/roce_tc@mlx5_1/1").discovered, "106");
@@ -363,7 +365,8 @@ TEST(QosManifest, MustMatchDifferenceFailsAdvisoryDoesNot) {
   EXPECT_FALSE(row(rows, "qos/trust@ens1f0").mustMatch);
   EXPECT_TRUE(manifestFailed(rows));
   // Only the advisory item differing: the check passes.
-  const auto advisory = checkManifest(parseManifest("qos:\n  trust: {value: pcp, must_match: false}\n", "a.yaml"), {host});
+  const auto advisory =
+      checkManifest(parseManifest("qos:\n  trust: {value: pcp, must_match: false}\n", "a.yaml"), {host});
   EXPECT_FALSE(manifestFailed(advisory));
   // Nothing configured for the traffic class: missing, which fails a must-match item.
   InventoryOptions bare = fixtureOptions("bare");
@@ -385,7 +388,8 @@ TEST(QosManifest, BadValuesNameLineAndColumn) {
   EXPECT_EQ(error("qos:\n  pfc_priorities: 3\n"),
             "q.yaml:2:19: 'pfc_priorities' must be a list of priorities 0..7 (e.g. [3]; [] for none), found '3'");
   EXPECT_NE(error("qos:\n  pfc: [3]\n").find("q.yaml:2:3: unknown key 'pfc' in 'qos'"), std::string::npos);
-  EXPECT_NE(error("qos:\n  roce_tc: 300\n").find("q.yaml:2:12: 'roce_tc' must be an integer from 0 to 255"), std::string::npos);
+  EXPECT_NE(error("qos:\n  roce_tc: 300\n").find("q.yaml:2:12: 'roce_tc' must be an integer from 0 to 255"),
+            std::string::npos);
   EXPECT_NE(error("qos:\n  dscp_map: {64: 3}\n").find("q.yaml:2:14:"), std::string::npos);
 }
 
@@ -426,9 +430,10 @@ class FakeVendorTools {
     char pattern[] = "/tmp/fabscope-vendor-XXXXXX";
     dir_ = ::mkdtemp(pattern);
     const std::string strip = "grep -v '^##' " + kData + "/vendor/";
-    write("smpquery", failing ? "echo 'ibwarn: [1] mad_rpc_open_port: can't open UMAD port' >&2; exit 255"
-                              : "case \" $* \" in *' vlarb '*) " + strip + "smpquery-vlarb.txt;; *' sl2vl '*) " + strip +
-                                    "smpquery-sl2vl.txt;; *) exit 1;; esac\necho \"$*\" >> " + dir_ + "/smpquery.args");
+    write("smpquery", failing
+                          ? "echo 'ibwarn: [1] mad_rpc_open_port: can't open UMAD port' >&2; exit 255"
+                          : "case \" $* \" in *' vlarb '*) " + strip + "smpquery-vlarb.txt;; *' sl2vl '*) " + strip +
+                                "smpquery-sl2vl.txt;; *) exit 1;; esac\necho \"$*\" >> " + dir_ + "/smpquery.args");
     write("mlxconfig", strip + "mlxconfig-q.txt\necho \"$*\" >> " + dir_ + "/mlxconfig.args");
     oldPath_ = std::getenv("PATH") ? std::getenv("PATH") : "";
     ::setenv("PATH", (dir_ + ":" + oldPath_).c_str(), 1);
@@ -477,8 +482,8 @@ TEST(QosVendor, ParsesSmpquerySl2vlAndMlxconfig) {
   EXPECT_EQ(parseSmpquerySl2vl("ports: in  0, out  0: | 0| 1|\n"), "");  // not 16 SLs
   const auto config = parseMlxconfigQuery(vendorOutput("mlxconfig-q.txt"));
   const std::vector<std::pair<std::string, std::string>> expected = {
-      {"LINK_TYPE_P1", "IB(1)"},        {"LINK_TYPE_P2", "ETH(2)"},      {"ROCE_CC_PRIO_MASK_P1", "8"},
-      {"ROCE_CC_ALGORITHM_P1", "ECN(0)"}, {"CNP_DSCP_P1", "48"},        {"CNP_802P_PRIO_P1", "6"},
+      {"LINK_TYPE_P1", "IB(1)"},          {"LINK_TYPE_P2", "ETH(2)"}, {"ROCE_CC_PRIO_MASK_P1", "8"},
+      {"ROCE_CC_ALGORITHM_P1", "ECN(0)"}, {"CNP_DSCP_P1", "48"},      {"CNP_802P_PRIO_P1", "6"},
       {"LLDP_NB_DCBX_P1", "True(1)"}};
   EXPECT_EQ(config, expected);  // Current column; MEMIC_BAR_SIZE, NUM_OF_VFS, SRIOV_EN are not QoS
 }
@@ -546,7 +551,8 @@ TEST(QosManifest, InfiniBandVlArbitrationAndSlToVl) {
     options.useVendorTools = true;
     HostInventory host = collectHostInventory(options);
     auto rows = checkManifest(manifest, {host});
-    EXPECT_EQ(row(rows, "qos/ib_vlarb_low@mlx5_0/1").status, ManifestStatus::match) << row(rows, "qos/ib_vlarb_low@mlx5_0/1").discovered;
+    EXPECT_EQ(row(rows, "qos/ib_vlarb_low@mlx5_0/1").status, ManifestStatus::match)
+        << row(rows, "qos/ib_vlarb_low@mlx5_0/1").discovered;
     EXPECT_EQ(row(rows, "qos/ib_vlarb_high@mlx5_0/1").status, ManifestStatus::match);
     EXPECT_EQ(row(rows, "qos/ib_sl2vl@mlx5_0/1").status, ManifestStatus::match);
     EXPECT_FALSE(manifestFailed(rows));

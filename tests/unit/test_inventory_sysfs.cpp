@@ -26,8 +26,8 @@ InventoryOptions fixtureOptions() {
   options.useHwloc = false;
   options.useCuda = false;
   options.mpiLibraryVersion = "Open MPI v4.1.4, package: Debian OpenMPI\nsecond line";
-  options.environment = {"NCCL_IB_HCA=mlx5_1", "UCX_NET_DEVICES=mlx5_1:1", "HOME=/root", "SLURM_JOB_ID=42",
-                         "SLURM_JWT=secret-token", "OMPI_MCA_btl=self,tcp", "NCCL_IB_GID_INDEX=3"};
+  options.environment = {"NCCL_IB_HCA=mlx5_1",     "UCX_NET_DEVICES=mlx5_1:1", "HOME=/root",         "SLURM_JOB_ID=42",
+                         "SLURM_JWT=secret-token", "OMPI_MCA_btl=self,tcp",    "NCCL_IB_GID_INDEX=3"};
   return options;
 }
 
@@ -226,10 +226,11 @@ TEST(InventoryLive, CollectsThisMachine) {
 TEST(InventoryGpu, NoDriverIsSaidPlainly) {
   const auto noDriver = noGpuNote(GpuCountFailure::insufficientDriver, 0, 13000,
                                   "CUDA driver version is insufficient for CUDA runtime version");
-  EXPECT_EQ(noDriver, "cuda: no NVIDIA GPU driver on this host (the CUDA runtime 13.0 is installed, but no driver "
-                      "is loaded): GPUs not listed");
-  EXPECT_NE(noGpuNote(GpuCountFailure::insufficientDriver, 12020, 13000, "x").find(
-                "the NVIDIA driver supports CUDA 12.2, older than the CUDA runtime 13.0"),
+  EXPECT_EQ(noDriver,
+            "cuda: no NVIDIA GPU driver on this host (the CUDA runtime 13.0 is installed, but no driver "
+            "is loaded): GPUs not listed");
+  EXPECT_NE(noGpuNote(GpuCountFailure::insufficientDriver, 12020, 13000, "x")
+                .find("the NVIDIA driver supports CUDA 12.2, older than the CUDA runtime 13.0"),
             std::string::npos);
   EXPECT_NE(noGpuNote(GpuCountFailure::noDevice, 13000, 13000, "x").find("no GPU found"), std::string::npos);
   EXPECT_EQ(noGpuNote(GpuCountFailure::other, 13000, 13000, "some CUDA text"), "cuda: no GPU visible: some CUDA text");

@@ -54,7 +54,8 @@ TEST(Topology, SlurmAddress) {
 
 TEST(Topology, FileWinsOverSlurm) {
   TopologyFile topology = parseTopology(kTopology, "topo.yaml");
-  std::vector<std::string> env = {"SLURM_TOPOLOGY_ADDR=x.y.z.node01", "SLURM_TOPOLOGY_ADDR_PATTERN=switch.switch.switch.node"};
+  std::vector<std::string> env = {"SLURM_TOPOLOGY_ADDR=x.y.z.node01",
+                                  "SLURM_TOPOLOGY_ADDR_PATTERN=switch.switch.switch.node"};
   EXPECT_EQ(topologyForHost("node01", &topology, env).site, "dc1");
   EXPECT_EQ(topologyForHost("other", &topology, env).site, "x");
   EXPECT_EQ(topologyForHost("other", nullptr, {}).source, "");

@@ -129,14 +129,13 @@ TEST_P(HostKvCopy, ChecksumsMatchExpectedAndCatchOneFlippedByte) {
       << mismatch.describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Layouts, HostKvCopy,
-    ::testing::Values(LayoutCase{"Llama70bTp8Bf16", "llama3-70b", 8, fm::Dtype::bf16, 16},
-                      LayoutCase{"Llama70bTp8Fp8", "llama3-70b", 8, fm::Dtype::fp8, 16},
-                      LayoutCase{"Llama8bTp1Bf16", "llama3-8b", 1, fm::Dtype::bf16, 16},
-                      LayoutCase{"DeepSeekMlaBf16", "deepseek-v3", 8, fm::Dtype::bf16, 64},
-                      LayoutCase{"DeepSeekMlaFp8", "deepseek-v3", 8, fm::Dtype::fp8, 16}),
-    [](const ::testing::TestParamInfo<LayoutCase>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Layouts, HostKvCopy,
+                         ::testing::Values(LayoutCase{"Llama70bTp8Bf16", "llama3-70b", 8, fm::Dtype::bf16, 16},
+                                           LayoutCase{"Llama70bTp8Fp8", "llama3-70b", 8, fm::Dtype::fp8, 16},
+                                           LayoutCase{"Llama8bTp1Bf16", "llama3-8b", 1, fm::Dtype::bf16, 16},
+                                           LayoutCase{"DeepSeekMlaBf16", "deepseek-v3", 8, fm::Dtype::bf16, 64},
+                                           LayoutCase{"DeepSeekMlaFp8", "deepseek-v3", 8, fm::Dtype::fp8, 16}),
+                         [](const ::testing::TestParamInfo<LayoutCase>& info) { return std::string(info.param.name); });
 
 TEST(HostKvChecksum, EverySingleByteFlipDetectedIncludingTail) {
   // 45 bytes: five whole words and a 5-byte tail.
@@ -160,7 +159,8 @@ TEST(HostKvChecksum, OddBlockSizeFillAndExpected) {
   std::vector<std::uint8_t> pool(g.poolBytes());
   fk::fillKvBlocksHost(pool.data(), g, ids, 5, g.allLayers());
   EXPECT_FALSE(fk::verifyKvBlocksHost(pool.data(), g, ids, 5, g.allLayers()).found);
-  EXPECT_EQ(fk::blockChecksumHost(pool.data() + g.poolOffset(1, 0, 1), 45), fk::expectedKvBlockChecksum(5, 1, 0, 1, 45));
+  EXPECT_EQ(fk::blockChecksumHost(pool.data() + g.poolOffset(1, 0, 1), 45),
+            fk::expectedKvBlockChecksum(5, 1, 0, 1, 45));
   pool[g.poolOffset(1, 0, 1) + 44] ^= 0x80;  // last tail byte
   const auto m = fk::verifyKvBlocksHost(pool.data(), g, ids, 5, g.allLayers());
   ASSERT_TRUE(m.found);

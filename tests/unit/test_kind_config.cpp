@@ -29,11 +29,17 @@ namespace {
 // The spec that plan and run receive has no YAML in it: the members that
 // carried the test's node and the scenario's model and parallel are gone.
 template <typename T>
-concept HasTestNode = requires(const T& t) { t.node; };
+concept HasTestNode = requires(const T& t) {
+  t.node;
+};
 template <typename T>
-concept HasScenarioModel = requires(const T& t) { t.scenarioModel; };
+concept HasScenarioModel = requires(const T& t) {
+  t.scenarioModel;
+};
 template <typename T>
-concept HasScenarioParallel = requires(const T& t) { t.scenarioParallel; };
+concept HasScenarioParallel = requires(const T& t) {
+  t.scenarioParallel;
+};
 static_assert(!HasTestNode<scenario::TestSpec>, "TestSpec must not carry the test's YAML node");
 static_assert(!HasScenarioModel<scenario::TestSpec>, "TestSpec must not carry the scenario's model node");
 static_assert(!HasScenarioParallel<scenario::TestSpec>, "TestSpec must not carry the scenario's parallel node");

@@ -16,11 +16,12 @@ TEST(KvBlockLayout, Llama70bTp8) {
   EXPECT_EQ(layout.kind, fkv::KvLayoutKind::gqa);
   EXPECT_EQ(layout.planes(), 2u);
   EXPECT_EQ(layout.kvHeads, 1u);
-  EXPECT_EQ(layout.blockBytes(), 4096u);           // one of K or V
-  EXPECT_EQ(layout.blockBytesPerLayer(), 8192u);   // K and V
+  EXPECT_EQ(layout.blockBytes(), 4096u);          // one of K or V
+  EXPECT_EQ(layout.blockBytesPerLayer(), 8192u);  // K and V
   EXPECT_EQ(layout.blockBytesAllLayers(), 640u * 1024);
   EXPECT_EQ(layout.poolBytes(), 640u * 1024 * 1000);
-  EXPECT_EQ(layout.describe(), "GQA 80 layers x (K,V) x 1000 blocks x 16 tokens x 1 kv_heads x 128 head_dim x 2 B (bf16)");
+  EXPECT_EQ(layout.describe(),
+            "GQA 80 layers x (K,V) x 1000 blocks x 16 tokens x 1 kv_heads x 128 head_dim x 2 B (bf16)");
 }
 
 TEST(KvBlockLayout, GqaOffsetsAreLayerMajorKThenV) {

@@ -37,7 +37,8 @@ TEST(RequestBlockPlacement, KnownSequenceForSeed) {
   for (std::size_t i = 0; i < 4; ++i) {
     const std::uint64_t threshold = (0 - freeCount) % freeCount;
     std::uint64_t x;
-    do x = reference(); while (x < threshold);
+    do x = reference();
+    while (x < threshold);
     const std::uint64_t pick = x % freeCount;
     EXPECT_EQ(blocks[i], pool[pick]);
     pool[pick] = pool[--freeCount];

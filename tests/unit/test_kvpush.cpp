@@ -7,11 +7,11 @@
 #include <set>
 
 #include "fabscope/BuildConfig.hpp"
-#include "scenario/Matrix.hpp"
+#include "kinds/Registry.hpp"
 #include "kinds/kvpush/KvPushConfig.hpp"
 #include "kinds/kvpush/KvPushSchedule.hpp"
 #include "kinds/kvpush/KvPushWorkers.hpp"
-#include "kinds/Registry.hpp"
+#include "scenario/Matrix.hpp"
 
 namespace fabscope {
 namespace {
@@ -175,8 +175,7 @@ TEST(KvPushConfig, StagedIsOneMessageAndManyToOneIsAllowed) {
 }
 
 TEST(KvPushConfig, LiteralSizesMustBeTheDerivedBytesAndTheErrorSaysThem) {
-  const auto e = loadError(
-      "  - kind: kvpush\n    prompt_tokens: [1024]\n    sizes: [1MiB]\n");
+  const auto e = loadError("  - kind: kvpush\n    prompt_tokens: [1024]\n    sizes: [1MiB]\n");
   EXPECT_NE(e.find("t.yaml:8:12:"), std::string::npos) << e;
   EXPECT_NE(e.find("[41943040]"), std::string::npos) << e;
   EXPECT_NE(e.find("derive: kv-request"), std::string::npos) << e;
@@ -187,7 +186,8 @@ TEST(KvPushConfig, BadKeysAreScenarioErrorsWithPositions) {
   EXPECT_NE(loadError(perBlock + "    direction: pull\n").find("one-sided get"), std::string::npos);
   EXPECT_NE(loadError(perBlock + "    loop: {mode: open}\n").find("needs 'rate'"), std::string::npos);
   EXPECT_NE(loadError(perBlock + "    loop: {mode: closed, rate: 3}\n").find("'mode: open' only"), std::string::npos);
-  EXPECT_NE(loadError(perBlock + "    compute_per_layer: 1ms\n").find("applies to 'strategy: layer-stream' only"), std::string::npos);
+  EXPECT_NE(loadError(perBlock + "    compute_per_layer: 1ms\n").find("applies to 'strategy: layer-stream' only"),
+            std::string::npos);
   EXPECT_NE(loadError(perBlock + "    prefill_ranks: 4\n    decode_ranks: 1\n").find("at least one prefill"),
             std::string::npos);
   EXPECT_NE(loadError(perBlock + "    pool_blocks: 10\n").find("too small"), std::string::npos);
@@ -203,7 +203,8 @@ TEST(KvPushConfig, DeviceMemoryRunsTheStagedStrategyOnly) {
   if (!FABSCOPE_HAVE_CUDA) GTEST_SKIP() << "built without CUDA: the loader refuses memory: cuda";
   EXPECT_NE(loadError(perBlock + "    memory: cuda\n").find("staged strategy only"), std::string::npos);
   EXPECT_EQ(loadError("  - kind: kvpush\n    strategy: staged\n    memory: cuda\n"
-                      "    sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [64]}\n"), "");
+                      "    sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [64]}\n"),
+            "");
   EXPECT_EQ(loadError(perBlock + "    memory: cuda-host\n"), "");
 }
 
@@ -217,8 +218,9 @@ TEST(KvPushConfig, OneSidedDirectionsNeedATransportWithPutOrGet) {
     // Regions are exposed over every rank: not on part of them.
     EXPECT_NE(loadError(ucx + "    direction: pull\n    ranks: 3\n").find("exposes every rank's KV pool"),
               std::string::npos);
-    EXPECT_NE(loadError(ucx + "    direction: push-put\n    roles: {canaries: 2}\n").find("exposes every rank's KV pool"),
-              std::string::npos);
+    EXPECT_NE(
+        loadError(ucx + "    direction: push-put\n    roles: {canaries: 2}\n").find("exposes every rank's KV pool"),
+        std::string::npos);
     if (FABSCOPE_HAVE_CUDA) {
       EXPECT_NE(loadError("  - kind: kvpush\n    strategy: staged\n    memory: cuda\n    transport: ucx\n"
                           "    direction: pull\n"

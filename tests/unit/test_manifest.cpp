@@ -102,9 +102,7 @@ TEST(Manifest, RateMustBeANumber) {
   EXPECT_NE(std::string(e.what()).find("positive number"), std::string::npos) << e.what();
 }
 
-TEST(Manifest, MissingFileIsAnError) {
-  EXPECT_THROW(loadManifest(kManifests + "no-such-file.yaml"), ManifestError);
-}
+TEST(Manifest, MissingFileIsAnError) { EXPECT_THROW(loadManifest(kManifests + "no-such-file.yaml"), ManifestError); }
 
 TEST(Manifest, VersionMatching) {
   EXPECT_TRUE(versionMatches("4.1.4", "Open MPI v4.1.4, package: Debian OpenMPI"));

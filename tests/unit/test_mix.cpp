@@ -70,8 +70,11 @@ TEST(MixRoles, SplitsTheRanksCannotFillAreRefused) {
 }
 
 TEST(MixScenario, ClassesAndSizesComeFromTheModel) {
-  const auto dense = load("model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], layout: {prefill: 2, decode: 4, tp: 2, "
-                          "frontend: 2}, decode_batch: 8, kv: {prompt_tokens: 64}" + api + "}\n", 8);
+  const auto dense = load(
+      "model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], layout: {prefill: 2, decode: 4, tp: 2, "
+      "frontend: 2}, decode_batch: 8, kv: {prompt_tokens: 64}" +
+          api + "}\n",
+      8);
   const auto& c = scenario::configOf<MixConfig>(dense.tests.front());
   EXPECT_TRUE(c.has(TrafficClass::allreduce));
   EXPECT_FALSE(c.has(TrafficClass::alltoall)) << "a dense model has no all-to-all";
@@ -84,8 +87,11 @@ TEST(MixScenario, ClassesAndSizesComeFromTheModel) {
   EXPECT_EQ(c.api.clients, 1);
   EXPECT_EQ(c.api.requestBytes, 2048);
 
-  const auto moe = load("model: deepseek-v3\ntests:\n  - {kind: mix, sizes: [512], layout: {prefill: 2, decode: 4, tp: 2, "
-                        "frontend: 2}" + api + "}\n", 8);
+  const auto moe = load(
+      "model: deepseek-v3\ntests:\n  - {kind: mix, sizes: [512], layout: {prefill: 2, decode: 4, tp: 2, "
+      "frontend: 2}" +
+          api + "}\n",
+      8);
   const auto& m = scenario::configOf<MixConfig>(moe.tests.front());
   EXPECT_TRUE(m.has(TrafficClass::alltoall));
   EXPECT_EQ(m.routing.experts, 256);
@@ -96,34 +102,45 @@ TEST(MixScenario, ClassesAndSizesComeFromTheModel) {
 
 TEST(MixScenario, BadInputIsRefusedAtLoadWithItsPosition) {
   // A model without experts asked for the all-to-all: the class's own position.
-  const std::string noExperts = "model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], classes: [allreduce, alltoall], "
-                                "layout: {decode: 4, tp: 2}}\n";
+  const std::string noExperts =
+      "model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], classes: [allreduce, alltoall], "
+      "layout: {decode: 4, tp: 2}}\n";
   EXPECT_NE(errorOf(noExperts).find("t.yaml:3:52: test 'mix-1' (mix): class alltoall routes tokens to experts, but "
                                     "model 'llama3-70b' has no MoE layers"),
             std::string::npos)
       << errorOf(noExperts);
   // A split the ranks cannot fill: 10 ranks asked on 8.
-  const std::string tooMany = "model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], layout: {prefill: 4, decode: 4, "
-                              "tp: 2, frontend: 2}" + api + "}\n";
+  const std::string tooMany =
+      "model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], layout: {prefill: 4, decode: 4, "
+      "tp: 2, frontend: 2}" +
+      api + "}\n";
   EXPECT_NE(errorOf(tooMany).find("t.yaml:3:39: test 'mix-1' (mix): the layout needs 4 prefill + 4 decode + 2 "
                                   "front-end = 10 ranks, but the test has 8"),
             std::string::npos)
       << errorOf(tooMany);
-  const std::string badTp = "model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], layout: {decode: 3, tp: 2}, "
-                            "classes: [allreduce]}\n";
-  EXPECT_NE(errorOf(badTp).find("3 decode ranks do not split into TP groups of 2"), std::string::npos) << errorOf(badTp);
-  EXPECT_NE(errorOf("model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], classes: [allreduce, gossip], layout: {decode: 2}}\n")
+  const std::string badTp =
+      "model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], layout: {decode: 3, tp: 2}, "
+      "classes: [allreduce]}\n";
+  EXPECT_NE(errorOf(badTp).find("3 decode ranks do not split into TP groups of 2"), std::string::npos)
+      << errorOf(badTp);
+  EXPECT_NE(errorOf("model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], classes: [allreduce, gossip], layout: "
+                    "{decode: 2}}\n")
                 .find("t.yaml:3:52: test 'mix-1' (mix): unknown class 'gossip'"),
             std::string::npos);
-  EXPECT_NE(errorOf("tests:\n  - {kind: mix, sizes: [512], layout: {decode: 2}}\n").find("t.yaml:2:5: test 'mix-1' (mix): needs a model"),
+  EXPECT_NE(errorOf("tests:\n  - {kind: mix, sizes: [512], layout: {decode: 2}}\n")
+                .find("t.yaml:2:5: test 'mix-1' (mix): needs a model"),
             std::string::npos);
-  EXPECT_NE(errorOf("model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], classes: [allreduce]}\n").find("needs 'layout:"),
+  EXPECT_NE(errorOf("model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], classes: [allreduce]}\n")
+                .find("needs 'layout:"),
             std::string::npos);
-  EXPECT_NE(errorOf("model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], classes: [allreduce], layout: {decode: 2}, "
-                    "conditions: [quiet, incast]}\n")
-                .find("the mix is its own congestion"),
-            std::string::npos);
-  EXPECT_NE(errorOf("model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512, 1KiB], classes: [allreduce], layout: {decode: 2}}\n")
-                .find("takes one size"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf("model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512], classes: [allreduce], layout: {decode: 2}, "
+              "conditions: [quiet, incast]}\n")
+          .find("the mix is its own congestion"),
+      std::string::npos);
+  EXPECT_NE(
+      errorOf(
+          "model: llama3-70b\ntests:\n  - {kind: mix, sizes: [512, 1KiB], classes: [allreduce], layout: {decode: 2}}\n")
+          .find("takes one size"),
+      std::string::npos);
 }

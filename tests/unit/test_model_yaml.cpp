@@ -8,9 +8,7 @@ namespace fm = fabscope::model;
 
 namespace {
 
-fm::ModelSpec parseModel(const std::string& text) {
-  return fm::modelSpecFromYaml(YAML::Load(text)["model"]);
-}
+fm::ModelSpec parseModel(const std::string& text) { return fm::modelSpecFromYaml(YAML::Load(text)["model"]); }
 
 // Parses and returns the error; fails the test when parsing succeeds.
 fm::ModelSpecError parseError(const std::string& text) {
@@ -25,9 +23,7 @@ fm::ModelSpecError parseError(const std::string& text) {
 
 }  // namespace
 
-TEST(ModelYaml, PresetByScalarName) {
-  EXPECT_EQ(parseModel("model: llama3-70b\n"), fm::findPreset("llama3-70b"));
-}
+TEST(ModelYaml, PresetByScalarName) { EXPECT_EQ(parseModel("model: llama3-70b\n"), fm::findPreset("llama3-70b")); }
 
 TEST(ModelYaml, PresetWithOverrides) {
   const auto m = parseModel("model:\n  preset: llama3-70b\n  kv_dtype: fp8\n");
@@ -86,8 +82,7 @@ TEST(ModelYaml, BadIntegerPointsAtTheValue) {
 TEST(ModelYaml, NegativeAndZeroRejected) {
   EXPECT_NE(parseError("model: {preset: llama3-8b, layers: -3}\n").message().find("positive integer"),
             std::string::npos);
-  EXPECT_NE(parseError("model: {preset: llama3-8b, layers: 0}\n").message().find("at least 1"),
-            std::string::npos);
+  EXPECT_NE(parseError("model: {preset: llama3-8b, layers: 0}\n").message().find("at least 1"), std::string::npos);
 }
 
 TEST(ModelYaml, UnknownKeyPointsAtTheKey) {

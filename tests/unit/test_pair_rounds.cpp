@@ -49,7 +49,8 @@ std::vector<NamedLayout> layouts() {
 }
 
 Schedule referenceOf(Pattern pattern, const RankLayout& layout, const PatternOptions& options, bool serial) {
-  if (serial) return reference::serialSchedule(reference::allPairsParallelSchedule(layout.size(), options.bothDirections));
+  if (serial)
+    return reference::serialSchedule(reference::allPairsParallelSchedule(layout.size(), options.bothDirections));
   return reference::topologySchedule(pattern, layout, options);
 }
 
@@ -74,7 +75,8 @@ void expectSameAs(const PairRounds& rounds, const Schedule& whole, int ranks, co
   EXPECT_EQ(rounds.rounds(), static_cast<std::int64_t>(whole.size())) << what;
   EXPECT_EQ(rounds.pairs(), pairsIn(whole)) << what;
   EXPECT_EQ(rounds.busiestRankRounds(), busiestIn(whole, ranks)) << what;
-  for (int r = 0; r < ranks; ++r) ASSERT_EQ(rounds.roundsOf(r), reference::roundsOf(whole, r)) << what << ", rank " << r;
+  for (int r = 0; r < ranks; ++r)
+    ASSERT_EQ(rounds.roundsOf(r), reference::roundsOf(whole, r)) << what << ", rank " << r;
 }
 
 }  // namespace
@@ -150,7 +152,10 @@ TEST(PairRounds, HoldsNoWholeScheduleAtTwoThousandRanks) {
   const int ranks = 2048;
   const auto layout = std::make_shared<const RankLayout>(RankLayout::uniform(ranks, 8, 4, 8));
   PatternOptions options;
-  const auto inUse = [] { const auto m = mallinfo2(); return m.uordblks + m.hblkhd; };
+  const auto inUse = [] {
+    const auto m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+  };
   const auto before = inUse();
   {
     const auto rounds = PairRounds::ofPattern(Pattern::allPairs, layout, options);

@@ -124,8 +124,7 @@ TEST(PairSchedule, FewPairsStillGiveControlsOutsideTheRetested) {
   const auto ranked = rankedPairs(4);  // 6 pairs, 3 retested: the middle half alone has too few
   const auto controls = controlPairs(ranked, 3, 3, 5);
   ASSERT_EQ(controls.size(), 3u);
-  for (const auto& c : controls)
-    EXPECT_GE(std::find(ranked.begin(), ranked.end(), c) - ranked.begin(), 3);
+  for (const auto& c : controls) EXPECT_GE(std::find(ranked.begin(), ranked.end(), c) - ranked.begin(), 3);
   EXPECT_TRUE(controlPairs(ranked, 6, 3, 5).empty());  // nothing left to draw from
   EXPECT_TRUE(controlPairs(ranked, 2, 0, 5).empty());
 }
@@ -149,7 +148,6 @@ TEST(PairSchedule, ARetestMeasuresAtLeastTenControlPairs) {
   const auto ranked = rankedPairs(8);  // 28 pairs, 3 retested: 10 controls fit outside them
   const auto controls = controlPairs(ranked, 3, controlCount(3), 5);
   EXPECT_EQ(controls.size(), 10u);
-  for (const auto& c : controls)
-    EXPECT_GE(std::find(ranked.begin(), ranked.end(), c) - ranked.begin(), 3);
+  for (const auto& c : controls) EXPECT_GE(std::find(ranked.begin(), ranked.end(), c) - ranked.begin(), 3);
   EXPECT_EQ(controlPairs(rankedPairs(4), 3, controlCount(3), 5).size(), 3u);  // only 3 left
 }

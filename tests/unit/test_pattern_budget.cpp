@@ -47,9 +47,10 @@ TEST(PatternBudget, HierarchicalWithoutLabelsIsRefusedAtItsKey) {
 }
 
 TEST(PatternBudget, TooFewRanksOrNodesAreRefused) {
-  EXPECT_NE(errorOf("tests:\n  - {kind: latency, sizes: [8], pattern: rails}\n", suite::WorldLayout::uniform(8, 8, 0, 0))
-                .find("on one node"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf("tests:\n  - {kind: latency, sizes: [8], pattern: rails}\n", suite::WorldLayout::uniform(8, 8, 0, 0))
+          .find("on one node"),
+      std::string::npos);
   EXPECT_NE(errorOf("tests:\n  - {kind: latency, sizes: [8], pattern: ring}\n", suite::WorldLayout::uniform(2, 1, 0, 0))
                 .find("at least 3 measuring ranks"),
             std::string::npos);
@@ -60,7 +61,8 @@ TEST(PatternBudget, TooFewRanksOrNodesAreRefused) {
 }
 
 TEST(PatternBudget, RailsFollowTheLayoutOfTheMeasuringRanks) {
-  const auto planned = plan("tests:\n  - {kind: latency, sizes: [8], pattern: rails}\n", suite::WorldLayout::uniform(16, 4, 0, 0));
+  const auto planned =
+      plan("tests:\n  - {kind: latency, sizes: [8], pattern: rails}\n", suite::WorldLayout::uniform(16, 4, 0, 0));
   ASSERT_EQ(planned.size(), 1u);
   const auto& p = suite::pairPlanOf(planned[0].plan);
   ASSERT_TRUE(p.rounds.layout());
@@ -75,8 +77,9 @@ TEST(PatternBudget, RailsFollowTheLayoutOfTheMeasuringRanks) {
 }
 
 TEST(PatternBudget, ABudgetKeepsASampleOfRoundsAndSaysWhatWent) {
-  const std::string text = "budget: 50ms\ntests:\n  - {kind: latency, sizes: [8], iterations: 100, warmup: 0, pattern: all-pairs,\n"
-                           "     all_pairs: {retest_worst: 0}}\n";
+  const std::string text =
+      "budget: 50ms\ntests:\n  - {kind: latency, sizes: [8], iterations: 100, warmup: 0, pattern: all-pairs,\n"
+      "     all_pairs: {retest_worst: 0}}\n";
   const auto world = suite::WorldLayout::uniform(64, 8, 0, 0);
   const auto planned = plan(text, world);
   ASSERT_EQ(planned.size(), 1u);
@@ -89,8 +92,10 @@ TEST(PatternBudget, ABudgetKeepsASampleOfRoundsAndSaysWhatWent) {
   EXPECT_NE(suite::pairPlanOf(p.plan).leftOut.find("left out"), std::string::npos);
   EXPECT_EQ(p.plan.maxSamplesPerRank, suite::pairPlanOf(p.plan).rounds.rounds() * 100);
   // Without the budget nothing is left out; the same budget gives the same rounds.
-  const auto full = plan("tests:\n  - {kind: latency, sizes: [8], iterations: 100, warmup: 0, pattern: all-pairs,\n"
-                         "     all_pairs: {retest_worst: 0}}\n", world);
+  const auto full = plan(
+      "tests:\n  - {kind: latency, sizes: [8], iterations: 100, warmup: 0, pattern: all-pairs,\n"
+      "     all_pairs: {retest_worst: 0}}\n",
+      world);
   EXPECT_EQ(suite::pairPlanOf(full[0].plan).rounds.rounds(), 63);
   EXPECT_TRUE(suite::pairPlanOf(full[0].plan).leftOut.empty());
   EXPECT_EQ(suite::pairPlanOf(plan(text, world)[0].plan).rounds.whole(), suite::pairPlanOf(p.plan).rounds.whole());
@@ -103,7 +108,8 @@ TEST(PatternBudget, ABudgetNoInstanceFitsIsRefusedWithTheEstimate) {
   EXPECT_NE(e.find("test 'latency-1'"), std::string::npos) << e;
   EXPECT_NE(e.find("with one round per instance"), std::string::npos) << e;
   EXPECT_NE(e.find("what would fit: budget: "), std::string::npos) << e;
-  const auto scenarioWide = errorOf("budget: 1ms\ntests:\n  - {kind: latency, sizes: [8]}\n", suite::WorldLayout::uniform(4, 1, 0, 0));
+  const auto scenarioWide =
+      errorOf("budget: 1ms\ntests:\n  - {kind: latency, sizes: [8]}\n", suite::WorldLayout::uniform(4, 1, 0, 0));
   EXPECT_NE(scenarioWide.find("t.yaml:1:9: scenario"), std::string::npos) << scenarioWide;
   EXPECT_NE(errorOf("budget: 0s\ntests:\n  - {kind: latency, sizes: [8]}\n", suite::WorldLayout::uniform(4, 1, 0, 0))
                 .find("t.yaml:1:9: duration '0s' must be greater than 0"),
@@ -114,9 +120,10 @@ TEST(PatternBudget, ABudgetNoInstanceFitsIsRefusedWithTheEstimate) {
 // as one) as a copy of its own, and a follow-up's choice comes back as the
 // worst pairs first, then the control pairs: flagged, never counted as worst.
 TEST(PairPlanPart, CopiesAndFollowUpKeepWorstAndControlsApart) {
-  const auto planned = plan("tests:\n  - {kind: latency, sizes: [8], iterations: 10, warmup: 0, pattern: all-pairs,\n"
-                            "     all_pairs: {retest_worst: 2}}\n",
-                            suite::WorldLayout::uniform(16, 1, 0, 0));
+  const auto planned = plan(
+      "tests:\n  - {kind: latency, sizes: [8], iterations: 10, warmup: 0, pattern: all-pairs,\n"
+      "     all_pairs: {retest_worst: 2}}\n",
+      suite::WorldLayout::uniform(16, 1, 0, 0));
   ASSERT_EQ(planned.size(), 2u);  // the parallel pass, then its retest's slot
   const auto& measured = planned[0].plan;
   EXPECT_TRUE(measured.part->followedUp());

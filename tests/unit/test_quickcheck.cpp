@@ -100,7 +100,8 @@ TEST(Quickcheck, NoRdmaIsSaidAndOnlyAProblemWhenExpected) {
   EXPECT_EQ(r.detail, "no RDMA device on this node (none expected)");
   inv::Manifest m;
   m.fabric = fabric("roce");
-  EXPECT_EQ(checkRdmaPorts(bare, QuickcheckOptions{}, m).problem, "no RDMA device found, but the manifest's fabric is roce");
+  EXPECT_EQ(checkRdmaPorts(bare, QuickcheckOptions{}, m).problem,
+            "no RDMA device found, but the manifest's fabric is roce");
   QuickcheckOptions required;
   required.requireRdma = true;
   EXPECT_EQ(checkRdmaPorts(bare, required, std::nullopt).problem, "no RDMA device found, but --require-rdma was given");
@@ -122,18 +123,18 @@ TEST(Quickcheck, GpuFarFromEveryNicIsAProblem) {
 
 TEST(Quickcheck, ErrorCountersThatMovedAreAProblem) {
   QuickcheckOptions o;
-  const auto before = snapshot({{"ib:mlx5_0/1", "symbol_error", 5}, {"ib:mlx5_0/1", "port_xmit_wait", 10},
-                                {"net:eth0", "rx_errors", 7}});
+  const auto before = snapshot(
+      {{"ib:mlx5_0/1", "symbol_error", 5}, {"ib:mlx5_0/1", "port_xmit_wait", 10}, {"net:eth0", "rx_errors", 7}});
   // First pass: a baseline, nothing judged.
   auto first = checkCounterMovement(std::nullopt, before, o);
   EXPECT_TRUE(first.problem.empty());
   EXPECT_EQ(first.detail, "first pass: baseline of 2 error counters recorded");
   // Congestion back-pressure moving is no error.
-  auto congested = snapshot({{"ib:mlx5_0/1", "symbol_error", 5}, {"ib:mlx5_0/1", "port_xmit_wait", 9999},
-                             {"net:eth0", "rx_errors", 7}});
+  auto congested = snapshot(
+      {{"ib:mlx5_0/1", "symbol_error", 5}, {"ib:mlx5_0/1", "port_xmit_wait", 9999}, {"net:eth0", "rx_errors", 7}});
   EXPECT_TRUE(checkCounterMovement(before, congested, o).problem.empty());
-  auto errors = snapshot({{"ib:mlx5_0/1", "symbol_error", 8}, {"ib:mlx5_0/1", "port_xmit_wait", 10},
-                          {"net:eth0", "rx_errors", 9}});
+  auto errors = snapshot(
+      {{"ib:mlx5_0/1", "symbol_error", 8}, {"ib:mlx5_0/1", "port_xmit_wait", 10}, {"net:eth0", "rx_errors", 9}});
   EXPECT_EQ(checkCounterMovement(before, errors, o).problem,
             "error counter ib:mlx5_0/1 symbol_error rose by 3 since the last check (+1 more)");
   o.counterTolerance = 2;
@@ -220,7 +221,8 @@ TEST(Quickcheck, MalformedStateFileNamesTheLine) {
     loadCounterState(t.path / "s", ::geteuid());
     FAIL() << "a malformed state file was read";
   } catch (const fabscope::RuntimeFailure& e) {
-    EXPECT_NE(std::string(e.what()).find("counters:3: expected SOURCE<tab>NAME<tab>VALUE"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("counters:3: expected SOURCE<tab>NAME<tab>VALUE"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -242,8 +244,8 @@ TEST(Quickcheck, LoopLineIsParsedAndJudged) {
 }
 
 TEST(Quickcheck, ProblemLineIsOneLineNamingTheFirstProblem) {
-  std::vector<CheckResult> results = {{"inventory", "", "ok"}, {"manifest", "adapter\nfirmware\x1b[1m", "d"},
-                                      {"rdma", "second", "d"}};
+  std::vector<CheckResult> results = {
+      {"inventory", "", "ok"}, {"manifest", "adapter\nfirmware\x1b[1m", "d"}, {"rdma", "second", "d"}};
   EXPECT_EQ(problemLine(results), "fabscope: adapter?firmware?[1m");
   EXPECT_EQ(problemLine({{"inventory", "", "ok"}}), "");
   EXPECT_LE(problemLine({{"x", std::string(1000, 'a'), ""}}).size(), 240u);
@@ -278,12 +280,15 @@ TEST(Quickcheck, OptionsAreTypedAndBadValuesNamed) {
     }
     return std::string("accepted");
   };
-  EXPECT_NE(error({"--gpu-nic-affinity", "near"}).find("--gpu-nic-affinity: 'near' is not a distance class"), std::string::npos);
+  EXPECT_NE(error({"--gpu-nic-affinity", "near"}).find("--gpu-nic-affinity: 'near' is not a distance class"),
+            std::string::npos);
   EXPECT_NE(error({"--loop-window", "0"}).find("--loop-window: 0 is not allowed"), std::string::npos);
   EXPECT_NE(error({"--time-limit", "soon"}).find("--time-limit:"), std::string::npos);
   EXPECT_NE(error({"--max-latency-us", "fast"}).find("max-latency-us"), std::string::npos);
-  EXPECT_NE(error({"--ignore-counter", "rx_bytes"}).find("'rx_bytes' is not one of the error counters"), std::string::npos);
-  EXPECT_NE(error({"--loop-transport", "carrier-pigeon"}).find("unknown transport 'carrier-pigeon'"), std::string::npos);
+  EXPECT_NE(error({"--ignore-counter", "rx_bytes"}).find("'rx_bytes' is not one of the error counters"),
+            std::string::npos);
+  EXPECT_NE(error({"--loop-transport", "carrier-pigeon"}).find("unknown transport 'carrier-pigeon'"),
+            std::string::npos);
   EXPECT_NE(error({"--bogus"}).find("bogus"), std::string::npos);
   EXPECT_NE(error({"--slurm-node", "n1"}).find("only mean something with --slurm-drain"), std::string::npos);
   EXPECT_NE(error({"--loop-bytes", "1GiB", "--loop-window", "2"}).find("at most 1GiB in flight"), std::string::npos);

@@ -8,9 +8,9 @@
 
 #include "driver/Runner.hpp"
 #include "kinds/Registry.hpp"
-#include "runtime/ChildProcess.hpp"
 #include "kinds/reference/ReferenceConfig.hpp"
 #include "kinds/reference/ReferenceTool.hpp"
+#include "runtime/ChildProcess.hpp"
 #include "scenario/Matrix.hpp"
 #include "scenario/Scenario.hpp"
 
@@ -196,8 +196,9 @@ TEST(ReferenceKind, ChildIsKilledWithItsGroupAtTheDeadline) {
 }
 
 TEST(ReferenceKind, OsuIsLaunchedByItsOwnMpirunOnThePair) {
-  const std::string head = "name: t\ntests:\n  - name: ref\n    kind: reference\n    sizes: [1MiB]\n"
-                           "    iterations: 100\n    warmup: 10\n";
+  const std::string head =
+      "name: t\ntests:\n  - name: ref\n    kind: reference\n    sizes: [1MiB]\n"
+      "    iterations: 100\n    warmup: 10\n";
   const auto s = load(head + "    tool: osu_bw\n");
   const auto& c = configOf(s);
   EXPECT_EQ(c.launcher, "mpirun");
@@ -220,8 +221,9 @@ TEST(ReferenceKind, OsuIsLaunchedByItsOwnMpirunOnThePair) {
 }
 
 TEST(ReferenceKind, PerftestSidesShareTheirParameters) {
-  const auto s = load("name: t\ntests:\n  - name: ref\n    kind: reference\n    tool: ib_write_bw\n"
-                      "    sizes: [64KiB]\n    iterations: 5000\n    device: mlx5_0\n    gid_index: 3\n");
+  const auto s = load(
+      "name: t\ntests:\n  - name: ref\n    kind: reference\n    tool: ib_write_bw\n"
+      "    sizes: [64KiB]\n    iterations: 5000\n    device: mlx5_0\n    gid_index: 3\n");
   const auto& c = configOf(s);
   const auto& tool = suite::reference::referenceTool("ib_write_bw");
   EXPECT_FALSE(c.latency());
@@ -231,14 +233,18 @@ TEST(ReferenceKind, PerftestSidesShareTheirParameters) {
             "/usr/bin/ib_write_bw -p 18515 -s 65536 -n 5000 -F -d mlx5_0 -x 3 10.0.0.2");
   EXPECT_EQ(tool.versionArgs("/usr/bin/ib_write_bw"), (std::vector<std::string>{"/usr/bin/ib_write_bw", "--version"}));
   EXPECT_TRUE(configOf(load("name: t\ntests:\n  - name: ref\n    kind: reference\n    tool: ib_read_lat\n"
-                            "    sizes: [8]\n")).latency());
+                            "    sizes: [8]\n"))
+                  .latency());
   EXPECT_EQ(configOf(load("name: t\ntests:\n  - name: ref\n    kind: reference\n    tool: ib_send_lat\n"
-                          "    sizes: [8]\n")).gidIndex, -1);
+                          "    sizes: [8]\n"))
+                .gidIndex,
+            -1);
 }
 
 TEST(ReferenceKind, NcclTestsRunOneSizeOnEveryRankOfTheGroup) {
-  const auto s = load("name: t\ntests:\n  - name: ref\n    kind: reference\n    tool: all_reduce_perf\n"
-                      "    sizes: [64MiB]\n    iterations: 20\n    warmup: 5\n");
+  const auto s = load(
+      "name: t\ntests:\n  - name: ref\n    kind: reference\n    tool: all_reduce_perf\n"
+      "    sizes: [64MiB]\n    iterations: 20\n    warmup: 5\n");
   const auto& c = configOf(s);
   EXPECT_EQ(suite::reference::commandText(
                 suite::reference::referenceTool("all_reduce_perf").programArgs(c, "all_reduce_perf", 64 << 20), ""),

@@ -58,7 +58,8 @@ TEST(UcxPerftestOutput, TruncatedOrGarbledOutputNamesTheLine) {
   const auto final = text.find("Final:");
   ASSERT_NE(final, std::string::npos);
   EXPECT_NE(errorOf(text.substr(0, final)).find("no 'Final:' line"), std::string::npos);
-  EXPECT_NE(errorOf(text.substr(0, final) + "Final: 10 0.3 x 1 2 3 4 5\n").find("'x' is not a number"), std::string::npos);
+  EXPECT_NE(errorOf(text.substr(0, final) + "Final: 10 0.3 x 1 2 3 4 5\n").find("'x' is not a number"),
+            std::string::npos);
   EXPECT_NE(errorOf(text.substr(0, final) + "Final: 10 0.3\n").find("expected 8 numbers after 'Final:', found 2"),
             std::string::npos);
   EXPECT_NE(errorOf("Final: 1 2 3 4 5 6 7 8\n").find("line 1: 'Final:' before a header"), std::string::npos);
@@ -136,8 +137,9 @@ TEST(OsuOutput, MissingRowsAndGarbleNameTheLine) {
   EXPECT_NE(parseError([&] { ref::parseOsuOutput(text, 64); }).find("the table (line 4) has no row for 64 bytes"),
             std::string::npos)
       << parseError([&] { ref::parseOsuOutput(text, 64); });
-  EXPECT_NE(parseError([&] { ref::parseOsuOutput("mpirun: not enough slots\n", 8); }).find("no '# Size' header in 1 lines"),
-            std::string::npos);
+  EXPECT_NE(
+      parseError([&] { ref::parseOsuOutput("mpirun: not enough slots\n", 8); }).find("no '# Size' header in 1 lines"),
+      std::string::npos);
   std::string garbled = text;
   garbled.replace(garbled.find("58.46"), 5, "58.4x");
   EXPECT_NE(parseError([&] { ref::parseOsuOutput(garbled, 8); }).find("OSU output line 5: '58.4x' is not a number"),
@@ -163,15 +165,18 @@ TEST(PerftestOutput, ConstructedFromItsPrintingCode) {
   EXPECT_EQ(send.timeMeaning, "latency");
   EXPECT_DOUBLE_EQ(send.medianUs, 1.02);
   EXPECT_EQ(ref::parsePerftestVersion(dataFile("perftest/version.txt")), "6.29");
-  EXPECT_NE(parseError([&] { ref::referenceTool("ib_send_lat").parse(dataFile("perftest/ib_write_bw-65536.txt"), 65536); })
-                .find("not ib_send_lat's"),
+  EXPECT_NE(parseError([&] {
+              ref::referenceTool("ib_send_lat").parse(dataFile("perftest/ib_write_bw-65536.txt"), 65536);
+            }).find("not ib_send_lat's"),
             std::string::npos);
-  EXPECT_NE(parseError([&] { ref::parsePerftestOutput(" Couldn't find any IB devices\n", 8); })
-                .find("no '#bytes' header in 1 lines"),
+  EXPECT_NE(parseError([&] {
+              ref::parsePerftestOutput(" Couldn't find any IB devices\n", 8);
+            }).find("no '#bytes' header in 1 lines"),
             std::string::npos);
   std::string cut = dataFile("perftest/ib_read_lat-8.txt");
   cut = cut.substr(0, cut.find("1.76"));  // the client killed mid-line
-  EXPECT_NE(parseError([&] { ref::parsePerftestOutput(cut, 8); }).find("expected 9 numbers, found 5"), std::string::npos)
+  EXPECT_NE(parseError([&] { ref::parsePerftestOutput(cut, 8); }).find("expected 9 numbers, found 5"),
+            std::string::npos)
       << parseError([&] { ref::parsePerftestOutput(cut, 8); });
 }
 
@@ -200,8 +205,9 @@ TEST(NcclTestsOutput, TextAgreesWithTheJsonOfTheSameRecordedRun) {
   const auto big = ref::parseNcclTestsOutput(dataFile("nccl-tests/all_reduce_perf-g1.txt"), 33554432);
   EXPECT_DOUBLE_EQ(big.averageUs, 19.41);
   EXPECT_DOUBLE_EQ(big.gbps, 1728.9);
-  EXPECT_NE(parseError([&] { ref::parseNcclTestsOutput(dataFile("nccl-tests/all_reduce_perf-g1.txt"), 100); })
-                .find("has no row for 100 bytes"),
+  EXPECT_NE(parseError([&] {
+              ref::parseNcclTestsOutput(dataFile("nccl-tests/all_reduce_perf-g1.txt"), 100);
+            }).find("has no row for 100 bytes"),
             std::string::npos);
 }
 

@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <vector>
 
+#include <unistd.h>
+#include <fstream>
 #include "MpiForTests.hpp"
 #include "fabscope/BuildConfig.hpp"
-#include <fstream>
-#include <unistd.h>
 #include "output/ResultFile.hpp"
 #include "runtime/Errors.hpp"
 

@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "runtime/Errors.hpp"
 #include "kinds/Roles.hpp"
+#include "runtime/Errors.hpp"
 
 using namespace fabscope::suite;
 

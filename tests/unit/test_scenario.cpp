@@ -5,9 +5,9 @@
 
 #include "driver/Runner.hpp"
 #include "fabscope/BuildConfig.hpp"
+#include "kinds/Registry.hpp"
 #include "scenario/Matrix.hpp"
 #include "scenario/Scenario.hpp"
-#include "kinds/Registry.hpp"
 #include "transport/TransportFactory.hpp"
 
 using namespace fabscope;
@@ -83,9 +83,9 @@ TEST(Scenario, RepeatsRunInRoundsOverTheWholeMatrix) {
   ASSERT_EQ(m.size(), 4u * 2 + 1 * 3);
   std::vector<std::string> order;
   for (const auto& i : m) order.push_back(i.caseId + "#" + std::to_string(i.replicate));
-  EXPECT_EQ(order, (std::vector<std::string>{"lat/8B#0", "lat/1KiB#0", "lat/2KiB#0", "lat/4KiB#0", "bw/1MiB#0",
-                                             "lat/8B#1", "lat/1KiB#1", "lat/2KiB#1", "lat/4KiB#1", "bw/1MiB#1",
-                                             "bw/1MiB#2"}));
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"lat/8B#0", "lat/1KiB#0", "lat/2KiB#0", "lat/4KiB#0", "bw/1MiB#0", "lat/8B#1",
+                                      "lat/1KiB#1", "lat/2KiB#1", "lat/4KiB#1", "bw/1MiB#1", "bw/1MiB#2"}));
   EXPECT_EQ(scenario::expandMatrix(load(twoTests)).size(), 5u);  // default: once
   EXPECT_NE(errorOf(std::string(twoTests) + "    repeats: 0\n").find("t.yaml:13:"), std::string::npos)
       << errorOf(std::string(twoTests) + "    repeats: 0\n");
@@ -117,14 +117,14 @@ TEST(Scenario, OverrideErrorsNameTheOverride) {
 // on its own, so its marks are positions in the option's text).
 TEST(Scenario, OverrideValueErrorsNameTheOptionNotAFilePosition) {
   const std::vector<std::vector<std::string>> cases = {
-      {"iterations=zero"},                                   // the loader's own checks
-      {"lat.sizes=[8, huge]"},                               // an item inside a list
+      {"iterations=zero"},      // the loader's own checks
+      {"lat.sizes=[8, huge]"},  // an item inside a list
       {"lat.timeout=soon"},
       {"conditions=[quiet, loud]"},
-      {"ranks=99"},                                          // a check after parsing
-      {"bw.window=[1, 2]"},                                  // a kind's key (ParamReader)
-      {"lat.pattern=all-pairs", "lat.all_pairs={retest_worst: many}"},  // nested in a kind's mapping
-      {"lat.pattern=all-pairs", "lat.all_pairs={retest: 2}"},           // an unknown key there
+      {"ranks=99"},                                                              // a check after parsing
+      {"bw.window=[1, 2]"},                                                      // a kind's key (ParamReader)
+      {"lat.pattern=all-pairs", "lat.all_pairs={retest_worst: many}"},           // nested in a kind's mapping
+      {"lat.pattern=all-pairs", "lat.all_pairs={retest: 2}"},                    // an unknown key there
       {"lat.sizes={derive: kv-block, model: no-such-model, block_tokens: 16}"},  // a model error
   };
   for (const auto& overrides : cases) {
@@ -195,7 +195,8 @@ TEST(Scenario, ShippedScenariosAreValid) {
       } catch (const scenario::ScenarioError& e) {
         const std::string what = e.what();
         EXPECT_NE(what.find(entry.path().filename().string() + ":"), std::string::npos) << what;
-        EXPECT_NE(what.find("CUDA"), std::string::npos) << what;  // "built without CUDA/NCCL" or "needs a build with CUDA"
+        EXPECT_NE(what.find("CUDA"), std::string::npos)
+            << what;  // "built without CUDA/NCCL" or "needs a build with CUDA"
       }
       ++checked;
       continue;
@@ -234,7 +235,8 @@ TEST(Scenario, AFolderIsRefusedByName) {
 
 TEST(Scenario, MissingFileIsAUsageError) {
   static const suite::Registry registry;
-  EXPECT_THROW(scenario::loadScenarioFile("/nonexistent/x.yaml", {}, registry.scenarioRules(4)), scenario::ScenarioError);
+  EXPECT_THROW(scenario::loadScenarioFile("/nonexistent/x.yaml", {}, registry.scenarioRules(4)),
+               scenario::ScenarioError);
 }
 
 TEST(Scenario, SizesDerivedFromTheModelCarryTheirFormula) {
@@ -261,12 +263,14 @@ tests:
 }
 
 TEST(Scenario, DerivedSizeErrorsPointAtTheFile) {
-  EXPECT_NE(errorOf("tests:\n  - kind: latency\n    sizes: {derive: tp-allreduce, decode_batch: [1]}\n")
-                .find("need a model"),
+  EXPECT_NE(
+      errorOf("tests:\n  - kind: latency\n    sizes: {derive: tp-allreduce, decode_batch: [1]}\n").find("need a model"),
+      std::string::npos);
+  EXPECT_NE(errorOf("model: llama9-1t\ntests:\n  - kind: latency\n    sizes: [8]\n").find("t.yaml:1:"),
             std::string::npos);
-  EXPECT_NE(errorOf("model: llama9-1t\ntests:\n  - kind: latency\n    sizes: [8]\n").find("t.yaml:1:"), std::string::npos);
-  EXPECT_NE(errorOf("model: llama3-8b\ntests:\n  - kind: latency\n    sizes: {derive: kv-block}\n").find("block_tokens"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf("model: llama3-8b\ntests:\n  - kind: latency\n    sizes: {derive: kv-block}\n").find("block_tokens"),
+      std::string::npos);
 }
 
 TEST(Scenario, RolesAndConditions) {
@@ -299,12 +303,15 @@ TEST(Scenario, TransportSettingsLowerTheVerbsReadsInFlight) {
   EXPECT_EQ(verbsOf(s).maxReadsInFlightFrom, "t.yaml:2:26");
   EXPECT_EQ(verbsOf(load("tests:\n  - {kind: latency, sizes: [8]}\n")).maxReadsInFlight, 0);
   const std::string tail = "tests:\n  - {kind: latency, sizes: [8]}\n";
-  EXPECT_NE(errorOf("transports:\n  verbs: {max_rd_atomic: 0}\n" + tail).find("t.yaml:2:26: 'max_rd_atomic' is 0; expected 1..255"),
+  EXPECT_NE(errorOf("transports:\n  verbs: {max_rd_atomic: 0}\n" + tail)
+                .find("t.yaml:2:26: 'max_rd_atomic' is 0; expected 1..255"),
             std::string::npos);
-  EXPECT_NE(errorOf("transports:\n  verbs: {depth: 2}\n" + tail).find("t.yaml:2:11: unknown key 'depth'"), std::string::npos);
+  EXPECT_NE(errorOf("transports:\n  verbs: {depth: 2}\n" + tail).find("t.yaml:2:11: unknown key 'depth'"),
+            std::string::npos);
   EXPECT_NE(errorOf("transports:\n  ucx: {max_rd_atomic: 2}\n" + tail).find("t.yaml:2:3: unknown transport 'ucx'"),
             std::string::npos);
-  EXPECT_NE(errorOf("transports:\n  mpi: {max_rd_atomic: 2}\n" + tail).find("t.yaml:2:9: unknown key 'max_rd_atomic' under 'transports.mpi'; expected: wait"),
+  EXPECT_NE(errorOf("transports:\n  mpi: {max_rd_atomic: 2}\n" + tail)
+                .find("t.yaml:2:9: unknown key 'max_rd_atomic' under 'transports.mpi'; expected: wait"),
             std::string::npos);
   EXPECT_NE(errorOf("transports: 4\n" + tail).find("t.yaml:1:13: 'transports' must be a mapping"), std::string::npos);
 }
@@ -317,16 +324,20 @@ TEST(Scenario, MpiWaitsArePolledUnlessTheScenarioAsksForBlocking) {
   EXPECT_TRUE(mpiOf(s).blockingWaits);
   EXPECT_EQ(mpiOf(s).waitFrom, "t.yaml:2:15");
   EXPECT_EQ(verbsOf(s).maxReadsInFlight, 2);
-  EXPECT_NE(errorOf("transports:\n  mpi: {wait: sleepy}\n" + tail).find("t.yaml:2:15: 'wait' is 'sleepy'; expected polled or blocking"),
+  EXPECT_NE(errorOf("transports:\n  mpi: {wait: sleepy}\n" + tail)
+                .find("t.yaml:2:15: 'wait' is 'sleepy'; expected polled or blocking"),
             std::string::npos);
-  EXPECT_NE(errorOf("transports:\n  mpi: {wait: [blocking]}\n" + tail).find("t.yaml:2:15: 'wait' is 'a list or mapping'"),
-            std::string::npos);
-  EXPECT_NE(errorOf("transports:\n  mpi: blocking\n" + tail).find("t.yaml:2:8: 'transports.mpi' must be a mapping such as {wait: blocking}"),
+  EXPECT_NE(
+      errorOf("transports:\n  mpi: {wait: [blocking]}\n" + tail).find("t.yaml:2:15: 'wait' is 'a list or mapping'"),
+      std::string::npos);
+  EXPECT_NE(errorOf("transports:\n  mpi: blocking\n" + tail)
+                .find("t.yaml:2:8: 'transports.mpi' must be a mapping such as {wait: blocking}"),
             std::string::npos);
 }
 
 TEST(Scenario, MoeDispatchSizesComeFromTheModel) {
-  const auto s = load("model: deepseek-v3\ntests:\n  - kind: latency\n    sizes: {derive: moe-dispatch-token, tokens: [1, 128]}\n");
+  const auto s = load(
+      "model: deepseek-v3\ntests:\n  - kind: latency\n    sizes: {derive: moe-dispatch-token, tokens: [1, 128]}\n");
   // DeepEP low-latency dispatch, fp8: 7408 B per token copy.
   EXPECT_EQ(s.tests[0].sizes, (std::vector<std::int64_t>{7408, 128 * 7408}));
   EXPECT_NE(s.tests[0].sizeFormulas[1].find("128 tokens"), std::string::npos);
@@ -354,7 +365,8 @@ tests:
   EXPECT_NE(h.find("t.yaml:6:13:"), std::string::npos) << h;
   EXPECT_NE(h.find("moves GPU-addressable memory only"), std::string::npos) << h;
   for (const char* kind : {"latency", "bandwidth", "bibw", "incast"}) {
-    const auto ok = std::string("tests:\n  - kind: ") + kind + "\n    sizes: [1MiB]\n    transport: nccl\n    memory: cuda\n";
+    const auto ok =
+        std::string("tests:\n  - kind: ") + kind + "\n    sizes: [1MiB]\n    transport: nccl\n    memory: cuda\n";
     EXPECT_EQ(errorOf(ok), "no error") << kind;
   }
 #endif

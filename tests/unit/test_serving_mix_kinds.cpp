@@ -13,13 +13,13 @@
 #include "kinds/collectives/AllToAllConfig.hpp"
 #include "kinds/collectives/ExchangeLayout.hpp"
 #include "kinds/collectives/MoeRouting.hpp"
-#include "scenario/Scenario.hpp"
 #include "runtime/Errors.hpp"
+#include "scenario/Scenario.hpp"
 
 using namespace fabscope;
 using suite::moe::Popularity;
-using suite::moe::RoutingSpec;
 using suite::moe::routeTokens;
+using suite::moe::RoutingSpec;
 
 namespace {
 
@@ -28,13 +28,15 @@ std::vector<std::int64_t> loadPerRank(const RoutingSpec& spec, int tokens, int r
   std::vector<std::int64_t> load(static_cast<std::size_t>(ranks), 0);
   for (int me = 0; me < ranks; ++me) {
     const auto r = routeTokens(spec, tokens, ranks, me, seed);
-    for (int d = 0; d < ranks; ++d) load[static_cast<std::size_t>(d)] += static_cast<std::int64_t>(r.tokensTo[static_cast<std::size_t>(d)].size());
+    for (int d = 0; d < ranks; ++d)
+      load[static_cast<std::size_t>(d)] += static_cast<std::int64_t>(r.tokensTo[static_cast<std::size_t>(d)].size());
   }
   return load;
 }
 
 double imbalance(const std::vector<std::int64_t>& load) {
-  const double mean = static_cast<double>(std::accumulate(load.begin(), load.end(), std::int64_t{0})) / static_cast<double>(load.size());
+  const double mean = static_cast<double>(std::accumulate(load.begin(), load.end(), std::int64_t{0})) /
+                      static_cast<double>(load.size());
   return static_cast<double>(*std::max_element(load.begin(), load.end())) / mean;
 }
 
@@ -47,7 +49,8 @@ TEST(MoeRouting, EachTokenGoesOnceToEveryRankOfItsTopKExperts) {
   std::vector<int> destinations(500, 0);
   for (const auto& tokens : r.tokensTo) {
     EXPECT_TRUE(std::is_sorted(tokens.begin(), tokens.end()));
-    EXPECT_EQ(std::set<std::int32_t>(tokens.begin(), tokens.end()).size(), tokens.size()) << "a token twice to one rank";
+    EXPECT_EQ(std::set<std::int32_t>(tokens.begin(), tokens.end()).size(), tokens.size())
+        << "a token twice to one rank";
     for (const auto t : tokens) ++destinations[static_cast<std::size_t>(t)];
   }
   // 4 distinct experts of 32 on 8 ranks (4 per rank): 1 to 4 ranks per token,
@@ -101,9 +104,11 @@ std::string errorOf(const std::string& text, int ranks = 4) {
 }  // namespace
 
 TEST(MoeAllToAllScenario, SizesAndRoutingComeFromTheModelOrTheTest) {
-  EXPECT_EQ(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, sizes: {derive: moe-dispatch, tokens: [1, 128]}}\n"),
-            "no error");
-  EXPECT_EQ(errorOf("tests:\n  - {kind: alltoall, experts: 8, top_k: 2, token_bytes: {dispatch: 64, combine: 32}, sizes: [640]}\n"),
+  EXPECT_EQ(
+      errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, sizes: {derive: moe-dispatch, tokens: [1, 128]}}\n"),
+      "no error");
+  EXPECT_EQ(errorOf("tests:\n  - {kind: alltoall, experts: 8, top_k: 2, token_bytes: {dispatch: 64, combine: 32}, "
+                    "sizes: [640]}\n"),
             "no error");
   // a model without experts
   EXPECT_NE(errorOf("model: llama3-70b\ntests:\n  - {kind: alltoall, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
@@ -111,40 +116,56 @@ TEST(MoeAllToAllScenario, SizesAndRoutingComeFromTheModelOrTheTest) {
             std::string::npos)
       << errorOf("model: llama3-70b\ntests:\n  - {kind: alltoall, sizes: {derive: moe-dispatch, tokens: [8]}}\n");
   // no model and no sizes of a token
-  EXPECT_NE(errorOf("tests:\n  - {kind: alltoall, experts: 8, top_k: 2, sizes: [640]}\n").find("t.yaml:2:5: test 'alltoall-1' (alltoall) needs the bytes of one token"),
+  EXPECT_NE(errorOf("tests:\n  - {kind: alltoall, experts: 8, top_k: 2, sizes: [640]}\n")
+                .find("t.yaml:2:5: test 'alltoall-1' (alltoall) needs the bytes of one token"),
             std::string::npos)
       << errorOf("tests:\n  - {kind: alltoall, experts: 8, top_k: 2, sizes: [640]}\n");
   // a literal size that is not whole tokens
-  EXPECT_NE(errorOf("tests:\n  - {kind: alltoall, experts: 8, top_k: 2, token_bytes: {dispatch: 64, combine: 32}, sizes: [100]}\n")
+  EXPECT_NE(errorOf("tests:\n  - {kind: alltoall, experts: 8, top_k: 2, token_bytes: {dispatch: 64, combine: 32}, "
+                    "sizes: [100]}\n")
                 .find("size 100 B is not a whole number of 64 B token copies"),
             std::string::npos);
-  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, top_k: 300, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
-                .find("t.yaml:3:29: 'top_k' in test 'alltoall-1' is 300, more than its 256 experts"),
-            std::string::npos)
-      << errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, top_k: 300, sizes: {derive: moe-dispatch, tokens: [8]}}\n");
-  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, routing: {popularity: hot}, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+  EXPECT_NE(
+      errorOf(
+          "model: deepseek-v3\ntests:\n  - {kind: alltoall, top_k: 300, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+          .find("t.yaml:3:29: 'top_k' in test 'alltoall-1' is 300, more than its 256 experts"),
+      std::string::npos)
+      << errorOf(
+             "model: deepseek-v3\ntests:\n  - {kind: alltoall, top_k: 300, sizes: {derive: moe-dispatch, tokens: "
+             "[8]}}\n");
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, routing: {popularity: hot}, sizes: {derive: "
+                    "moe-dispatch, tokens: [8]}}\n")
                 .find("'routing.popularity' in test 'alltoall-1' is 'hot'; expected one of: uniform, zipf"),
             std::string::npos);
-  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, routing: {exponent: 2}, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, routing: {exponent: 2}, sizes: {derive: "
+                    "moe-dispatch, tokens: [8]}}\n")
                 .find("'routing.exponent' applies to 'popularity: zipf' only"),
             std::string::npos);
-  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: ucx, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
-                .find("t.yaml:3:5: test 'alltoall-1': alltoall runs over transport mpi on memory: host, or transport nccl on memory: cuda"),
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: ucx, sizes: {derive: moe-dispatch, "
+                    "tokens: [8]}}\n")
+                .find("t.yaml:3:5: test 'alltoall-1': alltoall runs over transport mpi on memory: host, or transport "
+                      "nccl on memory: cuda"),
             std::string::npos)
-      << errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: ucx, sizes: {derive: moe-dispatch, tokens: [8]}}\n");
+      << errorOf(
+             "model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: ucx, sizes: {derive: moe-dispatch, tokens: "
+             "[8]}}\n");
 #if FABSCOPE_HAVE_NCCL
   // NCCL on GPU memory loads; NCCL on host memory and MPI on GPU memory do not
-  EXPECT_EQ(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: nccl, memory: cuda, sizes: {derive: moe-dispatch, tokens: [8]}}\n"),
+  EXPECT_EQ(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: nccl, memory: cuda, sizes: {derive: "
+                    "moe-dispatch, tokens: [8]}}\n"),
             "no error");
-  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: nccl, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: nccl, sizes: {derive: moe-dispatch, "
+                    "tokens: [8]}}\n")
                 .find("transport nccl on memory: cuda"),
             std::string::npos);
-  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, memory: cuda, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, memory: cuda, sizes: {derive: moe-dispatch, "
+                    "tokens: [8]}}\n")
                 .find("transport nccl on memory: cuda"),
             std::string::npos);
 #else
   // A build without CUDA/NCCL (the sanitizer build) refuses both at load, saying why.
-  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: nccl, memory: cuda, sizes: {derive: moe-dispatch, tokens: [8]}}\n")
+  EXPECT_NE(errorOf("model: deepseek-v3\ntests:\n  - {kind: alltoall, transport: nccl, memory: cuda, sizes: {derive: "
+                    "moe-dispatch, tokens: [8]}}\n")
                 .find("built without"),
             std::string::npos);
 #endif
@@ -208,19 +229,23 @@ TEST(AllToAllExchangeLayout, MpiCountsBeyondIntAreRefusedNcclCountsAreNot) {
 TEST(ApiScenario, KeysAreCheckedAtLoad) {
   const std::string ok = "tests:\n  - {kind: api, sizes: [256], clients: 1, rate: 100, requests: 10}\n";
   EXPECT_EQ(errorOf(ok), "no error");
-  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], clients: 4}\n").find("t.yaml:2:40: test 'api-1' has 4 measuring ranks: 'clients: 4' leaves none to serve"),
+  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], clients: 4}\n")
+                .find("t.yaml:2:40: test 'api-1' has 4 measuring ranks: 'clients: 4' leaves none to serve"),
             std::string::npos)
       << errorOf("tests:\n  - {kind: api, sizes: [256], clients: 4}\n");
   EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], chunks: 100, chunk_interval: 1s, request_timeout: 5s}\n")
                 .find("every request would time out"),
             std::string::npos);
-  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], rate: 1, requests: 1000, timeout: 60s}\n").find("(lower requests, raise rate or timeout)"),
+  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], rate: 1, requests: 1000, timeout: 60s}\n")
+                .find("(lower requests, raise rate or timeout)"),
             std::string::npos);
-  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], network: wan}\n").find("'network' in test 'api-1' is 'wan'; expected one of: fabric, frontend"),
+  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], network: wan}\n")
+                .find("'network' in test 'api-1' is 'wan'; expected one of: fabric, frontend"),
             std::string::npos);
   EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], transport: ucx}\n").find("runs over its own TCP sockets"),
             std::string::npos);
-  EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [256], service_time: soon}\n").find("'service_time' in test 'api-1'"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf("tests:\n  - {kind: api, sizes: [256], service_time: soon}\n").find("'service_time' in test 'api-1'"),
+      std::string::npos);
   EXPECT_NE(errorOf("tests:\n  - {kind: api, sizes: [32MiB]}\n").find("more than 16MiB"), std::string::npos);
 }

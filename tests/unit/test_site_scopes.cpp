@@ -155,7 +155,7 @@ TEST(ScopedStatistics, ImpactComparesTheSameScope) {
   EXPECT_NEAR(congested.scopes[0].impactP99, 3.0, 1e-9);  // site=A
   EXPECT_NEAR(congested.scopes[1].impactP99, 1.0, 1e-9);  // site=B
   EXPECT_NEAR(congested.scopes[2].impactP99, 1.0, 1e-9);  // inter-site
-  EXPECT_EQ(congested.impactP99, 0);  // no headline impact over several scopes
+  EXPECT_EQ(congested.impactP99, 0);                      // no headline impact over several scopes
   const auto rows = driver::scopeRows(congested);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_STREQ(rows[2].scope, "inter-site A<->B");
@@ -186,8 +186,8 @@ TEST(SummaryTable, OneRowPerScopeWithLabelsAndTheOldTableWithout) {
   const std::vector<int> group = {0, 1, 2, 3};
   const auto samples = allPairs({"A", "A", "B", "B"});
   driver::InstanceResult r;
-  r.index = 0, r.name = "lat", r.kind = "latency", r.condition = "quiet", r.pattern = "all-pairs",
-  r.pass = "parallel", r.status = "passed", r.bytes = 8;
+  r.index = 0, r.name = "lat", r.kind = "latency", r.condition = "quiet", r.pattern = "all-pairs", r.pass = "parallel",
+  r.status = "passed", r.bytes = 8;
   SiteScopes labelled({"A", "A", "B", "B"}, group);
   driver::summarizeInstance(r, samples, labelled);
   const auto text = printed({r});

@@ -159,7 +159,8 @@ TEST(TopologySchedule, UnfitLayoutsSayWhy) {
   const auto oneNode = RankLayout::uniform(8, 8);
   EXPECT_NE(patternUnfit(Pattern::rails, oneNode, options).find("one node"), std::string::npos);
   EXPECT_NE(patternUnfit(Pattern::hierarchical, oneNode, options).find("no leaf labels"), std::string::npos);
-  EXPECT_NE(patternUnfit(Pattern::crossRail, RankLayout::uniform(8, 1), options).find("2 ranks per node"), std::string::npos);
+  EXPECT_NE(patternUnfit(Pattern::crossRail, RankLayout::uniform(8, 1), options).find("2 ranks per node"),
+            std::string::npos);
   EXPECT_NE(patternUnfit(Pattern::bisection, RankLayout::uniform(3, 1), options), "");
   options.groupByLeaf = false;
   EXPECT_EQ(patternUnfit(Pattern::hierarchical, oneNode, options), "");

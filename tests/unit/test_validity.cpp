@@ -8,8 +8,7 @@ using namespace fabscope::validity;
 
 namespace {
 
-RankFacts rank(int r, std::string host, std::string machine, std::vector<int> cpus, double load = 0.1,
-               int online = 2) {
+RankFacts rank(int r, std::string host, std::string machine, std::vector<int> cpus, double load = 0.1, int online = 2) {
   RankFacts f;
   f.rank = r;
   f.host = std::move(host);

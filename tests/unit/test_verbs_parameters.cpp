@@ -32,7 +32,8 @@ GidEntry gid(int index, ibv_gid_type type, std::array<std::uint8_t, 16> raw) {
   return e;
 }
 
-const std::array<std::uint8_t, 16> linkLocal{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55};
+const std::array<std::uint8_t, 16> linkLocal{0xfe, 0x80, 0,    0,    0,    0,    0,    0,
+                                             0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55};
 const std::array<std::uint8_t, 16> ipv4Mapped{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 2, 3};
 const std::array<std::uint8_t, 16> globalV6{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 const std::array<std::uint8_t, 16> zero{};
@@ -83,7 +84,7 @@ TEST(VerbsLostPeer, FollowsTheFormula) {
   EXPECT_NEAR(lostPeerSeconds(1, 0), 8.192e-6, 1e-15);
   EXPECT_NEAR(lostPeerSeconds(20, 3), 4.096e-6 * 1048576 * 4, 1e-9);
   EXPECT_NEAR(lostPeerSeconds(31, 7), 4.096e-6 * 2147483648.0 * 8, 1e-3);  // about 19.5 hours
-  EXPECT_TRUE(std::isinf(lostPeerSeconds(0, 7)));  // timeout 0: wait forever
+  EXPECT_TRUE(std::isinf(lostPeerSeconds(0, 7)));                          // timeout 0: wait forever
 }
 
 TEST(VerbsGid, InfiniBandUsesLidWithoutGrh) {
@@ -110,10 +111,10 @@ TEST(VerbsGid, RoceFallsBackInOrder) {
             1);
   EXPECT_EQ(chooseGid(LinkLayer::ethernet, {gid(0, IBV_GID_TYPE_ROCE_V1, linkLocal)}, -1).index, 0);
   // Empty (all-zero) entries are never chosen.
-  EXPECT_EQ(chooseGid(LinkLayer::ethernet,
-                      {gid(0, IBV_GID_TYPE_ROCE_V2, zero), gid(1, IBV_GID_TYPE_ROCE_V1, linkLocal)}, -1)
-                .index,
-            1);
+  EXPECT_EQ(
+      chooseGid(LinkLayer::ethernet, {gid(0, IBV_GID_TYPE_ROCE_V2, zero), gid(1, IBV_GID_TYPE_ROCE_V1, linkLocal)}, -1)
+          .index,
+      1);
 }
 
 TEST(VerbsGid, RoceWithoutAnyAddressFailsClearly) {
@@ -123,7 +124,7 @@ TEST(VerbsGid, RoceWithoutAnyAddressFailsClearly) {
 
 TEST(VerbsGid, ExplicitIndexMustExistAndBeNonZero) {
   const std::vector<GidEntry> table{gid(0, IBV_GID_TYPE_ROCE_V1, linkLocal), gid(1, IBV_GID_TYPE_ROCE_V2, zero)};
-  EXPECT_EQ(chooseGid(LinkLayer::ethernet, table, 0).index, 0);  // the user's choice wins over v2 preference
+  EXPECT_EQ(chooseGid(LinkLayer::ethernet, table, 0).index, 0);    // the user's choice wins over v2 preference
   EXPECT_EQ(chooseGid(LinkLayer::infiniband, table, 0).index, 0);  // IB with an explicit GRH
   EXPECT_THROW(chooseGid(LinkLayer::ethernet, table, 1), fabscope::RuntimeFailure);
   EXPECT_THROW(chooseGid(LinkLayer::ethernet, table, 5), fabscope::RuntimeFailure);
@@ -280,7 +281,7 @@ TEST(VerbsReadsInFlight, TheRunCanLowerItButNeverRaiseIt) {
 }
 
 TEST(VerbsReadsInFlight, DeviceLimitsAreClampedToWhatAQpHolds) {
-  EXPECT_EQ(readLimitOf(0), 1);     // a device reporting 0 still allows the one read a get needs
+  EXPECT_EQ(readLimitOf(0), 1);  // a device reporting 0 still allows the one read a get needs
   EXPECT_EQ(readLimitOf(16), 16);
   EXPECT_EQ(readLimitOf(4096), 255);
 }

@@ -31,7 +31,8 @@ struct FakeDevice {
     return n;
   }
   void post(int queue, int item) {
-    if (static_cast<int>(sendQueues[static_cast<std::size_t>(queue)].size()) >= queueDepth || inFlight() >= completionDepth) {
+    if (static_cast<int>(sendQueues[static_cast<std::size_t>(queue)].size()) >= queueDepth ||
+        inFlight() >= completionDepth) {
       ++refused;
       return;
     }
@@ -82,11 +83,13 @@ TEST(VerbsPostWindow, TensOfThousandsOfMessagesToOnePeerNeverOverflowTheSendQueu
   window.configure(4, 1024, 8192);
   window.reserve(messages);
   FakeDevice device(4, 1024, 8192);
-  const int polls = runAll(window, device, messages, [](int) { return 1; }, messages);
+  const int polls = runAll(
+      window, device, messages, [](int) { return 1; }, messages);
   EXPECT_GT(polls, 0) << "not every message completed before the deadline";
   EXPECT_EQ(device.refused, 0) << "a post the send queue could not hold (ENOMEM)";
   ASSERT_EQ(static_cast<int>(device.postedOrder.size()), messages);
-  for (int i = 0; i < messages; ++i) ASSERT_EQ(device.postedOrder[static_cast<std::size_t>(i)], i) << "posting order changed";
+  for (int i = 0; i < messages; ++i)
+    ASSERT_EQ(device.postedOrder[static_cast<std::size_t>(i)], i) << "posting order changed";
   EXPECT_EQ(window.waiting(), 0);
   EXPECT_EQ(window.totalInFlight(), 0);
 }
@@ -100,7 +103,8 @@ TEST(VerbsPostWindow, ManyPeersShareTheCompletionQueueWithReceives) {
   // 1000 receives posted first hold completion-queue entries the sends must leave free.
   for (int r = 0; r < 1000; ++r) window.receivePosted();
   device.receivesInFlight = 1000;
-  const int polls = runAll(window, device, messages, [](int i) { return i % peers; }, messages);
+  const int polls = runAll(
+      window, device, messages, [](int i) { return i % peers; }, messages);
   EXPECT_GT(polls, 0);
   EXPECT_EQ(device.refused, 0) << "more work in flight than the completion queue holds";
   EXPECT_EQ(static_cast<int>(device.postedOrder.size()), messages);

@@ -37,8 +37,8 @@ double secondsOf(const scenario::ParamReader& p, const scenario::TestSpec& spec,
     p.fail(key, "'" + key + "' in test '" + spec.name + "': " + e.what());
   }
   if (v < min || v > max)
-    p.fail(key, "'" + key + "' in test '" + spec.name + "' is " + n.Scalar() + "; expected " +
-                    seconds(min) + " to " + seconds(max));
+    p.fail(key, "'" + key + "' in test '" + spec.name + "' is " + n.Scalar() + "; expected " + seconds(min) + " to " +
+                    seconds(max));
   return v;
 }
 

@@ -41,16 +41,17 @@ class ApiKind final : public Kind {
 
   scenario::KindRules rules() const override {
     scenario::KindRules r;
-    r.extraKeys = {"clients", "rate", "max_in_flight", "requests", "warmup_requests", "request_bytes", "chunks",
-                   "service_time", "chunk_interval", "request_timeout", "max_connections",
-                   "interface", "network"};
+    r.extraKeys = {"clients",         "rate",      "max_in_flight", "requests",       "warmup_requests",
+                   "request_bytes",   "chunks",    "service_time",  "chunk_interval", "request_timeout",
+                   "max_connections", "interface", "network"};
     r.minRanks = 2;
     r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
       // Its own TCP sockets carry it: the run's default transport (mpi) on host
       // memory is the only setting that does not pretend otherwise.
       if (spec.transport != "mpi" || spec.memory != "host")
         throw scenario::ScenarioError(spec.where(spec.transport != "mpi" ? "transport" : "memory") + ": test '" +
-                                      spec.name + "' (api) runs over its own TCP sockets on host memory: "
+                                      spec.name +
+                                      "' (api) runs over its own TCP sockets on host memory: "
                                       "'transport' and 'memory' do not apply (leave them out)");
       return std::make_shared<ApiConfig>(api::readApiConfig(spec, source));
     };
@@ -68,17 +69,18 @@ class ApiKind final : public Kind {
     p.pattern = "client-server";
     p.maxSamplesPerRank = static_cast<std::int64_t>(c.requests) * (2 + c.chunks);
     const std::int64_t open = std::min<std::int64_t>(c.maxConnections, std::int64_t{c.clients} * c.maxInFlight);
-    p.bufferBytesPerRank = std::max<std::int64_t>(open * (16 + c.chunkBytes),
-                                                  static_cast<std::int64_t>(c.maxInFlight) * (24 + c.requestBytes)) +
-                           static_cast<std::int64_t>(c.requests) *
-                               static_cast<std::int64_t>(sizeof(api::ApiRequestRecord));
+    p.bufferBytesPerRank =
+        std::max<std::int64_t>(open * (16 + c.chunkBytes),
+                               static_cast<std::int64_t>(c.maxInFlight) * (24 + c.requestBytes)) +
+        static_cast<std::int64_t>(c.requests) * static_cast<std::int64_t>(sizeof(api::ApiRequestRecord));
     const int ranks = measuringRanksOf(spec, worldSize, 2);
     p.description = std::to_string(c.clients) + " clients -> " + std::to_string(ranks - c.clients) +
                     " servers over TCP (" + (c.interface.empty() ? std::string("fabric NIC") : c.interface) + ", " +
                     c.network + "): " + numberText(c.ratePerSecond) + " req/s per client (Poisson, " +
                     std::to_string(c.maxInFlight) + " in flight), " + std::to_string(c.requestBytes) + " B request, " +
                     std::to_string(c.chunks) + " x " + std::to_string(c.chunkBytes) + " B chunks every " +
-                    numberText(c.chunkIntervalSeconds * 1e3) + " ms after " + numberText(c.serviceSeconds * 1e3) + " ms";
+                    numberText(c.chunkIntervalSeconds * 1e3) + " ms after " + numberText(c.serviceSeconds * 1e3) +
+                    " ms";
     return p;
   }
 

@@ -18,7 +18,7 @@ inline constexpr std::uint32_t chunkGap = 1u << 14;
 }  // namespace sample_flags
 
 struct ApiRequestRecord {
-  std::int64_t request_id;   // client rank x requests per client + index (warm-up included)
+  std::int64_t request_id;  // client rank x requests per client + index (warm-up included)
   std::int32_t client_rank;
   std::int32_t server_rank;
   std::int64_t t_arrival_ns;  // its Poisson arrival

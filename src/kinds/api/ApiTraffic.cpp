@@ -63,9 +63,7 @@ void chunkHeader(std::uint8_t* at, std::uint32_t magic, std::uint32_t index, std
   put32(at + 12, bytes);
 }
 
-[[noreturn]] void systemFailure(const std::string& what) {
-  throw RuntimeFailure(what + ": " + std::strerror(errno));
-}
+[[noreturn]] void systemFailure(const std::string& what) { throw RuntimeFailure(what + ": " + std::strerror(errno)); }
 
 void setNoDelay(int fd) {
   int one = 1;
@@ -125,8 +123,8 @@ LocalAddress chooseAddress(const std::string& wanted, const std::string& rankNic
     if (!f) {
       std::string have;
       for (const auto& x : found) have += (have.empty() ? "" : ", ") + x.name;
-      throw RuntimeFailure("interface '" + wanted + "' has no IPv4 address here (interfaces with one: " +
-                           (have.empty() ? "none" : have) + ")");
+      throw RuntimeFailure("interface '" + wanted +
+                           "' has no IPv4 address here (interfaces with one: " + (have.empty() ? "none" : have) + ")");
     }
     return {f->name, f->ipv4};
   }
@@ -416,9 +414,12 @@ ServerCounts ApiServer::serve(MPI_Request& allDone, const runtime::Deadline& dea
     const std::int64_t now = monotonicNow();
     for (int i = 0; i < ready; ++i) {
       const auto& event = events[static_cast<std::size_t>(i)];
-      if (event.data.u64 == kListenTag) acceptAll(now, counts);
-      else if (event.data.u64 == kTimerTag) drainTimer(timer);
-      else handleConnectionEvent(slots_[event.data.u64], event.events, counts);
+      if (event.data.u64 == kListenTag)
+        acceptAll(now, counts);
+      else if (event.data.u64 == kTimerTag)
+        drainTimer(timer);
+      else
+        handleConnectionEvent(slots_[event.data.u64], event.events, counts);
     }
   }
   for (auto& c : slots_)
@@ -445,7 +446,8 @@ struct ClientSlot {
   std::int64_t payloadLeft = 0, payloadAt = 0;
   std::uint32_t chunk = 0;
   bool dataOk = true;
-  std::int64_t tArrival = 0, tStart = 0, tConnected = -1, tFirst = -1, tLastChunk = 0, gapMax = 0, bytes = 0, expires = 0;
+  std::int64_t tArrival = 0, tStart = 0, tConnected = -1, tFirst = -1, tLastChunk = 0, gapMax = 0, bytes = 0,
+               expires = 0;
 };
 
 void setText(char* to, std::size_t size, const std::string& text) {
@@ -648,8 +650,10 @@ void ApiClient::start(ClientSlot& s, int request) {
   if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, s.fd, &ev) != 0) systemFailure("epoll_ctl(request)");
   s.tStart = monotonicNow();
   s.expires = s.tStart + timeout_;
-  if (connect(s.fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0) connected(s, monotonicNow());
-  else if (errno != EINPROGRESS) finish(s, errno == ECONNREFUSED ? "refused" : "reset", monotonicNow());
+  if (connect(s.fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0)
+    connected(s, monotonicNow());
+  else if (errno != EINPROGRESS)
+    finish(s, errno == ECONNREFUSED ? "refused" : "reset", monotonicNow());
 }
 
 // The next chunk's header from scratch_[at, got); false when the answer ended
@@ -772,8 +776,10 @@ ClientOutcome ApiClient::run(const runtime::Deadline& deadline) {
     if (ready < 0 && errno != EINTR) systemFailure("epoll_wait");
     for (int i = 0; i < ready; ++i) {
       const auto& event = events[static_cast<std::size_t>(i)];
-      if (event.data.u64 == kTimerTag) drainTimer(timer_);
-      else handleEvent(slots_[event.data.u64], event.events);
+      if (event.data.u64 == kTimerTag)
+        drainTimer(timer_);
+      else
+        handleEvent(slots_[event.data.u64], event.events);
     }
   }
   return std::move(outcome_);
@@ -782,9 +788,9 @@ ClientOutcome ApiClient::run(const runtime::Deadline& deadline) {
 }  // namespace
 
 ClientOutcome runClient(const ApiConfig& config, const LocalAddress& address, int clientIndex, int worldRank,
-                        const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks,
-                        std::uint64_t seed, SampleBuffer& samples, const runtime::ClockSync& clock,
-                        const runtime::Deadline& deadline, bool spoilRequest) {
+                        const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks, std::uint64_t seed,
+                        SampleBuffer& samples, const runtime::ClockSync& clock, const runtime::Deadline& deadline,
+                        bool spoilRequest) {
   return ApiClient(config, address, clientIndex, worldRank, servers, serverRanks, seed, samples, clock, spoilRequest)
       .run(deadline);
 }

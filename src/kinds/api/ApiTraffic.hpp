@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "kinds/api/ApiConfig.hpp"
 #include "kinds/SampleBuffer.hpp"
 #include "kinds/SelfTest.hpp"
+#include "kinds/api/ApiConfig.hpp"
 #include "kinds/api/ApiRecords.hpp"
 #include "runtime/ClockSync.hpp"
 #include "runtime/Deadline.hpp"
@@ -107,9 +107,9 @@ struct ClientOutcome {
 
 // spoilRequest: the --self-test api-corrupt-request hook (SelfTest.hpp).
 ClientOutcome runClient(const ApiConfig& config, const LocalAddress& address, int clientIndex, int worldRank,
-                        const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks,
-                        std::uint64_t seed, SampleBuffer& samples, const runtime::ClockSync& clock,
-                        const runtime::Deadline& deadline, bool spoilRequest = false);
+                        const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks, std::uint64_t seed,
+                        SampleBuffer& samples, const runtime::ClockSync& clock, const runtime::Deadline& deadline,
+                        bool spoilRequest = false);
 
 // One group's api traffic, collective over `group`: group ranks [0, clients)
 // are clients, the others servers (`participants[i]` is group rank i's world
@@ -120,18 +120,17 @@ ClientOutcome runClient(const ApiConfig& config, const LocalAddress& address, in
 // the api-corrupt-request and api-corrupt-chunk hooks.
 struct GroupRun {
   std::vector<ApiRequestRecord> rows;  // this rank's measured requests (clients)
-  LocalAddress address;                        // where this rank's traffic went
+  LocalAddress address;                // where this rank's traffic went
   std::vector<Endpoint> servers;
-  std::vector<int> serverRanks;                // world ranks
-  std::int64_t measured = 0;                   // requests measured by the group
-  std::int64_t ok = 0;                         // of them, answered with every byte as due
-  ServerCounts totals;                         // summed over the servers
-  std::string errorsByServer;                  // "rank 3 (host): timeout 2; ..." ("" when none)
+  std::vector<int> serverRanks;  // world ranks
+  std::int64_t measured = 0;     // requests measured by the group
+  std::int64_t ok = 0;           // of them, answered with every byte as due
+  ServerCounts totals;           // summed over the servers
+  std::string errorsByServer;    // "rank 3 (host): timeout 2; ..." ("" when none)
 };
 
 GroupRun runApiGroup(const ApiConfig& config, const runtime::Communicator& group, const std::vector<int>& participants,
                      int worldRank, const runtime::RankIdentity& identity, std::uint64_t seed, SampleBuffer& samples,
-                     const runtime::ClockSync& clock, const runtime::Deadline& deadline,
-                     const SelfTestHooks& selfTest);
+                     const runtime::ClockSync& clock, const runtime::Deadline& deadline, const SelfTestHooks& selfTest);
 
 }  // namespace fabscope::suite::api

@@ -11,12 +11,12 @@
 #include <map>
 
 #include "fabscope/BuildConfig.hpp"
-#include "stats/Statistics.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/collectives/AllReduceNccl.hpp"
 #include "kinds/collectives/BusFactor.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
-#include "kinds/Kind.hpp"
 #include "scenario/TestSource.hpp"
+#include "stats/Statistics.hpp"
 #include "transport/TransportFactory.hpp"
 
 namespace fabscope::suite {
@@ -33,7 +33,9 @@ inline float contribution(int groupRank, std::size_t i) { return static_cast<flo
 class AllReduceKind final : public Kind {
  public:
   std::string name() const override { return "allreduce"; }
-  std::string summary() const override { return "all-reduce (sum, float32) over the measuring ranks: MPI on host memory, NCCL on GPU memory"; }
+  std::string summary() const override {
+    return "all-reduce (sum, float32) over the measuring ranks: MPI on host memory, NCCL on GPU memory";
+  }
 
   scenario::KindRules rules() const override {
     scenario::KindRules r;
@@ -98,9 +100,9 @@ class AllReduceKind final : public Kind {
       for (int it = 0; it < total; ++it) {
         const auto t0 = runtime::monotonicNow();
         MPI_Request r;
-        runtime::checkMpi(MPI_Iallreduce(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                                         ctx.group.handle(), &r),
-                          "MPI_Iallreduce");
+        runtime::checkMpi(
+            MPI_Iallreduce(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, ctx.group.handle(), &r),
+            "MPI_Iallreduce");
         int done = 0;
         runtime::waitUntil(
             [&] {
@@ -117,9 +119,9 @@ class AllReduceKind final : public Kind {
       pipelined.start_ns = runtime::monotonicNow();
       for (int i = 0; i < pipelined.calls; ++i) {
         MPI_Request r;
-        runtime::checkMpi(MPI_Iallreduce(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                                         ctx.group.handle(), &r),
-                          "MPI_Iallreduce");
+        runtime::checkMpi(
+            MPI_Iallreduce(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, ctx.group.handle(), &r),
+            "MPI_Iallreduce");
         ctx.group.complete(r, ctx.deadline, "an all-reduce (launched back to back) with the other ranks");
       }
       pipelined.end_ns = runtime::monotonicNow();
@@ -141,9 +143,10 @@ class AllReduceKind final : public Kind {
 
  private:
   // Per iteration on the global clock: first arrival, last arrival (and who), last exit.
-  output::Attributes summarizeOnRank0(RunContext& ctx, int n, std::size_t bytes, const PipelinedBatch& pipelined) const {
-    const double pipelinedNs =
-        pipelinedPerCallNs(ctx.group, pipelined, [&](std::int64_t t) { return ctx.clock.toGlobal(t); }, ctx.deadline);
+  output::Attributes summarizeOnRank0(RunContext& ctx, int n, std::size_t bytes,
+                                      const PipelinedBatch& pipelined) const {
+    const double pipelinedNs = pipelinedPerCallNs(
+        ctx.group, pipelined, [&](std::int64_t t) { return ctx.clock.toGlobal(t); }, ctx.deadline);
     std::vector<std::int64_t> mine;
     for (const auto& s : ctx.samples.used()) {
       mine.push_back(ctx.clock.toGlobal(s.t_post_ns));
@@ -155,7 +158,7 @@ class AllReduceKind final : public Kind {
     const auto st = stats::summarize(t.duration);
     const auto late = stats::summarize(t.lateness);
     const double algbw = static_cast<double>(bytes) / st.p50;  // bytes per ns = GB/s
-    const double busFactor = allReduceBusFactor(n);  // 0 for one rank (BusFactor.hpp)
+    const double busFactor = allReduceBusFactor(n);            // 0 for one rank (BusFactor.hpp)
     const double pipelinedAlgbw = pipelinedNs > 0 ? static_cast<double>(bytes) / pipelinedNs : 0.0;
     return {
         {"collective_p50_ns", st.p50},

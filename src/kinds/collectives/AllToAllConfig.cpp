@@ -23,8 +23,8 @@ AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const scenario
   AllToAllConfig c;
   const YAML::Node sizes = node["sizes"];
   const YAML::Node modelNode = sizes && sizes.IsMap() && sizes["model"] ? sizes["model"]
-                               : node["model"]                         ? node["model"]
-                                                                       : source.model;
+                               : node["model"]                          ? node["model"]
+                                                                        : source.model;
   std::optional<model::ModelSpec> m;
   if (modelNode) {
     try {
@@ -44,15 +44,17 @@ AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const scenario
   c.routing.experts = static_cast<int>(p.integer("experts", modelExperts, 1, 1'000'000));
   c.routing.topK = static_cast<int>(p.integer("top_k", modelTopK, 1, 1'000'000));
   if (c.routing.experts == 0 || c.routing.topK == 0)
-    failAt(source.file, node, "test '" + spec.name + "' (alltoall) needs 'experts' and 'top_k' (or a model with experts, "
-                       "e.g. model: deepseek-v3)");
+    failAt(source.file, node,
+           "test '" + spec.name +
+               "' (alltoall) needs 'experts' and 'top_k' (or a model with experts, "
+               "e.g. model: deepseek-v3)");
   if (c.routing.topK > c.routing.experts)
     p.fail("top_k", "'top_k' in test '" + spec.name + "' is " + std::to_string(c.routing.topK) + ", more than its " +
                         std::to_string(c.routing.experts) + " experts");
 
   auto routing = p.mapping("routing", {"popularity", "exponent"});
-  c.routing.popularity = routing.choice("popularity", {"uniform", "zipf"}, "uniform") == "zipf" ? Popularity::zipf
-                                                                                            : Popularity::uniform;
+  c.routing.popularity =
+      routing.choice("popularity", {"uniform", "zipf"}, "uniform") == "zipf" ? Popularity::zipf : Popularity::uniform;
   if (routing.has("exponent") && c.routing.popularity != Popularity::zipf)
     routing.fail("exponent", "'routing.exponent' applies to 'popularity: zipf' only");
   c.routing.zipfExponent = routing.number("exponent", 1.0, 0.01, 10.0);
@@ -67,21 +69,27 @@ AllToAllConfig readAllToAllConfig(const scenario::TestSpec& spec, const scenario
   }
   c.dispatchTokenBytes = tokenBytes.integer("dispatch", dispatch, static_cast<std::int64_t>(sizeof(TokenHeader)) + 1,
                                             std::int64_t{1} << 24);
-  c.combineTokenBytes = tokenBytes.integer("combine", combine, static_cast<std::int64_t>(sizeof(TokenHeader)) + 1,
-                                           std::int64_t{1} << 24);
+  c.combineTokenBytes =
+      tokenBytes.integer("combine", combine, static_cast<std::int64_t>(sizeof(TokenHeader)) + 1, std::int64_t{1} << 24);
   if (c.dispatchTokenBytes == 0 || c.combineTokenBytes == 0)
-    failAt(source.file, node, "test '" + spec.name + "' (alltoall) needs the bytes of one token: 'token_bytes: {dispatch: 7408, "
-                       "combine: 14336}' or a model with experts");
+    failAt(source.file, node,
+           "test '" + spec.name +
+               "' (alltoall) needs the bytes of one token: 'token_bytes: {dispatch: 7408, "
+               "combine: 14336}' or a model with experts");
   if (tokenBytes.has("dispatch") || tokenBytes.has("combine"))
     c.sizeSource = "per token: dispatch " + std::to_string(c.dispatchTokenBytes) + " B, combine " +
                    std::to_string(c.combineTokenBytes) + " B (token_bytes)";
-  if (sizes && sizes.IsMap() && !(sizes["derive"] && sizes["derive"].IsScalar() &&
-                                  (sizes["derive"].Scalar() == "moe-dispatch" || sizes["derive"].Scalar() == "moe-dispatch-token")))
-    failAt(source.file, sizes, "alltoall test '" + spec.name + "' takes 'sizes: {derive: moe-dispatch, tokens: [1, 128]}' or "
-                        "literal sizes (tokens x dispatch bytes per token)");
+  if (sizes && sizes.IsMap() &&
+      !(sizes["derive"] && sizes["derive"].IsScalar() &&
+        (sizes["derive"].Scalar() == "moe-dispatch" || sizes["derive"].Scalar() == "moe-dispatch-token")))
+    failAt(source.file, sizes,
+           "alltoall test '" + spec.name +
+               "' takes 'sizes: {derive: moe-dispatch, tokens: [1, 128]}' or "
+               "literal sizes (tokens x dispatch bytes per token)");
   if (tokenBytes.has("dispatch") && sizes && sizes.IsMap())
-    tokenBytes.fail("dispatch", "'token_bytes.dispatch' and derived sizes disagree on who sizes a token; with "
-                                "'derive: moe-dispatch' the model does (drop token_bytes.dispatch, or give literal sizes)");
+    tokenBytes.fail("dispatch",
+                    "'token_bytes.dispatch' and derived sizes disagree on who sizes a token; with "
+                    "'derive: moe-dispatch' the model does (drop token_bytes.dispatch, or give literal sizes)");
   for (const auto bytes : spec.sizes) (void)tokensOf(c, bytes, spec);
   return c;
 }

@@ -44,7 +44,8 @@ constexpr std::int32_t kCombineMagic = 0x434d4249;   // "CMBI"
 // Byte i (after the header) of a token copy: depends on every field of the
 // header, so a copy landing in the wrong place or mixed with another fails.
 inline std::uint8_t payloadByte(const TokenHeader& h, std::size_t i) {
-  return static_cast<std::uint8_t>((static_cast<std::uint32_t>(h.source) * 131u + static_cast<std::uint32_t>(h.token) * 31u +
+  return static_cast<std::uint8_t>((static_cast<std::uint32_t>(h.source) * 131u +
+                                    static_cast<std::uint32_t>(h.token) * 31u +
                                     static_cast<std::uint32_t>(h.holder) * 17u + static_cast<std::uint32_t>(h.magic) +
                                     static_cast<std::uint32_t>(i) * 7u) &
                                    0xffu);

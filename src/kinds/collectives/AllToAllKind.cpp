@@ -19,8 +19,8 @@
 
 #include "kinds/Kind.hpp"
 #include "kinds/collectives/AllToAllConfig.hpp"
-#include "kinds/collectives/AllToAllRecords.hpp"
 #include "kinds/collectives/AllToAllExchange.hpp"
+#include "kinds/collectives/AllToAllRecords.hpp"
 #include "kinds/collectives/BusFactor.hpp"
 #include "kinds/collectives/CollectiveTimes.hpp"
 #include "kinds/collectives/MoeExchange.hpp"
@@ -81,11 +81,13 @@ class AllToAllKind final : public Kind {
     // every rank's copies in, and the same again as combine results.
     const std::int64_t out = tokens * std::min(c.routing.topK, ranks), in = tokens * ranks;
     p.bufferBytesPerRank = (out + in) * (c.dispatchTokenBytes + c.combineTokenBytes);
-    p.description = std::string("MoE dispatch + combine (") + (c.onDevice ? "ncclSend/ncclRecv" : "MPI_Ialltoallv") + ") over " + std::to_string(ranks) + " ranks: " +
-                    std::to_string(tokens) + " tokens/rank to top-" + std::to_string(c.routing.topK) + " of " +
-                    std::to_string(c.routing.experts) + " experts (" + moe::popularityName(c.routing.popularity) +
-                    (c.routing.popularity == moe::Popularity::zipf ? " s=" + exponentText(c.routing.zipfExponent) : "") +
-                    "), " + c.sizeSource + "; busbw = algbw x (n-1)/n";
+    p.description =
+        std::string("MoE dispatch + combine (") + (c.onDevice ? "ncclSend/ncclRecv" : "MPI_Ialltoallv") + ") over " +
+        std::to_string(ranks) + " ranks: " + std::to_string(tokens) + " tokens/rank to top-" +
+        std::to_string(c.routing.topK) + " of " + std::to_string(c.routing.experts) + " experts (" +
+        moe::popularityName(c.routing.popularity) +
+        (c.routing.popularity == moe::Popularity::zipf ? " s=" + exponentText(c.routing.zipfExponent) : "") + "), " +
+        c.sizeSource + "; busbw = algbw x (n-1)/n";
     return p;
   }
 
@@ -98,11 +100,11 @@ class AllToAllKind final : public Kind {
 
     // Routing, counts, buffers and copies, before the timed loop (MoeExchange);
     // the blocks move over NCCL on GPU memory or MPI on host memory.
-    moe::MoeExchange exchange(
-        c.routing, D, C, tokens, ctx.group, ctx.buffers, ctx.caseSeed, ctx.deadline,
-        [&](const ExchangeLayout& d, const ExchangeLayout& cb, const AllToAllHostBuffers& host) {
-          return c.onDevice ? makeNcclAllToAll(ctx, d, cb, host) : makeMpiAllToAll(ctx.group, ctx.deadline, d, cb, host);
-        });
+    moe::MoeExchange exchange(c.routing, D, C, tokens, ctx.group, ctx.buffers, ctx.caseSeed, ctx.deadline,
+                              [&](const ExchangeLayout& d, const ExchangeLayout& cb, const AllToAllHostBuffers& host) {
+                                return c.onDevice ? makeNcclAllToAll(ctx, d, cb, host)
+                                                  : makeMpiAllToAll(ctx.group, ctx.deadline, d, cb, host);
+                              });
     const auto& dispatch = exchange.dispatchLayout();
     const auto& combine = exchange.combineLayout();
     const auto& sendCopies = exchange.sendCopies();
@@ -128,8 +130,8 @@ class AllToAllKind final : public Kind {
     // They leave the same data in the inbound buffers, checked below.
     PipelinedBatch dispatchBatch, combineBatch;
     dispatchBatch.calls = combineBatch.calls = std::max(1, spec.iterations);
-    for (auto [phase, batch] : {std::pair{AllToAllPhase::dispatch, &dispatchBatch},
-                                std::pair{AllToAllPhase::combine, &combineBatch}}) {
+    for (auto [phase, batch] :
+         {std::pair{AllToAllPhase::dispatch, &dispatchBatch}, std::pair{AllToAllPhase::combine, &combineBatch}}) {
       ctx.group.barrier(ctx.deadline);
       batch->start_ns = runtime::monotonicNow();
       exchange.batch(phase, batch->calls);
@@ -145,7 +147,8 @@ class AllToAllKind final : public Kind {
     row.rank = me;
     row.tokens = tokens;
     row.dispatch_copies_local = sendCopies[self];
-    row.dispatch_copies_sent = std::accumulate(sendCopies.begin(), sendCopies.end(), std::int64_t{0}) - sendCopies[self];
+    row.dispatch_copies_sent =
+        std::accumulate(sendCopies.begin(), sendCopies.end(), std::int64_t{0}) - sendCopies[self];
     row.dispatch_bytes_sent = dispatchNet;
     row.dispatch_bytes_received = dispatch.recvBytes - recvCopies[self] * D;
     row.combine_bytes_sent = combineNet;
@@ -195,7 +198,9 @@ class AllToAllKind final : public Kind {
     auto mean = [](const std::vector<std::int64_t>& v) {
       return static_cast<double>(std::accumulate(v.begin(), v.end(), std::int64_t{0})) / static_cast<double>(v.size());
     };
-    auto maxOf = [](const std::vector<std::int64_t>& v) { return static_cast<double>(*std::max_element(v.begin(), v.end())); };
+    auto maxOf = [](const std::vector<std::int64_t>& v) {
+      return static_cast<double>(*std::max_element(v.begin(), v.end()));
+    };
     // nccl-tests' all-to-all: algbw = bytes a rank sends (its own share
     // included) / time; busbw = algbw x (n-1)/n, the share that crosses.
     const double copiesSentMean = mean(sentAll);

@@ -101,9 +101,9 @@ class NcclAllToAll final : public AllToAllExchange {
   }
   void exchange(AllToAllPhase phase) override {
     enqueue(phase);
-    nccl_.comm.waitStream(stream_.get(), ctx_.deadline, phase == AllToAllPhase::dispatch
-                                                            ? "an NCCL MoE dispatch (all-to-all) to complete"
-                                                            : "an NCCL MoE combine (all-to-all) to complete");
+    nccl_.comm.waitStream(stream_.get(), ctx_.deadline,
+                          phase == AllToAllPhase::dispatch ? "an NCCL MoE dispatch (all-to-all) to complete"
+                                                           : "an NCCL MoE combine (all-to-all) to complete");
   }
   void exchangeBatch(AllToAllPhase phase, int calls) override {
     for (int i = 0; i < calls; ++i) enqueue(phase);

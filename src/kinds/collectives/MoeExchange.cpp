@@ -14,7 +14,8 @@ void writeCopy(std::byte* at, const TokenHeader& h, std::int64_t bytes) {
 std::string checkCopy(const std::byte* at, const TokenHeader& expected, std::int64_t bytes) {
   TokenHeader h;
   std::memcpy(&h, at, sizeof h);
-  if (h.source != expected.source || h.token != expected.token || h.holder != expected.holder || h.magic != expected.magic)
+  if (h.source != expected.source || h.token != expected.token || h.holder != expected.holder ||
+      h.magic != expected.magic)
     return "header (source " + std::to_string(h.source) + ", token " + std::to_string(h.token) + ", holder " +
            std::to_string(h.holder) + ") where (source " + std::to_string(expected.source) + ", token " +
            std::to_string(expected.token) + ", holder " + std::to_string(expected.holder) + ") was due";
@@ -36,17 +37,20 @@ MoeExchange::MoeExchange(const RoutingSpec& routing, std::int64_t dispatchTokenB
   sendCopies_.resize(static_cast<std::size_t>(n));
   recvCopies_.resize(static_cast<std::size_t>(n));
   for (int d = 0; d < n; ++d)
-    sendCopies_[static_cast<std::size_t>(d)] = static_cast<std::int64_t>(routing_.tokensTo[static_cast<std::size_t>(d)].size());
+    sendCopies_[static_cast<std::size_t>(d)] =
+        static_cast<std::int64_t>(routing_.tokensTo[static_cast<std::size_t>(d)].size());
   {
     MPI_Request r;
-    runtime::checkMpi(MPI_Ialltoall(sendCopies_.data(), 1, MPI_INT64_T, recvCopies_.data(), 1, MPI_INT64_T,
-                                    group.handle(), &r),
-                      "MPI_Ialltoall(token counts)");
+    runtime::checkMpi(
+        MPI_Ialltoall(sendCopies_.data(), 1, MPI_INT64_T, recvCopies_.data(), 1, MPI_INT64_T, group.handle(), &r),
+        "MPI_Ialltoall(token counts)");
     group.complete(r, deadline, "the MoE token counts from the other ranks");
   }
   dispatch_ = ExchangeLayout::of(sendCopies_, recvCopies_, D_);
   combine_ = ExchangeLayout::of(recvCopies_, sendCopies_, C_);
-  auto take = [&](std::int64_t bytes) { return buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(bytes, 1))); };
+  auto take = [&](std::int64_t bytes) {
+    return buffers.allocate(static_cast<std::size_t>(std::max<std::int64_t>(bytes, 1)));
+  };
   host_.dispatchOut = take(dispatch_.sendBytes);
   host_.dispatchIn = take(dispatch_.recvBytes);
   host_.combineOut = take(combine_.sendBytes);

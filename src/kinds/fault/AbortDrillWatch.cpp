@@ -28,7 +28,8 @@ AbortDrillAction AbortDrillWatch::poll(runtime::Nanoseconds now, const AbortDril
     const auto waited = now - last_.launchedAt;
     if (waited > t_.stepTimeout) {
       char text[160];
-      std::snprintf(text, sizeof text, "step deadline: all-reduce step %lld unfinished for %.1f ms (request_timeout %.1f ms)",
+      std::snprintf(text, sizeof text,
+                    "step deadline: all-reduce step %lld unfinished for %.1f ms (request_timeout %.1f ms)",
                     static_cast<long long>(last_.index), static_cast<double>(waited) / 1e6,
                     static_cast<double>(t_.stepTimeout) / 1e6);
       return declareLost(now, text);
@@ -51,13 +52,15 @@ void AbortDrillWatch::launched(runtime::Nanoseconds at) {
 }
 
 void AbortDrillWatch::abortReturned(runtime::Nanoseconds at) {
-  if (phase_ != AbortDrillPhase::aborting) throw std::logic_error("AbortDrillWatch: an abort returned without one begun");
+  if (phase_ != AbortDrillPhase::aborting)
+    throw std::logic_error("AbortDrillWatch: an abort returned without one begun");
   abortedAt_ = at;
   phase_ = AbortDrillPhase::aborted;
 }
 
 void AbortDrillWatch::abortGivenUp(runtime::Nanoseconds at) {
-  if (phase_ != AbortDrillPhase::aborting) throw std::logic_error("AbortDrillWatch: an abort given up without one begun");
+  if (phase_ != AbortDrillPhase::aborting)
+    throw std::logic_error("AbortDrillWatch: an abort given up without one begun");
   (void)at;
   phase_ = AbortDrillPhase::abortStuck;
 }

@@ -152,8 +152,7 @@ ExpectedDetection expectedForDrill(const std::string& fault, double lossPercent,
             "a survivor's kernel waits for the lost peer's data without bound and no asynchronous error is "
             "raised (assumed here, not yet seen on hardware: the drill's detection_path shows what came)"};
   }
-  if (transport != "ucx")
-    return {transport, std::nan(""), "not modelled for transport " + transport};
+  if (transport != "ucx") return {transport, std::nan(""), "not modelled for transport " + transport};
   // The emulated cluster and most Ethernet sites run UCX over TCP; with
   // UCX_TLS naming no tcp transport the figure would be another's.
   if (!s.ucxTls.empty() && s.ucxTls.find("tcp") == std::string::npos && s.ucxTls.find("all") == std::string::npos)
@@ -162,8 +161,8 @@ ExpectedDetection expectedForDrill(const std::string& fault, double lossPercent,
   const int keepCount = s.ucxTcpKeepCnt > 0 ? s.ucxTcpKeepCnt : s.kernelKeepaliveProbes;
   const double keepalive = tcpKeepaliveSeconds(s.ucxTcpKeepIdle, s.ucxTcpKeepIntvl, keepCount);
   const std::string keepaliveText = "UCX_TCP_KEEPIDLE " + number(s.ucxTcpKeepIdle) + " s + UCX_TCP_KEEPINTVL " +
-                                    number(s.ucxTcpKeepIntvl) + " s x " + std::to_string(keepCount) + " probes = " +
-                                    number(keepalive) + " s, idle connections only";
+                                    number(s.ucxTcpKeepIntvl) + " s x " + std::to_string(keepCount) +
+                                    " probes = " + number(keepalive) + " s, idle connections only";
   switch (seenAs(fault, lossPercent)) {
     case Seen::peerGone:
       return {stack, 0, "at once: the killed process's kernel closes its sockets (FIN/RST), UCX fails the endpoint"};
@@ -183,9 +182,9 @@ ExpectedDetection expectedForDrill(const std::string& fault, double lossPercent,
 }
 
 ExpectedDetection expectedNcclIb(const std::string& fault, const StackSettings& s) {
-  return expectedRc("NCCL over InfiniBand", fault, s.ncclIbTimeout, s.ncclIbRetryCnt,
-                    "NCCL_IB_TIMEOUT=" + std::to_string(s.ncclIbTimeout) +
-                        ", NCCL_IB_RETRY_CNT=" + std::to_string(s.ncclIbRetryCnt));
+  return expectedRc(
+      "NCCL over InfiniBand", fault, s.ncclIbTimeout, s.ncclIbRetryCnt,
+      "NCCL_IB_TIMEOUT=" + std::to_string(s.ncclIbTimeout) + ", NCCL_IB_RETRY_CNT=" + std::to_string(s.ncclIbRetryCnt));
 }
 
 ExpectedDetection expectedVerbsQp(const std::string& fault, const StackSettings& s) {

@@ -39,14 +39,14 @@ double parseUcxTime(const std::string& text, double automatic);
 
 // The settings the figures depend on, as found where the drill runs.
 struct StackSettings {
-  int tcpRetries2 = 15;         // /proc/sys/net/ipv4/tcp_retries2
+  int tcpRetries2 = 15;           // /proc/sys/net/ipv4/tcp_retries2
   int kernelKeepaliveProbes = 9;  // /proc/sys/net/ipv4/tcp_keepalive_probes (UCX_TCP_KEEPCNT=auto)
   // UCX 1.13 defaults (ucx_info -c -f): the TCP transport's own keepalive and
   // the UCP keepalive round.
   double ucxTcpKeepIdle = 10, ucxTcpKeepIntvl = 2;
-  int ucxTcpKeepCnt = -1;       // -1: auto (the kernel's probes)
+  int ucxTcpKeepCnt = -1;  // -1: auto (the kernel's probes)
   double ucxKeepaliveInterval = 20;
-  std::string ucxTls;           // UCX_TLS as set ("" = UCX's choice)
+  std::string ucxTls;  // UCX_TLS as set ("" = UCX's choice)
   // NCCL over InfiniBand: NCCL_IB_TIMEOUT (default 20 in the NCCL
   // documentation's environment-variable page; older releases used lower
   // values) and NCCL_IB_RETRY_CNT (default 7).

@@ -100,8 +100,10 @@ void FaultCommand::killGroup() {
 void FaultCommand::collect(int status) {
   done_ = true;
   result_.endedAt = runtime::monotonicNow();
-  if (WIFEXITED(status)) result_.exitStatus = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) result_.exitStatus = 128 + WTERMSIG(status);
+  if (WIFEXITED(status))
+    result_.exitStatus = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    result_.exitStatus = 128 + WTERMSIG(status);
   // What the command (and anything it left behind) wrote; the group is gone
   // or killed, so the file no longer grows.
   char buffer[maxOutputBytes];

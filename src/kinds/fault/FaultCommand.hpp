@@ -15,10 +15,10 @@ namespace fabscope::suite {
 struct FaultCommandResult {
   std::string command;
   runtime::Nanoseconds startedAt = 0, endedAt = 0;  // monotonic
-  int exitStatus = -1;   // the command's exit status; 128 + N when killed by signal N; -1 if it never ran
-  bool timedOut = false; // killed (with its process group) at the deadline
-  std::string output;    // stdout and stderr together, at most maxOutputBytes
-  std::string error;     // why it could not be started
+  int exitStatus = -1;    // the command's exit status; 128 + N when killed by signal N; -1 if it never ran
+  bool timedOut = false;  // killed (with its process group) at the deadline
+  std::string output;     // stdout and stderr together, at most maxOutputBytes
+  std::string error;      // why it could not be started
   bool ok() const { return error.empty() && !timedOut && exitStatus == 0; }
   std::string describe() const;  // one line for an event row
 };

@@ -5,17 +5,17 @@
 // releases the workers, runs the restore command and computes the stream's
 // numbers (completed, re-routed, failed, hung, recovery to 90 %).
 #include <algorithm>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 
-#include "runtime/Deadlines.hpp"
 #include "fabscope/BuildConfig.hpp"
 #include "kinds/fault/ExpectedDetection.hpp"
 #include "kinds/fault/FaultCommand.hpp"
 #include "kinds/fault/FaultDrillRoles.hpp"
 #include "kinds/fault/FaultHeartbeat.hpp"
+#include "runtime/Deadlines.hpp"
 #if FABSCOPE_HAVE_VERBS
 #include "transport/TransportFactory.hpp"
 #include "transport/VerbsParameters.hpp"
@@ -56,17 +56,19 @@ struct BaselineJudge {
 };
 
 BaselineJudge baselineJudgeOf(const RunContext& ctx, const FaultDrillConfig& c, const std::vector<Request>& state,
-                              runtime::Nanoseconds start, runtime::Nanoseconds firstFault, int carrier,
-                              int victimRank, EventLog& events) {
+                              runtime::Nanoseconds start, runtime::Nanoseconds firstFault, int carrier, int victimRank,
+                              EventLog& events) {
   BaselineJudge j{ctx, c, events, carrier, {}, 0, 0, 0, 0, 0, {}};
   // The victim's pre-fault service: its requests done before the first fault.
   std::vector<double> preLatencies;
   for (const auto& r : state) {
     if (r.state != Request::State::completed || r.rerouted) continue;
-    if (r.worker == victimRank && r.doneAt < firstFault) preLatencies.push_back(static_cast<double>(r.doneAt - r.firstPostedAt));
+    if (r.worker == victimRank && r.doneAt < firstFault)
+      preLatencies.push_back(static_cast<double>(r.doneAt - r.firstPostedAt));
     if (r.worker == carrier) j.carried.push_back({r.firstPostedAt, r.doneAt});
   }
-  j.preRate = firstFault > start ? static_cast<double>(preLatencies.size()) * 1e9 / static_cast<double>(firstFault - start) : 0;
+  j.preRate =
+      firstFault > start ? static_cast<double>(preLatencies.size()) * 1e9 / static_cast<double>(firstFault - start) : 0;
   j.preP99 = percentile99(preLatencies);
   j.window = static_cast<runtime::Nanoseconds>(c.baselineWindowSeconds * 1e9);
   j.recoverWithin = static_cast<runtime::Nanoseconds>(c.recoverWithinSeconds * 1e9);
@@ -99,17 +101,16 @@ void BaselineJudge::judgeBaseline(FaultCycle& k, const std::string& name, runtim
     return;
   }
   // Said plainly when the stream (or the next fault) left no whole window after the restore.
-  const std::string why =
-      until <= from ? "the request stream ended before " + reference
-      : until - from < window
-          ? "no baseline_window of requests was left after " + reference + " (" +
-                milliseconds(static_cast<double>(until - from) / 1e6) + " ms)"
-          : "best window " + figures;
+  const std::string why = until <= from ? "the request stream ended before " + reference
+                          : until - from < window
+                              ? "no baseline_window of requests was left after " + reference + " (" +
+                                    milliseconds(static_cast<double>(until - from) / 1e6) + " ms)"
+                              : "best window " + figures;
   line += ", not recovered within " + milliseconds(c.recoverWithinSeconds * 1e3) + " ms (" + why + ")";
   missing += (missing.empty() ? "" : "; ") + name + " not recovered within recover_within (" +
              milliseconds(c.recoverWithinSeconds * 1e3) + " ms after " + reference + "; " + why + "; needed " +
-             std::to_string(static_cast<long long>(c.baselineThroughput * preRate)) + " req/s and p99 <= " +
-             milliseconds(c.baselineP99 * preP99 / 1e6) + " ms)";
+             std::to_string(static_cast<long long>(c.baselineThroughput * preRate)) +
+             " req/s and p99 <= " + milliseconds(c.baselineP99 * preP99 / 1e6) + " ms)";
   events.add(ctx, std::max(until, from), "not_recovered", carrier, name + ": not back at baseline: " + why);
 }
 
@@ -123,11 +124,13 @@ std::string BaselineJudge::judge(std::vector<FaultCycle>& cycles, std::size_t i,
   if (!c.victimReturns() && k.detectedAt) k.rejoinedAt = k.detectedAt;  // the spare took the share over
   const auto from = c.victimReturns() ? k.restoredAt : k.detectedAt;
   std::string line = std::to_string(i + 1) + ": ";
-  line += k.detectedAt ? "detected " + milliseconds(static_cast<double>(*k.detectedAt - k.faultAt) / 1e6) + " ms after the fault"
-                       : "not detected";
+  line += k.detectedAt
+              ? "detected " + milliseconds(static_cast<double>(*k.detectedAt - k.faultAt) / 1e6) + " ms after the fault"
+              : "not detected";
   if (c.victimReturns())
-    line += k.restoredAt ? ", restored at +" + milliseconds(static_cast<double>(*k.restoredAt - k.faultAt) / 1e6) + " ms"
-                         : ", never restored";
+    line += k.restoredAt
+                ? ", restored at +" + milliseconds(static_cast<double>(*k.restoredAt - k.faultAt) / 1e6) + " ms"
+                : ", never restored";
   if (k.rejoinedAt && from)
     line += ", rank " + std::to_string(carrier) + " in service " +
             milliseconds(static_cast<double>(*k.rejoinedAt - *from) / 1e6) + " ms after " + reference;
@@ -165,8 +168,8 @@ void judgeLaterDetections(const FaultDrillConfig& c, const std::vector<FaultCycl
 // measured against the victim's pre-fault throughput and p99. Adds the
 // `restored`/`baseline`/`not_recovered` rows and the verdict; returns the attributes.
 output::Attributes judgeReturnToBaseline(const RunContext& ctx, const FaultDrillConfig& c,
-                                         const std::vector<Request>& state, runtime::Nanoseconds start,
-                                         int victimRank, int spare, ClientOutcome& outcome, EventLog& events) {
+                                         const std::vector<Request>& state, runtime::Nanoseconds start, int victimRank,
+                                         int spare, ClientOutcome& outcome, EventLog& events) {
   auto& cycles = outcome.cycles;
   if (cycles.empty()) return {};
   const int carrier = c.victimReturns() ? victimRank : spare;
@@ -320,8 +323,9 @@ DrillClient::DrillClient(RunContext& ctx, const FaultDrillConfig& c, runtime::Na
   replies_ = ctx.buffers.allocate(replyRing() * replyBytes_);
   auto* beats = reinterpret_cast<std::uint64_t*>(ctx.buffers.allocate(2 * peers_.size() * sizeof(std::uint64_t)));
   for (std::size_t i = 0; i < requests_; ++i) messages_[i] = {static_cast<std::int32_t>(i), 0};
-  heartbeats_ = std::make_unique<Heartbeats>(t_, peers_, maxSlots_, static_cast<runtime::Nanoseconds>(c.heartbeatSeconds * 1e9),
-                                             static_cast<runtime::Nanoseconds>(c.heartbeatDeadlineSeconds * 1e9), beats);
+  heartbeats_ =
+      std::make_unique<Heartbeats>(t_, peers_, maxSlots_, static_cast<runtime::Nanoseconds>(c.heartbeatSeconds * 1e9),
+                                   static_cast<runtime::Nanoseconds>(c.heartbeatDeadlineSeconds * 1e9), beats);
   for (int i = 0; i < faults_; ++i) {
     faultCommands_.push_back(std::make_unique<FaultCommand>());
     restoreCommands_.push_back(std::make_unique<FaultCommand>());
@@ -342,8 +346,10 @@ void DrillClient::markLost(int peer, runtime::Nanoseconds at, const std::string&
   lost_[peer] = true;
   at = recordedDetection(ctx_, peer, victimRank_, at);
   // The victim of a fault that ends may come back, unless its transport endpoint failed.
-  if (peer == victimRank_ && c_.victimReturns() && path.rfind("transport", 0) != 0) heartbeats_->markSilent(peer);
-  else heartbeats_->forget(peer);
+  if (peer == victimRank_ && c_.victimReturns() && path.rfind("transport", 0) != 0)
+    heartbeats_->markSilent(peer);
+  else
+    heartbeats_->forget(peer);
   if (peer == victimRank_ && !outcome_.detection.at) outcome_.detection = {at, path};
   // A fault the victim makes itself (kill, hang) starts its cycle when this loop
   // next reads the clock; a loss noticed at or after the planned moment within
@@ -361,7 +367,8 @@ void DrillClient::markLost(int peer, runtime::Nanoseconds at, const std::string&
   if (it == targets_.end()) return;
   if (peer != spare_ && !lost_[spare_] && std::find(targets_.begin(), targets_.end(), spare_) == targets_.end())
     *it = spare_;
-  else targets_.erase(it);
+  else
+    targets_.erase(it);
 }
 
 // The victim is heard again after its fault ended: its share moves back from the spare.
@@ -372,8 +379,10 @@ void DrillClient::rejoin(runtime::Nanoseconds heardAt, const std::string& how) {
   const auto at = std::max(heardAt, k.restoredAt.value_or(heardAt));
   lost_[victimRank_] = false;
   auto it = std::find(targets_.begin(), targets_.end(), spare_);
-  if (it != targets_.end()) *it = victimRank_;
-  else if (std::find(targets_.begin(), targets_.end(), victimRank_) == targets_.end()) targets_.push_back(victimRank_);
+  if (it != targets_.end())
+    *it = victimRank_;
+  else if (std::find(targets_.begin(), targets_.end(), victimRank_) == targets_.end())
+    targets_.push_back(victimRank_);
   if (!k.rejoinedAt) k.rejoinedAt = at;  // a later one follows a loss after the return (a stall), not the fault
   events_.add(ctx_, at, "rejoined", victimRank_,
               how + " (" + milliseconds(static_cast<double>(at - k.restoredAt.value_or(at)) / 1e6) +
@@ -430,9 +439,12 @@ void DrillClient::repostAll(runtime::Nanoseconds now) {
   for (auto id : inFlight_) {
     auto& r = state_[id];
     if (r.state != Request::State::inFlight) continue;
-    if (lost_[r.worker]) reroute(id);
-    else if (post(id, r.worker, now)) ++repostedCount_;
-    else reroute(id);
+    if (lost_[r.worker])
+      reroute(id);
+    else if (post(id, r.worker, now))
+      ++repostedCount_;
+    else
+      reroute(id);
   }
 }
 
@@ -498,8 +510,10 @@ void DrillClient::hearHeartbeats(runtime::Nanoseconds now, bool& abandoned) {
     }
     if (loss.peer != victimRank_ || !lost_[victimRank_] || cycle_ < 0) continue;
     // Heard during the fault (a lossy link lets some through): not back yet.
-    if (!outcome_.cycles[static_cast<std::size_t>(cycle_)].restoredAt) heartbeats_->markSilent(victimRank_);
-    else rejoin(loss.at, loss.detail);
+    if (!outcome_.cycles[static_cast<std::size_t>(cycle_)].restoredAt)
+      heartbeats_->markSilent(victimRank_);
+    else
+      rejoin(loss.at, loss.detail);
   }
 }
 
@@ -535,8 +549,9 @@ void DrillClient::collectReplies(runtime::Nanoseconds now, bool& abandoned) {
         ctx_.samples.record(ctx_.world.rank(), static_cast<std::int32_t>(inFlight_[k]), r.worker,
                             static_cast<std::int64_t>(replyBytes_), r.firstPostedAt, r.doneAt);
       } else if (now - r.postedAt > replyTimeout_) {
-        markLost(r.worker, now, "missed reply: request " + std::to_string(inFlight_[k]) + " unanswered for " +
-                                    std::to_string(replyTimeout_ / 1000000) + " ms");
+        markLost(r.worker, now,
+                 "missed reply: request " + std::to_string(inFlight_[k]) + " unanswered for " +
+                     std::to_string(replyTimeout_ / 1000000) + " ms");
         reroute(inFlight_[k]);
       }
     } catch (const RuntimeFailure& e) {
@@ -663,7 +678,8 @@ void DrillClient::finishRestoresInLoop(output::Attributes& attributes) {
     }
     if (i == 0) addRestoreAttributes(attributes, r);
     if (!r.ok())
-      addVerdict(faultName(i) + ": restore_command failed (" + r.describe() + "): the victim's link may still be faulty");
+      addVerdict(faultName(i) + ": restore_command failed (" + r.describe() +
+                 "): the victim's link may still be faulty");
   }
 }
 
@@ -680,8 +696,8 @@ void DrillClient::runRestoreAfterWorkload(output::Attributes& attributes) {
 output::Attributes DrillClient::streamAttributes(std::int64_t hung) {
   std::sort(completions_.begin(), completions_.end());
   const auto window = std::max<runtime::Nanoseconds>(20 * interval_, 20000000);
-  const auto recovery = findRecovery(completions_, start_, outcome_.faultAt,
-                                     outcome_.detection.at.value_or(outcome_.faultAt), window);
+  const auto recovery =
+      findRecovery(completions_, start_, outcome_.faultAt, outcome_.detection.at.value_or(outcome_.faultAt), window);
   if (recovery.recoveredAt)
     events_.add(ctx_, *recovery.recoveredAt, "recovered", spare_,
                 "throughput back to >= 90% of the pre-fault " +
@@ -757,7 +773,8 @@ void addExpectedDetection(output::Attributes& attributes, const FaultDrillConfig
 namespace {
 
 ClientOutcome DrillClient::serve() {
-  t_.onError([&](const transport::TransportError& e) { markLost(e.peer, e.at, "transport error callback: " + e.message); });
+  t_.onError(
+      [&](const transport::TransportError& e) { markLost(e.peer, e.at, "transport error callback: " + e.message); });
   ErrorHandlerGuard guard{t_};
   if (!c_.usesCommand())
     events_.add(ctx_, plannedFault_, "fault", victimRank_,

@@ -23,8 +23,8 @@ double durationKey(const scenario::TestSpec& spec, const scenario::TestSource& s
   try {
     seconds = scenario::parseDurationSeconds(node.Scalar());
   } catch (const std::exception& e) {
-    throw scenario::ScenarioError(where + ": expected a duration such as 500ms or 2s, got '" + node.Scalar() +
-                                  "' (" + e.what() + ")");
+    throw scenario::ScenarioError(where + ": expected a duration such as 500ms or 2s, got '" + node.Scalar() + "' (" +
+                                  e.what() + ")");
   }
   if (seconds < min || seconds > max)
     throw scenario::ScenarioError(where + ": " + node.Scalar() + " is outside " + std::to_string(min) + " .. " +
@@ -106,14 +106,17 @@ void FaultDrillReader::readFaultAndPlace() {
                "communicator), UCX reports it through its endpoint error callback, NCCL's survivors abort their "
                "communicator");
   c.abortDrill = !can.survivesPeerLoss;
-  if (c.abortDrill) checkAbortDrill();
-  else if (spec.memory != "host") refuse(spec, "memory", "a fault drill runs with memory: host");
+  if (c.abortDrill)
+    checkAbortDrill();
+  else if (spec.memory != "host")
+    refuse(spec, "memory", "a fault drill runs with memory: host");
   if (spec.sizes.size() != 1) refuse(spec, "sizes", "a fault drill takes exactly one size (the reply size)");
   c.replyBytes = spec.sizes.front();
   if (c.replyBytes < 8 || c.replyBytes > (std::int64_t{1} << 20))
     refuse(spec, "sizes", "the reply size must be 8B .. 1MiB");
   if (c.abortDrill && c.replyBytes % 4 != 0)
-    refuse(spec, "sizes", "over " + spec.transport + " the size is that of an all-reduce of floats: a multiple of 4 bytes");
+    refuse(spec, "sizes",
+           "over " + spec.transport + " the size is that of an all-reduce of floats: a multiple of 4 bytes");
   c.victim = static_cast<int>(p.integer("victim", 1, 1, 1 << 20));
 }
 
@@ -122,9 +125,9 @@ void FaultDrillReader::readFaultAndPlace() {
 void FaultDrillReader::checkAbortDrill() {
   const std::string over = "over transport: " + spec.transport;
   if (spec.memory != "cuda")
-    refuse(spec, "memory",
-           "a fault drill " + over + " runs its all-reduce steps on GPU memory: memory: cuda (got '" + spec.memory +
-               "')");
+    refuse(
+        spec, "memory",
+        "a fault drill " + over + " runs its all-reduce steps on GPU memory: memory: cuda (got '" + spec.memory + "')");
   if (c.fault != "kill" && c.fault != "hang")
     refuse(spec, "fault",
            "fault: " + c.fault + " " + over +
@@ -154,14 +157,15 @@ void FaultDrillReader::readDetection() {
     c.requestTimeoutSeconds = duration("request_timeout", 0.5, 0.001, 600);
     if (c.requestTimeoutSeconds >= c.detectWithinSeconds)
       refuse(spec, "request_timeout",
-             "request_timeout (" + std::to_string(c.requestTimeoutSeconds) + " s) must be shorter than detect_within (" +
-                 std::to_string(c.detectWithinSeconds) + " s): over " + spec.transport +
-                 " a lost peer is only noticed through a step that stays unfinished that long");
+             "request_timeout (" + std::to_string(c.requestTimeoutSeconds) +
+                 " s) must be shorter than detect_within (" + std::to_string(c.detectWithinSeconds) + " s): over " +
+                 spec.transport + " a lost peer is only noticed through a step that stays unfinished that long");
     c.abortWithinSeconds = duration("abort_within", 5, 0.01, 600);
     return;
   }
   if (p.has("abort_within"))
-    refuse(spec, "abort_within", "abort_within is for a fault drill over a communicator the survivors abort (transport: nccl)");
+    refuse(spec, "abort_within",
+           "abort_within is for a fault drill over a communicator the survivors abort (transport: nccl)");
   c.heartbeatSeconds = duration("heartbeat", 0.1, 0.001, 60);
   c.heartbeatDeadlineSeconds = duration("heartbeat_deadline", 3 * c.heartbeatSeconds, 0.002, 600);
   if (c.heartbeatDeadlineSeconds < 2 * c.heartbeatSeconds)
@@ -210,7 +214,9 @@ void FaultDrillReader::readDurations() {
                  std::to_string(spec.timeoutSeconds) + " s): the link would still be down when the test must end");
     c.repeat = static_cast<int>(p.integer("repeat", 1, 1, 100));
     if (c.repeat > 1) {
-      if (!p.has("every")) refuse(spec, "repeat", "repeat: " + std::to_string(c.repeat) + " needs every: the time from one cut's start to the next one's");
+      if (!p.has("every"))
+        refuse(spec, "repeat",
+               "repeat: " + std::to_string(c.repeat) + " needs every: the time from one cut's start to the next one's");
       c.everySeconds = duration("every", 0, 0.001, 86400);
       if (c.everySeconds <= c.downForSeconds)
         refuse(spec, "every",
@@ -222,7 +228,8 @@ void FaultDrillReader::readDurations() {
   }
   c.hangForSeconds = duration("hang_for", 0, 0.001, 86400);
   c.lossForSeconds = duration("loss_for", 0, 0.001, 86400);
-  for (const auto& [key, seconds] : {std::pair<const char*, double>{"down_for", c.downForSeconds}, {"hang_for", c.hangForSeconds}})
+  for (const auto& [key, seconds] :
+       {std::pair<const char*, double>{"down_for", c.downForSeconds}, {"hang_for", c.hangForSeconds}})
     if (seconds > 0 && seconds <= c.heartbeatDeadlineSeconds)
       refuse(spec, key,
              std::string(key) + " must be longer than heartbeat_deadline (" +
@@ -230,8 +237,9 @@ void FaultDrillReader::readDurations() {
   for (const auto* key : {"recover_within", "baseline_throughput", "baseline_p99", "baseline_window"})
     if (p.has(key) && !c.faultEnds())
       refuse(spec, key,
-             std::string(key) + " is for a fault that ends while requests flow (flap; kill with its spare; hang with "
-                                "hang_for; loss with loss_for)");
+             std::string(key) +
+                 " is for a fault that ends while requests flow (flap; kill with its spare; hang with "
+                 "hang_for; loss with loss_for)");
   c.recoverWithinSeconds = duration("recover_within", 5, 0.001, 3600);
   c.baselineThroughput = p.number("baseline_throughput", 0.9, 0.01, 1.0);
   c.baselineP99 = p.number("baseline_p99", 2.0, 1.0, 1000.0);
@@ -285,7 +293,8 @@ void FaultDrillReader::checkTimeline() {
       if (lastEnds + c.baselineWindowSeconds > issueSeconds)
         refuse(spec, "requests",
                "the request stream (" + std::to_string(issueSeconds) + " s) ends less than one baseline_window (" +
-                   std::to_string(c.baselineWindowSeconds) + " s) after the fault: the spare's return to baseline "
+                   std::to_string(c.baselineWindowSeconds) +
+                   " s) after the fault: the spare's return to baseline "
                    "could not be seen; raise requests or lower baseline_window");
     } else if (lastEnds + c.recoverWithinSeconds > issueSeconds)
       refuse(spec, "requests",
@@ -302,8 +311,8 @@ void FaultDrillReader::checkTimeline() {
                         (c.abortDrill ? c.abortWithinSeconds : 0) + 10;
   if (spec.timeoutSeconds < needed)
     refuse(spec, "timeout",
-           "timeout must be at least " + std::to_string(needed) + " s (workload " + std::to_string(c.workloadSeconds()) +
-               " s, commands or abort_within, + 10 s)");
+           "timeout must be at least " + std::to_string(needed) + " s (workload " +
+               std::to_string(c.workloadSeconds()) + " s, commands or abort_within, + 10 s)");
 }
 
 }  // namespace
@@ -329,15 +338,18 @@ void checkFaultDrillRanks(const FaultDrillConfig& c, const scenario::TestSpec& s
   if (c.abortDrill) {
     // Every rank is a peer of the all-reduce; rank index 0 writes the file, so it must survive.
     if (ranks < 2)
-      refuse(spec, "ranks", "a fault drill over " + spec.transport + " needs at least 2 ranks (one GPU each); it has " +
-                                std::to_string(ranks));
+      refuse(spec, "ranks",
+             "a fault drill over " + spec.transport + " needs at least 2 ranks (one GPU each); it has " +
+                 std::to_string(ranks));
     if (c.victim > ranks - 1)
-      refuse(spec, "victim", "victim must be 1 .. " + std::to_string(ranks - 1) + " (0 writes the file and must survive)");
+      refuse(spec, "victim",
+             "victim must be 1 .. " + std::to_string(ranks - 1) + " (0 writes the file and must survive)");
     return;
   }
   if (ranks < 4)
-    refuse(spec, "ranks", "a fault drill needs at least 4 ranks (client, victim, another worker, spare); it has " +
-                                    std::to_string(ranks));
+    refuse(spec, "ranks",
+           "a fault drill needs at least 4 ranks (client, victim, another worker, spare); it has " +
+               std::to_string(ranks));
   if (c.victim > ranks - 2)
     refuse(spec, "victim",
            "victim must be a worker, 1 .. " + std::to_string(ranks - 2) + " (0 is the client, " +
@@ -395,7 +407,8 @@ FalseLossJudgement judgeFalseLosses(const std::vector<DeclaredLoss>& losses, int
     if (l.peer == victimRank && !early) continue;
     if (++j.count > named) continue;
     const double offsetMs = static_cast<double>(l.atNs - faultNs) / 1e6;
-    const std::string when = offsetMs < 0 ? ms(-offsetMs) + " ms before the fault" : ms(offsetMs) + " ms after the fault";
+    const std::string when =
+        offsetMs < 0 ? ms(-offsetMs) + " ms before the fault" : ms(offsetMs) + " ms after the fault";
     listAlso(j.detail, "rank " + std::to_string(l.by) + " declared rank " + std::to_string(l.peer) +
                            (l.peer == victimRank ? " (the victim)" : "") + " lost " + when + " (" + l.path + ")");
   }
@@ -459,10 +472,12 @@ BaselineResult findBaseline(const std::vector<CarrierCompletion>& completions, r
     while (after[low].doneAt <= t - window) ++low;
     const auto count = high - low + 1;
     latencies.clear();
-    for (std::size_t k = low; k <= high; ++k) latencies.push_back(static_cast<double>(after[k].doneAt - after[k].postedAt));
+    for (std::size_t k = low; k <= high; ++k)
+      latencies.push_back(static_cast<double>(after[k].doneAt - after[k].postedAt));
     const double p99 = percentile99(latencies);
     const double perSecond = static_cast<double>(count) * 1e9 / static_cast<double>(window);
-    const double score = std::min(perSecond / (throughputFraction * preFaultPerSecond), 1.0) + std::min(p99Limit / p99, 1.0);
+    const double score =
+        std::min(perSecond / (throughputFraction * preFaultPerSecond), 1.0) + std::min(p99Limit / p99, 1.0);
     if (score > bestScore) {
       bestScore = score;
       r.throughputPerSecond = perSecond;

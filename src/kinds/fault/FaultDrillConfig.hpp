@@ -20,24 +20,24 @@ struct FaultDrillConfig final : scenario::KindConfig {
   // the workload, or after loss_for. flap: link-down for down_for, restored by
   // restore_command, `repeat` times, one every `every`.
   std::string fault = "kill";
-  int victim = 1;                      // index among the test's ranks: 1 .. ranks-2
-  double atSeconds = 1.0;              // after the workload starts
-  double detectWithinSeconds = 2.0;    // detection deadline (exit 1 when missed)
-  double heartbeatSeconds = 0.1;       // every rank sends every other rank a heartbeat this often
+  int victim = 1;                         // index among the test's ranks: 1 .. ranks-2
+  double atSeconds = 1.0;                 // after the workload starts
+  double detectWithinSeconds = 2.0;       // detection deadline (exit 1 when missed)
+  double heartbeatSeconds = 0.1;          // every rank sends every other rank a heartbeat this often
   double heartbeatDeadlineSeconds = 0.3;  // silence after which a peer is declared lost
-  double requestTimeoutSeconds = 0.6;  // a reply missing this long declares its worker lost
+  double requestTimeoutSeconds = 0.6;     // a reply missing this long declares its worker lost
   std::int64_t requests = 4000;
-  double rate = 1000;                  // requests per second issued by the client
-  std::int64_t replyBytes = 64;        // the test's size
-  std::string faultCommand;            // link-down / loss; placeholders see expandFaultCommand
-  std::string restoreCommand;          // optional; run after the workload
-  double commandTimeoutSeconds = 10;   // bound on each command
-  double lossPercent = 100;            // loss: substituted for {percent}
-  double downForSeconds = 0;           // flap: how long each cut lasts
-  int repeat = 1;                      // flap: how many cuts
-  double everySeconds = 0;             // flap: from one cut's start to the next one's
-  double hangForSeconds = 0;           // hang: 0 = to the end of the drill
-  double lossForSeconds = 0;           // loss: 0 = to the end of the workload
+  double rate = 1000;                 // requests per second issued by the client
+  std::int64_t replyBytes = 64;       // the test's size
+  std::string faultCommand;           // link-down / loss; placeholders see expandFaultCommand
+  std::string restoreCommand;         // optional; run after the workload
+  double commandTimeoutSeconds = 10;  // bound on each command
+  double lossPercent = 100;           // loss: substituted for {percent}
+  double downForSeconds = 0;          // flap: how long each cut lasts
+  int repeat = 1;                     // flap: how many cuts
+  double everySeconds = 0;            // flap: from one cut's start to the next one's
+  double hangForSeconds = 0;          // hang: 0 = to the end of the drill
+  double lossForSeconds = 0;          // loss: 0 = to the end of the workload
   // Return to baseline: after the fault ends (restore; a hang's end; for kill,
   // the detection, when the spare takes the victim's place) the rank carrying
   // the victim's share must complete, over a window of baseline_window, at
@@ -81,7 +81,9 @@ struct FaultDrillConfig final : scenario::KindConfig {
   // A victim that does not die (hang, link-down, loss) leaves the run this
   // long after the workload started: after the client has stopped waiting on
   // it and has run restore_command.
-  double victimLeavesAfterSeconds() const { return workloadSeconds() + (usesCommand() ? commandTimeoutSeconds : 0) + 1; }
+  double victimLeavesAfterSeconds() const {
+    return workloadSeconds() + (usesCommand() ? commandTimeoutSeconds : 0) + 1;
+  }
 };
 
 // Reads and checks the keys (the kind's parse step, at load). Throws
@@ -197,7 +199,6 @@ struct RecoveryResult {
   std::optional<runtime::Nanoseconds> recoveredAt;
 };
 RecoveryResult findRecovery(const std::vector<runtime::Nanoseconds>& completions, runtime::Nanoseconds start,
-                            runtime::Nanoseconds faultAt, runtime::Nanoseconds detectedAt,
-                            runtime::Nanoseconds window);
+                            runtime::Nanoseconds faultAt, runtime::Nanoseconds detectedAt, runtime::Nanoseconds window);
 
 }  // namespace fabscope::suite

@@ -28,8 +28,8 @@
 #include <span>
 #include <thread>
 
-#include "kinds/fault/FaultDrillRoles.hpp"
 #include "kinds/Kind.hpp"
+#include "kinds/fault/FaultDrillRoles.hpp"
 #include "scenario/TestSource.hpp"
 
 namespace fabscope::suite {
@@ -47,11 +47,29 @@ class FaultDrillKind final : public Kind {
 
   scenario::KindRules rules() const override {
     scenario::KindRules r;
-    r.extraKeys = {"fault",          "victim",         "at",          "detect_within",  "heartbeat",
-                   "heartbeat_deadline", "request_timeout", "requests", "rate",          "fault_command",
-                   "restore_command", "command_timeout", "loss_percent", "down_for", "repeat", "every",
-                   "hang_for",       "loss_for",       "recover_within", "baseline_throughput", "baseline_p99",
-                   "baseline_window", "abort_within"};
+    r.extraKeys = {"fault",
+                   "victim",
+                   "at",
+                   "detect_within",
+                   "heartbeat",
+                   "heartbeat_deadline",
+                   "request_timeout",
+                   "requests",
+                   "rate",
+                   "fault_command",
+                   "restore_command",
+                   "command_timeout",
+                   "loss_percent",
+                   "down_for",
+                   "repeat",
+                   "every",
+                   "hang_for",
+                   "loss_for",
+                   "recover_within",
+                   "baseline_throughput",
+                   "baseline_p99",
+                   "baseline_window",
+                   "abort_within"};
     r.commandKeys = {"fault_command", "restore_command"};
     r.minRanks = 2;  // over NCCL; over UCX 4 (checkFaultDrillRanks)
     r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
@@ -64,7 +82,8 @@ class FaultDrillKind final : public Kind {
     const auto& spec = *instance.spec;
     const int ranks = measuringRanksOf(spec, worldSize, rules().minRanks);
     if (hasCongestedCondition(spec))
-      throw scenario::ScenarioError(spec.at + ": test '" + spec.name + "': a fault drill runs under condition quiet only");
+      throw scenario::ScenarioError(spec.at + ": test '" + spec.name +
+                                    "': a fault drill runs under condition quiet only");
     const auto& c = scenario::configOf<FaultDrillConfig>(spec);
     checkFaultDrillRanks(c, spec, ranks);
     InstancePlan plan;
@@ -75,11 +94,11 @@ class FaultDrillKind final : public Kind {
     if (c.abortDrill) {
       // Its own NCCL communicator and GPU buffers (FaultDrillNccl.cpp), outside the arena.
       plan.ownDataPath = true;
-      plan.description = std::to_string(ranks) + " ranks, " + std::to_string(c.requests) + " NCCL all-reduce steps of " +
-                         std::to_string(c.replyBytes) + " B at " + std::to_string(static_cast<long long>(c.rate)) +
-                         "/s; " + c.fault + " of rank index " + std::to_string(c.victim) + " at " +
-                         std::to_string(c.atSeconds) + " s; survivors abort within " +
-                         std::to_string(c.abortWithinSeconds) + " s";
+      plan.description = std::to_string(ranks) + " ranks, " + std::to_string(c.requests) +
+                         " NCCL all-reduce steps of " + std::to_string(c.replyBytes) + " B at " +
+                         std::to_string(static_cast<long long>(c.rate)) + "/s; " + c.fault + " of rank index " +
+                         std::to_string(c.victim) + " at " + std::to_string(c.atSeconds) +
+                         " s; survivors abort within " + std::to_string(c.abortWithinSeconds) + " s";
       return plan;
     }
     // Client: one reply buffer per attempt (at most two per request), the
@@ -97,7 +116,8 @@ class FaultDrillKind final : public Kind {
   // off too. Refused at load where the ranks' placement is known then (not
   // for placement: random, drawn from the run's seed at run time: the check below
   // still stops it, with exit 1).
-  void checkPlacement(const scenario::TestInstance& instance, const std::vector<std::string>& hostOfRank) const override {
+  void checkPlacement(const scenario::TestInstance& instance,
+                      const std::vector<std::string>& hostOfRank) const override {
     const auto& spec = *instance.spec;
     const auto& c = scenario::configOf<FaultDrillConfig>(spec);
     const auto roleSpec = roleSpecOf(spec);
@@ -109,11 +129,13 @@ class FaultDrillKind final : public Kind {
     const auto& victimHost = hostOfRank.at(static_cast<std::size_t>(victimRank));
     for (int rank : participants)
       if (rank != victimRank && hostOfRank.at(static_cast<std::size_t>(rank)) == victimHost)
-        throw scenario::ScenarioError(
-            spec.where("victim") + ": test '" + spec.name + "': fault: " + c.fault + " acts on the victim's host " +
-            victimHost + ", which also runs rank " + std::to_string(rank) + " of the drill: it would be cut off too. "
-            "Place the victim (rank " + std::to_string(victimRank) + ", index " + std::to_string(c.victim) +
-            ") alone on its host, e.g. one rank per host, or choose another victim");
+        throw scenario::ScenarioError(spec.where("victim") + ": test '" + spec.name + "': fault: " + c.fault +
+                                      " acts on the victim's host " + victimHost + ", which also runs rank " +
+                                      std::to_string(rank) +
+                                      " of the drill: it would be cut off too. "
+                                      "Place the victim (rank " +
+                                      std::to_string(victimRank) + ", index " + std::to_string(c.victim) +
+                                      ") alone on its host, e.g. one rank per host, or choose another victim");
   }
 
   // Filled as the run fills them (quoted); the victim's host is known only once the ranks are placed.
@@ -157,9 +179,12 @@ class FaultDrillKind final : public Kind {
     }
     ClientOutcome client;
     Detection mine;
-    if (abortDrill) client = abortDrill(start);
-    else if (index == 0) client = serveClient(ctx, c, start, events);
-    else mine = serveWorker(ctx, c, start, victim, events);
+    if (abortDrill)
+      client = abortDrill(start);
+    else if (index == 0)
+      client = serveClient(ctx, c, start, events);
+    else
+      mine = serveWorker(ctx, c, start, victim, events);
     if (victim) {
       // Alive after a hang, link-down or loss: out of the run, so the
       // survivors' communicator never waits for it.
@@ -181,9 +206,7 @@ class FaultDrillKind final : public Kind {
     return outcome;
   }
 
-  std::vector<output::KindTable> tables() const override {
-    return {output::KindTable::of<EventRecord>("events")};
-  }
+  std::vector<output::KindTable> tables() const override { return {output::KindTable::of<EventRecord>("events")}; }
 
  private:
   // A link fault acts on the victim's host: a survivor there would be cut off
@@ -194,8 +217,9 @@ class FaultDrillKind final : public Kind {
     const auto& victimHost = hosts.at(static_cast<std::size_t>(victimRank));
     for (int rank : ctx.participants)
       if (rank != victimRank && hosts.at(static_cast<std::size_t>(rank)) == victimHost)
-        throw RuntimeFailure("fault: " + c.fault + " acts on the victim's host " + victimHost + ", which also runs rank " +
-                             std::to_string(rank) + " of the drill: it would be cut off too. Place the victim (rank " +
+        throw RuntimeFailure("fault: " + c.fault + " acts on the victim's host " + victimHost +
+                             ", which also runs rank " + std::to_string(rank) +
+                             " of the drill: it would be cut off too. Place the victim (rank " +
                              std::to_string(victimRank) + ", index " + std::to_string(c.victim) +
                              ") alone on its host, e.g. one rank per host, or choose another victim");
   }
@@ -255,8 +279,8 @@ output::Attributes FaultDrillKind::judge(RunContext& ctx, const FaultDrillConfig
       client.verdict += (client.verdict.empty() ? "" : "; ") + std::string("communicator abort: ") + aborted.late;
   }
   events.add(ctx, runtime::monotonicNow(), "summary", -1,
-        std::to_string(detectedCount) + "/" + std::to_string(detectedAt.size()) + " survivors detected, slowest " +
-            milliseconds(slowest) + " ms; " + std::to_string(client.hung) + " hung");
+             std::to_string(detectedCount) + "/" + std::to_string(detectedAt.size()) + " survivors detected, slowest " +
+                 milliseconds(slowest) + " ms; " + std::to_string(client.hung) + " hung");
   std::stable_sort(events.rows.begin(), events.rows.end(),
                    [](const EventRecord& x, const EventRecord& y) { return x.t_ns < y.t_ns; });
   const int victimRank = ctx.participants[static_cast<std::size_t>(c.victim)];
@@ -272,9 +296,10 @@ output::Attributes FaultDrillKind::judge(RunContext& ctx, const FaultDrillConfig
   // First, because it explains what follows: with a live peer declared lost,
   // the detection and recovery figures do not describe the fault.
   if (falseLosses.count)
-    verdict = std::to_string(falseLosses.count) + " live peer(s) declared lost, so this drill cannot judge the " + c.fault +
-              " (late heartbeats: an overloaded host, see VALIDITY, or heartbeat_deadline too tight): " +
-              falseLosses.detail + (verdict.empty() ? "" : "; " + verdict);
+    verdict =
+        std::to_string(falseLosses.count) + " live peer(s) declared lost, so this drill cannot judge the " + c.fault +
+        " (late heartbeats: an overloaded host, see VALIDITY, or heartbeat_deadline too tight): " + falseLosses.detail +
+        (verdict.empty() ? "" : "; " + verdict);
   if (!verdict.empty()) {
     ctx.verdict.fail("fault drill: " + verdict);
   }

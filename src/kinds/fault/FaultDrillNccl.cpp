@@ -146,8 +146,10 @@ AbortDrillPoll NcclDrillRank::look(const char*& launchError) const {
     return seen;
   }
   const auto query = cudaStreamQuery(stream_->get());
-  if (query == cudaSuccess) seen.stepDone = true;
-  else if (query != cudaErrorNotReady) seen.cudaError = cudaGetErrorString(query);
+  if (query == cudaSuccess)
+    seen.stepDone = true;
+  else if (query != cudaErrorNotReady)
+    seen.cudaError = cudaGetErrorString(query);
   return seen;
 }
 
@@ -274,8 +276,9 @@ std::function<ClientOutcome(runtime::Nanoseconds)> prepareAbortDrill(RunContext&
 
 std::function<ClientOutcome(runtime::Nanoseconds)> prepareAbortDrill(RunContext&, const FaultDrillConfig&, bool,
                                                                      EventLog&) {
-  throw RuntimeFailure("this build has no NCCL: a fault drill over transport: nccl needs fabscope configured with "
-                       "CUDA and NCCL (FABSCOPE_ENABLE_CUDA, FABSCOPE_ENABLE_NCCL)");
+  throw RuntimeFailure(
+      "this build has no NCCL: a fault drill over transport: nccl needs fabscope configured with "
+      "CUDA and NCCL (FABSCOPE_ENABLE_CUDA, FABSCOPE_ENABLE_NCCL)");
 }
 
 #endif

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "output/Records.hpp"
-#include "kinds/fault/FaultEventRecords.hpp"
-#include "kinds/fault/FaultDrillConfig.hpp"
 #include "kinds/Kind.hpp"
+#include "kinds/fault/FaultDrillConfig.hpp"
+#include "kinds/fault/FaultEventRecords.hpp"
+#include "output/Records.hpp"
 
 namespace fabscope::suite::fault_drill {
 

@@ -11,9 +11,9 @@
 #include <memory>
 #include <thread>
 
-#include "runtime/Deadlines.hpp"
 #include "kinds/fault/FaultDrillRoles.hpp"
 #include "kinds/fault/FaultHeartbeat.hpp"
+#include "runtime/Deadlines.hpp"
 
 namespace fabscope::suite::fault_drill {
 
@@ -79,9 +79,9 @@ DrillWorker::DrillWorker(RunContext& ctx, const FaultDrillConfig& c, runtime::Na
   reply_ = ctx.buffers.allocate(static_cast<std::size_t>(c.replyBytes));
   auto* beats = reinterpret_cast<std::uint64_t*>(ctx.buffers.allocate(2 * peers_.size() * sizeof(std::uint64_t)));
   std::memset(reply_, 0x5a, static_cast<std::size_t>(c.replyBytes));
-  heartbeats_ = std::make_unique<Heartbeats>(t_, peers_, heartbeatSlots,
-                                             static_cast<runtime::Nanoseconds>(c.heartbeatSeconds * 1e9),
-                                             static_cast<runtime::Nanoseconds>(c.heartbeatDeadlineSeconds * 1e9), beats);
+  heartbeats_ = std::make_unique<Heartbeats>(
+      t_, peers_, heartbeatSlots, static_cast<runtime::Nanoseconds>(c.heartbeatSeconds * 1e9),
+      static_cast<runtime::Nanoseconds>(c.heartbeatDeadlineSeconds * 1e9), beats);
 }
 
 void DrillWorker::noteLost(int peer, runtime::Nanoseconds at, const std::string& path) {
@@ -96,8 +96,10 @@ void DrillWorker::noteLost(int peer, runtime::Nanoseconds at, const std::string&
   // A peer that may come back (the victim of a flap or of a hang that ends,
   // or, seen from the victim, everyone behind its cut link) stays watched;
   // a transport failure is final.
-  if (c_.victimReturns() && path.rfind("transport", 0) != 0) heartbeats_->markSilent(peer);
-  else heartbeats_->forget(peer);
+  if (c_.victimReturns() && path.rfind("transport", 0) != 0)
+    heartbeats_->markSilent(peer);
+  else
+    heartbeats_->forget(peer);
   at = recordedDetection(ctx_, peer, victimRank_, at);
   events_.add(ctx_, at, "detected", peer, path);
   if (peer == victimRank_ && !detection_.at) detection_ = {at, path};
@@ -139,8 +141,10 @@ Next DrillWorker::actOutFault() {
 
 void DrillWorker::hearHeartbeats(runtime::Nanoseconds now, bool& abandoned) {
   for (const auto& loss : heartbeats_->poll(now, abandoned)) {
-    if (loss.returned) noteReturned(loss.peer, loss.at, loss.detail);
-    else noteLost(loss.peer, loss.at, loss.detail);
+    if (loss.returned)
+      noteReturned(loss.peer, loss.at, loss.detail);
+    else
+      noteLost(loss.peer, loss.at, loss.detail);
   }
 }
 
@@ -195,9 +199,8 @@ void DrillWorker::acknowledgeStop() {
 // its own stop would see the victim's endpoint fail and count a detection of a
 // fault that never happened. It lingers one heartbeat deadline, bounded.
 void DrillWorker::lingerAfterStop() {
-  const auto linger = runtime::Deadline(
-      std::min(runtime::monotonicNow() + static_cast<runtime::Nanoseconds>(c_.heartbeatDeadlineSeconds * 1e9),
-               leaveAt_.at()));
+  const auto linger = runtime::Deadline(std::min(
+      runtime::monotonicNow() + static_cast<runtime::Nanoseconds>(c_.heartbeatDeadlineSeconds * 1e9), leaveAt_.at()));
   while (!linger.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
@@ -205,7 +208,8 @@ Detection DrillWorker::serve() {
   if (c_.victimReturns())
     for (int peer : peers_)
       if (victim_ || peer == victimRank_) heartbeats_->watchForReturn(peer);
-  t_.onError([&](const transport::TransportError& e) { noteLost(e.peer, e.at, "transport error callback: " + e.message); });
+  t_.onError(
+      [&](const transport::TransportError& e) { noteLost(e.peer, e.at, "transport error callback: " + e.message); });
   ErrorHandlerGuard guard{t_};
   heartbeats_->start(runtime::monotonicNow());
   receiveNextRequest();

@@ -20,8 +20,8 @@ struct EventRecord {
 inline std::vector<output::Column> EventRecord::columns() {
   using R = EventRecord;
   using output::column;
-  return {column("rank", &R::rank), column("t_ns", &R::t_ns, "ns"), column("kind", &R::kind),
-          column("peer", &R::peer), column("detail", &R::detail)};
+  return {column("rank", &R::rank), column("t_ns", &R::t_ns, "ns"), column("kind", &R::kind), column("peer", &R::peer),
+          column("detail", &R::detail)};
 }
 
 }  // namespace fabscope::suite::fault_drill

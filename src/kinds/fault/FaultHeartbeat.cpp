@@ -84,10 +84,10 @@ std::vector<Heartbeats::Loss> Heartbeats::poll(runtime::Nanoseconds now, bool& a
         }
         if (p.silent) {
           p.silent = false;
-          lost.push_back({p.rank, now,
-                          "heartbeat: heard again after " + std::to_string((now - p.lastHeard) / 1000000) +
-                              " ms of silence",
-                          true});
+          lost.push_back(
+              {p.rank, now,
+               "heartbeat: heard again after " + std::to_string((now - p.lastHeard) / 1000000) + " ms of silence",
+               true});
         }
         p.lastHeard = now;
         postReceive(i);
@@ -100,8 +100,10 @@ std::vector<Heartbeats::Loss> Heartbeats::poll(runtime::Nanoseconds now, bool& a
       continue;
     }
     if (!p.left && !p.silent && now - p.lastHeard > deadline_) {
-      if (p.watched) p.silent = true;
-      else p.live = false;
+      if (p.watched)
+        p.silent = true;
+      else
+        p.live = false;
       lost.push_back({p.rank, now,
                       "heartbeat: none for " + std::to_string((now - p.lastHeard) / 1000000) + " ms (deadline " +
                           std::to_string(deadline_ / 1000000) + " ms)"});

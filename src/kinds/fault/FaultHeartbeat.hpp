@@ -59,7 +59,7 @@ class Heartbeats {
   struct Peer {
     int rank;
     bool live = true;
-    bool left = false;  // said bye
+    bool left = false;     // said bye
     bool watched = false;  // see watchForReturn
     bool silent = false;   // reported lost, watched for its return
     runtime::Nanoseconds lastHeard = 0;

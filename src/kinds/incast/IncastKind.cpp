@@ -15,11 +15,11 @@
 #include <cstring>
 #include <map>
 
-#include "runtime/Timestamp.hpp"
-#include "stats/Statistics.hpp"
 #include "kinds/Kind.hpp"
 #include "kinds/p2p/PointToPoint.hpp"
+#include "runtime/Timestamp.hpp"
 #include "scenario/TestSource.hpp"
+#include "stats/Statistics.hpp"
 
 namespace fabscope::suite {
 namespace {
@@ -39,8 +39,8 @@ constexpr int maxProbeSamples = 200000;
 
 // The keys of an incast test, read once at load.
 struct IncastConfig final : scenario::KindConfig {
-  int window = 8;       // messages in flight per sender
-  bool probe = true;    // a latency probe to the receiver (with 3 ranks or more)
+  int window = 8;     // messages in flight per sender
+  bool probe = true;  // a latency probe to the receiver (with 3 ranks or more)
   bool corruptForTest = false;
 };
 
@@ -90,9 +90,12 @@ class IncastKind final : public Kind {
     const bool probe = scenario::configOf<IncastConfig>(*ctx.instance.spec).probe && n >= 3;
     const int firstSender = probe ? 2 : 1;
     const int receiver = ctx.participants[0];
-    if (index == 0) receive(ctx, firstSender, probe);
-    else if (probe && index == 1) runProbe(ctx, receiver);
-    else send(ctx, receiver);
+    if (index == 0)
+      receive(ctx, firstSender, probe);
+    else if (probe && index == 1)
+      runProbe(ctx, receiver);
+    else
+      send(ctx, receiver);
     Outcome outcome;
     outcome.attributes = summarize(ctx, firstSender, probe);
     return outcome;
@@ -149,8 +152,10 @@ class IncastKind final : public Kind {
         pong = incastDone ? probeStop : 0;
         t.postSend(pongSlot, probeRank, pingTag, &pong, sizeof pong);
         pongPending = true;
-        if (incastDone) probeDone = true;
-        else t.postRecv(pingSlot, probeRank, pingTag, &ping, sizeof ping);
+        if (incastDone)
+          probeDone = true;
+        else
+          t.postRecv(pingSlot, probeRank, pingTag, &ping, sizeof ping);
       }
     };
     const auto& spec = *ctx.instance.spec;
@@ -169,7 +174,8 @@ class IncastKind final : public Kind {
       while (remaining > 0) {
         for (int s = 0; s < senders; ++s) {
           if (acked[static_cast<std::size_t>(s)] || !t.testSlots(s * window, window)) continue;
-          t.postSend(ackBase + s, ctx.participants[static_cast<std::size_t>(firstSender + s)], ackTag, &ack, sizeof ack);
+          t.postSend(ackBase + s, ctx.participants[static_cast<std::size_t>(firstSender + s)], ackTag, &ack,
+                     sizeof ack);
           acked[static_cast<std::size_t>(s)] = true;
           --remaining;
         }
@@ -240,8 +246,10 @@ class IncastKind final : public Kind {
     for (std::size_t i = 0; i < count; ++i) {
       const auto& s = rows[i];
       const double d = static_cast<double>(s.t_done_ns - s.t_post_ns);
-      if (s.flags & incast_flags::receiverAggregate) aggregate.push_back(static_cast<double>(s.bytes) / d);
-      else if (s.flags & incast_flags::latencyProbe) probeLatency.push_back(d / 2);
+      if (s.flags & incast_flags::receiverAggregate)
+        aggregate.push_back(static_cast<double>(s.bytes) / d);
+      else if (s.flags & incast_flags::latencyProbe)
+        probeLatency.push_back(d / 2);
       else {
         perSender[s.rank].first += static_cast<double>(s.bytes);
         perSender[s.rank].second += d;

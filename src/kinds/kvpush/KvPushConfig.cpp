@@ -53,18 +53,24 @@ double readPositiveNumber(const YAML::Node& n, const std::string& file, const st
 
 const char* strategyName(Strategy s) {
   switch (s) {
-    case Strategy::perBlock: return "per-block";
-    case Strategy::staged: return "staged";
-    case Strategy::layerStream: return "layer-stream";
+    case Strategy::perBlock:
+      return "per-block";
+    case Strategy::staged:
+      return "staged";
+    case Strategy::layerStream:
+      return "layer-stream";
   }
   return "?";
 }
 
 const char* directionName(Direction d) {
   switch (d) {
-    case Direction::push: return "push";
-    case Direction::pushPut: return "push-put";
-    case Direction::pull: return "pull";
+    case Direction::push:
+      return "push";
+    case Direction::pushPut:
+      return "push-put";
+    case Direction::pull:
+      return "pull";
   }
   return "?";
 }
@@ -94,9 +100,12 @@ struct KvPushReader {
         node(source.test),
         sizes(node["sizes"]),
         derived(sizes && sizes.IsMap()),
-        modelNode(derived && sizes["model"] ? sizes["model"] : node["model"] ? node["model"] : source.model),
-        parallelNode(derived && sizes["parallel"] ? sizes["parallel"] : node["parallel"] ? node["parallel"]
-                                                                                         : source.parallel) {}
+        modelNode(derived && sizes["model"] ? sizes["model"]
+                  : node["model"]           ? node["model"]
+                                            : source.model),
+        parallelNode(derived && sizes["parallel"] ? sizes["parallel"]
+                     : node["parallel"]           ? node["parallel"]
+                                                  : source.parallel) {}
 
   void readModel();
   void readPrompts();
@@ -116,13 +125,20 @@ void KvPushReader::readModel() {
   if (derived) {
     const YAML::Node what = sizes["derive"];
     if (!what || !what.IsScalar() || what.Scalar() != "kv-request")
-      failAt(file, what ? what : sizes, "kvpush test '" + spec.name + "' takes 'sizes: {derive: kv-request, block_tokens: 16, "
-                                        "prompt_tokens: [...]}' (one instance per prompt length)");
+      failAt(file, what ? what : sizes,
+             "kvpush test '" + spec.name +
+                 "' takes 'sizes: {derive: kv-request, block_tokens: 16, "
+                 "prompt_tokens: [...]}' (one instance per prompt length)");
     for (const char* key : {"prompt_tokens", "block_tokens"})
-      if (node[key]) failAt(file, node[key], std::string("'") + key + "' is given in 'sizes' already; give it in one place");
+      if (node[key])
+        failAt(file, node[key], std::string("'") + key + "' is given in 'sizes' already; give it in one place");
   }
-  if (!modelNode) failAt(file, node, "test '" + spec.name + "' (kvpush) needs a model: 'model:' in the test or at the top "
-                                     "of the scenario, a preset name (" + model::knownPresetNames() + ") or a mapping");
+  if (!modelNode)
+    failAt(file, node,
+           "test '" + spec.name +
+               "' (kvpush) needs a model: 'model:' in the test or at the top "
+               "of the scenario, a preset name (" +
+               model::knownPresetNames() + ") or a mapping");
   try {
     c.model = model::modelSpecFromYaml(modelNode);
     c.parallel = parallelNode ? model::parallelLayoutFromYaml(parallelNode) : model::ParallelLayout{};
@@ -140,15 +156,17 @@ void KvPushReader::readPrompts() {
   } else {
     c.blockTokens = static_cast<std::uint32_t>(p.integer("block_tokens", 16, 1, 4096));
     if (!node["prompt_tokens"])
-      failAt(file, node, "test '" + spec.name + "' (kvpush) needs prompt lengths: sizes: {derive: kv-request, block_tokens: 16, "
-                         "prompt_tokens: [2048, 8192]}");
+      failAt(file, node,
+             "test '" + spec.name +
+                 "' (kvpush) needs prompt lengths: sizes: {derive: kv-request, block_tokens: 16, "
+                 "prompt_tokens: [2048, 8192]}");
     c.promptTokens = readTokenList(node["prompt_tokens"], file, spec.name);
   }
 }
 
 void KvPushReader::readStrategy() {
   const auto strategy = p.choice("strategy", {"per-block", "staged", "layer-stream"}, "per-block");
-  c.strategy = strategy == "staged" ? Strategy::staged
+  c.strategy = strategy == "staged"         ? Strategy::staged
                : strategy == "layer-stream" ? Strategy::layerStream
                                             : Strategy::perBlock;
   const auto direction = p.choice("direction", {"push", "push-put", "pull"}, "push");
@@ -175,9 +193,9 @@ void KvPushReader::readRoles() {
   }
   if (c.prefillRanks < 1 || c.decodeRanks < 1 || c.participants() > ranks)
     p.fail(bothGiven || p.has("prefill_ranks") ? "prefill_ranks" : "decode_ranks",
-           "test '" + spec.name + "' needs at least one prefill and one decode rank within its " + std::to_string(ranks) +
-               " measuring ranks; got prefill_ranks " + std::to_string(c.prefillRanks) + ", decode_ranks " +
-               std::to_string(c.decodeRanks) +
+           "test '" + spec.name + "' needs at least one prefill and one decode rank within its " +
+               std::to_string(ranks) + " measuring ranks; got prefill_ranks " + std::to_string(c.prefillRanks) +
+               ", decode_ranks " + std::to_string(c.decodeRanks) +
                (congested ? " (under a neighbour condition the other ranks make the load: half measure unless "
                             "'roles: {canaries: N}' says how many)"
                           : ""));
@@ -188,7 +206,8 @@ void KvPushReader::readLoop() {
   c.loop = loop.choice("mode", {"closed", "open"}, "closed") == "open" ? LoopMode::open : LoopMode::closed;
   c.inFlight = static_cast<int>(loop.integer("in_flight", 1, 1, 64));
   if (c.loop == LoopMode::open) {
-    if (!node["loop"]["rate"]) p.fail("loop", "'loop: {mode: open}' needs 'rate' (requests per second per prefill rank)");
+    if (!node["loop"]["rate"])
+      p.fail("loop", "'loop: {mode: open}' needs 'rate' (requests per second per prefill rank)");
     c.ratePerSecond = readPositiveNumber(node["loop"]["rate"], file, "loop.rate");
   } else if (node["loop"] && node["loop"]["rate"]) {
     failAt(file, node["loop"]["rate"], "'rate' applies to 'mode: open' only; a closed loop is paced by 'in_flight'");
@@ -228,18 +247,22 @@ void KvPushReader::checkSizes() {
   }
   if (spec.sizes != expected) {
     const YAML::Node at = node["sizes"] ? node["sizes"] : node;
-    failAt(file, at, "kvpush test '" + spec.name + "': 'sizes' must list the KV bytes per rank of each prompt length, in the order of "
-                     "'prompt_tokens' " + joinedSizes(c.promptTokens) + " (" + c.model.name + ", tp " +
-                     std::to_string(c.parallel.tp) + ", block_tokens " + std::to_string(c.blockTokens) + "): " +
-                     joinedSizes(expected) + ", got " + joinedSizes(spec.sizes) +
-                     (derived ? " (does 'sizes' derive with another model than the test's 'model'?)"
-                              : "; simplest: sizes: {derive: kv-request, block_tokens: " + std::to_string(c.blockTokens) +
-                                    ", prompt_tokens: " + joinedSizes(c.promptTokens) + "}"));
+    failAt(file, at,
+           "kvpush test '" + spec.name +
+               "': 'sizes' must list the KV bytes per rank of each prompt length, in the order of "
+               "'prompt_tokens' " +
+               joinedSizes(c.promptTokens) + " (" + c.model.name + ", tp " + std::to_string(c.parallel.tp) +
+               ", block_tokens " + std::to_string(c.blockTokens) + "): " + joinedSizes(expected) + ", got " +
+               joinedSizes(spec.sizes) +
+               (derived ? " (does 'sizes' derive with another model than the test's 'model'?)"
+                        : "; simplest: sizes: {derive: kv-request, block_tokens: " + std::to_string(c.blockTokens) +
+                              ", prompt_tokens: " + joinedSizes(c.promptTokens) + "}"));
   }
   if (c.poolBlocks != 0 && c.poolBlocks < poolBlocksNeeded(c, largest))
-    p.fail("pool_blocks", "'pool_blocks' " + std::to_string(c.poolBlocks) + " is too small: " +
-                              std::to_string(poolBlocksNeeded(c, largest)) + " blocks are in flight at once on a decode rank for " +
-                              std::to_string(largest) + "-token prompts");
+    p.fail("pool_blocks", "'pool_blocks' " + std::to_string(c.poolBlocks) +
+                              " is too small: " + std::to_string(poolBlocksNeeded(c, largest)) +
+                              " blocks are in flight at once on a decode rank for " + std::to_string(largest) +
+                              "-token prompts");
 }
 
 }  // namespace

@@ -41,10 +41,10 @@ struct KvPushConfig final : scenario::KindConfig {
   int prefillRanks = 0;
   int decodeRanks = 0;
   LoopMode loop = LoopMode::closed;
-  int inFlight = 1;            // requests a prefill rank keeps in transfer at once
-  double ratePerSecond = 0;    // open loop: Poisson arrivals per prefill rank
-  int requests = 0;            // measured requests per prefill rank
-  int warmupRequests = 0;      // per prefill rank, before the measured ones
+  int inFlight = 1;                   // requests a prefill rank keeps in transfer at once
+  double ratePerSecond = 0;           // open loop: Poisson arrivals per prefill rank
+  int requests = 0;                   // measured requests per prefill rank
+  int warmupRequests = 0;             // per prefill rank, before the measured ones
   double computePerLayerSeconds = 0;  // layer-stream: busy-wait per layer
   std::uint64_t poolBlocks = 0;       // per worker pool; 0 in the file = derived
 

@@ -39,8 +39,12 @@ struct GpuKvPool::Impl {
 
   Impl(const kernels::KvCopyGeometry& g, std::uint64_t maxBlocks, std::uint64_t stagingSize, std::uint64_t slots,
        std::chrono::nanoseconds t)
-      : geometry(g), timeout(t), pool(g.poolBytes()),
-        staging(std::max<std::uint64_t>(stagingSize * slots, 1)), stagingBytes(stagingSize), stagingSlots(slots),
+      : geometry(g),
+        timeout(t),
+        pool(g.poolBytes()),
+        staging(std::max<std::uint64_t>(stagingSize * slots, 1)),
+        stagingBytes(stagingSize),
+        stagingSlots(slots),
         blocks(maxBlocks) {}
 
   std::int64_t elapsedNs(const cu::Event& a, const cu::Event& b) const {
@@ -50,7 +54,8 @@ struct GpuKvPool::Impl {
 
 GpuKvPool::GpuKvPool(const kernels::KvCopyGeometry& geometry, std::uint64_t maxBlocks, std::uint64_t stagingBytes,
                      std::uint64_t stagingSlots, std::chrono::nanoseconds timeout)
-    : impl_(std::make_unique<Impl>(geometry, maxBlocks, stagingBytes, std::max<std::uint64_t>(stagingSlots, 1), timeout)) {
+    : impl_(std::make_unique<Impl>(geometry, maxBlocks, stagingBytes, std::max<std::uint64_t>(stagingSlots, 1),
+                                   timeout)) {
   cu::memsetAsync(impl_->pool.data(), 0, impl_->pool.size(), impl_->stream);
   impl_->stream.synchronize(timeout);
 }

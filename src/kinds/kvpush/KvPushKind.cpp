@@ -10,10 +10,10 @@
 #include <limits>
 #include <memory>
 
-#include "kinds/kvpush/KvRecords.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/kvpush/KvPushConfig.hpp"
 #include "kinds/kvpush/KvPushWorkers.hpp"
-#include "kinds/Kind.hpp"
+#include "kinds/kvpush/KvRecords.hpp"
 #include "scenario/TestSource.hpp"
 #include "transport/TransportFactory.hpp"
 
@@ -38,9 +38,12 @@ struct KvRunState final : InstanceState {
 
 const char* memoryPathOf(const Shape& s) {
   switch (s.memoryMode()) {
-    case KvMemoryMode::hostPool: return "host";
-    case KvMemoryMode::gpuViaHost: return "gpu-via-pinned-host";
-    case KvMemoryMode::gpuDirect: return "gpu-direct";
+    case KvMemoryMode::hostPool:
+      return "host";
+    case KvMemoryMode::gpuViaHost:
+      return "gpu-via-pinned-host";
+    case KvMemoryMode::gpuDirect:
+      return "gpu-direct";
   }
   return "?";
 }
@@ -49,8 +52,8 @@ const char* memoryPathOf(const Shape& s) {
 // collectively over every rank of the transport.
 bool everyRankMeasures(const scenario::TestSpec& spec, int worldSize) {
   const int used = spec.ranks > 0 ? std::min(spec.ranks, worldSize) : worldSize;
-  const bool allCanaries = (spec.canaries <= 0 || spec.canaries >= used) &&
-                           (spec.canaryFraction <= 0 || spec.canaryFraction >= 1);
+  const bool allCanaries =
+      (spec.canaries <= 0 || spec.canaries >= used) && (spec.canaryFraction <= 0 || spec.canaryFraction >= 1);
   return used == worldSize && allCanaries;
 }
 
@@ -66,8 +69,9 @@ class KvPushKind final : public Kind {
 
   scenario::KindRules rules() const override {
     scenario::KindRules r;
-    r.extraKeys = {"model", "parallel", "block_tokens", "prompt_tokens", "strategy", "direction", "prefill_ranks",
-                   "decode_ranks", "loop", "requests", "warmup_requests", "compute_per_layer", "pool_blocks"};
+    r.extraKeys = {"model",           "parallel",          "block_tokens", "prompt_tokens", "strategy",
+                   "direction",       "prefill_ranks",     "decode_ranks", "loop",          "requests",
+                   "warmup_requests", "compute_per_layer", "pool_blocks"};
     r.minRanks = 2;
     r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
       auto config = std::make_shared<KvPushConfig>(readKvPushConfig(spec, source));
@@ -79,31 +83,39 @@ class KvPushKind final : public Kind {
       // Congestors do not run the kind, so they cannot join the collective
       // exposure of the pools a one-sided direction needs.
       if (isOneSided(c.direction) && hasCongestedCondition(spec))
-        p.fail("conditions", std::string("'direction: ") + direction + "' exposes every rank's KV pool to the "
-                             "others, which takes every rank of the run, and a neighbour condition needs ranks "
-                             "that make the load instead: run it quiet (drop 'conditions'), or measure the push "
-                             "under load with 'direction: push'");
+        p.fail("conditions", std::string("'direction: ") + direction +
+                                 "' exposes every rank's KV pool to the "
+                                 "others, which takes every rank of the run, and a neighbour condition needs ranks "
+                                 "that make the load instead: run it quiet (drop 'conditions'), or measure the push "
+                                 "under load with 'direction: push'");
       if ((c.direction == Direction::pull && !can.get) || (c.direction == Direction::pushPut && !can.put))
         p.fail("direction", std::string("'direction: ") + direction + "' needs one-sided " +
                                 (c.direction == Direction::pull ? "get" : "put") + ", which transport '" +
-                                spec.transport + "' does not offer; use transport: ucx (or verbs), or 'direction: push'");
+                                spec.transport +
+                                "' does not offer; use transport: ucx (or verbs), or 'direction: push'");
       if (isOneSided(c.direction) && spec.memory == "cuda")
         p.fail("direction", std::string("'direction: ") + direction +
                                 "' runs on host memory only so far (memory: host or cuda-host); memory: cuda takes "
                                 "'direction: push'");
       if (isOneSided(c.direction) && !everyRankMeasures(spec, worldSize))
-        p.fail("direction", std::string("'direction: ") + direction + "' exposes every rank's KV pool to the others, "
-                                "which takes all " + std::to_string(worldSize) + " ranks of the run: drop 'ranks' and "
+        p.fail("direction", std::string("'direction: ") + direction +
+                                "' exposes every rank's KV pool to the others, "
+                                "which takes all " +
+                                std::to_string(worldSize) +
+                                " ranks of the run: drop 'ranks' and "
                                 "'roles: {canaries}' from this test (spare ranks stay idle)");
       if (can.inOrder && spec.memory != "cuda")
-        p.fail("memory", "kvpush over transport '" + spec.transport + "' keeps its KV in GPU memory: give "
-                         "'memory: cuda' (the transport bounces only small host messages, such as the request "
-                         "headers, through pinned memory)");
+        p.fail("memory", "kvpush over transport '" + spec.transport +
+                             "' keeps its KV in GPU memory: give "
+                             "'memory: cuda' (the transport bounces only small host messages, such as the request "
+                             "headers, through pinned memory)");
       if (spec.memory == "cuda" && c.strategy != Strategy::staged && !can.deviceMemory)
-        p.fail("strategy", "kvpush with memory: cuda over transport '" + spec.transport + "' runs the staged strategy "
-                           "only (GPU gather, pinned host staging, GPU scatter): per-block and layer-stream messages "
-                           "from device memory need a transport that addresses it (transport: " +
-                           transport::transportsWith(&transport::TransportCapabilities::deviceMemory) + ")");
+        p.fail("strategy",
+               "kvpush with memory: cuda over transport '" + spec.transport +
+                   "' runs the staged strategy "
+                   "only (GPU gather, pinned host staging, GPU scatter): per-block and layer-stream messages "
+                   "from device memory need a transport that addresses it (transport: " +
+                   transport::transportsWith(&transport::TransportCapabilities::deviceMemory) + ")");
       return config;
     };
     return r;
@@ -120,8 +132,8 @@ class KvPushKind final : public Kind {
     // The larger of the two roles: pool plus per-lane staging.
     const auto lanes = static_cast<std::int64_t>(c.inFlight) * std::max(1, c.prefillRanks);
     plan.bufferBytesPerRank = static_cast<std::int64_t>(s.layout.poolBytes() + s.stagingBytes * lanes);
-    plan.description = std::string(strategyName(c.strategy)) + " " + directionName(c.direction) + ", " + c.model.name + " tp " +
-                       std::to_string(c.parallel.tp) + ", " + std::to_string(s.tokens) + "-token prompts (" +
+    plan.description = std::string(strategyName(c.strategy)) + " " + directionName(c.direction) + ", " + c.model.name +
+                       " tp " + std::to_string(c.parallel.tp) + ", " + std::to_string(s.tokens) + "-token prompts (" +
                        std::to_string(s.blocks) + " blocks, " + std::to_string(s.messages) + " messages), " +
                        std::to_string(c.prefillRanks) + " prefill -> " + std::to_string(c.decodeRanks) + " decode, " +
                        (c.loop == LoopMode::closed ? "closed loop, " + std::to_string(c.inFlight) + " in flight"
@@ -158,8 +170,9 @@ class KvPushKind final : public Kind {
       state->worker = oneSided ? makeOneSidedPrefill(ctx, s, *state->memory, regions, me)
                                : makePushPrefill(ctx, s, *state->memory, me);
     if (decode)
-      state->worker = oneSided ? makeOneSidedDecode(ctx, s, *state->memory, regions, me - c.prefillRanks, *state->ledger)
-                               : makePushDecode(ctx, s, *state->memory, me - c.prefillRanks, *state->ledger);
+      state->worker = oneSided
+                          ? makeOneSidedDecode(ctx, s, *state->memory, regions, me - c.prefillRanks, *state->ledger)
+                          : makePushDecode(ctx, s, *state->memory, me - c.prefillRanks, *state->ledger);
     // After a failure the regions stay exposed (withdrawing is collective and
     // the peers may be gone); the transport unmaps them when it closes.
     ctx.group.barrier(ctx.deadline);  // pools allocated everywhere before the first message
@@ -205,10 +218,12 @@ class KvPushKind final : public Kind {
       const auto kind = state.memory->transportMemory();
       regions.pool = t.exposeRegion(state.memory->pool(), state.memory->poolBytes(), kind, ctx.deadline);
       if (staged)
-        regions.staging = t.exposeRegion(state.memory->stagingArea(), state.memory->stagingAreaBytes(), kind, ctx.deadline);
+        regions.staging =
+            t.exposeRegion(state.memory->stagingArea(), state.memory->stagingAreaBytes(), kind, ctx.deadline);
     } else {
       constexpr std::size_t placeholder = 64;
-      regions.pool = t.exposeRegion(ctx.buffers.allocate(placeholder), placeholder, transport::MemoryKind::host, ctx.deadline);
+      regions.pool =
+          t.exposeRegion(ctx.buffers.allocate(placeholder), placeholder, transport::MemoryKind::host, ctx.deadline);
       if (staged)
         regions.staging =
             t.exposeRegion(ctx.buffers.allocate(placeholder), placeholder, transport::MemoryKind::host, ctx.deadline);
@@ -268,8 +283,10 @@ class KvPushKind final : public Kind {
     a.emplace_back("requests_verified", verified);
     // bytes / ns = GB/s. Aggregate: all measured bytes over the span from the
     // first start to the last completion; per request: mean of its own rate.
-    a.emplace_back("kv_gbps_aggregate", last > first ? static_cast<double>(bytes) / static_cast<double>(last - first) : 0.0);
-    a.emplace_back("kv_gbps_per_request", transferNs > 0 ? static_cast<double>(bytes) / static_cast<double>(transferNs) : 0.0);
+    a.emplace_back("kv_gbps_aggregate",
+                   last > first ? static_cast<double>(bytes) / static_cast<double>(last - first) : 0.0);
+    a.emplace_back("kv_gbps_per_request",
+                   transferNs > 0 ? static_cast<double>(bytes) / static_cast<double>(transferNs) : 0.0);
     a.emplace_back("gather_ns_mean", requests ? static_cast<double>(gatherNs) / static_cast<double>(requests) : 0.0);
     a.emplace_back("scatter_ns_mean", requests ? static_cast<double>(scatterNs) / static_cast<double>(requests) : 0.0);
     a.emplace_back("copy_ns_mean", requests ? static_cast<double>(copyNs) / static_cast<double>(requests) : 0.0);

@@ -34,9 +34,12 @@ KvMemory::KvMemory(KvMemoryMode mode, const kernels::KvCopyGeometry& geometry, s
 
 std::byte* KvMemory::pool() const {
   switch (mode_) {
-    case KvMemoryMode::hostPool: return hostPool_;
-    case KvMemoryMode::gpuViaHost: return nullptr;
-    case KvMemoryMode::gpuDirect: return gpu_->poolData();
+    case KvMemoryMode::hostPool:
+      return hostPool_;
+    case KvMemoryMode::gpuViaHost:
+      return nullptr;
+    case KvMemoryMode::gpuDirect:
+      return gpu_->poolData();
   }
   return nullptr;
 }
@@ -48,9 +51,12 @@ std::byte* KvMemory::staging(std::uint64_t slot) const {
 
 transport::MemoryKind KvMemory::transportMemory() const {
   switch (mode_) {
-    case KvMemoryMode::hostPool: return pinnedPool_ ? transport::MemoryKind::cudaHost : transport::MemoryKind::host;
-    case KvMemoryMode::gpuViaHost: return transport::MemoryKind::cudaHost;
-    case KvMemoryMode::gpuDirect: return transport::MemoryKind::cuda;
+    case KvMemoryMode::hostPool:
+      return pinnedPool_ ? transport::MemoryKind::cudaHost : transport::MemoryKind::host;
+    case KvMemoryMode::gpuViaHost:
+      return transport::MemoryKind::cudaHost;
+    case KvMemoryMode::gpuDirect:
+      return transport::MemoryKind::cuda;
   }
   return transport::MemoryKind::host;
 }
@@ -71,8 +77,10 @@ GpuStageTimes KvMemory::gather(std::span<const std::uint32_t> blockIds, std::uin
       kernels::gatherKvBlocksHost(hostPool_, staging(slot), geometry_, blockIds, geometry_.allLayers());
       return {runtime::monotonicNow() - t0, 0};
     }
-    case KvMemoryMode::gpuViaHost: return gpu_->gatherToHost(blockIds, staging(slot));
-    case KvMemoryMode::gpuDirect: return {gpu_->gatherToSlot(blockIds, slot), 0};
+    case KvMemoryMode::gpuViaHost:
+      return gpu_->gatherToHost(blockIds, staging(slot));
+    case KvMemoryMode::gpuDirect:
+      return {gpu_->gatherToSlot(blockIds, slot), 0};
   }
   return {};
 }
@@ -84,8 +92,10 @@ GpuStageTimes KvMemory::scatter(std::uint64_t slot, std::span<const std::uint32_
       kernels::scatterKvBlocksHost(staging(slot), hostPool_, geometry_, blockIds, geometry_.allLayers());
       return {runtime::monotonicNow() - t0, 0};
     }
-    case KvMemoryMode::gpuViaHost: return gpu_->scatterFromHost(staging(slot), blockIds);
-    case KvMemoryMode::gpuDirect: return {gpu_->scatterFromSlot(slot, blockIds), 0};
+    case KvMemoryMode::gpuViaHost:
+      return gpu_->scatterFromHost(staging(slot), blockIds);
+    case KvMemoryMode::gpuDirect:
+      return {gpu_->scatterFromSlot(slot, blockIds), 0};
   }
   return {};
 }

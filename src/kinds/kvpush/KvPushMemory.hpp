@@ -15,8 +15,8 @@
 
 #include "host/KvCopyGeometry.hpp"
 #include "host/KvFillVerifyHost.hpp"
-#include "memory/BufferArena.hpp"
 #include "kinds/kvpush/KvPushGpu.hpp"
+#include "memory/BufferArena.hpp"
 #include "transport/Transport.hpp"
 
 namespace fabscope::suite::kvpush {
@@ -59,8 +59,8 @@ class KvMemory {
   kernels::KvCopyGeometry geometry_;
   std::uint64_t stagingBytes_;
   std::uint64_t stagingSlots_;
-  std::byte* hostPool_ = nullptr;      // hostPool mode
-  std::byte* hostStaging_ = nullptr;   // hostPool mode (arena) or gpuViaHost (pinned_)
+  std::byte* hostPool_ = nullptr;     // hostPool mode
+  std::byte* hostStaging_ = nullptr;  // hostPool mode (arena) or gpuViaHost (pinned_)
   std::unique_ptr<PinnedStaging> pinnedPool_;
   std::unique_ptr<PinnedStaging> pinned_;
   std::unique_ptr<GpuKvPool> gpu_;

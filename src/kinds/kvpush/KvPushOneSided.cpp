@@ -32,7 +32,12 @@ std::size_t bytesOf(const std::vector<std::uint32_t>& v) { return v.size() * siz
 class OneSidedPrefill final : public KvWorker {
  public:
   OneSidedPrefill(RunContext& ctx, const Shape& shape, KvMemory& memory, KvRegions regions, int prefillIndex)
-      : ctx_(ctx), s_(shape), memory_(memory), regions_(regions), slots_(laneSlotsOf(shape)), me_(prefillIndex),
+      : ctx_(ctx),
+        s_(shape),
+        memory_(memory),
+        regions_(regions),
+        slots_(laneSlotsOf(shape)),
+        me_(prefillIndex),
         put_(shape.config.direction == Direction::pushPut),
         placement_(shape.layout.numBlocks, shape.config.blockTokens, placementSeedOf(ctx.seed, ctx.world.rank())),
         lanes_(static_cast<std::size_t>(shape.config.inFlight)),
@@ -239,8 +244,14 @@ class OneSidedDecode final : public KvWorker {
  public:
   OneSidedDecode(RunContext& ctx, const Shape& shape, KvMemory& memory, KvRegions regions, int decodeIndex,
                  DecodeLedger& ledger)
-      : ctx_(ctx), s_(shape), memory_(memory), regions_(regions), slots_(laneSlotsOf(shape)), me_(decodeIndex),
-        put_(shape.config.direction == Direction::pushPut), ledger_(ledger),
+      : ctx_(ctx),
+        s_(shape),
+        memory_(memory),
+        regions_(regions),
+        slots_(laneSlotsOf(shape)),
+        me_(decodeIndex),
+        put_(shape.config.direction == Direction::pushPut),
+        ledger_(ledger),
         placement_(shape.layout.numBlocks, shape.config.blockTokens, placementSeedOf(ctx.seed, ctx.world.rank())) {
     const auto& c = s_.config;
     peers_.resize(static_cast<std::size_t>(c.prefillRanks));
@@ -388,7 +399,8 @@ class OneSidedDecode final : public KvWorker {
         }
         return false;
       case LaneState::reading:
-        while (lane.nextLayer < s_.geometry.layers && done(p, l, LaneSlots::layerReady + static_cast<int>(lane.nextLayer)))
+        while (lane.nextLayer < s_.geometry.layers &&
+               done(p, l, LaneSlots::layerReady + static_cast<int>(lane.nextLayer)))
           getLayer(p, lane, lane.nextLayer++);
         if (lane.nextLayer == s_.geometry.layers && lane.data.advance(t)) {
           const Nanoseconds tLanded = monotonicNow();

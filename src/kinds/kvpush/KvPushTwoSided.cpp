@@ -20,7 +20,11 @@ using runtime::monotonicNow;
 class PushPrefill final : public KvWorker {
  public:
   PushPrefill(RunContext& ctx, const Shape& shape, KvMemory& memory, int prefillIndex)
-      : ctx_(ctx), s_(shape), memory_(memory), slots_(laneSlotsOf(shape)), me_(prefillIndex),
+      : ctx_(ctx),
+        s_(shape),
+        memory_(memory),
+        slots_(laneSlotsOf(shape)),
+        me_(prefillIndex),
         placement_(shape.layout.numBlocks, shape.config.blockTokens, placementSeedOf(ctx.seed, ctx.world.rank())),
         lanes_(static_cast<std::size_t>(shape.config.inFlight)),
         sequenceTo_(static_cast<std::size_t>(shape.config.decodeRanks), 0),
@@ -38,7 +42,8 @@ class PushPrefill final : public KvWorker {
     auto& t = ctx_.transport;
     const Nanoseconds t0 = monotonicNow();
     int next = 0, nextStart = 0, finished = 0;
-    const runtime::watchdog::Watch watch("prefill rank's KV transfers to complete", deadline.at(), runtime::watchdog::everyRank);
+    const runtime::watchdog::Watch watch("prefill rank's KV transfers to complete", deadline.at(),
+                                         runtime::watchdog::everyRank);
     while (finished < total) {
       for (std::size_t l = 0; l < lanes_.size(); ++l) {
         Lane& lane = lanes_[l];
@@ -122,7 +127,8 @@ class PushPrefill final : public KvWorker {
       }
       case Strategy::perBlock:
         t.postSend(base + LaneSlots::header, peer, headerTagOf(sequence), &lane.header, sizeof lane.header);
-        for (std::uint32_t layer = 0; layer < s_.geometry.layers; ++layer) postBlocksOfLayer(lane, peer, sequence, layer, slot);
+        for (std::uint32_t layer = 0; layer < s_.geometry.layers; ++layer)
+          postBlocksOfLayer(lane, peer, sequence, layer, slot);
         break;
       case Strategy::layerStream: {
         // Layer 0 is produced before the transfer starts (it is in the fill);
@@ -158,7 +164,12 @@ class PushPrefill final : public KvWorker {
 class PushDecode final : public KvWorker {
  public:
   PushDecode(RunContext& ctx, const Shape& shape, KvMemory& memory, int decodeIndex, DecodeLedger& ledger)
-      : ctx_(ctx), s_(shape), memory_(memory), slots_(laneSlotsOf(shape)), me_(decodeIndex), ledger_(ledger),
+      : ctx_(ctx),
+        s_(shape),
+        memory_(memory),
+        slots_(laneSlotsOf(shape)),
+        me_(decodeIndex),
+        ledger_(ledger),
         placement_(shape.layout.numBlocks, shape.config.blockTokens, placementSeedOf(ctx.seed, ctx.world.rank())) {
     const auto& c = s_.config;
     peers_.resize(static_cast<std::size_t>(c.prefillRanks));
@@ -178,7 +189,8 @@ class PushDecode final : public KvWorker {
     auto& t = ctx_.transport;
     postReceives();
     std::size_t received = 0;
-    const runtime::watchdog::Watch watch("decode rank's KV transfers to arrive", deadline.at(), runtime::watchdog::everyRank);
+    const runtime::watchdog::Watch watch("decode rank's KV transfers to arrive", deadline.at(),
+                                         runtime::watchdog::everyRank);
     while (received < expectedTotal_) {
       for (std::size_t p = 0; p < peers_.size(); ++p) {
         auto& peer = peers_[p];

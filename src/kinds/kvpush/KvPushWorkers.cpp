@@ -20,7 +20,8 @@ Shape shapeOf(const scenario::TestInstance& instance) {
   s.blocks = blocksForTokens(s.config, s.tokens);
   s.messages = messagesPerRequest(s.config, s.tokens);
   s.bytes = instance.bytes;
-  s.stagingBytes = s.config.strategy == Strategy::staged ? s.geometry.stagingBytes(s.blocks, s.geometry.allLayers()) : 0;
+  s.stagingBytes =
+      s.config.strategy == Strategy::staged ? s.geometry.stagingBytes(s.blocks, s.geometry.allLayers()) : 0;
   const auto memory = memory::memoryKindOps(instance.spec->memory).kind;
   s.gpuPool = memory == transport::MemoryKind::cuda;
   s.pinnedHost = memory == transport::MemoryKind::cudaHost;
@@ -56,8 +57,8 @@ std::uint64_t stagingSlotsOf(const KvPushConfig& c, bool decode) {
   return static_cast<std::uint64_t>(c.inFlight) * static_cast<std::uint64_t>(decode ? c.prefillRanks : 1);
 }
 
-DecodeLedger::DecodeLedger(RunContext& ctx, const Shape& shape, KvMemory& memory,
-                           std::vector<KvRequestRecord>& rows, std::size_t measured)
+DecodeLedger::DecodeLedger(RunContext& ctx, const Shape& shape, KvMemory& memory, std::vector<KvRequestRecord>& rows,
+                           std::size_t measured)
     : ctx_(ctx), s_(shape), memory_(memory), rows_(rows) {
   rows_.clear();
   rows_.reserve(measured);
@@ -93,8 +94,8 @@ void DecodeLedger::complete(int prefillIndex, int index, const RequestHeader& he
     const auto bad = memory_.verify(blockIds, expectedId);
     verified = !bad.found;
     if (bad.found)
-      flagBadData("request " + std::to_string(expectedId) + " from prefill rank " + std::to_string(prefillRank) +
-                  " (" + strategy_ + ", " + direction_ + "): " + bad.describe());
+      flagBadData("request " + std::to_string(expectedId) + " from prefill rank " + std::to_string(prefillRank) + " (" +
+                  strategy_ + ", " + direction_ + "): " + bad.describe());
   }
   if (index < s_.config.warmupRequests) return;
   const Nanoseconds tPostLocal = header.tStartGlobal + localMinusGlobal_;

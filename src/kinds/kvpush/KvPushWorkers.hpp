@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "kv/KvBlockLayout.hpp"
-#include "kv/RequestBlockPlacement.hpp"
-#include "kinds/kvpush/KvRecords.hpp"
+#include "kinds/Kind.hpp"
 #include "kinds/kvpush/KvPushConfig.hpp"
 #include "kinds/kvpush/KvPushMemory.hpp"
-#include "kinds/Kind.hpp"
+#include "kinds/kvpush/KvRecords.hpp"
+#include "kv/KvBlockLayout.hpp"
+#include "kv/RequestBlockPlacement.hpp"
 
 namespace fabscope::suite::kvpush {
 
@@ -26,11 +26,11 @@ using runtime::Nanoseconds;
 // it (pull), so the decode rank can write the whole request row.
 struct RequestHeader {
   std::int64_t requestId;
-  std::int64_t index;           // within its prefill rank, warm-up included
+  std::int64_t index;  // within its prefill rank, warm-up included
   std::int64_t tArrivalGlobal;
   std::int64_t tStartGlobal;
   std::int64_t gatherNs;
-  std::int64_t copyNs;          // memory: cuda via host: device -> pinned host at the prefill rank
+  std::int64_t copyNs;  // memory: cuda via host: device -> pinned host at the prefill rank
 };
 
 // Everything one instance needs, derived once before the timed part.
@@ -59,9 +59,9 @@ Shape shapeOf(const scenario::TestInstance& instance);
 // Slots of one lane (one request in flight), the same layout for every
 // direction: control messages first, then one slot per data operation.
 struct LaneSlots {
-  static constexpr int header = 0;   // push header / put notification / pull ready
-  static constexpr int control = 1;  // put grant / pull block list
-  static constexpr int extra = 2;    // put flush / pull release
+  static constexpr int header = 0;      // push header / put notification / pull ready
+  static constexpr int control = 1;     // put grant / pull block list
+  static constexpr int extra = 2;       // put flush / pull release
   static constexpr int layerReady = 3;  // pull layer-stream: + layer (layers 1..L-1)
   int layers = 0;
   int messages = 0;

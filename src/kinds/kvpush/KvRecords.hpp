@@ -23,8 +23,8 @@ struct KvRequestRecord {
   std::int64_t scatter_ns;    // staged: decode scatter out of staging (inside start..done)
   std::int64_t copy_ns;       // memory: cuda: device<->pinned host copies, both ends (inside start..done)
   char strategy[16];
-  char direction[16];         // push | push-put | pull
-  std::uint8_t verified;      // 1: every byte matched the request's fill pattern
+  char direction[16];     // push | push-put | pull
+  std::uint8_t verified;  // 1: every byte matched the request's fill pattern
   static std::vector<output::Column> columns();
 };
 

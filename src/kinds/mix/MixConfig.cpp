@@ -12,10 +12,14 @@ namespace fabscope::suite::mix {
 
 const char* className(TrafficClass c) {
   switch (c) {
-    case TrafficClass::allreduce: return "allreduce";
-    case TrafficClass::alltoall: return "alltoall";
-    case TrafficClass::kvpush: return "kvpush";
-    case TrafficClass::api: return "api";
+    case TrafficClass::allreduce:
+      return "allreduce";
+    case TrafficClass::alltoall:
+      return "alltoall";
+    case TrafficClass::kvpush:
+      return "kvpush";
+    case TrafficClass::api:
+      return "api";
   }
   return "?";
 }
@@ -35,14 +39,14 @@ void checkSplit(const RoleSplit& s, int groupSize, bool kv, bool api, int apiCli
   if (kv && s.prefill < 1) throw std::invalid_argument("the kvpush class needs at least 1 prefill rank");
   if (!kv && s.prefill > 0) throw std::invalid_argument("prefill ranks without the kvpush class would stay idle");
   if (api && (apiClients < 1 || s.frontend - apiClients < 1))
-    throw std::invalid_argument(std::to_string(s.frontend) + " front-end ranks cannot hold " + std::to_string(apiClients) +
-                                " api clients and at least 1 server (give 'clients' and 'frontend' so both have ranks)");
+    throw std::invalid_argument(
+        std::to_string(s.frontend) + " front-end ranks cannot hold " + std::to_string(apiClients) +
+        " api clients and at least 1 server (give 'clients' and 'frontend' so both have ranks)");
   if (!api && s.frontend > 0) throw std::invalid_argument("front-end ranks without the api class would stay idle");
   if (s.used() > groupSize)
     throw std::invalid_argument("the layout needs " + std::to_string(s.prefill) + " prefill + " +
-                                std::to_string(s.decode) + " decode + " + std::to_string(s.frontend) +
-                                " front-end = " + std::to_string(s.used()) + " ranks, but the test has " +
-                                std::to_string(groupSize));
+                                std::to_string(s.decode) + " decode + " + std::to_string(s.frontend) + " front-end = " +
+                                std::to_string(s.used()) + " ranks, but the test has " + std::to_string(groupSize));
 }
 
 namespace {
@@ -59,7 +63,8 @@ struct MixReader {
   MixConfig c;
 
   [[noreturn]] void failAt(const YAML::Node& at, const std::string& message) const {
-    throw scenario::ScenarioError(scenario::positionOf(source.file, at, node) + ": test '" + spec.name + "' (mix): " + message);
+    throw scenario::ScenarioError(scenario::positionOf(source.file, at, node) + ": test '" + spec.name +
+                                  "' (mix): " + message);
   }
   void readModel();
   void readClasses();
@@ -75,7 +80,8 @@ void MixReader::readModel() {
     p.fail("sizes", "test '" + spec.name + "' (mix) takes one size: the bytes of one api answer chunk");
 
   const YAML::Node modelNode = node["model"] ? node["model"] : source.model;
-  if (!modelNode) failAt(node, "needs a model ('model: llama3-70b' here or at the top of the scenario): it sizes every class");
+  if (!modelNode)
+    failAt(node, "needs a model ('model: llama3-70b' here or at the top of the scenario): it sizes every class");
   try {
     m = model::modelSpecFromYaml(modelNode);
   } catch (const model::ModelSpecError& e) {
@@ -108,8 +114,7 @@ void MixReader::readClasses() {
 }
 
 void MixReader::readLayout() {
-  if (!p.has("layout"))
-    failAt(node, "needs 'layout: {prefill: P, decode: D, tp: T, frontend: F}' (ranks per role)");
+  if (!p.has("layout")) failAt(node, "needs 'layout: {prefill: P, decode: D, tp: T, frontend: F}' (ranks per role)");
   roles.emplace(p.mapping("layout", {"prefill", "decode", "tp", "frontend"}));
   c.roles.prefill = static_cast<int>(roles->integer("prefill", 0, 0, 1'000'000));
   c.roles.decode = static_cast<int>(roles->integer("decode", 0, 0, 1'000'000));
@@ -148,9 +153,9 @@ void MixReader::readKv() {
   const auto promptTokens = kv.integer("prompt_tokens", 64, 1, 1'000'000);
   const auto blockTokens = kv.integer("block_tokens", 16, 1, 4096);
   try {
-    const auto kvSize = model::kvBytesPerRequest(m, model::ParallelLayout{static_cast<std::uint32_t>(c.roles.tp)},
-                                                 static_cast<std::uint32_t>(blockTokens),
-                                                 static_cast<std::uint64_t>(promptTokens));
+    const auto kvSize =
+        model::kvBytesPerRequest(m, model::ParallelLayout{static_cast<std::uint32_t>(c.roles.tp)},
+                                 static_cast<std::uint32_t>(blockTokens), static_cast<std::uint64_t>(promptTokens));
     c.kvBytesPerRequest = static_cast<std::int64_t>(kvSize.bytes);
     c.kvFormula = kvSize.formula;
   } catch (const std::invalid_argument& e) {
@@ -166,7 +171,8 @@ void MixReader::readApiAndSplit() {
     c.api.chunkBytes = spec.sizes.front();
   }
   try {
-    checkSplit(c.roles, source.worldSize > 0 && spec.ranks > 0 ? std::min(spec.ranks, source.worldSize) : source.worldSize,
+    checkSplit(c.roles,
+               source.worldSize > 0 && spec.ranks > 0 ? std::min(spec.ranks, source.worldSize) : source.worldSize,
                c.has(TrafficClass::kvpush), c.has(TrafficClass::api), c.api.clients);
   } catch (const std::invalid_argument& e) {
     p.fail("layout", "test '" + spec.name + "' (mix): " + e.what());

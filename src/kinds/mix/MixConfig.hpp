@@ -57,13 +57,13 @@ struct MixConfig final : scenario::KindConfig {
   std::int64_t decodeBatch = 8;       // tokens in flight per decode rank per step
   std::int64_t allreduceBytes = 0;    // per TP all-reduce: decode_batch x hidden x dtype bytes
   std::string allreduceFormula;
-  moe::RoutingSpec routing;           // experts / top_k of the model (alltoall)
+  moe::RoutingSpec routing;  // experts / top_k of the model (alltoall)
   std::int64_t dispatchTokenBytes = 0, combineTokenBytes = 0;
-  double kvRatePerSecond = 20;        // Poisson request arrivals per prefill rank
-  int kvRequests = 8;                 // measured KV pushes per prefill rank per phase
-  std::int64_t kvBytesPerRequest = 0; // one request's KV shard, prefill -> decode
+  double kvRatePerSecond = 20;         // Poisson request arrivals per prefill rank
+  int kvRequests = 8;                  // measured KV pushes per prefill rank per phase
+  std::int64_t kvBytesPerRequest = 0;  // one request's KV shard, prefill -> decode
   std::string kvFormula;
-  api::ApiConfig api;                 // chunkBytes = the test's size
+  api::ApiConfig api;  // chunkBytes = the test's size
 
   bool has(TrafficClass c) const { return classEnabled[static_cast<int>(c)]; }
 };

@@ -47,8 +47,8 @@ using mix::MixConfig;
 using mix::Role;
 using mix::TrafficClass;
 
-constexpr int kKvTag = 0x6d78;                     // "mx": KV pushes, prefill -> decode, on the group
-constexpr std::int32_t kKvMagic = 0x4b56505a;      // "KVPZ" in a KV push's header
+constexpr int kKvTag = 0x6d78;                 // "mx": KV pushes, prefill -> decode, on the group
+constexpr std::int32_t kKvMagic = 0x4b56505a;  // "KVPZ" in a KV push's header
 constexpr std::size_t kHeader = sizeof(moe::TokenHeader);
 
 std::uint32_t flagsOf(TrafficClass c, bool together) {
@@ -81,7 +81,11 @@ struct Checks {
 class MixRank {
  public:
   MixRank(RunContext& ctx, const MixConfig& c)
-      : ctx_(ctx), c_(c), g_(ctx.group.rank()), me_(ctx.world.rank()), role_(c.roles.roleOf(ctx.group.rank())),
+      : ctx_(ctx),
+        c_(c),
+        g_(ctx.group.rank()),
+        me_(ctx.world.rank()),
+        role_(c.roles.roleOf(ctx.group.rank())),
         roleComm_(ctx.group.split(static_cast<int>(role_), g_, ctx.deadline)),
         tpComm_(ctx.group.split(role_ == Role::decode ? c.roles.tpGroupOf(g_) : 1'000'000 + static_cast<int>(role_), g_,
                                 ctx.deadline)) {
@@ -103,16 +107,19 @@ class MixRank {
         const int d = g_ - P;
         for (int p = 0; p < P; ++p)
           for (const int j : kvpush::requestsFromPrefill(p, d, D, c.kvRequests)) expected_.push_back({p, j});
-        kvIn_ = ctx.buffers.allocate(std::max<std::size_t>(1, expected_.size() * static_cast<std::size_t>(c.kvBytesPerRequest)));
+        kvIn_ = ctx.buffers.allocate(
+            std::max<std::size_t>(1, expected_.size() * static_cast<std::size_t>(c.kvBytesPerRequest)));
         kvRequests_.resize(expected_.size());
         kvIndices_.resize(expected_.size());
       }
     } else if (role_ == Role::prefill && c.has(TrafficClass::kvpush)) {
-      kvOut_ = ctx.buffers.allocate(static_cast<std::size_t>(c.kvRequests) * static_cast<std::size_t>(c.kvBytesPerRequest));
+      kvOut_ =
+          ctx.buffers.allocate(static_cast<std::size_t>(c.kvRequests) * static_cast<std::size_t>(c.kvBytesPerRequest));
       for (int j = 0; j < c.kvRequests; ++j)
         moe::writeCopy(kvOut_ + static_cast<std::size_t>(j) * static_cast<std::size_t>(c.kvBytesPerRequest),
                        {g_, j, P + kvpush::decodeIndexOf(g_, j, D), kKvMagic}, c.kvBytesPerRequest);
-      arrivals_ = kvpush::poissonArrivalOffsetsNs(c.kvRequests, c.kvRatePerSecond, kvpush::arrivalSeedOf(ctx.caseSeed, g_));
+      arrivals_ =
+          kvpush::poissonArrivalOffsetsNs(c.kvRequests, c.kvRatePerSecond, kvpush::arrivalSeedOf(ctx.caseSeed, g_));
       kvRequests_.resize(static_cast<std::size_t>(c.kvRequests));
       kvIndices_.resize(static_cast<std::size_t>(c.kvRequests));
       kvSendDone_.resize(static_cast<std::size_t>(c.kvRequests));
@@ -180,15 +187,20 @@ class MixRank {
         steps ? roleComm_.allreduceMax(runtime::monotonicNow() + offset, ctx_.deadline) + 2'000'000 - offset : 0;
     for (int it = 0; it < total; ++it) {
       const std::int64_t due = start + it * interval;
-      runtime::waitUntil([&] { pollKv(together); return runtime::monotonicNow() >= due; }, ctx_.deadline,
-                         "the next token step");
+      runtime::waitUntil(
+          [&] {
+            pollKv(together);
+            return runtime::monotonicNow() >= due;
+          },
+          ctx_.deadline, "the next token step");
       const bool measured = it >= ctx_.instance.spec->warmup;
       const int i = it - ctx_.instance.spec->warmup;
       if (allreduce) {
         const auto t0 = runtime::monotonicNow();
         MPI_Request r;
-        runtime::checkMpi(MPI_Iallreduce(send_, recv_, static_cast<int>(count_), MPI_FLOAT, MPI_SUM, tpComm_.handle(), &r),
-                          "MPI_Iallreduce(mix)");
+        runtime::checkMpi(
+            MPI_Iallreduce(send_, recv_, static_cast<int>(count_), MPI_FLOAT, MPI_SUM, tpComm_.handle(), &r),
+            "MPI_Iallreduce(mix)");
         int done = 0;
         runtime::waitUntil(
             [&] {
@@ -211,7 +223,13 @@ class MixRank {
                               flagsOf(TrafficClass::alltoall, together));
       }
     }
-    if (kv) runtime::waitUntil([&] { pollKv(together); return kvOpen_ == 0; }, ctx_.deadline, "the KV pushes from the prefill ranks");
+    if (kv)
+      runtime::waitUntil(
+          [&] {
+            pollKv(together);
+            return kvOpen_ == 0;
+          },
+          ctx_.deadline, "the KV pushes from the prefill ranks");
     // The checks, after the timed loop.
     if (allreduce) {
       // Self-test of the check (--self-test corrupt-rank=N, tests/mpi/mix.sh).
@@ -229,8 +247,10 @@ class MixRank {
     }
     if (alltoall) {
       const auto problem = exchange_->verify(ctx_.selfTest.corruptRank == me_);
-      if (problem.empty()) ++checks_.verified[static_cast<int>(TrafficClass::alltoall)];
-      else checks_.fail(TrafficClass::alltoall, "rank " + std::to_string(me_) + ": MoE all-to-all " + problem);
+      if (problem.empty())
+        ++checks_.verified[static_cast<int>(TrafficClass::alltoall)];
+      else
+        checks_.fail(TrafficClass::alltoall, "rank " + std::to_string(me_) + ": MoE all-to-all " + problem);
     }
     if (kv) checkKv();
   }
@@ -259,9 +279,10 @@ class MixRank {
     const auto now = runtime::monotonicNow();
     for (int k = 0; k < outCount; ++k) {
       const int j = kvIndices_[static_cast<std::size_t>(k)];
-      ctx_.samples.record(me_, j, ctx_.participants[static_cast<std::size_t>(c_.roles.prefill + kvpush::decodeIndexOf(g_, j, c_.roles.decode))],
-                          c_.kvBytesPerRequest, kvSendDone_[static_cast<std::size_t>(j)], now,
-                          flagsOf(TrafficClass::kvpush, together));
+      ctx_.samples.record(
+          me_, j,
+          ctx_.participants[static_cast<std::size_t>(c_.roles.prefill + kvpush::decodeIndexOf(g_, j, c_.roles.decode))],
+          c_.kvBytesPerRequest, kvSendDone_[static_cast<std::size_t>(j)], now, flagsOf(TrafficClass::kvpush, together));
     }
   }
 
@@ -270,10 +291,13 @@ class MixRank {
     const int d = g_ - c_.roles.prefill;
     if (ctx_.selfTest.corruptRank == me_ && !expected_.empty()) kvIn_[bytes - 1] ^= std::byte{0x5a};
     for (std::size_t k = 0; k < expected_.size(); ++k) {
-      const auto problem = moe::checkCopy(kvIn_ + k * static_cast<std::size_t>(bytes),
-                                          {expected_[k].prefill, expected_[k].index, c_.roles.prefill + d, kKvMagic}, bytes);
-      if (problem.empty()) ++checks_.verified[static_cast<int>(TrafficClass::kvpush)];
-      else checks_.fail(TrafficClass::kvpush, "rank " + std::to_string(me_) + ": KV push " + problem);
+      const auto problem =
+          moe::checkCopy(kvIn_ + k * static_cast<std::size_t>(bytes),
+                         {expected_[k].prefill, expected_[k].index, c_.roles.prefill + d, kKvMagic}, bytes);
+      if (problem.empty())
+        ++checks_.verified[static_cast<int>(TrafficClass::kvpush)];
+      else
+        checks_.fail(TrafficClass::kvpush, "rank " + std::to_string(me_) + ": KV push " + problem);
     }
   }
 
@@ -287,8 +311,12 @@ class MixRank {
     std::fill(kvRequests_.begin(), kvRequests_.end(), MPI_REQUEST_NULL);
     for (int j = 0; j < c_.kvRequests; ++j) {
       const std::int64_t due = start + arrivals_[static_cast<std::size_t>(j)];
-      runtime::waitUntil([&] { pollKv(together); return runtime::monotonicNow() >= due; }, ctx_.deadline,
-                         "the next KV request's arrival");
+      runtime::waitUntil(
+          [&] {
+            pollKv(together);
+            return runtime::monotonicNow() >= due;
+          },
+          ctx_.deadline, "the next KV request's arrival");
       kvSendDone_[static_cast<std::size_t>(j)] = due;
       const int dest = c_.roles.prefill + kvpush::decodeIndexOf(g_, j, c_.roles.decode);
       runtime::checkMpi(MPI_Isend(kvOut_ + static_cast<std::size_t>(j) * bytes, static_cast<int>(bytes), MPI_BYTE, dest,
@@ -297,7 +325,12 @@ class MixRank {
       ++kvOpen_;
     }
     // The decode ranks check the bytes (checkKv).
-    runtime::waitUntil([&] { pollKv(together); return kvOpen_ == 0; }, ctx_.deadline, "the KV pushes to the decode ranks");
+    runtime::waitUntil(
+        [&] {
+          pollKv(together);
+          return kvOpen_ == 0;
+        },
+        ctx_.deadline, "the KV pushes to the decode ranks");
   }
 
   // Front end: the api kind's traffic among the front-end ranks.
@@ -309,8 +342,9 @@ class MixRank {
     if (roleComm_.rank() == 0) {
       checks_.verified[static_cast<int>(TrafficClass::api)] += run.ok;
       if (run.measured > run.ok)
-        checks_.fail(TrafficClass::api, std::to_string(run.measured - run.ok) + " of " + std::to_string(run.measured) +
-                                            " api requests failed, by server: " + run.errorsByServer,
+        checks_.fail(TrafficClass::api,
+                     std::to_string(run.measured - run.ok) + " of " + std::to_string(run.measured) +
+                         " api requests failed, by server: " + run.errorsByServer,
                      run.measured - run.ok);
     }
     apiRows_.insert(apiRows_.end(), run.rows.begin(), run.rows.end());
@@ -360,7 +394,8 @@ class MixKind final : public Kind {
     r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
       if (spec.transport != "mpi" || spec.memory != "host")
         throw scenario::ScenarioError(spec.where(spec.transport != "mpi" ? "transport" : "memory") + ": test '" +
-                                      spec.name + "' (mix) runs over MPI on host memory so far (GPU memory over "
+                                      spec.name +
+                                      "' (mix) runs over MPI on host memory so far (GPU memory over "
                                       "NCCL is not built for the mix yet)");
       if (hasCongestedCondition(spec))
         throw scenario::ScenarioError(spec.where("conditions") + ": test '" + spec.name +
@@ -384,19 +419,22 @@ class MixKind final : public Kind {
     p.metric = Metric::latency;
     p.pattern = "serving-mix";
     const std::int64_t steps = spec.iterations;
-    p.maxSamplesPerRank = 2 * (2 * steps + c.kvRequests + static_cast<std::int64_t>(c.api.requests) * (2 + c.api.chunks));
-    const std::int64_t kvIn = (static_cast<std::int64_t>(c.roles.prefill) * c.kvRequests + c.roles.decode - 1) /
-                              std::max(1, c.roles.decode) + 1;
+    p.maxSamplesPerRank =
+        2 * (2 * steps + c.kvRequests + static_cast<std::int64_t>(c.api.requests) * (2 + c.api.chunks));
+    const std::int64_t kvIn =
+        (static_cast<std::int64_t>(c.roles.prefill) * c.kvRequests + c.roles.decode - 1) / std::max(1, c.roles.decode) +
+        1;
     const std::int64_t moeBytes = c.has(TrafficClass::alltoall)
                                       ? c.decodeBatch * (std::min(c.routing.topK, c.roles.decode) + c.roles.decode) *
                                             (c.dispatchTokenBytes + c.combineTokenBytes)
                                       : 0;
-    p.bufferBytesPerRank = std::max({2 * c.allreduceBytes + moeBytes + kvIn * c.kvBytesPerRequest,
-                                     static_cast<std::int64_t>(c.kvRequests) * c.kvBytesPerRequest,
-                                     std::int64_t{1} << 20});
+    p.bufferBytesPerRank =
+        std::max({2 * c.allreduceBytes + moeBytes + kvIn * c.kvBytesPerRequest,
+                  static_cast<std::int64_t>(c.kvRequests) * c.kvBytesPerRequest, std::int64_t{1} << 20});
     std::string classes;
     for (int k = 0; k < mix::kClassCount; ++k)
-      if (c.has(static_cast<TrafficClass>(k))) classes += (classes.empty() ? "" : ", ") + std::string(mix::className(static_cast<TrafficClass>(k)));
+      if (c.has(static_cast<TrafficClass>(k)))
+        classes += (classes.empty() ? "" : ", ") + std::string(mix::className(static_cast<TrafficClass>(k)));
     p.description = "serving mix of " + c.modelName + " (" + classes + "): " + std::to_string(c.roles.prefill) +
                     " prefill, " + std::to_string(c.roles.decode) + " decode in TP groups of " +
                     std::to_string(c.roles.tp) + ", " + std::to_string(c.roles.frontend) + " front-end ranks; " +
@@ -443,10 +481,11 @@ class MixKind final : public Kind {
       if (cls == 0 || (s.flags & output::sample_flags::auxiliaryMask)) continue;
       const bool together = (s.flags & mix::sample_flags::together) != 0;
       const std::int64_t key = static_cast<std::int64_t>(cls - 1) * 2 + (together ? 1 : 0);
-      mine.insert(mine.end(), {key, s.t_done_ns - s.t_post_ns, ctx.clock.toGlobal(s.t_post_ns), ctx.clock.toGlobal(s.t_done_ns),
-                               s.bytes, static_cast<std::int64_t>(ctx.world.rank())});
+      mine.insert(mine.end(), {key, s.t_done_ns - s.t_post_ns, ctx.clock.toGlobal(s.t_post_ns),
+                               ctx.clock.toGlobal(s.t_done_ns), s.bytes, static_cast<std::int64_t>(ctx.world.rank())});
     }
-    for (int k = 0; k < mix::kClassCount; ++k) mine.insert(mine.end(), {-1, k, checks.verified[k], checks.failed[k], 0, 0});
+    for (int k = 0; k < mix::kClassCount; ++k)
+      mine.insert(mine.end(), {-1, k, checks.verified[k], checks.failed[k], 0, 0});
     const auto all = gatherStamps(ctx.group, mine, ctx.deadline);
     if (ctx.group.rank() != 0) return {};
     struct Acc {
@@ -508,16 +547,18 @@ class MixKind final : public Kind {
     }
     for (const auto& r : rows)
       if (std::string(r.phase) == "together")
-        std::printf("mix %-9s isolated p50 %.3f ms p99 %.3f ms | together p50 %.3f ms p99 %.3f ms | inflation mean x%.2f p99 x%.2f\n",
-                    r.traffic_class, rowOf(rows, r.traffic_class, "isolated").p50_ns / 1e6,
-                    rowOf(rows, r.traffic_class, "isolated").p99_ns / 1e6, r.p50_ns / 1e6, r.p99_ns / 1e6,
-                    r.inflation_mean, r.inflation_p99);
+        std::printf(
+            "mix %-9s isolated p50 %.3f ms p99 %.3f ms | together p50 %.3f ms p99 %.3f ms | inflation mean x%.2f p99 "
+            "x%.2f\n",
+            r.traffic_class, rowOf(rows, r.traffic_class, "isolated").p50_ns / 1e6,
+            rowOf(rows, r.traffic_class, "isolated").p99_ns / 1e6, r.p50_ns / 1e6, r.p99_ns / 1e6, r.inflation_mean,
+            r.inflation_p99);
     std::fflush(stdout);
     return rows;
   }
 
   static const mix::MixClassRecord& rowOf(const std::vector<mix::MixClassRecord>& rows, const char* cls,
-                                             const char* phase) {
+                                          const char* phase) {
     for (const auto& r : rows)
       if (std::string(r.traffic_class) == cls && std::string(r.phase) == phase) return r;
     return rows.front();
@@ -526,7 +567,8 @@ class MixKind final : public Kind {
   output::Attributes attributesOf(const MixConfig& c, const std::vector<mix::MixClassRecord>& rows) const {
     std::string classes;
     for (int k = 0; k < mix::kClassCount; ++k)
-      if (c.has(static_cast<TrafficClass>(k))) classes += (classes.empty() ? "" : ",") + std::string(mix::className(static_cast<TrafficClass>(k)));
+      if (c.has(static_cast<TrafficClass>(k)))
+        classes += (classes.empty() ? "" : ",") + std::string(mix::className(static_cast<TrafficClass>(k)));
     output::Attributes a = {
         {"model", c.modelName},
         {"classes", classes},

@@ -24,11 +24,11 @@ struct MixClassRecord {
   std::int64_t samples;    // operations measured (all ranks)
   std::int64_t bytes;      // bytes of one operation (the largest, per rank)
   double mean_ns, p50_ns, p99_ns, max_ns;
-  std::int64_t span_ns;    // first start to last end of the class in the phase (global clock)
-  double inflation_mean;   // together / isolated (NaN in isolated rows)
+  std::int64_t span_ns;   // first start to last end of the class in the phase (global clock)
+  double inflation_mean;  // together / isolated (NaN in isolated rows)
   double inflation_p99;
-  std::int64_t verified;   // operations whose every byte was checked and right
-  std::int64_t failed;     // operations whose check failed
+  std::int64_t verified;  // operations whose every byte was checked and right
+  std::int64_t failed;    // operations whose check failed
   static std::vector<output::Column> columns();
 };
 

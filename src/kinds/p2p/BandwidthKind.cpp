@@ -33,8 +33,7 @@ class BandwidthKind final : public PointToPointKind {
         t.postRecv(window, peer, ackTag, &ack, sizeof ack);
         t.waitSlots(0, window + 1, ctx.deadline);
         const auto t1 = runtime::monotonicNow();
-        if (i >= warmup)
-          ctx.samples.record(me, i - warmup, peer, static_cast<std::int64_t>(n) * window, t0, t1);
+        if (i >= warmup) ctx.samples.record(me, i - warmup, peer, static_cast<std::int64_t>(n) * window, t0, t1);
       } else {
         for (int w = 0; w < window; ++w)
           t.postRecv(w, peer, dataTag, b.recv + (static_cast<std::size_t>(w) % b.slices) * n, n);

@@ -76,8 +76,8 @@ void PairPlan::followUpSlot(InstancePlan& slot, int measuredIndex, int iteration
 // ranking (seeded; controlCount: as many, at least 10), which the retest
 // measures alone the same way: [count of worst, worst pairs..., controls...]
 // flattened; empty when there is no pair to retest.
-std::vector<std::int32_t> PairPlan::chooseFollowUp(
-    const std::vector<std::pair<std::int32_t, std::int32_t>>& worstFirst, std::uint64_t seed) const {
+std::vector<std::int32_t> PairPlan::chooseFollowUp(const std::vector<std::pair<std::int32_t, std::int32_t>>& worstFirst,
+                                                   std::uint64_t seed) const {
   std::vector<RankPair> ranked;
   for (const auto& [a, b] : worstFirst) ranked.push_back({a, b});
   const std::size_t retested = std::min(ranked.size(), static_cast<std::size_t>(std::max(retestWorst, 0)));

@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "fabscope/BuildConfig.hpp"
+#include "runtime/Timestamp.hpp"
 #include "scenario/TestSource.hpp"
 #include "scenario/Units.hpp"
-#include "runtime/Timestamp.hpp"
 #include "transport/TransportFactory.hpp"
 
 namespace fabscope::suite {
@@ -30,12 +30,14 @@ void checkMemoryAndTransport(const scenario::TestSpec& spec) {
   if (spec.memory != "host" && !FABSCOPE_HAVE_CUDA)
     throw memoryError(spec, "memory '" + spec.memory + "' needs a build with CUDA; use memory: host");
   if (spec.memory == "cuda" && !caps.deviceMemory)
-    throw memoryError(spec, "memory 'cuda' over transport '" + spec.transport + "': that transport cannot "
-                      "move GPU memory here (not CUDA-aware); use transport: " +
-                      transport::transportsWith(&transport::TransportCapabilities::deviceMemory));
+    throw memoryError(spec, "memory 'cuda' over transport '" + spec.transport +
+                                "': that transport cannot "
+                                "move GPU memory here (not CUDA-aware); use transport: " +
+                                transport::transportsWith(&transport::TransportCapabilities::deviceMemory));
   if (spec.memory == "host" && !caps.hostMemory)
-    throw memoryError(spec, "transport '" + spec.transport + "' moves GPU-addressable memory only; use memory: cuda "
-                      "(device) or cuda-host (pinned)");
+    throw memoryError(spec, "transport '" + spec.transport +
+                                "' moves GPU-addressable memory only; use memory: cuda "
+                                "(device) or cuda-host (pinned)");
 }
 
 scenario::KindRules PointToPointKind::rules() const {
@@ -101,13 +103,22 @@ std::string planRounds(const PointToPointConfig& c, const std::shared_ptr<RankLa
       const std::string draws = std::to_string(c.patternOptions.draws);
       const std::string seed = ", seed " + std::to_string(c.patternOptions.seed);
       switch (c.pattern) {
-        case Pattern::rails: detail = "rails: all-pairs within each local rank across " + std::to_string(layout->nodes()) + " nodes"; break;
-        case Pattern::crossRail: detail = "cross-rail: " + draws + " random matchings across nodes and rails" + seed; break;
-        case Pattern::ring: detail = "ring: " + draws + " random rings" + seed; break;
-        case Pattern::bisection: detail = "bisection: " + draws + " random splits in two halves" + seed; break;
+        case Pattern::rails:
+          detail = "rails: all-pairs within each local rank across " + std::to_string(layout->nodes()) + " nodes";
+          break;
+        case Pattern::crossRail:
+          detail = "cross-rail: " + draws + " random matchings across nodes and rails" + seed;
+          break;
+        case Pattern::ring:
+          detail = "ring: " + draws + " random rings" + seed;
+          break;
+        case Pattern::bisection:
+          detail = "bisection: " + draws + " random splits in two halves" + seed;
+          break;
         default:
-          detail = std::string("hierarchical: all-pairs within each ") + (c.patternOptions.groupByLeaf ? "leaf" : "node") +
-                   ", then " + draws + " random matchings between them" + seed;
+          detail = std::string("hierarchical: all-pairs within each ") +
+                   (c.patternOptions.groupByLeaf ? "leaf" : "node") + ", then " + draws +
+                   " random matchings between them" + seed;
       }
       detail += ", " + roundsText();
     }
@@ -147,14 +158,14 @@ InstancePlan PointToPointKind::planOn(const scenario::TestInstance& instance, co
   auto layout = std::make_shared<RankLayout>(groupLayout(world, roles.canaries));
   if (layout->size() != ranks) *layout = RankLayout::uniform(ranks, 1);  // roles and count disagree: no levels
   const auto unfit = patternUnfit(c.pattern, *layout, c.patternOptions);
-  if (!unfit.empty())
-    throw scenario::ScenarioError(spec.where("pattern") + ": test '" + spec.name + "': " + unfit);
+  if (!unfit.empty()) throw scenario::ScenarioError(spec.where("pattern") + ": test '" + spec.name + "': " + unfit);
   const std::string detail = planRounds(c, layout, ranks, plan, part);
   plan.maxSamplesPerRank = part.rounds.busiestRankRounds() * spec.iterations;
-  const auto receive = c.oneReceiveBuffer
-                           ? static_cast<std::size_t>(instance.bytes)
-                           : std::min<std::size_t>(static_cast<std::size_t>(instance.bytes) * static_cast<std::size_t>(plan.window),
-                                                   std::max<std::size_t>(maxReceiveBytes, static_cast<std::size_t>(instance.bytes)));
+  const auto receive =
+      c.oneReceiveBuffer
+          ? static_cast<std::size_t>(instance.bytes)
+          : std::min<std::size_t>(static_cast<std::size_t>(instance.bytes) * static_cast<std::size_t>(plan.window),
+                                  std::max<std::size_t>(maxReceiveBytes, static_cast<std::size_t>(instance.bytes)));
   plan.bufferBytesPerRank = instance.bytes + static_cast<std::int64_t>(receive);
   plan.description = detail + (usesWindow() ? ", window " + std::to_string(plan.window) : "");
   return plan;
@@ -167,7 +178,7 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
   buffers.sliceBytes = bytes;
   const std::size_t wanted = bytes * static_cast<std::size_t>(ctx.plan.window);
   const bool oneBuffer = scenario::configOf<PointToPointConfig>(*ctx.instance.spec).oneReceiveBuffer;
-  buffers.slices = oneBuffer ? 1
+  buffers.slices = oneBuffer                                    ? 1
                    : wanted <= std::max(maxReceiveBytes, bytes) ? static_cast<std::size_t>(ctx.plan.window)
                                                                 : std::max<std::size_t>(1, maxReceiveBytes / bytes);
   // This rank's rounds only (O(own pairs)), generated from the plan's

@@ -12,17 +12,18 @@ struct PairBuffers {
   std::byte* send = nullptr;
   std::byte* recv = nullptr;
   std::size_t recvBytes = 0;
-  std::size_t sliceBytes = 0;   // one message
-  std::size_t slices = 1;       // distinct receive slices (window messages land apart)
+  std::size_t sliceBytes = 0;  // one message
+  std::size_t slices = 1;      // distinct receive slices (window messages land apart)
 };
 
 // The keys of a point-to-point test, read once at load.
 struct PointToPointConfig final : scenario::KindConfig {
-  Pattern pattern = Pattern::pairs;  // pattern: pairs | all-pairs | rails | cross-rail | ring | bisection | hierarchical
-  PatternOptions patternOptions;     // sampling: {draws, seed}, hierarchical: {group}
-  bool serial = false;       // all_pairs.mode: parallel | serial
-  int retestWorst = 3;       // all_pairs.retest_worst
-  int window = 1;            // windowed kinds only
+  Pattern pattern =
+      Pattern::pairs;             // pattern: pairs | all-pairs | rails | cross-rail | ring | bisection | hierarchical
+  PatternOptions patternOptions;  // sampling: {draws, seed}, hierarchical: {group}
+  bool serial = false;            // all_pairs.mode: parallel | serial
+  int retestWorst = 3;            // all_pairs.retest_worst
+  int window = 1;                 // windowed kinds only
   // receive_buffers (windowed kinds): distinct (every message of a window in a
   // slice of its own, up to 64 MiB, as real transfers land) or one (every
   // message into the same buffer, as osu_bw and ucx_perftest do: to compare with them).

@@ -60,8 +60,8 @@ ReferenceFigures parseNcclTestsOutput(const std::string& output, std::int64_t by
   if (!headerLine)
     throw std::invalid_argument("nccl-tests output: no '# size count ...' header in " + std::to_string(number) +
                                 " lines (did the run end early?)");
-  throw std::invalid_argument("nccl-tests output: the table (line " + std::to_string(headerLine) +
-                              ") has no row for " + std::to_string(bytes) + " bytes");
+  throw std::invalid_argument("nccl-tests output: the table (line " + std::to_string(headerLine) + ") has no row for " +
+                              std::to_string(bytes) + " bytes");
 }
 
 namespace {
@@ -77,7 +77,7 @@ class NcclTestsTool final : public ReferenceTool {
                                        std::int64_t bytes) const override {
     const std::string size = std::to_string(bytes);
     return {program, "-b", size, "-e", size, "-n", std::to_string(c.iterations), "-w", std::to_string(c.warmup),
-            "-g", "1"};
+            "-g",    "1"};
   }
   ReferenceFigures parse(const std::string& output, std::int64_t bytes) const override {
     return parseNcclTestsOutput(output, bytes);

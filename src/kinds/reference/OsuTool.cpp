@@ -30,8 +30,10 @@ ReferenceFigures parseOsuOutput(const std::string& output, std::int64_t bytes) {
       if (words.size() >= 3 && words[1] == "Size") {
         headerLine = number;
         f.timeMeaning.clear();
-        if (line.find("Latency") != std::string::npos) f.timeMeaning = "latency";
-        else if (line.find("Bandwidth") != std::string::npos) f.timeMeaning = "bandwidth";
+        if (line.find("Latency") != std::string::npos)
+          f.timeMeaning = "latency";
+        else if (line.find("Bandwidth") != std::string::npos)
+          f.timeMeaning = "bandwidth";
         else
           throw std::invalid_argument("OSU output line " + std::to_string(number) +
                                       ": a '# Size' header naming neither Latency nor Bandwidth");

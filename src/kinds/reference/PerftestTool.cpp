@@ -30,7 +30,8 @@ ReferenceFigures parsePerftestOutput(const std::string& output, std::int64_t byt
       latencyTable = line.find("t_typical[usec]") != std::string::npos;
       if (!latencyTable) {
         // perftest's MB is 2^20 bytes (format_factor 0x100000), printed "MB/sec" before 6.x, "MiB/sec" after.
-        if (line.find("BW average[MiB/sec]") != std::string::npos || line.find("BW average[MB/sec]") != std::string::npos)
+        if (line.find("BW average[MiB/sec]") != std::string::npos ||
+            line.find("BW average[MB/sec]") != std::string::npos)
           bandwidthUnit = 1048576.0 / 1e9;
         else if (line.find("BW average[Gb/sec]") != std::string::npos)
           bandwidthUnit = 1.0 / 8;
@@ -85,11 +86,13 @@ class PerftestTool final : public ReferenceTool {
   std::string name() const override { return name_; }
   std::string origin() const override { return "comes with perftest: Debian's perftest, linux-rdma/perftest"; }
   Launch launch() const override { return Launch::clientServer; }
-  bool latency(const ReferenceConfig&) const override { return name_.size() > 4 && name_.substr(name_.size() - 4) == "_lat"; }
+  bool latency(const ReferenceConfig&) const override {
+    return name_.size() > 4 && name_.substr(name_.size() - 4) == "_lat";
+  }
   std::vector<std::string> serverArgs(const ReferenceConfig& c, const std::string& program, int port,
                                       std::int64_t bytes) const override {
-    std::vector<std::string> args = {program, "-p", std::to_string(port), "-s", std::to_string(bytes),
-                                     "-n", std::to_string(c.iterations), "-F"};
+    std::vector<std::string> args = {
+        program, "-p", std::to_string(port), "-s", std::to_string(bytes), "-n", std::to_string(c.iterations), "-F"};
     if (!c.device.empty()) args.insert(args.end(), {"-d", c.device});
     if (c.gidIndex >= 0) args.insert(args.end(), {"-x", std::to_string(c.gidIndex)});
     return args;
@@ -120,7 +123,8 @@ class PerftestTool final : public ReferenceTool {
 
 std::vector<std::unique_ptr<ReferenceTool>> makePerftestTools() {
   std::vector<std::unique_ptr<ReferenceTool>> tools;
-  for (const char* name : {"ib_write_bw", "ib_read_lat", "ib_send_lat"}) tools.push_back(std::make_unique<PerftestTool>(name));
+  for (const char* name : {"ib_write_bw", "ib_read_lat", "ib_send_lat"})
+    tools.push_back(std::make_unique<PerftestTool>(name));
   return tools;
 }
 

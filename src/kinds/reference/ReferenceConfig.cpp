@@ -15,8 +15,8 @@ bool ReferenceConfig::latency() const { return referenceTool(tool).latency(*this
 const std::vector<std::string>& ucxPerftestTests() {
   // The UCP tests between two processes; *_lat are ping-pong (one-way latency),
   // *_bw stream one way (overhead per message and bandwidth).
-  static const std::vector<std::string> tests = {"tag_lat", "tag_bw", "ucp_put_lat", "ucp_put_bw", "ucp_get",
-                                                 "stream_lat", "stream_bw"};
+  static const std::vector<std::string> tests = {"tag_lat", "tag_bw",     "ucp_put_lat", "ucp_put_bw",
+                                                 "ucp_get", "stream_lat", "stream_bw"};
   return tests;
 }
 
@@ -83,8 +83,8 @@ std::vector<std::string> ucxPerftestServerArgs(const ReferenceConfig&, const std
 
 std::vector<std::string> ucxPerftestClientArgs(const ReferenceConfig& c, const std::string& program,
                                                const std::string& serverAddress, int port, std::int64_t bytes) {
-  std::vector<std::string> args = {program, serverAddress, "-p", std::to_string(port), "-t", c.test,
-                                   "-s", std::to_string(bytes), "-n", std::to_string(c.iterations)};
+  std::vector<std::string> args = {program, serverAddress,         "-p", std::to_string(port),        "-t", c.test,
+                                   "-s",    std::to_string(bytes), "-n", std::to_string(c.iterations)};
   if (c.warmup > 0) {
     args.push_back("-w");
     args.push_back(std::to_string(c.warmup));

@@ -20,12 +20,12 @@
 
 #include "kinds/Kind.hpp"
 #include "kinds/api/ApiTraffic.hpp"
-#include "runtime/ChildProcess.hpp"
 #include "kinds/reference/ReferenceConfig.hpp"
 #include "kinds/reference/ReferenceTool.hpp"
+#include "runtime/ChildProcess.hpp"
 #include "runtime/Deadline.hpp"
-#include "runtime/Mpi.hpp"
 #include "runtime/EveryRanksLine.hpp"
+#include "runtime/Mpi.hpp"
 #include "scenario/Units.hpp"
 
 extern char** environ;
@@ -33,10 +33,10 @@ extern char** environ;
 namespace fabscope::suite {
 namespace {
 
-using runtime::ChildProcess;
 using reference::ReferenceConfig;
 using reference::ReferenceFigures;
 using reference::ReferenceTool;
+using runtime::ChildProcess;
 
 // The variables an MPI launcher gives its ranks: a second mpirun started from a
 // rank would take itself for one of them ("mpirun does not support recursive
@@ -62,8 +62,10 @@ std::string hostList(const std::vector<std::string>& hostOfRank, const std::vect
   for (int r : ranks) {
     const auto& host = hostOfRank[static_cast<std::size_t>(r)];
     auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == host; });
-    if (it == counts.end()) counts.emplace_back(host, 1);
-    else ++it->second;
+    if (it == counts.end())
+      counts.emplace_back(host, 1);
+    else
+      ++it->second;
   }
   std::string text;
   for (const auto& [host, n] : counts) text += (text.empty() ? "" : ",") + host + ":" + std::to_string(n);
@@ -201,15 +203,18 @@ class ReferenceKind final : public Kind {
     std::string missing;
     if (me < users && program.empty())
       missing = who(ctx, me) + ": " +
-                (c.program.find('/') != std::string::npos ? c.program + " is not an executable file"
-                                                          : c.program + " not found on PATH (" + c.tool + " " +
-                                                                tool.origin() + ")");
+                (c.program.find('/') != std::string::npos
+                     ? c.program + " is not an executable file"
+                     : c.program + " not found on PATH (" + c.tool + " " + tool.origin() + ")");
     if (mpirun && me == 0 && launcher.empty())
       missing += (missing.empty() ? "" : "; ") + who(ctx, 0) + ": the launcher " + c.launcher +
                  (c.launcher.find('/') != std::string::npos ? " is not an executable file" : " not found on PATH");
     const std::string skipped = runtime::everyRanksProblems(group, missing, ctx.deadline);
-    if (me == 0) a = {{"reference_tool", c.tool}, {"reference_program", program.empty() ? c.program : program},
-                      {"reference_test", c.test}, {"reference_tls", c.tls}};
+    if (me == 0)
+      a = {{"reference_tool", c.tool},
+           {"reference_program", program.empty() ? c.program : program},
+           {"reference_test", c.test},
+           {"reference_tls", c.tls}};
     if (!skipped.empty()) {
       outcome.skipped = c.tool + " is not installed: " + skipped;
       return outcome;
@@ -223,9 +228,7 @@ class ReferenceKind final : public Kind {
 
  private:
   // OSU's tools are pairs; nccl-tests run on every rank of the group.
-  static int ranksOf(const ReferenceConfig& c, int groupSize) {
-    return c.tool.rfind("osu_", 0) == 0 ? 2 : groupSize;
-  }
+  static int ranksOf(const ReferenceConfig& c, int groupSize) { return c.tool.rfind("osu_", 0) == 0 ? 2 : groupSize; }
 
   static std::string who(const RunContext& ctx, int groupRank) {
     const int world = ctx.participants[static_cast<std::size_t>(groupRank)];
@@ -338,8 +341,8 @@ class ReferenceKind final : public Kind {
         while (!listeningOn(port)) {
           if (server.exited())
             throw RuntimeFailure("the server (" + reference::commandText(args, c.tls) + ") ended with status " +
-                                 std::to_string(server.exitStatus()) + " before listening: " +
-                                 lastLines(server.output(), 400));
+                                 std::to_string(server.exitStatus()) +
+                                 " before listening: " + lastLines(server.output(), 400));
           if (ctx.deadline.expired())
             throw RuntimeFailure("the server (" + reference::commandText(args, c.tls) +
                                  ") did not listen within the test's timeout");

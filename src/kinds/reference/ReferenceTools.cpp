@@ -25,12 +25,11 @@ std::vector<std::string> ReferenceTool::serverArgs(const ReferenceConfig&, const
                                                    std::int64_t) const {
   throw std::logic_error(name() + " has no server");
 }
-std::vector<std::string> ReferenceTool::clientArgs(const ReferenceConfig&, const std::string&, const std::string&,
-                                                   int, std::int64_t) const {
+std::vector<std::string> ReferenceTool::clientArgs(const ReferenceConfig&, const std::string&, const std::string&, int,
+                                                   std::int64_t) const {
   throw std::logic_error(name() + " has no client");
 }
-std::vector<std::string> ReferenceTool::programArgs(const ReferenceConfig&, const std::string&,
-                                                    std::int64_t) const {
+std::vector<std::string> ReferenceTool::programArgs(const ReferenceConfig&, const std::string&, std::int64_t) const {
   throw std::logic_error(name() + " is not launched by mpirun");
 }
 

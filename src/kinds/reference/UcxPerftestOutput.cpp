@@ -26,10 +26,11 @@ UcxPerftestFigures parseUcxPerftestOutput(const std::string& output) {
     std::istringstream fields(line.substr(6));
     std::vector<double> values;
     std::string word;
-    while (fields >> word) values.push_back(reference::numberAt("ucx_perftest", number, word, "8 numbers after 'Final:'"));
+    while (fields >> word)
+      values.push_back(reference::numberAt("ucx_perftest", number, word, "8 numbers after 'Final:'"));
     if (values.size() != 8)
-      throw std::invalid_argument("ucx_perftest output line " + std::to_string(number) + ": expected 8 numbers after 'Final:', found " +
-                                  std::to_string(values.size()));
+      throw std::invalid_argument("ucx_perftest output line " + std::to_string(number) +
+                                  ": expected 8 numbers after 'Final:', found " + std::to_string(values.size()));
     figures.iterations = static_cast<std::int64_t>(values[0]);
     figures.timeMedianUs = values[1];
     figures.timeAverageUs = values[2];

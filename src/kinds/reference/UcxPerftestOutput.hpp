@@ -13,9 +13,9 @@ struct UcxPerftestFigures {
   // first three time columns mean (microseconds per operation either way).
   std::string timeMeaning;
   std::int64_t iterations = 0;
-  double timeMedianUs = 0;   // the 50.0%ile column
-  double timeAverageUs = 0;  // the last report period
-  double timeOverallUs = 0;  // the whole run
+  double timeMedianUs = 0;           // the 50.0%ile column
+  double timeAverageUs = 0;          // the last report period
+  double timeOverallUs = 0;          // the whole run
   double bandwidthAverageMiBps = 0;  // "MB/s" as ucx_perftest prints it (2^20 bytes)
   double bandwidthOverallMiBps = 0;
   double messageRateAverage = 0;  // messages per second
