@@ -140,7 +140,8 @@ def summarise_cells(cells):
                      "not fit": verdicts.get("not fit", 0),
                      "cannot tell": verdicts.get("cannot tell", 0),
                      "error": verdicts.get("error", 0), "right": outcome.get("right", 0),
-                     "misplaced": outcome.get("misplaced", 0), "missed": outcome.get("missed", 0),
+                     "misplaced": outcome.get("misplaced", 0), "blind": outcome.get("blind", 0),
+                     "missed": outcome.get("missed", 0),
                      "false mean": round(float(np.mean([g["false"] for g in group])), 1),
                      "false max": max(g["false"] for g in group),
                      "ok": sum(1 for g in group if _cell_ok(g)),
@@ -297,7 +298,7 @@ def main(argv=None) -> int:
         print("## diagnose on synthetic clusters (right = named as the planted component; ok = "
               "clean fit, or every fault right with at most one false culprit)\n")
         print_table(rows, ["size", "patterns", "noise", "case", "runs", "fit", "not fit",
-                           "cannot tell", "error", "right", "misplaced", "missed", "false mean",
+                           "cannot tell", "error", "right", "misplaced", "blind", "missed", "false mean",
                            "false max", "ok", "seconds"])
         accept_rows = []
         for item in [s for s in args.accept_runs.split(",") if s]:

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binom, chi2, norm
+from scipy.stats import binom, chi2, norm, poisson
 
 from .model import TAIL_FACTOR, Fit, Layout
 
@@ -33,6 +33,10 @@ MARGIN = 1.25             # practical margin: an effect smaller than this is not
 # habit. An excess, not a ratio to the pooled share: where the fabric (or shared CPUs)
 # already stalls on a fifth of the pairs, a 1 % lossy NIC doubles its stalls at most.
 TAIL_EXCESS_SHARE = 1e-3
+# The tail test's own power target: a NIC that stalls this share of its samples (a 1 %
+# lossy link) found with TAIL_POWER; below it the run cannot tell lossy NICs.
+TAIL_DETECT = 0.01
+TAIL_POWER = 0.8
 POWER_Z = norm.isf(0.2)   # 80 % power for the minimum detectable effect
 MIN_PAIRS_PER_SIDE = 3
 # A fault between two hosts (cable, port) is on every GPU pair between them; collisions
@@ -53,6 +57,9 @@ class Effect:
     q: float                  # BH-adjusted p
     pairs: int                # pairs (or samples) it rests on
     detail: str = ""
+    # a rank side: does it still stand out against the other ranks of its own leaf (what
+    # is left when a named leaf explains the leaf's shift; see _beyond_leaf)
+    beyond_leaf: bool = True
 
 
 def bh(p: np.ndarray, q: float = Q) -> Tuple[np.ndarray, np.ndarray]:
@@ -147,8 +154,26 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q, leaf: Optional[np.
         if not inside:
             continue
         out.append(Effect("side", keys[i], math.exp(values[i] - centre), float(z[i]),
-                          float(max(q[i], q_emp[i])), int(counts[i])))
+                          float(max(q[i], q_emp[i])), int(counts[i]),
+                          beyond_leaf=_beyond_leaf(i, keys, values, scale, leaf, q_family)))
     return out, power
+
+
+def _beyond_leaf(i: int, keys, values: np.ndarray, scale: np.ndarray,
+                 leaf: Optional[np.ndarray], q_family: float) -> bool:
+    """Side i against the median of the same side of its own leaf's ranks: at least the
+    margin and significant at the family's Bonferroni level. A slow uplink shifts every
+    rank of its leaf (the polish shares it between the ranks and the class terms); once
+    the leaf is named, only a rank beyond its leaf's shift is a culprit of its own."""
+    if leaf is None:
+        return True
+    rank, side = keys[i]
+    peers = [j for j, (r, sd) in enumerate(keys) if sd == side and leaf[r] == leaf[rank]]
+    if len(peers) < 4:
+        return True
+    excess = float(values[i] - np.median(values[peers]))
+    z_crit = norm.isf(q_family / len(keys))
+    return excess >= math.log(MARGIN) and excess / max(float(scale[i]), 1e-9) >= z_crit
 
 
 def _inside_leaf_too(null, rank: int, leaf: np.ndarray, centre: float) -> Optional[bool]:
@@ -286,6 +311,95 @@ def _tail_round(fit: Fit, flagged: set, q_family: float, host: np.ndarray):
                      for i in np.flatnonzero(practical)}
 
 
+def tail_ranks(fits: List[Fit], host: np.ndarray, q_family: float = Q) -> List[Effect]:
+    """Ranks whose stalls, over every fitted test and both directions together, are spread
+    over more of their pairs than the pooled shares explain. A lossy or flapping NIC
+    stalls in both directions and in every test; a thinned matrix, a ring or a matching
+    gives each rank a dozen pairs per test and side, too few for tail_sides to pass the
+    false-discovery control, while their sum over the run's tests often is enough.
+    Per rank: K stalled pairs of M, against E = the sum over its tests of M_t x that
+    test's pooled share among pairs touching neither its host nor a flagged rank
+    (Poisson, over-dispersion measured across the ranks, BH over the ranks). Two
+    rounds, as tail_sides (victims of a lossy rank drop out). Side `both`."""
+    flagged: set = set()
+    out: List[Effect] = []
+    for _ in range(2):
+        out = _tail_ranks_round(fits, host, flagged, q_family)
+        if {e.key[0] for e in out} == flagged:
+            break
+        flagged = {e.key[0] for e in out}
+    return out
+
+
+def tail_power(fits: List[Fit], n: int, q_family: float = Q) -> Tuple[float, float]:
+    """(power, pairs of the median rank) of tail_ranks for a NIC stalling TAIL_DETECT of
+    its samples: its pairs stall with 1 - (1 - TAIL_DETECT)^iterations each; the
+    count must reach the first Benjamini-Hochberg threshold over the ranks against what
+    the pooled shares expect of that many pairs."""
+    pairs, hits, samples = np.zeros(n), 0.0, []
+    total = 0
+    for f in fits:
+        d = f.data
+        pairs += np.bincount(np.r_[d.s, d.r], minlength=n)
+        hits += float((d.beyond > 0).sum()) * 2
+        total += 2 * len(d.s)
+        samples.append(d.samples)
+    present = pairs[pairs > 0]
+    if not len(present) or not total:
+        return 0.0, 0.0
+    m = float(np.median(present))
+    pooled = max(hits / total, 0.5 / total)
+    iterations = float(np.median(np.concatenate(samples)))
+    share = 1.0 - (1.0 - TAIL_DETECT) ** iterations
+    expected = pooled * m
+    bar = q_family / len(present)
+    k = np.arange(0, int(m) + 2)
+    reach = k[poisson.sf(k - 1, expected) <= bar]
+    if not len(reach):
+        return 0.0, m
+    return float(binom.sf(int(reach[0]) - 1, int(round(m)), min(share + pooled, 1.0))), m
+
+
+def _tail_ranks_round(fits: List[Fit], host: np.ndarray, flagged: set, q_family: float):
+    n = len(host)
+    k, m, e, stalls, samples = (np.zeros(n) for _ in range(5))
+    keys = [(r, "both") for r in range(n)]
+    ends = np.array(sorted(flagged), dtype=np.int64)
+    for f in fits:
+        d = f.data
+        who, other = np.r_[d.s, d.r], np.r_[d.r, d.s]
+        mine = ~np.isin(other, ends)
+        hit = np.r_[d.beyond > 0, d.beyond > 0].astype(np.float64)
+        pairs = np.bincount(who[mine], minlength=n).astype(np.float64)
+        k += np.bincount(who[mine], weights=hit[mine], minlength=n)
+        m += pairs
+        stalls += np.bincount(who[mine], weights=np.r_[d.beyond, d.beyond][mine], minlength=n)
+        samples += np.bincount(who[mine], weights=np.r_[d.samples, d.samples][mine], minlength=n)
+        pooled = _pooled_without(f, keys, {(r, "both") for r in flagged}, host)
+        e += np.minimum(pooled, 0.999) * pairs
+    present = m > 0
+    if present.sum() < 4:
+        return []
+    unflagged = present & ~np.isin(np.arange(n), ends)
+    pearson = ((k - e) ** 2 / np.maximum(e, 1e-12))[unflagged]
+    phi = max(1.0, float(np.median(pearson)) / 0.455) if len(pearson) else 1.0
+    p = np.ones(n)
+    p[present] = poisson.sf(np.ceil(k[present] / phi) - 1, e[present] / phi)
+    rejected = np.zeros(n, bool)
+    adjusted = np.ones(n)
+    rejected[present], adjusted[present] = bh(p[present], q_family)
+    rate = np.divide(stalls, samples, out=np.zeros(n), where=samples > 0)
+    pooled_rate = float(np.median(rate[unflagged])) if unflagged.any() else 0.0
+    practical = rate - pooled_rate >= TAIL_EXCESS_SHARE
+    return [Effect("tail", (int(r), "both"), float(k[r] / max(e[r], 1e-12)),
+                   float(norm.isf(max(p[r], 1e-300))), float(adjusted[r]), int(m[r]),
+                   f"{int(k[r])}/{int(m[r])} of its pairs over {len(fits)} test(s), both "
+                   f"directions, stalled beyond {TAIL_FACTOR:g}x their median ({e[r]:.1f} "
+                   f"expected from the other pairs), {100 * rate[r]:.2f}% of its samples "
+                   f"(typical rank: {100 * pooled_rate:.3f}%)")
+            for r in np.flatnonzero(rejected & practical & present)]
+
+
 def links(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effect], int]:
     """Pairs whose residual stands out after both ends' effects (BH over the pairs)."""
     e = fit.resid
@@ -334,25 +448,36 @@ def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
 
 
 def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[Effect]:
-    """Leaves (switch or uplink) whose pair classes stand out: the median of the class
-    terms of every class the leaf takes part in, against the other leaves'."""
+    """Leaves (switch or uplink) whose pairs through the uplink stand out.
+
+    The class terms alone do not say it: a shift of every rank effect in a leaf and the
+    opposite shift of its class terms fit the same data, and with few pairs per rank
+    (thinned matrices) the polish puts much of a slow uplink into the leaf's ranks. The
+    interaction contrast C[L, x] = T[L, x] + T[x, L] - T[L, L] - T[x, x] is the same
+    under that shift: pairs between the two leaves against pairs inside each. A slow
+    uplink of L adds twice its factor to every C[L, x]; a leaf's value is the median
+    over the other leaves x (one other slow leaf does not move it), half of it the
+    leaf's factor, tested against the other leaves' (tau among them joins the error)."""
     nl = len(layout.leaf_names)
     if nl < 3:
         return []
     d = fit.data
-    cls = layout.classes()[d.s, d.r]
-    counts = np.bincount(cls, minlength=len(fit.cls_effect))
-    values, ses = [], []
+    counts = np.bincount(layout.classes()[d.s, d.r], minlength=1 + nl * nl)[1:1 + nl * nl]
+    counts = counts.reshape(nl, nl).astype(np.float64)
+    t = np.full(nl * nl, np.nan)
+    t[:min(len(fit.cls_effect) - 1, nl * nl)] = fit.cls_effect[1:1 + nl * nl]
+    t = np.where(counts > 0, t.reshape(nl, nl), np.nan)
+    inv = np.where(counts > 0, 1.0 / np.maximum(counts, 1.0), np.nan)
+    diag, inv_diag = np.diag(t), np.diag(inv)
+    contrast = t + t.T - diag[:, None] - diag[None, :]
+    var = inv + inv.T + inv_diag[:, None] + inv_diag[None, :]
+    np.fill_diagonal(contrast, np.nan)
+    values, ses = np.full(nl, np.nan), np.full(nl, np.nan)
     for leaf in range(nl):
-        ids = [1 + leaf * nl + x for x in range(nl)] + [1 + x * nl + leaf for x in range(nl) if x != leaf]
-        ids = [c for c in ids if c < len(counts) and counts[c] > 0]
-        if not ids:
-            values.append(np.nan)
-            ses.append(np.nan)
-            continue
-        values.append(float(np.median(fit.cls_effect[ids])))
-        ses.append(1.2533 * fit.sigma_e / math.sqrt(float(np.median(counts[ids]))))
-    values, ses = np.asarray(values), np.asarray(ses)
+        ok = np.isfinite(contrast[leaf]) & np.isfinite(var[leaf])
+        if ok.sum() >= 2:
+            values[leaf] = 0.5 * float(np.median(contrast[leaf][ok]))
+            ses[leaf] = 0.5 * 1.2533 * fit.sigma_e * math.sqrt(float(np.median(var[leaf][ok])))
     ok = np.isfinite(values)
     if ok.sum() < 3:
         return []

@@ -41,10 +41,11 @@ class TestEvidence:
     host_pairs: List[Effect] = field(default_factory=list)
     leaves: List[Effect] = field(default_factory=list)
     retest: Dict[Tuple[int, int], RetestJudgement] = field(default_factory=dict)
+    name: str = ""                                 # evidence over several tests: their label
 
     @property
     def label(self) -> str:
-        return self.fit.data.label
+        return self.name or self.fit.data.label
 
 
 @dataclass
@@ -110,6 +111,8 @@ def _sides(layout: Layout, tests: List[TestEvidence], out: Naming):
     for t in tests:
         for e in t.sides:
             rank, side = e.key
+            if int(layout.leaf[rank]) in out.leaves and not e.beyond_leaf:
+                continue   # the named leaf's shift: no more than the rest of its leaf
             by_host.setdefault(int(layout.host[rank]), {}).setdefault((rank, side), []).append((t, e))
     whole_hosts = {h for h, flagged in by_host.items() if _whole_host(layout, h, flagged)}
     for leaf in _leaves_of_hosts(layout, whole_hosts):
