@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
-from . import evidence, supporting, validity
+from . import evidence, supporting, tails, validity
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
 from .retest import RetestJudgement, judge_retest, pass_sigma
@@ -68,8 +68,8 @@ class _Run:
         centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
                               host_pairs=evidence.host_pairs(f, self.layout, q),
                               leaves=evidence.leaves(f, self.layout, self.widen, q))
-        tails = TestEvidence(f, "tail", sides=evidence.tail_sides(f, self.layout.host, q))
-        self.tests += [centre, tails]
+        tail = TestEvidence(f, "tail", sides=tails.tail_sides(f, self.layout.host, q))
+        self.tests += [centre, tail]
         if power.get("between_only"):
             ranks = ", ".join(f"rank {r} ({self.layout.host_of(r)}) {side}"
                               for r, side in power["between_only"])
@@ -98,9 +98,9 @@ class _Run:
         if len(fits) < 1:
             return
         label = "all tests" if len(fits) > 1 else fits[0].data.label
-        self.tail_power = evidence.tail_power(fits, self.layout.n, self.q_family)
+        self.tail_power = tails.tail_power(fits, self.layout.n, self.q_family)
         self.tests.append(TestEvidence(fits[0], "tail", name=label,
-                                       sides=evidence.tail_ranks(fits, self.layout.host,
+                                       sides=tails.tail_ranks(fits, self.layout.host,
                                                                  self.q_family)))
 
     def retests(self, instances: Sequence[TestInstance]):
@@ -232,7 +232,7 @@ def _blind_spots(run: _Run) -> List[str]:
     pair, or between two hosts none of whose GPU pairs was measured, is outside the
     pairs measured (rings, bisections, matchings, thinned matrices measure a share);
     a lossy or flapping NIC is outside what the run's tail test could find when its
-    ranks have too few pairs (evidence.tail_power)."""
+    ranks have too few pairs (tails.tail_power)."""
     out = []
     n = run.layout.n
     pairs = n * (n - 1) // 2
@@ -248,9 +248,9 @@ def _blind_spots(run: _Run) -> List[str]:
                    f"({100 * len(run.measured) / pairs:.1f} %) and {len(host_pairs)} of "
                    f"{nh * (nh - 1) // 2} host pairs; a fault on a pair not measured cannot be "
                    "seen (all-pairs measures every pair)")
-    if run.tail_power is not None and run.tail_power[0] < evidence.TAIL_POWER:
+    if run.tail_power is not None and run.tail_power[0] < tails.TAIL_POWER:
         power, pairs_per_rank = run.tail_power
-        out.append(f"lossy or flapping NICs: a NIC stalling {100 * evidence.TAIL_DETECT:g} % of its "
+        out.append(f"lossy or flapping NICs: a NIC stalling {100 * tails.TAIL_DETECT:g} % of its "
                    f"samples would be found with {100 * power:.0f} % power from {pairs_per_rank:.0f} "
                    f"pairs per rank (80 % needed): measure more pairs per rank (all-pairs, a larger "
                    "budget) or more iterations")
