@@ -17,7 +17,7 @@ A culprit is
 
 A planted fault no culprit touches is `blind` (not `missed`) when the diagnosis says it
 cannot tell that class of fault (`cannot_tell_for`: single GPU pairs, host pairs, lossy
-or flapping NICs): the pattern did not measure it, and the verdict says so.
+or flapping NICs, leaf uplinks): the pattern did not measure it, and the verdict says so.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def leaf_hosts_of(truth) -> Dict[str, set]:
 
 
 BLIND_WORDS = {"gpu-pair": "single gpu pairs", "host-pair": "host pairs",
-               "lossy": "lossy or flapping", "flapping": "lossy or flapping"}
+               "lossy": "lossy or flapping", "flapping": "lossy or flapping", "leaf": "leaf uplinks"}
 
 
 def _declared_blind(fault, blind: List[str]) -> bool:

@@ -248,6 +248,10 @@ def _blind_spots(run: _Run) -> List[str]:
                    f"({100 * len(run.measured) / pairs:.1f} %) and {len(host_pairs)} of "
                    f"{nh * (nh - 1) // 2} host pairs; a fault on a pair not measured cannot be "
                    "seen (all-pairs measures every pair)")
+    if len(run.layout.leaf_names) == 2:
+        out.append("leaf uplinks: with two leaves every pair between them crosses both uplinks, "
+                   "and nothing in the run says how much slower than pairs inside a leaf they "
+                   "should be (with three leaves or more the uplinks are compared)")
     if run.tail_power is not None and run.tail_power[0] < tails.TAIL_POWER:
         power, pairs_per_rank = run.tail_power
         out.append(f"lossy or flapping NICs: a NIC stalling {100 * tails.TAIL_DETECT:g} % of its "
