@@ -49,6 +49,9 @@ class Effect:
     # a rank side: does it still stand out against the other ranks of its own leaf (what
     # is left when a named leaf explains the leaf's shift; see _beyond_leaf)
     beyond_leaf: bool = True
+    # a rank side seen only on pairs between leaves (fewer than two inside its own): it
+    # cannot name a NIC by itself, only say which side of a rank named by other evidence
+    between_only: bool = False
 
 
 def bh(p: np.ndarray, q: float = Q) -> Tuple[np.ndarray, np.ndarray]:
@@ -140,11 +143,12 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q, leaf: Optional[np.
         inside = _inside_leaf_too(nulls[i], keys[i][0], leaf, centre) if leaf is not None else True
         if inside is None:   # cannot tell a NIC from its leaf's uplink or collisions
             power["between_only"].append(keys[i])
-        if not inside:
+        if inside is False:
             continue
         out.append(Effect("side", keys[i], math.exp(values[i] - centre), float(z[i]),
                           float(max(q[i], q_emp[i])), int(counts[i]),
-                          beyond_leaf=_beyond_leaf(i, keys, values, scale, leaf, q_family)))
+                          beyond_leaf=_beyond_leaf(i, keys, values, scale, leaf, q_family),
+                          between_only=inside is None))
     return out, power
 
 
@@ -184,20 +188,27 @@ def _inside_leaf_too(null, rank: int, leaf: np.ndarray, centre: float) -> Option
 
 
 def _median_tail_p(null: Tuple[np.ndarray, ...], excess: float, count: int, rank: int) -> float:
-    """P(the median of `count` pair deviations drawn from the null reaches `excess`): at
-    least ceil(m / 2) of them at or above it (exact for odd m, conservative for even).
-    The null is every pair's deviation with its own end's effect left in (the residual
-    after polishing a rank's few pairs understates how far they wander), leaving out
-    the tested rank's own pairs (on six ranks they are a sixth of the null)."""
+    """P(at least as many of the rank's `count` pair deviations reach the practical
+    margin as did, were they drawn from the null): binomial on the count of its pairs
+    at least MARGIN over the centre, against the null's share of such pairs. The null
+    is every pair's deviation with its own end's effect left in (the residual after
+    polishing a rank's few pairs understates how far they wander), leaving out the
+    tested rank's own pairs (on six ranks they are a sixth of the null). Under load,
+    collisions make a share of the pairs between leaves slow: a healthy rank of a dozen
+    pairs can have half of them slow, a slow NIC has nearly all. The count of slow
+    pairs tells these apart where the median alone (the effect) cannot; `excess` (the
+    effect over the centre) only caps the bar: a side is not asked to beat the margin
+    on more pairs than its own median does."""
     ordered, values, owner = null[:3]
+    bar = min(math.log(MARGIN), excess)
     mine = values[owner == rank]
-    above = len(ordered) - np.searchsorted(ordered, excess, side="left") \
-        - int((mine >= excess).sum())
+    above = len(ordered) - np.searchsorted(ordered, bar, side="left") - int((mine >= bar).sum())
     total = len(ordered) - len(mine)
     if total <= 0:
         return 1.0
     share_above = min(max(above / total, 0.5 / total), 1.0)
-    return float(binom.sf(math.ceil(count / 2.0) - 1, count, share_above))
+    hits = int((mine >= bar).sum())
+    return float(binom.sf(hits - 1, max(len(mine), count), share_above)) if hits else 1.0
 
 
 def links(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effect], int]:

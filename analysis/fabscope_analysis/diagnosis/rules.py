@@ -114,6 +114,7 @@ def _sides(layout: Layout, tests: List[TestEvidence], out: Naming):
             if int(layout.leaf[rank]) in out.leaves and not e.beyond_leaf:
                 continue   # the named leaf's shift: no more than the rest of its leaf
             by_host.setdefault(int(layout.host[rank]), {}).setdefault((rank, side), []).append((t, e))
+    _drop_between_only(by_host)
     whole_hosts = {h for h, flagged in by_host.items() if _whole_host(layout, h, flagged)}
     for leaf in _leaves_of_hosts(layout, whole_hosts):
         hosts = [h for h in whole_hosts if layout.leaf[layout.host == h][0] == leaf]
@@ -126,6 +127,24 @@ def _sides(layout: Layout, tests: List[TestEvidence], out: Naming):
         for rank in sorted({r for r, _ in flagged}):
             mine = {k: v for k, v in flagged.items() if k[0] == rank}
             _add_side_culprit(layout, h, [rank], mine, NIC, out)
+
+
+def _drop_between_only(by_host):
+    """A side seen only between leaves names nobody by itself (its leaf's uplink or
+    collisions could be it); next to other evidence on the same rank (another test, its
+    tails) it says which side of that rank is slow."""
+    for h in list(by_host):
+        flagged = by_host[h]
+        for key in list(flagged):
+            items = [(t, e) for t, e in flagged[key] if not e.between_only]
+            rank = key[0]
+            backed = any(not e.between_only for k, v in flagged.items() if k[0] == rank
+                         for _, e in v)
+            flagged[key] = flagged[key] if backed else items
+            if not flagged[key]:
+                del flagged[key]
+        if not flagged:
+            del by_host[h]
 
 
 def _whole_host(layout: Layout, h: int, flagged) -> bool:
