@@ -188,27 +188,32 @@ def _inside_leaf_too(null, rank: int, leaf: np.ndarray, centre: float) -> Option
 
 
 def _median_tail_p(null: Tuple[np.ndarray, ...], excess: float, count: int, rank: int) -> float:
-    """P(at least as many of the rank's `count` pair deviations reach the practical
-    margin as did, were they drawn from the null): binomial on the count of its pairs
-    at least MARGIN over the centre, against the null's share of such pairs. The null
-    is every pair's deviation with its own end's effect left in (the residual after
-    polishing a rank's few pairs understates how far they wander), leaving out the
-    tested rank's own pairs (on six ranks they are a sixth of the null). Under load,
-    collisions make a share of the pairs between leaves slow: a healthy rank of a dozen
-    pairs can have half of them slow, a slow NIC has nearly all. The count of slow
-    pairs tells these apart where the median alone (the effect) cannot; `excess` (the
-    effect over the centre) only caps the bar: a side is not asked to beat the margin
-    on more pairs than its own median does."""
+    """How unlikely the rank's pair deviations are, were they drawn from the null: the
+    smaller of two binomial tails, doubled (Bonferroni over the two):
+    - its median: at least ceil(m / 2) of its m deviations at or above `excess` (the
+      effect over the centre; exact for odd m, conservative for even): a large effect on
+      a few pairs (six ranks, one of them limited to 2 % of the bandwidth);
+    - its count: as many of its deviations at least the practical margin as it has.
+      Under load, collisions make a random share of the pairs between leaves slow: a
+      healthy rank of a dozen pairs can have half of them slow (its median jumps), a
+      slow NIC has nearly all.
+    The null is every pair's deviation with its own end's effect left in (the residual
+    after polishing a rank's few pairs understates how far they wander), leaving out
+    the tested rank's own pairs (on six ranks they are a sixth of the null)."""
     ordered, values, owner = null[:3]
-    bar = min(math.log(MARGIN), excess)
     mine = values[owner == rank]
-    above = len(ordered) - np.searchsorted(ordered, bar, side="left") - int((mine >= bar).sum())
     total = len(ordered) - len(mine)
     if total <= 0:
         return 1.0
-    share_above = min(max(above / total, 0.5 / total), 1.0)
-    hits = int((mine >= bar).sum())
-    return float(binom.sf(hits - 1, max(len(mine), count), share_above)) if hits else 1.0
+    def tail(bar: float, need: int, trials: int) -> float:
+        above = len(ordered) - np.searchsorted(ordered, bar, side="left") - int((mine >= bar).sum())
+        share = min(max(above / total, 0.5 / total), 1.0)
+        return float(binom.sf(need - 1, trials, share)) if need > 0 else 1.0
+
+    margin = min(math.log(MARGIN), excess)
+    p = [tail(excess, math.ceil(count / 2.0), count),
+         tail(margin, int((mine >= margin).sum()), max(len(mine), count))]
+    return min(1.0, 2.0 * min(p))
 
 
 def links(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effect], int]:
