@@ -124,7 +124,7 @@ BLIND_WORDS = {"gpu-pair": "single gpu pairs", "host-pair": "host pairs",
 
 def _declared_blind(fault, blind: List[str]) -> bool:
     word = BLIND_WORDS.get(fault["component"]) or BLIND_WORDS.get(fault.get("fault", ""))
-    return bool(word) and any(word in b.lower() for b in blind)
+    return bool(word) and any(word in b.split(":")[0].lower() for b in blind)
 
 
 def score(diagnosis, truth) -> Dict[str, object]:

@@ -45,6 +45,7 @@ class _Run:
         self.q_family = evidence.Q
         self.measured = np.zeros(0, dtype=np.int64)   # rank pairs the fitted tests measured
         self.tail_power = None    # (power of the tail test for a lossy NIC, pairs per rank)
+        self.host_pair_power: List[Tuple[int, int, int]] = []   # per test: blocks too thin
 
     def judge(self, inst: TestInstance):
         data = pair_data(inst, self.layout.n)
@@ -69,6 +70,9 @@ class _Run:
                               host_pairs=evidence.host_pairs(f, self.layout, q),
                               leaves=evidence.leaves(f, self.layout, self.widen, q))
         tail = TestEvidence(f, "tail", sides=tails.tail_sides(f, self.layout.host, q))
+        seen = evidence.host_pair_power(f, self.layout, q)
+        if seen is not None:
+            self.host_pair_power.append(seen)
         self.tests += [centre, tail]
         if power.get("between_only"):
             ranks = ", ".join(f"rank {r} ({self.layout.host_of(r)}) {side}"
@@ -242,12 +246,17 @@ def _blind_spots(run: _Run) -> List[str]:
         host_pairs = {(int(a), int(b)) for a, b in zip(np.minimum(hosts[lo], hosts[hi]),
                                                        np.maximum(hosts[lo], hosts[hi])) if a != b}
         nh = len(run.layout.host_names)
-        what = "single GPU pairs" + (", host pairs (cables)" if len(host_pairs) < nh * (nh - 1) // 2
+        what = "single GPU pairs" + (" and host pairs (cables)" if len(host_pairs) < nh * (nh - 1) // 2
                                      else "")
         out.append(f"{what}: the tests measured {len(run.measured)} of {pairs} rank pairs "
                    f"({100 * len(run.measured) / pairs:.1f} %) and {len(host_pairs)} of "
                    f"{nh * (nh - 1) // 2} host pairs; a fault on a pair not measured cannot be "
                    "seen (all-pairs measures every pair)")
+    if run.host_pair_power and all(thin for thin, _, _ in run.host_pair_power):
+        thin, blocks, need = min(run.host_pair_power)
+        out.append(f"host pairs (cables): {thin} of the {blocks} host pairs measured have fewer "
+                   f"than the {need} GPU pairs a block needs for even all of them slow to stand "
+                   "out at the false-discovery bar (all-pairs, or a larger budget, measures more)")
     if len(run.layout.leaf_names) == 2:
         out.append("leaf uplinks: with two leaves every pair between them crosses both uplinks, "
                    "and nothing in the run says how much slower than pairs inside a leaf they "

@@ -229,6 +229,32 @@ def links(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effect], in
             for i in hit], len(e)
 
 
+def host_pair_power(fit: Fit, layout: Layout, q_family: float = Q
+                    ) -> Optional[Tuple[int, int, int]]:
+    """(host pairs too thin to judge, host pairs measured, the fewest GPU pairs a block
+    needs): a cable or port slows every GPU pair of its block, so the best a block of m
+    pairs can show is m of m slow; a block where even that would not pass the first
+    Benjamini-Hochberg bar over the blocks (against the pooled share of slow pairs)
+    cannot be told (a thinned matrix keeps a few GPU pairs of some host pairs). None
+    without host pairs to judge."""
+    d = fit.data
+    a, b = layout.host[d.s], layout.host[d.r]
+    cross = a != b
+    if layout.ranks_per_host < 2 or cross.sum() < 4:
+        return None
+    nh = len(layout.host_names)
+    keys = np.minimum(a, b)[cross] * nh + np.maximum(a, b)[cross]
+    sizes = np.unique(keys, return_counts=True)[1]
+    if len(sizes) < 4:
+        return None
+    slow = fit.resid[cross] >= math.log(MARGIN)
+    pooled = min(max(float(slow.mean()), 0.5 / len(slow)), 0.999)
+    m = np.arange(4, int(sizes.max()) + 2)
+    enough = m[binom.sf(m - 1, m, pooled) <= q_family / len(sizes)]
+    need = int(enough[0]) if len(enough) else int(sizes.max()) + 1
+    return int((sizes < need).sum()), len(sizes), need
+
+
 def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
     """Host pairs (a cable or port between two hosts) whose GPU pairs are nearly all
     slow: at least HOST_PAIR_SHARE of the block's pairs at least MARGIN slower than
