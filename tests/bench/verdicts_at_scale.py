@@ -168,7 +168,8 @@ def _cell_ok(cell) -> bool:
     return all(o == "right" for o in cell["faults"]) and cell["false"] <= 1
 
 
-def print_table(rows, columns, stream=sys.stdout):
+def print_table(rows, columns, stream=None):
+    stream = stream or sys.stdout   # at call time: a caller may have redirected it
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in columns}
     print("| " + " | ".join(c.ljust(widths[c]) for c in columns) + " |", file=stream)
     print("|" + "|".join("-" * (widths[c] + 2) for c in columns) + "|", file=stream)
