@@ -279,7 +279,10 @@ def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
     pooled = min(max(float(k.sum() / m.sum()), 0.5 / float(m.sum())), 0.999)
     expected = pooled * m
     phi = max(1.0, float(np.median((k - expected) ** 2 / (expected * (1 - pooled)))) / 0.455)
-    p = binom.sf(np.ceil(k / phi) - 1, np.maximum(np.round(m / phi), 1), pooled)
+    # over-dispersion phi shrinks a count and its trials alike; rounded apart, a side with
+    # every pair stalled (k = m) could need more hits than it has trials: p = 0
+    trials = np.maximum(np.round(m / phi), 1)
+    p = binom.sf(np.minimum(np.ceil(k / phi), trials) - 1, trials, pooled)
     rejected, q = bh(p, q_family)
     hit = rejected & (k >= HOST_PAIR_SHARE * m) & (m >= 4)
     return [Effect("host-pair", (int(keys[i]) // nh, int(keys[i]) % nh), math.exp(med[i]),
