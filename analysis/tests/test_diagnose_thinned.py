@@ -67,3 +67,13 @@ def test_two_leaves_cannot_tell_their_uplinks(tmp_path):
         d = diagnose(result)
     assert d.culprits == [] or all(c.component != "nic" for c in d.culprits), d.lines()
     assert any(b.startswith("leaf uplinks") for b in d.cannot_tell_for), d.lines()
+
+
+def test_over_dispersion_never_makes_every_pair_stalled_a_certainty():
+    """A side of 4 pairs, all stalled, with the pairs' share 14.3 % and over-dispersion 1.2:
+    3 of 3 effective trials (0.143^3), not 4 hits of 3 trials (p = 0, a culprit from any
+    side whose few pairs all stalled)."""
+    from fabscope_analysis.diagnosis.evidence import overdispersed_sf
+    assert overdispersed_sf(4, 4, 1.0, 0.143) == pytest.approx(0.143 ** 4)
+    assert overdispersed_sf(4, 4, 1.2, 0.143) == pytest.approx(0.143 ** 3)
+    assert overdispersed_sf(1, 4, 1.2, 0.143) == pytest.approx(1 - (1 - 0.143) ** 3)

@@ -68,6 +68,16 @@ def bh(p: np.ndarray, q: float = Q) -> Tuple[np.ndarray, np.ndarray]:
     return out <= q, out
 
 
+def overdispersed_sf(k, m, phi: float, share) -> np.ndarray:
+    """P(at least k of m) under a binomial with `share`, over-dispersion phi >= 1 taken as
+    k / phi hits of m / phi trials. The count and the trials shrink alike: rounded
+    apart, k = m (every pair of a side stalled) could need more hits than there are
+    trials, a p of 0."""
+    trials = np.maximum(np.round(np.asarray(m, dtype=np.float64) / phi), 1)
+    need = np.minimum(np.ceil(np.asarray(k, dtype=np.float64) / phi), trials)
+    return binom.sf(need - 1, trials, share)
+
+
 def robust_sigma(v: np.ndarray) -> float:
     v = np.asarray(v, dtype=np.float64)
     v = v[np.isfinite(v)]
@@ -279,10 +289,7 @@ def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
     pooled = min(max(float(k.sum() / m.sum()), 0.5 / float(m.sum())), 0.999)
     expected = pooled * m
     phi = max(1.0, float(np.median((k - expected) ** 2 / (expected * (1 - pooled)))) / 0.455)
-    # over-dispersion phi shrinks a count and its trials alike; rounded apart, a side with
-    # every pair stalled (k = m) could need more hits than it has trials: p = 0
-    trials = np.maximum(np.round(m / phi), 1)
-    p = binom.sf(np.minimum(np.ceil(k / phi), trials) - 1, trials, pooled)
+    p = overdispersed_sf(k, m, phi, pooled)
     rejected, q = bh(p, q_family)
     hit = rejected & (k >= HOST_PAIR_SHARE * m) & (m >= 4)
     return [Effect("host-pair", (int(keys[i]) // nh, int(keys[i]) % nh), math.exp(med[i]),

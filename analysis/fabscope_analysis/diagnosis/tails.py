@@ -14,7 +14,7 @@ from typing import List, Tuple
 import numpy as np
 from scipy.stats import binom, norm, poisson
 
-from .evidence import Q, Effect, bh
+from .evidence import Q, Effect, bh, overdispersed_sf
 from .model import TAIL_FACTOR, Fit
 
 # A tail side needs this share of its samples stalled more than the typical side: a
@@ -114,10 +114,7 @@ def _tail_round(fit: Fit, flagged: set, q_family: float, host: np.ndarray):
     expected = pooled * m
     pearson = ((k - expected) ** 2 / (expected * (1 - pooled)))[unflagged]
     phi = max(1.0, float(np.median(pearson)) / 0.455)
-    # over-dispersion phi shrinks a count and its trials alike; rounded apart, a side with
-    # every pair stalled (k = m) could need more hits than it has trials: p = 0
-    trials = np.maximum(np.round(m / phi), 1)
-    p = binom.sf(np.minimum(np.ceil(k / phi), trials) - 1, trials, pooled)
+    p = overdispersed_sf(k, m, phi, pooled)
     rejected, q = bh(p, q_family)
     practical = rate - pooled_rate >= TAIL_EXCESS_SHARE
     detail = [f"{int(k[i])}/{int(m[i])} of its pairs stalled beyond {TAIL_FACTOR:g}x their "
