@@ -11,6 +11,8 @@ On demand, not in CI (the full matrix takes tens of minutes at 64 x 8):
     /usr/bin/python3 tests/bench/verdicts_at_scale.py --quick           # under 2 minutes
     /usr/bin/python3 tests/bench/verdicts_at_scale.py --sizes 64x8 --seeds 5 --json out.json
 Every option bounds the work; --max-minutes stops starting new runs after that long.
+A campaign splits over calls (--first-seed, --jobs, --json rewritten after every run) and
+--merge a.json b.json ... prints their tables together (docs/analysis.md, "synth").
 PYTHONPATH=DIR runs it against another copy of fabscope_analysis (e.g. an older commit's).
 """
 
