@@ -14,6 +14,10 @@ A culprit is
 - misplaced: it touches a planted fault (one of its hosts, or hosts of its leaf) but
   names another component;
 - false: it touches no planted fault.
+
+A planted fault no culprit touches is `blind` (not `missed`) when the diagnosis says it
+cannot tell that class of fault (`cannot_tell_for`: single GPU pairs, host pairs, lossy
+or flapping NICs, leaf uplinks): the pattern did not measure it, and the verdict says so.
 """
 
 from __future__ import annotations
@@ -114,8 +118,17 @@ def leaf_hosts_of(truth) -> Dict[str, set]:
             for i in range(c["leaves"])}
 
 
+BLIND_WORDS = {"gpu-pair": "single gpu pairs", "host-pair": "host pairs",
+               "lossy": "lossy or flapping", "flapping": "lossy or flapping", "leaf": "leaf uplinks"}
+
+
+def _declared_blind(fault, blind: List[str]) -> bool:
+    word = BLIND_WORDS.get(fault["component"]) or BLIND_WORDS.get(fault.get("fault", ""))
+    return bool(word) and any(word in b.split(":")[0].lower() for b in blind)
+
+
 def score(diagnosis, truth) -> Dict[str, object]:
-    """{verdict, culprits, per fault: right / misplaced / missed, false culprits}."""
+    """{verdict, culprits, per fault: right / misplaced / blind / missed, false culprits}."""
     data = diagnosis_json(diagnosis)
     verdict = str(data.get("verdict", "?"))
     culprits = [c for c in data.get("culprits", []) if isinstance(c, dict)]
@@ -128,6 +141,8 @@ def score(diagnosis, truth) -> Dict[str, object]:
             outcome.append("right")
         elif any(_touches(s, fault, leaf_hosts) for s in subjects):
             outcome.append("misplaced")
+        elif _declared_blind(fault, [str(b) for b in data.get("cannot_tell_for", [])]):
+            outcome.append("blind")
         else:
             outcome.append("missed")
     false = [s for s in subjects if not any(_touches(s, f, leaf_hosts) for f in faults)]

@@ -11,6 +11,8 @@ On demand, not in CI (the full matrix takes tens of minutes at 64 x 8):
     /usr/bin/python3 tests/bench/verdicts_at_scale.py --quick           # under 2 minutes
     /usr/bin/python3 tests/bench/verdicts_at_scale.py --sizes 64x8 --seeds 5 --json out.json
 Every option bounds the work; --max-minutes stops starting new runs after that long.
+A campaign splits over calls (--first-seed, --jobs, --json rewritten after every run) and
+--merge a.json b.json ... prints their tables together (docs/analysis.md, "synth").
 PYTHONPATH=DIR runs it against another copy of fabscope_analysis (e.g. an older commit's).
 """
 
@@ -99,30 +101,41 @@ def run_cell(tmp, size, pattern_set, noise, case, seed, iterations):
     return scored
 
 
-def _run_cell_until(item):
-    """run_cell unless the campaign's deadline passed (then None, counted as not started)."""
-    deadline, cell = item
+def _run_until(item):
+    """One job (a cell, or an accept run) unless the campaign's deadline passed (then
+    "skipped", counted as not started)."""
+    deadline, kind, job = item
     if time.monotonic() > deadline:
-        return "skipped"
-    return run_cell(*cell)
+        return kind, "skipped"
+    return kind, (run_cell(*job) if kind == "cell" else accept_run(*job))
 
 
-def run_cells(wanted, jobs, deadline):
-    """(cells, how many were not started): every cell of `wanted` in order, `jobs` at once;
-    a line per finished cell on stderr, so a long campaign shows where it is."""
-    cells, skipped = [], 0
-    items = [(deadline, cell) for cell in wanted]
+def run_jobs(jobs_wanted, jobs, deadline, checkpoint=None):
+    """(cells, accept runs, how many were not started): every job in order, `jobs` at once;
+    a line per finished job on stderr, and `checkpoint(cells, accepts)` after each, so a
+    campaign cut short still leaves what it finished."""
+    cells, accepts, skipped = [], [], 0
+    items = [(deadline, kind, job) for kind, job in jobs_wanted]
     with multiprocessing.Pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
-        results = pool.imap(_run_cell_until, items) if pool else map(_run_cell_until, items)
-        for done, cell in enumerate(results, 1):
-            if cell == "skipped":
+        results = pool.imap(_run_until, items) if pool else map(_run_until, items)
+        for done, (kind, out) in enumerate(results, 1):
+            if out == "skipped":
                 skipped += 1
-            elif cell is not None:
-                cells.append(cell)
-                print(f"[{done}/{len(items)}] {cell['size']} {cell['patterns']} {cell['noise']} "
-                      f"{cell['case']} seed {cell['seed']}: {cell['verdict']} {cell['faults']} "
-                      f"false {cell['false']}", file=sys.stderr, flush=True)
-    return cells, skipped
+                continue
+            if out is None:
+                continue
+            if kind == "cell":
+                cells.append(out)
+                print(f"[{done}/{len(items)}] {out['size']} {out['patterns']} {out['noise']} "
+                      f"{out['case']} seed {out['seed']}: {out['verdict']} {out['faults']} "
+                      f"false {out['false']}", file=sys.stderr, flush=True)
+            else:
+                accepts.append(out)
+                print(f"[{done}/{len(items)}] accept {out['size']} seed {out['seed']}: "
+                      f"{out['verdict']} {out['failing']}", file=sys.stderr, flush=True)
+            if checkpoint:
+                checkpoint(cells, accepts)
+    return cells, accepts, skipped
 
 
 def summarise_cells(cells):
@@ -140,7 +153,8 @@ def summarise_cells(cells):
                      "not fit": verdicts.get("not fit", 0),
                      "cannot tell": verdicts.get("cannot tell", 0),
                      "error": verdicts.get("error", 0), "right": outcome.get("right", 0),
-                     "misplaced": outcome.get("misplaced", 0), "missed": outcome.get("missed", 0),
+                     "misplaced": outcome.get("misplaced", 0), "blind": outcome.get("blind", 0),
+                     "missed": outcome.get("missed", 0),
                      "false mean": round(float(np.mean([g["false"] for g in group])), 1),
                      "false max": max(g["false"] for g in group),
                      "ok": sum(1 for g in group if _cell_ok(g)),
@@ -156,7 +170,8 @@ def _cell_ok(cell) -> bool:
     return all(o == "right" for o in cell["faults"]) and cell["false"] <= 1
 
 
-def print_table(rows, columns, stream=sys.stdout):
+def print_table(rows, columns, stream=None):
+    stream = stream or sys.stdout   # at call time: a caller may have redirected it
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in columns}
     print("| " + " | ".join(c.ljust(widths[c]) for c in columns) + " |", file=stream)
     print("|" + "|".join("-" * (widths[c] + 2) for c in columns) + "|", file=stream)
@@ -164,33 +179,40 @@ def print_table(rows, columns, stream=sys.stdout):
         print("| " + " | ".join(str(r[c]).ljust(widths[c]) for c in columns) + " |", file=stream)
 
 
-def accept_stability(tmp, size, runs, fabric_seed, noise, iterations, deadline):
-    """accept's verdict (the criteria in force) over healthy runs of one fabric."""
+def accept_run(tmp, size, seed, fabric_seed, noise, iterations):
+    """accept's verdict (the criteria in force) over one healthy run of one fabric."""
     from fabscope_analysis.verdict import compute_verdict
-    words, rules, seconds = Counter(), Counter(), 0.0
-    path = os.path.join(tmp, "accept.h5")
-    for i in range(runs):
-        if time.monotonic() > deadline:
-            break
-        t0 = time.perf_counter()
-        generate(path, SIZES[size], noise=noise, seed=1000 + i, fabric_seed=fabric_seed,
-                 iterations=iterations)
+    t0 = time.perf_counter()
+    path = os.path.join(tmp, f"accept-{size}-{seed}.h5")
+    generate(path, SIZES[size], noise=noise, seed=seed, fabric_seed=fabric_seed,
+             iterations=iterations)
+    try:
         with open_result(path) as result, contextlib.redirect_stdout(io.StringIO()):
             verdict = compute_verdict(result)
-        words[verdict_word(verdict) or "?"] += 1
-        for reason in getattr(verdict, "reasons", []):
-            if getattr(reason, "failing", True):
-                rules[getattr(reason, "rule", "") or getattr(reason, "kind", "?")] += 1
-        seconds += time.perf_counter() - t0
+    finally:
         os.remove(path)
-    total = sum(words.values())
-    modal = words.most_common(1)[0][1] if total else 0
-    return {"size": size, "ranks": SIZES[size].ranks, "noise": noise, "runs": total,
-            "PASS": words.get("PASS", 0), "FAIL": words.get("FAIL", 0),
-            "CANNOT TELL": words.get("CANNOT TELL", 0),
-            "same verdict": f"{100 * modal / total:.0f} %" if total else "-",
-            "failing rules": ", ".join(f"{r} x{n}" for r, n in rules.most_common(4)) or "-",
-            "seconds": round(seconds, 1)}
+    rules = [getattr(r, "rule", "") or getattr(r, "kind", "?")
+             for r in getattr(verdict, "reasons", []) if getattr(r, "failing", True)]
+    return {"size": size, "seed": seed, "noise": noise, "fabric_seed": fabric_seed,
+            "verdict": verdict_word(verdict) or "?", "failing": rules,
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def summarise_accept(records):
+    """One row per size: how often accept gave its most common verdict."""
+    rows = []
+    for size in sorted({r["size"] for r in records}, key=lambda x: SIZES[x].ranks):
+        mine = [r for r in records if r["size"] == size]
+        words = Counter(r["verdict"] for r in mine)
+        rules = Counter(rule for r in mine for rule in r["failing"])
+        total, modal = len(mine), words.most_common(1)[0][1]
+        rows.append({"size": size, "ranks": SIZES[size].ranks, "noise": mine[0]["noise"],
+                     "runs": total, "PASS": words.get("PASS", 0), "FAIL": words.get("FAIL", 0),
+                     "CANNOT TELL": words.get("CANNOT TELL", 0),
+                     "same verdict": f"{100 * modal / total:.0f} %",
+                     "failing rules": ", ".join(f"{r} x{n}" for r, n in rules.most_common(4)) or "-",
+                     "seconds": round(sum(r["seconds"] for r in mine), 1)})
+    return rows
 
 
 def _compare_rows(paths_a, paths_b):
@@ -249,7 +271,8 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true",
                    help="6x1 and 16x8, realistic, one seed, all-pairs and scale patterns, "
                         "accept over 3 runs at 64 ranks, one compare trial: under 2 minutes")
-    p.add_argument("--sizes", default="6x1,16x8,64x8", help=f"of {', '.join(SIZES)}")
+    p.add_argument("--sizes", default="6x1,16x8,64x8",
+                   help=f"of {', '.join(SIZES)} ('' for none: accept or compare only)")
     p.add_argument("--patterns", default="all-pairs,scale,budget", help=f"of {', '.join(PATTERN_SETS)}")
     p.add_argument("--noise", default="realistic,realistic-quiet", help="noise models, comma-separated")
     p.add_argument("--cases", default=",".join(CASES), help="planted cases, comma-separated")
@@ -257,20 +280,25 @@ def parse_args(argv=None):
     p.add_argument("--first-seed", type=int, default=1, help="the first seed (1): seeds run "
                    "FIRST .. FIRST + SEEDS - 1, so a campaign can be split and its JSON merged")
     p.add_argument("--jobs", type=int, default=1,
-                   help="diagnose this many cells at once, in separate processes (1)")
+                   help="run this many cells (and accept runs) at once, in separate processes (1)")
     p.add_argument("--iterations", type=int, default=20, help="samples per pair (20)")
     p.add_argument("--accept-runs", default="8x8:10,64x8:5",
-                   help="healthy runs for accept's stability, SIZE:RUNS,... ('' for none)")
+                   help="healthy runs for accept's stability, SIZE:RUNS,... ('' for none); run "
+                        "seeds 1000 + FIRST - 1 onwards (so --first-seed splits them too)")
     p.add_argument("--compare-trials", type=int, default=10,
                    help="trials of compare (8 hosts: 1 vs 1 and 3 vs 3 runs of one fabric, and "
                         "3 vs 3 with side B 10 %% slower); 0 for none (10)")
     p.add_argument("--max-minutes", type=float, default=60.0, help="stop starting runs after this")
-    p.add_argument("--json", metavar="OUT", help="write every cell and row here")
+    p.add_argument("--json", metavar="OUT", help="write every cell, accept run and row here "
+                   "(rewritten after each, so a campaign cut short leaves what it finished)")
+    p.add_argument("--merge", nargs="+", metavar="JSON",
+                   help="print the tables of these --json files together (runs nothing else)")
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.patterns, args.noise, args.seeds = "6x1,16x8", "all-pairs,scale", "realistic", 1
         args.accept_runs, args.compare_trials = "8x8:3", 1
-    for size in args.sizes.split(",") + [s.split(":")[0] for s in args.accept_runs.split(",") if s]:
+    for size in [x for x in args.sizes.split(",") if x] + \
+            [s.split(":")[0] for s in args.accept_runs.split(",") if s]:
         if size not in SIZES:
             p.error(f"size {size!r}: expected one of {', '.join(SIZES)}")
     for case in args.cases.split(","):
@@ -282,44 +310,90 @@ def parse_args(argv=None):
     return args
 
 
+DIAGNOSE_COLUMNS = ["size", "patterns", "noise", "case", "runs", "fit", "not fit", "cannot tell",
+                    "error", "right", "misplaced", "blind", "missed", "false mean", "false max",
+                    "ok", "seconds"]
+
+
+def print_tables(cells, accepts, compare_rows):
+    if cells:
+        print("## diagnose on synthetic clusters (right = named as the planted component; blind = "
+              "not found, and the verdict says it cannot tell that class; ok = clean fit, or "
+              "every fault right with at most one false culprit)\n")
+        print_table(summarise_cells(cells), DIAGNOSE_COLUMNS)
+    if accepts:
+        print("\n## accept over healthy runs of one fabric (criteria in force)\n")
+        rows = summarise_accept(accepts)
+        print_table(rows, list(rows[0]))
+    if compare_rows:
+        print("\n## compare on 8 hosts, realistic noise (3 % run-to-run): rows called a "
+              "difference\n")
+        print_table(compare_rows, list(compare_rows[0]))
+
+
+def merge(paths) -> int:
+    """Print the tables of several --json files together. A cell (size, patterns, noise,
+    case, seed) or accept run (size, seed) found in more than one file counts once (the
+    first); two files that disagree on one are named on stderr (not the same code?)."""
+    cells, accepts, compare_rows, seen = [], [], [], {}
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        for kind, records, key in (("cell", data.get("cells", []), ("size", "patterns", "noise",
+                                                                    "case", "seed")),
+                                   ("accept", data.get("accept_runs", []), ("size", "seed"))):
+            for record in records:
+                k = (kind,) + tuple(record[x] for x in key)
+                if k in seen:
+                    if seen[k][1] != record.get("verdict"):
+                        print(f"merge: {k[1:]} is {seen[k][1]} in {seen[k][0]}, "
+                              f"{record.get('verdict')} in {path}: kept the first",
+                              file=sys.stderr)
+                    continue
+                seen[k] = (path, record.get("verdict"))
+                (cells if kind == "cell" else accepts).append(record)
+        compare_rows += data.get("compare", [])
+    print_tables(cells, accepts, compare_rows)
+    print(f"\nmerged {len(paths)} files: {len(cells)} diagnosed runs, {len(accepts)} accept runs")
+    return 0
+
+
+def _write_json(path, cells, accepts, compare_rows, elapsed):
+    with open(path + ".tmp", "w") as out:
+        json.dump({"cells": cells, "rows": summarise_cells(cells), "accept_runs": accepts,
+                   "accept": summarise_accept(accepts), "compare": compare_rows,
+                   "seconds": round(elapsed, 1)}, out, indent=1, default=str)
+    os.replace(path + ".tmp", path)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.merge:
+        return merge(args.merge)
     start = time.monotonic()
     deadline = start + 60 * args.max_minutes
+    checkpoint = (lambda c, a: _write_json(args.json, c, a, [], time.monotonic() - start)) \
+        if args.json else None
     with tempfile.TemporaryDirectory(prefix="fabscope-bench-") as tmp:
         # seed after seed, so a campaign stopped by --max-minutes has as many seeds in every cell
-        wanted = [(tmp, size, pattern_set, noise, case, seed, args.iterations)
-                for seed in range(args.first_seed, args.first_seed + args.seeds)
-                for size in args.sizes.split(",") for pattern_set in args.patterns.split(",")
-                for noise in args.noise.split(",") for case in args.cases.split(",")]
-        cells, skipped = run_cells(wanted, args.jobs, deadline)
-        rows = summarise_cells(cells)
-        print("## diagnose on synthetic clusters (right = named as the planted component; ok = "
-              "clean fit, or every fault right with at most one false culprit)\n")
-        print_table(rows, ["size", "patterns", "noise", "case", "runs", "fit", "not fit",
-                           "cannot tell", "error", "right", "misplaced", "missed", "false mean",
-                           "false max", "ok", "seconds"])
-        accept_rows = []
-        for item in [s for s in args.accept_runs.split(",") if s]:
+        wanted = [("cell", (tmp, size, pattern_set, noise, case, seed, args.iterations))
+                  for seed in range(args.first_seed, args.first_seed + args.seeds)
+                  for size in args.sizes.split(",") if size
+                  for pattern_set in args.patterns.split(",")
+                  for noise in args.noise.split(",") for case in args.cases.split(",")]
+        for item in [x for x in args.accept_runs.split(",") if x]:
             size, runs = item.split(":")
-            accept_rows.append(accept_stability(tmp, size, int(runs), 77, "realistic",
-                                                args.iterations, deadline))
-        if accept_rows:
-            print("\n## accept over healthy runs of one fabric (criteria in force)\n")
-            print_table(accept_rows, list(accept_rows[0]))
+            wanted += [("accept", (tmp, size, 1000 + args.first_seed - 1 + i, 77, "realistic",
+                                   args.iterations)) for i in range(int(runs))]
+        cells, accepts, skipped = run_jobs(wanted, args.jobs, deadline, checkpoint)
         compare_rows = [compare_rates(tmp, args.compare_trials, n, slow, deadline)
                         for n, slow in ((1, 1.0), (3, 1.0), (3, 1.1))] if args.compare_trials else []
-        if compare_rows:
-            print("\n## compare on 8 hosts, realistic noise (3 % run-to-run): rows called a "
-                  "difference\n")
-            print_table(compare_rows, list(compare_rows[0]))
+    print_tables(cells, accepts, compare_rows)
     elapsed = time.monotonic() - start
-    print(f"\n{len(cells)} runs diagnosed in {elapsed:.0f} s"
+    print(f"\n{len(cells)} runs diagnosed, {len(accepts)} accept runs in {elapsed:.0f} s"
           + (f"; {skipped} not started (--max-minutes {args.max_minutes:g})" if skipped else ""))
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump({"cells": cells, "rows": rows, "accept": accept_rows, "compare": compare_rows,
-                       "seconds": round(elapsed, 1)}, out, indent=1, default=str)
+        _write_json(args.json, cells, accepts, compare_rows, elapsed)
     return 0
 
 

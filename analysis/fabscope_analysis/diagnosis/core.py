@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
-from . import evidence, supporting, validity
+from . import evidence, supporting, tails, validity
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
 from .retest import RetestJudgement, judge_retest, pass_sigma
@@ -24,6 +24,7 @@ from .rules import TestEvidence, name_components
 # Below this many ranks in a test a slow pair cannot be pinned on one end.
 MIN_RANKS = 4
 FAMILIES_PER_TEST = 5     # rank sides, tail sides, links, host pairs, leaves
+RUN_FAMILIES = 1          # tails of each rank over every test together
 
 
 class _Run:
@@ -43,6 +44,8 @@ class _Run:
         self.powered = 0
         self.q_family = evidence.Q
         self.measured = np.zeros(0, dtype=np.int64)   # rank pairs the fitted tests measured
+        self.tail_power = None    # (power of the tail test for a lossy NIC, pairs per rank)
+        self.host_pair_power: List[Tuple[int, int, int]] = []   # per test: blocks too thin
 
     def judge(self, inst: TestInstance):
         data = pair_data(inst, self.layout.n)
@@ -66,8 +69,11 @@ class _Run:
         centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
                               host_pairs=evidence.host_pairs(f, self.layout, q),
                               leaves=evidence.leaves(f, self.layout, self.widen, q))
-        tails = TestEvidence(f, "tail", sides=evidence.tail_sides(f, self.layout.host, q))
-        self.tests += [centre, tails]
+        tail = TestEvidence(f, "tail", sides=tails.tail_sides(f, self.layout.host, q))
+        seen = evidence.host_pair_power(f, self.layout, q)
+        if seen is not None:
+            self.host_pair_power.append(seen)
+        self.tests += [centre, tail]
         if power.get("between_only"):
             ranks = ", ".join(f"rank {r} ({self.layout.host_of(r)}) {side}"
                               for r, side in power["between_only"])
@@ -88,6 +94,18 @@ class _Run:
                 self.notes.append(f"{label}: would have found a rank side {mde:.2f}x slow "
                                   f"(80 % power); smaller ones, down to {evidence.MARGIN:g}x, "
                                   "only sometimes")
+
+    def combined_tails(self):
+        """Each rank's stalls over every fitted test and both directions (the power a
+        test of a dozen pairs per side lacks), as one more family of the run."""
+        fits = [t.fit for t in self.tests if t.measure == "centre"]
+        if len(fits) < 1:
+            return
+        label = "all tests" if len(fits) > 1 else fits[0].data.label
+        self.tail_power = tails.tail_power(fits, self.layout.n, self.q_family)
+        self.tests.append(TestEvidence(fits[0], "tail", name=label,
+                                       sides=tails.tail_ranks(fits, self.layout.host,
+                                                                 self.q_family)))
 
     def retests(self, instances: Sequence[TestInstance]):
         by_parent = {t.fit.data.inst.index: t for t in self.tests if t.measure == "centre"}
@@ -170,9 +188,10 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
     fitted = fitted_instances(result)
     # BH within each family (a test's rank sides, tails, links, host pairs, leaves),
     # the run's false discovery rate split evenly over its families
-    run.q_family = evidence.Q / max(FAMILIES_PER_TEST * len(fitted), 1)
+    run.q_family = evidence.Q / max(FAMILIES_PER_TEST * len(fitted) + RUN_FAMILIES, 1)
     for inst in fitted:
         run.judge(inst)
+    run.combined_tails()
     run.retests(instances)
     naming = name_components(run.layout, run.tests)
     culprits = naming.culprits
@@ -207,30 +226,48 @@ def _verdict(run: _Run, culprits, withheld, notes, congestion) -> Diagnosis:
     else:
         verdict, reasons = "fit", []
         notes += run.cannot + run.underpowered
-        coverage = _coverage(run)
-        if coverage:
-            notes.insert(0, coverage)
     return Diagnosis(verdict=verdict, culprits=culprits, reasons=reasons, notes=notes,
-                     tests_used=run.used, congestion=congestion)
+                     tests_used=run.used, congestion=congestion,
+                     cannot_tell_for=_blind_spots(run) if run.tests else [])
 
 
-def _coverage(run: _Run) -> str:
-    """What a fit verdict could not see: the rank pairs no fitted test measured. A fault on
-    one GPU pair, or between two hosts none of whose GPU pairs was measured, is outside
-    it (rings, bisections, matchings, thinned matrices measure a share of the pairs)."""
+def _blind_spots(run: _Run) -> List[str]:
+    """Classes of fault the fitted tests could not see, each with why: a fault on one GPU
+    pair, or between two hosts none of whose GPU pairs was measured, is outside the
+    pairs measured (rings, bisections, matchings, thinned matrices measure a share);
+    a lossy or flapping NIC is outside what the run's tail test could find when its
+    ranks have too few pairs (tails.tail_power)."""
+    out = []
     n = run.layout.n
     pairs = n * (n - 1) // 2
-    if not pairs or len(run.measured) >= pairs:
-        return ""
-    hosts = run.layout.host
-    lo, hi = run.measured // n, run.measured % n
-    host_pairs = {(int(a), int(b)) for a, b in zip(np.minimum(hosts[lo], hosts[hi]),
-                                                   np.maximum(hosts[lo], hosts[hi])) if a != b}
-    nh = len(run.layout.host_names)
-    return (f"fit for what was measured: the tests measured {len(run.measured)} of {pairs} rank pairs "
-            f"({100 * len(run.measured) / pairs:.1f} %) and {len(host_pairs)} of {nh * (nh - 1) // 2} "
-            "host pairs; a fault on one GPU pair, or on a cable between two hosts none of whose "
-            "GPU pairs was measured, cannot be seen (cannot tell): all-pairs measures every pair")
+    if pairs and len(run.measured) < pairs:
+        hosts = run.layout.host
+        lo, hi = run.measured // n, run.measured % n
+        host_pairs = {(int(a), int(b)) for a, b in zip(np.minimum(hosts[lo], hosts[hi]),
+                                                       np.maximum(hosts[lo], hosts[hi])) if a != b}
+        nh = len(run.layout.host_names)
+        what = "single GPU pairs" + (" and host pairs (cables)" if len(host_pairs) < nh * (nh - 1) // 2
+                                     else "")
+        out.append(f"{what}: the tests measured {len(run.measured)} of {pairs} rank pairs "
+                   f"({100 * len(run.measured) / pairs:.1f} %) and {len(host_pairs)} of "
+                   f"{nh * (nh - 1) // 2} host pairs; a fault on a pair not measured cannot be "
+                   "seen (all-pairs measures every pair)")
+    if run.host_pair_power and all(thin for thin, _, _ in run.host_pair_power):
+        thin, blocks, need = min(run.host_pair_power)
+        out.append(f"host pairs (cables): {thin} of the {blocks} host pairs measured have fewer "
+                   f"than the {need} GPU pairs a block needs for even all of them slow to stand "
+                   "out at the false-discovery bar (all-pairs, or a larger budget, measures more)")
+    if len(run.layout.leaf_names) == 2:
+        out.append("leaf uplinks: with two leaves every pair between them crosses both uplinks, "
+                   "and nothing in the run says how much slower than pairs inside a leaf they "
+                   "should be (with three leaves or more the uplinks are compared)")
+    if run.tail_power is not None and run.tail_power[0] < tails.TAIL_POWER:
+        power, pairs_per_rank = run.tail_power
+        out.append(f"lossy or flapping NICs: a NIC stalling {100 * tails.TAIL_DETECT:g} % of its "
+                   f"samples would be found with {100 * power:.0f} % power from {pairs_per_rank:.0f} "
+                   f"pairs per rank (80 % needed): measure more pairs per rank (all-pairs, a larger "
+                   "budget) or more iterations")
+    return out
 
 
 def _supporting(result: ResultFile, instances, layout: Layout) -> Tuple[List[Finding], List[str]]:

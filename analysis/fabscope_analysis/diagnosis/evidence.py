@@ -9,9 +9,7 @@ its links; its host pairs; its leaves); a significant effect is evidence only wh
 is also at least the practical margin (MARGIN x the typical time). Validity findings
 widen every noise figure by `widen`.
 
-Tails: per rank side, the samples beyond model.TAIL_FACTOR x their pair's median
-are counted and tested against the pooled rate (Poisson, over-dispersion measured
-across the sides), with the same false-discovery control.
+Tails (stalls beyond model.TAIL_FACTOR x a pair's median) are tails.py's.
 """
 
 from __future__ import annotations
@@ -24,15 +22,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom, chi2, norm
 
-from .model import TAIL_FACTOR, Fit, Layout
+from .model import Fit, Layout
 
 Q = 0.05                  # false discovery rate of a run: split over its families (core.py)
 MARGIN = 1.25             # practical margin: an effect smaller than this is not a culprit
-# A tail side needs this share of its samples stalled more than the typical side: a
-# thousandth of transfers stalling is what a serving SLO notices; fewer is the fabric's
-# habit. An excess, not a ratio to the pooled share: where the fabric (or shared CPUs)
-# already stalls on a fifth of the pairs, a 1 % lossy NIC doubles its stalls at most.
-TAIL_EXCESS_SHARE = 1e-3
 POWER_Z = norm.isf(0.2)   # 80 % power for the minimum detectable effect
 MIN_PAIRS_PER_SIDE = 3
 # A fault between two hosts (cable, port) is on every GPU pair between them; collisions
@@ -53,6 +46,12 @@ class Effect:
     q: float                  # BH-adjusted p
     pairs: int                # pairs (or samples) it rests on
     detail: str = ""
+    # a rank side: does it still stand out against the other ranks of its own leaf (what
+    # is left when a named leaf explains the leaf's shift; see _beyond_leaf)
+    beyond_leaf: bool = True
+    # a rank side seen only on pairs between leaves (fewer than two inside its own): it
+    # cannot name a NIC by itself, only say which side of a rank named by other evidence
+    between_only: bool = False
 
 
 def bh(p: np.ndarray, q: float = Q) -> Tuple[np.ndarray, np.ndarray]:
@@ -67,6 +66,16 @@ def bh(p: np.ndarray, q: float = Q) -> Tuple[np.ndarray, np.ndarray]:
     out = np.empty(m)
     out[order] = adjusted
     return out <= q, out
+
+
+def overdispersed_sf(k, m, phi: float, share) -> np.ndarray:
+    """P(at least k of m) under a binomial with `share`, over-dispersion phi >= 1 taken as
+    k / phi hits of m / phi trials. The count and the trials shrink alike: rounded
+    apart, k = m (every pair of a side stalled) could need more hits than there are
+    trials, a p of 0."""
+    trials = np.maximum(np.round(np.asarray(m, dtype=np.float64) / phi), 1)
+    need = np.minimum(np.ceil(np.asarray(k, dtype=np.float64) / phi), trials)
+    return binom.sf(need - 1, trials, share)
 
 
 def robust_sigma(v: np.ndarray) -> float:
@@ -144,11 +153,30 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q, leaf: Optional[np.
         inside = _inside_leaf_too(nulls[i], keys[i][0], leaf, centre) if leaf is not None else True
         if inside is None:   # cannot tell a NIC from its leaf's uplink or collisions
             power["between_only"].append(keys[i])
-        if not inside:
+        if inside is False:
             continue
         out.append(Effect("side", keys[i], math.exp(values[i] - centre), float(z[i]),
-                          float(max(q[i], q_emp[i])), int(counts[i])))
+                          float(max(q[i], q_emp[i])), int(counts[i]),
+                          beyond_leaf=_beyond_leaf(i, keys, values, scale, leaf, q_family),
+                          between_only=inside is None))
     return out, power
+
+
+def _beyond_leaf(i: int, keys, values: np.ndarray, scale: np.ndarray,
+                 leaf: Optional[np.ndarray], q_family: float) -> bool:
+    """Side i against the median of the same side of its own leaf's ranks: at least the
+    margin and significant at the family's Bonferroni level. A slow uplink shifts every
+    rank of its leaf (the polish shares it between the ranks and the class terms); once
+    the leaf is named, only a rank beyond its leaf's shift is a culprit of its own."""
+    if leaf is None:
+        return True
+    rank, side = keys[i]
+    peers = [j for j, (r, sd) in enumerate(keys) if sd == side and leaf[r] == leaf[rank]]
+    if len(peers) < 4:
+        return True
+    excess = float(values[i] - np.median(values[peers]))
+    z_crit = norm.isf(q_family / len(keys))
+    return excess >= math.log(MARGIN) and excess / max(float(scale[i]), 1e-9) >= z_crit
 
 
 def _inside_leaf_too(null, rank: int, leaf: np.ndarray, centre: float) -> Optional[bool]:
@@ -170,120 +198,32 @@ def _inside_leaf_too(null, rank: int, leaf: np.ndarray, centre: float) -> Option
 
 
 def _median_tail_p(null: Tuple[np.ndarray, ...], excess: float, count: int, rank: int) -> float:
-    """P(the median of `count` pair deviations drawn from the null reaches `excess`): at
-    least ceil(m / 2) of them at or above it (exact for odd m, conservative for even).
+    """How unlikely the rank's pair deviations are, were they drawn from the null: the
+    smaller of two binomial tails, doubled (Bonferroni over the two):
+    - its median: at least ceil(m / 2) of its m deviations at or above `excess` (the
+      effect over the centre; exact for odd m, conservative for even): a large effect on
+      a few pairs (six ranks, one of them limited to 2 % of the bandwidth);
+    - its count: as many of its deviations at least the practical margin as it has.
+      Under load, collisions make a random share of the pairs between leaves slow: a
+      healthy rank of a dozen pairs can have half of them slow (its median jumps), a
+      slow NIC has nearly all.
     The null is every pair's deviation with its own end's effect left in (the residual
     after polishing a rank's few pairs understates how far they wander), leaving out
     the tested rank's own pairs (on six ranks they are a sixth of the null)."""
     ordered, values, owner = null[:3]
     mine = values[owner == rank]
-    above = len(ordered) - np.searchsorted(ordered, excess, side="left") \
-        - int((mine >= excess).sum())
     total = len(ordered) - len(mine)
     if total <= 0:
         return 1.0
-    share_above = min(max(above / total, 0.5 / total), 1.0)
-    return float(binom.sf(math.ceil(count / 2.0) - 1, count, share_above))
+    def tail(bar: float, need: int, trials: int) -> float:
+        above = len(ordered) - np.searchsorted(ordered, bar, side="left") - int((mine >= bar).sum())
+        share = min(max(above / total, 0.5 / total), 1.0)
+        return float(binom.sf(need - 1, trials, share)) if need > 0 else 1.0
 
-
-def tail_sides(fit: Fit, host: np.ndarray, q_family: float = Q) -> List[Effect]:
-    """Rank sides whose stalls are spread over more of their pairs than the pooled
-    share explains. The count is of pairs with at least one stalled sample (beyond
-    TAIL_FACTOR x the pair's median), so one pair full of stalls (a link, or the
-    scheduler on one pair) does not make a side; a lossy NIC stalls on most of its
-    pairs. Binomial against the pooled share, over-dispersion measured across the
-    sides (the run's own: shared CPUs raise it), BH over the sides. Two rounds: the
-    second leaves out each side's pairs with the ends the first flagged (on a few
-    ranks every rank has a pair with a lossy one: a victim, not a culprit)."""
-    flagged: set = set()
-    out: List[Effect] = []
-    for _ in range(2):
-        out, p_side = _tail_round(fit, flagged, q_family, host)
-        if {e.key for e in out} == flagged:
-            break
-        flagged = {e.key for e in out}
-    # the other side of a flagged NIC: one pre-specified follow-up test each, at Q
-    # without multiplicity (loss usually hits both directions; a one-way fault
-    # stays one-way in all but Q of the cases)
-    other = {"send": "receive", "receive": "send"}
-    for e in list(out):
-        key = (e.key[0], other.get(e.key[1], ""))
-        follow = p_side.get(key)
-        if follow is not None and follow[0] < Q and key not in flagged:
-            out.append(Effect("tail", key, follow[1], float(norm.isf(max(follow[0], 1e-300))),
-                              follow[0], follow[2], follow[3] + " (its other side, tested as a follow-up)"))
-    return out
-
-
-def _tail_counts(fit: Fit, flagged: set):
-    """Per rank side: (keys, pairs with a stall, pairs, stalled samples, samples)."""
-    d = fit.data
-    n = len(fit.send)
-    ends = np.array(sorted({r for r, _ in flagged}), dtype=np.int64)
-    stalled = (d.beyond > 0).astype(np.float64)
-    if d.symmetric:  # a round trip counts for both its ends
-        families = [("both", np.r_[d.s, d.r], np.r_[d.r, d.s], np.r_[stalled, stalled],
-                     np.r_[d.beyond, d.beyond], np.r_[d.samples, d.samples])]
-    else:
-        families = [("send", d.s, d.r, stalled, d.beyond, d.samples),
-                    ("receive", d.r, d.s, stalled, d.beyond, d.samples)]
-    keys, rows = [], []
-    for side, who, other, hit, beyond, samples in families:
-        mine = ~np.isin(other, ends)   # leave out its pairs with flagged ends
-        counts = [np.bincount(who[mine], weights=w[mine], minlength=n)
-                  for w in (hit, np.ones(len(who)), beyond, samples)]
-        for rank in np.flatnonzero(counts[1] > 0):
-            keys.append((int(rank), side))
-            rows.append([c[rank] for c in counts])
-    return keys, np.asarray(rows, dtype=np.float64).reshape(-1, 4)
-
-
-def _pooled_without(fit: Fit, keys, flagged: set, host: np.ndarray) -> np.ndarray:
-    """Per side: the share of stalled pairs among the pairs that touch neither its host
-    nor a flagged rank (on six ranks a lossy one's stalls are in a fifth of every other
-    rank's pairs; a lossy host's NICs would make each other's reference)."""
-    d = fit.data
-    ends = np.array(sorted({r for r, _ in flagged}), dtype=np.int64)
-    clean = ~(np.isin(d.s, ends) | np.isin(d.r, ends))
-    hit = (d.beyond[clean] > 0).astype(np.float64)
-    hs, hr = host[d.s[clean]], host[d.r[clean]]
-    nh = int(host.max()) + 1
-    inside = hs == hr   # a pair within a host touches it once
-    touch_k = np.bincount(hs, weights=hit, minlength=nh) + np.bincount(hr, weights=hit, minlength=nh) \
-        - np.bincount(hs[inside], weights=hit[inside], minlength=nh)
-    touch_m = np.bincount(hs, minlength=nh) + np.bincount(hr, minlength=nh) \
-        - np.bincount(hs[inside], minlength=nh)
-    hosts = host[np.array([r for r, _ in keys])]
-    rest = np.maximum(len(hit) - touch_m[hosts], 1)
-    # none stalled among N pairs: a share of about 0.5 / N, not 0
-    return np.maximum(hit.sum() - touch_k[hosts], 0.5) / rest
-
-
-def _tail_round(fit: Fit, flagged: set, q_family: float, host: np.ndarray):
-    """(effects flagged, per side: (p, ratio, pairs, detail) of the practical ones)."""
-    keys, rows = _tail_counts(fit, flagged)
-    if len(keys) < 4:
-        return [], {}
-    k, m, stalls, samples = rows.T
-    share, rate = k / m, stalls / samples
-    unflagged = np.array([key not in flagged for key in keys])
-    pooled = np.minimum(_pooled_without(fit, keys, flagged, host), 0.999)
-    pooled_rate = float(np.median(rate[unflagged]))
-    expected = pooled * m
-    pearson = ((k - expected) ** 2 / (expected * (1 - pooled)))[unflagged]
-    phi = max(1.0, float(np.median(pearson)) / 0.455)
-    p = binom.sf(np.ceil(k / phi) - 1, np.maximum(np.round(m / phi), 1), pooled)
-    rejected, q = bh(p, q_family)
-    practical = rate - pooled_rate >= TAIL_EXCESS_SHARE
-    detail = [f"{int(k[i])}/{int(m[i])} of its pairs stalled beyond {TAIL_FACTOR:g}x their "
-              f"median, {100 * rate[i]:.2f}% of its samples (other pairs: "
-              f"{100 * pooled[i]:.1f}% stalled; typical side: {100 * pooled_rate:.3f}% of samples)"
-              for i in range(len(keys))]
-    effects = [Effect("tail", keys[i], share[i] / pooled[i], float(norm.isf(max(p[i], 1e-300))),
-                      float(q[i]), int(m[i]), detail[i])
-               for i in np.flatnonzero(rejected & practical)]
-    return effects, {keys[i]: (float(p[i]), share[i] / pooled[i], int(m[i]), detail[i])
-                     for i in np.flatnonzero(practical)}
+    margin = min(math.log(MARGIN), excess)
+    p = [tail(excess, math.ceil(count / 2.0), count),
+         tail(margin, int((mine >= margin).sum()), max(len(mine), count))]
+    return min(1.0, 2.0 * min(p))
 
 
 def links(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effect], int]:
@@ -297,6 +237,32 @@ def links(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effect], in
     d = fit.data
     return [Effect("link", (int(d.s[i]), int(d.r[i])), math.exp(e[i]), float(z[i]), float(q[i]), 1)
             for i in hit], len(e)
+
+
+def host_pair_power(fit: Fit, layout: Layout, q_family: float = Q
+                    ) -> Optional[Tuple[int, int, int]]:
+    """(host pairs too thin to judge, host pairs measured, the fewest GPU pairs a block
+    needs): a cable or port slows every GPU pair of its block, so the best a block of m
+    pairs can show is m of m slow; a block where even that would not pass the first
+    Benjamini-Hochberg bar over the blocks (against the pooled share of slow pairs)
+    cannot be told (a thinned matrix keeps a few GPU pairs of some host pairs). None
+    without host pairs to judge."""
+    d = fit.data
+    a, b = layout.host[d.s], layout.host[d.r]
+    cross = a != b
+    if layout.ranks_per_host < 2 or cross.sum() < 4:
+        return None
+    nh = len(layout.host_names)
+    keys = np.minimum(a, b)[cross] * nh + np.maximum(a, b)[cross]
+    sizes = np.unique(keys, return_counts=True)[1]
+    if len(sizes) < 4:
+        return None
+    slow = fit.resid[cross] >= math.log(MARGIN)
+    pooled = min(max(float(slow.mean()), 0.5 / len(slow)), 0.999)
+    m = np.arange(4, int(sizes.max()) + 2)
+    enough = m[binom.sf(m - 1, m, pooled) <= q_family / len(sizes)]
+    need = int(enough[0]) if len(enough) else int(sizes.max()) + 1
+    return int((sizes < need).sum()), len(sizes), need
 
 
 def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
@@ -323,7 +289,7 @@ def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
     pooled = min(max(float(k.sum() / m.sum()), 0.5 / float(m.sum())), 0.999)
     expected = pooled * m
     phi = max(1.0, float(np.median((k - expected) ** 2 / (expected * (1 - pooled)))) / 0.455)
-    p = binom.sf(np.ceil(k / phi) - 1, np.maximum(np.round(m / phi), 1), pooled)
+    p = overdispersed_sf(k, m, phi, pooled)
     rejected, q = bh(p, q_family)
     hit = rejected & (k >= HOST_PAIR_SHARE * m) & (m >= 4)
     return [Effect("host-pair", (int(keys[i]) // nh, int(keys[i]) % nh), math.exp(med[i]),
@@ -334,25 +300,36 @@ def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
 
 
 def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[Effect]:
-    """Leaves (switch or uplink) whose pair classes stand out: the median of the class
-    terms of every class the leaf takes part in, against the other leaves'."""
+    """Leaves (switch or uplink) whose pairs through the uplink stand out.
+
+    The class terms alone do not say it: a shift of every rank effect in a leaf and the
+    opposite shift of its class terms fit the same data, and with few pairs per rank
+    (thinned matrices) the polish puts much of a slow uplink into the leaf's ranks. The
+    interaction contrast C[L, x] = T[L, x] + T[x, L] - T[L, L] - T[x, x] is the same
+    under that shift: pairs between the two leaves against pairs inside each. A slow
+    uplink of L adds twice its factor to every C[L, x]; a leaf's value is the median
+    over the other leaves x (one other slow leaf does not move it), half of it the
+    leaf's factor, tested against the other leaves' (tau among them joins the error)."""
     nl = len(layout.leaf_names)
     if nl < 3:
         return []
     d = fit.data
-    cls = layout.classes()[d.s, d.r]
-    counts = np.bincount(cls, minlength=len(fit.cls_effect))
-    values, ses = [], []
+    counts = np.bincount(layout.classes()[d.s, d.r], minlength=1 + nl * nl)[1:1 + nl * nl]
+    counts = counts.reshape(nl, nl).astype(np.float64)
+    t = np.full(nl * nl, np.nan)
+    t[:min(len(fit.cls_effect) - 1, nl * nl)] = fit.cls_effect[1:1 + nl * nl]
+    t = np.where(counts > 0, t.reshape(nl, nl), np.nan)
+    inv = np.where(counts > 0, 1.0 / np.maximum(counts, 1.0), np.nan)
+    diag, inv_diag = np.diag(t), np.diag(inv)
+    contrast = t + t.T - diag[:, None] - diag[None, :]
+    var = inv + inv.T + inv_diag[:, None] + inv_diag[None, :]
+    np.fill_diagonal(contrast, np.nan)
+    values, ses = np.full(nl, np.nan), np.full(nl, np.nan)
     for leaf in range(nl):
-        ids = [1 + leaf * nl + x for x in range(nl)] + [1 + x * nl + leaf for x in range(nl) if x != leaf]
-        ids = [c for c in ids if c < len(counts) and counts[c] > 0]
-        if not ids:
-            values.append(np.nan)
-            ses.append(np.nan)
-            continue
-        values.append(float(np.median(fit.cls_effect[ids])))
-        ses.append(1.2533 * fit.sigma_e / math.sqrt(float(np.median(counts[ids]))))
-    values, ses = np.asarray(values), np.asarray(ses)
+        ok = np.isfinite(contrast[leaf]) & np.isfinite(var[leaf])
+        if ok.sum() >= 2:
+            values[leaf] = 0.5 * float(np.median(contrast[leaf][ok]))
+            ses[leaf] = 0.5 * 1.2533 * fit.sigma_e * math.sqrt(float(np.median(var[leaf][ok])))
     ok = np.isfinite(values)
     if ok.sum() < 3:
         return []

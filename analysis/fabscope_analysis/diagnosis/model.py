@@ -31,7 +31,7 @@ from ..reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
 
 # A sample this many times its own pair's median is a stall (a retransmission timeout,
 # a link flap, a scheduler slice), counted per rank side and tested against the
-# run's pooled rate (evidence.tail_sides).
+# run's pooled rate (tails.tail_sides).
 TAIL_FACTOR = 5.0
 # Patterns whose ranks meet several peers: a rank's effect is separable from its pairs'.
 FITTED_PATTERNS = ("all-pairs", "rails", "cross-rail", "ring", "bisection", "hierarchical")

@@ -93,6 +93,9 @@ class Diagnosis:
     notes: List[str] = field(default_factory=list)
     tests_used: List[str] = field(default_factory=list)
     congestion: List[Congestion] = field(default_factory=list)
+    # classes of fault the run could not see (a pattern's blind spot, too little power):
+    # "cannot tell" for them, with the reason, whatever the verdict on the others
+    cannot_tell_for: List[str] = field(default_factory=list)
 
     @property
     def fit(self) -> bool:
@@ -104,12 +107,16 @@ class Diagnosis:
             return f"not fit: {n} culprit{'s' if n != 1 else ''}"
         if self.verdict == "cannot tell":
             return "cannot tell: " + "; ".join(self.reasons)
+        if self.cannot_tell_for:
+            return "fit; cannot tell for " + "; ".join(self.cannot_tell_for)
         return "fit"
 
     def lines(self) -> List[str]:
         out = [self.first_line()]
         out.extend(c.line() for c in self.culprits)
         out.extend(c.line() for c in self.congestion)
+        if self.verdict != "fit":
+            out.extend(f"cannot tell for {b}" for b in self.cannot_tell_for)
         out.extend(f"note: {n}" for n in self.notes)
         if self.tests_used:
             out.append("judged from: " + ", ".join(self.tests_used))
@@ -119,4 +126,5 @@ class Diagnosis:
         return {"verdict": self.verdict, "first_line": self.first_line(),
                 "culprits": [dict(asdict(c), subject=c.subject()) for c in self.culprits],
                 "congestion": [asdict(c) for c in self.congestion], "reasons": self.reasons,
-                "notes": self.notes, "tests_used": self.tests_used}
+                "notes": self.notes, "tests_used": self.tests_used,
+                "cannot_tell_for": self.cannot_tell_for}

@@ -7,6 +7,7 @@ import json
 import sys
 
 from .faults import KINDS
+from .make import generate
 from .noise import PRESETS
 from .topology import PATTERNS, Cluster, SynthError
 
@@ -76,7 +77,6 @@ def _paths(output: str, runs: int):
 
 
 def run_synth(args) -> int:
-    from . import generate
     try:
         cluster = Cluster(args.hosts, args.gpus, args.leaves, args.pods)
         fabric_seed = args.seed if args.fabric_seed is None else args.fabric_seed

@@ -19,6 +19,7 @@ import numpy as np
 from . import topology
 from .fabric import Fabric
 from .topology import Cluster, SynthError
+from .writer import SAMPLE_DTYPE
 
 FLAG_CONTROL_PAIR = 1 << 10
 # The driver's kMinControlPairs (src/topology/PairSchedule.hpp): a retest measures as many
@@ -118,7 +119,6 @@ def _description(plan: TestPlan, c: Cluster, rounds: int) -> str:
 def _samples(s, d, dur, start_ns, plan: TestPlan, c: Cluster, round_of=None,
              flags=None) -> Tuple[np.ndarray, int]:
     """Samples table of pairs (s, d) with durations dur (pairs x iterations), rank-ordered."""
-    from .writer import SAMPLE_DTYPE
     gap = GAP_NS[plan.kind]
     step = dur + gap
     total = step.sum(axis=1)
