@@ -65,6 +65,7 @@ class Deployment:
     ep: Optional[int] = None
     prefill_ms: Optional[float] = None
     source: str = "command line"
+    prefill_chunk: Optional[int] = None   # tokens per prefill chunk (fit's TTFT composition)
 
     def describe(self) -> str:
         text = f"{self.model.name} TP{self.tp}"
@@ -105,8 +106,10 @@ def deployment_from_run(result: ResultFile, model: Optional[str] = None,
 
 
 def check_deployment(d: Deployment) -> None:
-    if d.tp < 1 or d.decode_batch < 1 or d.prompt_tokens < 1 or d.block_tokens < 1:
-        raise ModelError("tp, decode batch, prompt and block tokens must be at least 1")
+    if d.tp < 1 or d.decode_batch < 1 or d.prompt_tokens < 1 or d.block_tokens < 1 \
+            or (d.prefill_chunk is not None and d.prefill_chunk < 1):
+        raise ModelError("tp, decode batch, prefill chunk, prompt and block tokens must be at "
+                         "least 1")
     kv_heads_per_rank(d.model, d.tp)
 
 

@@ -44,9 +44,26 @@ def add_collective(run, kind, times, nbytes, condition, quiet_index=None, extra=
                         case=f"{name}/{nbytes}", quiet_index=quiet_index, extra_attrs=extra)
 
 
+def add_prefill(run, rng, spec, iterations, loaded, chunk, tp_us, moe_us=None):
+    """A prefill chunk's TP all-reduce (and MoE normal round, DeepEP normal) per condition,
+    times lognormal around tp_us / moe_us, scaled as the decode ones under load."""
+    token = models.moe_dispatch_bytes_per_token(spec, "fp8") if spec.moe else 0
+    for kind, us, nbytes, extra in (
+            ("allreduce", tp_us, models.allreduce_bytes(spec, chunk), None),
+            ("alltoall", moe_us, chunk * token,
+             {"dispatch_token_bytes": np.int64(token), "tokens_per_rank": np.int64(chunk)})):
+        if us is None:
+            continue
+        q = add_collective(run, kind, us * 1e3 * rng.lognormal(0, 0.1, iterations), nbytes,
+                           "quiet", extra=extra)
+        for condition, factor in loaded:
+            add_collective(run, kind, factor * us * 1e3 * rng.lognormal(0, 0.1, iterations),
+                           nbytes, condition, q, extra=extra)
+
+
 def serving_file(path, *, seed=1, tp_us=20.0, tp_loaded=(("incast", 1.3),), kv_ms=40.0,
                  kv_loaded=(("incast", 1.2),), requests=200, iterations=400,
-                 model="llama3-70b", moe_us=None, inventory=None):
+                 model="llama3-70b", moe_us=None, inventory=None, prefill=None):
     """A run with the deployment's sizes: all-reduce per-iteration times lognormal around
     tp_us (times factor per loaded condition), KV requests around kv_ms."""
     rng = np.random.default_rng(seed)
@@ -68,6 +85,8 @@ def serving_file(path, *, seed=1, tp_us=20.0, tp_loaded=(("incast", 1.3),), kv_m
             add_collective(run, "alltoall",
                            factor * moe_us * 1e3 * rng.lognormal(0, 0.1, iterations),
                            32 * token, condition, q, extra=extra)
+    if prefill is not None:
+        add_prefill(run, rng, spec, iterations, tp_loaded, **prefill)
     kv_bytes = models.kv_request_bytes(spec, 8, 16, 8192)
     q = add_kv(run, kv_ms * 1e6 * rng.lognormal(0, 0.05, requests), np.full(requests, 1e5),
                nbytes=kv_bytes)

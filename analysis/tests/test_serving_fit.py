@@ -181,3 +181,55 @@ def test_the_verdicts_figures_are_impacts(tmp_path, source):
     assert quiet["point_ms"] == pytest.approx(impact.tp_row("quiet")["p99_ms"])
     assert quiet["low_ms"] <= quiet["point_ms"] <= quiet["high_ms"]
     assert verdict.status in ("PASS", "FAIL", "CANNOT TELL")
+
+
+def test_ttft_counts_the_prefill_chunks_communication(tmp_path):
+    """Given a prefill chunk, TTFT adds ceil(prompt / chunk) chunks of 2 x layers TP
+    all-reduces and (DeepSeek-V3) one MoE normal round per layer at the chunk's tokens:
+    8192 / 2048 = 4 chunks of 160 all-reduces of ~200 us = ~128 ms over the ~40 ms KV.
+    Without a chunk it is named as not counted; a chunk not measured cannot tell."""
+    prefill = {"chunk": 2048, "tp_us": 200.0}
+    path = serving_file(tmp_path / "p.h5", prefill=prefill)
+    slo = parse_slo_text("ttft_p99=2s")
+    with open_result(path) as result:
+        bare = measure(result, Deployment(LLAMA70, 8))
+        chunked = measure(result, Deployment(LLAMA70, 8, prefill_chunk=2048))
+        unmeasured = measure(result, Deployment(LLAMA70, 8, prefill_chunk=4096))
+    without = compose_verdict(bare, slo, Deployment(LLAMA70, 8))
+    assert any("no --prefill-chunk given: not counted in TTFT" in m for m in without.missing)
+    kv_only = check(without, "ttft_p99").figures["conditions"]["quiet"]["point_ms"]
+    assert 38 < kv_only < 50
+    ttft = check(compose_verdict(chunked, slo, Deployment(LLAMA70, 8, prefill_chunk=2048)),
+                 "ttft_p99")
+    assert "4 prefill chunks of 2048 tokens (160 x TP all-reduce (prefill chunk) each)" \
+        in ttft.text
+    quiet = ttft.figures["conditions"]["quiet"]
+    assert 128 + 38 < quiet["point_ms"] < 128 * 1.15 + 50, quiet
+    assert quiet["low_ms"] <= quiet["point_ms"] <= quiet["high_ms"]
+    # the KV alone is well within the 200 ms the fabric may take; with the prefill's
+    # communication under incast it is beyond it
+    assert check(without, "ttft_p99").status == "PASS"
+    assert ttft.status == "FAIL", ttft.text
+    # incast makes the all-reduces 1.3x and the KV 1.2x: the worst condition is incast
+    assert ttft.condition == "incast" and ttft.figures["point_ms"] > quiet["point_ms"] * 1.2
+    missing = check(compose_verdict(unmeasured, slo, Deployment(LLAMA70, 8, prefill_chunk=4096)),
+                    "ttft_p99")
+    assert missing.status == "CANNOT TELL" and "TP all-reduce (prefill chunk) at 4096 tokens " \
+        "not measured" in missing.text
+
+
+def test_ttft_counts_deepeps_normal_rounds_for_a_model_with_experts(tmp_path):
+    ds = models.preset("deepseek-v3")
+    path = serving_file(tmp_path / "ds.h5", model="deepseek-v3", moe_us=100,
+                        prefill={"chunk": 4096, "tp_us": 300.0, "moe_us": 2000.0})
+    d = Deployment(ds, 8, prefill_chunk=4096)
+    with open_result(path) as result:
+        measured = measure(result, d)
+    ttft = check(compose_verdict(measured, parse_slo_text("ttft_p99=20s"), d), "ttft_p99")
+    assert ("2 prefill chunks of 4096 tokens (122 x TP all-reduce (prefill chunk) + 61 x MoE "
+            "dispatch + combine (DeepEP normal, prefill chunk) each)") in ttft.text
+    # 2 x (122 x 0.3 + 61 x 2) ms = 317 ms of prefill communication
+    assert 317 < ttft.figures["conditions"]["quiet"]["point_ms"] - 40 < 317 * 1.15
+    # the decode step still reads the 32-token round, not the prefill's
+    itl = check(compose_verdict(measured, parse_slo_text("itl_p99=200ms"), d), "itl_p99")
+    assert itl.status == "PASS" and "(prefill chunk)" not in itl.text

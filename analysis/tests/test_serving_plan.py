@@ -16,7 +16,8 @@ from fabscope_analysis.reader import open_result
 from fabscope_analysis.serving.command import _slo_of
 from fabscope_analysis.serving.slo import SloError
 from fabscope_analysis.serving.plan import (Cluster, Knobs, PlanRequest, criteria_text,
-                                            fit_budget, probes_for)
+                                            fit_arguments, fit_budget, moe_tokens, probes_for,
+                                            scenario_text)
 from fabscope_analysis.serving.plan_list import (ListAnswer, PlanError, layout_from_topology,
                                                  parse_duration_s,
                                                  parse_model_listing, parse_scenario_listing)
@@ -104,7 +105,8 @@ def test_small_cluster_all_pairs_moe_and_kv_across_nodes():
     assert tests["tp-allreduce"]["roles"]["canaries"] == 8
     assert tests["tp-allreduce"]["sizes"]["decode_batch"] == [1, 32]
     moe = tests["moe-dispatch-combine"]
-    assert moe["sizes"] == {"derive": "moe-dispatch", "tokens": [128]}
+    # DeepEP's low-latency configuration (decode) and its normal one at the prefill chunk
+    assert moe["sizes"] == {"derive": "moe-dispatch", "tokens": [128, 2048]}
     # 64 ranks cannot measure EP 64 and congest it too: half measure, and it says so
     assert moe["roles"]["canaries"] == 32 and any("EP 64" in n for n in plan.notes)
     kv = tests["kv-push"]
@@ -114,6 +116,27 @@ def test_small_cluster_all_pairs_moe_and_kv_across_nodes():
     assert kv["conditions"] == ["quiet", "incast", "bidirectional", "copy"]
     assert kv["iterations"] * kv["prefill_ranks"] >= 100   # a p99 of the requests
     assert plan.scenario["criteria"] == "plan.criteria.yaml"
+
+
+def test_moe_rounds_cover_deepeps_two_configurations_labelled(tmp_path):
+    """The alltoall test measures 128 tokens per rank (low-latency) and each prefill chunk
+    (normal); the scenario says which is which and fit is told the chunk. Without prefill
+    chunks only the low-latency round is left."""
+    plan = plan_for("deepseek-v3", 64, ep=64)
+    text = scenario_text(plan, ["--model", "deepseek-v3"])
+    assert ("# MoE rounds (moe-dispatch-combine, fp8 dispatch / bf16 combine in both): 128 "
+            "tokens per rank = DeepEP low-latency (decode); 2048 tokens per rank = DeepEP normal "
+            "(prefill chunk)") in text
+    assert "--decode-batch 32 --prefill-chunk 2048 --prompt 8192" in fit_arguments(plan)
+    k = knobs()
+    k.prefill_chunks = [1024, 4096]
+    assert moe_tokens(k) == [128, 1024, 4096]
+    k.prefill_chunks = []
+    req = PlanRequest("deepseek-v3", 8, 64, Cluster(64), 1800.0, "itl_p99=50ms")
+    bare = fit_budget(req, listing("deepseek-v3"), k, "c.yaml", fake_estimate)
+    assert by_name(bare)["moe-dispatch-combine"]["sizes"]["tokens"] == [128]
+    assert "--prefill-chunk" not in fit_arguments(bare)
+    assert "DeepEP normal" not in scenario_text(bare, [])
 
 
 def test_kv_push_leaves_congestors_or_runs_quiet_on_its_own_ranks():
@@ -199,13 +222,22 @@ def test_the_written_plan_loads_in_the_real_binary_within_its_budget(tmp_path, c
     assert "estimate" in printed and (tmp_path / "plan.criteria.yaml").exists()
     # the line launch/fabscope-fit takes fit's options from
     assert "# The verdict: python3 -m fabscope_analysis fit RESULT.h5 --tp 8 --decode-batch 32 " \
-        "--prompt 512 --block-tokens 16\n" in out.read_text()
+        "--prefill-chunk 2048 --prompt 512 --block-tokens 16\n" in out.read_text()
     done = subprocess.run([binary, "list", "--scenario", str(out), "--ranks", "16"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     answer = parse_scenario_listing(done.returncode, done.stdout, done.stderr)
     assert answer.ok and 0 < answer.estimate_s <= 120
     assert "512KiB" in done.stdout and "all-pairs" in done.stdout
+    # DeepSeek-V3: the loader takes both MoE rounds (DeepEP low-latency and normal)
+    ds = tmp_path / "ds.yaml"
+    assert main(["plan", "--model", "deepseek-v3", "--ep", "16", "--ranks", "16", "--budget",
+                 "5m", "--slo", "itl_p99=50ms", "--prompt", "512", "--fabscope", binary,
+                 "--output", str(ds)]) == 0
+    done = subprocess.run([binary, "list", "--scenario", str(ds), "--ranks", "16"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "128 tokens/rank" in done.stdout and "2048 tokens/rank" in done.stdout
 
 
 def test_the_wrapper_refuses_bad_usage_before_planning(tmp_path):

@@ -27,7 +27,7 @@ def check_classes(check: Check, verdict: FitVerdict, measured: Measured) -> List
     if check.name.startswith("itl_"):
         return list(measured.itl_classes)
     if check.name.startswith("ttft_"):
-        return ["kv", "api"]
+        return ["kv", "api"] + list(measured.prefill_classes)
     return sorted({r.cls for r in verdict.cif if r.status == FAIL})
 
 

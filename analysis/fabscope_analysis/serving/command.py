@@ -40,6 +40,9 @@ def add_parser(sub) -> None:
     p.add_argument("--ep", type=int, help="expert parallelism (MoE models)")
     p.add_argument("--decode-batch", type=int, default=32, help="sequences per decode step "
                                                                 "(default 32)")
+    p.add_argument("--prefill-chunk", type=int, help="tokens of a prefill chunk: its TP "
+                   "all-reduces and MoE normal rounds count in TTFT (default: not counted, "
+                   "and named as missing)")
     p.add_argument("--prompt", type=int, default=8192, help="prompt tokens of a request whose KV "
                                                             "moves (default 8192)")
     p.add_argument("--block-tokens", type=int, default=16, help="tokens per KV block (default 16)")
@@ -123,7 +126,8 @@ def run_fit(args) -> int:
         try:
             deployment = deployment_from_run(
                 result, args.model, args.tp, decode_batch=args.decode_batch,
-                prompt_tokens=args.prompt, block_tokens=args.block_tokens, ep=args.ep)
+                prompt_tokens=args.prompt, block_tokens=args.block_tokens, ep=args.ep,
+                prefill_chunk=args.prefill_chunk)
         except ModelError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_USAGE

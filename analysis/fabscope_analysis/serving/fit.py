@@ -7,9 +7,11 @@ Method (docs/serving-fit.md has it for admins):
   one after another. Its p50/p99 are those of sums drawn from the measured per-operation
   sequences (impact.compose_step), per neighbour condition; checked against
   itl_pNN x itl_share.
-- Per request the fabric adds the KV transfer of the prompt (queueing + transfer) and,
-  where an api test ran, what the front end's network adds to the first byte; checked
-  against ttft_pNN x ttft_share.
+- Per request the fabric adds the KV transfer of the prompt (queueing + transfer), where
+  an api test ran what the front end's network adds to the first byte, and, given a
+  prefill chunk, the prefill's communication: ceil(prompt / chunk) chunks of 2 x layers
+  TP all-reduces and one MoE normal round per layer at the chunk's tokens (not hidden
+  behind compute: an upper bound); checked against ttft_pNN x ttft_share.
 - Each serving class's congestion impact factor (cif.py) is checked against cif_p99.
 - Every figure carries a 90 % interval (resample.py); PASS or FAIL only when the whole
   interval is on one side of the limit. A figure that was not measured is named as
@@ -27,7 +29,7 @@ import numpy as np
 
 from . import resample as R
 from .cif import CifRow, cif_check, cif_rows
-from .measured import CLASS_TITLES, Measured
+from .measured import CLASS_TITLES, PREFILL_CLASSES, Measured
 from ..run_analysis import format_number
 from .slo import Slo, format_ms
 
@@ -114,8 +116,10 @@ def _combine(key: str, per_condition: List[Check], missing: List[str], what: str
 def itl_checks(keys: List[str], slo: Slo, measured: Measured) -> List[Check]:
     """One check per ITL target (itl_p50, itl_p99), every condition composed once."""
     needed = [measured.classes[c] for c in measured.itl_classes if c in measured.classes]
+    prefill_titles = tuple(CLASS_TITLES[c] for c in PREFILL_CLASSES)
     missing = [m for c in measured.itl_classes if c not in measured.classes
-               for m in ([m for m in measured.missing if m.startswith(CLASS_TITLES[c])]
+               for m in ([m for m in measured.missing if m.startswith(CLASS_TITLES[c])
+                          and not m.startswith(prefill_titles)]
                          or [f"{CLASS_TITLES[c]} not measured at this deployment's size"])]
     if missing or not needed:
         return [_combine(key, [], missing or ["no per-token communication measured"],
@@ -148,7 +152,28 @@ def itl_checks(keys: List[str], slo: Slo, measured: Measured) -> List[Check]:
     return checks
 
 
-def ttft_check(key: str, slo: Slo, measured: Measured, prompt_tokens: int) -> Check:
+def _prefill_parts(measured: Measured, condition: str, prompt_tokens: int, chunk: int):
+    """(parts, what, why not) of the prefill's communication for one request: ceil(prompt /
+    chunk) chunks, each 2 x layers TP all-reduces and one MoE normal round per layer at the
+    chunk's tokens. Empty parts and the reason when a class is not measured under it."""
+    if not measured.prefill_classes:
+        return [], "", ""
+    chunks = -(-prompt_tokens // chunk)
+    series = [measured.classes.get(c) for c in measured.prefill_classes]
+    lacking = [CLASS_TITLES[c] for c, s in zip(measured.prefill_classes, series)
+               if s is None or condition not in s.by_condition
+               or len(s.by_condition[condition]) < R.MIN_COMPOSED]
+    if lacking:
+        return [], "", (f"{condition}: the prefill's {' and '.join(lacking)} at {chunk} tokens "
+                        f"not measured (or fewer than {R.MIN_COMPOSED} operations)")
+    parts = [(s.by_condition[condition], s.per_step * chunks) for s in series]
+    what = (f" + {chunks} prefill chunk{'s' if chunks > 1 else ''} of {chunk} tokens ("
+            + " + ".join(f"{s.per_step} x {CLASS_TITLES[s.cls]}" for s in series) + " each)")
+    return parts, what, ""
+
+
+def ttft_check(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
+               prefill_chunk: Optional[int] = None) -> Check:
     q = _quantile_of(key)
     kv, api = measured.classes.get("kv"), measured.classes.get("api")
     if kv is None:
@@ -163,15 +188,23 @@ def ttft_check(key: str, slo: Slo, measured: Measured, prompt_tokens: int) -> Ch
             what += " + the front end's first byte"
         elif api is not None:
             absent.append(f"{condition}: front end not measured under it (not counted)")
+        parts, prefill_what, why_not = _prefill_parts(measured, condition, prompt_tokens,
+                                                      prefill_chunk or 1)
+        what += prefill_what
+        if why_not:
+            absent.append(why_not)
         fewest = min(len(s) for s in seqs)
         if fewest < R.min_values(q):
             absent.append(f"{condition}: {fewest} requests measured, a p{q:g} needs at least "
                           f"{R.min_values(q)}")
             continue
-        point, low, high = R.summed_quantile(seqs, q)
+        point, low, high = R.request_quantile(seqs, parts, q)
         checks.append(_condition_check(key, slo, condition, point, low, high, what))
     check = _combine(key, checks, absent, "KV transfer")
-    if any("requests measured" in a for a in absent) and check.status == PASS:
+    # a PASS without a part the request needs (too few requests, the prefill's
+    # communication at the chunk given) cannot tell: the part could be what fails
+    if any("requests measured" in a or "the prefill's" in a for a in absent) \
+            and check.status == PASS:
         check.status = CANNOT_TELL
         check.text = check.text.replace(": PASS", ": CANNOT TELL", 1)
     return check
@@ -185,7 +218,8 @@ def compose_verdict(measured: Measured, slo: Slo, deployment) -> FitVerdict:
         verdict.checks.extend(itl_checks(itl_keys, slo, measured))
     for key in ("ttft_p50", "ttft_p99"):
         if key in slo.targets_ms:
-            verdict.checks.append(ttft_check(key, slo, measured, deployment.prompt_tokens))
+            verdict.checks.append(ttft_check(key, slo, measured, deployment.prompt_tokens,
+                                             getattr(deployment, "prefill_chunk", None)))
     if slo.cif_p99 is None:
         verdict.cif = cif_rows(measured, float("inf"))
         for row in verdict.cif:

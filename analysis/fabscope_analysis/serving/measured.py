@@ -6,6 +6,9 @@ collective, interpolated between measured sizes, never extrapolated):
 
 - tp: one TP all-reduce of decode batch x hidden x dtype bytes (2 x layers per step);
 - moe: one MoE dispatch + combine round at the decode batch's tokens (layers per step);
+- tp_prefill, moe_prefill: the same at a prefill chunk's tokens (DeepEP's normal
+  configuration for the MoE round), per chunk: 2 x layers and layers, when the
+  deployment names a prefill chunk;
 - kv: one request's KV of the prompt: queueing + transfer (layer-stream: the part not
   hidden behind the prefill compute), per request;
 - api: what the front end's network adds to the first token of one request;
@@ -31,7 +34,9 @@ from ..reader import FLAG_AUXILIARY_MASK, FLAG_MIX_CLASS_MASK, FLAG_MIX_CLASS_SH
 from ..run_analysis import RunAnalysis, format_bytes
 
 CLASS_TITLES = {"tp": "TP all-reduce", "moe": "MoE dispatch + combine", "kv": "KV push",
-                "api": "API (front end)"}
+                "api": "API (front end)", "tp_prefill": "TP all-reduce (prefill chunk)",
+                "moe_prefill": "MoE dispatch + combine (DeepEP normal, prefill chunk)"}
+PREFILL_CLASSES = ("tp_prefill", "moe_prefill")
 
 
 @dataclass
@@ -59,6 +64,7 @@ class Measured:
     missing: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     itl_classes: List[str] = field(default_factory=list)   # what one decode step runs
+    prefill_classes: List[str] = field(default_factory=list)   # what one prefill chunk runs
 
 
 def _choose(candidates: Dict[str, ClassSeries], measured: Measured) -> Optional[ClassSeries]:
@@ -192,6 +198,24 @@ def _mix_classes(result: ResultFile, measured: Measured) -> None:
                 measured.mix.append(series)
 
 
+def _prefill_classes(analysis: RunAnalysis, d, out: Measured, count: int) -> None:
+    """One prefill chunk's communication: its TP all-reduces and (DeepEP normal) MoE
+    rounds at the chunk's tokens; named as not counted when no chunk is given."""
+    if not d.prefill_chunk:
+        out.missing.append("prefill chunk communication (TP all-reduces and MoE normal rounds "
+                           "per chunk): no --prefill-chunk given: not counted in TTFT")
+        return
+    out.prefill_classes = (["tp_prefill"] if count else []) + \
+        (["moe_prefill"] if d.model.moe is not None else [])
+    if count:
+        _collective_class(analysis, "allreduce", "tp_prefill",
+                          allreduce_bytes(d.model, d.prefill_chunk), count, out)
+    if d.model.moe is not None:
+        token = moe_dispatch_bytes_per_token(d.model, "fp8")
+        _collective_class(analysis, "alltoall", "moe_prefill", d.prefill_chunk * token,
+                          d.model.layers, out, token_bytes=token)
+
+
 def measure(result: ResultFile, deployment) -> Measured:
     """Every class's distributions for `deployment` (impact.Deployment)."""
     d = deployment
@@ -208,6 +232,7 @@ def measure(result: ResultFile, deployment) -> Measured:
         token = moe_dispatch_bytes_per_token(d.model, "fp8")
         _collective_class(analysis, "alltoall", "moe", d.decode_batch * token, d.model.layers,
                           out, token_bytes=token)
+    _prefill_classes(analysis, d, out, count)
     _kv_class(analysis, d, out)
     _api_class(analysis, out)
     _mix_classes(result, out)

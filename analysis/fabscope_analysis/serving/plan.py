@@ -6,9 +6,10 @@ scenario whose tests measure what `fit` composes (docs/serving-fit.md):
 
 - the TP all-reduce at the decode batches and prefill chunks, on one TP group (packed:
   one node) as canaries while the other ranks make each neighbour condition;
-- for a model with experts, the MoE dispatch + combine of DeepEP's low-latency mode
-  (128 tokens per rank, the model's fp8 dispatch / bf16 combine copies) over the expert
-  group, under the same conditions;
+- for a model with experts, the MoE dispatch + combine over the expert group, under the
+  same conditions, in DeepEP's two configurations: low-latency (decode: 128 tokens per
+  rank) and normal (prefill: the tokens of each prefill chunk per rank), both with fp8
+  dispatch / bf16 combine copies as DeepEP runs them;
 - the KV push of a request at each prompt length, from one node's ranks to the next
   node's (so it crosses the fabric), with enough requests for a p99, under the same
   conditions (its prefill and decode ranks measure, the other ranks load);
@@ -36,7 +37,7 @@ from .slo import ALL_KEYS
 
 ALL_PAIRS_MAX_RANKS = 128      # all-pairs is N-1 rounds of N ranks; beyond this, samples
 P99_VALUES = 100               # fit reads a p99 from 100 values or more
-DEEPEP_LOW_LATENCY_TOKENS = 128
+DEEPEP_LOW_LATENCY_TOKENS = 128   # DeepEP's low-latency (decode) kernels: tokens per rank
 CONGESTED = ("incast", "alltoall", "bidirectional", "copy")
 MEMORY_CAP_MIB = 32 * 1024     # beyond this per rank, drop prompt lengths instead
 
@@ -154,6 +155,18 @@ def _kv_test(cluster: Cluster, sizes: ModelSizes, knobs: Knobs, notes: List[str]
     return test
 
 
+def moe_tokens(knobs: Knobs) -> List[int]:
+    """Tokens per rank of the MoE rounds: DeepEP's low-latency configuration (decode) and
+    its normal one at each prefill chunk (a chunk's tokens go through one dispatch)."""
+    return sorted({DEEPEP_LOW_LATENCY_TOKENS, *knobs.prefill_chunks})
+
+
+def moe_labels(knobs: Knobs) -> List[str]:
+    labels = [f"{DEEPEP_LOW_LATENCY_TOKENS} tokens per rank = DeepEP low-latency (decode)"]
+    labels += [f"{c} tokens per rank = DeepEP normal (prefill chunk)" for c in knobs.prefill_chunks]
+    return labels
+
+
 def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_name: str,
                    notes: List[str]) -> dict:
     cluster = req.cluster
@@ -176,7 +189,7 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
                          f"{req.ep or ep}: the cluster has {cluster.ranks} ranks and the neighbour "
                          "conditions need 2 congesting ranks or more; fit uses them as measured")
         tests.append({"name": "moe-dispatch-combine", "kind": "alltoall",
-                      "sizes": {"derive": "moe-dispatch", "tokens": [DEEPEP_LOW_LATENCY_TOKENS]},
+                      "sizes": {"derive": "moe-dispatch", "tokens": moe_tokens(knobs)},
                       "conditions": list(knobs.conditions),
                       "iterations": knobs.collective_iterations,
                       "roles": {"canaries": ep_canaries, "placement": "packed"}})
@@ -289,6 +302,9 @@ def scenario_text(plan: Plan, argv: List[str]) -> str:
              f"{plan.sizes.allreduces_per_step} all-reduces per decode step"
              + ("; MoE dispatch + combine per layer" if plan.sizes.has_experts else "")]
     lines += [f"#   {line}" for line in plan.sizes.size_lines]
+    if plan.sizes.has_experts:
+        lines.append("# MoE rounds (moe-dispatch-combine, fp8 dispatch / bf16 combine in both): "
+                     + "; ".join(moe_labels(plan.knobs)))
     lines += [f"# Changed to fit the budget or the memory limit: {s}" for s in plan.shrunk]
     lines += [f"# Thinned by the loader: {t}" for t in answer.thinned]
     lines += [f"# Note: {n}" for n in plan.notes]
@@ -303,6 +319,9 @@ def fit_arguments(plan: Plan) -> str:
     args = [f"--tp {req.tp}"]
     if req.ep and plan.sizes.has_experts:
         args.append(f"--ep {req.ep}")
-    args += [f"--decode-batch {max(knobs.decode_batches)}", f"--prompt {max(knobs.prompts)}",
+    args.append(f"--decode-batch {max(knobs.decode_batches)}")
+    if knobs.prefill_chunks:
+        args.append(f"--prefill-chunk {max(knobs.prefill_chunks)}")
+    args += [f"--prompt {max(knobs.prompts)}",
              f"--block-tokens {plan.sizes.block_tokens}"]
     return " ".join(args)

@@ -77,6 +77,30 @@ def summed_quantile(sequences: List[np.ndarray], q: float,
     return point, float(low), float(high)
 
 
+def request_quantile(sequences: List[np.ndarray], parts: Sequence[Tuple[np.ndarray, int]],
+                     q: float, seed: int = SEED) -> Tuple[float, float, float]:
+    """(point, low, high) of the q-th percentile of a request's time: one value drawn from
+    each sequence (summed_quantile) plus one step of `parts` (composed_quantiles: `count`
+    operations of each, one after another). Each replicate redraws every sequence and every
+    part's sequence as circular blocks."""
+    if not parts:
+        return summed_quantile(sequences, q, seed)
+    rng = np.random.default_rng(seed)
+
+    def total(seqs, steps, n: int, step_seed: int) -> np.ndarray:
+        out = compose_step(steps, n, step_seed)
+        for s in seqs:
+            out = out + s[rng.integers(0, len(s), n)]
+        return out
+    point = float(np.percentile(total(sequences, parts, POINT_RESAMPLES, seed), q))
+    reps = [np.percentile(total([block_resample(s, rng) for s in sequences],
+                                [(block_resample(np.asarray(t, dtype=np.float64), rng), c)
+                                 for t, c in parts], INNER_RESAMPLES, seed + 2 + b), q)
+            for b in range(REPLICATES)]
+    low, high = np.percentile(reps, INTERVAL)
+    return point, float(low), float(high)
+
+
 def ratio_quantile(congested: np.ndarray, quiet: np.ndarray, q: float,
                    seed: int = SEED) -> Tuple[float, float, float]:
     """(point, low, high) of percentile(congested, q) / percentile(quiet, q)."""
