@@ -105,3 +105,26 @@ def test_kv_push_measured_quiet_only_is_named_not_judged(tmp_path):
     assert not any("not implemented" in m for m in impact.missing)
     measured, rows = rows_of(path)
     assert "KV push: measured quiet only" in cif_check(rows, measured, 2.0).missing
+
+
+def test_each_row_names_its_canaries(tmp_path, capsys):
+    """A row says which ranks measured its congested side (count, share, placement) and how
+    many congested, from the instance's canaries / congestors / placement; fit prints it."""
+    import h5py
+    from fabscope_analysis.cli import main
+    path = serving_file(tmp_path / "g.h5")
+    with h5py.File(path, "a") as f:
+        for group in f["tests"].values():
+            if group.attrs.get("condition") == "incast" and group.attrs.get("kind") == "allreduce":
+                group.attrs["canaries"] = ",".join(str(r) for r in range(12))
+                group.attrs["congestors"] = ",".join(str(r) for r in range(12, 64))
+                group.attrs["placement"] = "random"
+    _, rows = rows_of(path)
+    tp = next(r for r in rows if r.cls == "tp" and r.condition == "incast")
+    assert tp.canaries == "12 canaries of 64 ranks (19 %, random), 52 congesting"
+    assert tp.to_json()["canaries"] == tp.canaries
+    kv = next(r for r in rows if r.cls == "kv")
+    assert kv.canaries == ""      # the instance does not say: nothing is made up
+    main(["fit", path, "--slo", "itl_p99=50ms", "--no-diagnose"])
+    assert "[incast]" in (out := capsys.readouterr().out) and \
+        "canaries: 12 canaries of 64 ranks (19 %, random), 52 congesting" in out

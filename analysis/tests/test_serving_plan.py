@@ -139,6 +139,39 @@ def test_moe_rounds_cover_deepeps_two_configurations_labelled(tmp_path):
     assert "DeepEP normal" not in scenario_text(bare, [])
 
 
+def test_gpcnets_canaries_where_the_rank_count_allows():
+    """64 ranks: 12 canaries (20 %) measure random-ring latency 8 B and bandwidth and an
+    8 B all-reduce under every condition, the rings on whole nodes, the all-reduce on random
+    ranks, and the plan says so; 16 ranks (3 canaries) and a quiet plan have none; the
+    budget leaves them out before a neighbour condition fit judges."""
+    plan = plan_for("deepseek-v3", 64, ep=64)
+    tests = by_name(plan)
+    ring, bw, ar = (tests[n] for n in ("gpcnet-ring-latency", "gpcnet-ring-bandwidth",
+                                       "gpcnet-allreduce"))
+    assert (ring["kind"], ring["pattern"], ring["sizes"]) == ("latency", "ring", [8])
+    assert (bw["kind"], bw["pattern"], bw["sizes"]) == ("bandwidth", "ring", ["128KiB"])
+    assert (ar["kind"], ar["sizes"]) == ("allreduce", [8])
+    for t in (ring, bw, ar):
+        assert t["conditions"] == ["quiet", "incast", "bidirectional", "copy"]
+        assert t["roles"]["canaries"] == "20%"
+    assert ring["roles"]["placement"] == "packed" and ar["roles"]["placement"] == "random"
+    assert any("GPCNeT's canaries: 12 ranks of 64 (20 %)" in n and "other 52" in n
+               for n in plan.notes)
+    small = plan_for("llama3-70b", 16)
+    assert not any(t["name"].startswith("gpcnet") for t in small.scenario["tests"])
+    assert any("20 % of 16 ranks is fewer than 4 canaries" in n for n in small.notes)
+    k = knobs()
+    k.conditions = ["quiet"]
+    req = PlanRequest("llama3-70b", 8, None, Cluster(64), 1800.0, "itl_p99=50ms")
+    quiet = fit_budget(req, listing("llama3-70b"), k, "c.yaml", fake_estimate)
+    assert not any(t["name"].startswith("gpcnet") for t in quiet.scenario["tests"])
+    tight = plan_for("deepseek-v3", 64, budget_s=20, ep=64)
+    assert "GPCNeT's canary tests left out" in tight.shrunk
+    # ... before a neighbour condition fit judges
+    dropped = [i for i, s in enumerate(tight.shrunk) if s.startswith("neighbour condition")]
+    assert dropped and tight.shrunk.index("GPCNeT's canary tests left out") < dropped[0]
+
+
 def test_kv_push_leaves_congestors_or_runs_quiet_on_its_own_ranks():
     """Two nodes: the KV group shrinks to half the ranks so that the rest can congest (and
     says so); quiet only: the KV test takes its two nodes' ranks and no roles."""
@@ -238,6 +271,15 @@ def test_the_written_plan_loads_in_the_real_binary_within_its_budget(tmp_path, c
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert "128 tokens/rank" in done.stdout and "2048 tokens/rank" in done.stdout
+    # 64 ranks: GPCNeT's canary tests (20 %) load there too
+    wide = tmp_path / "wide.yaml"
+    assert main(["plan", "--model", "llama3-70b", "--ranks", "64", "--budget", "5m", "--slo",
+                 "itl_p99=50ms", "--prompt", "512", "--fabscope", binary,
+                 "--output", str(wide)]) == 0
+    done = subprocess.run([binary, "list", "--scenario", str(wide), "--ranks", "64"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "gpcnet-ring-latency" in done.stdout and "random rings" in done.stdout
 
 
 def test_the_wrapper_refuses_bad_usage_before_planning(tmp_path):

@@ -5,7 +5,8 @@ class with its together phase over its isolated one) and each neighbour conditio
 ratio of the per-operation time percentiles at p50, p99 and p99.9, at the deployment's
 sizes (measured.py). Above 1 is worse. A percentile is read only from enough values
 (resample.MIN_VALUES: 100 for a p99, 1000 for a p99.9), else it is left out and said so.
-The p99 carries a 90 % interval; the rule `cif_p99` (default 2) passes a row when the
+Each row names its canaries (how many ranks measured, of how many, placed how, while
+the rest congested), GPCNeT's layout being 20 % measuring. The p99 carries a 90 % interval; the rule `cif_p99` (default 2) passes a row when the
 whole interval is at or below the limit and fails it when the whole interval is above.
 """
 
@@ -33,6 +34,7 @@ class CifRow:
     p99_interval: Optional[tuple] = None
     status: str = "CANNOT TELL"
     why: str = ""
+    canaries: str = ""     # which ranks measured the congested side (GPCNeT's canaries)
 
     def title(self) -> str:
         return CLASS_TITLES.get(self.cls, self.cls.replace("mix/", "serving mix: "))
@@ -41,7 +43,7 @@ class CifRow:
         return {"class": self.cls, "series": self.series, "condition": self.condition,
                 "samples": self.samples, "quiet_samples": self.quiet_samples,
                 "cif": self.cif, "p99_interval": self.p99_interval, "status": self.status,
-                "why": self.why}
+                "why": self.why, "canaries": self.canaries}
 
 
 def _label(q: float) -> str:
@@ -61,7 +63,8 @@ def cif_quantiles(loaded: np.ndarray, quiet: np.ndarray) -> Dict[str, Optional[f
 
 def _row(series: ClassSeries, condition: str, limit: float) -> CifRow:
     quiet, loaded = series.by_condition["quiet"], series.by_condition[condition]
-    row = CifRow(series.cls, series.series, condition, len(loaded), len(quiet))
+    row = CifRow(series.cls, series.series, condition, len(loaded), len(quiet),
+                 canaries=series.canaries.get(condition, ""))
     fewest = min(len(quiet), len(loaded))
     row.cif = cif_quantiles(loaded, quiet)
     if fewest < R.min_values(99.0):

@@ -107,6 +107,7 @@ def print_verdict(verdict: FitVerdict, stream) -> None:
             figures = ", ".join(f"{k} {'-' if v is None else f'x{v:.3g}'}"
                                 for k, v in r.cif.items())
             extra = f" ({r.why})" if r.why else ""
+            extra += f"; canaries: {r.canaries}" if r.canaries else ""
             print(f"  {r.title()} {r.series} [{r.condition}]: {figures} over {r.samples} / "
                   f"{r.quiet_samples} operations: {r.status}{extra}", file=stream)
     for what, lines in (("fix", verdict.to_fix), ("cost", verdict.costs),

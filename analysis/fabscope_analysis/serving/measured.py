@@ -51,6 +51,7 @@ class ClassSeries:
     ranks: int = 0
     others: List[str] = field(default_factory=list)
     members: Set[int] = field(default_factory=set)   # the ranks its operations ran on
+    canaries: Dict[str, str] = field(default_factory=dict)   # per condition: who measured
 
     def conditions(self) -> List[str]:
         names = sorted(self.by_condition)
@@ -65,6 +66,21 @@ class Measured:
     notes: List[str] = field(default_factory=list)
     itl_classes: List[str] = field(default_factory=list)   # what one decode step runs
     prefill_classes: List[str] = field(default_factory=list)   # what one prefill chunk runs
+
+
+def canaries_of(inst) -> str:
+    """Which ranks measured an instance and how they were placed (its `canaries`,
+    `congestors` and `placement` attributes), e.g. "12 canaries of 64 ranks (19 %, packed),
+    52 congesting"; "" when the instance does not say."""
+    def count(key: str) -> int:
+        return len([x for x in str(inst.get(key, "") or "").split(",") if x.strip()])
+    canaries, congestors = count("canaries"), count("congestors")
+    if not canaries:
+        return ""
+    ranks = canaries + congestors
+    placement = str(inst.get("placement", "") or "")
+    return (f"{canaries} canaries of {ranks} ranks ({100 * canaries / ranks:.0f} %"
+            + (f", {placement}" if placement else "") + f"), {congestors} congesting")
 
 
 def _choose(candidates: Dict[str, ClassSeries], measured: Measured) -> Optional[ClassSeries]:
@@ -104,6 +120,7 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
             continue
         series.by_condition[condition] = times
         series.how[condition] = how
+        series.canaries[condition] = canaries_of(members[0]) if members else ""
         series.ranks = max(series.ranks, ranks)
         series.members |= seen
     chosen = _choose(candidates, measured)
@@ -146,6 +163,7 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
             continue
         series.by_condition[condition] = times
         series.how[condition] = how
+        series.canaries[condition] = canaries_of(members[0])
         series.members |= ranks
     chosen = _choose(candidates, measured)
     if chosen is not None:

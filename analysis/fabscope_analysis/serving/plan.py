@@ -13,6 +13,10 @@ scenario whose tests measure what `fit` composes (docs/serving-fit.md):
 - the KV push of a request at each prompt length, from one node's ranks to the next
   node's (so it crosses the fabric), with enough requests for a p99, under the same
   conditions (its prefill and decode ranks measure, the other ranks load);
+- GPCNeT's canaries, where the rank count allows: a random 20 % of the ranks measure
+  random-ring latency (8 B) and bandwidth and an 8 B all-reduce, quiet and while the other
+  80 % make each neighbour condition, so that the congestion impact factor has GPCNeT's
+  own reference beside the serving classes';
 - tests that relate ranks to many peers so that a FAIL names what to fix: all-pairs on a
   small cluster, rails + random rings + bisection beyond it.
 
@@ -40,6 +44,9 @@ P99_VALUES = 100               # fit reads a p99 from 100 values or more
 DEEPEP_LOW_LATENCY_TOKENS = 128   # DeepEP's low-latency (decode) kernels: tokens per rank
 CONGESTED = ("incast", "alltoall", "bidirectional", "copy")
 MEMORY_CAP_MIB = 32 * 1024     # beyond this per rank, drop prompt lengths instead
+GPCNET_CANARY_FRACTION = 0.2   # GPCNeT: a random 20 % of nodes measure, 80 % congest
+GPCNET_MIN_CANARIES = 4        # a random ring of fewer is hardly a ring
+GPCNET_BANDWIDTH_SIZE = "128KiB"   # GPCNeT's random-ring bandwidth message
 
 
 @dataclass
@@ -72,6 +79,7 @@ class Knobs:
     bandwidth_iterations: int = 10
     kv_requests: int = 120
     probes: List[str] = field(default_factory=list)   # p2p tests for the diagnosis
+    gpcnet: bool = True                                # GPCNeT's canary tests, where they fit
     max_memory_mib: int = 4096
 
 
@@ -113,6 +121,44 @@ def _p2p_test(probe: str, knobs: Knobs) -> dict:
     else:
         test.update(sizes=["1MiB"], iterations=knobs.bandwidth_iterations)
     return test
+
+
+def gpcnet_canaries(cluster: Cluster, conditions: List[str]) -> int:
+    """The canaries of GPCNeT's layout (floor of 20 % of the ranks, as the loader counts
+    `canaries: 20%`); 0 when there is no congested condition or too few ranks."""
+    if not any(c in CONGESTED for c in conditions):
+        return 0
+    canaries = int(math.floor(GPCNET_CANARY_FRACTION * cluster.ranks + 1e-9))
+    return canaries if canaries >= GPCNET_MIN_CANARIES else 0
+
+
+def gpcnet_tests(cluster: Cluster, knobs: Knobs, notes: List[str]) -> List[dict]:
+    """GPCNeT's canary tests: random-ring latency 8 B and bandwidth, an 8 B all-reduce, on
+    20 % of the ranks while the other 80 % make each neighbour condition. The rings' canaries
+    are whole nodes in rank order (packed): the loader fixes a topology pattern's members at
+    load, so it refuses placement random there; the all-reduce's are drawn at random."""
+    canaries = gpcnet_canaries(cluster, knobs.conditions)
+    if not knobs.gpcnet or not canaries:
+        if knobs.gpcnet and any(c in CONGESTED for c in knobs.conditions):
+            notes.append(f"no GPCNeT canary tests: 20 % of {cluster.ranks} ranks is fewer than "
+                         f"{GPCNET_MIN_CANARIES} canaries")
+        return []
+    fraction = f"{round(100 * GPCNET_CANARY_FRACTION)}%"
+
+    def common(placement: str) -> dict:
+        return {"conditions": list(knobs.conditions),
+                "roles": {"canaries": fraction, "placement": placement}}
+    notes.append(f"GPCNeT's canaries: {canaries} ranks of {cluster.ranks} (20 %) measure "
+                 f"random-ring latency 8 B and bandwidth {GPCNET_BANDWIDTH_SIZE} (whole nodes in "
+                 "rank order: a ring's members are fixed at load) and an 8 B all-reduce (ranks "
+                 f"drawn at random) while the other {cluster.ranks - canaries} make each condition")
+    return [dict(name="gpcnet-ring-latency", kind="latency", pattern="ring", sizes=[8],
+                 iterations=knobs.latency_iterations, **common("packed")),
+            dict(name="gpcnet-ring-bandwidth", kind="bandwidth", pattern="ring",
+                 sizes=[GPCNET_BANDWIDTH_SIZE], iterations=knobs.bandwidth_iterations,
+                 **common("packed")),
+            dict(name="gpcnet-allreduce", kind="allreduce", sizes=[8],
+                 iterations=knobs.collective_iterations, **common("random"))]
 
 
 def _canaries(group: int, cluster: Cluster, conditions: List[str]) -> int:
@@ -194,6 +240,7 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
                       "iterations": knobs.collective_iterations,
                       "roles": {"canaries": ep_canaries, "placement": "packed"}})
     tests.append(_kv_test(cluster, sizes, knobs, notes))
+    tests += gpcnet_tests(cluster, knobs, notes)
     tests += [_p2p_test(p, knobs) for p in knobs.probes]
     scenario = {"name": f"plan-{sizes.name}-tp{req.tp}-{cluster.ranks}",
                 "description": f"what fit needs for {sizes.name} TP {req.tp}"
@@ -227,6 +274,15 @@ def _drop(attr: str, keep: int, what: str, last: bool = False) -> Callable[[Knob
     return step
 
 
+def _switch_off(attr: str, what: str) -> Callable[[Knobs], Optional[str]]:
+    def step(k: Knobs) -> Optional[str]:
+        if not getattr(k, attr):
+            return None
+        setattr(k, attr, False)
+        return f"{what} left out"
+    return step
+
+
 # The order the budget shrinks in: the diagnosis's probes first, then what fit reads least
 # (prefill chunks, short prompts), never below what a p99 needs.
 SHRINK_STEPS = [
@@ -236,6 +292,7 @@ SHRINK_STEPS = [
     _drop("prompts", 1, "prompt length"),
     _halve("collective_iterations", P99_VALUES, "TP all-reduce / MoE iterations"),
     _drop("probes", 1, "probe test"),
+    _switch_off("gpcnet", "GPCNeT's canary tests"),
     _drop("conditions", 2, "neighbour condition", last=True),
     _drop("decode_batches", 1, "decode batch"),
     _halve("kv_requests", P99_VALUES, "KV requests"),
