@@ -128,3 +128,52 @@ def test_each_row_names_its_canaries(tmp_path, capsys):
     main(["fit", path, "--slo", "itl_p99=50ms", "--no-diagnose"])
     assert "[incast]" in (out := capsys.readouterr().out) and \
         "canaries: 12 canaries of 64 ranks (19 %, random), 52 congesting" in out
+
+
+def test_gpcnets_canary_tests_are_shown_beside_the_classes_not_judged(tmp_path):
+    """The plan's gpcnet-* tests: their factors (ring latency per message, the 8 B all-reduce
+    per iteration) are rows named for GPCNeT and their canaries, not judged by the rule, and
+    the 8 B all-reduce is never taken for the deployment's TP all-reduce."""
+    from serving_files import add_collective
+    from synthetic import SyntheticRun
+    from test_impact import allreduce_samples
+    from fabscope_analysis.serving.fit import compose_verdict
+    from fabscope_analysis.serving.slo import parse_slo_text
+    rng = np.random.default_rng(5)
+    run = SyntheticRun(tmp_path / "g.h5", nranks=4)
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    ar = models.allreduce_bytes(LLAMA70, 32)
+    add_collective(run, "allreduce", 20e3 * rng.lognormal(0, 0.1, 400), ar, "quiet")
+    roles = {"canaries": "0,3", "congestors": "1,2,4,5,6,7,8,9", "placement": "random"}
+    q = add_collective(run, "allreduce", 5e3 * rng.lognormal(0, 0.1, 400), 8, "quiet",
+                       name="gpcnet-allreduce", extra=roles)
+    add_collective(run, "allreduce", 2.5 * 5e3 * rng.lognormal(0, 0.1, 400), 8, "incast", q,
+                   name="gpcnet-allreduce", extra=roles)
+    ring = {"pattern": "ring", "canaries": "0,1", "congestors": "2,3,4,5,6,7,8,9",
+            "placement": "packed"}
+    q_ring = None
+    for condition, factor in (("quiet", 1.0), ("incast", 4.0)):
+        s = allreduce_samples(factor * 3e3 * rng.lognormal(0, 0.1, 300), (0,),
+                              start=run.start_ns())
+        s["bytes"] = 8
+        idx = run.add_test("gpcnet-ring-latency", "latency", s, nbytes=8, condition=condition,
+                           case="gpcnet-ring-latency/8", quiet_index=q_ring, extra_attrs=ring)
+        q_ring = idx if q_ring is None else q_ring
+    run.close()
+    measured, rows = rows_of(str(tmp_path / "g.h5"))
+    assert rows == []          # no serving class was congested
+    assert not any("gpcnet" in m for m in measured.missing)
+    assert measured.classes["tp"].bytes == ar and len(measured.classes["tp"].others) == 0
+    verdict = compose_verdict(measured, parse_slo_text("itl_p99=50ms"), Deployment(LLAMA70, 8))
+    shown = {r.cls: r for r in verdict.cif}
+    allreduce, latency = shown["gpcnet/allreduce"], shown["gpcnet/ring-latency"]
+    assert allreduce.title() == "GPCNeT canaries: allreduce" and allreduce.status == "not judged"
+    assert allreduce.cif["p50"] == pytest.approx(2.5, rel=0.05)
+    assert allreduce.canaries == "2 canaries of 10 ranks (20 %, random), 8 congesting"
+    assert latency.cif["p50"] == pytest.approx(4.0, rel=0.05)
+    assert latency.canaries == "2 canaries of 10 ranks (20 %, packed), 8 congesting"
+    assert check_status(verdict) == "CANNOT TELL"   # the rule sees no serving class congested
+
+
+def check_status(verdict):
+    return next(c for c in verdict.checks if c.name == "cif_p99").status

@@ -37,7 +37,8 @@ class CifRow:
     canaries: str = ""     # which ranks measured the congested side (GPCNeT's canaries)
 
     def title(self) -> str:
-        return CLASS_TITLES.get(self.cls, self.cls.replace("mix/", "serving mix: "))
+        return CLASS_TITLES.get(self.cls, self.cls.replace("mix/", "serving mix: ")
+                                .replace("gpcnet/", "GPCNeT canaries: "))
 
     def to_json(self) -> dict:
         return {"class": self.cls, "series": self.series, "condition": self.condition,
@@ -84,6 +85,21 @@ def cif_rows(measured: Measured, limit: float) -> List[CifRow]:
         for condition in series.conditions():
             if condition != "quiet":
                 rows.append(_row(series, condition, limit))
+    return rows
+
+
+def gpcnet_rows(measured: Measured) -> List[CifRow]:
+    """GPCNeT's own canary tests' factors, shown beside the serving classes' and not
+    judged: the SLO is about serving traffic; these say how the fabric congests at all."""
+    rows = []
+    for series in measured.gpcnet:
+        if "quiet" not in series.by_condition:
+            continue
+        for condition in series.conditions():
+            if condition != "quiet":
+                row = _row(series, condition, float("inf"))
+                row.status = "not judged"
+                rows.append(row)
     return rows
 
 

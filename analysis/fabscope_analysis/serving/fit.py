@@ -28,7 +28,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from . import resample as R
-from .cif import CifRow, cif_check, cif_rows
+from .cif import CifRow, cif_check, cif_rows, gpcnet_rows
 from .measured import CLASS_TITLES, PREFILL_CLASSES, Measured
 from ..run_analysis import format_number
 from .slo import Slo, format_ms
@@ -229,6 +229,7 @@ def compose_verdict(measured: Measured, slo: Slo, deployment) -> FitVerdict:
     else:
         verdict.cif = cif_rows(measured, slo.cif_p99)
         verdict.checks.append(cif_check(verdict.cif, measured, slo.cif_p99))
+    verdict.cif.extend(gpcnet_rows(measured))
     verdict.status = worst_status(c.status for c in verdict.checks)
     return verdict
 

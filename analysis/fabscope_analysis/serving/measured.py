@@ -12,7 +12,9 @@ collective, interpolated between measured sizes, never extrapolated):
 - kv: one request's KV of the prompt: queueing + transfer (layer-stream: the part not
   hidden behind the prefill compute), per request;
 - api: what the front end's network adds to the first token of one request;
-- mix classes: a serving-mix test's class, isolated (its quiet) and together.
+- mix classes: a serving-mix test's class, isolated (its quiet) and together;
+- gpcnet: GPCNeT's canary tests as `plan` names them (gpcnet-*), for their congestion
+  impact factors beside the serving classes'.
 
 Where a class has several series (transports, strategies), the one with the lowest quiet
 median is the deployment's (named); the others are listed in `others`.
@@ -37,6 +39,7 @@ CLASS_TITLES = {"tp": "TP all-reduce", "moe": "MoE dispatch + combine", "kv": "K
                 "api": "API (front end)", "tp_prefill": "TP all-reduce (prefill chunk)",
                 "moe_prefill": "MoE dispatch + combine (DeepEP normal, prefill chunk)"}
 PREFILL_CLASSES = ("tp_prefill", "moe_prefill")
+GPCNET_PREFIX = "gpcnet-"    # the names plan gives GPCNeT's canary tests
 
 
 @dataclass
@@ -62,6 +65,7 @@ class ClassSeries:
 class Measured:
     classes: Dict[str, ClassSeries] = field(default_factory=dict)
     mix: List[ClassSeries] = field(default_factory=list)
+    gpcnet: List[ClassSeries] = field(default_factory=list)   # GPCNeT's canary tests (plan)
     missing: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     itl_classes: List[str] = field(default_factory=list)   # what one decode step runs
@@ -103,6 +107,8 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
                       measured: Measured, token_bytes: Optional[int] = None) -> None:
     candidates: Dict[str, ClassSeries] = {}
     for name, condition, members in I._series_by_condition(instances_of(analysis.result, kind)):
+        if name.startswith(GPCNET_PREFIX):
+            continue   # GPCNeT's 8 B canary all-reduce is not the deployment's TP all-reduce
         by_size: Dict[int, np.ndarray] = {}
         ranks, seen = 0, set()
         for inst in members:
@@ -234,6 +240,31 @@ def _prefill_classes(analysis: RunAnalysis, d, out: Measured, count: int) -> Non
                           d.model.layers, out, token_bytes=token)
 
 
+def _gpcnet_classes(analysis: RunAnalysis, measured: Measured) -> None:
+    """GPCNeT's canary tests (plan.gpcnet_tests): per condition, per-operation times (a
+    collective: its slowest rank per iteration; point-to-point: each message's time)."""
+    for kind in ("latency", "bandwidth", "allreduce"):
+        tests: Dict[str, ClassSeries] = {}
+        for inst in instances_of(analysis.result, kind):
+            name = str(inst.get("name", ""))
+            if not name.startswith(GPCNET_PREFIX):
+                continue
+            s = analysis.samples(inst)
+            s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
+            times = (I.collective_times(s) if kind == "allreduce" else
+                     (s["t_done_ns"].astype("int64") - s["t_post_ns"].astype("int64"))
+                     .to_numpy(dtype=np.float64))
+            if not len(times):
+                continue
+            condition = str(inst.get("condition", "quiet"))
+            series = tests.setdefault(name, ClassSeries(f"gpcnet/{name[len(GPCNET_PREFIX):]}",
+                                                        f"{name} ({format_bytes(int(inst.get('bytes')))})",
+                                                        1, int(inst.get("bytes"))))
+            series.by_condition[condition] = times
+            series.canaries[condition] = canaries_of(inst)
+        measured.gpcnet.extend(tests.values())
+
+
 def measure(result: ResultFile, deployment) -> Measured:
     """Every class's distributions for `deployment` (impact.Deployment)."""
     d = deployment
@@ -254,4 +285,5 @@ def measure(result: ResultFile, deployment) -> Measured:
     _kv_class(analysis, d, out)
     _api_class(analysis, out)
     _mix_classes(result, out)
+    _gpcnet_classes(analysis, out)
     return out
