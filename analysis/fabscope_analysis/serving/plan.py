@@ -135,7 +135,7 @@ def gpcnet_canaries(cluster: Cluster, conditions: List[str]) -> int:
 def gpcnet_tests(cluster: Cluster, knobs: Knobs, notes: List[str]) -> List[dict]:
     """GPCNeT's canary tests: random-ring latency 8 B and bandwidth, an 8 B all-reduce, on
     20 % of the ranks while the other 80 % make each neighbour condition. The rings' canaries
-    are whole nodes in rank order (packed): the loader fixes a topology pattern's members at
+    fill nodes in rank order (packed): the loader fixes a topology pattern's members at
     load, so it refuses placement random there; the all-reduce's are drawn at random."""
     canaries = gpcnet_canaries(cluster, knobs.conditions)
     if not knobs.gpcnet or not canaries:
@@ -149,7 +149,7 @@ def gpcnet_tests(cluster: Cluster, knobs: Knobs, notes: List[str]) -> List[dict]
         return {"conditions": list(knobs.conditions),
                 "roles": {"canaries": fraction, "placement": placement}}
     notes.append(f"GPCNeT's canaries: {canaries} ranks of {cluster.ranks} (20 %) measure "
-                 f"random-ring latency 8 B and bandwidth {GPCNET_BANDWIDTH_SIZE} (whole nodes in "
+                 f"random-ring latency 8 B and bandwidth {GPCNET_BANDWIDTH_SIZE} (nodes filled in "
                  "rank order: a ring's members are fixed at load) and an 8 B all-reduce (ranks "
                  f"drawn at random) while the other {cluster.ranks - canaries} make each condition")
     return [dict(name="gpcnet-ring-latency", kind="latency", pattern="ring", sizes=[8],
