@@ -106,7 +106,7 @@ def test_small_cluster_all_pairs_moe_and_kv_across_nodes():
     assert tests["tp-allreduce"]["sizes"]["decode_batch"] == [1, 32]
     moe = tests["moe-dispatch-combine"]
     # DeepEP's low-latency configuration (decode) and its normal one at the prefill chunk
-    assert moe["sizes"] == {"derive": "moe-dispatch", "tokens": [128, 2048]}
+    assert moe["sizes"] == {"derive": "moe-dispatch", "tokens": [1, 32, 128, 2048]}
     # 64 ranks cannot measure EP 64 and congest it too: half measure, and it says so
     assert moe["roles"]["canaries"] == 32 and any("EP 64" in n for n in plan.notes)
     kv = tests["kv-push"]
@@ -119,22 +119,22 @@ def test_small_cluster_all_pairs_moe_and_kv_across_nodes():
 
 
 def test_moe_rounds_cover_deepeps_two_configurations_labelled(tmp_path):
-    """The alltoall test measures 128 tokens per rank (low-latency) and each prefill chunk
-    (normal); the scenario says which is which and fit is told the chunk. Without prefill
-    chunks only the low-latency round is left."""
+    """The alltoall test measures the decode batches and 128 tokens per rank (low-latency)
+    and each prefill chunk (normal); the scenario says which is which and fit is told the
+    chunk. Without prefill chunks only the low-latency rounds are left."""
     plan = plan_for("deepseek-v3", 64, ep=64)
     text = scenario_text(plan, ["--model", "deepseek-v3"])
-    assert ("# MoE rounds (moe-dispatch-combine, fp8 dispatch / bf16 combine in both): 128 "
-            "tokens per rank = DeepEP low-latency (decode); 2048 tokens per rank = DeepEP normal "
-            "(prefill chunk)") in text
+    assert ("# MoE rounds (moe-dispatch-combine, fp8 dispatch / bf16 combine in both): 1, 32, "
+            "128 tokens per rank = DeepEP low-latency (decode batches; 128 as DeepEP publishes "
+            "it); 2048 tokens per rank = DeepEP normal (prefill chunk)") in text
     assert "--decode-batch 32 --prefill-chunk 2048 --prompt 8192" in fit_arguments(plan)
     k = knobs()
     k.prefill_chunks = [1024, 4096]
-    assert moe_tokens(k) == [128, 1024, 4096]
+    assert moe_tokens(k) == [1, 32, 128, 1024, 4096]
     k.prefill_chunks = []
     req = PlanRequest("deepseek-v3", 8, 64, Cluster(64), 1800.0, "itl_p99=50ms")
     bare = fit_budget(req, listing("deepseek-v3"), k, "c.yaml", fake_estimate)
-    assert by_name(bare)["moe-dispatch-combine"]["sizes"]["tokens"] == [128]
+    assert by_name(bare)["moe-dispatch-combine"]["sizes"]["tokens"] == [1, 32, 128]
     assert "--prefill-chunk" not in fit_arguments(bare)
     assert "DeepEP normal" not in scenario_text(bare, [])
 

@@ -7,8 +7,9 @@ scenario whose tests measure what `fit` composes (docs/serving-fit.md):
 - the TP all-reduce at the decode batches and prefill chunks, on one TP group (packed:
   one node) as canaries while the other ranks make each neighbour condition;
 - for a model with experts, the MoE dispatch + combine over the expert group, under the
-  same conditions, in DeepEP's two configurations: low-latency (decode: 128 tokens per
-  rank) and normal (prefill: the tokens of each prefill chunk per rank), both with fp8
+  same conditions, in DeepEP's two configurations: low-latency (decode: each decode batch
+  and 128 tokens per rank) and normal (prefill: the tokens of each prefill chunk per
+  rank), both with fp8
   dispatch / bf16 combine copies as DeepEP runs them;
 - the KV push of a request at each prompt length, from one node's ranks to the next
   node's (so it crosses the fabric), with enough requests for a p99, under the same
@@ -202,13 +203,16 @@ def _kv_test(cluster: Cluster, sizes: ModelSizes, knobs: Knobs, notes: List[str]
 
 
 def moe_tokens(knobs: Knobs) -> List[int]:
-    """Tokens per rank of the MoE rounds: DeepEP's low-latency configuration (decode) and
-    its normal one at each prefill chunk (a chunk's tokens go through one dispatch)."""
-    return sorted({DEEPEP_LOW_LATENCY_TOKENS, *knobs.prefill_chunks})
+    """Tokens per rank of the MoE rounds: DeepEP's low-latency configuration (decode: each
+    decode batch, which fit reads, and the published 128) and its normal one at each
+    prefill chunk (a chunk's tokens go through one dispatch)."""
+    return sorted({*knobs.decode_batches, DEEPEP_LOW_LATENCY_TOKENS, *knobs.prefill_chunks})
 
 
 def moe_labels(knobs: Knobs) -> List[str]:
-    labels = [f"{DEEPEP_LOW_LATENCY_TOKENS} tokens per rank = DeepEP low-latency (decode)"]
+    decode = sorted({*knobs.decode_batches, DEEPEP_LOW_LATENCY_TOKENS})
+    labels = [f"{', '.join(map(str, decode))} tokens per rank = DeepEP low-latency (decode "
+              f"batches; {DEEPEP_LOW_LATENCY_TOKENS} as DeepEP publishes it)"]
     labels += [f"{c} tokens per rank = DeepEP normal (prefill chunk)" for c in knobs.prefill_chunks]
     return labels
 
