@@ -6,7 +6,8 @@ ratio of the per-operation time percentiles at p50, p99 and p99.9, at the deploy
 sizes (measured.py). Above 1 is worse. A percentile is read only from enough values
 (resample.MIN_VALUES: 100 for a p99, 1000 for a p99.9), else it is left out and said so.
 Each row names its canaries (how many ranks measured, of how many, placed how, while
-the rest congested), GPCNeT's layout being 20 % measuring. The p99 carries a 90 % interval; the rule `cif_p99` (default 2) passes a row when the
+the rest congested), GPCNeT's layout being 20 % measuring. The p99 carries a 90 %
+interval; the rule `cif_p99` (default 2) passes a row when the
 whole interval is at or below the limit and fails it when the whole interval is above.
 """
 

@@ -257,9 +257,10 @@ def _gpcnet_classes(analysis: RunAnalysis, measured: Measured) -> None:
             if not len(times):
                 continue
             condition = str(inst.get("condition", "quiet"))
+            nbytes = int(inst.get("bytes"))
             series = tests.setdefault(name, ClassSeries(f"gpcnet/{name[len(GPCNET_PREFIX):]}",
-                                                        f"{name} ({format_bytes(int(inst.get('bytes')))})",
-                                                        1, int(inst.get("bytes"))))
+                                                        f"{name} ({format_bytes(nbytes)})", 1,
+                                                        nbytes))
             series.by_condition[condition] = times
             series.canaries[condition] = canaries_of(inst)
         measured.gpcnet.extend(tests.values())
