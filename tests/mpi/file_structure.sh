@@ -18,7 +18,7 @@ failed=0 not_compared=()
 check() {
   local name=$1
   shift
-  local out="$scratch/$name.h5"
+  local out="$scratch/$name.h5" started=$SECONDS
   if ! "$@" --output "$out" --no-progress >"$scratch/$name.log" 2>&1; then
     # A check that failed (exit 1) leaves a complete file of the same layout: on a
     # loaded machine (or 4 ASan ranks on 2 cores) heartbeats come late and a drill
@@ -50,15 +50,24 @@ check() {
     echo "file_structure: $name: the file's structure differs from $reference_dir/$name.txt (above: - reference, + now)" >&2
     failed=1
   else
-    echo "file_structure: $name: same structure ($(wc -l <"$scratch/$name.txt") lines)"
+    echo "file_structure: $name: same structure ($(wc -l <"$scratch/$name.txt") lines, $((SECONDS - started)) s)"
   fi
 }
 
 scenario() { echo "$FABSCOPE_SOURCE_DIR/scenarios/$1.yaml"; }
 check smoke run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$(scenario smoke)" --set iterations=30
+# Short prompts: the layout does not depend on the prompt lengths, only on how many
+# there are; the shipped ones (up to 8192 tokens, 320 MiB a rank) take most of a
+# minute on a 2-core machine.
+short_prompts() { echo "{derive: kv-request, block_tokens: 16, prompt_tokens: [$1]}"; }
 check llama3-70b-serving run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$(scenario llama3-70b-serving)" \
-  --set iterations=20 --set warmup=2
-check kv-disagg-llama70b run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$(scenario kv-disagg-llama70b)"
+  --set iterations=20 --set warmup=2 --set "kv-transfer.sizes=$(short_prompts "256, 512")"
+kv_short=()
+for test in kv-per-block kv-staged kv-layer-stream; do
+  kv_short+=(--set "$test.sizes=$(short_prompts "64, 128")")
+done
+check kv-disagg-llama70b run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$(scenario kv-disagg-llama70b)" \
+  "${kv_short[@]}" --set "kv-staged-open-loop.sizes=$(short_prompts 128)"
 check serving-classes run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$reference_dir/serving-classes.yaml"
 check serving-mix-deepseek-v3 run_mpi -np 8 "$FABSCOPE_BIN" run --scenario "$(scenario serving-mix-deepseek-v3)"
 if [[ $have_ucx == 1 ]]; then
