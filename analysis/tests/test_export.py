@@ -29,7 +29,7 @@ from fabscope_analysis.export_format import FAMILY_SPECS, escape_label_value, pa
 from fabscope_analysis.impact import compute_impact, deployment_from_run
 from fabscope_analysis.run_analysis import RunAnalysis
 from fabscope_analysis.verdict import compute_verdict
-from helpers import run_cli
+from helpers import run_cli, run_main
 from synthetic import write_matrix_run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -381,7 +381,7 @@ def test_bad_input_exits_2_and_keeps_the_old_file(files, tmp_path):
                           "standard.h5: the criteria in force: "),
                          ([files["standard"], "--model", "llama3-70b", "--tp", "3"],
                           "standard.h5: the serving deployment: ")):
-        proc = run_cli("export", "--openmetrics", out, *bad)
+        proc = run_main("export", "--openmetrics", out, *bad)   # the real process: below
         assert proc.returncode == 2 and message in proc.stderr, (bad, proc.stderr)
         assert out.read_text() == "old\n"
     assert sorted(os.listdir(tmp_path)) == ["not.h5", "other.h5", "out.prom", "twin"]

@@ -12,7 +12,7 @@ from fabscope_analysis.run_analysis import RunAnalysis
 from fabscope_analysis.resampling import pooled, side_units
 from fabscope_analysis.stats import figure_value
 from fabscope_analysis.verdict import compute_verdict
-from helpers import run_cli
+from helpers import run_cli, run_main
 from synthetic import write_matrix_run
 
 RACK = "analysis/criteria/rack-acceptance.yaml"
@@ -25,13 +25,14 @@ def _rack(path):
 
 
 def test_verdict_agrees_across_surfaces_failing_and_passing(files, tmp_path):
+    """(In this process: the real processes' exit codes are test_compare_exit_codes'.)"""
     for name, expect in (("standard", 1), ("clean", 0)):
         path, crit = files[name], _rack(files[name])
-        verdict = run_cli("verdict", path, "--criteria", crit, "--brief")
-        accept = run_cli("accept", path, "--criteria", crit)
-        summary = run_cli("summary", path, "--criteria", crit)
+        verdict = run_main("verdict", path, "--criteria", crit, "--brief")
+        accept = run_main("accept", path, "--criteria", crit)
+        summary = run_main("summary", path, "--criteria", crit)
         html = tmp_path / f"{name}.html"
-        report = run_cli("report", path, "--criteria", crit, "-o", html)
+        report = run_main("report", path, "--criteria", crit, "-o", html)
         assert verdict.returncode == accept.returncode == expect, verdict.stdout + accept.stdout
         assert summary.returncode == report.returncode == 0
         line = verdict.stdout.strip()
@@ -56,12 +57,12 @@ def _surfaces(path, criteria, tmp_path):
     """verdict, verdict --brief, accept, summary and report on one file: (exit codes,
     the verdict line each shows, the reasons each lists, the report's verdict block)."""
     import html as htmllib
-    full = run_cli("verdict", path, "--criteria", criteria)
-    brief = run_cli("verdict", path, "--criteria", criteria, "--brief")
-    accept = run_cli("accept", path, "--criteria", criteria)
-    summary = run_cli("summary", path, "--criteria", criteria)
+    full = run_main("verdict", path, "--criteria", criteria)
+    brief = run_main("verdict", path, "--criteria", criteria, "--brief")
+    accept = run_main("accept", path, "--criteria", criteria)
+    summary = run_main("summary", path, "--criteria", criteria)
     page = tmp_path / "page.html"
-    report = run_cli("report", path, "--criteria", criteria, "-o", page)
+    report = run_main("report", path, "--criteria", criteria, "-o", page)
     assert summary.returncode == report.returncode == 0, summary.stderr + report.stderr
     text = page.read_text()
     assert text.count('id="verdict"') == 1, "one verdict block, not two"
