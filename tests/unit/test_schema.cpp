@@ -138,6 +138,20 @@ SchemaText splitAtKindAttributes(const std::string& text) {
   return {text.substr(0, start + 1), text.substr(start + 1, end - start - 1), text.substr(end)};
 }
 
+// The first line where `written` and `expected` differ, both sides, for a short message.
+std::string firstDifference(const std::string& written, const std::string& expected) {
+  std::istringstream a(written), b(expected);
+  std::string left, right;
+  for (int line = 1;; ++line) {
+    const bool moreLeft = static_cast<bool>(std::getline(a, left));
+    const bool moreRight = static_cast<bool>(std::getline(b, right));
+    if (!moreLeft && !moreRight) return "";
+    if (!moreLeft || !moreRight || left != right)
+      return "line " + std::to_string(line) + " of the section: schema.yaml has '" + (moreLeft ? left : "(end)") +
+             "', the declarations give '" + (moreRight ? right : "(end)") + "'";
+  }
+}
+
 TEST(Schema, KindAttributesAreEveryKindsDeclaration) {
   const auto expected = kindAttributesSection();
   std::stringstream whole;
@@ -147,9 +161,11 @@ TEST(Schema, KindAttributesAreEveryKindsDeclaration) {
     std::ofstream(schemaPath) << schema.before << expected << schema.after;
     schema.section = expected;
   }
-  EXPECT_EQ(schema.section, expected)
+  EXPECT_TRUE(schema.section == expected)
       << "src/output/schema.yaml's instance_attributes: kinds: differ from the kinds' declarations "
-         "(Kind::declaredAttributes): FABSCOPE_SCHEMA_WRITE=1 rewrites them (then docs/file-format.md)";
+         "(Kind::declaredAttributes), "
+      << firstDifference(schema.section, expected)
+      << ": FABSCOPE_SCHEMA_WRITE=1 rewrites them (then docs/file-format.md)";
 }
 
 TEST(Schema, LayoutsCoverTheirRecordsInOrderWithoutOverlap) {
