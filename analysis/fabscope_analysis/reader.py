@@ -38,10 +38,12 @@ KNOWN_FORMAT_VERSIONS = (1,)
 _SCHEMA_PLACES = (os.path.join(os.path.dirname(__file__), "schema.yaml"),
                   os.path.join(os.path.dirname(__file__), "..", "..", "src", "output", "schema.yaml"))
 _schema_tables: Optional[Dict[str, list]] = None
+# The schema's types as numpy writes them (str[N]: fixed, NUL-padded bytes).
+_NUMPY_TYPES = {"int32": "<i4", "int64": "<i8", "uint32": "<u4", "uint8": "u1", "float64": "<f8"}
 
 
-def declared_tables() -> Dict[str, list]:
-    """Table name -> [column, ...] as the schema declares them (read once)."""
+def _declared_columns() -> Dict[str, list]:
+    """Table name -> [[column, type], ...] as the schema declares them (read once)."""
     global _schema_tables
     if _schema_tables is None:
         import yaml
@@ -50,14 +52,27 @@ def declared_tables() -> Dict[str, list]:
             raise ResultFileError("fabscope_analysis: schema.yaml not found (looked in "
                                   + ", ".join(os.path.normpath(p) for p in _SCHEMA_PLACES) + ")")
         with open(place, encoding="utf-8") as f:
-            tables = (yaml.safe_load(f) or {}).get("tables") or {}
-        _schema_tables = {name: [column[0] for column in columns] for name, columns in tables.items()}
+            _schema_tables = (yaml.safe_load(f) or {}).get("tables") or {}
     return _schema_tables
+
+
+def declared_tables() -> Dict[str, list]:
+    """Table name -> [column, ...] as the schema declares them."""
+    return {name: [column[0] for column in columns] for name, columns in _declared_columns().items()}
+
+
+def declared_dtype(table: str) -> np.dtype:
+    """The table's row as the schema declares it, laid out as the C++ record is (each
+    member at its natural alignment), so rows made with it have the real table's
+    columns, types and offsets. KeyError for a table the schema does not know."""
+    def numpy_type(declared: str) -> str:
+        return "S" + declared[4:-1] if declared.startswith("str[") else _NUMPY_TYPES[declared]
+    return np.dtype([(name, numpy_type(kind)) for name, kind in _declared_columns()[table]], align=True)
 
 
 def columns_of(table: str) -> list:
     """The declared columns of `table` (empty for a table the schema does not know)."""
-    return list(declared_tables().get(table, []))
+    return [column[0] for column in _declared_columns().get(table, [])]
 
 
 SAMPLE_COLUMNS = columns_of("samples")

@@ -67,6 +67,23 @@ def test_synthetic_tables_follow_the_declaration(table):
         [np.dtype(numpy_type(t)).str for _, t in declared]
 
 
+def test_declared_rows_are_laid_out_as_the_binary_writes_them():
+    """reader.declared_dtype (the synthetic files' rows) puts every column at the offset
+    the binary's records put it, row for row as long: a file the binary wrote (before
+    samples.level: its samples are a leading part with the same row size)."""
+    compared = set()
+    with h5py.File(ROOT / "analysis/tests/data/emulated-6-hosts-planted.h5", "r") as f:
+        tables = [f["ranks"], f["validity"]] + [f["tests/0000"][t] for t in ("samples", "summary", "counters")]
+        for written in tables:
+            table = written.name.rsplit("/", 1)[1]
+            declared = reader.declared_dtype(table)
+            assert written.dtype.itemsize == declared.itemsize, table
+            for name, (kind, offset) in written.dtype.fields.items():
+                assert declared.fields[name] == (kind, offset), (table, name)
+            compared.add(table)
+    assert compared == {"ranks", "validity", "samples", "summary", "counters"}
+
+
 def doc_sections():
     """docs/file-format.md: the text under each heading that names a table."""
     text = (ROOT / "docs/file-format.md").read_text()

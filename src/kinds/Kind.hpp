@@ -15,6 +15,7 @@
 #include "kinds/SampleBuffer.hpp"
 #include "kinds/SelfTest.hpp"
 #include "memory/BufferArena.hpp"
+#include "output/DeclaredAttributes.hpp"
 #include "output/KindTable.hpp"
 #include "output/Records.hpp"
 #include "output/ResultFile.hpp"
@@ -277,6 +278,10 @@ class Kind {
   // The kind's own tables under /tests/NNNN, with no rows: every rank writes
   // each of them (collective), also ranks that did not run the instance.
   virtual std::vector<output::KindTable> tables() const { return {}; }
+  // Its own attributes of /tests/NNNN, besides those every instance has: declared
+  // here once; src/output/schema.yaml's `instance_attributes: kinds:` entry of the
+  // kind is printed from them (tests/unit/test_schema.cpp). Default: none.
+  virtual output::DeclaredAttributes declaredAttributes() const { return {}; }
 };
 
 }  // namespace fabscope::suite

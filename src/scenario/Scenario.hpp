@@ -82,8 +82,8 @@ const Config& configOf(const TestSpec& spec) {
 
 // A transport's own settings from the scenario's top-level 'transports:'
 // mapping, read once at load by the transport's parse step
-// (TransportRules::parse, declared with the transport in
-// transport/TransportFactory.cpp). Each transport with keys derives its own;
+// (TransportRules::parse, declared with the transport in its own
+// transport/<Name>Settings.hpp). Each transport with keys derives its own;
 // the opener reads it through transportSettingsOf<Settings>.
 class TransportSettings {
  public:

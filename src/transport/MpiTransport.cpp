@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "transport/MpiSettings.hpp"
+
 namespace fabscope::transport {
 
 namespace {
@@ -18,8 +20,9 @@ void MpiTransport::fail(int rc, int peer, const char* call) const {
   checkMpi(rc, call);
 }
 
-MpiTransport::MpiTransport(const runtime::Communicator& world, bool blockingWaits, const runtime::Deadline& deadline)
-    : world_(world.handle()), blockingWaits_(blockingWaits) {
+MpiTransport::MpiTransport(const runtime::Communicator& world, const MpiSettings& settings,
+                           const runtime::Deadline& deadline)
+    : world_(world.handle()), blockingWaits_(settings.blockingWaits) {
   duplicate(world_, deadline);
 }
 

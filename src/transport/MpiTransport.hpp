@@ -10,7 +10,7 @@ namespace fabscope::transport {
 // traffic can never match a control-plane message.
 //
 // Waits: polled by default (MPI_Test loops that end at the test's deadline, after
-// which the run resets the data path and goes on). With blockingWaits (scenario
+// which the run resets the data path and goes on). With blocking waits (scenario
 // transports: {mpi: {wait: blocking}}) waitSlots blocks in MPI_Wait, as
 // osu_latency does: Open MPI then spins on its progress engine alone, and an
 // 8-byte reply over shared memory is seen about 7 % sooner (docs/benchmarks.md,
@@ -25,9 +25,12 @@ namespace fabscope::transport {
 // every Open MPI transport sends them eagerly, so an MPI_Send never waits for
 // its receive to be posted (a rendezvous send would deadlock two ranks that
 // both send before they receive, as the bidirectional kind does).
+struct MpiSettings;  // transport/MpiSettings.hpp
+
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(const runtime::Communicator& world, bool blockingWaits, const runtime::Deadline& deadline);
+  // `settings`: the scenario's (MpiSettings.hpp), read here once.
+  MpiTransport(const runtime::Communicator& world, const MpiSettings& settings, const runtime::Deadline& deadline);
   ~MpiTransport() override;
 
   std::string_view name() const override { return "mpi"; }

@@ -4,8 +4,9 @@
 #include <vector>
 
 #include "fabscope/BuildConfig.hpp"
-#include "scenario/TestSource.hpp"
+#include "transport/MpiSettings.hpp"
 #include "transport/MpiTransport.hpp"
+#include "transport/VerbsSettings.hpp"
 #if FABSCOPE_HAVE_UCX
 #include "transport/UcxTransport.hpp"
 #endif
@@ -28,7 +29,8 @@ struct TransportEntry {
   const char* name;
   const char* unavailable;  // "" when built, else why not
   TransportCapabilities can;
-  // Its keys under the scenario's 'transports:' and their parse step, if it has any.
+  // Its keys under the scenario's 'transports:' and their parse step, if it has
+  // any: its settings struct's rules() (<Name>Settings.hpp), which own them.
   std::optional<scenario::TransportRules> settings;
   Opener open;  // null when this build lacks it
 };
@@ -41,30 +43,9 @@ const Settings& settingsIn(const OpenRequest& request, const std::string& name) 
   return scenario::transportSettingsOf<Settings>(*request.settings, name);
 }
 
-std::shared_ptr<const scenario::TransportSettings> parseMpiSettings(const scenario::TransportSource& source) {
-  auto settings = std::make_shared<MpiSettings>();
-  if (source.has("wait")) {
-    const std::string wait = source.text("wait");
-    if (wait != "polled" && wait != "blocking")
-      source.fail("wait", "'wait' is '" + wait + "'; expected polled or blocking");
-    settings->blockingWaits = wait == "blocking";
-    settings->waitFrom = source.where("wait");
-  }
-  return settings;
-}
-
-std::shared_ptr<const scenario::TransportSettings> parseVerbsSettings(const scenario::TransportSource& source) {
-  auto settings = std::make_shared<VerbsSettings>();
-  if (source.has("max_rd_atomic")) {
-    settings->maxReadsInFlight = static_cast<int>(source.integer("max_rd_atomic", 1, 255));
-    settings->maxReadsInFlightFrom = source.where("max_rd_atomic");
-  }
-  return settings;
-}
-
 std::unique_ptr<Transport> openMpi(const runtime::Communicator& world, int, const OpenRequest& request,
                                    const runtime::Deadline& deadline) {
-  return std::make_unique<MpiTransport>(world, settingsIn<MpiSettings>(request, "mpi").blockingWaits, deadline);
+  return std::make_unique<MpiTransport>(world, settingsIn<MpiSettings>(request, "mpi"), deadline);
 }
 
 #if FABSCOPE_HAVE_UCX
@@ -79,9 +60,7 @@ constexpr Opener openUcx = nullptr;
 #if FABSCOPE_HAVE_VERBS
 std::unique_ptr<Transport> openVerbs(const runtime::Communicator& world, int, const OpenRequest& request,
                                      const runtime::Deadline& deadline) {
-  const auto& settings = settingsIn<VerbsSettings>(request, "verbs");
-  return std::make_unique<VerbsTransport>(
-      world, settings.maxReadsInFlight, "transports.verbs.max_rd_atomic at " + settings.maxReadsInFlightFrom, deadline);
+  return std::make_unique<VerbsTransport>(world, settingsIn<VerbsSettings>(request, "verbs"), deadline);
 }
 #else
 constexpr Opener openVerbs = nullptr;
@@ -100,11 +79,7 @@ constexpr Opener openNccl = nullptr;
 // scenario keys and how to open it, declared here once.
 const std::vector<TransportEntry>& transportTable() {
   static const std::vector<TransportEntry> table = {
-      {"mpi",
-       "",
-       {.collectives = Collectives::host},
-       scenario::TransportRules{{"wait"}, "{wait: blocking}", parseMpiSettings},
-       openMpi},
+      {"mpi", "", {.collectives = Collectives::host}, MpiSettings::rules(), openMpi},
       {"ucx",
        FABSCOPE_HAVE_UCX ? "" : "built without UCX",
        {.put = true,
@@ -118,7 +93,7 @@ const std::vector<TransportEntry>& transportTable() {
       {"verbs",
        FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs",
        {.put = true, .get = true},
-       scenario::TransportRules{{"max_rd_atomic"}, "{max_rd_atomic: 4}", parseVerbsSettings},
+       VerbsSettings::rules(),
        openVerbs},
       {"nccl",
        FABSCOPE_HAVE_NCCL ? "" : "built without CUDA/NCCL",

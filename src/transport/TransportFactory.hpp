@@ -2,8 +2,9 @@
 // Which data paths this build has, what each can do, which settings a scenario
 // may give it, and how to open one. A backend's name, availability,
 // capabilities, scenario keys with their parse step, and opener are declared
-// once, in its entry of the table in TransportFactory.cpp (what else a new one
-// touches: docs/architecture.md).
+// once, in its entry of the table in TransportFactory.cpp; its settings, keys and
+// parse step in its own <Name>Settings.hpp (what else a new one touches:
+// docs/architecture.md).
 #include <map>
 #include <memory>
 #include <string>
@@ -22,23 +23,11 @@ inline constexpr const char* controlPlaneTransport = "mpi";
 // A test's transport when it names none: MPI, always built.
 inline constexpr const char* defaultTransport = "mpi";
 
-// The scenario's settings of each transport (top-level 'transports:'), as the
-// transports' parse steps read them; each only lowers what the transport
-// would otherwise use.
-// transports: {mpi: {wait: polled|blocking}}: blocking waits in MPI_Wait
-// (osu_latency's way, the reply seen sooner) with the watchdog as their only
-// deadline; polled (the default) waits in MPI_Test loops that end at the
-// test's deadline and let the run go on (docs/transports.md).
-struct MpiSettings : scenario::TransportSettings {
-  bool blockingWaits = false;
-  std::string waitFrom;  // "file:line:column" that set it
-};
-// transports: {verbs: {max_rd_atomic: N}} (1..255): RDMA reads in flight per
-// queue pair; 0 = the limit the two devices agree on.
-struct VerbsSettings : scenario::TransportSettings {
-  int maxReadsInFlight = 0;
-  std::string maxReadsInFlightFrom;  // "file:line:column" that set it
-};
+// Each transport's settings under the scenario's top-level 'transports:' (each
+// only lowers what the transport would otherwise use) are declared with the
+// transport, in its own <Name>Settings.hpp: the struct, its keys and its parse
+// step. The table in TransportFactory.cpp names each one once; the opener hands
+// them on whole, so a new key touches none of this.
 
 // Every transport that has scenario keys: its keys and its parse step, for
 // the scenario loader (ScenarioRules::transportSettings).

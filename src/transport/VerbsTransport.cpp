@@ -11,6 +11,7 @@
 #include <string>
 
 #include "transport/UcxExchange.hpp"
+#include "transport/VerbsSettings.hpp"
 
 namespace fabscope::transport {
 namespace {
@@ -35,15 +36,16 @@ const char* gidTypeName(ibv_gid_type t) {
 
 }  // namespace
 
-VerbsTransport::VerbsTransport(const runtime::Communicator& world, int maxReadsInFlight,
-                               const std::string& maxReadsInFlightFrom, const runtime::Deadline& deadline)
+VerbsTransport::VerbsTransport(const runtime::Communicator& world, const VerbsSettings& settings,
+                               const runtime::Deadline& deadline)
     : world_(world.duplicate(deadline)), me_(world.rank()) {
   // Every rank opens its device first and then all agree, so a rank without
   // hardware fails the whole open together instead of leaving peers waiting.
   std::string problem;
   try {
     options_ = verbs::verbsOptionsFromEnvironment();
-    verbs::lowerReadsInFlight(options_, maxReadsInFlight, maxReadsInFlightFrom);
+    verbs::lowerReadsInFlight(options_, settings.maxReadsInFlight,
+                              "transports.verbs.max_rd_atomic at " + settings.maxReadsInFlightFrom);
     openLocal();
   } catch (const UsageError&) {
     throw;

@@ -22,13 +22,15 @@
 
 namespace fabscope::transport {
 
+struct VerbsSettings;  // transport/VerbsSettings.hpp
+
 class VerbsTransport final : public Transport {
  public:
   // Collective over `world` (which must outlive the transport). Throws
   // RuntimeFailure on every rank when any rank lacks a usable device.
-  // `maxReadsInFlight` (0: none) further limits RDMA reads in flight; `from` says where it was set.
-  VerbsTransport(const runtime::Communicator& world, int maxReadsInFlight, const std::string& maxReadsInFlightFrom,
-                 const runtime::Deadline& deadline);
+  // `settings`: the scenario's (VerbsSettings.hpp): its max_rd_atomic further
+  // limits RDMA reads in flight.
+  VerbsTransport(const runtime::Communicator& world, const VerbsSettings& settings, const runtime::Deadline& deadline);
   ~VerbsTransport() override;
   VerbsTransport(const VerbsTransport&) = delete;
   VerbsTransport& operator=(const VerbsTransport&) = delete;

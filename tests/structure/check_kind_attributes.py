@@ -2,7 +2,9 @@
 """Every /tests/NNNN attribute a kind family writes by name is declared in src/output/schema.yaml.
 
 The declaration is `instance_attributes` of the schema: `every`, the `when` groups, and
-`kinds:` (one list per kind). A family's code names an attribute as the first string of
+`kinds:` (one list per kind, printed from each kind's own declaration,
+Kind::declaredAttributes, and held to it by tests/unit/test_schema.cpp, so a name a
+kind writes and does not declare fails here). A family's code names an attribute as the first string of
 `emplace_back("name", value)` or of a brace pair `{"name", value}` whose value is not a
 string literal (a pair of two literals is a scenario key's choices, not an attribute);
 comments are not code. Each such name must be declared for one of the family's kinds

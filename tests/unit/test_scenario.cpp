@@ -8,7 +8,9 @@
 #include "kinds/Registry.hpp"
 #include "scenario/Matrix.hpp"
 #include "scenario/Scenario.hpp"
+#include "transport/MpiSettings.hpp"
 #include "transport/TransportFactory.hpp"
+#include "transport/VerbsSettings.hpp"
 
 using namespace fabscope;
 namespace fs = std::filesystem;

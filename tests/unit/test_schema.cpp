@@ -2,7 +2,8 @@
 // the records (output/RecordLayout.hpp): the core tables' here, each kind's
 // from the kind itself (Kind::tables()), so a new kind's table needs no line
 // here. The `tables:` section of the schema is the text this test prints from
-// the records; FABSCOPE_SCHEMA_WRITE=1 rewrites it on purpose.
+// the records, and `instance_attributes: kinds:` from the kinds' declarations of
+// their attributes; FABSCOPE_SCHEMA_WRITE=1 rewrites both on purpose.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "kinds/Registry.hpp"
+#include "output/DeclaredAttributes.hpp"
 #include "output/KindTable.hpp"
 #include "output/Records.hpp"
 
@@ -73,7 +75,7 @@ std::string tablesSection(const std::map<std::string, DeclaredTable>& core,
 // The schema file split around its `tables:` section (up to the first line
 // that is blank or not indented).
 struct SchemaText {
-  std::string before, tables, after;
+  std::string before, section, after;
 };
 
 SchemaText readSchema() {
@@ -98,11 +100,72 @@ TEST(Schema, TablesAreTheRecordsOfTheCoreAndOfEveryKind) {
   auto schema = readSchema();
   if (std::getenv("FABSCOPE_SCHEMA_WRITE") != nullptr) {
     std::ofstream(schemaPath) << schema.before << expected << schema.after;
-    schema.tables = expected;
+    schema.section = expected;
   }
-  EXPECT_EQ(schema.tables, expected)
+  EXPECT_EQ(schema.section, expected)
       << "src/output/schema.yaml's tables differ from the records: FABSCOPE_SCHEMA_WRITE=1 rewrites them "
          "(then docs/file-format.md and analysis/tests/test_schema.py say what else to update)";
+}
+
+// The `kinds:` part of `instance_attributes`, as every kind declares its own
+// attributes (Kind::declaredAttributes), a note's lines as comments above its entry.
+std::string kindAttributesSection() {
+  std::ostringstream out;
+  out << "  kinds:  # printed from each kind's declaration (Kind::declaredAttributes)\n";
+  const suite::Registry registry;
+  for (const auto& [kindName, kind] : registry.all()) {
+    const auto declared = kind->declaredAttributes();
+    out << "    " << kindName << ":" << (declared.empty() ? " []" : "") << "\n";
+    for (const auto& a : declared) {
+      std::istringstream note(a.note);
+      for (std::string line; std::getline(note, line);) out << "      # " << line << "\n";
+      out << "      - [" << a.name << ", " << schemaTypeName(a.type)
+          << (a.presence == Presence::sometimes ? ", optional" : "") << "]\n";
+    }
+  }
+  return out.str();
+}
+
+// The schema file split around the `kinds:` part of `instance_attributes` (up to
+// the first line that is blank or indented less than a kind's entries).
+SchemaText splitAtKindAttributes(const std::string& text) {
+  const auto section = text.find("\ninstance_attributes:\n");
+  const auto start = section == std::string::npos ? section : text.find("\n  kinds:", section);
+  if (start == std::string::npos) return {text, "", ""};
+  auto end = text.find('\n', start + 1) + 1;
+  while (end < text.size() && text.compare(end, 4, "    ") == 0) end = text.find('\n', end) + 1;
+  if (end == 0) end = text.size();
+  return {text.substr(0, start + 1), text.substr(start + 1, end - start - 1), text.substr(end)};
+}
+
+// The first line where `written` and `expected` differ, both sides, for a short message.
+std::string firstDifference(const std::string& written, const std::string& expected) {
+  std::istringstream a(written), b(expected);
+  std::string left, right;
+  for (int line = 1;; ++line) {
+    const bool moreLeft = static_cast<bool>(std::getline(a, left));
+    const bool moreRight = static_cast<bool>(std::getline(b, right));
+    if (!moreLeft && !moreRight) return "";
+    if (!moreLeft || !moreRight || left != right)
+      return "line " + std::to_string(line) + " of the section: schema.yaml has '" + (moreLeft ? left : "(end)") +
+             "', the declarations give '" + (moreRight ? right : "(end)") + "'";
+  }
+}
+
+TEST(Schema, KindAttributesAreEveryKindsDeclaration) {
+  const auto expected = kindAttributesSection();
+  std::stringstream whole;
+  whole << std::ifstream(schemaPath).rdbuf();
+  auto schema = splitAtKindAttributes(whole.str());
+  if (std::getenv("FABSCOPE_SCHEMA_WRITE") != nullptr) {
+    std::ofstream(schemaPath) << schema.before << expected << schema.after;
+    schema.section = expected;
+  }
+  EXPECT_TRUE(schema.section == expected)
+      << "src/output/schema.yaml's instance_attributes: kinds: differ from the kinds' declarations "
+         "(Kind::declaredAttributes), "
+      << firstDifference(schema.section, expected)
+      << ": FABSCOPE_SCHEMA_WRITE=1 rewrites them (then docs/file-format.md)";
 }
 
 TEST(Schema, LayoutsCoverTheirRecordsInOrderWithoutOverlap) {

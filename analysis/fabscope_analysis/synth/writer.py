@@ -1,7 +1,8 @@
 """The HDF5 layout `fabscope run` writes (docs/file-format.md, src/output/schema.yaml).
 
-Tables are compound types with the C++ records' member alignment, so a synthetic
-table has the real one's columns, types and offsets.
+Tables are compound types from the schema's declaration with the C++ records' member
+alignment (reader.declared_dtype), so a synthetic table has the real one's columns,
+types and offsets.
 """
 
 from __future__ import annotations
@@ -13,22 +14,15 @@ import h5py
 import numpy as np
 
 from .. import __version__
+from ..reader import declared_dtype
 
-SAMPLE_DTYPE = np.dtype([("rank", "<i4"), ("iter", "<i4"), ("peer", "<i4"), ("bytes", "<i8"),
-                         ("t_post_ns", "<i8"), ("t_done_ns", "<i8"), ("flags", "<u4"),
-                         ("level", "u1")], align=True)
-SUMMARY_DTYPE = np.dtype([("rank", "<i4"), ("samples", "<i8"), ("min_ns", "<f8"),
-                          ("mean_ns", "<f8"), ("p50_ns", "<f8"), ("p99_ns", "<f8"),
-                          ("p999_ns", "<f8"), ("max_ns", "<f8"), ("bytes", "<i8"),
-                          ("errors", "<i8"), ("scope", "S64")], align=True)
-RANK_DTYPE = np.dtype([("rank", "<i4"), ("host", "S64"), ("local_rank", "<i4"),
-                       ("local_size", "<i4"), ("pid", "<i4"), ("gpu", "<i4"), ("nic", "S32"),
-                       ("clock_offset_ns", "<i8"), ("clock_uncertainty_ns", "<i8"),
-                       ("site", "S32"), ("pod", "S32"), ("leaf", "S32")], align=True)
-COUNTER_DTYPE = np.dtype([("rank", "<i4"), ("source", "S64"), ("name", "S64"), ("before", "<i8"),
-                          ("after", "<i8"), ("delta", "<i8")], align=True)
-VALIDITY_DTYPE = np.dtype([("host", "S64"), ("what", "S32"), ("value", "<f8"), ("limit", "<f8"),
-                           ("effect", "S512")], align=True)
+# Each table's row as src/output/schema.yaml declares it (printed there from the C++
+# records): the columns and their types are declared there, not here.
+SAMPLE_DTYPE = declared_dtype("samples")
+SUMMARY_DTYPE = declared_dtype("summary")
+RANK_DTYPE = declared_dtype("ranks")
+COUNTER_DTYPE = declared_dtype("counters")
+VALIDITY_DTYPE = declared_dtype("validity")
 
 T0 = 50_000_000_000_000  # global clock at the start of the run (ns)
 EPOCH = 1_796_000_000_000_000_000  # UNIX ns of the global clock's zero

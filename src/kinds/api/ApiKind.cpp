@@ -34,6 +34,36 @@ std::string endpointsText(const std::vector<api::Endpoint>& servers, const std::
 class ApiKind final : public Kind {
  public:
   std::string name() const override { return "api"; }
+  using enum output::AttributeType;
+  using enum output::Presence;
+  // Its own attributes of /tests/NNNN; the schema's entry is printed from them.
+  static constexpr output::DeclaredAttribute attributes_[] = {{"aborted_connections", integer},
+                                                              {"answered_by_servers", integer},
+                                                              {"bad_requests", integer},
+                                                              {"chunk_bytes", integer},
+                                                              {"chunk_interval_s", real},
+                                                              {"chunks", integer},
+                                                              {"clients", integer},
+                                                              {"interface", text},
+                                                              {"max_connections", integer},
+                                                              {"max_in_flight", integer},
+                                                              {"network", text},
+                                                              {"outsiders_refused", integer},
+                                                              {"protocol", text},
+                                                              {"rate_per_s", real},
+                                                              {"refused_busy", integer},
+                                                              {"request_bytes", integer},
+                                                              {"request_errors", text},
+                                                              {"request_timeout_s", real},
+                                                              {"requests_measured", integer},
+                                                              {"requests_ok", integer},
+                                                              {"requests_per_client", integer},
+                                                              {"server_endpoints", text},
+                                                              {"servers", integer},
+                                                              {"service_time_s", real},
+                                                              {"stalled_connections", integer},
+                                                              {"warmup_requests", integer}};
+  output::DeclaredAttributes declaredAttributes() const override { return attributes_; }
   std::string summary() const override {
     return "front-end API traffic: clients send open-loop requests over TCP, servers stream answers in chunks; "
            "connect, time to first byte, chunk gaps, completion; every byte checked";

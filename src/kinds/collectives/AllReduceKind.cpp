@@ -33,6 +33,26 @@ inline float contribution(int groupRank, std::size_t i) { return static_cast<flo
 class AllReduceKind final : public Kind {
  public:
   std::string name() const override { return "allreduce"; }
+  using enum output::AttributeType;
+  using enum output::Presence;
+  // Its own attributes of /tests/NNNN; the schema's entry is printed from them.
+  static constexpr output::DeclaredAttribute attributes_[] = {
+      {"algbw_gbps", real},
+      {"arrival_spread_p50_ns", real},
+      {"arrival_spread_p99_ns", real},
+      {"busbw_gbps", real},
+      {"collective_p50_ns", real},
+      {"collective_p99_ns", real},
+      {"pipelined_calls", integer, always,
+       "pipelined_*: `pipelined_calls` launched back to back, total time / calls\n"
+       "(nccl-tests' default); the others per call (what a decode step waits for).\n"
+       "docs/benchmarks.md relates the two."},
+      {"pipelined_time_ns", real},
+      {"pipelined_algbw_gbps", real},
+      {"pipelined_busbw_gbps", real},
+      {"straggler_last_fraction", real},
+      {"straggler_rank", integer}};
+  output::DeclaredAttributes declaredAttributes() const override { return attributes_; }
   std::string summary() const override {
     return "all-reduce (sum, float32) over the measuring ranks: MPI on host memory, NCCL on GPU memory";
   }

@@ -42,6 +42,42 @@ std::string exponentText(double s) {
 class AllToAllKind final : public Kind {
  public:
   std::string name() const override { return "alltoall"; }
+  using enum output::AttributeType;
+  using enum output::Presence;
+  // Its own attributes of /tests/NNNN; the schema's entry is printed from them.
+  static constexpr output::DeclaredAttribute attributes_[] = {{"arrival_spread_p50_ns", real},
+                                                              {"arrival_spread_p99_ns", real},
+                                                              {"collective_p50_ns", real},
+                                                              {"collective_p99_ns", real},
+                                                              {"combine_algbw_gbps", real},
+                                                              {"combine_busbw_gbps", real},
+                                                              {"combine_p50_ns", real},
+                                                              {"combine_p99_ns", real},
+                                                              {"combine_pipelined_ns", real},
+                                                              {"combine_pipelined_algbw_gbps", real},
+                                                              {"combine_pipelined_busbw_gbps", real},
+                                                              {"combine_token_bytes", integer},
+                                                              {"copies_per_token", real},
+                                                              {"dispatch_algbw_gbps", real},
+                                                              {"dispatch_busbw_gbps", real},
+                                                              {"dispatch_p50_ns", real},
+                                                              {"dispatch_p99_ns", real},
+                                                              {"dispatch_pipelined_ns", real},
+                                                              {"dispatch_pipelined_algbw_gbps", real},
+                                                              {"dispatch_pipelined_busbw_gbps", real},
+                                                              {"pipelined_calls", integer},
+                                                              {"dispatch_token_bytes", integer},
+                                                              {"experts", integer},
+                                                              {"load_imbalance", real},
+                                                              {"model", text},
+                                                              {"popularity", text},
+                                                              {"send_imbalance", real},
+                                                              {"straggler_last_fraction", real},
+                                                              {"straggler_rank", integer},
+                                                              {"tokens_per_rank", integer},
+                                                              {"top_k", integer},
+                                                              {"zipf_exponent", real}};
+  output::DeclaredAttributes declaredAttributes() const override { return attributes_; }
   std::string summary() const override {
     return "MoE all-to-all: dispatch tokens to the ranks of their top-k experts, combine the results back "
            "(MPI on host memory), every byte verified";

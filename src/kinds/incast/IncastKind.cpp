@@ -47,6 +47,20 @@ struct IncastConfig final : scenario::KindConfig {
 class IncastKind final : public Kind {
  public:
   std::string name() const override { return "incast"; }
+  using enum output::AttributeType;
+  using enum output::Presence;
+  // Its own attributes of /tests/NNNN; the schema's entry is printed from them.
+  static constexpr output::DeclaredAttribute attributes_[] = {
+      {"aggregate_gbps_min", real},
+      {"aggregate_gbps_p50", real},
+      {"jain_fairness", real},
+      {"probe_p50_ns", real, sometimes},
+      {"probe_p99_ns", real, sometimes},
+      {"probe_rank", integer, sometimes, "with a probe (senders leave one rank free)"},
+      {"probe_samples", integer},
+      {"receiver_rank", integer},
+      {"senders", integer}};
+  output::DeclaredAttributes declaredAttributes() const override { return attributes_; }
   std::string summary() const override {
     return "many senders to one receiver: per-sender completion, aggregate GB/s, fairness, latency probe";
   }

@@ -62,6 +62,39 @@ bool everyRankMeasures(const scenario::TestSpec& spec, int worldSize) {
 class KvPushKind final : public Kind {
  public:
   std::string name() const override { return "kvpush"; }
+  using enum output::AttributeType;
+  using enum output::Presence;
+  // Its own attributes of /tests/NNNN; the schema's entry is printed from them.
+  static constexpr output::DeclaredAttribute attributes_[] = {{"block_bytes", integer},
+                                                              {"block_tokens", integer},
+                                                              {"blocks_per_request", integer},
+                                                              {"compute_per_layer_s", real},
+                                                              {"copy_ns_mean", real},
+                                                              {"decode_ranks", integer},
+                                                              {"direction", text},
+                                                              {"gather_ns_mean", real},
+                                                              {"in_flight", integer},
+                                                              {"in_order_posting", integer},
+                                                              {"kv_gbps_aggregate", real},
+                                                              {"kv_gbps_per_request", real},
+                                                              {"kv_layout", text},
+                                                              {"loop", text},
+                                                              {"memory_path", text},
+                                                              {"messages_per_request", integer},
+                                                              {"model", text},
+                                                              {"one_sided", integer},
+                                                              {"pool_blocks", integer},
+                                                              {"prefill_ranks", integer},
+                                                              {"prompt_tokens", integer},
+                                                              {"rate_per_s", real},
+                                                              {"requests_measured", integer},
+                                                              {"requests_per_prefill", integer},
+                                                              {"requests_verified", integer},
+                                                              {"scatter_ns_mean", real},
+                                                              {"strategy", text},
+                                                              {"tp", integer},
+                                                              {"warmup_requests", integer}};
+  output::DeclaredAttributes declaredAttributes() const override { return attributes_; }
   std::string summary() const override {
     return "KV-cache transfer from prefill to decode ranks (per-block, staged, layer-stream; push, push-put, pull), "
            "every request verified";

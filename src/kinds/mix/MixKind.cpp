@@ -379,6 +379,36 @@ using runtime::numberText;
 class MixKind final : public Kind {
  public:
   std::string name() const override { return "mix"; }
+  using enum output::AttributeType;
+  using enum output::Presence;
+  // Its own attributes of /tests/NNNN; the schema's entry is printed from them.
+  static constexpr output::DeclaredAttribute attributes_[] = {
+      {"model", text},
+      {"classes", text},
+      {"prefill_ranks", integer},
+      {"decode_ranks", integer},
+      {"frontend_ranks", integer},
+      {"tp", integer},
+      {"decode_batch", integer},
+      {"step_interval_s", real},
+      {"allreduce_bytes", integer},
+      {"allreduce_size_formula", text},
+      {"kv_bytes_per_request", integer},
+      {"kv_size_formula", text},
+      {"kv_rate_per_s", real},
+      {"kv_requests_per_prefill", integer},
+      {"baseline_phase", text},
+      {"experts", integer, sometimes, "models with experts (the all-to-all class)"},
+      {"top_k", integer, sometimes},
+      {"inflation_mean_allreduce", real, sometimes, "together / isolated per class, for the classes the mix runs"},
+      {"inflation_p99_allreduce", real, sometimes},
+      {"inflation_mean_alltoall", real, sometimes},
+      {"inflation_p99_alltoall", real, sometimes},
+      {"inflation_mean_kvpush", real, sometimes},
+      {"inflation_p99_kvpush", real, sometimes},
+      {"inflation_mean_api", real, sometimes},
+      {"inflation_p99_api", real, sometimes}};
+  output::DeclaredAttributes declaredAttributes() const override { return attributes_; }
   std::string summary() const override {
     return "the serving mix: TP all-reduce and MoE all-to-all on decode ranks, KV pushes prefill -> decode, API "
            "traffic on front-end ranks; each class alone, then all together; inflation per class";

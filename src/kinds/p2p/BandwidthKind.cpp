@@ -9,6 +9,12 @@ namespace {
 class BandwidthKind final : public PointToPointKind {
  public:
   std::string name() const override { return "bandwidth"; }
+  using enum output::AttributeType;
+  using enum output::Presence;
+  // Its own attributes of /tests/NNNN; the schema's entry is printed from them.
+  static constexpr output::DeclaredAttribute attributes_[] = {
+      {"batch_mean_ns", real}, {"batch_gbps", real}, {"clock_read_ns", real}, {"receive_slices", integer}};
+  output::DeclaredAttributes declaredAttributes() const override { return attributes_; }
   std::string summary() const override { return "one-way streaming bandwidth with a window of messages in flight"; }
 
  protected:

@@ -9,6 +9,12 @@ namespace {
 class BidirectionalBandwidthKind final : public PointToPointKind {
  public:
   std::string name() const override { return "bibw"; }
+  using enum output::AttributeType;
+  using enum output::Presence;
+  // Its own attributes of /tests/NNNN; the schema's entry is printed from them.
+  static constexpr output::DeclaredAttribute attributes_[] = {
+      {"batch_mean_ns", real}, {"batch_gbps", real}, {"clock_read_ns", real}, {"receive_slices", integer}};
+  output::DeclaredAttributes declaredAttributes() const override { return attributes_; }
   std::string summary() const override { return "bidirectional bandwidth: both ranks of a pair stream at once"; }
 
  protected:

@@ -9,6 +9,16 @@ namespace {
 class LatencyKind final : public PointToPointKind {
  public:
   std::string name() const override { return "latency"; }
+  using enum output::AttributeType;
+  using enum output::Presence;
+  // Its own attributes of /tests/NNNN; the schema's entry is printed from them.
+  static constexpr output::DeclaredAttribute attributes_[] = {
+      {"batch_mean_ns", real, always,
+       "batch_*: each pair's timed loop as one batch (loop time / iterations, the\n"
+       "way osu_latency / osu_bw report), clock_read_ns subtracted per clock read;\n"
+       "docs/benchmarks.md relates it to the per-sample statistics."},
+      {"clock_read_ns", real}};
+  output::DeclaredAttributes declaredAttributes() const override { return attributes_; }
   std::string summary() const override { return "ping-pong latency between pairs of ranks (one-way = round trip / 2)"; }
 
  protected:

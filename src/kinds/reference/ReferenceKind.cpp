@@ -142,6 +142,29 @@ constexpr double serverGraceSeconds = 10;
 class ReferenceKind final : public Kind {
  public:
   std::string name() const override { return "reference"; }
+  using enum output::AttributeType;
+  using enum output::Presence;
+  // Its own attributes of /tests/NNNN; the schema's entry is printed from them.
+  static constexpr output::DeclaredAttribute attributes_[] = {
+      {"reference_tool", text, always, "a skipped instance has only the first four"},
+      {"reference_program", text},
+      {"reference_test", text},
+      {"reference_tls", text},
+      {"reference_version", text},
+      {"reference_command", text},
+      {"reference_server_command", text},
+      {"reference_server", text},
+      {"reference_exit_status", integer},
+      {"reference_output", text},
+      {"reference_time_meaning", text},
+      {"reference_iterations", integer},
+      {"reference_median_us", real},
+      {"reference_average_us", real},
+      {"reference_bandwidth_mibps", real},
+      {"reference_message_rate", real},
+      {"reference_gbps", real},
+      {"reference_busbw_gbps", real}};
+  output::DeclaredAttributes declaredAttributes() const override { return attributes_; }
   std::string summary() const override {
     return "an external benchmark (ucx_perftest, OSU, perftest, nccl-tests) on the same ranks, its command, "
            "version and figures recorded to stand next to fabscope's; skipped when the tool is not installed";
