@@ -11,8 +11,10 @@ A *run* is one file. Several instances of one case inside a file (a scenario's
 the run's placement, clocks and background). The decision for each figure (p50, p99,
 p99.9) is compare_stats.compare_figures: hierarchical bootstrap over run > repeat >
 rank > block, and a t interval on the runs' log figures when run-to-run variation is
-known (2+ runs on a side, or ``--aa-archive DIR`` of A/A runs). With one run per side
-and no archive a difference is ``cannot tell (one run per side)``.
+known (2+ runs on a side, or ``--aa-archive DIR`` of A/A runs), confirmed by a
+permutation test of the runs where their splits can reach the level (4 vs 4, 3 vs 4 and
+more). With one run per side and no archive a difference is ``cannot tell (one run per
+side)``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,12 @@ runs are few):
   (mean v_j, many bootstrap df): the larger estimate is used, with its own df.
 
 The interval is the t interval of mean log B - mean log A, mapped back to a difference
-of figures. With one run per side and no archive nothing measured how much runs differ:
+of figures. The t assumes normally spread run levels; runs on two levels (placement or
+routing fixed at start) break that. Under "one fabric" the runs are exchangeable whatever
+their distribution, so where the splits of the runs into the two sides can reach the
+level (4 vs 4: 70 splits, smallest p 2/70; 3 vs 3: 20 splits, never below 0.1) a
+difference also needs the permutation test of the runs' t; else `cannot tell (runs'
+permutation test)`. With one run per side and no archive nothing measured how much runs differ:
 the interval is the hierarchical bootstrap's within both runs, and a difference it sees is
 `cannot tell (one run per side)`, never `better` or `worse`.
 """
