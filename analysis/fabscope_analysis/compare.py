@@ -44,8 +44,9 @@ STATS = ("p50", "p99", "p99.9")
 MAX_CDF_FIGURES = 24
 ONE_RUN_NOTE = ("one run per side: run-to-run variation is unknown, so a difference the "
                 "within-run interval sees is 'cannot tell (one run per side)'. Compare 3 runs a "
-                "side (compare A1 A2 A3 -- B1 B2 B3), or give --aa-archive DIR with A/A runs of "
-                "this fabric. Repeats inside one file are not runs.")
+                "side (compare A1 A2 A3 -- B1 B2 B3; 4 a side when runs may fall on two levels: "
+                "the runs' permutation test then checks the t), or give --aa-archive DIR with "
+                "A/A runs of this fabric. Repeats inside one file are not runs.")
 
 
 class NoCommonCases(ResultFileError):
