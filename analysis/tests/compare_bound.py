@@ -149,7 +149,8 @@ def rows(trials: int, seed: int, k: int) -> Dict[str, list]:
         null = np.hstack([levels(rng, trials, k, 1), levels(rng, trials, k, 1)])
         threshold = float(np.quantile(stat(null), 0.95))
         for _, bimodal, shift in CELLS:
-            x = np.hstack([levels(rng, trials, k, bimodal), levels(rng, trials, k, bimodal) + shift])
+            x = np.hstack([levels(rng, trials, k, bimodal),
+                           levels(rng, trials, k, bimodal) + shift])
             out.setdefault(name, []).append(float(np.mean(stat(x) > threshold)))
     return out
 

@@ -189,8 +189,8 @@ def test_runs_on_two_levels_need_the_runs_permutation_test():
     rows = compare_figures("latency", _level_runs([1.0, 1.012, 0.991, 1.1]),
                            _level_runs([1.1 * j for j in jitter], 6), ("p50",), 30, 1)
     assert rows[0].low > 0 and rows[0].verdict == RUNS_UNSURE, rows[0]
-    step = compare_figures("latency", _level_runs(jitter), _level_runs([1.1 * j for j in jitter], 6),
-                           ("p50",), 30, 1)[0]
+    step = compare_figures("latency", _level_runs(jitter),
+                           _level_runs([1.1 * j for j in jitter], 6), ("p50",), 30, 1)[0]
     assert step.verdict == "worse" and "permutation test (70 splits)" in step.method, step
     three = compare_figures("latency", _level_runs(jitter[:3]),
                             _level_runs([1.1 * j for j in jitter[:3]], 6), ("p50",), 30, 1)[0]
