@@ -11,8 +11,10 @@ A *run* is one file. Several instances of one case inside a file (a scenario's
 the run's placement, clocks and background). The decision for each figure (p50, p99,
 p99.9) is compare_stats.compare_figures: hierarchical bootstrap over run > repeat >
 rank > block, and a t interval on the runs' log figures when run-to-run variation is
-known (2+ runs on a side, or ``--aa-archive DIR`` of A/A runs). With one run per side
-and no archive a difference is ``cannot tell (one run per side)``.
+known (2+ runs on a side, or ``--aa-archive DIR`` of A/A runs), confirmed by a
+permutation test of the runs where their splits can reach the level (4 vs 4, 3 vs 4 and
+more). With one run per side and no archive a difference is ``cannot tell (one run per
+side)``.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ STATS = ("p50", "p99", "p99.9")
 MAX_CDF_FIGURES = 24
 ONE_RUN_NOTE = ("one run per side: run-to-run variation is unknown, so a difference the "
                 "within-run interval sees is 'cannot tell (one run per side)'. Compare 3 runs a "
-                "side (compare A1 A2 A3 -- B1 B2 B3), or give --aa-archive DIR with A/A runs of "
-                "this fabric. Repeats inside one file are not runs.")
+                "side (compare A1 A2 A3 -- B1 B2 B3; 4 a side when runs may fall on two levels: "
+                "the runs' permutation test then checks the t), or give --aa-archive DIR with "
+                "A/A runs of this fabric. Repeats inside one file are not runs.")
 
 
 class NoCommonCases(ResultFileError):

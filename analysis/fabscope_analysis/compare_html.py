@@ -46,6 +46,8 @@ DIFFERENCES_INTRO = (
     "(2+ runs on a side, or an A/A archive). 'no clear difference' = the interval contains 0, "
     "or the tail is thin (fewer than 10 samples beyond that percentile); 'cannot tell (one run "
     "per side)' = the within-run interval excludes 0 but nothing measured how much runs differ; "
+    "'cannot tell (runs' permutation test)' = the t interval excludes 0 but the runs' own "
+    "permutation test (4 vs 4 runs or more) does not confirm it; "
     "'negligible' = real but smaller than {pct}%.")
 
 

@@ -17,13 +17,19 @@ runs are few):
   (mean v_j, many bootstrap df): the larger estimate is used, with its own df.
 
 The interval is the t interval of mean log B - mean log A, mapped back to a difference
-of figures. With one run per side and no archive nothing measured how much runs differ:
+of figures. The t assumes normally spread run levels; runs on two levels (placement or
+routing fixed at start) break that. Under "one fabric" the runs are exchangeable whatever
+their distribution, so where the splits of the runs into the two sides can reach the
+level (4 vs 4: 70 splits, smallest p 2/70; 3 vs 3: 20 splits, never below 0.1) a
+difference also needs the permutation test of the runs' t; else `cannot tell (runs'
+permutation test)`. With one run per side and no archive nothing measured how much runs differ:
 the interval is the hierarchical bootstrap's within both runs, and a difference it sees is
 `cannot tell (one run per side)`, never `better` or `worse`.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -37,6 +43,8 @@ from .stats import TAIL_QUANTILES, is_bandwidth
 DEFAULT_NEGLIGIBLE = 0.05
 MIN_TAIL_SAMPLES = 10  # fewer samples beyond a percentile than this: the tail is a guess
 ONE_RUN = "cannot tell (one run per side)"
+RUNS_UNSURE = "cannot tell (runs' permutation test)"
+PERMUTATION_DRAWS = 2000  # splits of the runs drawn at random when there are more than this
 
 
 @dataclass
@@ -140,15 +148,69 @@ def _figure_interval(model: RunModel, la: np.ndarray) -> Tuple[float, float]:
     return level_a * math.expm1(model.low), level_a * math.expm1(model.high)
 
 
+def permutation_splits(runs_a: int, runs_b: int) -> int:
+    """How many ways the runs of both sides split into sides of these sizes."""
+    return math.comb(runs_a + runs_b, runs_b)
+
+
+def permutation_reaches(runs_a: int, runs_b: int, level: float) -> bool:
+    """Whether the runs' permutation test can reach `level` at all: its smallest p is the
+    share of splits as extreme as the most extreme one (it and, at equal sizes, its
+    mirror). 3 vs 3 runs: 2 of 20 splits, p >= 0.1, never below 0.05."""
+    if runs_a < 2 or runs_b < 2:
+        return False
+    return (2 if runs_a == runs_b else 1) / permutation_splits(runs_a, runs_b) <= 1.0 - level
+
+
+def _split_abs_t(x: np.ndarray, in_b: np.ndarray) -> np.ndarray:
+    """|pooled t| of mean(B) - mean(A) for each split (in_b: [split][run] True on side B)."""
+    n, kb = len(x), int(in_b[0].sum())
+    ka = n - kb
+    sum_b, sq_b = in_b @ x, in_b @ (x * x)
+    mean_b, mean_a = sum_b / kb, (x.sum() - sum_b) / ka
+    ss = (sq_b - kb * mean_b ** 2) + (float(x @ x) - sq_b - ka * mean_a ** 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(mean_b - mean_a) / np.sqrt(np.maximum(ss, 0.0) / (n - 2) * (1 / ka + 1 / kb))
+    return np.nan_to_num(t, nan=0.0, posinf=np.inf)
+
+
+def runs_permutation_p(la: np.ndarray, lb: np.ndarray, rng: np.random.Generator) -> float:
+    """Two-sided permutation p of the runs' log figures: the share of the splits of all
+    runs into sides of these sizes whose |pooled t| is at least the observed one (every
+    split, or PERMUTATION_DRAWS random ones and the observed when there are more). Under
+    one fabric the runs are exchangeable whatever the distribution of their levels (two
+    levels, heavy tails), so this p holds without the t's normal run levels."""
+    x = np.concatenate([la, lb]).astype(float)
+    n, kb = len(x), len(lb)
+    if permutation_splits(len(la), kb) <= PERMUTATION_DRAWS:
+        in_b = np.zeros((permutation_splits(len(la), kb), n))
+        for i, chosen in enumerate(itertools.combinations(range(n), kb)):
+            in_b[i, list(chosen)] = 1.0
+        drawn = 0
+    else:
+        picks = np.argsort(rng.random((PERMUTATION_DRAWS, n)), axis=1)[:, :kb]
+        in_b = np.zeros((PERMUTATION_DRAWS + 1, n))
+        np.put_along_axis(in_b[1:], picks, 1.0, axis=1)
+        drawn = 1
+    observed = np.r_[np.zeros(len(la)), np.ones(kb)]
+    if drawn:
+        in_b[0] = observed
+    t_obs = float(_split_abs_t(x, observed[None, :])[0])
+    t = _split_abs_t(x, in_b)
+    return float(np.mean(t >= t_obs * (1.0 - 1e-9)))
+
+
 def difference_verdict(metric: str, low: float, high: float, n_a: int, n_b: int,
                        a_val: float, b_val: float, negligible: float,
-                       thin_tail: bool = False, run_to_run_known: bool = True) -> str:
+                       thin_tail: bool = False, run_to_run_known: bool = True,
+                       runs_confirm: bool = True) -> str:
     """no samples | n/a | no clear difference | cannot tell (one run per side) |
-    negligible (<X%) | better | worse.
+    cannot tell (runs' permutation test) | negligible (<X%) | better | worse.
 
     A thin tail (fewer than MIN_TAIL_SAMPLES samples beyond the percentile) is never
     called a difference. An interval that excludes 0 is a difference only when
-    run-to-run variation is in it (run_to_run_known); otherwise cannot tell. A real
+    run-to-run variation is in it (run_to_run_known) and the runs' permutation test,
+    where it could tell, agrees (runs_confirm); otherwise cannot tell. A real
     difference smaller than ``negligible`` (relative) is 'negligible'.
     """
     if n_a == 0 or n_b == 0:
@@ -159,6 +221,8 @@ def difference_verdict(metric: str, low: float, high: float, n_a: int, n_b: int,
         return "no clear difference"
     if not run_to_run_known:
         return ONE_RUN
+    if not runs_confirm:
+        return RUNS_UNSURE
     if a_val and abs(b_val / a_val - 1.0) < negligible:
         return f"negligible (<{100 * negligible:g}%)"
     higher = low > 0
@@ -183,7 +247,7 @@ def compare_figures(metric: str, a: List[Run], b: List[Run], stats: Sequence[str
     one_run = len(a) == 1 and len(b) == 1 and not any((archive or {}).values())
     boot = bootstrap_diffs(metric, a, b, stats, resamples=resamples, seed=seed, level=level) \
         if one_run and n_a and n_b else None
-    out = []
+    perm, out = np.random.default_rng([seed, 1]), []
     for i, stat in enumerate(stats):
         spread = (archive or {}).get(stat)
         model = run_level_interval(la[:, i], lb[:, i], va[:, i], vb[:, i], level, spread,
@@ -196,15 +260,18 @@ def compare_figures(metric: str, a: List[Run], b: List[Run], stats: Sequence[str
             low, high = _figure_interval(model, la[:, i]) if known else (-math.inf, math.inf)
         tail_n = min(n_a, n_b) * (1 - TAIL_QUANTILES[stat] / 100.0)
         thin = stat != "p50" and tail_n < MIN_TAIL_SAMPLES
+        confirm = not (known and (low > 0 or high < 0) and permutation_reaches(
+            len(a), len(b), level)) or runs_permutation_p(la[:, i], lb[:, i], perm) <= 1 - level
         out.append(FigureDiff(
             stat, float(a_vals[i]), float(b_vals[i]), float(b_vals[i] - a_vals[i]), low, high,
-            _method_text(len(a), len(b), model, spread),
+            _method_text(len(a), len(b), model, spread, level),
             difference_verdict(metric, low, high, n_a, n_b, a_vals[i], b_vals[i], negligible,
-                               thin, known), thin, len(a), len(b), n_a, n_b))
+                               thin, known, confirm), thin, len(a), len(b), n_a, n_b))
     return out
 
 
-def _method_text(runs_a: int, runs_b: int, model: RunModel, spread: Optional[ArchiveSpread]) -> str:
+def _method_text(runs_a: int, runs_b: int, model: RunModel, spread: Optional[ArchiveSpread],
+                 level: float) -> str:
     if model.df == 0:
         return ("hierarchical bootstrap within each run only (ranks, blocks of iterations): "
                 "run-to-run variation unknown")
@@ -215,6 +282,14 @@ def _method_text(runs_a: int, runs_b: int, model: RunModel, spread: Optional[Arc
         parts.append(f"run-to-run variance pooled over the runs, {model.df:g} df")
     if spread is not None:
         parts.append(f"with {spread.df + 1} A/A runs ({spread.source})")
+    splits = permutation_splits(runs_a, runs_b)
+    if permutation_reaches(runs_a, runs_b, level):
+        parts.append(f"a difference also needs the runs' permutation test ({splits} splits"
+                     + (f", {PERMUTATION_DRAWS} drawn" if splits > PERMUTATION_DRAWS else "")
+                     + "), which holds whatever the run levels' distribution")
+    else:
+        parts.append(f"too few runs for a permutation test ({splits} splits): "
+                     "the t assumes normally spread run levels")
     return "; ".join(parts)
 
 
@@ -237,5 +312,5 @@ def tally(frame) -> Dict[str, int]:
 def headline(frame) -> str:
     t = tally(frame)
     return (f"compare: {t['worse']} worse, {t['better']} better, {t['negligible']} negligible, "
-            f"{t['cannot tell']} cannot tell (one run per side), "
+            f"{t['cannot tell']} cannot tell, "
             f"{t['no clear difference']} no clear difference (of {len(frame)} rows)")

@@ -11,7 +11,9 @@ figures come from the synthetic cluster generator's presets (synth.noise): "real
 (3 % run-to-run spread) and "realistic+bimodal" (runs also on two levels 10 % apart).
 Side B is slowed by `slowdown` (1.0: an A/A trial). Each trial goes through the real
 compare_stats.compare_figures (the run-level model: t on the runs' log figures, the
-within-run block bootstrap as the floor of their variance) for p50 and p99.
+within-run block bootstrap as the floor of their variance, and at 4 vs 4 runs or more
+the runs' permutation test) for p50 and p99. compare_bound.py gives what any decision
+can do at 3 vs 3 when runs fall on two levels.
 
 Rates are printed with their 95 % Wilson interval (over trials).
 """
