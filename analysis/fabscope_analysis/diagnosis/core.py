@@ -65,7 +65,7 @@ class _Run:
             self.used.append(label)
         q = self.q_family
         sides, power = evidence.side_effects(f, self.widen, q, self.layout.leaf)
-        links, n_links = evidence.links(f, self.widen, q)
+        links, n_links = evidence.links(f, self.widen, q, self.layout)
         centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
                               host_pairs=evidence.host_pairs(f, self.layout, q),
                               leaves=evidence.leaves(f, self.layout, self.widen, q))

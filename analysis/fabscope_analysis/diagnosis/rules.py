@@ -277,13 +277,11 @@ def _links(layout: Layout, t: TestEvidence, out: Naming):
     for (s, r), j in t.retest.items():
         if j.slow and (s, r) not in listed and not _explained(layout, t, s, r, out):
             named.append((s, r, f"retest: {j.describe()}", None))
-    if _unstructured(layout, t, loaded, out):
-        _congestion(layout, t, loaded, out)
-    else:
-        few, doubtful = _few_links(layout, t, loaded, out)
-        named += few
-        if doubtful:
-            _congestion(layout, t, doubtful, out)
+    congested, rest = _unstructured(layout, t, loaded, out)
+    few, doubtful = _few_links(layout, t, rest, out)
+    named += few
+    if congested or doubtful:
+        _congestion(layout, t, congested + doubtful, out)
     for s, r, why, e in named:
         _add_link(layout, t, s, r, why, e, out)
 
@@ -312,26 +310,31 @@ def _few_links(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Namin
     return names, doubtful
 
 
-def _unstructured(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Naming) -> bool:
-    """More unexplained slow links than CONGESTION_SHARE of the pairs they could be among:
-    the pairs no named host or leaf explains, within leaves and between leaves counted
-    apart. Collisions under load slow pairs between leaves only; where a pattern measures
-    few of those (hierarchical: all pairs within each leaf, a few matchings between them)
-    or a named leaf explains half of them, a share of all the test's pairs would call the
-    rest a handful of culprits."""
+def _unstructured(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Naming
+                 ) -> Tuple[List[Effect], List[Effect]]:
+    """(links with no structure: congestion or routing, the rest) of the unexplained slow
+    links. Within leaves and between leaves are judged apart, each against
+    CONGESTION_SHARE of the pairs it could be among (the pairs no named host or leaf
+    explains). Collisions under load slow pairs between leaves only: many of them say
+    nothing about a pair inside a leaf, where one switch carries it (hierarchical
+    measures every pair inside each leaf and a few matchings between them). A share of
+    all the test's pairs would call a handful of collisions culprits where a pattern
+    measures few pairs between leaves, or where a named leaf explains half of them."""
     if not loaded:
-        return False
+        return [], []
     d = t.fit.data
     named_hosts = np.array(sorted(out.hosts), dtype=np.int64)
     named_leaves = np.array(sorted(out.leaves), dtype=np.int64)
     open_pair = ~(np.isin(layout.host[d.s], named_hosts) | np.isin(layout.host[d.r], named_hosts)
                   | np.isin(layout.leaf[d.s], named_leaves) | np.isin(layout.leaf[d.r], named_leaves))
     between = layout.leaf[d.s] != layout.leaf[d.r]
-    slow_between = np.array([layout.leaf[e.key[0]] != layout.leaf[e.key[1]] for e in loaded])
-    for group, slow in ((between, int(slow_between.sum())), (~between, int((~slow_between).sum()))):
-        if slow and slow > CONGESTION_SHARE * max(int((open_pair & group).sum()), 1):
-            return True
-    return False
+    congested, rest = [], []
+    for crosses in (True, False):
+        group = [e for e in loaded if (layout.leaf[e.key[0]] != layout.leaf[e.key[1]]) == crosses]
+        pairs = int((open_pair & (between == crosses)).sum())
+        many = len(group) > CONGESTION_SHARE * max(pairs, 1)
+        (congested if many else rest).extend(group)
+    return congested, rest
 
 
 def _congestion(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Naming):
