@@ -87,30 +87,31 @@ def test_a_leaf_needs_its_raw_class_medians_to_stand_out_too():
 
 def test_host_pairs_between_leaves_are_judged_against_blocks_between_leaves():
     """Hierarchical: every GPU pair measured within leaves (no collisions), between leaves
-    a pair or two a host pair, a fifth of them collided under load. A block of 3 collided
+    a pair per host pair from the matchings, a fifth of them collided under load. A block of 3 collided
     of 4 is what collisions do (against the share within leaves it was a cable); a block
     of 16 of 16 slow is a cable."""
-    lay = _layout(hosts=16, gpus=8, leaves=4)
+    lay = _layout(hosts=32, gpus=8, leaves=4)
     rng = np.random.default_rng(3)
     s, r = np.nonzero(lay.host[:, None] != lay.host[None, :])
     inside = lay.leaf[s] == lay.leaf[r]
     keep = inside.copy()
-    size = {(0, 4): 4, (0, 15): 16}
-    for a in range(16):
-        for b in range(a + 1, 16):
-            block = np.flatnonzero(((lay.host[s] == a) & (lay.host[r] == b)) & ~inside)
-            keep[block[:size.get((a, b), 2)]] = True
+    size = {(0, 8): 4, (0, 31): 16}
+    first = np.flatnonzero(~inside & (lay.host[s] < lay.host[r]))
+    first = first[np.argsort(lay.host[s[first]] * 32 + lay.host[r[first]], kind="stable")]
+    block_of = lay.host[s[first]] * 32 + lay.host[r[first]]
+    for key, start in zip(*np.unique(block_of, return_index=True)):
+        keep[first[start:start + size.get(divmod(int(key), 32), 1)]] = True
     s, r = s[keep], r[keep]
     inside = lay.leaf[s] == lay.leaf[r]
     resid = rng.normal(0.0, 0.05, len(s))
     resid[~inside & (rng.random(len(s)) < 0.2)] += math.log(2.0)
-    collided = np.flatnonzero((lay.host[s] == 0) & (lay.host[r] == 4))
+    collided = np.flatnonzero((lay.host[s] == 0) & (lay.host[r] == 8))
     resid[collided[:3]] = math.log(2.0)
     resid[collided[3:]] = 0.0
-    cable = np.flatnonzero((lay.host[s] == 0) & (lay.host[r] == 15))
+    cable = np.flatnonzero((lay.host[s] == 0) & (lay.host[r] == 31))
     resid[cable] = math.log(2.0)
     found = evidence.host_pairs(_fit(s, r, resid, resid, lay.n), lay, 0.05)
-    assert [e.key for e in found] == [(0, 15)], found
+    assert [e.key for e in found] == [(0, 31)], found
 
 
 def test_a_side_whose_few_pairs_caught_the_tests_only_stalls_is_no_lossy_nic():
