@@ -65,7 +65,7 @@ class _Run:
             self.used.append(label)
         q = self.q_family
         sides, power = evidence.side_effects(f, self.widen, q, self.layout.leaf)
-        links, n_links = evidence.links(f, self.widen, q)
+        links, n_links = evidence.links(f, self.widen, q, self.layout)
         centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
                               host_pairs=evidence.host_pairs(f, self.layout, q),
                               leaves=evidence.leaves(f, self.layout, self.widen, q))
@@ -248,10 +248,16 @@ def _blind_spots(run: _Run) -> List[str]:
         nh = len(run.layout.host_names)
         what = "single GPU pairs" + (" and host pairs (cables)" if len(host_pairs) < nh * (nh - 1) // 2
                                      else "")
+        leaf = run.layout.leaf
+        inside = int((leaf[lo] == leaf[hi]).sum())
+        between = "" if len(run.layout.leaf_names) < 2 else (
+            f"; {len(run.measured) - inside} of those lie between leaves, where a slow pair of a "
+            "parallel pass looks like an ECMP collision unless a serial retest measured it alone "
+            f"(only all-pairs retests), {inside} inside a leaf")
         out.append(f"{what}: the tests measured {len(run.measured)} of {pairs} rank pairs "
                    f"({100 * len(run.measured) / pairs:.1f} %) and {len(host_pairs)} of "
                    f"{nh * (nh - 1) // 2} host pairs; a fault on a pair not measured cannot be "
-                   "seen (all-pairs measures every pair)")
+                   f"seen (all-pairs measures every pair){between}")
     if run.host_pair_power and all(thin for thin, _, _ in run.host_pair_power):
         thin, blocks, need = min(run.host_pair_power)
         out.append(f"host pairs (cables): {thin} of the {blocks} host pairs measured have fewer "

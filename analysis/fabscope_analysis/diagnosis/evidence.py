@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom, chi2, norm
 
-from .model import Fit, Layout
+from .model import Fit, Layout, raw_classes
 
 Q = 0.05                  # false discovery rate of a run: split over its families (core.py)
 MARGIN = 1.25             # practical margin: an effect smaller than this is not a culprit
@@ -226,13 +226,21 @@ def _median_tail_p(null: Tuple[np.ndarray, ...], excess: float, count: int, rank
     return min(1.0, 2.0 * min(p))
 
 
-def links(fit: Fit, widen: float, q_family: float = Q) -> Tuple[List[Effect], int]:
-    """Pairs whose residual stands out after both ends' effects (BH over the pairs)."""
+def links(fit: Fit, widen: float, q_family: float = Q, layout: Optional[Layout] = None
+          ) -> Tuple[List[Effect], int]:
+    """Pairs whose residual stands out after both ends' effects (BH over the pairs) and,
+    with `layout`, whose time also stands out of its class's pairs before any end's
+    effect (BH over the pairs; model.RawClasses says why both)."""
     e = fit.resid
     if len(e) < 4 or fit.sigma_e <= 0:
         return [], len(e)
     z = e / (fit.sigma_e * widen)
     rejected, q = bh(norm.sf(z), q_family)
+    raw = raw_classes(fit.data, layout) if layout is not None else None
+    if raw is not None and raw.sigma > 0:   # and slower than its class's typical pair
+        dev = raw.deviation
+        raw_rejected, _ = bh(norm.sf(dev / (raw.sigma * widen)), q_family)
+        rejected &= raw_rejected & (dev >= math.log(MARGIN))
     hit = np.flatnonzero(rejected & (e >= math.log(MARGIN)))
     d = fit.data
     return [Effect("link", (int(d.s[i]), int(d.r[i])), math.exp(e[i]), float(z[i]), float(q[i]), 1)
@@ -268,10 +276,14 @@ def host_pair_power(fit: Fit, layout: Layout, q_family: float = Q
 def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
     """Host pairs (a cable or port between two hosts) whose GPU pairs are nearly all
     slow: at least HOST_PAIR_SHARE of the block's pairs at least MARGIN slower than
-    their ends predict, against the pooled share of such pairs among all host pairs
-    (binomial, over-dispersion measured across the blocks, BH over the blocks). A
-    share, not the block's median: collisions under load slow a random share of
-    every block, and the median of a block that drew many of them jumps."""
+    their ends predict, against the pooled share of such pairs among the host pairs of
+    the same kind (binomial, over-dispersion measured across those blocks, BH over all
+    blocks). A share, not the block's median: collisions under load slow a random share
+    of every block between leaves, and the median of a block that drew many of them
+    jumps. The kinds (within a leaf, between leaves) are pooled apart: collisions slow
+    only pairs between leaves, and where most blocks lie within leaves (hierarchical)
+    their share would make a block between leaves that drew 3 collisions of 4 pairs a
+    cable."""
     d = fit.data
     a, b = layout.host[d.s], layout.host[d.r]
     cross = a != b
@@ -286,17 +298,31 @@ def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
     keys = g.size().index.to_numpy()
     if len(keys) < 4:
         return []
-    pooled = min(max(float(k.sum() / m.sum()), 0.5 / float(m.sum())), 0.999)
-    expected = pooled * m
-    phi = max(1.0, float(np.median((k - expected) ** 2 / (expected * (1 - pooled)))) / 0.455)
-    p = overdispersed_sf(k, m, phi, pooled)
+    leaf_of_host = np.zeros(nh, dtype=np.int64)
+    leaf_of_host[layout.host] = layout.leaf
+    between = leaf_of_host[keys // nh] != leaf_of_host[keys % nh]
+    p, pooled = np.ones(len(keys)), np.zeros(len(keys))
+    for kind in (True, False):
+        own = between == kind
+        if own.any():
+            p[own], pooled[own] = _block_p(k[own], m[own])
     rejected, q = bh(p, q_family)
     hit = rejected & (k >= HOST_PAIR_SHARE * m) & (m >= 4)
     return [Effect("host-pair", (int(keys[i]) // nh, int(keys[i]) % nh), math.exp(med[i]),
                    float(norm.isf(max(p[i], 1e-300))), float(q[i]), int(m[i]),
                    f"{int(k[i])}/{int(m[i])} of their pairs at least {MARGIN:g}x slower than their "
-                   f"ends predict (all host pairs: {100 * pooled:.1f}%)")
+                   f"ends predict (host pairs {'between leaves' if between[i] else 'within a leaf'}: "
+                   f"{100 * pooled[i]:.1f}%)")
             for i in np.flatnonzero(hit)]
+
+
+def _block_p(k: np.ndarray, m: np.ndarray) -> Tuple[np.ndarray, float]:
+    """(p of each block's count of slow pairs, the pooled share) against the share pooled
+    over these blocks, over-dispersion measured across them."""
+    pooled = min(max(float(k.sum() / m.sum()), 0.5 / float(m.sum())), 0.999)
+    expected = pooled * m
+    phi = max(1.0, float(np.median((k - expected) ** 2 / (expected * (1 - pooled)))) / 0.455)
+    return overdispersed_sf(k, m, phi, pooled), pooled
 
 
 def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[Effect]:
@@ -309,16 +335,44 @@ def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[
     under that shift: pairs between the two leaves against pairs inside each. A slow
     uplink of L adds twice its factor to every C[L, x]; a leaf's value is the median
     over the other leaves x (one other slow leaf does not move it), half of it the
-    leaf's factor, tested against the other leaves' (tau among them joins the error)."""
+    leaf's factor, tested against the other leaves' (tau among them joins the error).
+    The same contrast of the raw class medians (before any rank's effect) must stand
+    out too: in a sparse design the polish can put a class term far off (a ring's
+    fifteen pairs inside a leaf, their ends' effects raised by collisions on their few
+    other pairs), and the raw medians do not depend on the ends' effects."""
     nl = len(layout.leaf_names)
     if nl < 3:
         return []
     d = fit.data
     counts = np.bincount(layout.classes()[d.s, d.r], minlength=1 + nl * nl)[1:1 + nl * nl]
     counts = counts.reshape(nl, nl).astype(np.float64)
-    t = np.full(nl * nl, np.nan)
-    t[:min(len(fit.cls_effect) - 1, nl * nl)] = fit.cls_effect[1:1 + nl * nl]
-    t = np.where(counts > 0, t.reshape(nl, nl), np.nan)
+    polished = np.full(nl * nl, np.nan)
+    polished[:min(len(fit.cls_effect) - 1, nl * nl)] = fit.cls_effect[1:1 + nl * nl]
+    raw = raw_classes(d, layout)
+    medians = np.full(nl * nl, np.nan)
+    medians[:min(len(raw.median) - 1, nl * nl)] = raw.median[1:1 + nl * nl]
+    found = []
+    for terms, sigma in ((polished, fit.sigma_e), (medians, raw.sigma)):
+        values, ses = _leaf_contrasts(terms.reshape(nl, nl), counts, sigma)
+        ok = np.isfinite(values)
+        if ok.sum() < 3:
+            return []
+        centre, z, _, _ = _standout(values[ok], ses[ok], widen)
+        rejected, q = bh(norm.sf(z), q_family)
+        index = np.flatnonzero(ok)
+        found.append({int(index[i]): (math.exp(values[index[i]] - centre), float(z[i]), float(q[i]))
+                      for i in np.flatnonzero(rejected & (values[ok] - centre >= math.log(MARGIN)))})
+    polish, plain = found
+    return [Effect("leaf", (leaf,), ratio, z, max(q, plain[leaf][2]), int(counts.sum()))
+            for leaf, (ratio, z, q) in sorted(polish.items()) if leaf in plain]
+
+
+def _leaf_contrasts(t: np.ndarray, counts: np.ndarray, sigma: float
+                    ) -> Tuple[np.ndarray, np.ndarray]:
+    """(value, standard error) per leaf: half the median over the other leaves x of
+    C[L, x] = T[L, x] + T[x, L] - T[L, L] - T[x, x], from class terms t (leaves x leaves)."""
+    nl = len(t)
+    t = np.where(counts > 0, t, np.nan)
     inv = np.where(counts > 0, 1.0 / np.maximum(counts, 1.0), np.nan)
     diag, inv_diag = np.diag(t), np.diag(inv)
     contrast = t + t.T - diag[:, None] - diag[None, :]
@@ -329,16 +383,8 @@ def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[
         ok = np.isfinite(contrast[leaf]) & np.isfinite(var[leaf])
         if ok.sum() >= 2:
             values[leaf] = 0.5 * float(np.median(contrast[leaf][ok]))
-            ses[leaf] = 0.5 * 1.2533 * fit.sigma_e * math.sqrt(float(np.median(var[leaf][ok])))
-    ok = np.isfinite(values)
-    if ok.sum() < 3:
-        return []
-    centre, z, _, _ = _standout(values[ok], ses[ok], widen)
-    rejected, q = bh(norm.sf(z), q_family)
-    index = np.flatnonzero(ok)
-    return [Effect("leaf", (int(index[i]),), math.exp(values[index[i]] - centre), float(z[i]),
-                   float(q[i]), int(counts.sum()))
-            for i in np.flatnonzero(rejected & (values[ok] - centre >= math.log(MARGIN)))]
+            ses[leaf] = 0.5 * 1.2533 * sigma * math.sqrt(float(np.median(var[leaf][ok])))
+    return values, ses
 
 
 def iterations_to_tell(power: Dict[str, float]) -> str:

@@ -201,3 +201,31 @@ def fitted_instances(result: ResultFile) -> List[TestInstance]:
             continue
         out.append(inst)
     return out
+
+
+@dataclass
+class RawClasses:
+    """The pair times before any end's effect: per class, the median log time and how
+    many pairs it rests on; per pair, its deviation from its class's median; their
+    robust spread. What the polish finds in a class term or a residual must also show
+    here: in a sparse design (rings, matchings: a handful of pairs per rank, some slowed
+    by collisions under load) a rank's effect rests on a few pairs, and the polish
+    passes its error on to the class terms and the other pairs' residuals."""
+    median: np.ndarray        # per class (NaN: no pair)
+    count: np.ndarray         # pairs per class
+    deviation: np.ndarray     # per pair (aligned with data.s, data.r)
+    sigma: float
+
+
+def raw_classes(data: PairData, layout: Layout) -> RawClasses:
+    s, r, y = data.s, data.r, data.logt
+    if data.symmetric:
+        s, r, y = np.r_[s, r], np.r_[r, s], np.r_[y, y]
+    cls = layout.classes()[s, r]
+    size = int(cls.max()) + 1 if len(cls) else 1
+    med = _group_median(y, cls)
+    median = np.full(size, np.nan)
+    median[med.index.to_numpy()] = med.to_numpy()
+    deviation = (y - median[cls])[: len(data.s)]
+    sigma = 1.4826 * float(np.median(np.abs(deviation))) if len(deviation) else 0.0
+    return RawClasses(median, np.bincount(cls, minlength=size), deviation, sigma)

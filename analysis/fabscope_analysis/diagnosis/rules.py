@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
-from .evidence import Effect
+from .evidence import HOST_PAIR_SHARE, MARGIN, Effect
 from .model import Fit, Layout
 from .result import HOST, HOST_PAIR, LEAF, LINK, NIC, Congestion, Culprit
 from .retest import RetestJudgement
@@ -67,6 +67,7 @@ def name_components(layout: Layout, tests: List[TestEvidence]) -> Naming:
     _host_pairs(layout, tests, out)
     for t in tests:
         _links(layout, t, out)
+    _links_to_host_pairs(layout, tests, out)
     out.culprits.sort(key=lambda c: (-c.score, c.subject()))
     return out
 
@@ -277,13 +278,11 @@ def _links(layout: Layout, t: TestEvidence, out: Naming):
     for (s, r), j in t.retest.items():
         if j.slow and (s, r) not in listed and not _explained(layout, t, s, r, out):
             named.append((s, r, f"retest: {j.describe()}", None))
-    if _unstructured(layout, t, loaded, out):
-        _congestion(layout, t, loaded, out)
-    else:
-        few, doubtful = _few_links(layout, t, loaded, out)
-        named += few
-        if doubtful:
-            _congestion(layout, t, doubtful, out)
+    congested, rest = _unstructured(layout, t, loaded, out)
+    few, doubtful = _few_links(layout, t, rest, out)
+    named += few
+    if congested or doubtful:
+        _congestion(layout, t, congested + doubtful, out)
     for s, r, why, e in named:
         _add_link(layout, t, s, r, why, e, out)
 
@@ -312,26 +311,31 @@ def _few_links(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Namin
     return names, doubtful
 
 
-def _unstructured(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Naming) -> bool:
-    """More unexplained slow links than CONGESTION_SHARE of the pairs they could be among:
-    the pairs no named host or leaf explains, within leaves and between leaves counted
-    apart. Collisions under load slow pairs between leaves only; where a pattern measures
-    few of those (hierarchical: all pairs within each leaf, a few matchings between them)
-    or a named leaf explains half of them, a share of all the test's pairs would call the
-    rest a handful of culprits."""
+def _unstructured(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Naming
+                 ) -> Tuple[List[Effect], List[Effect]]:
+    """(links with no structure: congestion or routing, the rest) of the unexplained slow
+    links. Within leaves and between leaves are judged apart, each against
+    CONGESTION_SHARE of the pairs it could be among (the pairs no named host or leaf
+    explains). Collisions under load slow pairs between leaves only: many of them say
+    nothing about a pair inside a leaf, where one switch carries it (hierarchical
+    measures every pair inside each leaf and a few matchings between them). A share of
+    all the test's pairs would call a handful of collisions culprits where a pattern
+    measures few pairs between leaves, or where a named leaf explains half of them."""
     if not loaded:
-        return False
+        return [], []
     d = t.fit.data
     named_hosts = np.array(sorted(out.hosts), dtype=np.int64)
     named_leaves = np.array(sorted(out.leaves), dtype=np.int64)
     open_pair = ~(np.isin(layout.host[d.s], named_hosts) | np.isin(layout.host[d.r], named_hosts)
                   | np.isin(layout.leaf[d.s], named_leaves) | np.isin(layout.leaf[d.r], named_leaves))
     between = layout.leaf[d.s] != layout.leaf[d.r]
-    slow_between = np.array([layout.leaf[e.key[0]] != layout.leaf[e.key[1]] for e in loaded])
-    for group, slow in ((between, int(slow_between.sum())), (~between, int((~slow_between).sum()))):
-        if slow and slow > CONGESTION_SHARE * max(int((open_pair & group).sum()), 1):
-            return True
-    return False
+    congested, rest = [], []
+    for crosses in (True, False):
+        group = [e for e in loaded if (layout.leaf[e.key[0]] != layout.leaf[e.key[1]]) == crosses]
+        pairs = int((open_pair & (between == crosses)).sum())
+        many = len(group) > CONGESTION_SHARE * max(pairs, 1)
+        (congested if many else rest).extend(group)
+    return congested, rest
 
 
 def _congestion(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Naming):
@@ -371,3 +375,50 @@ def _add_link(layout: Layout, t: TestEvidence, s: int, r: int, why: str, e: Opti
         nics=[layout.nic.get(s, ""), layout.nic.get(r, "")], direction="link",
         symptoms=[symptom], evidence=evidence, confidence=confidence, score=score,
         peer_host=layout.host_of(r), component=LINK))
+
+
+def _links_to_host_pairs(layout: Layout, tests: List[TestEvidence], out: Naming):
+    """Named links (each already evidence: a pair inside a leaf, or one the serial retest
+    confirmed slow alone) of which two or more lie between the same two hosts, where at
+    least HOST_PAIR_SHARE of the GPU pairs measured between those hosts (every fitted
+    test) are at least the margin slower than their ends predict: one host pair (a cable
+    or port) explains them, a smaller answer than several GPU links. A thinned matrix
+    keeps too few GPU pairs of a host pair for its block to pass the host-pair test by
+    itself; a bad GPU pair leaves the other pairs between its hosts normal."""
+    groups: Dict[Tuple[int, int], List[Culprit]] = {}
+    for c in out.culprits:
+        if c.component == LINK:
+            a, b = (int(layout.host[r]) for r in c.ranks)
+            if a != b:
+                groups.setdefault((min(a, b), max(a, b)), []).append(c)
+    for (a, b), links in sorted(groups.items()):
+        if len({frozenset(c.ranks) for c in links}) < 2:
+            continue
+        slow, measured = _block_share(layout, tests, a, b)
+        if slow < HOST_PAIR_SHARE * measured:
+            continue
+        out.culprits = [c for c in out.culprits if not any(c is x for x in links)]
+        out.host_pairs.add((a, b))
+        out.culprits.append(Culprit(
+            host=layout.host_names[a], ranks=[], gpus=[], nics=[], direction="link",
+            peer_host=layout.host_names[b], component=HOST_PAIR,
+            symptoms=[f"{slow}/{measured} of the GPU pairs measured between them at least "
+                      f"{MARGIN:g}x slower than their ends predict"] + [c.symptoms[0] for c in links],
+            evidence=[f"{len(links)} slow GPU pairs between the two hosts, each a link by itself"]
+            + [e for c in links for e in c.evidence[:1]],
+            confidence=max((c.confidence for c in links), key=["low", "medium", "high"].index),
+            score=max(c.score for c in links)))
+
+
+def _block_share(layout: Layout, tests: List[TestEvidence], a: int, b: int) -> Tuple[int, int]:
+    """(slow, measured) GPU pairs between hosts a and b over every fitted test."""
+    slow = measured = 0
+    for t in tests:
+        if t.measure != "centre":
+            continue
+        d = t.fit.data
+        hs, hr = layout.host[d.s], layout.host[d.r]
+        block = ((hs == a) & (hr == b)) | ((hs == b) & (hr == a))
+        measured += int(block.sum())
+        slow += int((t.fit.resid[block] >= np.log(MARGIN)).sum())
+    return slow, measured

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 import numpy as np
-from scipy.stats import binom, norm, poisson
+from scipy.stats import binom, chi2, norm, poisson
 
 from .evidence import Q, Effect, bh, overdispersed_sf
 from .model import TAIL_FACTOR, Fit
@@ -80,7 +80,8 @@ def _tail_counts(fit: Fit, flagged: set):
     return keys, np.asarray(rows, dtype=np.float64).reshape(-1, 4)
 
 
-def _pooled_without(fit: Fit, keys, flagged: set, host: np.ndarray) -> np.ndarray:
+def _pooled_without(fit: Fit, keys, flagged: set, host: np.ndarray, upper: bool = False
+                    ) -> np.ndarray:
     """Per side: the share of stalled pairs among the pairs that touch neither its host
     nor a flagged rank (on six ranks a lossy one's stalls are in a fifth of every other
     rank's pairs; a lossy host's NICs would make each other's reference)."""
@@ -97,8 +98,19 @@ def _pooled_without(fit: Fit, keys, flagged: set, host: np.ndarray) -> np.ndarra
         - np.bincount(hs[inside], minlength=nh)
     hosts = host[np.array([r for r, _ in keys])]
     rest = np.maximum(len(hit) - touch_m[hosts], 1)
-    # none stalled among N pairs: a share of about 0.5 / N, not 0
-    return np.maximum(hit.sum() - touch_k[hosts], 0.5) / rest
+    k = np.maximum(hit.sum() - touch_k[hosts], 0.0)
+    # upper: the share's upper confidence bound (_share_upper); else none stalled among
+    # N pairs is a share of about 0.5 / N, not 0
+    return _share_upper(k, rest) if upper else np.maximum(k, 0.5) / rest
+
+
+def _share_upper(k: np.ndarray, m: np.ndarray, alpha: float = Q) -> np.ndarray:
+    """The one-sided (1 - alpha) upper confidence bound of a share of k events in m
+    (Poisson). The pooled share is itself a noisy figure: where the fabric stalls a pair
+    in a thousand, 2 of 2,000 stalled pairs on one side of four pairs made a lossy NIC of
+    a ring's healthy rank, against a share estimated at nearly 0. With hundreds of
+    stalled pairs the bound is the share."""
+    return chi2.ppf(1.0 - alpha, 2.0 * (np.asarray(k, dtype=np.float64) + 1.0)) / 2.0 / m
 
 
 def _tail_round(fit: Fit, flagged: set, q_family: float, host: np.ndarray):
@@ -109,7 +121,7 @@ def _tail_round(fit: Fit, flagged: set, q_family: float, host: np.ndarray):
     k, m, stalls, samples = rows.T
     share, rate = k / m, stalls / samples
     unflagged = np.array([key not in flagged for key in keys])
-    pooled = np.minimum(_pooled_without(fit, keys, flagged, host), 0.999)
+    pooled = np.minimum(_pooled_without(fit, keys, flagged, host, upper=True), 0.999)
     pooled_rate = float(np.median(rate[unflagged]))
     expected = pooled * m
     pearson = ((k - expected) ** 2 / (expected * (1 - pooled)))[unflagged]

@@ -1,0 +1,174 @@
+"""The diagnosis of sparse designs (rings, matchings, thinned matrices, hierarchical), on
+hand-built fits: each test builds the few arrays one rule reads, so it runs in
+milliseconds. What each guards was seen on synthetic 64 hosts x 8 GPUs with realistic
+noise (docs/analysis.md, "Measured error rates")."""
+
+import math
+
+import numpy as np
+
+from fabscope_analysis.diagnosis import evidence, rules, tails
+from fabscope_analysis.diagnosis.model import Fit, Layout, PairData
+from fabscope_analysis.diagnosis.result import HOST_PAIR, LINK
+
+
+class _Inst:
+    index = 0
+
+    def get(self, key, default=None):
+        return "synthetic" if key == "name" else default
+
+
+def _layout(hosts=8, gpus=2, leaves=2) -> Layout:
+    n = hosts * gpus
+    host = np.arange(n) // gpus
+    leaf = host // (hosts // leaves)
+    return Layout(n, host, leaf, [f"host{h}" for h in range(hosts)],
+                  [f"leaf{x}" for x in range(leaves)], {r: r % gpus for r in range(n)},
+                  {r: f"mlx5_{r % gpus}" for r in range(n)}, gpus)
+
+
+def _fit(s, r, logt, resid, n, beyond=None, cls_effect=None) -> Fit:
+    s, r = np.asarray(s), np.asarray(r)
+    beyond = np.zeros(len(s)) if beyond is None else np.asarray(beyond, dtype=np.float64)
+    data = PairData(_Inst(), s, r, np.asarray(logt, dtype=np.float64), np.full(len(s), 20.0),
+                    beyond, symmetric=False, bandwidth=True)
+    resid = np.asarray(resid, dtype=np.float64)
+    sigma = 1.4826 * float(np.median(np.abs(resid)))
+    cls = np.zeros(1) if cls_effect is None else cls_effect
+    return Fit(data, 0.0, cls, np.zeros(n), np.zeros(n), resid, sigma,
+               np.bincount(s, minlength=n), np.bincount(r, minlength=n))
+
+
+def _all_pairs(lay: Layout, seed=1):
+    s, r = np.nonzero(lay.host[:, None] != lay.host[None, :])
+    noise = np.random.default_rng(seed).normal(0.0, 0.05, len(s))
+    return s, r, noise
+
+
+def test_a_link_must_also_stand_out_of_its_class_before_any_ends_effect():
+    """A sparse design's polish can raise a pair's residual by its ends' errors (a ring's
+    ranks, their effects raised by collisions on their few other pairs): 1.6x after its
+    ends, its time as its class's typical pair, is no link; a pair slow both ways is."""
+    lay = _layout()
+    s, r, noise = _all_pairs(lay)
+    logt, resid = noise.copy(), noise.copy()
+    artefact, slow = 3, 40
+    resid[artefact] = math.log(1.6)
+    logt[slow] = resid[slow] = math.log(3.0)
+    found, _ = evidence.links(_fit(s, r, logt, resid, lay.n), 1.0, 0.01, lay)
+    assert [e.key for e in found] == [(int(s[slow]), int(r[slow]))], found
+
+
+def test_a_leaf_needs_its_raw_class_medians_to_stand_out_too():
+    """A class term the polish put 0.5 off (its ends' effects absorbed the rest) is no
+    slow uplink when the pairs' own times through that leaf are typical; a leaf whose
+    pairs between leaves are 1.6x, in the times and in the class terms, is."""
+    lay = _layout(hosts=8, gpus=2, leaves=4)
+    s, r, noise = _all_pairs(lay)
+    nl = 4
+    cls = lay.classes()[s, r]
+    leaf_s, leaf_r = lay.leaf[s], lay.leaf[r]
+    for slow_times in (False, True):
+        terms = np.zeros(1 + nl * nl)
+        logt = noise.copy()
+        if slow_times:   # leaf 2's uplink: every pair through it, in the times and the terms
+            through = (leaf_s != leaf_r) & ((leaf_s == 2) | (leaf_r == 2))
+            logt[through] += math.log(1.6)
+            for x in range(nl):
+                if x != 2:
+                    terms[1 + 2 * nl + x] = terms[1 + x * nl + 2] = math.log(1.6)
+        else:            # the polish's artefact: leaf 2's pairs inside it pushed down
+            terms[1 + 2 * nl + 2] = -0.5
+        fit = _fit(s, r, logt, noise - terms[cls] * 0, lay.n, cls_effect=terms)
+        found = evidence.leaves(fit, lay, 1.0, 0.01)
+        assert [e.key for e in found] == ([(2,)] if slow_times else []), (slow_times, found)
+
+
+def test_host_pairs_between_leaves_are_judged_against_blocks_between_leaves():
+    """Hierarchical: every GPU pair measured within leaves (no collisions), between leaves
+    a pair per host pair from the matchings, a fifth of them collided under load. A block of 3 collided
+    of 4 is what collisions do (against the share within leaves it was a cable); a block
+    of 16 of 16 slow is a cable."""
+    lay = _layout(hosts=32, gpus=8, leaves=4)
+    rng = np.random.default_rng(3)
+    s, r = np.nonzero(lay.host[:, None] != lay.host[None, :])
+    inside = lay.leaf[s] == lay.leaf[r]
+    keep = inside.copy()
+    size = {(0, 8): 4, (0, 31): 16}
+    first = np.flatnonzero(~inside & (lay.host[s] < lay.host[r]))
+    first = first[np.argsort(lay.host[s[first]] * 32 + lay.host[r[first]], kind="stable")]
+    block_of = lay.host[s[first]] * 32 + lay.host[r[first]]
+    for key, start in zip(*np.unique(block_of, return_index=True)):
+        keep[first[start:start + size.get(divmod(int(key), 32), 1)]] = True
+    s, r = s[keep], r[keep]
+    inside = lay.leaf[s] == lay.leaf[r]
+    resid = rng.normal(0.0, 0.05, len(s))
+    resid[~inside & (rng.random(len(s)) < 0.2)] += math.log(2.0)
+    collided = np.flatnonzero((lay.host[s] == 0) & (lay.host[r] == 8))
+    resid[collided[:3]] = math.log(2.0)
+    resid[collided[3:]] = 0.0
+    cable = np.flatnonzero((lay.host[s] == 0) & (lay.host[r] == 31))
+    resid[cable] = math.log(2.0)
+    found = evidence.host_pairs(_fit(s, r, resid, resid, lay.n), lay, 0.05)
+    assert [e.key for e in found] == [(0, 31)], found
+
+
+def test_a_side_whose_few_pairs_caught_the_tests_only_stalls_is_no_lossy_nic():
+    """A ring: four pairs a rank side, 2 stalled pairs of 2,048 both on one send side
+    (the pooled share, estimated from nothing, nearly 0): chance, not a NIC; a side all
+    four of whose pairs stalled is one."""
+    n = 512
+    s = np.repeat(np.arange(n), 4)
+    r = (s + np.tile([1, 37, 101, 211], n)) % n
+    beyond = np.zeros(len(s))
+    beyond[[7 * 4, 7 * 4 + 1]] = 1
+    fit = _fit(s, r, np.zeros(len(s)), np.zeros(len(s)), n, beyond=beyond)
+    host = np.arange(n) // 8
+    assert tails.tail_sides(fit, host, 0.001) == []
+    beyond[9 * 4: 9 * 4 + 4] = 1
+    fit = _fit(s, r, np.zeros(len(s)), np.zeros(len(s)), n, beyond=beyond)
+    assert [e.key for e in tails.tail_sides(fit, host, 0.001)] == [(9, "send")]
+
+
+def _evidence(lay, s, r, resid, links):
+    fit = _fit(s, r, resid, resid, lay.n)
+    return rules.TestEvidence(fit, "centre", links=links, n_links=len(s))
+
+
+def _link(s, r, ratio=2.0):
+    return evidence.Effect("link", (int(s), int(r)), ratio, 8.0, 1e-9, 1)
+
+
+def test_a_slow_pair_inside_a_leaf_is_named_beside_many_collisions_between_leaves():
+    """Collisions under load slow pairs between leaves only: a hundred of them are a
+    congestion finding, and say nothing of the one slow pair inside a leaf."""
+    lay = _layout(hosts=16, gpus=8, leaves=4)
+    s, r, resid = _all_pairs(lay)
+    between = np.flatnonzero(lay.leaf[s] != lay.leaf[r])[::97][:100]
+    inside = np.flatnonzero((lay.host[s] == 0) & (lay.host[r] == 1))[0]
+    resid[between] = resid[inside] = math.log(2.0)
+    links = [_link(s[i], r[i]) for i in list(between) + [inside]]
+    out = rules.name_components(lay, [_evidence(lay, s, r, resid, links)])
+    assert [(c.component, c.ranks) for c in out.culprits] == \
+        [(LINK, [int(s[inside]), int(r[inside])])], out.culprits
+    assert out.congestion and out.congestion[0].slow_pairs == 100
+
+
+def test_slow_gpu_pairs_between_two_hosts_are_one_host_pair():
+    """A thinned matrix kept 4 GPU pairs between two hosts of a leaf, all slow: one host
+    pair (a cable or port), not four links; one slow pair among normal ones stays a link."""
+    lay = _layout(hosts=16, gpus=8, leaves=4)
+    s, r, resid = _all_pairs(lay)
+    keep = ~((lay.host[s] // 2 == lay.host[r] // 2) & (lay.host[s] != lay.host[r]))
+    pairs01 = np.flatnonzero((lay.host[s] == 0) & (lay.host[r] == 1))[:4]
+    pairs23 = np.flatnonzero((lay.host[s] == 2) & (lay.host[r] == 3))[:4]
+    keep[pairs01] = keep[pairs23] = True
+    s, r, resid = s[keep], r[keep], resid[keep]
+    slow01 = np.flatnonzero((lay.host[s] == 0) & (lay.host[r] == 1))
+    one23 = np.flatnonzero((lay.host[s] == 2) & (lay.host[r] == 3))[0]
+    resid[slow01] = resid[one23] = math.log(2.0)
+    links = [_link(s[i], r[i]) for i in list(slow01) + [one23]]
+    out = rules.name_components(lay, [_evidence(lay, s, r, resid, links)])
+    named = sorted((c.component, c.host, c.peer_host) for c in out.culprits)
+    assert named == [(HOST_PAIR, "host0", "host1"), (LINK, "host2", "host3")], named
