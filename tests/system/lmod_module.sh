@@ -30,12 +30,18 @@ env -i HOME="$scratch" PATH=/usr/bin:/bin TERM=dumb bash --noprofile --norc -c "
   echo \"scenarios=\$FABSCOPE_SCENARIOS\"
   module unload fabscope
   echo \"after=\$(command -v fabscope || echo none)\"
+  echo \"paths_after=\$PATH:\${MANPATH:-}:\${PYTHONPATH:-}\"
 " >"$scratch/shell.log" 2>&1 || { cat "$scratch/shell.log" >&2; fail "the Lmod shell failed"; }
 grep -qx "fabscope=$prefix/bin/fabscope" "$scratch/shell.log" || { cat "$scratch/shell.log" >&2; fail "module load did not put the installed fabscope on PATH"; }
 grep -q "^fabscope $version" "$scratch/shell.log" || fail "the module's fabscope --version failed"
 grep -qx "analysis=$prefix/lib/python3/dist-packages/fabscope_analysis/__init__.py" "$scratch/shell.log" || { cat "$scratch/shell.log" >&2; fail "module load did not put the analysis on PYTHONPATH"; }
 grep -q "^man=$prefix/share/man/man1/fabscope.1" "$scratch/shell.log" || { cat "$scratch/shell.log" >&2; fail "module load did not put the man page on MANPATH"; }
 grep -qx "scenarios=$prefix/share/fabscope/scenarios" "$scratch/shell.log" || fail "FABSCOPE_SCENARIOS not set"
-grep -qx "after=none" "$scratch/shell.log" || { cat "$scratch/shell.log" >&2; fail "module unload left fabscope on PATH"; }
+# Another fabscope may be installed system-wide (the .deb test beside this one puts one in
+# /usr/bin): what unload must take away is the module's own prefix.
+if grep -qx "after=$prefix/bin/fabscope" "$scratch/shell.log" || grep "^paths_after=" "$scratch/shell.log" | grep -qF "$prefix"; then
+  cat "$scratch/shell.log" >&2
+  fail "module unload left the module's prefix $prefix on PATH, MANPATH or PYTHONPATH"
+fi
 note "module load/unload of $prefix/share/modulefiles/fabscope/$version.lua: PATH, MANPATH, PYTHONPATH"
 note "PASS"
