@@ -10,6 +10,7 @@ import numpy as np
 from fabscope_analysis.diagnosis import evidence, rules, tails
 from fabscope_analysis.diagnosis.model import Fit, Layout, PairData
 from fabscope_analysis.diagnosis.result import HOST_PAIR, LINK
+from fabscope_analysis.diagnosis.retest import CONFIRMED, RetestJudgement
 
 
 class _Inst:
@@ -172,3 +173,50 @@ def test_slow_gpu_pairs_between_two_hosts_are_one_host_pair():
     out = rules.name_components(lay, [_evidence(lay, s, r, resid, links)])
     named = sorted((c.component, c.host, c.peer_host) for c in out.culprits)
     assert named == [(HOST_PAIR, "host0", "host1"), (LINK, "host2", "host3")], named
+
+
+def _between(lay, s, r, a, b):
+    return ((lay.host[s] == a) & (lay.host[r] == b)) | ((lay.host[s] == b) & (lay.host[r] == a))
+
+
+def _thinned_test(lay, rng, block_keep):
+    """One test of a 10 % thinned matrix: a fifth of the pairs between leaves collided
+    under load (2x), `block_keep` GPU pairs kept of each host pair named in it."""
+    s, r = np.nonzero(lay.host[:, None] != lay.host[None, :])
+    keep = rng.random(len(s)) < 0.1
+    for (a, b), m in block_keep.items():
+        block = np.flatnonzero(_between(lay, s, r, a, b))
+        keep[block] = False
+        keep[block[:m]] = True
+    s, r = s[keep], r[keep]
+    resid = rng.normal(0.0, 0.05, len(s))
+    resid[(lay.leaf[s] != lay.leaf[r]) & (rng.random(len(s)) < 0.2)] += math.log(2.0)
+    return s, r, resid
+
+
+def test_one_confirmed_link_whose_thinned_block_is_all_slow_is_a_host_pair():
+    """A thinned matrix keeps a handful of GPU pairs of a host pair in each test; between
+    leaves, where collisions under load slow a fifth of the pairs, 6 of 6 slow is no
+    finding among hundreds of blocks. One GPU pair confirmed slow alone by the serial
+    retest asks the question of its host pair only: its other GPU pairs, over both
+    tests (both directions of the confirmed one left out), all slow, are the cable (host0-host15). A confirmed link whose other GPU
+    pairs are as the pooled share says (host1-host14) stays a link."""
+    lay = _layout(hosts=16, gpus=8, leaves=4)
+    rng = np.random.default_rng(5)
+    tests = []
+    for t in range(2):
+        s, r, resid = _thinned_test(lay, rng, {(0, 15): 5, (1, 14): 5})
+        cable = np.flatnonzero(_between(lay, s, r, 0, 15))
+        resid[cable] = math.log(2.0)
+        other = np.flatnonzero(_between(lay, s, r, 1, 14))
+        resid[other] = 0.0
+        resid[other[0]] = math.log(2.0)
+        links = [_link(s[i], r[i]) for i in (cable[0], other[0])] if t == 0 else []
+        ev = _evidence(lay, s, r, resid, links)
+        ev.retest = {e.key: RetestJudgement(e.key, CONFIRMED, 1.9, 1.4, 10, 0.05) for e in links}
+        tests.append(ev)
+    out = rules.name_components(lay, tests, 0.05 / 11)
+    named = sorted((c.component, c.host, c.peer_host) for c in out.culprits)
+    assert named == [(HOST_PAIR, "host0", "host15"), (LINK, "host1", "host14")], named
+    cable = next(c for c in out.culprits if c.component == HOST_PAIR)
+    assert "8/8 of the others slow" in cable.evidence[0], cable.evidence   # both ways of the link left out

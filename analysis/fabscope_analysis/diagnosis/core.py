@@ -193,7 +193,7 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
         run.judge(inst)
     run.combined_tails()
     run.retests(instances)
-    naming = name_components(run.layout, run.tests)
+    naming = name_components(run.layout, run.tests, run.q_family)
     culprits = naming.culprits
     notes = list(run.notes) + naming.notes
     support, extra_notes = _supporting(result, instances, run.layout)

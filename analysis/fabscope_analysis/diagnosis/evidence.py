@@ -284,28 +284,16 @@ def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
     only pairs between leaves, and where most blocks lie within leaves (hierarchical)
     their share would make a block between leaves that drew 3 collisions of 4 pairs a
     cable."""
-    d = fit.data
-    a, b = layout.host[d.s], layout.host[d.r]
-    cross = a != b
-    if layout.ranks_per_host < 2 or cross.sum() < 4:
+    blocks = _blocks(fit, layout)
+    if blocks is None:
         return []
+    keys, k, m, med, between = blocks
     nh = len(layout.host_names)
-    lo, hi = np.minimum(a, b)[cross], np.maximum(a, b)[cross]
-    frame = pd.DataFrame({"k": lo * nh + hi, "e": fit.resid[cross],
-                          "slow": fit.resid[cross] >= math.log(MARGIN)})
-    g = frame.groupby("k")
-    k, m, med = g["slow"].sum().to_numpy(), g.size().to_numpy(), g["e"].median().to_numpy()
-    keys = g.size().index.to_numpy()
-    if len(keys) < 4:
-        return []
-    leaf_of_host = np.zeros(nh, dtype=np.int64)
-    leaf_of_host[layout.host] = layout.leaf
-    between = leaf_of_host[keys // nh] != leaf_of_host[keys % nh]
     p, pooled = np.ones(len(keys)), np.zeros(len(keys))
     for kind in (True, False):
         own = between == kind
         if own.any():
-            p[own], pooled[own] = _block_p(k[own], m[own])
+            p[own], pooled[own], _ = _block_p(k[own], m[own])
     rejected, q = bh(p, q_family)
     hit = rejected & (k >= HOST_PAIR_SHARE * m) & (m >= 4)
     return [Effect("host-pair", (int(keys[i]) // nh, int(keys[i]) % nh), math.exp(med[i]),
@@ -316,13 +304,70 @@ def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
             for i in np.flatnonzero(hit)]
 
 
-def _block_p(k: np.ndarray, m: np.ndarray) -> Tuple[np.ndarray, float]:
-    """(p of each block's count of slow pairs, the pooled share) against the share pooled
-    over these blocks, over-dispersion measured across them."""
+def _blocks(fit: Fit, layout: Layout):
+    """(keys a * hosts + b with a < b, slow pairs, measured pairs, median residual, between
+    leaves) of each host pair's block of GPU pairs in one test; None with fewer than 4."""
+    d = fit.data
+    a, b = layout.host[d.s], layout.host[d.r]
+    cross = a != b
+    if layout.ranks_per_host < 2 or cross.sum() < 4:
+        return None
+    nh = len(layout.host_names)
+    lo, hi = np.minimum(a, b)[cross], np.maximum(a, b)[cross]
+    frame = pd.DataFrame({"k": lo * nh + hi, "e": fit.resid[cross],
+                          "slow": fit.resid[cross] >= math.log(MARGIN)})
+    g = frame.groupby("k")
+    keys = g.size().index.to_numpy()
+    if len(keys) < 4:
+        return None
+    leaf_of_host = np.zeros(nh, dtype=np.int64)
+    leaf_of_host[layout.host] = layout.leaf
+    between = leaf_of_host[keys // nh] != leaf_of_host[keys % nh]
+    return (keys, g["slow"].sum().to_numpy(), g.size().to_numpy(), g["e"].median().to_numpy(),
+            between)
+
+
+def _block_p(k: np.ndarray, m: np.ndarray) -> Tuple[np.ndarray, float, float]:
+    """(p of each block's count of slow pairs, the pooled share, the over-dispersion)
+    against the share pooled over these blocks, over-dispersion measured across them."""
     pooled = min(max(float(k.sum() / m.sum()), 0.5 / float(m.sum())), 0.999)
     expected = pooled * m
     phi = max(1.0, float(np.median((k - expected) ** 2 / (expected * (1 - pooled)))) / 0.455)
-    return overdispersed_sf(k, m, phi, pooled), pooled
+    return overdispersed_sf(k, m, phi, pooled), pooled, phi
+
+
+def block_rest_p(fits: List[Fit], layout: Layout, pair: Tuple[int, int],
+                 leave_out: set) -> Tuple[float, int, int]:
+    """(p, slow, measured) of the GPU pairs between hosts `pair` over every test in
+    `fits`, the GPU pairs in `leave_out` (unordered rank pairs) left out: their count of
+    pairs at least MARGIN slower than their ends predict against what each test's pooled
+    share of its blocks of the same kind expects (the sum of each test's over-dispersed
+    binomial)."""
+    a, b = min(pair), max(pair)
+    nh = len(layout.host_names)
+    pmf, need, slow, measured = np.ones(1), 0, 0, 0
+    for f in fits:
+        blocks = _blocks(f, layout)
+        if blocks is None:
+            continue
+        keys, k, m, _, between = blocks
+        hit = np.flatnonzero(keys == a * nh + b)
+        if not len(hit):
+            continue
+        own = between == between[hit[0]]
+        _, share, phi = _block_p(k[own], m[own])
+        d = f.data
+        hs, hr = layout.host[d.s], layout.host[d.r]
+        keep = (((hs == a) & (hr == b)) | ((hs == b) & (hr == a))) & np.array(
+            [frozenset((int(s), int(r))) not in leave_out for s, r in zip(d.s, d.r)])
+        kt, mt = int((f.resid[keep] >= math.log(MARGIN)).sum()), int(keep.sum())
+        if mt == 0:
+            continue
+        trials = max(int(round(mt / phi)), 1)
+        need += min(int(math.ceil(kt / phi)), trials)
+        pmf = np.convolve(pmf, binom.pmf(np.arange(trials + 1), trials, share))
+        slow, measured = slow + kt, measured + mt
+    return float(pmf[need:].sum()) if measured else 1.0, slow, measured
 
 
 def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[Effect]:

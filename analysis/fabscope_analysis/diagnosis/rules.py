@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
-from .evidence import HOST_PAIR_SHARE, MARGIN, Effect
+from .evidence import HOST_PAIR_SHARE, MARGIN, Q, Effect, bh, block_rest_p
 from .model import Fit, Layout
 from .result import HOST, HOST_PAIR, LEAF, LINK, NIC, Congestion, Culprit
 from .retest import RetestJudgement
@@ -60,14 +60,14 @@ class Naming:
     leaves: Set[int] = field(default_factory=set)
 
 
-def name_components(layout: Layout, tests: List[TestEvidence]) -> Naming:
+def name_components(layout: Layout, tests: List[TestEvidence], q_family: float = Q) -> Naming:
     out = Naming()
     _leaves(layout, tests, out)
     _sides(layout, tests, out)
     _host_pairs(layout, tests, out)
     for t in tests:
         _links(layout, t, out)
-    _links_to_host_pairs(layout, tests, out)
+    _links_to_host_pairs(layout, tests, out, q_family)
     out.culprits.sort(key=lambda c: (-c.score, c.subject()))
     return out
 
@@ -377,37 +377,56 @@ def _add_link(layout: Layout, t: TestEvidence, s: int, r: int, why: str, e: Opti
         peer_host=layout.host_of(r), component=LINK))
 
 
-def _links_to_host_pairs(layout: Layout, tests: List[TestEvidence], out: Naming):
+def _links_to_host_pairs(layout: Layout, tests: List[TestEvidence], out: Naming,
+                         q_family: float = Q):
     """Named links (each already evidence: a pair inside a leaf, or one the serial retest
-    confirmed slow alone) of which two or more lie between the same two hosts, where at
-    least HOST_PAIR_SHARE of the GPU pairs measured between those hosts (every fitted
-    test) are at least the margin slower than their ends predict: one host pair (a cable
-    or port) explains them, a smaller answer than several GPU links. A thinned matrix
-    keeps too few GPU pairs of a host pair for its block to pass the host-pair test by
-    itself; a bad GPU pair leaves the other pairs between its hosts normal."""
+    confirmed slow alone) between two hosts, where at least HOST_PAIR_SHARE of the GPU
+    pairs measured between those hosts (every fitted test) are at least the margin
+    slower than their ends predict: one host pair (a cable or port) explains them, a
+    smaller answer than GPU links, when two or more links lie there, or when the block's
+    other GPU pairs, the named links left out, are more often slow than the pooled share
+    of each test's blocks of their kind expects (binomial, over-dispersion measured
+    across the blocks; BH over the host pairs that hold a named link). A thinned matrix
+    keeps too few GPU pairs of a host pair for its block to pass the host-pair test over
+    every block, and a named link picks the few host pairs worth the question; a bad GPU
+    pair leaves the other pairs between its hosts normal."""
     groups: Dict[Tuple[int, int], List[Culprit]] = {}
     for c in out.culprits:
         if c.component == LINK:
             a, b = (int(layout.host[r]) for r in c.ranks)
             if a != b:
                 groups.setdefault((min(a, b), max(a, b)), []).append(c)
+    fits = [t.fit for t in tests if t.measure == "centre"]
+    found = []
     for (a, b), links in sorted(groups.items()):
-        if len({frozenset(c.ranks) for c in links}) < 2:
-            continue
+        named = {frozenset(c.ranks) for c in links}
         slow, measured = _block_share(layout, tests, a, b)
-        if slow < HOST_PAIR_SHARE * measured:
-            continue
-        out.culprits = [c for c in out.culprits if not any(c is x for x in links)]
-        out.host_pairs.add((a, b))
-        out.culprits.append(Culprit(
-            host=layout.host_names[a], ranks=[], gpus=[], nics=[], direction="link",
-            peer_host=layout.host_names[b], component=HOST_PAIR,
-            symptoms=[f"{slow}/{measured} of the GPU pairs measured between them at least "
-                      f"{MARGIN:g}x slower than their ends predict"] + [c.symptoms[0] for c in links],
-            evidence=[f"{len(links)} slow GPU pairs between the two hosts, each a link by itself"]
-            + [e for c in links for e in c.evidence[:1]],
-            confidence=max((c.confidence for c in links), key=["low", "medium", "high"].index),
-            score=max(c.score for c in links)))
+        p, rest_slow, rest = block_rest_p(fits, layout, (a, b), named)
+        share_ok = slow >= HOST_PAIR_SHARE * measured
+        found.append(((a, b), links, slow, measured, p if share_ok else 1.0, len(named) >= 2
+                      and share_ok, f"{rest_slow}/{rest}"))
+    rejected, q = bh(np.array([f[4] for f in found]), q_family)
+    for ((a, b), links, slow, measured, _, several, rest), ok, qv in zip(found, rejected, q):
+        if several or ok:
+            _add_host_pair_from_links(layout, out, a, b, links, slow, measured,
+                                      None if several else f"{rest} of the others slow, q={qv:.2g}")
+
+
+def _add_host_pair_from_links(layout: Layout, out: Naming, a: int, b: int, links: List[Culprit],
+                              slow: int, measured: int, rest: Optional[str]):
+    out.culprits = [c for c in out.culprits if not any(c is x for x in links)]
+    out.host_pairs.add((a, b))
+    why = (f"{len(links)} slow GPU pairs between the two hosts, each a link by itself" if rest is None
+           else f"a slow GPU pair between the two hosts, and {rest} (against the share "
+           "of the host pairs of their kind)")
+    out.culprits.append(Culprit(
+        host=layout.host_names[a], ranks=[], gpus=[], nics=[], direction="link",
+        peer_host=layout.host_names[b], component=HOST_PAIR,
+        symptoms=[f"{slow}/{measured} of the GPU pairs measured between them at least "
+                  f"{MARGIN:g}x slower than their ends predict"] + [c.symptoms[0] for c in links],
+        evidence=[why] + [e for c in links for e in c.evidence[:1]],
+        confidence=max((c.confidence for c in links), key=["low", "medium", "high"].index),
+        score=max(c.score for c in links)))
 
 
 def _block_share(layout: Layout, tests: List[TestEvidence], a: int, b: int) -> Tuple[int, int]:
