@@ -101,6 +101,12 @@ void printListHeading(const ListCommand& command, const scenario::Scenario& scen
                         .c_str()
                   : ", no leaf labels");
   if (!scenario.description.empty()) std::printf("  %s\n", scenario.description.c_str());
+  // The transport keys the scenario gives, with where each was given (the rest keep their defaults).
+  std::string given;
+  for (const auto& [transport, settings] : scenario.transports)
+    for (const auto& v : settings->values())
+      if (!v.from.empty()) given += (given.empty() ? "" : "; ") + transport + " " + v.key + "=" + v.value + " (" + v.from + ")";
+  if (!given.empty()) std::printf("  transport settings: %s\n", given.c_str());
 }
 
 // What the whole matrix needs: the most memory one instance takes per rank, and the time estimate.

@@ -80,14 +80,25 @@ const Config& configOf(const TestSpec& spec) {
   return *config;
 }
 
+// One key of a transport's settings as the run will use it: its value, and
+// the "file:line:column" that gave it (empty: the transport's default).
+struct TransportSettingValue {
+  std::string key;
+  std::string value;
+  std::string from;
+};
+
 // A transport's own settings from the scenario's top-level 'transports:'
 // mapping, read once at load by the transport's parse step
 // (TransportRules::parse, declared with the transport in its own
-// transport/<Name>Settings.hpp). Each transport with keys derives its own;
-// the opener reads it through transportSettingsOf<Settings>.
+// transport/<Name>Transport.cpp). Each transport with keys derives its own;
+// its opener reads it through transportSettingsOf<Settings>, everyone else
+// (fabscope list, the tests) through values().
 class TransportSettings {
  public:
   virtual ~TransportSettings() = default;
+  // Every key, given or default, in the order the transport declares them.
+  virtual std::vector<TransportSettingValue> values() const = 0;
 };
 
 // Transport name -> its settings: every transport that has keys, with its

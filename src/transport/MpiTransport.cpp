@@ -2,9 +2,39 @@
 
 #include <algorithm>
 
-#include "transport/MpiSettings.hpp"
+#include "scenario/TestSource.hpp"
+#include "transport/TransportEntry.hpp"
 
 namespace fabscope::transport {
+
+// transports: {mpi: {wait: polled|blocking}}: blocking waits in MPI_Wait
+// (osu_latency's way, the reply seen sooner) with the watchdog as their only
+// deadline; polled (the default) waits in MPI_Test loops that end at the
+// test's deadline and let the run go on (docs/transports.md). The struct, its
+// keys and its parse step are here, beside the code that acts on them, so a new
+// key of the MPI transport touches this file only.
+struct MpiSettings : scenario::TransportSettings {
+  bool blockingWaits = false;
+  std::string waitFrom;  // "file:line:column" that set it
+
+  std::vector<scenario::TransportSettingValue> values() const override {
+    return {{"wait", blockingWaits ? "blocking" : "polled", waitFrom}};
+  }
+
+  static scenario::TransportRules rules() { return {{"wait"}, "{wait: blocking}", parse}; }
+
+  static std::shared_ptr<const scenario::TransportSettings> parse(const scenario::TransportSource& source) {
+    auto settings = std::make_shared<MpiSettings>();
+    if (source.has("wait")) {
+      const std::string wait = source.text("wait");
+      if (wait != "polled" && wait != "blocking")
+        source.fail("wait", "'wait' is '" + wait + "'; expected polled or blocking");
+      settings->blockingWaits = wait == "blocking";
+      settings->waitFrom = source.where("wait");
+    }
+    return settings;
+  }
+};
 
 namespace {
 // How long reset() lets in-flight transfers finish before cancelling them.
@@ -181,6 +211,19 @@ void MpiTransport::reset(const runtime::Deadline& deadline) {
   MPI_Comm old = comm_;
   duplicate(world_, deadline);
   MPI_Comm_free(&old);
+}
+
+namespace {
+std::unique_ptr<Transport> openMpiTransport(const runtime::Communicator& world, int, const OpenRequest& request,
+                                            const runtime::Deadline& deadline) {
+  return std::make_unique<MpiTransport>(world, settingsIn<MpiSettings>(request, "mpi"), deadline);
+}
+}  // namespace
+
+const TransportEntry& mpiTransportEntry() {
+  static const TransportEntry entry{"mpi", "", {.collectives = Collectives::host}, MpiSettings::rules(),
+                                    openMpiTransport};
+  return entry;
 }
 
 }  // namespace fabscope::transport

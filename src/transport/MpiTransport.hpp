@@ -25,11 +25,11 @@ namespace fabscope::transport {
 // every Open MPI transport sends them eagerly, so an MPI_Send never waits for
 // its receive to be posted (a rendezvous send would deadlock two ranks that
 // both send before they receive, as the bidirectional kind does).
-struct MpiSettings;  // transport/MpiSettings.hpp
+struct MpiSettings;  // MpiTransport.cpp
 
 class MpiTransport final : public Transport {
  public:
-  // `settings`: the scenario's (MpiSettings.hpp), read here once.
+  // `settings`: the scenario's (MpiTransport.cpp), read here once.
   MpiTransport(const runtime::Communicator& world, const MpiSettings& settings, const runtime::Deadline& deadline);
   ~MpiTransport() override;
 

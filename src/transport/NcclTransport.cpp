@@ -1,3 +1,9 @@
+// The nccl transport's entry in the factory's table is compiled in every
+// build; the data path only where the build has CUDA and NCCL.
+#include "fabscope/BuildConfig.hpp"
+#include "transport/TransportEntry.hpp"
+
+#if FABSCOPE_HAVE_NCCL
 #include "transport/NcclTransport.hpp"
 
 #include <algorithm>
@@ -285,6 +291,41 @@ std::vector<std::pair<std::string, std::string>> NcclTransport::describe() const
   const auto info = cu::deviceInfo(state_->device);
   return {{"nccl_version", std::to_string(version)},
           {"gpu", std::to_string(state_->device) + " " + info.name + " " + info.pciBusId}};
+}
+
+}  // namespace fabscope::transport
+
+#endif  // FABSCOPE_HAVE_NCCL
+
+namespace fabscope::transport {
+
+#if FABSCOPE_HAVE_NCCL
+namespace {
+std::unique_ptr<Transport> openNcclTransport(const runtime::Communicator& world, int localRank, const OpenRequest&,
+                                             const runtime::Deadline& deadline) {
+  return std::make_unique<NcclTransport>(world, localRank, deadline);
+}
+}  // namespace
+#else
+constexpr Opener openNcclTransport = nullptr;
+#endif
+
+const TransportEntry& ncclTransportEntry() {
+  static const TransportEntry entry{
+      "nccl",
+      FABSCOPE_HAVE_NCCL ? "" : "built without CUDA/NCCL",
+      {.hostMemory = false,
+       .deviceMemory = true,
+       .inOrder = true,
+       .collectives = Collectives::device,
+       .abortsOnPeerLoss = true,
+       .peerLossReport = "NCCL asynchronous error (ncclCommGetAsyncError, non-blocking communicator): raised by "
+                         "NCCL's network transports once their own timeouts expire; within a host (NVLink, PCIe "
+                         "peer-to-peer, shared memory) a lost peer's operations wait without bound, so the "
+                         "survivors' own step deadline (request_timeout) decides"},
+      std::nullopt,
+      openNcclTransport};
+  return entry;
 }
 
 }  // namespace fabscope::transport

@@ -1,9 +1,9 @@
 #pragma once
 // Which data paths this build has, what each can do, which settings a scenario
-// may give it, and how to open one. A backend's name, availability,
-// capabilities, scenario keys with their parse step, and opener are declared
-// once, in its entry of the table in TransportFactory.cpp; its settings, keys and
-// parse step in its own <Name>Settings.hpp (what else a new one touches:
+// may give it, and how to open one. Each transport declares all of that once,
+// in its entry (TransportEntry.hpp) at the end of its own <Name>Transport.cpp,
+// beside its settings struct, keys and parse step; the table in
+// TransportFactory.cpp lists the entries (what else a new one touches:
 // docs/architecture.md).
 #include <map>
 #include <memory>
@@ -24,10 +24,9 @@ inline constexpr const char* controlPlaneTransport = "mpi";
 inline constexpr const char* defaultTransport = "mpi";
 
 // Each transport's settings under the scenario's top-level 'transports:' (each
-// only lowers what the transport would otherwise use) are declared with the
-// transport, in its own <Name>Settings.hpp: the struct, its keys and its parse
-// step. The table in TransportFactory.cpp names each one once; the opener hands
-// them on whole, so a new key touches none of this.
+// only lowers or changes what the transport would otherwise use) are declared
+// with the transport, in its own <Name>Transport.cpp: the struct, its keys and
+// its parse step. The opener hands them on whole, so a new key touches none of this.
 
 // Every transport that has scenario keys: its keys and its parse step, for
 // the scenario loader (ScenarioRules::transportSettings).

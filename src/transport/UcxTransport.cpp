@@ -1,3 +1,9 @@
+// The ucx transport's entry in the factory's table is compiled in every
+// build; the data path only where the build has UCX.
+#include "fabscope/BuildConfig.hpp"
+#include "transport/TransportEntry.hpp"
+
+#if FABSCOPE_HAVE_UCX
 #include "transport/UcxTransport.hpp"
 
 #include "runtime/LossChannel.hpp"
@@ -9,7 +15,6 @@
 #include <set>
 #include <string>
 
-#include "fabscope/BuildConfig.hpp"
 #include "transport/UcxExchange.hpp"
 #include "transport/UcxTag.hpp"
 
@@ -493,6 +498,38 @@ void UcxTransport::postFlush(int slot, int peer) {
   ucp_request_param_t param;
   param.op_attr_mask = 0;
   track(slot, peer, ucp_ep_flush_nbx(endpointTo(peer), &param), "endpoint flush");
+}
+
+}  // namespace fabscope::transport
+
+#endif  // FABSCOPE_HAVE_UCX
+
+namespace fabscope::transport {
+
+#if FABSCOPE_HAVE_UCX
+namespace {
+std::unique_ptr<Transport> openUcxTransport(const runtime::Communicator& world, int, const OpenRequest& request,
+                                            const runtime::Deadline& deadline) {
+  return std::make_unique<UcxTransport>(world, request.oneSided, deadline);
+}
+}  // namespace
+#else
+constexpr Opener openUcxTransport = nullptr;
+#endif
+
+const TransportEntry& ucxTransportEntry() {
+  static const TransportEntry entry{
+      "ucx",
+      FABSCOPE_HAVE_UCX ? "" : "built without UCX",
+      {.put = true,
+       .get = true,
+       .survivesPeerLoss = true,
+       .peerLossReport = "UCX endpoint error callback (UCP_ERR_HANDLING_MODE_PEER): over TCP a dead process's "
+                         "socket reset arrives at once; a hung process or a dead link is never reported (UCX "
+                         "keepalive aside), heartbeats catch those"},
+      std::nullopt,
+      openUcxTransport};
+  return entry;
 }
 
 }  // namespace fabscope::transport

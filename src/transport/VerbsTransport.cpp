@@ -1,3 +1,43 @@
+// The verbs transport's settings and its entry in the factory's table are
+// compiled in every build, so a scenario with verbs keys loads the same
+// everywhere; the data path only where the build has libibverbs.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabscope/BuildConfig.hpp"
+#include "scenario/TestSource.hpp"
+#include "transport/TransportEntry.hpp"
+
+namespace fabscope::transport {
+
+// transports: {verbs: {max_rd_atomic: N}} (1..255): RDMA reads in flight per
+// queue pair; 0 = the limit the two devices agree on. The struct, its keys and
+// its parse step are here, beside the code that acts on them, so a new key of
+// the verbs transport touches this file only.
+struct VerbsSettings : scenario::TransportSettings {
+  int maxReadsInFlight = 0;
+  std::string maxReadsInFlightFrom;  // "file:line:column" that set it
+
+  std::vector<scenario::TransportSettingValue> values() const override {
+    return {{"max_rd_atomic", std::to_string(maxReadsInFlight), maxReadsInFlightFrom}};
+  }
+
+  static scenario::TransportRules rules() { return {{"max_rd_atomic"}, "{max_rd_atomic: 4}", parse}; }
+
+  static std::shared_ptr<const scenario::TransportSettings> parse(const scenario::TransportSource& source) {
+    auto settings = std::make_shared<VerbsSettings>();
+    if (source.has("max_rd_atomic")) {
+      settings->maxReadsInFlight = static_cast<int>(source.integer("max_rd_atomic", 1, 255));
+      settings->maxReadsInFlightFrom = source.where("max_rd_atomic");
+    }
+    return settings;
+  }
+};
+
+}  // namespace fabscope::transport
+
+#if FABSCOPE_HAVE_VERBS
 #include "transport/VerbsTransport.hpp"
 
 #include <arpa/inet.h>
@@ -11,7 +51,6 @@
 #include <string>
 
 #include "transport/UcxExchange.hpp"
-#include "transport/VerbsSettings.hpp"
 
 namespace fabscope::transport {
 namespace {
@@ -462,6 +501,29 @@ void VerbsTransport::postFlush(int slot, int peer) {
   wr.opcode = IBV_WR_RDMA_READ;
   wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE;
   postSendRequest(slot, peer, wr);
+}
+
+}  // namespace fabscope::transport
+
+#endif  // FABSCOPE_HAVE_VERBS
+
+namespace fabscope::transport {
+
+#if FABSCOPE_HAVE_VERBS
+namespace {
+std::unique_ptr<Transport> openVerbsTransport(const runtime::Communicator& world, int, const OpenRequest& request,
+                                              const runtime::Deadline& deadline) {
+  return std::make_unique<VerbsTransport>(world, settingsIn<VerbsSettings>(request, "verbs"), deadline);
+}
+}  // namespace
+#else
+constexpr Opener openVerbsTransport = nullptr;
+#endif
+
+const TransportEntry& verbsTransportEntry() {
+  static const TransportEntry entry{"verbs", FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs",
+                                    {.put = true, .get = true}, VerbsSettings::rules(), openVerbsTransport};
+  return entry;
 }
 
 }  // namespace fabscope::transport

@@ -22,13 +22,13 @@
 
 namespace fabscope::transport {
 
-struct VerbsSettings;  // transport/VerbsSettings.hpp
+struct VerbsSettings;  // VerbsTransport.cpp
 
 class VerbsTransport final : public Transport {
  public:
   // Collective over `world` (which must outlive the transport). Throws
   // RuntimeFailure on every rank when any rank lacks a usable device.
-  // `settings`: the scenario's (VerbsSettings.hpp): its max_rd_atomic further
+  // `settings`: the scenario's (VerbsTransport.cpp): its max_rd_atomic further
   // limits RDMA reads in flight.
   VerbsTransport(const runtime::Communicator& world, const VerbsSettings& settings, const runtime::Deadline& deadline);
   ~VerbsTransport() override;

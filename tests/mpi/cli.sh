@@ -24,6 +24,11 @@ expect_rc 2 "$FABSCOPE_BIN" run --self-test corrupt-rank=two
 grep -q "expected corrupt-rank=N" "$scratch/out"
 expect_rc 0 "$FABSCOPE_BIN" list --scenario "$FABSCOPE_SOURCE_DIR/scenarios/smoke.yaml" --ranks 8
 grep -q "all-pairs, 7 rounds" "$scratch/out"
+! grep -q "transport settings" "$scratch/out" || { echo "FAIL: list named transport settings the smoke scenario does not give"; exit 1; }
+# A dry run names the transport keys the scenario gives, and where it gave them.
+printf 'transports:\n  mpi: {wait: blocking}\n  verbs: {max_rd_atomic: 4}\ntests:\n  - {kind: latency, sizes: [8]}\n' > "$scratch/keys.yaml"
+expect_rc 0 "$FABSCOPE_BIN" list --scenario "$scratch/keys.yaml" --ranks 2
+grep -qF "transport settings: mpi wait=blocking ($scratch/keys.yaml:2:15); verbs max_rd_atomic=4 ($scratch/keys.yaml:3:26)" "$scratch/out"
 # An existing output file is never overwritten by accident.
 echo "precious" > "$scratch/exists.h5"
 expect_rc 2 run_mpi -np 2 "$FABSCOPE_BIN" run --output "$scratch/exists.h5"

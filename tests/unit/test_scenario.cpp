@@ -8,9 +8,7 @@
 #include "kinds/Registry.hpp"
 #include "scenario/Matrix.hpp"
 #include "scenario/Scenario.hpp"
-#include "transport/MpiSettings.hpp"
 #include "transport/TransportFactory.hpp"
-#include "transport/VerbsSettings.hpp"
 
 using namespace fabscope;
 namespace fs = std::filesystem;
@@ -24,12 +22,14 @@ scenario::Scenario load(const std::string& text, std::vector<std::string> overri
   return s;
 }
 
-const transport::VerbsSettings& verbsOf(const scenario::Scenario& s) {
-  return scenario::transportSettingsOf<transport::VerbsSettings>(s.transports, "verbs");
-}
-
-const transport::MpiSettings& mpiOf(const scenario::Scenario& s) {
-  return scenario::transportSettingsOf<transport::MpiSettings>(s.transports, "mpi");
+// One key of a transport's settings as the loader read it (its value and where it came from).
+scenario::TransportSettingValue settingOf(const scenario::Scenario& s, const std::string& transport,
+                                          const std::string& key) {
+  const auto it = s.transports.find(transport);
+  if (it == s.transports.end()) return {key, "no settings for " + transport, ""};
+  for (const auto& v : it->second->values())
+    if (v.key == key) return v;
+  return {key, "no key " + key, ""};
 }
 
 std::string errorOf(const std::string& text, std::vector<std::string> overrides = {}, int ranks = 4) {
@@ -301,9 +301,9 @@ TEST(Scenario, MemoryLimitIsCheckedBeforeRunning) {
 
 TEST(Scenario, TransportSettingsLowerTheVerbsReadsInFlight) {
   const auto s = load("transports:\n  verbs: {max_rd_atomic: 4}\ntests:\n  - {kind: latency, sizes: [8]}\n");
-  EXPECT_EQ(verbsOf(s).maxReadsInFlight, 4);
-  EXPECT_EQ(verbsOf(s).maxReadsInFlightFrom, "t.yaml:2:26");
-  EXPECT_EQ(verbsOf(load("tests:\n  - {kind: latency, sizes: [8]}\n")).maxReadsInFlight, 0);
+  EXPECT_EQ(settingOf(s, "verbs", "max_rd_atomic").value, "4");
+  EXPECT_EQ(settingOf(s, "verbs", "max_rd_atomic").from, "t.yaml:2:26");
+  EXPECT_EQ(settingOf(load("tests:\n  - {kind: latency, sizes: [8]}\n"), "verbs", "max_rd_atomic").value, "0");
   const std::string tail = "tests:\n  - {kind: latency, sizes: [8]}\n";
   EXPECT_NE(errorOf("transports:\n  verbs: {max_rd_atomic: 0}\n" + tail)
                 .find("t.yaml:2:26: 'max_rd_atomic' is 0; expected 1..255"),
@@ -320,12 +320,12 @@ TEST(Scenario, TransportSettingsLowerTheVerbsReadsInFlight) {
 
 TEST(Scenario, MpiWaitsArePolledUnlessTheScenarioAsksForBlocking) {
   const std::string tail = "tests:\n  - {kind: latency, sizes: [8]}\n";
-  EXPECT_FALSE(mpiOf(load(tail)).blockingWaits);
-  EXPECT_FALSE(mpiOf(load("transports:\n  mpi: {wait: polled}\n" + tail)).blockingWaits);
+  EXPECT_EQ(settingOf(load(tail), "mpi", "wait").value, "polled");
+  EXPECT_EQ(settingOf(load("transports:\n  mpi: {wait: polled}\n" + tail), "mpi", "wait").value, "polled");
   const auto s = load("transports:\n  mpi: {wait: blocking}\n  verbs: {max_rd_atomic: 2}\n" + tail);
-  EXPECT_TRUE(mpiOf(s).blockingWaits);
-  EXPECT_EQ(mpiOf(s).waitFrom, "t.yaml:2:15");
-  EXPECT_EQ(verbsOf(s).maxReadsInFlight, 2);
+  EXPECT_EQ(settingOf(s, "mpi", "wait").value, "blocking");
+  EXPECT_EQ(settingOf(s, "mpi", "wait").from, "t.yaml:2:15");
+  EXPECT_EQ(settingOf(s, "verbs", "max_rd_atomic").value, "2");
   EXPECT_NE(errorOf("transports:\n  mpi: {wait: sleepy}\n" + tail)
                 .find("t.yaml:2:15: 'wait' is 'sleepy'; expected polled or blocking"),
             std::string::npos);
