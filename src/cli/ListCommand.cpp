@@ -105,7 +105,8 @@ void printListHeading(const ListCommand& command, const scenario::Scenario& scen
   std::string given;
   for (const auto& [transport, settings] : scenario.transports)
     for (const auto& v : settings->values())
-      if (!v.from.empty()) given += (given.empty() ? "" : "; ") + transport + " " + v.key + "=" + v.value + " (" + v.from + ")";
+      if (!v.from.empty())
+        given += (given.empty() ? "" : "; ") + transport + " " + v.key + "=" + v.value + " (" + v.from + ")";
   if (!given.empty()) std::printf("  transport settings: %s\n", given.c_str());
 }
 

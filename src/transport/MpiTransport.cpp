@@ -221,8 +221,8 @@ std::unique_ptr<Transport> openMpiTransport(const runtime::Communicator& world, 
 }  // namespace
 
 const TransportEntry& mpiTransportEntry() {
-  static const TransportEntry entry{"mpi", "", {.collectives = Collectives::host}, MpiSettings::rules(),
-                                    openMpiTransport};
+  static const TransportEntry entry{
+      "mpi", "", {.collectives = Collectives::host}, MpiSettings::rules(), openMpiTransport};
   return entry;
 }
 

@@ -521,8 +521,11 @@ constexpr Opener openVerbsTransport = nullptr;
 #endif
 
 const TransportEntry& verbsTransportEntry() {
-  static const TransportEntry entry{"verbs", FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs",
-                                    {.put = true, .get = true}, VerbsSettings::rules(), openVerbsTransport};
+  static const TransportEntry entry{"verbs",
+                                    FABSCOPE_HAVE_VERBS ? "" : "built without libibverbs",
+                                    {.put = true, .get = true},
+                                    VerbsSettings::rules(),
+                                    openVerbsTransport};
   return entry;
 }
 
