@@ -72,7 +72,7 @@ def family_test(keys: List[Tuple[int, ...]], log_time: np.ndarray, se: np.ndarra
     sd = np.sqrt(tau ** 2 + se ** 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(sd > 0, excess / sd, np.where(excess > 0, np.inf, 0.0))
-    discovered = benjamini_hochberg(one_sided_p(z), q)
+    discovered, _ = benjamini_hochberg(one_sided_p(z), q)
     typical_sd = math.sqrt(tau ** 2 + typical_se2)
     detectable = math.exp(first_step_z(len(keys), q) * typical_sd)
     return FamilyTest(keys, excess, sd, discovered, tau, detectable, q)

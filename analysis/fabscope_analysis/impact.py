@@ -42,6 +42,7 @@ from .models import (ModelError, ModelSpec, allreduce_bytes, allreduces_per_step
                      moe_dispatch_bytes_per_token, preset)
 from .impact_rows import add_inflation, api_request_rows, instances_of, mix_rows
 from .reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
+from .resampling import block_length
 from .run_analysis import RunAnalysis, format_bytes
 
 DEFAULT_DECODE_BATCH = 32
@@ -139,10 +140,6 @@ def interpolate_sequence(lower: Tuple[int, np.ndarray], upper: Tuple[int, np.nda
         order = np.argsort(np.argsort(nearer, kind="stable"), kind="stable")
         p = order / (len(nearer) - 1)
     return (1 - w) * np.quantile(s1, p) + w * np.quantile(s2, p)
-
-
-def block_length(n: int) -> int:
-    return max(1, int(round(n ** (1.0 / 3.0))))
 
 
 def compose_step(parts: Sequence[Tuple[np.ndarray, int]], resamples: int = RESAMPLES,

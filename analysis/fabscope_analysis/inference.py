@@ -19,6 +19,9 @@ from scipy.stats import t as student_t
 MAD_TO_SIGMA = 1.4826
 # Standard error of a median of n normal draws: about 1.2533 sigma / sqrt(n).
 MEDIAN_SE_FACTOR = 1.2533
+# Practical margin of the verdicts that name a component (diagnose's effects, its
+# retests): a time factor smaller than this is not a culprit, however significant.
+PRACTICAL_MARGIN = 1.25
 
 
 def robust_sigma(values: Sequence[float]) -> float:
@@ -30,21 +33,24 @@ def robust_sigma(values: Sequence[float]) -> float:
     return MAD_TO_SIGMA * float(np.median(np.abs(v - np.median(v))))
 
 
-def benjamini_hochberg(p_values: Sequence[float], q: float) -> np.ndarray:
-    """Benjamini & Hochberg (1995) step-up: which hypotheses are rejected with the false
-    discovery rate held at q over all of them. NaN p-values count as tests, never rejected."""
+def benjamini_hochberg(p_values: Sequence[float], q: float) -> Tuple[np.ndarray, np.ndarray]:
+    """Benjamini & Hochberg (1995) step-up over one family: (rejected mask, adjusted p),
+    the false discovery rate held at q over all of the family's hypotheses. The one
+    implementation every verdict uses (accept, diagnose, compare).
+
+    A NaN p-value (a test that could not be computed) counts as a test with p = 1: it is
+    never rejected, its adjusted p is 1, and it neither silences the others nor shrinks
+    the family (a NaN carried through the ranking would make every adjusted p NaN)."""
     p = np.asarray(p_values, dtype=np.float64)
     m = len(p)
-    reject = np.zeros(m, dtype=bool)
     if m == 0:
-        return reject
-    filled = np.where(np.isfinite(p), p, 1.0)
+        return np.zeros(0, dtype=bool), np.zeros(0)
+    filled = np.where(np.isnan(p), 1.0, np.clip(p, 0.0, 1.0))
     order = np.argsort(filled, kind="stable")
-    passed = filled[order] <= q * np.arange(1, m + 1) / m
-    if passed.any():
-        last = int(np.flatnonzero(passed)[-1])
-        reject[order[:last + 1]] = True
-    return reject
+    ranked = filled[order] * m / np.arange(1, m + 1)
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum.accumulate(ranked[::-1])[::-1].clip(max=1.0)
+    return adjusted <= q, adjusted
 
 
 def first_step_z(m: int, q: float) -> float:

@@ -404,10 +404,10 @@ def test_tolerance_limit_from_known_good_runs(files, tmp_path):
 def test_benjamini_hochberg_and_tolerance_factor():
     from fabscope_analysis.inference import benjamini_hochberg, normal_tolerance_factor
     # step-up: the 3rd smallest (0.012 <= 0.05 * 3 / 6) carries the 2 below it
-    assert list(benjamini_hochberg([0.001, 0.04, 0.012, 0.3, 0.011, 0.9], 0.05)) == \
+    assert list(benjamini_hochberg([0.001, 0.04, 0.012, 0.3, 0.011, 0.9], 0.05)[0]) == \
         [True, False, True, False, True, False]
-    assert benjamini_hochberg([0.02] * 100, 0.05).all()   # all equal and under q: all
-    assert not benjamini_hochberg(np.full(4032, 0.001), 0.0005).any()
+    assert benjamini_hochberg([0.02] * 100, 0.05)[0].all()   # all equal and under q: all
+    assert not benjamini_hochberg(np.full(4032, 0.001), 0.0005)[0].any()
     # Krishnamoorthy & Mathew (2009) table B1: one-sided, n = 10, 95 % / 95 %: 2.911
     assert abs(normal_tolerance_factor(10, 0.95, 0.95) - 2.911) < 0.002
     assert abs(normal_tolerance_factor(3, 0.95, 0.95) - 7.656) < 0.002

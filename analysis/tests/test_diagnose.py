@@ -11,6 +11,7 @@ import pytest
 from fabscope_analysis.diagnose import diagnose
 from fabscope_analysis.diagnosis import evidence
 from fabscope_analysis.diagnosis.model import Layout, fit, pair_data
+from fabscope_analysis.inference import benjamini_hochberg
 from fabscope_analysis.reader import open_result
 from fabscope_analysis.synth import Cluster, generate
 from helpers import run_cli
@@ -125,12 +126,12 @@ def test_a_pattern_other_than_all_pairs_is_fitted(tmp_path):
 
 
 def test_benjamini_hochberg_adjusts_over_the_family():
-    rejected, q = evidence.bh(np.array([0.001, 0.02, 0.03, 0.5]))
+    rejected, q = benjamini_hochberg(np.array([0.001, 0.02, 0.03, 0.5]), evidence.Q)
     assert rejected.tolist() == [True, True, True, False]
     assert q.tolist() == pytest.approx([0.004, 0.04, 0.04, 0.5])
-    rejected, _ = evidence.bh(np.full(100, 0.01))
+    rejected, _ = benjamini_hochberg(np.full(100, 0.01), evidence.Q)
     assert rejected.all()
-    rejected, _ = evidence.bh(np.r_[0.01, np.full(99, 0.9)])
+    rejected, _ = benjamini_hochberg(np.r_[0.01, np.full(99, 0.9)], evidence.Q)
     assert not rejected.any()
 
 

@@ -22,10 +22,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom, chi2, norm
 
+from ..inference import PRACTICAL_MARGIN as MARGIN
+from ..inference import benjamini_hochberg, robust_sigma
 from .model import Fit, Layout, raw_classes
 
 Q = 0.05                  # false discovery rate of a run: split over its families (core.py)
-MARGIN = 1.25             # practical margin: an effect smaller than this is not a culprit
 POWER_Z = norm.isf(0.2)   # 80 % power for the minimum detectable effect
 MIN_PAIRS_PER_SIDE = 3
 # A fault between two hosts (cable, port) is on every GPU pair between them; collisions
@@ -54,20 +55,6 @@ class Effect:
     between_only: bool = False
 
 
-def bh(p: np.ndarray, q: float = Q) -> Tuple[np.ndarray, np.ndarray]:
-    """Benjamini-Hochberg: (rejected mask, adjusted p) over the family `p`."""
-    p = np.asarray(p, dtype=np.float64)
-    m = len(p)
-    if m == 0:
-        return np.zeros(0, bool), np.zeros(0)
-    order = np.argsort(p)
-    ranked = p[order] * m / np.arange(1, m + 1)
-    adjusted = np.minimum.accumulate(ranked[::-1])[::-1].clip(max=1.0)
-    out = np.empty(m)
-    out[order] = adjusted
-    return out <= q, out
-
-
 def overdispersed_sf(k, m, phi: float, share) -> np.ndarray:
     """P(at least k of m) under a binomial with `share`, over-dispersion phi >= 1 taken as
     k / phi hits of m / phi trials. The count and the trials shrink alike: rounded
@@ -76,14 +63,6 @@ def overdispersed_sf(k, m, phi: float, share) -> np.ndarray:
     trials = np.maximum(np.round(np.asarray(m, dtype=np.float64) / phi), 1)
     need = np.minimum(np.ceil(np.asarray(k, dtype=np.float64) / phi), trials)
     return binom.sf(need - 1, trials, share)
-
-
-def robust_sigma(v: np.ndarray) -> float:
-    v = np.asarray(v, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    if len(v) < 2:
-        return 0.0
-    return 1.4826 * float(np.median(np.abs(v - np.median(v))))
 
 
 def spread_upper(values: np.ndarray, alpha: float = Q) -> float:
@@ -139,10 +118,10 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q, leaf: Optional[np.
     values, counts = np.asarray(values), np.asarray(counts)
     ses = 1.2533 * fit.sigma_e / np.sqrt(counts)
     centre, z, tau, scale = _standout(values, ses, widen)
-    rejected, q = bh(norm.sf(z), q_family)
+    rejected, q = benjamini_hochberg(norm.sf(z), q_family)
     p_emp = np.array([_median_tail_p(null, (v - centre) / widen, m, key[0])
                       for null, v, m, key in zip(nulls, values, counts, keys)])
-    rejected_emp, q_emp = bh(p_emp, q_family)
+    rejected_emp, q_emp = benjamini_hochberg(p_emp, q_family)
     z_crit = norm.isf(q_family / len(keys))
     power.update(tau=tau, se=float(np.median(ses)), scale=float(np.median(scale)),
                  mde=float((z_crit + POWER_Z) * np.median(scale)), z_crit=float(z_crit))
@@ -235,11 +214,11 @@ def links(fit: Fit, widen: float, q_family: float = Q, layout: Optional[Layout] 
     if len(e) < 4 or fit.sigma_e <= 0:
         return [], len(e)
     z = e / (fit.sigma_e * widen)
-    rejected, q = bh(norm.sf(z), q_family)
+    rejected, q = benjamini_hochberg(norm.sf(z), q_family)
     raw = raw_classes(fit.data, layout) if layout is not None else None
     if raw is not None and raw.sigma > 0:   # and slower than its class's typical pair
         dev = raw.deviation
-        raw_rejected, _ = bh(norm.sf(dev / (raw.sigma * widen)), q_family)
+        raw_rejected, _ = benjamini_hochberg(norm.sf(dev / (raw.sigma * widen)), q_family)
         rejected &= raw_rejected & (dev >= math.log(MARGIN))
     hit = np.flatnonzero(rejected & (e >= math.log(MARGIN)))
     d = fit.data
@@ -294,7 +273,7 @@ def host_pairs(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
         own = between == kind
         if own.any():
             p[own], pooled[own], _ = _block_p(k[own], m[own])
-    rejected, q = bh(p, q_family)
+    rejected, q = benjamini_hochberg(p, q_family)
     hit = rejected & (k >= HOST_PAIR_SHARE * m) & (m >= 4)
     return [Effect("host-pair", (int(keys[i]) // nh, int(keys[i]) % nh), math.exp(med[i]),
                    float(norm.isf(max(p[i], 1e-300))), float(q[i]), int(m[i]),
@@ -403,7 +382,7 @@ def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[
         if ok.sum() < 3:
             return []
         centre, z, _, _ = _standout(values[ok], ses[ok], widen)
-        rejected, q = bh(norm.sf(z), q_family)
+        rejected, q = benjamini_hochberg(norm.sf(z), q_family)
         index = np.flatnonzero(ok)
         found.append({int(index[i]): (math.exp(values[index[i]] - centre), float(z[i]), float(q[i]))
                       for i in np.flatnonzero(rejected & (values[ok] - centre >= math.log(MARGIN)))})

@@ -38,6 +38,9 @@ from typing import Dict, Hashable, List, Sequence
 import numpy as np
 from scipy.stats import chi2, norm
 
+from ..inference import PRACTICAL_MARGIN as MARGIN
+from ..inference import robust_sigma
+
 # The runner measures at least this many control pairs (where the parallel pass has
 # them): the controls' spread is the rule's noise, and a robust spread of fewer pairs
 # is itself too uncertain to set an extreme-value bar on.
@@ -48,8 +51,6 @@ MIN_CONTROLS_USABLE = 3
 # Family-wise error over the pool the worst pairs were picked from: a healthy fabric's
 # worst pair is "confirmed" in at most this share of runs.
 ALPHA = 0.05
-# Practical margin: a pair alone within this factor of the controls' time is cleared.
-MARGIN = 1.25
 
 CONFIRMED, CLEARED, SELECTION, INCONCLUSIVE = "confirmed", "cleared", "selection", "inconclusive"
 
@@ -89,14 +90,6 @@ def selection_z(pool: int, alpha: float = ALPHA) -> float:
     # (1 - alpha)^(1/pool) computed in logs: 1 - it underflows for big pools
     upper_tail = -math.expm1(math.log1p(-alpha) / pool)
     return float(norm.isf(upper_tail))
-
-
-def robust_sigma(values: Sequence[float]) -> float:
-    v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    if len(v) < 2:
-        return 0.0
-    return 1.4826 * float(np.median(np.abs(v - np.median(v))))
 
 
 def judge_retest(retested: Dict[Hashable, float], controls: Sequence[float], *, pool: int,

@@ -21,7 +21,8 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
-from .evidence import HOST_PAIR_SHARE, MARGIN, Q, Effect, bh, block_rest_p
+from ..inference import benjamini_hochberg
+from .evidence import HOST_PAIR_SHARE, MARGIN, Q, Effect, block_rest_p
 from .model import Fit, Layout
 from .result import HOST, HOST_PAIR, LEAF, LINK, NIC, Congestion, Culprit
 from .retest import RetestJudgement
@@ -405,7 +406,7 @@ def _links_to_host_pairs(layout: Layout, tests: List[TestEvidence], out: Naming,
         share_ok = slow >= HOST_PAIR_SHARE * measured
         found.append(((a, b), links, slow, measured, p if share_ok else 1.0, len(named) >= 2
                       and share_ok, f"{rest_slow}/{rest}"))
-    rejected, q = bh(np.array([f[4] for f in found]), q_family)
+    rejected, q = benjamini_hochberg(np.array([f[4] for f in found]), q_family)
     for ((a, b), links, slow, measured, _, several, rest), ok, qv in zip(found, rejected, q):
         if several or ok:
             _add_host_pair_from_links(layout, out, a, b, links, slow, measured,

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from ..reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
-from .evidence import MARGIN, robust_sigma
+from ..inference import robust_sigma
+from .evidence import MARGIN
 from .model import Layout
 from .result import Finding
 

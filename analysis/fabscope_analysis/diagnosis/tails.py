@@ -14,7 +14,8 @@ from typing import List, Tuple
 import numpy as np
 from scipy.stats import binom, chi2, norm, poisson
 
-from .evidence import Q, Effect, bh, overdispersed_sf
+from ..inference import benjamini_hochberg
+from .evidence import Q, Effect, overdispersed_sf
 from .model import TAIL_FACTOR, Fit
 
 # A tail side needs this share of its samples stalled more than the typical side: a
@@ -127,7 +128,7 @@ def _tail_round(fit: Fit, flagged: set, q_family: float, host: np.ndarray):
     pearson = ((k - expected) ** 2 / (expected * (1 - pooled)))[unflagged]
     phi = max(1.0, float(np.median(pearson)) / 0.455)
     p = overdispersed_sf(k, m, phi, pooled)
-    rejected, q = bh(p, q_family)
+    rejected, q = benjamini_hochberg(p, q_family)
     practical = rate - pooled_rate >= TAIL_EXCESS_SHARE
     detail = [f"{int(k[i])}/{int(m[i])} of its pairs stalled beyond {TAIL_FACTOR:g}x their "
               f"median, {100 * rate[i]:.2f}% of its samples (other pairs: "
@@ -216,7 +217,7 @@ def _tail_ranks_round(fits: List[Fit], host: np.ndarray, flagged: set, q_family:
     p[present] = poisson.sf(np.ceil(k[present] / phi) - 1, e[present] / phi)
     rejected = np.zeros(n, bool)
     adjusted = np.ones(n)
-    rejected[present], adjusted[present] = bh(p[present], q_family)
+    rejected[present], adjusted[present] = benjamini_hochberg(p[present], q_family)
     rate = np.divide(stalls, samples, out=np.zeros(n), where=samples > 0)
     pooled_rate = float(np.median(rate[unflagged])) if unflagged.any() else 0.0
     practical = rate - pooled_rate >= TAIL_EXCESS_SHARE

@@ -16,7 +16,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from ..impact import block_length, compose_step
+from ..impact import compose_step
+from ..resampling import block_length
 
 REPLICATES = 80
 INNER_RESAMPLES = 600
