@@ -142,6 +142,14 @@ def run_level_interval(la: np.ndarray, lb: np.ndarray, va: np.ndarray, vb: np.nd
     return RunModel(centre, centre - half, centre + half, used_df, within_bound)
 
 
+def _run_level_figures(la: np.ndarray, lb: np.ndarray) -> Tuple[float, float]:
+    """Each side's figure as the run-level model sees it: the geometric mean of its runs'
+    own figures. The interval is built around their log difference, so the difference
+    shown (B - A of these) lies inside it; the figure of all samples pooled would let one
+    run's tail outweigh the others' and can fall outside it."""
+    return math.exp(float(np.mean(la))), math.exp(float(np.mean(lb)))
+
+
 def _figure_interval(model: RunModel, la: np.ndarray) -> Tuple[float, float]:
     """The log interval mapped back to a difference of figures around side A's level."""
     level_a = math.exp(float(np.mean(la)))
@@ -254,18 +262,21 @@ def compare_figures(metric: str, a: List[Run], b: List[Run], stats: Sequence[str
                                    max(resamples, 2) - 1) \
             if n_a and n_b else RunModel(math.nan, -math.inf, math.inf, 0, False)
         known = model.df > 0
+        value_a, value_b = float(a_vals[i]), float(b_vals[i])
         if boot is not None:
             _, low, high = boot[i]
         else:
             low, high = _figure_interval(model, la[:, i]) if known else (-math.inf, math.inf)
+            if known:
+                value_a, value_b = _run_level_figures(la[:, i], lb[:, i])
         tail_n = min(n_a, n_b) * (1 - TAIL_QUANTILES[stat] / 100.0)
         thin = stat != "p50" and tail_n < MIN_TAIL_SAMPLES
         confirm = not (known and (low > 0 or high < 0) and permutation_reaches(
             len(a), len(b), level)) or runs_permutation_p(la[:, i], lb[:, i], perm) <= 1 - level
         out.append(FigureDiff(
-            stat, float(a_vals[i]), float(b_vals[i]), float(b_vals[i] - a_vals[i]), low, high,
+            stat, value_a, value_b, value_b - value_a, low, high,
             _method_text(len(a), len(b), model, spread, level),
-            difference_verdict(metric, low, high, n_a, n_b, a_vals[i], b_vals[i], negligible,
+            difference_verdict(metric, low, high, n_a, n_b, value_a, value_b, negligible,
                                thin, known, confirm), thin, len(a), len(b), n_a, n_b))
     return out
 
