@@ -57,10 +57,12 @@ def test_run_level_interval_negates_when_sides_swap(drawn, within_df):
 
 
 @given(st.sampled_from(["latency", "bandwidth"]), st.floats(-5, 5), st.floats(0, 5),
-       st.integers(0, 10 ** 6), st.integers(0, 10 ** 6), st.floats(0.1, 100),
+       st.integers(0, 10 ** 6) | st.just(0), st.integers(0, 10 ** 6) | st.just(0), st.floats(0.1, 100),
        st.floats(0.5, 2.0), st.booleans(), st.booleans(), st.booleans())
 @example("latency", 0.5, 1.0, 1000, 40, 100.0, 1.2, False, True, True)
 @example("bandwidth", -1.0, 0.5, 7, 1000, 10.0, 0.5, False, True, True)
+@example("latency", 0.3, 0.2, 50, 0, 10.0, 1.3, False, True, True)      # one side empty
+@example("latency", -1.0, 1.0, 500, 501, 10.0, 0.8, False, True, True)  # interval ends at 0
 def test_verdict_mirrors_when_sides_swap(metric, low, width, n_a, n_b, a_val, ratio, thin, known,
                                          confirm):
     """Outside the negligible band (below), B against A and A against B give mirrored words."""
