@@ -34,3 +34,15 @@ def files(tmp_path_factory):
     write_standard_run(paths["incomplete"], complete=False)
     write_standard_run(paths["small"], nranks=4, slow_pair=(0, 3), slow_rank=None)
     return {k: str(v) for k, v in paths.items()}
+
+
+# Property tests (test_prop_*.py): a fixed, small set of examples in the default suite
+# (derandomized: the same draws every run, so a failure reproduces), many more with
+# ./tests/run --full (FABSCOPE_FULL_TESTS=1).
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile("fabscope", max_examples=25, deadline=None, derandomize=True,
+                          print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("fabscope-full", max_examples=400, deadline=None, derandomize=True,
+                          print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("fabscope-full" if os.environ.get("FABSCOPE_FULL_TESTS") == "1" else "fabscope")
