@@ -32,6 +32,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -231,7 +232,9 @@ def difference_verdict(metric: str, low: float, high: float, n_a: int, n_b: int,
         return ONE_RUN
     if not runs_confirm:
         return RUNS_UNSURE
-    if a_val and abs(b_val / a_val - 1.0) < negligible:
+    # a factor either way (|log b/a| < log(1 + X)), not |b/a - 1| < X: the verdict of A
+    # against B mirrors B against A, whichever side is the reference
+    if a_val and b_val and abs(math.log(b_val / a_val)) < math.log1p(negligible):
         return f"negligible (<{100 * negligible:g}%)"
     higher = low > 0
     better = higher if is_bandwidth(metric) else not higher
@@ -269,7 +272,8 @@ def compare_figures(metric: str, a: List[Run], b: List[Run], stats: Sequence[str
             low, high = _figure_interval(model, la[:, i]) if known else (-math.inf, math.inf)
             if known:
                 value_a, value_b = _run_level_figures(la[:, i], lb[:, i])
-        tail_n = min(n_a, n_b) * (1 - TAIL_QUANTILES[stat] / 100.0)
+        # in exact fractions: (1 - 99.9 / 100) x 10,000 in floats is 9.99999999999989
+        tail_n = min(n_a, n_b) * (100 - Fraction(str(TAIL_QUANTILES[stat]))) / 100
         thin = stat != "p50" and tail_n < MIN_TAIL_SAMPLES
         confirm = not (known and (low > 0 or high < 0) and permutation_reaches(
             len(a), len(b), level)) or runs_permutation_p(la[:, i], lb[:, i], perm) <= 1 - level

@@ -114,10 +114,6 @@ def test_thin_tail_boundary_is_exact(n_a, n_b, stat):
     _check_thin_tail(n_a, n_b, stat)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "compare_stats.compare_figures: tail_n = n * (1 - 99.9 / 100) is 9.99999999999989 for "
-    "n = 10000, so exactly MIN_TAIL_SAMPLES samples beyond the p99.9 count as a thin tail "
-    "(float noise at the boundary; p99 rounds the other way)"))
 def test_thin_tail_boundary_at_p999_with_exactly_ten_beyond():
     _check_thin_tail(10000, 10000, "p99.9")
 
