@@ -29,6 +29,35 @@ MIN_VALUES = {50.0: 10, 99.0: 100, 99.9: 1000}
 MIN_COMPOSED = 20   # a sum of many draws still needs a sequence that shows its variation
 
 
+# A rare event none of n measured operations showed can still have a rate up to about
+# 3 / n: P(no event in n) = (1 - r)^n = 5 % at r = -ln(0.05) / n (the "rule of three").
+UNSEEN_EVENTS = -math.log(0.05)
+
+
+def unseen_step_share(parts: Sequence[Tuple[int, int]]) -> float:
+    """Upper bound (95 %) on the share of steps that meet an event no measured operation
+    showed: parts are (operations measured, operations a step runs) per operation class;
+    each class's operations may each meet it at up to UNSEEN_EVENTS / measured. A sum of
+    resampled operations never holds an event its sequence lacks, so a step's percentile
+    q is told only when this share is below its tail, 1 - q / 100."""
+    log_clear = 0.0
+    for measured, per_step in parts:
+        if per_step <= 0:
+            continue
+        if measured <= UNSEEN_EVENTS:
+            return 1.0
+        log_clear += per_step * math.log1p(-UNSEEN_EVENTS / measured)
+    return -math.expm1(log_clear)
+
+
+def operations_to_tell(per_step: int, q: float) -> int:
+    """Operations to measure (of each class, a step running `per_step` operations in all)
+    so that unseen_step_share is at most the tail of percentile q."""
+    tail = 1.0 - q / 100.0
+    per_op = -math.expm1(math.log1p(-tail) / max(int(per_step), 1))
+    return int(math.ceil(UNSEEN_EVENTS / per_op))
+
+
 def min_values(q: float) -> int:
     return MIN_VALUES.get(q, int(math.ceil(1.0 / max(1e-9, 1.0 - q / 100.0))))
 
