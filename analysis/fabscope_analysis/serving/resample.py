@@ -5,8 +5,10 @@ an outer circular block bootstrap: each measured sequence is redrawn as blocks o
 consecutive operations (~n^(1/3) long, so bursts stay together) to its own length, the
 figure recomputed, REPLICATES times; the interval is the 5th..95th percentile of the
 replicates (two-sided 90 %). A verdict is PASS when the whole interval is within the
-limit, FAIL when the whole interval is beyond it, and CANNOT TELL when it straddles it:
-two runs of one fabric then never get opposite verdicts except by a 5 % tail each.
+limit, FAIL when the whole interval is beyond it, and CANNOT TELL when it straddles it.
+The interval holds what the measured sequences show, not events rarer than they can show:
+a resampled step never holds a stall none of its operations had, so a step percentile is
+trusted only where unseen_step_share (the rule-of-three bound) is below its tail.
 """
 
 from __future__ import annotations
