@@ -4,17 +4,22 @@ Per class and neighbour condition, one sequence of per-operation times (ns, in m
 order), taken exactly as `impact` takes them (impact.py: slowest rank per iteration for a
 collective, interpolated between measured sizes, never extrapolated):
 
-- tp: one TP all-reduce of decode batch x hidden x dtype bytes (2 x layers per step);
-- moe: one MoE dispatch + combine round at the decode batch's tokens (layers per step);
+- tp: one TP all-reduce of decode batch x hidden x dtype bytes;
+- moe: one MoE dispatch + combine round at the decode batch's tokens;
 - tp_prefill, moe_prefill: the same at a prefill chunk's tokens (DeepEP's normal
-  configuration for the MoE round), per chunk: 2 x layers and layers, when the
-  deployment names a prefill chunk;
+  configuration for the MoE round), when the deployment names a prefill chunk;
 - kv: one request's KV of the prompt: queueing + transfer (layer-stream: the part not
   hidden behind the prefill compute), per request;
 - api: what the front end's network adds to the first token of one request;
 - mix classes: a serving-mix test's class, isolated (its quiet) and together;
 - gpcnet: GPCNeT's canary tests as `plan` names them (gpcnet-*), for their congestion
   impact factors beside the serving classes'.
+
+How many of each one step (or chunk) runs over this fabric is the placement's
+(placement.py): an attention all-reduce per layer and an MLP all-reduce per dense layer
+when the TP group crosses the fabric, an MoE round per MoE layer when the EP group does,
+a PP activation send per stage boundary between NVLink domains (no test measures those
+yet: named as missing). What stays on NVLink is not counted.
 
 Where a class has several series (transports, strategies), the one with the lowest quiet
 median is the deployment's (named); the others are listed in `others`.
@@ -29,16 +34,17 @@ import numpy as np
 
 from .. import impact as I
 from ..impact_rows import instances_of
-from ..models import (allreduce_bytes, allreduces_per_step, kv_request_bytes,
-                      moe_dispatch_bytes_per_token)
+from ..models import allreduce_bytes, kv_request_bytes, moe_dispatch_bytes_per_token
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_MIX_CLASS_MASK, FLAG_MIX_CLASS_SHIFT, \
     FLAG_MIX_TOGETHER, MIX_CLASSES, ResultFile
 from ..run_analysis import RunAnalysis, format_bytes
+from .placement import DECODE, PREFILL, Placement, placement_of
 
 CLASS_TITLES = {"tp": "TP all-reduce", "moe": "MoE dispatch + combine", "kv": "KV push",
                 "api": "API (front end)", "tp_prefill": "TP all-reduce (prefill chunk)",
-                "moe_prefill": "MoE dispatch + combine (DeepEP normal, prefill chunk)"}
-PREFILL_CLASSES = ("tp_prefill", "moe_prefill")
+                "moe_prefill": "MoE dispatch + combine (DeepEP normal, prefill chunk)",
+                "pp": "PP activation send", "pp_prefill": "PP activation send (prefill chunk)"}
+PREFILL_CLASSES = ("tp_prefill", "moe_prefill", "pp_prefill")
 GPCNET_PREFIX = "gpcnet-"    # the names plan gives GPCNeT's canary tests
 
 
@@ -70,6 +76,7 @@ class Measured:
     notes: List[str] = field(default_factory=list)
     itl_classes: List[str] = field(default_factory=list)   # what one decode step runs
     prefill_classes: List[str] = field(default_factory=list)   # what one prefill chunk runs
+    placement: Optional[Placement] = None   # where each operation runs (placement.py)
 
 
 def canaries_of(inst) -> str:
@@ -222,22 +229,27 @@ def _mix_classes(result: ResultFile, measured: Measured) -> None:
                 measured.mix.append(series)
 
 
-def _prefill_classes(analysis: RunAnalysis, d, out: Measured, count: int) -> None:
-    """One prefill chunk's communication: its TP all-reduces and (DeepEP normal) MoE
-    rounds at the chunk's tokens; named as not counted when no chunk is given."""
+def _prefill_classes(analysis: RunAnalysis, d, out: Measured, place: Placement) -> None:
+    """One prefill chunk's communication over this fabric: its TP all-reduces, (DeepEP
+    normal) MoE rounds and PP sends at the chunk's tokens; named as not counted when no
+    chunk is given."""
     if not d.prefill_chunk:
         out.missing.append("prefill chunk communication (TP all-reduces and MoE normal rounds "
                            "per chunk): no --prefill-chunk given: not counted in TTFT")
         return
-    out.prefill_classes = (["tp_prefill"] if count else []) + \
-        (["moe_prefill"] if d.model.moe is not None else [])
-    if count:
+    counts = {c: place.fabric_count(c, PREFILL, d.prefill_chunk) for c in ("tp", "moe", "pp")}
+    out.prefill_classes = [f"{c}_prefill" for c in ("tp", "moe", "pp") if counts[c]]
+    if counts["tp"]:
         _collective_class(analysis, "allreduce", "tp_prefill",
-                          allreduce_bytes(d.model, d.prefill_chunk), count, out)
-    if d.model.moe is not None:
+                          allreduce_bytes(d.model, d.prefill_chunk), counts["tp"], out)
+    if counts["moe"]:
         token = moe_dispatch_bytes_per_token(d.model, "fp8")
         _collective_class(analysis, "alltoall", "moe_prefill", d.prefill_chunk * token,
-                          d.model.layers, out, token_bytes=token)
+                          counts["moe"], out, token_bytes=token)
+    if counts["pp"]:
+        out.missing.append(f"{CLASS_TITLES['pp_prefill']}: {counts['pp']} per chunk of "
+                           f"{format_bytes(allreduce_bytes(d.model, d.prefill_chunk))} cross "
+                           "this fabric; no test measures them yet")
 
 
 def _gpcnet_classes(analysis: RunAnalysis, measured: Measured) -> None:
@@ -266,23 +278,31 @@ def _gpcnet_classes(analysis: RunAnalysis, measured: Measured) -> None:
         measured.gpcnet.extend(tests.values())
 
 
-def measure(result: ResultFile, deployment) -> Measured:
-    """Every class's distributions for `deployment` (impact.Deployment)."""
+def measure(result: ResultFile, deployment, placement: Optional[Placement] = None) -> Measured:
+    """Every class's distributions for `deployment` (impact.Deployment) placed as
+    `placement` says (default: its model, TP and EP with the cluster's shape unknown, so
+    every group counts as crossing the fabric)."""
     d = deployment
+    place = placement or placement_of(d)
     analysis = RunAnalysis(result)
-    out = Measured()
-    count = allreduces_per_step(d.model, d.tp)
-    out.itl_classes = (["tp"] if count else []) + (["moe"] if d.model.moe is not None else [])
-    if count:
+    out = Measured(placement=place)
+    counts = {c: place.fabric_count(c, DECODE, d.decode_batch) for c in ("tp", "moe", "pp")}
+    out.itl_classes = [c for c in ("tp", "moe", "pp") if counts[c]]
+    if counts["tp"]:
         _collective_class(analysis, "allreduce", "tp", allreduce_bytes(d.model, d.decode_batch),
-                          count, out)
-    else:
+                          counts["tp"], out)
+    elif d.tp <= 1 and not place.dp_attention:
         out.notes.append(f"TP{d.tp}: no tensor-parallel all-reduces (tp = 1)")
-    if d.model.moe is not None:
+    if counts["moe"]:
         token = moe_dispatch_bytes_per_token(d.model, "fp8")
-        _collective_class(analysis, "alltoall", "moe", d.decode_batch * token, d.model.layers,
+        _collective_class(analysis, "alltoall", "moe", d.decode_batch * token, counts["moe"],
                           out, token_bytes=token)
-    _prefill_classes(analysis, d, out, count)
+    if counts["pp"]:
+        out.missing.append(f"{CLASS_TITLES['pp']}: {counts['pp']} per decode step of "
+                           f"{format_bytes(allreduce_bytes(d.model, d.decode_batch))} cross this "
+                           "fabric; no test measures them yet")
+    out.notes.extend(place.notes())
+    _prefill_classes(analysis, d, out, place)
     _kv_class(analysis, d, out)
     _api_class(analysis, out)
     _mix_classes(result, out)
