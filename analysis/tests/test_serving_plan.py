@@ -141,6 +141,11 @@ def test_the_placement_decides_what_the_plan_measures():
                      fake_estimate)
     assert "tp-allreduce" not in by_name(dpa) and "moe-dispatch-combine" in by_name(dpa)
     assert "--dp-attention" in fit_arguments(dpa)
+    # EP 8 on 8-GPU nodes: the MoE rounds stay on NVLink, not measured, said so
+    narrow = fit_budget(PlanRequest("deepseek-v3", 8, 8, Cluster(64), 1800.0, "itl_p99=50ms"),
+                        listing("deepseek-v3"), knobs(), "c.yaml", fake_estimate)
+    assert "moe-dispatch-combine" not in by_name(narrow)
+    assert any("MoE rounds run over NVLink inside each node (EP 8)" in n for n in narrow.notes)
     with pytest.raises(PlanError, match="DP attention"):
         PlanRequest("deepseek-v3", 8, 64, Cluster(128), 1800.0, "itl_p99=50ms",
                     dp_attention=True).placement()

@@ -170,7 +170,7 @@ class Placement:
         m, ops = self.model, []
         tp_link = self.link_of_group(self.tp)
         tp_group = self._group_words(f"TP {self.tp}", self.tp)
-        if self.tp > 1 and not self.dp_attention:
+        if self.tp > 1:   # DP attention has tp 1: each rank its own attention
             ops.append(Operation("TP all-reduce (attention)", phase, m.layers,
                                  allreduce_bytes(m, tokens), tp_link, tp_group, "tp"))
             if self.dense_layers:

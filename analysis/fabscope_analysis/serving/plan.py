@@ -108,7 +108,9 @@ class PlanRequest:
         """Where the deployment's operations run on this cluster (GPUs per node = ranks per
         node); PlanError naming the option when it cannot be placed."""
         try:
-            return Placement(preset(self.model), self.tp, self.pp, self.ep, self.dp_attention,
+            model = preset(self.model)
+            ep = self.ep or (self.cluster.ranks if model.moe is not None else None)
+            return Placement(model, self.tp, self.pp, ep, self.dp_attention,
                              self.cluster.ranks_per_node, self.nodes_per_nvlink_domain)
         except (ModelError, PlacementError) as exc:
             option = "--model" if isinstance(exc, ModelError) else "--tp"
@@ -264,6 +266,9 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
                       "conditions": list(knobs.conditions),
                       "iterations": knobs.collective_iterations,
                       "roles": {"canaries": ep_canaries, "placement": "packed"}})
+    elif sizes.has_experts and place.total_count("moe"):
+        notes.append(f"the MoE rounds run over NVLink inside each {place._domain_words()} (EP "
+                     f"{place.ep}): not this fabric's, not measured")
     kv = [op for op in place.request_operations(max(knobs.prompts)) if op.cls == "kv"]
     if kv and kv[0].link == FABRIC:
         tests.append(_kv_test(cluster, sizes, knobs, notes))
@@ -422,8 +427,8 @@ def _step_counts(place: Placement) -> str:
 def fit_arguments(plan: Plan) -> str:
     req, knobs = plan.request, plan.knobs
     args = [f"--tp {req.tp}"]
-    if req.ep and plan.sizes.has_experts:
-        args.append(f"--ep {req.ep}")
+    if plan.sizes.has_experts:
+        args.append(f"--ep {req.placement().ep}")
     if req.pp > 1:
         args.append(f"--pp {req.pp}")
     if req.dp_attention:
