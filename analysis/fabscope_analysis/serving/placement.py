@@ -231,7 +231,7 @@ class Placement:
         if self.model.moe is not None:
             layout.append(f"EP {self.ep}" if self.ep else "EP over all ranks")
         shape = ["cluster shape not given" if self.gpus_per_node is None
-                 else f"{self.gpus_per_node} GPUs per node"]
+                 else f"{self.gpus_per_node} GPU{'s' if self.gpus_per_node > 1 else ''} per node"]
         if self.nodes_per_nvlink_domain > 1:
             shape.append(f"{self.nodes_per_nvlink_domain} nodes per NVLink domain")
         shape.append("disaggregated prefill/decode" if self.disaggregated else "colocated")
