@@ -157,3 +157,33 @@ def test_fit_and_placement_commands(tmp_path, capsys):
         "8 nodes): this fabric" in printed
     assert "x TP all-reduce" not in printed
     assert main(["placement", "--model", "llama3-70b", "--ep", "8"]) == 2
+
+
+def test_ttft_leaves_the_kv_out_where_the_placement_keeps_it_off_the_fabric(tmp_path):
+    """Colocated prefill and decode: no KV transfer, so a 40 ms KV push in the file does not
+    count; what is left of a request on this fabric is its prefill's communication (4
+    chunks of 2,048 tokens, each 160 TP all-reduces of about 0.3 ms: about 192 ms), or
+    nothing at all (PASS at 0, said why)."""
+    path = serving_file(tmp_path / "kv.h5", kv_ms=40.0,
+                        prefill={"chunk": 2048, "tp_us": 300.0})
+    slo = parse_slo_text("ttft_p99=2s,ttft_share=1%")    # the fabric may take 20 ms
+
+    def ttft(d, place):
+        with open_result(path) as result:
+            verdict = compose_verdict(measure(result, d, place), slo, d)
+        return next(c for c in verdict.checks if c.name == "ttft_p99")
+
+    bare = Deployment(LLAMA70, 8)
+    assert ttft(bare, None).status == "FAIL"                   # the 40 ms KV push counts
+    alone = ttft(bare, Placement(LLAMA70, tp=8, gpus_per_node=8, disaggregated=False))
+    assert alone.status == "PASS" and "no part of a request crosses this fabric" in alone.text
+    assert "none (prefill and decode colocated)" in alone.text
+    chunked = Deployment(LLAMA70, 8, prefill_chunk=2048)
+    prefill = ttft(chunked, Placement(LLAMA70, tp=8, disaggregated=False))
+    assert "4 prefill chunks of 2048 tokens (160 x TP all-reduce (prefill chunk) each)" \
+        in prefill.text and "KV transfer of" not in prefill.text
+    assert 192 * 0.9 < prefill.figures["conditions"]["quiet"]["point_ms"] < 192 * 1.15
+    # a prefill and a decode instance of TP 2 share one 8-GPU node: the KV stays on NVLink
+    small = models.preset("llama3-8b")
+    inside = Placement(small, tp=2, gpus_per_node=8)
+    assert [op.link for op in inside.request_operations(8192) if op.cls == "kv"] == [NVLINK]

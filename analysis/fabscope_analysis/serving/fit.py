@@ -188,6 +188,8 @@ def ttft_check(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
                prefill_chunk: Optional[int] = None) -> Check:
     q = _quantile_of(key)
     kv, api = measured.classes.get("kv"), measured.classes.get("api")
+    if not measured.kv_on_fabric:
+        return _ttft_without_kv(key, slo, measured, prompt_tokens, prefill_chunk)
     if kv is None:
         missing = [m for m in measured.missing if m.startswith("KV")] or ["no kvpush test"]
         return _combine(key, [], missing, f"KV transfer of a {prompt_tokens}-token prompt")
@@ -217,6 +219,49 @@ def ttft_check(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
     # communication at the chunk given) cannot tell: the part could be what fails
     if any("requests measured" in a or "the prefill's" in a for a in absent) \
             and check.status == PASS:
+        check.status = CANNOT_TELL
+        check.text = check.text.replace(": PASS", ": CANNOT TELL", 1)
+    return check
+
+
+def _ttft_without_kv(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
+                     prefill_chunk: Optional[int]) -> Check:
+    """TTFT where the placement keeps the KV off this fabric (colocated, or a prefill and a
+    decode instance inside one NVLink domain): the prefill's fabric communication and the
+    front end, where measured; 0 and PASS when neither is part of a request."""
+    q = _quantile_of(key)
+    api = measured.classes.get("api")
+    prefill = [measured.classes[c] for c in measured.prefill_classes if c in measured.classes]
+    conditions = sorted(set(api.by_condition if api else {}).union(
+        *(c.by_condition for c in prefill)), key=lambda c: (c != "quiet", c))
+    where = next((n for n in measured.notes if n.startswith("KV transfer prefill")), "")
+    if api is None and not measured.prefill_classes:
+        return Check(key, PASS, f"no part of a request crosses this fabric ({where}): it adds "
+                                "nothing to the first token: PASS",
+                     figures={"point_ms": 0.0, "low_ms": 0.0, "high_ms": 0.0,
+                              "target_ms": slo.targets_ms[key],
+                              "fabric_budget_ms": slo.fabric_budget_ms(key)})
+    checks, absent = [], []
+    for condition in conditions or ["quiet"]:
+        seqs = [api.by_condition[condition]] if api and condition in api.by_condition else []
+        parts, prefill_what, why_not = _prefill_parts(measured, condition, prompt_tokens,
+                                                      prefill_chunk or 1)
+        if why_not:
+            absent.append(why_not)
+        if not seqs and not parts:
+            continue
+        if seqs and len(seqs[0]) < R.min_values(q):
+            absent.append(f"{condition}: {len(seqs[0])} requests measured, a p{q:g} needs at "
+                          f"least {R.min_values(q)}")
+            continue
+        what = ("the front end's first byte" if seqs else "") + prefill_what
+        point, low, high = R.request_quantile(seqs, parts, q)
+        checks.append(_condition_check(key, slo, condition, point, low, high,
+                                       f"a request's communication ({where}): "
+                                       + what.lstrip(" +")))
+    check = _combine(key, checks, absent if checks else
+                     (absent or ["nothing of a request measured"]), "a request's communication")
+    if absent and check.status == PASS:
         check.status = CANNOT_TELL
         check.text = check.text.replace(": PASS", ": CANNOT TELL", 1)
     return check

@@ -38,7 +38,7 @@ from ..models import allreduce_bytes, kv_request_bytes, moe_dispatch_bytes_per_t
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_MIX_CLASS_MASK, FLAG_MIX_CLASS_SHIFT, \
     FLAG_MIX_TOGETHER, MIX_CLASSES, ResultFile
 from ..run_analysis import RunAnalysis, format_bytes
-from .placement import DECODE, PREFILL, Placement, placement_of
+from .placement import DECODE, FABRIC, LINK_WORDS, PREFILL, Placement, placement_of
 
 CLASS_TITLES = {"tp": "TP all-reduce", "moe": "MoE dispatch + combine", "kv": "KV push",
                 "api": "API (front end)", "tp_prefill": "TP all-reduce (prefill chunk)",
@@ -77,6 +77,7 @@ class Measured:
     itl_classes: List[str] = field(default_factory=list)   # what one decode step runs
     prefill_classes: List[str] = field(default_factory=list)   # what one prefill chunk runs
     placement: Optional[Placement] = None   # where each operation runs (placement.py)
+    kv_on_fabric: bool = True   # False: colocated, or a prefill/decode pair inside a domain
 
 
 def canaries_of(inst) -> str:
@@ -303,7 +304,14 @@ def measure(result: ResultFile, deployment, placement: Optional[Placement] = Non
                            "fabric; no test measures them yet")
     out.notes.extend(place.notes())
     _prefill_classes(analysis, d, out, place)
-    _kv_class(analysis, d, out)
+    kv = [op for op in place.request_operations(d.prompt_tokens, d.block_tokens) if op.cls == "kv"]
+    out.kv_on_fabric = bool(kv) and kv[0].link == FABRIC
+    if out.kv_on_fabric:
+        _kv_class(analysis, d, out)
+    else:
+        out.notes.append("KV transfer prefill -> decode: " + (
+            f"{LINK_WORDS[kv[0].link]} ({kv[0].group})" if kv else
+            "none (prefill and decode colocated)") + ": not counted in TTFT")
     _api_class(analysis, out)
     _mix_classes(result, out)
     _gpcnet_classes(analysis, out)

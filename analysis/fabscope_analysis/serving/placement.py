@@ -130,7 +130,7 @@ class Placement:
             return FABRIC
         return NVLINK if ranks <= domain and domain % ranks == 0 else FABRIC
 
-    def _domain_words(self) -> str:
+    def domain_words(self) -> str:
         if self.gpus_per_node is None:
             return "NVLink domain (size not given)"
         return "node" if self.nodes_per_nvlink_domain == 1 \
@@ -142,7 +142,7 @@ class Placement:
         if self.domain_ranks is None:
             return f"{what} ({ranks} ranks)"
         if self.link_of_group(ranks) == NVLINK:
-            return f"{what} ({ranks} ranks inside each {self._domain_words()})"
+            return f"{what} ({ranks} ranks inside each {self.domain_words()})"
         spans = -(-ranks // self.domain_ranks)
         unit = "nodes" if self.nodes_per_nvlink_domain == 1 else "NVLink domains"
         return f"{what} ({ranks} ranks over {spans} {unit})"
@@ -187,10 +187,10 @@ class Placement:
             crossing = self.pp_crossings()
             if crossing:
                 ops.append(Operation("PP activation send", phase, crossing, send, FABRIC,
-                                     f"stage boundaries between {self._domain_words()}s", "pp"))
+                                     f"stage boundaries between {self.domain_words()}s", "pp"))
             if self.pp - 1 - crossing:
                 ops.append(Operation("PP activation send", phase, self.pp - 1 - crossing, send,
-                                     NVLINK, f"stage boundaries inside a {self._domain_words()}",
+                                     NVLINK, f"stage boundaries inside a {self.domain_words()}",
                                      "pp"))
         return ops
 
@@ -203,7 +203,7 @@ class Placement:
             pair_inside = (instance is not None and self.domain_ranks is not None
                            and 2 * instance <= self.domain_ranks)
             where = (f"a prefill and a decode instance of {instance} ranks each, both inside "
-                     f"one {self._domain_words()}" if pair_inside else
+                     f"one {self.domain_words()}" if pair_inside else
                      "a prefill instance to a decode instance on other nodes")
             ops.append(Operation("KV transfer prefill -> decode", REQUEST, 1,
                                  kv_request_bytes(self.model, self.tp, block_tokens, prompt_tokens),
@@ -264,7 +264,7 @@ class Placement:
         if self.domain_ranks is None:
             return f"TP {self.tp}"
         if self.link_of_group(self.tp) == NVLINK:
-            return f"TP {self.tp} inside each {self._domain_words()}"
+            return f"TP {self.tp} inside each {self.domain_words()}"
         return self._group_words(f"TP {self.tp}", self.tp)
 
     def table(self, decode_batch: int, prefill_chunk: Optional[int], prompt_tokens: int,

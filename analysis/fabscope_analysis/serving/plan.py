@@ -248,7 +248,7 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
     if place.fabric_count("tp"):
         tests.append(_tp_test(req, knobs, notes))
     elif place.total_count("tp"):
-        notes.append(f"the TP all-reduces run over NVLink inside each {place._domain_words()}: "
+        notes.append(f"the TP all-reduces run over NVLink inside each {place.domain_words()}: "
                      "not this fabric's, not measured")
     if place.fabric_count("pp"):
         notes.append(f"{place.fabric_count('pp')} PP activation send(s) per step cross this "
@@ -267,7 +267,7 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
                       "iterations": knobs.collective_iterations,
                       "roles": {"canaries": ep_canaries, "placement": "packed"}})
     elif sizes.has_experts and place.total_count("moe"):
-        notes.append(f"the MoE rounds run over NVLink inside each {place._domain_words()} (EP "
+        notes.append(f"the MoE rounds run over NVLink inside each {place.domain_words()} (EP "
                      f"{place.ep}): not this fabric's, not measured")
     kv = [op for op in place.request_operations(max(knobs.prompts)) if op.cls == "kv"]
     if kv and kv[0].link == FABRIC:
