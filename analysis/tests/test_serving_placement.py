@@ -5,6 +5,7 @@ with it."""
 
 import json
 
+import numpy as np
 import pytest
 
 from serving_files import serving_file
@@ -187,3 +188,39 @@ def test_ttft_leaves_the_kv_out_where_the_placement_keeps_it_off_the_fabric(tmp_
     small = models.preset("llama3-8b")
     inside = Placement(small, tp=2, gpus_per_node=8)
     assert [op.link for op in inside.request_operations(8192) if op.cls == "kv"] == [NVLINK]
+
+
+def pp_file(path, one_way_us=1000.0, iterations=300):
+    """A plan-shaped pp-activation test at decode batch 32 (512 KiB): per iteration one pair
+    between nodes (a round trip of about 2 x one_way_us, half of it reported) and one pair
+    inside a node 100x slower, which must not count (a stage boundary crosses nodes)."""
+    from synthetic import SAMPLE_DTYPE, SyntheticRun
+    rng = np.random.default_rng(3)
+    run = SyntheticRun(path, nranks=4)
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    samples = np.zeros(2 * iterations, dtype=SAMPLE_DTYPE)
+    t = run.start_ns()
+    for i in range(iterations):
+        rtt = int(2 * one_way_us * 1e3 * rng.lognormal(0, 0.05))
+        samples[2 * i] = (0, i, 2, LLAMA_AR_DECODE, t, t + rtt, 0, 2)        # same leaf
+        samples[2 * i + 1] = (1, i, 3, LLAMA_AR_DECODE, t, t + 100 * rtt, 0, 1)  # same node
+        t += 100 * rtt + 1000
+    run.add_test("pp-activation", "latency", samples, nbytes=LLAMA_AR_DECODE, divisor=2,
+                 pattern="rails")
+    run.close()
+    return str(path)
+
+
+def test_fit_composes_the_pp_sends_plan_measures(tmp_path):
+    """TP 8 x PP 2 on 8-GPU nodes: one activation send per token crosses the fabric; fit
+    reads it from the pp-activation test as half a round trip of the slowest pair between
+    nodes (about 1 ms here), never from a pair inside a node."""
+    path = pp_file(tmp_path / "pp.h5")
+    d = Deployment(LLAMA70, 8)
+    with open_result(path) as result:
+        measured = measure(result, d, Placement(LLAMA70, tp=8, pp=2, gpus_per_node=8))
+    verdict = compose_verdict(measured, parse_slo_text("itl_p99=50ms"), d)
+    itl = next(c for c in verdict.checks if c.name == "itl_p99")
+    assert itl.status == "PASS" and "(1 x PP activation send)" in itl.text
+    assert 0.9 < itl.figures["conditions"]["quiet"]["point_ms"] < 1.3
+    assert "PP 2: 1 of 1 stage boundaries on this fabric" in verdict.line()

@@ -135,6 +135,17 @@ def test_the_placement_decides_what_the_plan_measures():
                                    pp=2), listing("llama3-70b"), knobs(), "c.yaml", fake_estimate)
     assert "tp-allreduce" not in by_name(piped) and "kv-push" in by_name(piped)
     assert any("1 PP activation send(s) per step cross this fabric" in n for n in piped.notes)
+    # the boundary's sends: latency between the ranks of one local rank on two whole nodes,
+    # at 1 and 32 tokens (decode) and 2048 (prefill) x 8192 hidden x 2 B
+    pp = by_name(piped)["pp-activation"]
+    assert (pp["kind"], pp["pattern"], pp["sizes"]) == ("latency", "rails",
+                                                        [16384, 524288, 33554432])
+    assert pp["roles"] == {"canaries": 16, "placement": "packed"}
+    assert pp["conditions"] == ["quiet", "incast", "bidirectional", "copy"]
+    # two nodes cannot measure and congest with whole nodes: half the ranks, spread
+    two = fit_budget(PlanRequest("llama3-70b", 8, None, Cluster(16), 1800.0, "itl_p99=50ms",
+                                 pp=2), listing("llama3-70b"), knobs(), "c.yaml", fake_estimate)
+    assert by_name(two)["pp-activation"]["roles"] == {"canaries": 8, "placement": "spread"}
     assert "--pp 2 --gpus-per-node 8" in fit_arguments(piped)
     dpa = fit_budget(PlanRequest("deepseek-v3", 1, 64, Cluster(128), 1800.0, "itl_p99=50ms",
                                  dp_attention=True), listing("deepseek-v3"), knobs(), "c.yaml",
@@ -297,6 +308,15 @@ def test_the_written_plan_loads_in_the_real_binary_within_its_budget(tmp_path, c
     answer = parse_scenario_listing(done.returncode, done.stdout, done.stderr)
     assert answer.ok and 0 < answer.estimate_s <= 120
     assert "512KiB" in done.stdout and "all-pairs" in done.stdout
+    # TP 8 x PP 2: the loader takes the PP sends' latency between the two nodes
+    piped = tmp_path / "pp.yaml"
+    assert main(["plan", "--model", "llama3-70b", "--pp", "2", "--ranks", "16", "--budget", "2m",
+                 "--slo", "itl_p99=50ms", "--prompt", "512", "--fabscope", binary, "--output",
+                 str(piped)]) == 0
+    done = subprocess.run([binary, "list", "--scenario", str(piped), "--ranks", "16"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "rails: all-pairs within each local rank across 2 nodes, 1 rounds" in done.stdout
     # DeepSeek-V3: the loader takes both MoE rounds (DeepEP low-latency and normal)
     ds = tmp_path / "ds.yaml"
     assert main(["plan", "--model", "deepseek-v3", "--ep", "16", "--ranks", "16", "--budget",

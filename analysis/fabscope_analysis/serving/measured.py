@@ -18,8 +18,9 @@ collective, interpolated between measured sizes, never extrapolated):
 How many of each one step (or chunk) runs over this fabric is the placement's
 (placement.py): an attention all-reduce per layer and an MLP all-reduce per dense layer
 when the TP group crosses the fabric, an MoE round per MoE layer when the EP group does,
-a PP activation send per stage boundary between NVLink domains (no test measures those
-yet: named as missing). What stays on NVLink is not counted.
+a PP activation send per stage boundary between NVLink domains (plan's pp-activation
+test: latency between nodes at the activation's size, half a round trip each, the slowest
+pair between nodes per iteration). What stays on NVLink is not counted.
 
 Where a class has several series (transports, strategies), the one with the lowest quiet
 median is the deployment's (named); the others are listed in `others`.
@@ -46,6 +47,8 @@ CLASS_TITLES = {"tp": "TP all-reduce", "moe": "MoE dispatch + combine", "kv": "K
                 "pp": "PP activation send", "pp_prefill": "PP activation send (prefill chunk)"}
 PREFILL_CLASSES = ("tp_prefill", "moe_prefill", "pp_prefill")
 GPCNET_PREFIX = "gpcnet-"    # the names plan gives GPCNeT's canary tests
+PP_TEST = "pp-activation"    # the name plan gives the PP activation sends' latency test
+SAME_NODE_LEVEL = 1          # reader.LEVEL_NAMES: a pair inside one node
 
 
 @dataclass
@@ -113,9 +116,12 @@ def _choose(candidates: Dict[str, ClassSeries], measured: Measured) -> Optional[
 
 def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, per_step: int,
                       measured: Measured, token_bytes: Optional[int] = None) -> None:
+    """A collective class (kind allreduce, alltoall), or the PP activation sends (kind
+    latency, plan's pp-activation test: a stage boundary's sends are as slow as the slowest
+    pair between nodes, each half a round trip)."""
     candidates: Dict[str, ClassSeries] = {}
     for name, condition, members in I._series_by_condition(instances_of(analysis.result, kind)):
-        if name.startswith(GPCNET_PREFIX):
+        if name.startswith(GPCNET_PREFIX) or (kind == "latency") != name.startswith(PP_TEST):
             continue   # GPCNeT's 8 B canary all-reduce is not the deployment's TP all-reduce
         by_size: Dict[int, np.ndarray] = {}
         ranks, seen = 0, set()
@@ -124,7 +130,10 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
                 continue
             s = analysis.samples(inst)
             s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
-            by_size[int(inst.get("bytes"))] = I.collective_times(s)
+            if kind == "latency":   # only pairs between nodes carry a stage boundary here
+                s = s[s["level"].astype("int64") != SAME_NODE_LEVEL]
+            by_size[int(inst.get("bytes"))] = I.collective_times(s) / (
+                inst.sample_divisor if kind == "latency" else 1)
             ranks = max(ranks, int(s["rank"].nunique()) if len(s) else 0)
             seen.update(int(r) for r in s["rank"].unique())
         times, how = I._at_size(by_size, target)
@@ -142,7 +151,7 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
         measured.classes[cls] = chosen
     elif not candidates:
         measured.missing.append(f"{CLASS_TITLES[cls]} of {format_bytes(target)}: the file has no "
-                                f"{kind} test")
+                                + (f"{PP_TEST} test" if kind == "latency" else f"{kind} test"))
 
 
 def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
@@ -248,9 +257,8 @@ def _prefill_classes(analysis: RunAnalysis, d, out: Measured, place: Placement) 
         _collective_class(analysis, "alltoall", "moe_prefill", d.prefill_chunk * token,
                           counts["moe"], out, token_bytes=token)
     if counts["pp"]:
-        out.missing.append(f"{CLASS_TITLES['pp_prefill']}: {counts['pp']} per chunk of "
-                           f"{format_bytes(allreduce_bytes(d.model, d.prefill_chunk))} cross "
-                           "this fabric; no test measures them yet")
+        _collective_class(analysis, "latency", "pp_prefill",
+                          allreduce_bytes(d.model, d.prefill_chunk), counts["pp"], out)
 
 
 def _gpcnet_classes(analysis: RunAnalysis, measured: Measured) -> None:
@@ -298,10 +306,9 @@ def measure(result: ResultFile, deployment, placement: Optional[Placement] = Non
         token = moe_dispatch_bytes_per_token(d.model, "fp8")
         _collective_class(analysis, "alltoall", "moe", d.decode_batch * token, counts["moe"],
                           out, token_bytes=token)
-    if counts["pp"]:
-        out.missing.append(f"{CLASS_TITLES['pp']}: {counts['pp']} per decode step of "
-                           f"{format_bytes(allreduce_bytes(d.model, d.decode_batch))} cross this "
-                           "fabric; no test measures them yet")
+    if counts["pp"]:   # an activation is decode batch x hidden x dtype, as an all-reduce's
+        _collective_class(analysis, "latency", "pp", allreduce_bytes(d.model, d.decode_batch),
+                          counts["pp"], out)
     out.notes.extend(place.notes())
     _prefill_classes(analysis, d, out, place)
     kv = [op for op in place.request_operations(d.prompt_tokens, d.block_tokens) if op.cls == "kv"]

@@ -42,7 +42,8 @@ from typing import Callable, List, Optional, Tuple
 
 import yaml
 
-from ..models import ModelError, preset
+from ..models import DTYPE_BYTES, ModelError, preset
+from .measured import PP_TEST
 from .placement import FABRIC, Placement, PlacementError
 from .plan_list import ListAnswer, ModelSizes, PlanError, format_duration
 from .slo import ALL_KEYS
@@ -251,9 +252,9 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
         notes.append(f"the TP all-reduces run over NVLink inside each {place.domain_words()}: "
                      "not this fabric's, not measured")
     if place.fabric_count("pp"):
-        notes.append(f"{place.fabric_count('pp')} PP activation send(s) per step cross this "
-                     "fabric (decode batch x hidden x dtype each): no test measures them yet, "
-                     "so fit names them as missing")
+        test = _pp_test(req, place, knobs, notes)
+        if test:
+            tests.append(test)
     if sizes.has_experts and place.fabric_count("moe"):
         ep = min(req.ep or cluster.ranks, cluster.ranks)
         ep_canaries = _canaries(ep, cluster, knobs.conditions)
@@ -278,6 +279,8 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
     tests += [_p2p_test(p, knobs) for p in knobs.probes]
     scenario = {"name": f"plan-{sizes.name}-tp{req.tp}-{cluster.ranks}",
                 "description": f"what fit needs for {sizes.name} TP {req.tp}"
+                               + (f" PP {req.pp}" if req.pp > 1 else "")
+                               + (" DP attention" if req.dp_attention else "")
                                + (f" EP {req.ep}" if req.ep else "")
                                + f" on {cluster.ranks} ranks, budget {format_duration(req.budget_s)}",
                 "seed": req.seed, "model": sizes.name, "parallel": {"tp": req.tp},
@@ -300,6 +303,39 @@ def _tp_test(req: PlanRequest, knobs: Knobs, notes: List[str]) -> dict:
     return {"name": "tp-allreduce", "kind": "allreduce", "sizes": derive,
             "conditions": list(knobs.conditions), "iterations": knobs.collective_iterations,
             "roles": {"canaries": tp_canaries, "placement": "packed"}}
+
+
+def _pp_test(req: PlanRequest, place: Placement, knobs: Knobs, notes: List[str]) -> Optional[dict]:
+    """The PP activation sends that cross the fabric: ping-pong latency (half a round trip)
+    between the ranks of one local rank on two nodes (pattern rails), at the activation of
+    each decode batch and prefill chunk (tokens x hidden x dtype), the other ranks making
+    each neighbour condition. None, with a note, where the plan cannot place it."""
+    cluster, crossing = req.cluster, place.fabric_count("pp")
+    if req.nodes_per_nvlink_domain > 1 or cluster.nodes < 2:
+        notes.append(f"{crossing} PP activation send(s) per step cross this fabric: not measured "
+                     "(the plan measures them between two single-node domains; fit names them "
+                     "as missing)")
+        return None
+    per_token = place.model.hidden_size * DTYPE_BYTES[place.model.dtype]
+    sizes = sorted({t * per_token for t in knobs.decode_batches + knobs.prefill_chunks})
+    pair = 2 * cluster.ranks_per_node
+    test = {"name": PP_TEST, "kind": "latency", "pattern": "rails", "sizes": sizes,
+            "iterations": knobs.collective_iterations}
+    if any(c in CONGESTED for c in knobs.conditions):
+        canaries = _canaries(pair, cluster, knobs.conditions)
+        canaries -= canaries % 2
+        test.update(conditions=list(knobs.conditions),
+                    roles={"canaries": canaries,
+                           "placement": "packed" if canaries == pair else "spread"})
+        if canaries < pair:
+            notes.append(f"the PP activation sends are measured by {canaries} ranks spread over "
+                         f"the nodes, not two whole nodes: the neighbour conditions need 2 "
+                         "congesting ranks or more")
+    else:
+        test["ranks"] = pair
+    notes.append(f"{crossing} PP activation send(s) per step cross this fabric: {PP_TEST} "
+                 "measures them between nodes (rails), half a round trip at each activation size")
+    return test
 
 
 def _halve(attr: str, least: int, what: str) -> Callable[[Knobs], Optional[str]]:

@@ -173,7 +173,8 @@ def make_plan(args, argv: List[str]) -> Plan:
 def print_plan(plan: Plan, output: str, stream) -> None:
     req, answer = plan.request, plan.answer
     c = req.cluster
-    print(f"plan for {plan.sizes.name} TP {req.tp}" + (f" EP {req.ep}" if req.ep else "")
+    print(f"plan for {plan.sizes.name} TP {req.tp}" + (f" PP {req.pp}" if req.pp > 1 else "")
+          + (" DP attention" if req.dp_attention else "") + (f" EP {req.ep}" if req.ep else "")
           + f" on {c.ranks} ranks ({c.ranks_per_node} per node, {c.nodes_per_leaf or '-'} nodes per "
           f"leaf, {c.leaves_per_pod or '-'} leaves per pod): {answer.instances} test instances, "
           f"estimate {format_duration(answer.estimate_s)} within the budget of "
