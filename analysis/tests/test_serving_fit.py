@@ -116,7 +116,8 @@ def test_missing_figures_are_named_not_guessed(tmp_path):
     with_moe = verdict_of(serving_file(tmp_path / "ds2.h5", model="deepseek-v3", moe_us=100),
                           "itl_p99=200ms", model=ds)
     itl = check(with_moe, "itl_p99")
-    assert "122 x TP all-reduce + 61 x MoE dispatch + combine" in itl.text
+    # DeepSeek-V3: 61 attention + 3 dense-MLP all-reduces, 58 MoE layers (3 of 61 are dense)
+    assert "64 x TP all-reduce + 58 x MoE dispatch + combine" in itl.text
     assert itl.status == "PASS", itl.text
 
 
@@ -226,10 +227,10 @@ def test_ttft_counts_deepeps_normal_rounds_for_a_model_with_experts(tmp_path):
     with open_result(path) as result:
         measured = measure(result, d)
     ttft = check(compose_verdict(measured, parse_slo_text("ttft_p99=20s"), d), "ttft_p99")
-    assert ("2 prefill chunks of 4096 tokens (122 x TP all-reduce (prefill chunk) + 61 x MoE "
+    assert ("2 prefill chunks of 4096 tokens (64 x TP all-reduce (prefill chunk) + 58 x MoE "
             "dispatch + combine (DeepEP normal, prefill chunk) each)") in ttft.text
-    # 2 x (122 x 0.3 + 61 x 2) ms = 317 ms of prefill communication
-    assert 317 < ttft.figures["conditions"]["quiet"]["point_ms"] - 40 < 317 * 1.15
+    # 2 x (64 x 0.3 + 58 x 2) ms = 270.4 ms of prefill communication
+    assert 270.4 < ttft.figures["conditions"]["quiet"]["point_ms"] - 40 < 270.4 * 1.15
     # the decode step still reads the 32-token round, not the prefill's
     itl = check(compose_verdict(measured, parse_slo_text("itl_p99=200ms"), d), "itl_p99")
     assert itl.status == "PASS" and "(prefill chunk)" not in itl.text

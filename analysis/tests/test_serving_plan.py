@@ -102,8 +102,9 @@ def test_small_cluster_all_pairs_moe_and_kv_across_nodes():
     plan = plan_for("deepseek-v3", 64, ep=64)
     tests = by_name(plan)
     assert {"all-pairs-latency", "all-pairs-bandwidth"} <= set(tests)
-    assert tests["tp-allreduce"]["roles"]["canaries"] == 8
-    assert tests["tp-allreduce"]["sizes"]["decode_batch"] == [1, 32]
+    # TP 8 on nodes of 8 GPUs runs over NVLink: not this fabric's, not measured, said so
+    assert "tp-allreduce" not in tests
+    assert any("TP 8 inside each node: NVLink, not this fabric" in n for n in plan.notes)
     moe = tests["moe-dispatch-combine"]
     # DeepEP's low-latency configuration (decode) and its normal one at the prefill chunk
     assert moe["sizes"] == {"derive": "moe-dispatch", "tokens": [1, 32, 128, 2048]}
@@ -116,6 +117,49 @@ def test_small_cluster_all_pairs_moe_and_kv_across_nodes():
     assert kv["conditions"] == ["quiet", "incast", "bidirectional", "copy"]
     assert kv["iterations"] * kv["prefill_ranks"] >= 100   # a p99 of the requests
     assert plan.scenario["criteria"] == "plan.criteria.yaml"
+
+
+def test_the_placement_decides_what_the_plan_measures():
+    """TP 16 on 8-GPU nodes spans 2 nodes: its all-reduce is measured on one TP group (16
+    ranks); TP 8 x PP 2 keeps TP on NVLink and says its one stage boundary crosses the
+    fabric unmeasured; DP attention has no TP all-reduce and needs --tp 1; fit is told
+    the layout."""
+    k = knobs()
+    k.probes = probes_for(Cluster(64))
+    wide = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(64), 1800.0, "itl_p99=50ms"),
+                      listing("llama3-70b"), k, "c.yaml", fake_estimate)
+    assert by_name(wide)["tp-allreduce"]["roles"]["canaries"] == 16
+    assert by_name(wide)["tp-allreduce"]["sizes"]["decode_batch"] == [1, 32]
+    assert "--tp 16 --gpus-per-node 8" in fit_arguments(wide)
+    piped = fit_budget(PlanRequest("llama3-70b", 8, None, Cluster(64), 1800.0, "itl_p99=50ms",
+                                   pp=2), listing("llama3-70b"), knobs(), "c.yaml", fake_estimate)
+    assert "tp-allreduce" not in by_name(piped) and "kv-push" in by_name(piped)
+    assert any("1 PP activation send(s) per step cross this fabric" in n for n in piped.notes)
+    # the boundary's sends: latency between the ranks of one local rank on two whole nodes,
+    # at 1 and 32 tokens (decode) and 2048 (prefill) x 8192 hidden x 2 B
+    pp = by_name(piped)["pp-activation"]
+    assert (pp["kind"], pp["pattern"], pp["sizes"]) == ("latency", "rails",
+                                                        [16384, 524288, 33554432])
+    assert pp["roles"] == {"canaries": 16, "placement": "packed"}
+    assert pp["conditions"] == ["quiet", "incast", "bidirectional", "copy"]
+    # two nodes cannot measure and congest with whole nodes: half the ranks, spread
+    two = fit_budget(PlanRequest("llama3-70b", 8, None, Cluster(16), 1800.0, "itl_p99=50ms",
+                                 pp=2), listing("llama3-70b"), knobs(), "c.yaml", fake_estimate)
+    assert by_name(two)["pp-activation"]["roles"] == {"canaries": 8, "placement": "spread"}
+    assert "--pp 2 --gpus-per-node 8" in fit_arguments(piped)
+    dpa = fit_budget(PlanRequest("deepseek-v3", 1, 64, Cluster(128), 1800.0, "itl_p99=50ms",
+                                 dp_attention=True), listing("deepseek-v3"), knobs(), "c.yaml",
+                     fake_estimate)
+    assert "tp-allreduce" not in by_name(dpa) and "moe-dispatch-combine" in by_name(dpa)
+    assert "--dp-attention" in fit_arguments(dpa)
+    # EP 8 on 8-GPU nodes: the MoE rounds stay on NVLink, not measured, said so
+    narrow = fit_budget(PlanRequest("deepseek-v3", 8, 8, Cluster(64), 1800.0, "itl_p99=50ms"),
+                        listing("deepseek-v3"), knobs(), "c.yaml", fake_estimate)
+    assert "moe-dispatch-combine" not in by_name(narrow)
+    assert any("MoE rounds run over NVLink inside each node (EP 8)" in n for n in narrow.notes)
+    with pytest.raises(PlanError, match="DP attention"):
+        PlanRequest("deepseek-v3", 8, 64, Cluster(128), 1800.0, "itl_p99=50ms",
+                    dp_attention=True).placement()
 
 
 def test_moe_rounds_cover_deepeps_two_configurations_labelled(tmp_path):
@@ -249,19 +293,30 @@ def fabscope_bin():
 def test_the_written_plan_loads_in_the_real_binary_within_its_budget(tmp_path, capsys):
     binary = fabscope_bin()
     out = tmp_path / "plan.yaml"
-    assert main(["plan", "--model", "llama3-70b", "--ranks", "16", "--budget", "2m", "--slo",
-                 "itl_p99=50ms", "--prompt", "512", "--fabscope", binary, "--output", str(out)]) == 0
+    # TP 16 over two 8-GPU nodes: its all-reduce crosses the fabric and is measured
+    assert main(["plan", "--model", "llama3-70b", "--tp", "16", "--ranks", "16", "--budget", "2m",
+                 "--slo", "itl_p99=50ms", "--prompt", "512", "--fabscope", binary, "--output",
+                 str(out)]) == 0
     printed = capsys.readouterr().out
     assert "estimate" in printed and (tmp_path / "plan.criteria.yaml").exists()
     # the line launch/fabscope-fit takes fit's options from
-    assert "# The verdict: python3 -m fabscope_analysis fit RESULT.h5 --tp 8 --decode-batch 32 " \
-        "--prefill-chunk 2048 --prompt 512 --block-tokens 16\n" in out.read_text()
+    assert "# The verdict: python3 -m fabscope_analysis fit RESULT.h5 --tp 16 --gpus-per-node 8 " \
+        "--decode-batch 32 --prefill-chunk 2048 --prompt 512 --block-tokens 16\n" in out.read_text()
     done = subprocess.run([binary, "list", "--scenario", str(out), "--ranks", "16"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     answer = parse_scenario_listing(done.returncode, done.stdout, done.stderr)
     assert answer.ok and 0 < answer.estimate_s <= 120
     assert "512KiB" in done.stdout and "all-pairs" in done.stdout
+    # TP 8 x PP 2: the loader takes the PP sends' latency between the two nodes
+    piped = tmp_path / "pp.yaml"
+    assert main(["plan", "--model", "llama3-70b", "--pp", "2", "--ranks", "16", "--budget", "2m",
+                 "--slo", "itl_p99=50ms", "--prompt", "512", "--fabscope", binary, "--output",
+                 str(piped)]) == 0
+    done = subprocess.run([binary, "list", "--scenario", str(piped), "--ranks", "16"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "rails: all-pairs within each local rank across 2 nodes, 1 rounds" in done.stdout
     # DeepSeek-V3: the loader takes both MoE rounds (DeepEP low-latency and normal)
     ds = tmp_path / "ds.yaml"
     assert main(["plan", "--model", "deepseek-v3", "--ep", "16", "--ranks", "16", "--budget",

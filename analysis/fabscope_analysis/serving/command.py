@@ -19,6 +19,7 @@ from .attribution import costs, hold_unexplained_fails, shared_cpu_findings
 from .fit import FAIL, PASS, FitVerdict, compose_verdict, json_of
 from .line_rate import headline
 from .measured import measure
+from .placement import PlacementError, placement_of
 from .slo import SloError, Slo, load_slo_file, parse_slo_text
 
 EXIT_PASS, EXIT_NOT_PASS, EXIT_USAGE = 0, 1, 2
@@ -38,6 +39,7 @@ def add_parser(sub) -> None:
                                    "llama3-70b, llama3-405b, deepseek-v3")
     p.add_argument("--tp", type=int, help="tensor parallelism (default: the scenario's)")
     p.add_argument("--ep", type=int, help="expert parallelism (MoE models)")
+    add_layout_options(p)
     p.add_argument("--decode-batch", type=int, default=32, help="sequences per decode step "
                                                                 "(default 32)")
     p.add_argument("--prefill-chunk", type=int, help="tokens of a prefill chunk: its TP "
@@ -50,6 +52,32 @@ def add_parser(sub) -> None:
                    help="on FAIL, do not run the diagnosis for components to fix")
     p.add_argument("--json", metavar="OUT", help="also write the verdict and every figure here")
     p.set_defaults(func=run_fit)
+
+
+def add_layout_options(p) -> None:
+    """The placement's options beyond TP and EP (placement.py), shared with `placement`."""
+    p.add_argument("--pp", type=int, default=1, help="pipeline parallelism: stages per "
+                                                     "replica (default 1)")
+    p.add_argument("--dp-attention", action="store_true",
+                   help="attention data parallel (each rank its own requests; models with "
+                        "experts, --tp 1): no TP all-reduce")
+    p.add_argument("--gpus-per-node", type=int,
+                   help="GPUs per node: groups inside one NVLink domain are not this fabric's "
+                        "(default: not given, every group counted as crossing the fabric)")
+    p.add_argument("--nodes-per-nvlink-domain", type=int, default=1,
+                   help="nodes sharing one NVLink domain (default 1: NVLink inside a node; "
+                        "a GB200 NVL72 rack is 18 nodes of 4 GPUs)")
+    p.add_argument("--colocated", action="store_true",
+                   help="prefill and decode on the same instances: no KV transfer")
+
+
+def placement_from_args(args, deployment):
+    """The deployment's placement from the layout options (PlacementError when it cannot
+    be placed)."""
+    return placement_of(deployment, pp=args.pp, dp_attention=args.dp_attention,
+                        gpus_per_node=args.gpus_per_node,
+                        nodes_per_nvlink_domain=args.nodes_per_nvlink_domain,
+                        disaggregated=not args.colocated)
 
 
 def _slo_of(args, result=None) -> Slo:
@@ -136,7 +164,12 @@ def run_fit(args) -> int:
             print(f"error: {args.file}: the scenario names no model; give --model "
                   "(llama3-8b, llama3-70b, llama3-405b, deepseek-v3)", file=sys.stderr)
             return EXIT_USAGE
-        measured = measure(result, deployment)
+        try:
+            placement = placement_from_args(args, deployment)
+        except PlacementError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        measured = measure(result, deployment, placement)
         verdict = compose_verdict(measured, slo, deployment)
         kv_line = headline(result)
         verdict.limiters = [kv_line] if kv_line else []

@@ -2,15 +2,17 @@
 
 Method (docs/serving-fit.md has it for admins):
 
-- Per generated token the fabric adds one decode step's communication: 2 x layers TP
-  all-reduces and, for a model with experts, one MoE dispatch + combine round per layer,
-  one after another. Its p50/p99 are those of sums drawn from the measured per-operation
+- Per generated token the fabric adds one decode step's communication over this fabric,
+  as the placement (placement.py) says: the TP all-reduces (one per layer for attention,
+  one per dense layer for the MLP) when the TP group crosses the fabric, one MoE dispatch +
+  combine round per MoE layer when the EP group does, one after another; what runs over
+  NVLink is not the fabric's. Its p50/p99 are those of sums drawn from the measured per-operation
   sequences (impact.compose_step), per neighbour condition; checked against
   itl_pNN x itl_share.
 - Per request the fabric adds the KV transfer of the prompt (queueing + transfer), where
   an api test ran what the front end's network adds to the first byte, and, given a
-  prefill chunk, the prefill's communication: ceil(prompt / chunk) chunks of 2 x layers
-  TP all-reduces and one MoE normal round per layer at the chunk's tokens (not hidden
+  prefill chunk, the prefill's communication: ceil(prompt / chunk) chunks of the same
+  fabric operations at the chunk's tokens (MoE: DeepEP's normal round; not hidden
   behind compute: an upper bound); checked against ttft_pNN x ttft_share.
 - Each serving class's congestion impact factor (cif.py) is checked against cif_p99.
 - Every figure carries a 90 % interval (resample.py); PASS or FAIL only when the whole
@@ -59,11 +61,13 @@ class FitVerdict:
     to_fix: List[str] = field(default_factory=list)
     costs: List[str] = field(default_factory=list)      # what each component to fix costs
     limiters: List[str] = field(default_factory=list)   # the KV line-rate headline and limiter
+    placement: List[str] = field(default_factory=list)  # which groups cross this fabric
 
     def line(self) -> str:
         worst = [c for c in self.checks if c.status == self.status and c.status != PASS]
         why = f": {'; '.join(sorted({c.name for c in worst}))}" if worst else ""
-        return f"fit {self.deployment} at {self.slo.describe()}: {self.status}{why}"
+        placed = f" [placement: {'; '.join(self.placement)}]" if self.placement else ""
+        return f"fit {self.deployment} at {self.slo.describe()}: {self.status}{why}{placed}"
 
 
 def worst_status(statuses) -> str:
@@ -115,6 +119,14 @@ def _combine(key: str, per_condition: List[Check], missing: List[str], what: str
 
 def itl_checks(keys: List[str], slo: Slo, measured: Measured) -> List[Check]:
     """One check per ITL target (itl_p50, itl_p99), every condition composed once."""
+    if not measured.itl_classes and measured.placement is not None:
+        where = "; ".join(measured.placement.statements())
+        return [Check(key, PASS, f"no operation of a decode step crosses this fabric ({where}): "
+                                 "it adds nothing per generated token: PASS",
+                      figures={"point_ms": 0.0, "low_ms": 0.0, "high_ms": 0.0,
+                               "target_ms": slo.targets_ms[key],
+                               "fabric_budget_ms": slo.fabric_budget_ms(key)})
+                for key in keys]
     needed = [measured.classes[c] for c in measured.itl_classes if c in measured.classes]
     prefill_titles = tuple(CLASS_TITLES[c] for c in PREFILL_CLASSES)
     missing = [m for c in measured.itl_classes if c not in measured.classes
@@ -154,8 +166,8 @@ def itl_checks(keys: List[str], slo: Slo, measured: Measured) -> List[Check]:
 
 def _prefill_parts(measured: Measured, condition: str, prompt_tokens: int, chunk: int):
     """(parts, what, why not) of the prefill's communication for one request: ceil(prompt /
-    chunk) chunks, each 2 x layers TP all-reduces and one MoE normal round per layer at the
-    chunk's tokens. Empty parts and the reason when a class is not measured under it."""
+    chunk) chunks, each the chunk's fabric operations (measured.prefill_classes, counted by
+    the placement). Empty parts and the reason when a class is not measured under it."""
     if not measured.prefill_classes:
         return [], "", ""
     chunks = -(-prompt_tokens // chunk)
@@ -176,6 +188,8 @@ def ttft_check(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
                prefill_chunk: Optional[int] = None) -> Check:
     q = _quantile_of(key)
     kv, api = measured.classes.get("kv"), measured.classes.get("api")
+    if not measured.kv_on_fabric:
+        return _ttft_without_kv(key, slo, measured, prompt_tokens, prefill_chunk)
     if kv is None:
         missing = [m for m in measured.missing if m.startswith("KV")] or ["no kvpush test"]
         return _combine(key, [], missing, f"KV transfer of a {prompt_tokens}-token prompt")
@@ -210,9 +224,53 @@ def ttft_check(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
     return check
 
 
+def _ttft_without_kv(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
+                     prefill_chunk: Optional[int]) -> Check:
+    """TTFT where the placement keeps the KV off this fabric (colocated, or a prefill and a
+    decode instance inside one NVLink domain): the prefill's fabric communication and the
+    front end, where measured; 0 and PASS when neither is part of a request."""
+    q = _quantile_of(key)
+    api = measured.classes.get("api")
+    prefill = [measured.classes[c] for c in measured.prefill_classes if c in measured.classes]
+    conditions = sorted(set(api.by_condition if api else {}).union(
+        *(c.by_condition for c in prefill)), key=lambda c: (c != "quiet", c))
+    where = next((n for n in measured.notes if n.startswith("KV transfer prefill")), "")
+    if api is None and not measured.prefill_classes:
+        return Check(key, PASS, f"no part of a request crosses this fabric ({where}): it adds "
+                                "nothing to the first token: PASS",
+                     figures={"point_ms": 0.0, "low_ms": 0.0, "high_ms": 0.0,
+                              "target_ms": slo.targets_ms[key],
+                              "fabric_budget_ms": slo.fabric_budget_ms(key)})
+    checks, absent = [], []
+    for condition in conditions or ["quiet"]:
+        seqs = [api.by_condition[condition]] if api and condition in api.by_condition else []
+        parts, prefill_what, why_not = _prefill_parts(measured, condition, prompt_tokens,
+                                                      prefill_chunk or 1)
+        if why_not:
+            absent.append(why_not)
+        if not seqs and not parts:
+            continue
+        if seqs and len(seqs[0]) < R.min_values(q):
+            absent.append(f"{condition}: {len(seqs[0])} requests measured, a p{q:g} needs at "
+                          f"least {R.min_values(q)}")
+            continue
+        what = ("the front end's first byte" if seqs else "") + prefill_what
+        point, low, high = R.request_quantile(seqs, parts, q)
+        checks.append(_condition_check(key, slo, condition, point, low, high,
+                                       f"a request's communication ({where}): "
+                                       + what.lstrip(" +")))
+    check = _combine(key, checks, absent if checks else
+                     (absent or ["nothing of a request measured"]), "a request's communication")
+    if absent and check.status == PASS:
+        check.status = CANNOT_TELL
+        check.text = check.text.replace(": PASS", ": CANNOT TELL", 1)
+    return check
+
+
 def compose_verdict(measured: Measured, slo: Slo, deployment) -> FitVerdict:
     verdict = FitVerdict(deployment.describe(), slo, missing=list(measured.missing),
-                         notes=list(measured.notes))
+                         notes=list(measured.notes),
+                         placement=measured.placement.statements() if measured.placement else [])
     itl_keys = [key for key in ("itl_p50", "itl_p99") if key in slo.targets_ms]
     if itl_keys:
         verdict.checks.extend(itl_checks(itl_keys, slo, measured))
@@ -241,6 +299,7 @@ def json_of(verdict: FitVerdict) -> dict:
                         "condition": c.condition, "figures": c.figures, "missing": c.missing}
                        for c in verdict.checks],
             "congestion_impact": [r.to_json() for r in verdict.cif],
+            "placement": verdict.placement,
             "to_fix": verdict.to_fix, "costs": verdict.costs, "limiters": verdict.limiters,
             "missing": verdict.missing, "notes": verdict.notes,
             "method": {"interval": "outer circular block bootstrap, 90 % two-sided, "

@@ -4,17 +4,23 @@ Per class and neighbour condition, one sequence of per-operation times (ns, in m
 order), taken exactly as `impact` takes them (impact.py: slowest rank per iteration for a
 collective, interpolated between measured sizes, never extrapolated):
 
-- tp: one TP all-reduce of decode batch x hidden x dtype bytes (2 x layers per step);
-- moe: one MoE dispatch + combine round at the decode batch's tokens (layers per step);
+- tp: one TP all-reduce of decode batch x hidden x dtype bytes;
+- moe: one MoE dispatch + combine round at the decode batch's tokens;
 - tp_prefill, moe_prefill: the same at a prefill chunk's tokens (DeepEP's normal
-  configuration for the MoE round), per chunk: 2 x layers and layers, when the
-  deployment names a prefill chunk;
+  configuration for the MoE round), when the deployment names a prefill chunk;
 - kv: one request's KV of the prompt: queueing + transfer (layer-stream: the part not
   hidden behind the prefill compute), per request;
 - api: what the front end's network adds to the first token of one request;
 - mix classes: a serving-mix test's class, isolated (its quiet) and together;
 - gpcnet: GPCNeT's canary tests as `plan` names them (gpcnet-*), for their congestion
   impact factors beside the serving classes'.
+
+How many of each one step (or chunk) runs over this fabric is the placement's
+(placement.py): an attention all-reduce per layer and an MLP all-reduce per dense layer
+when the TP group crosses the fabric, an MoE round per MoE layer when the EP group does,
+a PP activation send per stage boundary between NVLink domains (plan's pp-activation
+test: latency between nodes at the activation's size, half a round trip each, the slowest
+pair between nodes per iteration). What stays on NVLink is not counted.
 
 Where a class has several series (transports, strategies), the one with the lowest quiet
 median is the deployment's (named); the others are listed in `others`.
@@ -29,17 +35,20 @@ import numpy as np
 
 from .. import impact as I
 from ..impact_rows import instances_of
-from ..models import (allreduce_bytes, allreduces_per_step, kv_request_bytes,
-                      moe_dispatch_bytes_per_token)
+from ..models import allreduce_bytes, kv_request_bytes, moe_dispatch_bytes_per_token
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_MIX_CLASS_MASK, FLAG_MIX_CLASS_SHIFT, \
     FLAG_MIX_TOGETHER, MIX_CLASSES, ResultFile
 from ..run_analysis import RunAnalysis, format_bytes
+from .placement import DECODE, FABRIC, LINK_WORDS, PREFILL, Placement, placement_of
 
 CLASS_TITLES = {"tp": "TP all-reduce", "moe": "MoE dispatch + combine", "kv": "KV push",
                 "api": "API (front end)", "tp_prefill": "TP all-reduce (prefill chunk)",
-                "moe_prefill": "MoE dispatch + combine (DeepEP normal, prefill chunk)"}
-PREFILL_CLASSES = ("tp_prefill", "moe_prefill")
+                "moe_prefill": "MoE dispatch + combine (DeepEP normal, prefill chunk)",
+                "pp": "PP activation send", "pp_prefill": "PP activation send (prefill chunk)"}
+PREFILL_CLASSES = ("tp_prefill", "moe_prefill", "pp_prefill")
 GPCNET_PREFIX = "gpcnet-"    # the names plan gives GPCNeT's canary tests
+PP_TEST = "pp-activation"    # the name plan gives the PP activation sends' latency test
+SAME_NODE_LEVEL = 1          # reader.LEVEL_NAMES: a pair inside one node
 
 
 @dataclass
@@ -70,6 +79,8 @@ class Measured:
     notes: List[str] = field(default_factory=list)
     itl_classes: List[str] = field(default_factory=list)   # what one decode step runs
     prefill_classes: List[str] = field(default_factory=list)   # what one prefill chunk runs
+    placement: Optional[Placement] = None   # where each operation runs (placement.py)
+    kv_on_fabric: bool = True   # False: colocated, or a prefill/decode pair inside a domain
 
 
 def canaries_of(inst) -> str:
@@ -105,9 +116,12 @@ def _choose(candidates: Dict[str, ClassSeries], measured: Measured) -> Optional[
 
 def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, per_step: int,
                       measured: Measured, token_bytes: Optional[int] = None) -> None:
+    """A collective class (kind allreduce, alltoall), or the PP activation sends (kind
+    latency, plan's pp-activation test: a stage boundary's sends are as slow as the slowest
+    pair between nodes, each half a round trip)."""
     candidates: Dict[str, ClassSeries] = {}
     for name, condition, members in I._series_by_condition(instances_of(analysis.result, kind)):
-        if name.startswith(GPCNET_PREFIX):
+        if name.startswith(GPCNET_PREFIX) or (kind == "latency") != name.startswith(PP_TEST):
             continue   # GPCNeT's 8 B canary all-reduce is not the deployment's TP all-reduce
         by_size: Dict[int, np.ndarray] = {}
         ranks, seen = 0, set()
@@ -116,7 +130,10 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
                 continue
             s = analysis.samples(inst)
             s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
-            by_size[int(inst.get("bytes"))] = I.collective_times(s)
+            if kind == "latency":   # only pairs between nodes carry a stage boundary here
+                s = s[s["level"].astype("int64") != SAME_NODE_LEVEL]
+            by_size[int(inst.get("bytes"))] = I.collective_times(s) / (
+                inst.sample_divisor if kind == "latency" else 1)
             ranks = max(ranks, int(s["rank"].nunique()) if len(s) else 0)
             seen.update(int(r) for r in s["rank"].unique())
         times, how = I._at_size(by_size, target)
@@ -134,7 +151,7 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
         measured.classes[cls] = chosen
     elif not candidates:
         measured.missing.append(f"{CLASS_TITLES[cls]} of {format_bytes(target)}: the file has no "
-                                f"{kind} test")
+                                + (f"{PP_TEST} test" if kind == "latency" else f"{kind} test"))
 
 
 def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
@@ -222,22 +239,26 @@ def _mix_classes(result: ResultFile, measured: Measured) -> None:
                 measured.mix.append(series)
 
 
-def _prefill_classes(analysis: RunAnalysis, d, out: Measured, count: int) -> None:
-    """One prefill chunk's communication: its TP all-reduces and (DeepEP normal) MoE
-    rounds at the chunk's tokens; named as not counted when no chunk is given."""
+def _prefill_classes(analysis: RunAnalysis, d, out: Measured, place: Placement) -> None:
+    """One prefill chunk's communication over this fabric: its TP all-reduces, (DeepEP
+    normal) MoE rounds and PP sends at the chunk's tokens; named as not counted when no
+    chunk is given."""
     if not d.prefill_chunk:
         out.missing.append("prefill chunk communication (TP all-reduces and MoE normal rounds "
                            "per chunk): no --prefill-chunk given: not counted in TTFT")
         return
-    out.prefill_classes = (["tp_prefill"] if count else []) + \
-        (["moe_prefill"] if d.model.moe is not None else [])
-    if count:
+    counts = {c: place.fabric_count(c, PREFILL, d.prefill_chunk) for c in ("tp", "moe", "pp")}
+    out.prefill_classes = [f"{c}_prefill" for c in ("tp", "moe", "pp") if counts[c]]
+    if counts["tp"]:
         _collective_class(analysis, "allreduce", "tp_prefill",
-                          allreduce_bytes(d.model, d.prefill_chunk), count, out)
-    if d.model.moe is not None:
+                          allreduce_bytes(d.model, d.prefill_chunk), counts["tp"], out)
+    if counts["moe"]:
         token = moe_dispatch_bytes_per_token(d.model, "fp8")
         _collective_class(analysis, "alltoall", "moe_prefill", d.prefill_chunk * token,
-                          d.model.layers, out, token_bytes=token)
+                          counts["moe"], out, token_bytes=token)
+    if counts["pp"]:
+        _collective_class(analysis, "latency", "pp_prefill",
+                          allreduce_bytes(d.model, d.prefill_chunk), counts["pp"], out)
 
 
 def _gpcnet_classes(analysis: RunAnalysis, measured: Measured) -> None:
@@ -266,24 +287,38 @@ def _gpcnet_classes(analysis: RunAnalysis, measured: Measured) -> None:
         measured.gpcnet.extend(tests.values())
 
 
-def measure(result: ResultFile, deployment) -> Measured:
-    """Every class's distributions for `deployment` (impact.Deployment)."""
+def measure(result: ResultFile, deployment, placement: Optional[Placement] = None) -> Measured:
+    """Every class's distributions for `deployment` (impact.Deployment) placed as
+    `placement` says (default: its model, TP and EP with the cluster's shape unknown, so
+    every group counts as crossing the fabric)."""
     d = deployment
+    place = placement or placement_of(d)
     analysis = RunAnalysis(result)
-    out = Measured()
-    count = allreduces_per_step(d.model, d.tp)
-    out.itl_classes = (["tp"] if count else []) + (["moe"] if d.model.moe is not None else [])
-    if count:
+    out = Measured(placement=place)
+    counts = {c: place.fabric_count(c, DECODE, d.decode_batch) for c in ("tp", "moe", "pp")}
+    out.itl_classes = [c for c in ("tp", "moe", "pp") if counts[c]]
+    if counts["tp"]:
         _collective_class(analysis, "allreduce", "tp", allreduce_bytes(d.model, d.decode_batch),
-                          count, out)
-    else:
+                          counts["tp"], out)
+    elif d.tp <= 1 and not place.dp_attention:
         out.notes.append(f"TP{d.tp}: no tensor-parallel all-reduces (tp = 1)")
-    if d.model.moe is not None:
+    if counts["moe"]:
         token = moe_dispatch_bytes_per_token(d.model, "fp8")
-        _collective_class(analysis, "alltoall", "moe", d.decode_batch * token, d.model.layers,
+        _collective_class(analysis, "alltoall", "moe", d.decode_batch * token, counts["moe"],
                           out, token_bytes=token)
-    _prefill_classes(analysis, d, out, count)
-    _kv_class(analysis, d, out)
+    if counts["pp"]:   # an activation is decode batch x hidden x dtype, as an all-reduce's
+        _collective_class(analysis, "latency", "pp", allreduce_bytes(d.model, d.decode_batch),
+                          counts["pp"], out)
+    out.notes.extend(place.notes())
+    _prefill_classes(analysis, d, out, place)
+    kv = [op for op in place.request_operations(d.prompt_tokens, d.block_tokens) if op.cls == "kv"]
+    out.kv_on_fabric = bool(kv) and kv[0].link == FABRIC
+    if out.kv_on_fabric:
+        _kv_class(analysis, d, out)
+    else:
+        out.notes.append("KV transfer prefill -> decode: " + (
+            f"{LINK_WORDS[kv[0].link]} ({kv[0].group})" if kv else
+            "none (prefill and decode colocated)") + ": not counted in TTFT")
     _api_class(analysis, out)
     _mix_classes(result, out)
     _gpcnet_classes(analysis, out)

@@ -4,9 +4,14 @@ From the model (sizes from the C++ model code through `fabscope list --model`), 
 cluster's size and layout, the time budget and the neighbour conditions, `plan` writes a
 scenario whose tests measure what `fit` composes (docs/serving-fit.md):
 
-- the TP all-reduce at the decode batches and prefill chunks, on one TP group (packed:
-  one node) as canaries while the other ranks make each neighbour condition;
-- for a model with experts, the MoE dispatch + combine over the expert group, under the
+- what crosses the fabric, as the placement says (placement.py: TP, PP, EP, DP attention,
+  GPUs per node = ranks per node, nodes per NVLink domain); a group inside one NVLink
+  domain is not measured, and the plan says so;
+- the TP all-reduce at the decode batches and prefill chunks when the TP group spans NVLink
+  domains, on one TP group (packed) as canaries while the other ranks make each neighbour
+  condition;
+- for a model with experts whose EP group spans NVLink domains, the MoE dispatch + combine
+  over the expert group, under the
   same conditions, in DeepEP's two configurations: low-latency (decode: each decode batch
   and 128 tokens per rank) and normal (prefill: the tokens of each prefill chunk per
   rank), both with fp8
@@ -37,6 +42,9 @@ from typing import Callable, List, Optional, Tuple
 
 import yaml
 
+from ..models import DTYPE_BYTES, ModelError, preset
+from .measured import PP_TEST
+from .placement import FABRIC, Placement, PlacementError
 from .plan_list import ListAnswer, ModelSizes, PlanError, format_duration
 from .slo import ALL_KEYS
 
@@ -93,6 +101,21 @@ class PlanRequest:
     budget_s: float
     slo_text: str
     seed: int = 7
+    pp: int = 1
+    dp_attention: bool = False
+    nodes_per_nvlink_domain: int = 1
+
+    def placement(self) -> Placement:
+        """Where the deployment's operations run on this cluster (GPUs per node = ranks per
+        node); PlanError naming the option when it cannot be placed."""
+        try:
+            model = preset(self.model)
+            ep = self.ep or (self.cluster.ranks if model.moe is not None else None)
+            return Placement(model, self.tp, self.pp, ep, self.dp_attention,
+                             self.cluster.ranks_per_node, self.nodes_per_nvlink_domain)
+        except (ModelError, PlacementError) as exc:
+            option = "--model" if isinstance(exc, ModelError) else "--tp"
+            raise PlanError(f"{option}: {exc}", option) from None
 
 
 @dataclass
@@ -221,17 +244,18 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
                    notes: List[str]) -> dict:
     cluster = req.cluster
     tests = []
-    tp_canaries = _canaries(req.tp, cluster, knobs.conditions)
-    if tp_canaries < req.tp:
-        notes.append(f"the TP all-reduce is measured over {tp_canaries} ranks, not {req.tp}: the "
-                     "neighbour conditions need 2 congesting ranks or more")
-    derive = {"derive": "tp-allreduce", "decode_batch": list(knobs.decode_batches)}
-    if knobs.prefill_chunks:
-        derive["prefill_chunk"] = list(knobs.prefill_chunks)
-    tests.append({"name": "tp-allreduce", "kind": "allreduce", "sizes": derive,
-                  "conditions": list(knobs.conditions), "iterations": knobs.collective_iterations,
-                  "roles": {"canaries": tp_canaries, "placement": "packed"}})
-    if sizes.has_experts:
+    place = req.placement()
+    notes.extend(f"placement: {line}" for line in place.statements())
+    if place.fabric_count("tp"):
+        tests.append(_tp_test(req, knobs, notes))
+    elif place.total_count("tp"):
+        notes.append(f"the TP all-reduces run over NVLink inside each {place.domain_words()}: "
+                     "not this fabric's, not measured")
+    if place.fabric_count("pp"):
+        test = _pp_test(req, place, knobs, notes)
+        if test:
+            tests.append(test)
+    if sizes.has_experts and place.fabric_count("moe"):
         ep = min(req.ep or cluster.ranks, cluster.ranks)
         ep_canaries = _canaries(ep, cluster, knobs.conditions)
         if ep_canaries < (req.ep or ep):
@@ -243,11 +267,20 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
                       "conditions": list(knobs.conditions),
                       "iterations": knobs.collective_iterations,
                       "roles": {"canaries": ep_canaries, "placement": "packed"}})
-    tests.append(_kv_test(cluster, sizes, knobs, notes))
+    elif sizes.has_experts and place.total_count("moe"):
+        notes.append(f"the MoE rounds run over NVLink inside each {place.domain_words()} (EP "
+                     f"{place.ep}): not this fabric's, not measured")
+    kv = [op for op in place.request_operations(max(knobs.prompts)) if op.cls == "kv"]
+    if kv and kv[0].link == FABRIC:
+        tests.append(_kv_test(cluster, sizes, knobs, notes))
+    else:
+        notes.append("the KV transfer does not cross this fabric: not measured")
     tests += gpcnet_tests(cluster, knobs, notes)
     tests += [_p2p_test(p, knobs) for p in knobs.probes]
     scenario = {"name": f"plan-{sizes.name}-tp{req.tp}-{cluster.ranks}",
                 "description": f"what fit needs for {sizes.name} TP {req.tp}"
+                               + (f" PP {req.pp}" if req.pp > 1 else "")
+                               + (" DP attention" if req.dp_attention else "")
                                + (f" EP {req.ep}" if req.ep else "")
                                + f" on {cluster.ranks} ranks, budget {format_duration(req.budget_s)}",
                 "seed": req.seed, "model": sizes.name, "parallel": {"tp": req.tp},
@@ -256,6 +289,53 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
     if knobs.max_memory_mib > 4096:
         scenario["max_memory_per_rank"] = f"{math.ceil(knobs.max_memory_mib / 1024)}GiB"
     return scenario
+
+
+def _tp_test(req: PlanRequest, knobs: Knobs, notes: List[str]) -> dict:
+    """The TP all-reduce at each decode batch and prefill chunk, one TP group measuring."""
+    tp_canaries = _canaries(req.tp, req.cluster, knobs.conditions)
+    if tp_canaries < req.tp:
+        notes.append(f"the TP all-reduce is measured over {tp_canaries} ranks, not {req.tp}: the "
+                     "neighbour conditions need 2 congesting ranks or more")
+    derive = {"derive": "tp-allreduce", "decode_batch": list(knobs.decode_batches)}
+    if knobs.prefill_chunks:
+        derive["prefill_chunk"] = list(knobs.prefill_chunks)
+    return {"name": "tp-allreduce", "kind": "allreduce", "sizes": derive,
+            "conditions": list(knobs.conditions), "iterations": knobs.collective_iterations,
+            "roles": {"canaries": tp_canaries, "placement": "packed"}}
+
+
+def _pp_test(req: PlanRequest, place: Placement, knobs: Knobs, notes: List[str]) -> Optional[dict]:
+    """The PP activation sends that cross the fabric: ping-pong latency (half a round trip)
+    between the ranks of one local rank on two nodes (pattern rails), at the activation of
+    each decode batch and prefill chunk (tokens x hidden x dtype), the other ranks making
+    each neighbour condition. None, with a note, where the plan cannot place it."""
+    cluster, crossing = req.cluster, place.fabric_count("pp")
+    if req.nodes_per_nvlink_domain > 1 or cluster.nodes < 2:
+        notes.append(f"{crossing} PP activation send(s) per step cross this fabric: not measured "
+                     "(the plan measures them between two single-node domains; fit names them "
+                     "as missing)")
+        return None
+    per_token = place.model.hidden_size * DTYPE_BYTES[place.model.dtype]
+    sizes = sorted({t * per_token for t in knobs.decode_batches + knobs.prefill_chunks})
+    pair = 2 * cluster.ranks_per_node
+    test = {"name": PP_TEST, "kind": "latency", "pattern": "rails", "sizes": sizes,
+            "iterations": knobs.collective_iterations}
+    if any(c in CONGESTED for c in knobs.conditions):
+        canaries = _canaries(pair, cluster, knobs.conditions)
+        canaries -= canaries % 2
+        test.update(conditions=list(knobs.conditions),
+                    roles={"canaries": canaries,
+                           "placement": "packed" if canaries == pair else "spread"})
+        if canaries < pair:
+            notes.append(f"the PP activation sends are measured by {canaries} ranks spread over "
+                         f"the nodes, not two whole nodes: the neighbour conditions need 2 "
+                         "congesting ranks or more")
+    else:
+        test["ranks"] = pair
+    notes.append(f"{crossing} PP activation send(s) per step cross this fabric: {PP_TEST} "
+                 "measures them between nodes (rails), half a round trip at each activation size")
+    return test
 
 
 def _halve(attr: str, least: int, what: str) -> Callable[[Knobs], Optional[str]]:
@@ -359,9 +439,8 @@ def scenario_text(plan: Plan, argv: List[str]) -> str:
              f"# Estimate (fabscope list --scenario THIS {' '.join(req.cluster.list_args())}): "
              f"{format_duration(answer.estimate_s)} for {answer.instances} test instances, "
              f"budget {format_duration(req.budget_s)} (a planning figure, not a prediction)",
-             f"# Model sizes (fabscope list --model {plan.sizes.name} --tp {req.tp}): "
-             f"{plan.sizes.allreduces_per_step} all-reduces per decode step"
-             + ("; MoE dispatch + combine per layer" if plan.sizes.has_experts else "")]
+             f"# Model sizes (fabscope list --model {plan.sizes.name} --tp {req.tp}); per decode "
+             "step (placement): " + _step_counts(req.placement())]
     lines += [f"#   {line}" for line in plan.sizes.size_lines]
     if plan.sizes.has_experts:
         lines.append("# MoE rounds (moe-dispatch-combine, fp8 dispatch / bf16 combine in both): "
@@ -375,11 +454,24 @@ def scenario_text(plan: Plan, argv: List[str]) -> str:
     return "\n".join(lines) + "\n" + body
 
 
+def _step_counts(place: Placement) -> str:
+    ops = place.step_operations(1)
+    return "; ".join(f"{op.count} x {op.name} ({'this fabric' if op.link == FABRIC else op.link})"
+                     for op in ops) or "no communication"
+
+
 def fit_arguments(plan: Plan) -> str:
     req, knobs = plan.request, plan.knobs
     args = [f"--tp {req.tp}"]
-    if req.ep and plan.sizes.has_experts:
-        args.append(f"--ep {req.ep}")
+    if plan.sizes.has_experts:
+        args.append(f"--ep {req.placement().ep}")
+    if req.pp > 1:
+        args.append(f"--pp {req.pp}")
+    if req.dp_attention:
+        args.append("--dp-attention")
+    args.append(f"--gpus-per-node {req.cluster.ranks_per_node}")
+    if req.nodes_per_nvlink_domain > 1:
+        args.append(f"--nodes-per-nvlink-domain {req.nodes_per_nvlink_domain}")
     args.append(f"--decode-batch {max(knobs.decode_batches)}")
     if knobs.prefill_chunks:
         args.append(f"--prefill-chunk {max(knobs.prefill_chunks)}")

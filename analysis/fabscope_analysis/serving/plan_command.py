@@ -17,6 +17,7 @@ from .plan import CONGESTED, Cluster, Knobs, Plan, PlanRequest, criteria_text, f
 from .plan_list import PlanError, fabscope_binary, format_duration, layout_from_topology, \
     parse_duration_s, parse_model_listing, parse_scenario_listing, run_list
 from ..verdict import CRITERIA_DIR
+from .placement_command import add_parser as add_placement_parser
 from .slo import SloError, parse_slo_text
 
 EXIT_WRITTEN, EXIT_USAGE = 0, 2
@@ -30,6 +31,13 @@ def add_parser(sub) -> None:
     p.add_argument("--tp", type=int, default=8, help="tensor parallelism (default 8)")
     p.add_argument("--ep", type=int, help="expert parallelism (models with experts; default: "
                                           "all ranks)")
+    p.add_argument("--pp", type=int, default=1, help="pipeline parallelism: stages per replica "
+                                                     "(default 1)")
+    p.add_argument("--dp-attention", action="store_true",
+                   help="attention data parallel (models with experts, --tp 1): no TP all-reduce")
+    p.add_argument("--nodes-per-nvlink-domain", type=int, default=1,
+                   help="nodes sharing one NVLink domain (default 1); groups inside a domain "
+                        "are not measured")
     p.add_argument("--ranks", type=int, required=True, help="ranks of the run (one per GPU)")
     p.add_argument("--ranks-per-node", type=int, default=8, help="ranks per node (default 8)")
     p.add_argument("--nodes-per-leaf", type=int, default=0, help="nodes under one leaf switch")
@@ -55,6 +63,7 @@ def add_parser(sub) -> None:
     p.add_argument("--output", required=True, help="the scenario to write (its criteria file "
                                                    "goes next to it)")
     p.set_defaults(func=run_plan)
+    add_placement_parser(sub)
 
 
 def _counts(text: str, option: str, allow_none: bool = False) -> List[int]:
@@ -117,7 +126,10 @@ def _request(args) -> PlanRequest:
         raise PlanError(str(exc), "--slo") from None
     if not slo.targets_ms:
         raise PlanError("--slo: no latency target (itl_p99=50ms, ttft_p99=2s, ...)", "--slo")
-    return PlanRequest(args.model, args.tp, args.ep, cluster, budget, args.slo, args.seed)
+    req = PlanRequest(args.model, args.tp, args.ep, cluster, budget, args.slo, args.seed,
+                      args.pp, args.dp_attention, args.nodes_per_nvlink_domain)
+    req.placement()   # a layout that cannot be placed is refused before anything runs
+    return req
 
 
 def _model_sizes(binary: str, args, knobs: Knobs):
@@ -161,7 +173,8 @@ def make_plan(args, argv: List[str]) -> Plan:
 def print_plan(plan: Plan, output: str, stream) -> None:
     req, answer = plan.request, plan.answer
     c = req.cluster
-    print(f"plan for {plan.sizes.name} TP {req.tp}" + (f" EP {req.ep}" if req.ep else "")
+    print(f"plan for {plan.sizes.name} TP {req.tp}" + (f" PP {req.pp}" if req.pp > 1 else "")
+          + (" DP attention" if req.dp_attention else "") + (f" EP {req.ep}" if req.ep else "")
           + f" on {c.ranks} ranks ({c.ranks_per_node} per node, {c.nodes_per_leaf or '-'} nodes per "
           f"leaf, {c.leaves_per_pod or '-'} leaves per pod): {answer.instances} test instances, "
           f"estimate {format_duration(answer.estimate_s)} within the budget of "
@@ -182,12 +195,16 @@ def print_plan(plan: Plan, output: str, stream) -> None:
 def command_of(args) -> List[str]:
     """The options the plan was made with, as a command line (stored in the scenario)."""
     words = []
-    for option in ("model", "tp", "ep", "ranks", "ranks_per_node", "nodes_per_leaf",
+    for option in ("model", "tp", "ep", "pp", "ranks", "ranks_per_node", "nodes_per_leaf",
                    "leaves_per_pod", "topology", "budget", "slo", "conditions", "decode_batch",
                    "prefill_chunk", "prompt", "seed", "output"):
         value = getattr(args, option)
         if value is not None:
             words += ["--" + option.replace("_", "-"), str(value)]
+    if args.dp_attention:
+        words.append("--dp-attention")
+    if args.nodes_per_nvlink_domain != 1:
+        words += ["--nodes-per-nvlink-domain", str(args.nodes_per_nvlink_domain)]
     return words
 
 
