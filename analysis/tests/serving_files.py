@@ -62,7 +62,7 @@ def add_prefill(run, rng, spec, iterations, loaded, chunk, tp_us, moe_us=None):
 
 
 def serving_file(path, *, seed=1, tp_us=20.0, tp_loaded=(("incast", 1.3),), kv_ms=40.0,
-                 kv_loaded=(("incast", 1.2),), requests=200, iterations=400,
+                 kv_loaded=(("incast", 1.2),), requests=300, iterations=48_000,
                  model="llama3-70b", moe_us=None, inventory=None, prefill=None):
     """A run with the deployment's sizes: all-reduce per-iteration times lognormal around
     tp_us (times factor per loaded condition), KV requests around kv_ms."""

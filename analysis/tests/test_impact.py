@@ -45,14 +45,16 @@ def spiky(rng, n, base_ns=20_000.0, spike_p=0.02, spike_ns=200_000.0):
 def allreduce_samples(times_per_iter, ranks=(0, 1), start=2_000_000_000_000, rng=None):
     """Collective samples: every rank's duration per iteration; the slowest rank takes the
     given time, the others a little less."""
-    rows = []
-    t = start
-    for it, d in enumerate(times_per_iter):
-        for k, r in enumerate(ranks):
-            own = d if k == it % len(ranks) else d * 0.9
-            rows.append((r, it, -1, 0, t, t + int(round(own)), 0, 0))
-        t += int(d) + 5000
-    out = np.array(rows, dtype=SAMPLE_DTYPE)
+    d = np.asarray(times_per_iter, dtype=np.float64)
+    n, k = len(d), len(ranks)
+    posts = start + np.concatenate([[0], np.cumsum(d.astype(np.int64) + 5000)[:-1]]).astype(np.int64)
+    out = np.zeros(n * k, dtype=SAMPLE_DTYPE)
+    it = np.repeat(np.arange(n), k)
+    which = np.tile(np.arange(k), n)
+    own = np.where(which == it % k, d[it], d[it] * 0.9)
+    out["rank"], out["iter"], out["peer"] = np.asarray(ranks)[which], it, -1
+    out["t_post_ns"] = posts[it]
+    out["t_done_ns"] = posts[it] + np.round(own).astype(np.int64)
     return out
 
 

@@ -70,7 +70,7 @@ def test_kv_push_cif_in_impact_and_fit(tmp_path):
     """KV push 3x slower per request under incast, 1.1x under bidirectional: `impact` and
     `fit` read the same factors (queue + transfer per request), the p99 rule fails the
     incast row and passes the other; 200 requests give no p99.9."""
-    path = serving_file(tmp_path / "kv.h5", tp_loaded=(),
+    path = serving_file(tmp_path / "kv.h5", tp_loaded=(), requests=200,
                         kv_loaded=(("incast", 3.0), ("bidirectional", 1.1)))
     with open_result(path) as result:
         impact = compute_impact(result, Deployment(LLAMA70, 8))

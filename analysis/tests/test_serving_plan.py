@@ -17,7 +17,7 @@ from fabscope_analysis.serving.command import _slo_of
 from fabscope_analysis.serving.slo import SloError
 from fabscope_analysis.serving.plan import (Cluster, Knobs, PlanRequest, criteria_text,
                                             fit_arguments, fit_budget, moe_tokens, probes_for,
-                                            scenario_text)
+                                            scenario_text, size_for_tails, tail_notes)
 from fabscope_analysis.serving.plan_list import (ListAnswer, PlanError, layout_from_topology,
                                                  parse_duration_s,
                                                  parse_model_listing, parse_scenario_listing)
@@ -107,7 +107,11 @@ def test_small_cluster_all_pairs_moe_and_kv_across_nodes():
     assert any("TP 8 inside each node: NVLink, not this fabric" in n for n in plan.notes)
     moe = tests["moe-dispatch-combine"]
     # DeepEP's low-latency configuration (decode) and its normal one at the prefill chunk
-    assert moe["sizes"] == {"derive": "moe-dispatch", "tokens": [1, 32, 128, 2048]}
+    assert moe["sizes"] == {"derive": "moe-dispatch", "tokens": [1, 32, 128]}
+    # the prefill chunk's round is a test of its own, with what the TTFT needs
+    prefill = tests["moe-dispatch-combine-prefill"]
+    assert prefill["sizes"] == {"derive": "moe-dispatch", "tokens": [2048]}
+    assert prefill["iterations"] == plan.knobs.prefill_iterations
     # 64 ranks cannot measure EP 64 and congest it too: half measure, and it says so
     assert moe["roles"]["canaries"] == 32 and any("EP 64" in n for n in plan.notes)
     kv = tests["kv-push"]
@@ -138,8 +142,8 @@ def test_the_placement_decides_what_the_plan_measures():
     # the boundary's sends: latency between the ranks of one local rank on two whole nodes,
     # at 1 and 32 tokens (decode) and 2048 (prefill) x 8192 hidden x 2 B
     pp = by_name(piped)["pp-activation"]
-    assert (pp["kind"], pp["pattern"], pp["sizes"]) == ("latency", "rails",
-                                                        [16384, 524288, 33554432])
+    assert (pp["kind"], pp["pattern"], pp["sizes"]) == ("latency", "rails", [16384, 524288])
+    assert by_name(piped)["pp-activation-prefill"]["sizes"] == [33554432]
     assert pp["roles"] == {"canaries": 16, "placement": "packed"}
     assert pp["conditions"] == ["quiet", "incast", "bidirectional", "copy"]
     # two nodes cannot measure and congest with whole nodes: half the ranks, spread
@@ -345,3 +349,34 @@ def test_the_wrapper_refuses_bad_usage_before_planning(tmp_path):
         done = subprocess.run([wrapper, "--dir", str(tmp_path / "d")] + args, capture_output=True,
                               text=True, timeout=30, check=False)
         assert done.returncode == 2 and expected in done.stderr
+
+
+def test_the_plan_measures_what_tells_the_slos_percentiles():
+    """TP 16 over two 8-GPU nodes: 160 all-reduces a step cross the fabric. A step's p99
+    composed from n operations cannot hold an event none showed, which may come at up to
+    3.0 / n each (rule of three): 47,694 make that at most 1 % of steps
+    (1 - (1 - 2.9957 / 47694)^160 = 0.99997 %, one fewer is above). The TTFT p99 splits
+    its 1 % between the KV request (2.9957 / 0.005 -> 600) and the prefill chunk's 160
+    all-reduces (95,626)."""
+    req = PlanRequest("llama3-70b", 16, None, Cluster(16), 1800.0, "itl_p99=50ms,ttft_p99=2s")
+    k = Knobs(decode_batches=[32], prefill_chunks=[2048], prompts=[512], conditions=["quiet"])
+    needs = size_for_tails(req, k, {"itl_p99": 50.0, "ttft_p99": 2000.0})
+    assert (k.collective_iterations, k.kv_requests, k.prefill_iterations) == (47694, 600, 95626)
+    assert [n[:2] for n in needs] == [("collective_iterations", 47694), ("kv_requests", 600),
+                                      ("prefill_iterations", 95626)]
+    # a p50 alone, no prefill counted: 160 operations, half the steps: 2.9957 / (1 - 0.5^(1/160))
+    # = 693.0 -> 694; one request: 2.9957 / 0.5 -> 6
+    p50 = Knobs(decode_batches=[32], prefill_chunks=[], prompts=[512], conditions=["quiet"],
+                collective_iterations=1, kv_requests=1)
+    size_for_tails(req, p50, {"itl_p50": 50.0, "ttft_p50": 2000.0})
+    assert (p50.collective_iterations, p50.kv_requests) == (694, 6)
+    # cut by the budget: said, with what would tell
+    k.prefill_iterations = 5976
+    notes = tail_notes(k, needs)
+    assert "47694 measured, told from 47694" in notes[0]
+    assert "cut it to 5976 of the 95626 that tell: fit will say CANNOT TELL" in notes[2]
+    # TP 8 inside each node: no fabric operation a step, nothing raised for the ITL
+    inside = Knobs(decode_batches=[32], prefill_chunks=[], prompts=[512], conditions=["quiet"])
+    size_for_tails(PlanRequest("llama3-70b", 8, None, Cluster(16), 1800.0, "itl_p99=50ms"),
+                   inside, {"itl_p99": 50.0})
+    assert inside.collective_iterations == 200

@@ -25,7 +25,7 @@ The verdict is FAIL when a check fails, else CANNOT TELL when one cannot tell, e
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -98,6 +98,28 @@ def _condition_check(key: str, slo: Slo, condition: str, point: float, low: floa
                   "share_of_target": point / 1e6 / target})
 
 
+def _bound_unseen(check: Check, key: str, counts: List[Tuple[int, int]], unit: str) -> Check:
+    """A PASS the measured operations cannot carry is CANNOT TELL: a resampled step (or
+    request) never holds an event none of its measured operations showed, and such an
+    event can still come at up to 3 / n per operation (resample.unseen_step_share).
+    counts: (operations measured, operations per step or request) of each part."""
+    q = _quantile_of(key)
+    share = R.unseen_step_share(counts)
+    check.figures["unseen_share_bound"] = share
+    if check.status != PASS or share <= 1.0 - q / 100.0:
+        return check
+    per = sum(c for _, c in counts)
+    fewest = min(n for n, c in counts if c > 0)
+    check.status = CANNOT_TELL
+    check.text = (check.text[:check.text.rindex(": PASS")] + ": CANNOT TELL"
+                  + check.text[check.text.rindex(": PASS") + len(": PASS"):]
+                  + f" [the p{q:g} of a {unit} of {per} operation{'s' if per > 1 else ''} rests on "
+                  f"{fewest} measured: an event none of them showed could still come in up to "
+                  f"{format_number(100 * share)} % of {unit}s (95 % bound, rule of three); "
+                  f"{R.operations_to_tell(per, q)} of each would tell]")
+    return check
+
+
 def _combine(key: str, per_condition: List[Check], missing: List[str], what: str) -> Check:
     """One check from its conditions: the worst condition's verdict and text."""
     if not per_condition:
@@ -154,8 +176,10 @@ def itl_checks(keys: List[str], slo: Slo, measured: Measured) -> List[Check]:
         figures = R.composed_quantiles(parts, [_quantile_of(k) for k in keys])
         for key in keys:
             point, low, high = figures[_quantile_of(key)]
-            per_key[key].append(_condition_check(key, slo, condition, point, low, high,
-                                                 f"the fabric ({what}) per generated token"))
+            per_key[key].append(_bound_unseen(
+                _condition_check(key, slo, condition, point, low, high,
+                                 f"the fabric ({what}) per generated token"),
+                key, [(len(t), c) for t, c in parts], "step"))
     checks = [_combine(key, per_key[key], absent, "per-token communication") for key in keys]
     for check in checks:
         if absent and check.status == PASS:
@@ -213,7 +237,8 @@ def ttft_check(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
                           f"{R.min_values(q)}")
             continue
         point, low, high = R.request_quantile(seqs, parts, q)
-        checks.append(_condition_check(key, slo, condition, point, low, high, what))
+        checks.append(_bound_unseen(_condition_check(key, slo, condition, point, low, high, what),
+                                    key, _request_counts(seqs, parts), "request"))
     check = _combine(key, checks, absent, "KV transfer")
     # a PASS without a part the request needs (too few requests, the prefill's
     # communication at the chunk given) cannot tell: the part could be what fails
@@ -222,6 +247,12 @@ def ttft_check(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
         check.status = CANNOT_TELL
         check.text = check.text.replace(": PASS", ": CANNOT TELL", 1)
     return check
+
+
+def _request_counts(seqs, parts) -> List[Tuple[int, int]]:
+    """(measured, per request) of a request's parts: one value of each sequence, `count`
+    operations of each composed part."""
+    return [(len(s), 1) for s in seqs] + [(len(t), c) for t, c in parts]
 
 
 def _ttft_without_kv(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
@@ -256,9 +287,10 @@ def _ttft_without_kv(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
             continue
         what = ("the front end's first byte" if seqs else "") + prefill_what
         point, low, high = R.request_quantile(seqs, parts, q)
-        checks.append(_condition_check(key, slo, condition, point, low, high,
-                                       f"a request's communication ({where}): "
-                                       + what.lstrip(" +")))
+        checks.append(_bound_unseen(_condition_check(key, slo, condition, point, low, high,
+                                                     f"a request's communication ({where}): "
+                                                     + what.lstrip(" +")),
+                                    key, _request_counts(seqs, parts), "request"))
     check = _combine(key, checks, absent if checks else
                      (absent or ["nothing of a request measured"]), "a request's communication")
     if absent and check.status == PASS:

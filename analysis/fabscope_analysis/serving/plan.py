@@ -44,8 +44,9 @@ import yaml
 
 from ..models import DTYPE_BYTES, ModelError, preset
 from .measured import PP_TEST
-from .placement import FABRIC, Placement, PlacementError
+from .placement import FABRIC, PREFILL, Placement, PlacementError
 from .plan_list import ListAnswer, ModelSizes, PlanError, format_duration
+from .resample import operations_for_share, operations_to_tell
 from .slo import ALL_KEYS
 
 ALL_PAIRS_MAX_RANKS = 128      # all-pairs is N-1 rounds of N ranks; beyond this, samples
@@ -83,7 +84,8 @@ class Knobs:
     prefill_chunks: List[int]
     prompts: List[int]
     conditions: List[str]
-    collective_iterations: int = 200
+    collective_iterations: int = 200     # each decode-step size (TP, MoE, PP)
+    prefill_iterations: int = 200        # each prefill-chunk size (TTFT only)
     latency_iterations: int = 50
     bandwidth_iterations: int = 10
     kv_requests: int = 120
@@ -247,14 +249,14 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
     place = req.placement()
     notes.extend(f"placement: {line}" for line in place.statements())
     if place.fabric_count("tp"):
-        tests.append(_tp_test(req, knobs, notes))
+        tests += _by_phase(_tp_test(req, knobs, notes), knobs)
     elif place.total_count("tp"):
         notes.append(f"the TP all-reduces run over NVLink inside each {place.domain_words()}: "
                      "not this fabric's, not measured")
     if place.fabric_count("pp"):
         test = _pp_test(req, place, knobs, notes)
         if test:
-            tests.append(test)
+            tests += _by_phase(test, knobs, place)
     if sizes.has_experts and place.fabric_count("moe"):
         ep = min(req.ep or cluster.ranks, cluster.ranks)
         ep_canaries = _canaries(ep, cluster, knobs.conditions)
@@ -262,11 +264,11 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
             notes.append(f"the MoE rounds are measured over {ep_canaries} ranks, not EP "
                          f"{req.ep or ep}: the cluster has {cluster.ranks} ranks and the neighbour "
                          "conditions need 2 congesting ranks or more; fit uses them as measured")
-        tests.append({"name": "moe-dispatch-combine", "kind": "alltoall",
-                      "sizes": {"derive": "moe-dispatch", "tokens": moe_tokens(knobs)},
-                      "conditions": list(knobs.conditions),
-                      "iterations": knobs.collective_iterations,
-                      "roles": {"canaries": ep_canaries, "placement": "packed"}})
+        tests += _by_phase({"name": "moe-dispatch-combine", "kind": "alltoall",
+                            "sizes": {"derive": "moe-dispatch", "tokens": moe_tokens(knobs)},
+                            "conditions": list(knobs.conditions),
+                            "iterations": knobs.collective_iterations,
+                            "roles": {"canaries": ep_canaries, "placement": "packed"}}, knobs)
     elif sizes.has_experts and place.total_count("moe"):
         notes.append(f"the MoE rounds run over NVLink inside each {place.domain_words()} (EP "
                      f"{place.ep}): not this fabric's, not measured")
@@ -289,6 +291,31 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
     if knobs.max_memory_mib > 4096:
         scenario["max_memory_per_rank"] = f"{math.ceil(knobs.max_memory_mib / 1024)}GiB"
     return scenario
+
+
+def _by_phase(test: dict, knobs: Knobs, place: Optional[Placement] = None) -> List[dict]:
+    """A collective's test split into its decode-step sizes (knobs.collective_iterations,
+    what the ITL needs) and, as `<name>-prefill`, its prefill-chunk sizes
+    (knobs.prefill_iterations, what the TTFT needs): a p99 of a step of many operations
+    needs tens of thousands of the small ones, which the prefill's large sizes would turn
+    into hours."""
+    if not knobs.prefill_chunks:
+        return [test]
+    decode, prefill = copy.deepcopy(test), copy.deepcopy(test)
+    prefill["name"] = f"{test['name']}-prefill"
+    prefill["iterations"] = knobs.prefill_iterations
+    sizes = test["sizes"]
+    if isinstance(sizes, dict) and sizes.get("derive") == "tp-allreduce":
+        decode["sizes"].pop("prefill_chunk", None)
+        prefill["sizes"].pop("decode_batch", None)
+    elif isinstance(sizes, dict):   # moe-dispatch: tokens per rank
+        decode["sizes"]["tokens"] = sorted({*knobs.decode_batches, DEEPEP_LOW_LATENCY_TOKENS})
+        prefill["sizes"]["tokens"] = sorted(set(knobs.prefill_chunks))
+    else:                           # explicit bytes: tokens x the activation per token
+        per_token = place.model.hidden_size * DTYPE_BYTES[place.model.dtype]
+        decode["sizes"] = sorted({t * per_token for t in knobs.decode_batches})
+        prefill["sizes"] = sorted({t * per_token for t in knobs.prefill_chunks})
+    return [decode, prefill]
 
 
 def _tp_test(req: PlanRequest, knobs: Knobs, notes: List[str]) -> dict:
@@ -367,11 +394,57 @@ def _switch_off(attr: str, what: str) -> Callable[[Knobs], Optional[str]]:
     return step
 
 
+def size_for_tails(req: PlanRequest, knobs: Knobs, targets_ms) -> List[Tuple[str, int, str]]:
+    """Raises the collective iterations and the KV requests to what `fit` needs to tell
+    the SLO's percentiles: a step (or request) of K fabric operations composed from n
+    measured ones cannot show an event none of them had, which may still come at up to
+    3 / n per operation (resample.operations_for_share, the rule of three). Returns
+    (knob, count that tells, what it tells) for tail_notes; the budget may shrink them
+    again, and fit then says CANNOT TELL and how many would tell."""
+    place, needs = req.placement(), []
+
+    def quantile(kind: str) -> Optional[float]:
+        qs = [float(k.split("_p")[1]) for k in targets_ms if k.startswith(kind + "_p")]
+        return max(qs) if qs else None
+    itl_q, ttft_q = quantile("itl"), quantile("ttft")
+    step = sum(place.fabric_count(c) for c in ("tp", "moe", "pp"))
+    if itl_q is not None and step:
+        needs.append(("collective_iterations", operations_to_tell(step, itl_q),
+                      f"the ITL p{itl_q:g} of a step of {step} fabric operations"))
+    if ttft_q is not None:
+        # fit counts the prefill's communication only at a given chunk
+        chunks = -(-max(knobs.prompts) // max(knobs.prefill_chunks)) if knobs.prefill_chunks else 0
+        prefill = sum(place.fabric_count(c, PREFILL) for c in ("tp", "moe", "pp")) * chunks
+        # the tail split between the KV request and the prefill's operations when both count
+        tail = (1.0 - ttft_q / 100.0) / (2 if prefill else 1)
+        needs.append(("kv_requests", operations_for_share(1, tail),
+                      f"the TTFT p{ttft_q:g}'s KV requests (unseen events below {100 * tail:g} %)"))
+        if prefill:
+            needs.append(("prefill_iterations", operations_for_share(prefill, tail),
+                          f"the TTFT p{ttft_q:g}'s prefill collectives ({prefill} fabric operations "
+                          f"a request, unseen events below {100 * tail:g} %)"))
+    for knob, need, _ in needs:
+        setattr(knobs, knob, max(getattr(knobs, knob), need))
+    return needs
+
+
+def tail_notes(knobs: Knobs, needs: List[Tuple[str, int, str]]) -> List[str]:
+    """The plan's word on each tail it sized: told, or cut below what tells by the budget."""
+    out = []
+    for knob, need, what in needs:
+        have = getattr(knobs, knob)
+        out.append(f"{what}: {have} measured, told from {need} (rule of three)" if have >= need
+                   else f"{what}: the budget cut it to {have} of the {need} that tell: fit will "
+                        "say CANNOT TELL unless a larger --budget is given")
+    return out
+
+
 # The order the budget shrinks in: the diagnosis's probes first, then what fit reads least
 # (prefill chunks, short prompts), never below what a p99 needs.
 SHRINK_STEPS = [
     _halve("latency_iterations", 10, "latency probe iterations"),
     _halve("bandwidth_iterations", 3, "bandwidth probe iterations"),
+    _halve("prefill_iterations", P99_VALUES, "prefill-chunk collective iterations"),
     _drop("prefill_chunks", 0, "prefill chunk"),
     _drop("prompts", 1, "prompt length"),
     _halve("collective_iterations", P99_VALUES, "TP all-reduce / MoE iterations"),

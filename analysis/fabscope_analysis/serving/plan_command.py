@@ -12,8 +12,8 @@ import sys
 import tempfile
 from typing import List
 
-from .plan import CONGESTED, Cluster, Knobs, Plan, PlanRequest, criteria_text, fit_budget, \
-    fit_arguments, probes_for, scenario_text
+from .plan import CONGESTED, Cluster, Knobs, Plan, PlanRequest, criteria_text, fit_arguments, \
+    fit_budget, probes_for, scenario_text, size_for_tails, tail_notes
 from .plan_list import PlanError, fabscope_binary, format_duration, layout_from_topology, \
     parse_duration_s, parse_model_listing, parse_scenario_listing, run_list
 from ..verdict import CRITERIA_DIR
@@ -167,7 +167,10 @@ def make_plan(args, argv: List[str]) -> Plan:
         finally:
             os.unlink(tmp.name)
 
-    return fit_budget(req, sizes, knobs, criteria_name, estimate)
+    needs = size_for_tails(req, knobs, parse_slo_text(args.slo).targets_ms)
+    plan = fit_budget(req, sizes, knobs, criteria_name, estimate)
+    plan.notes[:0] = tail_notes(plan.knobs, needs)
+    return plan
 
 
 def print_plan(plan: Plan, output: str, stream) -> None:

@@ -55,8 +55,13 @@ def unseen_step_share(parts: Sequence[Tuple[int, int]]) -> float:
 def operations_to_tell(per_step: int, q: float) -> int:
     """Operations to measure (of each class, a step running `per_step` operations in all)
     so that unseen_step_share is at most the tail of percentile q."""
-    tail = 1.0 - q / 100.0
-    per_op = -math.expm1(math.log1p(-tail) / max(int(per_step), 1))
+    return operations_for_share(per_step, 1.0 - q / 100.0)
+
+
+def operations_for_share(per_step: int, share: float) -> int:
+    """Operations to measure so that a step of `per_step` of them meets an unseen event in
+    at most `share` of steps (95 % bound)."""
+    per_op = -math.expm1(math.log1p(-share) / max(int(per_step), 1))
     return int(math.ceil(UNSEEN_EVENTS / per_op))
 
 
