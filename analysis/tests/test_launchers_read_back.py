@@ -426,7 +426,8 @@ def test_mpirun_fault_tolerant_exports_and_forwards_the_result_line_request(host
 
 
 MPIRUN_REFUSALS = [
-    (["--fabric", "myrinet"], r"unknown fabric 'myrinet' \(no .*/launch/presets/myrinet\.env\); known: emulated ib roce tcp"),
+    (["--fabric", "myrinet"],
+     r"unknown fabric 'myrinet' \(no .*/launch/presets/myrinet\.env\); known: emulated ib roce tcp"),
     (["--bind", "socket"], "--bind must be gpu, core or none, got 'socket'"),
     (["--gid-index", "x"], "--gid-index must be a non-negative integer, got 'x'"),
     (["--traffic-class", "256"], r"--traffic-class must be an integer 0\.\.255, got '256'"),
