@@ -416,13 +416,21 @@ def test_mpirun_hosts_ranks_mca_binary_and_mpirun(host):
     assert launch.printed.command[0] == host["recorder"]
 
 
+GRACE_LINE = "exit code: rank 0's result line; mpirun is ended {} s after it if still running"
+
+
 def test_mpirun_fault_tolerant_exports_and_forwards_the_result_line_request(host):
     launch, env = launch_mpirun(host, ["--fabric", "tcp", "--hosts", "a", "--fault-tolerant"])
     assert_exported(launch, env, {**tcp_env("enp9s0"), "FABSCOPE_FABRIC": "tcp", "FABSCOPE_REPORT_EXIT": "1"},
                     "mpirun")
     assert slice_after(launch.argv, "--mca")[:3] == ["--mca", "orte_abort_on_non_zero_status", "0"]
+    assert GRACE_LINE.format(40) in launch.done.stdout.splitlines()
+    launch, env = launch_mpirun(host, ["--hosts", "a", "--fault-tolerant"],
+                                env={**base_env(host), "FABSCOPE_RESULT_GRACE_S": "7"})
+    assert GRACE_LINE.format(7) in launch.done.stdout.splitlines()
     launch, env = launch_mpirun(host, ["--fabric", "tcp", "--hosts", "a"])
     assert "FABSCOPE_REPORT_EXIT" not in launch.env and "orte_abort_on_non_zero_status" not in launch.argv
+    assert "exit code:" not in launch.done.stdout
 
 
 MPIRUN_REFUSALS = [
@@ -442,13 +450,17 @@ MPIRUN_REFUSALS = [
     (["--bin", "/nonexistent/fabscope"], "fabscope binary '/nonexistent/fabscope' is not executable"),
     (["--fabric", "emulated", "--env", "X=1"], None),   # no cluster of this prefix: see below
     (["--frobnicate"], "unknown option '--frobnicate'"),
+    (["--fault-tolerant"], None),   # FABSCOPE_RESULT_GRACE_S=0 in the environment: below
 ]
 
 
 @pytest.mark.parametrize("options,message", MPIRUN_REFUSALS, ids=lambda v: " ".join(v) if isinstance(v, list) else "")
 def test_mpirun_refuses_bad_values_with_exit_2_naming_what_was_expected(host, options, message):
     env = base_env(host)
-    if message is None:
+    if message is None and "--fault-tolerant" in options:
+        env["FABSCOPE_RESULT_GRACE_S"] = "0"
+        message = "FABSCOPE_RESULT_GRACE_S must be a whole number of seconds from 1 to 999999, got '0'"
+    elif message is None:
         env["FABSCOPE_CLUSTER_PREFIX"] = "nosuch"
         message = "emulated: no emulated cluster is up"
     _clear_record(host)
@@ -505,6 +517,9 @@ def test_sbatch_fault_tolerant_runs_mpirun_forwarding_the_preset(host):
                                   "FABSCOPE_FABRIC": "roce", "FABSCOPE_REPORT_EXIT": "1"}, "mpirun")
     assert launch.argv[:7] == ["mpirun", "-np", "4", "--mca", "orte_abort_on_non_zero_status", "0", "--bind-to"]
     assert launch.argv[7] == "core"
+    assert GRACE_LINE.format(40) in launch.done.stdout.splitlines()
+    launch, env = launch_sbatch(host, {"FABSCOPE_FAULT_TOLERANT": "1", "FABSCOPE_RESULT_GRACE_S": "9"})
+    assert GRACE_LINE.format(9) in launch.done.stdout.splitlines()
     launch, env = launch_sbatch(host, {"FABSCOPE_FABRIC": "tcp", "FABSCOPE_FAULT_TOLERANT": "0"})
     assert launch.argv[0] == "srun" and "FABSCOPE_REPORT_EXIT" not in launch.env
 
@@ -535,6 +550,8 @@ SBATCH_REFUSALS = [
     ({"FABSCOPE_BIN": "/nonexistent/fabscope"}, "fabscope binary '/nonexistent/fabscope' is not executable"),
     ({"FABSCOPE_SOURCE_DIR": "/nonexistent"}, "FABSCOPE_SOURCE_DIR=/nonexistent is not a fabscope checkout"),
     ({"SLURM_JOB_ID": ""}, "not inside a Slurm job"),
+    ({"FABSCOPE_FAULT_TOLERANT": "1", "FABSCOPE_RESULT_GRACE_S": "40s"},
+     "FABSCOPE_RESULT_GRACE_S must be a whole number of seconds from 1 to 999999, got '40s'"),
 ]
 
 
@@ -649,12 +666,12 @@ READ_BACK = {
         "--gpus-per-node", "--hca", "--gid-index", "--traffic-class", "--iface", "--env", "--mca",
         "--fault-tolerant", "--bin", "--mpirun", "--dry-run",
         "FABSCOPE_BIN", "FABSCOPE_SYSFS_ROOT", "FABSCOPE_CLUSTER_PREFIX", "FABSCOPE_CLUSTER_STATE_DIR",
-        "FABSCOPE_FABRIC", "FABSCOPE_REPORT_EXIT",
+        "FABSCOPE_FABRIC", "FABSCOPE_REPORT_EXIT", "FABSCOPE_RESULT_GRACE_S",
     },
     "fabscope.sbatch": {
         "FABSCOPE_FABRIC", "FABSCOPE_HCA", "FABSCOPE_GID_INDEX", "FABSCOPE_TRAFFIC_CLASS", "FABSCOPE_IFACE",
         "FABSCOPE_BIND", "FABSCOPE_FAULT_TOLERANT", "FABSCOPE_BIN", "FABSCOPE_SOURCE_DIR", "FABSCOPE_DRY_RUN",
-        "FABSCOPE_SYSFS_ROOT", "FABSCOPE_REPORT_EXIT",
+        "FABSCOPE_SYSFS_ROOT", "FABSCOPE_REPORT_EXIT", "FABSCOPE_RESULT_GRACE_S",
     },
     "fabscope-fit": {
         "--dir", "--srun", "--dry-run", "--set", "FABSCOPE_BIN", "FABSCOPE_PYTHON",
@@ -664,7 +681,6 @@ READ_BACK = {
 NOT_READ_BACK = {
     "-h": "prints the usage", "--help": "prints the usage",
     "FABSCOPE_LAUNCH_DIR": "the scripts' own folder, not a setting",
-    "FABSCOPE_RESULT_GRACE_S": "how long mpirun may outlive the result line; tests/mpi/fault_false_loss.sh",
     "FABSCOPE_DCB_TOOL": "where iproute2's dcb is; only warnings (tests/system/launch_presets.sh)",
 }
 
@@ -762,7 +778,7 @@ def test_every_documented_option_and_variable_has_a_read_back():
 
 def test_every_variable_a_launcher_reads_has_a_read_back():
     scripts = {"fabscope-mpirun": [MPIRUN_WRAPPER], "fabscope.sbatch": [SBATCH], "fabscope-fit": [FIT]}
-    shared = [os.path.join(LAUNCH, "lib", "fabric-preset.bash"), os.path.join(LAUNCH, "lib", "launch-facts.bash")]
+    shared = [os.path.join(LAUNCH, "lib", f) for f in os.listdir(os.path.join(LAUNCH, "lib"))]
     shared += [os.path.join(PRESET_DIR, f) for f in os.listdir(PRESET_DIR)]
     for launcher, files in scripts.items():
         own = set()
