@@ -15,9 +15,23 @@
 # Runs COMMAND (its stdout also goes to ours) and sets RESULT_LINE_CODE: the
 # result line's exit code; without one mpirun's status, or 3 when that is 0
 # (fabscope printed no result). NAME prefixes what this says.
+#
+#   result_line_grace
+# Prints the grace in seconds, or says what is wrong with FABSCOPE_RESULT_GRACE_S and
+# returns 2: the wrappers check it (and print it) before they start anything.
+result_line_grace() {
+  local grace=${FABSCOPE_RESULT_GRACE_S:-40}
+  if [[ ! $grace =~ ^[1-9][0-9]{0,5}$ ]]; then
+    echo "FABSCOPE_RESULT_GRACE_S must be a whole number of seconds from 1 to 999999, got '$grace'"
+    return 2
+  fi
+  echo "$grace"
+}
+
 # shellcheck disable=SC2034  # RESULT_LINE_CODE is the caller's
 run_for_result_line() {
-  local name=$1 grace=${FABSCOPE_RESULT_GRACE_S:-40} copy pid seen_at=0 status code
+  local name=$1 grace copy pid seen_at=0 status code
+  grace=$(result_line_grace) || { echo "$name: error: $grace" >&2; RESULT_LINE_CODE=2; return 0; }
   shift
   copy=$(mktemp)  # in $TMPDIR, else /tmp
   "$@" > >(tee "$copy") &
