@@ -83,3 +83,37 @@ def test_cif_off_shows_the_factors_without_judging_them(tmp_path, capsys):
     assert data["slo"]["cif_p99"] is None and {c["name"] for c in data["checks"]} == \
         {"itl_p99", "ttft_p99"}
     assert main(["fit", path, "--slo", "itl_p99=50ms,cif_p99=of"]) == 2
+
+
+def healthy_allreduce_run(tmp_path, receive, name="h.h5"):
+    """Six hosts, all-pairs probes with `receive` planted, and a TP all-reduce on ranks 0
+    and 1 of ~10 us, measured enough for a p99 (47,694 a step of 160): 1.6 ms a token,
+    well within the 5 ms the fabric may take of a 50 ms ITL p99."""
+    run = reopened(write_matrix_run(tmp_path / name, nranks=6, receive=receive))
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    rng = np.random.default_rng(2)
+    add_collective(run, "allreduce", 10e3 * rng.lognormal(0, 0.05, 48_000), 32 * 8192 * 2,
+                   "quiet")
+    run.close()
+    return run.path
+
+
+def test_a_host_named_anywhere_fails_the_deployment(tmp_path, capsys):
+    """The serving operations measured on ranks 0 and 1 pass, but the probes show host fh4
+    receiving at 10 %: requests are placed on every node, so one in six meets it. fit
+    FAILs the `cluster` check naming it; a clean fabric PASSes; --no-diagnose leaves the
+    cluster unjudged."""
+    path = healthy_allreduce_run(tmp_path, {4: 0.1})
+    out_json = tmp_path / "fit.json"
+    assert main(["fit", path, "--slo", "itl_p99=50ms,cif_p99=off", "--json", str(out_json)]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split(" [placement")[0].endswith(": FAIL: cluster"), out
+    assert "  cluster: the whole cluster: the diagnosis names host fh4 (receive)" in out
+    assert "about 16.7 % of them (1 of 6 hosts) meet it" in out
+    assert "fix: host fh4 (receive): " in out
+    checks = {c["name"]: c["status"] for c in json.loads(out_json.read_text())["checks"]}
+    assert checks == {"itl_p99": "PASS", "cluster": "FAIL"}
+    clean = healthy_allreduce_run(tmp_path, {}, name="clean.h5")
+    assert main(["fit", clean, "--slo", "itl_p99=50ms,cif_p99=off"]) == 0
+    assert "fix:" not in capsys.readouterr().out
+    assert main(["fit", path, "--slo", "itl_p99=50ms,cif_p99=off", "--no-diagnose"]) == 0

@@ -18,6 +18,8 @@ from typing import List, Set
 
 from ..diagnosis import validity as V
 from .fit import CANNOT_TELL, FAIL, Check, FitVerdict, worst_status
+
+CLUSTER_CHECK = "cluster"
 from .measured import CLASS_TITLES, Measured
 from .slo import format_ms
 
@@ -49,6 +51,20 @@ def _share_text(check: Check, verdict: FitVerdict) -> str:
             f"{check.condition}) = {100 * f['share_of_target']:.3g} % of the "
             f"{format_ms(f['target_ms'])} {kind.upper()} target (the fabric may take "
             f"{100 * verdict.slo.share(kind):g} %)")
+
+
+def cluster_check(culprits, hosts: int) -> Check:
+    """A component the diagnosis names anywhere fails the deployment: serving places requests
+    on every node, not only on the ranks that measured its operations, so the requests put
+    on a named host (about its share of the hosts) meet it."""
+    named = sorted({c.host for c in culprits})
+    share = 100.0 * len(named) / max(hosts, 1)
+    subjects = "; ".join(f"{c.component} {c.subject()} ({c.direction})" for c in culprits)
+    return Check(CLUSTER_CHECK, FAIL,
+                 f"the whole cluster: the diagnosis names {subjects}: requests are placed on every "
+                 f"node, so about {share:.3g} % of them ({len(named)} of {hosts} hosts) meet it, "
+                 "whatever the serving operations measured on other ranks showed: FAIL",
+                 figures={"hosts_named": len(named), "hosts": hosts})
 
 
 def costs(verdict: FitVerdict, measured: Measured, culprits) -> List[str]:
@@ -85,7 +101,8 @@ def hold_unexplained_fails(verdict: FitVerdict, measured: Measured, culprits,
     for culprit in culprits:
         named |= set(culprit.ranks)
     for check in verdict.checks:
-        if check.status != FAIL or named & check_ranks(check, verdict, measured):
+        if check.status != FAIL or check.name == CLUSTER_CHECK \
+                or named & check_ranks(check, verdict, measured):
             continue
         check.status = CANNOT_TELL
         check.text = (check.text.replace(": FAIL", ": CANNOT TELL", 1) +

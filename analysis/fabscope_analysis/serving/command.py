@@ -15,8 +15,8 @@ import yaml
 from ..impact import deployment_from_run
 from ..models import ModelError
 from ..reader import open_for_command as _open
-from .attribution import costs, hold_unexplained_fails, shared_cpu_findings
-from .fit import FAIL, PASS, FitVerdict, compose_verdict, json_of
+from .attribution import cluster_check, costs, hold_unexplained_fails, shared_cpu_findings
+from .fit import FAIL, PASS, FitVerdict, compose_verdict, json_of, worst_status
 from .line_rate import headline
 from .measured import measure
 from .placement import PlacementError, placement_of
@@ -173,11 +173,20 @@ def run_fit(args) -> int:
         verdict = compose_verdict(measured, slo, deployment)
         kv_line = headline(result)
         verdict.limiters = [kv_line] if kv_line else []
+        if not args.no_diagnose:
+            # the whole cluster serves: a component named anywhere fails it
+            verdict.to_fix, culprits = components_to_fix(result)
+            if culprits:
+                verdict.checks.append(cluster_check(culprits, len(set(result.ranks()["host"]))))
+                verdict.status = worst_status(c.status for c in verdict.checks)
         shared = shared_cpu_findings(result) if verdict.status == FAIL else []
         if verdict.status == FAIL and (shared or not args.no_diagnose):
-            verdict.to_fix, culprits = components_to_fix(result)
+            if args.no_diagnose:
+                verdict.to_fix, culprits = components_to_fix(result)
             verdict.costs = costs(verdict, measured, culprits)
             hold_unexplained_fails(verdict, measured, culprits, shared)
+        if verdict.status != FAIL:
+            verdict.to_fix = []   # the diagnosis's words are for a FAIL
     print_verdict(verdict, sys.stdout)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
