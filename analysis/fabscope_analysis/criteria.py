@@ -52,7 +52,7 @@ class _LineDict(dict):
     key_lines: Dict[str, int] = {}
 
 
-class _LineLoader(yaml.SafeLoader):
+class LineLoader(yaml.SafeLoader):
     pass
 
 
@@ -70,7 +70,7 @@ def _construct_mapping(loader, node, deep=False):
     return mapping
 
 
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 @dataclass
@@ -122,7 +122,7 @@ class Criteria:
         return 2 if any(r.tolerance for r in self.rules) else 1 if self.needs_baseline() else 0
 
 
-def _line(obj, key=None, default=0) -> int:
+def line_of(obj, key=None, default=0) -> int:
     if isinstance(obj, _LineDict):
         if key is not None and key in obj.key_lines:
             return obj.key_lines[key]
@@ -140,7 +140,7 @@ def _expect_mapping(path, obj, what, line) -> _LineDict:
 def _check_keys(path, mapping, allowed, what):
     for key in mapping:
         if key not in allowed:
-            raise CriteriaError(path, _line(mapping, key),
+            raise CriteriaError(path, line_of(mapping, key),
                                 f"unknown key {key!r} in {what} (known: "
                                 f"{', '.join(sorted(allowed))})")
 
@@ -155,8 +155,8 @@ def _bound(path, spec, line, what, keys=("min", "max")) -> Bound:
     spec = _expect_mapping(path, spec, what, line)
     _check_keys(path, spec, set(keys), what)
     if not spec:
-        raise CriteriaError(path, _line(spec, default=line), f"{what} needs {' or '.join(keys)}")
-    values = {k: _number(path, v, _line(spec, k, line), f"{what}.{k}") for k, v in spec.items()}
+        raise CriteriaError(path, line_of(spec, default=line), f"{what} needs {' or '.join(keys)}")
+    values = {k: _number(path, v, line_of(spec, k, line), f"{what}.{k}") for k, v in spec.items()}
     return Bound(min=values.get(keys[0]), max=values.get(keys[1]))
 
 
@@ -165,7 +165,7 @@ def _parse_match(path, spec, line) -> Dict[str, object]:
     _check_keys(path, spec, MATCH_KEYS, "match")
     out: Dict[str, object] = {}
     for key, value in spec.items():
-        kline = _line(spec, key, line)
+        kline = line_of(spec, key, line)
         if key == "bytes":
             if isinstance(value, dict):
                 out[key] = _bound(path, value, kline, "match.bytes")
@@ -186,46 +186,46 @@ def _parse_match(path, spec, line) -> Dict[str, object]:
 
 def _parse_rule(path, spec, index, line) -> Rule:
     spec = _expect_mapping(path, spec, f"rule {index + 1}", line)
-    line = _line(spec, default=line)
+    line = line_of(spec, default=line)
     _check_keys(path, spec, RULE_KEYS, "a rule")
     name = spec.get("name")
     if not isinstance(name, str) or not name.strip():
         raise CriteriaError(path, line, f"rule {index + 1} needs a 'name' (a string)")
     rule = Rule(name=name.strip(), line=line)
     if "match" in spec:
-        rule.match = _parse_match(path, spec["match"], _line(spec, "match", line))
+        rule.match = _parse_match(path, spec["match"], line_of(spec, "match", line))
     if "limits" in spec:
-        limits = _expect_mapping(path, spec["limits"], "limits", _line(spec, "limits", line))
+        limits = _expect_mapping(path, spec["limits"], "limits", line_of(spec, "limits", line))
         _check_keys(path, limits, ALL_METRICS, "limits")
-        rule.limits = {m: _bound(path, b, _line(limits, m, line), f"limits.{m}")
+        rule.limits = {m: _bound(path, b, line_of(limits, m, line), f"limits.{m}")
                        for m, b in limits.items()}
     if "baseline" in spec:
-        base = _expect_mapping(path, spec["baseline"], "baseline", _line(spec, "baseline", line))
+        base = _expect_mapping(path, spec["baseline"], "baseline", line_of(spec, "baseline", line))
         _check_keys(path, base, RATIO_METRICS, "baseline")
-        rule.baseline = {m: _bound(path, b, _line(base, m, line), f"baseline.{m}",
+        rule.baseline = {m: _bound(path, b, line_of(base, m, line), f"baseline.{m}",
                                    keys=("min_ratio", "max_ratio")) for m, b in base.items()}
     if "outliers" in spec:
-        out = _expect_mapping(path, spec["outliers"], "outliers", _line(spec, "outliers", line))
+        out = _expect_mapping(path, spec["outliers"], "outliers", line_of(spec, "outliers", line))
         _check_keys(path, out, OUTLIER_KEYS, "outliers")
         if not any(k in OUTLIER_RULES for k in out):
-            raise CriteriaError(path, _line(out, default=line), "outliers needs "
+            raise CriteriaError(path, line_of(out, default=line), "outliers needs "
                                 + " or ".join(sorted(OUTLIER_RULES)))
         for key, value in out.items():
-            v = _number(path, value, _line(out, key, line), f"outliers.{key}")
+            v = _number(path, value, line_of(out, key, line), f"outliers.{key}")
             if key == "false_discovery_rate" and not 0 < v < 1:
-                raise CriteriaError(path, _line(out, key, line),
+                raise CriteriaError(path, line_of(out, key, line),
                                     f"outliers.{key} must be in (0, 1), found {v}")
             if key == "pair_min_fraction_of_median" and not 0 < v <= 1:
-                raise CriteriaError(path, _line(out, key, line),
+                raise CriteriaError(path, line_of(out, key, line),
                                     f"outliers.{key} must be in (0, 1], found {v}")
             if key == "rank_p99_max_ratio_to_median" and v < 1:
-                raise CriteriaError(path, _line(out, key, line),
+                raise CriteriaError(path, line_of(out, key, line),
                                     f"outliers.{key} must be >= 1, found {v}")
             rule.outliers[key] = v
     if "tolerance" in spec:
-        rule.tolerance = _parse_tolerance(path, spec["tolerance"], _line(spec, "tolerance", line))
+        rule.tolerance = _parse_tolerance(path, spec["tolerance"], line_of(spec, "tolerance", line))
     if "reference_ratio_max" in spec:
-        kline = _line(spec, "reference_ratio_max", line)
+        kline = line_of(spec, "reference_ratio_max", line)
         v = _number(path, spec["reference_ratio_max"], kline, "reference_ratio_max")
         if v < 1:
             raise CriteriaError(path, kline, f"reference_ratio_max must be >= 1 (a factor either "
@@ -233,7 +233,7 @@ def _parse_rule(path, spec, index, line) -> Rule:
         rule.reference_ratio_max = v
     if "optional" in spec:
         if not isinstance(spec["optional"], bool):
-            raise CriteriaError(path, _line(spec, "optional", line), "optional must be true/false")
+            raise CriteriaError(path, line_of(spec, "optional", line), "optional must be true/false")
         rule.optional = spec["optional"]
     if not (rule.limits or rule.baseline or rule.outliers or rule.reference_ratio_max
             or rule.tolerance):
@@ -247,15 +247,15 @@ def _parse_tolerance(path, spec, line) -> Dict[str, Tolerance]:
     _check_keys(path, spec, RATIO_METRICS, "tolerance")
     out = {}
     for metric, body in spec.items():
-        mline = _line(spec, metric, line)
+        mline = line_of(spec, metric, line)
         body = _expect_mapping(path, body if body is not None else {}, f"tolerance.{metric}", mline)
         _check_keys(path, body, set(TOLERANCE_KEYS), f"tolerance.{metric}")
         values = {}
         for key in TOLERANCE_KEYS:
             if key in body:
-                v = _number(path, body[key], _line(body, key, mline), f"tolerance.{metric}.{key}")
+                v = _number(path, body[key], line_of(body, key, mline), f"tolerance.{metric}.{key}")
                 if not 0.5 <= v < 1:
-                    raise CriteriaError(path, _line(body, key, mline),
+                    raise CriteriaError(path, line_of(body, key, mline),
                                         f"tolerance.{metric}.{key} must be in [0.5, 1), found {v}")
                 values[key] = v
         out[metric] = Tolerance(**values)
@@ -266,7 +266,7 @@ def _parse_options(path, doc, criteria: Criteria) -> None:
     """The file's top-level options (everything but the rules) into `criteria`."""
     if "require_complete" in doc:
         if not isinstance(doc["require_complete"], bool):
-            raise CriteriaError(path, _line(doc, "require_complete"),
+            raise CriteriaError(path, line_of(doc, "require_complete"),
                                 "require_complete must be true/false")
         criteria.require_complete = doc["require_complete"]
     if "diagnose" in doc:
@@ -276,7 +276,7 @@ def _parse_options(path, doc, criteria: Criteria) -> None:
         elif value == "strict":
             criteria.diagnose = "strict"
         else:
-            raise CriteriaError(path, _line(doc, "diagnose"),
+            raise CriteriaError(path, line_of(doc, "diagnose"),
                                 f"diagnose must be true, false or strict, found {value!r}")
     if "allow_validity" in doc:
         value = doc["allow_validity"]
@@ -285,7 +285,7 @@ def _parse_options(path, doc, criteria: Criteria) -> None:
         elif isinstance(value, list) and all(v in VALIDITY_WHATS for v in value):
             criteria.allow_validity = list(value)
         else:
-            raise CriteriaError(path, _line(doc, "allow_validity"),
+            raise CriteriaError(path, line_of(doc, "allow_validity"),
                                 f"allow_validity must be true, false or a list of "
                                 f"{', '.join(VALIDITY_WHATS)}, found {value!r}")
     if "allowed_status" in doc:
@@ -295,14 +295,14 @@ def _parse_options(path, doc, criteria: Criteria) -> None:
         elif isinstance(status, list) and all(isinstance(s, str) for s in status):
             criteria.allowed_status = status
         else:
-            raise CriteriaError(path, _line(doc, "allowed_status"),
+            raise CriteriaError(path, line_of(doc, "allowed_status"),
                                 "allowed_status must be a list of statuses (passed, failed, "
                                 "timeout, error, skipped) or null")
 
 
 def parse_criteria_text(text: str, path: str = "<criteria>") -> Criteria:
     try:
-        loader = _LineLoader(text)
+        loader = LineLoader(text)
         loader.name = path
         try:
             doc = loader.get_single_data()
@@ -319,15 +319,15 @@ def parse_criteria_text(text: str, path: str = "<criteria>") -> Criteria:
     _check_keys(path, doc, TOP_KEYS, "the criteria file")
     version = doc.get("fabscope_criteria")
     if version != CRITERIA_VERSION:
-        raise CriteriaError(path, _line(doc, "fabscope_criteria", 1),
+        raise CriteriaError(path, line_of(doc, "fabscope_criteria", 1),
                             f"fabscope_criteria must be {CRITERIA_VERSION} (the criteria format "
                             f"version), found {version!r}")
     criteria = Criteria(path=path, rules=[], allowed_status=["passed"])
     _parse_options(path, doc, criteria)
     rules = doc.get("rules")
     if not isinstance(rules, list) or not rules:
-        raise CriteriaError(path, _line(doc, "rules", 1), "rules must be a non-empty list")
-    rules_line = _line(doc, "rules", 1)
+        raise CriteriaError(path, line_of(doc, "rules", 1), "rules must be a non-empty list")
+    rules_line = line_of(doc, "rules", 1)
     criteria.rules = [_parse_rule(path, spec, i, rules_line) for i, spec in enumerate(rules)]
     names = {}
     for rule in criteria.rules:

@@ -29,12 +29,10 @@ for latency-bound ones).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-import pandas as pd
 import yaml
 
 from .models import (ModelError, ModelSpec, allreduce_bytes, allreduces_per_step,
@@ -42,14 +40,14 @@ from .models import (ModelError, ModelSpec, allreduce_bytes, allreduces_per_step
                      moe_dispatch_bytes_per_token, preset)
 from .impact_rows import add_inflation, api_request_rows, instances_of, mix_rows
 from .reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
-from .resampling import block_length
 from .run_analysis import RunAnalysis, format_bytes
+from .serving.cif import cif_quantiles
+from .serving.compose import RESAMPLES, SEED, compose_step
+from .serving.series import collective_times, sequence_at_size, series_by_condition
 
 DEFAULT_DECODE_BATCH = 32
 DEFAULT_PROMPT = 8192
 DEFAULT_BLOCK_TOKENS = 16
-RESAMPLES = 4000
-SEED = 12345
 COMPOSITION_METHOD = ("circular block bootstrap of the per-iteration collective times "
                       "(slowest rank per iteration), blocks of consecutive iterations "
                       "~n^(1/3) long, {resamples} sums of {count} collectives, seed {seed}; "
@@ -114,61 +112,6 @@ def check_deployment(d: Deployment) -> None:
     kv_heads_per_rank(d.model, d.tp)
 
 
-# --- raw samples -> per-iteration collective times ---------------------------------------
-
-def collective_times(samples: pd.DataFrame) -> np.ndarray:
-    """Per iteration, the slowest measuring rank's time (ns), in iteration order: a
-    collective is as slow as its slowest rank."""
-    if samples.empty:
-        return np.array([], dtype=np.float64)
-    d = (samples["t_done_ns"].astype("int64") - samples["t_post_ns"].astype("int64"))
-    per_iter = d.groupby(samples["iter"].to_numpy()).max().sort_index()
-    return per_iter.to_numpy(dtype=np.float64)
-
-
-def interpolate_sequence(lower: Tuple[int, np.ndarray], upper: Tuple[int, np.ndarray],
-                         target: int) -> np.ndarray:
-    """Times at `target` bytes between two measured sizes: each quantile affine in bytes
-    (time = alpha + bytes / beta between the two), in the iteration order of the nearer
-    size (its slow iterations stay where they were)."""
-    (b1, s1), (b2, s2) = lower, upper
-    w = (target - b1) / (b2 - b1)
-    nearer = s1 if w <= 0.5 else s2
-    if len(nearer) == 1:
-        p = np.array([0.5])
-    else:
-        order = np.argsort(np.argsort(nearer, kind="stable"), kind="stable")
-        p = order / (len(nearer) - 1)
-    return (1 - w) * np.quantile(s1, p) + w * np.quantile(s2, p)
-
-
-def compose_step(parts: Sequence[Tuple[np.ndarray, int]], resamples: int = RESAMPLES,
-                 seed: int = SEED, block: Optional[int] = None) -> np.ndarray:
-    """Sums of one step's collectives, `resamples` of them.
-
-    parts: (per-iteration times of one collective in measured order, how many of that
-    collective a step runs one after another). Each part is drawn as circular blocks of
-    consecutive measured iterations (so bursts and drift of the measurement stay
-    together) until the step's count is reached; parts are drawn independently.
-    """
-    rng = np.random.default_rng(seed)
-    total = np.zeros(resamples)
-    for times, count in parts:
-        times = np.asarray(times, dtype=np.float64)
-        m = len(times)
-        if count <= 0:
-            continue
-        if m == 0:
-            raise ValueError("compose_step: a collective without samples")
-        length = min(block or block_length(m), m)
-        blocks = math.ceil(count / length)
-        starts = rng.integers(0, m, size=(resamples, blocks))
-        idx = (starts[:, :, None] + np.arange(length)[None, None, :]) % m
-        drawn = times[idx].reshape(resamples, blocks * length)[:, :count]
-        total += drawn.sum(axis=1)
-    return total
-
-
 def quantiles_ms(values: np.ndarray) -> Dict[str, float]:
     if len(values) == 0:
         return {"p50_ms": float("nan"), "p99_ms": float("nan")}
@@ -182,32 +125,6 @@ def ring_bus_factor(n: int) -> float:
     if n < 1:
         raise ValueError(f"bus factor of {n} ranks: a collective needs at least one")
     return 2.0 * (n - 1) / n
-
-
-# --- matching measured instances ---------------------------------------------------------
-
-def _series_name(inst: TestInstance) -> str:
-    return f"{inst.get('name')} ({inst.get('transport')}, {inst.get('memory')})"
-
-
-def _conditions(insts: Sequence[TestInstance]) -> List[str]:
-    names = sorted({str(i.get("condition", "quiet")) for i in insts})
-    return (["quiet"] if "quiet" in names else []) + [c for c in names if c != "quiet"]
-
-
-def _at_size(measured: Dict[int, np.ndarray], target: int) -> Tuple[Optional[np.ndarray], str]:
-    """(times at target bytes, how) from {bytes: times}; None and why when it cannot."""
-    sizes = sorted(b for b, t in measured.items() if len(t))
-    if target in measured and len(measured[target]):
-        return measured[target], f"measured at {format_bytes(target)}"
-    lower = [b for b in sizes if b < target]
-    upper = [b for b in sizes if b > target]
-    if lower and upper:
-        b1, b2 = lower[-1], upper[0]
-        return (interpolate_sequence((b1, measured[b1]), (b2, measured[b2]), target),
-                f"interpolated between measured {format_bytes(b1)} and {format_bytes(b2)}")
-    have = ", ".join(format_bytes(b) for b in sizes) or "none"
-    return None, f"{format_bytes(target)} not measured (measured: {have}); not extrapolated"
 
 
 @dataclass
@@ -275,14 +192,14 @@ def _tp_communication(analysis: RunAnalysis, d: Deployment, count: int, target: 
         out.missing.append(f"TP all-reduce of {format_bytes(target)} (decode batch "
                            f"{d.decode_batch}): the file has no allreduce test")
         return
-    for name, condition, members in _series_by_condition(insts):
+    for name, condition, members in series_by_condition(insts):
         by_size: Dict[int, np.ndarray] = {}
         ranks: Dict[int, int] = {}
         for inst in members:
             s = analysis.samples(inst)
             by_size[int(inst.get("bytes"))] = collective_times(s)
             ranks[int(inst.get("bytes"))] = int(s["rank"].nunique()) if len(s) else 0
-        times, how = _at_size(by_size, target)
+        times, how = sequence_at_size(by_size, target)
         row = {"series": name, "condition": condition, "bytes": target, "how": how,
                "collectives_per_step": count}
         if times is None:
@@ -349,7 +266,7 @@ def _moe_communication(analysis: RunAnalysis, d: Deployment, out: Impact, resamp
             f"to {d.model.moe.experts_per_token} copies of {per_token} B per token (DeepEP fp8) "
             f"to experts over EP{d.ep or '?'} in each of its MoE layers, dispatch and combine")
         return
-    for name, condition, members in _series_by_condition(insts):
+    for name, condition, members in series_by_condition(insts):
         by_size: Dict[int, np.ndarray] = {}
         ranks = 0
         for inst in members:
@@ -359,7 +276,7 @@ def _moe_communication(analysis: RunAnalysis, d: Deployment, out: Impact, resamp
             s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
             by_size[int(inst.get("bytes"))] = collective_times(s)
             ranks = max(ranks, int(s["rank"].nunique()) if len(s) else 0)
-        times, how = _at_size(by_size, target)
+        times, how = sequence_at_size(by_size, target)
         row = {"series": name, "condition": condition, "tokens_per_rank": d.decode_batch,
                "bytes": target, "how": how, "rounds_per_step": layers}
         if times is None:
@@ -381,17 +298,6 @@ def _moe_communication(analysis: RunAnalysis, d: Deployment, out: Impact, resamp
             "preset does not say which are dense: an upper bound); the all-to-alls were "
             f"measured over {', '.join(map(str, measured))} ranks"
             + (f", not scaled to EP{d.ep}" if d.ep and d.ep not in measured else ""))
-
-
-def _series_by_condition(insts: Sequence[TestInstance]):
-    """(series name, condition, its instances) for every series and condition measured."""
-    series: Dict[str, List[TestInstance]] = {}
-    for inst in insts:
-        series.setdefault(_series_name(inst), []).append(inst)
-    for name, members in series.items():
-        for condition in _conditions(members):
-            yield name, condition, [i for i in members
-                                    if str(i.get("condition", "quiet")) == condition]
 
 
 def _kv_transfer(analysis: RunAnalysis, d: Deployment, out: Impact) -> None:
@@ -423,14 +329,14 @@ def _kv_transfer(analysis: RunAnalysis, d: Deployment, out: Impact) -> None:
             if strategy == "layer-stream":
                 overlap_ns = (d.model.layers - 1) * float(inst.get("compute_per_layer_s", 0)) * 1e9
         name = f"{strategy} {direction} ({transport}, {path}, {loop} loop)"
-        t, how = _at_size(transfer, target)
+        t, how = sequence_at_size(transfer, target)
         row = {"strategy": strategy, "direction": direction, "series": name,
                "condition": condition, "bytes": target, "how": how}
         if t is None:
             out.missing.append(f"KV {name} [{condition}]: {how}")
             out.kv_rows.append(row)
             continue
-        q = _at_size(queue, target)[0]
+        q = sequence_at_size(queue, target)[0]
         totals[(name, condition)] = np.maximum(t - overlap_ns, 0) + q
         out.kv_rows.append(_kv_figures(row, t, q, target, overlap_ns, d.prefill_ms))
     _kv_cif(out.kv_rows, totals)
@@ -441,7 +347,6 @@ def _kv_cif(rows: List[dict], totals: Dict[Tuple[str, str], np.ndarray]) -> None
     """GPCNeT's congestion impact factor of each congested KV row: its per-request time
     (queue + exposed transfer, as `fit` reads it) over the same series' quiet one at p50,
     p99 and p99.9; a percentile with too few requests on either side is None."""
-    from .serving.cif import cif_quantiles
     for row in rows:
         quiet = totals.get((row["series"], "quiet"))
         loaded = totals.get((row["series"], row["condition"]))

@@ -15,6 +15,7 @@ from .inventory import KNOWN_COUNTERS, moved_known_counters
 from .reference import reference_line, reference_pairs
 from .reader import FLAG_AUXILIARY_MASK, FLAG_CHUNK_GAP, FLAG_FIRST_BYTE, ResultFile
 from .run_analysis import RunAnalysis, format_bytes, format_number
+from .serving.line_rate import summary_lines
 from .verdict import compute_verdict
 
 
@@ -382,7 +383,6 @@ def verdict_lines(result: ResultFile, criteria=None) -> List[str]:
 
 def print_summary(result: ResultFile, stream: Optional[TextIO] = None, criteria=None) -> None:
     analysis = RunAnalysis(result)
-    from .serving.line_rate import summary_lines
     for line in (validity_lines(result) + verdict_lines(result, criteria) + run_header(result) +
                  summary_lines(result) + summary_tables(analysis) + reference_lines(result)):
         print(line, file=stream)

@@ -128,7 +128,7 @@ class Verdict:
         return out
 
 
-def _resolve(name: str, scenario_file: str) -> Optional[str]:
+def resolve_criteria_file(name: str, scenario_file: str) -> Optional[str]:
     candidates = [name] if os.path.isabs(name) else [
         os.path.join(os.path.dirname(scenario_file or ""), name),
         os.path.join(CRITERIA_DIR, name), os.path.join(CRITERIA_DIR, os.path.basename(name))]
@@ -158,7 +158,7 @@ def criteria_in_force(result: ResultFile,
     named = scenario_criteria(result)
     if named:
         scenario_file = str(result.attrs.get("scenario_file", "") or "")
-        path = _resolve(named, scenario_file)
+        path = resolve_criteria_file(named, scenario_file)
         if path is None:
             raise CriteriaError(scenario_file or result.path, 0,
                                 f"the scenario names criteria {named!r}, found neither next to "

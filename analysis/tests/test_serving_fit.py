@@ -11,7 +11,8 @@ from serving_files import serving_file
 from fabscope_analysis import models, open_result
 from fabscope_analysis.cli import main
 from fabscope_analysis.errors import CriteriaError
-from fabscope_analysis.impact import Deployment, compose_step
+from fabscope_analysis.impact import Deployment
+from fabscope_analysis.serving.compose import compose_step
 from fabscope_analysis.serving.fit import compose_verdict
 from fabscope_analysis.serving.measured import measure
 from fabscope_analysis.serving.resample import judge

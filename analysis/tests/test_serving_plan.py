@@ -16,8 +16,8 @@ from fabscope_analysis.reader import open_result
 from fabscope_analysis.serving.command import _slo_of
 from fabscope_analysis.serving.slo import SloError
 from fabscope_analysis.serving.plan import (Cluster, Knobs, PlanRequest, criteria_text,
-                                            fit_arguments, fit_budget, moe_tokens, probes_for,
-                                            scenario_text, size_for_tails, tail_notes)
+                                            fit_arguments, moe_tokens, probes_for, scenario_text)
+from fabscope_analysis.serving.plan_budget import fit_budget, size_for_tails, tail_notes
 from fabscope_analysis.serving.plan_list import (ListAnswer, PlanError, layout_from_topology,
                                                  parse_duration_s,
                                                  parse_model_listing, parse_scenario_listing)

@@ -12,11 +12,11 @@ import os
 import numpy as np
 import pytest
 
-from fabscope_analysis import accept_outliers, impact, resampling
+from fabscope_analysis import accept_outliers, resampling
 from fabscope_analysis.diagnosis import evidence, retest
 from fabscope_analysis.inference import (PRACTICAL_MARGIN, benjamini_hochberg,
                                          robust_sigma)
-from fabscope_analysis.serving import resample
+from fabscope_analysis.serving import compose, resample
 
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                        "fabscope_analysis")
@@ -68,7 +68,7 @@ def test_every_user_takes_the_one_tool():
     assert evidence.benjamini_hochberg is benjamini_hochberg
     assert accept_outliers.benjamini_hochberg is benjamini_hochberg
     assert evidence.robust_sigma is robust_sigma and retest.robust_sigma is robust_sigma
-    assert impact.block_length is resampling.block_length
+    assert compose.block_length is resampling.block_length
     assert resample.block_length is resampling.block_length
     assert evidence.MARGIN == retest.MARGIN == PRACTICAL_MARGIN
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import List, Set
 
 from ..diagnosis import validity as V
-from .fit import CANNOT_TELL, FAIL, Check, FitVerdict, worst_status
+from .checks import CANNOT_TELL, FAIL, Check, worst_status
+from .fit import FitVerdict
 
 CLUSTER_CHECK = "cluster"
 from .measured import CLASS_TITLES, Measured
@@ -53,13 +54,22 @@ def _share_text(check: Check, verdict: FitVerdict) -> str:
             f"{100 * verdict.slo.share(kind):g} %)")
 
 
+def culprit_words(culprit) -> str:
+    """'host fh4 (receive)', 'nic fh4:mlx5_1 (send)', 'link fh0 -> fh4', 'leaf 2': the
+    component once, the direction where it is one."""
+    subject = culprit.subject()
+    who = subject if subject.split(" ")[0] in ("leaf", "host", "link") \
+        else f"{culprit.component} {subject}"
+    return who if culprit.direction == "link" else f"{who} ({culprit.direction})"
+
+
 def cluster_check(culprits, hosts: int) -> Check:
     """A component the diagnosis names anywhere fails the deployment: serving places requests
     on every node, not only on the ranks that measured its operations, so the requests put
     on a named host (about its share of the hosts) meet it."""
     named = sorted({c.host for c in culprits})
     share = 100.0 * len(named) / max(hosts, 1)
-    subjects = "; ".join(f"{c.component} {c.subject()} ({c.direction})" for c in culprits)
+    subjects = "; ".join(culprit_words(c) for c in culprits)
     return Check(CLUSTER_CHECK, FAIL,
                  f"the whole cluster: the diagnosis names {subjects}: requests are placed on every "
                  f"node, so about {share:.3g} % of them ({len(named)} of {hosts} hosts) meet it, "

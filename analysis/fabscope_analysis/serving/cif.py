@@ -19,6 +19,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from . import resample as R
+from .checks import CANNOT_TELL, FAIL, PASS, Check, worst_status
 from .measured import CLASS_TITLES, ClassSeries, Measured
 
 QUANTILES = (50.0, 99.0, 99.9)
@@ -106,7 +107,6 @@ def gpcnet_rows(measured: Measured) -> List[CifRow]:
 
 def cif_check(rows: List[CifRow], measured: Measured, limit: float):
     """The SLO verdict's congestion rule over every row (fit.Check)."""
-    from .fit import CANNOT_TELL, FAIL, PASS, Check, worst_status
     quiet_only = [CLASS_TITLES[c] for c, s in measured.classes.items()
                   if set(s.by_condition) == {"quiet"}]
     missing = [f"{title}: measured quiet only" for title in quiet_only]

@@ -12,11 +12,15 @@ from typing import List, Optional, Tuple
 
 import yaml
 
+from ..diagnose import diagnose
 from ..impact import deployment_from_run
 from ..models import ModelError
 from ..reader import open_for_command as _open
-from .attribution import cluster_check, costs, hold_unexplained_fails, shared_cpu_findings
-from .fit import FAIL, PASS, FitVerdict, compose_verdict, json_of, worst_status
+from ..verdict import resolve_criteria_file, scenario_criteria
+from .attribution import cluster_check, costs, culprit_words, hold_unexplained_fails, \
+    shared_cpu_findings
+from .checks import FAIL, PASS, worst_status
+from .fit import FitVerdict, compose_verdict, json_of
 from .line_rate import headline
 from .measured import measure
 from .placement import PlacementError, placement_of
@@ -95,9 +99,8 @@ def _slo_of(args, result=None) -> Slo:
 
 
 def _scenario_slo(result) -> Optional[Slo]:
-    from ..verdict import _resolve, scenario_criteria
     named = scenario_criteria(result)
-    path = _resolve(named, str(result.attrs.get("scenario_file", "") or "")) if named else None
+    path = resolve_criteria_file(named, str(result.attrs.get("scenario_file", "") or "")) if named else None
     if path is None:
         return None
     with open(path, encoding="utf-8") as f:
@@ -110,11 +113,10 @@ def _scenario_slo(result) -> Optional[Slo]:
 def components_to_fix(result) -> Tuple[List[str], list]:
     """(lines, culprits): the diagnosis's culprits (components to fix), or why it names none.
     The diagnosis is of the whole file; attribution.costs says which check each costs."""
-    from ..diagnose import diagnose
     diagnosis = diagnose(result)
     if diagnosis.culprits:
-        return [f"{c.component} {c.subject()} ({c.direction}): {'; '.join(c.symptoms)} "
-                f"(confidence {c.confidence})" for c in diagnosis.culprits], diagnosis.culprits
+        return [f"{culprit_words(c)}: {'; '.join(c.symptoms)} (confidence {c.confidence})"
+                for c in diagnosis.culprits], diagnosis.culprits
     found = [c.line() for c in diagnosis.congestion]
     if diagnosis.verdict == "cannot tell":
         found.append("diagnose cannot name a component: " + "; ".join(diagnosis.reasons))

@@ -30,24 +30,11 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from . import resample as R
+from .checks import CANNOT_TELL, ORDER, PASS, Check, worst_status
 from .cif import CifRow, cif_check, cif_rows, gpcnet_rows
 from .measured import CLASS_TITLES, PREFILL_CLASSES, Measured
 from ..run_analysis import format_number
 from .slo import Slo, format_ms
-
-PASS, FAIL, CANNOT_TELL = "PASS", "FAIL", "CANNOT TELL"
-ORDER = {PASS: 0, CANNOT_TELL: 1, FAIL: 2}
-
-
-@dataclass
-class Check:
-    name: str                  # itl_p99, ttft_p50, cif_p99
-    status: str
-    text: str
-    condition: str = ""
-    figures: Dict[str, object] = field(default_factory=dict)
-    missing: List[str] = field(default_factory=list)
-
 
 @dataclass
 class FitVerdict:
@@ -68,11 +55,6 @@ class FitVerdict:
         why = f": {'; '.join(sorted({c.name for c in worst}))}" if worst else ""
         placed = f" [placement: {'; '.join(self.placement)}]" if self.placement else ""
         return f"fit {self.deployment} at {self.slo.describe()}: {self.status}{why}{placed}"
-
-
-def worst_status(statuses) -> str:
-    statuses = list(statuses)
-    return max(statuses, key=lambda s: ORDER[s]) if statuses else CANNOT_TELL
 
 
 def _quantile_of(key: str) -> float:

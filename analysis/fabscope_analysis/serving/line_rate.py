@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .. import html as H
 from ..inventory import inventory_frame
 from ..reader import FLAG_AUXILIARY_MASK, ResultFile
+from .limiters import RunKnowledge
 
 LIMITER_SHARE = 0.80          # below this share, at large transfers, a limiter is named
 LARGE_BYTES = 1 << 20         # "large": at least 1 MiB per transfer
@@ -35,9 +37,6 @@ _SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 INCAST_AGGREGATE = 1 << 8     # sample flag: the incast receiver's aggregate row
 ALLTOALL_PHASES = (1 << 11) | (1 << 12)   # sample flags: an all-to-all's dispatch / combine row
 REQUEST_COLUMNS = {"prefill_rank", "decode_rank", "bytes", "t_start_ns", "t_done_ns"}
-
-if TYPE_CHECKING:
-    from .limiters import RunKnowledge
 
 
 @dataclass
@@ -224,7 +223,6 @@ def share_row(inst, rates, knowledge: "RunKnowledge") -> Optional[ShareRow]:
 
 def share_rows(result: ResultFile) -> List[ShareRow]:
     """Every bandwidth-carrying instance (p2p, incast aggregate, KV push) as shares."""
-    from .limiters import RunKnowledge
     rates = rank_rates(result)
     knowledge = RunKnowledge(result, rates)
     rows = []
@@ -278,7 +276,6 @@ def compare_lines(results, labels) -> List[str]:
 
 def report_block(result: ResultFile) -> str:
     """The report's "Line rate" section: the headline and every bandwidth figure as a share."""
-    from .. import html as H
     rows = share_rows(result)
     if not rows:
         return ""

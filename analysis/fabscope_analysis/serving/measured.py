@@ -33,13 +33,13 @@ from typing import Dict, List, Optional, Set
 
 import numpy as np
 
-from .. import impact as I
 from ..impact_rows import instances_of
 from ..models import allreduce_bytes, kv_request_bytes, moe_dispatch_bytes_per_token
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_MIX_CLASS_MASK, FLAG_MIX_CLASS_SHIFT, \
     FLAG_MIX_TOGETHER, MIX_CLASSES, ResultFile
 from ..run_analysis import RunAnalysis, format_bytes
 from .placement import DECODE, FABRIC, LINK_WORDS, PREFILL, Placement, placement_of
+from .series import collective_times, sequence_at_size, series_by_condition
 
 CLASS_TITLES = {"tp": "TP all-reduce", "moe": "MoE dispatch + combine", "kv": "KV push",
                 "api": "API (front end)", "tp_prefill": "TP all-reduce (prefill chunk)",
@@ -120,7 +120,7 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
     latency, plan's pp-activation test: a stage boundary's sends are as slow as the slowest
     pair between nodes, each half a round trip)."""
     candidates: Dict[str, ClassSeries] = {}
-    for name, condition, members in I._series_by_condition(instances_of(analysis.result, kind)):
+    for name, condition, members in series_by_condition(instances_of(analysis.result, kind)):
         if name.startswith(GPCNET_PREFIX) or (kind == "latency") != name.startswith(PP_TEST):
             continue   # GPCNeT's 8 B canary all-reduce is not the deployment's TP all-reduce
         by_size: Dict[int, np.ndarray] = {}
@@ -132,11 +132,11 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
             s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
             if kind == "latency":   # only pairs between nodes carry a stage boundary here
                 s = s[s["level"].astype("int64") != SAME_NODE_LEVEL]
-            by_size[int(inst.get("bytes"))] = I.collective_times(s) / (
+            by_size[int(inst.get("bytes"))] = collective_times(s) / (
                 inst.sample_divisor if kind == "latency" else 1)
             ranks = max(ranks, int(s["rank"].nunique()) if len(s) else 0)
             seen.update(int(r) for r in s["rank"].unique())
-        times, how = I._at_size(by_size, target)
+        times, how = sequence_at_size(by_size, target)
         series = candidates.setdefault(name, ClassSeries(cls, name, per_step, target))
         if times is None:
             measured.missing.append(f"{CLASS_TITLES[cls]} {name} [{condition}]: {how}")
@@ -179,7 +179,7 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
                 transfer = np.maximum(transfer - hidden, 0)
             queue = (req["t_start_ns"] - req["t_arrival_ns"]).to_numpy(dtype=np.float64)
             per_request[int(inst.get("bytes"))] = transfer + queue
-        times, how = I._at_size(per_request, target)
+        times, how = sequence_at_size(per_request, target)
         series = candidates.setdefault(name, ClassSeries("kv", name, 1, target))
         if times is None:
             measured.missing.append(f"KV push {name} [{condition}]: {how}")
@@ -272,7 +272,7 @@ def _gpcnet_classes(analysis: RunAnalysis, measured: Measured) -> None:
                 continue
             s = analysis.samples(inst)
             s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
-            times = (I.collective_times(s) if kind == "allreduce" else
+            times = (collective_times(s) if kind == "allreduce" else
                      (s["t_done_ns"].astype("int64") - s["t_post_ns"].astype("int64"))
                      .to_numpy(dtype=np.float64))
             if not len(times):

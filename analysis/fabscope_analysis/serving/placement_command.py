@@ -11,13 +11,13 @@ from __future__ import annotations
 import sys
 
 from ..models import ModelError, preset
+from .command import add_layout_options
 from .placement import FABRIC, LINK_WORDS, Placement, PlacementError
 
 EXIT_PRINTED, EXIT_USAGE = 0, 2
 
 
 def add_parser(sub) -> None:
-    from .command import add_layout_options
     p = sub.add_parser("placement", help="which operations of a deployment cross the scale-out "
                                          "fabric, which stay on NVLink (a table; nothing runs)")
     p.add_argument("--model", required=True, help="model preset: llama3-8b, llama3-70b, "

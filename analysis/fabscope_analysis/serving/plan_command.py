@@ -13,7 +13,8 @@ import tempfile
 from typing import List
 
 from .plan import CONGESTED, Cluster, Knobs, Plan, PlanRequest, criteria_text, fit_arguments, \
-    fit_budget, probes_for, scenario_text, size_for_tails, tail_notes
+    probes_for, scenario_text
+from .plan_budget import fit_budget, size_for_tails, tail_notes
 from .plan_list import PlanError, fabscope_binary, format_duration, layout_from_topology, \
     parse_duration_s, parse_model_listing, parse_scenario_listing, run_list
 from ..verdict import CRITERIA_DIR

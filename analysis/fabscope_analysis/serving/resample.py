@@ -18,8 +18,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from ..impact import compose_step
 from ..resampling import block_length
+from .compose import compose_step
 
 REPLICATES = 80
 INNER_RESAMPLES = 600

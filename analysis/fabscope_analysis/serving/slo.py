@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Tuple
 
 import yaml
 
-from ..criteria import _LineLoader, _line
+from ..criteria import LineLoader, line_of
 from ..errors import CriteriaError
 
 DEFAULT_ITL_SHARE = 0.10
@@ -151,7 +151,7 @@ def load_slo_file(path: str) -> Slo:
             text = f.read()
     except OSError as exc:
         raise CriteriaError(path, 0, f"cannot read criteria file ({exc.strerror})") from None
-    loader = _LineLoader(text)
+    loader = LineLoader(text)
     loader.name = path
     try:
         doc = loader.get_single_data()
@@ -162,7 +162,7 @@ def load_slo_file(path: str) -> Slo:
     finally:
         loader.dispose()
     if not isinstance(doc, dict) or not isinstance(doc.get("slo"), dict):
-        raise CriteriaError(path, _line(doc, "slo", 1) if isinstance(doc, dict) else 1,
+        raise CriteriaError(path, line_of(doc, "slo", 1) if isinstance(doc, dict) else 1,
                             "expected a top-level 'slo:' mapping (itl_p99: 50ms, ttft_p99: 2s, "
                             "itl_share: 10%, ...)")
     section = doc["slo"]
@@ -171,7 +171,7 @@ def load_slo_file(path: str) -> Slo:
         try:
             _apply(slo, str(key), value, f"slo.{key}")
         except SloError as exc:
-            raise CriteriaError(path, _line(section, key, 1), str(exc)) from None
+            raise CriteriaError(path, line_of(section, key, 1), str(exc)) from None
     return slo
 
 
