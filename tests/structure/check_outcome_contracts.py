@@ -13,9 +13,11 @@ none). A row is the key "COMMAND | EXIT | OUTCOME".
 A test claims a key with
     @outcome_contract("COMMAND", EXIT, "OUTCOME")       (Python, analysis/tests/contracts.py)
     # outcome-contract: COMMAND | EXIT | OUTCOME        (a shell test under tests/)
-and must assert that exact exit code and that exact word or line. This check fails when a
-row has no claim (a new outcome without a test), when two tests claim one row, and when a
-claim names a row no table has (an outcome removed or renamed in the docs).
+and must assert that exact exit code and that exact word or line, in a file ./tests/run runs
+by default (analysis/tests/test_*.py, tests/mpi/*.sh, tests/system/*.sh not labelled full).
+This check fails when a row has no claim (a new outcome without a test), when two tests claim
+one row, when a claim names a row no table has (an outcome removed or renamed in the docs),
+and when a claim sits in a file the suite does not run by default.
 
 Usage: check_outcome_contracts.py [--list]   (--list prints every row and its test)
 """
@@ -145,14 +147,33 @@ def _test_files(suffix: str) -> List[str]:
     return out
 
 
+def _run_by_default(path: str) -> bool:
+    """Whether ./tests/run runs this file by default: a pytest module of analysis/tests or
+    tests/bench, or a ctest script tests/mpi/*.sh or tests/system/*.sh not labelled full."""
+    rel = os.path.relpath(path, ROOT)
+    folder, name = os.path.split(rel)
+    if name.endswith(".py"):
+        return folder in ("analysis/tests", "tests/bench") and name.startswith("test_")
+    if folder not in ("tests/mpi", "tests/system"):
+        return False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        labels = [line for line in f if line.startswith("# ctest-labels:")]
+    return not any("full" in line.split(":", 1)[1].split() for line in labels)
+
+
 def claims(errors: List[str]) -> List[Tuple[str, str]]:
     out: List[Tuple[str, str]] = []
     for path in _test_files(".py"):
         if os.path.abspath(path) != os.path.abspath(__file__):
-            out += python_claims(path, errors)
+            out += [(k, w, path) for k, w in python_claims(path, errors)]
     for path in _test_files(".sh"):
-        out += shell_claims(path, errors)
-    return out
+        out += [(k, w, path) for k, w in shell_claims(path, errors)]
+    for k, where, path in out:
+        if not _run_by_default(path):
+            errors.append(f"{where}: claims '{k}' in a file ./tests/run does not run by default "
+                          "(a contract lives in analysis/tests/test_*.py, tests/mpi/*.sh or "
+                          "tests/system/*.sh, not labelled full)")
+    return [(k, w) for k, w, _ in out]
 
 
 def check(doc_paths: List[str]) -> Tuple[List[str], Dict[str, str], Dict[str, List[str]]]:
