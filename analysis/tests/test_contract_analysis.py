@@ -3,12 +3,13 @@ table (tests/structure/check_outcome_contracts.py holds each row to one test), e
 the exact exit code and the exact verdict word or line, the third outcome (CANNOT TELL, cannot
 tell, SKIP, exit 2) included. Rows pinned by an older test are claimed there instead
 (test_verdict.test_compare_exit_codes, test_diagnose.test_cli_exit_codes_first_line_and_json,
-test_serving_plan's plan tests).
+test_serving_plan's plan tests,
+test_serving_fit_attribution.test_on_shared_cpus_an_unexplained_fail_cannot_tell).
 
 Files: the session's synthetic runs (conftest `files`: clean passes the shipped criteria,
 standard fails them) and a serving run (serving_files). The commands run in this process
 (helpers.run_main: main()'s return is the process's exit code, __main__ is sys.exit(main()));
-test_the_process_exits_with_mains_code checks that once per code through a real process.
+test_the_process_exits_with_mains_code checks that once through a real process.
 """
 
 import os
@@ -126,14 +127,6 @@ def test_fit_over_the_slo_fails_and_exits_1(serving):
     assert p.returncode == 1, p.stdout + p.stderr
     assert _first_line(p).endswith(": FAIL: itl_p99"), _first_line(p)
     assert "  itl_p99: " in p.stdout and p.stdout.splitlines()[1].endswith("FAIL]")
-
-
-@outcome_contract("fit", 1, "CANNOT TELL")
-def test_fit_without_the_serving_tests_cannot_tell_and_exits_1(files):
-    p = run_main("fit", files["clean"], "--model", "llama3-70b", "--tp", "8", "--slo", "itl_p99=50ms")
-    assert p.returncode == 1, p.stdout + p.stderr
-    assert _first_line(p).endswith(": CANNOT TELL: cif_p99; itl_p99"), _first_line(p)
-    assert "  itl_p99: per-token communication: CANNOT TELL (" in p.stdout
 
 
 @outcome_contract("fit", 2, "—")
