@@ -25,6 +25,13 @@ def _rack(path):
                         "criteria", "rack-acceptance.yaml")
 
 
+@outcome_contract("summary", 0, "verdict: PASS")
+@outcome_contract("summary", 0, "verdict: FAIL")
+@outcome_contract("report", 0, "—")
+@outcome_contract("accept", 0, "verdict: PASS")
+@outcome_contract("accept", 1, "verdict: FAIL")
+@outcome_contract("verdict", 0, "verdict: PASS")
+@outcome_contract("verdict", 1, "verdict: FAIL")
 def test_verdict_agrees_across_surfaces_failing_and_passing(files, tmp_path):
     """(In this process: the real processes' exit codes are test_compare_exit_codes'.)"""
     for name, expect in (("standard", 1), ("clean", 0)):
