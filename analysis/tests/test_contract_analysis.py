@@ -12,6 +12,7 @@ standard fails them) and a serving run (serving_files). The commands run in this
 test_the_process_exits_with_mains_code checks that once through a real process.
 """
 
+import re
 import xml.etree.ElementTree as ET
 
 import h5py
@@ -22,6 +23,8 @@ from helpers import run_cli, run_main
 from serving_files import serving_file
 
 SLO = "itl_p99=50ms,ttft_p99=2s"
+# fit's first line: "fit DEPLOYMENT at SLO: STATUS[: CHECKS]", then the placement it assumed
+PLACEMENT = r"( \[placement: [^]]*\])?"
 
 
 @pytest.fixture(scope="module")
@@ -74,14 +77,14 @@ def test_diagnose_without_a_pair_test_cannot_tell_and_exits_1(serving):
 def test_fit_within_the_slo_passes_and_exits_0(serving):
     p = run_main("fit", serving, "--slo", SLO)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert _first_line(p).startswith("fit llama3-70b TP8 ") and _first_line(p).endswith(": PASS")
+    assert re.fullmatch(r"fit llama3-70b TP8 .*\): PASS" + PLACEMENT, _first_line(p)), _first_line(p)
 
 
 @outcome_contract("fit", 1, "FAIL")
 def test_fit_over_the_slo_fails_and_exits_1(serving):
     p = run_main("fit", serving, "--slo", "itl_p99=1us")
     assert p.returncode == 1, p.stdout + p.stderr
-    assert _first_line(p).endswith(": FAIL: itl_p99"), _first_line(p)
+    assert re.fullmatch(r"fit llama3-70b TP8 .*\): FAIL: itl_p99" + PLACEMENT, _first_line(p)), _first_line(p)
     assert "  itl_p99: " in p.stdout and p.stdout.splitlines()[1].endswith("FAIL]")
 
 

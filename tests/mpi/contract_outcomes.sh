@@ -107,8 +107,8 @@ run_as fit-thin bounded env FABSCOPE_BIN="$FABSCOPE_BIN" "$FABSCOPE_SOURCE_DIR/l
   --model llama3-8b --tp 2 --ranks 2 --ranks-per-node 2 --conditions quiet --slo itl_p99=50ms \
   --prefill-chunk none --prompt 64 --set iterations=3 --set warmup=1 -- --bind none
 ((rc == 1)) || { show fit-thin; fail "fabscope-fit with too few operations exited $rc, expected 1"; }
-grep -q "^fit llama3-8b TP2 .*: CANNOT TELL: cif_p99; itl_p99$" "$scratch/fit-thin.out" \
-  || { show fit-thin; fail "fabscope-fit: no 'fit ...: CANNOT TELL: cif_p99; itl_p99' line"; }
+grep -Eq "^fit llama3-8b TP2 .*\): CANNOT TELL: [a-z0-9_; ]+( \[placement: [^]]*\])?$" "$scratch/fit-thin.out" \
+  || { show fit-thin; fail "fabscope-fit: no 'fit ...: CANNOT TELL: CHECKS' line"; }
 [[ $(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"])' "$scratch/fit/fit.json") == "CANNOT TELL" ]] \
   || fail "fabscope-fit: fit.json's verdict is not CANNOT TELL"
 echo "PASS: run exit 1 ends 'verdict: FAIL', refusals exit 2 with no file or verdict (run, list, quickcheck," \
