@@ -9,6 +9,7 @@ from fabscope_analysis import CriteriaError, open_result
 from fabscope_analysis.accept import evaluate
 from fabscope_analysis.criteria import load_criteria, parse_criteria_text
 from helpers import ANALYSIS_DIR, run_cli
+from contracts import outcome_contract
 
 SHIPPED = os.path.join(ANALYSIS_DIR, "criteria", "rack-acceptance.yaml")
 
@@ -193,6 +194,7 @@ def test_bad_criteria_give_file_and_line(tmp_path, files, text, line, message):
     assert out.returncode == 2 and f"{path}:{line}:" in out.stderr
 
 
+@outcome_contract("accept", 2, "—")
 def test_missing_criteria_file_exit_2(files, tmp_path):
     out = run_cli("accept", files["clean"], "--criteria", tmp_path / "nope.yaml")
     assert out.returncode == 2 and "cannot read criteria file" in out.stderr

@@ -16,6 +16,7 @@ from fabscope_analysis.reader import open_result
 from fabscope_analysis.synth import Cluster, generate
 from helpers import run_cli
 from synthetic import SyntheticRun, latency_entries, make_samples, write_matrix_run
+from contracts import outcome_contract
 
 # 8 hosts x 4 GPUs in 4 leaves: every component kind exists (NICs, hosts, host pairs,
 # leaves of two hosts), small enough for a few seeds per case in seconds.
@@ -209,6 +210,9 @@ def test_a_link_slow_alone_is_named_and_one_slow_only_under_load_is_congestion(t
     assert bw and bw[0].cleared_alone == 1 and bw[0].retested == 1, d.lines()
 
 
+@outcome_contract("diagnose", 0, "fit")
+@outcome_contract("diagnose", 1, "not fit")
+@outcome_contract("diagnose", 2, "—")
 def test_cli_exit_codes_first_line_and_json(tmp_path):
     bad = tmp_path / "bad.h5"
     write_matrix_run(bad, receive={2: 0.3})

@@ -29,6 +29,7 @@ from fabscope_analysis.export_format import FAMILY_SPECS, escape_label_value, pa
 from fabscope_analysis.impact import compute_impact, deployment_from_run
 from fabscope_analysis.run_analysis import RunAnalysis
 from fabscope_analysis.verdict import compute_verdict
+from contracts import outcome_contract
 from helpers import run_cli, run_main
 from synthetic import write_matrix_run
 
@@ -362,6 +363,7 @@ def test_incomplete_run_exports_with_complete_0(files, tmp_path):
     assert _one(series, "fabscope_verdict_passed") == 0
 
 
+@outcome_contract("export", 2, "—")
 def test_bad_input_exits_2_and_keeps_the_old_file(files, tmp_path):
     out = tmp_path / "out.prom"
     out.write_text("old\n")

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from synthetic import SAMPLE_DTYPE, SyntheticRun
+from contracts import outcome_contract
 
 from fabscope_analysis import models, open_result
 from fabscope_analysis.cli import main
@@ -291,6 +292,8 @@ def test_missing_inputs_are_named(tmp_path):
     assert "--prefill-ms" not in text  # asked only when a KV transfer was measured
 
 
+@outcome_contract("impact", 0, "—")
+@outcome_contract("impact", 2, "—")
 def test_cli_json_and_exit_codes(tmp_path, capsys):
     path = write_allreduce_file(tmp_path / "cli.h5", {(AR_512K, "quiet"):
                                                       spiky(np.random.default_rng(2), 300)})

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 
+from contracts import outcome_contract
 from serving_files import add_collective, reopened, serving_file
 from synthetic import write_matrix_run
 
@@ -48,6 +49,7 @@ def test_a_host_off_the_failing_checks_ranks_costs_nothing(tmp_path, capsys):
     assert "fix: host fh4 (receive): " in out and "cost:" not in out
 
 
+@outcome_contract("fit", 1, "CANNOT TELL")
 def test_on_shared_cpus_an_unexplained_fail_cannot_tell(tmp_path, capsys):
     path = slow_allreduce_run(tmp_path, {}, validity=SHARED)
     assert main(["fit", path, "--slo", "itl_p99=50ms,cif_p99=off", "--no-diagnose"]) == 1

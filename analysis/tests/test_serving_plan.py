@@ -23,6 +23,7 @@ from fabscope_analysis.serving.plan_list import (ListAnswer, PlanError, layout_f
                                                  parse_model_listing, parse_scenario_listing)
 from fabscope_analysis.verdict import CRITERIA_DIR
 from serving_files import serving_file
+from contracts import outcome_contract
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -273,6 +274,7 @@ def test_the_criteria_carry_the_slo_and_fit_reads_it_from_the_scenario(tmp_path)
             _slo_of(no_options, opened)
 
 
+@outcome_contract("plan", 2, "—")
 @pytest.mark.parametrize("option, bad", [
     ("--tp", ["--tp", "0"]), ("--ep", ["--ep", "4096"]), ("--budget", ["--budget", "soon"]),
     ("--slo", ["--slo", "itl_p99=fast"]), ("--conditions", ["--conditions", "incast"]),
@@ -294,6 +296,7 @@ def fabscope_bin():
     pytest.skip("no fabscope binary (build/fabscope or FABSCOPE_BIN): the plan is not loaded")
 
 
+@outcome_contract("plan", 0, "—")
 def test_the_written_plan_loads_in_the_real_binary_within_its_budget(tmp_path, capsys):
     binary = fabscope_bin()
     out = tmp_path / "plan.yaml"
@@ -341,6 +344,7 @@ def test_the_written_plan_loads_in_the_real_binary_within_its_budget(tmp_path, c
     assert "gpcnet-ring-latency" in done.stdout and "random rings" in done.stdout
 
 
+@outcome_contract("launch/fabscope-fit", 2, "—")
 def test_the_wrapper_refuses_bad_usage_before_planning(tmp_path):
     wrapper = os.path.join(REPO, "launch", "fabscope-fit")
     for args, expected in ((["--ranks", "4"], "--model and --ranks are required"),

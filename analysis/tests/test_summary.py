@@ -5,6 +5,7 @@ import numpy as np
 from fabscope_analysis import open_result
 from fabscope_analysis.run_analysis import RunAnalysis
 from helpers import run_cli
+from contracts import outcome_contract
 
 
 def percentile_by_hand(values, q):
@@ -72,6 +73,7 @@ def test_summary_warns_on_incomplete(files):
     assert "incomplete" in out.stderr and "WARNING: incomplete file" in out.stdout
 
 
+@outcome_contract("summary", 2, "—")
 def test_summary_bad_files_exit_2(tmp_path):
     out = run_cli("summary", tmp_path / "missing.h5")
     assert out.returncode == 2 and "no such file" in out.stderr

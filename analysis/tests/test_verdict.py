@@ -14,6 +14,7 @@ from fabscope_analysis.stats import figure_value
 from fabscope_analysis.verdict import compute_verdict
 from helpers import run_cli, run_main
 from synthetic import write_matrix_run
+from contracts import outcome_contract
 
 RACK = "analysis/criteria/rack-acceptance.yaml"
 
@@ -24,6 +25,13 @@ def _rack(path):
                         "criteria", "rack-acceptance.yaml")
 
 
+@outcome_contract("summary", 0, "verdict: PASS")
+@outcome_contract("summary", 0, "verdict: FAIL")
+@outcome_contract("report", 0, "—")
+@outcome_contract("accept", 0, "verdict: PASS")
+@outcome_contract("accept", 1, "verdict: FAIL")
+@outcome_contract("verdict", 0, "verdict: PASS")
+@outcome_contract("verdict", 1, "verdict: FAIL")
 def test_verdict_agrees_across_surfaces_failing_and_passing(files, tmp_path):
     """(In this process: the real processes' exit codes are test_compare_exit_codes'.)"""
     for name, expect in (("standard", 1), ("clean", 0)):
@@ -166,6 +174,8 @@ def test_serial_retest_label_same_everywhere(files, tmp_path):
         assert "(serial-retest)" in out.stdout and "(serial-retest)" in html.read_text()
 
 
+@outcome_contract("compare", 0, "—")
+@outcome_contract("compare", 2, "—")
 def test_compare_exit_codes(files, tmp_path):
     from synthetic import write_standard_run
     other = tmp_path / "other.h5"

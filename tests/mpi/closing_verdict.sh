@@ -49,6 +49,8 @@ run() {  # run NAME SCENARIO EXTRA...: stdout in $scratch/NAME.log
   rc=$?
   set -e
 }
+# outcome-contract: fabscope run | 0 | verdict: PASS
+# outcome-contract: fabscope run | 0 | verdict: FAIL
 for criteria in met unmet; do
   run "$criteria" "$scratch/small-$criteria.yaml"
   # Exit code: the measurement's (0), whatever the verdict says.
@@ -66,6 +68,7 @@ for criteria in met unmet; do
   echo "closing line agrees with accept: $last"
 done
 
+# outcome-contract: fabscope run | 0 | verdict: not computed here
 FABSCOPE_PYTHON=/nonexistent/python3 run without "$scratch/small.yaml"  # ranks inherit mpirun's environment
 ((rc == 0)) || fail "a run whose verdict cannot be computed exited $rc (the measurement ran: 0)"
 last=$(tail -n 1 "$scratch/without.log")

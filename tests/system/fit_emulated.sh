@@ -68,6 +68,7 @@ fit_run() {
   [[ -s $scratch/$name/fit.json ]] || { tail -30 "$scratch/$name.log"; fail "$name: no verdict ($scratch/$name/fit.json)"; }
 }
 
+# outcome-contract: launch/fabscope-fit | 0 | PASS
 fit_run healthy
 grep -q "^plan for llama3-8b TP 2 on 8 ranks.*within the budget of 2 min" "$scratch/healthy.log" \
   || fail "healthy: the plan did not print its estimate within the budget"
@@ -76,6 +77,7 @@ grep -q "^plan for llama3-8b TP 2 on 8 ranks.*within the budget of 2 min" "$scra
 
 "$cluster" rate ecfit1 50mbit --latency 1s >/dev/null   # a deep queue: the link, not drops, limits
 # A FAIL needs no tail bound: 100 requests (17 s at 50 Mbit/s, not the plan's 300 in 50 s)
+# outcome-contract: launch/fabscope-fit | 1 | FAIL
 fit_run slow --set kv-push.iterations=100
 /usr/bin/python3 "$check" verdict "$scratch/slow" FAIL "$fit_status" ecfit1 || fail "slow host: wrong verdict"
 /usr/bin/python3 "$check" rates "$scratch/slow/result.h5" 1 1:0.05 \

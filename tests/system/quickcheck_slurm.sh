@@ -40,11 +40,13 @@ check() {  # args...: sets $out, $rc, $took; state in $state_dir
 # Loop thresholds far from healthy figures: this test is about the verdict's path, and
 # the machines it runs on are shared (a loaded 2-core machine measured 0.35 GB/s).
 loose=(--max-latency-us 20000 --min-bandwidth-gbs 0.001)
+# outcome-contract: fabscope quickcheck | 0 | fabscope: quickcheck ok
 check --manifest "$scratch/good.yaml" --time-limit 40s "${loose[@]}"
 [[ $rc == 0 ]] || { cat "$scratch/direct.err" >&2; fail "healthy node: exit $rc, expected 0; output: $out"; }
 [[ $out == "fabscope: quickcheck ok ("*"latency"*"bandwidth"* ]] || fail "healthy node: unexpected output '$out'"
 ((took < 60)) || fail "healthy check took ${took} s (must finish well under 60 s)"
 note "healthy: exit 0 in ${took} s: $out"
+# outcome-contract: fabscope quickcheck | 1 | fabscope: <what is wrong>
 check --manifest "$scratch/bad.yaml" --no-loop
 [[ $rc == 1 ]] || fail "planted failure: exit $rc, expected 1; output: $out"
 [[ $(wc -l <<<"$out") == 1 ]] || fail "planted failure: expected one line, got: $out"

@@ -31,7 +31,9 @@ submit_job --nodes=1 --ntasks-per-node=2 --time=5 --export="$export_list" \
   "$FABSCOPE_SOURCE_DIR/launch/slurm/fabscope.sbatch" run --scenario "$scenario"
 wait_job_finished 300
 echo "----- job output"; cat "fabscope-$job_id.out" || true; echo "-----"
+# outcome-contract: launch/slurm/fabscope.sbatch | 0 | fabscope.sbatch: fabscope exit code 0
 [[ $job_state == COMPLETED && $job_exit == 0:0 ]] || fail "job $job_id ended $job_state with exit code $job_exit (expected COMPLETED 0:0)"
+grep -qxF "fabscope.sbatch: fabscope exit code 0" "fabscope-$job_id.out" || fail "no line 'fabscope.sbatch: fabscope exit code 0'"
 
 result=$scratch/submit/fabscope-$job_id.h5
 [[ -s $result ]] || fail "result file $result is missing"
