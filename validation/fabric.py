@@ -8,7 +8,8 @@ pair's time: times come from the links a flow shares.
 Per rank r (host h, local rank g, NIC g of h):
   pcie_tx[r] GPU -> NIC, pcie_rx[r] NIC -> GPU      (the host's PCIe path)
   nic_tx[r]  NIC port -> leaf (send), nic_rx[r] leaf -> NIC port (receive)
-Per host: intra[h], the host's internal fabric for pairs on one host.
+Per rank r: nvl_tx[r], nvl_rx[r], its GPU's ports into the host's internal switch
+(NVLink), and per host intra[h], that switch: the route of a pair on one host.
 Per leaf l: leaf[l], its switching capacity (shared by all flows through it).
 Per leaf l and uplink j (to spine j): up[l][j] leaf -> spine, down[j][l] spine -> leaf.
 Per spine j: spine[j], its switching capacity.
@@ -55,7 +56,7 @@ class Shape:
     uplinks: int = 8                 # k uplinks per leaf, uplink j to spine j
     nic_gbps: float = 50.0           # GB/s a NIC port (400 Gb/s)
     pcie_gbps: float = 63.0          # GB/s a GPU <-> NIC PCIe Gen5 x16 path
-    intra_gbps: float = 450.0        # GB/s a host's internal fabric
+    intra_gbps: float = 450.0        # GB/s a GPU's port into the host's internal switch
     oversubscription: float = 1.0    # leaf downlink capacity / uplink capacity
 
     def check(self) -> None:
@@ -73,7 +74,7 @@ class Shape:
 @dataclass
 class Link:
     name: str
-    kind: str            # pcie_tx pcie_rx nic_tx nic_rx intra leaf up down spine
+    kind: str            # pcie_tx pcie_rx nic_tx nic_rx nvl_tx nvl_rx intra leaf up down spine
     bandwidth: float     # B/s as drawn (healthy), before faults
     latency: float       # s
     owner: Tuple = ()    # (rank,), (host,), (leaf,), (leaf, j), (j, leaf), (j,)
@@ -114,7 +115,7 @@ class Fabric:
         """Link ids a message from rank s to rank d crosses, in order."""
         hs, hd = self.host_of_rank[s], self.host_of_rank[d]
         if hs == hd:
-            return [self.index[f"intra/{hs}"]]
+            return [self.index[f"nvl_tx/{s}"], self.index[f"intra/{hs}"], self.index[f"nvl_rx/{d}"]]
         ls, ld = self.leaf_of_rank[s], self.leaf_of_rank[d]
         path = [self.index[f"pcie_tx/{s}"], self.index[f"nic_tx/{s}"], self.index[f"leaf/{ls}"]]
         if ls != ld:
@@ -163,8 +164,10 @@ def build(shape: Shape, seed: int) -> Fabric:
                    0.3e-6 + 5e-9 * cable_m[2 * r], (r,)))
         f.add(Link(f"nic_rx/{r}", "nic_rx", nic * leaf_speed[leaf] * cap[4 * r + 3],
                    0.3e-6 + 5e-9 * cable_m[2 * r + 1], (r,)))
+        f.add(Link(f"nvl_tx/{r}", "nvl_tx", shape.intra_gbps * GB, 0.2e-6, (r,)))
+        f.add(Link(f"nvl_rx/{r}", "nvl_rx", shape.intra_gbps * GB, 0.2e-6, (r,)))
     for h in range(shape.hosts):
-        f.add(Link(f"intra/{h}", "intra", shape.intra_gbps * GB, 0.6e-6, (h,)))
+        f.add(Link(f"intra/{h}", "intra", shape.gpus * shape.intra_gbps * GB, 0.2e-6, (h,)))
     k = shape.uplinks
     spine_cables = rng.uniform(5.0, 60.0, (f.leaves, k, 2))
     up_cap = _capacity_factors(rng, 2 * f.leaves * k).reshape(f.leaves, k, 2)
