@@ -26,6 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--rail-group", type=int, default=16, help="rail: hosts a rail group")
     r.add_argument("--uplinks", type=int, default=8, help="k uplinks a leaf (and k spines)")
     r.add_argument("--oversubscription", type=float, default=1.0)
+    r.add_argument("--nic-gbps", type=float, default=50.0, help="GB/s a NIC port (50: 400 Gb/s)")
+    r.add_argument("--software-us", type=float, default=0.5,
+                   help="mean software time of one message end, us (drawn per host)")
     r.add_argument("--fault", action="append", default=[], metavar="NAME:VALUE[@TARGET]",
                    help=f"a planted fault, repeatable; one of {', '.join(faults_mod.KINDS)}")
     r.add_argument("--bursts", type=float, default=0.0, metavar="SHARE",
@@ -47,7 +50,8 @@ def run(args) -> int:
 
     shape = Shape(hosts=args.hosts, gpus=args.gpus, topology=args.topology,
                   hosts_per_leaf=args.hosts_per_leaf, rail_group=args.rail_group,
-                  uplinks=args.uplinks, oversubscription=args.oversubscription)
+                  uplinks=args.uplinks, oversubscription=args.oversubscription,
+                  nic_gbps=args.nic_gbps, software_s=args.software_us * 1e-6)
     if args.iterations < 3:
         raise WorldError(f"iterations {args.iterations}: expected at least 3")
     if not 0 <= args.bursts < 1:

@@ -58,6 +58,7 @@ class Shape:
     pcie_gbps: float = 63.0          # GB/s a GPU <-> NIC PCIe Gen5 x16 path
     intra_gbps: float = 450.0        # GB/s a GPU's port into the host's internal switch
     oversubscription: float = 1.0    # leaf downlink capacity / uplink capacity
+    software_s: float = 0.5e-6       # mean software time of one message end (host's stack)
 
     def check(self) -> None:
         if self.hosts < 2 or self.gpus < 1:
@@ -67,6 +68,9 @@ class Shape:
             raise WorldError(f"topology {self.topology!r}: expected leaf-spine or rail")
         if self.uplinks < 1 or self.hosts_per_leaf < 1 or self.rail_group < 1:
             raise WorldError("uplinks, hosts_per_leaf and rail_group: expected at least 1")
+        if not self.nic_gbps > 0 or not self.software_s >= 0:
+            raise WorldError(f"nic speed {self.nic_gbps} GB/s, software time {self.software_s} s: "
+                             "expected a speed above 0 and a time of 0 or more")
         if self.oversubscription < 1:
             raise WorldError(f"oversubscription {self.oversubscription}: expected 1 or more")
 
@@ -153,7 +157,7 @@ def build(shape: Shape, seed: int) -> Fabric:
     leaf_speed = rng.uniform(0.97, 1.0, f.leaves)
     leaf_latency = rng.uniform(0.30e-6, 0.45e-6, f.leaves)
     # Host-level common factor: software time per message end, gamma-distributed.
-    f.host_overhead_s = rng.gamma(6.0, 0.5e-6 / 6.0, shape.hosts)
+    f.host_overhead_s = rng.gamma(6.0, shape.software_s / 6.0, shape.hosts)
     cap = _capacity_factors(rng, 4 * n)
     cable_m = rng.uniform(1.0, 30.0, 2 * n)      # NIC <-> leaf cables, 5 ns a metre
     for r in range(n):
