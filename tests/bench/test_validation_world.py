@@ -156,3 +156,21 @@ def test_the_world_imports_nothing_of_the_model_it_judges(tmp_path):
                                     + "\nfrom fabscope_analysis.synth import noise\n")
     done = subprocess.run([sys.executable, str(check), str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 1 and "imports fabscope_analysis.synth" in done.stdout
+
+
+def test_the_sweep_scores_components_not_hosts():
+    from validation.sweep import score
+    nic = {"component": "nic", "fault": "nic-rx-slow", "hosts": ["host003"], "ranks": [25],
+           "nics": ["mlx5_1"], "side": "receive", "leaf": "leaf0"}
+    uplink = {"component": "uplink", "fault": "uplink-slow", "leaf": "leaf2", "hosts": ["host008", "host009"],
+              "ranks": [], "side": "both"}
+    truth = {"faults": [nic, uplink]}
+    right = {"component": "nic", "host": "host003", "ranks": [25], "nics": ["mlx5_1"], "direction": "receive"}
+    wrong_side = dict(right, direction="send")
+    on_leaf = {"component": "leaf", "host": "leaf2", "ranks": [], "nics": [], "direction": "both"}
+    elsewhere = {"component": "host", "host": "host011", "ranks": [88], "nics": [], "direction": "send"}
+    got = score({"verdict": "not fit", "culprits": [right, on_leaf, elsewhere]}, truth)
+    assert got["faults"] == ["exact", "touched"] and got["false"] == 1
+    got = score({"verdict": "not fit", "culprits": [wrong_side]}, truth)
+    assert got["faults"] == ["touched", "missed"] and got["false"] == 0
+    assert score({"verdict": "fit", "culprits": []}, {"faults": []})["false"] == 0
