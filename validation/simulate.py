@@ -232,8 +232,8 @@ class World:
         while True:
             self.sg.this_actor.sleep_for(5e-3)
             leaf_walk = np.clip(leaf_walk * np.exp(self.rng.normal(0, 0.004, self.f.leaves)), 0.95, 1.0)
-            self.host_drift = np.clip(self.host_drift * np.exp(self.rng.normal(0, 0.01, len(self.host_drift))),
-                                      0.8, 1.25)
+            step = np.exp(self.rng.normal(0, 0.01, len(self.host_drift)))
+            self.host_drift = np.clip(self.host_drift * step, 0.8, 1.25)
             for i, leaf in zip(nic_links, leaf_of_link):
                 self.drift_factor[i] = leaf_walk[leaf]
                 if self.links[i].is_on():

@@ -22,7 +22,8 @@ from validation import fabric  # noqa: E402
 from validation.faults import plant  # noqa: E402
 
 h5py = pytest.importorskip("h5py")
-simgrid_present = subprocess.run([sys.executable, "-c", "import simgrid"], capture_output=True).returncode == 0
+simgrid_present = subprocess.run([sys.executable, "-c", "import simgrid"],
+                                 capture_output=True).returncode == 0
 needs_simgrid = pytest.mark.skipif(not simgrid_present,
                                    reason="python3-simgrid is not installed (launch/install-deps)")
 
