@@ -1,0 +1,177 @@
+"""The validation world itself (validation/): its fabric and ECMP are fixed by the seed,
+a planted fault shows only on the flows that cross it, its file is one the real reader
+and diagnose read, and it imports nothing of the model it judges.
+
+A SimGrid engine can be made once a process, so each simulated run is a child process
+(`python3 -m validation run`, 4 hosts x 2 GPUs in 2 leaves: about a second each).
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from validation import fabric  # noqa: E402
+from validation.faults import plant  # noqa: E402
+
+h5py = pytest.importorskip("h5py")
+simgrid_present = subprocess.run([sys.executable, "-c", "import simgrid"],
+                                 capture_output=True).returncode == 0
+needs_simgrid = pytest.mark.skipif(not simgrid_present,
+                                   reason="python3-simgrid is not installed (launch/install-deps)")
+
+SMALL = ["--hosts", "4", "--gpus", "2", "--hosts-per-leaf", "2", "--uplinks", "2",
+         "--iterations", "6", "--hiccups", "0"]
+
+
+def simulate(tmp_path, name, *extra):
+    out = tmp_path / f"{name}.h5"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
+    done = subprocess.run([sys.executable, "-m", "validation", "run", "--quiet", "--out", str(out),
+                           *SMALL, *extra], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_fabric_and_ecmp_are_fixed_by_the_seed():
+    shape = fabric.Shape(hosts=8, gpus=8, hosts_per_leaf=2, uplinks=4)
+    a, b, c = fabric.build(shape, 3), fabric.build(shape, 3), fabric.build(shape, 4)
+    assert [x.bandwidth for x in a.links] == [x.bandwidth for x in b.links]
+    pairs = [(s, d) for s in range(a.ranks) for d in range(a.ranks) if s != d]
+    assert [a.route(s, d) for s, d in pairs] == [b.route(s, d) for s, d in pairs]
+    assert [x.bandwidth for x in a.links] != [x.bandwidth for x in c.links]
+    assert [a.uplink_of_flow(s, d) for s, d in pairs] != [c.uplink_of_flow(s, d) for s, d in pairs]
+    # ECMP spreads the flows between leaves over every uplink, not all on one.
+    across = [(s, d) for s, d in pairs if a.leaf_of_rank[s] != a.leaf_of_rank[d]]
+    share = np.bincount([a.uplink_of_flow(s, d) for s, d in across], minlength=4) / len(across)
+    assert share.min() > 0.15, share
+
+
+def test_routes_cross_the_components_of_the_topology():
+    f = fabric.build(fabric.Shape(hosts=4, gpus=2, hosts_per_leaf=2, uplinks=2), 1)
+    names = lambda s, d: [f.links[i].name for i in f.route(s, d)]  # noqa: E731
+    assert names(0, 1) == ["nvl_tx/0", "intra/0", "nvl_rx/1"]                      # one host
+    assert names(0, 2) == ["pcie_tx/0", "nic_tx/0", "leaf/0", "nic_rx/2", "pcie_rx/2"]  # one leaf
+    cross = names(0, 4)
+    j = f.uplink_of_flow(0, 4)
+    assert cross == ["pcie_tx/0", "nic_tx/0", "leaf/0", f"up/0/{j}", f"spine/{j}", f"down/{j}/1",
+                     "leaf/1", "nic_rx/4", "pcie_rx/4"]
+    rail = fabric.build(fabric.Shape(hosts=4, gpus=2, topology="rail", uplinks=2), 1)
+    assert rail.leaf_of_rank.tolist() == [0, 1] * 4       # a leaf a rail
+    assert len(rail.route(0, 3)) == 9                     # across rails: through a spine
+
+
+def test_a_fault_lands_on_its_component_and_a_bad_spec_is_refused():
+    f = fabric.build(fabric.Shape(hosts=4, gpus=2, hosts_per_leaf=2, uplinks=2), 1)
+    rng = np.random.default_rng(0)
+    p = plant(f, ["nic-rx-slow:0.5@3", "uplink-lossy:0.01@1.0", "local-rank-slow:0.8@1"], rng)
+    assert p.capacity[f.link_id("nic_rx/3")] == 0.5 and f.link_id("nic_tx/3") not in p.capacity
+    assert set(p.loss) == {f.link_id("up/1/0"), f.link_id("down/0/1")}
+    assert p.truth[0]["hosts"] == ["host001"] and p.truth[0]["side"] == "receive"
+    assert p.truth[2]["ranks"] == [1, 3, 5, 7]
+    for bad, words in (("nic-rx-slow:1.5@3", "in (0, 1)"), ("nic-rx-slow:0.5@99", "not a rank"),
+                       ("nic-slow:0.5", "unknown fault"), ("uplink-slow:0.5@7", "A.B")):
+        with pytest.raises(fabric.WorldError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            plant(f, [bad], rng)
+
+
+@needs_simgrid
+def test_a_slow_nic_shows_only_on_the_flows_that_cross_it(tmp_path):
+    from fabscope_analysis.reader import open_result
+    # One uplink a leaf, as fast as the leaf's ports: no ECMP collision can slow a flow.
+    out = simulate(tmp_path, "slow", "--seed", "11", "--uplinks", "1", "--fault", "nic-rx-slow:0.5@5")
+    with open_result(out) as run:
+        s = run.test(2).samples()                         # the bandwidth pass
+    gbps = s.bytes / (s.t_done_ns - s.t_post_ns)
+    per_pair = gbps.groupby([s["rank"], s.peer]).median()
+    senders = np.array(per_pair.index.get_level_values(0))
+    receivers = np.array(per_pair.index.get_level_values(1))
+    between_hosts = per_pair[senders // 2 != receivers // 2]   # through the NICs
+    into = between_hosts[between_hosts.index.get_level_values(1) == 5]
+    rest = between_hosts[between_hosts.index.get_level_values(1) != 5]
+    typical = rest.median()
+    assert len(into) == 6 and len(rest) == 42
+    assert (into < 0.6 * typical).all(), into          # every flow into NIC 5: half speed
+    assert (rest > 0.8 * typical).all(), rest.min()    # no other flow touched
+
+
+@needs_simgrid
+def test_the_file_is_a_fabscope_result_the_reader_and_diagnose_read(tmp_path):
+    from fabscope_analysis.reader import declared_dtype, open_result
+    out = simulate(tmp_path, "file", "--seed", "12", "--labels", "wrong:0.25",
+                   "--fault", "nic-lossy:0.001@2")
+    declared = yaml.safe_load((ROOT / "src/output/schema.yaml").read_text())
+    kinds = declared["instance_attributes"]["kinds"]
+    with open_result(out) as run:
+        for name, kind, *_ in declared["root_attributes"]:
+            if name not in ("error", "lost_ranks"):
+                assert name in run.attrs, name
+                assert isinstance(run.attrs[name], {"str": str, "int": (int, np.integer)}[kind]), name
+        tests = run.tests()
+        assert list(tests["pass"]) == ["parallel", "serial-retest"] * 2
+        for index in range(len(tests)):
+            inst = run.test(index)
+            want = declared["instance_attributes"]["every"] + kinds[inst.attrs["kind"]]
+            if inst.attrs["metric"] == "bandwidth":
+                want = want + declared["instance_attributes"]["when"]["bandwidth"]
+            missing = [a for a, *_ in want if a not in inst.attrs]
+            assert not missing, (index, missing)
+            samples = inst.samples()
+            assert (samples.t_done_ns > samples.t_post_ns).all()
+            assert set(samples.level) <= {1, 2, 3}
+        ranks = run.ranks()
+        truth = json.loads(Path(str(out)[:-3] + ".truth.json").read_text())
+        moved = truth["noise"]["mislabelled_hosts"]
+        assert len(moved) == 1
+        host = next(iter(moved))
+        true_leaf = "leaf0" if host in ("host000", "host001") else "leaf1"
+        assert set(ranks[ranks.host == host].leaf) == {"leaf1" if true_leaf == "leaf0" else "leaf0"}
+    with h5py.File(out, "r") as h5:               # the tables laid out as the C++ records
+        assert h5["ranks"].dtype == declared_dtype("ranks")
+        for index in h5["tests"]:
+            assert h5["tests"][index]["samples"].dtype == declared_dtype("samples")
+            assert h5["tests"][index]["summary"].dtype == declared_dtype("summary")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
+    report = tmp_path / "d.json"
+    done = subprocess.run([sys.executable, "-m", "fabscope_analysis", "diagnose", str(out), "--json",
+                           str(report)], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stderr
+    assert json.loads(report.read_text())["verdict"] in ("fit", "not fit")
+
+
+def test_the_world_imports_nothing_of_the_model_it_judges(tmp_path):
+    check = ROOT / "tests/structure/check_validation_independent.py"
+    assert subprocess.run([sys.executable, str(check), str(ROOT)]).returncode == 0
+    copy = tmp_path / "validation"
+    copy.mkdir()
+    for path in (ROOT / "validation").glob("*.py"):
+        (copy / path.name).write_text(path.read_text())
+    (copy / "fabric.py").write_text((copy / "fabric.py").read_text()
+                                    + "\nfrom fabscope_analysis.synth import noise\n")
+    done = subprocess.run([sys.executable, str(check), str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 1 and "imports fabscope_analysis.synth" in done.stdout
+
+
+def test_the_sweep_scores_components_not_hosts():
+    from validation.sweep import score
+    nic = {"component": "nic", "fault": "nic-rx-slow", "hosts": ["host003"], "ranks": [25],
+           "nics": ["mlx5_1"], "side": "receive", "leaf": "leaf0"}
+    uplink = {"component": "uplink", "fault": "uplink-slow", "leaf": "leaf2", "hosts": ["host008", "host009"],
+              "ranks": [], "side": "both"}
+    truth = {"faults": [nic, uplink]}
+    right = {"component": "nic", "host": "host003", "ranks": [25], "nics": ["mlx5_1"], "direction": "receive"}
+    wrong_side = dict(right, direction="send")
+    on_leaf = {"component": "leaf", "host": "leaf2", "ranks": [], "nics": [], "direction": "both"}
+    elsewhere = {"component": "host", "host": "host011", "ranks": [88], "nics": [], "direction": "send"}
+    got = score({"verdict": "not fit", "culprits": [right, on_leaf, elsewhere]}, truth)
+    assert got["faults"] == ["exact", "touched"] and got["false"] == 1
+    got = score({"verdict": "not fit", "culprits": [wrong_side]}, truth)
+    assert got["faults"] == ["touched", "missed"] and got["false"] == 0
+    assert score({"verdict": "fit", "culprits": []}, {"faults": []})["false"] == 0

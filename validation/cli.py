@@ -1,0 +1,93 @@
+"""python3 -m validation run ...: one simulated run, written as a fabscope result file."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from typing import List, Optional
+
+import numpy as np
+
+from . import fabric as fabric_mod
+from . import faults as faults_mod
+from .fabric import Shape, WorldError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python3 -m validation")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="simulate one all-pairs run and write its result file")
+    r.add_argument("--hosts", type=int, default=16)
+    r.add_argument("--gpus", type=int, default=8, help="GPUs (and NICs) a host")
+    r.add_argument("--topology", choices=["leaf-spine", "rail"], default="leaf-spine")
+    r.add_argument("--hosts-per-leaf", type=int, default=4, help="leaf-spine: hosts a leaf")
+    r.add_argument("--rail-group", type=int, default=16, help="rail: hosts a rail group")
+    r.add_argument("--uplinks", type=int, default=8, help="k uplinks a leaf (and k spines)")
+    r.add_argument("--oversubscription", type=float, default=1.0)
+    r.add_argument("--nic-gbps", type=float, default=50.0, help="GB/s a NIC port (50: 400 Gb/s)")
+    r.add_argument("--software-us", type=float, default=0.5,
+                   help="mean software time of one message end, us (drawn per host)")
+    r.add_argument("--fault", action="append", default=[], metavar="NAME:VALUE[@TARGET]",
+                   help=f"a planted fault, repeatable; one of {', '.join(faults_mod.KINDS)}")
+    r.add_argument("--bursts", type=float, default=0.0, metavar="SHARE",
+                   help="another tenant's bursts on this share of (round, inter-switch link) slots")
+    r.add_argument("--drift", action="store_true", help="NIC speed and host software time wander")
+    r.add_argument("--hiccups", type=float, default=1e-4, help="OS hiccups a sample")
+    r.add_argument("--labels", default="true", help="leaf labels in /ranks: true, missing, wrong:S")
+    r.add_argument("--iterations", type=int, default=20)
+    r.add_argument("--retest-worst", type=int, default=3)
+    r.add_argument("--seed", type=int, required=True, help="draws the fabric, the faults' targets, the noise")
+    r.add_argument("--out", required=True, help="the result file (.h5); the truth goes beside it")
+    r.add_argument("--quiet", action="store_true")
+    return p
+
+
+def run(args) -> int:
+    from .resultfile import write, truth_path
+    from .simulate import Noise, Test, World
+
+    shape = Shape(hosts=args.hosts, gpus=args.gpus, topology=args.topology,
+                  hosts_per_leaf=args.hosts_per_leaf, rail_group=args.rail_group,
+                  uplinks=args.uplinks, oversubscription=args.oversubscription,
+                  nic_gbps=args.nic_gbps, software_s=args.software_us * 1e-6)
+    if args.iterations < 3:
+        raise WorldError(f"iterations {args.iterations}: expected at least 3")
+    if not 0 <= args.bursts < 1:
+        raise WorldError(f"bursts {args.bursts}: expected a share in [0, 1)")
+    f = fabric_mod.build(shape, args.seed)
+    rng = np.random.default_rng([args.seed, 0xFA17])
+    planted = faults_mod.plant(f, args.fault, rng)
+    leaf, label_truth = fabric_mod.labels(f, args.labels, rng)
+    noise = Noise(hiccup_rate=args.hiccups, bursts=args.bursts, drift=args.drift)
+    tests = [Test("latency", 8, 1, args.iterations, args.retest_worst),
+             Test("bandwidth", 1 << 20, 4, args.iterations, args.retest_worst)]
+    started = time.time()
+    world = World(f, planted, noise, args.seed)
+    instances = world.run(tests)
+    command = "python3 -m validation " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    truth = {"world": "validation-simgrid", "seed": args.seed,
+             "cluster": {"hosts": shape.hosts, "gpus": shape.gpus, "topology": shape.topology,
+                         "leaves": f.leaves, "uplinks": shape.uplinks,
+                         "leaf_of_host": {fabric_mod.host_name(h): fabric_mod.leaf_name(
+                             int(f.leaf_of_rank[h * shape.gpus])) for h in range(shape.hosts)}
+                         if shape.topology == "leaf-spine" else {}},
+             "noise": {"bursts": args.bursts, "drift": args.drift, "hiccups": args.hiccups,
+                       **label_truth},
+             "faults": planted.truth, "events": world.events}
+    write(args.out, f, leaf, instances, args.seed, command, truth)
+    if not args.quiet:
+        print(f"{args.out}: {f.ranks} ranks, {f.leaves} leaves, {len(instances)} instances, "
+              f"simulated {instances[-1].t_end:.3f} s in {time.time() - started:.1f} s; "
+              f"truth in {truth_path(args.out)}")
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return run(args)
+    except WorldError as exc:
+        print(f"validation: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+"""Benchmark: today's `diagnose` in the validation world (not a suite stage).
+
+For each case and seed: one simulated run (`python3 -m validation run`, the fabric, the
+faults' targets and the noise all drawn from the seed, so each run is a fresh fabric),
+then the real `python3 -m fabscope_analysis diagnose FILE --json`, scored against the
+truth file beside the run. Per case it prints: runs, planted faults named exactly,
+touched (a culprit on the faulty component's hosts or leaf, but another component),
+missed, false culprits (touching no planted fault) in total and per fabric drawn, and
+the verdicts.
+
+Seeds are drawn fresh (from the OS) unless --first-seed is given, so a table is made on
+seeds nobody looked at while writing a rule; the table prints the seeds to reproduce it.
+
+    nice python3 validation/sweep.py --hosts 16 --gpus 8 --seeds 2 --jobs 2
+
+Scoring, per planted fault (from the diagnosis' JSON: component, host, peer_host, ranks,
+nics, direction of each culprit):
+  nic        exact: a culprit on the fault's rank (or NIC) and host, its direction
+             the fault's side (a both-ways fault: `both`, or send and receive culprits)
+  outage/flap exact: a culprit on the rank, any direction (the window is not scored)
+  host       exact: a `host` culprit on the host (pcie-slow)
+  (`nic` and `host` culprits are told apart by the ranks they name, not by the label:
+  diagnose labels a side of one rank `host` when the host has few ranks)
+  local-rank exact: one culprit covering the local rank's ranks on every host (diagnose
+             has no such component today, so per-host culprits count as touched)
+  leaf       exact: a `leaf` culprit naming the leaf
+  uplink, spine-link, spine: no component of diagnose names them, so never exact; a
+             culprit on the leaf or its hosts counts as touched
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CASES: Dict[str, List[str]] = {
+    "clean": [],
+    "clean, bursts 0.3 %": ["--bursts", "0.003"],
+    "clean, drift": ["--drift"],
+    "clean, no leaf labels": ["--labels", "missing"],
+    "clean, 1/8 hosts mislabelled": ["--labels", "wrong:0.125"],
+    "clean, rail-optimized": ["--topology", "rail"],
+    "nic send 0.5": ["--fault", "nic-tx-slow:0.5"],
+    "nic receive 0.85": ["--fault", "nic-rx-slow:0.85"],
+    "nic link trained 0.5": ["--fault", "nic-speed:0.5"],
+    "nic lossy 2e-4/packet": ["--fault", "nic-lossy:0.0002"],
+    "host pcie 0.5": ["--fault", "pcie-slow:0.5"],
+    "local rank 0.77 every host": ["--fault", "local-rank-slow:0.77"],
+    "leaf 0.3": ["--fault", "leaf-slow:0.3"],
+    "uplink 0.1": ["--fault", "uplink-slow:0.1"],
+    "spine->leaf link 0.1": ["--fault", "spine-link-slow:0.1"],
+    "nic outage 3 %": ["--fault", "outage:0.03"],
+    "nic receive 0.5 + host pcie 0.6": ["--fault", "nic-rx-slow:0.5", "--fault", "pcie-slow:0.6"],
+}
+
+
+def _culprit_hosts(c: Dict[str, object]) -> set:
+    return {h for h in (c.get("host"), c.get("peer_host")) if h}
+
+
+def _touches(c: Dict[str, object], fault: Dict[str, object]) -> bool:
+    if fault["component"] == "spine":
+        return c.get("component") in ("leaf", "fabric", "link")
+    if c.get("component") == "leaf":
+        return c.get("host") == fault.get("leaf")
+    return bool(_culprit_hosts(c) & set(fault["hosts"]))
+
+
+def _nic_on(c, fault) -> bool:
+    """A culprit naming the fault's NIC: diagnose calls a one-rank side `nic` or `host`."""
+    return c.get("component") in ("nic", "host") and c.get("host") in fault["hosts"] and (
+        set(c.get("ranks") or []) == set(fault["ranks"]) or set(c.get("nics") or []) == set(fault["nics"]))
+
+
+def _exact(culprits: List[Dict[str, object]], fault: Dict[str, object]) -> bool:
+    kind = fault["component"]
+    if kind == "nic":
+        on = [c for c in culprits if _nic_on(c, fault)]
+        if fault["fault"] in ("outage", "flap"):
+            return bool(on)
+        sides = {c.get("direction") for c in on}
+        if fault["side"] == "both":
+            return "both" in sides or {"send", "receive"} <= sides
+        return fault["side"] in sides
+    if kind == "host":
+        return any(c.get("component") == "host" and c.get("host") in fault["hosts"] for c in culprits)
+    if kind == "local-rank":
+        return any(set(c.get("ranks") or []) >= set(fault["ranks"]) for c in culprits)
+    if kind == "leaf":
+        return any(c.get("component") == "leaf" and c.get("host") == fault["leaf"] for c in culprits)
+    return False  # uplink, spine-link, spine: no component of diagnose names them
+
+
+def score(diagnosis: Dict[str, object], truth: Dict[str, object]) -> Dict[str, object]:
+    culprits = [c for c in diagnosis.get("culprits", []) if isinstance(c, dict)]
+    outcome = []
+    for fault in truth["faults"]:
+        if _exact(culprits, fault):
+            outcome.append("exact")
+        elif any(_touches(c, fault) for c in culprits):
+            outcome.append("touched")
+        else:
+            outcome.append("missed")
+    false = [c for c in culprits if not any(_touches(c, f) for f in truth["faults"])]
+    return {"verdict": str(diagnosis.get("verdict")), "faults": outcome, "culprits": len(culprits),
+            "false": len(false), "false_examples": [str(c.get("subject", c.get("host"))) + " "
+                                                   + str(c.get("component")) for c in false[:3]]}
+
+
+def one_run(case: str, seed: int, args, work: str) -> Dict[str, object]:
+    out = os.path.join(work, f"run-{seed}.h5")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
+    world = ["nice", "-n", str(args.nice), sys.executable, "-m", "validation", "run", "--quiet",
+             "--hosts", str(args.hosts), "--gpus", str(args.gpus), "--seed", str(seed),
+             "--iterations", str(args.iterations), "--out", out] + CASES[case]
+    started = time.time()
+    done = subprocess.run(world, cwd=ROOT, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"case": case, "seed": seed, "error": done.stderr.strip()[-500:]}
+    report = out[:-3] + ".diagnosis.json"
+    diag = subprocess.run(["nice", "-n", str(args.nice), sys.executable, "-m", "fabscope_analysis",
+                           "diagnose", out, "--json", report], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    if not os.path.exists(report):
+        return {"case": case, "seed": seed, "error": "diagnose: " + diag.stderr.strip()[-500:]}
+    with open(report, encoding="utf-8") as f:
+        diagnosis = json.load(f)
+    with open(out[:-3] + ".truth.json", encoding="utf-8") as f:
+        truth = json.load(f)
+    row = {"case": case, "seed": seed, "seconds": round(time.time() - started, 1),
+           **score(diagnosis, truth), "planted": [t["spec"] for t in truth["faults"]],
+           "targets": [t.get("links") for t in truth["faults"]]}
+    if not args.keep:
+        for path in (out, report, out[:-3] + ".truth.json"):
+            os.remove(path)
+    return row
+
+
+def table(rows: List[Dict[str, object]]) -> str:
+    by_case = defaultdict(list)
+    for r in rows:
+        by_case[r["case"]].append(r)
+    lines = ["| case | runs | exact | touched | missed | false culprits (per fabric) | verdicts |",
+             "|---|---|---|---|---|---|---|"]
+    for case in [c for c in CASES if c in by_case]:
+        rs = [r for r in by_case[case] if "error" not in r]
+        errors = len(by_case[case]) - len(rs)
+        outcomes = Counter(o for r in rs for o in r["faults"])
+        faults = sum(len(r["faults"]) for r in rs)
+        false = [r["false"] for r in rs]
+        verdicts = Counter(r["verdict"] for r in rs)
+        cell = (lambda k: f"{outcomes[k]}/{faults}") if faults else (lambda k: "-")
+        lines.append(f"| {case} | {len(rs)}{f' ({errors} failed)' if errors else ''} | {cell('exact')} | "
+                     f"{cell('touched')} | {cell('missed')} | {sum(false)} "
+                     f"({', '.join(map(str, false))}) | "
+                     f"{', '.join(f'{v} {k}' for k, v in sorted(verdicts.items()))} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--hosts", type=int, default=16)
+    p.add_argument("--gpus", type=int, default=8)
+    p.add_argument("--iterations", type=int, default=20)
+    p.add_argument("--seeds", type=int, default=2, help="runs a case")
+    p.add_argument("--first-seed", type=int, help="default: drawn from the OS (fresh seeds)")
+    p.add_argument("--cases", nargs="*", default=list(CASES), help="case names (default: all)")
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--nice", type=int, default=10)
+    p.add_argument("--json", help="write the rows here")
+    p.add_argument("--keep", help="keep the files in this directory")
+    args = p.parse_args(argv)
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        p.error(f"unknown cases {unknown}; expected some of {list(CASES)}")
+    first = args.first_seed if args.first_seed is not None else int.from_bytes(os.urandom(3), "big")
+    jobs = [(case, first + i * len(CASES) + list(CASES).index(case))
+            for i in range(args.seeds) for case in args.cases]
+    work = args.keep or tempfile.mkdtemp(prefix="validation-sweep-")
+    os.makedirs(work, exist_ok=True)
+    print(f"# {len(jobs)} runs at {args.hosts}x{args.gpus}, seeds from {first} (--first-seed {first})",
+          flush=True)
+    rows = []
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for row in pool.map(lambda j: one_run(j[0], j[1], args, work), jobs):
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    print(table(rows))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"hosts": args.hosts, "gpus": args.gpus, "first_seed": first,
+                       "iterations": args.iterations, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
