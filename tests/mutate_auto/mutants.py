@@ -328,7 +328,7 @@ def _cpp_tokens(data: bytes):
             pos += 1
             continue
         kind = match.lastgroup
-        if not skipping_line and kind in ("number", "word", "op", "string", "rawstring", "char"):
+        if not skipping_line and kind in ("number", "hexnumber", "word", "op", "string", "rawstring", "char"):
             tokens.append((kind, match.group(0), match.start()))
         line_start = kind == "newline"
         if kind in ("blockcomment", "rawstring", "string") and b"\n" in match.group(0):
@@ -372,7 +372,7 @@ def cpp_sites(path: str, data: bytes) -> List[Mutant]:
         after = tokens[i + 1] if i + 1 < len(tokens) else (None, b"", len(data))
         if kind == "op" and text in CPP_SPACED:
             spaced = data[offset - 1:offset] in (b" ", b"\n") and data[offset + len(text):offset + len(text) + 1] == b" "
-            operand_before = before[0] in ("word", "number") or before[1] in (b")", b"]")
+            operand_before = before[0] in ("word", "number", "hexnumber", "char") or before[1] in (b")", b"]")
             text_operand = after[0] in ("string", "rawstring")
             if spaced and operand_before and not text_operand and before[1] not in CPP_KEYWORDS_BEFORE_AN_OPERAND:
                 for replacement, change in CPP_SPACED[text]:

@@ -4,9 +4,10 @@ Python (analysis/fabscope_analysis): the import graph of the package, its test f
 (analysis/tests/test_*.py, tests/bench/test_*.py) and their helper modules. A test file
 imports a module directly, or through helpers and other modules; its distance is the
 number of import steps. A mutant's tests are the test files at the smallest distance
-found and one step further (so a module that one small test imports directly is still
-judged by the tests of the command that uses it), and the test files named after the
-module's subsystem (test_diagnose*.py for diagnosis/, test_accept*.py for accept_*.py), nearest first: `pytest -x` stops at
+found and the test files named after the module's subsystem (test_diagnose*.py for
+diagnosis/, test_accept*.py for accept_*.py, so a module that one small test imports
+directly is still judged by the tests of the command that uses it), nearest first and at
+most MOST_TEST_FILES of them (on 2 shared cores a mutant that escapes runs them all): `pytest -x` stops at
 the first failure, so a caught mutant costs the nearest tests only.
 
 C++ (src/): the table CPP_TESTS below, from a source folder to the cmake targets that
@@ -24,6 +25,7 @@ from typing import Dict, List, Optional, Set, Tuple
 PACKAGE = "fabscope_analysis"
 PACKAGE_DIR = Path("analysis") / PACKAGE
 TEST_DIRS = (Path("analysis") / "tests", Path("tests") / "bench")
+MOST_TEST_FILES = 6
 
 
 @dataclass(frozen=True)
@@ -149,5 +151,6 @@ class ImportGraph:
             return []
         nearest = min(d for d, _ in found)
         family = affinity(path)
-        return [test for d, test in sorted(found)
-                if d <= nearest + 1 or Path(test).stem[len("test_"):].startswith(family)]
+        chosen = [test for d, test in sorted(found)
+                  if d == nearest or Path(test).stem[len("test_"):].startswith(family)]
+        return chosen[:MOST_TEST_FILES]
