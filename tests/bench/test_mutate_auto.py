@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from mutate_auto.mutants import cpp_sites, python_equivalent_by_construction, python_sites  # noqa: E402
-from mutate_auto.sample import DEFAULT_TARGETS, all_sites, sample, seeded_order, target_files  # noqa: E402
+from mutate_auto.sample import DEFAULT_TARGETS, all_sites, resolve_prefixes, sample, seeded_order, target_files  # noqa: E402
 from mutate_auto.selection import CPP_TESTS, ImportGraph, cpp_tests_for  # noqa: E402
 
 PYTHON_TARGETS = tuple(p for p in DEFAULT_TARGETS if p.startswith("analysis/"))
@@ -170,6 +170,13 @@ def test_every_cpp_target_folder_has_its_tests_in_the_table():
     assert re.search(cpp_tests_for("src/kinds/incast/IncastKind.cpp").ctest, "mpi.incast")
     assert cpp_tests_for("src/transport/MpiTransport.cpp") is None
     assert len({row.prefix for row in CPP_TESTS}) == len(CPP_TESTS)
+
+
+def test_only_narrows_the_default_targets():
+    assert resolve_prefixes(["analysis/"]) == list(PYTHON_TARGETS)
+    assert resolve_prefixes(["src/"]) == list(CPP_TARGETS)
+    assert resolve_prefixes(["src/transport/", "src/cli/"]) == ["src/transport/", "src/cli/"]
+    assert resolve_prefixes([]) == list(DEFAULT_TARGETS)
 
 
 def test_the_generator_reads_every_target_file():

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .mutants import Mutant, python_equivalent_by_construction, python_tree
-from .sample import DEFAULT_TARGETS, all_sites, module_of, seeded_order
+from .sample import all_sites, module_of, resolve_prefixes, seeded_order
 from .selection import ImportGraph, cpp_tests_for
 
 PYTEST = ["nice", "/usr/bin/python3", "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider"]
@@ -165,10 +166,35 @@ def score_table(rows) -> List[str]:
     return lines
 
 
+def show(a, root: Path, prefixes) -> int:
+    """--auto-list and --auto-show: read the checkout as it is (a run reads HEAD: the same
+    mutants when the target files are committed)."""
+    import subprocess
+    changed = subprocess.run(["git", "status", "--porcelain", "--", *prefixes], cwd=root, capture_output=True,
+                             text=True).stdout.strip()
+    if changed:
+        print("tests/mutate: note: target files differ from HEAD, which a run mutates:\n" + changed, file=sys.stderr)
+    sites = all_sites(root, prefixes)
+    order = seeded_order(len(sites), a.seed)
+    if a.auto_show is not None:
+        if not 0 <= a.auto_show < len(sites):
+            raise SystemExit(f"tests/mutate: index {a.auto_show} is outside 0..{len(sites) - 1}")
+        m = sites[order[a.auto_show]]
+        print(f"# mutant ({a.seed}, {a.auto_show}): {m.path}:{m.line} {m.describe()}")
+        print(diff_of(m, (root / m.path).read_bytes()), end="")
+        return 0
+    for index in range(min(a.auto or 0, len(sites))):
+        m = sites[order[index]]
+        print(f"{index:5d}  {m.path}:{m.line}  {m.describe()}")
+    return 0
+
+
 def main(a, root: Path, Scratch, Deadline, run, build_env, run_ctest) -> int:
     a.timeout = a.timeout or 300
+    prefixes = tuple(resolve_prefixes(a.only))
+    if a.auto_show is not None or a.auto_list:
+        return show(a, root, prefixes)
     scratch = Scratch(a.dir or str(root / "build-mutate-auto"), build_env())
-    prefixes = tuple(a.only or DEFAULT_TARGETS)
     # the sites are listed on the scratch tree, which is HEAD: the sample names committed code
     needs_build = any(p.startswith("src") for p in prefixes)
     began = time.monotonic()
@@ -177,18 +203,7 @@ def main(a, root: Path, Scratch, Deadline, run, build_env, run_ctest) -> int:
                            cmake_args=("-DCMAKE_UNITY_BUILD=ON",))
     sites = all_sites(scratch.path, prefixes)
     order = seeded_order(len(sites), a.seed)
-    if a.auto_show is not None:
-        if not 0 <= a.auto_show < len(sites):
-            raise SystemExit(f"tests/mutate: index {a.auto_show} is outside 0..{len(sites) - 1}")
-        m = sites[order[a.auto_show]]
-        print(f"# mutant ({a.seed}, {a.auto_show}) of {head[:12]}: {m.path}:{m.line} {m.describe()}")
-        print(diff_of(m, (scratch.path / m.path).read_bytes()), end="")
-        return 0
     chosen = [(i, sites[order[i]]) for i in range(min(a.auto, len(sites)))]
-    if a.auto_list:
-        for index, m in chosen:
-            print(f"{index:5d}  {m.path}:{m.line}  {m.describe()}")
-        return 0
     print(f"tests/mutate: {len(chosen)} generated mutant(s) of {len(sites)} sites, seed {a.seed}, "
           f"of {head[:12]} in {scratch.path}", flush=True)
     auto = AutoRun(a, root, scratch, Deadline, run, run_ctest)

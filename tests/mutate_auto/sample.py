@@ -33,6 +33,18 @@ SOURCE_SUFFIXES = (".py", ".cpp", ".hpp")
 PRODUCT_ROOTS = ("analysis/fabscope_analysis/", "src/")
 
 
+def resolve_prefixes(only: Sequence[str]) -> List[str]:
+    """--only narrows the default targets: a prefix above some of them ('analysis/', 'src/')
+    stands for those, and any other prefix (a file, or a folder outside them) for itself."""
+    if not only:
+        return list(DEFAULT_TARGETS)
+    prefixes: List[str] = []
+    for prefix in only:
+        inside = [t for t in DEFAULT_TARGETS if t.startswith(prefix)]
+        prefixes += inside or [prefix]
+    return list(dict.fromkeys(prefixes))
+
+
 def target_files(root: Path, prefixes: Sequence[str]) -> List[str]:
     """Repository paths of the sources under the prefixes, sorted; tracked by git or not."""
     root = Path(root)
