@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from mutate_auto.mutants import cpp_sites, python_equivalent_by_construction, python_sites  # noqa: E402
-from mutate_auto.sample import DEFAULT_TARGETS, all_sites, resolve_prefixes, sample, seeded_order, target_files  # noqa: E402
+from mutate_auto.sample import (DEFAULT_TARGETS, all_sites, resolve_prefixes, sample,  # noqa: E402
+                                seeded_order, target_files)
 from mutate_auto.selection import CPP_TESTS, ImportGraph, cpp_tests_for  # noqa: E402
 
 PYTHON_TARGETS = tuple(p for p in DEFAULT_TARGETS if p.startswith("analysis/"))

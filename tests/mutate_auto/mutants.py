@@ -371,7 +371,8 @@ def cpp_sites(path: str, data: bytes) -> List[Mutant]:
         before = tokens[i - 1] if i else (None, b"", 0)
         after = tokens[i + 1] if i + 1 < len(tokens) else (None, b"", len(data))
         if kind == "op" and text in CPP_SPACED:
-            spaced = data[offset - 1:offset] in (b" ", b"\n") and data[offset + len(text):offset + len(text) + 1] == b" "
+            end = offset + len(text)
+            spaced = data[offset - 1:offset] in (b" ", b"\n") and data[end:end + 1] == b" "
             operand_before = before[0] in ("word", "number", "hexnumber", "char") or before[1] in (b")", b"]")
             text_operand = after[0] in ("string", "rawstring")
             if spaced and operand_before and not text_operand and before[1] not in CPP_KEYWORDS_BEFORE_AN_OPERAND:
