@@ -194,7 +194,12 @@ def main(a, root: Path, Scratch, Deadline, run, build_env, run_ctest) -> int:
     prefixes = tuple(resolve_prefixes(a.only))
     if a.auto_show is not None or a.auto_list:
         return show(a, root, prefixes)
-    scratch = Scratch(a.dir or str(root / "build-mutate-auto"), build_env())
+    env = build_env()
+    # the analysis tests that load what they write in the real binary skip without one
+    # (test_serving_plan.py): the checkout's own build serves, the scratch tree's is mutated
+    if not env.get("FABSCOPE_BIN") and (root / "build" / "fabscope").exists():
+        env["FABSCOPE_BIN"] = str(root / "build" / "fabscope")
+    scratch = Scratch(a.dir or str(root / "build-mutate-auto"), env)
     # the sites are listed on the scratch tree, which is HEAD: the sample names committed code
     needs_build = any(p.startswith("src") for p in prefixes)
     began = time.monotonic()
