@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -166,6 +167,10 @@ def score_table(rows) -> List[str]:
     return lines
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def show(a, root: Path, prefixes) -> int:
     """--auto-list and --auto-show: read the checkout as it is (a run reads HEAD: the same
     mutants when the target files are committed)."""
@@ -194,6 +199,9 @@ def main(a, root: Path, Scratch, Deadline, run, build_env, run_ctest) -> int:
     prefixes = tuple(resolve_prefixes(a.only))
     if a.auto_show is not None or a.auto_list:
         return show(a, root, prefixes)
+    # a run started in the background ignores SIGINT: SIGTERM stops it the same way,
+    # with the scores of the mutants done so far
+    signal.signal(signal.SIGTERM, _interrupt)
     env = build_env()
     # the analysis tests that load what they write in the real binary skip without one
     # (test_serving_plan.py): the checkout's own build serves, the scratch tree's is mutated
