@@ -165,6 +165,9 @@ def test_every_cpp_target_folder_has_its_tests_in_the_table():
         assert row is not None and row.targets and row.ctest, prefix
         assert (ROOT / row.prefix).is_dir()
         re.compile(row.ctest)
+        # ctest reads the regex with CMake's engine, which has no class escapes or (?...) groups:
+        # KvPush\w* there matched none of the unit tests
+        assert not re.search(r"\\[wdsWDSb]|\(\?|\*\?|\+\?", row.ctest), row.ctest
     kvpush = cpp_tests_for("src/kinds/kvpush/KvPushConfig.cpp")
     assert re.search(kvpush.ctest, "mpi.kv_push") and re.search(kvpush.ctest, "KvPushConfig.ConditionErrors")
     assert not re.search(kvpush.ctest, "mpi.incast")

@@ -38,7 +38,8 @@ class CppTests:
 
 
 # Each row: the folder, what must be rebuilt, and the tests that exercise that folder's
-# code through the binary (mpi.*) or the unit test program (Suite.Name).
+# code through the binary (mpi.*) or the unit test program (Suite.Name). The regexes are
+# ctest's (CMake's own regex syntax: no \w, \d, \s or (?...) groups).
 CPP_TESTS: List[CppTests] = [
     CppTests("src/cli/", ("fabscope",),
              r"^mpi\.(cli|closing_verdict|bad_scenarios|launch_args)$", (),
@@ -47,7 +48,7 @@ CPP_TESTS: List[CppTests] = [
              r"^mpi\.(run_np2|run_np4|batch_figure|file_structure|progress|repeats)$", (),
              "the runner: plans, runs, summary rows and the file's structure"),
     CppTests("src/kinds/kvpush/", ("fabscope", "fabscope_unit_tests"),
-             r"^(mpi\.kv_(push|conditions|one_sided)|KvPush\w*\..*)$", (),
+             r"^(mpi\.kv_(push|conditions|one_sided)|KvPush[A-Za-z]*\..*)$", (),
              "the KV push kind: its configuration and schedule (unit) and its runs (mpi)"),
     CppTests("src/kinds/incast/", ("fabscope",), r"^mpi\.incast$", (),
              "the incast kind's runs and per-sender bytes"),
