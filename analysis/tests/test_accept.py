@@ -377,8 +377,8 @@ TOLERANCE = """\
 
 def test_tolerance_limit_from_known_good_runs(files, tmp_path):
     """The limit comes from 3 known-good runs (normal tolerance limit of their log p50):
-    another run of the same fabric passes, a 30 % slower one fails; one baseline is a
-    usage error naming the rule's line."""
+    another run of the same fabric passes, a 30 % slower one fails; 2 runs still give a
+    limit; one baseline is a usage error naming the rule's line."""
     from synthetic import write_standard_run
     good = []
     for seed, level in ((31, 0.97), (32, 1.0), (33, 1.03)):  # runs differ by a few %
@@ -393,6 +393,11 @@ def test_tolerance_limit_from_known_good_runs(files, tmp_path):
             assert check.label == label, (name, check)
             assert "normal tolerance limit on log figures of 3 baseline runs" in \
                 "\n".join(check.details + check.messages)
+        # two baseline runs are the fewest the rule takes: they give a limit too
+        with open_result(files["same"], warn_incomplete=False) as run:
+            check = [c for c in evaluate(run, criteria, bases[:2]) if c.rule == "no regression"][0]
+        assert "normal tolerance limit on log figures of 2 baseline runs" in \
+            "\n".join(check.details + check.messages), check
     finally:
         for b in bases:
             b.close()
