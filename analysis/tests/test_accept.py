@@ -416,3 +416,17 @@ def test_benjamini_hochberg_and_tolerance_factor():
     # Krishnamoorthy & Mathew (2009) table B1: one-sided, n = 10, 95 % / 95 %: 2.911
     assert abs(normal_tolerance_factor(10, 0.95, 0.95) - 2.911) < 0.002
     assert abs(normal_tolerance_factor(3, 0.95, 0.95) - 7.656) < 0.002
+
+
+def test_a_units_spread_adds_its_own_error_to_the_familys():
+    """A unit's sd under the family's noise model is sqrt(tau^2 + se^2): units within their
+    own error of the median are no discoveries, and one far beyond it is."""
+    from fabscope_analysis.accept_outliers import family_test
+    rng = np.random.default_rng(1)
+    se = np.full(12, 0.05)
+    log_time = rng.normal(0.0, 0.01, 12)
+    test = family_test([(i,) for i in range(12)], log_time, se, 0.05)
+    assert np.allclose(test.sd, np.sqrt(test.tau ** 2 + se ** 2))
+    assert not test.discovered.any()
+    log_time[3] += 1.0
+    assert list(np.flatnonzero(family_test([(i,) for i in range(12)], log_time, se, 0.05).discovered)) == [3]
