@@ -172,6 +172,22 @@ def test_sizes_equal_fabscope_list_model(name):
     assert f"all-reduces per decode step: {models.allreduces_per_step(spec, 8)}" in out.stdout
 
 
+def test_list_model_with_a_scenario_names_which_instances_measure_each_size():
+    """`fabscope list --model M --scenario FILE` lists the scenario and says which of its
+    instances measure each size the model needs (docs/analysis.md)."""
+    binary = fabscope_binary()
+    if binary is None:
+        pytest.skip("no fabscope binary (build/fabscope or FABSCOPE_BIN)")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    out = subprocess.run([binary, "list", "--model", "llama3-70b", "--tp", "8", "--ranks", "8", "--scenario",
+                          os.path.join(ROOT, "scenarios/llama3-70b-serving.yaml")], capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("scenario 'llama3-70b-serving'"), out.stdout[:300]
+    assert "kvpush 320MiB: measured by kv-transfer [quiet]" in out.stdout
+    assert "serving-impact sizes measured by this scenario: 4 of 4" in out.stdout
+
+
 # --- tail composition --------------------------------------------------------------------
 
 def test_composed_p99_matches_direct_simulation(tmp_path):

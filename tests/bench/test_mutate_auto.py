@@ -164,6 +164,7 @@ def test_every_cpp_target_folder_has_its_tests_in_the_table():
         row = cpp_tests_for(prefix + "Any.cpp")
         assert row is not None and row.targets and row.ctest, prefix
         assert (ROOT / row.prefix).is_dir()
+        assert all((ROOT / arg.split("::")[0]).exists() for arg in row.pytest if arg.startswith("analysis/"))
         re.compile(row.ctest)
         # ctest reads the regex with CMake's engine, which has no class escapes or (?...) groups:
         # KvPush\w* there matched none of the unit tests

@@ -90,10 +90,23 @@ class AutoRun:
             if self.scratch.compile(list(row.targets), log, self.Deadline(self.a.build_timeout)) != 0:
                 raise SystemExit(f"tests/mutate: the unpatched tree does not build {row.targets} (see {log})")
             failed, ran, skipped = self.run_ctest(self.scratch, row.ctest, log, self.Deadline(self.a.build_timeout))
+            if row.pytest:
+                _, py_failed, py_passed = self.binary_pytest(row, log, self.Deadline(self.a.build_timeout))
+                failed, ran = failed + py_failed, ran + py_passed + len(py_failed)
             self.cpp_baseline[row.ctest] = (failed, ran - skipped)
             print(f"tests/mutate: unpatched {row.prefix}: {ran} test(s), {len(failed)} failing, {skipped} skipped",
                   flush=True)
         return self.cpp_baseline[row.ctest]
+
+    def binary_pytest(self, row, log: Path, deadline):
+        """The row's analysis tests that run the binary, given the scratch tree's (mutated) one."""
+        env = dict(self.scratch.env, FABSCOPE_BIN=str(self.scratch.build / "fabscope"))
+        rc, text = self.run(PYTEST + ["-x", *row.pytest], self.scratch.path, log, deadline, env)
+        failed = sorted(set(re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M)))
+        passed = re.search(r"(\d+) passed", text)
+        if rc not in (0, 1, 5) and not failed and rc != 124:
+            failed = [f"pytest exit {rc}"]
+        return rc, failed, int(passed.group(1)) if passed else 0
 
     def judge_cpp(self, m: Mutant, mutated: bytes, log: Path):
         row = cpp_tests_for(m.path)
@@ -115,6 +128,12 @@ class AutoRun:
         real = [t for t in failed if t not in failing_anyway]
         if "time limit" in failed:
             return "broken", "ran past its time limit", [row.ctest]
+        if not real and row.pytest:
+            rc, py_failed, py_passed = self.binary_pytest(row, log, deadline)
+            if rc == 124:
+                return "broken", "ran past its time limit", [row.ctest, *row.pytest]
+            real = [t for t in py_failed if t not in failing_anyway]
+            ran += py_passed + len(py_failed)
         if real:
             return "caught", real[0] + (f" (+{len(real) - 1} more)" if len(real) > 1 else ""), [row.ctest]
         return "escaped", f"{ran - skipped} test(s) passed", [row.ctest]

@@ -33,7 +33,7 @@ class CppTests:
     prefix: str          # a source folder or file prefix under src/
     targets: Tuple[str, ...]
     ctest: str           # ctest -R regex
-    pytest: Tuple[str, ...] = ()
+    pytest: Tuple[str, ...] = ()   # pytest arguments, run with FABSCOPE_BIN set to the mutated binary
     why: str = ""
 
 
@@ -42,8 +42,10 @@ class CppTests:
 # ctest's (CMake's own regex syntax: no \w, \d, \s or (?...) groups).
 CPP_TESTS: List[CppTests] = [
     CppTests("src/cli/", ("fabscope",),
-             r"^mpi\.(cli|closing_verdict|bad_scenarios|launch_args)$", (),
-             "the command line: options, list, exit codes, the closing verdict"),
+             r"^mpi\.(cli|closing_verdict|bad_scenarios|launch_args)$",
+             ("analysis/tests/test_impact.py", "-k", "list_model"),
+             "the command line: options, list (and list --model, read by the analysis), exit codes, "
+             "the closing verdict"),
     CppTests("src/driver/", ("fabscope",),
              r"^mpi\.(run_np2|run_np4|batch_figure|file_structure|progress|repeats)$", (),
              "the runner: plans, runs, summary rows and the file's structure"),
