@@ -430,3 +430,15 @@ def test_a_units_spread_adds_its_own_error_to_the_familys():
     assert not test.discovered.any()
     log_time[3] += 1.0
     assert list(np.flatnonzero(family_test([(i,) for i in range(12)], log_time, se, 0.05).discovered)) == [3]
+
+
+def test_a_limit_at_an_end_of_the_interval():
+    """A limit equal to the interval's bound on the bad side is met (PASS); one equal to the
+    bound on the good side lies inside the interval (CANNOT TELL), for a max and a min."""
+    from fabscope_analysis.accept_limits import judge
+    from fabscope_analysis.criteria import Bound
+    assert judge((7.0, 4.0, 10.0), Bound(max=10.0)) == "pass"
+    assert judge((7.0, 4.0, 10.0), Bound(min=4.0)) == "pass"
+    assert judge((7.0, 4.0, 10.0), Bound(max=4.0)) == "cannot tell"
+    assert judge((7.0, 4.0, 10.0), Bound(min=10.0)) == "cannot tell"
+    assert judge((7.0, 4.0, 10.0), Bound(max=3.9)) == "fail" and judge((7.0, 4.0, 10.0), Bound(min=10.1)) == "fail"
