@@ -442,3 +442,19 @@ def test_a_limit_at_an_end_of_the_interval():
     assert judge((7.0, 4.0, 10.0), Bound(max=4.0)) == "cannot tell"
     assert judge((7.0, 4.0, 10.0), Bound(min=10.0)) == "cannot tell"
     assert judge((7.0, 4.0, 10.0), Bound(max=3.9)) == "fail" and judge((7.0, 4.0, 10.0), Bound(min=10.1)) == "fail"
+
+
+def test_junit_marks_a_check_that_cannot_tell_skipped_with_its_reason(tmp_path):
+    """The third outcome in JUnit: a check that cannot tell (or was skipped) is a <skipped>
+    element whose message is its reason, and the suite counts it as skipped."""
+    from fabscope_analysis.accept_result import CheckResult
+    from fabscope_analysis.accept_text import write_junit
+    unsure = CheckResult(rule="latency", subject="test 0001",
+                         cannot_tell="p99_us: the limit 20 lies inside the interval [18, 23]")
+    skipped = CheckResult(rule="latency", subject="test 0002", skipped="no samples in this instance")
+    path = tmp_path / "j.xml"
+    write_junit([unsure, skipped], str(path), "fabscope")
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite.get("skipped") == "2" and suite.get("failures") == "0"
+    assert [case.find("skipped").get("message") for case in suite.iter("testcase")] == \
+        ["p99_us: the limit 20 lies inside the interval [18, 23]", "no samples in this instance"]
