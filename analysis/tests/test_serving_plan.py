@@ -290,3 +290,11 @@ def test_the_wrapper_refuses_bad_usage_before_planning(tmp_path):
         done = subprocess.run([wrapper, "--dir", str(tmp_path / "d")] + args, capture_output=True,
                               text=True, timeout=30, check=False)
         assert done.returncode == 2 and expected in done.stderr
+
+
+def test_plan_takes_tp_8_unless_told():
+    """`plan --model M` plans for TP 8, as its help says; --tp changes it."""
+    from fabscope_analysis.cli import build_parser
+    given = ["plan", "--model", "llama3-70b", "--ranks", "16", "--slo", "itl_p99=50ms", "--output", "p.yaml"]
+    assert build_parser().parse_args(given).tp == 8
+    assert build_parser().parse_args(given + ["--tp", "4"]).tp == 4
