@@ -152,6 +152,9 @@ def test_a_module_is_judged_by_the_tests_that_import_it(graph):
     plan = graph.tests_for("analysis/fabscope_analysis/serving/plan.py")
     assert plan[0] == "analysis/tests/test_serving_plan.py"
     assert "analysis/tests/test_diagnose.py" not in plan
+    # named after the module: first, before the cap of files cuts the list
+    assert graph.tests_for("analysis/fabscope_analysis/serving/plan_command.py")[0] == \
+        "analysis/tests/test_serving_plan.py"
     slo = graph.tests_for("analysis/fabscope_analysis/serving/slo.py")
     assert "analysis/tests/test_serving_fit.py" in slo and "analysis/tests/test_accept.py" not in slo
     for path in target_files(ROOT, PYTHON_TARGETS):

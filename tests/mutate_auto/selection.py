@@ -47,7 +47,7 @@ CPP_TESTS: List[CppTests] = [
              "the command line: options, list (and list --model, read by the analysis), exit codes, "
              "the closing verdict"),
     CppTests("src/driver/", ("fabscope",),
-             r"^mpi\.(run_np2|run_np4|batch_figure|file_structure|progress|repeats)$", (),
+             r"^mpi\.(run_np2|run_np4|batch_figure|file_structure|progress|repeats|data_check)$", (),
              "the runner: plans, runs, summary rows and the file's structure"),
     CppTests("src/kinds/kvpush/", ("fabscope", "fabscope_unit_tests"),
              r"^(mpi\.kv_(push|conditions|one_sided)|KvPush[A-Za-z]*\..*)$", (),
@@ -154,6 +154,8 @@ class ImportGraph:
             return []
         nearest = min(d for d, _ in found)
         family = affinity(path)
-        chosen = [test for d, test in sorted(found)
+        own = Path(path).stem.split("_")[0]
+        # a test named after the module itself (test_serving_plan.py for plan_command.py) first
+        chosen = [test for d, test in sorted(found, key=lambda f: (own not in Path(f[1]).stem, f))
                   if d == nearest or Path(test).stem[len("test_"):].startswith(family)]
         return chosen[:MOST_TEST_FILES]
