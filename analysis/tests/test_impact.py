@@ -411,3 +411,14 @@ def test_moe_dispatch_and_combine_per_token_from_alltoall_rounds(tmp_path):
                                                   decode_batch=64))
         assert any("MoE" in m and "not measured" in m for m in other.missing), other.missing
         assert all(r.get("p50_ms") is None for r in other.moe_rows)
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_tp_and_sizes_must_be_positive(value, capsys):
+    """`--tp 0` (or a negative size) is bad usage: exit 2 naming the value, before any file is read."""
+    from fabscope_analysis.cli import build_parser
+    for option in ("--tp", "--decode-batch", "--prompt"):
+        with pytest.raises(SystemExit) as stopped:
+            build_parser().parse_args(["impact", "x.h5", option, value])
+        assert stopped.value.code == 2
+        assert f"expected a positive integer, got {value}" in capsys.readouterr().err
