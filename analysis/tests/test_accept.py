@@ -379,8 +379,8 @@ TOLERANCE = """\
 
 def test_tolerance_limit_from_known_good_runs(files, tmp_path):
     """The limit comes from 3 known-good runs (normal tolerance limit of their log p50):
-    another run of the same fabric passes, a 30 % slower one fails; one baseline is a
-    usage error naming the rule's line."""
+    another run of the same fabric passes, a 30 % slower one fails; 2 runs still give a
+    limit; one baseline is a usage error naming the rule's line."""
     from synthetic import write_standard_run
     good = []
     for seed, level in ((31, 0.97), (32, 1.0), (33, 1.03)):  # runs differ by a few %
@@ -395,6 +395,11 @@ def test_tolerance_limit_from_known_good_runs(files, tmp_path):
             assert check.label == label, (name, check)
             assert "normal tolerance limit on log figures of 3 baseline runs" in \
                 "\n".join(check.details + check.messages)
+        # two baseline runs are the fewest the rule takes: they give a limit too
+        with open_result(files["same"], warn_incomplete=False) as run:
+            check = [c for c in evaluate(run, criteria, bases[:2]) if c.rule == "no regression"][0]
+        assert "normal tolerance limit on log figures of 2 baseline runs" in \
+            "\n".join(check.details + check.messages), check
     finally:
         for b in bases:
             b.close()
@@ -413,3 +418,45 @@ def test_benjamini_hochberg_and_tolerance_factor():
     # Krishnamoorthy & Mathew (2009) table B1: one-sided, n = 10, 95 % / 95 %: 2.911
     assert abs(normal_tolerance_factor(10, 0.95, 0.95) - 2.911) < 0.002
     assert abs(normal_tolerance_factor(3, 0.95, 0.95) - 7.656) < 0.002
+
+
+def test_a_units_spread_adds_its_own_error_to_the_familys():
+    """A unit's sd under the family's noise model is sqrt(tau^2 + se^2): units within their
+    own error of the median are no discoveries, and one far beyond it is."""
+    from fabscope_analysis.accept_outliers import family_test
+    rng = np.random.default_rng(1)
+    se = np.full(12, 0.05)
+    log_time = rng.normal(0.0, 0.01, 12)
+    test = family_test([(i,) for i in range(12)], log_time, se, 0.05)
+    assert np.allclose(test.sd, np.sqrt(test.tau ** 2 + se ** 2))
+    assert not test.discovered.any()
+    log_time[3] += 1.0
+    assert list(np.flatnonzero(family_test([(i,) for i in range(12)], log_time, se, 0.05).discovered)) == [3]
+
+
+def test_a_limit_at_an_end_of_the_interval():
+    """A limit equal to the interval's bound on the bad side is met (PASS); one equal to the
+    bound on the good side lies inside the interval (CANNOT TELL), for a max and a min."""
+    from fabscope_analysis.accept_limits import judge
+    from fabscope_analysis.criteria import Bound
+    assert judge((7.0, 4.0, 10.0), Bound(max=10.0)) == "pass"
+    assert judge((7.0, 4.0, 10.0), Bound(min=4.0)) == "pass"
+    assert judge((7.0, 4.0, 10.0), Bound(max=4.0)) == "cannot tell"
+    assert judge((7.0, 4.0, 10.0), Bound(min=10.0)) == "cannot tell"
+    assert judge((7.0, 4.0, 10.0), Bound(max=3.9)) == "fail" and judge((7.0, 4.0, 10.0), Bound(min=10.1)) == "fail"
+
+
+def test_junit_marks_a_check_that_cannot_tell_skipped_with_its_reason(tmp_path):
+    """The third outcome in JUnit: a check that cannot tell (or was skipped) is a <skipped>
+    element whose message is its reason, and the suite counts it as skipped."""
+    from fabscope_analysis.accept_result import CheckResult
+    from fabscope_analysis.accept_text import write_junit
+    unsure = CheckResult(rule="latency", subject="test 0001",
+                         cannot_tell="p99_us: the limit 20 lies inside the interval [18, 23]")
+    skipped = CheckResult(rule="latency", subject="test 0002", skipped="no samples in this instance")
+    path = tmp_path / "j.xml"
+    write_junit([unsure, skipped], str(path), "fabscope")
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite.get("skipped") == "2" and suite.get("failures") == "0"
+    assert [case.find("skipped").get("message") for case in suite.iter("testcase")] == \
+        ["p99_us: the limit 20 lies inside the interval [18, 23]", "no samples in this instance"]

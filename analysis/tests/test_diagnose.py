@@ -208,6 +208,9 @@ def test_a_link_slow_alone_is_named_and_one_slow_only_under_load_is_congestion(t
     assert not any("ap-bw" in s for c in d.culprits for s in c.symptoms), d.lines()
     bw = [c for c in d.congestion if c.test.endswith("ap-bw")]
     assert bw and bw[0].cleared_alone == 1 and bw[0].retested == 1, d.lines()
+    # the finding as diagnose prints it (docs/analysis.md): its kind, test, share and retest
+    line = [x for x in d.lines() if x and x.startswith(f"congestion or routing in {bw[0].test}: ")]
+    assert line and "1/1 retested alone were as fast as the controls: slow only under load" in line[0], d.lines()
 
 
 @outcome_contract("diagnose", 0, "fit")

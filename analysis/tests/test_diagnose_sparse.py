@@ -220,3 +220,16 @@ def test_one_confirmed_link_whose_thinned_block_is_all_slow_is_a_host_pair():
     assert named == [(HOST_PAIR, "host0", "host15"), (LINK, "host1", "host14")], named
     cable = next(c for c in out.culprits if c.component == HOST_PAIR)
     assert "8/8 of the others slow" in cable.evidence[0], cable.evidence   # both ways of the link left out
+
+
+def test_each_error_counter_is_put_on_the_side_it_counts():
+    """Supporting evidence names a NIC's receive or send side from the counters the
+    inventory reads (sysfs port counters, ethtool and /proc/net/snmp names)."""
+    from fabscope_analysis.diagnosis.supporting import _side_of
+    sides = {name: _side_of(name) for name in (
+        "port_rcv_errors", "port_rcv_remote_physical_errors", "rx_dropped", "rx_errors", "InErrs",
+        "port_xmit_discards", "tx_dropped", "tx_errors", "OutRsts", "symbol_error", "link_downed")}
+    assert sides == {"port_rcv_errors": "receive", "port_rcv_remote_physical_errors": "receive",
+                     "rx_dropped": "receive", "rx_errors": "receive", "InErrs": "receive",
+                     "port_xmit_discards": "send", "tx_dropped": "send", "tx_errors": "send",
+                     "OutRsts": "send", "symbol_error": "both", "link_downed": "both"}

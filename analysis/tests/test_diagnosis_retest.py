@@ -57,6 +57,9 @@ def test_outcomes_and_bandwidth_direction():
     assert "confirmed slow alone" in out["slow"].describe()
     few = judge_retest({"x": 3.0}, ctrl[:2], pool=50, bandwidth=True)[0]
     assert few.outcome == INCONCLUSIVE and "2 control pair(s)" in few.describe()
+    # too few controls to judge, but the ratio shown is still against their median (of log
+    # values: the geometric mean of two)
+    assert abs(few.ratio - (10.0 * 10.2) ** 0.5 / 3.0) < 1e-9
 
 
 def test_validity_widening_turns_a_confirmation_into_selection():

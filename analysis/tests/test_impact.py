@@ -176,6 +176,22 @@ def test_sizes_equal_fabscope_list_model(name):
     assert f"all-reduces per decode step: {models.allreduces_per_step(spec, 8)}" in out.stdout
 
 
+def test_list_model_with_a_scenario_names_which_instances_measure_each_size():
+    """`fabscope list --model M --scenario FILE` lists the scenario and says which of its
+    instances measure each size the model needs (docs/analysis.md)."""
+    binary = fabscope_binary()
+    if binary is None:
+        pytest.skip("no fabscope binary (build/fabscope or FABSCOPE_BIN)")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    out = subprocess.run([binary, "list", "--model", "llama3-70b", "--tp", "8", "--ranks", "8", "--scenario",
+                          os.path.join(ROOT, "scenarios/llama3-70b-serving.yaml")], capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("scenario 'llama3-70b-serving'"), out.stdout[:300]
+    assert "kvpush 320MiB: measured by kv-transfer [quiet]" in out.stdout
+    assert "serving-impact sizes measured by this scenario: 4 of 4" in out.stdout
+
+
 # --- tail composition --------------------------------------------------------------------
 
 def test_composed_p99_matches_direct_simulation(tmp_path):
@@ -401,3 +417,14 @@ def test_moe_dispatch_and_combine_per_token_from_alltoall_rounds(tmp_path):
                                                   decode_batch=64))
         assert any("MoE" in m and "not measured" in m for m in other.missing), other.missing
         assert all(r.get("p50_ms") is None for r in other.moe_rows)
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_tp_and_sizes_must_be_positive(value, capsys):
+    """`--tp 0` (or a negative size) is bad usage: exit 2 naming the value, before any file is read."""
+    from fabscope_analysis.cli import build_parser
+    for option in ("--tp", "--decode-batch", "--prompt"):
+        with pytest.raises(SystemExit) as stopped:
+            build_parser().parse_args(["impact", "x.h5", option, value])
+        assert stopped.value.code == 2
+        assert f"expected a positive integer, got {value}" in capsys.readouterr().err

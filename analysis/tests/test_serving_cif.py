@@ -164,6 +164,11 @@ def test_gpcnets_canary_tests_are_shown_beside_the_classes_not_judged(tmp_path):
     assert rows == []          # no serving class was congested
     assert not any("gpcnet" in m for m in measured.missing)
     assert measured.classes["tp"].bytes == ar and len(measured.classes["tp"].others) == 0
+    # an all-reduce's figure is its slowest rank per iteration (400 iterations of 2 ranks),
+    # the ring latency's each message's time (300 messages of one rank)
+    series = {c.cls: c for c in measured.gpcnet}
+    assert len(series["gpcnet/allreduce"].by_condition["quiet"]) == 400
+    assert len(series["gpcnet/ring-latency"].by_condition["incast"]) == 300
     verdict = compose_verdict(measured, parse_slo_text("itl_p99=50ms"), Deployment(LLAMA70, 8))
     shown = {r.cls: r for r in verdict.cif}
     allreduce, latency = shown["gpcnet/allreduce"], shown["gpcnet/ring-latency"]

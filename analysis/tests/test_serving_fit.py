@@ -272,3 +272,24 @@ def test_rare_stalls_never_pass_on_too_few_operations(tmp_path):
     clean = check(verdict_of(_stalled_allreduce_file(tmp_path / "c.h5", 48_000, 1, stall_rate=0.0),
                              slo), "itl_p99")
     assert clean.status == "PASS", clean.text
+
+
+def test_a_layer_stream_push_hides_its_compute_behind_the_transfer(tmp_path):
+    """A layer-stream KV push overlaps all but its last layer with compute: fit's KV times and
+    impact's exposed transfer are the transfer less (layers - 1) x compute_per_layer_s (read
+    in seconds), never below 0 (fit adds the queue)."""
+    from fabscope_analysis.impact import compute_impact
+    from test_impact import AR_512K, spiky, write_allreduce_file
+    rng = np.random.default_rng(7)
+    transfer, queue, compute = rng.normal(40e6, 1e6, 30), np.full(30, 10e6), 2e-4
+    path = write_allreduce_file(tmp_path / "ls.h5", {(AR_512K, "quiet"): spiky(rng, 500)},
+                                kv=[{"nbytes": 320 << 20, "transfer_ns": transfer, "queue_ns": queue,
+                                     "strategy": "layer-stream", "compute_per_layer_s": compute}])
+    shown = np.maximum(transfer.astype(np.int64) - (LLAMA70.layers - 1) * compute * 1e9, 0)
+    with open_result(path) as result:
+        kv = measure(result, Deployment(LLAMA70, 8)).classes["kv"]
+        impact = compute_impact(result, Deployment(LLAMA70, 8, prefill_ms=950.0))
+    np.testing.assert_allclose(np.sort(kv.by_condition["quiet"]), np.sort(shown + queue))
+    row = impact.kv_rows[0]
+    assert row["overlapped_with_prefill_ms"] == pytest.approx((LLAMA70.layers - 1) * compute * 1e3)
+    assert row["exposed_p50_ms"] == pytest.approx(np.percentile(shown, 50) / 1e6)

@@ -384,3 +384,11 @@ def test_the_plan_measures_what_tells_the_slos_percentiles():
     size_for_tails(PlanRequest("llama3-70b", 8, None, Cluster(16), 1800.0, "itl_p99=50ms"),
                    inside, {"itl_p99": 50.0})
     assert inside.collective_iterations == 200
+
+
+def test_plan_takes_tp_8_unless_told():
+    """`plan --model M` plans for TP 8, as its help says; --tp changes it."""
+    from fabscope_analysis.cli import build_parser
+    given = ["plan", "--model", "llama3-70b", "--ranks", "16", "--slo", "itl_p99=50ms", "--output", "p.yaml"]
+    assert build_parser().parse_args(given).tp == 8
+    assert build_parser().parse_args(given + ["--tp", "4"]).tp == 4

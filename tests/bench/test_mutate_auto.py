@@ -1,0 +1,196 @@
+"""The generated-mutant tool behind `tests/mutate --auto` (tests/mutate_auto/): its sample is
+the same for the same seed, every mutant is one change at one site that still parses, and a
+module is judged by the tests that reach it."""
+import ast
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from mutate_auto.mutants import cpp_sites, python_equivalent_by_construction, python_sites  # noqa: E402
+from mutate_auto.sample import (DEFAULT_TARGETS, all_sites, resolve_prefixes, sample,  # noqa: E402
+                                seeded_order, target_files)
+from mutate_auto.selection import CPP_TESTS, ImportGraph, cpp_tests_for  # noqa: E402
+
+PYTHON_TARGETS = tuple(p for p in DEFAULT_TARGETS if p.startswith("analysis/"))
+CPP_TARGETS = tuple(p for p in DEFAULT_TARGETS if p.startswith("src/"))
+
+
+@pytest.fixture(scope="module")
+def python_universe():
+    return all_sites(ROOT, PYTHON_TARGETS)
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return ImportGraph(ROOT)
+
+
+def changed_span(before: bytes, after: bytes):
+    """(first, last) byte of `before` that differs from `after`, by common prefix and suffix."""
+    prefix = 0
+    while prefix < min(len(before), len(after)) and before[prefix] == after[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < min(len(before), len(after)) - prefix and before[-1 - suffix] == after[-1 - suffix]:
+        suffix += 1
+    return prefix, len(before) - suffix
+
+
+def statement_heads(source: bytes):
+    """Each statement's own part, in order: a simple statement whole, a compound one
+    (if, for, def, ...) without the statements it holds."""
+    heads = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.stmt):
+            fields = {name: value for name, value in ast.iter_fields(node)
+                      if not (isinstance(value, list) and value and
+                              isinstance(value[0], (ast.stmt, ast.excepthandler, ast.match_case)))}
+            heads.append((type(node).__name__, repr({k: ast.dump(v) if isinstance(v, ast.AST) else
+                                                      [ast.dump(x) if isinstance(x, ast.AST) else x for x in v]
+                                                      if isinstance(v, list) else v for k, v in fields.items()})))
+    return heads
+
+
+def one_statement_differs(before_heads, after: bytes) -> bool:
+    """Whether exactly one statement's own part changed (and no statement came or went)."""
+    after_heads = statement_heads(after)
+    return len(before_heads) == len(after_heads) and sum(x != y for x, y in zip(before_heads, after_heads)) == 1
+
+
+def test_the_same_seed_gives_the_same_sample_and_another_seed_another():
+    first = sample(ROOT, DEFAULT_TARGETS, 7, 200)
+    assert first == sample(ROOT, DEFAULT_TARGETS, 7, 200), "generating twice must give the same mutants"
+    universe = all_sites(ROOT, DEFAULT_TARGETS)
+    assert [universe[i] for i in seeded_order(len(universe), 7)[:40]] == first[:40]
+    assert [universe[i] for i in seeded_order(len(universe), 8)[:40]] != first[:40]
+    # the seed's order is Python's Mersenne Twister shuffle: pinned, so a sample named in
+    # docs/hardening.md stays the same mutants on another machine or Python 3 version
+    assert seeded_order(10, 1) == [6, 8, 9, 7, 5, 3, 0, 4, 1, 2]
+    assert {m.language for m in first} == {"python", "cpp"}
+
+
+def test_every_python_mutant_is_one_change_that_parses_to_another_tree(python_universe):
+    chosen = sample(ROOT, PYTHON_TARGETS, 3, 100)
+    kinds = set()
+    sources, heads = {}, {}
+    for m in chosen:
+        data = sources.setdefault(m.path, (ROOT / m.path).read_bytes())
+        mutated = m.apply(data)
+        assert python_equivalent_by_construction(data, mutated) is None, f"{m.path}:{m.line} {m.describe()}"
+        if m.path not in heads:
+            heads[m.path] = statement_heads(data)
+        assert one_statement_differs(heads[m.path], mutated), f"{m.path}:{m.line} {m.describe()}"
+        before, after = data.splitlines(), mutated.splitlines()
+        site_lines = m.original.count("\n") + 1
+        assert before[:m.line - 1] == after[:m.line - 1], f"{m.path}:{m.line}: a line above the site changed"
+        assert before[m.line - 1 + site_lines:] == after[len(after) - (len(before) - m.line + 1 - site_lines):]
+        kinds.add(m.kind)
+    assert kinds == {"operator", "comparison", "boundary", "logic", "constant", "return"}
+    assert len({(m.path, m.start, m.replacement) for m in python_universe}) == len(python_universe)
+
+
+def test_python_sites_of_a_known_snippet():
+    source = (b'"""doc 1 < 2"""\n'
+              b'def f(x: int = 3) -> int:\n'
+              b'    # a comment: 4 + 5\n'
+              b'    if x < 2 and not x.ok:\n'
+              b'        return max(x, 0)\n'
+              b'    y = f"{x + 1}" + "s"\n'
+              b'    return x * 2\n')
+    found = {(m.line, m.original, m.replacement, m.kind) for m in python_sites("x.py", source)}
+    assert found == {
+        (2, "3", "4", "constant"), (2, "3", "2", "constant"),
+        (4, "<", "<=", "boundary"), (4, "<", ">=", "comparison"), (4, "2", "3", "constant"),
+        (4, "2", "1", "constant"), (4, "and", "or", "logic"), (4, "not ", "", "logic"),
+        (5, "max", "min", "boundary"), (5, "max(x, 0)", "None", "return"), (5, "0", "1", "constant"),
+        (7, "*", "/", "operator"), (7, "2", "3", "constant"), (7, "2", "1", "constant"),
+        (7, "x * 2", "None", "return")}
+
+
+def test_cpp_rules_skip_comments_strings_templates_and_the_preprocessor():
+    source = (b'#include <vector>\n'
+              b'#define LIMIT 4 + 5\n'
+              b'// a comment: a < b\n'
+              b'template <typename T> int f(std::vector<T>& v, int n) {\n'
+              b'  const char* s = "x < 1";  /* 7 - 8 */\n'
+              b'  if (n < 2 && !v.empty()) return std::max(n, 0);\n'
+              b'  std::string t = std::to_string(n) + " items";\n'
+              b'  return n * 0x10 - 1.5f;\n'
+              b'}\n')
+    found = {(m.line, m.original, m.replacement, m.kind) for m in cpp_sites("x.cpp", source)}
+    assert found == {
+        (6, "<", "<=", "boundary"), (6, "<", ">=", "comparison"), (6, "2", "3", "constant"),
+        (6, "2", "1", "constant"), (6, "&&", "||", "logic"), (6, "!", "", "logic"),
+        (6, "max", "min", "boundary"), (6, "0", "1", "constant"),
+        (8, "*", "/", "operator"), (8, "-", "+", "operator"), (8, "1.5f", "3.0f", "constant")}
+
+
+def test_every_cpp_mutant_is_one_change_on_one_line():
+    chosen = sample(ROOT, CPP_TARGETS, 5, 200)
+    sources = {}
+    for m in chosen:
+        data = sources.setdefault(m.path, (ROOT / m.path).read_bytes())
+        mutated = m.apply(data)
+        first, last = changed_span(data, mutated)
+        assert m.start <= first and last <= m.end
+        assert data.count(b"\n") == mutated.count(b"\n") and b"\n" not in data[m.start:m.end]
+        # whole tokens only: a number or word is never cut out of a longer one
+        if re.match(r"\w", m.original):
+            assert not re.match(rb"\w", data[m.start - 1:m.start]) and not re.match(rb"\w", data[m.end:m.end + 1])
+
+
+def test_a_module_is_judged_by_the_tests_that_import_it(graph):
+    rules = graph.tests_for("analysis/fabscope_analysis/diagnosis/rules.py")
+    assert rules[0] == "analysis/tests/test_diagnose_sparse.py"        # imports it directly
+    assert "analysis/tests/test_diagnose.py" in rules                  # named for its subsystem
+    assert not any("serving" in t for t in rules)
+    plan = graph.tests_for("analysis/fabscope_analysis/serving/plan.py")
+    assert plan[0] == "analysis/tests/test_serving_plan.py"
+    assert "analysis/tests/test_diagnose.py" not in plan
+    # named after the module: first, before the cap of files cuts the list
+    assert graph.tests_for("analysis/fabscope_analysis/serving/plan_command.py")[0] == \
+        "analysis/tests/test_serving_plan.py"
+    slo = graph.tests_for("analysis/fabscope_analysis/serving/slo.py")
+    assert "analysis/tests/test_serving_fit.py" in slo and "analysis/tests/test_accept.py" not in slo
+    for path in target_files(ROOT, PYTHON_TARGETS):
+        if not path.endswith("__init__.py"):
+            assert graph.tests_for(path), f"no test file reaches {path}"
+
+
+def test_every_cpp_target_folder_has_its_tests_in_the_table():
+    for prefix in CPP_TARGETS:
+        row = cpp_tests_for(prefix + "Any.cpp")
+        assert row is not None and row.targets and row.ctest, prefix
+        assert (ROOT / row.prefix).is_dir()
+        assert all((ROOT / arg.split("::")[0]).exists() for arg in row.pytest if arg.startswith("analysis/"))
+        re.compile(row.ctest)
+        # ctest reads the regex with CMake's engine, which has no class escapes or (?...) groups:
+        # KvPush\w* there matched none of the unit tests
+        assert not re.search(r"\\[wdsWDSb]|\(\?|\*\?|\+\?", row.ctest), row.ctest
+    kvpush = cpp_tests_for("src/kinds/kvpush/KvPushConfig.cpp")
+    assert re.search(kvpush.ctest, "mpi.kv_push") and re.search(kvpush.ctest, "KvPushConfig.ConditionErrors")
+    assert not re.search(kvpush.ctest, "mpi.incast")
+    assert re.search(cpp_tests_for("src/kinds/incast/IncastKind.cpp").ctest, "mpi.incast")
+    assert cpp_tests_for("src/transport/MpiTransport.cpp") is None
+    assert len({row.prefix for row in CPP_TESTS}) == len(CPP_TESTS)
+
+
+def test_only_narrows_the_default_targets():
+    assert resolve_prefixes(["analysis/"]) == list(PYTHON_TARGETS)
+    assert resolve_prefixes(["src/"]) == list(CPP_TARGETS)
+    assert resolve_prefixes(["src/transport/", "src/cli/"]) == ["src/transport/", "src/cli/"]
+    assert resolve_prefixes([]) == list(DEFAULT_TARGETS)
+
+
+def test_the_generator_reads_every_target_file():
+    files = target_files(ROOT, DEFAULT_TARGETS)
+    assert "analysis/fabscope_analysis/verdict.py" in files and "src/kinds/incast/IncastKind.cpp" in files
+    assert not any(f.startswith("analysis/tests/") for f in target_files(ROOT, ("analysis/",)))
+    for path in files:
+        if path.endswith(".py"):
+            ast.parse((ROOT / path).read_bytes())
