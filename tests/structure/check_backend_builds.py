@@ -2,8 +2,8 @@
 """README's plain build on a machine that lacks one optional backend: every translation unit compiles on its own.
 
 ./tests/run builds one configuration: a unity build (eight sources a compile) with every backend this machine
-has. Neither hides nothing: a unity chunk lends its neighbours' includes to a source that forgot one, and code
-under `#if FABSCOPE_HAVE_X` is only ever compiled one way. This check compiles (-fsyntax-only, no unity) each
+has. Both hide breaks: a unity chunk lends its neighbours' includes to a source that forgot one, and code under
+`#if FABSCOPE_HAVE_X` is only ever compiled one way. This check compiles (-fsyntax-only, no unity) each
 translation unit of the configurations a machine without one backend gets:
 
   cuda-off   -DFABSCOPE_ENABLE_CUDA=OFF   (no CUDA toolkit: no CUDA kernels, no NCCL)
@@ -217,7 +217,8 @@ def serial_hdf5_flags(folder, units):
         if entry.name != "H5pubconf.h":
             (headers / entry.name).symlink_to(entry.resolve())
     conf = (real / "H5pubconf.h").read_text()
-    (headers / "H5pubconf.h").write_text(re.sub(r"^#define H5_HAVE_PARALLEL .*$", "/* serial HDF5 */", conf, flags=re.M))
+    serial = re.sub(r"^#define H5_HAVE_PARALLEL .*$", "/* serial HDF5 */", conf, flags=re.M)
+    (headers / "H5pubconf.h").write_text(serial)
     return ["-I" + str(headers)]
 
 
@@ -283,7 +284,7 @@ def main():
     for c in active:
         tree = work / c.name if c.cache_args else base_tree
         units = [Unit(u) for u in dbs[c.name]]
-        skipped = [u for u in units if not u.file.suffix in (".cpp", ".cc", ".cxx")]
+        skipped = [u for u in units if u.file.suffix not in (".cpp", ".cc", ".cxx")]
         units = [u for u in units if u.file.suffix in (".cpp", ".cc", ".cxx")]
         chosen, headers = [], set()
         for u in units:
