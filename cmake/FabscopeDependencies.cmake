@@ -87,7 +87,7 @@ endif()
 
 # --- hwloc (PCI/NUMA affinity for the inventory) -----------------------------
 set(FABSCOPE_HAVE_HWLOC 0)
-if(PkgConfig_FOUND)
+if(FABSCOPE_ENABLE_HWLOC AND PkgConfig_FOUND)
   pkg_check_modules(HWLOC IMPORTED_TARGET hwloc)
   if(HWLOC_FOUND)
     set(FABSCOPE_HAVE_HWLOC 1)

@@ -17,9 +17,19 @@ struct SelfTestHooks {
   // spoils its TP all-reduce result, its all-to-all and its first KV push
   // received there (tests/mpi/mix.sh).
   int corruptRank = -1;
+  // corrupt-sender=N: in latency, bandwidth, bibw and incast, world rank N alone
+  // flips one byte of the message it sends (as the test key corrupt_for_test
+  // makes every sender do), so a test can show that the receivers check every
+  // pair's data, not only the first one's (tests/mpi/data_check.sh sweeps N).
+  int corruptSender = -1;
   // kv-corrupt: kvpush's prefill rank 0 flips one byte of its first measured
-  // request (tests/mpi/kv_push.sh, kv_one_sided.sh, kv_gpu.sh).
-  bool kvCorruptFirstRequest = false;
+  // request (tests/mpi/kv_push.sh, kv_one_sided.sh, kv_gpu.sh); kv-corrupt=P:K:
+  // prefill rank P (its index among the prefill ranks) of its request K, counting
+  // its warm-up requests from 0, so a test can spoil any one request, warm-up
+  // or measured, of any prefill rank (tests/mpi/kv_push.sh sweeps them).
+  bool kvCorrupt = false;
+  int kvCorruptPrefill = 0;
+  int kvCorruptRequest = -1;  // -1: the first measured request
   // kv-in-order: kvpush posts as a transport that matches in posting order
   // (NCCL) needs, over a tag-matching one (tests/mpi/kv_push.sh).
   bool kvInOrder = false;
@@ -44,7 +54,9 @@ SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values);
 // One line per hook, for `fabscope run --help`.
 inline constexpr const char* selfTestHelp =
     "a hook for fabscope's own tests, repeatable: corrupt-rank=N (allreduce, alltoall, mix: world rank N's "
-    "received data is spoiled after the timed loop), kv-corrupt (kvpush: prefill rank 0 spoils its first request), "
+    "received data is spoiled after the timed loop), corrupt-sender=N (latency, bandwidth, bibw, incast: world "
+    "rank N alone spoils the message it sends), kv-corrupt (kvpush: prefill rank 0 spoils its first request), "
+    "kv-corrupt=P:K (prefill rank P spoils its request K, warm-up requests counted from 0), "
     "kv-in-order (kvpush posts as for an in-order transport such as NCCL), api-corrupt-request (each api client "
     "spoils its first measured request), api-corrupt-chunk (each api server spoils the first chunk of its first "
     "measured answer), detect-late=R:MS (fault drill: survivor rank R records its detection MS ms late). "

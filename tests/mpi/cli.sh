@@ -19,7 +19,7 @@ expect_rc 0 "$FABSCOPE_BIN" run --help
 grep -q "Self-test options (for fabscope's own tests)" "$scratch/out"
 grep -q -- "--self-test HOOK" "$scratch/out"
 expect_rc 2 "$FABSCOPE_BIN" run --self-test no-such-hook
-grep -q "unknown hook; known: corrupt-rank=N, kv-corrupt, kv-in-order" "$scratch/out"
+grep -q "unknown hook; known: corrupt-rank=N, corrupt-sender=N, kv-corrupt, kv-corrupt=P:K, kv-in-order" "$scratch/out"
 expect_rc 2 "$FABSCOPE_BIN" run --self-test corrupt-rank=two
 grep -q "expected corrupt-rank=N" "$scratch/out"
 expect_rc 0 "$FABSCOPE_BIN" list --scenario "$FABSCOPE_SOURCE_DIR/scenarios/smoke.yaml" --ranks 8

@@ -8,7 +8,10 @@ rows, one sample per request, times in order, every request verified, the
 direction column equal to the test's `direction` attribute; --directions: the
 file must hold exactly these directions, each with every strategy; with
 --expect-corrupt (fabscope run --self-test kv-corrupt), every test must have failed
-on exactly one request: prefill rank 0's first measured one.
+on exactly one request: prefill rank 0's first measured one; with --expect-corrupt P:K
+(--self-test kv-corrupt=P:K), on prefill rank P's request K (warm-up requests counted
+from 0): the error names it and, when K is a measured request, it is the one
+unverified row (a warm-up request has no row).
 """
 import argparse
 import sys
@@ -31,7 +34,7 @@ ap.add_argument("file")
 ap.add_argument("--prefill", type=int, required=True)
 ap.add_argument("--decode", type=int, required=True)
 ap.add_argument("--directions", help="comma-separated directions the file must hold, each with every strategy")
-ap.add_argument("--expect-corrupt", action="store_true")
+ap.add_argument("--expect-corrupt", nargs="?", const="first", metavar="P:K")
 a = ap.parse_args()
 
 with h5py.File(a.file, "r") as f:
@@ -103,9 +106,18 @@ with h5py.File(a.file, "r") as f:
         if a.expect_corrupt:
             if text(at["status"]) != "failed" or "expected" not in text(at["error"]):
                 fail(f"{name}: status {text(at['status'])!r}, error {text(at['error'])!r}; the corruption was not reported")
-            first = int(r["request_id"][r["prefill_rank"] == 0].min())
-            if bad["request_id"].tolist() != [first]:
-                fail(f"{name}: unverified requests {bad['request_id'].tolist()}, expected [{first}] only")
+            warmup = int(at["warmup_requests"])
+            if a.expect_corrupt == "first":
+                prefill, index = 0, warmup
+            else:
+                prefill, index = (int(x) for x in a.expect_corrupt.split(":"))
+            # Request ids: prefill index x (warm-up + measured requests) + the request's index.
+            spoiled = prefill * (warmup + int(at["requests_per_prefill"])) + index
+            if f"request {spoiled} from prefill rank {prefill} " not in text(at["error"]):
+                fail(f"{name}: error {text(at['error'])!r} does not name request {spoiled} from prefill rank {prefill}")
+            expected_bad = [spoiled] if index >= warmup else []
+            if bad["request_id"].tolist() != expected_bad:
+                fail(f"{name}: unverified requests {bad['request_id'].tolist()}, expected {expected_bad}")
             continue
         if text(at["status"]) != "passed":
             fail(f"{name}: status {text(at['status'])}: {text(at['error'])}")

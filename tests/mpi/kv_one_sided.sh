@@ -93,6 +93,19 @@ if [ "$rc" != 1 ]; then
   exit 1
 fi
 kv_check "$scratch/corrupt.h5" --prefill 3 --decode 1 --expect-corrupt
+# And a warm-up request of another prefill rank (its first request, index 0).
+set +e
+run_mpi -np 4 "${ucx_tcp[@]}" "$FABSCOPE_BIN" run --self-test kv-corrupt=2:0 \
+  --scenario "$scratch/many-to-one.yaml" --output "$scratch/corrupt-warmup.h5" --no-progress \
+  > "$scratch/corrupt-warmup.out" 2>&1
+rc=$?
+set -e
+if [ "$rc" != 1 ]; then
+  cat "$scratch/corrupt-warmup.out"
+  echo "kv_one_sided: kv-corrupt=2:0 gave exit code $rc, expected 1 (check failed)" >&2
+  exit 1
+fi
+kv_check "$scratch/corrupt-warmup.h5" --prefill 3 --decode 1 --expect-corrupt 2:0
 
 # A missed deadline with gets still in flight: the instance times out, the
 # rest is skipped, the file is complete, and the run ends with exit code 1

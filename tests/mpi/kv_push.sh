@@ -79,4 +79,34 @@ if [ "$rc" != 1 ]; then
   exit 1
 fi
 kv_check "$scratch/corrupt.h5" --prefill 3 --decode 1 --expect-corrupt
+
+# The checker verifies every request, not only the first measured one: one
+# spoiled byte in the first and the last warm-up request, the first measured
+# request of another prefill rank and the last measured request of the last one
+# (prefill P:request K, warm-up requests counted from 0) must each fail the run
+# on that request alone.
+cat > "$scratch/sweep.yaml" <<'YAML'
+name: kv-corrupt-sweep
+seed: 9
+model: llama3-8b
+parallel: {tp: 8}
+defaults: {transport: mpi, memory: host, timeout: 60s}
+tests:
+  - {name: sweep-per-block, kind: kvpush, strategy: per-block, prefill_ranks: 3, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [64]}, loop: {mode: closed, in_flight: 2},
+     iterations: 3, warmup_requests: 2}
+YAML
+for spoiled in 0:0 0:1 1:2 2:4; do
+  set +e
+  run_mpi -np 4 "$FABSCOPE_BIN" run --self-test "kv-corrupt=$spoiled" \
+    --scenario "$scratch/sweep.yaml" --output "$scratch/sweep.h5" --overwrite --no-progress > "$scratch/sweep.out" 2>&1
+  rc=$?
+  set -e
+  if [ "$rc" != 1 ]; then
+    cat "$scratch/sweep.out"
+    echo "kv_push: kv-corrupt=$spoiled gave exit code $rc, expected 1 (check failed)" >&2
+    exit 1
+  fi
+  kv_check "$scratch/sweep.h5" --prefill 3 --decode 1 --expect-corrupt "$spoiled"
+done
 echo "kv_push: ok"

@@ -10,7 +10,8 @@ namespace {
 TEST(SelfTestHooks, NoneUnlessAsked) {
   const auto hooks = suite::parseSelfTestHooks({});
   EXPECT_EQ(hooks.corruptRank, -1);
-  EXPECT_FALSE(hooks.kvCorruptFirstRequest);
+  EXPECT_EQ(hooks.corruptSender, -1);
+  EXPECT_FALSE(hooks.kvCorrupt);
   EXPECT_FALSE(hooks.kvInOrder);
   EXPECT_FALSE(hooks.apiCorruptRequest);
   EXPECT_FALSE(hooks.apiCorruptChunk);
@@ -20,7 +21,9 @@ TEST(SelfTestHooks, NoneUnlessAsked) {
 TEST(SelfTestHooks, ReadsEachHook) {
   const auto hooks = suite::parseSelfTestHooks({"corrupt-rank=2", "kv-corrupt", "kv-in-order"});
   EXPECT_EQ(hooks.corruptRank, 2);
-  EXPECT_TRUE(hooks.kvCorruptFirstRequest);
+  EXPECT_TRUE(hooks.kvCorrupt);
+  EXPECT_EQ(hooks.kvCorruptPrefill, 0);
+  EXPECT_EQ(hooks.kvCorruptRequest, -1);  // the first measured one, whatever the warm-up
   EXPECT_TRUE(hooks.kvInOrder);
   EXPECT_EQ(suite::parseSelfTestHooks({"corrupt-rank=0"}).corruptRank, 0);
   const auto api = suite::parseSelfTestHooks({"api-corrupt-request", "api-corrupt-chunk", "detect-late=2:1500"});
@@ -30,10 +33,43 @@ TEST(SelfTestHooks, ReadsEachHook) {
   EXPECT_EQ(api.lateDetectionMs, 1500);
 }
 
+TEST(SelfTestHooks, CorruptSenderNamesOneRank) {
+  EXPECT_EQ(suite::parseSelfTestHooks({"corrupt-sender=3"}).corruptSender, 3);
+  EXPECT_EQ(suite::parseSelfTestHooks({"corrupt-sender=0"}).corruptSender, 0);
+  EXPECT_EQ(suite::parseSelfTestHooks({"corrupt-sender=3"}).corruptRank, -1);
+}
+
+TEST(SelfTestHooks, KvCorruptTakesPrefillAndRequest) {
+  const auto hooks = suite::parseSelfTestHooks({"kv-corrupt=2:0"});
+  EXPECT_TRUE(hooks.kvCorrupt);
+  EXPECT_EQ(hooks.kvCorruptPrefill, 2);
+  EXPECT_EQ(hooks.kvCorruptRequest, 0);
+  const auto later = suite::parseSelfTestHooks({"kv-corrupt=0:17"});
+  EXPECT_EQ(later.kvCorruptPrefill, 0);
+  EXPECT_EQ(later.kvCorruptRequest, 17);
+}
+
 TEST(SelfTestHooks, RefusesWhatItDoesNotKnow) {
-  for (const char* bad : {"corrupt-rank=", "corrupt-rank=-1", "corrupt-rank=2x", "corrupt-rank=two", "kv-corrupt=1",
-                          "corrupt", "", "corrupt-rank=+2", "detect-late=2", "detect-late=2:", "detect-late=:5",
-                          "detect-late=2:0", "detect-late=x:5", "api-corrupt"}) {
+  for (const char* bad : {"corrupt-rank=",
+                          "corrupt-rank=-1",
+                          "corrupt-rank=2x",
+                          "corrupt-rank=two",
+                          "kv-corrupt=1",
+                          "corrupt",
+                          "",
+                          "corrupt-rank=+2",
+                          "detect-late=2",
+                          "detect-late=2:",
+                          "detect-late=:5",
+                          "detect-late=2:0",
+                          "detect-late=x:5",
+                          "api-corrupt",
+                          "kv-corrupt=",
+                          "kv-corrupt=1:",
+                          "kv-corrupt=:1",
+                          "kv-corrupt=-1:0",
+                          "kv-corrupt=1:x",
+                          "kv-corrupt=1:2:3"}) {
     try {
       (void)suite::parseSelfTestHooks({bad});
       ADD_FAILURE() << "accepted '" << bad << "'";

@@ -16,8 +16,8 @@
 #include "kinds/fault/FaultDrillRoles.hpp"
 #include "kinds/fault/FaultHeartbeat.hpp"
 #include "runtime/Deadlines.hpp"
-#if FABSCOPE_HAVE_VERBS
 #include "transport/TransportFactory.hpp"
+#if FABSCOPE_HAVE_VERBS
 #include "transport/VerbsParameters.hpp"
 #endif
 

@@ -123,7 +123,9 @@ class IncastKind final : public Kind {
     const auto memory = memoryKindOf(ctx.instance.spec->memory);
     std::byte* buffer = ctx.buffers.allocate(n, memory);
     fillPattern(buffer, n, ctx.seed + static_cast<std::uint64_t>(ctx.world.rank()), memory);
-    if (scenario::configOf<IncastConfig>(*ctx.instance.spec).corruptForTest) corruptOneByte(buffer, n, memory);
+    if (scenario::configOf<IncastConfig>(*ctx.instance.spec).corruptForTest ||
+        ctx.selfTest.corruptSender == ctx.world.rank())
+      corruptOneByte(buffer, n, memory);
     t.reserve(window + 1);
     std::int32_t ack = 0;
     const auto& spec = *ctx.instance.spec;

@@ -42,7 +42,7 @@ class OneSidedPrefill final : public KvWorker {
         placement_(shape.layout.numBlocks, shape.config.blockTokens, placementSeedOf(ctx.seed, ctx.world.rank())),
         lanes_(static_cast<std::size_t>(shape.config.inFlight)),
         sequenceTo_(static_cast<std::size_t>(shape.config.decodeRanks), 0),
-        corruptFirstRequest_(corruptsFirstRequest(ctx, prefillIndex)) {
+        corruptRequest_(corruptedRequestOf(ctx, prefillIndex, shape.config.warmupRequests)) {
     for (std::size_t l = 0; l < lanes_.size(); ++l) {
       auto& lane = lanes_[l];
       lane.blockIds.resize(s_.blocks);
@@ -104,7 +104,7 @@ class OneSidedPrefill final : public KvWorker {
   void prepare(Lane& lane, std::size_t l, int index, Nanoseconds t0) {
     const auto id = requestIdOf(me_, index, s_.config.totalRequestsPerPrefill());
     placement_.place(static_cast<std::uint64_t>(s_.tokens), lane.blockIds);
-    const bool corrupt = corruptFirstRequest_ && index == s_.config.warmupRequests;
+    const bool corrupt = index == corruptRequest_;
     memory_.fill(lane.blockIds, id,
                  corrupt ? static_cast<std::int64_t>(s_.geometry.poolOffset(0, 0, lane.blockIds[0])) : -1);
     lane.index = index;
@@ -237,7 +237,7 @@ class OneSidedPrefill final : public KvWorker {
   std::vector<Lane> lanes_;
   std::vector<int> sequenceTo_;
   std::vector<std::int64_t> arrivals_;
-  bool corruptFirstRequest_ = false;
+  int corruptRequest_ = -1;  // the request the self-test spoils, -1: none
 };
 
 class OneSidedDecode final : public KvWorker {

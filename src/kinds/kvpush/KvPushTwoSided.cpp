@@ -28,7 +28,7 @@ class PushPrefill final : public KvWorker {
         placement_(shape.layout.numBlocks, shape.config.blockTokens, placementSeedOf(ctx.seed, ctx.world.rank())),
         lanes_(static_cast<std::size_t>(shape.config.inFlight)),
         sequenceTo_(static_cast<std::size_t>(shape.config.decodeRanks), 0),
-        corruptFirstRequest_(corruptsFirstRequest(ctx, prefillIndex)) {
+        corruptRequest_(corruptedRequestOf(ctx, prefillIndex, shape.config.warmupRequests)) {
     for (auto& lane : lanes_) lane.blockIds.resize(s_.blocks);
     if (s_.config.loop == LoopMode::open)
       arrivals_ = poissonArrivalOffsetsNs(s_.config.totalRequestsPerPrefill(), s_.config.ratePerSecond,
@@ -83,7 +83,7 @@ class PushPrefill final : public KvWorker {
   void prepare(Lane& lane, int index, Nanoseconds t0) {
     const auto id = requestIdOf(me_, index, s_.config.totalRequestsPerPrefill());
     placement_.place(static_cast<std::uint64_t>(s_.tokens), lane.blockIds);
-    const bool corrupt = corruptFirstRequest_ && index == s_.config.warmupRequests;
+    const bool corrupt = index == corruptRequest_;
     memory_.fill(lane.blockIds, id,
                  corrupt ? static_cast<std::int64_t>(s_.geometry.poolOffset(0, 0, lane.blockIds[0])) : -1);
     lane.index = index;
@@ -158,7 +158,7 @@ class PushPrefill final : public KvWorker {
   std::vector<Lane> lanes_;
   std::vector<int> sequenceTo_;  // requests sent so far to each decode rank
   std::vector<std::int64_t> arrivals_;
-  bool corruptFirstRequest_ = false;
+  int corruptRequest_ = -1;  // the request the self-test spoils, -1: none
 };
 
 class PushDecode final : public KvWorker {

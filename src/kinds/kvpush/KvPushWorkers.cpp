@@ -41,8 +41,10 @@ std::uint64_t placementSeedOf(std::uint64_t seed, int rank) {
   return kernels::mix64(seed * 0x2545F4914F6CDD1Dull + static_cast<std::uint64_t>(rank) + 17);
 }
 
-bool corruptsFirstRequest(const RunContext& ctx, int prefillIndex) {
-  return ctx.selfTest.kvCorruptFirstRequest && prefillIndex == 0;
+int corruptedRequestOf(const RunContext& ctx, int prefillIndex, int warmupRequests) {
+  const auto& hook = ctx.selfTest;
+  if (!hook.kvCorrupt || prefillIndex != hook.kvCorruptPrefill) return -1;
+  return hook.kvCorruptRequest < 0 ? warmupRequests : hook.kvCorruptRequest;
 }
 
 std::size_t measuredRequestsOf(const KvPushConfig& c, int decodeIndex) {

@@ -115,9 +115,10 @@ inline Nanoseconds computePerLayerNs(const Shape& s) {
   return static_cast<Nanoseconds>(s.config.computePerLayerSeconds * 1e9);
 }
 
-// Self-test of the decode side's checker (--self-test kv-corrupt): prefill
-// rank 0 flips one byte of its first measured request.
-bool corruptsFirstRequest(const RunContext& ctx, int prefillIndex);
+// Self-test of the decode side's checker (--self-test kv-corrupt[=P:K]): the
+// index of the request (counting warm-up requests from 0) whose one byte prefill
+// rank `prefillIndex` flips, or -1 when it spoils none.
+int corruptedRequestOf(const RunContext& ctx, int prefillIndex, int warmupRequests);
 
 // The decode side's bookkeeping of completed requests: verifies the blocks,
 // records the sample and the request row (rows reserved up front, so

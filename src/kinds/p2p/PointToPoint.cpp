@@ -199,7 +199,7 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
     buffers.recvBytes = bytes * buffers.slices;
     buffers.recv = ctx.buffers.allocate(buffers.recvBytes, memory);
     fillPattern(buffers.send, bytes, patternSeed(ctx.seed, me), memory);
-    if (scenario::configOf<PointToPointConfig>(*ctx.instance.spec).corruptForTest)
+    if (scenario::configOf<PointToPointConfig>(*ctx.instance.spec).corruptForTest || ctx.selfTest.corruptSender == me)
       corruptOneByte(buffers.send, bytes, memory);
   }
   ctx.transport.reserve(2 * ctx.plan.window + 2);
