@@ -88,7 +88,8 @@ def check_patch(path, tests):
     applied = subprocess.run(["git", "apply", "--check", str(path)], cwd=ROOT, capture_output=True, text=True,
                              timeout=60)
     if applied.returncode != 0:
-        problems.append("git apply --check fails: " + " / ".join(applied.stderr.strip().splitlines()[:2]))
+        problems.append("git apply --check fails: " + " / ".join(applied.stderr.strip().splitlines()[:2])
+                        + " (tests/mutate --check says whether its lines moved; --rebase re-writes it)")
     regex = fields.get("ctest")
     if regex and tests is not None:
         try:
