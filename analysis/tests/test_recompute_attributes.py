@@ -5,7 +5,7 @@ definitions taken from docs/file-format.md (the C++ writes them; the analysis re
 them back). For every instance of every kind in the files FABSCOPE_REAL_H5 names
 (./tests/run: smoke.h5, serving.h5 and kinds.h5, the last from
 analysis/tests/data/recompute-kinds.yaml), the headline statistics, the
-`/tests/NNNN/summary` rows, the batch figure, the impact factors and each kind's own
+`/tests/NNNN/summary` rows, the pair matrix, the counters' deltas, the batch figure, the impact factors and each kind's own
 figures are recomputed from `/tests/NNNN/samples` (and the kind's own tables) and must
 agree to float64 rounding: a factor of two, a unit or a ceil/floor slip fails, where a
 `> 0` check would pass.
@@ -149,6 +149,42 @@ def check_summary_rows(where, a, t, m):
         failed = int(((s["flags"][s["rank"] == row["rank"]].astype(np.int64) & DATA_CHECK_FAILED) != 0).any())
         if failed:
             m.equal(w, "errors", int(row["errors"]), 1)
+
+
+def check_pair_matrix(where, a, t, m):
+    """all-pairs: the median per (rank, peer) of the headline samples; GB/s for bandwidth
+    (bytes per sample over the median time); latency cells filled both ways."""
+    if "pair_matrix" not in t:
+        return
+    s = t["samples"]
+    head = s[(s["flags"].astype(np.int64) & AUXILIARY) == 0]
+    lat = (head["t_done_ns"] - head["t_post_ns"]).astype(np.float64) / a["sample_divisor"]
+    written = t["pair_matrix"]
+    expected = np.full(written.shape, np.nan)
+    for rank, peer in sorted(set(zip(head["rank"].tolist(), head["peer"].tolist()))):
+        mine = (head["rank"] == rank) & (head["peer"] == peer)
+        median = pct(lat[mine], 50)
+        if a["metric"] == "latency":
+            expected[rank, peer] = expected[peer, rank] = median
+        else:
+            expected[rank, peer] = head["bytes"][mine].astype(np.float64).mean() / median
+    same_nan = np.isnan(written) == np.isnan(expected)
+    if not same_nan.all():
+        m.found.append(f"{where}/pair_matrix: measured cells {np.argwhere(~np.isnan(written)).tolist()}, "
+                       f"pairs with samples {np.argwhere(~np.isnan(expected)).tolist()}")
+        return
+    for (i, j) in np.argwhere(~np.isnan(expected)):
+        m.close(where, f"pair_matrix[{i}][{j}]", written[i, j], expected[i, j])
+
+
+def check_counters(where, a, t, m):
+    c = t.get("counters")
+    if c is not None and len(c):
+        bad = c[c["delta"] != c["after"] - c["before"]]
+        for row in bad[:3]:
+            m.found.append(f"{where}/counters rank {row['rank']} {_text(row['source'])} "
+                           f"{_text(row['name'])}: delta {row['delta']}, after - before "
+                           f"{row['after'] - row['before']}")
 
 
 def check_batch(where, a, t, m):
@@ -429,6 +465,8 @@ def test_derived_figures_recompute_from_samples(path):
         check_headline(where, a, t, m)
         check_summary_rows(where, a, t, m)
         check_batch(where, a, t, m)
+        check_pair_matrix(where, a, t, m)
+        check_counters(where, a, t, m)
         check_impact(where, a, t, m, by_index)
         KIND_CHECKS[a["kind"]](where, a, t, m)
         checked += 1
