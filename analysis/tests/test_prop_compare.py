@@ -36,6 +36,10 @@ def log_figures(draw):
 
 
 @given(log_figures(), st.integers(1, 400))
+@example((np.array([0.0]), np.array([0.0, 2.0]), np.array([0.25]), np.array([0.25, 0.25]), None,
+          0.95), 1)  # an interval down to a ratio of 1e-9 (t at 1 degree of freedom)
+@example((np.array([0.0]), np.array([0.0, 0.0, 0.0]), np.array([7.62939453e-06]),
+          np.array([0.25, 0.25, 0.00975029]), None, 0.99), 1)  # down to 4e-12
 def test_run_level_interval_negates_when_sides_swap(drawn, within_df):
     la, lb, va, vb, archive, level = drawn
     ab = run_level_interval(la, lb, va, vb, level, archive, within_df)
@@ -52,8 +56,14 @@ def test_run_level_interval_negates_when_sides_swap(drawn, within_df):
     low_ab, high_ab = _figure_interval(ab, la)
     low_ba, high_ba = _figure_interval(ba, lb)
     level_a, level_b = math.exp(np.mean(la)), math.exp(np.mean(lb))
-    assert math.isclose((1 + low_ab / level_a) * (1 + high_ba / level_b), 1.0, rel_tol=1e-9)
-    assert math.isclose((1 + high_ab / level_a) * (1 + low_ba / level_b), 1.0, rel_tol=1e-9)
+    # Compared as logs of the ratios, to the precision a ratio near 0 keeps: 1 + x for x
+    # near -1 has lost digits in float (cancellation), not the property; below e^-30 the
+    # figure's low end is -level itself (expm1 is -1.0), nothing to compare.
+    if max(abs(ab.low), abs(ab.high)) > 30:
+        return
+    for u, v in ((low_ab / level_a, high_ba / level_b), (high_ab / level_a, low_ba / level_b)):
+        assert math.isclose(math.log1p(u), -math.log1p(v), rel_tol=1e-9,
+                            abs_tol=1e-9 + 1e-14 / min(1 + u, 1 + v))
 
 
 @given(st.sampled_from(["latency", "bandwidth"]), st.floats(-5, 5), st.floats(0, 5),
