@@ -4,8 +4,9 @@ Synthetic clusters (fabscope_analysis.synth) with hosts, GPUs per host, the faul
 its component and the noise seed drawn over their ranges; the same cluster and seed are
 written with the fault at rising severity (none, mild, severe). `diagnose` must never
 move toward `fit`, and neither `accept` (compute_verdict) nor any one of its checks toward
-PASS, as the fault worsens: fit < cannot tell < not fit, PASS < CANNOT TELL < FAIL. A fixture plants one severity and
-checks one answer; this checks the order between answers, wherever the thresholds fall.
+PASS, as the fault worsens: fit < cannot tell < not fit, PASS < CANNOT TELL < FAIL. A
+fixture plants one severity and checks one answer; this checks the order between answers,
+wherever the thresholds fall.
 """
 
 import contextlib
@@ -38,7 +39,8 @@ def planted_ladders(draw):
         other = draw(st.integers(0, hosts - 1).filter(lambda h: h != host))
         target = f"host{host}-host{other}"
     else:
-        target = f"host{host}/{draw(st.integers(0, gpus - 1))}" if draw(st.booleans()) else f"host{host}"
+        nic = draw(st.one_of(st.none(), st.integers(0, gpus - 1)))  # none: the whole host
+        target = f"host{host}" if nic is None else f"host{host}/{nic}"
     low, high = SEVERITY[kind]
     mild = draw(st.floats(low, high, allow_nan=False))
     severe = draw(st.floats(mild, high, allow_nan=False))
