@@ -11,12 +11,13 @@ the kind's own tables) and must agree to float64 rounding: a factor of two, a un
 ceil/floor slip fails, where a `> 0` check would pass.
 
 Every kind src/output/schema.yaml declares must be recomputed here from one of the
-files, or be listed in NOT_RUN_HERE with the reason: a new kind fails
-test_every_kind_is_recomputed until it is.
+files, or be listed in NOT_RUN_HERE with the reason (the default suite only; with
+./tests/run --full every kind): a new kind fails test_every_kind_is_recomputed until it is.
 """
 
 import math
 import os
+import re
 from collections import defaultdict
 
 import h5py
@@ -33,13 +34,14 @@ pytestmark = pytest.mark.skipif(
     not REAL, reason="FABSCOPE_REAL_H5 is not set (./tests/run sets it to result files "
                      "written by the real fabscope binary)")
 
-# Kinds the 4-rank CPU runs of ./tests/run cannot produce, and why.
+# Kinds the default suite's 4-rank CPU runs cannot produce, and why. They are recomputed
+# all the same when a file has them (./tests/run --full adds a fault drill's file).
 NOT_RUN_HERE = {
     "fault": "a fault drill kills a rank on purpose: it needs launch/fabscope-mpirun, a UCX "
-             "build and about a minute, too slow and too disruptive for the suite's real "
-             "files (tests/mpi/fault_drill*.sh run it; its figures are event counts, "
-             "not statistics of /samples)",
+             "build and most of a minute (./tests/run --full runs it)",
 }
+if os.environ.get("FABSCOPE_FULL_TESTS") == "1":
+    NOT_RUN_HERE = {}
 
 # Float64 rounding of sums and divisions done in another order: far below any slip.
 RTOL = 1e-9
@@ -443,6 +445,42 @@ def kind_reference(where, a, t, m):
             m.found.append(f"{where} {figure} {a[figure]} is not in the tool's output")
 
 
+def _expected_seconds(basis):
+    """'... = 4.096 us x 2^14 x (7 + 1) = 0.5369 s': the product the basis text states."""
+    found = re.search(r"([\d.]+) us x 2\^(\d+) x \((\d+) \+ 1\)", basis)
+    return None if not found else \
+        float(found[1]) * 1e-6 * 2 ** int(found[2]) * (int(found[3]) + 1)
+
+
+def kind_fault(where, a, t, m):
+    """From the drill's events (global clock) and samples: docs/file-format.md, `fault`."""
+    s, e = t["samples"], t["events"]
+    kinds = np.array([_text(k) for k in e["kind"]])
+    victim, client = a["victim_rank"], int(a["canaries"].split(",")[0])
+    m.equal(where, "completed", a["completed"], len(s))
+    m.equal(where, "rerouted", a["rerouted"], int((kinds == "rerouted").sum()))
+    after_ms = (e["t_ns"].astype(np.int64) - a["fault_ns"]) / 1e6
+    detected = kinds == "detected"
+    of_victim = detected & (e["peer"] == victim)
+    mine = of_victim & (e["rank"] == client)
+    if mine.any():
+        m.attr(where, a, "detection_ms", after_ms[mine][0])
+    recovered = (kinds == "recovered") & (e["rank"] == client)
+    if recovered.any():
+        m.attr(where, a, "recovered_ms", after_ms[recovered][0])
+    # A detection of the victim before the fault, or of a live peer, is a false loss.
+    in_time = of_victim & (after_ms >= 0)
+    m.equal(where, "false_losses", a["false_losses"],
+            int((detected & ~in_time).sum()))
+    m.equal(where, "survivors_detected", a["survivors_detected"],
+            len(set(e["rank"][in_time].tolist())))
+    if in_time.any():
+        m.attr(where, a, "detection_max_ms", after_ms[in_time].max())
+    for name in ("expected_nccl_ib", "expected_verbs_qp"):
+        if f"{name}_basis" in a and _expected_seconds(a[f"{name}_basis"]) is not None:
+            m.attr(where, a, f"{name}_s", _expected_seconds(a[f"{name}_basis"]))
+
+
 def kind_p2p(where, a, t, m):
     # latency, bandwidth, bibw: per-sample bytes as docs/file-format.md says.
     s = t["samples"]
@@ -457,6 +495,7 @@ KIND_CHECKS = {
     "latency": kind_p2p, "bandwidth": kind_p2p, "bibw": kind_p2p,
     "allreduce": kind_allreduce, "alltoall": kind_alltoall, "incast": kind_incast,
     "kvpush": kind_kvpush, "api": kind_api, "mix": kind_mix, "reference": kind_reference,
+    "fault": kind_fault,
 }
 
 
