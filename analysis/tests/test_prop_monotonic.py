@@ -1,4 +1,4 @@
-"""A worse planted fault never gets a kinder verdict.
+"""A worse planted fault never gets a kinder verdict: diagnose, accept and fit.
 
 Synthetic clusters (fabscope_analysis.synth) with hosts, GPUs per host, the fault's kind,
 its component and the noise seed drawn over their ranges; the same cluster and seed are
@@ -7,6 +7,10 @@ move toward `fit`, and neither `accept` (compute_verdict) nor any one of its che
 PASS, as the fault worsens: fit < cannot tell < not fit, PASS < CANNOT TELL < FAIL. A
 fixture plants one severity and checks one answer; this checks the order between answers,
 wherever the thresholds fall.
+
+`fit` the same way on serving runs (analysis/tests/serving_files.py): the all-reduce and
+KV times, quiet and under load, drawn; then slowed everywhere, or only under load, at
+rising severity: neither the SLO verdict nor any one of its checks may move toward PASS.
 """
 
 import contextlib
@@ -20,6 +24,8 @@ from fabscope_analysis.diagnose import diagnose
 from fabscope_analysis.reader import open_result
 from fabscope_analysis.synth import Cluster, generate
 from fabscope_analysis.verdict import compute_verdict
+from serving_files import serving_file
+from test_serving_fit import verdict_of
 
 FULL = os.environ.get("FABSCOPE_FULL_TESTS") == "1"
 DIAGNOSE_ORDER = {"fit": 0, "cannot tell": 1, "not fit": 2}
@@ -87,3 +93,36 @@ def test_a_worse_fault_never_gets_a_kinder_verdict(tmp_path_factory, ladder):
                   for key, state in checks_b.items() for rule, inst in [key]
                   if key in checks_a and ACCEPT_ORDER[state] < ACCEPT_ORDER[checks_a[key]]]
         assert not kinder, f"{faults_a or 'nothing'} -> worse {faults_b}: " + "; ".join(kinder)
+
+
+@st.composite
+def serving_ladders(draw):
+    tp_us = draw(st.floats(5.0, 60.0))
+    kv_ms = draw(st.floats(10.0, 600.0))
+    loaded = draw(st.floats(1.0, 2.5))
+    where = draw(st.sampled_from(["everywhere", "under load"]))
+    mild = draw(st.floats(1.0, 3.0))
+    severe = draw(st.floats(mild, 3.0))
+    return tp_us, kv_ms, loaded, where, (1.0, mild, severe), draw(st.integers(1, 10 ** 6))
+
+
+@settings(max_examples=40 if FULL else 5)
+@given(serving_ladders())
+@example((20.0, 40.0, 1.3, "under load", (1.0, 1.5, 2.5), 5))  # itl_p99 PASS -> FAIL at 2.0
+def test_a_slower_fabric_never_gets_a_kinder_fit(tmp_path_factory, ladder):
+    tp_us, kv_ms, loaded, where, severities, seed = ladder
+    tmp = tmp_path_factory.mktemp("fit-ladder")
+    answers = []
+    for step, slower in enumerate(severities):
+        base = slower if where == "everywhere" else 1.0
+        factor = loaded * (slower if where == "under load" else 1.0)
+        path = serving_file(tmp / f"{step}.h5", seed=seed, tp_us=tp_us * base, kv_ms=kv_ms * base,
+                            tp_loaded=(("incast", factor),), kv_loaded=(("incast", factor),))
+        verdict = verdict_of(path, "itl_p99=50ms,ttft_p99=2s")
+        answers.append((slower, verdict.status, {c.name: c.status for c in verdict.checks}))
+    for (s_a, fit_a, checks_a), (s_b, fit_b, checks_b) in zip(answers, answers[1:]):
+        what = f"times x{s_a:g} -> x{s_b:g} {where}"
+        assert ACCEPT_ORDER[fit_b] >= ACCEPT_ORDER[fit_a], f"fit {what}: {fit_a} -> {fit_b}"
+        kinder = [f"{name}: {checks_a[name]} -> {state}" for name, state in checks_b.items()
+                  if name in checks_a and ACCEPT_ORDER[state] < ACCEPT_ORDER[checks_a[name]]]
+        assert not kinder, f"fit {what}: " + "; ".join(kinder)
