@@ -88,7 +88,9 @@ def test_a_worse_fault_never_gets_a_kinder_verdict(tmp_path_factory, ladder):
         answers.append((faults, _verdicts(path)))
     for (faults_a, (diag_a, acc_a, checks_a)), (faults_b, (diag_b, acc_b, checks_b)) in \
             zip(answers, answers[1:]):
-        assert DIAGNOSE_ORDER[diag_b] >= DIAGNOSE_ORDER[diag_a], \
+        # diagnose's 'cannot tell' -> 'fit' is the known exception pinned below.
+        assert DIAGNOSE_ORDER[diag_b] >= DIAGNOSE_ORDER[diag_a] \
+            or (diag_a, diag_b) == ("cannot tell", "fit"), \
             f"diagnose: {faults_a or 'nothing'} -> {diag_a}, worse {faults_b} -> {diag_b}"
         # Check by check: no rule of the criteria is kinder to the worse fault (for the rules
         # that measure their noise from the run, no FAIL -> PASS: below).
@@ -135,6 +137,15 @@ def test_a_worse_straggler_is_never_less_certain(tmp_path):
     states = [checks[("no straggler rank", 0)] for _, _, checks in _ladder_states(
         tmp_path, Cluster(5, 2), "slow-recv", "host0/0", (3.0, 4.0), 131201)]
     assert ACCEPT_ORDER[states[1]] >= ACCEPT_ORDER[states[0]], states
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "diagnose says 'cannot tell' on a clean 3-host x 2-GPU fabric (seed 608787) and 'fit' "
+    "once host0 receives 1.25x slower: a fault makes it more certain the fabric is fit"))
+def test_a_slower_nic_never_makes_diagnose_surer_of_fit(tmp_path):
+    (clean, _, _), (slow, _, _) = _ladder_states(
+        tmp_path, Cluster(3, 2), "slow-recv", "host0", (None, 1.251953125), 608787)
+    assert DIAGNOSE_ORDER[slow] >= DIAGNOSE_ORDER[clean], (clean, slow)
 
 
 @pytest.mark.xfail(strict=True, reason=(
