@@ -21,9 +21,9 @@ from fabscope_analysis.stats import rank_tails, tail_value, worst_value
 # Around the counts where a p99 has 1, 2 ... samples beyond it.
 COUNTS = st.one_of(st.integers(1, 12), st.integers(95, 105), st.integers(195, 205),
                    st.integers(1, 400))
-# Integer nanoseconds, as the file's clocks give them; a spread wide enough that
-# neighbours differ (interpolation visible) and ties happen at small ranges.
-TIMES = st.integers(1, 10 ** 6)
+# Integer nanoseconds, as the file's clocks give them: a wide spread (neighbours differ, so
+# the interpolation shows) mixed with a narrow one (ties).
+TIMES = st.integers(1, 10 ** 6) | st.integers(1, 4)
 
 
 def _frame(per_rank, sizes=None):
@@ -38,8 +38,11 @@ def _frame(per_rank, sizes=None):
 @st.composite
 def ranks_with_samples(draw, max_ranks=6):
     ranks = draw(st.lists(st.integers(0, 4095), min_size=1, max_size=max_ranks, unique=True))
-    return {r: draw(st.lists(TIMES, min_size=draw(COUNTS), max_size=400).map(
-        lambda v: v)) for r in ranks}
+    out = {}
+    for r in ranks:
+        n = draw(COUNTS)  # unequal per rank
+        out[r] = draw(st.lists(TIMES, min_size=n, max_size=n))
+    return out
 
 
 @given(ranks_with_samples())
@@ -66,7 +69,8 @@ def test_rank_tails_bandwidth_is_bytes_over_the_time_percentile(per_rank, nbytes
     per_rank = {r: v for r, v in per_rank.items() if v}
     if not per_rank:
         return
-    tails = rank_tails(_frame(per_rank, {r: nbytes for r in per_rank}), "bandwidth").set_index("rank")
+    frame = _frame(per_rank, {r: nbytes for r in per_rank})
+    tails = rank_tails(frame, "bandwidth").set_index("rank")
     for rank, values in per_rank.items():
         v = np.asarray(values, dtype=np.float64)
         # Bandwidth: higher is better, so its p99 is bytes over the p99 *time* (the slow tail).

@@ -5,18 +5,19 @@ definitions taken from docs/file-format.md (the C++ writes them; the analysis re
 them back). For every instance of every kind in the files FABSCOPE_REAL_H5 names
 (./tests/run: smoke.h5, serving.h5 and kinds.h5, the last from
 analysis/tests/data/recompute-kinds.yaml), the headline statistics, the
-`/tests/NNNN/summary` rows, the batch figure, the impact factors and each kind's own
-figures are recomputed from `/tests/NNNN/samples` (and the kind's own tables) and must
-agree to float64 rounding: a factor of two, a unit or a ceil/floor slip fails, where a
-`> 0` check would pass.
+`/tests/NNNN/summary` rows, the pair matrix, the counters' deltas, the batch figure, the
+impact factors and each kind's own figures are recomputed from `/tests/NNNN/samples` (and
+the kind's own tables) and must agree to float64 rounding: a factor of two, a unit or a
+ceil/floor slip fails, where a `> 0` check would pass.
 
 Every kind src/output/schema.yaml declares must be recomputed here from one of the
-files, or be listed in NOT_RUN_HERE with the reason: a new kind fails
-test_every_kind_is_recomputed until it is.
+files, or be listed in NOT_RUN_HERE with the reason (the default suite only; with
+./tests/run --full every kind): a new kind fails test_every_kind_is_recomputed until it is.
 """
 
 import math
 import os
+import re
 from collections import defaultdict
 
 import h5py
@@ -33,13 +34,14 @@ pytestmark = pytest.mark.skipif(
     not REAL, reason="FABSCOPE_REAL_H5 is not set (./tests/run sets it to result files "
                      "written by the real fabscope binary)")
 
-# Kinds the 4-rank CPU runs of ./tests/run cannot produce, and why.
+# Kinds the default suite's 4-rank CPU runs cannot produce, and why. They are recomputed
+# all the same when a file has them (./tests/run --full adds a fault drill's file).
 NOT_RUN_HERE = {
     "fault": "a fault drill kills a rank on purpose: it needs launch/fabscope-mpirun, a UCX "
-             "build and about a minute, too slow and too disruptive for the suite's real "
-             "files (tests/mpi/fault_drill*.sh run it; its figures are event counts, "
-             "not statistics of /samples)",
+             "build and most of a minute (./tests/run --full runs it)",
 }
+if os.environ.get("FABSCOPE_FULL_TESTS") == "1":
+    NOT_RUN_HERE = {}
 
 # Float64 rounding of sums and divisions done in another order: far below any slip.
 RTOL = 1e-9
@@ -73,6 +75,10 @@ class Mismatches:
         if not math.isclose(written, recomputed, rel_tol=rtol, abs_tol=1e-12):
             self.found.append(f"{where} {name}: written {written!r}, recomputed {recomputed!r}")
 
+    def attr(self, where, attrs, name, recomputed):
+        """The instance attribute `name` against its recomputation."""
+        self.close(where, name, attrs[name], recomputed)
+
     def equal(self, where, name, written, recomputed):
         if written != recomputed:
             self.found.append(f"{where} {name}: written {written!r}, recomputed {recomputed!r}")
@@ -80,7 +86,9 @@ class Mismatches:
 
 def pct(values, q):
     """Linear-interpolated percentile, as numpy.percentile (docs/file-format.md)."""
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else math.nan
+    if not len(values):
+        return math.nan
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
 
 
 def stats_of(values):
@@ -97,7 +105,8 @@ def _instances(path):
         for name in sorted(f["tests"]):
             g = f["tests"][name]
             tables = {k: g[k][()] for k in g.keys() if isinstance(g[k], h5py.Dataset)}
-            attrs = {k: (_text(v) if isinstance(v, (bytes, str)) else v) for k, v in g.attrs.items()}
+            attrs = {k: (_text(v) if isinstance(v, (bytes, str)) else v)
+                     for k, v in g.attrs.items()}
             yield f"{os.path.basename(path)}:/tests/{name}", attrs, tables
 
 
@@ -119,12 +128,12 @@ def check_headline(where, a, t, m):
     lat = raw / a["sample_divisor"]
     st = stats_of(lat)
     for key in ("p50", "p99", "p999", "max", "mean"):
-        m.close(where, f"{key}_ns", a[f"{key}_ns"], st[key])
+        m.attr(where, a, f"{key}_ns", st[key])
     if a["metric"] == "bandwidth":
         per_sample = head["bytes"].astype(np.float64).sum() / len(head)
-        m.close(where, "gbps_p50", a["gbps_p50"], per_sample / st["p50"])
-        m.close(where, "gbps_p99", a["gbps_p99"], per_sample / st["p99"])
-        m.close(where, "gbps_mean", a["gbps_mean"], head["bytes"].astype(np.float64).sum() / raw.sum())
+        m.attr(where, a, "gbps_p50", per_sample / st["p50"])
+        m.attr(where, a, "gbps_p99", per_sample / st["p99"])
+        m.attr(where, a, "gbps_mean", head["bytes"].astype(np.float64).sum() / raw.sum())
     elif "gbps_p50" in a:
         m.found.append(f"{where}: gbps_p50 on a latency-metric instance")
 
@@ -146,9 +155,47 @@ def check_summary_rows(where, a, t, m):
             m.close(w, f"{key}_ns", row[f"{key}_ns"], st[key])
         m.equal(w, "bytes", int(row["bytes"]), int(head["bytes"][mine].sum()))
         # errors: 1 when the rank's data check failed (flag bit 0 on any of its samples).
-        failed = int(((s["flags"][s["rank"] == row["rank"]].astype(np.int64) & DATA_CHECK_FAILED) != 0).any())
+        flags = s["flags"][s["rank"] == row["rank"]].astype(np.int64)
+        failed = int(((flags & DATA_CHECK_FAILED) != 0).any())
         if failed:
             m.equal(w, "errors", int(row["errors"]), 1)
+
+
+def check_pair_matrix(where, a, t, m):
+    """all-pairs: the median per (rank, peer) of the headline samples; GB/s for bandwidth
+    (bytes per sample over the median time); latency cells filled both ways."""
+    if "pair_matrix" not in t:
+        return
+    s = t["samples"]
+    head = s[(s["flags"].astype(np.int64) & AUXILIARY) == 0]
+    lat = (head["t_done_ns"] - head["t_post_ns"]).astype(np.float64) / a["sample_divisor"]
+    written = t["pair_matrix"]
+    expected = np.full(written.shape, np.nan)
+    for rank, peer in sorted(set(zip(head["rank"].tolist(), head["peer"].tolist()))):
+        mine = (head["rank"] == rank) & (head["peer"] == peer)
+        median = pct(lat[mine], 50)
+        if a["metric"] == "latency":
+            expected[rank, peer] = expected[peer, rank] = median
+        else:
+            expected[rank, peer] = head["bytes"][mine].astype(np.float64).mean() / median
+    same_nan = np.isnan(written) == np.isnan(expected)
+    if not same_nan.all():
+        m.found.append(f"{where}/pair_matrix: measured cells "
+                       f"{np.argwhere(~np.isnan(written)).tolist()}, pairs with samples "
+                       f"{np.argwhere(~np.isnan(expected)).tolist()}")
+        return
+    for (i, j) in np.argwhere(~np.isnan(expected)):
+        m.close(where, f"pair_matrix[{i}][{j}]", written[i, j], expected[i, j])
+
+
+def check_counters(where, a, t, m):
+    c = t.get("counters")
+    if c is not None and len(c):
+        bad = c[c["delta"] != c["after"] - c["before"]]
+        for row in bad[:3]:
+            m.found.append(f"{where}/counters rank {row['rank']} {_text(row['source'])} "
+                           f"{_text(row['name'])}: delta {row['delta']}, after - before "
+                           f"{row['after'] - row['before']}")
 
 
 def check_batch(where, a, t, m):
@@ -173,9 +220,9 @@ def check_batch(where, a, t, m):
         first = i
     if not iterations:
         return
-    m.close(where, "batch_mean_ns", a["batch_mean_ns"], loop / iterations / max(1, a["sample_divisor"]))
+    m.attr(where, a, "batch_mean_ns", loop / iterations / max(1, a["sample_divisor"]))
     if a["metric"] == "bandwidth":
-        m.close(where, "batch_gbps", a["batch_gbps"], nbytes / loop)
+        m.attr(where, a, "batch_gbps", nbytes / loop)
 
 
 def check_impact(where, a, t, m, by_index):
@@ -184,16 +231,15 @@ def check_impact(where, a, t, m, by_index):
     quiet = by_index[a["quiet_index"]]
     qa, qt = quiet
     if qa["case"] != a["case"] or qa["condition"] != "quiet":
-        m.found.append(f"{where}: quiet_index {a['quiet_index']} is not the quiet instance of its case")
+        m.found.append(f"{where}: quiet_index {a['quiet_index']} is not the quiet instance "
+                       f"of its case")
         return
-    if a["metric"] == "bandwidth":
-        # Docs: quiet / congested for bandwidth, on the latency statistics that is the
-        # same as congested time / quiet time.
-        pass
+    # Congested / quiet time for both metrics: for bandwidth that is docs/file-format.md's
+    # quiet / congested GB/s (the same bytes per sample on both sides).
     mine = stats_of(_headline_latency(a, t))
     theirs = stats_of(_headline_latency(qa, qt))
-    m.close(where, "impact_mean", a["impact_mean"], mine["mean"] / theirs["mean"])
-    m.close(where, "impact_p99", a["impact_p99"], mine["p99"] / theirs["p99"])
+    m.attr(where, a, "impact_mean", mine["mean"] / theirs["mean"])
+    m.attr(where, a, "impact_p99", mine["p99"] / theirs["p99"])
 
 
 def _headline_latency(a, t):
@@ -225,60 +271,62 @@ def _collective_times(s, stamps_in, stamps_out):
 
 def kind_allreduce(where, a, t, m):
     s = t["samples"]
-    duration, lateness, straggler, fraction, n = _collective_times(s, s["t_post_ns"], s["t_done_ns"])
+    duration, lateness, straggler, fraction, n = _collective_times(s, s["t_post_ns"],
+                                                                   s["t_done_ns"])
     p50 = pct(duration, 50)
-    m.close(where, "collective_p50_ns", a["collective_p50_ns"], p50)
-    m.close(where, "collective_p99_ns", a["collective_p99_ns"], pct(duration, 99))
+    m.attr(where, a, "collective_p50_ns", p50)
+    m.attr(where, a, "collective_p99_ns", pct(duration, 99))
     algbw = a["bytes"] / p50
-    m.close(where, "algbw_gbps", a["algbw_gbps"], algbw)
-    m.close(where, "busbw_gbps", a["busbw_gbps"], algbw * 2 * (n - 1) / n)
-    m.close(where, "pipelined_algbw_gbps", a["pipelined_algbw_gbps"], a["bytes"] / a["pipelined_time_ns"])
+    m.attr(where, a, "algbw_gbps", algbw)
+    m.attr(where, a, "busbw_gbps", algbw * 2 * (n - 1) / n)
+    m.attr(where, a, "pipelined_algbw_gbps", a["bytes"] / a["pipelined_time_ns"])
     m.close(where, "pipelined_busbw_gbps", a["pipelined_busbw_gbps"],
             a["pipelined_algbw_gbps"] * 2 * (n - 1) / n)
     m.equal(where, "pipelined_calls", a["pipelined_calls"], a["iterations"])
     m.equal(where, "straggler_rank", a["straggler_rank"], straggler)
-    m.close(where, "straggler_last_fraction", a["straggler_last_fraction"], fraction)
-    m.close(where, "arrival_spread_p50_ns", a["arrival_spread_p50_ns"], pct(lateness, 50))
-    m.close(where, "arrival_spread_p99_ns", a["arrival_spread_p99_ns"], pct(lateness, 99))
+    m.attr(where, a, "straggler_last_fraction", fraction)
+    m.attr(where, a, "arrival_spread_p50_ns", pct(lateness, 50))
+    m.attr(where, a, "arrival_spread_p99_ns", pct(lateness, 99))
 
 
 def kind_alltoall(where, a, t, m):
     s = t["samples"]
     flags = s["flags"].astype(np.int64)
-    whole, disp, comb = s[flags == 0], s[(flags & ALLTOALL_DISPATCH) != 0], s[(flags & ALLTOALL_COMBINE) != 0]
+    whole = s[flags == 0]
+    disp, comb = s[(flags & ALLTOALL_DISPATCH) != 0], s[(flags & ALLTOALL_COMBINE) != 0]
     # Three rows per rank and iteration: the round, its dispatch, its combine.
     m.equal(where, "rows per phase", (len(disp), len(comb)), (len(whole), len(whole)))
     d_dur, _, _, _, n = _collective_times(disp, disp["t_post_ns"], disp["t_done_ns"])
     c_dur, _, _, _, _ = _collective_times(comb, disp["t_done_ns"], comb["t_done_ns"])
-    r_dur, late, straggler, fraction, _ = _collective_times(whole, whole["t_post_ns"], whole["t_done_ns"])
+    r_dur, late, straggler, fraction, _ = _collective_times(whole, whole["t_post_ns"],
+                                                            whole["t_done_ns"])
     for name, values in (("collective", r_dur), ("dispatch", d_dur), ("combine", c_dur)):
-        m.close(where, f"{name}_p50_ns", a[f"{name}_p50_ns"], pct(values, 50))
-        m.close(where, f"{name}_p99_ns", a[f"{name}_p99_ns"], pct(values, 99))
+        m.attr(where, a, f"{name}_p50_ns", pct(values, 50))
+        m.attr(where, a, f"{name}_p99_ns", pct(values, 99))
     m.equal(where, "straggler_rank", a["straggler_rank"], straggler)
-    m.close(where, "straggler_last_fraction", a["straggler_last_fraction"], fraction)
-    m.close(where, "arrival_spread_p50_ns", a["arrival_spread_p50_ns"], pct(late, 50))
-    m.close(where, "arrival_spread_p99_ns", a["arrival_spread_p99_ns"], pct(late, 99))
+    m.attr(where, a, "straggler_last_fraction", fraction)
+    m.attr(where, a, "arrival_spread_p50_ns", pct(late, 50))
+    m.attr(where, a, "arrival_spread_p99_ns", pct(late, 99))
     ranks = t["alltoall_ranks"]
     sent = ranks["dispatch_copies_sent"].astype(np.float64) + ranks["dispatch_copies_local"]
     # Copies a rank's experts hold: those received plus its own tokens' local copies.
     held = ranks["dispatch_bytes_received"].astype(np.float64) / a["dispatch_token_bytes"] + \
         ranks["dispatch_copies_local"]
     mean_sent = sent.mean()
-    m.close(where, "copies_per_token", a["copies_per_token"], mean_sent / a["tokens_per_rank"])
-    m.close(where, "send_imbalance", a["send_imbalance"], sent.max() / mean_sent)
-    m.close(where, "load_imbalance", a["load_imbalance"], held.max() / held.mean())
+    m.attr(where, a, "copies_per_token", mean_sent / a["tokens_per_rank"])
+    m.attr(where, a, "send_imbalance", sent.max() / mean_sent)
+    m.attr(where, a, "load_imbalance", held.max() / held.mean())
     bus = (n - 1) / n
     for phase, values in (("dispatch", d_dur), ("combine", c_dur)):
         algbw = mean_sent * a[f"{phase}_token_bytes"] / pct(values, 50)
-        m.close(where, f"{phase}_algbw_gbps", a[f"{phase}_algbw_gbps"], algbw)
-        m.close(where, f"{phase}_busbw_gbps", a[f"{phase}_busbw_gbps"], algbw * bus)
+        m.attr(where, a, f"{phase}_algbw_gbps", algbw)
+        m.attr(where, a, f"{phase}_busbw_gbps", algbw * bus)
         pipe = mean_sent * a[f"{phase}_token_bytes"] / a[f"{phase}_pipelined_ns"]
-        m.close(where, f"{phase}_pipelined_algbw_gbps", a[f"{phase}_pipelined_algbw_gbps"], pipe)
-        m.close(where, f"{phase}_pipelined_busbw_gbps", a[f"{phase}_pipelined_busbw_gbps"], pipe * bus)
+        m.attr(where, a, f"{phase}_pipelined_algbw_gbps", pipe)
+        m.attr(where, a, f"{phase}_pipelined_busbw_gbps", pipe * bus)
     m.equal(where, "alltoall_ranks tokens", set(ranks["tokens"].tolist()), {a["tokens_per_rank"]})
-    m.equal(where, "dispatch bytes sent",
-            (ranks["dispatch_bytes_sent"] == ranks["dispatch_copies_sent"] * a["dispatch_token_bytes"]).all(),
-            True)
+    per_copy = ranks["dispatch_copies_sent"] * a["dispatch_token_bytes"]
+    m.equal(where, "dispatch bytes sent", (ranks["dispatch_bytes_sent"] == per_copy).all(), True)
 
 
 def kind_incast(where, a, t, m):
@@ -286,8 +334,8 @@ def kind_incast(where, a, t, m):
     flags = s["flags"].astype(np.int64)
     dur = (s["t_done_ns"] - s["t_post_ns"]).astype(np.float64)
     agg = s["bytes"][(flags & INCAST_AGGREGATE) != 0] / dur[(flags & INCAST_AGGREGATE) != 0]
-    m.close(where, "aggregate_gbps_p50", a["aggregate_gbps_p50"], pct(agg, 50))
-    m.close(where, "aggregate_gbps_min", a["aggregate_gbps_min"], agg.min() if len(agg) else math.nan)
+    m.attr(where, a, "aggregate_gbps_p50", pct(agg, 50))
+    m.attr(where, a, "aggregate_gbps_min", agg.min() if len(agg) else math.nan)
     senders = (flags & (INCAST_AGGREGATE | INCAST_PROBE)) == 0
     rates = []
     for r in sorted(set(s["rank"][senders].tolist())):
@@ -295,12 +343,12 @@ def kind_incast(where, a, t, m):
         rates.append(s["bytes"][mine].astype(np.float64).sum() / dur[mine].sum())
     rates = np.asarray(rates)
     m.equal(where, "senders", a["senders"], len(rates))
-    m.close(where, "jain_fairness", a["jain_fairness"], rates.sum() ** 2 / (len(rates) * (rates ** 2).sum()))
+    m.attr(where, a, "jain_fairness", rates.sum() ** 2 / (len(rates) * (rates ** 2).sum()))
     probe = dur[(flags & INCAST_PROBE) != 0] / 2
     m.equal(where, "probe_samples", a["probe_samples"], len(probe))
     if "probe_rank" in a:
-        m.close(where, "probe_p50_ns", a["probe_p50_ns"], pct(probe, 50))
-        m.close(where, "probe_p99_ns", a["probe_p99_ns"], pct(probe, 99))
+        m.attr(where, a, "probe_p50_ns", pct(probe, 50))
+        m.attr(where, a, "probe_p99_ns", pct(probe, 99))
         m.equal(where, "probe rows' rank", set(s["rank"][(flags & INCAST_PROBE) != 0].tolist()),
                 {a["probe_rank"]})
     m.equal(where, "aggregate rows' rank", set(s["rank"][(flags & INCAST_AGGREGATE) != 0].tolist()),
@@ -310,14 +358,15 @@ def kind_incast(where, a, t, m):
 def kind_kvpush(where, a, t, m):
     r = t["requests"]
     m.equal(where, "requests_measured", a["requests_measured"], len(r))
-    m.equal(where, "requests_verified", a["requests_verified"], int(r["verified"].astype(np.int64).sum()))
+    m.equal(where, "requests_verified", a["requests_verified"],
+            int(r["verified"].astype(np.int64).sum()))
     nbytes = float(r["bytes"].astype(np.float64).sum())
     span = int(r["t_done_ns"].max()) - int(r["t_start_ns"].min())
-    m.close(where, "kv_gbps_aggregate", a["kv_gbps_aggregate"], nbytes / span)
+    m.attr(where, a, "kv_gbps_aggregate", nbytes / span)
     m.close(where, "kv_gbps_per_request", a["kv_gbps_per_request"],
             nbytes / float((r["t_done_ns"] - r["t_start_ns"]).astype(np.float64).sum()))
     for name in ("gather", "scatter", "copy"):
-        m.close(where, f"{name}_ns_mean", a[f"{name}_ns_mean"], r[f"{name}_ns"].astype(np.float64).mean())
+        m.attr(where, a, f"{name}_ns_mean", r[f"{name}_ns"].astype(np.float64).mean())
     m.equal(where, "blocks per request", set(r["blocks"].tolist()), {a["blocks_per_request"]})
     m.equal(where, "messages per request", set(r["messages"].tolist()), {a["messages_per_request"]})
     m.equal(where, "bytes per request", set(r["bytes"].tolist()), {a["bytes"]})
@@ -333,12 +382,14 @@ def kind_api(where, a, t, m):
     status = np.array([_text(x) for x in r["status"]])
     m.equal(where, "requests_measured", a["requests_measured"], len(r))
     m.equal(where, "requests_ok", a["requests_ok"], int((status == "ok").sum()))
-    m.equal(where, "measured requests", a["requests_measured"], a["clients"] * a["requests_per_client"])
+    m.equal(where, "measured requests", a["requests_measured"],
+            a["clients"] * a["requests_per_client"])
     m.equal(where, "answered_by_servers", a["answered_by_servers"],
             a["clients"] * (a["requests_per_client"] + a["warmup_requests"]))
     ok = r[status == "ok"]
     m.equal(where, "chunks of an ok request", set(ok["chunks"].tolist()), {a["chunks"]})
-    m.equal(where, "bytes of an ok request", set(ok["bytes"].tolist()), {a["chunks"] * a["chunk_bytes"]})
+    m.equal(where, "bytes of an ok request", set(ok["bytes"].tolist()),
+            {a["chunks"] * a["chunk_bytes"]})
     # Headline rows: one per request, start to done; bit 13 its time to first byte.
     s = t["samples"]
     flags = s["flags"].astype(np.int64)
@@ -360,8 +411,9 @@ def kind_mix(where, a, t, m):
         cls, phase = _text(row["class"]), _text(row["phase"])
         w = f"{where}/mix_classes {cls} {phase}"
         code = MIX_CLASSES.index(cls) + 1
-        mine = (((flags & MIX_CLASS_MASK) >> MIX_CLASS_SHIFT) == code) & ((flags & AUXILIARY) == 0) & \
-            (((flags & MIX_TOGETHER) != 0) == (phase == "together"))
+        mine = (((flags & MIX_CLASS_MASK) >> MIX_CLASS_SHIFT) == code) \
+            & ((flags & AUXILIARY) == 0) \
+            & (((flags & MIX_TOGETHER) != 0) == (phase == "together"))
         rows = s[mine]
         st = stats_of((rows["t_done_ns"] - rows["t_post_ns"]).astype(np.float64))
         m.equal(w, "samples", int(row["samples"]), st["count"])
@@ -370,13 +422,14 @@ def kind_mix(where, a, t, m):
             m.close(w, f"{key}_ns", row[f"{key}_ns"], st[key])
         if len(rows):
             m.equal(w, "bytes", int(row["bytes"]), int(rows["bytes"].max()))
-            m.equal(w, "span_ns", int(row["span_ns"]), int(rows["t_done_ns"].max() - rows["t_post_ns"].min()))
+            m.equal(w, "span_ns", int(row["span_ns"]),
+                    int(rows["t_done_ns"].max() - rows["t_post_ns"].min()))
         if phase == "together":
             iso = classes[(classes["class"] == row["class"]) & (classes["phase"] == b"isolated")][0]
             m.close(w, "inflation_mean", row["inflation_mean"], row["mean_ns"] / iso["mean_ns"])
             m.close(w, "inflation_p99", row["inflation_p99"], row["p99_ns"] / iso["p99_ns"])
-            m.close(where, f"inflation_mean_{cls}", a[f"inflation_mean_{cls}"], row["mean_ns"] / iso["mean_ns"])
-            m.close(where, f"inflation_p99_{cls}", a[f"inflation_p99_{cls}"], row["p99_ns"] / iso["p99_ns"])
+            m.attr(where, a, f"inflation_mean_{cls}", row["mean_ns"] / iso["mean_ns"])
+            m.attr(where, a, f"inflation_p99_{cls}", row["p99_ns"] / iso["p99_ns"])
 
 
 def kind_reference(where, a, t, m):
@@ -384,7 +437,7 @@ def kind_reference(where, a, t, m):
         return
     # reference_gbps: the tool's bandwidth in MiB/s, in GB/s (10^9 B/s).
     if not math.isnan(a["reference_bandwidth_mibps"]):
-        m.close(where, "reference_gbps", a["reference_gbps"], a["reference_bandwidth_mibps"] * 2 ** 20 / 1e9)
+        m.attr(where, a, "reference_gbps", a["reference_bandwidth_mibps"] * 2 ** 20 / 1e9)
     m.equal(where, "reference_iterations", a["reference_iterations"], a["iterations"])
     out = a["reference_output"]
     for figure in ("reference_median_us", "reference_average_us"):
@@ -392,19 +445,57 @@ def kind_reference(where, a, t, m):
             m.found.append(f"{where} {figure} {a[figure]} is not in the tool's output")
 
 
+def _expected_seconds(basis):
+    """'... = 4.096 us x 2^14 x (7 + 1) = 0.5369 s': the product the basis text states."""
+    found = re.search(r"([\d.]+) us x 2\^(\d+) x \((\d+) \+ 1\)", basis)
+    return None if not found else \
+        float(found[1]) * 1e-6 * 2 ** int(found[2]) * (int(found[3]) + 1)
+
+
+def kind_fault(where, a, t, m):
+    """From the drill's events (global clock) and samples: docs/file-format.md, `fault`."""
+    s, e = t["samples"], t["events"]
+    kinds = np.array([_text(k) for k in e["kind"]])
+    victim, client = a["victim_rank"], int(a["canaries"].split(",")[0])
+    m.equal(where, "completed", a["completed"], len(s))
+    m.equal(where, "rerouted", a["rerouted"], int((kinds == "rerouted").sum()))
+    after_ms = (e["t_ns"].astype(np.int64) - a["fault_ns"]) / 1e6
+    detected = kinds == "detected"
+    of_victim = detected & (e["peer"] == victim)
+    mine = of_victim & (e["rank"] == client)
+    if mine.any():
+        m.attr(where, a, "detection_ms", after_ms[mine][0])
+    recovered = (kinds == "recovered") & (e["rank"] == client)
+    if recovered.any():
+        m.attr(where, a, "recovered_ms", after_ms[recovered][0])
+    # A detection of the victim before the fault, or of a live peer, is a false loss.
+    in_time = of_victim & (after_ms >= 0)
+    m.equal(where, "false_losses", a["false_losses"],
+            int((detected & ~in_time).sum()))
+    m.equal(where, "survivors_detected", a["survivors_detected"],
+            len(set(e["rank"][in_time].tolist())))
+    if in_time.any():
+        m.attr(where, a, "detection_max_ms", after_ms[in_time].max())
+    for name in ("expected_nccl_ib", "expected_verbs_qp"):
+        if f"{name}_basis" in a and _expected_seconds(a[f"{name}_basis"]) is not None:
+            m.attr(where, a, f"{name}_s", _expected_seconds(a[f"{name}_basis"]))
+
+
 def kind_p2p(where, a, t, m):
     # latency, bandwidth, bibw: per-sample bytes as docs/file-format.md says.
     s = t["samples"]
     factor = 2 if a["kind"] == "bibw" else 1
     head = s[(s["flags"].astype(np.int64) & AUXILIARY) == 0]
-    m.equal(where, "samples' bytes", set(head["bytes"].tolist()) or {factor * a["window"] * a["bytes"]},
-            {factor * a["window"] * a["bytes"]})
+    if len(head):
+        m.equal(where, "samples' bytes", set(head["bytes"].tolist()),
+                {factor * a["window"] * a["bytes"]})
 
 
 KIND_CHECKS = {
     "latency": kind_p2p, "bandwidth": kind_p2p, "bibw": kind_p2p,
     "allreduce": kind_allreduce, "alltoall": kind_alltoall, "incast": kind_incast,
     "kvpush": kind_kvpush, "api": kind_api, "mix": kind_mix, "reference": kind_reference,
+    "fault": kind_fault,
 }
 
 
@@ -429,6 +520,8 @@ def test_derived_figures_recompute_from_samples(path):
         check_headline(where, a, t, m)
         check_summary_rows(where, a, t, m)
         check_batch(where, a, t, m)
+        check_pair_matrix(where, a, t, m)
+        check_counters(where, a, t, m)
         check_impact(where, a, t, m, by_index)
         KIND_CHECKS[a["kind"]](where, a, t, m)
         checked += 1
@@ -442,7 +535,8 @@ def test_every_kind_is_recomputed():
     assert not unknown, f"NOT_RUN_HERE names kinds the schema lacks: {sorted(unknown)}"
     no_check = kinds - set(KIND_CHECKS) - set(NOT_RUN_HERE)
     assert not no_check, (f"kinds of src/output/schema.yaml without a recomputation here: "
-                          f"{sorted(no_check)}: add one to KIND_CHECKS, or to NOT_RUN_HERE with why")
+                          f"{sorted(no_check)}: add one to KIND_CHECKS, or to NOT_RUN_HERE "
+                          f"with why")
     seen = {a["kind"] for _, a, _ in _all_instances() if a["status"] in ("passed", "failed")}
     missing = kinds - seen - set(NOT_RUN_HERE)
     assert not missing, (f"no measured instance of {sorted(missing)} in FABSCOPE_REAL_H5 "
