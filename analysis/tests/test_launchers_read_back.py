@@ -635,6 +635,28 @@ def test_fit_with_srun_passes_the_launch_options_to_srun(host):
     assert argv == expected
 
 
+def test_fit_never_judges_an_earlier_runs_result(host, tmp_path):
+    """A run that refuses its arguments or scenario (exit 2) writes nothing: fabscope-fit
+    exits 2 with no verdict, and the result and verdict an earlier run left in DIR are
+    removed before the run, never judged as this one's."""
+    directory = os.path.join(host["root"], "fit-again")
+    for name in ("result.h5", "fit.json"):
+        _write(os.path.join(directory, name), "an earlier run\n")
+    refusing = str(tmp_path / "bin")
+    _write(os.path.join(refusing, "srun"),
+           "#!/bin/sh\necho 'fabscope: error: plan.yaml:3:5: unknown key' >&2\nexit 2\n", stat.S_IRWXU)
+    env = fit_env(host)
+    env["PATH"] = f"{refusing}:{env['PATH']}"
+    _clear_record(host)
+    done = run(fit_command(host, directory, srun=True), env)
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert "refused its arguments or scenario (exit 2): nothing measured, no verdict" in done.stderr
+    assert f"removing {directory}/result.h5 and {directory}/fit.json of an earlier run" in done.stdout
+    assert not os.path.exists(os.path.join(directory, "result.h5"))
+    assert not os.path.exists(os.path.join(directory, "fit.json"))
+    assert not os.path.exists(os.path.join(host["record"], "python-fit"))
+
+
 FIT_REFUSALS = [
     (["--dir"], {}, "--dir needs a directory"),
     (["--set"], {}, "--set needs KEY=VALUE"),
