@@ -4,6 +4,8 @@
                                      FAIL names HOST (fix:) and what it costs (cost:).
                                      CANNOT TELL is accepted only where the run says other
                                      work kept the CPUs busy (validity busy_host).
+  cluster DIR EXIT HOST              fit.json says FAIL through its `cluster` check, naming
+                                     HOST (fix:), whatever the measured serving ranks showed
   rates FILE GBPS [RANK:GBPS...]     every rank's receive line rate is its host's emulated
                                      limit (GBPS, or the RANK's own), with that source
   share FILE RANK|incast             transfers into RANK (bandwidth tests), or an incast's
@@ -51,6 +53,24 @@ def verdict(folder, expected, status, host=None):
         print(f"named: {named[0]}\ncost: {costs[0]}")
 
 
+def cluster(folder, status, host):
+    with open(f"{folder}/fit.json", encoding="utf-8") as f:
+        fit = json.load(f)
+    if int(status) != (0 if fit["verdict"] == "PASS" else 1):
+        sys.exit(f"fabscope-fit exited {status} for verdict {fit['verdict']}")
+    checks = {c["name"]: c for c in fit["checks"]}
+    if fit["verdict"] != "FAIL" or checks.get("cluster", {}).get("status") != "FAIL":
+        if fit["verdict"] == "CANNOT TELL" and busy(f"{folder}/result.h5"):
+            print(f"CANNOT TELL on a busy machine (validity busy_host), not FAIL: {fit['line']}")
+            return
+        sys.exit(f"no failing cluster check: {fit['line']}")
+    named = [line for line in fit["to_fix"] if line.startswith(f"host {host} ")]
+    if not named or host not in checks["cluster"]["text"]:
+        sys.exit(f"the cluster check does not name {host}: {checks['cluster']['text']}; "
+                 f"fix {fit['to_fix']}")
+    print(f"cluster: {checks['cluster']['text'][:200]}\nnamed: {named[0][:200]}")
+
+
 def rates(path, gbps, *own):
     expected = {int(k): float(v) for k, v in (item.split(":") for item in own)}
     with open_result(path) as result:
@@ -93,4 +113,4 @@ def share(path, into):
 
 
 if __name__ == "__main__":
-    {"verdict": verdict, "rates": rates, "share": share}[sys.argv[1]](*sys.argv[2:])
+    {"verdict": verdict, "cluster": cluster, "rates": rates, "share": share}[sys.argv[1]](*sys.argv[2:])
