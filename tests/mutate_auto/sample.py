@@ -14,7 +14,7 @@ from typing import Dict, List, Sequence
 
 from .mutants import Mutant, sites_of
 
-# The targets: the analysis's diagnosis, serving, acceptance, comparison, verdict
+# The targets: the analysis's diagnosis, serving, acceptance, comparison, verdict
 # and command line, and the C++ command line, driver and the kvpush and incast kinds.
 DEFAULT_TARGETS = (
     "analysis/fabscope_analysis/diagnosis/",
