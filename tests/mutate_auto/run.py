@@ -45,11 +45,11 @@ class AutoRun:
 
     def fails_unpatched(self, failed: List[str], log: Path) -> List[str]:
         """Of the tests that failed with the mutant, those that fail without it too."""
-        todo = [t for t in failed if t not in self.unpatched]
-        if todo:
+        unchecked = [t for t in failed if t not in self.unpatched]
+        if unchecked:
             self.scratch.reset()
-            rc, still, _ = self.pytest(todo, log, self.Deadline(self.a.timeout))
-            for t in todo:
+            rc, still, _ = self.pytest(unchecked, log, self.Deadline(self.a.timeout))
+            for t in unchecked:
                 self.unpatched[t] = rc == 0 or t not in still
         return [t for t in failed if not self.unpatched[t]]
 

@@ -166,9 +166,9 @@ class ProjectText:
 
     def closure(self, unit, tree):
         include_dirs = [d for d in unit.include_dirs() if self.in_project(d, tree)]
-        seen, todo = [], [unit.file.resolve()]
-        while todo:
-            path = todo.pop()
+        seen, to_visit = [], [unit.file.resolve()]
+        while to_visit:
+            path = to_visit.pop()
             if path in seen:
                 continue
             seen.append(path)
@@ -176,7 +176,7 @@ class ProjectText:
                 for d in [path.parent] + include_dirs:
                     candidate = (d / name).resolve()
                     if candidate.is_file():
-                        todo.append(candidate)
+                        to_visit.append(candidate)
                         break
         # BuildConfig.hpp defines the macros: including it alone does not make a unit depend on one.
         return [p for p in seen if not str(p).endswith("generated/fabscope/BuildConfig.hpp")]
