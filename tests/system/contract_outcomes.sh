@@ -17,9 +17,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 
 scratch=$(mktemp -d /tmp/fabscope-contract.XXXXXX)
 on_exit "rm -rf '$scratch'"
-mkdir "$scratch/disk"
-mount -t tmpfs -o size=1m,mode=0755 fabscope-contract "$scratch/disk"
-on_exit "umount -l '$scratch/disk'"
+small_disk "$scratch" 1m fabscope-contract
 
 # 2 ranks x 5000 samples x 40 bytes = 400 kB per instance: the second of six does not fit.
 cat >"$scratch/full.yaml" <<'YAML'

@@ -13,9 +13,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 
 scratch=$(mktemp -d /tmp/fabscope-diskfull.XXXXXX)
 on_exit "rm -rf '$scratch'"
-mkdir "$scratch/disk"
-mount -t tmpfs -o size=2m,mode=0755 fabscope-diskfull "$scratch/disk"
-on_exit "umount -l '$scratch/disk'"
+small_disk "$scratch" 2m fabscope-diskfull
 
 # 2 measuring ranks x 5000 samples x 40 bytes = 400 kB of samples per instance.
 cat > "$scratch/big.yaml" <<'YAML'

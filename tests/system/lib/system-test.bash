@@ -40,6 +40,14 @@ require_spack() {
 # $system_test_exit_status.
 cleanup_actions=()
 on_exit() { cleanup_actions+=("$1"); }
+
+# small_disk DIR SIZE NAME: a tmpfs of SIZE (1m, 2m) mounted on DIR/disk, unmounted on exit:
+# a result file there runs out of room mid-run.
+small_disk() {
+  mkdir "$1/disk"
+  mount -t tmpfs -o "size=$2,mode=0755" "$3" "$1/disk"
+  on_exit "umount -l '$1/disk'"
+}
 run_cleanup() {
   local status=$? i
   system_test_exit_status=$status
