@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "runtime/Errors.hpp"
 
@@ -23,24 +24,27 @@ long wholeNumber(const std::string& text) {
   return value;
 }
 
+// "A:B" as two whole numbers; either is -1 when it is not one (or no colon).
+std::pair<long, long> twoWholeNumbers(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) return {-1, -1};
+  return {wholeNumber(text.substr(0, colon)), wholeNumber(text.substr(colon + 1))};
+}
+
 }  // namespace
 
 SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values) {
   SelfTestHooks hooks;
   const std::string known =
       "corrupt-rank=N, corrupt-sender=N, kv-corrupt, kv-corrupt=P:K, kv-in-order, api-corrupt-request, "
-      "api-corrupt-chunk, "
-      "detect-late=R:MS";
+      "api-corrupt-request=C:K, api-corrupt-chunk, api-corrupt-chunk=K:J, detect-late=R:MS";
   const std::string corruptRank = "corrupt-rank=", corruptSender = "corrupt-sender=", detectLate = "detect-late=",
-                    kvCorrupt = "kv-corrupt=";
+                    kvCorrupt = "kv-corrupt=", apiRequest = "api-corrupt-request=", apiChunk = "api-corrupt-chunk=";
   for (const auto& value : values) {
     if (value == "kv-corrupt") {
       hooks.kvCorrupt = true;
     } else if (value.rfind(kvCorrupt, 0) == 0) {
-      const std::string rest = value.substr(kvCorrupt.size());
-      const auto colon = rest.find(':');
-      const long prefill = colon == std::string::npos ? -1 : wholeNumber(rest.substr(0, colon));
-      const long request = colon == std::string::npos ? -1 : wholeNumber(rest.substr(colon + 1));
+      const auto [prefill, request] = twoWholeNumbers(value.substr(kvCorrupt.size()));
       if (prefill < 0 || request < 0)
         throw UsageError("--self-test " + value +
                          ": expected kv-corrupt=P:K with P a prefill rank's index (0, 1, ...) and K a request "
@@ -52,8 +56,26 @@ SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values) {
       hooks.kvInOrder = true;
     } else if (value == "api-corrupt-request") {
       hooks.apiCorruptRequest = true;
+    } else if (value.rfind(apiRequest, 0) == 0) {
+      const auto [client, request] = twoWholeNumbers(value.substr(apiRequest.size()));
+      if (client < 0 || request < 0)
+        throw UsageError("--self-test " + value +
+                         ": expected api-corrupt-request=C:K with C an api client's index (0, 1, ...) and K a "
+                         "request index counting warm-up requests from 0 (e.g. api-corrupt-request=1:0)");
+      hooks.apiCorruptRequest = true;
+      hooks.apiCorruptRequestClient = static_cast<int>(client);
+      hooks.apiCorruptRequestIndex = static_cast<int>(request);
     } else if (value == "api-corrupt-chunk") {
       hooks.apiCorruptChunk = true;
+    } else if (value.rfind(apiChunk, 0) == 0) {
+      const auto [request, chunk] = twoWholeNumbers(value.substr(apiChunk.size()));
+      if (request < 0 || chunk < 0)
+        throw UsageError("--self-test " + value +
+                         ": expected api-corrupt-chunk=K:J with K a request index counting warm-up requests "
+                         "from 0 and J a chunk index (0, 1, ...), e.g. api-corrupt-chunk=0:2");
+      hooks.apiCorruptChunk = true;
+      hooks.apiCorruptChunkRequest = static_cast<int>(request);
+      hooks.apiCorruptChunkIndex = static_cast<int>(chunk);
     } else if (value.rfind(corruptRank, 0) == 0) {
       const long rank = wholeNumber(value.substr(corruptRank.size()));
       if (rank < 0)
@@ -65,10 +87,7 @@ SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values) {
         throw UsageError("--self-test " + value + ": expected corrupt-sender=N with N a rank number (0, 1, ...)");
       hooks.corruptSender = static_cast<int>(rank);
     } else if (value.rfind(detectLate, 0) == 0) {
-      const std::string rest = value.substr(detectLate.size());
-      const auto colon = rest.find(':');
-      const long rank = colon == std::string::npos ? -1 : wholeNumber(rest.substr(0, colon));
-      const long ms = colon == std::string::npos ? -1 : wholeNumber(rest.substr(colon + 1));
+      const auto [rank, ms] = twoWholeNumbers(value.substr(detectLate.size()));
       if (rank < 0 || ms <= 0)
         throw UsageError("--self-test " + value +
                          ": expected detect-late=R:MS with R a rank number and MS whole milliseconds > 0 "

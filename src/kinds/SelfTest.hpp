@@ -35,11 +35,19 @@ struct SelfTestHooks {
   bool kvInOrder = false;
   // api-corrupt-request: each api client (the api kind's, the mix's front end)
   // flips one body byte of its first measured request; the server must refuse
-  // it (tests/mpi/api.sh, mix.sh).
+  // it (tests/mpi/api.sh, mix.sh). api-corrupt-request=C:K: client C alone (its
+  // index among the clients) of its request K, warm-up requests counted from 0,
+  // so a test can spoil any one request, warm-up or measured (api.sh sweeps them).
   bool apiCorruptRequest = false;
+  int apiCorruptRequestClient = -1;  // -1: every client
+  int apiCorruptRequestIndex = -1;   // -1: the first measured request
   // api-corrupt-chunk: each api server flips one payload byte of the first
   // chunk of its first answer to a measured request; the client must find it.
+  // api-corrupt-chunk=K:J: of chunk J of its first answer to a request K
+  // (warm-up requests counted from 0).
   bool apiCorruptChunk = false;
+  int apiCorruptChunkRequest = -1;  // -1: the first measured request
+  int apiCorruptChunkIndex = 0;
   // detect-late=R:MS: in a fault drill, survivor world rank R records its
   // detection of the victim MS milliseconds after it made it, as a detector that
   // slow would (tests/mpi/fault_late.sh): the drill must judge it late.
@@ -58,8 +66,10 @@ inline constexpr const char* selfTestHelp =
     "rank N alone spoils the message it sends), kv-corrupt (kvpush: prefill rank 0 spoils its first request), "
     "kv-corrupt=P:K (prefill rank P spoils its request K, warm-up requests counted from 0), "
     "kv-in-order (kvpush posts as for an in-order transport such as NCCL), api-corrupt-request (each api client "
-    "spoils its first measured request), api-corrupt-chunk (each api server spoils the first chunk of its first "
-    "measured answer), detect-late=R:MS (fault drill: survivor rank R records its detection MS ms late). "
+    "spoils its first measured request), api-corrupt-request=C:K (api client C spoils its request K, warm-up "
+    "requests counted from 0), api-corrupt-chunk (each api server spoils the first chunk of its first measured "
+    "answer), api-corrupt-chunk=K:J (each api server spoils chunk J of its first answer to a request K), "
+    "detect-late=R:MS (fault drill: survivor rank R records its detection MS ms late). "
     "Each must make its check fail or take its code path; never for a real measurement";
 
 }  // namespace fabscope::suite

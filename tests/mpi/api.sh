@@ -3,7 +3,8 @@
 # (first byte after the service time, chunks at the interval, whole answer after
 # both); arrivals are open-loop (a request starts at or after its arrival);
 # nobody outside the run connected. A spoiled request byte and a spoiled chunk
-# byte are each caught and named. Then a server limited to one connection
+# byte are each caught and named, swept over a warm-up request, another client
+# and the last chunk of the last request. Then a server limited to one connection
 # refuses requests as busy: the instance fails and names the servers and the
 # status. The analysis reads it back.
 source "$(dirname "$0")/lib.bash"
@@ -131,6 +132,43 @@ with h5py.File(sys.argv[1], "r") as f:
         assert named in a["error"], (named, a["error"])
     print("api: a spoiled request and a spoiled chunk are found, named by server rank and host:", a["request_errors"])
 PY
+# Every request is checked, not only the first measured one: client 1 alone
+# spoils its warm-up request 0 (to server (1 + 0) mod 2: world rank 3), then
+# every server spoils the last chunk of its first answer to the last request
+# (index 7: client 0's goes to rank 3, client 1's to rank 2). A warm-up request
+# is not measured, but its failed check fails the instance, named by server.
+sweep_case() {  # hook, then the python checks on attrs `a`
+  local hook=$1 checks=$2 rc=0
+  run_mpi -np 4 "$FABSCOPE_BIN" run --self-test "$hook" \
+    --scenario "$scratch/spoiled.yaml" --output "$scratch/sweep.h5" --overwrite --no-progress \
+    > "$scratch/sweep.out" 2>&1 || rc=$?
+  [ $rc -eq 1 ] || { echo "FAIL: --self-test $hook gave exit $rc, expected 1"; cat "$scratch/sweep.out"; exit 1; }
+  /usr/bin/python3 - "$scratch/sweep.h5" "$hook" <<PY
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    hosts = {int(r["rank"]): r["host"].decode() for r in f["ranks"][()]}
+    a = f["tests/0000"].attrs
+    assert a["status"] == "failed", (sys.argv[2], a["status"])
+    $checks
+    print("api:", sys.argv[2], "caught:", a["error"])
+PY
+}
+sweep_case api-corrupt-request=1:0 '
+    assert a["requests_ok"] == 12 and a["bad_requests"] == 1, (a["requests_ok"], a["bad_requests"])
+    named = f"warm-up api requests failed their data check (not measured, but checked), by server: rank 3 ({hosts[3]}): server-error 1"
+    assert a["error"] == "1 " + named, a["error"]'
+sweep_case api-corrupt-chunk=7:2 '
+    assert a["requests_ok"] == 10 and a["bad_requests"] == 0, (a["requests_ok"], a["bad_requests"])
+    for server in (2, 3):
+        assert f"rank {server} ({hosts[server]}): bad-data 1" in a["error"], a["error"]'
+# A hook pointing past the test would spoil nothing: refused, named.
+rc=0
+run_mpi -np 4 "$FABSCOPE_BIN" run --self-test api-corrupt-chunk=0:3 \
+  --scenario "$scratch/spoiled.yaml" --output "$scratch/sweep.h5" --overwrite --no-progress \
+  > "$scratch/sweep.out" 2>&1 || rc=$?
+[ $rc -ne 0 ] && grep -q "api-corrupt-chunk: request 0, chunk 3 does not exist" "$scratch/sweep.out" "$scratch/sweep.h5" \
+  || { echo "FAIL: a hook past the test gave exit $rc without naming it"; cat "$scratch/sweep.out"; exit 1; }
+echo "api: a hook past the test is refused (exit $rc)"
 # The serving impact shows the front end's share (what the network added beyond the
 # servers' own service time), not a "missing" line.
 out=$(cd "$FABSCOPE_SOURCE_DIR/analysis" && /usr/bin/python3 -m fabscope_analysis impact "$scratch/ok.h5" --model llama3-70b --tp 2)

@@ -49,6 +49,21 @@ TEST(SelfTestHooks, KvCorruptTakesPrefillAndRequest) {
   EXPECT_EQ(later.kvCorruptRequest, 17);
 }
 
+TEST(SelfTestHooks, ApiHooksTakeAnIndex) {
+  const auto plain = suite::parseSelfTestHooks({"api-corrupt-request", "api-corrupt-chunk"});
+  EXPECT_EQ(plain.apiCorruptRequestClient, -1);  // every client
+  EXPECT_EQ(plain.apiCorruptRequestIndex, -1);   // the first measured request
+  EXPECT_EQ(plain.apiCorruptChunkRequest, -1);
+  EXPECT_EQ(plain.apiCorruptChunkIndex, 0);
+  const auto hooks = suite::parseSelfTestHooks({"api-corrupt-request=1:0", "api-corrupt-chunk=5:3"});
+  EXPECT_TRUE(hooks.apiCorruptRequest);
+  EXPECT_EQ(hooks.apiCorruptRequestClient, 1);
+  EXPECT_EQ(hooks.apiCorruptRequestIndex, 0);
+  EXPECT_TRUE(hooks.apiCorruptChunk);
+  EXPECT_EQ(hooks.apiCorruptChunkRequest, 5);
+  EXPECT_EQ(hooks.apiCorruptChunkIndex, 3);
+}
+
 TEST(SelfTestHooks, RefusesWhatItDoesNotKnow) {
   for (const char* bad : {"corrupt-rank=",
                           "corrupt-rank=-1",
@@ -69,7 +84,14 @@ TEST(SelfTestHooks, RefusesWhatItDoesNotKnow) {
                           "kv-corrupt=:1",
                           "kv-corrupt=-1:0",
                           "kv-corrupt=1:x",
-                          "kv-corrupt=1:2:3"}) {
+                          "kv-corrupt=1:2:3",
+                          "api-corrupt-request=",
+                          "api-corrupt-request=1",
+                          "api-corrupt-request=-1:0",
+                          "api-corrupt-request=0:x",
+                          "api-corrupt-chunk=2",
+                          "api-corrupt-chunk=:1",
+                          "api-corrupt-chunk=1:2:3"}) {
     try {
       (void)suite::parseSelfTestHooks({bad});
       ADD_FAILURE() << "accepted '" << bad << "'";

@@ -65,6 +65,39 @@ std::string errorsByServer(const std::vector<ApiRequestRecord>& rows, const runt
   return group.broadcastString(named, 0, deadline);
 }
 
+// Where this rank's self-test hooks spoil a byte: the hooks' indexes checked
+// against the test (a hook that could never fire would let its test pass
+// without spoiling anything). The same on every rank, so all throw alike.
+struct Spoils {
+  int request = -1;  // this client's request to spoil, or -1
+  SpoilAt chunk;     // this server's answer chunk to spoil
+};
+Spoils spoilsOf(const SelfTestHooks& hooks, const ApiConfig& c, int groupRank) {
+  const int total = c.totalRequestsPerClient();
+  Spoils out;
+  if (hooks.apiCorruptRequest) {
+    const int request = hooks.apiCorruptRequestIndex < 0 ? c.warmupRequests : hooks.apiCorruptRequestIndex;
+    if (request >= total || hooks.apiCorruptRequestClient >= c.clients)
+      throw RuntimeFailure("--self-test api-corrupt-request: client " + std::to_string(hooks.apiCorruptRequestClient) +
+                           ", request " + std::to_string(request) + " does not exist: the test has " +
+                           std::to_string(c.clients) + " clients of " + std::to_string(total) +
+                           " requests each (warm-up included)");
+    if (hooks.apiCorruptRequestClient < 0 || hooks.apiCorruptRequestClient == groupRank) out.request = request;
+  }
+  if (hooks.apiCorruptChunk) {
+    // Without an index: the first answer to any measured request.
+    const int request = hooks.apiCorruptChunkRequest;
+    if (request >= total || hooks.apiCorruptChunkIndex >= c.chunks)
+      throw RuntimeFailure("--self-test api-corrupt-chunk: request " + std::to_string(request) + ", chunk " +
+                           std::to_string(hooks.apiCorruptChunkIndex) + " does not exist: the test has " +
+                           std::to_string(total) + " requests per client (warm-up included) of " +
+                           std::to_string(c.chunks) + " chunks");
+    out.chunk = request < 0 ? SpoilAt{c.warmupRequests, total - 1, hooks.apiCorruptChunkIndex}
+                            : SpoilAt{request, request, hooks.apiCorruptChunkIndex};
+  }
+  return out;
+}
+
 }  // namespace
 
 GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, const std::vector<int>& participants,
@@ -73,6 +106,7 @@ GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, con
                      const SelfTestHooks& selfTest) {
   const int g = group.rank(), me = worldRank;
   const bool client = g < c.clients;
+  const Spoils spoils = spoilsOf(selfTest, c, g);
 
   // Sockets first, so every server listens before any client is told its port.
   std::string problem;
@@ -80,8 +114,7 @@ GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, con
   std::unique_ptr<api::ApiServer> server;
   try {
     address = api::chooseAddress(c.interface, identity.nic);
-    if (!client)
-      server = std::make_unique<api::ApiServer>(c, address, std::vector<std::uint32_t>{}, selfTest.apiCorruptChunk);
+    if (!client) server = std::make_unique<api::ApiServer>(c, address, std::vector<std::uint32_t>{}, spoils.chunk);
   } catch (const RuntimeFailure& e) {
     problem = "rank " + std::to_string(me) + " (" + identity.host + "): " + e.what();
   }
@@ -90,13 +123,14 @@ GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, con
   auto endpoints = exchangeEndpoints(c, group, participants, address, server.get(), deadline);
 
   MPI_Request finished;
-  std::vector<ApiRequestRecord> rows;
+  std::vector<ApiRequestRecord> rows, warmupFailures;
   api::ServerCounts counts;
   std::int64_t verified = 0;
   if (client) {
     auto result = api::runClient(c, address, g, me, endpoints.servers, endpoints.serverRanks, seed, samples, clock,
-                                 deadline, selfTest.apiCorruptRequest);
+                                 deadline, spoils.request);
     rows = std::move(result.rows);
+    warmupFailures = std::move(result.warmupFailures);
     verified = result.verified;
     runtime::checkMpi(MPI_Ibarrier(group.handle(), &finished), "MPI_Ibarrier(api)");
     group.complete(finished, deadline, "the other api ranks to finish");
@@ -110,7 +144,9 @@ GroupRun runApiGroup(const ApiConfig& c, const runtime::Communicator& group, con
   // Errors by server rank and status, named on every rank's verdict.
   GroupRun out;
   out.errorsByServer = errorsByServer(rows, group, identity, deadline);
+  out.warmupErrorsByServer = errorsByServer(warmupFailures, group, identity, deadline);
   const auto sum = [&](std::int64_t v) { return group.allreduceSum(v, deadline); };
+  out.warmupFailed = sum(static_cast<std::int64_t>(warmupFailures.size()));
   out.measured = sum(static_cast<std::int64_t>(rows.size()));
   out.ok = sum(verified);
   out.totals = {sum(counts.answered),         sum(counts.busy),    sum(counts.badRequests),

@@ -134,6 +134,10 @@ class ApiKind final : public Kind {
     if (measured > ok)
       ctx.verdict.fail(std::to_string(measured - ok) + " of " + std::to_string(measured) +
                        " api requests failed, by server: " + named);
+    if (run.warmupFailed > 0)
+      ctx.verdict.fail(std::to_string(run.warmupFailed) +
+                       " warm-up api requests failed their data check (not measured, but checked), by server: " +
+                       run.warmupErrorsByServer);
     outcome.tables.push_back(output::KindTable::of("api_requests", rows));
     if (ctx.group.rank() == 0)
       outcome.attributes = {

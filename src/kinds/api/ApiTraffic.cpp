@@ -155,7 +155,7 @@ struct ApiServer::Connection {
 };
 
 ApiServer::ApiServer(const ApiConfig& config, const LocalAddress& address, std::vector<std::uint32_t> allowedClients,
-                     bool spoilChunk)
+                     SpoilAt spoilChunk)
     : config_(config), allowed_(std::move(allowedClients)), spoilChunk_(spoilChunk) {
   listenFd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listenFd_ < 0) systemFailure("socket");
@@ -280,12 +280,13 @@ void ApiServer::startChunk(Connection& c, ServerCounts& counts) {
   const auto bytes = static_cast<std::uint32_t>(config_.chunkBytes);
   chunkHeader(c.frame.data(), kChunkMagic, c.nextChunk, static_cast<std::uint32_t>(config_.chunks), bytes);
   for (std::uint32_t i = 0; i < bytes; ++i) c.frame[kChunkHeader + i] = chunkByte(c.id, c.nextChunk, i);
-  // Self-test: one payload byte of a measured answer's first chunk (a request
-  // index past the warm-up; ids are client rank * requests per client + index).
-  const auto index = c.id % static_cast<std::uint64_t>(config_.totalRequestsPerClient());
-  if (spoilChunk_ && c.nextChunk == 0 && bytes > 0 && index >= static_cast<std::uint64_t>(config_.warmupRequests)) {
+  // Self-test: one payload byte of the chosen chunk of the first answer to a
+  // chosen request index (ids are client rank * requests per client + index).
+  const auto index = static_cast<std::int64_t>(c.id % static_cast<std::uint64_t>(config_.totalRequestsPerClient()));
+  if (spoilChunk_.first >= 0 && index >= spoilChunk_.first && index <= spoilChunk_.last &&
+      c.nextChunk == static_cast<std::uint32_t>(spoilChunk_.chunk) && bytes > 0) {
     c.frame[kChunkHeader + bytes / 2] ^= 0x5a;
-    spoilChunk_ = false;
+    spoilChunk_.first = -1;
   }
   c.frameLength = kChunkHeader + bytes;
   c.frameSent = 0;
@@ -461,7 +462,7 @@ class ApiClient {
  public:
   ApiClient(const ApiConfig& config, const LocalAddress& address, int clientIndex, int worldRank,
             const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks, std::uint64_t seed,
-            SampleBuffer& samples, const runtime::ClockSync& clock, bool spoilRequest);
+            SampleBuffer& samples, const runtime::ClockSync& clock, int spoilRequest);
   ApiClient(const ApiClient&) = delete;
   ApiClient& operator=(const ApiClient&) = delete;
   ~ApiClient();
@@ -493,7 +494,7 @@ class ApiClient {
   const runtime::ClockSync& clock_;
   const int total_;
   const std::int64_t timeout_;
-  const bool spoilRequest_;  // self-test: the first measured request's body is spoiled
+  const int spoilRequest_;  // self-test: the index of the request whose body is spoiled, or -1
   ClientOutcome outcome_;
   std::vector<std::int64_t> arrival_;
   std::vector<ClientSlot> slots_;
@@ -504,7 +505,7 @@ class ApiClient {
 
 ApiClient::ApiClient(const ApiConfig& config, const LocalAddress& address, int clientIndex, int worldRank,
                      const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks, std::uint64_t seed,
-                     SampleBuffer& samples, const runtime::ClockSync& clock, bool spoilRequest)
+                     SampleBuffer& samples, const runtime::ClockSync& clock, int spoilRequest)
     : config_(config),
       address_(address),
       clientIndex_(clientIndex),
@@ -517,6 +518,7 @@ ApiClient::ApiClient(const ApiConfig& config, const LocalAddress& address, int c
       timeout_(static_cast<std::int64_t>(config.requestTimeoutSeconds * 1e9)),
       spoilRequest_(spoilRequest) {
   outcome_.rows.reserve(static_cast<std::size_t>(config.requests));
+  outcome_.warmupFailures.reserve(static_cast<std::size_t>(config.warmupRequests));
   drawArrivals(seed);
   slots_.resize(static_cast<std::size_t>(config.maxInFlight));
   for (auto& s : slots_) s.out.resize(kRequestHeader + static_cast<std::size_t>(config.requestBytes));
@@ -555,9 +557,10 @@ void ApiClient::finish(ClientSlot& s, const char* status, std::int64_t now) {
   s.fd = -1;
   const bool ok = std::strcmp(status, "ok") == 0;
   const int measured = s.request - config_.warmupRequests;
-  if (measured >= 0) {
+  const bool dataFailed = std::strcmp(status, "bad-data") == 0 || std::strcmp(status, "server-error") == 0;
+  if (measured >= 0 || dataFailed) {
     const auto serverRank = serverRanks_[static_cast<std::size_t>(s.server)];
-    if (ok) {
+    if (ok && measured >= 0) {
       ++outcome_.verified;
       samples_.record(worldRank_, measured, serverRank, s.bytes, s.tStart, s.tLastChunk);
       samples_.record(worldRank_, measured, serverRank, 0, s.tStart, s.tFirst, sample_flags::firstByte);
@@ -577,7 +580,8 @@ void ApiClient::finish(ClientSlot& s, const char* status, std::int64_t now) {
     setText(row.status, sizeof row.status, status);
     setText(row.network, sizeof row.network, config_.network);
     setText(row.interface, sizeof row.interface, address_.interface);
-    outcome_.rows.push_back(row);  // reserved above: no allocation here
+    // Both reserved above: no allocation here.
+    (measured >= 0 ? outcome_.rows : outcome_.warmupFailures).push_back(row);
   }
   s.phase = ClientSlot::Phase::free;
   ++done_;
@@ -628,8 +632,7 @@ void ApiClient::start(ClientSlot& s, int request) {
   put32(s.out.data() + 20, 0);
   for (std::int64_t i = 0; i < config_.requestBytes; ++i)
     s.out[kRequestHeader + static_cast<std::size_t>(i)] = requestByte(id, i);
-  if (spoilRequest_ && request == config_.warmupRequests)
-    s.out[kRequestHeader + static_cast<std::size_t>(config_.requestBytes / 2)] ^= 0x5a;
+  if (request == spoilRequest_) s.out[kRequestHeader + static_cast<std::size_t>(config_.requestBytes / 2)] ^= 0x5a;
   s.tArrival = arrival_[static_cast<std::size_t>(request)];
   s.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s.fd < 0) systemFailure("socket");
@@ -790,7 +793,7 @@ ClientOutcome ApiClient::run(const runtime::Deadline& deadline) {
 ClientOutcome runClient(const ApiConfig& config, const LocalAddress& address, int clientIndex, int worldRank,
                         const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks, std::uint64_t seed,
                         SampleBuffer& samples, const runtime::ClockSync& clock, const runtime::Deadline& deadline,
-                        bool spoilRequest) {
+                        int spoilRequest) {
   return ApiClient(config, address, clientIndex, worldRank, servers, serverRanks, seed, samples, clock, spoilRequest)
       .run(deadline);
 }

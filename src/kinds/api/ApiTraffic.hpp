@@ -59,6 +59,14 @@ struct ServerCounts {
   std::int64_t aborted = 0;           // connections the client closed or reset before the end
 };
 
+// Where the --self-test api-corrupt-chunk hook (SelfTest.hpp) spoils one byte:
+// the first answer to a request index in [first, last] (warm-up requests counted
+// from 0; first -1: nowhere), in that chunk.
+struct SpoilAt {
+  int first = -1, last = -1;
+  int chunk = 0;
+};
+
 // A listening server: bound and listening from construction (so clients can
 // be told its port before anyone connects); serve() answers until `allDone`
 // (a non-blocking barrier the clients join when finished) completes.
@@ -66,7 +74,7 @@ class ApiServer {
  public:
   // spoilChunk: the --self-test api-corrupt-chunk hook (SelfTest.hpp).
   ApiServer(const ApiConfig& config, const LocalAddress& address, std::vector<std::uint32_t> allowedClients,
-            bool spoilChunk = false);
+            SpoilAt spoilChunk = {});
   ~ApiServer();
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -89,7 +97,7 @@ class ApiServer {
 
   const ApiConfig& config_;
   std::vector<std::uint32_t> allowed_;
-  bool spoilChunk_ = false;  // one measured answer's first chunk still to spoil (self-test)
+  SpoilAt spoilChunk_;  // an answer's chunk still to spoil (self-test); first -1 once done
   int listenFd_ = -1;
   int epollFd_ = -1;
   std::uint16_t port_ = 0;
@@ -103,13 +111,18 @@ class ApiServer {
 struct ClientOutcome {
   std::vector<ApiRequestRecord> rows;
   std::int64_t verified = 0;  // answers whose every byte matched
+  // Warm-up requests are not measured, but their bytes are checked: a row per
+  // warm-up request whose answer failed the check ("bad-data") or whose body
+  // the server refused ("server-error").
+  std::vector<ApiRequestRecord> warmupFailures;
 };
 
-// spoilRequest: the --self-test api-corrupt-request hook (SelfTest.hpp).
+// spoilRequest: the --self-test api-corrupt-request hook (SelfTest.hpp): the
+// index of this client's request to spoil (warm-up counted from 0), or -1.
 ClientOutcome runClient(const ApiConfig& config, const LocalAddress& address, int clientIndex, int worldRank,
                         const std::vector<Endpoint>& servers, const std::vector<int>& serverRanks, std::uint64_t seed,
                         SampleBuffer& samples, const runtime::ClockSync& clock, const runtime::Deadline& deadline,
-                        bool spoilRequest = false);
+                        int spoilRequest = -1);
 
 // One group's api traffic, collective over `group`: group ranks [0, clients)
 // are clients, the others servers (`participants[i]` is group rank i's world
@@ -122,11 +135,13 @@ struct GroupRun {
   std::vector<ApiRequestRecord> rows;  // this rank's measured requests (clients)
   LocalAddress address;                // where this rank's traffic went
   std::vector<Endpoint> servers;
-  std::vector<int> serverRanks;  // world ranks
-  std::int64_t measured = 0;     // requests measured by the group
-  std::int64_t ok = 0;           // of them, answered with every byte as due
-  ServerCounts totals;           // summed over the servers
-  std::string errorsByServer;    // "rank 3 (host): timeout 2; ..." ("" when none)
+  std::vector<int> serverRanks;      // world ranks
+  std::int64_t measured = 0;         // requests measured by the group
+  std::int64_t ok = 0;               // of them, answered with every byte as due
+  ServerCounts totals;               // summed over the servers
+  std::string errorsByServer;        // "rank 3 (host): timeout 2; ..." ("" when none)
+  std::int64_t warmupFailed = 0;     // warm-up requests that failed the data check, over the group
+  std::string warmupErrorsByServer;  // as errorsByServer, for them
 };
 
 GroupRun runApiGroup(const ApiConfig& config, const runtime::Communicator& group, const std::vector<int>& participants,

@@ -346,6 +346,12 @@ class MixRank {
                      std::to_string(run.measured - run.ok) + " of " + std::to_string(run.measured) +
                          " api requests failed, by server: " + run.errorsByServer,
                      run.measured - run.ok);
+      if (run.warmupFailed > 0)
+        checks_.fail(TrafficClass::api,
+                     std::to_string(run.warmupFailed) +
+                         " warm-up api requests failed their data check (not measured, but checked), by server: " +
+                         run.warmupErrorsByServer,
+                     run.warmupFailed);
     }
     apiRows_.insert(apiRows_.end(), run.rows.begin(), run.rows.end());
     apiInterface_ = run.address.interface;
