@@ -2,8 +2,9 @@
 # kvpush with GPU memory on 2 ranks sharing one GPU: memory cuda (device
 # pools, GPU gather/scatter/verify, pinned staging, copy time apart) and
 # memory cuda-host (pinned pools), every request verified, and a corrupted
-# byte caught by the GPU verifier; with 2 GPUs and the NCCL transport, every
-# strategy straight from and into device memory over NCCL as well. Skips (77)
+# byte caught by the GPU verifier in any request (warm-up included); with 2
+# GPUs and the NCCL transport, every strategy straight from and into device
+# memory over NCCL as well. Skips (77)
 # without a CUDA build or a GPU; the NCCL part skips (77) without 2 GPUs.
 # ctest-parts: shared-gpu nccl-direct
 source "$(dirname "$0")/lib.bash"
@@ -62,6 +63,36 @@ if [ "$rc" != 1 ]; then
   exit 1
 fi
 kv_check "$scratch/corrupt.h5" --prefill 1 --decode 1 --expect-corrupt
+
+# The GPU verifier checks every request, not only the first measured one: one
+# spoiled byte in the first and the last warm-up request and in the last
+# measured one (request K, warm-up requests counted from 0), each on device
+# memory and on pinned host memory, must fail the run on that request alone.
+cat > "$scratch/gpu-sweep.yaml" <<'YAML'
+name: kv-gpu-sweep
+seed: 9
+model: llama3-8b
+parallel: {tp: 8}
+defaults: {transport: mpi, timeout: 60s}
+tests:
+  - {name: sweep-device, kind: kvpush, strategy: staged, memory: cuda, prefill_ranks: 1, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [256]}, iterations: 3, warmup_requests: 2}
+  - {name: sweep-pinned, kind: kvpush, strategy: per-block, memory: cuda-host, prefill_ranks: 1, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [64]}, iterations: 3, warmup_requests: 2}
+YAML
+for spoiled in 0:0 0:1 0:4; do
+  set +e
+  run_mpi -np 2 "$FABSCOPE_BIN" run --self-test "kv-corrupt=$spoiled" --scenario "$scratch/gpu-sweep.yaml" \
+    --output "$scratch/gpu-sweep.h5" --overwrite --no-progress > "$scratch/gpu-sweep.out" 2>&1
+  rc=$?
+  set -e
+  if [ "$rc" != 1 ]; then
+    cat "$scratch/gpu-sweep.out"
+    echo "kv_gpu: kv-corrupt=$spoiled on GPU memory gave exit code $rc, expected 1 (check failed)" >&2
+    exit 1
+  fi
+  kv_check "$scratch/gpu-sweep.h5" --prefill 1 --decode 1 --expect-corrupt "$spoiled"
+done
 
 fi
 
