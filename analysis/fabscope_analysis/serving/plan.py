@@ -46,6 +46,7 @@ from ..models import DTYPE_BYTES, ModelError, preset
 from .measured import PP_TEST
 from .placement import FABRIC, Placement, PlacementError
 from .plan_list import ListAnswer, ModelSizes, PlanError, format_duration
+from .plan_paths import HOST, DataPaths, apply_paths
 from .slo import ALL_KEYS
 
 ALL_PAIRS_MAX_RANKS = 128      # all-pairs is N-1 rounds of N ranks; beyond this, samples
@@ -106,6 +107,8 @@ class PlanRequest:
     pp: int = 1
     dp_attention: bool = False
     nodes_per_nvlink_domain: int = 1
+    # the serving tests' data path (plan_paths.py); host memory unless the plan chose GPUs
+    paths: DataPaths = field(default_factory=lambda: DataPaths(HOST, "not chosen"))
 
     def placement(self) -> Placement:
         """Where the deployment's operations run on this cluster (GPUs per node = ranks per
@@ -279,6 +282,9 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
         tests.append(_kv_test(cluster, sizes, knobs, notes))
     else:
         notes.append("the KV transfer does not cross this fabric: not measured")
+    apply_paths(tests, req.paths)
+    if tests:
+        notes.append(req.paths.note())
     tests += gpcnet_tests(cluster, knobs, notes)
     tests += [_p2p_test(p, knobs) for p in knobs.probes]
     scenario = {"name": f"plan-{sizes.name}-tp{req.tp}-{cluster.ranks}",
@@ -425,4 +431,6 @@ def fit_arguments(plan: Plan) -> str:
         args.append(f"--prefill-chunk {max(knobs.prefill_chunks)}")
     args += [f"--prompt {max(knobs.prompts)}",
              f"--block-tokens {plan.sizes.block_tokens}"]
+    if req.paths.required:
+        args.append("--require-gpu-paths")
     return " ".join(args)

@@ -15,6 +15,7 @@ from typing import List
 from .plan import CONGESTED, Cluster, Knobs, Plan, PlanRequest, criteria_text, fit_arguments, \
     probes_for, scenario_text
 from .plan_budget import fit_budget, size_for_tails, tail_notes
+from .plan_paths import PATH_MODES, choose_paths
 from .plan_list import PlanError, fabscope_binary, format_duration, layout_from_topology, \
     parse_duration_s, parse_model_listing, parse_scenario_listing, run_list
 from ..verdict import CRITERIA_DIR
@@ -58,6 +59,13 @@ def add_parser(sub) -> None:
                                                            "'none' for none)")
     p.add_argument("--prompt", default="2048,8192", help="prompt lengths whose KV moves "
                                                          "(default 2048,8192; fit judges the largest)")
+    p.add_argument("--paths", default="auto", choices=PATH_MODES,
+                   help="the serving tests' data path: gpu (NCCL on GPU memory, KV GPU-direct), "
+                        "host (MPI through host memory, a stand-in), auto (default: gpu when "
+                        "'fabscope inventory' on this host lists a GPU and the binary has NCCL)")
+    p.add_argument("--require-gpu-paths", action="store_true",
+                   help="refuse (exit 2) a plan over host memory; fit then refuses a file "
+                        "measured over it")
     p.add_argument("--seed", type=int, default=7, help="the scenario's seed (default 7)")
     p.add_argument("--fabscope", metavar="PATH", help="fabscope binary (default FABSCOPE_BIN, "
                                                       "build/fabscope, PATH)")
@@ -150,6 +158,8 @@ def make_plan(args, argv: List[str]) -> Plan:
                   prefill_chunks=_counts(args.prefill_chunk, "--prefill-chunk", allow_none=True),
                   prompts=_counts(args.prompt, "--prompt"),
                   conditions=_conditions(args.conditions), probes=probes_for(req.cluster))
+    req.paths = choose_paths(args.paths, lambda: fabscope_binary(args.fabscope),
+                             args.require_gpu_paths)
     binary = fabscope_binary(args.fabscope)
     sizes = _model_sizes(binary, args, knobs)
     out_dir = os.path.dirname(os.path.abspath(args.output))
@@ -201,12 +211,14 @@ def command_of(args) -> List[str]:
     words = []
     for option in ("model", "tp", "ep", "pp", "ranks", "ranks_per_node", "nodes_per_leaf",
                    "leaves_per_pod", "topology", "budget", "slo", "conditions", "decode_batch",
-                   "prefill_chunk", "prompt", "seed", "output"):
+                   "prefill_chunk", "prompt", "paths", "seed", "output"):
         value = getattr(args, option)
         if value is not None:
             words += ["--" + option.replace("_", "-"), str(value)]
     if args.dp_attention:
         words.append("--dp-attention")
+    if args.require_gpu_paths:
+        words.append("--require-gpu-paths")
     if args.nodes_per_nvlink_domain != 1:
         words += ["--nodes-per-nvlink-domain", str(args.nodes_per_nvlink_domain)]
     return words
