@@ -133,6 +133,7 @@ class Plan:
     notes: List[str]
     scenario: dict
     criteria_name: str
+    calibration: Optional[object] = None   # calibrate.Calibration: the estimate's figures
 
 
 def probes_for(cluster: Cluster) -> List[str]:
@@ -392,7 +393,10 @@ def scenario_text(plan: Plan, argv: List[str]) -> str:
     lines = [f"# Written by: python3 -m fabscope_analysis plan {' '.join(argv)}",
              f"# Estimate (fabscope list --scenario THIS {' '.join(req.cluster.list_args())}): "
              f"{format_duration(answer.estimate_s)} for {answer.instances} test instances, "
-             f"budget {format_duration(req.budget_s)} (a planning figure, not a prediction)",
+             f"budget {format_duration(req.budget_s)} ("
+             + (plan.calibration.describe() + "; the loader's planning figure "
+                + format_duration(answer.loader_estimate_s or 0) if plan.calibration
+                else "a planning figure, not a prediction") + ")",
              f"# Model sizes (fabscope list --model {plan.sizes.name} --tp {req.tp}); per decode "
              "step (placement): " + _step_counts(req.placement())]
     lines += [f"#   {line}" for line in plan.sizes.size_lines]
