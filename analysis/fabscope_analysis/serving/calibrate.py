@@ -99,6 +99,18 @@ class Calibration:
         return self.startup_s + sum(i.seconds(self) for i in parse_instances(listing_text))
 
 
+DEFAULT_WINDOW = 64     # the bandwidth kind's messages per sample (docs/scenarios.md)
+PROBE_MESSAGE = 1 << 20
+
+
+def probe_window(cal: "Calibration") -> int:
+    """Messages of 1 MiB per bandwidth sample so that a sample takes what the kind's default
+    window of 64 takes at the loader's 10 GB/s (6.7 ms): at 1 Gbit/s one message, not 64
+    (a 64 MiB sample there takes 0.6 s, and all-pairs of 8 ranks 14 rounds of them)."""
+    sample_s = DEFAULT_WINDOW * PROBE_MESSAGE / LOADER_RATE
+    return int(max(1, min(DEFAULT_WINDOW, cal.bytes_per_s * sample_s // PROBE_MESSAGE)))
+
+
 def calibration_scenario(seed: int = 7) -> dict:
     """The probe: what separates the four figures (many 8 B ping-pongs: message; three
     instances of few: instance; 1 MiB windows: rate; all-pairs rounds of few iterations:

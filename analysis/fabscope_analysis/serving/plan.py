@@ -89,6 +89,7 @@ class Knobs:
     prefill_iterations: int = 200        # each prefill-chunk size (TTFT only)
     latency_iterations: int = 50
     bandwidth_iterations: int = 10
+    bandwidth_window: int = 0      # messages per bandwidth sample; 0: the kind's default (64)
     kv_requests: int = 120
     probes: List[str] = field(default_factory=list)   # p2p tests for the diagnosis
     gpcnet: bool = True                                # GPCNeT's canary tests, where they fit
@@ -150,6 +151,8 @@ def _p2p_test(probe: str, knobs: Knobs) -> dict:
         test.update(sizes=[8], iterations=knobs.latency_iterations)
     else:
         test.update(sizes=["1MiB"], iterations=knobs.bandwidth_iterations)
+        if knobs.bandwidth_window:   # sized for the calibrated link rate (calibrate.py)
+            test.update(window=knobs.bandwidth_window, warmup=2)
     return test
 
 

@@ -18,7 +18,7 @@ from .plan import CONGESTED, Cluster, Knobs, Plan, PlanRequest, criteria_text, f
     probes_for, scenario_text
 from .plan_budget import fit_budget, size_for_tails, tail_notes
 from .plan_paths import PATH_MODES, choose_paths
-from .calibrate import calibrate, calibration_scenario, estimate_words
+from .calibrate import DEFAULT_WINDOW, calibrate, calibration_scenario, estimate_words, probe_window
 from .plan_list import PlanError, fabscope_binary, format_duration, layout_from_topology, \
     parse_duration_s, parse_model_listing, parse_scenario_listing, run_list
 from ..verdict import CRITERIA_DIR
@@ -174,6 +174,12 @@ def make_plan(args, argv: List[str]) -> Plan:
                              args.require_gpu_paths)
     binary = fabscope_binary(args.fabscope)
     calibration = _calibration(binary, args, req)
+    window_note = []
+    if calibration is not None and probe_window(calibration) < DEFAULT_WINDOW:
+        knobs.bandwidth_window = probe_window(calibration)
+        window_note = [f"the bandwidth probes send {knobs.bandwidth_window} x 1 MiB per sample "
+                       f"(warmup 2), sized for the calibrated {calibration.bytes_per_s / 1e9:.3g} "
+                       f"GB/s per pair; the default {DEFAULT_WINDOW} is sized for 10 GB/s"]
     sizes = _model_sizes(binary, args, knobs)
     out_dir = os.path.dirname(os.path.abspath(args.output))
     stem = os.path.splitext(os.path.basename(args.output))[0]
@@ -197,7 +203,7 @@ def make_plan(args, argv: List[str]) -> Plan:
 
     needs = size_for_tails(req, knobs, parse_slo_text(args.slo).targets_ms)
     plan = fit_budget(req, sizes, knobs, criteria_name, estimate)
-    plan.notes[:0] = tail_notes(plan.knobs, needs)
+    plan.notes[:0] = tail_notes(plan.knobs, needs) + window_note
     plan.calibration = calibration
     return plan
 

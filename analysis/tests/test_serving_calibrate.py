@@ -1,0 +1,81 @@
+"""The plan's estimate calibrated on the cluster: the probe's figures fitted to what its
+instances took, and each planned instance re-estimated from `fabscope list`'s rows
+(docs/serving-fit.md, "The budget")."""
+
+import numpy as np
+import pytest
+
+from synthetic import SyntheticRun, SAMPLE_DTYPE
+
+from fabscope_analysis.serving.calibrate import (Calibration, calibrate, calibration_scenario,
+                                                 fit_calibration, parse_instances)
+from fabscope_analysis.serving.plan_list import PlanError
+
+# `fabscope list --scenario` of the probe at 8 ranks, as the binary prints it (2026-12-05)
+PROBE_LISTING = """\
+#    test                   kind      size     cond     transp mem    iters warmup   timeout   mem/rank  rounds  estimate  plan
+0    cal-latency-many       latency   8B       quiet    mpi    host    2000     10      120s     96016B       1   0.0412s  pairs i<->i+4, 4 pairs at once
+1    cal-instance-1         latency   8B       quiet    mpi    host      10      0      120s      496B       1   0.0012s  pairs i<->i+4, 4 pairs at once
+2    cal-instance-2         latency   8B       quiet    mpi    host      10      0      120s      496B       1   0.0012s  pairs i<->i+4, 4 pairs at once
+3    cal-instance-3         latency   8B       quiet    mpi    host      10      0      120s      496B       1   0.0012s  pairs i<->i+4, 4 pairs at once
+4    cal-bandwidth          bandwidth 1MiB     quiet    mpi    host       8      2      120s   4194592B       1  0.00539s  pairs i<->i+4, 4 pairs at once, window 4
+5    cal-rounds             latency   8B       quiet    mpi    host       2      1      120s       688B       7  0.00742s  all-pairs, 7 rounds, every rank busy
+
+estimated time: 0.0577s in all (assuming 20 us and 10 GB/s per pair and 1 ms per round: a planning figure, not a prediction)
+"""
+
+
+def test_rows_are_read_with_their_rounds_windows_and_sizes():
+    rows = parse_instances(PROBE_LISTING)
+    assert [r.test for r in rows] == [t["name"] for t in calibration_scenario()["tests"]]
+    assert [r.rounds for r in rows] == [1, 1, 1, 1, 1, 7]
+    assert rows[4].nbytes == 1 << 20 and rows[4].window == 4 and rows[4].operations == 10
+    loader = Calibration(20e-6, 10e9, 1e-3, 0.0, 0.0, 0, 0, 0)
+    for row in rows:   # the loader's own figures give back its estimate
+        assert row.seconds(loader) == pytest.approx(row.loader_s, rel=0.02)
+    with pytest.raises(PlanError, match="expected a row"):
+        parse_instances("0    x  latency  8 quiet\n")
+
+
+TRUE = Calibration(message_s=90e-6, bytes_per_s=0.11e9, round_s=6e-3, instance_s=40e-3,
+                   startup_s=0, probe_instances=0, probe_s=0, fitted_s=0)
+
+
+def test_the_fit_recovers_the_clusters_figures_from_the_probe():
+    rows = parse_instances(PROBE_LISTING)
+    took = [r.seconds(TRUE) for r in rows]
+    cal = fit_calibration(rows, took, run_wall_s=sum(took) + 5.0)
+    assert cal.message_s == pytest.approx(TRUE.message_s, rel=0.01)
+    assert cal.bytes_per_s == pytest.approx(TRUE.bytes_per_s, rel=0.01)
+    assert cal.round_s == pytest.approx(TRUE.round_s, rel=0.01)
+    assert cal.instance_s == pytest.approx(TRUE.instance_s, rel=0.01)
+    assert cal.startup_s == pytest.approx(5.0) and cal.fitted_s == pytest.approx(sum(took))
+    # a plan is then estimated with them, start-up once: the loader's 20 us and 10 GB/s
+    # are 91x too fast for this 1 MiB window
+    plan = PROBE_LISTING.replace("cal-", "plan-")
+    assert cal.estimate_s(plan) == pytest.approx(5.0 + sum(took), rel=0.01)
+    assert cal.estimate_s(plan) > 50 * 0.0577
+    with pytest.raises(PlanError, match="measured instances"):
+        fit_calibration(rows, took[:3], 1.0)
+
+
+def test_the_probe_file_is_read_in_order_and_must_be_the_probes(tmp_path):
+    rows = parse_instances(PROBE_LISTING)
+    path = tmp_path / "calibrate.h5"
+    run = SyntheticRun(path, nranks=8)
+    for row in rows:
+        s = np.zeros(1, dtype=SAMPLE_DTYPE)
+        start = run.start_ns()
+        s[0] = (0, 0, 1, row.nbytes, start, start + int(row.seconds(TRUE) * 1e9) - 1000, 0, 0)
+        run.add_test(row.test, "latency", s, nbytes=row.nbytes)
+    run.close()   # started 00:00:00, finished 00:05:00
+    cal = calibrate(str(path), PROBE_LISTING)
+    assert cal.message_s == pytest.approx(TRUE.message_s, rel=0.02)
+    assert cal.bytes_per_s == pytest.approx(TRUE.bytes_per_s, rel=0.02)
+    assert cal.startup_s == pytest.approx(300 - cal.probe_s, rel=0.01)
+    assert calibrate(str(path), PROBE_LISTING, run_wall_s=cal.probe_s + 2).startup_s == \
+        pytest.approx(2, rel=0.01)
+    with pytest.raises(PlanError, match="are not the probe's"):
+        calibrate(str(path), PROBE_LISTING.replace("cal-rounds", "cal-other"))
+    with pytest.raises(PlanError, match="not a finished probe result"):
+        calibrate(str(tmp_path / "none.h5"), PROBE_LISTING)
