@@ -79,3 +79,46 @@ def test_the_probe_file_is_read_in_order_and_must_be_the_probes(tmp_path):
         calibrate(str(path), PROBE_LISTING.replace("cal-rounds", "cal-other"))
     with pytest.raises(PlanError, match="not a finished probe result"):
         calibrate(str(tmp_path / "none.h5"), PROBE_LISTING)
+
+
+def test_the_bandwidth_probes_are_sized_for_the_calibrated_rate():
+    from fabscope_analysis.serving.calibrate import probe_window
+    at = lambda gbps: probe_window(Calibration(1e-5, gbps * 1e9, 0, 0, 0, 0, 0, 0))
+    # a sample as long as the default 64 x 1 MiB at 10 GB/s (6.7 ms)
+    assert (at(10), at(100), at(1), at(0.11)) == (64, 64, 6, 1)
+
+
+def test_the_plan_is_chosen_and_estimated_with_the_calibrated_figures(tmp_path, capsys):
+    """The real binary lists the plan; a probe of a slow cluster (0.05 GB/s a pair) makes
+    the plan shrink to its budget where the loader's 10 GB/s would not, and the bandwidth
+    probes send one 1 MiB message a sample."""
+    from test_serving_plan import fabscope_bin
+    from fabscope_analysis.cli import main
+    binary = fabscope_bin()
+    rows = parse_instances(PROBE_LISTING)
+    slow = Calibration(500e-6, 0.05e9, 10e-3, 0.1, 0, 0, 0, 0)
+    path = tmp_path / "calibrate.h5"
+    run = SyntheticRun(path, nranks=8)
+    for row in rows:
+        s = np.zeros(1, dtype=SAMPLE_DTYPE)
+        start = run.start_ns()
+        s[0] = (0, 0, 1, row.nbytes, start, start + int(row.seconds(slow) * 1e9) - 1000, 0, 0)
+        run.add_test(row.test, "latency", s, nbytes=row.nbytes)
+    run.close()
+    common = ["plan", "--model", "llama3-8b", "--tp", "2", "--ranks", "8", "--ranks-per-node",
+              "1", "--budget", "40s", "--slo", "ttft_p99=2s", "--conditions", "quiet",
+              "--decode-batch", "1", "--prefill-chunk", "none", "--prompt", "16", "--fabscope",
+              binary]
+    assert main(common + ["--output", str(tmp_path / "plain.yaml")]) == 0
+    plain = capsys.readouterr().out
+    assert "the loader's planning figure: 20 us and 10 GB/s" in plain and "changed to fit" not in plain
+    assert main(common + ["--calibration", str(path), "--calibration-wall", "30",
+                          "--output", str(tmp_path / "cal.yaml")]) == 0
+    printed = capsys.readouterr().out
+    estimate = float(printed.split("estimate ")[1].split(" s ")[0])
+    assert 20 < estimate <= 40, printed          # 30 s wall - the probe's own time: start-up
+    assert "calibrated on this cluster: 500 us per message, 0.05 GB/s per pair" in printed
+    assert "changed to fit" in printed, printed   # the loader's figure would fit as it was
+    assert "the bandwidth probes send 1 x 1 MiB per sample" in printed
+    text = (tmp_path / "cal.yaml").read_text()
+    assert "window: 1" in text and "calibrated on this cluster" in text.splitlines()[1]
