@@ -58,8 +58,17 @@ say "GPUs on this host: $gpus"
 have_python=0
 "$python" -c 'import numpy, pandas, h5py, yaml, scipy' 2>> "$report" && have_python=1
 if ((have_python)); then
+  # the calibration probe first, as launch/fabscope-fit runs it: the estimate from it
+  "$python" -m fabscope_analysis plan "${plan_args[@]}" --output "$work/plan.yaml" \
+    --calibration-probe "$work/calibrate.yaml" >> "$report" 2>&1
+  t0=$(date +%s.%N)
+  step "calibration probe, 2 ranks" bash -c 'cd "$0" && mpirun -np 2 "$1" run --scenario calibrate.yaml \
+    --output calibrate.h5 --overwrite --no-progress' "$work" "$here/fabscope"
+  wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+  calibration=()
+  [[ ! -s $work/calibrate.h5 ]] || calibration=(--calibration "$work/calibrate.h5" --calibration-wall "$wall")
   step "plan --paths auto (this host's inventory decides)" "$python" -m fabscope_analysis plan \
-    "${plan_args[@]}" --paths auto --fabscope "$here/fabscope" --output "$work/plan.yaml"
+    "${plan_args[@]}" "${calibration[@]}" --paths auto --fabscope "$here/fabscope" --output "$work/plan.yaml"
   grep -q "note: paths: serving's GPU paths" "$report" \
     || { say "the plan did not choose the GPU paths"; failed=$((failed + 1)); }
 else
@@ -73,9 +82,12 @@ if ((gpus < 2)); then
   say "one GPU: ${overrides[*]} (NCCL allows one rank per GPU)"
 fi
 (cd "$work" && "$here/fabscope" list --scenario plan.yaml --ranks 2 "${overrides[@]}") >> "$report" 2>&1
+t0=$(date +%s.%N)
 step "run the plan, 2 ranks" bash -c 'cd "$0" && mpirun -np 2 "$1" run --scenario plan.yaml \
   --output result.h5 --overwrite --no-progress "${@:2}"' "$work" "$here/fabscope" "${overrides[@]}"
 
+say "the run took $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s; the plan: \
+$(sed -n 's/^# Estimate ([^)]*): //p' "$work/plan.yaml" | cut -c1-300)"
 fit_line=$(sed -n 's/^# The verdict: python3 -m fabscope_analysis fit RESULT.h5 //p' "$work/plan.yaml")
 say "fit: (cd $work && python3 -m fabscope_analysis fit result.h5 $fit_line --json fit.json)"
 if ((have_python)) && [[ -s $work/result.h5 ]]; then
