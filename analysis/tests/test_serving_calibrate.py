@@ -122,3 +122,31 @@ def test_the_plan_is_chosen_and_estimated_with_the_calibrated_figures(tmp_path, 
     assert "the bandwidth probes send 1 x 1 MiB per sample" in printed
     text = (tmp_path / "cal.yaml").read_text()
     assert "window: 1" in text and "calibrated on this cluster" in text.splitlines()[1]
+
+
+def test_calibrated_plans_keep_all_pairs_where_the_budget_holds_it_and_say_what_sampling_misses():
+    from test_serving_plan import knobs, listing
+    from fabscope_analysis.serving.plan import Cluster, PlanRequest, probes_for
+    from fabscope_analysis.serving.plan_budget import fit_budget
+    from fabscope_analysis.serving.plan_list import ListAnswer
+    cluster = Cluster(256)
+
+    def estimate(scenario):   # all-pairs: 255 rounds of 10 ms; anything else 1 s in all
+        names = {t["name"] for t in scenario["tests"]}
+        return ListAnswer(True, estimate_s=1.0 + (2.55 if "all-pairs-latency" in names else 0),
+                          instances=len(names))
+
+    def plan(budget_s, calibrated):
+        k = knobs()
+        k.probes = probes_for(cluster, calibrated=calibrated)
+        req = PlanRequest("llama3-70b", 8, None, cluster, budget_s, "ttft_p99=2s")
+        return fit_budget(req, listing("llama3-70b"), k, "c.yaml", estimate)
+    roomy = plan(10.0, calibrated=True)
+    assert roomy.knobs.probes == ["all-pairs-latency", "all-pairs-bandwidth"] and not roomy.shrunk
+    tight = plan(2.0, calibrated=True)
+    assert tight.knobs.probes[0] == "rails-latency"
+    assert tight.shrunk[0].startswith("the probes: rails-latency, rails-bandwidth, ring-latency, "
+                                      "bisection-bandwidth instead of all-pairs")
+    assert "a single bad GPU pair" in tight.shrunk[0] and "is not seen" in tight.shrunk[0]
+    # the loader's planning figure alone keeps the sampled design beyond 128 ranks
+    assert plan(10.0, calibrated=False).knobs.probes[0] == "rails-latency"

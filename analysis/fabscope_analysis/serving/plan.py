@@ -137,11 +137,25 @@ class Plan:
     calibration: Optional[object] = None   # calibrate.Calibration: the estimate's figures
 
 
-def probes_for(cluster: Cluster) -> List[str]:
-    if cluster.ranks <= ALL_PAIRS_MAX_RANKS:
-        return ["all-pairs-latency", "all-pairs-bandwidth"]
+ALL_PAIRS = ["all-pairs-latency", "all-pairs-bandwidth"]
+# What the sampled probes cannot see that all-pairs would: said in the plan when chosen.
+SAMPLED_BLIND_SPOT = ("a single bad GPU pair (rank pair) that is neither on a rail, nor a "
+                      "random ring's neighbours, nor split by the bisection is not seen; all-pairs "
+                      "would see it")
+
+
+def sampled_probes(cluster: Cluster) -> List[str]:
     probes = ["ring-latency", "bisection-bandwidth"]
     return (["rails-latency", "rails-bandwidth"] if cluster.nodes > 1 else []) + probes
+
+
+def probes_for(cluster: Cluster, calibrated: bool = False) -> List[str]:
+    """All-pairs (every pair) up to ALL_PAIRS_MAX_RANKS by the loader's planning figure;
+    with a calibrated estimate, all-pairs at any size, swapped for the sampled design only
+    when the budget cannot hold it (plan_budget.SHRINK_STEPS, the first step)."""
+    if calibrated or cluster.ranks <= ALL_PAIRS_MAX_RANKS:
+        return list(ALL_PAIRS)
+    return sampled_probes(cluster)
 
 
 def _p2p_test(probe: str, knobs: Knobs) -> dict:

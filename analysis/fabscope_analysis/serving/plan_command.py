@@ -169,7 +169,8 @@ def make_plan(args, argv: List[str]) -> Plan:
     knobs = Knobs(decode_batches=_counts(args.decode_batch, "--decode-batch"),
                   prefill_chunks=_counts(args.prefill_chunk, "--prefill-chunk", allow_none=True),
                   prompts=_counts(args.prompt, "--prompt"),
-                  conditions=_conditions(args.conditions), probes=probes_for(req.cluster))
+                  conditions=_conditions(args.conditions),
+                  probes=probes_for(req.cluster, calibrated=bool(args.calibration)))
     req.paths = choose_paths(args.paths, lambda: fabscope_binary(args.fabscope),
                              args.require_gpu_paths)
     binary = fabscope_binary(args.fabscope)
@@ -203,7 +204,9 @@ def make_plan(args, argv: List[str]) -> Plan:
 
     needs = size_for_tails(req, knobs, parse_slo_text(args.slo).targets_ms)
     plan = fit_budget(req, sizes, knobs, criteria_name, estimate)
-    plan.notes[:0] = tail_notes(plan.knobs, needs) + window_note
+    plan.notes[:0] = tail_notes(plan.knobs, needs) + window_note + [
+        f"{line.split(':')[0]} thinned by the loader ({line.split(': ', 1)[1]}): a single bad pair "
+        "is seen only in the rounds kept" for line in plan.answer.thinned if line.startswith("all-pairs")]
     plan.calibration = calibration
     return plan
 
