@@ -11,7 +11,8 @@ from fabscope_analysis.serving.calibrate import (Calibration, calibrate, calibra
                                                  fit_calibration, parse_instances)
 from fabscope_analysis.serving.plan_list import PlanError
 
-# `fabscope list --scenario` of the probe at 8 ranks, as the binary prints it (2026-12-05)
+# `fabscope list --scenario` of the probe at 8 ranks, as the binary prints it (2026-12-05;
+# its rows are as wide as the binary prints them)
 PROBE_LISTING = """\
 #    test                   kind      size     cond     transp mem    iters warmup   timeout   mem/rank  rounds  estimate  plan
 0    cal-latency-many       latency   8B       quiet    mpi    host    2000     10      120s     96016B       1   0.0412s  pairs i<->i+4, 4 pairs at once

@@ -154,3 +154,5 @@ def test_the_wrapper_refuses_to_run_without_gpu_paths_when_required(tmp_path):
     assert done.returncode == 2, done.stdout + done.stderr
     assert "--require-gpu-paths: the plan would measure over host memory" in done.stderr
     assert not (tmp_path / "d" / "plan.yaml").exists() and "run:" not in done.stdout
+    # refused before the calibration probe would run on the cluster
+    assert not (tmp_path / "d" / "calibrate.yaml").exists() and "calibrate:" not in done.stdout

@@ -289,6 +289,12 @@ def command_of(args) -> List[str]:
 
 def run_plan(args) -> int:
     if args.calibration_probe:
+        try:   # refuse what the plan would refuse before the probe runs on the cluster
+            _request(args)
+            choose_paths(args.paths, lambda: fabscope_binary(args.fabscope), args.require_gpu_paths)
+        except PlanError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         return write_probe(args)
     argv = command_of(args)
     try:
