@@ -59,8 +59,8 @@ have_python=0
 "$python" -c 'import numpy, pandas, h5py, yaml, scipy' 2>> "$report" && have_python=1
 if ((have_python)); then
   # the calibration probe first, as launch/fabscope-fit runs it: the estimate from it
-  "$python" -m fabscope_analysis plan "${plan_args[@]}" --output "$work/plan.yaml" \
-    --calibration-probe "$work/calibrate.yaml" >> "$report" 2>&1
+  "$python" -m fabscope_analysis plan "${plan_args[@]}" --fabscope "$here/fabscope" \
+    --output "$work/plan.yaml" --calibration-probe "$work/calibrate.yaml" >> "$report" 2>&1
   t0=$(date +%s.%N)
   step "calibration probe, 2 ranks" bash -c 'cd "$0" && mpirun -np 2 "$1" run --scenario calibrate.yaml \
     --output calibrate.h5 --overwrite --no-progress' "$work" "$here/fabscope"
