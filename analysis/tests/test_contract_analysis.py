@@ -24,7 +24,7 @@ from serving_files import serving_file
 
 SLO = "itl_p99=50ms,ttft_p99=2s"
 # fit's first line: "fit DEPLOYMENT at SLO: STATUS[: CHECKS]", then the placement it assumed
-PLACEMENT = r"( \[placement: [^]]*\])?"
+PLACEMENT = r"( \[placement: [^]]*\])?( \[paths: [^]]*\])?"   # where it ran, over what path
 
 
 @pytest.fixture(scope="module")

@@ -581,8 +581,9 @@ def fit_plan_options():
     return words
 
 
-def fit_command(host, directory, *launch_options, srun=False):
+def fit_command(host, directory, *launch_options, srun=False, calibrate=False):
     return ([FIT, "--dir", directory] + (["--srun"] if srun else [])
+            + ([] if calibrate else ["--no-calibrate"])
             + ["--set", "all-pairs-bandwidth.window=4"] + fit_plan_options() + ["--"] + list(launch_options))
 
 
@@ -657,6 +658,43 @@ def test_fit_never_judges_an_earlier_runs_result(host, tmp_path):
     assert not os.path.exists(os.path.join(host["record"], "python-fit"))
 
 
+def test_fit_calibrates_on_the_cluster_first_and_plans_from_the_probe(host, tmp_path):
+    """Without --no-calibrate: plan writes the probe, the launcher runs it with the run's
+    ranks, and the plan is made from its result and the launch's wall time; a probe that
+    writes no result gets no plan (exit 2)."""
+    directory = os.path.join(host["root"], "fit-calibrated")
+    launches = tmp_path / "launches"
+    fake = str(tmp_path / "bin")
+    # srun standing in for the cluster: records each launch, writes the file it is given
+    _write(os.path.join(fake, "srun"), f"""#!/bin/bash
+printf '%s ' "$@" >> {launches}; echo >> {launches}
+previous=""
+for word in "$@"; do [[ $previous == --output ]] && echo probe > "$word"; previous=$word; done
+""", stat.S_IRWXU)
+    env = fit_env(host)
+    env["PATH"] = f"{fake}:{env['PATH']}"
+    _clear_record(host)
+    done = run(fit_command(host, directory, srun=True, calibrate=True), env)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    probe, main = launches.read_text().splitlines()
+    assert probe.startswith("-n 4 --ntasks-per-node 2 /bin/true run --scenario "
+                            f"{directory}/calibrate.yaml --output {directory}/calibrate.h5 ")
+    assert f"--scenario {directory}/plan.yaml --output {directory}/result.h5" in main
+    with open(os.path.join(host["record"], "python-plan"), "rb") as f:
+        plan_argv = f.read().decode().split("\0")[:-1]
+    calibration = plan_argv.index("--calibration")
+    assert plan_argv[calibration + 1] == f"{directory}/calibrate.h5"
+    assert plan_argv[calibration + 2] == "--calibration-wall" and float(plan_argv[calibration + 3]) >= 0
+    assert "calibrate: the probe took" in done.stdout and "the run took" in done.stdout
+    # a probe that writes nothing: no plan, exit 2
+    _write(os.path.join(fake, "srun"), "#!/bin/sh\nexit 0\n", stat.S_IRWXU)
+    _clear_record(host)
+    done = run(fit_command(host, directory, srun=True, calibrate=True), env)
+    assert done.returncode == 2 and "the calibration probe failed" in done.stderr, done.stderr
+    last_plan = open(os.path.join(host["record"], "python-plan"), "rb").read().decode().split("\0")
+    assert "--calibration-probe" in last_plan and "--calibration" not in last_plan   # the probe only
+
+
 FIT_REFUSALS = [
     (["--dir"], {}, "--dir needs a directory"),
     (["--set"], {}, "--set needs KEY=VALUE"),
@@ -696,7 +734,7 @@ READ_BACK = {
         "FABSCOPE_SYSFS_ROOT", "FABSCOPE_REPORT_EXIT", "FABSCOPE_RESULT_GRACE_S",
     },
     "fabscope-fit": {
-        "--dir", "--srun", "--dry-run", "--set", "FABSCOPE_BIN", "FABSCOPE_PYTHON",
+        "--dir", "--srun", "--dry-run", "--set", "--no-calibrate", "FABSCOPE_BIN", "FABSCOPE_PYTHON",
     },
 }
 # Read by a launcher but not a setting a dry run can show, and where each is checked instead.

@@ -135,7 +135,8 @@ def test_fit_counts_only_what_crosses_the_fabric_and_states_the_placement(tmp_pa
     assert check.status == "PASS" and "no operation of a decode step crosses this fabric" \
         in check.text
     assert verdict.line().endswith("[placement: TP 8 inside each node: NVLink, not this fabric; "
-                                   "KV prefill -> decode: this fabric]")
+                                   "KV prefill -> decode: this fabric] [paths: measured over host "
+                                   "memory: a stand-in (KV push: mpi on host memory)]")
     verdict, check = itl(Placement(LLAMA70, tp=8, pp=2, gpus_per_node=8))
     assert check.status == "CANNOT TELL" and "PP activation send" in check.text
 

@@ -1,7 +1,8 @@
 """`fit FILE --slo ... [--model M --tp N ...]`: is this fabric fit to serve M at the SLO?
 
 Exit codes (the analysis contract): 0 PASS; 1 FAIL or CANNOT TELL (nothing shows the
-fabric fit); 2 bad usage, an unreadable file or criteria file, an unknown model.
+fabric fit); 2 bad usage, an unreadable file or criteria file, an unknown model, and with
+--require-gpu-paths a file measured over host memory.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .checks import FAIL, PASS, worst_status
 from .fit import FitVerdict, compose_verdict, json_of
 from .line_rate import headline
 from .measured import measure
+from .paths import paths_of
 from .placement import PlacementError, placement_of
 from .slo import SloError, Slo, load_slo_file, parse_slo_text
 
@@ -52,6 +54,10 @@ def add_parser(sub) -> None:
     p.add_argument("--prompt", type=int, default=8192, help="prompt tokens of a request whose KV "
                                                             "moves (default 8192)")
     p.add_argument("--block-tokens", type=int, default=16, help="tokens per KV block (default 16)")
+    p.add_argument("--require-gpu-paths", action="store_true",
+                   help="refuse (exit 2) a file whose serving classes were measured over host "
+                        "memory (MPI, or KV staged through pinned host): a stand-in for NCCL "
+                        "and GPU-direct")
     p.add_argument("--no-diagnose", action="store_true",
                    help="on FAIL, do not run the diagnosis for components to fix")
     p.add_argument("--json", metavar="OUT", help="also write the verdict and every figure here")
@@ -172,6 +178,11 @@ def run_fit(args) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         measured = measure(result, deployment, placement)
+        stand_in = paths_of(measured).stand_in
+        if args.require_gpu_paths and stand_in:
+            print(f"error: --require-gpu-paths: {args.file} measured over host memory, a "
+                  f"stand-in for serving's GPU paths: {'; '.join(stand_in)}", file=sys.stderr)
+            return EXIT_USAGE
         verdict = compose_verdict(measured, slo, deployment)
         kv_line = headline(result)
         verdict.limiters = [kv_line] if kv_line else []

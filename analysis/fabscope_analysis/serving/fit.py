@@ -33,6 +33,7 @@ from . import resample as R
 from .checks import CANNOT_TELL, ORDER, PASS, Check, worst_status
 from .cif import CifRow, cif_check, cif_rows, gpcnet_rows
 from .measured import CLASS_TITLES, PREFILL_CLASSES, Measured
+from .paths import paths_of
 from ..run_analysis import format_number
 from .slo import Slo, format_ms
 
@@ -49,11 +50,13 @@ class FitVerdict:
     costs: List[str] = field(default_factory=list)      # what each component to fix costs
     limiters: List[str] = field(default_factory=list)   # the KV line-rate headline and limiter
     placement: List[str] = field(default_factory=list)  # which groups cross this fabric
+    paths: str = ""   # the data path the judged classes were measured over (paths.py)
 
     def line(self) -> str:
         worst = [c for c in self.checks if c.status == self.status and c.status != PASS]
         why = f": {'; '.join(sorted({c.name for c in worst}))}" if worst else ""
         placed = f" [placement: {'; '.join(self.placement)}]" if self.placement else ""
+        placed += f" [paths: {self.paths}]" if self.paths else ""
         return f"fit {self.deployment} at {self.slo.describe()}: {self.status}{why}{placed}"
 
 
@@ -284,7 +287,8 @@ def _ttft_without_kv(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
 def compose_verdict(measured: Measured, slo: Slo, deployment) -> FitVerdict:
     verdict = FitVerdict(deployment.describe(), slo, missing=list(measured.missing),
                          notes=list(measured.notes),
-                         placement=measured.placement.statements() if measured.placement else [])
+                         placement=measured.placement.statements() if measured.placement else [],
+                         paths=paths_of(measured).statement())
     itl_keys = [key for key in ("itl_p50", "itl_p99") if key in slo.targets_ms]
     if itl_keys:
         verdict.checks.extend(itl_checks(itl_keys, slo, measured))
@@ -313,7 +317,7 @@ def json_of(verdict: FitVerdict) -> dict:
                         "condition": c.condition, "figures": c.figures, "missing": c.missing}
                        for c in verdict.checks],
             "congestion_impact": [r.to_json() for r in verdict.cif],
-            "placement": verdict.placement,
+            "placement": verdict.placement, "paths": verdict.paths,
             "to_fix": verdict.to_fix, "costs": verdict.costs, "limiters": verdict.limiters,
             "missing": verdict.missing, "notes": verdict.notes,
             "method": {"interval": "outer circular block bootstrap, 90 % two-sided, "

@@ -29,7 +29,7 @@ median is the deployment's (named); the others are listed in `others`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -64,6 +64,7 @@ class ClassSeries:
     others: List[str] = field(default_factory=list)
     members: Set[int] = field(default_factory=set)   # the ranks its operations ran on
     canaries: Dict[str, str] = field(default_factory=dict)   # per condition: who measured
+    paths: Set[Tuple[str, str]] = field(default_factory=set)   # (transport, memory path) measured
 
     def conditions(self) -> List[str]:
         names = sorted(self.by_condition)
@@ -146,6 +147,7 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
         series.canaries[condition] = canaries_of(members[0]) if members else ""
         series.ranks = max(series.ranks, ranks)
         series.members |= seen
+        series.paths.update((str(i.get("transport")), str(i.get("memory"))) for i in members)
     chosen = _choose(candidates, measured)
     if chosen is not None:
         measured.classes[cls] = chosen
@@ -188,6 +190,8 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
         series.how[condition] = how
         series.canaries[condition] = canaries_of(members[0])
         series.members |= ranks
+        series.paths.update((str(i.get("transport")), str(i.get("memory_path", i.get("memory"))))
+                            for i in members)
     chosen = _choose(candidates, measured)
     if chosen is not None:
         measured.classes["kv"] = chosen

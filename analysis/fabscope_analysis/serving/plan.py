@@ -46,6 +46,7 @@ from ..models import DTYPE_BYTES, ModelError, preset
 from .measured import PP_TEST
 from .placement import FABRIC, Placement, PlacementError
 from .plan_list import ListAnswer, ModelSizes, PlanError, format_duration
+from .plan_paths import HOST, DataPaths, apply_paths
 from .slo import ALL_KEYS
 
 ALL_PAIRS_MAX_RANKS = 128      # all-pairs is N-1 rounds of N ranks; beyond this, samples
@@ -88,6 +89,7 @@ class Knobs:
     prefill_iterations: int = 200        # each prefill-chunk size (TTFT only)
     latency_iterations: int = 50
     bandwidth_iterations: int = 10
+    bandwidth_window: int = 0      # messages per bandwidth sample; 0: the kind's default (64)
     kv_requests: int = 120
     probes: List[str] = field(default_factory=list)   # p2p tests for the diagnosis
     gpcnet: bool = True                                # GPCNeT's canary tests, where they fit
@@ -106,6 +108,8 @@ class PlanRequest:
     pp: int = 1
     dp_attention: bool = False
     nodes_per_nvlink_domain: int = 1
+    # the serving tests' data path (plan_paths.py); host memory unless the plan chose GPUs
+    paths: DataPaths = field(default_factory=lambda: DataPaths(HOST, "not chosen"))
 
     def placement(self) -> Placement:
         """Where the deployment's operations run on this cluster (GPUs per node = ranks per
@@ -130,13 +134,28 @@ class Plan:
     notes: List[str]
     scenario: dict
     criteria_name: str
+    calibration: Optional[object] = None   # calibrate.Calibration: the estimate's figures
 
 
-def probes_for(cluster: Cluster) -> List[str]:
-    if cluster.ranks <= ALL_PAIRS_MAX_RANKS:
-        return ["all-pairs-latency", "all-pairs-bandwidth"]
+ALL_PAIRS = ["all-pairs-latency", "all-pairs-bandwidth"]
+# What the sampled probes cannot see that all-pairs would: said in the plan when chosen.
+SAMPLED_BLIND_SPOT = ("a single bad GPU pair (rank pair) that is neither on a rail, nor a "
+                      "random ring's neighbours, nor split by the bisection is not seen; all-pairs "
+                      "would see it")
+
+
+def sampled_probes(cluster: Cluster) -> List[str]:
     probes = ["ring-latency", "bisection-bandwidth"]
     return (["rails-latency", "rails-bandwidth"] if cluster.nodes > 1 else []) + probes
+
+
+def probes_for(cluster: Cluster, calibrated: bool = False) -> List[str]:
+    """All-pairs (every pair) up to ALL_PAIRS_MAX_RANKS by the loader's planning figure;
+    with a calibrated estimate, all-pairs at any size, swapped for the sampled design only
+    when the budget cannot hold it (plan_budget.SHRINK_STEPS, the first step)."""
+    if calibrated or cluster.ranks <= ALL_PAIRS_MAX_RANKS:
+        return list(ALL_PAIRS)
+    return sampled_probes(cluster)
 
 
 def _p2p_test(probe: str, knobs: Knobs) -> dict:
@@ -146,6 +165,8 @@ def _p2p_test(probe: str, knobs: Knobs) -> dict:
         test.update(sizes=[8], iterations=knobs.latency_iterations)
     else:
         test.update(sizes=["1MiB"], iterations=knobs.bandwidth_iterations)
+        if knobs.bandwidth_window:   # sized for the calibrated link rate (calibrate.py)
+            test.update(window=knobs.bandwidth_window, warmup=2)
     return test
 
 
@@ -279,6 +300,9 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
         tests.append(_kv_test(cluster, sizes, knobs, notes))
     else:
         notes.append("the KV transfer does not cross this fabric: not measured")
+    apply_paths(tests, req.paths)
+    if tests:
+        notes.append(req.paths.note())
     tests += gpcnet_tests(cluster, knobs, notes)
     tests += [_p2p_test(p, knobs) for p in knobs.probes]
     scenario = {"name": f"plan-{sizes.name}-tp{req.tp}-{cluster.ranks}",
@@ -386,7 +410,10 @@ def scenario_text(plan: Plan, argv: List[str]) -> str:
     lines = [f"# Written by: python3 -m fabscope_analysis plan {' '.join(argv)}",
              f"# Estimate (fabscope list --scenario THIS {' '.join(req.cluster.list_args())}): "
              f"{format_duration(answer.estimate_s)} for {answer.instances} test instances, "
-             f"budget {format_duration(req.budget_s)} (a planning figure, not a prediction)",
+             f"budget {format_duration(req.budget_s)} ("
+             + (plan.calibration.describe() + "; the loader's planning figure "
+                + format_duration(answer.loader_estimate_s or 0) if plan.calibration
+                else "a planning figure, not a prediction") + ")",
              f"# Model sizes (fabscope list --model {plan.sizes.name} --tp {req.tp}); per decode "
              "step (placement): " + _step_counts(req.placement())]
     lines += [f"#   {line}" for line in plan.sizes.size_lines]
@@ -425,4 +452,6 @@ def fit_arguments(plan: Plan) -> str:
         args.append(f"--prefill-chunk {max(knobs.prefill_chunks)}")
     args += [f"--prompt {max(knobs.prompts)}",
              f"--block-tokens {plan.sizes.block_tokens}"]
+    if req.paths.required:
+        args.append("--require-gpu-paths")
     return " ".join(args)

@@ -7,7 +7,8 @@ import math
 from typing import Callable, List, Optional, Tuple
 
 from .placement import PREFILL
-from .plan import MEMORY_CAP_MIB, P99_VALUES, Knobs, Plan, PlanRequest, build_scenario
+from .plan import ALL_PAIRS, ALL_PAIRS_MAX_RANKS, MEMORY_CAP_MIB, P99_VALUES, Knobs, Plan, \
+    SAMPLED_BLIND_SPOT, PlanRequest, build_scenario, sampled_probes
 from .plan_list import ListAnswer, ModelSizes, PlanError, format_duration
 from .resample import operations_for_share, operations_to_tell
 
@@ -90,7 +91,19 @@ def tail_notes(knobs: Knobs, needs: List[Tuple[str, int, str]]) -> List[str]:
     return out
 
 
-# The order the budget shrinks in: the diagnosis's probes first, then what fit reads least
+def _sample_the_probes(cluster) -> Callable[[Knobs], Optional[str]]:
+    """All-pairs -> rails, random rings and bisection, saying what those cannot see."""
+    def step(k: Knobs) -> Optional[str]:
+        if k.probes != ALL_PAIRS or cluster.ranks <= ALL_PAIRS_MAX_RANKS:
+            return None
+        k.probes = sampled_probes(cluster)
+        return (f"the probes: {', '.join(k.probes)} instead of all-pairs, which the budget cannot "
+                f"hold on {cluster.ranks} ranks: {SAMPLED_BLIND_SPOT}")
+    return step
+
+
+# The order the budget shrinks in: the diagnosis's probes first (all-pairs, where it was
+# chosen beyond ALL_PAIRS_MAX_RANKS, to the sampled design), then what fit reads least
 # (prefill chunks, short prompts), never below what a p99 needs.
 SHRINK_STEPS = [
     _halve("latency_iterations", 10, "latency probe iterations"),
@@ -113,6 +126,7 @@ def fit_budget(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_name:
     raises the memory limit (up to MEMORY_CAP_MIB) when only that refuses the plan."""
     shrunk: List[str] = []
     step_index = 0
+    steps = [_sample_the_probes(req.cluster)] + SHRINK_STEPS
     for _ in range(max_tries):   # bounded: every pass shrinks, raises a limit or ends
         notes: List[str] = []
         scenario = build_scenario(req, sizes, knobs, criteria_name, notes)
@@ -130,8 +144,8 @@ def fit_budget(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_name:
             continue
         if not answer.ok and not answer.over_budget:
             raise PlanError(f"the scenario loader refused the plan: {answer.error}")
-        while step_index < len(SHRINK_STEPS):
-            change = SHRINK_STEPS[step_index](knobs)
+        while step_index < len(steps):
+            change = steps[step_index](knobs)
             if change:
                 shrunk.append(change)
                 break

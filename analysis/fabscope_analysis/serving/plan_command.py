@@ -12,9 +12,13 @@ import sys
 import tempfile
 from typing import List
 
+import yaml
+
 from .plan import CONGESTED, Cluster, Knobs, Plan, PlanRequest, criteria_text, fit_arguments, \
     probes_for, scenario_text
 from .plan_budget import fit_budget, size_for_tails, tail_notes
+from .plan_paths import PATH_MODES, choose_paths
+from .calibrate import DEFAULT_WINDOW, calibrate, calibration_scenario, estimate_words, probe_window
 from .plan_list import PlanError, fabscope_binary, format_duration, layout_from_topology, \
     parse_duration_s, parse_model_listing, parse_scenario_listing, run_list
 from ..verdict import CRITERIA_DIR
@@ -58,6 +62,22 @@ def add_parser(sub) -> None:
                                                            "'none' for none)")
     p.add_argument("--prompt", default="2048,8192", help="prompt lengths whose KV moves "
                                                          "(default 2048,8192; fit judges the largest)")
+    p.add_argument("--paths", default="auto", choices=PATH_MODES,
+                   help="the serving tests' data path: gpu (NCCL on GPU memory, KV GPU-direct), "
+                        "host (MPI through host memory, a stand-in), auto (default: gpu when "
+                        "'fabscope inventory' on this host lists a GPU and the binary has NCCL)")
+    p.add_argument("--require-gpu-paths", action="store_true",
+                   help="refuse (exit 2) a plan over host memory; fit then refuses a file "
+                        "measured over it")
+    p.add_argument("--calibration-probe", metavar="YAML",
+                   help="write the short probe of the cluster (per-message cost, link rate, "
+                        "per-round overhead) to YAML and stop: run it, then give --calibration")
+    p.add_argument("--calibration", metavar="RESULT.h5",
+                   help="the probe's result: the estimate (and what fits the budget) is "
+                        "computed from what it measured, not from the loader's planning figure")
+    p.add_argument("--calibration-wall", type=float, metavar="SECONDS",
+                   help="what the probe's launch took in all (start-up included; default: "
+                        "the file's started..finished)")
     p.add_argument("--seed", type=int, default=7, help="the scenario's seed (default 7)")
     p.add_argument("--fabscope", metavar="PATH", help="fabscope binary (default FABSCOPE_BIN, "
                                                       "build/fabscope, PATH)")
@@ -149,8 +169,18 @@ def make_plan(args, argv: List[str]) -> Plan:
     knobs = Knobs(decode_batches=_counts(args.decode_batch, "--decode-batch"),
                   prefill_chunks=_counts(args.prefill_chunk, "--prefill-chunk", allow_none=True),
                   prompts=_counts(args.prompt, "--prompt"),
-                  conditions=_conditions(args.conditions), probes=probes_for(req.cluster))
+                  conditions=_conditions(args.conditions),
+                  probes=probes_for(req.cluster, calibrated=bool(args.calibration)))
+    req.paths = choose_paths(args.paths, lambda: fabscope_binary(args.fabscope),
+                             args.require_gpu_paths)
     binary = fabscope_binary(args.fabscope)
+    calibration = _calibration(binary, args, req)
+    window_note = []
+    if calibration is not None and probe_window(calibration) < DEFAULT_WINDOW:
+        knobs.bandwidth_window = probe_window(calibration)
+        window_note = [f"the bandwidth probes send {knobs.bandwidth_window} x 1 MiB per sample "
+                       f"(warmup 2), sized for the calibrated {calibration.bytes_per_s / 1e9:.3g} "
+                       f"GB/s per pair; the default {DEFAULT_WINDOW} is sized for 10 GB/s"]
     sizes = _model_sizes(binary, args, knobs)
     out_dir = os.path.dirname(os.path.abspath(args.output))
     stem = os.path.splitext(os.path.basename(args.output))[0]
@@ -163,15 +193,55 @@ def make_plan(args, argv: List[str]) -> Plan:
                                          delete=False) as tmp:
             tmp.write(scenario_text(plan, argv))
         try:
-            return parse_scenario_listing(*run_list(binary, ["--scenario", tmp.name]
-                                                    + req.cluster.list_args()))
+            answer = parse_scenario_listing(*run_list(binary, ["--scenario", tmp.name]
+                                                      + req.cluster.list_args()))
         finally:
             os.unlink(tmp.name)
+        if calibration is not None and answer.ok:
+            answer.loader_estimate_s = answer.estimate_s
+            answer.estimate_s = calibration.estimate_s(answer.text)
+        return answer
 
     needs = size_for_tails(req, knobs, parse_slo_text(args.slo).targets_ms)
     plan = fit_budget(req, sizes, knobs, criteria_name, estimate)
-    plan.notes[:0] = tail_notes(plan.knobs, needs)
+    plan.notes[:0] = tail_notes(plan.knobs, needs) + window_note + [
+        f"{line.split(':')[0]} thinned by the loader ({line.split(': ', 1)[1]}): a single bad pair "
+        "is seen only in the rounds kept" for line in plan.answer.thinned if line.startswith("all-pairs")]
+    plan.calibration = calibration
     return plan
+
+
+def _calibration(binary: str, args, req: PlanRequest):
+    """The calibration from --calibration's probe result (None without it): the probe
+    scenario listed at the run's ranks gives each instance's rounds and sizes."""
+    if not args.calibration:
+        return None
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix=".calibration-",
+                                     dir=os.path.dirname(os.path.abspath(args.output)),
+                                     delete=False) as tmp:
+        yaml.safe_dump(calibration_scenario(args.seed), tmp, sort_keys=False)
+    try:
+        rc, out, err = run_list(binary, ["--scenario", tmp.name] + req.cluster.list_args())
+    finally:
+        os.unlink(tmp.name)
+    if rc != 0:
+        raise PlanError(f"--calibration: the loader refused the probe: {err.strip() or out.strip()}",
+                        "--calibration")
+    return calibrate(args.calibration, out, args.calibration_wall)
+
+
+def write_probe(args) -> int:
+    try:
+        with open(args.calibration_probe, "w", encoding="utf-8") as out:
+            out.write("# The plan's calibration probe: run it with the run's ranks and launcher,\n"
+                      "# then: python3 -m fabscope_analysis plan ... --calibration RESULT.h5\n")
+            yaml.safe_dump(calibration_scenario(args.seed), out, sort_keys=False)
+    except OSError as exc:
+        print(f"error: --calibration-probe {args.calibration_probe}: cannot write it "
+              f"({exc.strerror})", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"wrote {args.calibration_probe}: run it on the cluster, then plan with --calibration")
+    return EXIT_WRITTEN
 
 
 def print_plan(plan: Plan, output: str, stream) -> None:
@@ -182,7 +252,9 @@ def print_plan(plan: Plan, output: str, stream) -> None:
           + f" on {c.ranks} ranks ({c.ranks_per_node} per node, {c.nodes_per_leaf or '-'} nodes per "
           f"leaf, {c.leaves_per_pod or '-'} leaves per pod): {answer.instances} test instances, "
           f"estimate {format_duration(answer.estimate_s)} within the budget of "
-          f"{format_duration(req.budget_s)}", file=stream)
+          f"{format_duration(req.budget_s)} ("
+          + estimate_words(plan.calibration, answer.loader_estimate_s or answer.estimate_s) + ")",
+          file=stream)
     for test in plan.scenario["tests"]:
         extra = f" {test.get('pattern')}" if test.get("pattern") else ""
         print(f"  {test['name']}: {test['kind']}{extra}, sizes {test['sizes']}, conditions "
@@ -201,18 +273,29 @@ def command_of(args) -> List[str]:
     words = []
     for option in ("model", "tp", "ep", "pp", "ranks", "ranks_per_node", "nodes_per_leaf",
                    "leaves_per_pod", "topology", "budget", "slo", "conditions", "decode_batch",
-                   "prefill_chunk", "prompt", "seed", "output"):
+                   "prefill_chunk", "prompt", "paths", "calibration", "calibration_wall", "seed",
+                   "output"):
         value = getattr(args, option)
         if value is not None:
             words += ["--" + option.replace("_", "-"), str(value)]
     if args.dp_attention:
         words.append("--dp-attention")
+    if args.require_gpu_paths:
+        words.append("--require-gpu-paths")
     if args.nodes_per_nvlink_domain != 1:
         words += ["--nodes-per-nvlink-domain", str(args.nodes_per_nvlink_domain)]
     return words
 
 
 def run_plan(args) -> int:
+    if args.calibration_probe:
+        try:   # refuse what the plan would refuse before the probe runs on the cluster
+            _request(args)
+            choose_paths(args.paths, lambda: fabscope_binary(args.fabscope), args.require_gpu_paths)
+        except PlanError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return write_probe(args)
     argv = command_of(args)
     try:
         plan = make_plan(args, argv)

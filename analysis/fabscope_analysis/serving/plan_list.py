@@ -125,6 +125,7 @@ class ListAnswer:
     over_budget: bool = False
     error: str = ""
     text: str = ""
+    loader_estimate_s: Optional[float] = None   # the loader's own figure, when calibrated
 
 
 def parse_scenario_listing(rc: int, out: str, err: str) -> ListAnswer:

@@ -1,0 +1,153 @@
+"""The plan's estimate calibrated on the cluster: the probe's figures fitted to what its
+instances took, and each planned instance re-estimated from `fabscope list`'s rows
+(docs/serving-fit.md, "The budget")."""
+
+import numpy as np
+import pytest
+
+from synthetic import SyntheticRun, SAMPLE_DTYPE
+
+from fabscope_analysis.serving.calibrate import (Calibration, calibrate, calibration_scenario,
+                                                 fit_calibration, parse_instances)
+from fabscope_analysis.serving.plan_list import PlanError
+
+# `fabscope list --scenario` of the probe at 8 ranks, as the binary prints it (2026-12-05;
+# its rows are as wide as the binary prints them)
+PROBE_LISTING = """\
+#    test                   kind      size     cond     transp mem    iters warmup   timeout   mem/rank  rounds  estimate  plan
+0    cal-latency-many       latency   8B       quiet    mpi    host    2000     10      120s     96016B       1   0.0412s  pairs i<->i+4, 4 pairs at once
+1    cal-instance-1         latency   8B       quiet    mpi    host      10      0      120s      496B       1   0.0012s  pairs i<->i+4, 4 pairs at once
+2    cal-instance-2         latency   8B       quiet    mpi    host      10      0      120s      496B       1   0.0012s  pairs i<->i+4, 4 pairs at once
+3    cal-instance-3         latency   8B       quiet    mpi    host      10      0      120s      496B       1   0.0012s  pairs i<->i+4, 4 pairs at once
+4    cal-bandwidth          bandwidth 1MiB     quiet    mpi    host       8      2      120s   4194592B       1  0.00539s  pairs i<->i+4, 4 pairs at once, window 4
+5    cal-rounds             latency   8B       quiet    mpi    host       2      1      120s       688B       7  0.00742s  all-pairs, 7 rounds, every rank busy
+
+estimated time: 0.0577s in all (assuming 20 us and 10 GB/s per pair and 1 ms per round: a planning figure, not a prediction)
+"""
+
+
+def test_rows_are_read_with_their_rounds_windows_and_sizes():
+    rows = parse_instances(PROBE_LISTING)
+    assert [r.test for r in rows] == [t["name"] for t in calibration_scenario()["tests"]]
+    assert [r.rounds for r in rows] == [1, 1, 1, 1, 1, 7]
+    assert rows[4].nbytes == 1 << 20 and rows[4].window == 4 and rows[4].operations == 10
+    loader = Calibration(20e-6, 10e9, 1e-3, 0.0, 0.0, 0, 0, 0)
+    for row in rows:   # the loader's own figures give back its estimate
+        assert row.seconds(loader) == pytest.approx(row.loader_s, rel=0.02)
+    with pytest.raises(PlanError, match="expected a row"):
+        parse_instances("0    x  latency  8 quiet\n")
+
+
+TRUE = Calibration(message_s=90e-6, bytes_per_s=0.11e9, round_s=6e-3, instance_s=40e-3,
+                   startup_s=0, probe_instances=0, probe_s=0, fitted_s=0)
+
+
+def test_the_fit_recovers_the_clusters_figures_from_the_probe():
+    rows = parse_instances(PROBE_LISTING)
+    took = [r.seconds(TRUE) for r in rows]
+    cal = fit_calibration(rows, took, run_wall_s=sum(took) + 5.0)
+    assert cal.message_s == pytest.approx(TRUE.message_s, rel=0.01)
+    assert cal.bytes_per_s == pytest.approx(TRUE.bytes_per_s, rel=0.01)
+    assert cal.round_s == pytest.approx(TRUE.round_s, rel=0.01)
+    assert cal.instance_s == pytest.approx(TRUE.instance_s, rel=0.01)
+    assert cal.startup_s == pytest.approx(5.0) and cal.fitted_s == pytest.approx(sum(took))
+    # a plan is then estimated with them, start-up once: the loader's 20 us and 10 GB/s
+    # are 91x too fast for this 1 MiB window
+    plan = PROBE_LISTING.replace("cal-", "plan-")
+    assert cal.estimate_s(plan) == pytest.approx(5.0 + sum(took), rel=0.01)
+    assert cal.estimate_s(plan) > 50 * 0.0577
+    with pytest.raises(PlanError, match="measured instances"):
+        fit_calibration(rows, took[:3], 1.0)
+
+
+def test_the_probe_file_is_read_in_order_and_must_be_the_probes(tmp_path):
+    rows = parse_instances(PROBE_LISTING)
+    path = tmp_path / "calibrate.h5"
+    run = SyntheticRun(path, nranks=8)
+    for row in rows:
+        s = np.zeros(1, dtype=SAMPLE_DTYPE)
+        start = run.start_ns()
+        s[0] = (0, 0, 1, row.nbytes, start, start + int(row.seconds(TRUE) * 1e9) - 1000, 0, 0)
+        run.add_test(row.test, "latency", s, nbytes=row.nbytes)
+    run.close()   # started 00:00:00, finished 00:05:00
+    cal = calibrate(str(path), PROBE_LISTING)
+    assert cal.message_s == pytest.approx(TRUE.message_s, rel=0.02)
+    assert cal.bytes_per_s == pytest.approx(TRUE.bytes_per_s, rel=0.02)
+    assert cal.startup_s == pytest.approx(300 - cal.probe_s, rel=0.01)
+    assert calibrate(str(path), PROBE_LISTING, run_wall_s=cal.probe_s + 2).startup_s == \
+        pytest.approx(2, rel=0.01)
+    with pytest.raises(PlanError, match="are not the probe's"):
+        calibrate(str(path), PROBE_LISTING.replace("cal-rounds", "cal-other"))
+    with pytest.raises(PlanError, match="not a finished probe result"):
+        calibrate(str(tmp_path / "none.h5"), PROBE_LISTING)
+
+
+def test_the_bandwidth_probes_are_sized_for_the_calibrated_rate():
+    from fabscope_analysis.serving.calibrate import probe_window
+    at = lambda gbps: probe_window(Calibration(1e-5, gbps * 1e9, 0, 0, 0, 0, 0, 0))
+    # a sample as long as the default 64 x 1 MiB at 10 GB/s (6.7 ms)
+    assert (at(10), at(100), at(1), at(0.11)) == (64, 64, 6, 1)
+
+
+def test_the_plan_is_chosen_and_estimated_with_the_calibrated_figures(tmp_path, capsys):
+    """The real binary lists the plan; a probe of a slow cluster (0.05 GB/s a pair) makes
+    the plan shrink to its budget where the loader's 10 GB/s would not, and the bandwidth
+    probes send one 1 MiB message a sample."""
+    from test_serving_plan import fabscope_bin
+    from fabscope_analysis.cli import main
+    binary = fabscope_bin()
+    rows = parse_instances(PROBE_LISTING)
+    slow = Calibration(500e-6, 0.05e9, 10e-3, 0.1, 0, 0, 0, 0)
+    path = tmp_path / "calibrate.h5"
+    run = SyntheticRun(path, nranks=8)
+    for row in rows:
+        s = np.zeros(1, dtype=SAMPLE_DTYPE)
+        start = run.start_ns()
+        s[0] = (0, 0, 1, row.nbytes, start, start + int(row.seconds(slow) * 1e9) - 1000, 0, 0)
+        run.add_test(row.test, "latency", s, nbytes=row.nbytes)
+    run.close()
+    common = ["plan", "--model", "llama3-8b", "--tp", "2", "--ranks", "8", "--ranks-per-node",
+              "1", "--budget", "40s", "--slo", "ttft_p99=2s", "--conditions", "quiet",
+              "--decode-batch", "1", "--prefill-chunk", "none", "--prompt", "16", "--fabscope",
+              binary]
+    assert main(common + ["--output", str(tmp_path / "plain.yaml")]) == 0
+    plain = capsys.readouterr().out
+    assert "the loader's planning figure: 20 us and 10 GB/s" in plain and "changed to fit" not in plain
+    assert main(common + ["--calibration", str(path), "--calibration-wall", "30",
+                          "--output", str(tmp_path / "cal.yaml")]) == 0
+    printed = capsys.readouterr().out
+    estimate = float(printed.split("estimate ")[1].split(" s ")[0])
+    assert 20 < estimate <= 40, printed          # 30 s wall - the probe's own time: start-up
+    assert "calibrated on this cluster: 500 us per message, 0.05 GB/s per pair" in printed
+    assert "changed to fit" in printed, printed   # the loader's figure would fit as it was
+    assert "the bandwidth probes send 1 x 1 MiB per sample" in printed
+    text = (tmp_path / "cal.yaml").read_text()
+    assert "window: 1" in text and "calibrated on this cluster" in text.splitlines()[1]
+
+
+def test_calibrated_plans_keep_all_pairs_where_the_budget_holds_it_and_say_what_sampling_misses():
+    from test_serving_plan import knobs, listing
+    from fabscope_analysis.serving.plan import Cluster, PlanRequest, probes_for
+    from fabscope_analysis.serving.plan_budget import fit_budget
+    from fabscope_analysis.serving.plan_list import ListAnswer
+    cluster = Cluster(256)
+
+    def estimate(scenario):   # all-pairs: 255 rounds of 10 ms; anything else 1 s in all
+        names = {t["name"] for t in scenario["tests"]}
+        return ListAnswer(True, estimate_s=1.0 + (2.55 if "all-pairs-latency" in names else 0),
+                          instances=len(names))
+
+    def plan(budget_s, calibrated):
+        k = knobs()
+        k.probes = probes_for(cluster, calibrated=calibrated)
+        req = PlanRequest("llama3-70b", 8, None, cluster, budget_s, "ttft_p99=2s")
+        return fit_budget(req, listing("llama3-70b"), k, "c.yaml", estimate)
+    roomy = plan(10.0, calibrated=True)
+    assert roomy.knobs.probes == ["all-pairs-latency", "all-pairs-bandwidth"] and not roomy.shrunk
+    tight = plan(2.0, calibrated=True)
+    assert tight.knobs.probes[0] == "rails-latency"
+    assert tight.shrunk[0].startswith("the probes: rails-latency, rails-bandwidth, ring-latency, "
+                                      "bisection-bandwidth instead of all-pairs")
+    assert "a single bad GPU pair" in tight.shrunk[0] and "is not seen" in tight.shrunk[0]
+    # the loader's planning figure alone keeps the sampled design beyond 128 ranks
+    assert plan(10.0, calibrated=False).knobs.probes[0] == "rails-latency"
