@@ -23,9 +23,9 @@ from .diagnose import diagnose, print_diagnosis
 from .diagnose import write_json as write_diagnosis_json
 from .errors import CriteriaError, ResultFileError
 from .export import export_openmetrics, series_count
-from .impact import compute_impact, deployment_from_run
-from .impact_text import print_impact
-from .impact_text import write_json as write_impact_json
+from .serving.impact import compute_impact, deployment_from_run
+from .serving.impact_text import print_impact
+from .serving.impact_text import write_json as write_impact_json
 from .models import ModelError, preset
 from .reader import open_for_command as _open
 from .report import write_report

@@ -15,7 +15,7 @@ from . import html as H
 from . import plots
 from .diagnose import culprits_html
 from .errors import CriteriaError
-from .impact_text import report_block
+from .serving.impact_text import report_block
 from .serving.line_rate import report_block as line_rate_block
 from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame, qos_frame,
                         launcher_fact_count, other_tables, recorded_flags)

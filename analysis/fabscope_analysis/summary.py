@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import CriteriaError
-from .impact_rows import mix_instance_rows
+from .serving.impact_rows import mix_instance_rows
 from .inventory import KNOWN_COUNTERS, moved_known_counters
 from .reference import reference_line, reference_pairs
 from .reader import FLAG_AUXILIARY_MASK, FLAG_CHUNK_GAP, FLAG_FIRST_BYTE, ResultFile

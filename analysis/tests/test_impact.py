@@ -19,10 +19,10 @@ from contracts import outcome_contract
 from fabscope_analysis import models, open_result
 from fabscope_analysis.cli import main
 from fabscope_analysis.compare import run_compare
-from fabscope_analysis.impact import Deployment, compute_impact, ring_bus_factor
+from fabscope_analysis.serving.impact import Deployment, compute_impact, ring_bus_factor
 from fabscope_analysis.serving.compose import compose_step
 from fabscope_analysis.serving.series import collective_times, interpolate_sequence
-from fabscope_analysis.impact_text import print_impact
+from fabscope_analysis.serving.impact_text import print_impact
 from fabscope_analysis.report import build_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -12,7 +12,7 @@ from serving_files import serving_file
 
 from fabscope_analysis import models, open_result
 from fabscope_analysis.cli import main
-from fabscope_analysis.impact import Deployment
+from fabscope_analysis.serving.impact import Deployment
 from fabscope_analysis.serving.fit import compose_verdict
 from fabscope_analysis.serving.measured import measure
 from fabscope_analysis.serving.placement import (DECODE, FABRIC, FRONTEND, NVLINK, PREFILL,

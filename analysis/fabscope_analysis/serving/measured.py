@@ -33,7 +33,7 @@ from typing import Dict, List, Optional, Set
 
 import numpy as np
 
-from ..impact_rows import instances_of
+from .impact_rows import instances_of
 from ..models import allreduce_bytes, kv_request_bytes, moe_dispatch_bytes_per_token
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_MIX_CLASS_MASK, FLAG_MIX_CLASS_SHIFT, \
     FLAG_MIX_TOGETHER, MIX_CLASSES, ResultFile

@@ -35,15 +35,15 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import yaml
 
-from .models import (ModelError, ModelSpec, allreduce_bytes, allreduces_per_step,
+from ..models import (ModelError, ModelSpec, allreduce_bytes, allreduces_per_step,
                      kv_heads_per_rank, kv_request_bytes, model_from_scenario,
                      moe_dispatch_bytes_per_token, preset)
+from ..reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
+from ..run_analysis import RunAnalysis, format_bytes
+from .cif import cif_quantiles
+from .compose import RESAMPLES, SEED, compose_step
 from .impact_rows import add_inflation, api_request_rows, instances_of, mix_rows
-from .reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
-from .run_analysis import RunAnalysis, format_bytes
-from .serving.cif import cif_quantiles
-from .serving.compose import RESAMPLES, SEED, compose_step
-from .serving.series import collective_times, sequence_at_size, series_by_condition
+from .series import collective_times, sequence_at_size, series_by_condition
 
 DEFAULT_DECODE_BATCH = 32
 DEFAULT_PROMPT = 8192

@@ -8,7 +8,7 @@ from typing import List
 
 import numpy as np
 
-from .reader import (FLAG_AUXILIARY_MASK, FLAG_CHUNK_GAP, FLAG_MIX_CLASS_MASK,
+from ..reader import (FLAG_AUXILIARY_MASK, FLAG_CHUNK_GAP, FLAG_MIX_CLASS_MASK,
                      FLAG_MIX_CLASS_SHIFT, FLAG_MIX_TOGETHER, MIX_CLASSES, ResultFile,
                      TestInstance)
 

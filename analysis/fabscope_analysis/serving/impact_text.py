@@ -8,11 +8,11 @@ from typing import List, Optional, Sequence
 
 import pandas as pd
 
-from . import html as H
+from .. import html as H
 from .impact import Impact, compute_impact, deployment_from_run
-from .models import ModelError, allreduce_bytes, allreduces_per_step, kv_request_bytes
-from .reader import ResultFile
-from .run_analysis import format_bytes, format_number
+from ..models import ModelError, allreduce_bytes, allreduces_per_step, kv_request_bytes
+from ..reader import ResultFile
+from ..run_analysis import format_bytes, format_number
 
 
 def _f(value) -> str:
