@@ -100,7 +100,7 @@ def _cmd_impact(args) -> int:
             deployment = deployment_from_run(
                 result, args.model, args.tp, decode_batch=args.decode_batch,
                 prompt_tokens=args.prompt, block_tokens=args.block_tokens, ep=args.ep,
-                prefill_ms=args.prefill_ms)
+                prefill_ms=args.prefill_ms, dp_attention=args.dp_attention)
         except ModelError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -191,6 +191,9 @@ def _add_impact(sub) -> None:
     p.add_argument("--block-tokens", type=_positive_int, default=16,
                    help="tokens per KV block (default 16)")
     p.add_argument("--ep", type=_positive_int, help="expert parallelism (MoE models)")
+    p.add_argument("--dp-attention", action="store_true",
+                   help="attention data parallel (tp 1, a model with experts): no TP "
+                        "all-reduce, as `fit --dp-attention` counts it")
     p.add_argument("--prefill-ms", type=float,
                    help="prefill time of one prompt on the deployment's GPUs (not measured by "
                         "fabscope); gives the KV transfer's share of time to first token")

@@ -10,7 +10,8 @@ import pandas as pd
 
 from .. import html as H
 from .impact import Impact, compute_impact, deployment_from_run
-from ..models import ModelError, allreduce_bytes, allreduces_per_step, kv_request_bytes
+from .placement import DECODE
+from ..models import ModelError, allreduce_bytes, kv_request_bytes
 from ..reader import ResultFile
 from ..run_analysis import format_bytes, format_number
 
@@ -86,8 +87,8 @@ def print_impact(impact: Impact, stream) -> None:
     print(f"  {impact.file}", file=stream)
     print(f"  TP all-reduce: {format_bytes(allreduce_bytes(m, d.decode_batch))} "
           f"({d.decode_batch} tokens x {m.hidden_size} x {m.dtype}), "
-          f"{allreduces_per_step(m, d.tp)} per decode step; KV per request and rank: "
-          f"{format_bytes(kv_request_bytes(m, d.tp, d.block_tokens, d.prompt_tokens))}",
+          f"{impact.placement().total_count('tp', DECODE)} per decode step; KV per request and "
+          f"rank: {format_bytes(kv_request_bytes(m, d.tp, d.block_tokens, d.prompt_tokens))}",
           file=stream)
     print(f"  tail of a step: {impact.method}", file=stream)
     print("", file=stream)
@@ -153,7 +154,8 @@ def _print_moe_frontend(impact: Impact, stream) -> None:
                  "inflation p50/p99": (f"{_f(r['inflation_p50'])} / {_f(r['inflation_p99'])}"
                                        if "inflation_p99" in r else "-")}
                 for r in impact.moe_rows]
-        _table(f"MoE dispatch + combine per generated token ({d.model.layers} rounds of "
+        rounds = impact.placement().total_count("moe", DECODE)
+        _table(f"MoE dispatch + combine per generated token ({rounds} rounds of "
                f"{d.decode_batch} tokens per rank, composed like the all-reduces)", rows, stream)
     if impact.frontend_rows:
         rows = [{"test": r["series"], "condition": r["condition"],
