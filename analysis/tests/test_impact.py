@@ -1,4 +1,4 @@
-"""Serving impact (fabscope_analysis.impact, models): the arithmetic on synthetic files with
+"""Serving impact (fabscope_analysis.serving.impact, models): the arithmetic on synthetic files with
 known distributions, the presets against src/model and `fabscope list --model`, the CLI,
 report and compare blocks, and a real 4-rank run of scenarios/llama3-70b-serving.yaml
 (FABSCOPE_REAL_H5, as ./tests/run sets it)."""

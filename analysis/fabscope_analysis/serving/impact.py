@@ -37,6 +37,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import yaml
 
+from ..kinds import kind_measuring
 from ..models import (ModelError, ModelSpec, allreduce_bytes, kv_heads_per_rank,
                      kv_request_bytes, model_from_scenario,
                      moe_dispatch_bytes_per_token, preset)
@@ -44,9 +45,9 @@ from ..reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
 from ..run_analysis import RunAnalysis, format_bytes
 from .cif import cif_quantiles
 from .compose import RESAMPLES, SEED, compose_step
-from .impact_rows import add_inflation, api_request_rows, instances_of, mix_rows
+from .impact_rows import api_request_rows, instances_of, mix_rows
 from .placement import DECODE, Placement, PlacementError, placement_of
-from .series import collective_times, sequence_at_size, series_by_condition
+from .series import add_inflation, collective_times, sequence_at_size, series_by_condition
 
 DEFAULT_DECODE_BATCH = 32
 DEFAULT_PROMPT = 8192
@@ -203,7 +204,7 @@ def _tp_communication(analysis: RunAnalysis, d: Deployment, count: int, target: 
         out.notes.append(f"TP{d.tp}: no tensor-parallel all-reduces ("
                          + ("DP attention" if d.dp_attention else "tp = 1") + ")")
         return
-    insts = instances_of(analysis.result, "allreduce")
+    insts = instances_of(analysis.result, kind_measuring("tp"))
     if not insts:
         out.missing.append(f"TP all-reduce of {format_bytes(target)} (decode batch "
                            f"{d.decode_batch}): the file has no allreduce test")
@@ -274,7 +275,7 @@ def _moe_communication(analysis: RunAnalysis, d: Deployment, place: Placement, o
     per_token = moe_dispatch_bytes_per_token(d.model, "fp8")
     target = d.decode_batch * per_token
     layers = place.total_count("moe", DECODE)
-    insts = instances_of(analysis.result, "alltoall")
+    insts = instances_of(analysis.result, kind_measuring("moe"))
     if not insts:
         out.missing.append(
             f"MoE dispatch and combine: not measured in this file (add a kind: alltoall test "
@@ -321,7 +322,7 @@ def _moe_communication(analysis: RunAnalysis, d: Deployment, place: Placement, o
 
 def _kv_transfer(analysis: RunAnalysis, d: Deployment, out: Impact) -> None:
     target = kv_request_bytes(d.model, d.tp, d.block_tokens, d.prompt_tokens)
-    insts = instances_of(analysis.result, "kvpush")
+    insts = instances_of(analysis.result, kind_measuring("kv"))
     if not insts:
         out.missing.append(f"KV transfer of a {d.prompt_tokens}-token request "
                            f"({format_bytes(target)} per rank): the file has no kvpush test")
