@@ -15,8 +15,8 @@ from . import html as H
 from . import plots
 from .diagnose import culprits_html
 from .errors import CriteriaError
-from .serving.impact_text import report_block
-from .serving.line_rate import report_block as line_rate_block
+from .serving.impact_text import impact_html, report_impact
+from .serving.line_rate import compute_line_rate, html_block
 from .kinds import analysis_of, report_sections
 from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame, qos_frame,
                         launcher_fact_count, other_tables, recorded_flags)
@@ -159,9 +159,9 @@ def _cdf_section(analysis: RunAnalysis) -> str:
     if not figs:
         return ""
     return H.capped_section("cdf", "Distributions per condition", figs,
-                           "Left: cumulative distribution of all ranks' raw samples; right: the "
-                           "slow tail on a log scale (latency: fraction above x; bandwidth: "
-                           "fraction at or below x).")
+                            "Left: cumulative distribution of all ranks' raw samples; right: the "
+                            "slow tail on a log scale (latency: fraction above x; bandwidth: "
+                            "fraction at or below x).")
 
 
 def _rank_tail_section(analysis: RunAnalysis) -> str:
@@ -190,8 +190,8 @@ def _rank_tail_section(analysis: RunAnalysis) -> str:
     if not figs:
         return ""
     return H.capped_section("ranks", "Per-rank tails", figs,
-                           "p99 of each measuring rank's own samples, per condition. A rank "
-                           "whose p99 exceeds 2x the median rank p99 is a straggler (hatched).")
+                            "p99 of each measuring rank's own samples, per condition. A rank "
+                            "whose p99 exceeds 2x the median rank p99 is a straggler (hatched).")
 
 
 def _heatmap_section(analysis: RunAnalysis) -> str:
@@ -217,7 +217,7 @@ def _heatmap_section(analysis: RunAnalysis) -> str:
     if not figs:
         return ""
     return H.capped_section("pairs", "Rank x rank pair matrix", figs,
-                           "Row = measuring rank, column = peer; grey = not measured.")
+                            "Row = measuring rank, column = peer; grey = not measured.")
 
 
 def _fault_section(analysis: RunAnalysis) -> str:
@@ -379,6 +379,9 @@ def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp
             verdict = compute_verdict(result, criteria)
         except CriteriaError as exc:
             verdict = str(exc)
+    # Computed once over the run; the blocks and sections below only render them.
+    impact = report_impact(result, model, tp)
+    line_rate = compute_line_rate(result)
     sections: List[Tuple[str, str, str]] = []
     for anchor, title, builder in (
             ("summary", "Summary", lambda a: _summary_section(a, verdict)),
@@ -397,7 +400,7 @@ def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp
     # the verdict (with its culprits, when the criteria use diagnose; one block, the same
     # verdict as summary, accept and `verdict`), then what the fabric costs the served model.
     body = header[:2] + [_validity_block(result), _verdict_block(verdict),
-                         report_block(result, model, tp), line_rate_block(result)] + header[2:]
+                         impact_html(impact), html_block(line_rate)] + header[2:]
     body.append(H.nav([(a, t) for a, t, _ in sections]))
     body.extend(content for _, _, content in sections)
     body.append("<p class=\"muted\">Written by fabscope_analysis from the raw samples in the "

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import sys
-from typing import List, Optional, TextIO
+from dataclasses import dataclass
+from typing import List, Optional, TextIO, Union
 
 import pandas as pd
 
 from .errors import CriteriaError
 from .inventory import KNOWN_COUNTERS, moved_known_counters
 from .kinds import analysis_of
-from .kinds.reference import reference_pairs
+from .kinds.reference import ReferencePair, reference_pairs
 from .reader import ResultFile
 from .run_analysis import RunAnalysis, format_bytes, format_number, number_or_none
-from .serving.line_rate import summary_lines
-from .verdict import compute_verdict
+from .serving.line_rate import LineRate, compute_line_rate, text_lines
+from .verdict import Verdict, compute_verdict
 
 
 def run_header(result: ResultFile) -> List[str]:
@@ -170,21 +170,39 @@ def batch_footnote(instances, labelled: bool) -> str:
     return text
 
 
-def reference_lines(result: ResultFile) -> List[str]:
-    """fabscope's figure and a reference tool's of the same size and transport (reference.py)."""
-    pairs = reference_pairs(result)
+@dataclass
+class RunSummary:
+    """What summary prints, computed once over the run; render_text only formats it (the
+    per-test statistics are RunAnalysis's, computed on first use and kept)."""
+    result: ResultFile
+    analysis: RunAnalysis
+    verdict: Union[Verdict, CriteriaError]   # the error when the criteria cannot be read
+    line_rate: LineRate
+    references: List[ReferencePair]
+
+
+def compute_summary(result: ResultFile, criteria=None) -> RunSummary:
+    try:
+        verdict: Union[Verdict, CriteriaError] = compute_verdict(result, criteria)
+    except CriteriaError as exc:
+        verdict = exc
+    return RunSummary(result, RunAnalysis(result), verdict, compute_line_rate(result),
+                      reference_pairs(result))
+
+
+def reference_lines(pairs: List[ReferencePair]) -> List[str]:
+    """fabscope's figure and a reference tool's of the same size and transport
+    (kinds/reference.py)."""
     if not pairs:
         return []
     return ["", "reference tools side by side (ratio = fabscope / reference):"] + \
         [f"  {p.line()}" for p in pairs]
 
 
-def verdict_lines(result: ResultFile, criteria=None) -> List[str]:
+def verdict_lines(verdict: Union[Verdict, CriteriaError]) -> List[str]:
     """The verdict first (verdict.compute_verdict: the same as accept and the report)."""
-    try:
-        verdict = compute_verdict(result, criteria)
-    except CriteriaError as exc:
-        return [f"verdict: unavailable ({exc})"]
+    if isinstance(verdict, CriteriaError):
+        return [f"verdict: unavailable ({verdict})"]
     failing = [r for r in verdict.reasons if r.failing]
     lines = [verdict.line()]
     lines += [f"  - {r.text}" for r in failing[:8]]
@@ -193,10 +211,17 @@ def verdict_lines(result: ResultFile, criteria=None) -> List[str]:
     return lines
 
 
+def render_text(summary: RunSummary) -> List[str]:
+    result = summary.result
+    return (validity_lines(result) + verdict_lines(summary.verdict) + run_header(result) +
+            text_lines(summary.line_rate) + summary_tables(summary.analysis) +
+            reference_lines(summary.references))
+
+
 def print_summary(result: ResultFile, stream: Optional[TextIO] = None, criteria=None) -> None:
-    analysis = RunAnalysis(result)
-    for line in (validity_lines(result) + verdict_lines(result, criteria) + run_header(result) +
-                 summary_lines(result) + summary_tables(analysis) + reference_lines(result)):
+    summary = compute_summary(result, criteria)
+    analysis = summary.analysis
+    for line in render_text(summary):
         print(line, file=stream)
     print("", file=stream)
     print("impact = congested/quiet (latency) or quiet/congested (bandwidth): >1 is worse. "

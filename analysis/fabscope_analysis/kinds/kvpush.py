@@ -42,8 +42,8 @@ def kv_section(analysis: RunAnalysis) -> str:
     if not figs:
         return ""
     return H.capped_section("kv", "KV-cache push request timelines", figs,
-                           "Each bar is one request from post to completion on the global clock; "
-                           "markers are events (faults, detection, reroute, recovery).")
+                            "Each bar is one request from post to completion on the global clock; "
+                            "markers are events (faults, detection, reroute, recovery).")
 
 
 def request_transfers(inst) -> Optional[Transfers]:

@@ -4,7 +4,7 @@ the report's section and compare's lines. The figures themselves are impact.py's
 from __future__ import annotations
 
 import json
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Union
 
 import pandas as pd
 
@@ -186,16 +186,29 @@ def write_json(impact: Impact, path: str) -> None:
         json.dump(impact.to_json(), out, indent=2, allow_nan=False, default=str)
 
 
-def report_block(result: ResultFile, model: Optional[str] = None,
-                 tp: Optional[int] = None) -> str:
-    """The report's "Serving impact" section ("" when no model is named)."""
+def report_impact(result: ResultFile, model: Optional[str] = None,
+                  tp: Optional[int] = None) -> Union[Impact, ModelError, None]:
+    """The impact the report shows: None when no model is named, the error when the one
+    named cannot be placed."""
     try:
         d = deployment_from_run(result, model, tp)
     except ModelError as exc:
-        return H.section("impact", "Serving impact", [H.warning(f"no serving impact: {exc}")])
-    if d is None:
+        return exc
+    return None if d is None else compute_impact(result, d)
+
+
+def report_block(result: ResultFile, model: Optional[str] = None,
+                 tp: Optional[int] = None) -> str:
+    return impact_html(report_impact(result, model, tp))
+
+
+def impact_html(impact: Union[Impact, ModelError, None]) -> str:
+    """The report's "Serving impact" section ("" when no model is named)."""
+    if isinstance(impact, ModelError):
+        return H.section("impact", "Serving impact", [H.warning(f"no serving impact: {impact}")])
+    if impact is None:
         return ""
-    impact = compute_impact(result, d)
+    d = impact.deployment
     items = "".join(f"<li>{H.esc(line)}</li>" for line in headline_lines(impact))
     rest = "".join(f"<li class=\"muted\">{H.esc(kind)}: {H.esc(text)}</li>"
                    for kind, texts in (("note", impact.notes), ("missing", impact.missing))
