@@ -21,7 +21,10 @@ from typing import Dict, List, Set
 
 import yaml
 
-from fabscope_analysis.kinds import REGISTRY
+from fabscope_analysis.kinds import REGISTRY, kind_measuring
+from fabscope_analysis.serving.measured import PREFILL_CLASSES
+from fabscope_analysis.serving.placement import Placement
+from fabscope_analysis import models
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = os.path.join(ROOT, "analysis", "fabscope_analysis")
@@ -128,6 +131,16 @@ def test_every_declared_kind_has_an_analysis_module():
 def test_every_analysis_module_is_of_a_declared_kind():
     stale = sorted(set(REGISTRY) - set(declared_kinds()))
     assert not stale, f"analysis modules of kinds src/output/schema.yaml does not declare: {stale}"
+
+
+def test_each_serving_class_is_measured_by_exactly_one_kind():
+    """fit and impact find the instances of a class (every class a placement puts in a step
+    or a request, their prefill twins, the serving mix) through the kind that declares it."""
+    place = Placement(models.preset("deepseek-v3"), 8, 2, 8)
+    classes = {op.cls for op in place.table(32, 2048, 8192, 16)} | set(PREFILL_CLASSES) | {"mix"}
+    assert {"tp", "moe", "pp", "kv", "api"} <= classes
+    measured_by = {cls: kind_measuring(cls) for cls in sorted(classes)}
+    assert set(measured_by.values()) <= set(REGISTRY), measured_by
 
 
 def test_no_kind_name_tests_outside_the_kind_modules():
