@@ -29,7 +29,8 @@ from .accept_result import MAX_NAMED, CheckResult
 from .criteria import DEFAULT_FDR, Criteria, CriteriaError, Rule, load_criteria
 from .diagnose import acceptance_checks, diagnose
 from .reader import ResultFile, TestInstance
-from .reference import REFERENCE_KIND, SKIPPED, reference_pairs, skipped_references_of
+from .kinds import analysis_of
+from .kinds.reference import SKIPPED, reference_pairs, skipped_references_of
 from .run_analysis import RunAnalysis, describe_instance, format_number, instance_key
 from .scopes import Scope
 
@@ -198,7 +199,7 @@ def _rule_checks(evaluator: _Evaluator, rule: Rule, references, result: ResultFi
         return [check]
     checks: List[CheckResult] = []
     for inst in [i for i in matched if i.get("status") == SKIPPED]:
-        if rule.reference_ratio_max is not None and inst.get("kind") == REFERENCE_KIND:
+        if rule.reference_ratio_max is not None and analysis_of(inst.get("kind")).reference_tool:
             checks.append(CheckResult(rule.name, describe_instance(inst), instance=inst.index,
                                       cannot_tell=f"reference_ratio_max: cannot tell, the "
                                       f"reference was skipped: {inst.get('error') or '-'}"))
@@ -271,7 +272,7 @@ def _reference_check(rule: Rule, inst: TestInstance, pairs, check: CheckResult,
     a reference instance, with any fabscope instance) within the factor, either way. With no
     pair but a skipped reference that would have paired: cannot tell."""
     mine = [p for p in pairs if inst.index in (p.fabscope.index, p.reference.index)]
-    if not mine and inst.get("kind") != REFERENCE_KIND:
+    if not mine and not analysis_of(inst.get("kind")).reference_tool:
         gone = skipped_references_of(result, inst)
         if gone:
             check.cannot_tell = "reference_ratio_max: cannot tell, " + "; ".join(

@@ -29,7 +29,7 @@ from .accept_result import CheckResult, named_list
 from .criteria import BANDWIDTH_METRICS, LATENCY_METRICS, Bound, Rule, Tolerance
 from .inference import log_difference_interval, tolerance_limit
 from .reader import FLAG_DATA_CHECK_FAILED, TestInstance
-from .reference import REFERENCE_KIND
+from .kinds import analysis_of
 from .resampling import Laid, figure_interval, rank_units, thin
 from .run_analysis import RunAnalysis, format_number, instance_key
 from .scopes import Scope
@@ -46,7 +46,7 @@ Interval = Tuple[float, float, float]  # value, low, high
 
 
 def applicable(key: str, inst: TestInstance) -> bool:
-    if inst.get("kind") == REFERENCE_KIND:
+    if analysis_of(inst.get("kind")).reference_tool:
         return False  # an external tool measured it: no fabscope samples to judge
     if key in LATENCY_METRICS:
         return not is_bandwidth(inst.metric)

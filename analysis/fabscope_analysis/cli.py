@@ -23,9 +23,9 @@ from .diagnose import diagnose, print_diagnosis
 from .diagnose import write_json as write_diagnosis_json
 from .errors import CriteriaError, ResultFileError
 from .export import export_openmetrics, series_count
-from .impact import compute_impact, deployment_from_run
-from .impact_text import print_impact
-from .impact_text import write_json as write_impact_json
+from .serving.impact import compute_impact, deployment_from_run
+from .serving.impact_text import print_impact
+from .serving.impact_text import write_json as write_impact_json
 from .models import ModelError, preset
 from .reader import open_for_command as _open
 from .report import write_report
@@ -100,7 +100,7 @@ def _cmd_impact(args) -> int:
             deployment = deployment_from_run(
                 result, args.model, args.tp, decode_batch=args.decode_batch,
                 prompt_tokens=args.prompt, block_tokens=args.block_tokens, ep=args.ep,
-                prefill_ms=args.prefill_ms)
+                prefill_ms=args.prefill_ms, dp_attention=args.dp_attention)
         except ModelError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -191,6 +191,9 @@ def _add_impact(sub) -> None:
     p.add_argument("--block-tokens", type=_positive_int, default=16,
                    help="tokens per KV block (default 16)")
     p.add_argument("--ep", type=_positive_int, help="expert parallelism (MoE models)")
+    p.add_argument("--dp-attention", action="store_true",
+                   help="attention data parallel (tp 1, a model with experts): no TP "
+                        "all-reduce, as `fit --dp-attention` counts it")
     p.add_argument("--prefill-ms", type=float,
                    help="prefill time of one prompt on the deployment's GPUs (not measured by "
                         "fabscope); gives the KV transfer's share of time to first token")

@@ -31,7 +31,7 @@ from .compare_html import comparison_page
 from .compare_stats import (DEFAULT_NEGLIGIBLE, ArchiveSpread, archive_spread, compare_figures,
                             headline, run_log_figures, verdict_text)
 from .errors import ResultFileError
-from .impact_text import compare_lines
+from .serving.impact_text import compare_lines
 from .serving.line_rate import compare_lines as line_rate_lines
 from .inventory import INFORMATIONAL_FACTS, qos_frame, topology
 from .reader import ResultFile, TestInstance, open_result

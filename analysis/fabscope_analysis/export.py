@@ -44,7 +44,7 @@ from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from .errors import CriteriaError, ResultFileError
 from .export_format import DIAGNOSIS_ANSWERS, MetricSet
-from .impact import compute_impact, deployment_from_run
+from .serving.impact import compute_impact, deployment_from_run
 from .models import ModelError
 from .reader import ResultFile
 from .run_analysis import RunAnalysis

@@ -97,3 +97,16 @@ def table(df: pd.DataFrame, left: Sequence[str] = (), classes: Optional[pd.DataF
 
 def key_value_table(pairs: Sequence[tuple]) -> str:
     return table(pd.DataFrame(pairs, columns=["field", "value"]), left=["field", "value"])
+
+
+MAX_FIGURES_PER_SECTION = 24
+
+
+def capped_section(anchor, title, figs, intro):
+    """A section of figures, the first MAX_FIGURES_PER_SECTION of them shown."""
+    note = []
+    if len(figs) > MAX_FIGURES_PER_SECTION:
+        note = [f"<p class=\"muted\">{len(figs) - MAX_FIGURES_PER_SECTION} more figures not "
+                "shown.</p>"]
+        figs = figs[:MAX_FIGURES_PER_SECTION]
+    return section(anchor, title, [grid(figs)] + note, intro=intro)

@@ -15,18 +15,16 @@ from . import html as H
 from . import plots
 from .diagnose import culprits_html
 from .errors import CriteriaError
-from .impact_text import report_block
-from .serving.line_rate import report_block as line_rate_block
+from .serving.impact_text import impact_html, report_impact
+from .serving.line_rate import compute_line_rate, html_block
+from .kinds import analysis_of, report_sections
 from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame, qos_frame,
                         launcher_fact_count, other_tables, recorded_flags)
 from .reader import ResultFile, TestInstance
 from .run_analysis import RunAnalysis, condition_label, format_bytes, format_number
-from .summary import fault_lines
-from .stats import incast_senders, is_bandwidth, jain_index, unit_of
+from .stats import is_bandwidth, unit_of
 from .verdict import compute_verdict
 
-MAX_FIGURES_PER_SECTION = 24
-MAX_TIMELINE_SEGMENTS = 3000
 
 
 def _cases(analysis: RunAnalysis) -> "OrderedDict[str, List[TestInstance]]":
@@ -160,19 +158,10 @@ def _cdf_section(analysis: RunAnalysis) -> str:
                              f"case {case}"))
     if not figs:
         return ""
-    return _capped_section("cdf", "Distributions per condition", figs,
-                           "Left: cumulative distribution of all ranks' raw samples; right: the "
-                           "slow tail on a log scale (latency: fraction above x; bandwidth: "
-                           "fraction at or below x).")
-
-
-def _capped_section(anchor, title, figs, intro):
-    note = []
-    if len(figs) > MAX_FIGURES_PER_SECTION:
-        note = [f"<p class=\"muted\">{len(figs) - MAX_FIGURES_PER_SECTION} more figures not "
-                "shown.</p>"]
-        figs = figs[:MAX_FIGURES_PER_SECTION]
-    return H.section(anchor, title, [H.grid(figs)] + note, intro=intro)
+    return H.capped_section("cdf", "Distributions per condition", figs,
+                            "Left: cumulative distribution of all ranks' raw samples; right: the "
+                            "slow tail on a log scale (latency: fraction above x; bandwidth: "
+                            "fraction at or below x).")
 
 
 def _rank_tail_section(analysis: RunAnalysis) -> str:
@@ -200,9 +189,9 @@ def _rank_tail_section(analysis: RunAnalysis) -> str:
                              caption))
     if not figs:
         return ""
-    return _capped_section("ranks", "Per-rank tails", figs,
-                           "p99 of each measuring rank's own samples, per condition. A rank "
-                           "whose p99 exceeds 2x the median rank p99 is a straggler (hatched).")
+    return H.capped_section("ranks", "Per-rank tails", figs,
+                            "p99 of each measuring rank's own samples, per condition. A rank "
+                            "whose p99 exceeds 2x the median rank p99 is a straggler (hatched).")
 
 
 def _heatmap_section(analysis: RunAnalysis) -> str:
@@ -227,72 +216,8 @@ def _heatmap_section(analysis: RunAnalysis) -> str:
                                  f"[{_label(inst)}]", bandwidth), caption))
     if not figs:
         return ""
-    return _capped_section("pairs", "Rank x rank pair matrix", figs,
-                           "Row = measuring rank, column = peer; grey = not measured.")
-
-
-def _incast_section(analysis: RunAnalysis) -> str:
-    figs, rows = [], []
-    for inst in analysis.instances:
-        if inst.get("kind") != "incast":
-            continue
-        senders = incast_senders(analysis.samples(inst))
-        if senders.empty:
-            continue
-        jain = jain_index(senders["gbps"])
-        labels = [analysis.describe_rank(s) for s in senders["sender"]]
-        figs.append(H.figure(plots.sender_bars(
-            labels, senders["gbps"].tolist(),
-            f"{inst.get('name')} {format_bytes(inst.get('bytes'))} [{inst.get('condition')}]",
-            jain), f"test {inst.index:04d}"))
-        g = senders["gbps"]
-        rows.append({"#": f"{inst.index:04d}", "test": inst.get("name"),
-                     "condition": inst.get("condition"), "senders": len(senders),
-                     "total GB/s": format_number(float(senders["bytes"].sum()) /
-                                                 _incast_span(analysis.samples(inst))),
-                     "min / max sender GB/s": f"{format_number(g.min())} / "
-                                              f"{format_number(g.max())}",
-                     "Jain index": format_number(jain)})
-    if not figs:
-        return ""
-    return H.section("incast", "Incast fairness",
-                     [H.table(pd.DataFrame(rows), left=["test", "condition"]), H.grid(figs)],
-                     intro="Per-sender throughput = bytes sent / the sender's active span. "
-                           "Jain's index (sum x)^2 / (n sum x^2): 1 = every sender got the same "
-                           "share, 1/n = one sender got everything. Red bars: below 80% of the "
-                           "mean.")
-
-
-def _incast_span(samples: pd.DataFrame) -> float:
-    return float(samples["t_done_ns"].max() - samples["t_post_ns"].min()) if len(samples) else \
-        float("nan")
-
-
-def _kv_section(analysis: RunAnalysis) -> str:
-    figs = []
-    for inst in analysis.instances:
-        if inst.get("kind") != "kvpush":
-            continue
-        s = analysis.samples(inst)
-        if s.empty:
-            continue
-        t0 = float(inst.get("t_start_ns", s["t_post_ns"].min()))
-        shown = s.sort_values("t_post_ns").head(MAX_TIMELINE_SEGMENTS)
-        rows = [(int(r.rank), (r.t_post_ns - t0) / 1e6, (r.t_done_ns - t0) / 1e6, int(r.peer))
-                for r in shown.itertuples()]
-        ev = inst.events()
-        events = [((float(e.t_ns) - t0) / 1e6, int(e.rank), str(e.kind)) for e in ev.itertuples()]
-        caption = f"test {inst.index:04d}, {len(s)} requests"
-        if len(s) > MAX_TIMELINE_SEGMENTS:
-            caption += f" (first {MAX_TIMELINE_SEGMENTS} shown)"
-        figs.append(H.figure(plots.request_timeline(
-            rows, events, f"{inst.get('name')} {format_bytes(inst.get('bytes'))} "
-                          f"[{inst.get('condition')}]"), caption))
-    if not figs:
-        return ""
-    return _capped_section("kv", "KV-cache push request timelines", figs,
-                           "Each bar is one request from post to completion on the global clock; "
-                           "markers are events (faults, detection, reroute, recovery).")
+    return H.capped_section("pairs", "Rank x rank pair matrix", figs,
+                            "Row = measuring rank, column = peer; grey = not measured.")
 
 
 def _fault_section(analysis: RunAnalysis) -> str:
@@ -322,12 +247,13 @@ def _fault_section(analysis: RunAnalysis) -> str:
             "peer": ["-" if int(p) < 0 else analysis.describe_rank(p) for p in events["peer"]],
             "detail": events["detail"]})
         parts.append(H.table(table, left=["rank", "kind", "peer", "detail"]))
-    drills = [i for i in analysis.instances if i.get("kind") == "fault"]
+    drills = [i for i in analysis.instances if analysis_of(i.get("kind")).drill_lines]
     if drills:
         parts.append("<h3>Detection and return to baseline</h3>")
         parts.append(H.table(pd.DataFrame([{"#": f"{i.index:04d}", "test": i.get("name"),
                                             "drill": line}
-                                           for i in drills for line in fault_lines(i)]),
+                                           for i in drills
+                                           for line in analysis_of(i.get("kind")).drill_lines(i)]),
                              left=["test", "drill"]))
     if not_passed:
         parts.append("<h3>Test instances that did not pass</h3>")
@@ -453,13 +379,17 @@ def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp
             verdict = compute_verdict(result, criteria)
         except CriteriaError as exc:
             verdict = str(exc)
+    # Computed once over the run; the blocks and sections below only render them.
+    impact = report_impact(result, model, tp)
+    line_rate = compute_line_rate(result)
     sections: List[Tuple[str, str, str]] = []
     for anchor, title, builder in (
             ("summary", "Summary", lambda a: _summary_section(a, verdict)),
             ("cdf", "Distributions", _cdf_section),
             ("ranks", "Per-rank tails", _rank_tail_section),
-            ("pairs", "Pair matrix", _heatmap_section), ("incast", "Incast", _incast_section),
-            ("kv", "KV push", _kv_section), ("faults", "Faults", _fault_section),
+            ("pairs", "Pair matrix", _heatmap_section),
+            *((k.anchor, k.title, k.build) for k in report_sections()),
+            ("faults", "Faults", _fault_section),
             ("inventory", "Inventory", _inventory_section),
             ("counters", "Counters", _counter_section)):
         content = builder(analysis)
@@ -470,7 +400,7 @@ def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp
     # the verdict (with its culprits, when the criteria use diagnose; one block, the same
     # verdict as summary, accept and `verdict`), then what the fabric costs the served model.
     body = header[:2] + [_validity_block(result), _verdict_block(verdict),
-                         report_block(result, model, tp), line_rate_block(result)] + header[2:]
+                         impact_html(impact), html_block(line_rate)] + header[2:]
     body.append(H.nav([(a, t) for a, t, _ in sections]))
     body.extend(content for _, _, content in sections)
     body.append("<p class=\"muted\">Written by fabscope_analysis from the raw samples in the "

@@ -217,6 +217,14 @@ class RunAnalysis:
         return f"{int(rank)}@{host}" if host else str(int(rank))
 
 
+def number_or_none(value) -> Optional[float]:
+    """An attribute's value as a float; None when it is absent or not a number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def format_number(value, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and not np.isfinite(value)):
         return "-"

@@ -26,7 +26,7 @@ import synthetic
 from fabscope_analysis import open_result
 from fabscope_analysis.export import collect, write_atomically
 from fabscope_analysis.export_format import FAMILY_SPECS, escape_label_value, parse_text
-from fabscope_analysis.impact import compute_impact, deployment_from_run
+from fabscope_analysis.serving.impact import compute_impact, deployment_from_run
 from fabscope_analysis.run_analysis import RunAnalysis
 from fabscope_analysis.verdict import compute_verdict
 from contracts import outcome_contract

@@ -4,7 +4,7 @@ and its return to baseline, in `summary` and the HTML report."""
 import numpy as np
 
 from fabscope_analysis import open_result
-from fabscope_analysis.summary import expected_phrase, fault_lines
+from fabscope_analysis.kinds.fault import expected_phrase, fault_lines
 from helpers import run_cli
 from synthetic import SyntheticRun, latency_entries, make_samples
 

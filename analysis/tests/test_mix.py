@@ -13,9 +13,9 @@ from synthetic import SAMPLE_DTYPE, SyntheticRun
 
 from fabscope_analysis import open_result
 from fabscope_analysis.cli import main
-from fabscope_analysis.impact import Deployment, compute_impact
-from fabscope_analysis.impact_rows import mix_rows
-from fabscope_analysis.impact_text import headline_lines
+from fabscope_analysis.serving.impact import Deployment, compute_impact
+from fabscope_analysis.serving.impact_rows import mix_rows
+from fabscope_analysis.serving.impact_text import headline_lines
 from fabscope_analysis import models
 from fabscope_analysis.reader import (FLAG_CHUNK_GAP, FLAG_MIX_CLASS_SHIFT, FLAG_MIX_TOGETHER,
                                       MIX_CLASS_COLUMNS, MIX_CLASSES)

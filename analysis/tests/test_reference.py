@@ -9,7 +9,7 @@ import pytest
 from fabscope_analysis.accept import evaluate
 from fabscope_analysis.criteria import CriteriaError, parse_criteria_text
 from fabscope_analysis.reader import open_result
-from fabscope_analysis.reference import reference_pairs
+from fabscope_analysis.kinds.reference import reference_pairs
 from fabscope_analysis.summary import print_summary
 
 from synthetic import SyntheticRun, bandwidth_entries, latency_entries, make_samples

@@ -10,8 +10,8 @@ from serving_files import serving_file
 from test_mix import write_mix_file
 
 from fabscope_analysis import models, open_result
-from fabscope_analysis.impact import Deployment, compute_impact
-from fabscope_analysis.impact_text import headline_lines, print_impact
+from fabscope_analysis.serving.impact import Deployment, compute_impact
+from fabscope_analysis.serving.impact_text import headline_lines, print_impact
 from fabscope_analysis.serving.cif import cif_check, cif_rows
 from fabscope_analysis.serving.measured import measure
 

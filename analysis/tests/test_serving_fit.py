@@ -11,7 +11,7 @@ from serving_files import serving_file
 from fabscope_analysis import models, open_result
 from fabscope_analysis.cli import main
 from fabscope_analysis.errors import CriteriaError
-from fabscope_analysis.impact import Deployment
+from fabscope_analysis.serving.impact import Deployment
 from fabscope_analysis.serving.compose import compose_step
 from fabscope_analysis.serving.fit import compose_verdict
 from fabscope_analysis.serving.measured import measure
@@ -166,7 +166,7 @@ def test_the_verdicts_figures_are_impacts(tmp_path, source):
     """fit composes a step exactly as impact does: its quiet ITL p99 is impact's composed
     p99 (same draws), on a synthetic file and on the real 4-rank serving run
     (FABSCOPE_REAL_H5, as ./tests/run sets it)."""
-    from fabscope_analysis.impact import compute_impact
+    from fabscope_analysis.serving.impact import compute_impact
     if source == "real":
         files = real_serving_files()
         if not files:
@@ -278,7 +278,7 @@ def test_a_layer_stream_push_hides_its_compute_behind_the_transfer(tmp_path):
     """A layer-stream KV push overlaps all but its last layer with compute: fit's KV times and
     impact's exposed transfer are the transfer less (layers - 1) x compute_per_layer_s (read
     in seconds), never below 0 (fit adds the queue)."""
-    from fabscope_analysis.impact import compute_impact
+    from fabscope_analysis.serving.impact import compute_impact
     from test_impact import AR_512K, spiky, write_allreduce_file
     rng = np.random.default_rng(7)
     transfer, queue, compute = rng.normal(40e6, 1e6, 30), np.full(30, 10e6), 2e-4

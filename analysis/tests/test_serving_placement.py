@@ -12,7 +12,7 @@ from serving_files import serving_file
 
 from fabscope_analysis import models, open_result
 from fabscope_analysis.cli import main
-from fabscope_analysis.impact import Deployment
+from fabscope_analysis.serving.impact import Deployment, compute_impact
 from fabscope_analysis.serving.fit import compose_verdict
 from fabscope_analysis.serving.measured import measure
 from fabscope_analysis.serving.placement import (DECODE, FABRIC, FRONTEND, NVLINK, PREFILL,
@@ -225,3 +225,27 @@ def test_fit_composes_the_pp_sends_plan_measures(tmp_path):
     assert itl.status == "PASS" and "(1 x PP activation send)" in itl.text
     assert 0.9 < itl.figures["conditions"]["quiet"]["point_ms"] < 1.3
     assert "PP 2: 1 of 1 stage boundaries on this fabric" in verdict.line()
+
+
+@pytest.mark.parametrize("tp, dp_attention, allreduces", [(8, False, 61 + 3), (1, True, 0)])
+def test_impact_counts_a_step_as_fit_does(tmp_path, tp, dp_attention, allreduces):
+    """DeepSeek-V3 (61 layers, the first 3 dense): at TP 8 x EP 8 a decode step runs 61
+    attention + 3 dense-MLP all-reduces and 58 MoE rounds; with DP attention none of the
+    all-reduces. `impact` composes a step of those counts, the same `fit` composes (both
+    from the placement), not 2 per layer."""
+    path = serving_file(tmp_path / "ds.h5", model="deepseek-v3", tp_loaded=(), kv_loaded=(),
+                        requests=40, iterations=400, moe_us=100)
+    d = Deployment(DEEPSEEK, tp, ep=8, dp_attention=dp_attention)
+    with open_result(path) as result:
+        impact = compute_impact(result, d, resamples=200)
+        fit = measure(result, d, Placement(DEEPSEEK, tp, 1, 8, dp_attention))
+    assert [r["rounds_per_step"] for r in impact.moe_rows] == [58]
+    assert fit.classes["moe"].per_step == 58
+    assert impact.to_json()["allreduces_per_step"] == allreduces
+    if allreduces:
+        assert [r["collectives_per_step"] for r in impact.tp_rows] == [allreduces]
+        assert fit.classes["tp"].per_step == allreduces
+    else:
+        assert not impact.tp_rows and "tp" not in fit.classes
+        assert any("DP attention" in n for n in impact.notes), impact.notes
+    assert any("58 of deepseek-v3's 61 layers" in n for n in impact.notes), impact.notes

@@ -27,6 +27,8 @@ from typing import Dict, List, Optional
 import numpy as np
 import pandas as pd
 
+from ..kinds import analysis_of
+from ..kinds.base import PAIR_FIT
 from ..reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
 
 # A sample this many times its own pair's median is a stall (a retransmission timeout,
@@ -196,8 +198,8 @@ def fitted_instances(result: ResultFile) -> List[TestInstance]:
             continue
         if str(inst.get("pass")) == "serial-retest" or inst.get("condition", "quiet") != "quiet":
             continue
-        if inst.get("kind") not in ("latency", "bandwidth") and inst.metric not in ("latency",
-                                                                                   "bandwidth"):
+        if PAIR_FIT not in analysis_of(inst.get("kind")).evidence and \
+                inst.metric not in ("latency", "bandwidth"):
             continue
         out.append(inst)
     return out

@@ -11,6 +11,8 @@ import pandas as pd
 
 from ..reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
 from ..inference import robust_sigma
+from ..kinds import analysis_of
+from ..kinds.base import ARRIVAL_EVIDENCE, PAIR_EVIDENCE, SENDER_EVIDENCE
 from .evidence import MARGIN
 from .model import Layout
 from .result import Finding
@@ -29,7 +31,8 @@ def pairs_tests(instances: Sequence[TestInstance], layout: Layout) -> List[Findi
     MARGIN x slower than the median pair supports both its ends."""
     out = []
     for inst in instances:
-        if str(inst.get("pattern")) != "pairs" or inst.get("kind") not in ("latency", "bandwidth"):
+        if str(inst.get("pattern")) != "pairs" or \
+                PAIR_EVIDENCE not in analysis_of(inst.get("kind")).evidence:
             continue
         if inst.get("condition", "quiet") != "quiet":
             continue
@@ -58,7 +61,7 @@ def pairs_tests(instances: Sequence[TestInstance], layout: Layout) -> List[Findi
 def incast(instances: Sequence[TestInstance]) -> Tuple[List[Finding], List[str]]:
     findings, notes = [], []
     for inst in instances:
-        if inst.get("kind") != "incast":
+        if SENDER_EVIDENCE not in analysis_of(inst.get("kind")).evidence:
             continue
         s = inst.samples()
         s = s[(s["peer"] >= 0) & ((s["flags"] & FLAG_AUXILIARY_MASK) == 0)]
@@ -84,7 +87,7 @@ def incast(instances: Sequence[TestInstance]) -> Tuple[List[Finding], List[str]]
 def collectives(instances: Sequence[TestInstance]) -> List[Finding]:
     out = []
     for inst in instances:
-        if inst.get("kind") not in ("allreduce", "alltoall"):
+        if ARRIVAL_EVIDENCE not in analysis_of(inst.get("kind")).evidence:
             continue
         s = inst.samples()
         s = s[(s["peer"] < 0) & ((s["flags"] & FLAG_AUXILIARY_MASK) == 0)]

@@ -8,5 +8,7 @@ checks.py: one check's PASS / FAIL / CANNOT TELL; fit.py: the verdict composed f
 cif.py: congestion impact factors; attribution.py: what a named component costs, the
 whole-cluster check; line_rate.py: bandwidth as a share of the path's line rate;
 command.py: `fit`; placement.py: which operations of a deployment cross the fabric
-(placement_command.py: `placement`); plan.py, plan_budget.py, plan_command.py: `plan`.
+(placement_command.py: `placement`); plan.py, plan_budget.py, plan_command.py: `plan`;
+impact.py: `impact` (impact_rows.py: the api and mix rows; impact_text.py: its text, JSON
+and report block).
 """

@@ -14,7 +14,7 @@ from typing import List, Optional, Tuple
 import yaml
 
 from ..diagnose import diagnose
-from ..impact import deployment_from_run
+from .impact import deployment_from_run
 from ..models import ModelError
 from ..reader import open_for_command as _open
 from ..verdict import resolve_criteria_file, scenario_criteria

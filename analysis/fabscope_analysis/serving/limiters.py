@@ -20,6 +20,7 @@ from typing import Dict, List
 import numpy as np
 
 from ..inventory import inventory_frame, recorded_flags
+from ..kinds import analysis_of
 from ..reader import ResultFile
 
 SMALL_MESSAGE = 64 * 1024
@@ -92,7 +93,7 @@ class RunKnowledge:
         return out[:3]
 
     def _messages_and_copies(self, inst) -> List[str]:
-        if str(inst.get("kind")) != "kvpush":
+        if not analysis_of(inst.get("kind")).request_rows:
             return []
         req = inst.requests()
         if req.empty:

@@ -27,16 +27,15 @@ import numpy as np
 
 from .. import html as H
 from ..inventory import inventory_frame
-from ..reader import FLAG_AUXILIARY_MASK, ResultFile
+from ..kinds import analysis_of
+from ..kinds.base import Transfers
+from ..reader import ResultFile
 from .limiters import RunKnowledge
 
 LIMITER_SHARE = 0.80          # below this share, at large transfers, a limiter is named
 LARGE_BYTES = 1 << 20         # "large": at least 1 MiB per transfer
 _TC_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(bit|bps)\s*$", re.I)
 _SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-INCAST_AGGREGATE = 1 << 8     # sample flag: the incast receiver's aggregate row
-ALLTOALL_PHASES = (1 << 11) | (1 << 12)   # sample flags: an all-to-all's dispatch / combine row
-REQUEST_COLUMNS = {"prefill_rank", "decode_rank", "bytes", "t_start_ns", "t_done_ns"}
 
 
 @dataclass
@@ -155,35 +154,11 @@ class ShareRow:
         return dict(self.__dict__)
 
 
-def _transfers(inst) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """(senders, receivers, bytes, seconds) of an instance's data transfers, or None."""
-    kind = str(inst.get("kind"))
-    if kind == "kvpush":
-        req = inst.requests()
-        if req.empty or not REQUEST_COLUMNS <= set(req.columns):
-            return None
-        return (req["prefill_rank"].to_numpy(), req["decode_rank"].to_numpy(),
-                req["bytes"].to_numpy(dtype=np.float64),
-                (req["t_done_ns"] - req["t_start_ns"]).to_numpy(dtype=np.float64) / 1e9)
-    s = inst.samples()
-    flags = s["flags"].astype("int64").to_numpy()
-    if kind == "alltoall":   # each phase row: what the rank sent to all others, from its NIC
-        s = s[(flags & ALLTOALL_PHASES) != 0]
-        s = s[s["bytes"] > 0]
-        senders, receivers = s["rank"].to_numpy(), np.full(len(s), -1)
-    elif kind not in ("bandwidth", "bibw", "incast") or \
-            (kind != "incast" and inst.metric != "bandwidth"):   # incast's headline is latency
-        return None
-    elif kind == "incast":
-        s = s[(flags & INCAST_AGGREGATE) != 0]   # the receiver's aggregate: rank = receiver
-        senders, receivers = np.full(len(s), -1), s["rank"].to_numpy()
-    else:
-        s = s[(flags & FLAG_AUXILIARY_MASK) == 0]
-        senders, receivers = s["rank"].to_numpy(), s["peer"].to_numpy()
-    if s.empty:
-        return None
-    return (senders, receivers, s["bytes"].to_numpy(dtype=np.float64),
-            (s["t_done_ns"] - s["t_post_ns"]).to_numpy(dtype=np.float64) / 1e9)
+def _transfers(inst) -> Optional[Transfers]:
+    """(senders, receivers, bytes, seconds) of an instance's data transfers, or None: as
+    its kind's module reads them (kinds/*.py `transfers`)."""
+    read = analysis_of(inst.get("kind")).transfers
+    return read(inst) if read is not None else None
 
 
 def share_row(inst, rates, knowledge: "RunKnowledge") -> Optional[ShareRow]:
@@ -237,7 +212,7 @@ def share_rows(result: ResultFile) -> List[ShareRow]:
 
 def kv_headline(rows: List[ShareRow]) -> Optional[str]:
     """'KV push at N % of line rate (...)' for the largest quiet KV push; None without one."""
-    kv = [r for r in rows if r.kind == "kvpush"]
+    kv = [r for r in rows if analysis_of(r.kind).line_rate_headline]
     if not kv:
         return None
     quiet = [r for r in kv if r.condition == "quiet"] or kv
@@ -254,14 +229,29 @@ def kv_headline(rows: List[ShareRow]) -> Optional[str]:
     return text
 
 
+@dataclass
+class LineRate:
+    """A run's shares of line rate, computed once; the renderers below only format it."""
+    rows: List[ShareRow]
+    headline: Optional[str]
+
+
+def compute_line_rate(result: ResultFile) -> LineRate:
+    rows = share_rows(result)
+    return LineRate(rows, kv_headline(rows))
+
+
 def headline(result: ResultFile) -> Optional[str]:
-    return kv_headline(share_rows(result))
+    return compute_line_rate(result).headline
+
+
+def text_lines(line_rate: LineRate) -> List[str]:
+    """The summary's headline ([] without a KV push)."""
+    return [f"  {line_rate.headline}"] if line_rate.headline else []
 
 
 def summary_lines(result: ResultFile) -> List[str]:
-    """The summary's headline ([] without a KV push)."""
-    line = headline(result)
-    return [f"  {line}"] if line else []
+    return text_lines(compute_line_rate(result))
 
 
 def compare_lines(results, labels) -> List[str]:
@@ -275,11 +265,14 @@ def compare_lines(results, labels) -> List[str]:
 
 
 def report_block(result: ResultFile) -> str:
+    return html_block(compute_line_rate(result))
+
+
+def html_block(line_rate: LineRate) -> str:
     """The report's "Line rate" section: the headline and every bandwidth figure as a share."""
-    rows = share_rows(result)
+    rows, line = line_rate.rows, line_rate.headline
     if not rows:
         return ""
-    line = kv_headline(rows)
     table = "".join(
         f"<tr><td>{H.esc(r.test)}</td><td>{H.esc(r.kind)}</td><td>{H.esc(r.condition)}</td>"
         f"<td>{r.bytes}</td><td>{r.gbps_p50:.3g}</td>"

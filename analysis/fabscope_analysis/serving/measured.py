@@ -33,11 +33,12 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
-from ..impact_rows import instances_of
+from ..kinds import analysis_of, kind_measuring, kinds_where
 from ..models import allreduce_bytes, kv_request_bytes, moe_dispatch_bytes_per_token
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_MIX_CLASS_MASK, FLAG_MIX_CLASS_SHIFT, \
     FLAG_MIX_TOGETHER, MIX_CLASSES, ResultFile
 from ..run_analysis import RunAnalysis, format_bytes
+from .impact_rows import instances_of
 from .placement import DECODE, FABRIC, LINK_WORDS, PREFILL, Placement, placement_of
 from .series import collective_times, sequence_at_size, series_by_condition
 
@@ -115,14 +116,16 @@ def _choose(candidates: Dict[str, ClassSeries], measured: Measured) -> Optional[
     return best
 
 
-def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, per_step: int,
+def _collective_class(analysis: RunAnalysis, cls: str, target: int, per_step: int,
                       measured: Measured, token_bytes: Optional[int] = None) -> None:
     """A collective class (kind allreduce, alltoall), or the PP activation sends (kind
     latency, plan's pp-activation test: a stage boundary's sends are as slow as the slowest
-    pair between nodes, each half a round trip)."""
+    pair between nodes, each half a round trip): the kind its module says measures `cls`."""
+    kind = kind_measuring(cls)
+    sends = analysis_of(kind).stage_boundary_sends
     candidates: Dict[str, ClassSeries] = {}
     for name, condition, members in series_by_condition(instances_of(analysis.result, kind)):
-        if name.startswith(GPCNET_PREFIX) or (kind == "latency") != name.startswith(PP_TEST):
+        if name.startswith(GPCNET_PREFIX) or sends != name.startswith(PP_TEST):
             continue   # GPCNeT's 8 B canary all-reduce is not the deployment's TP all-reduce
         by_size: Dict[int, np.ndarray] = {}
         ranks, seen = 0, set()
@@ -131,10 +134,10 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
                 continue
             s = analysis.samples(inst)
             s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
-            if kind == "latency":   # only pairs between nodes carry a stage boundary here
+            if sends:   # only pairs between nodes carry a stage boundary here
                 s = s[s["level"].astype("int64") != SAME_NODE_LEVEL]
             by_size[int(inst.get("bytes"))] = collective_times(s) / (
-                inst.sample_divisor if kind == "latency" else 1)
+                inst.sample_divisor if sends else 1)
             ranks = max(ranks, int(s["rank"].nunique()) if len(s) else 0)
             seen.update(int(r) for r in s["rank"].unique())
         times, how = sequence_at_size(by_size, target)
@@ -153,7 +156,7 @@ def _collective_class(analysis: RunAnalysis, kind: str, cls: str, target: int, p
         measured.classes[cls] = chosen
     elif not candidates:
         measured.missing.append(f"{CLASS_TITLES[cls]} of {format_bytes(target)}: the file has no "
-                                + (f"{PP_TEST} test" if kind == "latency" else f"{kind} test"))
+                                + (f"{PP_TEST} test" if sends else f"{kind} test"))
 
 
 def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
@@ -161,7 +164,7 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
     target = kv_request_bytes(d.model, d.tp, d.block_tokens, d.prompt_tokens)
     candidates: Dict[str, ClassSeries] = {}
     groups: Dict[tuple, list] = {}
-    for inst in instances_of(analysis.result, "kvpush"):
+    for inst in instances_of(analysis.result, kind_measuring("kv")):
         key = (f"{inst.get('strategy')} {inst.get('direction', 'push')} ({inst.get('transport')}, "
                f"{inst.get('memory_path', inst.get('memory'))}, {inst.get('loop', 'closed')} loop)",
                str(inst.get("condition", "quiet")))
@@ -202,7 +205,7 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
 
 def _api_class(analysis: RunAnalysis, measured: Measured) -> None:
     candidates: Dict[str, ClassSeries] = {}
-    for inst in instances_of(analysis.result, "api"):
+    for inst in instances_of(analysis.result, kind_measuring("api")):
         rows = inst.api_requests()
         ok = rows[rows["status"] == "ok"] if not rows.empty else rows
         condition = str(inst.get("condition", "quiet"))
@@ -225,7 +228,7 @@ def _api_class(analysis: RunAnalysis, measured: Measured) -> None:
 
 def _mix_classes(result: ResultFile, measured: Measured) -> None:
     """Each mix test's classes: isolated stands in for quiet, together for a condition."""
-    for inst in instances_of(result, "mix"):
+    for inst in instances_of(result, kind_measuring("mix")):
         s = inst.samples()
         flags = s["flags"].astype("int64").to_numpy()
         head = (flags & FLAG_AUXILIARY_MASK) == 0
@@ -254,21 +257,21 @@ def _prefill_classes(analysis: RunAnalysis, d, out: Measured, place: Placement) 
     counts = {c: place.fabric_count(c, PREFILL, d.prefill_chunk) for c in ("tp", "moe", "pp")}
     out.prefill_classes = [f"{c}_prefill" for c in ("tp", "moe", "pp") if counts[c]]
     if counts["tp"]:
-        _collective_class(analysis, "allreduce", "tp_prefill",
+        _collective_class(analysis, "tp_prefill",
                           allreduce_bytes(d.model, d.prefill_chunk), counts["tp"], out)
     if counts["moe"]:
         token = moe_dispatch_bytes_per_token(d.model, "fp8")
-        _collective_class(analysis, "alltoall", "moe_prefill", d.prefill_chunk * token,
+        _collective_class(analysis, "moe_prefill", d.prefill_chunk * token,
                           counts["moe"], out, token_bytes=token)
     if counts["pp"]:
-        _collective_class(analysis, "latency", "pp_prefill",
+        _collective_class(analysis, "pp_prefill",
                           allreduce_bytes(d.model, d.prefill_chunk), counts["pp"], out)
 
 
 def _gpcnet_classes(analysis: RunAnalysis, measured: Measured) -> None:
     """GPCNeT's canary tests (plan.gpcnet_tests): per condition, per-operation times (a
     collective: its slowest rank per iteration; point-to-point: each message's time)."""
-    for kind in ("latency", "bandwidth", "allreduce"):
+    for kind in kinds_where(lambda a: a.gpcnet_canary):
         tests: Dict[str, ClassSeries] = {}
         for inst in instances_of(analysis.result, kind):
             name = str(inst.get("name", ""))
@@ -276,7 +279,7 @@ def _gpcnet_classes(analysis: RunAnalysis, measured: Measured) -> None:
                 continue
             s = analysis.samples(inst)
             s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
-            times = (collective_times(s) if kind == "allreduce" else
+            times = (collective_times(s) if analysis_of(kind).collective else
                      (s["t_done_ns"].astype("int64") - s["t_post_ns"].astype("int64"))
                      .to_numpy(dtype=np.float64))
             if not len(times):
@@ -302,16 +305,16 @@ def measure(result: ResultFile, deployment, placement: Optional[Placement] = Non
     counts = {c: place.fabric_count(c, DECODE, d.decode_batch) for c in ("tp", "moe", "pp")}
     out.itl_classes = [c for c in ("tp", "moe", "pp") if counts[c]]
     if counts["tp"]:
-        _collective_class(analysis, "allreduce", "tp", allreduce_bytes(d.model, d.decode_batch),
+        _collective_class(analysis, "tp", allreduce_bytes(d.model, d.decode_batch),
                           counts["tp"], out)
     elif d.tp <= 1 and not place.dp_attention:
         out.notes.append(f"TP{d.tp}: no tensor-parallel all-reduces (tp = 1)")
     if counts["moe"]:
         token = moe_dispatch_bytes_per_token(d.model, "fp8")
-        _collective_class(analysis, "alltoall", "moe", d.decode_batch * token, counts["moe"],
+        _collective_class(analysis, "moe", d.decode_batch * token, counts["moe"],
                           out, token_bytes=token)
     if counts["pp"]:   # an activation is decode batch x hidden x dtype, as an all-reduce's
-        _collective_class(analysis, "latency", "pp", allreduce_bytes(d.model, d.decode_batch),
+        _collective_class(analysis, "pp", allreduce_bytes(d.model, d.decode_batch),
                           counts["pp"], out)
     out.notes.extend(place.notes())
     _prefill_classes(analysis, d, out, place)

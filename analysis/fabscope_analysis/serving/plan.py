@@ -42,6 +42,7 @@ from typing import List, Optional, Tuple
 
 import yaml
 
+from ..kinds import analysis_of
 from ..models import DTYPE_BYTES, ModelError, preset
 from .measured import PP_TEST
 from .placement import FABRIC, Placement, PlacementError
@@ -161,7 +162,7 @@ def probes_for(cluster: Cluster, calibrated: bool = False) -> List[str]:
 def _p2p_test(probe: str, knobs: Knobs) -> dict:
     pattern, kind = probe.rsplit("-", 1)
     test = {"name": probe, "kind": kind, "pattern": pattern}
-    if kind == "latency":
+    if analysis_of(kind).metric == "latency":
         test.update(sizes=[8], iterations=knobs.latency_iterations)
     else:
         test.update(sizes=["1MiB"], iterations=knobs.bandwidth_iterations)

@@ -17,6 +17,8 @@ from typing import Dict, List, Optional, Tuple
 
 import yaml
 
+from ..kinds import kind_measuring
+
 LIST_TIMEOUT_S = 300   # a `fabscope list` of 1,024 ranks plans in seconds; bound it anyway
 
 
@@ -85,9 +87,9 @@ def parse_model_listing(text: str) -> ModelSizes:
             kind, size, derive = _SIZE_LINE.match(line).groups()
             fields = _derive_fields(derive, line)
             sizes.size_lines.append(f"{kind} {size} ({derive})")
-            if kind == "allreduce" and "decode_batch" in fields:
+            if kind == kind_measuring("tp") and "decode_batch" in fields:
                 sizes.decode_batches.append(int(fields["decode_batch"]))
-            elif kind == "kvpush" and "prompt_tokens" in fields:
+            elif kind == kind_measuring("kv") and "prompt_tokens" in fields:
                 sizes.prompt_tokens.append(int(fields["prompt_tokens"]))
                 sizes.block_tokens = int(fields.get("block_tokens", sizes.block_tokens))
     if sizes is None:

@@ -76,3 +76,16 @@ def series_by_condition(insts: Sequence[TestInstance]):
         for condition in conditions_of(members):
             yield name, condition, [i for i in members
                                     if str(i.get("condition", "quiet")) == condition]
+
+
+def add_inflation(rows: List[dict], baseline: str = "quiet") -> None:
+    """Each congested row's p50/p99 (and mean, where rows have one) over its series' baseline
+    row ("quiet" for conditions, "isolated" for the serving mix), where both exist."""
+    for row in rows:
+        base = next((r for r in rows if r["condition"] == baseline and r["series"] == row["series"]
+                     and r.get("p99_ms") is not None), None)
+        if row["condition"] != baseline and base and row.get("p99_ms") is not None:
+            row["inflation_p50"] = row["p50_ms"] / base["p50_ms"]
+            row["inflation_p99"] = row["p99_ms"] / base["p99_ms"]
+            if "mean_ms" in row and "mean_ms" in base:
+                row["inflation_mean"] = row["mean_ms"] / base["mean_ms"]

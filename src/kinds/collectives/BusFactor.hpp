@@ -4,7 +4,7 @@
 // For one rank both are 0: nothing crosses a link, so its bus bandwidth is 0
 // (nccl-tests prints busbw 0 on one GPU). A factor of 1 there would report the
 // memory copy inside one device as fabric bandwidth.
-// analysis/fabscope_analysis/impact.py (ring_bus_factor) follows the same rule.
+// analysis/fabscope_analysis/serving/impact.py (ring_bus_factor) follows the same rule.
 #include <stdexcept>
 #include <string>
 

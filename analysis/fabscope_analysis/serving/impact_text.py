@@ -4,15 +4,16 @@ the report's section and compare's lines. The figures themselves are impact.py's
 from __future__ import annotations
 
 import json
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Union
 
 import pandas as pd
 
-from . import html as H
+from .. import html as H
 from .impact import Impact, compute_impact, deployment_from_run
-from .models import ModelError, allreduce_bytes, allreduces_per_step, kv_request_bytes
-from .reader import ResultFile
-from .run_analysis import format_bytes, format_number
+from .placement import DECODE
+from ..models import ModelError, allreduce_bytes, kv_request_bytes
+from ..reader import ResultFile
+from ..run_analysis import format_bytes, format_number
 
 
 def _f(value) -> str:
@@ -86,8 +87,8 @@ def print_impact(impact: Impact, stream) -> None:
     print(f"  {impact.file}", file=stream)
     print(f"  TP all-reduce: {format_bytes(allreduce_bytes(m, d.decode_batch))} "
           f"({d.decode_batch} tokens x {m.hidden_size} x {m.dtype}), "
-          f"{allreduces_per_step(m, d.tp)} per decode step; KV per request and rank: "
-          f"{format_bytes(kv_request_bytes(m, d.tp, d.block_tokens, d.prompt_tokens))}",
+          f"{impact.placement().total_count('tp', DECODE)} per decode step; KV per request and "
+          f"rank: {format_bytes(kv_request_bytes(m, d.tp, d.block_tokens, d.prompt_tokens))}",
           file=stream)
     print(f"  tail of a step: {impact.method}", file=stream)
     print("", file=stream)
@@ -153,7 +154,8 @@ def _print_moe_frontend(impact: Impact, stream) -> None:
                  "inflation p50/p99": (f"{_f(r['inflation_p50'])} / {_f(r['inflation_p99'])}"
                                        if "inflation_p99" in r else "-")}
                 for r in impact.moe_rows]
-        _table(f"MoE dispatch + combine per generated token ({d.model.layers} rounds of "
+        rounds = impact.placement().total_count("moe", DECODE)
+        _table(f"MoE dispatch + combine per generated token ({rounds} rounds of "
                f"{d.decode_batch} tokens per rank, composed like the all-reduces)", rows, stream)
     if impact.frontend_rows:
         rows = [{"test": r["series"], "condition": r["condition"],
@@ -184,16 +186,29 @@ def write_json(impact: Impact, path: str) -> None:
         json.dump(impact.to_json(), out, indent=2, allow_nan=False, default=str)
 
 
-def report_block(result: ResultFile, model: Optional[str] = None,
-                 tp: Optional[int] = None) -> str:
-    """The report's "Serving impact" section ("" when no model is named)."""
+def report_impact(result: ResultFile, model: Optional[str] = None,
+                  tp: Optional[int] = None) -> Union[Impact, ModelError, None]:
+    """The impact the report shows: None when no model is named, the error when the one
+    named cannot be placed."""
     try:
         d = deployment_from_run(result, model, tp)
     except ModelError as exc:
-        return H.section("impact", "Serving impact", [H.warning(f"no serving impact: {exc}")])
-    if d is None:
+        return exc
+    return None if d is None else compute_impact(result, d)
+
+
+def report_block(result: ResultFile, model: Optional[str] = None,
+                 tp: Optional[int] = None) -> str:
+    return impact_html(report_impact(result, model, tp))
+
+
+def impact_html(impact: Union[Impact, ModelError, None]) -> str:
+    """The report's "Serving impact" section ("" when no model is named)."""
+    if isinstance(impact, ModelError):
+        return H.section("impact", "Serving impact", [H.warning(f"no serving impact: {impact}")])
+    if impact is None:
         return ""
-    impact = compute_impact(result, d)
+    d = impact.deployment
     items = "".join(f"<li>{H.esc(line)}</li>" for line in headline_lines(impact))
     rest = "".join(f"<li class=\"muted\">{H.esc(kind)}: {H.esc(text)}</li>"
                    for kind, texts in (("note", impact.notes), ("missing", impact.missing))

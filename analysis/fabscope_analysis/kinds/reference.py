@@ -30,8 +30,9 @@ import math
 from dataclasses import dataclass
 from typing import List
 
-from .reader import ResultFile, TestInstance
-from .run_analysis import format_bytes, format_number
+from ..reader import ResultFile, TestInstance
+from ..run_analysis import format_bytes, format_number
+from .base import KindAnalysis
 
 REFERENCE_KIND = "reference"
 SKIPPED = "skipped"  # the instance status of a tool that is not there
@@ -194,3 +195,11 @@ def reference_line(inst: TestInstance) -> str:
                                                   and key == "reference_average_us"):
             parts.append(text.format(format_number(value)))
     return ", ".join(parts) + f": {inst.get('reference_command', '')}"
+
+
+def reference_lines(inst: TestInstance) -> List[str]:
+    line = reference_line(inst)
+    return [line] if line else []
+
+
+ANALYSES = (KindAnalysis((REFERENCE_KIND,), summary_lines=reference_lines, reference_tool=True),)

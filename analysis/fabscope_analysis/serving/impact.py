@@ -2,17 +2,19 @@
 
 From the measured instances whose sizes match a deployment (docs/models.md formulas):
 
-- TP communication per generated token: a decode step runs 2 x layers all-reduces of
-  batch x hidden x dtype bytes one after another, each as slow as its slowest rank. The
-  step's p50/p99 come from the raw samples: the per-iteration collective times (slowest
-  rank per iteration) are resampled in blocks of consecutive iterations (circular block
-  bootstrap) into sequences as long as the step, and summed; the percentiles of those sums
-  are reported, never a sum of p99s (which is shown beside it only as the pessimistic
-  bound it is).
+- TP communication per generated token: a decode step runs the all-reduces the placement
+  counts (serving/placement.py, as `fit` does: one after attention in every layer, one after
+  each dense MLP; none with DP attention) of batch x hidden x dtype bytes one after
+  another, each as slow as its slowest rank. The step's p50/p99 come from the raw samples:
+  the per-iteration collective times (slowest rank per iteration) are resampled in blocks
+  of consecutive iterations (circular block bootstrap) into sequences as long as the step,
+  and summed; the percentiles of those sums are reported, never a sum of p99s (which is
+  shown beside it only as the pessimistic bound it is).
 - KV transfer for a request of the prompt length, per kvpush strategy measured: transfer
   (start -> KV usable) apart from queueing (arrival -> start), and its share of time to
   first token when the prefill time is given (fabscope does not measure compute).
-- MoE dispatch/combine: measured by kind alltoall, composed per token like the all-reduces;
+- MoE dispatch/combine: measured by kind alltoall, one round per MoE layer (the placement's
+  count), composed per token like the all-reduces;
   the front-end API: what the network adds to a request (kind api).
 - The serving mix (kind mix): per traffic class, the together phase over the isolated one
   (inflation of mean, p50 and p99), from the raw samples, paired as conditions are: the
@@ -35,15 +37,17 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import yaml
 
-from .models import (ModelError, ModelSpec, allreduce_bytes, allreduces_per_step,
-                     kv_heads_per_rank, kv_request_bytes, model_from_scenario,
+from ..kinds import kind_measuring
+from ..models import (ModelError, ModelSpec, allreduce_bytes, kv_heads_per_rank,
+                     kv_request_bytes, model_from_scenario,
                      moe_dispatch_bytes_per_token, preset)
-from .impact_rows import add_inflation, api_request_rows, instances_of, mix_rows
-from .reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
-from .run_analysis import RunAnalysis, format_bytes
-from .serving.cif import cif_quantiles
-from .serving.compose import RESAMPLES, SEED, compose_step
-from .serving.series import collective_times, sequence_at_size, series_by_condition
+from ..reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
+from ..run_analysis import RunAnalysis, format_bytes
+from .cif import cif_quantiles
+from .compose import RESAMPLES, SEED, compose_step
+from .impact_rows import api_request_rows, instances_of, mix_rows
+from .placement import DECODE, Placement, PlacementError, placement_of
+from .series import add_inflation, collective_times, sequence_at_size, series_by_condition
 
 DEFAULT_DECODE_BATCH = 32
 DEFAULT_PROMPT = 8192
@@ -65,11 +69,14 @@ class Deployment:
     prefill_ms: Optional[float] = None
     source: str = "command line"
     prefill_chunk: Optional[int] = None   # tokens per prefill chunk (fit's TTFT composition)
+    dp_attention: bool = False            # each rank its own requests' attention: no TP all-reduce
 
     def describe(self) -> str:
         text = f"{self.model.name} TP{self.tp}"
         if self.ep:
             text += f" EP{self.ep}"
+        if self.dp_attention:
+            text += " DP attention"
         return text + f" (decode batch {self.decode_batch}, prompt {self.prompt_tokens} tokens)"
 
 
@@ -110,6 +117,10 @@ def check_deployment(d: Deployment) -> None:
         raise ModelError("tp, decode batch, prefill chunk, prompt and block tokens must be at "
                          "least 1")
     kv_heads_per_rank(d.model, d.tp)
+    try:
+        placement_of(d, dp_attention=d.dp_attention)
+    except PlacementError as exc:
+        raise ModelError(str(exc)) from None
 
 
 def quantiles_ms(values: np.ndarray) -> Dict[str, float]:
@@ -140,6 +151,10 @@ class Impact:
     notes: List[str] = field(default_factory=list)
     method: str = ""
 
+    def placement(self) -> Placement:
+        """Where the deployment's operations sit; its per-step counts are fit's too."""
+        return placement_of(self.deployment, dp_attention=self.deployment.dp_attention)
+
     def to_json(self) -> dict:
         d = self.deployment
         return {"file": self.file,
@@ -148,7 +163,7 @@ class Impact:
                                "block_tokens": d.block_tokens, "prefill_ms": d.prefill_ms,
                                "from": d.source},
                 "tp_allreduce_bytes": allreduce_bytes(d.model, d.decode_batch),
-                "allreduces_per_step": allreduces_per_step(d.model, d.tp),
+                "allreduces_per_step": self.placement().total_count("tp", DECODE),
                 "kv_request_bytes": kv_request_bytes(d.model, d.tp, d.block_tokens,
                                                      d.prompt_tokens),
                 "tail_method": self.method, "tp_communication": self.tp_rows,
@@ -168,13 +183,14 @@ def compute_impact(result: ResultFile, deployment: Deployment,
     d = deployment
     out = Impact(d, result.path)
     analysis = RunAnalysis(result)
-    count = allreduces_per_step(d.model, d.tp)
+    place = out.placement()
+    count = place.total_count("tp", DECODE)
     target = allreduce_bytes(d.model, d.decode_batch)
     out.method = COMPOSITION_METHOD.format(resamples=resamples, count=count, seed=seed)
     _tp_communication(analysis, d, count, target, out, resamples, seed)
     _kv_transfer(analysis, d, out)
     if d.model.moe is not None:
-        _moe_communication(analysis, d, out, resamples, seed)
+        _moe_communication(analysis, d, place, out, resamples, seed)
     elif d.ep:
         out.notes.append(f"--ep {d.ep} ignored: {d.model.name} has no MoE layers")
     out.frontend_rows = api_request_rows(result, out.missing)
@@ -185,9 +201,10 @@ def compute_impact(result: ResultFile, deployment: Deployment,
 def _tp_communication(analysis: RunAnalysis, d: Deployment, count: int, target: int,
                       out: Impact, resamples: int, seed: int) -> None:
     if count == 0:
-        out.notes.append(f"TP{d.tp}: no tensor-parallel all-reduces (tp = 1)")
+        out.notes.append(f"TP{d.tp}: no tensor-parallel all-reduces ("
+                         + ("DP attention" if d.dp_attention else "tp = 1") + ")")
         return
-    insts = instances_of(analysis.result, "allreduce")
+    insts = instances_of(analysis.result, kind_measuring("tp"))
     if not insts:
         out.missing.append(f"TP all-reduce of {format_bytes(target)} (decode batch "
                            f"{d.decode_batch}): the file has no allreduce test")
@@ -250,15 +267,15 @@ def _tp_notes(d: Deployment, out: Impact) -> None:
                            "was run")
 
 
-def _moe_communication(analysis: RunAnalysis, d: Deployment, out: Impact, resamples: int,
-                       seed: int) -> None:
+def _moe_communication(analysis: RunAnalysis, d: Deployment, place: Placement, out: Impact,
+                       resamples: int, seed: int) -> None:
     """MoE dispatch + combine per generated token: one all-to-all round (dispatch then
     combine, as the alltoall kind times it) per MoE layer, composed over the layers like
     the all-reduces, at the decode batch's tokens per rank."""
     per_token = moe_dispatch_bytes_per_token(d.model, "fp8")
     target = d.decode_batch * per_token
-    layers = d.model.layers
-    insts = instances_of(analysis.result, "alltoall")
+    layers = place.total_count("moe", DECODE)
+    insts = instances_of(analysis.result, kind_measuring("moe"))
     if not insts:
         out.missing.append(
             f"MoE dispatch and combine: not measured in this file (add a kind: alltoall test "
@@ -293,16 +310,19 @@ def _moe_communication(analysis: RunAnalysis, d: Deployment, out: Impact, resamp
     add_inflation(out.moe_rows)
     measured = sorted({r["ranks_measured"] for r in out.moe_rows if r.get("ranks_measured")})
     if measured:
+        known = not place.notes()
         out.notes.append(
-            f"MoE: every one of {d.model.name}'s {layers} layers counted as an MoE layer (the "
-            "preset does not say which are dense: an upper bound); the all-to-alls were "
+            f"MoE: {layers} of {d.model.name}'s {d.model.layers} layers counted as MoE layers"
+            + (" (the rest dense)" if known else " (the preset does not say which are "
+               "dense: an upper bound)")
+            + "; the all-to-alls were "
             f"measured over {', '.join(map(str, measured))} ranks"
             + (f", not scaled to EP{d.ep}" if d.ep and d.ep not in measured else ""))
 
 
 def _kv_transfer(analysis: RunAnalysis, d: Deployment, out: Impact) -> None:
     target = kv_request_bytes(d.model, d.tp, d.block_tokens, d.prompt_tokens)
-    insts = instances_of(analysis.result, "kvpush")
+    insts = instances_of(analysis.result, kind_measuring("kv"))
     if not insts:
         out.missing.append(f"KV transfer of a {d.prompt_tokens}-token request "
                            f"({format_bytes(target)} per rank): the file has no kvpush test")

@@ -1,0 +1,74 @@
+"""The analysis of each kind, found by the file's `kind` attribute.
+
+One module per kind family (the C++ families of src/kinds): p2p (latency, bandwidth,
+bibw), collectives (allreduce, alltoall), incast, kvpush, fault, api, mix, reference.
+Each declares one KindAnalysis per kind (kinds/base.py: what the summary, the report, the
+line rate, fit and diagnose do with its instances) in its ANALYSES. Outside these modules
+the analysis asks the registry (analysis_of, kind_measuring, report_sections) and tests no
+kind name (analysis/tests/test_kind_modules.py holds both rules: every kind of
+src/output/schema.yaml has a module here, and no module elsewhere compares the kind
+attribute with a kind's name).
+
+A new kind: its module here (or an entry in its family's) and its line in FAMILIES.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List
+
+from . import api, collectives, fault, incast, kvpush, mix, p2p, reference
+from .base import KindAnalysis, ReportSection
+
+# In the report's order of the kinds' own sections (incast before the KV push).
+FAMILIES = (p2p, collectives, incast, kvpush, fault, api, mix, reference)
+
+
+def _registry() -> Dict[str, KindAnalysis]:
+    out: Dict[str, KindAnalysis] = {}
+    for family in FAMILIES:
+        for analysis in family.ANALYSES:
+            for kind in analysis.kinds:
+                if kind in out:
+                    raise ValueError(f"kind {kind!r} has two analysis modules: "
+                                     f"{family.__name__} and another")
+                out[kind] = analysis
+    return out
+
+
+REGISTRY = _registry()
+# A kind no module knows (a file from a newer fabscope): in its tables, nothing more.
+UNKNOWN_KIND = KindAnalysis(())
+
+
+def analysis_of(kind) -> KindAnalysis:
+    """The analysis of the kind named `kind` (an instance's `kind` attribute)."""
+    return REGISTRY.get(str(kind), UNKNOWN_KIND)
+
+
+def kinds_where(predicate) -> List[str]:
+    """The registered kinds whose analysis satisfies predicate(KindAnalysis), in FAMILIES
+    order (latency, bandwidth, bibw, allreduce, ...)."""
+    return [kind for kind, analysis in REGISTRY.items() if predicate(analysis)]
+
+
+def kind_measuring(serving_class: str) -> str:
+    """The kind whose instances fit and impact read for a serving class (tp, moe, pp, kv,
+    api, mix and their _prefill twins)."""
+    kinds = kinds_where(lambda a: serving_class in a.serving_classes)
+    if len(kinds) != 1:
+        raise KeyError(f"serving class {serving_class!r} is measured by "
+                       f"{len(kinds)} kinds ({', '.join(kinds) or 'none'}); exactly one must "
+                       "declare it (kinds/*.py serving_classes)")
+    return kinds[0]
+
+
+def report_sections() -> List[ReportSection]:
+    """The report sections of the kinds' own, in FAMILIES order."""
+    seen, out = set(), []
+    for family in FAMILIES:
+        for analysis in family.ANALYSES:
+            section = analysis.report_section
+            if section is not None and section.anchor not in seen:
+                seen.add(section.anchor)
+                out.append(section)
+    return out
