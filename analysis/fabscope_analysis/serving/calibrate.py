@@ -29,6 +29,8 @@ from typing import List, Optional
 
 import numpy as np
 
+from ..errors import ResultFileError
+from ..reader import open_result
 from .plan_list import PlanError, format_duration, parse_duration_s
 
 # the loader's own figures (src/driver/Planning.hpp, estimate::assumed*)
@@ -166,8 +168,6 @@ def fit_calibration(listed: List[ListedInstance], took_s: List[float],
 def calibrate(result_path: str, listing_text: str, run_wall_s: Optional[float] = None) -> Calibration:
     """The calibration from the probe's result file and `fabscope list` of the probe
     scenario at the run's ranks (the same instances, in order)."""
-    from ..errors import ResultFileError
-    from ..reader import open_result
     listed = parse_instances(listing_text)
     try:
         with open_result(result_path) as result:
