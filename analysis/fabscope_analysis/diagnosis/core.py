@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
-from . import evidence, supporting, tails, validity
+from . import evidence, pair_tails, supporting, tails, validity
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
 from .retest import RetestJudgement, judge_retest, pass_sigma
@@ -23,7 +23,7 @@ from .rules import TestEvidence, name_components
 
 # Below this many ranks in a test a slow pair cannot be pinned on one end.
 MIN_RANKS = 4
-FAMILIES_PER_TEST = 5     # rank sides, tail sides, links, host pairs, leaves
+FAMILIES_PER_TEST = 6     # rank sides, tail sides, links, host pairs, leaves, host-pair tails
 RUN_FAMILIES = 1          # tails of each rank over every test together
 
 
@@ -36,6 +36,7 @@ class _Run:
         self.validity = validity.rows(result)
         self.widen = validity.widen(self.validity)
         self.tests: List[TestEvidence] = []
+        self.tail_fits: List[Fit] = []      # each test's fit less its stalled host pairs
         self.notes: List[str] = []
         self.cannot: List[str] = []
         self.underpowered: List[str] = []
@@ -69,7 +70,11 @@ class _Run:
         centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
                               host_pairs=evidence.host_pairs(f, self.layout, q),
                               leaves=evidence.leaves(f, self.layout, self.widen, q))
-        tail = TestEvidence(f, "tail", sides=tails.tail_sides(f, self.layout.host, q))
+        stalled = pair_tails.host_pair_tails(f, self.layout, q)
+        quiet = pair_tails.without(f, self.layout, stalled)
+        self.tail_fits.append(quiet)
+        tail = TestEvidence(f, "tail", sides=tails.tail_sides(quiet, self.layout.host, q),
+                            host_pairs=stalled)
         seen = evidence.host_pair_power(f, self.layout, q)
         if seen is not None:
             self.host_pair_power.append(seen)
@@ -98,7 +103,7 @@ class _Run:
     def combined_tails(self):
         """Each rank's stalls over every fitted test and both directions (the power a
         test of a dozen pairs per side lacks), as one more family of the run."""
-        fits = [t.fit for t in self.tests if t.measure == "centre"]
+        fits = self.tail_fits
         if len(fits) < 1:
             return
         label = "all tests" if len(fits) > 1 else fits[0].data.label
