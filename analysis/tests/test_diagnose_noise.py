@@ -1,8 +1,13 @@
 """diagnose against noise that is not a fault, and the faults that hide in it: a host
 pair whose samples stall (loss on one path) is a culprit; the same stalls in one slot
-(a burst of another tenant) are not. Hand-built files (synthetic.write_matrix_run)."""
+(a burst of another tenant) are not; every decision inside the false-discovery budget.
+Hand-built files (synthetic.write_matrix_run) and hand-built fits."""
+
+import numpy as np
 
 from fabscope_analysis.diagnose import diagnose
+from fabscope_analysis.diagnosis import tails
+from fabscope_analysis.diagnosis.model import Fit, PairData
 from fabscope_analysis.reader import open_result
 from synthetic import write_matrix_run
 
@@ -31,3 +36,32 @@ def test_the_same_stalls_in_one_slot_name_nobody(tmp_path):
     write_matrix_run(path, nranks=8, iterations=60, seed=4, stall_iters={(2, 5): IN_A_ROW})
     d = _diagnose(path)
     assert not d.culprits, d.lines()
+
+
+def _one_way_lossy_fit(n=40, seed=3):
+    """A bandwidth test of n ranks: rank 0 stalls on every pair it sends (a lossy send
+    side), 5 of its 39 pairs stall as it receives, the fabric stalls 3 % of the pairs."""
+    rng = np.random.default_rng(seed)
+    s, r = np.nonzero(~np.eye(n, dtype=bool))
+    beyond = np.zeros(len(s), dtype=np.int64)
+    beyond[s == 0] = 3
+    rest = np.flatnonzero((s != 0) & (r != 0))
+    beyond[rng.choice(rest, 45, replace=False)] = 1
+    beyond[np.flatnonzero(r == 0)[:5]] = 3
+    data = PairData(None, s, r, np.zeros(len(s)), np.full(len(s), 20), beyond, symmetric=False,
+                    bandwidth=True)
+    zero = np.zeros(n)
+    return Fit(data, 0.0, np.zeros(2), zero, zero.copy(), np.zeros(len(s)), 0.1,
+               np.bincount(s, minlength=n), np.bincount(r, minlength=n))
+
+
+def test_the_other_side_of_a_lossy_nic_is_inside_the_budget():
+    # its receive side's p (about 0.02) passes an unadjusted 5 % but not the family's
+    # Benjamini-Hochberg bar of a run of two tests (0.05 / 16)
+    fit = _one_way_lossy_fit()
+    found = {e.key for e in tails.tail_sides(fit, np.arange(40), 0.05 / 16)}
+    assert found == {(0, "send")}
+    # a follow-up strong enough still joins: every pair it receives stalls too
+    fit.data.beyond[fit.data.r == 0] = 3
+    found = {e.key for e in tails.tail_sides(fit, np.arange(40), 0.05 / 16)}
+    assert found == {(0, "send"), (0, "receive")}

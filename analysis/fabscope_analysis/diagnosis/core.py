@@ -23,8 +23,10 @@ from .rules import TestEvidence, name_components
 
 # Below this many ranks in a test a slow pair cannot be pinned on one end.
 MIN_RANKS = 4
-FAMILIES_PER_TEST = 6     # rank sides, tail sides, links, host pairs, leaves, host-pair tails
-RUN_FAMILIES = 1          # tails of each rank over every test together
+# rank sides, tail sides, the other sides of flagged tail sides, links, host pairs,
+# leaves, host-pair tails
+FAMILIES_PER_TEST = 7
+RUN_FAMILIES = 2          # tails of each rank over every test; host pairs holding a named link
 
 
 class _Run:
