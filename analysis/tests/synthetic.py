@@ -409,6 +409,7 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
                      link_tail: Optional[Dict[Tuple[int, int], float]] = None,
                      latency_host: Optional[Dict[int, float]] = None,
                      stall_iters: Optional[Dict[Tuple[int, int], Sequence[int]]] = None,
+                     counters: Sequence[Tuple[int, str, str, int, int]] = (),
                      ) -> SyntheticRun:
     """An all-pairs latency (8 B ping-pong) and bandwidth (1 MiB) run with planted culprits.
 
@@ -426,6 +427,7 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
     stall_iters: (s, d) -> the iterations of that pair (both directions, both tests) that
     take 50x longer: stalls placed by hand (spread over the pass: a lossy path; in a row:
     one burst).
+    counters: (rank, source, name, before, after) rows of the latency test's counters.
     """
     run = SyntheticRun(path, nranks=nranks, ranks_per_host=ranks_per_host, seed=seed)
     rng = run.rng
@@ -455,7 +457,7 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
     lat = matrix_samples(nranks, iterations, 2 * 20_000, rng, lat_factor, 8, run.start_ns(),
                          jitter=jitter, tail=tail, symmetric=True)
     _stall(lat, stall_iters)
-    run.add_test("ap-lat", "latency", lat, nbytes=8, divisor=2, pattern="all-pairs",
+    run.add_test("ap-lat", "latency", lat, nbytes=8, divisor=2, pattern="all-pairs", counters=counters,
                  pair_matrix=fast_pair_matrix(lat, nranks, "latency", 2, symmetric=True))
     nbytes = 1 << 20
     bw = matrix_samples(nranks, iterations, nbytes / 1.0, rng, slow, nbytes, run.start_ns(),

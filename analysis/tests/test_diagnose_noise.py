@@ -65,3 +65,23 @@ def test_the_other_side_of_a_lossy_nic_is_inside_the_budget():
     fit.data.beyond[fit.data.r == 0] = 3
     found = {e.key for e in tails.tail_sides(fit, np.arange(40), 0.05 / 16)}
     assert found == {(0, "send"), (0, "receive")}
+
+
+def _counted(tmp_path, name, counts):
+    """8 healthy hosts of one rank whose counter `name` rose by counts[host] in the run."""
+    path = tmp_path / f"{name}.h5"
+    rows = [(r, "sysfs:mlx5_0/1", name, 100, 100 + counts.get(r, 0)) for r in range(8)]
+    write_matrix_run(path, nranks=8, iterations=30, seed=6, counters=rows)
+    return _diagnose(path)
+
+
+def test_error_counters_name_a_host_only_by_a_rate_test_against_the_others(tmp_path):
+    # one symbol error on each of two hosts of eight: nothing stands out
+    d = _counted(tmp_path, "symbol_error", {2: 1, 5: 1})
+    assert d.verdict == "fit" and not d.culprits, d.lines()
+    # forty on one host, at most one on the others: that host
+    d = _counted(tmp_path, "symbol_error", {3: 40, 1: 1, 6: 1})
+    assert [c.host for c in d.culprits] == ["fh3"], d.lines()
+    # a congestion counter (discards) as high names nobody: the fabric's load, not a part
+    d = _counted(tmp_path, "port_rcv_discards", {3: 40, 1: 1, 6: 1})
+    assert not d.culprits, d.lines()

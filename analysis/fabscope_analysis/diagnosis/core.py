@@ -26,7 +26,8 @@ MIN_RANKS = 4
 # rank sides, tail sides, the other sides of flagged tail sides, links, host pairs,
 # leaves, host-pair tails
 FAMILIES_PER_TEST = 7
-RUN_FAMILIES = 2          # tails of each rank over every test; host pairs holding a named link
+# tails of each rank over every test; host pairs holding a named link; error counters
+RUN_FAMILIES = 3
 
 
 class _Run:
@@ -203,7 +204,7 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
     naming = name_components(run.layout, run.tests, run.q_family)
     culprits = naming.culprits
     notes = list(run.notes) + naming.notes
-    support, extra_notes = _supporting(result, instances, run.layout)
+    support, extra_notes = _supporting(result, instances, run.layout, run.q_family)
     notes += extra_notes
     culprits += _counter_culprits(run.layout, support, culprits)
     _attach_support(run.layout, support, culprits)
@@ -283,16 +284,18 @@ def _blind_spots(run: _Run) -> List[str]:
     return out
 
 
-def _supporting(result: ResultFile, instances, layout: Layout) -> Tuple[List[Finding], List[str]]:
+def _supporting(result: ResultFile, instances, layout: Layout, q_family: float = evidence.Q
+                ) -> Tuple[List[Finding], List[str]]:
     findings = supporting.pairs_tests(instances, layout)
     inc, notes = supporting.incast(instances)
     findings += inc + supporting.collectives(instances)
-    ctr, ctr_notes = supporting.counters(result, layout)
+    ctr, ctr_notes = supporting.counters(result, layout, q_family)
     return findings + ctr, notes + ctr_notes
 
 
 def _counter_culprits(layout: Layout, support: List[Finding], culprits: List[Culprit]) -> List[Culprit]:
-    """Hardware error counters on a few hosts name those hosts by themselves."""
+    """Physical error counters whose count on a host stands out of the other hosts'
+    (supporting.counters, counter_tests.py) name that host by themselves."""
     named = {c.host for c in culprits}
     out = []
     for f in support:
