@@ -410,6 +410,7 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
                      latency_host: Optional[Dict[int, float]] = None,
                      stall_iters: Optional[Dict[Tuple[int, int], Sequence[int]]] = None,
                      counters: Sequence[Tuple[int, str, str, int, int]] = (),
+                     retest_burst: Optional[Dict[Tuple[int, int], int]] = None,
                      ) -> SyntheticRun:
     """An all-pairs latency (8 B ping-pong) and bandwidth (1 MiB) run with planted culprits.
 
@@ -428,6 +429,8 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
     take 50x longer: stalls placed by hand (spread over the pass: a lossy path; in a row:
     one burst).
     counters: (rank, source, name, before, after) rows of the latency test's counters.
+    retest_burst: (s, d) -> how many of its first retest iterations keep the parallel
+    pass's slowness (a burst still on); the rest are healthy.
     """
     run = SyntheticRun(path, nranks=nranks, ranks_per_host=ranks_per_host, seed=seed)
     rng = run.rng
@@ -473,6 +476,8 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
             for it in range(10):
                 # measured alone: retest_factor overrides the parallel pass's slowness
                 alone = (retest_factor or {}).get((s, d), slow[s, d])
+                if it >= (retest_burst or {}).get((s, d), 10):
+                    alone = 1.0
                 entries.append((s, i * 10 + it, d, nbytes,
                                 nbytes / 1.0 * alone * rng.lognormal(0.0, jitter)))
                 if i >= len(retest):

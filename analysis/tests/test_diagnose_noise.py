@@ -85,3 +85,17 @@ def test_error_counters_name_a_host_only_by_a_rate_test_against_the_others(tmp_p
     # a congestion counter (discards) as high names nobody: the fabric's load, not a part
     d = _counted(tmp_path, "port_rcv_discards", {3: 40, 1: 1, 6: 1})
     assert not d.culprits, d.lines()
+
+
+def test_a_retest_slow_only_while_a_burst_lasts_confirms_nothing(tmp_path):
+    # the pair is slow in the parallel pass and in the first 8 of its 10 retest
+    # iterations (another tenant's burst), then as fast as the controls: not a fault
+    controls = [(s, d) for s in range(8) for d in range(8) if s != d and 0 not in (s, d)
+                and 3 not in (s, d)][:12]
+    path = tmp_path / "burst-retest.h5"
+    write_matrix_run(path, nranks=8, link={(0, 3): 0.25}, seed=3, retest=[(0, 3)],
+                     controls=controls, retest_burst={(0, 3): 8})
+    d = _diagnose(path)
+    assert not any("ap-bw" in s for c in d.culprits for s in c.symptoms), d.lines()
+    bw = [c for c in d.congestion if c.test.endswith("ap-bw")]
+    assert bw and bw[0].cleared_alone == 1, d.lines()

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
-from . import evidence, pair_tails, supporting, tails, validity
+from . import evidence, pair_tails, persistence, supporting, tails, validity
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
 from .retest import RetestJudgement, judge_retest, pass_sigma
@@ -157,8 +157,8 @@ def _judge_retest(inst: TestInstance, parent: Fit, widen: float
     per_byte = s["bytes"].to_numpy(np.float64) if inst.metric == "bandwidth" else 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         logt = np.log(np.where(t > 0, t, np.nan) / per_byte)
-    frame = s[["rank", "peer"]].assign(v=logt, control=control).dropna()
-    medians = frame.groupby(["rank", "peer", "control"])["v"].median()
+    frame = s[["rank", "peer", "iter"]].assign(v=logt, control=control).dropna()
+    medians = persistence.retest_levels(frame)
     predicted = _predicted(parent)
     pairs, controls = {}, []
     for (r, p, is_control), v in medians.items():
