@@ -148,7 +148,9 @@ def test_the_file_is_a_fabscope_result_the_reader_and_diagnose_read(tmp_path):
     done = subprocess.run([sys.executable, "-m", "fabscope_analysis", "diagnose", str(out), "--json",
                            str(report)], cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode in (0, 1), done.stderr
-    assert json.loads(report.read_text())["verdict"] in ("fit", "not fit")
+    # a verdict on the file as read (on 8 ranks of 6 iterations with a wrong label the
+    # lossy NIC sits at the edge of the run's false-discovery budget: cannot tell is honest)
+    assert json.loads(report.read_text())["verdict"] in ("fit", "not fit", "cannot tell")
 
 
 def test_the_world_imports_nothing_of_the_model_it_judges(tmp_path):
