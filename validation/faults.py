@@ -19,6 +19,10 @@ for it); outages and flaps take a NIC port down for a share VALUE of the bandwid
   spine-link-slow:F@J.L  spine J -> leaf L (one direction: what rank on L receive from
                       other leaves through spine J) at F
   spine-slow:F@J      spine J switches at F
+  path-lossy:P@A.B    every path between hosts A and B (both directions, every GPU pair)
+                      drops packets with probability P: a host pair whose flows stall (a
+                      bad cable or port of a host-to-host link, a flow-hash path only their
+                      flows take, a netem rule); planted on the routes, not on one link
   outage:S@R          rank R's NIC port down for a share S of the bandwidth pass (contiguous)
   flap:S@R            rank R's NIC port going down and up over a window of share S
 """
@@ -35,8 +39,9 @@ from .fabric import Fabric, WorldError, host_name, leaf_name, nic_name
 SLOW = {"nic-tx-slow", "nic-rx-slow", "nic-speed", "pcie-slow", "local-rank-slow", "leaf-slow",
         "uplink-slow", "spine-link-slow", "spine-slow"}
 LOSSY = {"nic-lossy", "nic-tx-lossy", "nic-rx-lossy", "uplink-lossy"}
+PATH_LOSSY = {"path-lossy"}
 TIMED = {"outage", "flap"}
-KINDS = sorted(SLOW | LOSSY | TIMED)
+KINDS = sorted(SLOW | LOSSY | PATH_LOSSY | TIMED)
 
 
 @dataclass
@@ -45,6 +50,7 @@ class Planted:
     capacity: Dict[int, float] = field(default_factory=dict)    # link id -> factor
     latency_add: Dict[int, float] = field(default_factory=dict)  # link id -> s
     loss: Dict[int, float] = field(default_factory=dict)         # link id -> packet loss
+    path_loss: Dict[Tuple[int, int], float] = field(default_factory=dict)  # (s, d) ranks -> loss
     timed: List[Tuple[str, float, List[int]]] = field(default_factory=list)  # (kind, share, links)
     truth: List[Dict[str, object]] = field(default_factory=list)
 
@@ -60,7 +66,7 @@ def _parse(spec: str) -> Tuple[str, float, Optional[str]]:
         raise WorldError(f"fault {spec!r}: expected {name}:VALUE[@TARGET], VALUE a number") from None
     if name in SLOW and not 0 < value < 1:
         raise WorldError(f"fault {spec!r}: a slow fault's VALUE is the share of speed left, in (0, 1)")
-    if name in LOSSY and not 0 < value < 1:
+    if name in LOSSY | PATH_LOSSY and not 0 < value < 1:
         raise WorldError(f"fault {spec!r}: a lossy fault's VALUE is a packet loss probability in (0, 1)")
     if name in TIMED and not 0 < value < 0.5:
         raise WorldError(f"fault {spec!r}: an outage's VALUE is a share of the pass in (0, 0.5)")
@@ -147,6 +153,22 @@ def plant(f: Fabric, specs: List[str], rng: np.random.Generator) -> Planted:
             links = [f"down/{j}/{leaf}"]
             truth = {"component": "spine-link", "leaf": leaf_name(leaf), "spine": j,
                      "hosts": _hosts_of_leaf(f, leaf), "ranks": [], "side": "receive"}
+        elif name == "path-lossy":
+            a, b = _pair_target(spec, target, (f.shape.hosts, f.shape.hosts), rng, "two hosts")
+            if target is None:
+                b = (a + 1 + b % (f.shape.hosts - 1)) % f.shape.hosts
+            if a == b:
+                raise WorldError(f"fault {spec!r}: a path joins two different hosts")
+            ranks_a = [int(r) for r in np.flatnonzero(f.host_of_rank == a)]
+            ranks_b = [int(r) for r in np.flatnonzero(f.host_of_rank == b)]
+            for s in ranks_a:
+                for d in ranks_b:
+                    for key in ((s, d), (d, s)):
+                        p.path_loss[key] = 1.0 - (1.0 - p.path_loss.get(key, 0.0)) * (1.0 - value)
+            p.truth.append({"component": "host-pair", "hosts": [host_name(a), host_name(b)],
+                            "ranks": ranks_a + ranks_b, "side": "both", "fault": name,
+                            "value": value, "spec": spec, "links": []})
+            continue
         else:  # spine-slow
             j = _int_target(spec, target, k, rng, "spine")
             links = [f"spine/{j}"]

@@ -126,6 +126,8 @@ class World:
                 zone.add_route(self.hosts[s].netpoint, self.hosts[d].netpoint, None, None,
                                [sg.LinkInRoute(self.links[i]) for i in route], False)
                 losses = [planted.loss[i] for i in route if i in planted.loss]
+                if (s, d) in planted.path_loss:
+                    losses.append(planted.path_loss[(s, d)])
                 if losses:
                     self.lossy_routes[(s, d)] = losses
                 self.path_latency[(s, d)] = sum(fabric.links[i].latency for i in route)

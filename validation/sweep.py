@@ -25,6 +25,7 @@ nics, direction of each culprit):
   local-rank exact: one culprit covering the local rank's ranks on every host (diagnose
              has no such component today, so per-host culprits count as touched)
   leaf       exact: a `leaf` culprit naming the leaf
+  host-pair  exact: a `host-pair` culprit naming both hosts (path-lossy)
   uplink, spine-link, spine: no component of diagnose names them, so never exact; a
              culprit on the leaf or its hosts counts as touched
 """
@@ -48,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES: Dict[str, List[str]] = {
     "clean": [],
     "clean, bursts 0.3 %": ["--bursts", "0.003"],
+    "clean, bursts 1 %": ["--bursts", "0.01"],
     "clean, drift": ["--drift"],
     "clean, no leaf labels": ["--labels", "missing"],
     "clean, 1/8 hosts mislabelled": ["--labels", "wrong:0.125"],
@@ -62,6 +64,7 @@ CASES: Dict[str, List[str]] = {
     "uplink 0.1": ["--fault", "uplink-slow:0.1"],
     "spine->leaf link 0.1": ["--fault", "spine-link-slow:0.1"],
     "nic outage 3 %": ["--fault", "outage:0.03"],
+    "host pair lossy 1e-4/packet": ["--fault", "path-lossy:0.0001"],
     "nic receive 0.5 + host pcie 0.6": ["--fault", "nic-rx-slow:0.5", "--fault", "pcie-slow:0.6"],
 }
 
@@ -98,6 +101,9 @@ def _exact(culprits: List[Dict[str, object]], fault: Dict[str, object]) -> bool:
         return any(c.get("component") == "host" and c.get("host") in fault["hosts"] for c in culprits)
     if kind == "local-rank":
         return any(set(c.get("ranks") or []) >= set(fault["ranks"]) for c in culprits)
+    if kind == "host-pair":
+        return any(c.get("component") == "host-pair" and _culprit_hosts(c) == set(fault["hosts"])
+                   for c in culprits)
     if kind == "leaf":
         return any(c.get("component") == "leaf" and c.get("host") == fault["leaf"] for c in culprits)
     return False  # uplink, spine-link, spine: no component of diagnose names them
@@ -124,6 +130,7 @@ def one_run(case: str, seed: int, args, work: str) -> Dict[str, object]:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
     world = ["nice", "-n", str(args.nice), sys.executable, "-m", "validation", "run", "--quiet",
              "--hosts", str(args.hosts), "--gpus", str(args.gpus), "--seed", str(seed),
+             "--hosts-per-leaf", str(args.hosts_per_leaf),
              "--iterations", str(args.iterations), "--out", out] + CASES[case]
     started = time.time()
     done = subprocess.run(world, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -173,6 +180,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--hosts", type=int, default=16)
     p.add_argument("--gpus", type=int, default=8)
+    p.add_argument("--hosts-per-leaf", type=int, default=4)
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--seeds", type=int, default=2, help="runs a case")
     p.add_argument("--first-seed", type=int, help="default: drawn from the OS (fresh seeds)")
@@ -200,7 +208,8 @@ def main(argv=None) -> int:
     print(table(rows))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"hosts": args.hosts, "gpus": args.gpus, "first_seed": first,
+            json.dump({"hosts": args.hosts, "gpus": args.gpus, "hosts_per_leaf": args.hosts_per_leaf,
+                       "first_seed": first,
                        "iterations": args.iterations, "rows": rows}, f, indent=1)
     return 0
 

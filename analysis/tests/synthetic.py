@@ -386,6 +386,15 @@ def fast_pair_matrix(samples: np.ndarray, nranks: int, metric: str, divisor: int
     return m
 
 
+def _stall(samples: np.ndarray, stall_iters: Optional[Dict[Tuple[int, int], Sequence[int]]]):
+    """The given iterations of the given pairs (either direction) 50x longer, in place."""
+    for (a, b), iters in (stall_iters or {}).items():
+        hit = (((samples["rank"] == a) & (samples["peer"] == b))
+               | ((samples["rank"] == b) & (samples["peer"] == a))) & np.isin(samples["iter"], iters)
+        samples["t_done_ns"][hit] = samples["t_post_ns"][hit] + \
+            (samples["t_done_ns"][hit] - samples["t_post_ns"][hit]) * 50
+
+
 def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
                      send: Optional[Dict[int, float]] = None,
                      receive: Optional[Dict[int, float]] = None,
@@ -399,6 +408,9 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
                      retest_factor: Optional[Dict[Tuple[int, int], float]] = None,
                      link_tail: Optional[Dict[Tuple[int, int], float]] = None,
                      latency_host: Optional[Dict[int, float]] = None,
+                     stall_iters: Optional[Dict[Tuple[int, int], Sequence[int]]] = None,
+                     counters: Sequence[Tuple[int, str, str, int, int]] = (),
+                     retest_burst: Optional[Dict[Tuple[int, int], int]] = None,
                      ) -> SyntheticRun:
     """An all-pairs latency (8 B ping-pong) and bandwidth (1 MiB) run with planted culprits.
 
@@ -413,6 +425,12 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
     link_tail: (s, d) -> fraction of that pair's samples (both directions) hitting the 50x
     timeout, like `lossy` for one link.
     latency_host: rank -> time factor of every latency pair touching it (bandwidth as is).
+    stall_iters: (s, d) -> the iterations of that pair (both directions, both tests) that
+    take 50x longer: stalls placed by hand (spread over the pass: a lossy path; in a row:
+    one burst).
+    counters: (rank, source, name, before, after) rows of the latency test's counters.
+    retest_burst: (s, d) -> how many of its first retest iterations keep the parallel
+    pass's slowness (a burst still on); the rest are healthy.
     """
     run = SyntheticRun(path, nranks=nranks, ranks_per_host=ranks_per_host, seed=seed)
     rng = run.rng
@@ -441,11 +459,13 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
         lat_factor[:, r] *= f
     lat = matrix_samples(nranks, iterations, 2 * 20_000, rng, lat_factor, 8, run.start_ns(),
                          jitter=jitter, tail=tail, symmetric=True)
-    run.add_test("ap-lat", "latency", lat, nbytes=8, divisor=2, pattern="all-pairs",
+    _stall(lat, stall_iters)
+    run.add_test("ap-lat", "latency", lat, nbytes=8, divisor=2, pattern="all-pairs", counters=counters,
                  pair_matrix=fast_pair_matrix(lat, nranks, "latency", 2, symmetric=True))
     nbytes = 1 << 20
     bw = matrix_samples(nranks, iterations, nbytes / 1.0, rng, slow, nbytes, run.start_ns(),
                         jitter=jitter, tail=tail)
+    _stall(bw, stall_iters)
     parallel = run.add_test("ap-bw", "bandwidth", bw, nbytes=nbytes, metric="bandwidth",
                             pattern="all-pairs",
                             pair_matrix=fast_pair_matrix(bw, nranks, "bandwidth"))
@@ -456,6 +476,8 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
             for it in range(10):
                 # measured alone: retest_factor overrides the parallel pass's slowness
                 alone = (retest_factor or {}).get((s, d), slow[s, d])
+                if it >= (retest_burst or {}).get((s, d), 10):
+                    alone = 1.0
                 entries.append((s, i * 10 + it, d, nbytes,
                                 nbytes / 1.0 * alone * rng.lognormal(0.0, jitter)))
                 if i >= len(retest):

@@ -76,8 +76,13 @@ def test_a_fault_lands_on_its_component_and_a_bad_spec_is_refused():
     assert set(p.loss) == {f.link_id("up/1/0"), f.link_id("down/0/1")}
     assert p.truth[0]["hosts"] == ["host001"] and p.truth[0]["side"] == "receive"
     assert p.truth[2]["ranks"] == [1, 3, 5, 7]
+    lossy = plant(f, ["path-lossy:0.01@1.3"], rng)   # every GPU pair between hosts 1 and 3
+    assert not lossy.loss and set(lossy.path_loss) == {(s, d) for a in (2, 3) for b in (6, 7)
+                                                       for s, d in ((a, b), (b, a))}
+    assert lossy.truth[0]["component"] == "host-pair" and lossy.truth[0]["hosts"] == ["host001", "host003"]
     for bad, words in (("nic-rx-slow:1.5@3", "in (0, 1)"), ("nic-rx-slow:0.5@99", "not a rank"),
-                       ("nic-slow:0.5", "unknown fault"), ("uplink-slow:0.5@7", "A.B")):
+                       ("nic-slow:0.5", "unknown fault"), ("uplink-slow:0.5@7", "A.B"),
+                       ("path-lossy:0.01@2.2", "two different hosts")):
         with pytest.raises(fabric.WorldError, match=words.replace("(", r"\(").replace(")", r"\)")):
             plant(f, [bad], rng)
 
@@ -143,7 +148,9 @@ def test_the_file_is_a_fabscope_result_the_reader_and_diagnose_read(tmp_path):
     done = subprocess.run([sys.executable, "-m", "fabscope_analysis", "diagnose", str(out), "--json",
                            str(report)], cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode in (0, 1), done.stderr
-    assert json.loads(report.read_text())["verdict"] in ("fit", "not fit")
+    # a verdict on the file as read (on 8 ranks of 6 iterations with a wrong label the
+    # lossy NIC sits at the edge of the run's false-discovery budget: cannot tell is honest)
+    assert json.loads(report.read_text())["verdict"] in ("fit", "not fit", "cannot tell")
 
 
 def test_the_world_imports_nothing_of_the_model_it_judges(tmp_path):

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
-from . import evidence, supporting, tails, validity
+from . import evidence, pair_tails, persistence, supporting, tails, validity
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
 from .retest import RetestJudgement, judge_retest, pass_sigma
@@ -23,8 +23,11 @@ from .rules import TestEvidence, name_components
 
 # Below this many ranks in a test a slow pair cannot be pinned on one end.
 MIN_RANKS = 4
-FAMILIES_PER_TEST = 5     # rank sides, tail sides, links, host pairs, leaves
-RUN_FAMILIES = 1          # tails of each rank over every test together
+# rank sides, tail sides, the other sides of flagged tail sides, links, host pairs,
+# leaves, host-pair tails
+FAMILIES_PER_TEST = 7
+# tails of each rank over every test; host pairs holding a named link; error counters
+RUN_FAMILIES = 3
 
 
 class _Run:
@@ -36,6 +39,7 @@ class _Run:
         self.validity = validity.rows(result)
         self.widen = validity.widen(self.validity)
         self.tests: List[TestEvidence] = []
+        self.tail_fits: List[Fit] = []      # each test's fit less its stalled host pairs
         self.notes: List[str] = []
         self.cannot: List[str] = []
         self.underpowered: List[str] = []
@@ -69,7 +73,11 @@ class _Run:
         centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
                               host_pairs=evidence.host_pairs(f, self.layout, q),
                               leaves=evidence.leaves(f, self.layout, self.widen, q))
-        tail = TestEvidence(f, "tail", sides=tails.tail_sides(f, self.layout.host, q))
+        stalled = pair_tails.host_pair_tails(f, self.layout, q)
+        quiet = pair_tails.without(f, self.layout, stalled)
+        self.tail_fits.append(quiet)
+        tail = TestEvidence(f, "tail", sides=tails.tail_sides(quiet, self.layout.host, q),
+                            host_pairs=stalled)
         seen = evidence.host_pair_power(f, self.layout, q)
         if seen is not None:
             self.host_pair_power.append(seen)
@@ -98,7 +106,7 @@ class _Run:
     def combined_tails(self):
         """Each rank's stalls over every fitted test and both directions (the power a
         test of a dozen pairs per side lacks), as one more family of the run."""
-        fits = [t.fit for t in self.tests if t.measure == "centre"]
+        fits = self.tail_fits
         if len(fits) < 1:
             return
         label = "all tests" if len(fits) > 1 else fits[0].data.label
@@ -149,8 +157,8 @@ def _judge_retest(inst: TestInstance, parent: Fit, widen: float
     per_byte = s["bytes"].to_numpy(np.float64) if inst.metric == "bandwidth" else 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         logt = np.log(np.where(t > 0, t, np.nan) / per_byte)
-    frame = s[["rank", "peer"]].assign(v=logt, control=control).dropna()
-    medians = frame.groupby(["rank", "peer", "control"])["v"].median()
+    frame = s[["rank", "peer", "iter"]].assign(v=logt, control=control).dropna()
+    medians = persistence.retest_levels(frame)
     predicted = _predicted(parent)
     pairs, controls = {}, []
     for (r, p, is_control), v in medians.items():
@@ -196,7 +204,7 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
     naming = name_components(run.layout, run.tests, run.q_family)
     culprits = naming.culprits
     notes = list(run.notes) + naming.notes
-    support, extra_notes = _supporting(result, instances, run.layout)
+    support, extra_notes = _supporting(result, instances, run.layout, run.q_family)
     notes += extra_notes
     culprits += _counter_culprits(run.layout, support, culprits)
     _attach_support(run.layout, support, culprits)
@@ -276,16 +284,18 @@ def _blind_spots(run: _Run) -> List[str]:
     return out
 
 
-def _supporting(result: ResultFile, instances, layout: Layout) -> Tuple[List[Finding], List[str]]:
+def _supporting(result: ResultFile, instances, layout: Layout, q_family: float = evidence.Q
+                ) -> Tuple[List[Finding], List[str]]:
     findings = supporting.pairs_tests(instances, layout)
     inc, notes = supporting.incast(instances)
     findings += inc + supporting.collectives(instances)
-    ctr, ctr_notes = supporting.counters(result, layout)
+    ctr, ctr_notes = supporting.counters(result, layout, q_family)
     return findings + ctr, notes + ctr_notes
 
 
 def _counter_culprits(layout: Layout, support: List[Finding], culprits: List[Culprit]) -> List[Culprit]:
-    """Hardware error counters on a few hosts name those hosts by themselves."""
+    """Physical error counters whose count on a host stands out of the other hosts'
+    (supporting.counters, counter_tests.py) name that host by themselves."""
     named = {c.host for c in culprits}
     out = []
     for f in support:

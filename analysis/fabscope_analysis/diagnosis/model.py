@@ -30,6 +30,7 @@ import pandas as pd
 from ..kinds import analysis_of
 from ..kinds.base import PAIR_FIT
 from ..reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
+from ..resampling import block_length
 
 # A sample this many times its own pair's median is a stall (a retransmission timeout,
 # a link flap, a scheduler slice), counted per rank side and tested against the
@@ -92,6 +93,11 @@ class PairData:
     beyond: np.ndarray        # samples beyond TAIL_FACTOR x the pair's median
     symmetric: bool           # a round trip: direction unknown
     bandwidth: bool
+    # blocks of consecutive iterations (resampling.block_length of the pair's samples)
+    # measured, and those holding a stall: a stall that persists over the iterations
+    # stalls several blocks, a burst of another tenant one or two (pair_tails.py)
+    blocks: Optional[np.ndarray] = None
+    stalled_blocks: Optional[np.ndarray] = None
 
     @property
     def label(self) -> str:
@@ -138,8 +144,26 @@ def pair_data(inst: TestInstance, n: int) -> Optional[PairData]:
     beyond_each = value > np.repeat(median, counts) + np.log(TAIL_FACTOR)
     beyond = np.add.reduceat(beyond_each.astype(np.int64), starts)
     pair_key = key[starts]
+    iteration = s["iter"].to_numpy(np.int64)[ok][order]
+    blocks, stalled_blocks = _iteration_blocks(key, iteration, beyond_each, starts, counts)
     return PairData(inst, pair_key // n, pair_key % n, median, counts, beyond,
-                    symmetric=not bandwidth, bandwidth=bandwidth)
+                    symmetric=not bandwidth, bandwidth=bandwidth, blocks=blocks,
+                    stalled_blocks=stalled_blocks)
+
+
+def _iteration_blocks(key: np.ndarray, iteration: np.ndarray, stalled: np.ndarray,
+                      starts: np.ndarray, counts: np.ndarray):
+    """(blocks measured, blocks with a stall) per pair: iterations cut into blocks of
+    resampling.block_length(samples of the median pair) consecutive iterations."""
+    length = block_length(int(np.median(counts)))
+    block = iteration // length
+    pair = np.repeat(np.arange(len(starts)), counts)
+    unit = pair * (int(block.max()) + 1 if len(block) else 1) + block
+    blocks = np.bincount(pair[np.unique(unit, return_index=True)[1]], minlength=len(starts))
+    hit = np.unique(unit[stalled])
+    stalled_blocks = np.bincount(hit // (int(block.max()) + 1 if len(block) else 1),
+                                 minlength=len(starts))
+    return blocks, stalled_blocks
 
 
 def fit(data: PairData, layout: Layout, iterations: int = 12) -> Fit:

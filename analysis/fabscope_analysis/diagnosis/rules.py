@@ -232,7 +232,8 @@ def _host_pairs(layout: Layout, tests: List[TestEvidence], out: Naming):
         out.culprits.append(Culprit(
             host=layout.host_names[a], ranks=[], gpus=[], nics=[], direction="link",
             peer_host=layout.host_names[b], component=HOST_PAIR,
-            symptoms=[f"all GPU pairs between them {_word(t, e)}" for t, e in items],
+            symptoms=[f"their samples stall: {e.detail} [{t.label}]" if e.kind == "tail" else
+                      f"all GPU pairs between them {_word(t, e)}" for t, e in items],
             evidence=[f"{t.label}: {e.detail}, q={e.q:.2g}" for t, e in items],
             confidence=confidence, score=score))
 

@@ -1,5 +1,6 @@
 """Evidence besides the pair tests: listed with a culprit, never naming one by itself,
-except hardware error counters that moved on a few hosts only."""
+except physical error counters whose count on a host stands out of the other hosts'
+(counter_tests.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from ..reader import FLAG_AUXILIARY_MASK, ResultFile, TestInstance
 from ..inference import robust_sigma
 from ..kinds import analysis_of
 from ..kinds.base import ARRIVAL_EVIDENCE, PAIR_EVIDENCE, SENDER_EVIDENCE
-from .evidence import MARGIN
+from . import counter_tests
+from .evidence import MARGIN, Q
 from .model import Layout
 from .result import Finding
 
@@ -108,7 +110,10 @@ def collectives(instances: Sequence[TestInstance]) -> List[Finding]:
     return out
 
 
-def counters(result: ResultFile, layout: Layout) -> Tuple[List[Finding], List[str]]:
+def counters(result: ResultFile, layout: Layout, q_family: float = Q) -> Tuple[List[Finding], List[str]]:
+    """Error counters that moved: supporting evidence on the hosts they moved on (when
+    few hosts), naming a host by themselves only when a physical error counter's count
+    there stands out of the other hosts' (counter_tests.standing_out)."""
     c = result.all_counters()
     if c.empty:
         return [], []
@@ -119,25 +124,34 @@ def counters(result: ResultFile, layout: Layout) -> Tuple[List[Finding], List[st
     for r in range(layout.n):
         lowest.setdefault(layout.host_of(r), r)
     findings = _retransmissions(c, lowest)
+    moved = c[c["name"].map(lambda x: bool(ERROR_COUNTER.search(str(x))))] \
+        .groupby(["host", "source", "name"])["delta"].sum()
+    deltas: Dict[Tuple[str, str], Dict[str, int]] = {}
+    for (h, source, name), delta in moved.items():
+        deltas.setdefault((str(source), str(name)), {})[str(h)] = int(delta)
+    named = counter_tests.standing_out(deltas, q_family)
     rows = [(h, f"{source} {name}", int(delta), _side_of(str(name)))
-            for (h, source, name), delta in c[c["name"].map(lambda x: bool(ERROR_COUNTER.search(str(x))))]
-            .groupby(["host", "source", "name"])["delta"].sum().items() if delta > 0]
+            for (h, source, name), delta in moved.items() if delta > 0]
     rows += _ip_local_drops(c)
     by_host: Dict[str, List[Tuple[str, int, str]]] = {}
     for h, what, delta, side in rows:
         by_host.setdefault(h, []).append((what, delta, side))
-    # an error only a few hosts show points at them; one every host shows is the fabric's
-    if len(by_host) * 3 > len(layout.host_names):
-        return findings, [f"error/drop counters moved on {len(by_host)} of "
-                          f"{len(layout.host_names)} hosts: not blamed on any"] if by_host else []
+    # listed with a culprit when they moved on a few hosts; one every host shows is the
+    # fabric's unless its count on a host stands out of the others'
+    many = len(by_host) * 3 > len(layout.host_names)
+    notes = [f"error/drop counters moved on {len(by_host)} of {len(layout.host_names)} hosts: "
+             "not blamed on any beyond those whose physical error counts stand out of the other "
+             "hosts'"] if many else []
     for h, items in by_host.items():
+        if many and h not in named:
+            continue
         sides = {s for _, _, s in items}
         side = sides.pop() if len(sides) == 1 else "both"
         text = ", ".join(f"{w} +{d}" for w, d, _ in items[:4])
-        hardware = any(not w.startswith("ip local") for w, _, _ in items)
+        why = (f" ({', '.join(named[h])} beyond the other hosts' rate)" if h in named else "")
         findings.append(Finding(lowest.get(h, -1), side, -1, "counters", "counters",
-                                f"errors: {text}", 1.0, 0.0, primary=hardware))
-    return findings, []
+                                f"errors: {text}{why}", 1.0, 0.0, primary=h in named))
+    return findings, notes
 
 
 def _retransmissions(c: pd.DataFrame, lowest: Dict[str, int]) -> List[Finding]:

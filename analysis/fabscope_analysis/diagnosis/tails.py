@@ -45,17 +45,25 @@ def tail_sides(fit: Fit, host: np.ndarray, q_family: float = Q) -> List[Effect]:
         if {e.key for e in out} == flagged:
             break
         flagged = {e.key for e in out}
-    # the other side of a flagged NIC: one pre-specified follow-up test each, at Q
-    # without multiplicity (loss usually hits both directions; a one-way fault
-    # stays one-way in all but Q of the cases)
+    return out + _follow_ups(out, p_side, flagged, q_family)
+
+
+def _follow_ups(out: List[Effect], p_side, flagged: set, q_family: float) -> List[Effect]:
+    """The other side of each flagged NIC: one pre-specified follow-up test each (loss
+    usually hits both directions), Benjamini-Hochberg over the follow-ups at the
+    family's level (a family of the run's budget: core.FAMILIES_PER_TEST)."""
     other = {"send": "receive", "receive": "send"}
-    for e in list(out):
+    asked = []
+    for e in out:
         key = (e.key[0], other.get(e.key[1], ""))
-        follow = p_side.get(key)
-        if follow is not None and follow[0] < Q and key not in flagged:
-            out.append(Effect("tail", key, follow[1], float(norm.isf(max(follow[0], 1e-300))),
-                              follow[0], follow[2], follow[3] + " (its other side, tested as a follow-up)"))
-    return out
+        if key in p_side and key not in flagged:
+            asked.append((key, p_side[key]))
+    if not asked:
+        return []
+    rejected, adjusted = benjamini_hochberg(np.array([f[0] for _, f in asked]), q_family)
+    return [Effect("tail", key, f[1], float(norm.isf(max(f[0], 1e-300))), float(qv), f[2],
+                   f[3] + " (its other side, tested as a follow-up)")
+            for (key, f), ok, qv in zip(asked, rejected, adjusted) if ok]
 
 
 def _tail_counts(fit: Fit, flagged: set):
