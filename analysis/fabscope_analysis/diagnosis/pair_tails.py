@@ -14,7 +14,7 @@ pass that a lossy path stalls. A host pair needs at least MIN_STALLED_BLOCKS blo
 
 Per host pair (both directions, every GPU pair between the two hosts): K stalled blocks
 of B measured, against E = B x the largest of three shares, each its one-sided upper
-confidence bound (tails._share_upper): the stalled share of the blocks of the host
+confidence bound (tails.share_upper): the stalled share of the blocks of the host
 pairs of either host with other hosts, and of the host pairs touching neither. A lossy
 NIC or host stalls all its host pairs alike (its own share explains each of them: the
 rank tails name it); a lossy path stalls one. Poisson, over-dispersion measured across
@@ -34,7 +34,7 @@ from scipy.stats import norm, poisson
 from ..inference import benjamini_hochberg
 from .evidence import Q, Effect
 from .model import TAIL_FACTOR, Fit, Layout
-from .tails import TAIL_EXCESS_SHARE, _share_upper
+from .tails import TAIL_EXCESS_SHARE, share_upper
 
 # A host pair stalled in fewer blocks of iterations than this sits in one slot (a burst
 # straddles at most two blocks): not a culprit whatever its count of samples.
@@ -88,10 +88,10 @@ def _expected_share(k: np.ndarray, m: np.ndarray, a: np.ndarray, b: np.ndarray, 
     out = np.zeros(len(k))
     for own in (a, b):
         rest_k, rest_m = per_host_k[own] - k, per_host_m[own] - m
-        out = np.maximum(out, np.where(rest_m > 0, _share_upper(rest_k, np.maximum(rest_m, 1)), 0.0))
+        out = np.maximum(out, np.where(rest_m > 0, share_upper(rest_k, np.maximum(rest_m, 1)), 0.0))
     neither_k = total_k - per_host_k[a] - per_host_k[b] + k
     neither_m = total_m - per_host_m[a] - per_host_m[b] + m
-    out = np.maximum(out, np.where(neither_m > 0, _share_upper(neither_k, np.maximum(neither_m, 1)),
+    out = np.maximum(out, np.where(neither_m > 0, share_upper(neither_k, np.maximum(neither_m, 1)),
                                    0.0))
     return np.minimum(out, 0.999)
 

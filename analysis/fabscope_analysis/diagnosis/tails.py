@@ -108,12 +108,12 @@ def _pooled_without(fit: Fit, keys, flagged: set, host: np.ndarray, upper: bool 
     hosts = host[np.array([r for r, _ in keys])]
     rest = np.maximum(len(hit) - touch_m[hosts], 1)
     k = np.maximum(hit.sum() - touch_k[hosts], 0.0)
-    # upper: the share's upper confidence bound (_share_upper); else none stalled among
+    # upper: the share's upper confidence bound (share_upper); else none stalled among
     # N pairs is a share of about 0.5 / N, not 0
-    return _share_upper(k, rest) if upper else np.maximum(k, 0.5) / rest
+    return share_upper(k, rest) if upper else np.maximum(k, 0.5) / rest
 
 
-def _share_upper(k: np.ndarray, m: np.ndarray, alpha: float = Q) -> np.ndarray:
+def share_upper(k: np.ndarray, m: np.ndarray, alpha: float = Q) -> np.ndarray:
     """The one-sided (1 - alpha) upper confidence bound of a share of k events in m
     (Poisson). The pooled share is itself a noisy figure: where the fabric stalls a pair
     in a thousand, 2 of 2,000 stalled pairs on one side of four pairs made a lossy NIC of
