@@ -7,17 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <optional>
 #include <random>
-#include <set>
-#include <span>
 #include <utility>
 
-#include "conditions/NeighbourLoad.hpp"
-#include "driver/CounterSummary.hpp"
 #include "driver/MatrixLoop.hpp"
-#include "driver/ScopedStatistics.hpp"
 #include "driver/SummaryTable.hpp"
 #include "fabscope/BuildConfig.hpp"
 #include "inventory/HostInventory.hpp"
@@ -25,7 +18,6 @@
 #include "runtime/EveryRanksLine.hpp"
 #include "runtime/Timestamp.hpp"
 #include "runtime/WatchdogRanks.hpp"
-#include "transport/TransportFactory.hpp"
 
 namespace fabscope::driver {
 

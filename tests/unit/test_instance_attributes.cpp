@@ -12,7 +12,8 @@
 #include "kinds/Registry.hpp"
 #include "scenario/Scenario.hpp"
 
-namespace fabscope {
+// A namespace of its own: the unity build puts several test files in one unit.
+namespace fabscope::instance_attributes_test {
 namespace {
 
 const suite::Registry& registry() {
@@ -46,9 +47,11 @@ tests:
     repeats: 2
 )";
 
-std::vector<driver::PlannedInstance> planned() {
-  const auto s = scenario::loadScenarioText(scenarioText, "t.yaml", {}, registry().scenarioRules(4));
-  return driver::planMatrix(s, registry(), 4);
+// The plan points into its scenario (TestInstance::spec): both kept for the program's life.
+const std::vector<driver::PlannedInstance>& planned() {
+  static const auto s = scenario::loadScenarioText(scenarioText, "t.yaml", {}, registry().scenarioRules(4));
+  static const auto plan = driver::planMatrix(s, registry(), 4);
+  return plan;
 }
 
 std::map<std::string, output::AttributeValue> byName(const output::Attributes& attributes) {
@@ -75,7 +78,7 @@ std::set<std::string> expectedCore(const driver::PlannedInstance& p) {
 }
 
 TEST(InstanceAttributes, FinishedSkippedAndUnfinishedCarryTheSameCoreSet) {
-  const auto plan = planned();
+  const auto& plan = planned();
   bool sawRetest = false, sawRepeats = false;
   for (int index = 0; index < static_cast<int>(plan.size()); ++index) {
     const auto& p = plan[static_cast<std::size_t>(index)];
@@ -108,7 +111,7 @@ TEST(InstanceAttributes, FinishedSkippedAndUnfinishedCarryTheSameCoreSet) {
 }
 
 TEST(InstanceAttributes, RankZerosResultHoldsTheSameCoreFacts) {
-  const auto plan = planned();
+  const auto& plan = planned();
   for (int index = 0; index < static_cast<int>(plan.size()); ++index) {
     const auto& p = plan[static_cast<std::size_t>(index)];
     const auto core = byName(driver::coreInstanceAttributes(index, p));
@@ -127,4 +130,4 @@ TEST(InstanceAttributes, RankZerosResultHoldsTheSameCoreFacts) {
 }
 
 }  // namespace
-}  // namespace fabscope
+}  // namespace fabscope::instance_attributes_test
