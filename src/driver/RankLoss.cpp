@@ -1,12 +1,13 @@
-// Rank-loss handling: when a rank is lost or silent outside a fault drill, a
-// loss round over the LossChannel names it, rank 0 records what it can alone
-// (the interrupted test's samples, the start's validity findings, exit code 3)
-// and the job ends within seconds.
+// Rank-loss handling (RankLoss.hpp): the loss round, rank 0's record of it,
+// the end of the job.
+#include "driver/RankLoss.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
 
+#include "driver/InstanceAttributes.hpp"
 #include "driver/Runner.hpp"
 #include "runtime/Deadlines.hpp"
 #include "runtime/Timestamp.hpp"
@@ -66,13 +67,13 @@ std::vector<output::SampleRecord> samplesOf(const runtime::LossOutcome& outcome)
 
 // This rank's part of a loss round: its error, the ranks it knows are gone
 // and the running test's samples, moved to the global clock for rank 0.
-runtime::LossReport Runner::lossReportOf(const std::string& myError, std::vector<int> lost,
-                                         const RunningTest* running) const {
+runtime::LossReport RankLoss::lossReportOf(const std::string& myError, std::vector<int> lost,
+                                           const RunningTest* running) const {
   runtime::LossReport mine{myError, std::move(lost), {}};
   if (running) {
     for (auto& s : running->samples) {
-      s.t_post_ns = clock_.toGlobal(s.t_post_ns);
-      s.t_done_ns = clock_.toGlobal(s.t_done_ns);
+      s.t_post_ns = run_.clock.toGlobal(s.t_post_ns);
+      s.t_done_ns = run_.clock.toGlobal(s.t_done_ns);
     }
     const auto bytes = std::as_bytes(running->samples);
     mine.samples.assign(bytes.begin(), bytes.end());
@@ -86,18 +87,18 @@ runtime::LossReport Runner::lossReportOf(const std::string& myError, std::vector
 // grace), calls the others, records the loss, then concludes. Giving up
 // earlier ended the job (MPI_Abort) while rank 0 was still writing the file
 // (seen in the no-hang campaign: a file left locked and unfinished).
-double Runner::rank0ConcludesWithinSeconds(const RunningTest* running) const {
+double RankLoss::rank0ConcludesWithinSeconds(const RunningTest* running) const {
   double testTimeout = running ? running->planned.instance.spec->timeoutSeconds : 0;
   if (!running)
-    for (const auto& test : scenario_.tests) testTimeout = std::max(testTimeout, test.timeoutSeconds);
-  return testTimeout + scenario_.controlGraceSeconds + runtime::deadlines::lossAnswerSeconds +
+    for (const auto& test : run_.scenario.tests) testTimeout = std::max(testTimeout, test.timeoutSeconds);
+  return testTimeout + run_.scenario.controlGraceSeconds + runtime::deadlines::lossAnswerSeconds +
          runtime::deadlines::lossRecordSeconds + runtime::deadlines::lossAckSeconds;
 }
 
-void Runner::reportLossToRank0(runtime::LossReport mine, const std::vector<int>& lost, const RunningTest* running) {
-  const int me = world_.rank();
-  const auto& hosts = identity_.hostOfRank;
-  const auto* losses = options_.losses;
+void RankLoss::reportLossToRank0(runtime::LossReport mine, const std::vector<int>& lost, const RunningTest* running) {
+  const int me = run_.world.rank();
+  const auto& hosts = run_.identity.hostOfRank;
+  const auto* losses = run_.options.losses;
   std::string conclusion;
   const bool rank0Lost = std::find(lost.begin(), lost.end(), 0) != lost.end();
   if (losses && !rank0Lost)
@@ -121,10 +122,9 @@ void Runner::reportLossToRank0(runtime::LossReport mine, const std::vector<int>&
 
 // Rank 0, alone: the interrupted test's samples, the start's validity
 // findings and the run's end (complete=0, exit_code 3, the lost ranks).
-void Runner::recordLoss(output::Recorder& recorder, const runtime::LossOutcome& outcome, const std::string& line,
-                        const RunningTest* running) {
+void RankLoss::recordLoss(const runtime::LossOutcome& outcome, const std::string& line, const RunningTest* running) {
   try {
-    recorder.continueAlone();
+    recorder_.continueAlone();
     const auto control = runtime::Deadline::afterSeconds(runtime::deadlines::lossRecordSeconds);
     if (running) {
       const std::string status = running->status == instance_status::timeout ? "timeout" : "error";
@@ -132,43 +132,42 @@ void Runner::recordLoss(output::Recorder& recorder, const runtime::LossOutcome& 
       std::vector<int> answered;
       for (const auto& [rank, report] : outcome.reports) answered.push_back(rank);
       attrs.emplace_back("samples_from_ranks", commaList(answered));
-      recorder.interrupted(output::instanceGroupPath(running->index), attrs, samplesOf(outcome), control);
+      recorder_.interrupted(output::instanceGroupPath(running->index), attrs, samplesOf(outcome), control);
     }
-    if (!std::exchange(validityRecorded_, true))  // the start findings; no clock finding
-      recorder.validity(validity::rowsOf(validity_), validity::attributesOf(validity_), control);
-    recorder.attributes("/",
-                        {{"finished_utc", nowUtc()},
-                         {"complete", std::int64_t{0}},
-                         {"exit_code", std::int64_t{exit_code::runtimeFailure}},
-                         {"error", line},
-                         {"lost_ranks", commaList(outcome.lost)}},
-                        control);
-    recorder.flush();
+    if (!std::exchange(run_.validityRecorded, true))  // the start findings; no clock finding
+      recorder_.validity(validity::rowsOf(run_.validity), validity::attributesOf(run_.validity), control);
+    recorder_.attributes("/",
+                         {{"finished_utc", nowUtc()},
+                          {"complete", std::int64_t{0}},
+                          {"exit_code", std::int64_t{exit_code::runtimeFailure}},
+                          {"error", line},
+                          {"lost_ranks", commaList(outcome.lost)}},
+                         control);
+    recorder_.flush();
     std::fprintf(stderr,
                  "fabscope: the result file %s keeps every test finished so far%s, is marked complete=0 "
                  "and exit_code=3\n",
-                 options_.outputPath.c_str(), running ? " and the interrupted one's samples" : "");
+                 run_.options.outputPath.c_str(), running ? " and the interrupted one's samples" : "");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fabscope: rank 0: could not record the loss in %s: %s (it stays complete=0, exit_code=-1)\n",
-                 options_.outputPath.c_str(), e.what());
+                 run_.options.outputPath.c_str(), e.what());
   }
 }
 
-void Runner::endAfterLoss(output::Recorder& recorder, const std::string& myError, std::vector<int> lost,
-                          const RunningTest* running) {
+void RankLoss::endAfterLoss(const std::string& myError, std::vector<int> lost, const RunningTest* running) {
   std::fflush(stdout);
   auto mine = lossReportOf(myError, lost, running);
-  if (world_.rank() != 0) reportLossToRank0(std::move(mine), lost, running);
-  const auto* losses = options_.losses;
+  if (run_.world.rank() != 0) reportLossToRank0(std::move(mine), lost, running);
+  const auto* losses = run_.options.losses;
   runtime::LossOutcome outcome;
   if (losses)
     outcome =
         losses->gather(std::move(mine), static_cast<runtime::Nanoseconds>(runtime::deadlines::lossAnswerSeconds * 1e9));
   else
     outcome = {lost, {}, {{0, std::move(mine)}}};
-  const std::string line = describeLoss(outcome, identity_.hostOfRank);
+  const std::string line = describeLoss(outcome, run_.identity.hostOfRank);
   std::fprintf(stderr, "fabscope: %s rank 0: runtime failure: %s\n", nowUtc().c_str(), line.c_str());
-  recordLoss(recorder, outcome, line, running);
+  recordLoss(outcome, line, running);
   std::fflush(stderr);
   printResultLine(true, exit_code::runtimeFailure);
   if (losses)
