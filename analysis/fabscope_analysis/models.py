@@ -175,9 +175,29 @@ def allreduce_bytes(model: ModelSpec, tokens: int) -> int:
     return int(tokens) * model.hidden_size * DTYPE_BYTES[model.dtype]
 
 
+# Leading dense layers of a model with experts (`first_k_dense_replace` of its
+# config.json); the rest are MoE layers. A model with experts not listed here counts
+# every layer as an MoE layer (an upper bound on MoE rounds). The C++ presets carry the
+# same (src/model/ModelSpec.cpp, MoeSpec::leadingDenseLayers).
+LEADING_DENSE_LAYERS = {"deepseek-v3": 3}
+
+
+def dense_layers(model: ModelSpec) -> int:
+    """Layers whose MLP is dense (every layer of a model without experts)."""
+    if model.moe is None:
+        return model.layers
+    return LEADING_DENSE_LAYERS.get(model.name.split(" ")[0], 0)
+
+
+def moe_layers(model: ModelSpec) -> int:
+    return model.layers - dense_layers(model) if model.moe is not None else 0
+
+
 def allreduces_per_step(model: ModelSpec, tp: int) -> int:
-    """2 per layer per forward step (after attention, after the MLP); 0 at tp = 1."""
-    return 0 if tp <= 1 else 2 * model.layers
+    """TP all-reduces per forward step: one per layer after attention and one per dense
+    layer after its MLP (an MoE layer ends in the MoE combine); 0 at tp = 1. As
+    `fabscope list --model` counts them (src/model/TrafficSizes.cpp)."""
+    return 0 if tp <= 1 else model.layers + dense_layers(model)
 
 
 def kv_heads_per_rank(model: ModelSpec, tp: int) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from dataclasses import dataclass
 from typing import Dict, Optional
 
 import numpy as np
@@ -37,23 +38,41 @@ KNOWN_FORMAT_VERSIONS = (1,)
 # records; installed beside this package), so an absent table still has its columns.
 _SCHEMA_PLACES = (os.path.join(os.path.dirname(__file__), "schema.yaml"),
                   os.path.join(os.path.dirname(__file__), "..", "..", "src", "output", "schema.yaml"))
-_schema_tables: Optional[Dict[str, list]] = None
+_schema: Optional[dict] = None
 # The schema's types as numpy writes them (str[N]: fixed, NUL-padded bytes).
 _NUMPY_TYPES = {"int32": "<i4", "int64": "<i8", "uint32": "<u4", "uint8": "u1", "float64": "<f8"}
 
 
-def _declared_columns() -> Dict[str, list]:
-    """Table name -> [[column, type], ...] as the schema declares them (read once)."""
-    global _schema_tables
-    if _schema_tables is None:
+def _declared() -> dict:
+    """The schema, as declared (read once)."""
+    global _schema
+    if _schema is None:
         import yaml
         place = next((p for p in _SCHEMA_PLACES if os.path.exists(p)), None)
         if place is None:
             raise ResultFileError("fabscope_analysis: schema.yaml not found (looked in "
                                   + ", ".join(os.path.normpath(p) for p in _SCHEMA_PLACES) + ")")
         with open(place, encoding="utf-8") as f:
-            _schema_tables = (yaml.safe_load(f) or {}).get("tables") or {}
-    return _schema_tables
+            _schema = yaml.safe_load(f) or {}
+    return _schema
+
+
+def _declared_columns() -> Dict[str, list]:
+    """Table name -> [[column, type], ...] as the schema declares them."""
+    return _declared().get("tables") or {}
+
+
+def declared_transport_settings() -> Dict[str, list]:
+    """Transport name -> its scenario keys, as the schema declares them (transport_settings)."""
+    return {name: list(keys or []) for name, keys in (_declared().get("transport_settings") or {}).items()}
+
+
+@dataclass(frozen=True)
+class TransportSetting:
+    """One key the scenario gave a transport: the value the run used and where it was
+    given (the scenario's file:line:column, or the --set option)."""
+    value: str
+    given_at: str
 
 
 def declared_tables() -> Dict[str, list]:
@@ -292,6 +311,39 @@ class ResultFile:
     def host_of_rank(self) -> Dict[int, str]:
         ranks = self.ranks()
         return {int(r): str(h) for r, h in zip(ranks["rank"], ranks["host"])}
+
+    def transports(self) -> Dict[str, Dict[str, object]]:
+        """/transports/<name> as {name: {"settings": {key: TransportSetting}, "facts": {...}}}:
+        the keys the scenario gave the transport (`setting_<key>` and `setting_<key>_from`,
+        the keys schema.yaml declares for it) and what the transport reported after use
+        (every other attribute). Empty when the run gave no settings and no transport
+        reported anything. A setting the schema does not declare for that transport, or
+        one without its origin, is a ResultFileError naming the file and the group."""
+        out: Dict[str, Dict[str, object]] = {}
+        if "transports" not in self._file:
+            return out
+        declared = declared_transport_settings()
+        for name, group in self._file["transports"].items():
+            attrs = decode_attrs(group.attrs)
+            keys = declared.get(name, [])
+            settings, facts = {}, {}
+            for attribute, value in attrs.items():
+                if not attribute.startswith("setting_"):
+                    facts[attribute] = value
+                    continue
+                if attribute.endswith("_from"):
+                    continue
+                key = attribute[len("setting_"):]
+                if key not in keys:
+                    raise ResultFileError(
+                        f"{self.path}: /transports/{name} has {attribute}, but schema.yaml declares "
+                        f"for transport '{name}' only " + (", ".join(f"setting_{k}" for k in keys) or "no settings"))
+                if f"{attribute}_from" not in attrs:
+                    raise ResultFileError(f"{self.path}: /transports/{name} has {attribute} without "
+                                          f"{attribute}_from (where the scenario gave it)")
+                settings[key] = TransportSetting(str(value), str(attrs[f"{attribute}_from"]))
+            out[name] = {"settings": settings, "facts": facts}
+        return out
 
     def has_hosts(self) -> bool:
         return "hosts" in self._file

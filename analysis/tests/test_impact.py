@@ -106,7 +106,10 @@ def add_kvpush(run, nbytes, transfer_ns, queue_ns, strategy="staged", prompt=819
 
 # --- presets and sizes: one source of truth ---------------------------------------------
 
-def cpp_presets():
+def cpp_presets(dense=None):
+    """The C++ presets as models.ModelSpec; `dense` (a dict) gets each one's leading dense
+    layers (None without experts)."""
+    dense = {} if dense is None else dense
     text = open(os.path.join(ROOT, "src/model/ModelSpec.cpp")).read()
     body = text[text.index("buildPresets()"):text.index("return presets;")]
     out = {}
@@ -114,13 +117,14 @@ def cpp_presets():
         field = lambda name: int(re.search(rf"m\.{name} = (\d+);", block).group(1))  # noqa
         name = re.search(r'm\.name = "([^"]+)";', block).group(1)
         mla = re.search(r"m\.mla = MlaSpec\{(\d+), (\d+)\}", block)
-        moe = re.search(r"m\.moe = MoeSpec\{(\d+), (\d+), (\d+), (\d+)\}", block)
+        moe = re.search(r"m\.moe = MoeSpec\{(\d+), (\d+), (\d+), (\d+)(?:, (\d+))?\}", block)
+        dense[name] = int(moe.group(5) or 0) if moe else None
         out[name] = models.ModelSpec(
             name, field("hiddenSize"), field("layers"), field("attentionHeads"),
             field("kvHeads"), field("headDim"),
             re.search(r"m\.dtype = Dtype::(\w+);", block).group(1),
             mla=models.Mla(*map(int, mla.groups())) if mla else None,
-            moe=models.Moe(*map(int, moe.groups())) if moe else None)
+            moe=models.Moe(*map(int, moe.groups()[:4])) if moe else None)
     return out
 
 
@@ -128,6 +132,16 @@ def test_python_presets_are_the_cpp_presets():
     cpp = cpp_presets()
     assert set(cpp) == {"llama3-8b", "llama3-70b", "llama3-405b", "deepseek-v3"}
     assert cpp == models.PRESETS
+
+
+def test_leading_dense_layers_are_the_cpp_presets():
+    """MoeSpec's leading dense layers (first_k_dense_replace) against models.py's table:
+    the per-step counts of `fabscope list --model` and of the placement come from them."""
+    dense = {}
+    cpp_presets(dense)
+    assert {name: d for name, d in dense.items() if d} == models.LEADING_DENSE_LAYERS
+    assert models.allreduces_per_step(models.PRESETS["deepseek-v3"], 8) == 61 + 3
+    assert models.moe_layers(models.PRESETS["deepseek-v3"]) == 58
 
 
 def test_sizes_of_docs_models_md():

@@ -65,6 +65,11 @@ int printServingNeeds(const ListCommand& c) {
     const auto steps = model::allReducesPerForwardStep(spec, layout);
     std::printf("\ndeployment: tp %d; all-reduces per decode step: %llu (%s)\n", c.tp,
                 static_cast<unsigned long long>(steps.count), steps.formula.c_str());
+    if (spec.moe) {
+      const auto rounds = model::moeRoundsPerForwardStep(spec);
+      std::printf("MoE rounds per decode step: %llu (%s)\n", static_cast<unsigned long long>(rounds.count),
+                  rounds.formula.c_str());
+    }
     std::printf("sizes a serving-impact view needs (python3 -m fabscope_analysis impact):\n");
     for (const auto& need : servingNeeds(c, spec))
       std::printf("  %-9s %10s  derive: %s\n            = %s\n", need.kind.c_str(),

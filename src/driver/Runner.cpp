@@ -77,6 +77,7 @@ void Runner::writeRunHeader(output::Recorder& recorder, const output::ResultFile
   // final with /validity at the end: the clock finding needs the latencies).
   for (auto& attribute : validity::attributesOf(run_.validity)) header.push_back(std::move(attribute));
   recorder.attributes("/", header);
+  transport::recordTransportSettings(recorder, scenario_.transports);
 }
 
 void Runner::writeRanks(output::Recorder& recorder) {

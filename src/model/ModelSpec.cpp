@@ -128,7 +128,8 @@ std::vector<ModelSpec> buildPresets() {
     presets.push_back(m);
   }
   // deepseek-ai/DeepSeek-V3 config.json: MLA with kv_lora_rank 512 and
-  // qk_rope_head_dim 64; 256 routed experts + 1 shared, top-8, expert FFN 2048.
+  // qk_rope_head_dim 64; 256 routed experts + 1 shared, top-8, expert FFN 2048;
+  // first_k_dense_replace 3 (layers 0-2 dense, 58 MoE layers).
   // head_dim records v_head_dim (128); kv_heads = num_key_value_heads (128)
   // for completeness, though MLA caches the latent instead of per-head K/V.
   {
@@ -141,7 +142,7 @@ std::vector<ModelSpec> buildPresets() {
     m.headDim = 128;
     m.dtype = Dtype::bf16;
     m.mla = MlaSpec{512, 64};
-    m.moe = MoeSpec{256, 1, 8, 2048};
+    m.moe = MoeSpec{256, 1, 8, 2048, 3};
     presets.push_back(m);
   }
   for (const auto& m : presets) m.validate();

@@ -35,6 +35,10 @@ struct MoeSpec {
   std::uint32_t sharedExperts = 0;
   std::uint32_t expertsPerToken = 0;     // top-k routing
   std::uint32_t expertIntermediate = 0;  // FFN width of one expert
+  // Leading layers whose MLP is dense (config.json's first_k_dense_replace;
+  // DeepSeek-V3: 3); the rest are MoE layers. 0 where it is not known (a
+  // model given in a scenario): every layer then counts as an MoE layer.
+  std::uint32_t leadingDenseLayers = 0;
   bool operator==(const MoeSpec&) const = default;
 };
 

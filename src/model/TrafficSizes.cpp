@@ -1,5 +1,6 @@
 #include "model/TrafficSizes.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -62,16 +63,41 @@ DerivedSize allReduceBytesForPrefill(const ModelSpec& model, std::uint64_t chunk
   return tokenActivations(model, chunkTokens, "tokens");
 }
 
+std::uint32_t denseLayers(const ModelSpec& model) {
+  if (!model.moe) return model.layers;
+  return std::min(model.moe->leadingDenseLayers, model.layers);
+}
+
+std::uint32_t moeLayers(const ModelSpec& model) { return model.moe ? model.layers - denseLayers(model) : 0; }
+
 DerivedCount allReducesPerForwardStep(const ModelSpec& model, const ParallelLayout& layout) {
   validateLayout(layout);
   DerivedCount out;
   if (layout.tp == 1) {
-    out.formula = "tp=1: no tensor-parallel all-reduce";
+    out.formula = "tp=1: no tensor-parallel all-reduce (DP attention: each rank its own requests' attention)";
     return out;
   }
-  out.count = 2ull * model.layers;
-  out.formula = "2 all-reduces x " + std::to_string(model.layers) + " layers = " + std::to_string(out.count) +
+  const std::uint32_t dense = denseLayers(model);
+  out.count = std::uint64_t{model.layers} + dense;
+  out.formula = std::to_string(model.layers) + " attention + " + std::to_string(dense) + " dense-MLP all-reduces" +
+                (model.moe ? " (its MoE layers end in the MoE combine)" : "") + " = " + std::to_string(out.count) +
                 " per forward step";
+  return out;
+}
+
+DerivedCount moeRoundsPerForwardStep(const ModelSpec& model) {
+  DerivedCount out;
+  if (!model.moe) {
+    out.formula = "no experts: no MoE round";
+    return out;
+  }
+  out.count = moeLayers(model);
+  out.formula = model.moe->leadingDenseLayers > 0
+                    ? std::to_string(model.layers) + " layers - " + std::to_string(model.moe->leadingDenseLayers) +
+                          " leading dense = " + std::to_string(out.count) + " MoE layers, one dispatch + combine each"
+                    : std::to_string(out.count) +
+                          " layers, one dispatch + combine each (its dense layers are not known: every layer "
+                          "counted as an MoE layer, an upper bound)";
   return out;
 }
 

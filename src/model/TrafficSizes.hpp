@@ -26,9 +26,20 @@ std::string humanBytes(std::uint64_t bytes);
 // whatever the TP size.
 DerivedSize allReduceBytesForDecode(const ModelSpec& model, std::uint64_t batchSize);
 DerivedSize allReduceBytesForPrefill(const ModelSpec& model, std::uint64_t chunkTokens);
-// All-reduces in one forward step (one decode token step or one prefill
-// chunk): 2 per layer (after attention, after the MLP); 0 when tp == 1.
+// The model's layers by their MLP: dense (every layer of a model without
+// experts; a model with experts: its leading dense layers) and MoE (the rest).
+std::uint32_t denseLayers(const ModelSpec& model);
+std::uint32_t moeLayers(const ModelSpec& model);
+// TP all-reduces in one forward step (one decode token step or one prefill
+// chunk): one per layer after attention and one per dense layer after its MLP
+// (an MoE layer's experts end in the MoE combine instead; DeepSeek-V3 at TP 8:
+// 61 + 3 = 64); 0 when tp == 1 (no tensor parallelism, or DP attention: each
+// rank runs its own requests' attention). The counts of the analysis'
+// placement (analysis/fabscope_analysis/serving/placement.py).
 DerivedCount allReducesPerForwardStep(const ModelSpec& model, const ParallelLayout& layout);
+// MoE dispatch + combine rounds in one forward step: one per MoE layer
+// (DeepSeek-V3: 58), whatever the TP size; 0 for a model without experts.
+DerivedCount moeRoundsPerForwardStep(const ModelSpec& model);
 
 // KV heads one rank stores: kv_heads / tp, at least 1 (heads are replicated
 // when tp exceeds kv_heads). Throws std::invalid_argument when neither

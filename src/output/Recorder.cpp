@@ -73,12 +73,31 @@ void Recorder::attributes(const std::string& object, const Attributes& attribute
 
 void Recorder::flush() { file_.flush(); }
 
+std::string transportSettingAttribute(const std::string& key) { return "setting_" + key; }
+std::string transportSettingOriginAttribute(const std::string& key) { return "setting_" + key + "_from"; }
+
+void Recorder::transportGroup(const std::string& name) {
+  if (transportGroups_.contains(name)) return;
+  if (transportGroups_.empty()) file_.createGroup("/transports");
+  file_.createGroup("/transports/" + name);
+  transportGroups_.insert(name);
+}
+
 void Recorder::transport(const std::string& name, const Attributes& facts) {
   if (facts.empty()) return;
-  if (!transportsGroup_) file_.createGroup("/transports");
-  transportsGroup_ = true;
-  file_.createGroup("/transports/" + name);
+  transportGroup(name);
   file_.setAttributes("/transports/" + name, facts, step());
+}
+
+void Recorder::transportSettings(const std::string& name, const std::vector<TransportSetting>& settings) {
+  if (settings.empty()) return;
+  Attributes attributes;
+  for (const auto& s : settings) {
+    attributes.emplace_back(transportSettingAttribute(s.key), s.value);
+    attributes.emplace_back(transportSettingOriginAttribute(s.key), s.from);
+  }
+  transportGroup(name);
+  file_.setAttributes("/transports/" + name, attributes, step());
 }
 
 }  // namespace fabscope::output

@@ -5,6 +5,7 @@
 // in the order docs/file-format.md promises (an instance's `status` last).
 // Every call is collective over the file's communicator.
 #include <cstddef>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,6 +20,18 @@ namespace fabscope::output {
 
 // "/tests/0007" for instance 7.
 std::string instanceGroupPath(int index);
+
+// One scenario key of a transport as the run uses it: its value and where it
+// was given ("file:line:column" of the scenario, or the --set that gave it).
+struct TransportSetting {
+  std::string key;
+  std::string value;
+  std::string from;
+};
+// The attribute names of a setting in /transports/<name> (src/output/schema.yaml,
+// transport_settings): `setting_<key>` holds its value, `setting_<key>_from` where it was given.
+std::string transportSettingAttribute(const std::string& key);
+std::string transportSettingOriginAttribute(const std::string& key);
 
 // One instance as one rank writes it.
 struct InstanceRecord {
@@ -63,12 +76,17 @@ class Recorder {
   void flush();
   // Facts a transport can only tell after use; nothing when it has none.
   void transport(const std::string& name, const Attributes& facts);
+  // The settings the scenario gave a transport, with their origins, at the
+  // run's start (a run that ends early still says what it ran with); nothing
+  // when it gave none (a transport's defaults are not written).
+  void transportSettings(const std::string& name, const std::vector<TransportSetting>& settings);
 
  private:
   runtime::Deadline step() const;
+  void transportGroup(const std::string& name);
   ResultFile& file_;
   double stepSeconds_;
-  bool transportsGroup_ = false;
+  std::set<std::string> transportGroups_;  // the /transports/<name> groups made so far
 };
 
 }  // namespace fabscope::output

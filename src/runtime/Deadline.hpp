@@ -22,8 +22,9 @@ class Deadline {
   bool expired() const noexcept { return monotonicNow() >= at_; }
   bool expiredAt(Nanoseconds now) const noexcept { return now >= at_; }
 
-  // Throws DeadlineExceeded naming what was being waited for.
-  [[noreturn]] void fail(const std::string& waitingFor) const;
+  // Throws DeadlineExceeded naming what was being waited for and, when the
+  // wait is on one peer, that peer's rank and host (watchdog::describePeer).
+  [[noreturn]] void fail(const std::string& waitingFor, int peer = watchdog::noPeer) const;
 
  private:
   Nanoseconds at_;
@@ -69,13 +70,13 @@ void waitUntil(Poll&& done, const Deadline& deadline, const char* waitingFor, in
         if (done()) return;
         sched_yield();
       }
-      if (deadline.expired()) deadline.fail(waitingFor);
+      if (deadline.expired()) deadline.fail(waitingFor, peer);
     }
   }
   for (;;) {
     for (int i = 0; i < 64; ++i)
       if (done()) return;
-    if (deadline.expired()) deadline.fail(waitingFor);
+    if (deadline.expired()) deadline.fail(waitingFor, peer);
   }
 }
 

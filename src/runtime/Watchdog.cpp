@@ -54,7 +54,9 @@ void knowPids(const std::vector<std::int64_t>& pidOfRank) {
 }
 
 namespace {
-// "rank 3 (host-b)", "every rank of the collective", or nothing for a local call.
+// " on rank 3 (host-b)", " on every rank of the collective ...", or nothing for
+// a local call. Into a fixed buffer: the watchdog's thread and the fatal-signal
+// handler call it while another thread may hold the allocator's lock.
 void describePeer(int peer, char* out, std::size_t size) {
   if (peer == everyRank) {
     std::snprintf(out, size, " on every rank of the collective (one of them is lost or silent)");
@@ -71,6 +73,15 @@ void describePeer(int peer, char* out, std::size_t size) {
     std::snprintf(out, size, " on rank %d", peer);
 }
 
+}  // namespace
+
+std::string describePeer(int peer) {
+  char text[320];
+  describePeer(peer, text, sizeof text);
+  return text;
+}
+
+namespace {
 // The state letter of process `pid` from /proc (R, S, D, T, t, Z, ...), '-'
 // when it no longer exists, '?' when it cannot be read. Plain system calls:
 // the thread it runs in is about to end the process.

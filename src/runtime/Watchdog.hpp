@@ -36,6 +36,11 @@ void start(int rank, const std::string& host, double grace = graceSeconds);
 // The host of every rank, for naming the peer (set once the ranks know them;
 // until then a peer is named by its rank only).
 void knowHosts(const std::vector<std::string>& hostOfRank);
+// How a wait names the peer it waits on: " on rank 3 (host-b)" (the host once
+// knowHosts has run, else the rank alone), " on every rank of the collective
+// (...)" for everyRank, and "" for noPeer. The watchdog's line and a missed
+// deadline's error say the same.
+std::string describePeer(int peer);
 
 // How the watchdog ends the job after its line. Ending only this process
 // (_exit(3)) leaves the job to the launcher, and a launcher told not to end

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "model/ModelSpecYaml.hpp"
-#include "model/TrafficSizes.hpp"
+#include "model/ServingSizes.hpp"
 #include "scenario/Scenario.hpp"
 #include "scenario/TestSource.hpp"
 #include "scenario/Units.hpp"
@@ -392,7 +392,9 @@ class Loader {
   //        {derive: kv-block-layer | kv-block, block_tokens: 16}
   //        {derive: kv-request, block_tokens: 16, prompt_tokens: [8192]}
   //        {derive: moe-dispatch | moe-dispatch-token, tokens: [1, 128]}
-  // with the scenario's (or the mapping's own) `model` and `parallel`.
+  // with the scenario's (or the mapping's own) `model` and `parallel`. The
+  // mapping's numbers are read here; the sizes are the model layer's
+  // (model::deriveSizes).
   void derivedSizes(const YAML::Node& n, TestSpec& spec) const {
     static const std::vector<std::string> keys = {"derive",        "model",        "parallel",      "decode_batch",
                                                   "prefill_chunk", "block_tokens", "prompt_tokens", "tokens"};
@@ -401,66 +403,39 @@ class Loader {
       if (!contains(keys, key))
         fail(entry.first, "unknown key '" + key + "' in derived sizes; expected one of: " + joined(keys));
     }
-    if (!n["derive"])
-      fail(n,
-           "derived sizes need 'derive': tp-allreduce, kv-block-layer, kv-block, kv-request, moe-dispatch or "
-           "moe-dispatch-token");
-    const std::string what =
-        choiceOf(n["derive"], "derive",
-                 {"tp-allreduce", "kv-block-layer", "kv-block", "kv-request", "moe-dispatch", "moe-dispatch-token"});
+    const auto& derivations = model::sizeDerivations();
+    if (!n["derive"]) fail(n, "derived sizes need 'derive': " + joined(derivations));
+    model::SizeDerivationRequest request;
+    request.derive = choiceOf(n["derive"], "derive", derivations);
     const YAML::Node modelNode = n["model"] ? n["model"] : model_;
     const YAML::Node parallelNode = n["parallel"] ? n["parallel"] : parallel_;
     if (!modelNode)
       fail(n, "derived sizes need a model: give 'model:' here or at the top of the scenario (e.g. model: llama3-70b)");
-    auto counts = [&](const char* key, bool required) {
-      std::vector<std::int64_t> out;
+    auto counts = [&](const char* key) {
+      std::vector<std::uint64_t> out;
       const YAML::Node c = n[key];
-      if (!c) {
-        if (required) fail(n, std::string("'derive: ") + what + "' needs '" + key + "'");
-        return out;
-      }
+      if (!c) return out;
       if (c.IsSequence()) {
-        for (const auto& item : c) out.push_back(integerOf(item, key, 1, 100'000'000));
+        for (const auto& item : c) out.push_back(static_cast<std::uint64_t>(integerOf(item, key, 1, 100'000'000)));
       } else {
-        out.push_back(integerOf(c, key, 1, 100'000'000));
+        out.push_back(static_cast<std::uint64_t>(integerOf(c, key, 1, 100'000'000)));
       }
       return out;
     };
-    auto add = [&](const model::DerivedSize& d, const YAML::Node& where) {
-      if (d.bytes == 0 || d.bytes > static_cast<std::uint64_t>(maxMessageBytes))
-        fail(where, "derived size " + d.formula + " is outside 1 B..1 GiB");
-      spec.sizes.push_back(static_cast<std::int64_t>(d.bytes));
-      spec.sizeFormulas.push_back(d.formula);
-    };
+    request.decodeBatches = counts("decode_batch");
+    request.prefillChunks = counts("prefill_chunk");
+    request.promptTokens = counts("prompt_tokens");
+    request.tokens = counts("tokens");
+    if (const auto block = counts("block_tokens"); !block.empty())
+      request.blockTokens = static_cast<std::uint32_t>(block.front());
     try {
       const auto m = model::modelSpecFromYaml(modelNode);
       const auto layout = parallelNode ? model::parallelLayoutFromYaml(parallelNode) : model::ParallelLayout{};
-      if (what == "tp-allreduce") {
-        const auto decode = counts("decode_batch", false);
-        const auto prefill = counts("prefill_chunk", false);
-        if (decode.empty() && prefill.empty())
-          fail(n, "'derive: tp-allreduce' needs decode_batch and/or prefill_chunk");
-        for (auto b : decode) add(model::allReduceBytesForDecode(m, static_cast<std::uint64_t>(b)), n["decode_batch"]);
-        for (auto c : prefill)
-          add(model::allReduceBytesForPrefill(m, static_cast<std::uint64_t>(c)), n["prefill_chunk"]);
-      } else if (what == "moe-dispatch" || what == "moe-dispatch-token") {
-        // tokens per rank x one token copy (fp8): a rank's dispatch payload with
-        // one copy per token (the alltoall kind routes each to its top-k experts)
-        for (auto t : counts("tokens", true)) {
-          auto d = model::moeDispatchBytesPerToken(m, model::Dtype::fp8);
-          d.formula = std::to_string(t) + " tokens x (" + d.formula + ")";
-          d.bytes *= static_cast<std::uint64_t>(t);
-          add(d, n["tokens"]);
-        }
-      } else {
-        const auto blockTokens = static_cast<std::uint32_t>(counts("block_tokens", true).front());
-        if (what == "kv-block-layer")
-          add(model::kvBytesPerBlockPerLayer(m, layout, blockTokens), n);
-        else if (what == "kv-block")
-          add(model::kvBytesPerBlock(m, layout, blockTokens), n);
-        else
-          for (auto p : counts("prompt_tokens", true))
-            add(model::kvBytesPerRequest(m, layout, blockTokens, static_cast<std::uint64_t>(p)), n["prompt_tokens"]);
+      for (const auto& [d, key] : model::deriveSizes(m, layout, request)) {
+        if (d.bytes == 0 || d.bytes > static_cast<std::uint64_t>(maxMessageBytes))
+          fail(key.empty() ? n : n[key], "derived size " + d.formula + " is outside 1 B..1 GiB");
+        spec.sizes.push_back(static_cast<std::int64_t>(d.bytes));
+        spec.sizeFormulas.push_back(d.formula);
       }
     } catch (const model::ModelSpecError& e) {
       throw ScenarioError(positionOf(file_, e.node(), n) + ": " + e.message());

@@ -31,6 +31,17 @@ std::map<std::string, scenario::TransportRules> transportSettingsRules() {
   return out;
 }
 
+std::vector<output::TransportSetting> givenSettings(const scenario::TransportSettings& settings) {
+  std::vector<output::TransportSetting> given;
+  for (const auto& v : settings.values())
+    if (!v.from.empty()) given.push_back({v.key, v.value, v.from});
+  return given;
+}
+
+void recordTransportSettings(output::Recorder& recorder, const scenario::TransportSettingsByName& settings) {
+  for (const auto& [name, values] : settings) recorder.transportSettings(name, givenSettings(*values));
+}
+
 TransportCapabilities transportCapabilities(const std::string& name) {
   for (const auto* t : transportTable())
     if (name == t->name) return t->can;

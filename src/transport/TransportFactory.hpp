@@ -9,7 +9,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "output/Recorder.hpp"
 #include "runtime/Mpi.hpp"
 #include "scenario/Scenario.hpp"
 #include "transport/Transport.hpp"
@@ -31,6 +33,12 @@ inline constexpr const char* defaultTransport = "mpi";
 // Every transport that has scenario keys: its keys and its parse step, for
 // the scenario loader (ScenarioRules::transportSettings).
 std::map<std::string, scenario::TransportRules> transportSettingsRules();
+
+// The keys the scenario gave each transport, with where each was given, as
+// /transports/<name>'s setting_<key> and setting_<key>_from (collective over the
+// file's communicator, at the run's start). A transport's defaults are not written.
+std::vector<output::TransportSetting> givenSettings(const scenario::TransportSettings& settings);
+void recordTransportSettings(output::Recorder& recorder, const scenario::TransportSettingsByName& settings);
 
 // Throws UsageError for an unknown name.
 TransportCapabilities transportCapabilities(const std::string& name);

@@ -7,6 +7,7 @@
 #include <ucp/api/ucp.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -38,6 +39,7 @@ class UcxTransport final : public Transport {
   // the length of an empty poll is how late an arrived message is seen.
   void waitSlots(int first, int count, const runtime::Deadline& deadline) override;
   void reset(const runtime::Deadline& deadline) override;
+  void startTest(const runtime::Deadline& deadline) override { testDeadline_ = deadline.at(); }
 
   std::vector<std::pair<std::string, std::string>> describe() const override;
 
@@ -124,6 +126,14 @@ class UcxTransport final : public Transport {
   bool pollSlots(int first, int count);  // testSlots, inlined into waitSlots' loop
   // Cancels and frees every request still in flight (error and reset paths).
   void abandonPending(const runtime::Deadline& deadline);
+  // How long a failed operation's cleanup (abandonPending) may take: UCX
+  // cannot cancel sends, puts or gets, and a send to a stopped peer never
+  // completes. Past the moment of the failure, and never past the running
+  // test's deadline, by at most this grace; its own deadline then passing
+  // does not hide the failure that started the cleanup.
+  static constexpr double cancelGraceSeconds = 5;
+  runtime::Deadline cancelDeadline() const;
+  void abandonAfterFailure() noexcept;
   void closeEndpoint(Peer& peer, const runtime::Deadline& deadline);
   // Receives, into scratch memory, what arrived for no receive (at destroy).
   void drainUnexpected(const runtime::Deadline& deadline);
@@ -141,6 +151,8 @@ class UcxTransport final : public Transport {
   int me_;
   bool oneSided_;
   std::uint32_t epoch_ = 0;
+  // The running test's deadline (startTest); none before the first test.
+  runtime::Nanoseconds testDeadline_ = std::numeric_limits<runtime::Nanoseconds>::max();
   std::unique_ptr<ucp_context, ContextDeleter> context_;
   std::unique_ptr<ucp_worker, WorkerDeleter> worker_;
   std::vector<Peer> peers_;

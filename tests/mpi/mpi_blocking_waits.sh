@@ -1,6 +1,7 @@
 # transports: {mpi: {wait: blocking}}: waits block in MPI_Wait, as
 # osu_latency's do. A run with it measures and records which waits it used
-# (/transports/mpi mpi_wait; the default says polled). MPI_Wait has no deadline,
+# (/transports/mpi setting_wait with where the scenario gave it, and mpi_wait; polled
+# waits report nothing of their own). MPI_Wait has no deadline,
 # so the watchdog is the bound: with the peer stopped (SIGSTOP) in the middle of
 # a ping-pong, the waiting rank ends itself at the deadline plus the watchdog's
 # grace with one line naming itself, the wait and the silent peer with its host
@@ -24,23 +25,28 @@ tests:
 YAML
   run_mpi -np 2 "$FABSCOPE_BIN" run --scenario "$scratch/$wait.yaml" --output "$scratch/$wait.h5" --no-progress \
     >"$scratch/$wait.log" 2>&1 || { cat "$scratch/$wait.log"; echo "FAIL: the run with wait: $wait failed"; exit 1; }
-  /usr/bin/python3 - "$scratch/$wait.h5" "$wait" <<'PY'
+  PYTHONPATH="$FABSCOPE_SOURCE_DIR/analysis" /usr/bin/python3 - "$scratch/$wait.h5" "$wait" "$scratch/$wait.yaml" <<'PY'
 import sys
 import h5py
-path, wait = sys.argv[1], sys.argv[2]
+from fabscope_analysis import reader
+path, wait, scenario = sys.argv[1], sys.argv[2], sys.argv[3]
 with h5py.File(path, "r") as f:
     assert int(f.attrs["complete"]) == 1 and int(f.attrs["exit_code"]) == 0, dict(f.attrs)
-    if wait == "blocking":
-        said = f["transports/mpi"].attrs["mpi_wait"]
-        said = said.decode() if isinstance(said, bytes) else str(said)
-        assert said.startswith("blocking "), f"mpi_wait is {said!r}, expected blocking ..."
-    else:  # the default is not recorded: the file keeps its usual structure
-        said = "nothing (the default)"
-        assert "transports/mpi" not in f, "a default run recorded /transports/mpi"
     for name, g in f["tests"].items():
         assert g.attrs["status"] in ("passed", b"passed"), (name, g.attrs["status"])
         assert len(g["samples"]) > 0, name
-print(f"wait: {wait}: measured, recorded as {said!r}")
+# The setting as the scenario gave it, with where (line 2: `transports: {mpi: {wait: ...}}`),
+# read back through the analysis' reader; the blocking waits' own fact beside it.
+with reader.open_result(path) as r:
+    mpi = r.transports()["mpi"]
+setting = mpi["settings"]["wait"]
+assert setting.value == wait and setting.given_at.startswith(f"{scenario}:2:"), setting
+said = mpi["facts"].get("mpi_wait", "nothing")
+if wait == "blocking":
+    assert str(said).startswith("blocking "), f"mpi_wait is {said!r}, expected blocking ..."
+else:  # polled waits report nothing of their own
+    assert "mpi_wait" not in mpi["facts"], mpi["facts"]
+print(f"wait: {wait}: measured, setting {setting}, reported {said!r}")
 PY
 done
 

@@ -7,11 +7,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "fabscope/BuildConfig.hpp"
 #include "kinds/fault/ExpectedDetection.hpp"
-#if FABSCOPE_HAVE_VERBS
-#include "transport/VerbsParameters.hpp"
-#endif
+#include "transport/VerbsOptions.hpp"
 
 namespace fabscope {
 namespace {
@@ -25,12 +22,10 @@ TEST(ExpectedDetection, InfinibandRetryBudget) {
   EXPECT_NEAR(suite::ibRetryBudgetSeconds(14, 7), 0.537, 0.001);
   EXPECT_NEAR(suite::ibRetryBudgetSeconds(18, 0), 1.074, 0.001);
   EXPECT_TRUE(std::isinf(suite::ibRetryBudgetSeconds(0, 7)));
-#if FABSCOPE_HAVE_VERBS
   // One figure with the verbs backend's own.
   for (int t : {1, 14, 20, 31})
     for (int r : {0, 3, 7})
       EXPECT_DOUBLE_EQ(suite::ibRetryBudgetSeconds(t, r), transport::verbs::lostPeerSeconds(t, r));
-#endif
 }
 
 TEST(ExpectedDetection, TcpRetransmissionBudgetMatchesTheKernelDocumentation) {
@@ -80,7 +75,6 @@ TEST(ExpectedDetection, SettingsFromTheEnvironmentAndProc) {
   const auto d = settings({});
   EXPECT_EQ(d.ncclIbTimeout, 20);
   EXPECT_EQ(d.ncclIbRetryCnt, 7);
-  EXPECT_EQ(d.verbsTimeout, 14);
   try {
     settings({{"NCCL_IB_RETRY_CNT", "9"}});
     FAIL() << "NCCL_IB_RETRY_CNT 9 accepted";
@@ -111,7 +105,21 @@ TEST(ExpectedDetection, WhatEachStackWouldReport) {
   EXPECT_NEAR(suite::expectedNcclIb("kill", s).seconds, 34.36, 0.01);
   EXPECT_NE(suite::expectedNcclIb("flap", s).basis.find("NCCL_IB_TIMEOUT=20, NCCL_IB_RETRY_CNT=7"), std::string::npos);
   EXPECT_TRUE(std::isinf(suite::expectedNcclIb("hang", s).seconds));
-  EXPECT_NEAR(suite::expectedVerbsQp("link-down", s).seconds, 0.537, 0.001);
+  EXPECT_NEAR(suite::expectedVerbsQp("link-down", transport::verbs::VerbsOptions{}).seconds, 0.537, 0.001);
+}
+
+// The verbs figure is the verbs transport's: its options as its own parser
+// reads them (FABSCOPE_VERBS_TIMEOUT 18, _RETRY_CNT 0: 4.096 us x 2^18 x 1).
+TEST(ExpectedDetection, VerbsFigureFollowsTheTransportsOptions) {
+  const std::map<std::string, std::string> env{{"FABSCOPE_VERBS_TIMEOUT", "18"}, {"FABSCOPE_VERBS_RETRY_CNT", "0"}};
+  const auto options = transport::verbs::verbsOptionsFrom([&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+  const auto e = suite::expectedVerbsQp("kill", options);
+  EXPECT_NEAR(e.seconds, 1.074, 0.001);
+  EXPECT_NE(e.basis.find("FABSCOPE_VERBS_TIMEOUT=18, FABSCOPE_VERBS_RETRY_CNT=0"), std::string::npos) << e.basis;
+  EXPECT_TRUE(std::isinf(suite::expectedVerbsQp("hang", options).seconds));
 }
 
 }  // namespace

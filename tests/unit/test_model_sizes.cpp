@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
 
 #include "model/ModelSpec.hpp"
+#include "model/ServingSizes.hpp"
 #include "model/TrafficSizes.hpp"
 
 namespace fm = fabscope::model;
@@ -76,8 +78,32 @@ TEST(AllReduceSizes, CountPerForwardStep) {
   const auto& m = fm::findPreset("llama3-70b");
   const auto c = fm::allReducesPerForwardStep(m, {8});
   EXPECT_EQ(c.count, 160u);
-  EXPECT_EQ(c.formula, "2 all-reduces x 80 layers = 160 per forward step");
+  EXPECT_EQ(c.formula, "80 attention + 80 dense-MLP all-reduces = 160 per forward step");
   EXPECT_EQ(fm::allReducesPerForwardStep(m, {1}).count, 0u);
+  EXPECT_EQ(fm::moeRoundsPerForwardStep(m).count, 0u);
+}
+
+// The counts of the analysis' placement (serving/placement.py): DeepSeek-V3 at TP 8 has
+// 61 attention all-reduces + 3 for its leading dense MLPs, and 58 MoE rounds (its MoE
+// layers end in the combine, not in an all-reduce); with DP attention (tp 1) 0 + 58.
+TEST(AllReduceSizes, MoeModelCountsAttentionDenseLayersAndMoeRounds) {
+  const auto& m = fm::findPreset("deepseek-v3");
+  EXPECT_EQ(fm::denseLayers(m), 3u);
+  EXPECT_EQ(fm::moeLayers(m), 58u);
+  const auto tp8 = fm::allReducesPerForwardStep(m, {8});
+  EXPECT_EQ(tp8.count, 64u);
+  EXPECT_EQ(tp8.formula,
+            "61 attention + 3 dense-MLP all-reduces (its MoE layers end in the MoE combine) = 64 per forward step");
+  EXPECT_EQ(fm::allReducesPerForwardStep(m, {1}).count, 0u);
+  const auto rounds = fm::moeRoundsPerForwardStep(m);
+  EXPECT_EQ(rounds.count, 58u);
+  EXPECT_EQ(rounds.formula, "61 layers - 3 leading dense = 58 MoE layers, one dispatch + combine each");
+  // A model with experts whose dense layers are not known: every layer an MoE layer, said as an upper bound.
+  auto unknown = m;
+  unknown.moe->leadingDenseLayers = 0;
+  EXPECT_EQ(fm::allReducesPerForwardStep(unknown, {8}).count, 61u);
+  EXPECT_EQ(fm::moeRoundsPerForwardStep(unknown).count, 61u);
+  EXPECT_NE(fm::moeRoundsPerForwardStep(unknown).formula.find("an upper bound"), std::string::npos);
 }
 
 TEST(KvSizes, Llama70bTp8Block16) {
@@ -152,4 +178,54 @@ TEST(ModelValidation, RejectsInconsistentShapes) {
   m = fm::findPreset("llama3-8b");
   m.layers = 0;
   EXPECT_THROW(m.validate(), std::invalid_argument);
+}
+
+// The sizes a scenario's `sizes: {derive: ...}` gets, from the model layer: each with
+// the mapping key it came from (where the loader points an error) and its formula.
+TEST(ServingSizes, DerivationsGiveSizesWithTheirKeys) {
+  const auto& v3 = fm::findPreset("deepseek-v3");
+  fm::SizeDerivationRequest moe;
+  moe.derive = "moe-dispatch";
+  moe.tokens = {1, 128};
+  const auto dispatch = fm::deriveSizes(v3, {8}, moe);
+  ASSERT_EQ(dispatch.size(), 2u);
+  EXPECT_EQ(dispatch[0].size.bytes, 7408u);
+  EXPECT_EQ(dispatch[1].size.bytes, 128u * 7408u);
+  EXPECT_EQ(dispatch[1].key, "tokens");
+  EXPECT_EQ(dispatch[1].size.formula.rfind("128 tokens x (", 0), 0u) << dispatch[1].size.formula;
+
+  const auto& llama = fm::findPreset("llama3-70b");
+  fm::SizeDerivationRequest tp;
+  tp.derive = "tp-allreduce";
+  tp.decodeBatches = {1, 32};
+  tp.prefillChunks = {2048};
+  const auto allreduce = fm::deriveSizes(llama, {8}, tp);
+  ASSERT_EQ(allreduce.size(), 3u);
+  EXPECT_EQ(allreduce[1].size.bytes, 512u * KiB);
+  EXPECT_EQ(allreduce[1].key, "decode_batch");
+  EXPECT_EQ(allreduce[2].size.bytes, 32u * MiB);
+  EXPECT_EQ(allreduce[2].key, "prefill_chunk");
+
+  fm::SizeDerivationRequest kv;
+  kv.derive = "kv-request";
+  kv.blockTokens = 16;
+  kv.promptTokens = {8192};
+  EXPECT_EQ(fm::deriveSizes(llama, {8}, kv).front().size.bytes, fm::kvBytesPerRequest(llama, {8}, 16, 8192).bytes);
+}
+
+TEST(ServingSizes, AMissingKeyOrAnUnknownDerivationIsSaid) {
+  const auto& llama = fm::findPreset("llama3-70b");
+  const auto refused = [&](const fm::SizeDerivationRequest& r) {
+    try {
+      fm::deriveSizes(llama, {8}, r);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(refused({.derive = "kv-request", .blockTokens = 16}), "'derive: kv-request' needs 'prompt_tokens'");
+  EXPECT_EQ(refused({.derive = "kv-block"}), "'derive: kv-block' needs 'block_tokens'");
+  EXPECT_EQ(refused({.derive = "tp-allreduce"}), "'derive: tp-allreduce' needs decode_batch and/or prefill_chunk");
+  EXPECT_EQ(refused({.derive = "moe-dispatch-token"}), "'derive: moe-dispatch-token' needs 'tokens'");
+  EXPECT_EQ(refused({.derive = "kv-page"}), "unknown size derivation 'kv-page'");
 }

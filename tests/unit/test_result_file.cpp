@@ -12,6 +12,7 @@
 #include <fstream>
 #include "MpiForTests.hpp"
 #include "fabscope/BuildConfig.hpp"
+#include "output/Recorder.hpp"
 #include "output/ResultFile.hpp"
 #include "runtime/Errors.hpp"
 
@@ -96,6 +97,34 @@ void roundTrip(const std::string& mode) {
 }  // namespace
 
 TEST(ResultFile, RoundTripGatheredToRankZero) { roundTrip("serial"); }
+
+// A transport's scenario settings land in /transports/<name> with their
+// origins, and its facts after use join them in the same group.
+TEST(Recorder, TransportSettingsWithTheirOriginsAndFactsInOneGroup) {
+  fabscope::testing::ensureMpi();
+  const runtime::Communicator self(MPI_COMM_SELF);
+  const auto path = (std::filesystem::temp_directory_path() / "fabscope-transport-settings.h5").string();
+  std::filesystem::remove(path);
+  {
+    output::ResultFile file(path, "serial", self, runtime::Deadline::afterSeconds(30));
+    output::Recorder recorder(file);
+    recorder.transportSettings("mpi", {{"wait", "blocking", "run.yaml:3:21"}});
+    recorder.transportSettings("verbs", {});  // nothing given: no group
+    recorder.transport("mpi", {{"mpi_wait", std::string("blocking (MPI_Wait)")}});
+    file.flush();
+  }
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hid_t g = H5Gopen2(f, "/transports/mpi", H5P_DEFAULT);
+  ASSERT_GE(g, 0);
+  EXPECT_EQ(readStringAttribute(g, "setting_wait"), "blocking");
+  EXPECT_EQ(readStringAttribute(g, "setting_wait_from"), "run.yaml:3:21");
+  EXPECT_EQ(readStringAttribute(g, "mpi_wait"), "blocking (MPI_Wait)");
+  EXPECT_EQ(H5Lexists(f, "/transports/verbs", H5P_DEFAULT), 0);
+  H5Gclose(g);
+  H5Fclose(f);
+  std::filesystem::remove(path);
+}
 
 // auto never opens MPI-IO (it would slow every later MPI measurement of the
 // process): gathered to rank 0 whatever the build; parallel only when asked.

@@ -13,10 +13,13 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "kinds/Registry.hpp"
 #include "output/DeclaredAttributes.hpp"
 #include "output/KindTable.hpp"
 #include "output/Records.hpp"
+#include "transport/TransportFactory.hpp"
 
 namespace fabscope::output {
 namespace {
@@ -193,6 +196,19 @@ TEST(Schema, CompoundTypeIsTheLayout) {
     EXPECT_EQ(H5Tget_member_offset(type.get(), i), layout.columns[i].offset);
     H5free_memory(name);
   }
+}
+
+// /transports/<name>'s settings: the schema declares the keys each transport
+// declares with its entry (TransportEntry::settings), no more and no fewer.
+TEST(Schema, TransportSettingsAreTheTransportsKeys) {
+  const YAML::Node declared = YAML::LoadFile(schemaPath)["transport_settings"];
+  ASSERT_TRUE(declared && declared.IsMap()) << "src/output/schema.yaml has no transport_settings: mapping";
+  std::map<std::string, std::vector<std::string>> inSchema;
+  for (const auto& entry : declared) inSchema[entry.first.Scalar()] = entry.second.as<std::vector<std::string>>();
+  std::map<std::string, std::vector<std::string>> ofTransports;
+  for (const auto& [name, rules] : transport::transportSettingsRules()) ofTransports[name] = rules.keys;
+  EXPECT_EQ(inSchema, ofTransports) << "src/output/schema.yaml's transport_settings differ from the keys the "
+                                       "transports declare (transport/<Name>Transport.cpp): declare a new key there";
 }
 
 TEST(KindTable, RowsOfAnotherRecordAreRefused) {

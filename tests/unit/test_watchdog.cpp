@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <string>
 #include <thread>
 
 #include "runtime/Deadline.hpp"
@@ -141,4 +143,38 @@ TEST(Watchdog, ACrashInsideAWaitEndsTheRankWithOneLineAndExitCode3) {
   EXPECT_EXIT(crashInsideAWait(), ::testing::ExitedWithCode(3),
               "rank 0 \\(hostA\\): watchdog: crashed with signal 11 \\([^)]*\\) while waiting for an allreduce on "
               "rank 1 \\(hostB\\) .*exit code 3");
+}
+
+namespace {
+// A wait on one peer that misses its deadline: its error names the peer's rank
+// and host, as the watchdog's line would (in a child: the hosts are set once a process).
+[[noreturn]] void missedWaitOnAPeer() {
+  runtime::watchdog::knowHosts({"hostA", "hostB"});
+  try {
+    runtime::waitUntil([] { return false; }, runtime::Deadline::afterSeconds(0.05),
+                       "a UCX transfer to or from a peer rank", 1);
+  } catch (const DeadlineExceeded& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::fflush(stderr);
+    _exit(0);
+  }
+  _exit(1);
+}
+}  // namespace
+
+TEST(Deadline, AMissedWaitOnOnePeerNamesItsRankAndHost) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(missedWaitOnAPeer(), ::testing::ExitedWithCode(0),
+              "deadline exceeded while waiting for a UCX transfer to or from a peer rank on rank 1 \\(hostB\\) "
+              "\\([0-9]+ ms past the deadline\\)");
+}
+
+TEST(Deadline, AMissedCollectiveNamesNoRank) {
+  try {
+    runtime::waitUntil([] { return false; }, runtime::Deadline::afterSeconds(0.01), "an allreduce",
+                       runtime::watchdog::everyRank);
+    FAIL() << "the wait did not fail";
+  } catch (const DeadlineExceeded& e) {
+    EXPECT_NE(std::string(e.what()).find("waiting for an allreduce ("), std::string::npos) << e.what();
+  }
 }

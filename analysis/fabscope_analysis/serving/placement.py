@@ -36,18 +36,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional
 
-from ..models import DTYPE_BYTES, ModelError, ModelSpec, allreduce_bytes, \
-    kv_request_bytes, moe_dispatch_bytes_per_token
+from ..models import DTYPE_BYTES, LEADING_DENSE_LAYERS, ModelError, ModelSpec, allreduce_bytes, \
+    dense_layers, kv_request_bytes, moe_dispatch_bytes_per_token, moe_layers
 
 NVLINK, FABRIC, FRONTEND = "NVLink", "fabric", "front-end"
 LINK_WORDS = {NVLINK: "NVLink, not this fabric", FABRIC: "this fabric",
               FRONTEND: "the front-end network, not this fabric"}
 DECODE, PREFILL, REQUEST = "decode step", "prefill chunk", "request"
 
-# Leading dense layers of a model with experts (`first_k_dense_replace` of its
-# config.json); the rest are MoE layers. A model with experts not listed here counts
-# every layer as an MoE layer (an upper bound on MoE rounds, said in the notes).
-LEADING_DENSE_LAYERS = {"deepseek-v3": 3}
 
 
 class PlacementError(ValueError):
@@ -106,14 +102,12 @@ class Placement:
 
     @property
     def dense_layers(self) -> int:
-        """Layers whose MLP is dense (every layer of a model without experts)."""
-        if self.model.moe is None:
-            return self.model.layers
-        return LEADING_DENSE_LAYERS.get(self.model.name.split(" ")[0], 0)
+        """Layers whose MLP is dense (every layer of a model without experts; models.py)."""
+        return dense_layers(self.model)
 
     @property
     def moe_layers(self) -> int:
-        return self.model.layers - self.dense_layers if self.model.moe is not None else 0
+        return moe_layers(self.model)
 
     # --- where groups sit -------------------------------------------------------------
 

@@ -73,8 +73,7 @@ ExpectedDetection expectedRc(const std::string& stack, const std::string& fault,
 }  // namespace
 
 double ibRetryBudgetSeconds(int timeoutExponent, int retryCount) {
-  if (timeoutExponent == 0) return never;
-  return 4.096e-6 * std::ldexp(1.0, timeoutExponent) * static_cast<double>(retryCount + 1);
+  return transport::verbs::lostPeerSeconds(timeoutExponent, retryCount);
 }
 
 double tcpRetransmissionBudgetSeconds(int retries2, double rtoMinSeconds, double rtoMaxSeconds) {
@@ -125,8 +124,6 @@ StackSettings stackSettingsFrom(const std::function<const char*(const char*)>& l
   // NCCL accepts NCCL_IB_TIMEOUT 1..31 (0 is invalid there) and NCCL_IB_RETRY_CNT 0..7.
   s.ncclIbTimeout = integerVariable(lookup, "NCCL_IB_TIMEOUT", s.ncclIbTimeout, 1, 31);
   s.ncclIbRetryCnt = integerVariable(lookup, "NCCL_IB_RETRY_CNT", s.ncclIbRetryCnt, 0, 7);
-  s.verbsTimeout = integerVariable(lookup, "FABSCOPE_VERBS_TIMEOUT", s.verbsTimeout, 0, 31);
-  s.verbsRetryCnt = integerVariable(lookup, "FABSCOPE_VERBS_RETRY_CNT", s.verbsRetryCnt, 0, 7);
   return s;
 }
 
@@ -187,10 +184,10 @@ ExpectedDetection expectedNcclIb(const std::string& fault, const StackSettings& 
       "NCCL_IB_TIMEOUT=" + std::to_string(s.ncclIbTimeout) + ", NCCL_IB_RETRY_CNT=" + std::to_string(s.ncclIbRetryCnt));
 }
 
-ExpectedDetection expectedVerbsQp(const std::string& fault, const StackSettings& s) {
-  return expectedRc("verbs RC queue pair", fault, s.verbsTimeout, s.verbsRetryCnt,
-                    "FABSCOPE_VERBS_TIMEOUT=" + std::to_string(s.verbsTimeout) +
-                        ", FABSCOPE_VERBS_RETRY_CNT=" + std::to_string(s.verbsRetryCnt));
+ExpectedDetection expectedVerbsQp(const std::string& fault, const transport::verbs::VerbsOptions& verbs) {
+  return expectedRc("verbs RC queue pair", fault, verbs.timeout, verbs.retryCount,
+                    "FABSCOPE_VERBS_TIMEOUT=" + std::to_string(verbs.timeout) +
+                        ", FABSCOPE_VERBS_RETRY_CNT=" + std::to_string(verbs.retryCount));
 }
 
 }  // namespace fabscope::suite

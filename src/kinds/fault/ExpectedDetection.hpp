@@ -8,13 +8,15 @@
 #include <functional>
 #include <string>
 
+#include "transport/VerbsOptions.hpp"
+
 namespace fabscope::suite {
 
 // InfiniBand RC queue pair: every transmission waits for its ACK
 // 4.096 us x 2^timeout (the local ACK timeout; IBTA spec vol. 1, 9.7.6.1.3 and
 // QP attribute `timeout` in ibv_modify_qp(3)) and is tried retry_cnt + 1
 // times before the QP reports IBV_WC_RETRY_EXC_ERR. timeout 0: wait forever
-// (infinity). The same figure as transport/VerbsParameters' lostPeerSeconds.
+// (infinity). The verbs transport's own figure (transport::verbs::lostPeerSeconds).
 double ibRetryBudgetSeconds(int timeoutExponent, int retryCount);
 
 // Linux TCP with unacknowledged data: the connection is given up after
@@ -51,8 +53,6 @@ struct StackSettings {
   // documentation's environment-variable page; older releases used lower
   // values) and NCCL_IB_RETRY_CNT (default 7).
   int ncclIbTimeout = 20, ncclIbRetryCnt = 7;
-  // fabscope's own verbs backend: FABSCOPE_VERBS_TIMEOUT / _RETRY_CNT (VerbsOptions' defaults).
-  int verbsTimeout = 14, verbsRetryCnt = 7;
 };
 // `lookup` is std::getenv in production; `readProc` reads a /proc file's
 // first integer or returns `fallback`. Throws std::invalid_argument naming a
@@ -71,8 +71,11 @@ struct ExpectedDetection {
 ExpectedDetection expectedForDrill(const std::string& fault, double lossPercent, const std::string& transport,
                                    const StackSettings& s);
 // The same fault under NCCL over InfiniBand and under fabscope's verbs
-// backend: what a serving stack on RDMA would see.
+// backend: what a serving stack on RDMA would see. The verbs figure takes the
+// verbs transport's own options (transport::verbs::verbsOptionsFromEnvironment:
+// the settings its queue pairs would be opened with here), never a second
+// reading of its environment variables.
 ExpectedDetection expectedNcclIb(const std::string& fault, const StackSettings& s);
-ExpectedDetection expectedVerbsQp(const std::string& fault, const StackSettings& s);
+ExpectedDetection expectedVerbsQp(const std::string& fault, const transport::verbs::VerbsOptions& verbs);
 
 }  // namespace fabscope::suite

@@ -17,9 +17,7 @@
 #include "kinds/fault/FaultHeartbeat.hpp"
 #include "runtime/Deadlines.hpp"
 #include "transport/TransportFactory.hpp"
-#if FABSCOPE_HAVE_VERBS
-#include "transport/VerbsParameters.hpp"
-#endif
+#include "transport/VerbsOptions.hpp"
 
 namespace fabscope::suite::fault_drill {
 namespace {
@@ -743,31 +741,31 @@ void addExpectedDetection(output::Attributes& attributes, const FaultDrillConfig
     const auto settings = stackSettingsHere();
     const auto here = expectedForDrill(c.fault, c.lossPercent, transport, settings);
     const auto nccl = expectedNcclIb(c.fault, settings);
-    const auto verbs = expectedVerbsQp(c.fault, settings);
     attributes.emplace_back("expected_detection_stack", here.stack);
     attributes.emplace_back("expected_detection_s", here.seconds);
     attributes.emplace_back("expected_detection_basis", here.basis);
     attributes.emplace_back("expected_nccl_ib_s", nccl.seconds);
     attributes.emplace_back("expected_nccl_ib_basis", nccl.basis);
-    attributes.emplace_back("expected_verbs_qp_s", verbs.seconds);
-    attributes.emplace_back("expected_verbs_qp_basis", verbs.basis);
   } catch (const std::invalid_argument& e) {
     attributes.emplace_back("expected_detection_basis", std::string("settings not readable: ") + e.what());
   }
-#if FABSCOPE_HAVE_VERBS
-  // What a verbs RC queue pair with this environment's settings would need to
-  // declare a silent peer lost: compared with detect_within it says whether
-  // verbs alone could pass this drill or heartbeats are required.
+  // The verbs transport's own options, as its queue pairs would be opened
+  // here: what a verbs RC queue pair would need to declare a silent peer lost.
+  // Compared with detect_within it says whether verbs alone could pass this
+  // drill or heartbeats are required.
   try {
-    const auto options = transport::verbs::verbsOptionsFromEnvironment();
+    const auto verbs = transport::verbs::verbsOptionsFromEnvironment();
+    const auto qp = expectedVerbsQp(c.fault, verbs);
+    attributes.emplace_back("expected_verbs_qp_s", qp.seconds);
+    attributes.emplace_back("expected_verbs_qp_basis", qp.basis);
     attributes.emplace_back("verbs_qp_retry_budget_s",
-                            transport::verbs::lostPeerSeconds(options.timeout, options.retryCount));
+                            transport::verbs::lostPeerSeconds(verbs.timeout, verbs.retryCount));
   } catch (const UsageError& e) {
-    // Settings that do not parse: no budget (the attribute stays a float;
-    // expected_verbs_qp_basis says why).
+    // Settings that do not parse: no figures (the attributes stay floats; the basis says why).
+    attributes.emplace_back("expected_verbs_qp_s", std::numeric_limits<double>::quiet_NaN());
+    attributes.emplace_back("expected_verbs_qp_basis", std::string("verbs settings not readable: ") + e.what());
     attributes.emplace_back("verbs_qp_retry_budget_s", std::numeric_limits<double>::quiet_NaN());
   }
-#endif
 }
 
 namespace {
