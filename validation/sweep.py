@@ -25,8 +25,10 @@ nics, direction of each culprit):
   local-rank exact: one culprit covering the local rank's ranks on every host (diagnose
              has no such component today, so per-host culprits count as touched)
   leaf       exact: a `leaf` culprit naming the leaf
-  uplink, spine-link, spine: no component of diagnose names them, so never exact; a
-             culprit on the leaf or its hosts counts as touched
+  uplink     exact: an `uplink` culprit naming the leaf (its uplinks, which of the k not said)
+  spine-link exact: a `spine-link` culprit naming the leaf (the spine links into it)
+  spine      no component of diagnose names it, so never exact
+  (a culprit on the leaf or its hosts counts as touched)
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def _culprit_hosts(c: Dict[str, object]) -> set:
 def _touches(c: Dict[str, object], fault: Dict[str, object]) -> bool:
     if fault["component"] == "spine":
         return c.get("component") in ("leaf", "fabric", "link")
-    if c.get("component") == "leaf":
+    if c.get("component") in ("leaf", "uplink", "spine-link"):   # named by their leaf
         return c.get("host") == fault.get("leaf")
     return bool(_culprit_hosts(c) & set(fault["hosts"]))
 
@@ -100,7 +102,9 @@ def _exact(culprits: List[Dict[str, object]], fault: Dict[str, object]) -> bool:
         return any(set(c.get("ranks") or []) >= set(fault["ranks"]) for c in culprits)
     if kind == "leaf":
         return any(c.get("component") == "leaf" and c.get("host") == fault["leaf"] for c in culprits)
-    return False  # uplink, spine-link, spine: no component of diagnose names them
+    if kind in ("uplink", "spine-link"):   # diagnose names a leaf's uplinks or spine links
+        return any(c.get("component") == kind and c.get("host") == fault["leaf"] for c in culprits)
+    return False  # spine: no component of diagnose names it
 
 
 def score(diagnosis: Dict[str, object], truth: Dict[str, object]) -> Dict[str, object]:

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
-from . import evidence, supporting, tails, validity
+from . import evidence, paths, supporting, systemic, tails, validity
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
 from .retest import RetestJudgement, judge_retest, pass_sigma
@@ -23,7 +23,8 @@ from .rules import TestEvidence, name_components
 
 # Below this many ranks in a test a slow pair cannot be pinned on one end.
 MIN_RANKS = 4
-FAMILIES_PER_TEST = 5     # rank sides, tail sides, links, host pairs, leaves
+FAMILIES_PER_TEST = 7     # rank sides, tail sides, links, host pairs, leaves, leaf paths,
+                          # local ranks
 RUN_FAMILIES = 1          # tails of each rank over every test together
 
 
@@ -68,7 +69,9 @@ class _Run:
         links, n_links = evidence.links(f, self.widen, q, self.layout)
         centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
                               host_pairs=evidence.host_pairs(f, self.layout, q),
-                              leaves=evidence.leaves(f, self.layout, self.widen, q))
+                              leaves=evidence.leaves(f, self.layout, self.widen, q),
+                              paths=paths.effects(f, self.layout, q),
+                              local_ranks=systemic.local_ranks(f, self.layout, self.widen, q))
         tail = TestEvidence(f, "tail", sides=tails.tail_sides(f, self.layout.host, q))
         seen = evidence.host_pair_power(f, self.layout, q)
         if seen is not None:

@@ -24,6 +24,7 @@ from scipy.stats import binom, chi2, norm
 
 from ..inference import PRACTICAL_MARGIN as MARGIN
 from ..inference import benjamini_hochberg, robust_sigma
+from . import paths
 from .model import Fit, Layout, raw_classes
 
 Q = 0.05                  # false discovery rate of a run: split over its families (core.py)
@@ -53,6 +54,9 @@ class Effect:
     # a rank side seen only on pairs between leaves (fewer than two inside its own): it
     # cannot name a NIC by itself, only say which side of a rank named by other evidence
     between_only: bool = False
+    # a rank side slow on its pairs between leaves only, its pairs inside its leaf
+    # typical: the path through the spine (paths.py), not the NIC itself
+    through_spine: bool = False
 
 
 def overdispersed_sf(k, m, phi: float, share) -> np.ndarray:
@@ -132,12 +136,18 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q, leaf: Optional[np.
         inside = _inside_leaf_too(nulls[i], keys[i][0], leaf, centre) if leaf is not None else True
         if inside is None:   # cannot tell a NIC from its leaf's uplink or collisions
             power["between_only"].append(keys[i])
+        through_spine = False
         if inside is False:
-            continue
+            # slow only through the spine: a path fault when its pairs between leaves
+            # are more often slow than collisions explain (Bonferroni over the sides)
+            path = paths.between_leaves_p(nulls[i], keys[i][0], leaf, centre)
+            if path is None or path[0] * len(keys) > q_family:
+                continue
+            through_spine = True
         out.append(Effect("side", keys[i], math.exp(values[i] - centre), float(z[i]),
                           float(max(q[i], q_emp[i])), int(counts[i]),
                           beyond_leaf=_beyond_leaf(i, keys, values, scale, leaf, q_family),
-                          between_only=inside is None))
+                          between_only=inside is None, through_spine=through_spine))
     return out, power
 
 
