@@ -36,6 +36,16 @@ HOST_PAIR_SHARE = 0.75
 # "fit" needs a test that would have found a rank side this much slower with 80 %
 # power; between MARGIN and this, fit is said with the size it could detect.
 DETECT = 1.5    # fewer pairs cannot tell a rank's end from its pairs
+# A rank side of a bandwidth test is a culprit from this factor on (a NIC at 92.6 % of
+# the typical: ClusterKit flags pairs under 93 % of the best), when the test has the
+# power to see it; healthy NIC ports differ by a few percent. Latency sides keep the
+# practical margin: software time per message (host-level) moves them far more.
+SIDE_MARGIN = 1.08
+
+
+def side_margin(fit: Fit) -> float:
+    """The smallest rank-side factor that names a culprit in this test."""
+    return SIDE_MARGIN if fit.data.bandwidth else MARGIN
 
 
 @dataclass
@@ -130,29 +140,32 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q, leaf: Optional[np.
     power.update(tau=tau, se=float(np.median(ses)), scale=float(np.median(scale)),
                  mde=float((z_crit + POWER_Z) * np.median(scale)), z_crit=float(z_crit))
     out = []
-    hit = rejected & rejected_emp & (values - centre >= math.log(MARGIN))
+    margin = side_margin(fit)
+    power["margin"] = margin
+    hit = rejected & rejected_emp & (values - centre >= math.log(margin))
     power["between_only"] = []
     for i in np.flatnonzero(hit):
-        inside = _inside_leaf_too(nulls[i], keys[i][0], leaf, centre) if leaf is not None else True
+        inside = _inside_leaf_too(nulls[i], keys[i][0], leaf, centre, margin) \
+            if leaf is not None else True
         if inside is None:   # cannot tell a NIC from its leaf's uplink or collisions
             power["between_only"].append(keys[i])
         through_spine = False
         if inside is False:
             # slow only through the spine: a path fault when its pairs between leaves
             # are more often slow than collisions explain (Bonferroni over the sides)
-            path = paths.between_leaves_p(nulls[i], keys[i][0], leaf, centre)
+            path = paths.between_leaves_p(nulls[i], keys[i][0], leaf, centre, margin)
             if path is None or path[0] * len(keys) > q_family:
                 continue
             through_spine = True
         out.append(Effect("side", keys[i], math.exp(values[i] - centre), float(z[i]),
                           float(max(q[i], q_emp[i])), int(counts[i]),
-                          beyond_leaf=_beyond_leaf(i, keys, values, scale, leaf, q_family),
+                          beyond_leaf=_beyond_leaf(i, keys, values, scale, leaf, q_family, margin),
                           between_only=inside is None, through_spine=through_spine))
     return out, power
 
 
 def _beyond_leaf(i: int, keys, values: np.ndarray, scale: np.ndarray,
-                 leaf: Optional[np.ndarray], q_family: float) -> bool:
+                 leaf: Optional[np.ndarray], q_family: float, margin: float = MARGIN) -> bool:
     """Side i against the median of the same side of its own leaf's ranks: at least the
     margin and significant at the family's Bonferroni level. A slow uplink shifts every
     rank of its leaf (the polish shares it between the ranks and the class terms); once
@@ -165,10 +178,11 @@ def _beyond_leaf(i: int, keys, values: np.ndarray, scale: np.ndarray,
         return True
     excess = float(values[i] - np.median(values[peers]))
     z_crit = norm.isf(q_family / len(keys))
-    return excess >= math.log(MARGIN) and excess / max(float(scale[i]), 1e-9) >= z_crit
+    return excess >= math.log(margin) and excess / max(float(scale[i]), 1e-9) >= z_crit
 
 
-def _inside_leaf_too(null, rank: int, leaf: np.ndarray, centre: float) -> Optional[bool]:
+def _inside_leaf_too(null, rank: int, leaf: np.ndarray, centre: float, margin: float = MARGIN
+                     ) -> Optional[bool]:
     """A NIC or host slows every pair it takes part in; collisions under load slow only
     pairs between leaves (inside a leaf one switch carries the pair: no ECMP). A side
     whose pairs within its own leaf (at least two: one could be a bad link of its own)
@@ -183,7 +197,7 @@ def _inside_leaf_too(null, rank: int, leaf: np.ndarray, centre: float) -> Option
         return True
     if inside.sum() < 2:
         return None
-    return float(np.median(own[mine][inside])) - centre >= math.log(MARGIN)
+    return float(np.median(own[mine][inside])) - centre >= math.log(margin)
 
 
 def _median_tail_p(null: Tuple[np.ndarray, ...], excess: float, count: int, rank: int) -> float:
@@ -421,9 +435,9 @@ def _leaf_contrasts(t: np.ndarray, counts: np.ndarray, sigma: float
     return values, ses
 
 
-def iterations_to_tell(power: Dict[str, float]) -> str:
-    """How much more data would bring the minimum detectable side effect to MARGIN."""
-    target = math.log(DETECT) / (power["z_crit"] + POWER_Z)
+def iterations_to_tell(power: Dict[str, float], detect: float = DETECT) -> str:
+    """How much more data would bring the minimum detectable side effect to `detect`."""
+    target = math.log(detect) / (power["z_crit"] + POWER_Z)
     tau = power["tau"]
     if tau >= target:
         return (f"ranks differ among themselves by {math.exp(tau):.2f}x (beyond the noise of their "

@@ -46,7 +46,7 @@ MIN_LEAF_PAIRS = 16
 MIN_PATH_SHARE = 0.04
 
 
-def between_leaves_p(null, rank: int, leaf: np.ndarray, centre: float
+def between_leaves_p(null, rank: int, leaf: np.ndarray, centre: float, margin: float = MARGIN
                      ) -> Optional[Tuple[float, int]]:
     """(p, pairs) of rank's pairs between leaves standing out, for a side whose pairs
     inside its leaf are typical: at least half of them at least the margin slower than
@@ -59,7 +59,7 @@ def between_leaves_p(null, rank: int, leaf: np.ndarray, centre: float
     m = int(mine.sum())
     if m < MIN_BETWEEN_PAIRS:
         return None
-    slow = own - centre >= math.log(MARGIN)
+    slow = own - centre >= math.log(margin)
     k = int((slow & mine).sum())
     if 2 * k < m:
         return None
