@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
-from . import evidence, paths, supporting, systemic, tails, validity
+from . import evidence, labels, paths, supporting, systemic, tails, validity
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
 from .retest import RetestJudgement, judge_retest, pass_sigma
@@ -33,7 +33,8 @@ class _Run:
 
     def __init__(self, result: ResultFile):
         self.result = result
-        self.layout = Layout.of(result)
+        # leaves inferred from the latency test where /ranks has none or wrong ones
+        self.layout, self.label_notes, self.label_blind = labels.resolve(result, Layout.of(result))
         self.validity = validity.rows(result)
         self.widen = validity.widen(self.validity)
         self.tests: List[TestEvidence] = []
@@ -205,7 +206,7 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
     run.retests(instances)
     naming = name_components(run.layout, run.tests, run.q_family)
     culprits = naming.culprits
-    notes = list(run.notes) + naming.notes
+    notes = run.label_notes + list(run.notes) + naming.notes
     support, extra_notes = _supporting(result, instances, run.layout)
     notes += extra_notes
     culprits += _counter_culprits(run.layout, support, culprits)
@@ -247,7 +248,7 @@ def _blind_spots(run: _Run) -> List[str]:
     pairs measured (rings, bisections, matchings, thinned matrices measure a share);
     a lossy or flapping NIC is outside what the run's tail test could find when its
     ranks have too few pairs (tails.tail_power)."""
-    out = []
+    out = list(run.label_blind)
     n = run.layout.n
     pairs = n * (n - 1) // 2
     if pairs and len(run.measured) < pairs:
