@@ -22,8 +22,8 @@ nics, direction of each culprit):
   host       exact: a `host` culprit on the host (pcie-slow)
   (`nic` and `host` culprits are told apart by the ranks they name, not by the label:
   diagnose labels a side of one rank `host` when the host has few ranks)
-  local-rank exact: one culprit covering the local rank's ranks on every host (diagnose
-             has no such component today, so per-host culprits count as touched)
+  local-rank exact: one culprit covering the local rank's ranks on every host (diagnose's
+             `local-rank` component; per-host culprits count as touched)
   leaf       exact: a `leaf` culprit naming the leaf
   uplink     exact: an `uplink` culprit naming the leaf (its uplinks, which of the k not said)
   spine-link exact: a `spine-link` culprit naming the leaf (the spine links into it)
@@ -73,6 +73,8 @@ def _culprit_hosts(c: Dict[str, object]) -> set:
 
 
 def _touches(c: Dict[str, object], fault: Dict[str, object]) -> bool:
+    if c.get("component") == "local-rank":   # named by its ranks on every host
+        return bool(set(c.get("ranks") or []) & set(fault["ranks"]))
     if fault["component"] == "spine":
         return c.get("component") in ("leaf", "fabric", "link")
     if c.get("component") in ("leaf", "uplink", "spine-link"):   # named by their leaf

@@ -53,7 +53,8 @@ def _evidence(lay, s, r, logt):
     sides, _ = evidence.side_effects(f, 1.0, q, lay.leaf)
     links, n_links = evidence.links(f, 1.0, q, lay)
     return rules.TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
-                              leaves=evidence.leaves(f, lay, 1.0, q), paths=paths.effects(f, lay, q))
+                              leaves=evidence.leaves(f, lay, 1.0, q),
+                              paths=evidence.leaf_path_effects(f, lay, q))
 
 
 def test_a_nic_slow_only_from_other_leaves_is_a_culprit_through_the_spine():

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
-from . import evidence, labels, paths, supporting, systemic, tails, validity
+from . import evidence, labels, supporting, systemic, tails, validity
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
 from .retest import RetestJudgement, judge_retest, pass_sigma
@@ -73,7 +73,7 @@ class _Run:
         centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
                               host_pairs=evidence.host_pairs(f, self.layout, q),
                               leaves=evidence.leaves(f, self.layout, self.widen, q),
-                              paths=paths.effects(f, self.layout, q),
+                              paths=evidence.leaf_path_effects(f, self.layout, q),
                               local_ranks=systemic.local_ranks(f, self.layout, self.widen, q))
         tail = TestEvidence(f, "tail", sides=tails.tail_sides(f, self.layout.host, q))
         seen = evidence.host_pair_power(f, self.layout, q)

@@ -87,7 +87,7 @@ def spread_upper(values: np.ndarray, alpha: float = Q) -> float:
     return robust_sigma(values) * math.sqrt(df / chi2.ppf(alpha, df))
 
 
-def _standout(values: np.ndarray, se: np.ndarray, widen: float):
+def standout(values: np.ndarray, se: np.ndarray, widen: float):
     """z of each value over the median, with tau (spread beyond SE) and widening."""
     centre = float(np.median(values))
     tau2 = max(spread_upper(values) ** 2 - float(np.median(se ** 2)), 0.0)
@@ -131,7 +131,7 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q, leaf: Optional[np.
         return [], power
     values, counts = np.asarray(values), np.asarray(counts)
     ses = 1.2533 * fit.sigma_e / np.sqrt(counts)
-    centre, z, tau, scale = _standout(values, ses, widen)
+    centre, z, tau, scale = standout(values, ses, widen)
     rejected, q = benjamini_hochberg(norm.sf(z), q_family)
     p_emp = np.array([_median_tail_p(null, (v - centre) / widen, m, key[0])
                       for null, v, m, key in zip(nulls, values, counts, keys)])
@@ -139,29 +139,31 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q, leaf: Optional[np.
     z_crit = norm.isf(q_family / len(keys))
     power.update(tau=tau, se=float(np.median(ses)), scale=float(np.median(scale)),
                  mde=float((z_crit + POWER_Z) * np.median(scale)), z_crit=float(z_crit))
-    out = []
     margin = side_margin(fit)
-    power["margin"] = margin
-    hit = rejected & rejected_emp & (values - centre >= math.log(margin))
-    power["between_only"] = []
-    for i in np.flatnonzero(hit):
-        inside = _inside_leaf_too(nulls[i], keys[i][0], leaf, centre, margin) \
-            if leaf is not None else True
+    power.update(margin=margin, between_only=[])
+    alpha, out = q_family / len(keys), []    # a path through the spine: Bonferroni
+    for i in np.flatnonzero(rejected & rejected_emp & (values - centre >= math.log(margin))):
+        inside = True if leaf is None else _inside_leaf_too(nulls[i], keys[i][0], leaf, centre,
+                                                            margin)
         if inside is None:   # cannot tell a NIC from its leaf's uplink or collisions
             power["between_only"].append(keys[i])
-        through_spine = False
-        if inside is False:
-            # slow only through the spine: a path fault when its pairs between leaves
-            # are more often slow than collisions explain (Bonferroni over the sides)
-            path = paths.between_leaves_p(nulls[i], keys[i][0], leaf, centre, margin)
-            if path is None or path[0] * len(keys) > q_family:
-                continue
-            through_spine = True
+        through_spine = inside is False
+        if through_spine and not _through_spine(nulls[i], keys[i][0], leaf, centre, margin, alpha):
+            continue
         out.append(Effect("side", keys[i], math.exp(values[i] - centre), float(z[i]),
                           float(max(q[i], q_emp[i])), int(counts[i]),
                           beyond_leaf=_beyond_leaf(i, keys, values, scale, leaf, q_family, margin),
                           between_only=inside is None, through_spine=through_spine))
     return out, power
+
+
+def _through_spine(null, rank: int, leaf: np.ndarray, centre: float, margin: float,
+                   alpha: float) -> bool:
+    """A side slow only between leaves, its pairs inside its leaf typical: a path through
+    the spine when its pairs between leaves are more often slow than collisions explain
+    (paths.between_leaves_p at alpha: the family's level over its sides, Bonferroni)."""
+    path = paths.between_leaves_p(null, rank, leaf, centre, margin)
+    return path is not None and path[0] <= alpha
 
 
 def _beyond_leaf(i: int, keys, values: np.ndarray, scale: np.ndarray,
@@ -405,7 +407,7 @@ def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[
         ok = np.isfinite(values)
         if ok.sum() < 3:
             return []
-        centre, z, _, _ = _standout(values[ok], ses[ok], widen)
+        centre, z, _, _ = standout(values[ok], ses[ok], widen)
         rejected, q = benjamini_hochberg(norm.sf(z), q_family)
         index = np.flatnonzero(ok)
         found.append({int(index[i]): (math.exp(values[index[i]] - centre), float(z[i]), float(q[i]))
@@ -454,3 +456,15 @@ def side_power(power: Dict[str, float]) -> Tuple[bool, float]:
         return True, float("inf")
     mde = math.exp(power["mde"])
     return mde > DETECT, mde
+
+
+def leaf_path_effects(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
+    """The leaf directions of one fitted test (paths.leaf_paths) as evidence: each an
+    Effect of kind path, key (leaf, side). A round trip cannot tell into from out of:
+    none for a latency test."""
+    d = fit.data
+    found = paths.leaf_paths(fit.resid, d.s, d.r, layout.leaf, q_family) if not d.symmetric else []
+    return [Effect("path", (x, side), k / max(share * m, 1e-12), z, q, m,
+                   f"{k}/{m} at least {bar:.2f}x slower than their ends predict, against "
+                   f"{100 * share:.1f} % of the pairs between two other leaves")
+            for x, side, k, m, share, z, q, bar in found]

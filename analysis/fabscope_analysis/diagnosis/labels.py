@@ -30,6 +30,7 @@ from .model import Layout, fitted_instances, pair_data
 
 SEPARATION = 4.0      # gap between near and far host pairs, in robust spreads of each group
 CONSISTENT = 0.9      # share of host pairs that must agree with the leaves found
+STALE_SHARE = 0.25    # at most this share of hosts labelled with another leaf is a stale label
 
 
 def _host_matrix(result, layout: Layout) -> Optional[np.ndarray]:
@@ -160,6 +161,10 @@ def resolve(result, layout: Layout) -> Tuple[Layout, List[str], List[str]]:
     host_leaf[layout.host] = layout.leaf   # a host of mixed labels: its last rank's
     if labelled and _same_partition(host_leaf, inferred):
         return layout, [], []
+    if labelled and not _stale(host_leaf, inferred):
+        # another number of leaves, or many hosts moved: a fault that moves a leaf's round
+        # trips (a slow uplink) splits or merges leaves in the data; labels stand
+        return layout, [], []
     names = [f"inferred-leaf{x}" for x in range(int(inferred.max()) + 1)]
     new = replace(layout, leaf=inferred[layout.host], leaf_names=names)
     groups = "; ".join(f"{names[x]}: " + ", ".join(layout.host_names[h]
@@ -173,6 +178,15 @@ def resolve(result, layout: Layout) -> Tuple[Layout, List[str], List[str]]:
         why = "/ranks has no leaf labels"
     return new, [f"{why}: leaves inferred from the latency test (pairs between leaves take "
                  f"longer after each host's own time): {groups}"], []
+
+
+def _stale(labelled: np.ndarray, inferred: np.ndarray) -> bool:
+    """The labels look like a stale inventory of the inferred leaves: as many leaves, and
+    at most STALE_SHARE of the hosts in another one."""
+    if len(np.unique(labelled)) != len(np.unique(inferred)):
+        return False
+    return len(_moved(labelled, inferred, [str(h) for h in range(len(labelled))])) \
+        <= STALE_SHARE * len(labelled)
 
 
 def _moved(labelled: np.ndarray, inferred: np.ndarray, names: List[str]) -> List[str]:

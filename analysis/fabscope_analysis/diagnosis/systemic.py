@@ -22,6 +22,7 @@ from scipy.stats import norm
 
 from ..inference import PRACTICAL_MARGIN as MARGIN
 from ..inference import benjamini_hochberg, robust_sigma
+from .evidence import Effect, standout
 from .result import LOCAL_RANK, Culprit
 
 # A local rank is systemic over at least this many hosts.
@@ -44,7 +45,6 @@ def local_index(layout) -> np.ndarray:
 
 def local_ranks(fit, layout, widen: float, q_family: float) -> list:
     """Effects of kind local-rank, key (local rank, side): groups slow on most hosts."""
-    from .evidence import Effect, _standout   # evidence imports paths; keep imports one way
     if len(layout.host_names) < MIN_HOSTS or layout.ranks_per_host < 2:
         return []
     d = fit.data
@@ -72,7 +72,7 @@ def local_ranks(fit, layout, widen: float, q_family: float) -> list:
     if len(keys) < 3:
         return []
     values, ses = np.asarray(values), np.asarray(ses)
-    _, z, _, _ = _standout(values, ses, widen)
+    _, z, _, _ = standout(values, ses, widen)
     rejected, q = benjamini_hochberg(norm.sf(z), q_family)
     return [Effect("local-rank", keys[i], math.exp(values[i]), float(z[i]), float(q[i]), hosts[i],
                    f"the median of local rank {keys[i][0]}'s {keys[i][1]} effects over its "
