@@ -22,12 +22,14 @@ nics, direction of each culprit):
   host       exact: a `host` culprit on the host (pcie-slow)
   (`nic` and `host` culprits are told apart by the ranks they name, not by the label:
   diagnose labels a side of one rank `host` when the host has few ranks)
-  local-rank exact: one culprit covering the local rank's ranks on every host (diagnose
-             has no such component today, so per-host culprits count as touched)
+  local-rank exact: one culprit covering the local rank's ranks on every host (diagnose's
+             `local-rank` component; per-host culprits count as touched)
   leaf       exact: a `leaf` culprit naming the leaf
   host-pair  exact: a `host-pair` culprit naming both hosts (path-lossy)
-  uplink, spine-link, spine: no component of diagnose names them, so never exact; a
-             culprit on the leaf or its hosts counts as touched
+  uplink     exact: an `uplink` culprit naming the leaf (its uplinks, which of the k not said)
+  spine-link exact: a `spine-link` culprit naming the leaf (the spine links into it)
+  spine      no component of diagnose names it, so never exact
+  (a culprit on the leaf or its hosts counts as touched)
 """
 
 from __future__ import annotations
@@ -74,9 +76,11 @@ def _culprit_hosts(c: Dict[str, object]) -> set:
 
 
 def _touches(c: Dict[str, object], fault: Dict[str, object]) -> bool:
+    if c.get("component") == "local-rank":   # named by its ranks on every host
+        return bool(set(c.get("ranks") or []) & set(fault["ranks"]))
     if fault["component"] == "spine":
         return c.get("component") in ("leaf", "fabric", "link")
-    if c.get("component") == "leaf":
+    if c.get("component") in ("leaf", "uplink", "spine-link"):   # named by their leaf
         return c.get("host") == fault.get("leaf")
     return bool(_culprit_hosts(c) & set(fault["hosts"]))
 
@@ -106,7 +110,9 @@ def _exact(culprits: List[Dict[str, object]], fault: Dict[str, object]) -> bool:
                    for c in culprits)
     if kind == "leaf":
         return any(c.get("component") == "leaf" and c.get("host") == fault["leaf"] for c in culprits)
-    return False  # uplink, spine-link, spine: no component of diagnose names them
+    if kind in ("uplink", "spine-link"):   # diagnose names a leaf's uplinks or spine links
+        return any(c.get("component") == kind and c.get("host") == fault["leaf"] for c in culprits)
+    return False  # spine: no component of diagnose names it
 
 
 def score(diagnosis: Dict[str, object], truth: Dict[str, object]) -> Dict[str, object]:

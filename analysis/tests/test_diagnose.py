@@ -52,7 +52,9 @@ def _right(c, fault) -> bool:
         return c.component == "link" and sorted(c.ranks) == fault["ranks"]
     if component == "host-pair":
         return c.component == "host-pair" and sorted([c.host, c.peer_host]) == fault["hosts"]
-    return c.component == "leaf" and c.host == fault["leaf"]
+    # a slow or oversubscribed uplink is the leaf's in synth's truth; naming the leaf's
+    # uplinks (diagnosis/paths.py) is that component, one step finer
+    return c.component in ("leaf", "uplink") and c.host == fault["leaf"]
 
 
 def test_the_fit_recovers_class_row_and_column_effects(tmp_path):

@@ -182,3 +182,15 @@ def test_the_sweep_scores_components_not_hosts():
     got = score({"verdict": "not fit", "culprits": [wrong_side]}, truth)
     assert got["faults"] == ["touched", "missed"] and got["false"] == 0
     assert score({"verdict": "fit", "culprits": []}, {"faults": []})["false"] == 0
+    # the leaf's uplinks name the uplink fault; spine links into it would be another one
+    uplinks = dict(on_leaf, component="uplink")
+    assert score({"verdict": "not fit", "culprits": [uplinks]}, truth)["faults"] == ["missed", "exact"]
+    spine_links = dict(on_leaf, component="spine-link")
+    assert score({"verdict": "not fit", "culprits": [spine_links]}, truth)["faults"] == \
+        ["missed", "touched"]
+    slot = {"component": "local-rank", "fault": "local-rank-slow", "hosts": ["host000", "host001"],
+            "ranks": [3, 11], "nics": ["mlx5_3"], "side": "both"}
+    one = {"component": "local-rank", "host": "local rank 3", "ranks": [3, 11], "nics": ["mlx5_3"],
+           "direction": "both"}
+    got = score({"verdict": "not fit", "culprits": [one]}, {"faults": [slot]})
+    assert got["faults"] == ["exact"] and got["false"] == 0

@@ -24,6 +24,7 @@ from scipy.stats import binom, chi2, norm
 
 from ..inference import PRACTICAL_MARGIN as MARGIN
 from ..inference import benjamini_hochberg, robust_sigma
+from . import paths
 from .model import Fit, Layout, raw_classes
 
 Q = 0.05                  # false discovery rate of a run: split over its families (core.py)
@@ -35,6 +36,16 @@ HOST_PAIR_SHARE = 0.75
 # "fit" needs a test that would have found a rank side this much slower with 80 %
 # power; between MARGIN and this, fit is said with the size it could detect.
 DETECT = 1.5    # fewer pairs cannot tell a rank's end from its pairs
+# A rank side of a bandwidth test is a culprit from this factor on (a NIC at 92.6 % of
+# the typical: ClusterKit flags pairs under 93 % of the best), when the test has the
+# power to see it; healthy NIC ports differ by a few percent. Latency sides keep the
+# practical margin: software time per message (host-level) moves them far more.
+SIDE_MARGIN = 1.08
+
+
+def side_margin(fit: Fit) -> float:
+    """The smallest rank-side factor that names a culprit in this test."""
+    return SIDE_MARGIN if fit.data.bandwidth else MARGIN
 
 
 @dataclass
@@ -53,6 +64,9 @@ class Effect:
     # a rank side seen only on pairs between leaves (fewer than two inside its own): it
     # cannot name a NIC by itself, only say which side of a rank named by other evidence
     between_only: bool = False
+    # a rank side slow on its pairs between leaves only, its pairs inside its leaf
+    # typical: the path through the spine (paths.py), not the NIC itself
+    through_spine: bool = False
 
 
 def overdispersed_sf(k, m, phi: float, share) -> np.ndarray:
@@ -73,7 +87,7 @@ def spread_upper(values: np.ndarray, alpha: float = Q) -> float:
     return robust_sigma(values) * math.sqrt(df / chi2.ppf(alpha, df))
 
 
-def _standout(values: np.ndarray, se: np.ndarray, widen: float):
+def standout(values: np.ndarray, se: np.ndarray, widen: float):
     """z of each value over the median, with tau (spread beyond SE) and widening."""
     centre = float(np.median(values))
     tau2 = max(spread_upper(values) ** 2 - float(np.median(se ** 2)), 0.0)
@@ -117,7 +131,7 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q, leaf: Optional[np.
         return [], power
     values, counts = np.asarray(values), np.asarray(counts)
     ses = 1.2533 * fit.sigma_e / np.sqrt(counts)
-    centre, z, tau, scale = _standout(values, ses, widen)
+    centre, z, tau, scale = standout(values, ses, widen)
     rejected, q = benjamini_hochberg(norm.sf(z), q_family)
     p_emp = np.array([_median_tail_p(null, (v - centre) / widen, m, key[0])
                       for null, v, m, key in zip(nulls, values, counts, keys)])
@@ -125,24 +139,35 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q, leaf: Optional[np.
     z_crit = norm.isf(q_family / len(keys))
     power.update(tau=tau, se=float(np.median(ses)), scale=float(np.median(scale)),
                  mde=float((z_crit + POWER_Z) * np.median(scale)), z_crit=float(z_crit))
-    out = []
-    hit = rejected & rejected_emp & (values - centre >= math.log(MARGIN))
-    power["between_only"] = []
-    for i in np.flatnonzero(hit):
-        inside = _inside_leaf_too(nulls[i], keys[i][0], leaf, centre) if leaf is not None else True
+    margin = side_margin(fit)
+    power.update(margin=margin, between_only=[])
+    alpha, out = q_family / len(keys), []    # a path through the spine: Bonferroni
+    for i in np.flatnonzero(rejected & rejected_emp & (values - centre >= math.log(margin))):
+        inside = True if leaf is None else _inside_leaf_too(nulls[i], keys[i][0], leaf, centre,
+                                                            margin)
         if inside is None:   # cannot tell a NIC from its leaf's uplink or collisions
             power["between_only"].append(keys[i])
-        if inside is False:
+        through_spine = inside is False
+        if through_spine and not _through_spine(nulls[i], keys[i][0], leaf, centre, margin, alpha):
             continue
         out.append(Effect("side", keys[i], math.exp(values[i] - centre), float(z[i]),
                           float(max(q[i], q_emp[i])), int(counts[i]),
-                          beyond_leaf=_beyond_leaf(i, keys, values, scale, leaf, q_family),
-                          between_only=inside is None))
+                          beyond_leaf=_beyond_leaf(i, keys, values, scale, leaf, q_family, margin),
+                          between_only=inside is None, through_spine=through_spine))
     return out, power
 
 
+def _through_spine(null, rank: int, leaf: np.ndarray, centre: float, margin: float,
+                   alpha: float) -> bool:
+    """A side slow only between leaves, its pairs inside its leaf typical: a path through
+    the spine when its pairs between leaves are more often slow than collisions explain
+    (paths.between_leaves_p at alpha: the family's level over its sides, Bonferroni)."""
+    path = paths.between_leaves_p(null, rank, leaf, centre, margin)
+    return path is not None and path[0] <= alpha
+
+
 def _beyond_leaf(i: int, keys, values: np.ndarray, scale: np.ndarray,
-                 leaf: Optional[np.ndarray], q_family: float) -> bool:
+                 leaf: Optional[np.ndarray], q_family: float, margin: float = MARGIN) -> bool:
     """Side i against the median of the same side of its own leaf's ranks: at least the
     margin and significant at the family's Bonferroni level. A slow uplink shifts every
     rank of its leaf (the polish shares it between the ranks and the class terms); once
@@ -155,10 +180,11 @@ def _beyond_leaf(i: int, keys, values: np.ndarray, scale: np.ndarray,
         return True
     excess = float(values[i] - np.median(values[peers]))
     z_crit = norm.isf(q_family / len(keys))
-    return excess >= math.log(MARGIN) and excess / max(float(scale[i]), 1e-9) >= z_crit
+    return excess >= math.log(margin) and excess / max(float(scale[i]), 1e-9) >= z_crit
 
 
-def _inside_leaf_too(null, rank: int, leaf: np.ndarray, centre: float) -> Optional[bool]:
+def _inside_leaf_too(null, rank: int, leaf: np.ndarray, centre: float, margin: float = MARGIN
+                     ) -> Optional[bool]:
     """A NIC or host slows every pair it takes part in; collisions under load slow only
     pairs between leaves (inside a leaf one switch carries the pair: no ECMP). A side
     whose pairs within its own leaf (at least two: one could be a bad link of its own)
@@ -173,7 +199,7 @@ def _inside_leaf_too(null, rank: int, leaf: np.ndarray, centre: float) -> Option
         return True
     if inside.sum() < 2:
         return None
-    return float(np.median(own[mine][inside])) - centre >= math.log(MARGIN)
+    return float(np.median(own[mine][inside])) - centre >= math.log(margin)
 
 
 def _median_tail_p(null: Tuple[np.ndarray, ...], excess: float, count: int, rank: int) -> float:
@@ -381,7 +407,7 @@ def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[
         ok = np.isfinite(values)
         if ok.sum() < 3:
             return []
-        centre, z, _, _ = _standout(values[ok], ses[ok], widen)
+        centre, z, _, _ = standout(values[ok], ses[ok], widen)
         rejected, q = benjamini_hochberg(norm.sf(z), q_family)
         index = np.flatnonzero(ok)
         found.append({int(index[i]): (math.exp(values[index[i]] - centre), float(z[i]), float(q[i]))
@@ -411,9 +437,9 @@ def _leaf_contrasts(t: np.ndarray, counts: np.ndarray, sigma: float
     return values, ses
 
 
-def iterations_to_tell(power: Dict[str, float]) -> str:
-    """How much more data would bring the minimum detectable side effect to MARGIN."""
-    target = math.log(DETECT) / (power["z_crit"] + POWER_Z)
+def iterations_to_tell(power: Dict[str, float], detect: float = DETECT) -> str:
+    """How much more data would bring the minimum detectable side effect to `detect`."""
+    target = math.log(detect) / (power["z_crit"] + POWER_Z)
     tau = power["tau"]
     if tau >= target:
         return (f"ranks differ among themselves by {math.exp(tau):.2f}x (beyond the noise of their "
@@ -430,3 +456,15 @@ def side_power(power: Dict[str, float]) -> Tuple[bool, float]:
         return True, float("inf")
     mde = math.exp(power["mde"])
     return mde > DETECT, mde
+
+
+def leaf_path_effects(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
+    """The leaf directions of one fitted test (paths.leaf_paths) as evidence: each an
+    Effect of kind path, key (leaf, side). A round trip cannot tell into from out of:
+    none for a latency test."""
+    d = fit.data
+    found = paths.leaf_paths(fit.resid, d.s, d.r, layout.leaf, q_family) if not d.symmetric else []
+    return [Effect("path", (x, side), k / max(share * m, 1e-12), z, q, m,
+                   f"{k}/{m} at least {bar:.2f}x slower than their ends predict, against "
+                   f"{100 * share:.1f} % of the pairs between two other leaves")
+            for x, side, k, m, share, z, q, bar in found]

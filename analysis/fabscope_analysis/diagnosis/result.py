@@ -8,6 +8,11 @@ from typing import List, Tuple
 
 # A culprit's component: the smallest part of the fabric that explains what was seen.
 NIC, HOST, HOST_PAIR, LINK, LEAF, FABRIC = "nic", "host", "host-pair", "link", "leaf", "fabric"
+# a leaf's links to the spine: its uplinks (out of the leaf, or both ways), or the spine
+# -> leaf links into it (paths.py)
+UPLINK, SPINE_LINK = "uplink", "spine-link"
+# one local rank slow on most hosts: a placement, not each host (systemic.py)
+LOCAL_RANK = "local-rank"
 
 
 @dataclass
@@ -43,6 +48,12 @@ class Culprit:
         """How the culprit is named in the verdict, accept and the JUnit test case name."""
         if self.component == LEAF:
             return f"leaf {self.host}"
+        if self.component == LOCAL_RANK:
+            return self.host
+        if self.component == UPLINK:
+            return f"uplinks of leaf {self.host}"
+        if self.component == SPINE_LINK:
+            return f"spine links into leaf {self.host}"
         if self.component == HOST_PAIR:
             return f"host pair {self.host} <-> {self.peer_host}"
         if self.direction == "link":
@@ -52,7 +63,7 @@ class Culprit:
     def line(self) -> str:
         if self.component == LINK:
             who = f"link {self.host} -> {self.peer_host} (ranks {self.ranks[0]} -> {self.ranks[1]})"
-        elif self.component in (HOST_PAIR, LEAF):
+        elif self.component in (HOST_PAIR, LEAF, UPLINK, SPINE_LINK, LOCAL_RANK):
             who = self.subject()
         else:
             ranks = ",".join(str(r) for r in self.ranks)

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import numpy as np
 
 from ..inference import benjamini_hochberg
+from . import paths, systemic
 from .evidence import HOST_PAIR_SHARE, MARGIN, Q, Effect, block_rest_p
 from .model import Fit, Layout
 from .result import HOST, HOST_PAIR, LEAF, LINK, NIC, Congestion, Culprit
@@ -41,6 +42,8 @@ class TestEvidence:
     n_links: int = 0
     host_pairs: List[Effect] = field(default_factory=list)
     leaves: List[Effect] = field(default_factory=list)
+    paths: List[Effect] = field(default_factory=list)    # leaf directions (paths.py)
+    local_ranks: List[Effect] = field(default_factory=list)   # systemic.py
     retest: Dict[Tuple[int, int], RetestJudgement] = field(default_factory=dict)
     name: str = ""                                 # evidence over several tests: their label
 
@@ -59,11 +62,15 @@ class Naming:
     hosts: Set[int] = field(default_factory=set)
     host_pairs: Set[Tuple[int, int]] = field(default_factory=set)
     leaves: Set[int] = field(default_factory=set)
+    paths: Set[Tuple[int, str]] = field(default_factory=set)   # (leaf, send | receive)
+    local_ranks: Set[Tuple[int, str]] = field(default_factory=set)   # (local rank, side)
 
 
 def name_components(layout: Layout, tests: List[TestEvidence], q_family: float = Q) -> Naming:
     out = Naming()
     _leaves(layout, tests, out)
+    paths.name_leaf_paths(layout, tests, out)
+    systemic.name_local_ranks(layout, tests, out)
     _sides(layout, tests, out)
     _host_pairs(layout, tests, out)
     for t in tests:
@@ -115,8 +122,11 @@ def _sides(layout: Layout, tests: List[TestEvidence], out: Naming):
             rank, side = e.key
             if int(layout.leaf[rank]) in out.leaves and not e.beyond_leaf:
                 continue   # the named leaf's shift: no more than the rest of its leaf
+            if systemic.explains(layout, out, rank, side):
+                continue   # its local rank is slow on most hosts: one finding
             by_host.setdefault(int(layout.host[rank]), {}).setdefault((rank, side), []).append((t, e))
     _drop_between_only(by_host)
+    paths.group_spine_sides(layout, by_host, out)
     whole_hosts = {h for h, flagged in by_host.items() if _whole_host(layout, h, flagged)}
     for leaf in _leaves_of_hosts(layout, whole_hosts):
         hosts = [h for h in whole_hosts if layout.leaf[layout.host == h][0] == leaf]
@@ -200,6 +210,9 @@ def _add_side_culprit(layout: Layout, h: int, ranks: List[int], flagged, compone
     symptoms, evidence, seen = [], [], set()
     for t, e in items:
         word = _word(t, e)
+        if e.through_spine:
+            word = f"only on pairs {'from' if e.key[1] == 'receive' else 'to'} other leaves, through " \
+                   f"the spine (its pairs inside its leaf typical): {word}"
         side = "" if e.key[1] in ("both", direction) else f"{e.key[1]}: "
         if (side, t.label, e.kind) in seen:
             continue
@@ -245,6 +258,8 @@ def _explained(layout: Layout, t: TestEvidence, s: int, r: int, out: Naming) -> 
     if (min(hs, hr), max(hs, hr)) in out.host_pairs:
         return True
     if int(layout.leaf[s]) in out.leaves or int(layout.leaf[r]) in out.leaves:
+        return True
+    if paths.explains(layout, out, s, r):
         return True
     if t.fit.data.symmetric:
         return any((x, side) in out.sides for x in (s, r) for side in ("send", "receive", "both"))

@@ -58,7 +58,7 @@ def culprit_words(culprit) -> str:
     """'host fh4 (receive)', 'nic fh4:mlx5_1 (send)', 'link fh0 -> fh4', 'leaf 2': the
     component once, the direction where it is one."""
     subject = culprit.subject()
-    who = subject if subject.split(" ")[0] in ("leaf", "host", "link") \
+    who = subject if subject.split(" ")[0] in ("leaf", "host", "link", "uplinks", "spine", "local") \
         else f"{culprit.component} {subject}"
     return who if culprit.direction == "link" else f"{who} ({culprit.direction})"
 

@@ -1,0 +1,236 @@
+"""Faults on the paths between leaves: what is slow only through the spine.
+
+A NIC or a host slows every pair it takes part in. A fault between the leaf and the
+spine slows only the pairs that leave or enter the leaf, and the pairs inside the leaf,
+carried by one switch, stay typical. Two shapes:
+
+- one rank side slow on (nearly) all its pairs between leaves and typical inside its
+  leaf: "receive into NIC X through the spine" (its traffic from other leaves takes a
+  path its local traffic does not: a spine -> leaf link its flows share, a misrouted
+  or mis-hashed port). Collisions under load slow a random share of the pairs between
+  leaves; a side is named only when its pairs between leaves that are at least the
+  margin slow are more than that share explains (binomial against the share among
+  every other rank's pairs between leaves) and they are at least half of them.
+  Several ranks of one leaf so slow on one side are one finding: the leaf's links to
+  the spine in that direction.
+- a leaf whose pairs between leaves, in one direction, are slow far more often than
+  the other leaves' (an uplink or a spine -> leaf link at a fraction of its speed
+  slows the flows ECMP hashes onto it: a share of the leaf's pairs, never its median).
+  Per leaf and direction (into the leaf: receive; out of it: send) the count of its
+  pairs between leaves at least the margin slower than their ends predict is tested
+  against the share among the pairs between two other leaves (binomial, over-dispersion
+  measured across those (source leaf, destination leaf) blocks: collisions cluster by
+  the hash, not per pair), at two bars (the margin, and the 99th percentile of the
+  other leaves' pairs: a link at a tenth of its speed, among collisions that slow a
+  fifth of all pairs past the margin), and must be at least twice that share and
+  MIN_PATH_SHARE. Both directions of one leaf name its uplinks; only into the leaf, its
+  spine -> leaf links. Which of the k links carries it needs the flows' hashes, which
+  the file does not hold: the finding says so.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import List, Optional, Tuple
+
+import numpy as np
+from scipy.stats import binom, norm
+
+from ..inference import PRACTICAL_MARGIN as MARGIN
+from ..inference import benjamini_hochberg
+from .result import SPINE_LINK, UPLINK, Culprit
+
+# A side judged on its pairs between leaves alone needs this many of them.
+MIN_BETWEEN_PAIRS = 8
+# A leaf direction needs this many pairs between leaves, over at least two other leaves.
+MIN_LEAF_PAIRS = 16
+# A leaf direction is a path fault when at least this share of its pairs between leaves
+# is slow (beside the test): a few extra collisions are not a failed link.
+MIN_PATH_SHARE = 0.04
+# The second bar of a leaf direction: this quantile of the other leaves' pairs between
+# leaves (see leaf_paths).
+HIGH_QUANTILE = 0.99
+
+
+def between_leaves_p(null, rank: int, leaf: np.ndarray, centre: float, margin: float = MARGIN
+                     ) -> Optional[Tuple[float, int]]:
+    """(p, pairs) of rank's pairs between leaves standing out, for a side whose pairs
+    inside its leaf are typical: at least half of them at least the margin slower than
+    the centre, and more of them than the share of such pairs among every other rank's
+    pairs between leaves explains (binomial). None with too few pairs between leaves,
+    or fewer than half of them slow."""
+    _, _, owner, own, peer = null
+    between = leaf[owner] != leaf[peer]
+    mine = (owner == rank) & between
+    m = int(mine.sum())
+    if m < MIN_BETWEEN_PAIRS:
+        return None
+    slow = own - centre >= math.log(margin)
+    k = int((slow & mine).sum())
+    if 2 * k < m:
+        return None
+    others = between & (owner != rank)
+    total = int(others.sum())
+    if total == 0:
+        return None
+    share = min(max(float((slow & others).sum()) / total, 0.5 / total), 1.0)
+    return float(binom.sf(k - 1, m, share)), m
+
+
+def leaf_paths(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: np.ndarray,
+               q_family: float) -> List[Tuple[int, str, int, int, float, float, float, float]]:
+    """(leaf, side, slow pairs, pairs, pooled share, z, q, bar) of each leaf direction whose
+    pairs between leaves are slow more often than the other leaves'. side is receive
+    (pairs into the leaf) or send (pairs out of it). Over-dispersion phi is measured on
+    the counts of the (source leaf, destination leaf) blocks (median Pearson statistic
+    over its chi-square-1 median); the share and phi come from the blocks between two
+    other leaves (neither end on the tested leaf)."""
+    nl = int(leaf.max()) + 1 if len(leaf) else 0
+    ls, lr = leaf[s], leaf[r]
+    between = ls != lr
+    if nl < 3 or between.sum() < MIN_LEAF_PAIRS:
+        return []
+    pair_block = (ls, lr)
+    tests, ps = [], []
+    for x in range(nl):
+        # the pairs between two other leaves: the leaf's other direction may be slow too
+        # (an uplink carries both), and would raise the share it is judged against
+        others = between & (ls != x) & (lr != x)
+        if others.sum() < MIN_LEAF_PAIRS:
+            continue
+        # two bars: the margin (a link at half speed slows its flows a little, under
+        # load), and the 99th percentile of the other leaves' pairs (a link at a tenth
+        # slows its flows far beyond the collisions that, on a fabric of few uplinks
+        # per NIC, slow a fifth of all pairs past the margin); Bonferroni over the two
+        bars = sorted({math.log(MARGIN), max(math.log(MARGIN),
+                                             float(np.quantile(resid[others], HIGH_QUANTILE)))})
+        for side in ("receive", "send"):
+            best = None
+            for bar in bars:
+                judged = _leaf_direction(resid >= bar, between, pair_block, nl, x, side)
+                if judged is not None and (best is None or judged[3] < best[3]):
+                    best = judged + (bar,)
+            if best is None:
+                continue
+            k, m, share, p, bar = best
+            tests.append((x, side, k, m, share, bar))
+            ps.append(min(1.0, p * len(bars)))
+    if not tests:
+        return []
+    rejected, q = benjamini_hochberg(np.array(ps), q_family)
+    out = []
+    for (x, side, k, m, share, bar), p, ok, qv in zip(tests, ps, rejected, q):
+        if ok and k >= MIN_PATH_SHARE * m and k > 2 * share * m:
+            out.append((x, side, k, m, share, float(norm.isf(max(p, 1e-300))), float(qv),
+                        math.exp(bar)))
+    return out
+
+
+def _leaf_direction(slow: np.ndarray, between: np.ndarray, pair_block, nl: int, x: int,
+                    side: str) -> Optional[Tuple[int, int, float, float]]:
+    """(slow pairs, pairs, share among the blocks between two other leaves, p) of leaf
+    x's pairs into it (receive) or out of it (send); None with too few pairs."""
+    ls, lr = pair_block
+    k_block = np.zeros((nl, nl))
+    m_block = np.zeros((nl, nl))
+    np.add.at(k_block, (ls[between], lr[between]), slow[between])
+    np.add.at(m_block, (ls[between], lr[between]), 1)
+    own = np.zeros((nl, nl), dtype=bool)
+    if side == "receive":
+        own[:, x] = True
+    else:
+        own[x, :] = True
+    own &= m_block > 0
+    rest = m_block > 0
+    rest[x, :] = rest[:, x] = False
+    if own.sum() < 2 or rest.sum() < 2 or m_block[own].sum() < MIN_LEAF_PAIRS:
+        return None
+    k, m = float(k_block[own].sum()), float(m_block[own].sum())
+    share = min(max(k_block[rest].sum() / m_block[rest].sum(), 0.5 / m_block[rest].sum()), 0.999)
+    expected = share * m_block[rest]
+    pearson = (k_block[rest] - expected) ** 2 / np.maximum(expected * (1 - share), 1e-12)
+    phi = max(1.0, float(np.median(pearson)) / 0.455)
+    trials = max(int(round(m / phi)), 1)
+    need = min(int(math.ceil(k / phi)), trials)
+    return int(k), int(m), share, float(binom.sf(need - 1, trials, share))
+
+
+def name_leaf_paths(layout, tests, out) -> None:
+    """Culprits for the leaf directions whose pairs between leaves stand out (each test's
+    `paths`), a leaf already named (its switch explains its pairs) left out: both
+    directions of a leaf are its uplinks, only into it its spine -> leaf links, only out
+    of it its uplinks' send side. Registers (leaf, side) in out.paths, so the pairs
+    through it are explained (explains())."""
+    found = {}
+    for t in tests:
+        for e in getattr(t, "paths", []):
+            x, side = e.key
+            if x in out.leaves:
+                continue
+            found.setdefault(x, {}).setdefault(side, []).append((t, e))
+    for x, by_side in sorted(found.items()):
+        sides = set(by_side)
+        component = SPINE_LINK if sides == {"receive"} else UPLINK
+        direction = "both" if len(sides) == 2 else sides.pop()
+        items = [item for v in by_side.values() for item in v]
+        for side in by_side:
+            out.paths.add((x, side))
+        z = max(e.z for _, e in items)
+        q = min(e.q for _, e in items)
+        score = round(min(1.0, 0.4 + 0.04 * z), 3)
+        confidence = "high" if q < 1e-4 and score >= 0.75 else "medium" if q < 1e-2 else "low"
+        where = {"receive": "into the leaf from other leaves",
+                 "send": "out of the leaf to other leaves"}
+        out.culprits.append(Culprit(
+            host=layout.leaf_names[x], ranks=[], gpus=[], nics=[], direction=direction,
+            symptoms=[f"pairs {where[e.key[1]]}: {e.detail} [{t.label}]" for t, e in items],
+            evidence=[f"{t.label}: z={e.z:.1f}, q={e.q:.2g} against the pairs between two other "
+                      "leaves (over-dispersion across their leaf blocks); pairs inside the leaf "
+                      "are not part of it" for t, e in items]
+            + ["which of the leaf's links to the spine carries it needs the flows' ECMP hashes, "
+               "which the file does not hold: check each link's counters or speed, or retest "
+               "its flows"],
+            confidence=confidence, score=score, component=component))
+
+
+def explains(layout, out, s: int, r: int) -> bool:
+    """A pair between leaves that leaves or enters a leaf direction named by
+    name_leaf_paths."""
+    ls, lr = int(layout.leaf[s]), int(layout.leaf[r])
+    return ls != lr and ((lr, "receive") in out.paths or (ls, "send") in out.paths)
+
+
+def group_spine_sides(layout, by_host, out) -> None:
+    """Rank sides slow only through the spine (Effect.through_spine), two or more of one
+    leaf on one side, with no other evidence on that side: one finding, the leaf's
+    links to the spine in that direction (their NICs share nothing else), in place of a
+    NIC each. Taken out of by_host (host -> {(rank, side): [(test, effect)]})."""
+    groups = {}
+    for h, flagged in by_host.items():
+        for (rank, side), items in flagged.items():
+            if items and all(e.through_spine for _, e in items):
+                groups.setdefault((int(layout.leaf[rank]), side), []).append((h, rank, side))
+    for (x, side), members in sorted(groups.items()):
+        if len(members) < 2 or x in out.leaves:
+            continue
+        items = []
+        for h, rank, sd in members:
+            items += by_host[h].pop((rank, sd))
+            if not by_host[h]:
+                del by_host[h]
+        out.paths.add((x, side))
+        ranks = sorted(rank for _, rank, _ in members)
+        z = max(e.z for _, e in items)
+        q = min(e.q for _, e in items)
+        score = round(min(1.0, 0.4 + 0.04 * z), 3)
+        confidence = "high" if q < 1e-4 and score >= 0.75 else "medium" if q < 1e-2 else "low"
+        towards = "into the leaf from" if side == "receive" else "out of the leaf to"
+        out.culprits.append(Culprit(
+            host=layout.leaf_names[x], ranks=ranks, gpus=[layout.gpu.get(r, -1) for r in ranks],
+            nics=[layout.nic.get(r, "") for r in ranks], direction=side,
+            symptoms=[f"{len(ranks)} ranks ({', '.join(str(r) for r in ranks)}) slow only on pairs "
+                      f"{towards} other leaves; their pairs inside the leaf typical"],
+            evidence=[f"{t.label}: rank {e.key[0]} {e.key[1]} z={e.z:.1f}, q={e.q:.2g}, over {e.pairs} "
+                      "pairs" for t, e in items],
+            confidence=confidence, score=score,
+            component=SPINE_LINK if side == "receive" else UPLINK))

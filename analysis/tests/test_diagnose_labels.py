@@ -1,0 +1,67 @@
+"""Leaf structure from the latency test where /ranks has no leaf labels or wrong ones
+(diagnosis/labels.py), on hand-built host-pair matrices of log round trips."""
+
+import numpy as np
+import pytest
+
+from fabscope_analysis.diagnosis import labels
+from fabscope_analysis.diagnosis.model import Layout
+
+
+def _matrix(seed, leaves=(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2), between=0.3):
+    """Per host pair: each host's own software time (additive, up to 0.4 in log, larger
+    than the leaf step), the step between leaves, 1 % noise."""
+    rng = np.random.default_rng(seed)
+    leaf = np.asarray(leaves)
+    own = rng.uniform(0.0, 0.4, len(leaf))
+    m = own[:, None] + own[None, :] + between * (leaf[:, None] != leaf[None, :])
+    m = m + rng.normal(0.0, 0.01, m.shape)
+    m = (m + m.T) / 2.0
+    np.fill_diagonal(m, np.nan)
+    return m, leaf
+
+
+def _layout(leaf_per_rank, hosts=12, gpus=2):
+    n = hosts * gpus
+    names = sorted(set(leaf_per_rank))
+    return Layout(n, np.arange(n) // gpus, np.array([names.index(x) for x in leaf_per_rank]),
+                  [f"host{h:02d}" for h in range(hosts)], names, {r: r % gpus for r in range(n)},
+                  {r: f"mlx5_{r % gpus}" for r in range(n)}, gpus)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_leaves_are_inferred_from_the_step_between_leaves_whatever_each_hosts_own_time(seed):
+    m, leaf = _matrix(seed)
+    found = labels.leaves_from_matrix(m)
+    assert found is not None
+    assert all(np.array_equal(found == found[h], leaf == leaf[h]) for h in range(len(leaf))), found
+
+
+def test_no_step_between_leaves_infers_nothing():
+    m, _ = _matrix(4, between=0.0)
+    assert labels.leaves_from_matrix(m) is None
+
+
+def test_missing_labels_are_inferred_and_said_wrong_ones_replaced_and_named(monkeypatch):
+    m, leaf = _matrix(5)
+    monkeypatch.setattr(labels, "_host_matrix", lambda result, layout: m)
+    missing = _layout([""] * 24)
+    layout, notes, blind = labels.resolve(None, missing)
+    assert len(layout.leaf_names) == 3 and not blind
+    assert notes and notes[0].startswith("/ranks has no leaf labels: leaves inferred"), notes
+    wrong = [f"leaf{leaf[r // 2]}" for r in range(24)]
+    wrong[14] = wrong[15] = "leaf0"                       # host07 (leaf1) labelled leaf0
+    layout, notes, _ = labels.resolve(None, _layout(wrong))
+    assert layout.leaf[14] != layout.leaf[0] and layout.leaf[14] == layout.leaf[8], layout.leaf
+    assert notes and "leaf labels of host07 disagree" in notes[0], notes
+    right = [f"leaf{leaf[r // 2]}" for r in range(24)]
+    layout, notes, _ = labels.resolve(None, _layout(right))
+    assert layout.leaf_names == ["leaf0", "leaf1", "leaf2"] and not notes
+
+
+def test_without_labels_or_structure_the_verdict_says_the_leaf_rules_had_no_leaves(monkeypatch):
+    m, _ = _matrix(6, between=0.0)
+    monkeypatch.setattr(labels, "_host_matrix", lambda result, layout: m)
+    layout, notes, blind = labels.resolve(None, _layout([""] * 24))
+    assert layout.leaf_names == [""] and not notes
+    assert blind and "no leaf labels" in blind[0], blind
