@@ -89,4 +89,8 @@ def test_a_pair_between_leaves_slow_only_in_a_parallel_pass_is_no_culprit(tmp_pa
     with open_result(path) as result, contextlib.redirect_stdout(io.StringIO()):
         d = diagnose(result)
     assert d.verdict == "fit" and d.culprits == [], d.lines()
-    assert any("ECMP collision looks the same" in n for n in d.notes), d.notes
+    # Said either as a congestion finding's note (when the slow pairs pass the link
+    # test at the run's level) or, always, as what the thinned design cannot tell.
+    assert (any("ECMP collision looks the same" in n for n in d.notes)
+            or any("looks like an ECMP collision unless a serial retest" in b
+                   for b in d.cannot_tell_for)), (d.notes, d.cannot_tell_for)

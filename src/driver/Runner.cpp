@@ -18,6 +18,7 @@
 #include "runtime/EveryRanksLine.hpp"
 #include "runtime/Timestamp.hpp"
 #include "runtime/WatchdogRanks.hpp"
+#include "transport/TransportFactory.hpp"
 
 namespace fabscope::driver {
 
@@ -77,7 +78,7 @@ void Runner::writeRunHeader(output::Recorder& recorder, const output::ResultFile
   // final with /validity at the end: the clock finding needs the latencies).
   for (auto& attribute : validity::attributesOf(run_.validity)) header.push_back(std::move(attribute));
   recorder.attributes("/", header);
-  transport::recordTransportSettings(recorder, scenario_.transports);
+  transport::recordTransportSettings(recorder, run_.scenario.transports);
 }
 
 void Runner::writeRanks(output::Recorder& recorder) {
