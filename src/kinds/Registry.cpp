@@ -21,9 +21,20 @@ std::unique_ptr<Kind> makeMixKind();
 std::unique_ptr<Kind> makeReferenceKind();
 
 Registry::Registry() {
-  for (auto make :
-       {makeLatencyKind, makeBandwidthKind, makeBidirectionalBandwidthKind, makeKvPushKind, makeAllReduceKind,
-        makeAllToAllKind, makeApiKind, makeIncastKind, makeFaultDrillKind, makeMixKind, makeReferenceKind}) {
+  // One line each (the trailing comma keeps them so), in no particular order: the map sorts them.
+  for (auto make : {
+           makeLatencyKind,
+           makeBandwidthKind,
+           makeBidirectionalBandwidthKind,
+           makeKvPushKind,
+           makeAllReduceKind,
+           makeAllToAllKind,
+           makeApiKind,
+           makeIncastKind,
+           makeFaultDrillKind,
+           makeMixKind,
+           makeReferenceKind,
+       }) {
     auto k = make();
     auto name = k->name();
     kinds_.emplace(std::move(name), std::move(k));
