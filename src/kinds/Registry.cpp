@@ -19,6 +19,7 @@ std::unique_ptr<Kind> makeKvPushKind();
 std::unique_ptr<Kind> makeFaultDrillKind();
 std::unique_ptr<Kind> makeMixKind();
 std::unique_ptr<Kind> makeReferenceKind();
+std::unique_ptr<Kind> makeExampleKind();
 
 Registry::Registry() {
   // One line each (the trailing comma keeps them so), in no particular order: the map sorts them.
@@ -34,6 +35,7 @@ Registry::Registry() {
            makeFaultDrillKind,
            makeMixKind,
            makeReferenceKind,
+           makeExampleKind,
        }) {
     auto k = make();
     auto name = k->name();
