@@ -19,11 +19,24 @@ std::unique_ptr<Kind> makeKvPushKind();
 std::unique_ptr<Kind> makeFaultDrillKind();
 std::unique_ptr<Kind> makeMixKind();
 std::unique_ptr<Kind> makeReferenceKind();
+std::unique_ptr<Kind> makeExampleKind();
 
 Registry::Registry() {
-  for (auto make :
-       {makeLatencyKind, makeBandwidthKind, makeBidirectionalBandwidthKind, makeKvPushKind, makeAllReduceKind,
-        makeAllToAllKind, makeApiKind, makeIncastKind, makeFaultDrillKind, makeMixKind, makeReferenceKind}) {
+  // One line each (the trailing comma keeps them so), in no particular order: the map sorts them.
+  for (auto make : {
+           makeLatencyKind,
+           makeBandwidthKind,
+           makeBidirectionalBandwidthKind,
+           makeKvPushKind,
+           makeAllReduceKind,
+           makeAllToAllKind,
+           makeApiKind,
+           makeIncastKind,
+           makeFaultDrillKind,
+           makeMixKind,
+           makeReferenceKind,
+           makeExampleKind,
+       }) {
     auto k = make();
     auto name = k->name();
     kinds_.emplace(std::move(name), std::move(k));

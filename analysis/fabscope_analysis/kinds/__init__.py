@@ -9,18 +9,36 @@ kind name (analysis/tests/test_kind_modules.py holds both rules: every kind of
 src/output/schema.yaml has a module here, and no module elsewhere compares the kind
 attribute with a kind's name).
 
-A new kind: its module here (or an entry in its family's) and its line in FAMILIES.
+A new kind: an entry in its family's module, or a new module here, found by its file name
+(every module of this package that has ANALYSES; kinds/example.py is the template). The
+report shows the kinds' own sections in REPORT_ORDER, then those of the modules it does
+not name, by module name.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Dict, List
 
-from . import api, collectives, fault, incast, kvpush, mix, p2p, reference
 from .base import KindAnalysis, ReportSection
 
-# In the report's order of the kinds' own sections (incast before the KV push).
-FAMILIES = (p2p, collectives, incast, kvpush, fault, api, mix, reference)
+# The report's order of the kinds' own sections (incast before the KV push); a family not
+# named here follows these, by module name.
+REPORT_ORDER = ("p2p", "collectives", "incast", "kvpush", "fault", "api", "mix", "reference")
+
+
+def _families() -> tuple:
+    """Every module of this package that declares ANALYSES, in REPORT_ORDER."""
+    names = [m.name for m in pkgutil.iter_modules(__path__) if m.name != "base"]
+    modules = [importlib.import_module(f"{__name__}.{name}") for name in names]
+    families = [m for m in modules if hasattr(m, "ANALYSES")]
+    rank = {name: i for i, name in enumerate(REPORT_ORDER)}
+    return tuple(sorted(families, key=lambda m: (rank.get(m.__name__.rsplit(".", 1)[1], len(rank)),
+                                                 m.__name__)))
+
+
+FAMILIES = _families()
 
 
 def _registry() -> Dict[str, KindAnalysis]:
