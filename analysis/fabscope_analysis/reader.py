@@ -314,11 +314,9 @@ class ResultFile:
 
     def transports(self) -> Dict[str, Dict[str, object]]:
         """/transports/<name> as {name: {"settings": {key: TransportSetting}, "facts": {...}}}:
-        the keys the scenario gave the transport (`setting_<key>` and `setting_<key>_from`,
-        the keys schema.yaml declares for it) and what the transport reported after use
-        (every other attribute). Empty when the run gave no settings and no transport
-        reported anything. A setting the schema does not declare for that transport, or
-        one without its origin, is a ResultFileError naming the file and the group."""
+        the settings the scenario gave (`setting_<key>` with `setting_<key>_from`, as
+        schema.yaml declares them) and what the transport reported (the other attributes);
+        an undeclared setting or one without its origin is a ResultFileError."""
         out: Dict[str, Dict[str, object]] = {}
         if "transports" not in self._file:
             return out
