@@ -313,9 +313,8 @@ class ResultFile:
         return {int(r): str(h) for r, h in zip(ranks["rank"], ranks["host"])}
 
     def transports(self) -> Dict[str, Dict[str, object]]:
-        """/transports/<name> as {name: {"settings": {key: TransportSetting}, "facts": {...}}}:
-        the settings the scenario gave (`setting_<key>` with `setting_<key>_from`, as
-        schema.yaml declares them) and what the transport reported (the other attributes);
+        """/transports/<name>: {name: {"settings": {key: TransportSetting}, "facts": {...}}}
+        (`setting_<key>` with its `_from`, as schema.yaml declares; facts: the rest);
         an undeclared setting or one without its origin is a ResultFileError."""
         out: Dict[str, Dict[str, object]] = {}
         if "transports" not in self._file:
