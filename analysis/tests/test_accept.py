@@ -302,12 +302,16 @@ def _synth_verdicts(tmp_path, faults=(), seeds=range(AA_RUNS), noise="realistic"
 
 def test_aa_same_verdict_on_healthy_64_rank_runs(tmp_path):
     """A/A: 10 healthy runs of one 64-rank fabric (8 hosts x 8 GPUs, realistic noise: 5 %
-    host, pair and sample spread, hiccups, ECMP collisions under load): every one PASSes.
-    The fixed 90 %-of-median fraction applied to its 4,032 pairs failed such runs every
-    time; as a BH family with a practical margin no healthy pair fails."""
+    host, pair and sample spread, hiccups, ECMP collisions under load): none FAILs, and every
+    one gives the same verdict. The fixed 90 %-of-median fraction applied to its 4,032 pairs
+    failed such runs every time; as a BH family with a practical margin no healthy pair
+    fails. Under load the ECMP-collided pairs spread so far that the rule cannot see a
+    pair at 90 %: it says so, and so does the run (CANNOT TELL, never PASS)."""
     verdicts = _synth_verdicts(tmp_path)
-    passed = [v.passed for v in verdicts]
-    assert sum(passed) >= 9, [v.line() for v in verdicts if not v.passed]
+    assert not any(v.failed for v in verdicts), [v.line() for v in verdicts if v.failed]
+    assert {v.status for v in verdicts} == {"CANNOT TELL"}, [v.line() for v in verdicts]
+    assert all([c.rule for c in v.undecided()] == ["uniform pair bandwidth"] for v in verdicts), \
+        [v.line() for v in verdicts]
     for v in verdicts:
         pairs = next(c for c in v.checks if c.rule == "uniform pair bandwidth"
                      and "(serial-retest)" not in c.subject)

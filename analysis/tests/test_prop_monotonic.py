@@ -97,7 +97,8 @@ def test_a_worse_fault_never_gets_a_kinder_verdict(tmp_path_factory, ladder):
         kinder = [f"{rule} (instance {inst}): {checks_a[key]} -> {state}"
                   for key, state in checks_b.items() for rule, inst in [key]
                   if key in checks_a and ACCEPT_ORDER[state] < ACCEPT_ORDER[checks_a[key]]
-                  and not (rule in SELF_NOISE_RULES and "CANNOT TELL" in (checks_a[key], state))]
+                  and not (rule in SELF_NOISE_RULES and "CANNOT TELL" in (checks_a[key], state))
+                  and not _everyone_slow(rule, inst, checks_a[key], state, checks_b)]
         assert not kinder, f"{faults_a or 'nothing'} -> worse {faults_b}: " + "; ".join(kinder)
         softened = [key for key, state in checks_b.items()
                     if key in checks_a and _softened_by_own_noise(key[0], checks_a[key], state)]
@@ -116,6 +117,20 @@ SELF_NOISE_RULES = ("no straggler rank", "uniform pair bandwidth")
 
 def _softened_by_own_noise(rule, before, after):
     return rule in SELF_NOISE_RULES and (before, after) == ("FAIL", "CANNOT TELL")
+
+
+# `no straggler rank` asks whether one rank stands out from the run's median rank. A fault
+# that reaches every rank (a lossy host on 4 hosts: every rank sends to it) lifts the median
+# with it, and no rank stands out any more: FAIL -> PASS of that check is its question
+# answered, not a kinder verdict, as long as the instance is still failed by a rule that
+# judges it on its own (an absolute limit). Pinned by test_a_lossy_host_everyone_reaches_*.
+RELATIVE_TO_THE_RUN = ("no straggler rank",)
+
+
+def _everyone_slow(rule, instance, before, after, worse_checks):
+    return (rule in RELATIVE_TO_THE_RUN and (before, after) == ("FAIL", "PASS")
+            and any(state == "FAIL" for (r, i), state in worse_checks.items()
+                    if i == instance and r != rule))
 
 
 def _ladder_states(tmp_path, cluster, kind, target, values, seed):
@@ -137,6 +152,29 @@ def test_a_worse_straggler_is_never_less_certain(tmp_path):
     states = [checks[("no straggler rank", 0)] for _, _, checks in _ladder_states(
         tmp_path, Cluster(5, 2), "slow-recv", "host0/0", (3.0, 4.0), 131201)]
     assert ACCEPT_ORDER[states[1]] >= ACCEPT_ORDER[states[0]], states
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "accept's 'no straggler rank' measures each rank's p99 against the median rank's: a lossy "
+    "host2 on 4 hosts x 1 GPU (seed 999999) stalls 3.1 % of its samples and rank 0's p99 is "
+    "216x the median (FAIL); at 8 % every rank's p99 holds a stall, the median rank's p99 rises "
+    "from 2.8 us to 1,260 us and no rank stands out (PASS). The instance stays failed by its "
+    "absolute p99 limit (test_a_lossy_host_everyone_reaches_still_fails_the_instance)"))
+def test_a_lossy_host_everyone_reaches_never_passes_the_straggler_rule(tmp_path):
+    states = [checks[("no straggler rank", 0)] for _, _, checks in _ladder_states(
+        tmp_path, Cluster(4, 1), "lossy", "host2", (0.031, 0.08), 999999)]
+    assert ACCEPT_ORDER[states[1]] >= ACCEPT_ORDER[states[0]], states
+
+
+def test_a_lossy_host_everyone_reaches_still_fails_the_instance(tmp_path):
+    """The same ladder: the straggler rule loses its FAIL (above), the latency limit of the
+    same instance takes it over, and the run stays FAIL."""
+    (_, acc_a, checks_a), (_, acc_b, checks_b) = _ladder_states(
+        tmp_path, Cluster(4, 1), "lossy", "host2", (0.031, 0.08), 999999)
+    assert (checks_a[("no straggler rank", 0)], checks_b[("no straggler rank", 0)]) == ("FAIL", "PASS")
+    assert checks_b[("small-message latency (quiet)", 0)] == "FAIL", checks_b
+    assert acc_a == acc_b == "FAIL"
+    assert _everyone_slow("no straggler rank", 0, "FAIL", "PASS", checks_b)
 
 
 @pytest.mark.xfail(strict=True, reason=(
