@@ -464,3 +464,24 @@ def test_junit_marks_a_check_that_cannot_tell_skipped_with_its_reason(tmp_path):
     assert suite.get("skipped") == "2" and suite.get("failures") == "0"
     assert [case.find("skipped").get("message") for case in suite.iter("testcase")] == \
         ["p99_us: the limit 20 lies inside the interval [18, 23]", "no samples in this instance"]
+
+
+def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():
+    """Qn: 2.2219 x the k-th smallest distance between two units (k = h(h-1)/2, h = n//2 + 1)
+    x the small-n factor (0.872 at n = 9). Five healthy ranks 0.01 apart and four that one
+    slow NIC moved together: the 10th smallest distance is 0.02 however far the four moved;
+    the MAD about the median widens when the median rank sits between the groups."""
+    from fabscope_analysis.accept_outliers import pairwise_sigma
+    from fabscope_analysis.inference import robust_sigma
+    healthy = [0.0, 0.01, 0.02, 0.03, 0.04]
+    for moved in (0.7, 1.4):
+        values = np.array(healthy + [moved + d for d in (0.0, 0.01, 0.02, 0.03)])
+        assert pairwise_sigma(values) == pytest.approx(2.2219 * 0.872 * 0.02, rel=1e-6)
+    # the MAD about the median when the median rank is itself half-slowed (as in the 4x ladder)
+    between = np.array([0.0, 0.01, 0.02, 0.03, 0.25, 0.7, 0.71, 0.72, 0.73])
+    assert robust_sigma(between) > 0.3 and pairwise_sigma(between) < 0.05
+    # large n: the asymptotic factor n / (n + 1.4) (odd) and n / (n + 3.8) (even); normal
+    # data: about 1
+    rng = np.random.default_rng(7)
+    assert pairwise_sigma(rng.normal(0.0, 0.1, 2001)) == pytest.approx(0.1, rel=0.05)
+    assert pairwise_sigma(np.array([1.0])) == 0.0
