@@ -485,3 +485,26 @@ def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():
     rng = np.random.default_rng(7)
     assert pairwise_sigma(rng.normal(0.0, 0.1, 2001)) == pytest.approx(0.1, rel=0.05)
     assert pairwise_sigma(np.array([1.0])) == 0.0
+
+
+def test_a_flagged_samples_failure_names_the_ranks_whose_samples_failed_their_check(files, tmp_path):
+    """flagged_samples: {max: 0} fails and names who: the rank with samples whose data check
+    failed (flags bit 0), with their count, not the ranks whose samples are fine."""
+    import h5py
+    from fabscope_analysis.reader import FLAG_DATA_CHECK_FAILED
+    path = tmp_path / "flagged.h5"
+    path.write_bytes(open(files["clean"], "rb").read())
+    with h5py.File(path, "r+") as f:
+        samples = f["tests/0000/samples"][...]
+        ranks = sorted(set(samples["rank"].tolist()))
+        bad = ranks[-1]
+        which = np.flatnonzero(samples["rank"] == bad)[:3]
+        samples["flags"][which] |= FLAG_DATA_CHECK_FAILED
+        f["tests/0000/samples"][...] = samples
+    rules = ("fabscope_criteria: 1\nallowed_status: null\nrules:\n  - name: clean data\n"
+             "    match: {kind: \"*\"}\n    limits:\n      flagged_samples: {max: 0}\n")
+    failed = [c for c in _checks(path, rules, tmp_path) if not c.passed]
+    assert [c.instance for c in failed] == [0], [(c.instance, c.messages) for c in failed]
+    text = " ".join(failed[0].messages)
+    assert f"flagged on rank {bad} (" in text and ") 3 samples" in text, text
+    assert all(f"rank {r} (" not in text.split("flagged on", 1)[1] for r in ranks if r != bad), text
