@@ -22,3 +22,22 @@ def test_gpcnets_allreduce_canary_runs_200_iterations_at_most():
                    if t["kind"] in ("allreduce", "alltoall") and not t["name"].startswith("gpcnet")]
     assert collectives and min(collectives) >= 200, collectives
     assert tests["gpcnet-allreduce"]["iterations"] == 200
+
+
+def test_the_kv_push_runs_every_request_the_plan_asks_for():
+    """Each prefill rank pushes `iterations` requests: together at least the plan's
+    kv_requests, one round more when they do not divide evenly (ceil, not floor: 121
+    requests over 4 prefill ranks is 31 rounds, 124 requests)."""
+    import math
+    from test_serving_plan import knobs, listing, fake_estimate, by_name
+    from fabscope_analysis.serving.plan import PlanRequest
+    from fabscope_analysis.serving.plan_budget import fit_budget
+    k = knobs()
+    k.kv_requests = 121
+    plan = fit_budget(PlanRequest("llama3-70b", 8, None, Cluster(16), 1800.0, "itl_p99=50ms"),
+                      listing("llama3-70b"), k, "c.yaml", fake_estimate)
+    push = by_name(plan)["kv-push"]
+    requests = plan.knobs.kv_requests
+    assert requests % push["prefill_ranks"], (requests, push["prefill_ranks"])  # not a multiple
+    assert push["iterations"] == math.ceil(requests / push["prefill_ranks"]), push
+    assert push["iterations"] * push["prefill_ranks"] >= requests
