@@ -485,6 +485,9 @@ def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():
     rng = np.random.default_rng(7)
     assert pairwise_sigma(rng.normal(0.0, 0.1, 2001)) == pytest.approx(0.1, rel=0.05)
     assert pairwise_sigma(np.array([1.0])) == 0.0
+    # the small-n factors, where the k-th distance is known: n = 4 (k = 3), n = 2 (k = 1)
+    assert pairwise_sigma(np.array([0.0, 0.01, 0.02, 0.03])) == pytest.approx(2.2219 * 0.512 * 0.01)
+    assert pairwise_sigma(np.array([0.0, 0.05])) == pytest.approx(2.2219 * 0.399 * 0.05)
 
 
 def test_a_flagged_samples_failure_names_the_ranks_whose_samples_failed_their_check(files, tmp_path):
@@ -508,3 +511,15 @@ def test_a_flagged_samples_failure_names_the_ranks_whose_samples_failed_their_ch
     text = " ".join(failed[0].messages)
     assert f"flagged on rank {bad} (" in text and ") 3 samples" in text, text
     assert all(f"rank {r} (" not in text.split("flagged on", 1)[1] for r in ranks if r != bad), text
+
+
+def test_a_straggler_is_printed_with_its_p99_and_the_medians_in_microseconds(files, tmp_path):
+    """The straggler line's figures agree with each other: the rank's p99 over the median
+    rank's p99 is the ratio printed (to the 3 figures shown), both in microseconds."""
+    import re
+    out = run_cli("accept", files["standard"], "--criteria", _write(tmp_path, OUTLIERS))
+    line = re.search(r"rank 3 \(fh1\): p99 ([\d.,]+) us takes ([\d.]+)x the median rank's p99 time "
+                     r"\(median rank p99 ([\d.,]+) us\), required <= 2x", out.stdout)
+    assert line, out.stdout
+    p99, ratio, median = (float(g.replace(",", "")) for g in line.groups())
+    assert p99 / median == pytest.approx(ratio, rel=0.02), line.group(0)
