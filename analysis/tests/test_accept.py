@@ -523,3 +523,26 @@ def test_a_straggler_is_printed_with_its_p99_and_the_medians_in_microseconds(fil
     assert line, out.stdout
     p99, ratio, median = (float(g.replace(",", "")) for g in line.groups())
     assert p99 / median == pytest.approx(ratio, rel=0.02), line.group(0)
+
+
+def test_pair_medians_and_their_errors_are_each_pairs_own():
+    """pair_log_medians against numpy, pair by pair: odd and even sample counts (the
+    midpoint rule), the MAD-based standard error 1.2533 x 1.4826 x MAD / sqrt(n), and no
+    error from fewer than 3 samples."""
+    import pandas as pd
+    from fabscope_analysis.accept_outliers import pair_log_medians
+    rng = np.random.default_rng(11)
+    rows = []
+    for (rank, peer), n in {(0, 1): 5, (1, 0): 6, (2, 0): 2, (0, 2): 9}.items():
+        for t in rng.lognormal(8.0, 0.3, n):
+            rows.append({"rank": rank, "peer": peer, "latency_ns": float(t)})
+    s = pd.DataFrame(rows)
+    got = pair_log_medians(s, "latency").set_index(["rank", "peer"])
+    for (rank, peer), group in s.groupby(["rank", "peer"]):
+        logs = np.log(group["latency_ns"].to_numpy())
+        row = got.loc[(rank, peer)]
+        assert row["samples"] == len(logs)
+        assert row["log_time"] == pytest.approx(np.median(logs), abs=1e-12)
+        mad = np.median(np.abs(logs - np.median(logs)))
+        se = 1.2533 * 1.4826 * mad / np.sqrt(len(logs)) if len(logs) >= 3 else np.inf
+        assert row["se"] == pytest.approx(se, rel=1e-3), (rank, peer)
