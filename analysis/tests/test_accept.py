@@ -488,6 +488,10 @@ def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():
     # the small-n factors, where the k-th distance is known: n = 4 (k = 3), n = 2 (k = 1)
     assert pairwise_sigma(np.array([0.0, 0.01, 0.02, 0.03])) == pytest.approx(2.2219 * 0.512 * 0.01)
     assert pairwise_sigma(np.array([0.0, 0.05])) == pytest.approx(2.2219 * 0.399 * 0.05)
+    # above 9: n / (n + 3.8) even, n / (n + 1.4) odd; 0.01 steps: the 15th distance is 0.02
+    steps = 0.01 * np.arange(11)
+    assert pairwise_sigma(steps[:10]) == pytest.approx(2.2219 * 10 / 13.8 * 0.02)
+    assert pairwise_sigma(steps) == pytest.approx(2.2219 * 11 / 12.4 * 0.02)
 
 
 def test_a_flagged_samples_failure_names_the_ranks_whose_samples_failed_their_check(files, tmp_path):
