@@ -8,7 +8,8 @@ rule's practical margin fails.
 
 The noise model (both rules): the unit's log figure = the family's median + a healthy
 unit-to-unit spread tau + the unit's own measurement error se. tau is measured from
-the run's own units (1.4826 x MAD of their log figures, less the typical se^2); se
+the run's own units (pairs: 1.4826 x MAD of their log figures; ranks: Qn, pairwise_sigma;
+less the typical se^2); se
 from the unit's samples (a median: 1.2533 x its robust sigma / sqrt(n); a p99: the
 order-statistic interval, inference.quantile_log_se). z = excess / sqrt(tau^2 + se^2),
 one-sided. With fewer than MIN_UNITS_FOR_SPREAD units tau cannot be measured and is 0.
@@ -58,9 +59,33 @@ class FamilyTest:
                 f"{self.detectable:.2f}x")
 
 
+# Qn's consistency factors for small n (Croux & Rousseeuw 1992), n = 2..9; above, n / (n + 1.4)
+# for odd n and n / (n + 3.8) for even n
+QN_SMALL_N = {2: 0.399, 3: 0.994, 4: 0.512, 5: 0.844, 6: 0.611, 7: 0.857, 8: 0.669, 9: 0.872}
+
+
+def pairwise_sigma(values: np.ndarray) -> float:
+    """Rousseeuw & Croux's Qn: a sigma from the k-th smallest distance between two units
+    (k = h(h-1)/2, h = n//2 + 1), consistent for normal data. It needs no centre: a group of
+    units a fault moved together (every rank sending to one slow NIC) keeps its distances
+    inside the group and moves no reference, where the MAD about the median counts each of
+    them as spread once the group nears half the family. O(n^2): for the ranks' family."""
+    v = np.sort(np.asarray(values, dtype=np.float64)[np.isfinite(values)])
+    n = len(v)
+    if n < 2:
+        return 0.0
+    h = n // 2 + 1
+    k = h * (h - 1) // 2
+    distances = (v[None, :] - v[:, None])[np.triu_indices(n, 1)]
+    kth = float(np.partition(distances, k - 1)[k - 1])
+    factor = QN_SMALL_N.get(n, n / (n + 1.4) if n % 2 else n / (n + 3.8))
+    return 2.2219 * factor * kth
+
+
 def family_test(keys: List[Tuple[int, ...]], log_time: np.ndarray, se: np.ndarray,
-                q: float) -> FamilyTest:
-    """BH over the units' one-sided z of being slower than the family's median."""
+                q: float, spread=robust_sigma) -> FamilyTest:
+    """BH over the units' one-sided z of being slower than the family's median; `spread`
+    estimates the units' sigma (the MAD's robust_sigma, or pairwise_sigma)."""
     centre = float(np.median(log_time))
     excess = log_time - centre
     se = np.where(np.isfinite(se), se, np.inf)
@@ -68,7 +93,7 @@ def family_test(keys: List[Tuple[int, ...]], log_time: np.ndarray, se: np.ndarra
     typical_se2 = float(np.median(finite_se ** 2)) if len(finite_se) else 0.0
     tau = 0.0
     if len(keys) >= MIN_UNITS_FOR_SPREAD:
-        tau = math.sqrt(max(robust_sigma(log_time) ** 2 - typical_se2, 0.0))
+        tau = math.sqrt(max(spread(log_time) ** 2 - typical_se2, 0.0))
     sd = np.sqrt(tau ** 2 + se ** 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(sd > 0, excess / sd, np.where(excess > 0, np.inf, 0.0))
@@ -288,8 +313,10 @@ def check_ranks(ev, inst: TestInstance, s: pd.DataFrame, ratio: float, q: float,
     ranks = ranks[np.isfinite(ranks["log_time"].to_numpy(dtype=np.float64))]
     if len(ranks) < 2:
         return
+    # the ranks' spread by pairwise distances: a fault that slows a group of ranks together
+    # (all that send to one NIC) would widen a spread about the median and hide itself
     test = family_test([(int(r),) for r in ranks["rank"]], ranks["log_time"].to_numpy(),
-                       ranks["se"].to_numpy(dtype=np.float64), q)
+                       ranks["se"].to_numpy(dtype=np.float64), q, spread=pairwise_sigma)
     times = np.exp(test.excess)
     unit = " GB/s" if is_bandwidth(inst.metric) else " us"
     median_time = float(np.median(ranks["p99_time"]))

@@ -55,7 +55,7 @@ def print_checks(verdict, result_path: str, stream: Optional[TextIO] = None) -> 
     for reason in verdict.extra_reasons():
         print(f"{'FAIL' if reason.failing else 'NOTE'}  {reason.text}", file=stream)
     print(f"\naccept: {verdict.passed_count()} of {len(verdict.checks)} checks passed"
-          f" ({verdict.criteria.path} on {result_path}) -> {'PASS' if verdict.passed else 'FAIL'}",
+          f" ({verdict.criteria.path} on {result_path}) -> {verdict.status}",
           file=stream)
     print(verdict.line(), file=stream)
 

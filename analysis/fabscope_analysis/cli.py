@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_compare(sub)
 
-    p = sub.add_parser("accept", help="every check of the criteria in force (exit 0 pass, 1 fail)")
+    p = sub.add_parser("accept", help="every check of the criteria in force (exit 0 PASS, 1 FAIL or CANNOT TELL)")
     p.add_argument("file")
     p.add_argument("--criteria", help="criteria YAML (docs/analysis.md); default: the criteria "
                                       "the scenario names, else the shipped default for the "
@@ -260,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_impact(sub)
 
-    p = sub.add_parser("verdict", help="the run's verdict in one line (exit 0 PASS, 1 FAIL)")
+    p = sub.add_parser("verdict", help="the run's verdict in one line (exit 0 PASS, 1 FAIL or CANNOT TELL)")
     p.add_argument("file")
     p.add_argument("--criteria", help="criteria YAML (default: the criteria in force, as accept)")
     p.add_argument("--brief", action="store_true", help="only the verdict line")

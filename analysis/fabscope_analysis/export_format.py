@@ -40,7 +40,7 @@ FAMILY_SPECS: Tuple[FamilySpec, ...] = (
     FamilySpec("fabscope_validity_finding", "", "One /validity finding, value 1 "
                "(host * = every host)."),
     FamilySpec("fabscope_verdict_passed", "", "The run's verdict against the criteria in force: "
-               "1 PASS, 0 FAIL (the line verdict --brief prints)."),
+               "1 PASS, 0 FAIL or CANNOT TELL (the line verdict --brief prints)."),
     FamilySpec("fabscope_verdict_checks", "", "Checks of the criteria in force by outcome."),
     FamilySpec("fabscope_verdict_failed_checks", "", "Failed checks of the criteria in force "
                "per rule."),

@@ -27,6 +27,7 @@ nav a{margin-right:12px;font-size:13px}
 .verdict{padding:10px 14px;margin:12px 0;font-size:15px;border-left:6px solid}
 .verdict.pass{background:#e6f5e9;border-color:#2b8a3e;color:#136c2e}
 .verdict.fail{background:#fde8e8;border-color:#c92a2a;color:#a01010}
+.verdict.cannot-tell{background:#fff4e0;border-color:#d9822b;color:#8a4b08}
 .verdict ul{margin:6px 0 0 0;font-size:13px}
 ul.compact{font-size:12.5px;margin:4px 0}
 code{background:#f0f3f6;padding:1px 4px}

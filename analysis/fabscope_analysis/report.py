@@ -78,8 +78,9 @@ def _verdict_block(verdict) -> str:
         culprits = ("<p class=\"muted\">The criteria in force do not use diagnose "
                     "(criteria key <code>diagnose: true</code>); python3 -m fabscope_analysis "
                     "diagnose FILE names culprit hosts on its own.</p>")
-    return (f"<div class=\"verdict {'pass' if verdict.passed else 'fail'}\">"
-            f"<h2 id=\"verdict\">Verdict: {'PASS' if verdict.passed else 'FAIL'}</h2>"
+    state = "pass" if verdict.passed else "fail" if verdict.failed else "cannot-tell"
+    return (f"<div class=\"verdict {state}\">"
+            f"<h2 id=\"verdict\">Verdict: {verdict.status}</h2>"
             f"<b>{H.esc(verdict.line())}</b>"
             + (f"<ul>{items}{notes}</ul>" if items or notes else "") + culprits + "</div>")
 

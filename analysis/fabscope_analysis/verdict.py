@@ -75,8 +75,28 @@ class Verdict:
     diagnosis: object = None         # diagnose.Diagnosis when the criteria use diagnose
 
     @property
+    def failed(self) -> bool:
+        return any(r.failing for r in self.reasons)
+
+    def undecided(self) -> List[CheckResult]:
+        """The checks of the criteria's own rules that cannot tell and did not fail: a
+        rule the criteria set to judge the fabric could not judge it. (A validity finding
+        or a skipped instance is counted in the line but judges no rule by itself; a rule
+        that needs the skipped figure says cannot tell here.)"""
+        rules = {r.name for r in self.criteria.rules}
+        return [c for c in self.checks if c.cannot_tell and not c.messages and c.rule in rules]
+
+    @property
+    def status(self) -> str:
+        """FAIL when something failed, else CANNOT TELL when a rule could not tell, else PASS:
+        a fabric no failure was found on is not shown fit while a rule cannot see its limit."""
+        if self.failed:
+            return "FAIL"
+        return "CANNOT TELL" if self.undecided() else "PASS"
+
+    @property
     def passed(self) -> bool:
-        return not any(r.failing for r in self.reasons)
+        return self.status == "PASS"
 
     def passed_count(self) -> int:
         return sum(1 for c in self.checks if c.passed)
@@ -116,7 +136,7 @@ class Verdict:
         if unknown:
             what += (f"; {len(unknown)} check{'s' if len(unknown) > 1 else ''} cannot tell "
                      f"({', '.join(dict.fromkeys(c.rule for c in unknown))})")
-        return (f"verdict: {'PASS' if self.passed else 'FAIL'} ({what}; criteria "
+        return (f"verdict: {self.status} ({what}; criteria "
                 f"{self.criteria.path}, {self.source})")
 
     def highlights(self) -> Dict[Tuple[int, str], Set[str]]:

@@ -56,7 +56,7 @@ def main(argv=None) -> int:
             with open_result(path) as result:
                 verdict = compute_verdict(result, criteria)
             cpu = time.process_time() - cpu
-            word = "PASS" if verdict.passed else "FAIL"
+            word = verdict.status
             words[word] += 1
             print(f"run {seed}: accept {cpu:.1f} s CPU ({time.time() - started:.1f} s wall)  "
                   f"{verdict.line()[:220]}", flush=True)

@@ -16,11 +16,13 @@ import re
 import xml.etree.ElementTree as ET
 
 import h5py
+import numpy as np
 import pytest
 
 from contracts import outcome_contract
 from helpers import run_cli, run_main
 from serving_files import serving_file
+from synthetic import VALIDITY_DTYPE
 
 SLO = "itl_p99=50ms,ttft_p99=2s"
 # fit's first line: "fit DEPLOYMENT at SLO: STATUS[: CHECKS]", then the placement it assumed
@@ -112,14 +114,51 @@ def _cannot_tell_criteria(files, tmp_path) -> str:
                                f"    limits:\n      p99_us: {{max: {(low + high) / 2!r}}}\n")
 
 
-@outcome_contract("accept", 0, "CANNOT TELL")
-def test_accept_with_a_limit_inside_the_interval_cannot_tell_and_exits_0(files, tmp_path):
+@outcome_contract("accept", 1, "verdict: CANNOT TELL")
+@outcome_contract("verdict", 1, "verdict: CANNOT TELL")
+@outcome_contract("summary", 0, "verdict: CANNOT TELL")
+def test_a_rule_that_cannot_tell_makes_the_run_cannot_tell_and_exits_1(files, tmp_path):
+    """No check failed, but the one rule cannot tell: the run is not shown fit, so it is not
+    PASS. accept and verdict exit 1 (as diagnose and fit for their third answer); summary
+    exits 0 with the same first line."""
     criteria = _cannot_tell_criteria(files, tmp_path)
     p = run_main("accept", files["clean"], "--criteria", criteria)
-    assert p.returncode == 0, p.stdout
+    assert p.returncode == 1, p.stdout
     assert "CANNOT TELL  quiet p99: test 0000 pingpong [latency, 8 B, condition quiet]" in p.stdout
-    assert _last_line(p).startswith("verdict: PASS (7 of 7 checks passed; 1 check cannot tell "
-                                    "(quiet p99); criteria "), _last_line(p)
+    line = _last_line(p)
+    assert line.startswith("verdict: CANNOT TELL (7 of 7 checks passed; 1 check cannot tell "
+                           "(quiet p99); criteria "), line
+    assert "-> CANNOT TELL" in p.stdout, p.stdout
+    v = run_main("verdict", files["clean"], "--criteria", criteria, "--brief")
+    assert v.returncode == 1 and v.stdout.strip() == line, v.stdout
+    summary = run_main("summary", files["clean"], "--criteria", criteria)
+    assert summary.returncode == 0 and _first_line(summary) == line, summary.stdout
+
+
+def _with_validity(files, tmp_path) -> str:
+    """The clean run with a /validity finding (its ranks shared the CPUs), as the runner writes it."""
+    path = tmp_path / "shared.h5"
+    path.write_bytes(open(files["clean"], "rb").read())
+    with h5py.File(path, "r+") as f:
+        if "validity" in f:
+            del f["validity"]
+        f.create_dataset("validity", data=np.array(
+            [(b"*", b"oversubscribed", 6.0, 2.0, b"ranks share CPUs")], dtype=VALIDITY_DTYPE))
+        f.attrs["validity_findings"] = np.int64(1)
+    return str(path)
+
+
+@outcome_contract("accept", 0, "CANNOT TELL")
+def test_a_validity_finding_cannot_tell_but_leaves_the_verdict_to_the_rules(files, tmp_path):
+    """Doubtful numbers (ranks sharing CPUs) only make figures worse: the validity check says
+    CANNOT TELL and is counted; the run passes on rules that all pass."""
+    criteria = _criteria(tmp_path, "  - name: quiet p99\n    match: {kind: latency, condition: quiet}\n"
+                                   "    limits:\n      p99_us: {max: 1000000}\n")
+    p = run_main("accept", _with_validity(files, tmp_path), "--criteria", criteria)
+    assert p.returncode == 0, p.stdout
+    assert "CANNOT TELL  validity: oversubscribed on every host" in p.stdout, p.stdout
+    assert _last_line(p).startswith("verdict: PASS (8 of 8 checks passed; 1 check cannot tell "
+                                    "(validity); criteria "), _last_line(p)
 
 
 def _with_a_skipped_instance(files, tmp_path) -> str:
@@ -162,17 +201,21 @@ def test_junit_of_a_passing_run_is_bare_testcases(files, tmp_path):
     assert ("fabscope.accept.run complete", files["clean"]) in cases
 
 
-@outcome_contract("accept --junit", 0, "<skipped>")
-def test_junit_of_cannot_tell_and_skip_is_skipped(files, tmp_path):
+@outcome_contract("accept --junit", 1, "<skipped>")
+def test_junit_of_a_rule_that_cannot_tell_is_skipped_and_exits_1(files, tmp_path):
     xml = tmp_path / "ct.xml"
     p = run_main("accept", files["clean"], "--criteria", _cannot_tell_criteria(files, tmp_path),
                  "--junit", xml)
-    assert p.returncode == 0, p.stdout
+    assert p.returncode == 1, p.stdout
     suite, cases = _cases(xml)
     case = cases[("fabscope.accept.quiet p99", "test 0000 pingpong [latency, 8 B, condition quiet]")]
     assert [c.tag for c in case if c.tag != "system-out"] == ["skipped"], ET.tostring(case)
     assert "the interval holds the limit" in case.find("skipped").get("message")
     assert suite.get("skipped") == "1" and suite.get("failures") == "0"
+
+
+@outcome_contract("accept --junit", 0, "<skipped>")
+def test_junit_of_a_skipped_instance_is_skipped_and_exits_0(files, tmp_path):
     xml = tmp_path / "skip.xml"
     p = run_main("accept", _with_a_skipped_instance(files, tmp_path), "--junit", xml)
     assert p.returncode == 0, p.stdout
@@ -180,6 +223,7 @@ def test_junit_of_cannot_tell_and_skip_is_skipped(files, tmp_path):
     case = cases[("fabscope.accept.status", "test 0003 incast-7to1 [incast, 262144 B, condition quiet]")]
     assert [c.tag for c in case if c.tag != "system-out"] == ["skipped"], ET.tostring(case)
     assert "osu_bw is not installed" in case.find("skipped").get("message")
+    assert suite.get("failures") == "0"
 
 
 @outcome_contract("accept --junit", 1, "<failure>")

@@ -145,11 +145,12 @@ def test_shipped_criteria_do_not_fail_a_skipped_reference(skipped_file):
 
 def test_a_rule_requiring_a_skipped_reference_cannot_tell(skipped_file):
     """reference_ratio_max on the fabscope test whose reference was skipped: 'cannot tell',
-    listed, not a failure of the run by itself (nor 'no applicable test instance')."""
+    listed, not a failure of the run (nor 'no applicable test instance'); the rule could not
+    judge, so neither can the run: CANNOT TELL, not PASS."""
     from fabscope_analysis.verdict import compute_verdict
     with open_result(str(skipped_file)) as result:
         verdict = compute_verdict(result, criteria(5))
-        assert verdict.passed, verdict.line()
+        assert not verdict.failed and verdict.status == "CANNOT TELL", verdict.line()
         agrees = [c for c in verdict.checks if c.rule == "agrees"]
         assert len(agrees) == 1 and agrees[0].cannot_tell and agrees[0].instance == 0, agrees
         assert "test 0001 skipped" in agrees[0].cannot_tell, agrees[0].cannot_tell

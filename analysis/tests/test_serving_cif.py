@@ -182,3 +182,22 @@ def test_gpcnets_canary_tests_are_shown_beside_the_classes_not_judged(tmp_path):
 
 def check_status(verdict):
     return next(c for c in verdict.checks if c.name == "cif_p99").status
+
+
+def test_a_cif_quantile_needs_enough_values_on_both_sides():
+    """loaded / quiet at each percentile, exactly; None (not a ratio to a made-up base) where
+    a side holds fewer values than the percentile needs."""
+    from fabscope_analysis.serving import resample
+    from fabscope_analysis.serving.cif import cif_quantiles
+    enough = resample.min_values(99.0)
+    quiet = np.linspace(10.0, 20.0, enough)
+    loaded = 3.0 * quiet
+    cif = cif_quantiles(loaded, quiet)
+    assert cif["p50"] == pytest.approx(3.0) and cif["p99"] == pytest.approx(3.0), cif
+    assert resample.min_values(99.9) > enough and cif["p99.9"] is None, cif
+    # one value short of the p99's need on the quiet side: no p99 either
+    short = cif_quantiles(loaded, quiet[:-1])
+    assert short["p99"] is None and short["p50"] == pytest.approx(3.0, rel=0.01), short
+    # figures below 1 in their unit (a sub-millisecond time) are figures like any other
+    small = cif_quantiles(0.002 * loaded, 0.001 * quiet)
+    assert small["p50"] == pytest.approx(6.0) and small["p99"] == pytest.approx(6.0), small

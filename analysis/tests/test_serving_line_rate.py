@@ -175,3 +175,21 @@ def test_incast_aggregate_is_a_share_of_the_receivers_rate(tmp_path):
     assert len(rows) == 1 and rows[0].kind == "incast" and rows[0].transfers == 20
     assert rows[0].share_p50 == pytest.approx(0.95, rel=1e-3)
     assert "1 Gb/s (emulated cluster's receive limit on fh3)" in rows[0].rate
+
+
+def test_a_rank_takes_the_rate_of_its_own_nic_among_several(tmp_path):
+    """Two interfaces up on every host: a rank's rate is that of the NIC `/ranks` names for it
+    (eth0 here, 10 Gb/s), not the other's (eth1, 100 Gb/s), and not unknown."""
+    run = SyntheticRun(tmp_path / "two.h5", nranks=4, ranks_per_host=1)
+    two = {"net/eth0/operstate": "up", "net/eth1/operstate": "up", "net/lo/operstate": "unknown",
+           "net/eth0/speed_mbps": "10000", "net/eth1/speed_mbps": "100000"}
+    run.add_hosts({f"fh{h}": dict(two) for h in range(4)})
+    add_kv(run, np.full(20, 1e7), np.full(20, 1e4), nbytes=MIB, prefill=0, decode=3)
+    run.close()
+    with open_result(str(tmp_path / "two.h5")) as result:
+        rates = rank_rates(result)
+    for rank in range(4):
+        for direction in ("send", "receive"):
+            rate = rates[rank][direction]
+            assert rate is not None and rate.gbps == 10.0, (rank, direction, rate)
+            assert rate.source == "interface eth0 speed"

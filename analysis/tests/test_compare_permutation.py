@@ -1,0 +1,24 @@
+"""When compare's run-level permutation test can reach its level at all: its smallest p is
+(2 at equal sizes, else 1) / C(a + b, b), exactly, for every split of sizes, two runs a
+side included."""
+
+import math
+
+import pytest
+
+from fabscope_analysis.compare_stats import permutation_reaches, permutation_splits
+
+
+@pytest.mark.parametrize("a, b, reaches", [
+    (2, 2, False),   # 2 / 6
+    (3, 3, False),   # 2 / 20 = 0.1
+    (4, 4, True),    # 2 / 70
+    (2, 5, True),    # 1 / 21 = 0.048
+    (5, 2, True),
+    (2, 4, False),   # 1 / 15
+    (1, 30, False),  # one run on a side: no run-to-run variation to test
+    (30, 1, False),
+])
+def test_the_permutation_test_reaches_5_percent_only_with_enough_splits(a, b, reaches):
+    assert permutation_splits(a, b) == math.comb(a + b, b)
+    assert permutation_reaches(a, b, 0.95) is reaches

@@ -1,0 +1,19 @@
+"""A placement refuses what cannot be placed, and takes what can: the expert-parallel
+width of a model with experts, at 1 and above."""
+
+import pytest
+
+from fabscope_analysis import models
+from fabscope_analysis.serving.placement import Placement, PlacementError
+
+DEEPSEEK = models.preset("deepseek-v3")
+LLAMA70 = models.preset("llama3-70b")
+
+
+def test_expert_parallel_width_is_taken_on_a_model_with_experts_only():
+    for ep in (1, 8, 64):
+        assert Placement(DEEPSEEK, tp=1, ep=ep, gpus_per_node=8).ep == ep
+    with pytest.raises(PlacementError, match="ep 0: must be at least 1"):
+        Placement(DEEPSEEK, tp=1, ep=0, gpus_per_node=8)
+    with pytest.raises(PlacementError, match="ep 8: llama3-70b has no experts"):
+        Placement(LLAMA70, tp=8, ep=8, gpus_per_node=8)
