@@ -22,6 +22,11 @@ MEDIAN_SE_FACTOR = 1.2533
 # Practical margin of the verdicts that name a component (diagnose's effects, its
 # retests): a time factor smaller than this is not a culprit, however significant.
 PRACTICAL_MARGIN = 1.25
+# A rank side of a bandwidth test is a culprit from this factor on (a NIC at 92.6 % of
+# the typical: ClusterKit flags pairs under 93 % of the best), when the test has the
+# power to see it; healthy NIC ports differ by a few percent. Latency sides keep the
+# practical margin: software time per message (host-level) moves them far more.
+BANDWIDTH_SIDE_MARGIN = 1.08
 
 
 def robust_sigma(values: Sequence[float]) -> float:

@@ -23,7 +23,7 @@ import pandas as pd
 from scipy.stats import binom, chi2, norm
 
 from ..inference import PRACTICAL_MARGIN as MARGIN
-from ..inference import benjamini_hochberg, robust_sigma
+from ..inference import BANDWIDTH_SIDE_MARGIN, benjamini_hochberg, robust_sigma
 from . import paths
 from .model import Fit, Layout, raw_classes
 
@@ -36,16 +36,11 @@ HOST_PAIR_SHARE = 0.75
 # "fit" needs a test that would have found a rank side this much slower with 80 %
 # power; between MARGIN and this, fit is said with the size it could detect.
 DETECT = 1.5    # fewer pairs cannot tell a rank's end from its pairs
-# A rank side of a bandwidth test is a culprit from this factor on (a NIC at 92.6 % of
-# the typical: ClusterKit flags pairs under 93 % of the best), when the test has the
-# power to see it; healthy NIC ports differ by a few percent. Latency sides keep the
-# practical margin: software time per message (host-level) moves them far more.
-SIDE_MARGIN = 1.08
 
 
 def side_margin(fit: Fit) -> float:
     """The smallest rank-side factor that names a culprit in this test."""
-    return SIDE_MARGIN if fit.data.bandwidth else MARGIN
+    return BANDWIDTH_SIDE_MARGIN if fit.data.bandwidth else MARGIN
 
 
 @dataclass
