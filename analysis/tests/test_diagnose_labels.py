@@ -1,11 +1,16 @@
 """Leaf structure from the latency test where /ranks has no leaf labels or wrong ones
 (diagnosis/labels.py), on hand-built host-pair matrices of log round trips."""
 
+import contextlib
+import io
+
 import numpy as np
 import pytest
+from synthetic import write_matrix_run
 
-from fabscope_analysis.diagnosis import labels
+from fabscope_analysis.diagnosis import diagnose, labels
 from fabscope_analysis.diagnosis.model import Layout
+from fabscope_analysis.reader import open_result
 
 
 def _matrix(seed, leaves=(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2), between=0.3):
@@ -65,3 +70,13 @@ def test_without_labels_or_structure_the_verdict_says_the_leaf_rules_had_no_leav
     layout, notes, blind = labels.resolve(None, _layout([""] * 24))
     assert layout.leaf_names == [""] and not notes
     assert blind and "no leaf labels" in blind[0], blind
+
+
+def test_a_run_on_one_host_has_no_host_pair_to_place(tmp_path):
+    """Every pair inside one host (a one-node run, as on a single GPU machine): nothing
+    for the inference to place, and diagnose still answers (it raised IndexError)."""
+    path = tmp_path / "one-host.h5"
+    write_matrix_run(path, nranks=4, ranks_per_host=4)
+    with open_result(path) as result, contextlib.redirect_stdout(io.StringIO()):
+        d = diagnose(result)
+    assert d.verdict == "fit" and d.culprits == [], d.lines()

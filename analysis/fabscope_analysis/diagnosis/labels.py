@@ -47,6 +47,8 @@ def _host_matrix(result, layout: Layout) -> Optional[np.ndarray]:
         cross = a != b
         lo, hi = np.minimum(a, b)[cross], np.maximum(a, b)[cross]
         keys = lo * nh + hi
+        if keys.size == 0:
+            continue  # every pair of this test inside one host: no host pair to place
         out = np.full((nh, nh), np.nan)
         order = np.argsort(keys, kind="stable")
         keys, values = keys[order], data.logt[cross][order]
