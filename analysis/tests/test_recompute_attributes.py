@@ -491,11 +491,24 @@ def kind_p2p(where, a, t, m):
                 {factor * a["window"] * a["bytes"]})
 
 
+def kind_example(where, a, t, m):
+    """The token ring: one sample per hop on its sender (docs/file-format.md, `example`)."""
+    s = t["samples"]
+    ns = (s["t_done_ns"] - s["t_post_ns"]).astype(np.float64)
+    senders = sorted(set(s["rank"].tolist()))
+    m.equal(where, "ring_ranks", a["ring_ranks"], len(senders))
+    m.attr(where, a, "hop_p50_ns", stats_of(ns)["p50"])
+    p50 = {r: stats_of(ns[s["rank"] == r])["p50"] for r in senders}
+    slowest = max(senders, key=lambda r: p50[r])  # the first of equal ones, as the kind
+    m.equal(where, "slowest_hop_rank", a["slowest_hop_rank"], slowest)
+    m.attr(where, a, "slowest_hop_p50_ns", p50[slowest])
+
+
 KIND_CHECKS = {
     "latency": kind_p2p, "bandwidth": kind_p2p, "bibw": kind_p2p,
     "allreduce": kind_allreduce, "alltoall": kind_alltoall, "incast": kind_incast,
     "kvpush": kind_kvpush, "api": kind_api, "mix": kind_mix, "reference": kind_reference,
-    "fault": kind_fault,
+    "fault": kind_fault, "example": kind_example,
 }
 
 

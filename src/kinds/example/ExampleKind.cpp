@@ -20,6 +20,9 @@ namespace {
 
 constexpr int tokenTag = 41, ackTag = 42;
 
+// What the parse step made of the test's keys (none of its own yet).
+struct ExampleConfig final : scenario::KindConfig {};
+
 class ExampleKind final : public Kind {
  public:
   std::string name() const override { return "example"; }
@@ -34,19 +37,25 @@ class ExampleKind final : public Kind {
   output::DeclaredAttributes declaredAttributes() const override { return attributes_; }
   std::string summary() const override { return "a token passed round a ring of ranks (the template of a new kind)"; }
 
+  // Its keys (none of its own here; a kind with keys lists them in extraKeys and
+  // reads them with scenario::ParamReader) and what they may be, checked once at
+  // load with the test's position; plan and run read the config (configOf).
   scenario::KindRules rules() const override {
     scenario::KindRules r;
     r.minRanks = 2;
+    r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource&) {
+      const auto where = spec.at + ": test '" + spec.name + "': ";
+      if (spec.memory != "host") throw scenario::ScenarioError(where + "kind example passes host memory only");
+      if (!transport::transportCapabilities(spec.transport).hostMemory)
+        throw scenario::ScenarioError(where + "transport '" + spec.transport + "' moves no host memory, which kind " +
+                                      "example passes; use transport: mpi");
+      return std::make_shared<const ExampleConfig>();
+    };
     return r;
   }
 
   InstancePlan plan(const scenario::TestInstance& instance, int worldSize) const override {
     const auto& spec = *instance.spec;
-    const auto where = spec.at + ": test '" + spec.name + "': ";
-    if (spec.memory != "host") throw scenario::ScenarioError(where + "kind example passes host memory only");
-    if (!transport::transportCapabilities(spec.transport).hostMemory)
-      throw scenario::ScenarioError(where + "transport '" + spec.transport + "' moves no host memory, which kind " +
-                                    "example passes; use transport: mpi");
     const int ranks = measuringRanksOf(spec, worldSize, 2);
     InstancePlan plan;
     plan.metric = Metric::latency;
