@@ -23,9 +23,12 @@ def hop_medians(samples: pd.DataFrame) -> pd.DataFrame:
     """Per hop (rank -> peer): its samples and their median and p99 in microseconds,
     slowest median first."""
     s = samples[(samples["peer"] >= 0) & ((samples["flags"] & FLAG_AUXILIARY_MASK) == 0)]
-    us = s.assign(us=(s["t_done_ns"] - s["t_post_ns"]).astype("float64") / 1e3)
-    hops = us.groupby(["rank", "peer"])["us"].agg(samples="size", p50="median",
+    # Medians of the nanoseconds, then microseconds: the figures the kind's own
+    # attributes hold (hop_p50_ns), rounded the same way wherever they are printed.
+    ns = s.assign(ns=(s["t_done_ns"] - s["t_post_ns"]).astype("float64"))
+    hops = ns.groupby(["rank", "peer"])["ns"].agg(samples="size", p50="median",
                                                  p99=lambda v: v.quantile(0.99))
+    hops[["p50", "p99"]] = hops[["p50", "p99"]] / 1e3
     return hops.reset_index().sort_values("p50", ascending=False, kind="stable")
 
 
@@ -36,7 +39,7 @@ def ring_line(inst) -> str:
     hops = hop_medians(s)
     if hops.empty:
         return "ring: no hops recorded"
-    every = float(((s["t_done_ns"] - s["t_post_ns"]).astype("float64") / 1e3).median())
+    every = float((s["t_done_ns"] - s["t_post_ns"]).astype("float64").median()) / 1e3
     slowest = hops.iloc[0]
     return (f"ring of {len(hops)} ranks: hop p50 {format_number(every)} us over "
             f"{int(hops['samples'].sum())} hops; slowest hop {int(slowest['rank'])} -> "
