@@ -156,10 +156,14 @@ def test_commands_on_real_file(path, tmp_path):
     out = run_cli("accept", path, "--criteria", SHIPPED, "--junit", tmp_path / "accept.xml")
     assert out.returncode in (0, 1), out.stdout + out.stderr
     assert (tmp_path / "accept.xml").exists()
-    # The exit code is the verdict: 1 exactly when the JUnit file records a failure.
+    # The exit code is the verdict: 1 for FAIL (the JUnit file records a failure)
+    # and for CANNOT TELL (a rule of the criteria could not tell, nothing failed).
     suites = ET.parse(tmp_path / "accept.xml").getroot()
     failures = sum(len(case.findall("failure")) for case in suites.iter("testcase"))
-    assert (out.returncode == 1) == (failures > 0), (out.returncode, failures, out.stdout[-2000:])
+    verdict = re.search(r"^verdict: (PASS|FAIL|CANNOT TELL)\b", out.stdout, re.M)
+    assert verdict, out.stdout[-2000:]
+    assert (out.returncode == 1) == (verdict[1] != "PASS"), (out.returncode, verdict[1], out.stdout[-2000:])
+    assert (verdict[1] == "FAIL") == (failures > 0), (verdict[1], failures, out.stdout[-2000:])
     out = run_cli("compare", path, path, "--resamples", "50")
     assert out.returncode == 0, out.stderr
     # A file against itself: no row's verdict may claim a difference.
