@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "runtime/Errors.hpp"
@@ -31,6 +32,14 @@ std::pair<long, long> twoWholeNumbers(const std::string& text) {
   return {wholeNumber(text.substr(0, colon)), wholeNumber(text.substr(colon + 1))};
 }
 
+// The "A:B" after `prefix` in the hook `value`, both whole numbers, else a
+// UsageError naming the value and `expected`.
+std::pair<int, int> twoIndexesOf(const std::string& value, const std::string& prefix, const char* expected) {
+  const auto [a, b] = twoWholeNumbers(value.substr(prefix.size()));
+  if (a < 0 || b < 0) throw UsageError("--self-test " + value + ": expected " + expected);
+  return {static_cast<int>(a), static_cast<int>(b)};
+}
+
 }  // namespace
 
 SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values) {
@@ -44,38 +53,29 @@ SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values) {
     if (value == "kv-corrupt") {
       hooks.kvCorrupt = true;
     } else if (value.rfind(kvCorrupt, 0) == 0) {
-      const auto [prefill, request] = twoWholeNumbers(value.substr(kvCorrupt.size()));
-      if (prefill < 0 || request < 0)
-        throw UsageError("--self-test " + value +
-                         ": expected kv-corrupt=P:K with P a prefill rank's index (0, 1, ...) and K a request "
-                         "index counting warm-up requests from 0 (e.g. kv-corrupt=1:0)");
+      std::tie(hooks.kvCorruptPrefill, hooks.kvCorruptRequest) =
+          twoIndexesOf(value, kvCorrupt,
+                       "kv-corrupt=P:K with P a prefill rank's index (0, 1, ...) and K a request index counting "
+                       "warm-up requests from 0 (e.g. kv-corrupt=1:0)");
       hooks.kvCorrupt = true;
-      hooks.kvCorruptPrefill = static_cast<int>(prefill);
-      hooks.kvCorruptRequest = static_cast<int>(request);
     } else if (value == "kv-in-order") {
       hooks.kvInOrder = true;
     } else if (value == "api-corrupt-request") {
       hooks.apiCorruptRequest = true;
     } else if (value.rfind(apiRequest, 0) == 0) {
-      const auto [client, request] = twoWholeNumbers(value.substr(apiRequest.size()));
-      if (client < 0 || request < 0)
-        throw UsageError("--self-test " + value +
-                         ": expected api-corrupt-request=C:K with C an api client's index (0, 1, ...) and K a "
-                         "request index counting warm-up requests from 0 (e.g. api-corrupt-request=1:0)");
+      std::tie(hooks.apiCorruptRequestClient, hooks.apiCorruptRequestIndex) =
+          twoIndexesOf(value, apiRequest,
+                       "api-corrupt-request=C:K with C an api client's index (0, 1, ...) and K a request index "
+                       "counting warm-up requests from 0 (e.g. api-corrupt-request=1:0)");
       hooks.apiCorruptRequest = true;
-      hooks.apiCorruptRequestClient = static_cast<int>(client);
-      hooks.apiCorruptRequestIndex = static_cast<int>(request);
     } else if (value == "api-corrupt-chunk") {
       hooks.apiCorruptChunk = true;
     } else if (value.rfind(apiChunk, 0) == 0) {
-      const auto [request, chunk] = twoWholeNumbers(value.substr(apiChunk.size()));
-      if (request < 0 || chunk < 0)
-        throw UsageError("--self-test " + value +
-                         ": expected api-corrupt-chunk=K:J with K a request index counting warm-up requests "
-                         "from 0 and J a chunk index (0, 1, ...), e.g. api-corrupt-chunk=0:2");
+      std::tie(hooks.apiCorruptChunkRequest, hooks.apiCorruptChunkIndex) =
+          twoIndexesOf(value, apiChunk,
+                       "api-corrupt-chunk=K:J with K a request index counting warm-up requests from 0 and J a "
+                       "chunk index (0, 1, ...), e.g. api-corrupt-chunk=0:2");
       hooks.apiCorruptChunk = true;
-      hooks.apiCorruptChunkRequest = static_cast<int>(request);
-      hooks.apiCorruptChunkIndex = static_cast<int>(chunk);
     } else if (value.rfind(corruptRank, 0) == 0) {
       const long rank = wholeNumber(value.substr(corruptRank.size()));
       if (rank < 0)
