@@ -64,7 +64,7 @@ std::string closingVerdict(const std::string& resultPath, double timeoutSeconds)
   std::istringstream lines(r.output);
   for (std::string line; std::getline(lines, line);)
     if (line.rfind("verdict: ", 0) == 0) last = line;
-  // accept's exit codes: 0 PASS, 1 FAIL; anything else is the analysis failing
+  // verdict's exit codes: 0 PASS, 1 FAIL or CANNOT TELL; anything else is the analysis failing
   if (!last.empty() && r.error.empty() && !r.timedOut && (r.exitStatus == 0 || r.exitStatus == 1)) return last;
   std::string why = !r.error.empty() ? r.error
                     : r.timedOut ? "it did not finish within " + std::to_string(static_cast<int>(timeoutSeconds)) + " s"

@@ -68,6 +68,36 @@ for criteria in met unmet; do
   echo "closing line agrees with accept: $last"
 done
 
+# outcome-contract: fabscope run | 0 | verdict: CANNOT TELL
+# A rule that cannot tell on any machine: the latency test passes, but the reference test's
+# tool is not there (skipped), so a rule bounding the reference ratio cannot tell. The run
+# exits 0 (the measurement ran) and closes with CANNOT TELL; accept exits 1 on the same line.
+cat > "$scratch/cannot-tell.yaml" <<'YAML'
+fabscope_criteria: 1
+require_complete: true
+allowed_status: [passed]
+allow_validity: true  # a busy or oversubscribed machine says nothing of the verdict's path
+rules:
+  - name: every latency test measured
+    match: {kind: latency}
+    limits:
+      samples: {min: 1}
+  - name: agrees with its reference tool
+    match: {kind: reference}
+    reference_ratio_max: 2
+YAML
+{ echo "criteria: cannot-tell.yaml"; cat "$scratch/small.yaml"
+  echo "  - {name: ref, kind: reference, sizes: [8], iterations: 20}"; } > "$scratch/small-cannot-tell.yaml"
+run cannot-tell "$scratch/small-cannot-tell.yaml" --set ref.program=/nonexistent/ucx_perftest
+((rc == 0)) || { tail -20 "$scratch/cannot-tell.log"; fail "the run whose rule cannot tell exited $rc (the measurement ran: 0)"; }
+last=$(tail -n 1 "$scratch/cannot-tell.log")
+[[ $last == "verdict: CANNOT TELL ("*"1 check cannot tell (agrees with its reference tool); criteria $scratch/cannot-tell.yaml, named by scenario verdict-check)" ]] \
+  || { tail -5 "$scratch/cannot-tell.log"; fail "a rule that cannot tell: the last line is: $last"; }
+set +e; accept=$(analysis accept "$scratch/cannot-tell.h5" | tail -n 1); accept_rc=$?; set -e
+[[ $accept == "$last" ]] || fail "accept says '$accept', the run said '$last'"
+((accept_rc == 1)) || fail "accept exited $accept_rc on the CANNOT TELL verdict, expected 1"
+echo "closing line agrees with accept: $last"
+
 # outcome-contract: fabscope run | 0 | verdict: not computed here
 FABSCOPE_PYTHON=/nonexistent/python3 run without "$scratch/small.yaml"  # ranks inherit mpirun's environment
 ((rc == 0)) || fail "a run whose verdict cannot be computed exited $rc (the measurement ran: 0)"
@@ -90,5 +120,5 @@ FABSCOPE_CLOSING_VERDICT=maybe run env-bad "$scratch/small.yaml" 2>"$scratch/env
 ((rc == 2)) || fail "FABSCOPE_CLOSING_VERDICT=maybe: exit $rc, expected 2 (bad usage)"
 grep -q "FABSCOPE_CLOSING_VERDICT is 'maybe': expected off, 0, on or 1" "$scratch/env-bad.err" "$scratch/env-bad.log" \
   || fail "FABSCOPE_CLOSING_VERDICT=maybe: no error naming the variable and what is expected"
-echo "PASS: the closing verdict is accept's, PASS and FAIL as the criteria say; without the analysis it says so;" \
+echo "PASS: the closing verdict is accept's, PASS, FAIL and CANNOT TELL as the criteria say; without the analysis it says so;" \
   "--no-verdict and FABSCOPE_CLOSING_VERDICT=off leave it out, a bad value of it is refused"
