@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import yaml
 
@@ -174,9 +174,3 @@ def load_slo_file(path: str) -> Slo:
             raise CriteriaError(path, line_of(section, key, 1), str(exc)) from None
     return slo
 
-
-def require_targets(slo: Slo) -> Tuple[bool, str]:
-    if not slo.targets_ms:
-        return False, ("no latency target: give --slo itl_p99=50ms,ttft_p99=2s (or a criteria "
-                       "file with an slo: section)")
-    return True, ""
