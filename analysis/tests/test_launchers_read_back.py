@@ -147,6 +147,8 @@ if [[ $3 == plan ]]; then
   for word in "$@"; do
     if [[ $previous == --output ]]; then
       echo "# The verdict: python3 -m fabscope_analysis fit RESULT.h5 --tp 8 --prompt 512" > "$word"
+    elif [[ $previous == --calibration-probe ]]; then   # a probe with a GPU path's two copies
+      printf -- '- name: cal-latency-many\n- name: cal-gpu-kv-push\n- name: cal-gpu-kv-push-more\n' > "$word"
     fi
     previous=$word
   done
@@ -674,11 +676,18 @@ for word in "$@"; do [[ $previous == --output ]] && echo probe > "$word"; previo
     env = fit_env(host)
     env["PATH"] = f"{fake}:{env['PATH']}"
     _clear_record(host)
-    done = run(fit_command(host, directory, srun=True, calibrate=True), env)
+    command = fit_command(host, directory, srun=True, calibrate=True)
+    command[1:1] = ["--set", "kv-push.transport=mpi"]
+    done = run(command, env)
     assert done.returncode == 0, (done.stdout, done.stderr)
     probe, main = launches.read_text().splitlines()
     assert probe.startswith("-n 4 --ntasks-per-node 2 /bin/true run --scenario "
                             f"{directory}/calibrate.yaml --output {directory}/calibrate.h5 ")
+    # an override of a planned test reaches the probe's GPU path copies of it, and only those
+    assert probe.split(" --no-progress ")[1].split(" --topology ")[0].split() == [
+        "--set", "cal-gpu-kv-push.transport=mpi", "--set", "cal-gpu-kv-push-again.transport=mpi",
+        "--set", "cal-gpu-kv-push-more.transport=mpi"], probe
+    assert "--set kv-push.transport=mpi --set all-pairs-bandwidth.window=4" in main, main
     assert f"--scenario {directory}/plan.yaml --output {directory}/result.h5" in main
     with open(os.path.join(host["record"], "python-plan"), "rb") as f:
         plan_argv = f.read().decode().split("\0")[:-1]

@@ -151,3 +151,85 @@ def test_calibrated_plans_keep_all_pairs_where_the_budget_holds_it_and_say_what_
     assert "a single bad GPU pair" in tight.shrunk[0] and "is not seen" in tight.shrunk[0]
     # the loader's planning figure alone keeps the sampled design beyond 128 ranks
     assert plan(10.0, calibrated=False).knobs.probes[0] == "rails-latency"
+
+
+# the probe's GPU path rows at 2 ranks (`plan --paths gpu --calibration-probe`, listed by
+# the binary: the list cuts names at 22 characters)
+GPU_PROBE_ROWS = """\
+6    cal-gpu-tp-allreduce   allreduce 8KiB     quiet    nccl   cuda      10     10      120s     16864B       -  0.00142s  ncclAllReduce sum float32 over 2 ranks
+7    cal-gpu-tp-allreduce-a allreduce 8KiB     quiet    nccl   cuda      10     10      120s     16864B       -  0.00142s  ncclAllReduce sum float32 over 2 ranks
+8    cal-gpu-tp-allreduce-m allreduce 8KiB     quiet    nccl   cuda     100     10      120s     21184B       -  0.00329s  ncclAllReduce sum float32 over 2 ranks
+9    cal-gpu-kv-push        kvpush    1MiB     quiet    nccl   cuda      10     10      120s   2097632B       -   0.0035s  staged push
+10   cal-gpu-kv-push-again  kvpush    1MiB     quiet    nccl   cuda      10     10      120s   2097632B       -   0.0035s  staged push
+11   cal-gpu-kv-push-more   kvpush    1MiB     quiet    nccl   cuda     100     10      120s   2101952B       -   0.0147s  staged push
+"""
+GPU_NAMES = ["cal-gpu-tp-allreduce", "cal-gpu-tp-allreduce-again", "cal-gpu-tp-allreduce-more",
+             "cal-gpu-kv-push", "cal-gpu-kv-push-again", "cal-gpu-kv-push-more"]
+# the plan's instances on those paths (one H200, 2026-12-05): the NCCL all-reduce took
+# 0.745 s for 19,089 operations, half a second of it the process's first NCCL instance
+PLAN_ROWS = """\
+0    tp-allreduce           allreduce 8KiB     quiet    nccl   cuda   19079     10      120s    932176B       -    0.398s  ncclAllReduce
+1    kv-push                kvpush    1MiB     quiet    nccl   cuda     300     10      120s   2111552B       -   0.0397s  staged push
+2    tp-allreduce           allreduce 8KiB     congest  nccl   cuda   19079     10      120s    932176B       -    0.398s  ncclAllReduce
+"""
+
+
+def test_the_probe_measures_each_serving_test_on_its_gpu_path_three_times():
+    from fabscope_analysis.serving.calibrate import gpu_path_probes
+    plan = [{"name": "tp-allreduce", "kind": "allreduce", "iterations": 19079,
+             "conditions": ["quiet", "congested"], "transport": "nccl", "memory": "cuda",
+             "roles": {"canaries": 2}},
+            {"name": "all-pairs-latency", "kind": "latency", "iterations": 50}]
+    probes = gpu_path_probes(plan)
+    assert [(p["name"], p["iterations"], p["conditions"]) for p in probes] == [
+        ("cal-gpu-tp-allreduce", 10, ["quiet"]), ("cal-gpu-tp-allreduce-again", 10, ["quiet"]),
+        ("cal-gpu-tp-allreduce-more", 100, ["quiet"])]
+    assert probes[0]["roles"] == {"canaries": 2} and plan[0]["iterations"] == 19079  # copies
+    scenario = calibration_scenario(7, probes, {"model": "llama3-8b"})
+    assert scenario["model"] == "llama3-8b" and scenario["tests"][-3:] == probes
+
+
+def test_gpu_paths_are_estimated_from_their_own_probes():
+    from fabscope_analysis.serving.calibrate import GpuPathCost
+    rows = parse_instances(PROBE_LISTING.split("\n\n")[0] + "\n" + GPU_PROBE_ROWS)
+    for row, name in zip(rows[6:], GPU_NAMES):
+        row.test = name    # as calibrate() restores them from the file
+    allreduce, kv = GpuPathCost(1.5e-3, 10e-6, 0.55), GpuPathCost(0.02, 1.1e-3, 0.1)
+    took = [r.seconds(TRUE) for r in rows[:6]] + [
+        allreduce.seconds(20, first=True), allreduce.seconds(20), allreduce.seconds(110),
+        kv.seconds(20, first=True), kv.seconds(20), kv.seconds(110)]
+    cal = fit_calibration(rows, took, run_wall_s=sum(took) + 1.7)
+    got = cal.gpu_paths[("tp-allreduce", 8192)]
+    assert (got.setup_s, got.per_operation_s, got.first_time_s) == pytest.approx((1.5e-3, 10e-6, 0.55))
+    assert cal.gpu_paths[("kv-push", 1 << 20)].per_operation_s == pytest.approx(1.1e-3)
+    # the host form is fitted to the host rows alone, the start-up is the wall less all
+    assert cal.message_s == pytest.approx(TRUE.message_s, rel=0.01)
+    assert cal.startup_s == pytest.approx(1.7)
+    # the first instance of a test pays the path's first time, a later one does not
+    first_allreduce = 1.5e-3 + 19089 * 10e-6 + 0.55
+    assert cal.estimate_s(PLAN_ROWS) == pytest.approx(
+        1.7 + first_allreduce + (0.02 + 310 * 1.1e-3 + 0.1) + (first_allreduce - 0.55))
+    assert ("tp-allreduce on its GPU path at 8192 B: 0.0015 s set-up (the first instance 0.55 s "
+            "more), 10 us per operation") in cal.describe()
+    # a planned size the probe did not run takes the nearest probed one's cost
+    other = PLAN_ROWS.replace("8KiB  ", "16KiB ")
+    assert cal.estimate_s(other) == pytest.approx(cal.estimate_s(PLAN_ROWS))
+    with pytest.raises(PlanError, match="has no cal-gpu-kv-push-more row of that size"):
+        fit_calibration(rows[:11], took[:11], 10.0)
+
+
+def test_long_names_cut_by_the_list_still_match_the_file(tmp_path):
+    rows = parse_instances(PROBE_LISTING.split("\n\n")[0] + "\n" + GPU_PROBE_ROWS)
+    path = tmp_path / "calibrate.h5"
+    run = SyntheticRun(path, nranks=8)
+    for row, name in zip(rows, [r.test for r in rows[:6]] + GPU_NAMES):
+        s = np.zeros(1, dtype=SAMPLE_DTYPE)
+        start = run.start_ns()
+        s[0] = (0, 0, 1, row.nbytes, start, start + int(0.01 * row.operations * 1e9), 0, 0)
+        run.add_test(name, "latency", s, nbytes=row.nbytes)
+    run.close()
+    listing = PROBE_LISTING.split("\n\n")[0] + "\n" + GPU_PROBE_ROWS
+    cal = calibrate(str(path), listing, run_wall_s=60)
+    assert set(cal.gpu_paths) == {("tp-allreduce", 8192), ("kv-push", 1 << 20)}
+    with pytest.raises(PlanError, match="are not the probe's"):
+        calibrate(str(path), listing.replace("cal-gpu-tp-allreduce-m", "cal-gpu-tp-allreduce-x"))

@@ -55,6 +55,17 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv >> "$report" 2>&1
 say "GPUs on this host: $gpus"
 ((gpus > 0)) || { say "no GPU: nothing to show"; exit 1; }
 
+overrides=() probe_overrides=()
+if ((gpus < 2)); then
+  # one GPU holds one NCCL rank: the all-reduce on rank 0 alone, the KV staged through host;
+  # the probe's copies of those tests (cal-gpu-NAME, -again, -more) the same way
+  overrides=(--set "tp-allreduce.roles={canaries: 1}" --set kv-push.transport=mpi)
+  for copy in "" -again -more; do
+    probe_overrides+=(--set "cal-gpu-tp-allreduce$copy.roles={canaries: 1}" --set "cal-gpu-kv-push$copy.transport=mpi")
+  done
+  say "one GPU: ${overrides[*]} (NCCL allows one rank per GPU)"
+fi
+
 have_python=0
 "$python" -c 'import numpy, pandas, h5py, yaml, scipy' 2>> "$report" && have_python=1
 if ((have_python)); then
@@ -63,7 +74,7 @@ if ((have_python)); then
     --output "$work/plan.yaml" --calibration-probe "$work/calibrate.yaml" >> "$report" 2>&1
   t0=$(date +%s.%N)
   step "calibration probe, 2 ranks" bash -c 'cd "$0" && mpirun -np 2 "$1" run --scenario calibrate.yaml \
-    --output calibrate.h5 --overwrite --no-progress' "$work" "$here/fabscope"
+    --output calibrate.h5 --overwrite --no-progress "${@:2}"' "$work" "$here/fabscope" "${probe_overrides[@]}"
   wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
   calibration=()
   [[ ! -s $work/calibrate.h5 ]] || calibration=(--calibration "$work/calibrate.h5" --calibration-wall "$wall")
@@ -74,12 +85,6 @@ if ((have_python)); then
 else
   say "python3 here lacks the analysis' modules: the plan made at pack time (--paths gpu)"
   cp "$here/fit-one-gpu/plan.yaml" "$here/fit-one-gpu/plan.criteria.yaml" "$work/"
-fi
-overrides=()
-if ((gpus < 2)); then
-  # one GPU holds one NCCL rank: the all-reduce on rank 0 alone, the KV staged through host
-  overrides=(--set "tp-allreduce.roles={canaries: 1}" --set kv-push.transport=mpi)
-  say "one GPU: ${overrides[*]} (NCCL allows one rank per GPU)"
 fi
 (cd "$work" && "$here/fabscope" list --scenario plan.yaml --ranks 2 "${overrides[@]}") >> "$report" 2>&1
 t0=$(date +%s.%N)

@@ -14,11 +14,12 @@ from typing import List
 
 import yaml
 
-from .plan import CONGESTED, Cluster, Knobs, Plan, PlanRequest, criteria_text, fit_arguments, \
-    probes_for, scenario_text
+from .plan import CONGESTED, Cluster, Knobs, Plan, PlanRequest, build_scenario, criteria_text, \
+    fit_arguments, probes_for, scenario_text
 from .plan_budget import fit_budget, size_for_tails, tail_notes
-from .plan_paths import PATH_MODES, choose_paths
-from .calibrate import DEFAULT_WINDOW, calibrate, calibration_scenario, estimate_words, probe_window
+from .plan_paths import GPU, PATH_MODES, choose_paths
+from .calibrate import (DEFAULT_WINDOW, calibrate, calibration_scenario, estimate_words, gpu_path_probes,
+                        probe_window)
 from .plan_list import PlanError, fabscope_binary, format_duration, layout_from_topology, \
     parse_duration_s, parse_model_listing, parse_scenario_listing, run_list
 from ..verdict import CRITERIA_DIR
@@ -164,13 +165,17 @@ def _model_sizes(binary: str, args, knobs: Knobs):
     return parse_model_listing(out)
 
 
+def _knobs(args, req: PlanRequest) -> Knobs:
+    return Knobs(decode_batches=_counts(args.decode_batch, "--decode-batch"),
+                 prefill_chunks=_counts(args.prefill_chunk, "--prefill-chunk", allow_none=True),
+                 prompts=_counts(args.prompt, "--prompt"),
+                 conditions=_conditions(args.conditions),
+                 probes=probes_for(req.cluster, calibrated=bool(args.calibration)))
+
+
 def make_plan(args, argv: List[str]) -> Plan:
     req = _request(args)
-    knobs = Knobs(decode_batches=_counts(args.decode_batch, "--decode-batch"),
-                  prefill_chunks=_counts(args.prefill_chunk, "--prefill-chunk", allow_none=True),
-                  prompts=_counts(args.prompt, "--prompt"),
-                  conditions=_conditions(args.conditions),
-                  probes=probes_for(req.cluster, calibrated=bool(args.calibration)))
+    knobs = _knobs(args, req)
     req.paths = choose_paths(args.paths, lambda: fabscope_binary(args.fabscope),
                              args.require_gpu_paths)
     binary = fabscope_binary(args.fabscope)
@@ -211,6 +216,17 @@ def make_plan(args, argv: List[str]) -> Plan:
     return plan
 
 
+def probe_scenario(binary: str, args, req: PlanRequest) -> dict:
+    """The calibration probe for this plan: over the GPU paths, with two short copies of
+    each serving test the plan would put on them (its sizes from the model, as planned)."""
+    if req.paths.mode != GPU:
+        return calibration_scenario(args.seed)
+    knobs = _knobs(args, req)
+    planned = build_scenario(req, _model_sizes(binary, args, knobs), knobs, "probe.criteria.yaml", [])
+    return calibration_scenario(args.seed, gpu_path_probes(planned["tests"]),
+                                {key: planned[key] for key in ("model", "parallel")})
+
+
 def _calibration(binary: str, args, req: PlanRequest):
     """The calibration from --calibration's probe result (None without it): the probe
     scenario listed at the run's ranks gives each instance's rounds and sizes."""
@@ -219,7 +235,7 @@ def _calibration(binary: str, args, req: PlanRequest):
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix=".calibration-",
                                      dir=os.path.dirname(os.path.abspath(args.output)),
                                      delete=False) as tmp:
-        yaml.safe_dump(calibration_scenario(args.seed), tmp, sort_keys=False)
+        yaml.safe_dump(probe_scenario(binary, args, req), tmp, sort_keys=False)
     try:
         rc, out, err = run_list(binary, ["--scenario", tmp.name] + req.cluster.list_args())
     finally:
@@ -230,12 +246,12 @@ def _calibration(binary: str, args, req: PlanRequest):
     return calibrate(args.calibration, out, args.calibration_wall)
 
 
-def write_probe(args) -> int:
+def write_probe(args, scenario: dict) -> int:
     try:
         with open(args.calibration_probe, "w", encoding="utf-8") as out:
             out.write("# The plan's calibration probe: run it with the run's ranks and launcher,\n"
                       "# then: python3 -m fabscope_analysis plan ... --calibration RESULT.h5\n")
-            yaml.safe_dump(calibration_scenario(args.seed), out, sort_keys=False)
+            yaml.safe_dump(scenario, out, sort_keys=False)
     except OSError as exc:
         print(f"error: --calibration-probe {args.calibration_probe}: cannot write it "
               f"({exc.strerror})", file=sys.stderr)
@@ -290,12 +306,14 @@ def command_of(args) -> List[str]:
 def run_plan(args) -> int:
     if args.calibration_probe:
         try:   # refuse what the plan would refuse before the probe runs on the cluster
-            _request(args)
-            choose_paths(args.paths, lambda: fabscope_binary(args.fabscope), args.require_gpu_paths)
+            req = _request(args)
+            req.paths = choose_paths(args.paths, lambda: fabscope_binary(args.fabscope),
+                                     args.require_gpu_paths)
+            scenario = probe_scenario(fabscope_binary(args.fabscope), args, req)
         except PlanError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        return write_probe(args)
+        return write_probe(args, scenario)
     argv = command_of(args)
     try:
         plan = make_plan(args, argv)
