@@ -17,7 +17,7 @@ from .diagnose import culprits_html
 from .errors import CriteriaError
 from .serving.impact_text import impact_html, report_impact
 from .serving.line_rate import compute_line_rate, html_block
-from .kinds import analysis_of, report_sections
+from .kinds import KindResults, compute_kinds
 from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame, qos_frame,
                         launcher_fact_count, other_tables, recorded_flags)
 from .reader import ResultFile, TestInstance
@@ -221,7 +221,7 @@ def _heatmap_section(analysis: RunAnalysis) -> str:
                             "Row = measuring rank, column = peer; grey = not measured.")
 
 
-def _fault_section(analysis: RunAnalysis) -> str:
+def _fault_section(analysis: RunAnalysis, kinds: KindResults) -> str:
     events = analysis.result.all_events()
     not_passed = [i for i in analysis.instances if str(i.get("status")) not in ("passed",)]
     if events.empty and not not_passed:
@@ -248,13 +248,13 @@ def _fault_section(analysis: RunAnalysis) -> str:
             "peer": ["-" if int(p) < 0 else analysis.describe_rank(p) for p in events["peer"]],
             "detail": events["detail"]})
         parts.append(H.table(table, left=["rank", "kind", "peer", "detail"]))
-    drills = [i for i in analysis.instances if analysis_of(i.get("kind")).drill_lines]
+    drills = [i for i in analysis.instances if kinds.is_drill(i.index)]
     if drills:
         parts.append("<h3>Detection and return to baseline</h3>")
         parts.append(H.table(pd.DataFrame([{"#": f"{i.index:04d}", "test": i.get("name"),
                                             "drill": line}
                                            for i in drills
-                                           for line in analysis_of(i.get("kind")).drill_lines(i)]),
+                                           for line in kinds.drill_lines(i.index)]),
                              left=["test", "drill"]))
     if not_passed:
         parts.append("<h3>Test instances that did not pass</h3>")
@@ -383,14 +383,16 @@ def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp
     # Computed once over the run; the blocks and sections below only render them.
     impact = report_impact(result, model, tp)
     line_rate = compute_line_rate(result)
+    kinds = compute_kinds(analysis, report=True)
     sections: List[Tuple[str, str, str]] = []
     for anchor, title, builder in (
             ("summary", "Summary", lambda a: _summary_section(a, verdict)),
             ("cdf", "Distributions", _cdf_section),
             ("ranks", "Per-rank tails", _rank_tail_section),
             ("pairs", "Pair matrix", _heatmap_section),
-            *((k.anchor, k.title, k.build) for k in report_sections()),
-            ("faults", "Faults", _fault_section),
+            *((k.anchor, k.title, lambda a, k=k, figures=figures: k.render(figures))
+              for k, figures in kinds.sections),
+            ("faults", "Faults", lambda a: _fault_section(a, kinds)),
             ("inventory", "Inventory", _inventory_section),
             ("counters", "Counters", _counter_section)):
         content = builder(analysis)

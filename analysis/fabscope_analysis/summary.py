@@ -9,8 +9,8 @@ import pandas as pd
 
 from .errors import CriteriaError
 from .inventory import KNOWN_COUNTERS, moved_known_counters
-from .kinds import analysis_of
-from .kinds.reference import ReferencePair, reference_pairs
+from .kinds import KindResults, analysis_of, compute_kinds
+from .kinds.reference import ReferencePair, pair_line, reference_pairs
 from .reader import ResultFile
 from .run_analysis import RunAnalysis, format_bytes, format_number, number_or_none
 from .serving.line_rate import LineRate, compute_line_rate, text_lines
@@ -44,7 +44,7 @@ def validity_lines(result: ResultFile) -> List[str]:
     return lines
 
 
-def summary_tables(analysis: RunAnalysis) -> List[str]:
+def summary_tables(analysis: RunAnalysis, kinds: KindResults) -> List[str]:
     frame = analysis.summary_frame()
     if frame.empty:
         return ["(no test instances in this file)"]
@@ -60,7 +60,7 @@ def summary_tables(analysis: RunAnalysis) -> List[str]:
             out.append(batch_footnote([analysis.result.test(i) for i in batches], analysis.labelled))
         out.extend(_level_lines(analysis, name))
         for _, r in group.drop_duplicates("index").iterrows():
-            out.extend(_instance_lines(analysis, group, r))
+            out.extend(_instance_lines(analysis, kinds, group, r))
     return out
 
 
@@ -107,14 +107,13 @@ def _level_lines(analysis: RunAnalysis, name) -> List[str]:
     return out
 
 
-def _instance_lines(analysis: RunAnalysis, group, r) -> List[str]:
+def _instance_lines(analysis: RunAnalysis, kinds: KindResults, group, r) -> List[str]:
     """The lines under the table for one instance: its error, its kind's own figures, the
     counters that moved, and whether it spans sites."""
     out: List[str] = []
     if r["error"]:
         out.append(f"  {int(r['index']):04d} error: {r['error']}")
-    out.extend(f"  {int(r['index']):04d} " + line for line in
-               analysis_of(r["kind"]).summary_lines(analysis.result.test(int(r["index"]))))
+    out.extend(f"  {int(r['index']):04d} " + line for line in kinds.summary_lines(int(r["index"])))
     moved = moved_known_counters(analysis.result.test(int(r["index"])).counters(),
                                  analysis.hosts)
     if moved:
@@ -179,6 +178,7 @@ class RunSummary:
     verdict: Union[Verdict, CriteriaError]   # the error when the criteria cannot be read
     line_rate: LineRate
     references: List[ReferencePair]
+    kinds: KindResults                       # each kind's own figures (kinds/)
 
 
 def compute_summary(result: ResultFile, criteria=None) -> RunSummary:
@@ -186,8 +186,9 @@ def compute_summary(result: ResultFile, criteria=None) -> RunSummary:
         verdict: Union[Verdict, CriteriaError] = compute_verdict(result, criteria)
     except CriteriaError as exc:
         verdict = exc
-    return RunSummary(result, RunAnalysis(result), verdict, compute_line_rate(result),
-                      reference_pairs(result))
+    analysis = RunAnalysis(result)
+    return RunSummary(result, analysis, verdict, compute_line_rate(result),
+                      reference_pairs(result), compute_kinds(analysis, summary=True))
 
 
 def reference_lines(pairs: List[ReferencePair]) -> List[str]:
@@ -196,7 +197,7 @@ def reference_lines(pairs: List[ReferencePair]) -> List[str]:
     if not pairs:
         return []
     return ["", "reference tools side by side (ratio = fabscope / reference):"] + \
-        [f"  {p.line()}" for p in pairs]
+        [f"  {pair_line(p)}" for p in pairs]
 
 
 def verdict_lines(verdict: Union[Verdict, CriteriaError]) -> List[str]:
@@ -214,7 +215,7 @@ def verdict_lines(verdict: Union[Verdict, CriteriaError]) -> List[str]:
 def render_text(summary: RunSummary) -> List[str]:
     result = summary.result
     return (validity_lines(result) + verdict_lines(summary.verdict) + run_header(result) +
-            text_lines(summary.line_rate) + summary_tables(summary.analysis) +
+            text_lines(summary.line_rate) + summary_tables(summary.analysis, summary.kinds) +
             reference_lines(summary.references))
 
 
