@@ -20,7 +20,7 @@ def _seconds(value: float) -> str:
 
 def expected_phrase(stack: str, seconds, basis: str = "") -> str:
     """'<stack> as configured here would take about N s' (or never, or not modelled)."""
-    v = number_or_none(seconds)
+    v = None if seconds is None else float(seconds)
     if v is None or math.isnan(v):
         return f"{stack}: not modelled" + (f" ({basis})" if basis else "")
     if math.isinf(v):
