@@ -1,5 +1,5 @@
 """Each kind computes once and renders apart (kinds/base.py): a kind's render functions
-(summary_lines, drill_lines, a report section's render) take the figures its compute
+(summary_lines, drill_lines, metrics, a report section's render) take the figures its compute
 returned, a frozen dataclass of numbers and text (or a tuple of them), and nothing that
 reaches the file; their bodies call no statistics.
 
@@ -30,7 +30,7 @@ import typing
 import pytest
 
 from fabscope_analysis.kinds import FAMILIES, REGISTRY, compute_kinds
-from fabscope_analysis.kinds.base import no_figures, no_lines
+from fabscope_analysis.kinds.base import no_figures, no_lines, no_metrics
 
 PLAIN = (int, float, str, bool, type(None))
 # Names a render function may not reach: computations over the samples or the file.
@@ -82,9 +82,9 @@ def _renders():
     """(name, render function, compute function, per_run) of every registered kind."""
     out, seen = [], set()
     for kind, a in REGISTRY.items():
-        for field in ("summary_lines", "drill_lines"):
+        for field in ("summary_lines", "drill_lines", "metrics"):
             render = getattr(a, field)
-            if render is None or render is no_lines or (render, a.compute) in seen:
+            if render is None or render in (no_lines, no_metrics) or (render, a.compute) in seen:
                 continue
             seen.add((render, a.compute))
             out.append((f"{kind}.{field}", render, a.compute, False))

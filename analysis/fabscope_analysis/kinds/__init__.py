@@ -27,7 +27,7 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
-from .base import Figures, KindAnalysis, ReportSection
+from .base import Figures, KindAnalysis, KindMetric, ReportSection, no_metrics
 
 # The report's order of the kinds' own sections (incast before the KV push); a family not
 # named here follows these, by module name.
@@ -121,21 +121,30 @@ class KindResults:
             return []
         return render(figures)
 
+    def metrics(self, index: int) -> List[KindMetric]:
+        """Instance `index`'s own figures as export's samples ([] for a kind with none)."""
+        figures = self.figures.get(index)
+        if figures is None:
+            return []
+        return analysis_of(self.kinds[index]).metrics(figures)
+
     def is_drill(self, index: int) -> bool:
         return analysis_of(self.kinds.get(index)).drill_lines is not None
 
 
-def compute_kinds(analysis, summary: bool = False, report: bool = False) -> KindResults:
+def compute_kinds(analysis, summary: bool = False, report: bool = False,
+                  export: bool = False) -> KindResults:
     """Every kind's figures of the run `analysis` (a RunAnalysis) holds: per instance those
-    summary (summary=True) or the report's faults section (report=True) renders, and with
-    report=True every kind's own report section."""
+    summary (summary=True), the report's faults section (report=True) or export
+    (export=True) renders, and with report=True every kind's own report section."""
     figures: Dict[int, Figures] = {}
     kinds: Dict[int, str] = {}
     for inst in analysis.instances:
         kind = str(inst.get("kind"))
         kinds[inst.index] = kind
         a = analysis_of(kind)
-        if summary or (report and a.drill_lines is not None):
+        if summary or (report and a.drill_lines is not None) or \
+                (export and a.metrics is not no_metrics):
             computed = a.compute(inst)
             if computed is not None:
                 figures[inst.index] = computed

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CHUNK_GAP, FLAG_FIRST_BYTE, TestInstance
 from ..run_analysis import format_number
-from .base import KindAnalysis
+from .base import NO_UNIT, SECONDS, US, KindAnalysis, KindMetric
 
 PERCENTILES = (50, 99, 99.9)
 
@@ -67,5 +67,15 @@ def api_lines(f: ApiFigures) -> List[str]:
             (f"; errors by server: {f.errors_by_server}" if f.errors_by_server else "")]
 
 
-ANALYSES = (KindAnalysis(("api",), compute=api_figures, summary_lines=api_lines,
+def api_metrics(f: ApiFigures) -> List[KindMetric]:
+    out = [KindMetric(NO_UNIT, "requests_ok", f.requests_ok),
+           KindMetric(NO_UNIT, "requests", f.requests)]
+    for figure, values in (("connect", f.connect_us), ("first_byte", f.first_byte_us),
+                           ("chunk_gap", f.chunk_gap_us), ("whole_answer", f.whole_answer_us)):
+        for q, value in zip(PERCENTILES, values or ()):
+            out.append(KindMetric(SECONDS, figure, value * US, (("stat", f"p{q:g}"),)))
+    return out
+
+
+ANALYSES = (KindAnalysis(("api",), compute=api_figures, summary_lines=api_lines, metrics=api_metrics,
                          serving_classes=frozenset({"api"})),)

@@ -7,8 +7,8 @@ kind's module is the one place that says what the analysis does with it.
 A kind computes apart from rendering, google/benchmark's way: measure once, render many
 ways. `compute` reads one instance once over the run and returns the kind's figures, a
 frozen dataclass of numbers and text (kinds/<family>.py); `summary_lines` and
-`drill_lines` turn those figures into text, a ReportSection's `render` turns its
-`compute`'s figures into HTML. A render function takes the figures alone (never the
+`drill_lines` turn those figures into text, `metrics` into export's OpenMetrics samples
+(KindMetric), a ReportSection's `render` turns its `compute`'s figures into HTML. A render function takes the figures alone (never the
 file, an instance or its samples), so summary and report print what one computation
 found; analysis/tests/test_kind_render.py holds that rule.
 
@@ -48,6 +48,30 @@ def no_lines(figures) -> List[str]:
     return []
 
 
+# The units of the kinds' own export families (export.py: fabscope_kind_seconds,
+# fabscope_kind_bytes_per_second, fabscope_kind_value).
+SECONDS = "seconds"
+BYTES_PER_SECOND = "bytes_per_second"
+NO_UNIT = ""          # a count or a ratio
+US = 1e-6             # seconds per microsecond
+GBPS = 1e9            # bytes per second per GB/s (10^9 B/s, docs/analysis.md)
+
+
+@dataclass(frozen=True)
+class KindMetric:
+    """One sample of a kind's own figures for export: the unit picks the family, `figure`
+    names what it is, `labels` add the kind's own (a stat, a class, a tool); a value of
+    None or NaN is left out, as every export figure that cannot be computed."""
+    unit: str
+    figure: str
+    value: Optional[float]
+    labels: Tuple[Tuple[str, str], ...] = ()
+
+
+def no_metrics(figures) -> List[KindMetric]:
+    return []
+
+
 def attr_number(value) -> Optional[Union[int, float]]:
     """An attribute's value as a number for the figures (an integer stays one, so it prints
     as the attribute holds it); None when it is absent or not a number."""
@@ -82,6 +106,8 @@ class KindAnalysis:
     compute: Callable[[object], Optional[Figures]] = no_figures
     # summary: the lines printed under the instance's table row, from its figures
     summary_lines: Callable[[Figures], List[str]] = no_lines
+    # export: its figures as OpenMetrics samples (families fabscope_kind_*)
+    metrics: Callable[[Figures], List[KindMetric]] = no_metrics
     # summary: the osu-style batch column (loop time / iterations) beside the percentiles
     batch_column: bool = False
     # report: a section of its own

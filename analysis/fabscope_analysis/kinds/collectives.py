@@ -14,7 +14,8 @@ import numpy as np
 
 from ..reader import TestInstance
 from ..run_analysis import format_number
-from .base import ARRIVAL_EVIDENCE, KindAnalysis, Transfers, attr_number
+from .base import (ARRIVAL_EVIDENCE, BYTES_PER_SECOND, GBPS, NO_UNIT, SECONDS, US, KindAnalysis,
+                   KindMetric, Transfers, attr_number)
 
 ALLTOALL_PHASES = (1 << 11) | (1 << 12)   # sample flags: an all-to-all's dispatch / combine row
 
@@ -51,6 +52,17 @@ def allreduce_lines(f: AllreduceFigures) -> List[str]:
             f"rank: what a decode step waits for); pipelined {format_number(f.pipelined_busbw_gbps)}"
             f" GB/s ({format_number(f.pipelined_us_per_call)} us/call over "
             f"{f.pipelined_calls} calls {PIPELINED_NOTE})"]
+
+
+def _scaled(value: Optional[float], scale: float) -> Optional[float]:
+    return None if value is None else value * scale
+
+
+def allreduce_metrics(f: AllreduceFigures) -> List[KindMetric]:
+    return [KindMetric(BYTES_PER_SECOND, "busbw_per_call", _scaled(f.busbw_gbps, GBPS)),
+            KindMetric(SECONDS, "collective_p50", f.p50_us * US),
+            KindMetric(BYTES_PER_SECOND, "busbw_pipelined", _scaled(f.pipelined_busbw_gbps, GBPS)),
+            KindMetric(SECONDS, "pipelined_time_per_call", f.pipelined_us_per_call * US)]
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,20 @@ def alltoall_lines(f: AlltoallFigures) -> List[str]:
             "held per rank)" + _alltoall_pipelined(f)]
 
 
+def alltoall_metrics(f: AlltoallFigures) -> List[KindMetric]:
+    return [KindMetric(SECONDS, "dispatch_p50", f.dispatch_p50_us * US),
+            KindMetric(SECONDS, "combine_p50", f.combine_p50_us * US),
+            KindMetric(SECONDS, "round_p50", f.round_p50_us * US),
+            KindMetric(BYTES_PER_SECOND, "dispatch_busbw", _scaled(f.dispatch_busbw_gbps, GBPS)),
+            KindMetric(BYTES_PER_SECOND, "combine_busbw", _scaled(f.combine_busbw_gbps, GBPS)),
+            KindMetric(BYTES_PER_SECOND, "dispatch_busbw_pipelined",
+                       _scaled(f.dispatch_pipelined_busbw_gbps, GBPS)),
+            KindMetric(BYTES_PER_SECOND, "combine_busbw_pipelined",
+                       _scaled(f.combine_pipelined_busbw_gbps, GBPS)),
+            KindMetric(NO_UNIT, "load_imbalance", f.load_imbalance),
+            KindMetric(NO_UNIT, "copies_per_token", f.copies_per_token)]
+
+
 def _alltoall_pipelined(f: AlltoallFigures) -> str:
     if f.dispatch_pipelined_busbw_gbps is None:
         return ""
@@ -122,10 +148,12 @@ def alltoall_transfers(inst) -> Optional[Transfers]:
 
 
 ALLREDUCE = KindAnalysis(("allreduce",), compute=allreduce_figures, summary_lines=allreduce_lines,
+                         metrics=allreduce_metrics,
                          evidence=frozenset({ARRIVAL_EVIDENCE}),
                          serving_classes=frozenset({"tp", "tp_prefill"}), collective=True,
                          gpcnet_canary=True)
 ALLTOALL = KindAnalysis(("alltoall",), compute=alltoall_figures, summary_lines=alltoall_lines,
+                        metrics=alltoall_metrics,
                         evidence=frozenset({ARRIVAL_EVIDENCE}), transfers=alltoall_transfers,
                         serving_classes=frozenset({"moe", "moe_prefill"}), collective=True)
 

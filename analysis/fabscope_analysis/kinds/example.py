@@ -17,7 +17,7 @@ import pandas as pd
 from .. import html as H
 from ..reader import FLAG_AUXILIARY_MASK, TestInstance
 from ..run_analysis import RunAnalysis, format_number
-from .base import PAIR_EVIDENCE, KindAnalysis, ReportSection
+from .base import NO_UNIT, PAIR_EVIDENCE, SECONDS, US, KindAnalysis, KindMetric, ReportSection
 
 
 def hop_medians(samples: pd.DataFrame) -> pd.DataFrame:
@@ -64,6 +64,15 @@ def ring_lines(f: RingFigures) -> List[str]:
             f"{f.slowest_peer} p50 {format_number(f.slowest_p50_us)} us"]
 
 
+def ring_metrics(f: RingFigures) -> List[KindMetric]:
+    if not f.hops:
+        return []
+    return [KindMetric(NO_UNIT, "hops", f.hops),
+            KindMetric(SECONDS, "hop_p50", f.hop_p50_us * US),
+            KindMetric(SECONDS, "slowest_hop_p50", f.slowest_p50_us * US,
+                       (("rank", str(f.slowest_rank)), ("peer", str(f.slowest_peer))))]
+
+
 @dataclass(frozen=True)
 class HopFigures:
     """One hop of one ring instance for the report's table: its ends as the report names
@@ -101,6 +110,7 @@ def ring_section(hops: Tuple[HopFigures, ...]) -> str:
 
 
 EXAMPLE = KindAnalysis(("example",), metric="latency", compute=ring_figures, summary_lines=ring_lines,
+                       metrics=ring_metrics,
                        report_section=ReportSection("ring", "Token ring", hop_figures, ring_section),
                        evidence=frozenset({PAIR_EVIDENCE}))
 ANALYSES = (EXAMPLE,)

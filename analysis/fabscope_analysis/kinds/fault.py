@@ -11,7 +11,7 @@ from typing import List, Optional
 
 from ..reader import TestInstance
 from ..run_analysis import format_number, number_or_none
-from .base import KindAnalysis, attr_number
+from .base import NO_UNIT, SECONDS, KindAnalysis, KindMetric, attr_number
 
 
 def _seconds(value: float) -> str:
@@ -135,5 +135,28 @@ def fault_lines(f: FaultFigures) -> List[str]:
     return lines
 
 
+def _not_negative(value: Optional[float]) -> Optional[float]:
+    return value if value is not None and value >= 0 else None
+
+
+def fault_metrics(f: FaultFigures) -> List[KindMetric]:
+    """Measured detection, what each stack would take (an infinite budget, never, has no
+    sample), the slowest communicator abort and the return to baseline, in seconds."""
+    out = [KindMetric(SECONDS, "detection", _not_negative(f.detection_s)),
+           KindMetric(NO_UNIT, "false_losses", f.false_losses)]
+    if f.expected_stack:
+        out.append(KindMetric(SECONDS, "expected_detection", f.expected_detection_s,
+                              (("stack", f.expected_stack),)))
+    for value, stack in ((f.expected_nccl_ib_s, "NCCL over InfiniBand"),
+                         (f.expected_verbs_qp_s, "a verbs RC queue pair")):
+        out.append(KindMetric(SECONDS, "expected_detection", value, (("stack", stack),)))
+    abort = _not_negative(f.abort_max_ms)
+    out.append(KindMetric(SECONDS, "abort_slowest", None if abort is None else abort / 1e3))
+    back = _not_negative(f.baseline_ms) if f.return_to_baseline else None
+    out.append(KindMetric(SECONDS, "return_to_baseline", None if back is None else back / 1e3))
+    return out
+
+
 ANALYSES = (KindAnalysis(("fault",), compute=fault_figures, summary_lines=fault_lines,
+                         metrics=fault_metrics,
                          drill_lines=fault_lines),)

@@ -14,7 +14,7 @@ from ..reader import (FLAG_AUXILIARY_MASK, FLAG_MIX_CLASS_MASK, FLAG_MIX_CLASS_S
                       FLAG_MIX_TOGETHER, MIX_CLASSES, TestInstance)
 from ..run_analysis import format_number
 from ..serving.series import add_inflation
-from .base import KindAnalysis
+from .base import NO_UNIT, SECONDS, US, KindAnalysis, KindMetric
 
 
 def mix_instance_rows(inst: TestInstance) -> List[dict]:
@@ -99,5 +99,17 @@ def mix_lines(classes: Tuple[MixClassFigures, ...]) -> List[str]:
     return lines
 
 
-ANALYSES = (KindAnalysis(("mix",), compute=mix_figures, summary_lines=mix_lines,
+def mix_metrics(classes: Tuple[MixClassFigures, ...]) -> List[KindMetric]:
+    out = []
+    for c in classes:
+        cls = (("class", c.cls),)
+        for figure, value in (("isolated_p50", c.isolated_p50_us), ("isolated_p99", c.isolated_p99_us),
+                              ("together_p50", c.together_p50_us), ("together_p99", c.together_p99_us)):
+            out.append(KindMetric(SECONDS, figure, None if value is None else value * US, cls))
+        out.append(KindMetric(NO_UNIT, "inflation_mean", c.inflation_mean, cls))
+        out.append(KindMetric(NO_UNIT, "inflation_p99", c.inflation_p99, cls))
+    return out
+
+
+ANALYSES = (KindAnalysis(("mix",), compute=mix_figures, summary_lines=mix_lines, metrics=mix_metrics,
                          serving_classes=frozenset({"mix"})),)

@@ -32,7 +32,7 @@ from typing import List, Optional
 
 from ..reader import ResultFile, TestInstance
 from ..run_analysis import format_bytes, format_number
-from .base import KindAnalysis, attr_number
+from .base import BYTES_PER_SECOND, GBPS, SECONDS, US, KindAnalysis, KindMetric, attr_number
 
 REFERENCE_KIND = "reference"
 SKIPPED = "skipped"  # the instance status of a tool that is not there
@@ -222,5 +222,13 @@ def reference_lines(f: ReferenceFigures) -> List[str]:
     return [", ".join(parts) + f": {f.command}"]
 
 
+def reference_metrics(f: ReferenceFigures) -> List[KindMetric]:
+    """The tool's headline figure, in seconds or bytes per second."""
+    unit, scale = (SECONDS, US) if f.unit == "us" else (BYTES_PER_SECOND, GBPS)
+    return [KindMetric(unit, f.what.replace(" ", "_"), f.value * scale,
+                       (("tool", f.tool), ("tool_version", f.version)))]
+
+
 ANALYSES = (KindAnalysis((REFERENCE_KIND,), compute=reference_figures, summary_lines=reference_lines,
+                         metrics=reference_metrics,
                          reference_tool=True),)
