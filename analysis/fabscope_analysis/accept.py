@@ -30,7 +30,7 @@ from .criteria import DEFAULT_FDR, Criteria, CriteriaError, Rule, load_criteria
 from .diagnose import acceptance_checks, diagnose
 from .reader import ResultFile, TestInstance
 from .kinds import analysis_of
-from .kinds.reference import SKIPPED, reference_pairs, skipped_references_of
+from .kinds.reference import SKIPPED, pair_line, reference_pairs, skipped_references_of
 from .run_analysis import RunAnalysis, describe_instance, format_number, instance_key
 from .scopes import Scope
 
@@ -271,7 +271,7 @@ def _reference_check(rule: Rule, inst: TestInstance, pairs, check: CheckResult,
     """reference_ratio_max: every reference figure paired with this fabscope instance (or, for
     a reference instance, with any fabscope instance) within the factor, either way. With no
     pair but a skipped reference that would have paired: cannot tell."""
-    mine = [p for p in pairs if inst.index in (p.fabscope.index, p.reference.index)]
+    mine = [p for p in pairs if inst.index in (p.fabscope_index, p.reference_index)]
     if not mine and not analysis_of(inst.get("kind")).reference_tool:
         gone = skipped_references_of(result, inst)
         if gone:
@@ -279,7 +279,7 @@ def _reference_check(rule: Rule, inst: TestInstance, pairs, check: CheckResult,
                 f"its reference (test {r.index:04d} skipped: {r.get('error') or '-'})"
                 for r in gone)
     for pair in mine:
-        text = pair.line()
+        text = pair_line(pair)
         if not np.isfinite(pair.disagreement):
             check.failed.append("reference_ratio_max")
             check.messages.append(f"reference_ratio_max: no ratio to judge: {text}")
@@ -290,4 +290,4 @@ def _reference_check(rule: Rule, inst: TestInstance, pairs, check: CheckResult,
                                   f"{format_number(rule.reference_ratio_max)}")
         else:
             check.details.append(f"reference ratio {format_number(pair.ratio)} "
-                                 f"(test {pair.reference.index:04d})")
+                                 f"(test {pair.reference_index:04d})")

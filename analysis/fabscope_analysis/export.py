@@ -10,6 +10,9 @@ figure here is the figure they print:
 - the run's one verdict: verdict.compute_verdict(), the line `verdict --brief` prints;
 - diagnose's culprits when the criteria in force use diagnose: the verdict's own
   Diagnosis (diagnose runs once, and no surface shows a second verdict);
+- per test instance, its kind's own figures (an all-to-all's phases, a drill's detection,
+  an API request's anatomy, a reference tool's figure, ...): kinds.compute_kinds(), the
+  figures summary prints under the instance's row, rendered by the kind's `metrics`;
 - the serving impact when the scenario (or --model) names a model:
   impact.compute_impact(), the figures of `impact` and of the report.
 
@@ -44,6 +47,8 @@ from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from .errors import CriteriaError, ResultFileError
 from .export_format import DIAGNOSIS_ANSWERS, MetricSet
+from .kinds import compute_kinds
+from .kinds.base import BYTES_PER_SECOND, NO_UNIT, SECONDS
 from .serving.impact import compute_impact, deployment_from_run
 from .models import ModelError
 from .reader import ResultFile
@@ -60,6 +65,9 @@ DEFAULT_MAX_PAIRS = 4096
 ROW_STATS = (("p50", "p50"), ("p99", "p99"), ("p99.9", "p99.9"), ("mean", "mean"),
              ("worst", "worst"))
 US_PER_S = 1e6
+# the family of each unit a kind's own figures come in (kinds/base.py KindMetric)
+KIND_FAMILIES = {SECONDS: "fabscope_kind_seconds", BYTES_PER_SECOND: "fabscope_kind_bytes_per_second",
+                 NO_UNIT: "fabscope_kind_value"}
 BYTES_PER_GB = 1e9   # GB/s = 10^9 B/s (docs/analysis.md conventions)
 
 
@@ -203,6 +211,21 @@ def _test_metrics(result: ResultFile, base: Dict[str, str], m: MetricSet, max_pa
             for stat in ("p50", "p99"):
                 m.add(rank_family, {**who, "stat": stat}, scaled(tail[stat]))
         _pair_metrics(analysis, inst, scope, labels, bandwidth, scaled, m, max_pairs, notes)
+    _kind_metrics(analysis, frame, base, m)
+
+
+def _kind_metrics(analysis: RunAnalysis, frame, base: Dict[str, str], m: MetricSet) -> None:
+    """Each instance's own figures of its kind, with the test labels of its first scope's
+    row (the scope label left out: a kind's figures are the whole instance's)."""
+    kinds = compute_kinds(analysis, export=True)
+    by_index = {inst.index: inst for inst in analysis.instances}
+    rows = frame.drop_duplicates("index").to_dict("records") if not frame.empty else []
+    for row in rows:
+        inst = by_index[int(row["index"])]
+        labels = _row_labels(base, row, inst, labelled=False)
+        for metric in kinds.metrics(inst.index):
+            m.add(KIND_FAMILIES[metric.unit], {**labels, "figure": metric.figure,
+                                               **dict(metric.labels)}, metric.value)
 
 
 def _pair_metrics(analysis: RunAnalysis, inst, scope, labels, bandwidth, scaled, m: MetricSet,

@@ -77,6 +77,16 @@ FAMILY_SPECS: Tuple[FamilySpec, ...] = (
                "pair, rank -> peer (stat p50)."),
     FamilySpec("fabscope_pair_bandwidth_bytes_per_second", "bytes_per_second",
                "Median bandwidth of one directed pair, rank -> peer (stat p50)."),
+    FamilySpec("fabscope_kind_seconds", "seconds", "A kind's own time figure of a test "
+               "instance (its analysis module, kinds/), named by the figure label: an "
+               "all-to-all phase's p50, a fault drill's detection, an API request's time to "
+               "first byte, ..."),
+    FamilySpec("fabscope_kind_bytes_per_second", "bytes_per_second", "A kind's own bandwidth "
+               "figure of a test instance, named by the figure label: a collective's bus "
+               "bandwidth per call or back to back, a reference tool's bandwidth."),
+    FamilySpec("fabscope_kind_value", "", "A kind's own count or ratio of a test instance, "
+               "named by the figure label: a serving mix class's inflation, an all-to-all's "
+               "load imbalance, API requests answered."),
     FamilySpec("fabscope_serving_tp_communication_seconds", "seconds",
                "Time per decode step (one generated token per sequence) spent in "
                "tensor-parallel all-reduces for the model, composed from the raw samples, "

@@ -6,7 +6,8 @@ Sections whose data is absent from the file are left out rather than shown empty
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Dict, List, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -17,9 +18,9 @@ from .diagnose import culprits_html
 from .errors import CriteriaError
 from .serving.impact_text import impact_html, report_impact
 from .serving.line_rate import compute_line_rate, html_block
-from .kinds import analysis_of, report_sections
-from .inventory import (KNOWN_COUNTERS, inconsistent_fields, inventory_frame, qos_frame,
-                        launcher_fact_count, other_tables, recorded_flags)
+from .kinds import compute_kinds
+from .report_records import (compute_counter_figures, compute_fault_figures, compute_inventory,
+                             counter_section, fault_section, inventory_section)
 from .reader import ResultFile, TestInstance
 from .run_analysis import RunAnalysis, condition_label, format_bytes, format_number
 from .stats import is_bandwidth, unit_of
@@ -88,15 +89,28 @@ def _verdict_block(verdict) -> str:
 MAX_VERDICT_REASONS = 12
 
 
-def _summary_section(analysis: RunAnalysis, verdict=None) -> str:
-    frame = analysis.summary_frame()
+@dataclass
+class SummaryFigures:
+    """The summary section's rows (RunAnalysis.summary_frame) and the figures the verdict's
+    criteria failed ({(index, scope): columns})."""
+    frame: pd.DataFrame
+    highlights: dict
+    labelled: bool
+
+
+def compute_summary_figures(analysis: RunAnalysis, verdict=None) -> SummaryFigures:
     highlights = verdict.highlights() if verdict is not None and not isinstance(verdict, str) \
         else {}
+    return SummaryFigures(analysis.summary_frame(), highlights, analysis.labelled)
+
+
+def _summary_section(figures: SummaryFigures) -> str:
+    frame, highlights = figures.frame, figures.highlights
     if frame.empty:
         return H.section("summary", "Summary", ["<p>No test instances in this file.</p>"])
     rows, classes = [], []
     for _, r in frame.iterrows():
-        scope = {"scope": r["scope"] or "-"} if analysis.labelled else {}
+        scope = {"scope": r["scope"] or "-"} if figures.labelled else {}
         rows.append({"#": f"{int(r['index']):04d}", "test": r["name"], "kind": r["kind"],
                      "bytes": format_bytes(r["bytes"]),
                      "condition": r["label"],
@@ -119,7 +133,7 @@ def _summary_section(analysis: RunAnalysis, verdict=None) -> str:
              "samples were at least this fast). Impact: congested vs quiet of the same case, >1 "
              "is worse. Stragglers: ranks whose p99 exceeds 2x the median rank p99 (rank@host).")
     parts = [table]
-    if analysis.labelled:
+    if figures.labelled:
         intro += (" Scope: the ranks carry site labels, so every row covers one site scope: "
                   "site=X (both ends in site X), inter-site X<->Y (a WAN path, highlighted) or "
                   "a collective group; samples of different scopes are never mixed.")
@@ -137,26 +151,46 @@ def _summary_section(analysis: RunAnalysis, verdict=None) -> str:
     return H.section("summary", "Summary", parts, intro=intro)
 
 
+@dataclass
+class CdfFigures:
+    """One case's samples per condition and scope (latency in us or GB/s), to draw."""
+    case: str
+    series: List[Tuple[str, np.ndarray]]
+    name: str
+    bytes: object
+    kind: str
+    bandwidth: bool
+
+
+def compute_cdf(analysis: RunAnalysis, case: str, insts: List[TestInstance]) -> Optional[CdfFigures]:
+    series = []
+    for inst in insts:
+        for scope in analysis.scopes(inst):
+            s = analysis.samples(inst, scope)
+            if s.empty:
+                continue
+            values = s["gbps"] if is_bandwidth(inst.metric) else s["latency_ns"] / 1e3
+            series.append((_label(inst) + analysis.scope_suffix(scope), values.to_numpy()))
+    if not series:
+        return None
+    first = insts[0]
+    return CdfFigures(case, series, str(first.get("name")), first.get("bytes"),
+                      str(first.get("kind")), is_bandwidth(first.metric))
+
+
+def render_cdf(f: CdfFigures) -> str:
+    xlabel = "GB/s per sample" if f.bandwidth else "latency (us)"
+    return H.figure(plots.cdf(f.series, xlabel, f"{f.name} {format_bytes(f.bytes)} ({f.kind})",
+                              f.bandwidth), f"case {f.case}")
+
+
 def _cdf_section(analysis: RunAnalysis) -> str:
+    # One case computed and drawn at a time: a case's samples are dropped once drawn.
     figs = []
     for case, insts in _cases(analysis).items():
-        series = []
-        for inst in insts:
-            for scope in analysis.scopes(inst):
-                s = analysis.samples(inst, scope)
-                if s.empty:
-                    continue
-                values = s["gbps"] if is_bandwidth(inst.metric) else s["latency_ns"] / 1e3
-                series.append((_label(inst) + analysis.scope_suffix(scope), values.to_numpy()))
-        if not series:
-            continue
-        metric = insts[0].metric
-        xlabel = "GB/s per sample" if is_bandwidth(metric) else "latency (us)"
-        first = insts[0]
-        figs.append(H.figure(plots.cdf(series, xlabel,
-                                       f"{first.get('name')} {format_bytes(first.get('bytes'))}"
-                                       f" ({first.get('kind')})", is_bandwidth(metric)),
-                             f"case {case}"))
+        figures = compute_cdf(analysis, case, insts)
+        if figures is not None:
+            figs.append(render_cdf(figures))
     if not figs:
         return ""
     return H.capped_section("cdf", "Distributions per condition", figs,
@@ -165,8 +199,20 @@ def _cdf_section(analysis: RunAnalysis) -> str:
                             "fraction at or below x).")
 
 
-def _rank_tail_section(analysis: RunAnalysis) -> str:
-    figs = []
+@dataclass
+class RankTailFigures:
+    """One case's per-rank tails per condition and scope, and its stragglers."""
+    per_condition: Dict[str, pd.DataFrame]
+    stragglers: List[int]
+    straggler_names: List[str]          # as the report names ranks
+    name: str
+    bytes: object
+    unit: str
+    bandwidth: bool
+
+
+def compute_rank_tails(analysis: RunAnalysis) -> List[RankTailFigures]:
+    out = []
     for case, insts in _cases(analysis).items():
         per_condition: Dict[str, pd.DataFrame] = OrderedDict()
         stragglers = set()
@@ -179,14 +225,22 @@ def _rank_tail_section(analysis: RunAnalysis) -> str:
         if not per_condition:
             continue
         first = insts[0]
-        unit = unit_of(first.metric)
-        title = f"{first.get('name')} {format_bytes(first.get('bytes'))}: per-rank p99"
-        if is_bandwidth(first.metric):
+        out.append(RankTailFigures(per_condition, sorted(stragglers),
+                                   [analysis.describe_rank(r) for r in sorted(stragglers)],
+                                   str(first.get("name")), first.get("bytes"),
+                                   unit_of(first.metric), is_bandwidth(first.metric)))
+    return out
+
+
+def _rank_tail_section(tails: List[RankTailFigures]) -> str:
+    figs = []
+    for f in tails:
+        title = f"{f.name} {format_bytes(f.bytes)}: per-rank p99"
+        if f.bandwidth:
             title += " (slow side)"
-        caption = "stragglers: " + (", ".join(analysis.describe_rank(r) for r in sorted(stragglers))
-                                    if stragglers else "none")
-        figs.append(H.figure(plots.rank_tails(per_condition, unit, title, sorted(stragglers),
-                                              low_is_bad=is_bandwidth(first.metric)),
+        caption = "stragglers: " + (", ".join(f.straggler_names) if f.stragglers else "none")
+        figs.append(H.figure(plots.rank_tails(f.per_condition, f.unit, title, f.stragglers,
+                                              low_is_bad=f.bandwidth),
                              caption))
     if not figs:
         return ""
@@ -195,169 +249,54 @@ def _rank_tail_section(analysis: RunAnalysis) -> str:
                             "whose p99 exceeds 2x the median rank p99 is a straggler (hatched).")
 
 
+@dataclass
+class PairMatrixFigures:
+    """One instance's rank x rank medians (us or GB/s), their median and worst pair."""
+    shown: np.ndarray
+    labels: List[str]
+    title: str
+    bandwidth: bool
+    median: float
+    worst: Tuple[int, int]
+    worst_value: float
+    worst_ratio: float
+
+
+def compute_pair_matrix(analysis: RunAnalysis, inst: TestInstance) -> Optional[PairMatrixFigures]:
+    matrix = inst.pair_matrix()
+    if matrix is None or not np.isfinite(matrix).any():
+        return None
+    bandwidth = is_bandwidth(inst.metric)
+    shown = matrix if bandwidth else matrix / 1e3
+    labels = [f"{r} {analysis.hosts.get(r, '')}".strip() for r in range(matrix.shape[0])]
+    finite = shown[np.isfinite(shown)]
+    med = float(np.median(finite))
+    worst_idx = np.unravel_index(
+        np.nanargmin(shown) if bandwidth else np.nanargmax(shown), shown.shape)
+    return PairMatrixFigures(shown, labels, f"{inst.get('name')} {format_bytes(inst.get('bytes'))} "
+                                            f"[{_label(inst)}]", bandwidth, med, worst_idx,
+                             shown[worst_idx], shown[worst_idx] / med if med else float("nan"))
+
+
+def render_pair_matrix(f: PairMatrixFigures) -> str:
+    unit = "GB/s (median per pair)" if f.bandwidth else "latency us (median per pair)"
+    caption = (f"median pair {format_number(f.median)}; worst pair {f.worst[0]} -> "
+               f"{f.worst[1]} at {format_number(f.worst_value)} "
+               f"({format_number(f.worst_ratio)}x median)")
+    return H.figure(plots.heatmap(f.shown, f.labels, unit, f.title, f.bandwidth), caption)
+
+
 def _heatmap_section(analysis: RunAnalysis) -> str:
+    # One instance's matrix computed and drawn at a time (n x n medians each).
     figs = []
     for inst in analysis.instances:
-        matrix = inst.pair_matrix()
-        if matrix is None or not np.isfinite(matrix).any():
-            continue
-        bandwidth = is_bandwidth(inst.metric)
-        shown = matrix if bandwidth else matrix / 1e3
-        labels = [f"{r} {analysis.hosts.get(r, '')}".strip() for r in range(matrix.shape[0])]
-        unit = "GB/s (median per pair)" if bandwidth else "latency us (median per pair)"
-        finite = shown[np.isfinite(shown)]
-        med = float(np.median(finite))
-        worst_idx = np.unravel_index(
-            np.nanargmin(shown) if bandwidth else np.nanargmax(shown), shown.shape)
-        caption = (f"median pair {format_number(med)}; worst pair {worst_idx[0]} -> "
-                   f"{worst_idx[1]} at {format_number(shown[worst_idx])} "
-                   f"({format_number(shown[worst_idx] / med if med else float('nan'))}x median)")
-        figs.append(H.figure(plots.heatmap(
-            shown, labels, unit, f"{inst.get('name')} {format_bytes(inst.get('bytes'))} "
-                                 f"[{_label(inst)}]", bandwidth), caption))
+        figures = compute_pair_matrix(analysis, inst)
+        if figures is not None:
+            figs.append(render_pair_matrix(figures))
     if not figs:
         return ""
     return H.capped_section("pairs", "Rank x rank pair matrix", figs,
                             "Row = measuring rank, column = peer; grey = not measured.")
-
-
-def _fault_section(analysis: RunAnalysis) -> str:
-    events = analysis.result.all_events()
-    not_passed = [i for i in analysis.instances if str(i.get("status")) not in ("passed",)]
-    if events.empty and not not_passed:
-        return ""
-    starts = [int(i.get("t_start_ns")) for i in analysis.instances if i.get("t_start_ns")]
-    run_start = min(starts) if starts else (int(events["t_ns"].min()) if len(events) else 0)
-    ends = [int(i.get("t_end_ns")) for i in analysis.instances if i.get("t_end_ns")]
-    span_ns = (max(ends) - run_start) if ends else 1
-    scale, unit = (1e9, "s") if span_ns > 5e9 else (1e6, "ms")
-    parts = []
-    if len(events):
-        spans = [((int(i.get("t_start_ns")) - run_start) / scale,
-                  (int(i.get("t_end_ns")) - run_start) / scale, f"{i.index:04d}",
-                  str(i.get("status"))) for i in analysis.instances
-                 if i.get("t_start_ns") and i.get("t_end_ns")]
-        marks = [((float(e.t_ns) - run_start) / scale, int(e.rank), str(e.kind))
-                 for e in events.itertuples()]
-        parts.append(H.figure(plots.fault_timeline(spans, marks, unit)))
-        table = pd.DataFrame({
-            f"t ({unit})": [format_number((float(t) - run_start) / scale) for t in events["t_ns"]],
-            "test": [f"{int(t):04d}" for t in events["test"]],
-            "rank": [analysis.describe_rank(r) for r in events["rank"]],
-            "kind": events["kind"],
-            "peer": ["-" if int(p) < 0 else analysis.describe_rank(p) for p in events["peer"]],
-            "detail": events["detail"]})
-        parts.append(H.table(table, left=["rank", "kind", "peer", "detail"]))
-    drills = [i for i in analysis.instances if analysis_of(i.get("kind")).drill_lines]
-    if drills:
-        parts.append("<h3>Detection and return to baseline</h3>")
-        parts.append(H.table(pd.DataFrame([{"#": f"{i.index:04d}", "test": i.get("name"),
-                                            "drill": line}
-                                           for i in drills
-                                           for line in analysis_of(i.get("kind")).drill_lines(i)]),
-                             left=["test", "drill"]))
-    if not_passed:
-        parts.append("<h3>Test instances that did not pass</h3>")
-        parts.append(H.table(pd.DataFrame([{"#": f"{i.index:04d}", "test": i.get("name"),
-                                            "condition": i.get("condition"),
-                                            "status": i.get("status"), "error": i.get("error")}
-                                           for i in not_passed]),
-                             left=["test", "condition", "status", "error"]))
-    return H.section("faults", "Faults, errors and recoveries", parts,
-                     intro="Events recorded by the ranks, on the global clock since the first "
-                           "test started.")
-
-
-def _inventory_section(analysis: RunAnalysis) -> str:
-    result = analysis.result
-    parts = []
-    ranks = result.ranks()
-    if len(ranks):
-        shown = ranks.copy()
-        shown["clock_uncertainty_us"] = shown["clock_uncertainty_ns"] / 1e3
-        shown = shown.drop(columns=["clock_uncertainty_ns"])
-        parts.append("<h3>Ranks</h3>")
-        parts.append(H.table(shown, left=["host", "nic"]))
-    if result.has_hosts():
-        qos = qos_frame([result], ["value"])
-        if not qos.empty:
-            parts.append("<h3>Congestion control and QoS</h3>")
-            parts.append(H.table(qos, left=list(qos.columns)))
-        parts.extend(_host_inventory(result))
-    if not parts:
-        return ""
-    return H.section("inventory", "Inventory and consistency", parts)
-
-
-MAX_INVENTORY_ROWS = 300
-
-
-def _host_inventory(result: ResultFile) -> List[str]:
-    parts = []
-    flags = recorded_flags(result)
-    inv = inventory_frame(result)
-    differing = inconsistent_fields(inv)
-    if len(flags):
-        parts.append("<h3>Consistency flags (recorded by fabscope)</h3>")
-        classes = None
-        if "severity" in flags.columns:
-            classes = pd.DataFrame([{"severity": "bad" if s in ("error", "warning") else ""}
-                                    for s in flags["severity"]])
-        parts.append(H.table(flags, left=list(flags.columns), classes=classes))
-    elif differing:
-        parts.append("<h3>Consistency flags (values that differ between hosts)</h3>")
-        for field, groups in list(differing.items())[:50]:
-            parts.append(H.warning(f"Inconsistent {field}: " + "; ".join(
-                f"{value} on {', '.join(hosts)}" for value, hosts in groups.items())))
-    elif len(inv) > 1:
-        parts.append("<p class=\"good\">All hosts report the same inventory values.</p>")
-    if not inv.empty:
-        # facts as rows, hosts as columns: hosts are few, facts can be many
-        table = inv.set_index("host").T
-        table.insert(0, "fact", table.index)
-        table = table.reset_index(drop=True).fillna("(absent)")
-        order = sorted(range(len(table)), key=lambda i: table["fact"][i] not in differing)
-        table = table.iloc[order].reset_index(drop=True)
-        classes = pd.DataFrame([{c: ("bad" if f in differing else "") for c in table.columns}
-                                for f in table["fact"]])
-        parts.append(f"<h3>Host inventory ({len(table)} facts; differing ones first)</h3>")
-        hidden = launcher_fact_count(result)
-        if hidden:
-            parts.append(f"<p class=\"muted\">{hidden} per-job launcher variables (Open MPI, "
-                         "PMIx, Slurm ranks, job ids, URIs, argv, session directories) are not "
-                         "shown or compared: fabscope_analysis/data/launcher-variables.txt.</p>")
-        parts.append(H.table(table, left=list(table.columns), classes=classes,
-                             max_rows=MAX_INVENTORY_ROWS))
-    for host, tables in other_tables(result).items():
-        for name, frame in tables.items():
-            parts.append(f"<h3>{H.esc(host)}: {H.esc(name)}</h3>")
-            parts.append(H.table(frame.head(50), left=list(frame.columns)))
-    return parts
-
-
-def _counter_section(analysis: RunAnalysis) -> str:
-    counters = analysis.result.all_counters()
-    if counters.empty:
-        return ""
-    changed = counters[counters["delta"] != 0]
-    if changed.empty:
-        return H.section("counters", "Counter deltas",
-                         ["<p>Counters were read, and none changed during any test.</p>"])
-    names = {i.index: f"{i.get('name')} [{i.get('condition')}]" for i in analysis.instances}
-    rows = []
-    for (test, source, name), group in changed.groupby(["test", "source", "name"], sort=True):
-        top = group.loc[group["delta"].abs().idxmax()]
-        rows.append({"#": f"{int(test):04d}", "test": names.get(int(test), ""),
-                     "source": source, "counter": name, "total delta": int(group["delta"].sum()),
-                     "ranks changed": int(len(group)),
-                     "largest": f"{int(top['delta'])} on {analysis.describe_rank(top['rank'])}",
-                     "meaning": KNOWN_COUNTERS.get(str(name), "")})
-    return H.section("counters", "Counter deltas",
-                     [H.table(pd.DataFrame(rows), left=["test", "source", "counter", "largest",
-                                                        "meaning"])],
-                     intro="Counters that changed between the snapshots around each test "
-                           "(summed over ranks; one reader per host). Retransmits, drops and "
-                           "congestion notifications here explain tails above.")
 
 
 def _validity_block(result: ResultFile) -> str:
@@ -383,17 +322,26 @@ def build_report(result: ResultFile, criteria=None, verdict=None, model=None, tp
     # Computed once over the run; the blocks and sections below only render them.
     impact = report_impact(result, model, tp)
     line_rate = compute_line_rate(result)
+    kinds = compute_kinds(analysis, report=True)
+    summary = compute_summary_figures(analysis, verdict)
+    tails = compute_rank_tails(analysis)
+    faults = compute_fault_figures(analysis, kinds)
+    inventory = compute_inventory(analysis)
+    counters = compute_counter_figures(analysis)
     sections: List[Tuple[str, str, str]] = []
-    for anchor, title, builder in (
-            ("summary", "Summary", lambda a: _summary_section(a, verdict)),
-            ("cdf", "Distributions", _cdf_section),
-            ("ranks", "Per-rank tails", _rank_tail_section),
-            ("pairs", "Pair matrix", _heatmap_section),
-            *((k.anchor, k.title, k.build) for k in report_sections()),
-            ("faults", "Faults", _fault_section),
-            ("inventory", "Inventory", _inventory_section),
-            ("counters", "Counters", _counter_section)):
-        content = builder(analysis)
+    # The distributions and pair matrices compute and draw one case (one instance) at a
+    # time, so that only one case's samples are held at once.
+    for anchor, title, render in (
+            ("summary", "Summary", lambda: _summary_section(summary)),
+            ("cdf", "Distributions", lambda: _cdf_section(analysis)),
+            ("ranks", "Per-rank tails", lambda: _rank_tail_section(tails)),
+            ("pairs", "Pair matrix", lambda: _heatmap_section(analysis)),
+            *((k.anchor, k.title, lambda k=k, figures=figures: k.render(figures))
+              for k, figures in kinds.sections),
+            ("faults", "Faults", lambda: fault_section(faults)),
+            ("inventory", "Inventory", lambda: inventory_section(inventory)),
+            ("counters", "Counters", lambda: counter_section(counters))):
+        content = render()
         if content:
             sections.append((anchor, title, content))
     header = _header(result)

@@ -61,7 +61,6 @@ class RunAnalysis:
         self._samples: "OrderedDict[int, pd.DataFrame]" = OrderedDict()
         self._stats: Dict[Tuple[int, str], InstanceStats] = {}
         self._scopes: Dict[int, List[Scope]] = {}
-        self.counters_named: set = set()  # known counters a summary has named
 
     SAMPLE_CACHE_SIZE = 4
 

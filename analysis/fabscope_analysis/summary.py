@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import List, Optional, TextIO, Union
+from typing import Dict, List, Optional, TextIO, Union
 
 import pandas as pd
 
 from .errors import CriteriaError
 from .inventory import KNOWN_COUNTERS, moved_known_counters
-from .kinds import analysis_of
-from .kinds.reference import ReferencePair, reference_pairs
+from .kinds import KindResults, analysis_of, compute_kinds
+from .kinds.reference import ReferencePair, pair_line, reference_pairs
 from .reader import ResultFile
 from .run_analysis import RunAnalysis, format_bytes, format_number, number_or_none
 from .serving.line_rate import LineRate, compute_line_rate, text_lines
@@ -29,12 +30,11 @@ def run_header(result: ResultFile) -> List[str]:
     return lines
 
 
-def validity_lines(result: ResultFile) -> List[str]:
+def validity_lines(t: pd.DataFrame, attrs) -> List[str]:
     """/validity first of all: what makes the numbers below meaningless or doubtful."""
-    t = result.validity()
     if t.empty:
         return []
-    yielded = int(result.attrs.get("waits_yield", 0)) == 1
+    yielded = int(attrs.get("waits_yield", 0)) == 1
     lines = [f"VALIDITY: {len(t)} finding(s) make the numbers below doubtful"
              f"{' (waits yielded)' if yielded else ''}:"]
     for r in t.to_dict("records"):
@@ -44,31 +44,70 @@ def validity_lines(result: ResultFile) -> List[str]:
     return lines
 
 
-def summary_tables(analysis: RunAnalysis) -> List[str]:
+@dataclass
+class TestTable:
+    """One test of the summary, computed once: its rows (RunAnalysis.summary_frame, one
+    per instance and site scope), its split by topology level, its batch figures and
+    the known counters each instance moved; summary_tables only formats them."""
+    name: str
+    rows: pd.DataFrame
+    levels: pd.DataFrame
+    batches: Dict[int, float]             # instance index -> batch figure (table's unit)
+    batch_clocks_ns: List[float]          # clock read costs taken out of the batch figures
+    batch_slices: List[int]               # receive buffers of the bandwidth windows
+    counters_moved: Dict[int, List[str]]  # instance index -> moved_known_counters
+
+
+def compute_tables(analysis: RunAnalysis) -> List[TestTable]:
     frame = analysis.summary_frame()
     if frame.empty:
+        return []
+    tables = []
+    for name, group in frame.groupby("name", sort=False):
+        batches = batch_figures(analysis, group)
+        with_batch = [analysis.result.test(i) for i in batches]
+        clocks = [number_or_none(i.get("clock_read_ns")) for i in with_batch]
+        slices = [int(i.get("receive_slices")) for i in with_batch
+                  if i.get("receive_slices") is not None]
+        moved = {int(i): moved_known_counters(analysis.result.test(int(i)).counters(),
+                                              analysis.hosts)
+                 for i in group["index"].unique()}
+        tables.append(TestTable(name, group, analysis.level_frame(name), batches,
+                                [c for c in clocks if c is not None], slices, moved))
+    return tables
+
+
+def counters_named(tables: List[TestTable]) -> List[str]:
+    """The known counters the summary's lines name (the first four moved per instance)."""
+    return sorted({m.split(" ", 1)[0] for t in tables for moved in t.counters_moved.values()
+                   for m in moved[:4]})
+
+
+def summary_tables(tables: List[TestTable], kinds: KindResults, labelled: bool) -> List[str]:
+    if not tables:
         return ["(no test instances in this file)"]
     out: List[str] = []
-    for name, group in frame.groupby("name", sort=False):
+    for table in tables:
+        group = table.rows
         first = group.iloc[0]
         out.append("")
-        out.append(f"== {name}  ({first['kind']}, {first['transport']}/{first['memory']}, "
+        out.append(f"== {table.name}  ({first['kind']}, {first['transport']}/{first['memory']}, "
                    f"{'GB/s; p99 = slow tail' if first['unit'] == 'GB/s' else 'latency in us'})")
-        batches = batch_figures(analysis, group)
-        out.append(pd.DataFrame(_instance_rows(analysis, group, batches)).to_string(index=False))
+        batches = {i: format_number(v) for i, v in table.batches.items()}
+        out.append(pd.DataFrame(_instance_rows(labelled, group, batches)).to_string(index=False))
         if batches:
-            out.append(batch_footnote([analysis.result.test(i) for i in batches], analysis.labelled))
-        out.extend(_level_lines(analysis, name))
+            out.append(batch_footnote(table.batch_clocks_ns, table.batch_slices, labelled))
+        out.extend(_level_lines(table.levels, labelled))
         for _, r in group.drop_duplicates("index").iterrows():
-            out.extend(_instance_lines(analysis, group, r))
+            out.extend(_instance_lines(table, kinds, r))
     return out
 
 
-def _instance_rows(analysis: RunAnalysis, group, batches) -> List[dict]:
+def _instance_rows(labelled: bool, group, batches) -> List[dict]:
     """summary's table rows of one test's instances and scopes."""
     rows = []
     for _, r in group.iterrows():
-        scope = {"scope": r["scope"] or "-"} if analysis.labelled else {}
+        scope = {"scope": r["scope"] or "-"} if labelled else {}
         batch = {"batch": batches.get(int(r["index"]), "-")} if batches else {}
         rows.append({
             "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
@@ -87,17 +126,16 @@ def _instance_rows(analysis: RunAnalysis, group, batches) -> List[dict]:
     return rows
 
 
-def _level_lines(analysis: RunAnalysis, name) -> List[str]:
+def _level_lines(by_level: pd.DataFrame, labelled: bool) -> List[str]:
     """The test's figures by topology level, when its ranks carry topology labels."""
     out: List[str] = []
-    by_level = analysis.level_frame(name)
     if not by_level.empty:
         out.append("  by topology level (same-node, same-leaf, same-pod, cross-pod; "
                    "cross-node: different nodes without leaf labels):")
         level_rows = [{
             "#": f"{int(r['index']):04d}", "bytes": format_bytes(r["bytes"]),
             "condition": r["label"],
-            **({"scope": r["scope"] or "-"} if analysis.labelled else {}),
+            **({"scope": r["scope"] or "-"} if labelled else {}),
             "level": r["level"], "pairs": r["pairs"], "samples": r["samples"],
             "p50": format_number(r["p50"]), "p99": format_number(r["p99"]),
             "worst": format_number(r["worst"]),
@@ -107,78 +145,76 @@ def _level_lines(analysis: RunAnalysis, name) -> List[str]:
     return out
 
 
-def _instance_lines(analysis: RunAnalysis, group, r) -> List[str]:
+def _instance_lines(table: TestTable, kinds: KindResults, r) -> List[str]:
     """The lines under the table for one instance: its error, its kind's own figures, the
     counters that moved, and whether it spans sites."""
     out: List[str] = []
+    index = int(r["index"])
     if r["error"]:
-        out.append(f"  {int(r['index']):04d} error: {r['error']}")
-    out.extend(f"  {int(r['index']):04d} " + line for line in
-               analysis_of(r["kind"]).summary_lines(analysis.result.test(int(r["index"]))))
-    moved = moved_known_counters(analysis.result.test(int(r["index"])).counters(),
-                                 analysis.hosts)
+        out.append(f"  {index:04d} error: {r['error']}")
+    out.extend(f"  {index:04d} " + line for line in kinds.summary_lines(index))
+    moved = table.counters_moved.get(index, [])
     if moved:
-        analysis.counters_named.update(m.split(" ", 1)[0] for m in moved[:4])
-        out.append(f"  {int(r['index']):04d} counters moved: " + ", ".join(moved[:4]) +
+        out.append(f"  {index:04d} counters moved: " + ", ".join(moved[:4]) +
                    (f" and {len(moved) - 4} more" if len(moved) > 4 else ""))
     if r["spans_sites"]:
-        scopes = group[group["index"] == r["index"]]["scope"]
+        scopes = table.rows[table.rows["index"] == r["index"]]["scope"]
         if any(str(x).startswith("group across") for x in scopes):
-            out.append(f"  {int(r['index']):04d} the measuring group spans sites "
+            out.append(f"  {index:04d} the measuring group spans sites "
                        f"{r['spans_sites']}: a WAN path, not one cluster fabric")
         else:
-            out.append(f"  {int(r['index']):04d} the measuring ranks span sites "
+            out.append(f"  {index:04d} the measuring ranks span sites "
                        f"{r['spans_sites']}: rows are split by site scope; group-wide "
                        "attributes of this test (if any) span sites")
     return out
 
 
-def batch_figures(analysis: RunAnalysis, group: pd.DataFrame) -> dict:
+def batch_figures(analysis: RunAnalysis, group: pd.DataFrame) -> Dict[int, float]:
     """{instance index: batch figure} for the point-to-point instances of one test whose
     file holds the figure (files written before it existed have none)."""
     if not analysis_of(group.iloc[0]["kind"]).batch_column:
         return {}
     figures = {int(i): batch_figure(analysis.result.test(int(i))) for i in group["index"].unique()}
-    return {i: f for i, f in figures.items() if f != "-"}
+    return {i: f for i, f in figures.items() if f is not None}
 
 
-def batch_figure(inst) -> str:
+def batch_figure(inst) -> Optional[float]:
     """A point-to-point instance's batch figure in its table's unit (us one-way, or GB/s):
-    loop time / iterations, the way osu_latency and osu_bw report; '-' for a file
-    written before the figure existed."""
+    loop time / iterations, the way osu_latency and osu_bw report; None for a file
+    written before the figure existed (or one that holds no finite figure)."""
     mean = number_or_none(inst.get("batch_mean_ns"))
     if mean is None:
-        return "-"
+        return None
     gbps = number_or_none(inst.get("batch_gbps"))
-    return format_number(gbps if gbps is not None else mean / 1e3)
+    value = gbps if gbps is not None else mean / 1e3
+    return value if math.isfinite(value) else None
 
 
-def batch_footnote(instances, labelled: bool) -> str:
+def batch_footnote(clocks_ns: List[float], slices: List[int], labelled: bool) -> str:
     """One line under a table with a batch column: what the figure is, the clock cost taken
     out and where a bandwidth window's messages land."""
-    clocks = sorted({format_number(number_or_none(i.get("clock_read_ns"))) for i in instances
-                     if number_or_none(i.get("clock_read_ns")) is not None})
-    slices = sorted({int(i.get("receive_slices")) for i in instances
-                     if i.get("receive_slices") is not None})
+    clocks = sorted({format_number(c) for c in clocks_ns})
     text = ("  batch: each pair's timed loop / iterations, as osu_latency (average) and osu_bw report"
             + ("; all scopes together" if labelled else ""))
     if clocks:
         text += f"; {', '.join(clocks)} ns per clock read taken out"
     if slices:
         text += "; receive buffers: " + ", ".join(
-            f"{n} (one, as osu_bw)" if n == 1 else f"{n} distinct" for n in slices)
+            f"{n} (one, as osu_bw)" if n == 1 else f"{n} distinct" for n in sorted(set(slices)))
     return text
 
 
 @dataclass
 class RunSummary:
-    """What summary prints, computed once over the run; render_text only formats it (the
-    per-test statistics are RunAnalysis's, computed on first use and kept)."""
+    """What summary prints, computed once over the run; render_text only formats it."""
     result: ResultFile
     analysis: RunAnalysis
     verdict: Union[Verdict, CriteriaError]   # the error when the criteria cannot be read
     line_rate: LineRate
     references: List[ReferencePair]
+    kinds: KindResults                       # each kind's own figures (kinds/)
+    tables: List[TestTable]
+    validity: pd.DataFrame                   # /validity
 
 
 def compute_summary(result: ResultFile, criteria=None) -> RunSummary:
@@ -186,8 +222,10 @@ def compute_summary(result: ResultFile, criteria=None) -> RunSummary:
         verdict: Union[Verdict, CriteriaError] = compute_verdict(result, criteria)
     except CriteriaError as exc:
         verdict = exc
-    return RunSummary(result, RunAnalysis(result), verdict, compute_line_rate(result),
-                      reference_pairs(result))
+    analysis = RunAnalysis(result)
+    return RunSummary(result, analysis, verdict, compute_line_rate(result),
+                      reference_pairs(result), compute_kinds(analysis, summary=True),
+                      compute_tables(analysis), result.validity())
 
 
 def reference_lines(pairs: List[ReferencePair]) -> List[str]:
@@ -196,7 +234,7 @@ def reference_lines(pairs: List[ReferencePair]) -> List[str]:
     if not pairs:
         return []
     return ["", "reference tools side by side (ratio = fabscope / reference):"] + \
-        [f"  {p.line()}" for p in pairs]
+        [f"  {pair_line(p)}" for p in pairs]
 
 
 def verdict_lines(verdict: Union[Verdict, CriteriaError]) -> List[str]:
@@ -213,8 +251,9 @@ def verdict_lines(verdict: Union[Verdict, CriteriaError]) -> List[str]:
 
 def render_text(summary: RunSummary) -> List[str]:
     result = summary.result
-    return (validity_lines(result) + verdict_lines(summary.verdict) + run_header(result) +
-            text_lines(summary.line_rate) + summary_tables(summary.analysis) +
+    return (validity_lines(summary.validity, result.attrs) + verdict_lines(summary.verdict) +
+            run_header(result) + text_lines(summary.line_rate) +
+            summary_tables(summary.tables, summary.kinds, summary.analysis.labelled) +
             reference_lines(summary.references))
 
 
@@ -226,7 +265,7 @@ def print_summary(result: ResultFile, stream: Optional[TextIO] = None, criteria=
     print("", file=stream)
     print("impact = congested/quiet (latency) or quiet/congested (bandwidth): >1 is worse. "
           "stragglers: ranks whose p99 exceeds 2x the median rank p99.", file=stream)
-    for name in sorted(analysis.counters_named):
+    for name in counters_named(summary.tables):
         print(f"counter {name}: {KNOWN_COUNTERS[name]}", file=stream)
     if analysis.labelled:
         print("scope: site=X both ends in site X; inter-site X<->Y between sites (a WAN path, "

@@ -229,6 +229,56 @@ def test_hostile_names_are_escaped(outputs):
     assert escape_label_value('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
 
 
+# An all-reduce's own figures as its kind writes them (kinds/collectives.py).
+PIPELINED = {"busbw_gbps": 11.5, "collective_p50_ns": 41_000.0, "pipelined_busbw_gbps": 23.25,
+             "pipelined_time_ns": 20_500.0, "pipelined_calls": np.int64(200)}
+
+
+def _kind_files(d, allreduce_file):
+    """A fault drill (test_fault_drill.write_drill, one false loss) and a copy of an
+    all-reduce file whose first instance holds the pipelined figures."""
+    from test_fault_drill import write_drill
+    drill = d / "drill.h5"
+    write_drill(drill, false_losses=["rank 2 (host2)"])
+    allreduce = d / "allreduce-pipelined.h5"
+    shutil.copy(allreduce_file, allreduce)
+    with h5py.File(allreduce, "r+") as f:
+        first = f["tests"][sorted(f["tests"])[0]]
+        for key, value in PIPELINED.items():
+            first.attrs[key] = value
+    return drill, allreduce
+
+
+def test_a_kinds_own_figures_are_its_summary_figures(tmp_path):
+    """fabscope_kind_*: the figures the kind's summary lines print (the same computed
+    figures, kinds.compute_kinds), in base units, labelled by figure."""
+    from test_impact import spiky, write_allreduce_file
+    rng = np.random.default_rng(3)
+    source = write_allreduce_file(tmp_path / "ar.h5", {(512 << 10, "quiet"): spiky(rng, 50)})
+    drill, allreduce = _kind_files(tmp_path, source)
+    series = _series(_render(drill, allreduce))
+    assert _one(series, "fabscope_kind_seconds", kind="fault", figure="detection") == 0.412
+    assert _one(series, "fabscope_kind_seconds", figure="expected_detection",
+                stack="UCX over TCP") == 924.6
+    assert _one(series, "fabscope_kind_seconds", figure="expected_detection",
+                stack="a verbs RC queue pair") == 0.537
+    assert _one(series, "fabscope_kind_seconds", figure="return_to_baseline") == 0.73
+    assert _one(series, "fabscope_kind_value", figure="false_losses") == 1
+    assert _one(series, "fabscope_kind_bytes_per_second", kind="allreduce",
+                figure="busbw_pipelined") == 23.25e9
+    assert _one(series, "fabscope_kind_bytes_per_second", figure="busbw_per_call") == 11.5e9
+    assert _one(series, "fabscope_kind_seconds", figure="collective_p50") == pytest.approx(41e-6)
+    assert _one(series, "fabscope_kind_seconds", figure="pipelined_time_per_call") == \
+        pytest.approx(20.5e-6)
+    # the labels are the instance's test labels, as its other series have them
+    status = [dict(k[1]) for k in series if k[0] == "fabscope_test_status"
+              and dict(k[1])["kind"] == "fault"]
+    detection = [dict(k[1]) for k in series if k[0] == "fabscope_kind_seconds"
+                 and dict(k[1])["figure"] == "detection"][0]
+    assert {k: v for k, v in detection.items() if k != "figure"} == \
+        {k: v for k, v in status[0].items() if k != "status"}
+
+
 @pytest.fixture(scope="module")
 def outputs(files, tmp_path_factory):
     """Outputs covering every family and the edge cases: the synthetic standard run and
@@ -247,9 +297,11 @@ def outputs(files, tmp_path_factory):
     from serving_files import serving_file
     sites = write_sites(d / "sites.h5", congested=True)
     kv_loaded = serving_file(d / "kv.h5", kv_loaded=(("incast", 2.0),))
+    drill, allreduce = _kind_files(d, serving)
     out = {"two": _export(d, files["standard"], files["incomplete"])[0]}
     for label, paths in (("real", [REAL]), ("hostile", [hostile]), ("serving", [serving]),
-                         ("sites", [sites]), ("kv under load", [kv_loaded])):
+                         ("sites", [sites]), ("kv under load", [kv_loaded]),
+                         ("kinds", [drill, allreduce])):
         out[label] = _render(*paths)
     return {"texts": out, "hostile": out["hostile"], "hostile names": names}
 

@@ -4,7 +4,7 @@ and its return to baseline, in `summary` and the HTML report."""
 import numpy as np
 
 from fabscope_analysis import open_result
-from fabscope_analysis.kinds.fault import expected_phrase, fault_lines
+from fabscope_analysis.kinds.fault import expected_phrase, fault_figures, fault_lines
 from helpers import run_cli
 from synthetic import SyntheticRun, latency_entries, make_samples
 
@@ -54,7 +54,7 @@ def test_summary_puts_the_stack_next_to_the_drill(tmp_path):
     path = tmp_path / "drill.h5"
     write_drill(path)
     with open_result(str(path)) as run:
-        lines = fault_lines(run.test(0))
+        lines = fault_lines(fault_figures(run.test(0)))
     assert lines[0].startswith("flap: fabscope's drill detected in 0.412 s (heartbeat); "
                                "UCX over TCP as configured here would take about 925 s"), lines[0]
     assert "NCCL over InfiniBand as configured here would take about 34 s" in lines[1], lines[1]
@@ -67,7 +67,7 @@ def test_a_drill_that_never_came_back_says_so(tmp_path):
     path = tmp_path / "drill.h5"
     write_drill(path, recovered=False, detection_ms=-1.0, expected_s=float("inf"))
     with open_result(str(path)) as run:
-        lines = fault_lines(run.test(0))
+        lines = fault_lines(fault_figures(run.test(0)))
     assert lines[0] == ("flap: fabscope's drill did not detect it; UCX over TCP as configured here would "
                         "never report it (TCP retransmission budget, tcp_retries2 15)"), lines[0]
     assert lines[2].startswith("return to baseline: not recovered (missing;"), lines[2]
@@ -79,13 +79,14 @@ def test_false_losses_come_first(tmp_path):
     write_drill(path, recovered=False, false_losses=[
         "rank 0 declared rank 3 lost 1001.2 ms before the fault (heartbeat: none for 500 ms)"])
     with open_result(str(path)) as run:
-        lines = fault_lines(run.test(0))
+        lines = fault_lines(fault_figures(run.test(0)))
     assert lines[0] == ("false losses: 1 live peer(s) declared lost, so the drill cannot judge the fault: "
                         "rank 0 declared rank 3 lost 1001.2 ms before the fault (heartbeat: none for 500 ms)"), lines
     # None declared: no line.
     write_drill(tmp_path / "clean.h5", false_losses=[])
     with open_result(str(tmp_path / "clean.h5")) as run:
-        assert not any(line.startswith("false losses") for line in fault_lines(run.test(0)))
+        lines = fault_lines(fault_figures(run.test(0)))
+        assert not any(line.startswith("false losses") for line in lines)
 
 
 def test_report_shows_the_drill(tmp_path):
@@ -116,7 +117,7 @@ def test_a_drill_over_nccl_shows_the_aborts_and_no_reroute(tmp_path):
             "reroute": "none over NCCL: a communicator has fixed members"})
     run.close(complete=True, exit_code=0)
     with open_result(str(path)) as result:
-        lines = fault_lines(result.test(0))
+        lines = fault_lines(fault_figures(result.test(0)))
     assert lines[0].startswith("kill: fabscope's drill detected in 0.5 s (step deadline); NCCL within a host "
                                "as configured here would never report it"), lines[0]
     assert "communicator abort: slowest 9.8 ms (abort_within 5000 ms): rank 0: aborted in 9.8 ms" in lines, lines

@@ -9,7 +9,7 @@ import pytest
 from fabscope_analysis.accept import evaluate
 from fabscope_analysis.criteria import CriteriaError, parse_criteria_text
 from fabscope_analysis.reader import open_result
-from fabscope_analysis.kinds.reference import reference_pairs
+from fabscope_analysis.kinds.reference import pair_line, reference_pairs
 from fabscope_analysis.summary import print_summary
 
 from synthetic import SyntheticRun, bandwidth_entries, latency_entries, make_samples
@@ -48,7 +48,7 @@ def run_file(tmp_path):
 def test_pairs_same_size_and_transport(run_file):
     with open_result(str(run_file)) as result:
         pairs = reference_pairs(result)
-        assert [(p.fabscope.index, p.reference.index) for p in pairs] == [(0, 3), (1, 4)]
+        assert [(p.fabscope_index, p.reference_index) for p in pairs] == [(0, 3), (1, 4)]
         lat, bw = pairs
         assert lat.fabscope_value == pytest.approx(2.0)
         assert lat.ratio == pytest.approx(4.0) and lat.disagreement == pytest.approx(4.0)
@@ -200,12 +200,12 @@ def tools_file(tmp_path):
 
 def test_each_tool_pairs_with_its_transport_and_statistic(tools_file):
     with open_result(str(tools_file)) as result:
-        pairs = {p.reference.index: p for p in reference_pairs(result)}
-        assert sorted((p.fabscope.index, i) for i, p in pairs.items()) == [(0, 2), (0, 3), (1, 4)]
+        pairs = {p.reference_index: p for p in reference_pairs(result)}
+        assert sorted((p.fabscope_index, i) for i, p in pairs.items()) == [(0, 2), (0, 3), (1, 4)]
         # OSU without -z prints an average: fabscope's mean beside it, not its p50
         assert pairs[2].label == "mean latency" and pairs[2].ratio == pytest.approx(4.0)
         assert pairs[3].label == "p50 latency" and pairs[3].ratio == pytest.approx(8.0)
-        assert pairs[4].reference_value == 4.0 and "(a whole round trip)" in pairs[4].line()
+        assert pairs[4].reference_value == 4.0 and "(a whole round trip)" in pair_line(pairs[4])
         out = io.StringIO()
         print_summary(result, out)
     text = out.getvalue()
@@ -232,7 +232,7 @@ def test_all_reduce_perf_pairs_with_fabscope_allreduce_over_nccl_by_busbw(tmp_pa
     run.close()
     with open_result(str(path)) as result:
         pairs = reference_pairs(result)
-    assert [(p.fabscope.index, p.reference.index) for p in pairs] == [(0, 2)]
+    assert [(p.fabscope_index, p.reference_index) for p in pairs] == [(0, 2)]
     assert pairs[0].label == "busbw" and pairs[0].ratio == pytest.approx(0.9)
     assert "64 MiB busbw: fabscope 360 GB/s (test 0000) vs all_reduce_perf 2.19.6 (NCCL 22803) 400 GB/s" \
-        in pairs[0].line(), pairs[0].line()
+        in pair_line(pairs[0]), pair_line(pairs[0])

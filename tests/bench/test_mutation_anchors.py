@@ -1,6 +1,7 @@
 """tests/support/mutation_anchors.py: a catalogue break follows the code it changes when the
-code moves, says so when its lines are gone or ambiguous, and every break of today's
-catalogue re-bases onto today's tree as the same change."""
+code moves (within its file, to a renamed file, or into another file), says so when its
+lines are gone or ambiguous, and every break of today's catalogue re-bases onto today's
+tree as the same change."""
 
 import shutil
 import subprocess
@@ -83,7 +84,7 @@ def test_lines_gone_or_ambiguous_are_named(tmp_path):
     gone = M.anchor(patch, tmp_path)
     assert gone.text is None
     assert gone.problems == ["judge-limit-strict.patch: pkg/mod.py: the lines it changes are gone "
-                             "(first: 'if value <= limit:')"]
+                             "from every file of the tree (first: 'if value <= limit:')"]
     twice = tmp_path / "twice"
     twice.mkdir()
     body = "def a(value, limit):\n    if value <= limit:\n        return 1\n"
@@ -123,6 +124,100 @@ def test_every_break_of_the_catalogue_rebases_as_the_same_change(tmp_path):
             subprocess.run(["git", "apply", "x.patch"], cwd=work, check=True, capture_output=True)
             outcomes.append([(work / f.path).read_text() for f in files])
         assert outcomes[0] == outcomes[1], patch.name
+
+
+def _git(repo, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo,
+                   check=True, capture_output=True)
+
+
+def _repo(tmp_path, files):
+    """A git repository holding `files` ({path: text}) in one commit, and the patch."""
+    repo = tmp_path / "repo"
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "first")
+    patch = tmp_path / "judge-limit-strict.patch"
+    patch.write_text(PATCH)
+    return repo, patch
+
+
+def _applied_in(repo, text, path):
+    (repo / "y.patch").write_text(text)
+    subprocess.run(["git", "apply", "y.patch"], cwd=repo, check=True, capture_output=True)
+    (repo / "y.patch").unlink()
+    return (repo / path).read_text()
+
+
+def test_a_break_follows_a_committed_rename(tmp_path):
+    # A second file holds the same lines: only git's rename says which one is the file's.
+    repo, patch = _repo(tmp_path, {"pkg/mod.py": SOURCE, "pkg/copy.py": SOURCE})
+    _git(repo, "mv", "pkg/mod.py", "pkg/judge.py")
+    _git(repo, "commit", "-q", "-m", "renamed")
+    result = M.anchor(patch, repo)
+    assert not result.problems, result.problems
+    assert result.renamed == ["pkg/mod.py -> pkg/judge.py"]
+    assert "diff --git a/pkg/judge.py b/pkg/judge.py" in result.text and "pkg/mod.py" not in result.text
+    assert _applied_in(repo, result.text, "pkg/judge.py") == SOURCE.replace("value <= limit",
+                                                                            "value < limit")
+
+
+def test_a_break_follows_a_rename_git_has_not_seen(tmp_path):
+    """A plain `mv` not yet added: the only file of the tree that holds the lines."""
+    repo, patch = _repo(tmp_path, {"pkg/mod.py": SOURCE})
+    (repo / "pkg" / "mod.py").rename(repo / "pkg" / "rules.py")
+    result = M.anchor(patch, repo)
+    assert not result.problems, result.problems
+    assert result.renamed == ["pkg/mod.py -> pkg/rules.py"]
+    assert _applied_in(repo, result.text, "pkg/rules.py") == SOURCE.replace("value <= limit",
+                                                                            "value < limit")
+
+
+TWO_HUNKS = PATCH + """@@ -11,2 +11,2 @@ def judge(value, limit):
+ def last():
+-    return 3
++    return 4
+"""
+
+
+def test_a_function_moved_into_another_file_takes_its_hunk_along(tmp_path):
+    repo, patch = _repo(tmp_path, {"pkg/mod.py": SOURCE})
+    patch.write_text(TWO_HUNKS)
+    assert subprocess.run(["git", "apply", "--check", str(patch)], cwd=repo).returncode == 0
+    judge = SOURCE[SOURCE.index("def judge"):SOURCE.index("def last")]
+    (repo / "pkg" / "mod.py").write_text(SOURCE.replace(judge, ""))
+    (repo / "pkg" / "rules.py").write_text("from pkg.mod import first\n\n\n" + judge)
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "judge moves to rules.py")
+    result = M.anchor(patch, repo)
+    assert not result.problems, result.problems
+    assert result.renamed == ["pkg/mod.py -> pkg/rules.py"]
+    after = SOURCE.replace(judge, "").replace("return 3", "return 4")
+    moved = "from pkg.mod import first\n\n\n" + judge.replace("value <= limit", "value < limit")
+    _applied_in(repo, result.text, "pkg/mod.py")
+    assert (repo / "pkg" / "mod.py").read_text() == after
+    assert (repo / "pkg" / "rules.py").read_text() == moved
+
+
+def test_a_moved_break_found_in_two_files_or_none_is_refused(tmp_path):
+    repo, patch = _repo(tmp_path, {"pkg/mod.py": SOURCE})
+    (repo / "pkg" / "mod.py").rename(repo / "pkg" / "a.py")
+    (repo / "pkg" / "b.py").write_text(SOURCE)
+    twice = M.anchor(patch, repo)
+    assert twice.text is None
+    assert twice.problems == [
+        "judge-limit-strict.patch: pkg/mod.py: no such file, and the lines it changes are found "
+        "in several files, so where it moved is ambiguous: pkg/a.py, pkg/b.py "
+        "(first: 'if value <= limit:')"]
+    for name in ("a.py", "b.py"):
+        (repo / "pkg" / name).write_text(SOURCE.replace("value <= limit", "limit >= value"))
+    gone = M.anchor(patch, repo)
+    assert gone.text is None and gone.problems == [
+        "judge-limit-strict.patch: pkg/mod.py: no such file, and the lines it changes are gone "
+        "from every file of the tree (first: 'if value <= limit:')"]
 
 
 @pytest.mark.parametrize("bad", ["no diff here\n", "# break: x\n"])

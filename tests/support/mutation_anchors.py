@@ -4,18 +4,26 @@ Each hunk of a tests/mutations/*.patch names the lines it removes (and the conte
 between them). When code moves, those lines are found again in today's file, the hunk
 is placed there (the context around it breaking ties), and the patch is written anew
 from the file itself, so a refactor that only moves code re-bases the whole catalogue
-with one command (`tests/mutate --rebase`). A break whose lines are gone, or that
-several places match equally, is reported with the file and the first line looked
-for: that anchor is broken and the break needs a person.
+with one command (`tests/mutate --rebase`).
+
+Where its lines are looked for, hunk by hunk: the file the patch names; else the name
+git says that file was renamed to (committed renames, `git log -M`, then those of the
+work tree, `git diff -M HEAD`); else every other file of the tree (git's tracked and
+untracked files, ignored ones left out), for code moved into another file. The patch
+is written with the path where each hunk was found. A break whose lines are gone
+everywhere, or that several places (in one file or in several) match equally, is
+reported with the file and the first line looked for: that anchor is broken and the
+break needs a person.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@.*$")
 
@@ -40,6 +48,8 @@ class Anchored:
     text: Optional[str]
     problems: List[str] = field(default_factory=list)
     moved: bool = False     # the text differs from the patch as it was
+    # 'old path -> new path' for each file whose hunks now live under another name
+    renamed: List[str] = field(default_factory=list)
 
 
 def split_patch(text: str) -> Tuple[str, List[FilePatch]]:
@@ -136,8 +146,136 @@ def apply_hunks(lines: List[str], hunks: List[Hunk]) -> Tuple[Optional[List[str]
     return out, []
 
 
+def _git(root: Path, *args: str) -> Optional[str]:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def renames(root: Path) -> List[Tuple[str, str]]:
+    """(old, new) paths of every rename git knows under root, oldest first: the committed
+    ones (log -M) and then the work tree's against HEAD (diff -M: `git mv`, or a staged
+    move). [] outside a git checkout."""
+    out: List[Tuple[str, str]] = []
+    for args in (("log", "--reverse", "--format=", "--name-status", "-M", "--diff-filter=R", "HEAD"),
+                 ("diff", "--name-status", "-M", "--diff-filter=R", "HEAD")):
+        text = _git(root, *args) or ""
+        for line in text.splitlines():
+            parts = line.split("\t")
+            if len(parts) == 3 and parts[0].startswith("R"):
+                out.append((parts[1], parts[2]))
+    return out
+
+
+def renamed_path(path: str, moves: List[Tuple[str, str]]) -> str:
+    """Where `path` is now, following its renames in order (path itself when none)."""
+    for old, new in moves:
+        if old == path:
+            path = new
+    return path
+
+
+def tree_files(root: Path) -> List[str]:
+    """The tree's files, relative to root: git's tracked and untracked ones (ignored files,
+    such as build folders, left out), or every file outside a git checkout; patches left
+    out (the catalogue holds every anchor's text)."""
+    listed = _git(root, "ls-files", "-co", "--exclude-standard")
+    if listed is not None:
+        names = [n for n in listed.splitlines() if n]
+    else:
+        names = [str(p.relative_to(root)) for p in sorted(root.rglob("*")) if p.is_file()]
+    return [n for n in names if not n.endswith((".patch", ".diff"))
+            and ".git" not in Path(n).parts]
+
+
+class _Tree:
+    """The sources under root, read on first use."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._lines: Dict[str, Optional[List[str]]] = {}
+        self._files: Optional[List[str]] = None
+        self._moves: Optional[List[Tuple[str, str]]] = None
+
+    def lines(self, path: str) -> Optional[List[str]]:
+        if path not in self._lines:
+            source = self.root / path
+            try:
+                self._lines[path] = source.read_text(encoding="utf-8").splitlines() \
+                    if source.is_file() else None
+            except (UnicodeDecodeError, OSError):
+                self._lines[path] = None
+        return self._lines[path]
+
+    def files(self) -> List[str]:
+        if self._files is None:
+            self._files = tree_files(self.root)
+        return self._files
+
+    def moves(self) -> List[Tuple[str, str]]:
+        if self._moves is None:
+            self._moves = renames(self.root)
+        return self._moves
+
+
+def _find_elsewhere(tree: _Tree, h: Hunk, skip: List[str]) -> Tuple[Optional[str], str]:
+    """(the one other file whose lines hold the hunk's anchor, or None and why)."""
+    first, last = h.changed
+    needle = h.old[first]
+    found, ambiguous = [], []
+    for name in tree.files():
+        if name in skip:
+            continue
+        try:
+            text = (tree.root / name).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if needle not in text:
+            continue
+        at, why = _place(tree.lines(name) or [], h)
+        if at is not None:
+            found.append(name)
+        elif "appear" in why:
+            ambiguous.append(name)
+    if len(found) == 1 and not ambiguous:
+        return found[0], ""
+    if found or ambiguous:
+        return None, ("the lines it changes are found in several files, so where it moved is "
+                      f"ambiguous: {', '.join(sorted(found + ambiguous))} "
+                      f"(first: {needle.strip()!r})")
+    return None, f"the lines it changes are gone from every file of the tree (first: {needle.strip()!r})"
+
+
+def _locate(tree: _Tree, path: str, h: Hunk) -> Tuple[Optional[str], str]:
+    """(the file that holds the hunk's anchor, or None and why): the named file, the name git
+    says it was renamed to, or the one other file of the tree that holds it."""
+    tried = []
+    for candidate in (path, None):
+        if candidate is None:      # git's renames: asked only for a hunk not where it was
+            candidate = renamed_path(path, tree.moves())
+            if candidate in tried:
+                break
+        lines = tree.lines(candidate)
+        if lines is None:
+            continue
+        tried.append(candidate)
+        at, why = _place(lines, h)
+        if at is not None:
+            return candidate, ""
+        if "appear" in why:
+            return None, why      # several places in the file itself: the context cannot tell
+    elsewhere, why = _find_elsewhere(tree, h, tried)
+    if elsewhere is None and not tried:
+        why = f"no such file, and {why}"
+    return elsewhere, why
+
+
 def anchor(patch: Path, root: Path) -> Anchored:
-    """Re-base one patch on the sources under `root`."""
+    """Re-base one patch on the sources under `root`, following its files' renames and code
+    moved into another file."""
     text = patch.read_text(encoding="utf-8")
     result = Anchored(patch.stem, None)
     try:
@@ -145,20 +283,28 @@ def anchor(patch: Path, root: Path) -> Anchored:
     except ValueError as exc:
         result.problems.append(f"{patch.name}: {exc}")
         return result
-    diffs = []
+    tree = _Tree(root)
+    placed: Dict[str, List[Hunk]] = {}
     for f in files:
-        source = root / f.path
-        if not source.is_file():
-            result.problems.append(f"{patch.name}: {f.path}: no such file")
-            continue
-        lines = source.read_text(encoding="utf-8").splitlines()
-        changed, problems = apply_hunks(lines, f.hunks)
+        for h in f.hunks:
+            where, why = _locate(tree, f.path, h)
+            if where is None:
+                result.problems.append(f"{patch.name}: {f.path}: {why}")
+                continue
+            placed.setdefault(where, []).append(h)
+            move = f"{f.path} -> {where}"
+            if where != f.path and move not in result.renamed:
+                result.renamed.append(move)
+    diffs = []
+    for path, hunks in placed.items():
+        lines = tree.lines(path) or []
+        changed, problems = apply_hunks(lines, hunks)
         if changed is None:
-            result.problems += [f"{patch.name}: {f.path}: {p}" for p in problems]
+            result.problems += [f"{patch.name}: {path}: {p}" for p in problems]
             continue
-        body = "\n".join(difflib.unified_diff(lines, changed, f"a/{f.path}", f"b/{f.path}",
+        body = "\n".join(difflib.unified_diff(lines, changed, f"a/{path}", f"b/{path}",
                                               n=3, lineterm=""))
-        diffs.append(f"diff --git a/{f.path} b/{f.path}\n{body}\n")
+        diffs.append(f"diff --git a/{path} b/{path}\n{body}\n")
     if result.problems:
         return result
     result.text = head + "".join(diffs)

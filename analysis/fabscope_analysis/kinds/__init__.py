@@ -9,6 +9,11 @@ kind name (analysis/tests/test_kind_modules.py holds both rules: every kind of
 src/output/schema.yaml has a module here, and no module elsewhere compares the kind
 attribute with a kind's name).
 
+Each kind computes apart from rendering (kinds/base.py): compute_kinds runs every kind's
+`compute` once over the run and keeps the figures in a KindResults; summary and report
+render those figures (summary lines, drill lines, report sections) and compute nothing of
+a kind's own.
+
 A new kind: an entry in its family's module, or a new module here, found by its file name
 (every module of this package that has ANALYSES; kinds/example.py is the template). The
 report shows the kinds' own sections in REPORT_ORDER, then those of the modules it does
@@ -19,9 +24,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Dict, List
+from dataclasses import dataclass
+from typing import Dict, List, Tuple
 
-from .base import KindAnalysis, ReportSection
+from .base import Figures, KindAnalysis, KindMetric, ReportSection, no_metrics
 
 # The report's order of the kinds' own sections (incast before the KV push); a family not
 # named here follows these, by module name.
@@ -90,3 +96,58 @@ def report_sections() -> List[ReportSection]:
                 seen.add(section.anchor)
                 out.append(section)
     return out
+
+
+@dataclass(frozen=True)
+class KindResults:
+    """The kinds' figures over one run, computed once (compute_kinds); the reporters only
+    render them."""
+    figures: Dict[int, Figures]                          # instance index -> its figures
+    kinds: Dict[int, str]                                # instance index -> its kind
+    sections: Tuple[Tuple[ReportSection, Tuple[Figures, ...]], ...]
+
+    def summary_lines(self, index: int) -> List[str]:
+        """The lines summary prints under instance `index`'s row."""
+        figures = self.figures.get(index)
+        if figures is None:
+            return []
+        return analysis_of(self.kinds[index]).summary_lines(figures)
+
+    def drill_lines(self, index: int) -> List[str]:
+        """A fault drill's lines for the report's faults section ([] for other kinds)."""
+        figures = self.figures.get(index)
+        render = analysis_of(self.kinds.get(index)).drill_lines
+        if figures is None or render is None:
+            return []
+        return render(figures)
+
+    def metrics(self, index: int) -> List[KindMetric]:
+        """Instance `index`'s own figures as export's samples ([] for a kind with none)."""
+        figures = self.figures.get(index)
+        if figures is None:
+            return []
+        return analysis_of(self.kinds[index]).metrics(figures)
+
+    def is_drill(self, index: int) -> bool:
+        return analysis_of(self.kinds.get(index)).drill_lines is not None
+
+
+def compute_kinds(analysis, summary: bool = False, report: bool = False,
+                  export: bool = False) -> KindResults:
+    """Every kind's figures of the run `analysis` (a RunAnalysis) holds: per instance those
+    summary (summary=True), the report's faults section (report=True) or export
+    (export=True) renders, and with report=True every kind's own report section."""
+    figures: Dict[int, Figures] = {}
+    kinds: Dict[int, str] = {}
+    for inst in analysis.instances:
+        kind = str(inst.get("kind"))
+        kinds[inst.index] = kind
+        a = analysis_of(kind)
+        if summary or (report and a.drill_lines is not None) or \
+                (export and a.metrics is not no_metrics):
+            computed = a.compute(inst)
+            if computed is not None:
+                figures[inst.index] = computed
+    sections = tuple((section, tuple(section.compute(analysis)))
+                     for section in report_sections()) if report else ()
+    return KindResults(figures, kinds, sections)

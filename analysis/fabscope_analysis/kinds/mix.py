@@ -5,7 +5,8 @@ classes (serving/measured.py, serving/impact_rows.py) as the mix class."""
 
 from __future__ import annotations
 
-from typing import List
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from ..reader import (FLAG_AUXILIARY_MASK, FLAG_MIX_CLASS_MASK, FLAG_MIX_CLASS_S
                       FLAG_MIX_TOGETHER, MIX_CLASSES, TestInstance)
 from ..run_analysis import format_number
 from ..serving.series import add_inflation
-from .base import KindAnalysis
+from .base import NO_UNIT, SECONDS, US, KindAnalysis, KindMetric
 
 
 def mix_instance_rows(inst: TestInstance) -> List[dict]:
@@ -52,23 +53,63 @@ def mix_instance_rows(inst: TestInstance) -> List[dict]:
     return rows
 
 
-def mix_lines(inst) -> List[str]:
-    """A serving mix's classes: isolated and together p50/p99 and the inflation (together /
-    isolated, mean and p99), from the raw samples (mix_instance_rows)."""
+@dataclass(frozen=True)
+class MixClassFigures:
+    """One class of a serving mix: isolated (None: no isolated phase) and together p50/p99
+    in microseconds, and the inflation together / isolated (mean and p99; NaN without an
+    isolated phase)."""
+    cls: str
+    isolated_p50_us: Optional[float]
+    isolated_p99_us: Optional[float]
+    together_p50_us: float
+    together_p99_us: float
+    inflation_mean: float
+    inflation_p99: float
+
+
+def mix_figures(inst: TestInstance) -> Tuple[MixClassFigures, ...]:
+    """Each class with a together phase, from the raw samples (mix_instance_rows)."""
     rows = mix_instance_rows(inst)
-    lines = []
+    out = []
     for r in rows:
         if r["condition"] != "together":
             continue
         iso = next((i for i in rows if i["series"] == r["series"] and i["condition"] == "isolated"),
                    None)
-        before = (f"isolated p50/p99 {format_number(iso['p50_ms'] * 1e3)}/"
-                  f"{format_number(iso['p99_ms'] * 1e3)} us, " if iso else "no isolated phase, ")
-        lines.append(f"mix {r['class']}: {before}together {format_number(r['p50_ms'] * 1e3)}/"
-                     f"{format_number(r['p99_ms'] * 1e3)} us; inflation (together/isolated) mean "
-                     f"x{format_number(r.get('inflation_mean', float('nan')))}, p99 "
-                     f"x{format_number(r.get('inflation_p99', float('nan')))}")
+        out.append(MixClassFigures(r["class"], iso["p50_ms"] * 1e3 if iso else None,
+                                   iso["p99_ms"] * 1e3 if iso else None, r["p50_ms"] * 1e3,
+                                   r["p99_ms"] * 1e3,
+                                   r.get("inflation_mean", float("nan")),
+                                   r.get("inflation_p99", float("nan"))))
+    return tuple(out)
+
+
+def mix_lines(classes: Tuple[MixClassFigures, ...]) -> List[str]:
+    """A serving mix's classes: isolated and together p50/p99 and the inflation (together /
+    isolated, mean and p99)."""
+    lines = []
+    for c in classes:
+        before = (f"isolated p50/p99 {format_number(c.isolated_p50_us)}/"
+                  f"{format_number(c.isolated_p99_us)} us, "
+                  if c.isolated_p50_us is not None else "no isolated phase, ")
+        lines.append(f"mix {c.cls}: {before}together {format_number(c.together_p50_us)}/"
+                     f"{format_number(c.together_p99_us)} us; inflation (together/isolated) mean "
+                     f"x{format_number(c.inflation_mean)}, p99 "
+                     f"x{format_number(c.inflation_p99)}")
     return lines
 
 
-ANALYSES = (KindAnalysis(("mix",), summary_lines=mix_lines, serving_classes=frozenset({"mix"})),)
+def mix_metrics(classes: Tuple[MixClassFigures, ...]) -> List[KindMetric]:
+    out = []
+    for c in classes:
+        cls = (("class", c.cls),)
+        for figure, value in (("isolated_p50", c.isolated_p50_us), ("isolated_p99", c.isolated_p99_us),
+                              ("together_p50", c.together_p50_us), ("together_p99", c.together_p99_us)):
+            out.append(KindMetric(SECONDS, figure, None if value is None else value * US, cls))
+        out.append(KindMetric(NO_UNIT, "inflation_mean", c.inflation_mean, cls))
+        out.append(KindMetric(NO_UNIT, "inflation_p99", c.inflation_p99, cls))
+    return out
+
+
+ANALYSES = (KindAnalysis(("mix",), compute=mix_figures, summary_lines=mix_lines, metrics=mix_metrics,
+                         serving_classes=frozenset({"mix"})),)

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 from ..reader import ResultFile, TestInstance
 from ..run_analysis import format_bytes, format_number
-from .base import KindAnalysis
+from .base import BYTES_PER_SECOND, GBPS, SECONDS, US, KindAnalysis, KindMetric, attr_number
 
 REFERENCE_KIND = "reference"
 SKIPPED = "skipped"  # the instance status of a tool that is not there
@@ -91,54 +91,54 @@ def reference_figure(inst: TestInstance) -> float:
     return _number(inst.get("reference_median_us" if what == "median" else "reference_average_us"))
 
 
-@dataclass
+LABEL_OF_STATISTIC = {"median": "p50 latency", "average": "mean latency",
+                      "bandwidth": "mean bandwidth", "busbw": "busbw"}
+
+
+@dataclass(frozen=True)
 class ReferencePair:
-    fabscope: TestInstance
-    reference: TestInstance
+    """fabscope's figure and a reference tool's of the same size over the same transport,
+    and their ratio (fabscope / reference; disagreement = max(ratio, 1/ratio))."""
+    fabscope_index: int
+    reference_index: int
+    bytes: Optional[float]
+    label: str                  # what the figures are: 'p50 latency', 'mean bandwidth', ...
+    unit: str                   # 'us' or 'GB/s'
+    tool: str                   # the tool, its version and how it ran
     fabscope_value: float
     reference_value: float
+    ratio: float
+    disagreement: float
 
-    @property
-    def metric(self) -> str:
-        return self.reference.metric
 
-    @property
-    def unit(self) -> str:
-        return "GB/s" if self.metric == "bandwidth" else "us"
+def tool_text(a: TestInstance) -> str:
+    """'ucx_perftest 1.15 tag_lat (rc)': the tool, its version and how it ran."""
+    text = f"{a.get('reference_tool', '?')} {a.get('reference_version', '?')}"
+    if a.get("reference_tool") == "ucx_perftest":
+        tls = a.get("reference_tls") or "UCX_TLS from the environment"
+        text += f" {a.get('reference_test', '?')} ({tls})"
+    if a.get("reference_time_meaning") == "round trip":
+        text += " (a whole round trip)"
+    return text
 
-    @property
-    def label(self) -> str:
-        return {"median": "p50 latency", "average": "mean latency", "bandwidth": "mean bandwidth",
-                "busbw": "busbw"}[statistic(self.reference)]
 
-    @property
-    def ratio(self) -> float:
-        if not (self.reference_value > 0) or not math.isfinite(self.fabscope_value):
-            return math.nan
-        return self.fabscope_value / self.reference_value
+def reference_pair(fab: TestInstance, ref: TestInstance) -> ReferencePair:
+    mine, theirs = fabscope_figure(fab, ref), reference_figure(ref)
+    ratio = (mine / theirs if theirs > 0 and math.isfinite(mine) else math.nan)
+    return ReferencePair(fab.index, ref.index, attr_number(fab.get("bytes")),
+                         LABEL_OF_STATISTIC[statistic(ref)],
+                         "GB/s" if ref.metric == "bandwidth" else "us", tool_text(ref), mine,
+                         theirs, ratio, max(ratio, 1 / ratio) if ratio > 0 and math.isfinite(ratio)
+                         else math.nan)
 
-    @property
-    def disagreement(self) -> float:
-        r = self.ratio
-        return max(r, 1 / r) if r > 0 and math.isfinite(r) else math.nan
 
-    def tool_text(self) -> str:
-        a = self.reference
-        text = f"{a.get('reference_tool', '?')} {a.get('reference_version', '?')}"
-        if a.get("reference_tool") == "ucx_perftest":
-            tls = a.get("reference_tls") or "UCX_TLS from the environment"
-            text += f" {a.get('reference_test', '?')} ({tls})"
-        if a.get("reference_time_meaning") == "round trip":
-            text += " (a whole round trip)"
-        return text
-
-    def line(self) -> str:
-        return (f"{format_bytes(self.fabscope.get('bytes'))} {self.label}: fabscope "
-                f"{format_number(self.fabscope_value)} {self.unit} (test "
-                f"{self.fabscope.index:04d}) vs {self.tool_text()} "
-                f"{format_number(self.reference_value)} {self.unit} (test "
-                f"{self.reference.index:04d}): ratio fabscope/reference "
-                f"{format_number(self.ratio)}")
+def pair_line(p: ReferencePair) -> str:
+    return (f"{format_bytes(p.bytes)} {p.label}: fabscope "
+            f"{format_number(p.fabscope_value)} {p.unit} (test "
+            f"{p.fabscope_index:04d}) vs {p.tool} "
+            f"{format_number(p.reference_value)} {p.unit} (test "
+            f"{p.reference_index:04d}): ratio fabscope/reference "
+            f"{format_number(p.ratio)}")
 
 
 def comparable(fab: TestInstance, ref: TestInstance) -> bool:
@@ -165,9 +165,8 @@ def reference_pairs(result: ResultFile) -> List[ReferencePair]:
             continue
         for fab in instances:
             if fab.get("status") == "passed" and comparable(fab, ref):
-                pairs.append(ReferencePair(fab, ref, fabscope_figure(fab, ref),
-                                              reference_figure(ref)))
-    pairs.sort(key=lambda p: (p.fabscope.index, p.reference.index))
+                pairs.append(reference_pair(fab, ref))
+    pairs.sort(key=lambda p: (p.fabscope_index, p.reference_index))
     return pairs
 
 
@@ -178,28 +177,58 @@ def skipped_references_of(result: ResultFile, fab: TestInstance) -> List[TestIns
             and comparable(fab, ref)]
 
 
-def reference_line(inst: TestInstance) -> str:
-    """A reference instance's own figures for the summary ('' when it did not pass)."""
+@dataclass(frozen=True)
+class ReferenceFigures:
+    """A passed reference instance's own figures: its headline (what, in unit) and the
+    others it printed (None: not printed, or the headline itself)."""
+    tool: str
+    version: str
+    what: str                   # 'median latency', 'average latency', 'bandwidth', 'busbw'
+    unit: str
+    value: float
+    average_us: Optional[float]
+    gbps: Optional[float]
+    bandwidth_mibps: Optional[float]
+    command: str
+
+
+def _shown(value: float) -> Optional[float]:
+    return value if math.isfinite(value) else None
+
+
+def reference_figures(inst: TestInstance) -> Optional[ReferenceFigures]:
+    """None when the instance did not pass."""
     if inst.get("status") != "passed":
-        return ""
-    what = {"median": "median latency", "average": "average latency", "bandwidth": "bandwidth",
-            "busbw": "busbw"}[statistic(inst)]
-    unit = "us" if inst.metric == "latency" else "GB/s"
-    parts = [f"{inst.get('reference_tool', '?')} {inst.get('reference_version', '?')}: {what} "
-             f"{format_number(reference_figure(inst))} {unit}"]
-    for key, text in (("reference_average_us", "average {} us"),
-                      ("reference_gbps", "{} GB/s" if statistic(inst) != "bandwidth" else ""),
-                      ("reference_bandwidth_mibps", "{} MB/s (2^20)")):
-        value = _number(inst.get(key))
-        if text and math.isfinite(value) and not (statistic(inst) == "average"
-                                                  and key == "reference_average_us"):
+        return None
+    what = statistic(inst)
+    return ReferenceFigures(
+        str(inst.get("reference_tool", "?")), str(inst.get("reference_version", "?")),
+        {"median": "median latency", "average": "average latency", "bandwidth": "bandwidth",
+         "busbw": "busbw"}[what], "us" if inst.metric == "latency" else "GB/s",
+        reference_figure(inst),
+        None if what == "average" else _shown(_number(inst.get("reference_average_us"))),
+        None if what == "bandwidth" else _shown(_number(inst.get("reference_gbps"))),
+        _shown(_number(inst.get("reference_bandwidth_mibps"))),
+        str(inst.get("reference_command", "")))
+
+
+def reference_lines(f: ReferenceFigures) -> List[str]:
+    """A reference instance's own figures for the summary."""
+    parts = [f"{f.tool} {f.version}: {f.what} {format_number(f.value)} {f.unit}"]
+    for value, text in ((f.average_us, "average {} us"), (f.gbps, "{} GB/s"),
+                        (f.bandwidth_mibps, "{} MB/s (2^20)")):
+        if value is not None:
             parts.append(text.format(format_number(value)))
-    return ", ".join(parts) + f": {inst.get('reference_command', '')}"
+    return [", ".join(parts) + f": {f.command}"]
 
 
-def reference_lines(inst: TestInstance) -> List[str]:
-    line = reference_line(inst)
-    return [line] if line else []
+def reference_metrics(f: ReferenceFigures) -> List[KindMetric]:
+    """The tool's headline figure, in seconds or bytes per second."""
+    unit, scale = (SECONDS, US) if f.unit == "us" else (BYTES_PER_SECOND, GBPS)
+    return [KindMetric(unit, f.what.replace(" ", "_"), f.value * scale,
+                       (("tool", f.tool), ("tool_version", f.version)))]
 
 
-ANALYSES = (KindAnalysis((REFERENCE_KIND,), summary_lines=reference_lines, reference_tool=True),)
+ANALYSES = (KindAnalysis((REFERENCE_KIND,), compute=reference_figures, summary_lines=reference_lines,
+                         metrics=reference_metrics,
+                         reference_tool=True),)
