@@ -63,6 +63,7 @@ class Stall:
     excess_s: float       # beyond the pair's median sample time
     typical_s: float      # the pair's median sample time
     test: str
+    seen_up_ns: int       # the last completion of a sample of either rank before t_post
     p: float = 1.0
 
 
@@ -105,8 +106,13 @@ def stalls_of(result: ResultFile) -> Tuple[List[Stall], int, Optional[int]]:
         label = f"{inst.index:04d} {inst.get('name')}"
         top = np.argsort(excess)[::-1][:CANDIDATES + REFERENCE + 1]
         ranks, peers = s["rank"].to_numpy(), s["peer"].to_numpy()
-        out.extend(Stall(int(ranks[i]), int(peers[i]), int(post[i]), int(done[i]),
-                         float(excess[i]), float(typical[i]), label) for i in top)
+        begun = int(start) if start is not None else int(post.min())
+        for i in top:
+            ends = (ranks == ranks[i]) | (peers == ranks[i]) | (ranks == peers[i]) | (peers == peers[i])
+            before = done[ends & (done <= post[i])]
+            out.append(Stall(int(ranks[i]), int(peers[i]), int(post[i]), int(done[i]),
+                             float(excess[i]), float(typical[i]), label,
+                             int(before.max()) if len(before) else min(begun, int(post[i]))))
     out.sort(key=lambda x: -x.excess_s)
     return out[:CANDIDATES + REFERENCE + 1], count, zero
 
@@ -175,11 +181,12 @@ def outages(result: ResultFile, layout: Layout, q_family: float) -> Tuple[List[C
         start = min(x.t_post_ns for x in event)
         end = max(x.t_done_ns for x in event)
         t0, t1 = (start - zero) / 1e9, (end - zero) / 1e9
-        # the port went down after the first stalled sample was posted, and before that
-        # sample would have completed on its own (its pair's typical time): the window's
-        # start is known to that; its end to the transport's retry interval before t_done
+        # the port was last seen up when a sample of these ranks last completed before the
+        # first stalled one was posted, and was down before that sample would have completed
+        # on its own (its pair's typical time): the start is known to that span; the end to
+        # the transport's retry interval before t_done
         first = min(event, key=lambda x: x.t_post_ns)
-        error = max(x.typical_s for x in event)
+        error = (first.t_post_ns - first.seen_up_ns) / 1e9 + first.typical_s
         flap = len(event) > 1
         what = "flapping" if flap else "down"
         pieces = ", ".join(f"+{(x.t_post_ns - zero) / 1e9:.4f} to +{(x.t_done_ns - zero) / 1e9:.4f} s"
@@ -189,7 +196,8 @@ def outages(result: ResultFile, layout: Layout, q_family: float) -> Tuple[List[C
                    f"the first test started{'; ' + utc if utc else ''}), {len(event)} sample"
                    f"{'s' if len(event) != 1 else ''} stalled ({pieces}), longest "
                    f"{max(x.excess_s for x in event):.3f} s beyond its pair's median; window "
-                   f"error: the start within {1e3 * first.typical_s:.3f} ms after +{t0:.4f} s, "
+                   f"error: the start between +{(first.seen_up_ns - zero) / 1e9:.4f} s (last seen up) "
+                   f"and +{t0 + first.typical_s:.4f} s, "
                    f"the end at most one transport retry interval before +{t1:.4f} s")
         evidence = [f"{x.test}: rank {x.rank} -> {x.peer} stalled {x.excess_s:.3f} s "
                     f"(p {x.p:.2g} against the run's tail of stalls)" for x in event[:5]]
