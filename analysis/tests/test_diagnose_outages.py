@@ -116,5 +116,5 @@ def test_many_long_stalls_make_a_tail_in_which_the_longest_is_no_outage(clean, t
 
 def test_tail_p_is_small_only_for_a_stall_far_beyond_the_tail():
     body = list(np.linspace(2e-4, 1e-4, outages.REFERENCE + 1))  # a light tail below 0.2 ms
-    p = outages.tail_p([1.0] + [2e-3] * (outages.CANDIDATES - 1) + body, 100_000)
+    p = outages.tail_p([1.0] + [5e-4] * (outages.CANDIDATES - 1) + body, 100_000)
     assert p[0] < 1e-4 and np.all(p[1:] > 0.05), p

@@ -50,7 +50,7 @@ from .result import LINK, NIC, Culprit
 MIN_STALL_S = 0.05      # below this a stall is an OS hiccup, a retransmission timeout, a burst
 CANDIDATES = 8          # largest stalls tested
 REFERENCE = 32          # stalls below them that the tail is fitted to
-ALPHA_CEILING = 2.0     # the tail is taken no lighter than a Pareto of this index
+ALPHA_CEILING = 3.0     # the tail is taken no lighter than a Pareto of this index (finite variance)
 FLAP_GAP_S = 10.0       # stalls of one rank further apart than this are separate events
 
 
