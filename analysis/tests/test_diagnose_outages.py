@@ -118,3 +118,28 @@ def test_tail_p_is_small_only_for_a_stall_far_beyond_the_tail():
     body = list(np.linspace(2e-4, 1e-4, outages.REFERENCE + 1))  # a light tail below 0.2 ms
     p = outages.tail_p([1.0] + [5e-4] * (outages.CANDIDATES - 1) + body, 100_000)
     assert p[0] < 1e-4 and np.all(p[1:] > 0.05), p
+
+
+def test_a_hole_with_no_sample_in_flight_is_the_whole_run_stopped(clean, tmp_path):
+    """Every sample from the middle of the pass on starts 2 s later: the ranks waited for
+    each other between rounds with nothing in flight (a port down while they synchronised,
+    or a rank stopped), which stalls no sample. The hole is a finding of the whole run,
+    dated to the hole."""
+    out = tmp_path / "hole.h5"
+    out.write_bytes(clean.read_bytes())
+    with h5py.File(out, "r+") as f:
+        samples = _bandwidth_group(f)["samples"]
+        rows = samples[...]
+        cut = int(np.median(rows["t_post_ns"]))
+        before = rows["t_done_ns"][rows["t_post_ns"] < cut].max()
+        later = rows["t_post_ns"] >= cut
+        rows["t_post_ns"][later] += 2_000_000_000
+        rows["t_done_ns"][later] += 2_000_000_000
+        resumed = rows["t_post_ns"][later].min()
+        samples[...] = rows
+    d, zero = _diagnose(out)
+    found = _dated(d)
+    assert len(found) == 1 and found[0].component == "fabric", d.lines()
+    assert abs(found[0].window_s[0] - (before - zero) / 1e9) < 1e-6, found[0].line()
+    assert abs(found[0].window_s[1] - (resumed - zero) / 1e9) < 1e-6, found[0].line()
+    assert "no sample was in flight on any rank" in found[0].symptoms[0]

@@ -22,6 +22,10 @@ serial retests):
    down whatever the tail says; the tail test keeps a run whose stalls are all long (a
    lossy TCP path with 200 ms retransmission timeouts) from calling its largest one an
    outage;
+   A hole in a test's timeline, a span with no sample in flight on any rank beyond the
+   test's median hole, is a stall too (rank -1): a port down while the ranks synchronise
+   between rounds, or a rank stopped there, stops the run without stalling a sample (a
+   real rank frozen for 3 s inside a pass left no sample longer than 77 ms);
 3. significant stalls that share a rank and lie within FLAP_GAP_S of each other are one
    event; the event's window runs from the first stall's t_post to the last one's
    t_done, on the run clock (seconds after the first test started). Several stalls in
@@ -45,7 +49,7 @@ import pandas as pd
 from ..inference import benjamini_hochberg
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
 from .model import Layout, fitted_instances
-from .result import LINK, NIC, Culprit
+from .result import FABRIC, LINK, NIC, Culprit
 
 MIN_STALL_S = 0.05      # below this a stall is an OS hiccup, a retransmission timeout, a burst
 CANDIDATES = 8          # largest stalls tested
@@ -105,8 +109,10 @@ def stalls_of(result: ResultFile) -> Tuple[List[Stall], int, Optional[int]]:
         count += len(d)
         label = f"{inst.index:04d} {inst.get('name')}"
         top = np.argsort(excess)[::-1][:CANDIDATES + REFERENCE + 1]
+        gaps = _gaps(post, done, label, begun := int(start) if start is not None else int(post.min()))
+        count += len(gaps)
+        out.extend(gaps)
         ranks, peers = s["rank"].to_numpy(), s["peer"].to_numpy()
-        begun = int(start) if start is not None else int(post.min())
         for i in top:
             ends = (ranks == ranks[i]) | (peers == ranks[i]) | (ranks == peers[i]) | (peers == peers[i])
             before = done[ends & (done <= post[i])]
@@ -115,6 +121,23 @@ def stalls_of(result: ResultFile) -> Tuple[List[Stall], int, Optional[int]]:
                              int(before.max()) if len(before) else min(begun, int(post[i]))))
     out.sort(key=lambda x: -x.excess_s)
     return out[:CANDIDATES + REFERENCE + 1], count, zero
+
+
+def _gaps(post: np.ndarray, done: np.ndarray, label: str, begun: int) -> List[Stall]:
+    """Holes in a test's timeline: spans where no sample was in flight on any rank (the
+    ranks waiting for each other between rounds), each as a Stall of rank -1 beyond the
+    test's median hole. A port down while the ranks synchronise, or a rank stopped there,
+    stops the whole run without stalling any sample."""
+    order = np.argsort(post, kind="stable")
+    p, d = post[order], np.maximum.accumulate(done[order])
+    hole = p[1:] - d[:-1]
+    where = np.flatnonzero(hole > 0)
+    if not len(where):
+        return []
+    typical = float(np.median(hole[where])) / 1e9
+    biggest = where[np.argsort(hole[where])[::-1][:CANDIDATES + REFERENCE + 1]]
+    return [Stall(-1, -1, int(d[i]), int(p[i + 1]), hole[i] / 1e9 - typical, typical, label,
+                  int(d[i])) for i in biggest]
 
 
 def tail_p(stalls: Sequence[float], samples: int) -> np.ndarray:
@@ -199,9 +222,20 @@ def outages(result: ResultFile, layout: Layout, q_family: float) -> Tuple[List[C
                    f"error: the start between +{(first.seen_up_ns - zero) / 1e9:.4f} s (last seen up) "
                    f"and +{t0 + first.typical_s:.4f} s, "
                    f"the end at most one transport retry interval before +{t1:.4f} s")
-        evidence = [f"{x.test}: rank {x.rank} -> {x.peer} stalled {x.excess_s:.3f} s "
-                    f"(p {x.p:.2g} against the run's tail of stalls)" for x in event[:5]]
-        if len(common) == 1 and len(peers) > 1:
+        evidence = [f"{x.test}: " + (f"rank {x.rank} -> {x.peer} stalled" if x.rank >= 0 else
+                                     "no sample in flight for")
+                    + f" {x.excess_s:.3f} s (p {x.p:.2g} against the run's tail of stalls)"
+                    for x in event[:5]]
+        if common == {-1}:
+            out.append(Culprit(host="(whole run)", ranks=[], gpus=[], nics=[], direction="both",
+                               symptoms=[symptom.replace(" sample", " hole")
+                                         + "; no sample was in flight on any rank: the ranks waited "
+                                         "for each other between rounds (a port or host down while "
+                                         "they synchronised, or a rank stopped); which one the "
+                                         "samples cannot tell"],
+                               evidence=evidence, confidence="medium", score=0.5,
+                               component=FABRIC, window_s=[t0, t1], window_error_s=error))
+        elif len(common) == 1 and len(peers) > 1:
             r = next(iter(common))
             out.append(Culprit(host=layout.host_of(r), ranks=[r], gpus=[layout.gpu.get(r, -1)],
                                nics=[layout.nic.get(r, "")], direction="both",
