@@ -39,9 +39,8 @@ schedule pairs each rank with one peer at a time) and the finding names the pair
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
