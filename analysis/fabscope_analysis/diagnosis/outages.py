@@ -226,7 +226,7 @@ def outages(result: ResultFile, layout: Layout, q_family: float) -> Tuple[List[C
                     + f" {x.excess_s:.3f} s (p {x.p:.2g} against the run's tail of stalls)"
                     for x in event[:5]]
         if common == {-1}:
-            out.append(Culprit(host="(whole run)", ranks=[], gpus=[], nics=[], direction="both",
+            out.append(Culprit(host="the whole run", ranks=[], gpus=[], nics=[], direction="both",
                                symptoms=[symptom.replace(" sample", " hole")
                                          + "; no sample was in flight on any rank: the ranks waited "
                                          "for each other between rounds (a port or host down while "
