@@ -23,8 +23,10 @@ for it); outages and flaps take a NIC port down for a share VALUE of the bandwid
                       drops packets with probability P: a host pair whose flows stall (a
                       bad cable or port of a host-to-host link, a flow-hash path only their
                       flows take, a netem rule); planted on the routes, not on one link
-  outage:S@R          rank R's NIC port down for a share S of the bandwidth pass (contiguous)
-  flap:S@R            rank R's NIC port going down and up over a window of share S
+  outage:S@R          rank R's NIC port down for a share S of the bandwidth pass (contiguous);
+                      outage:Ts@R (e.g. 1s, 0.25s): for T simulated seconds
+  flap:S@R            rank R's NIC port going down and up over a window of share S (or Ts):
+                      down for the 1st, 3rd, 5th and 7th of 7 equal pieces
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ class Planted:
     latency_add: Dict[int, float] = field(default_factory=dict)  # link id -> s
     loss: Dict[int, float] = field(default_factory=dict)         # link id -> packet loss
     path_loss: Dict[Tuple[int, int], float] = field(default_factory=dict)  # (s, d) ranks -> loss
-    timed: List[Tuple[str, float, List[int]]] = field(default_factory=list)  # (kind, share, links)
+    # (kind, length, links): length a share of the bandwidth pass, or seconds when negative
+    timed: List[Tuple[str, float, List[int]]] = field(default_factory=list)
     truth: List[Dict[str, object]] = field(default_factory=list)
 
 
@@ -60,17 +63,21 @@ def _parse(spec: str) -> Tuple[str, float, Optional[str]]:
     value_text, _, target = rest.partition("@")
     if name not in KINDS:
         raise WorldError(f"fault {spec!r}: unknown fault {name!r} (expected one of {', '.join(KINDS)})")
+    seconds = name in TIMED and value_text.endswith("s")
     try:
-        value = float(value_text)
+        value = float(value_text[:-1] if seconds else value_text)
     except ValueError:
         raise WorldError(f"fault {spec!r}: expected {name}:VALUE[@TARGET], VALUE a number") from None
     if name in SLOW and not 0 < value < 1:
         raise WorldError(f"fault {spec!r}: a slow fault's VALUE is the share of speed left, in (0, 1)")
     if name in LOSSY | PATH_LOSSY and not 0 < value < 1:
         raise WorldError(f"fault {spec!r}: a lossy fault's VALUE is a packet loss probability in (0, 1)")
-    if name in TIMED and not 0 < value < 0.5:
-        raise WorldError(f"fault {spec!r}: an outage's VALUE is a share of the pass in (0, 0.5)")
-    return name, value, (target or None)
+    if name in TIMED and seconds and not 0 < value <= 600:
+        raise WorldError(f"fault {spec!r}: an outage's VALUE in seconds is in (0, 600], e.g. 1s")
+    if name in TIMED and not seconds and not 0 < value < 0.5:
+        raise WorldError(f"fault {spec!r}: an outage's VALUE is a share of the pass in (0, 0.5) "
+                         "or seconds (e.g. 1s)")
+    return name, (-value if seconds else value), (target or None)
 
 
 def _int_target(spec: str, target: Optional[str], limit: int, rng, what: str) -> int:
@@ -183,5 +190,7 @@ def plant(f: Fabric, specs: List[str], rng: np.random.Generator) -> Planted:
         else:
             p.timed.append((name, value, ids))
         truth.update({"fault": name, "value": value, "spec": spec, "links": links})
+        if name in TIMED:
+            truth.update({"value": abs(value), "unit": "s" if value < 0 else "share of the pass"})
         p.truth.append(truth)
     return p

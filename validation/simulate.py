@@ -144,6 +144,7 @@ class World:
         self.active_bursts: Dict[int, int] = {}
         self.instances: List[Instance] = []
         self.events: List[Dict[str, object]] = []
+        self.failed_at: List[float] = []   # when a message failed on a port that was down
 
     def bandwidth(self, i: int) -> float:
         return self.f.links[i].bandwidth * self.p.capacity.get(i, 1.0) * self.drift_factor[i]
@@ -166,6 +167,7 @@ class World:
                 sg.Comm.sendto_async(self.hosts[s], self.hosts[d], size).wait()
                 break
             except sg.NetworkFailureException:
+                self.failed_at.append(sg.Engine.clock)
                 sg.this_actor.sleep_for(1e-3)
         losses = self.lossy_routes.get((s, d))
         if losses:
@@ -254,8 +256,11 @@ class World:
             for i in ids:
                 self.links[i].turn_on()
                 self.links[i].set_bandwidth(self.bandwidth(i))
+            # failures during [a, b]: a message crossed the port while it was down, so the
+            # piece is observable in the samples (a piece no message tried to cross is not)
+            failed = sum(1 for t in self.failed_at if a <= t <= b + 1e-9)
             self.events.append({"event": kind, "links": [self.f.links[i].name for i in ids],
-                                "start_s": a, "end_s": b})
+                                "start_s": a, "end_s": b, "failed_messages": failed})
 
     # -- the run ---------------------------------------------------------------------
     def parallel_pass(self, test: Test, rounds: List[List[Tuple[int, int]]]) -> Instance:
@@ -280,7 +285,7 @@ class World:
     def start_timed_faults(self, pass_start: float, pass_estimate: float) -> None:
         for kind, share, ids in self.p.timed:
             start = pass_start + self.rng.uniform(0.2, 0.7) * pass_estimate
-            length = share * pass_estimate
+            length = -share if share < 0 else share * pass_estimate  # < 0: seconds
             self.sg.Actor.create(kind, self.hosts[0], self.outage, kind, start, length, ids).daemonize()
 
     def retest(self, parent: Instance, parent_index: int) -> Instance:

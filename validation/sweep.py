@@ -18,7 +18,11 @@ Scoring, per planted fault (from the diagnosis' JSON: component, host, peer_host
 nics, direction of each culprit):
   nic        exact: a culprit on the fault's rank (or NIC) and host, its direction
              the fault's side (a both-ways fault: `both`, or send and receive culprits)
-  outage/flap exact: a culprit on the rank, any direction (the window is not scored)
+  outage/flap exact: a culprit on the rank, any direction; and, with --time, dated: a
+             culprit whose window (window_s, run clock) lies within 1 s of the truth's at
+             both ends, the truth's window running from the first down piece that failed
+             a message to the last (a piece no message tried to cross is not in the samples;
+             a run where none failed one is counted `not observable`, not missed)
   host       exact: a `host` culprit on the host (pcie-slow)
   (`nic` and `host` culprits are told apart by the ranks they name, not by the label:
   diagnose labels a side of one rank `host` when the host has few ranks)
@@ -69,6 +73,52 @@ CASES: Dict[str, List[str]] = {
     "host pair lossy 1e-4/packet": ["--fault", "path-lossy:0.0001"],
     "nic receive 0.5 + host pcie 0.6": ["--fault", "nic-rx-slow:0.5", "--fault", "pcie-slow:0.6"],
 }
+
+# --time: outages and flaps of several lengths, dated (the sweep's seeds are drawn over
+# this list instead of CASES, so adding these left the seeds of CASES' tables unchanged)
+TIME_CASES: Dict[str, List[str]] = {
+    "clean": [],
+    "clean, bursts 1 %": ["--bursts", "0.01"],
+    "clean, nic lossy 2e-4/packet": ["--fault", "nic-lossy:0.0002"],
+    "nic outage 1 s": ["--fault", "outage:1s"],
+    "nic outage 3 s": ["--fault", "outage:3s"],
+    "nic outage 3 % of the pass": ["--fault", "outage:0.03"],
+    "nic outage 0.2 s": ["--fault", "outage:0.2s"],
+    "nic flap over 1 s": ["--fault", "flap:1s"],
+    "nic flap over 3 s": ["--fault", "flap:3s"],
+    "nic flap over 30 % of the pass": ["--fault", "flap:0.3"],
+}
+DATED_WITHIN_S = 1.0
+
+
+def _observable_window(truth: Dict[str, object]):
+    """(start, end) in simulated seconds of the down pieces that failed a message, or None."""
+    pieces = [e for e in truth.get("events", []) if e.get("event") in ("outage", "flap")
+              and e.get("failed_messages", 0) > 0]
+    if not pieces:
+        return None
+    return min(e["start_s"] for e in pieces), max(e["end_s"] for e in pieces)
+
+
+def dating(diagnosis: Dict[str, object], truth: Dict[str, object]) -> Dict[str, object]:
+    """Outage findings (culprits with a window) and whether the planted one is dated."""
+    found = [c for c in diagnosis.get("culprits", []) if isinstance(c, dict) and c.get("window_s")]
+    timed = [f for f in truth["faults"] if f["fault"] in ("outage", "flap")]
+    out: Dict[str, object] = {"outage_findings": len(found),
+                              "windows": [[round(x, 4) for x in c["window_s"]] for c in found]}
+    if timed:
+        window = _observable_window(truth)
+        out["truth_window"] = None if window is None else [round(x, 4) for x in window]
+        if window is None:
+            out["dated"] = "not observable"
+        else:
+            ok = any(abs(c["window_s"][0] - window[0]) <= DATED_WITHIN_S
+                     and abs(c["window_s"][1] - window[1]) <= DATED_WITHIN_S for c in found)
+            out["dated"] = "dated" if ok else "not dated"
+            errors = [max(abs(c["window_s"][0] - window[0]), abs(c["window_s"][1] - window[1]))
+                      for c in found]
+            out["window_error_s"] = round(min(errors), 4) if errors else None
+    return out
 
 
 def _culprit_hosts(c: Dict[str, object]) -> set:
@@ -137,7 +187,7 @@ def one_run(case: str, seed: int, args, work: str) -> Dict[str, object]:
     world = ["nice", "-n", str(args.nice), sys.executable, "-m", "validation", "run", "--quiet",
              "--hosts", str(args.hosts), "--gpus", str(args.gpus), "--seed", str(seed),
              "--hosts-per-leaf", str(args.hosts_per_leaf),
-             "--iterations", str(args.iterations), "--out", out] + CASES[case]
+             "--iterations", str(args.iterations), "--out", out] + args.case_list[case]
     started = time.time()
     done = subprocess.run(world, cwd=ROOT, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -153,12 +203,38 @@ def one_run(case: str, seed: int, args, work: str) -> Dict[str, object]:
     with open(out[:-3] + ".truth.json", encoding="utf-8") as f:
         truth = json.load(f)
     row = {"case": case, "seed": seed, "seconds": round(time.time() - started, 1),
-           **score(diagnosis, truth), "planted": [t["spec"] for t in truth["faults"]],
+           **score(diagnosis, truth), **dating(diagnosis, truth),
+           "planted": [t["spec"] for t in truth["faults"]],
            "targets": [t.get("links") for t in truth["faults"]]}
     if not args.keep:
         for path in (out, report, out[:-3] + ".truth.json"):
             os.remove(path)
     return row
+
+
+def time_table(rows: List[Dict[str, object]]) -> str:
+    by_case = defaultdict(list)
+    for r in rows:
+        by_case[r["case"]].append(r)
+    lines = ["| case | runs | dated within 1 s | not dated | not observable | largest window error (s) "
+             "| component exact / pair | outage findings (per run) | false culprits (per run) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for case in [c for c in TIME_CASES if c in by_case]:
+        rs = [r for r in by_case[case] if "error" not in r]
+        d = Counter(r.get("dated") for r in rs)
+        errs = [r["window_error_s"] for r in rs if r.get("window_error_s") is not None
+                and r.get("dated") == "dated"]
+        timed = any("dated" in r for r in rs)
+        exact = sum(1 for r in rs if "exact" in r["faults"])
+        pair = sum(1 for r in rs if r["faults"] and "exact" not in r["faults"] and r.get("dated") == "dated")
+        lines.append(
+            f"| {case} | {len(rs)} | " + (f"{d['dated']} | {d['not dated']} | {d['not observable']} | "
+                                           f"{max(errs) if errs else '-'} | {exact} / {pair} | "
+                                           if timed else "- | - | - | - | - | ")
+            + f"{sum(r['outage_findings'] for r in rs)} "
+            f"({', '.join(str(r['outage_findings']) for r in rs)}) | "
+            f"{sum(r['false'] for r in rs)} ({', '.join(str(r['false']) for r in rs)}) |")
+    return "\n".join(lines)
 
 
 def table(rows: List[Dict[str, object]]) -> str:
@@ -190,17 +266,22 @@ def main(argv=None) -> int:
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--seeds", type=int, default=2, help="runs a case")
     p.add_argument("--first-seed", type=int, help="default: drawn from the OS (fresh seeds)")
-    p.add_argument("--cases", nargs="*", default=list(CASES), help="case names (default: all)")
+    p.add_argument("--cases", nargs="*", help="case names (default: all)")
+    p.add_argument("--time", action="store_true",
+                   help="the outage and flap cases (TIME_CASES), scored for their dating")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--nice", type=int, default=10)
     p.add_argument("--json", help="write the rows here")
     p.add_argument("--keep", help="keep the files in this directory")
     args = p.parse_args(argv)
-    unknown = [c for c in args.cases if c not in CASES]
+    args.case_list = TIME_CASES if args.time else CASES
+    args.cases = args.cases or list(args.case_list)
+    unknown = [c for c in args.cases if c not in args.case_list]
     if unknown:
-        p.error(f"unknown cases {unknown}; expected some of {list(CASES)}")
+        p.error(f"unknown cases {unknown}; expected some of {list(args.case_list)}")
     first = args.first_seed if args.first_seed is not None else int.from_bytes(os.urandom(3), "big")
-    jobs = [(case, first + i * len(CASES) + list(CASES).index(case))
+    names = list(args.case_list)
+    jobs = [(case, first + i * len(names) + names.index(case))
             for i in range(args.seeds) for case in args.cases]
     work = args.keep or tempfile.mkdtemp(prefix="validation-sweep-")
     os.makedirs(work, exist_ok=True)
@@ -211,7 +292,7 @@ def main(argv=None) -> int:
         for row in pool.map(lambda j: one_run(j[0], j[1], args, work), jobs):
             rows.append(row)
             print(json.dumps(row), flush=True)
-    print(table(rows))
+    print(time_table(rows) if args.time else table(rows))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"hosts": args.hosts, "gpus": args.gpus, "hosts_per_leaf": args.hosts_per_leaf,

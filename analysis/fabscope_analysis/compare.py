@@ -29,7 +29,7 @@ import pandas as pd
 
 from .compare_html import comparison_page
 from .compare_stats import (DEFAULT_NEGLIGIBLE, ArchiveSpread, archive_spread, compare_figures,
-                            headline, run_log_figures, verdict_text)
+                            headline, rows_false_differences, run_log_figures, verdict_text)
 from .errors import ResultFileError
 from .serving.impact_text import compare_lines
 from .serving.line_rate import compare_lines as line_rate_lines
@@ -186,7 +186,12 @@ def compare_sides(a: Side, b: Side, resamples: int, seed: int,
                 "n_ref": f.n_a, "n_other": f.n_b, "ref_value": f.a_value,
                 "other_value": f.b_value, "diff": f.diff, "ci_low": f.low, "ci_high": f.high,
                 "relative": (f.b_value / f.a_value - 1.0) if f.a_value else float("nan"),
-                "verdict": f.verdict, "method": f.method, "thin_tail": f.thin_tail})
+                "verdict": f.verdict, "method": f.method, "thin_tail": f.thin_tail, "p": f.p})
+    # the rows of this comparison together: one false-difference rate over all of them
+    verdicts, adjusted, method = rows_false_differences([r["p"] for r in rows],
+                                                        [r["verdict"] for r in rows])
+    for row, verdict, q in zip(rows, verdicts, adjusted):
+        row.update(row_verdict=row["verdict"], verdict=verdict, p_rows=q, rows_method=method)
     return pd.DataFrame(rows), notes
 
 
@@ -224,6 +229,7 @@ def text_table(frame: pd.DataFrame) -> str:
             out.append(f"   {ONE_RUN_NOTE}")
         else:
             out.append(f"   interval: {group['method'].iloc[0]}")
+        out.append(f"   {group['rows_method'].iloc[0]}")
         rows = []
         for _, r in group.iterrows():
             scope = {"scope": scope_label(Scope(r["scope"]))} if labelled else {}

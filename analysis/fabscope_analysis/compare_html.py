@@ -109,7 +109,9 @@ def comparison_page(side_files: Sequence[Tuple[str, Sequence[str]]], context: pd
         body.append(_qos_section(qos))
     if not frame.empty:
         shown, classes = _difference_rows(frame)
-        body.append(H.section("differences", "Differences", [
+        rates = [f"<p>{H.esc(f'{other} vs {ref}: {m}')}</p>" for (ref, other), m in
+                 frame.groupby(["reference", "other"], sort=False)["rows_method"].first().items()]
+        body.append(H.section("differences", "Differences", rates + [
             H.table(shown, left=["vs", "test", "condition", "verdict"], classes=classes)],
             intro=DIFFERENCES_INTRO.format(pct=f"{100 * negligible:g}")))
     if notes:

@@ -25,6 +25,16 @@ difference also needs the permutation test of the runs' t; else `cannot tell (ru
 permutation test)`. With one run per side and no archive nothing measured how much runs differ:
 the interval is the hierarchical bootstrap's within both runs, and a difference it sees is
 `cannot tell (one run per side)`, never `better` or `worse`.
+
+A comparison has many rows (cases x sizes x p50/p99/p99.9), each its own 95 % test: on one
+fabric about 5 % of them would each be called different by chance. So a difference also
+has to hold over all the rows of its comparison (rows_false_differences): each row's p
+(its run-level t and, where it applies, the runs' permutation test) goes through one
+Benjamini-Hochberg over the comparison's testable rows at 1 - level. On one fabric (A/A)
+every difference is false and the chance of any among all rows is then at most 5 %
+(rows share runs: positively dependent, where BH holds); on two fabrics at most 5 % of
+the rows called different are expected false. A row whose own interval excludes 0 but
+that fails it is `cannot tell (over all N rows: Benjamini-Hochberg)`.
 """
 
 from __future__ import annotations
@@ -37,7 +47,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .inference import t_quantile
+from scipy.stats import t as student_t
+
+from .inference import benjamini_hochberg, t_quantile
 from .resampling import Laid, Run, bootstrap_diffs, pooled, quantiles_of, tail_values
 from .stats import TAIL_QUANTILES, is_bandwidth
 
@@ -45,6 +57,7 @@ DEFAULT_NEGLIGIBLE = 0.05
 MIN_TAIL_SAMPLES = 10  # fewer samples beyond a percentile than this: the tail is a guess
 ONE_RUN = "cannot tell (one run per side)"
 RUNS_UNSURE = "cannot tell (runs' permutation test)"
+DIFFERENT = ("better", "worse", "negligible")  # verdicts that say the figures differ
 PERMUTATION_DRAWS = 2000  # splits of the runs drawn at random when there are more than this
 
 
@@ -72,6 +85,7 @@ class FigureDiff:
     runs_b: int
     n_a: int
     n_b: int
+    p: float = math.nan  # two-sided p of "no difference"; NaN: the row cannot be called different
 
 
 def run_log_figures(metric: str, runs: List[Run], stats: Sequence[str]) -> np.ndarray:
@@ -116,6 +130,8 @@ class RunModel:
     high: float
     df: float           # 0: nothing measured run-to-run variation
     within_bound: bool  # the within-run variance was the larger estimate
+    p: float = math.nan  # two-sided p of the t: centre / its standard error at df
+
 
 
 def run_level_interval(la: np.ndarray, lb: np.ndarray, va: np.ndarray, vb: np.ndarray,
@@ -139,8 +155,10 @@ def run_level_interval(la: np.ndarray, lb: np.ndarray, va: np.ndarray, vb: np.nd
     within = float(np.mean(within)) if np.all(np.isfinite(within)) else 0.0
     within_bound = within > between
     variance, used_df = (within, within_df) if within_bound else (between, df)
-    half = t_quantile(level, used_df) * math.sqrt(variance * (1.0 / len(la) + 1.0 / len(lb)))
-    return RunModel(centre, centre - half, centre + half, used_df, within_bound)
+    se = math.sqrt(variance * (1.0 / len(la) + 1.0 / len(lb)))
+    half = t_quantile(level, used_df) * se
+    p = float(2.0 * student_t.sf(abs(centre) / se, used_df)) if se > 0 else float(centre == 0)
+    return RunModel(centre, centre - half, centre + half, used_df, within_bound, p)
 
 
 def _run_level_figures(la: np.ndarray, lb: np.ndarray) -> Tuple[float, float]:
@@ -275,14 +293,49 @@ def compare_figures(metric: str, a: List[Run], b: List[Run], stats: Sequence[str
         # in exact fractions: (1 - 99.9 / 100) x 10,000 in floats is 9.99999999999989
         tail_n = min(n_a, n_b) * (100 - Fraction(str(TAIL_QUANTILES[stat]))) / 100
         thin = stat != "p50" and tail_n < MIN_TAIL_SAMPLES
-        confirm = not (known and (low > 0 or high < 0) and permutation_reaches(
-            len(a), len(b), level)) or runs_permutation_p(la[:, i], lb[:, i], perm) <= 1 - level
+        p = model.p if known and boot is None and not thin and n_a and n_b else math.nan
+        confirm = True
+        if known and (low > 0 or high < 0) and permutation_reaches(len(a), len(b), level):
+            p_runs = runs_permutation_p(la[:, i], lb[:, i], perm)
+            confirm, p = p_runs <= 1 - level, max(p, p_runs)
         out.append(FigureDiff(
             stat, value_a, value_b, value_b - value_a, low, high,
             _method_text(len(a), len(b), model, spread, level),
             difference_verdict(metric, low, high, n_a, n_b, value_a, value_b, negligible,
-                               thin, known, confirm), thin, len(a), len(b), n_a, n_b))
+                               thin, known, confirm), thin, len(a), len(b), n_a, n_b, p))
     return out
+
+
+def rows_method(tested: int, rows: int, level: float = 0.95) -> str:
+    """The per-comparison false-difference rate of rows_false_differences, in words."""
+    q = 100 * (1 - level)
+    if tested == 0:
+        return (f"false differences over all {rows} rows: none can be called different "
+                "(run-to-run variation unknown, or thin tails), so none is false")
+    return (f"false differences over all {rows} rows: Benjamini-Hochberg at {q:g} % over the "
+            f"{tested} rows that can be called different (a row is better, worse or negligible "
+            f"only when it passes); on one fabric the chance of any false difference among them "
+            f"is at most {q:g} %, else at most {q:g} % of the rows called different are expected "
+            "false (rows share runs: positively dependent)")
+
+
+def rows_false_differences(p_values: Sequence[float], verdicts: Sequence[str],
+                           level: float = 0.95) -> Tuple[List[str], np.ndarray, str]:
+    """One comparison's rows together: Benjamini-Hochberg at 1 - level over the rows with a
+    p (NaN: a row that cannot be called different, outside the family). A row called
+    different on its own that fails it becomes `cannot tell (over all N rows: ...)`.
+    Returns (verdicts, adjusted p per row (NaN outside the family), the method in words)."""
+    p = np.asarray(p_values, dtype=float)
+    tested = np.flatnonzero(np.isfinite(p))
+    adjusted = np.full(len(p), np.nan)
+    out = list(verdicts)
+    if len(tested):
+        rejected, adj = benjamini_hochberg(p[tested], 1 - level)
+        adjusted[tested] = adj
+        for i, ok in zip(tested, rejected):
+            if not ok and str(out[i]).startswith(DIFFERENT):
+                out[i] = f"cannot tell (over all {len(p)} rows: Benjamini-Hochberg)"
+    return out, adjusted, rows_method(len(tested), len(p), level)
 
 
 def _method_text(runs_a: int, runs_b: int, model: RunModel, spread: Optional[ArchiveSpread],

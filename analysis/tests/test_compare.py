@@ -248,3 +248,26 @@ def test_a_rows_difference_lies_inside_its_own_interval():
     pooled_a = np.percentile(np.concatenate([u.times for r in a for u in r[0]]), 99) / 1e3
     # the pooled figure is the one that would have fallen outside: the case is not vacuous
     assert not (p99.low <= p99.b_value - pooled_a <= p99.high), (p99, pooled_a)
+
+
+def test_a_comparison_holds_its_false_difference_rate_over_all_its_rows():
+    """40 rows of one comparison, each with a p: 0.001 and 0.002 pass Benjamini-Hochberg
+    over the 40 at 5 % (bars 0.00125, 0.0025); 0.03 is a difference on its own interval
+    (p < 0.05) but not over all rows, so it is `cannot tell (over all 40 rows: ...)`.
+    Rows without a p (NaN: thin tails, one run a side) are outside the family and keep
+    their verdict, and the method says how many rows were tested."""
+    import math
+
+    from fabscope_analysis.compare_stats import rows_false_differences
+    p = [0.001, 0.002, 0.03] + [0.5] * 35 + [float("nan")] * 2
+    verdicts = ["worse", "better", "worse"] + ["no clear difference"] * 35 \
+        + ["no clear difference", "cannot tell (one run per side)"]
+    out, adjusted, method = rows_false_differences(p, verdicts)
+    assert out[:2] == ["worse", "better"]
+    assert out[2] == "cannot tell (over all 40 rows: Benjamini-Hochberg)"
+    assert out[3:] == verdicts[3:]
+    assert math.isclose(adjusted[0], 0.001 * 38) and np.isnan(adjusted[-1])
+    assert "Benjamini-Hochberg at 5 % over the 38 rows" in method
+    # a negligible difference is a difference too: it needs the same bar
+    out, _, _ = rows_false_differences([0.03] + [0.5] * 9, ["negligible (<5%)"] + ["x"] * 9)
+    assert out[0].startswith("cannot tell (over all 10 rows")

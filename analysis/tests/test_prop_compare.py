@@ -136,3 +136,17 @@ def _point_inside(metric, a, b, stats):
 def test_point_estimate_inside_its_interval(sides, metric):
     a, b = sides
     _point_inside(metric, a, b, ["p50", "p99"])
+
+
+@given(log_figures(), st.integers(1, 400))
+def test_row_p_agrees_with_its_own_interval(drawn, within_df):
+    """The p a row brings to the comparison's Benjamini-Hochberg is the test its interval
+    inverts: p <= 1 - level exactly when the interval leaves 0 out (up to rounding at the
+    edge), so no row passes over all rows that its own interval did not call different."""
+    la, lb, va, vb, archive, level = drawn
+    model = run_level_interval(la, lb, va, vb, level, archive, within_df)
+    if model.df == 0 or not np.isfinite(model.p):
+        return
+    excludes = model.low > 0 or model.high < 0
+    edge = min(abs(model.low), abs(model.high)) <= 1e-9 * max(1.0, abs(model.centre))
+    assert edge or excludes == (model.p <= 1 - level), (model, level)

@@ -194,3 +194,25 @@ def test_the_sweep_scores_components_not_hosts():
            "direction": "both"}
     got = score({"verdict": "not fit", "culprits": [one]}, {"faults": [slot]})
     assert got["faults"] == ["exact"] and got["false"] == 0
+
+
+def test_an_outage_lasts_a_share_of_the_pass_or_simulated_seconds_and_is_scored_by_its_window():
+    f = fabric.build(fabric.Shape(hosts=4, gpus=2, hosts_per_leaf=2, uplinks=2), 1)
+    rng = np.random.default_rng(0)
+    p = plant(f, ["outage:1.5s@3", "flap:0.2@5"], rng)
+    assert [(kind, length) for kind, length, _ in p.timed] == [("outage", -1.5), ("flap", 0.2)]
+    assert p.truth[0]["value"] == 1.5 and p.truth[0]["unit"] == "s"
+    assert p.truth[1]["unit"] == "share of the pass"
+    for bad in ("outage:0s@3", "outage:0.7@3", "flap:ten@3"):
+        with pytest.raises(fabric.WorldError):
+            plant(f, [bad], rng)
+    from validation.sweep import dating
+    truth = {"faults": p.truth[:1], "events": [
+        {"event": "outage", "start_s": 2.0, "end_s": 3.5, "failed_messages": 1500},
+        {"event": "outage", "start_s": 9.0, "end_s": 9.5, "failed_messages": 0}]}  # unseen
+    found = {"culprits": [{"component": "link", "window_s": [2.0, 3.6]}]}
+    assert dating(found, truth)["dated"] == "dated"
+    late = {"culprits": [{"component": "link", "window_s": [2.0, 4.6]}]}
+    assert dating(late, truth)["dated"] == "not dated"
+    unseen = dict(truth, events=truth["events"][1:])
+    assert dating({"culprits": []}, unseen)["dated"] == "not observable"

@@ -15,7 +15,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
-from . import evidence, labels, pair_tails, persistence, supporting, systemic, tails, validity
+from . import (evidence, labels, outages, pair_tails, persistence, supporting, systemic, tails,
+               validity)
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
 from .retest import RetestJudgement, judge_retest, pass_sigma
@@ -26,8 +27,9 @@ MIN_RANKS = 4
 # rank sides, tail sides, the other sides of flagged tail sides, links, host pairs,
 # leaves, host-pair tails, leaf paths, local ranks
 FAMILIES_PER_TEST = 9
-# tails of each rank over every test; host pairs holding a named link; error counters
-RUN_FAMILIES = 3
+# tails of each rank over every test; host pairs holding a named link; error counters;
+# outages and flaps (the run's longest stalls against its own tail of stalls)
+RUN_FAMILIES = 4
 
 
 class _Run:
@@ -218,6 +220,9 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
     support, extra_notes = _supporting(result, instances, run.layout, run.q_family)
     notes += extra_notes
     culprits += _counter_culprits(run.layout, support, culprits)
+    down, down_notes = outages.outages(result, run.layout, run.q_family)
+    culprits += down
+    notes += down_notes
     _attach_support(run.layout, support, culprits)
     if baseline is not None:
         extra, fabric = _baseline(result, baseline)

@@ -43,6 +43,11 @@ class Culprit:
     score: float
     peer_host: str = ""       # for a link or host pair: the other end
     component: str = HOST     # nic | host | host-pair | link | leaf | fabric
+    # an outage or flap (outages.py): its window on the run clock (seconds after the first
+    # test started) and the width of the span its start is known to (last seen up to
+    # window_s[0] plus the pair's typical sample time); empty otherwise
+    window_s: List[float] = field(default_factory=list)
+    window_error_s: float = 0.0
 
     def subject(self) -> str:
         """How the culprit is named in the verdict, accept and the JUnit test case name."""

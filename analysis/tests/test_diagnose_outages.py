@@ -1,0 +1,145 @@
+"""diagnose dates an outage or a flap from the samples' own timestamps (outages.py).
+
+Hand-built: a clean synthetic run of 8 hosts x 2 GPUs (all-pairs, 20 iterations), then
+samples stalled in the file as a port down would stall them: the sample in flight when
+the port went down ends when it is back. One 1.5 s stall is a `link` finding dated to
+the stalled sample's span; three stalls of one rank with three peers, seconds apart, a
+flapping NIC of that rank; the untouched run has no outage finding; and 60 stalls of
+0.2 s spread over the run (a lossy path's retransmission timeouts, not a port down)
+make a tail in which the longest is no outage.
+"""
+import contextlib
+import io
+
+import h5py
+import numpy as np
+import pytest
+
+from fabscope_analysis.diagnose import diagnose
+from fabscope_analysis.diagnosis import outages
+from fabscope_analysis.reader import open_result
+from fabscope_analysis.synth import Cluster, generate
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    path = tmp_path_factory.mktemp("outages") / "clean.h5"
+    generate(path, Cluster(8, 2, 2), noise="realistic", seed=4)
+    return path
+
+
+def _bandwidth_group(f):
+    for name, g in f["tests"].items():
+        if g.attrs.get("metric") in (b"bandwidth", "bandwidth") and \
+                g.attrs.get("pass") in (b"parallel", "parallel"):
+            return g
+    raise AssertionError("no parallel bandwidth pass")
+
+
+def _stall(path, out, picks):
+    """Copy `path` to `out` with each (row picker, seconds) stalling one sample: its
+    t_done moves later by the seconds. Returns the stalled rows (rank, peer, post, done)."""
+    out.write_bytes(path.read_bytes())
+    stalled = []
+    with h5py.File(out, "r+") as f:
+        samples = _bandwidth_group(f)["samples"]
+        rows = samples[...]
+        for pick, seconds in picks:
+            i = pick(rows)
+            rows["t_done_ns"][i] += int(seconds * 1e9)
+            stalled.append((int(rows["rank"][i]), int(rows["peer"][i]), int(rows["t_post_ns"][i]),
+                            int(rows["t_done_ns"][i])))
+        samples[...] = rows
+    return stalled
+
+
+def _diagnose(path):
+    with open_result(path) as result, contextlib.redirect_stdout(io.StringIO()):
+        d = diagnose(result)
+        _, _, zero = outages.stalls_of(result)
+    return d, zero
+
+
+def _dated(d):
+    return [c for c in d.culprits if c.window_s]
+
+
+def test_a_clean_run_has_no_outage(clean):
+    d, _ = _diagnose(clean)
+    assert not _dated(d), d.lines()
+
+
+def test_one_stalled_sample_is_a_link_down_dated_to_its_span(clean, tmp_path):
+    stalled = _stall(clean, tmp_path / "one.h5", [(lambda r: len(r) // 2, 1.5)])
+    d, zero = _diagnose(tmp_path / "one.h5")
+    found = _dated(d)
+    assert len(found) == 1, d.lines()
+    c = found[0]
+    rank, peer, post, done = stalled[0]
+    assert c.component == "link" and sorted(c.ranks) == sorted([rank, peer]), c.line()
+    assert abs(c.window_s[0] - (post - zero) / 1e9) < 1e-6
+    assert abs(c.window_s[1] - (done - zero) / 1e9) < 1e-6
+    assert "down from +" in c.symptoms[0] and "1 sample stalled" in c.symptoms[0]
+    assert d.verdict == "not fit"
+
+
+def test_stalls_of_one_rank_with_several_peers_are_a_flapping_nic(clean, tmp_path):
+    with h5py.File(clean, "r") as f:
+        rows = _bandwidth_group(f)["samples"][...]
+    victim = 3
+    mine = np.flatnonzero((rows["rank"] == victim) | (rows["peer"] == victim))
+    peers = {}
+    for i in mine:  # the first sample with each of three peers, apart in time
+        other = int(rows["peer"][i] if rows["rank"][i] == victim else rows["rank"][i])
+        if other not in peers and len(peers) < 3:
+            peers[other] = int(i)
+    picks = [(lambda r, i=i: i, 0.4) for i in peers.values()]
+    _stall(clean, tmp_path / "flap.h5", picks)
+    d, _ = _diagnose(tmp_path / "flap.h5")
+    found = _dated(d)
+    assert len(found) == 1, d.lines()
+    c = found[0]
+    assert c.component == "nic" and c.ranks == [victim], c.line()
+    assert "flapping" in c.symptoms[0] and "3 samples stalled" in c.symptoms[0], c.line()
+
+
+def test_many_long_stalls_make_a_tail_in_which_the_longest_is_no_outage(clean, tmp_path):
+    rng = np.random.default_rng(7)
+    with h5py.File(clean, "r") as f:
+        n = len(_bandwidth_group(f)["samples"])
+    picks = [(lambda r, i=int(i): i, float(s))
+             for i, s in zip(rng.choice(n, 60, replace=False), rng.uniform(0.2, 0.6, 60))]
+    _stall(clean, tmp_path / "tail.h5", picks)
+    d, _ = _diagnose(tmp_path / "tail.h5")
+    assert not _dated(d), d.lines()
+
+
+def test_tail_p_is_small_only_for_a_stall_far_beyond_the_tail():
+    body = list(np.linspace(2e-4, 1e-4, outages.REFERENCE + 1))  # a light tail below 0.2 ms
+    p = outages.tail_p([1.0] + [5e-4] * (outages.CANDIDATES - 1) + body, 100_000)
+    assert p[0] < 1e-4 and np.all(p[1:] > 0.05), p
+
+
+def test_a_hole_with_no_sample_in_flight_is_the_whole_run_stopped(clean, tmp_path):
+    """Every sample from the middle of the pass on starts 2 s later: the ranks waited for
+    each other between rounds with nothing in flight (a port down while they synchronised,
+    or a rank stopped), which stalls no sample. The hole is a finding of the whole run,
+    dated to the hole."""
+    out = tmp_path / "hole.h5"
+    out.write_bytes(clean.read_bytes())
+    with h5py.File(out, "r+") as f:
+        samples = _bandwidth_group(f)["samples"]
+        rows = samples[...]
+        cut = int(np.median(rows["t_post_ns"]))
+        before = rows["t_done_ns"][rows["t_post_ns"] < cut].max()
+        later = rows["t_post_ns"] >= cut
+        rows["t_post_ns"][later] += 2_000_000_000
+        rows["t_done_ns"][later] += 2_000_000_000
+        resumed = rows["t_post_ns"][later].min()
+        samples[...] = rows
+    d, zero = _diagnose(out)
+    found = _dated(d)
+    assert len(found) == 1 and found[0].component == "fabric", d.lines()
+    assert abs(found[0].window_s[0] - (before - zero) / 1e9) < 1e-6, found[0].line()
+    assert abs(found[0].window_s[1] - (resumed - zero) / 1e9) < 1e-6, found[0].line()
+    assert "no sample was in flight on any rank" in found[0].symptoms[0]
