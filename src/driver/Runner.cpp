@@ -205,7 +205,8 @@ int Runner::runMatrixOrEndAfterLoss(std::vector<PlannedInstance> planned, output
 // records the end alone. Every finished test is already flushed.
 void Runner::endAfterFailure(const std::exception& failure, RankLoss& losses) {
   const std::string mine = "rank " + std::to_string(run_.world.rank()) + ": " + failure.what();
-  if (const auto* lost = dynamic_cast<const runtime::PeerLost*>(&failure)) losses.endAfterLoss(mine, {lost->peer()}, nullptr);
+  if (const auto* lost = dynamic_cast<const runtime::PeerLost*>(&failure))
+    losses.endAfterLoss(mine, {lost->peer()}, nullptr);
   if (run_.survivors) {
     std::fprintf(stderr, "fabscope: %s rank %d: runtime failure after a fault drill: %s\n",
                  runtime::utcTimestamp(runtime::realtimeNow()).c_str(), run_.world.rank(), failure.what());
