@@ -253,6 +253,7 @@ void InstanceExecutor::agree() {
 // Samples onto the global clock, this rank's summary rows, and on rank 0 the
 // instance's statistics from every rank's samples and counters.
 void InstanceExecutor::reduce() {
+  suite::stopIfAsked(run_.options.selfTest, run_.world.rank(), suite::SelfTestHooks::StopPoint::afterTest);
   for (auto& s : samples_->used()) {
     s.t_post_ns = run_.clock.toGlobal(s.t_post_ns);
     s.t_done_ns = run_.clock.toGlobal(s.t_done_ns);

@@ -30,8 +30,12 @@ runtime::Deadline setupDeadline(const scenario::Scenario& scenario) {
 namespace {
 
 constexpr int formatVersion = 1;
+// A step of the result file outside a test (the header, a skipped test, the
+// run's closing steps) waits for ranks that have nothing else to do: one that
+// does not answer within control_grace is as silent as one that misses a
+// test's deadline by it. control_timeout, where given, bounds it instead.
 double fileStepSeconds(const scenario::Scenario& scenario) {
-  return scenario.controlTimeoutSeconds > 0 ? scenario.controlTimeoutSeconds : runtime::deadlines::fileStepSeconds;
+  return scenario.controlTimeoutSeconds > 0 ? scenario.controlTimeoutSeconds : scenario.controlGraceSeconds;
 }
 runtime::Deadline fileStep(const scenario::Scenario& scenario) {
   return runtime::Deadline::afterSeconds(fileStepSeconds(scenario));
@@ -162,7 +166,7 @@ int Runner::run(std::vector<PlannedInstance> planned) {
   RankLoss losses(run_, recorder);
   const int exitCode = runMatrixOrEndAfterLoss(std::move(planned), file, losses, recorder);
   if (run_.leaveRun) return exit_code::ok;
-  return finish(file, recorder, fabric, exitCode);
+  return finish(file, recorder, losses, fabric, exitCode);
 }
 
 // Rank 0's opening lines on stderr: what runs, where it is written, what makes the numbers doubtful.
@@ -191,25 +195,35 @@ int Runner::runMatrixOrEndAfterLoss(std::vector<PlannedInstance> planned, output
                                     output::Recorder& recorder) {
   try {
     return MatrixLoop(run_, losses, file, recorder).run(std::move(planned));
-  } catch (const runtime::PeerLost& e) {
-    // No collective may run again, not even closing the file (parallel HDF5
-    // closes collectively): a loss round names the lost ranks and rank 0
-    // records the end alone. Every finished test is already flushed.
-    losses.endAfterLoss("rank " + std::to_string(run_.world.rank()) + ": " + e.what(), {e.peer()}, nullptr);
   } catch (const std::exception& e) {
-    if (run_.survivors) {
-      std::fprintf(stderr, "fabscope: %s rank %d: runtime failure after a fault drill: %s\n",
-                   runtime::utcTimestamp(runtime::realtimeNow()).c_str(), run_.world.rank(), e.what());
-      std::fflush(stderr);
-      runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
-    }
-    losses.endAfterLoss("rank " + std::to_string(run_.world.rank()) + ": " + e.what(), {}, nullptr);
+    endAfterFailure(e, losses);
   }
 }
 
-int Runner::finish(output::ResultFile& file, output::Recorder& recorder, const FabricVerdict& fabric, int exitCode) {
+// No collective may run again, not even closing the file (parallel HDF5
+// closes collectively): a loss round names the lost or silent ranks and rank 0
+// records the end alone. Every finished test is already flushed.
+void Runner::endAfterFailure(const std::exception& failure, RankLoss& losses) {
+  const std::string mine = "rank " + std::to_string(run_.world.rank()) + ": " + failure.what();
+  if (const auto* lost = dynamic_cast<const runtime::PeerLost*>(&failure))
+    losses.endAfterLoss(mine, {lost->peer()}, nullptr);
+  if (run_.survivors) {
+    std::fprintf(stderr, "fabscope: %s rank %d: runtime failure after a fault drill: %s\n",
+                 runtime::utcTimestamp(runtime::realtimeNow()).c_str(), run_.world.rank(), failure.what());
+    std::fflush(stderr);
+    runtime::MpiEnvironment::abortJob(exit_code::runtimeFailure);
+  }
+  losses.endAfterLoss(mine, {}, nullptr);
+}
+
+int Runner::finish(output::ResultFile& file, output::Recorder& recorder, RankLoss& losses, const FabricVerdict& fabric,
+                   int exitCode) {
   if (fabric.manifestFailed) exitCode = exit_code::checkFailed;
-  {
+  suite::stopIfAsked(run_.options.selfTest, run_.world.rank(), suite::SelfTestHooks::StopPoint::closing);
+  // The closing steps wait for every rank, as the matrix's do: a rank stopped
+  // or lost after its last test is named by a loss round (a rank still in the
+  // matrix calls one from there), and the file is marked complete=0.
+  try {
     // Clock uncertainty against the smallest latency measured (one-way p50, rank 0's results).
     double smallestLatency = 0;
     for (const auto& r : run_.results)
@@ -222,6 +236,8 @@ int Runner::finish(output::ResultFile& file, output::Recorder& recorder, const F
     if (run_.comm->rank() == 0) rows = validity::rowsOf(run_.validity);
     recorder.validity(rows, validity::attributesOf(run_.validity), closing);
     run_.validityRecorded = true;
+  } catch (const std::exception& e) {
+    endAfterFailure(e, losses);
   }
   recorder.attributes("/", {{"finished_utc", runtime::utcTimestamp(runtime::realtimeNow())},
                             {"complete", std::int64_t{1}},

@@ -6,6 +6,7 @@
 // instance's state; RankLoss (RankLoss.hpp) ends a run that lost a rank; what
 // they share is the RunState (RunState.hpp). Planning is in Planning.*, the
 // attributes of an instance's group in InstanceAttributes.*.
+#include <exception>
 #include <vector>
 
 #include "driver/FabricRecorder.hpp"
@@ -64,7 +65,11 @@ class Runner {
   // ends the run (RankLoss) and never returns.
   int runMatrixOrEndAfterLoss(std::vector<PlannedInstance> planned, output::ResultFile& file, RankLoss& losses,
                               output::Recorder& recorder);
-  int finish(output::ResultFile& file, output::Recorder& recorder, const FabricVerdict& fabric, int exitCode);
+  // A failure of the matrix or of the closing steps outside a fault drill
+  // ends the run (RankLoss); never returns.
+  [[noreturn]] void endAfterFailure(const std::exception& failure, RankLoss& losses);
+  int finish(output::ResultFile& file, output::Recorder& recorder, RankLoss& losses, const FabricVerdict& fabric,
+             int exitCode);
 
   RunState run_;
 };

@@ -1,6 +1,7 @@
 #include "kinds/SelfTest.hpp"
 
 #include <cctype>
+#include <csignal>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -46,9 +47,11 @@ SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values) {
   SelfTestHooks hooks;
   const std::string known =
       "corrupt-rank=N, corrupt-sender=N, kv-corrupt, kv-corrupt=P:K, kv-in-order, api-corrupt-request, "
-      "api-corrupt-request=C:K, api-corrupt-chunk, api-corrupt-chunk=K:J, detect-late=R:MS";
+      "api-corrupt-request=C:K, api-corrupt-chunk, api-corrupt-chunk=K:J, detect-late=R:MS, "
+      "stop=R:after-test, stop=R:closing";
   const std::string corruptRank = "corrupt-rank=", corruptSender = "corrupt-sender=", detectLate = "detect-late=",
-                    kvCorrupt = "kv-corrupt=", apiRequest = "api-corrupt-request=", apiChunk = "api-corrupt-chunk=";
+                    kvCorrupt = "kv-corrupt=", apiRequest = "api-corrupt-request=", apiChunk = "api-corrupt-chunk=",
+                    stop = "stop=";
   for (const auto& value : values) {
     if (value == "kv-corrupt") {
       hooks.kvCorrupt = true;
@@ -94,11 +97,24 @@ SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values) {
                          "(e.g. detect-late=2:1500)");
       hooks.lateDetectionRank = static_cast<int>(rank);
       hooks.lateDetectionMs = static_cast<double>(ms);
+    } else if (value.rfind(stop, 0) == 0) {
+      const auto colon = value.find(':');
+      const long rank = colon == std::string::npos ? -1 : wholeNumber(value.substr(stop.size(), colon - stop.size()));
+      const std::string point = colon == std::string::npos ? "" : value.substr(colon + 1);
+      if (rank < 0 || (point != "after-test" && point != "closing"))
+        throw UsageError("--self-test " + value +
+                         ": expected stop=R:after-test or stop=R:closing with R a rank number (e.g. stop=1:closing)");
+      hooks.stopRank = static_cast<int>(rank);
+      hooks.stopAt = point == "after-test" ? SelfTestHooks::StopPoint::afterTest : SelfTestHooks::StopPoint::closing;
     } else {
       throw UsageError("--self-test " + value + ": unknown hook; known: " + known);
     }
   }
   return hooks;
+}
+
+void stopIfAsked(const SelfTestHooks& hooks, int rank, SelfTestHooks::StopPoint point) {
+  if (hooks.stopRank == rank && hooks.stopAt == point) std::raise(SIGSTOP);
 }
 
 }  // namespace fabscope::suite

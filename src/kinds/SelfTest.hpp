@@ -53,7 +53,18 @@ struct SelfTestHooks {
   // slow would (tests/mpi/fault_late.sh): the drill must judge it late.
   int lateDetectionRank = -1;
   double lateDetectionMs = 0;
+  // stop=R:after-test: world rank R stops itself (SIGSTOP) once a test's ranks
+  // agreed on its status, before its samples are gathered; stop=R:closing:
+  // before the run's closing steps (tests/mpi/stopped_after_test.sh). A peer
+  // stopped at a moment no outside signal can hit reliably: the survivors must
+  // name it within control_grace and end the run.
+  enum class StopPoint { none, afterTest, closing };
+  int stopRank = -1;
+  StopPoint stopAt = StopPoint::none;
 };
+
+// Stops this process (SIGSTOP) when the hooks ask rank `rank` to stop at `point`.
+void stopIfAsked(const SelfTestHooks& hooks, int rank, SelfTestHooks::StopPoint point);
 
 // The hooks of the --self-test values; throws UsageError naming a value it
 // does not know, with the known ones.
@@ -69,7 +80,9 @@ inline constexpr const char* selfTestHelp =
     "spoils its first measured request), api-corrupt-request=C:K (api client C spoils its request K, warm-up "
     "requests counted from 0), api-corrupt-chunk (each api server spoils the first chunk of its first measured "
     "answer), api-corrupt-chunk=K:J (each api server spoils chunk J of its first answer to a request K), "
-    "detect-late=R:MS (fault drill: survivor rank R records its detection MS ms late). "
+    "detect-late=R:MS (fault drill: survivor rank R records its detection MS ms late), stop=R:after-test (rank R "
+    "stops itself, SIGSTOP, once a test's status is agreed, before its samples are gathered), stop=R:closing "
+    "(rank R stops itself before the run's closing steps). "
     "Each must make its check fail or take its code path; never for a real measurement";
 
 }  // namespace fabscope::suite

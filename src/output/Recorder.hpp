@@ -53,8 +53,9 @@ struct InstanceRecord {
 
 class Recorder {
  public:
-  // `stepSeconds`: the deadline of one step (a header, a table, a flush).
-  explicit Recorder(ResultFile& file, double stepSeconds = runtime::deadlines::fileStepSeconds)
+  // `stepSeconds`: the deadline of one step (a header, a table, a flush); the
+  // runner passes the scenario's control_timeout, else its control_grace.
+  explicit Recorder(ResultFile& file, double stepSeconds = runtime::deadlines::controlGraceSeconds)
       : file_(file), stepSeconds_(stepSeconds) {}
 
   void attributes(const std::string& object, const Attributes& attributes);

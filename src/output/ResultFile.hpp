@@ -68,7 +68,7 @@ class ResultFile {
   bool alone() const { return alone_; }
 
  private:
-  double stepSeconds_ = 60;  // runtime::deadlines::fileStepSeconds unless the scenario's control_timeout
+  double stepSeconds_ = 30;  // the runner sets the scenario's control_timeout, else its control_grace
   void writeRows(const std::string& path, hid_t type, std::size_t rowBytes, std::span<const std::byte> myRows,
                  const runtime::Deadline& deadline);
   // Throws RuntimeFailure when `freeBytes` (>= 0) cannot take `bytes` of `table`.

@@ -6,10 +6,10 @@ namespace fabscope::runtime::deadlines {
 // Start of a run: rank identity, clock sync, the seed, opening a transport,
 // agreeing on the scenario.
 inline constexpr double setupSeconds = 120;
-// One control-plane step of the result file (a header, a table, a flush).
-inline constexpr double fileStepSeconds = 60;
 // Extra time the control plane grants after a test's own deadline before a
-// silent rank is declared lost.
+// silent rank is declared lost (the scenario's control_grace by default); also
+// the bound of one step of the result file outside a test (a header, a table,
+// a flush) unless the scenario gives control_timeout.
 inline constexpr double controlGraceSeconds = 30;
 // After a run that lost ranks: the survivors wait for rank 0 to close the file.
 inline constexpr double survivorsCloseSeconds = 30;

@@ -16,6 +16,17 @@ TEST(SelfTestHooks, NoneUnlessAsked) {
   EXPECT_FALSE(hooks.apiCorruptRequest);
   EXPECT_FALSE(hooks.apiCorruptChunk);
   EXPECT_EQ(hooks.lateDetectionRank, -1);
+  EXPECT_EQ(hooks.stopRank, -1);
+  EXPECT_EQ(hooks.stopAt, suite::SelfTestHooks::StopPoint::none);
+}
+
+TEST(SelfTestHooks, StopNamesOneRankAndOneMoment) {
+  const auto afterTest = suite::parseSelfTestHooks({"stop=1:after-test"});
+  EXPECT_EQ(afterTest.stopRank, 1);
+  EXPECT_EQ(afterTest.stopAt, suite::SelfTestHooks::StopPoint::afterTest);
+  const auto closing = suite::parseSelfTestHooks({"stop=0:closing"});
+  EXPECT_EQ(closing.stopRank, 0);
+  EXPECT_EQ(closing.stopAt, suite::SelfTestHooks::StopPoint::closing);
 }
 
 TEST(SelfTestHooks, ReadsEachHook) {
@@ -91,7 +102,14 @@ TEST(SelfTestHooks, RefusesWhatItDoesNotKnow) {
                           "api-corrupt-request=0:x",
                           "api-corrupt-chunk=2",
                           "api-corrupt-chunk=:1",
-                          "api-corrupt-chunk=1:2:3"}) {
+                          "api-corrupt-chunk=1:2:3",
+                          "stop=1",
+                          "stop=1:",
+                          "stop=:closing",
+                          "stop=-1:closing",
+                          "stop=x:closing",
+                          "stop=1:later",
+                          "stop=1:closing:2"}) {
     try {
       (void)suite::parseSelfTestHooks({bad});
       ADD_FAILURE() << "accepted '" << bad << "'";
