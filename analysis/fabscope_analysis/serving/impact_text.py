@@ -197,10 +197,6 @@ def report_impact(result: ResultFile, model: Optional[str] = None,
     return None if d is None else compute_impact(result, d)
 
 
-def report_block(result: ResultFile, model: Optional[str] = None,
-                 tp: Optional[int] = None) -> str:
-    return impact_html(report_impact(result, model, tp))
-
 
 def impact_html(impact: Union[Impact, ModelError, None]) -> str:
     """The report's "Serving impact" section ("" when no model is named)."""

@@ -250,9 +250,6 @@ def text_lines(line_rate: LineRate) -> List[str]:
     return [f"  {line_rate.headline}"] if line_rate.headline else []
 
 
-def summary_lines(result: ResultFile) -> List[str]:
-    return text_lines(compute_line_rate(result))
-
 
 def compare_lines(results, labels) -> List[str]:
     """One headline per side (its first run), for compare."""
@@ -263,9 +260,6 @@ def compare_lines(results, labels) -> List[str]:
             out.append(f"{label}: {line}")
     return out
 
-
-def report_block(result: ResultFile) -> str:
-    return html_block(compute_line_rate(result))
 
 
 def html_block(line_rate: LineRate) -> str:
