@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "fabscope/BuildConfig.hpp"
 #include "kinds/Registry.hpp"
@@ -66,6 +67,37 @@ TEST(KvPushSchedule, RequestsRotateOverDecodeRanksAndEachGoesToExactlyOne) {
   EXPECT_EQ(decodeIndexOf(0, 0, 2), 0);
   EXPECT_EQ(decodeIndexOf(1, 0, 2), 1);
   EXPECT_THROW(decodeIndexOf(0, 0, 0), std::invalid_argument);
+}
+
+TEST(KvPushSchedule, RingRotationMakesEveryRankPrefillOnceAndDecodeOnceInDisjointRounds) {
+  // One node's ranks per worker (P = D = 2) over 8 ranks: 4 rounds.
+  for (const auto [prefill, decode, ranks] :
+       {std::tuple{1, 1, 8}, std::tuple{2, 2, 8}, std::tuple{1, 1, 2}, std::tuple{3, 3, 9}, std::tuple{1, 1, 5}}) {
+    const int rounds = ringRoundsOf(prefill, ranks);
+    EXPECT_EQ(rounds, ranks / prefill) << prefill << " over " << ranks;
+    std::vector<int> prefills(static_cast<std::size_t>(ranks)), decodes(static_cast<std::size_t>(ranks));
+    std::set<std::pair<int, int>> pairs;
+    for (int r = 0; r < rounds; ++r) {
+      std::set<int> taken;
+      for (int role = 0; role < prefill + decode; ++role) {
+        const int at = rotatedPositionOf(role, r, prefill, ranks);
+        EXPECT_TRUE(taken.insert(at).second) << "round " << r << " gives rank " << at << " two roles";
+        EXPECT_EQ(roleInRoundOf(at, r, prefill, ranks), role);
+        ++(role < prefill ? prefills : decodes)[static_cast<std::size_t>(at)];
+      }
+      pairs.insert({rotatedPositionOf(0, r, prefill, ranks), rotatedPositionOf(prefill, r, prefill, ranks)});
+    }
+    for (int k = 0; k < ranks; ++k) {
+      EXPECT_EQ(prefills[static_cast<std::size_t>(k)], 1) << "rank " << k << " of " << ranks;
+      EXPECT_EQ(decodes[static_cast<std::size_t>(k)], 1) << "rank " << k << " of " << ranks;
+    }
+    EXPECT_EQ(static_cast<int>(pairs.size()), rounds);  // a different node pair every round
+  }
+  // Fixed roles are round 0.
+  EXPECT_EQ(rotatedPositionOf(3, 0, 2, 8), 3);
+  EXPECT_EQ(rotatedPositionOf(3, 1, 2, 8), 5);
+  EXPECT_EQ(rotatedPositionOf(7, 1, 2, 8), 1);
+  EXPECT_THROW(ringRoundsOf(2, 2), std::invalid_argument);
 }
 
 TEST(KvPushSchedule, RequestIdsAreUniqueAcrossPrefillRanks) {
@@ -197,6 +229,36 @@ TEST(KvPushConfig, BadKeysAreScenarioErrorsWithPositions) {
   // kv_heads 8 cannot be split 16 ways.
   const auto e = loadError("  - kind: kvpush\n    parallel: {tp: 16}\n    prompt_tokens: [64]\n    sizes: [1]\n");
   EXPECT_NE(e.find("t.yaml:"), std::string::npos) << e;
+}
+
+TEST(KvPushConfig, RoleRotationIsReadOnceAndRefusedWhereItCannotRun) {
+  const auto fixed = scenario::configOf<KvPushConfig>(load(perBlock, 8).tests[0]);
+  EXPECT_EQ(fixed.rotation, RoleRotation::fixed);
+  EXPECT_EQ(fixed.rounds(), 1);
+  // One prefill and one decode rank rotating over the 8 ranks: 8 rounds, the
+  // 20 requests spread over them (3 a round, rounded up).
+  const auto ring = scenario::configOf<KvPushConfig>(
+      load(perBlock + "    role_rotation: ring
+    prefill_ranks: 1
+    decode_ranks: 1
+    requests: 20
+", 8)
+          .tests[0]);
+  EXPECT_EQ(ring.rotation, RoleRotation::ring);
+  EXPECT_EQ(ring.measuringRanks, 8);
+  EXPECT_EQ(ring.rounds(), 8);
+  EXPECT_EQ(ring.requestsPerRound(), 3);
+  EXPECT_STREQ(rotationName(ring.rotation), "ring");
+  const auto bad = loadError(perBlock + "    role_rotation: spiral
+");
+  EXPECT_NE(bad.find("t.yaml:9:20:"), std::string::npos) << bad;
+  if (FABSCOPE_HAVE_UCX) {
+    const auto pull = loadError(perBlock + "    transport: ucx
+    direction: pull
+    role_rotation: ring
+");
+    EXPECT_NE(pull.find("two-sided push only"), std::string::npos) << pull;
+  }
 }
 
 TEST(KvPushConfig, DeviceMemoryRunsTheStagedStrategyOnly) {

@@ -230,7 +230,8 @@ def kv_group(cluster: Cluster) -> Tuple[int, int]:
 def _kv_test(cluster: Cluster, sizes: ModelSizes, knobs: Knobs, notes: List[str]) -> dict:
     """KV push, quiet and under the neighbour conditions: its prefill and decode ranks
     measure (packed: one node pushes to the next), every other rank makes the load; the
-    group shrinks to half the ranks when it would leave fewer than 2 to congest."""
+    group shrinks to half the ranks when it would leave fewer than 2 to congest. Quiet only
+    (no rank needed for the load) on several nodes, the roles rotate over every node."""
     prefill, decode = kv_group(cluster)
     test = {"name": "kv-push", "kind": "kvpush", "strategy": "staged",
             "sizes": {"derive": "kv-request", "block_tokens": sizes.block_tokens,
@@ -244,6 +245,15 @@ def _kv_test(cluster: Cluster, sizes: ModelSizes, knobs: Knobs, notes: List[str]
                          "conditions need 2 congesting ranks or more")
         test.update(conditions=list(knobs.conditions),
                     roles={"canaries": prefill + decode, "placement": "packed"})
+    elif cluster.nodes > 1:
+        # every node that would serve pushes once and receives once (kvpush role_rotation)
+        test["role_rotation"] = "ring"
+        per_round = math.ceil(math.ceil(knobs.kv_requests / prefill) / cluster.nodes)
+        notes.append(f"the KV push rotates over all {cluster.nodes} nodes: {cluster.nodes} rounds "
+                     f"of {per_round} request{'s' if per_round > 1 else ''} per prefill rank, each "
+                     "node prefill in one round and decode in the next, with its ring neighbours; "
+                     "fit judges each node in both roles. Not on its path: the link between two "
+                     "nodes that are not neighbours in the ring (the probes' pairs cover it)")
     else:
         test["ranks"] = prefill + decode
     test.update(prefill_ranks=prefill, decode_ranks=decode,
@@ -351,6 +361,10 @@ def _tp_test(req: PlanRequest, knobs: Knobs, notes: List[str]) -> dict:
     if tp_canaries < req.tp:
         notes.append(f"the TP all-reduce is measured over {tp_canaries} ranks, not {req.tp}: the "
                      "neighbour conditions need 2 congesting ranks or more")
+    if tp_canaries < req.cluster.ranks:
+        notes.append(f"the TP all-reduce is measured on one TP group ({tp_canaries} of "
+                     f"{req.cluster.ranks} ranks, packed), not rotated over the others: their "
+                     "links are seen by the probes and the diagnosis only")
     derive = {"derive": "tp-allreduce", "decode_batch": list(knobs.decode_batches)}
     if knobs.prefill_chunks:
         derive["prefill_chunk"] = list(knobs.prefill_chunks)

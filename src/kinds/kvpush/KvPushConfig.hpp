@@ -26,9 +26,18 @@ enum class LoopMode { closed, open };
 // flush, then a small notification); `pull` = the decode rank reads from the
 // prefill rank's blocks (one-sided get) once told where they are.
 enum class Direction { push, pushPut, pull };
+// Which measuring ranks take the roles. `fixed`: ranks [0, P) prefill and
+// [P, P + D) decode for every request. `ring`: the requests run in rounds; in
+// round r the role block starts r x P measuring ranks further on (modulo the
+// N measuring ranks), for N / gcd(N, P) rounds. With P dividing N (one node's
+// ranks per worker) every rank prefills in one round and decodes in D / P:
+// every node that would serve pushes and receives KV, and each round's pair of
+// nodes is in the request rows (prefill_rank, decode_rank).
+enum class RoleRotation { fixed, ring };
 
 const char* strategyName(Strategy s);
 const char* directionName(Direction d);
+const char* rotationName(RoleRotation r);
 inline bool isOneSided(Direction d) { return d != Direction::push; }
 
 struct KvPushConfig final : scenario::KindConfig {
@@ -47,9 +56,15 @@ struct KvPushConfig final : scenario::KindConfig {
   int warmupRequests = 0;             // per prefill rank, before the measured ones
   double computePerLayerSeconds = 0;  // layer-stream: busy-wait per layer
   std::uint64_t poolBlocks = 0;       // per worker pool; 0 in the file = derived
+  RoleRotation rotation = RoleRotation::fixed;
+  int measuringRanks = 0;  // the ranks the roles rotate over (ring)
 
   int participants() const { return prefillRanks + decodeRanks; }
   int totalRequestsPerPrefill() const { return warmupRequests + requests; }
+  // Rounds of the rotation (1 when fixed) and the measured requests each
+  // prefill rank sends per round: `requests` spread over the rounds, rounded up.
+  int rounds() const;
+  int requestsPerRound() const { return (requests + rounds() - 1) / rounds(); }
 };
 
 // Reads and checks every kvpush key of `spec` (the kind's parse step, at

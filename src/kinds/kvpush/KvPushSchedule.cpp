@@ -1,6 +1,7 @@
 #include "kinds/kvpush/KvPushSchedule.hpp"
 
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 
@@ -13,6 +14,31 @@ int decodeIndexOf(int prefill, int index, int decodeCount) {
     throw std::invalid_argument("decodeIndexOf: prefill " + std::to_string(prefill) + ", index " +
                                 std::to_string(index) + ", decode count " + std::to_string(decodeCount));
   return static_cast<int>((static_cast<std::int64_t>(prefill) + index) % decodeCount);
+}
+
+namespace {
+void checkRing(int prefillRanks, int measuringRanks) {
+  if (prefillRanks < 1 || measuringRanks < prefillRanks + 1)
+    throw std::invalid_argument("ring rotation: " + std::to_string(prefillRanks) + " prefill ranks over " +
+                                std::to_string(measuringRanks) + " measuring ranks");
+}
+}  // namespace
+
+int ringRoundsOf(int prefillRanks, int measuringRanks) {
+  checkRing(prefillRanks, measuringRanks);
+  return measuringRanks / std::gcd(measuringRanks, prefillRanks);
+}
+
+int rotatedPositionOf(int role, int round, int prefillRanks, int measuringRanks) {
+  checkRing(prefillRanks, measuringRanks);
+  const auto shift = static_cast<std::int64_t>(round % ringRoundsOf(prefillRanks, measuringRanks)) * prefillRanks;
+  return static_cast<int>((role + shift) % measuringRanks);
+}
+
+int roleInRoundOf(int position, int round, int prefillRanks, int measuringRanks) {
+  checkRing(prefillRanks, measuringRanks);
+  const auto shift = static_cast<std::int64_t>(round % ringRoundsOf(prefillRanks, measuringRanks)) * prefillRanks;
+  return static_cast<int>(((position - shift) % measuringRanks + measuringRanks) % measuringRanks);
 }
 
 std::vector<int> requestsFromPrefill(int prefill, int decode, int decodeCount, int requestsPerPrefill) {

@@ -18,6 +18,15 @@ int decodeIndexOf(int prefill, int index, int decodeCount);
 // order they are sent (ascending).
 std::vector<int> requestsFromPrefill(int prefill, int decode, int decodeCount, int requestsPerPrefill);
 
+// Ring rotation of the roles (RoleRotation::ring): the rounds over
+// `measuringRanks` ranks when each round shifts the role block by
+// `prefillRanks`, and the measuring-rank position that holds role position
+// `role` ([0, P) prefill, then decode) in round `round`.
+int ringRoundsOf(int prefillRanks, int measuringRanks);
+int rotatedPositionOf(int role, int round, int prefillRanks, int measuringRanks);
+// The inverse: the role position of measuring rank `position` in `round`.
+int roleInRoundOf(int position, int round, int prefillRanks, int measuringRanks);
+
 // Globally unique id of a request (the fill pattern and the file use it).
 inline std::uint64_t requestIdOf(int prefill, int index, int requestsPerPrefill) {
   return static_cast<std::uint64_t>(prefill) * static_cast<std::uint64_t>(requestsPerPrefill) +

@@ -1,0 +1,134 @@
+"""The whole cluster, node by node: which node that would serve makes requests miss TTFT.
+
+A kvpush test with `role_rotation: ring` moves the prefill and decode roles over every
+measuring node, round by round, so each node pushed KV as prefill and received it as
+decode, each time with another partner; the request rows name the pair (prefill_rank,
+decode_rank -> hosts). Per node and role this counts the requests whose KV transfer alone
+took longer than the fabric's share of the TTFT target (`ttft_pNN x ttft_share`): a
+pNN over all requests allows 1 - NN % of them over it. A role is slow when the 95 %
+lower (Clopper-Pearson) bound of its share over the budget is above that allowance.
+
+- A node slow in **both** roles is named: every request it takes part in, whichever its
+  partner, risks missing the target. The check FAILs naming it, with the share of the
+  measured requests that crossed it (with ring rotation over N nodes about 2 / N: what a
+  deployment that places requests on every node would send through it).
+- A node slow in one role only is the pair's, not the node's: its partner in that round,
+  or the link between them; named as a pair in the text, judged by the TTFT check over all
+  requests (which the rotation already makes the cluster's mix).
+- Fewer than 3 nodes, or a node measured in one role only (fixed roles): nothing per node
+  (None); the plan says what one KV pair cannot see.
+
+Only the KV transfer is split by node: the front end's and the prefill chunk's parts are
+not per node (they are in the TTFT check over all requests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+from scipy.stats import beta
+
+from .checks import FAIL, PASS, Check
+from .measured import Measured
+from .slo import Slo, format_ms
+
+NODES_CHECK = "nodes"
+CONFIDENCE = 0.95
+ROLES = ("prefill", "decode")
+
+
+def lower_bound(over: int, n: int, confidence: float = CONFIDENCE) -> float:
+    """One-sided Clopper-Pearson lower bound of a share seen as `over` of `n`."""
+    if over <= 0 or n <= 0:
+        return 0.0
+    return float(beta.ppf(1.0 - confidence, over, n - over + 1))
+
+
+@dataclass
+class NodeRole:
+    node: str
+    role: str
+    requests: int
+    over: int
+    partners: List[str]
+
+    def slow(self, allowed: float) -> bool:
+        return lower_bound(self.over, self.requests) > allowed
+
+    def words(self) -> str:
+        return f"{self.over} of {self.requests} as {self.role}"
+
+
+def node_roles(prefill: np.ndarray, decode: np.ndarray, times: np.ndarray,
+               budget_ns: float) -> Dict[str, Dict[str, NodeRole]]:
+    """Per node, per role: its requests and how many took longer than budget_ns."""
+    over = times > budget_ns
+    out: Dict[str, Dict[str, NodeRole]] = {}
+    for role, mine, other in (("prefill", prefill, decode), ("decode", decode, prefill)):
+        for node in sorted(set(mine)):
+            on = mine == node
+            out.setdefault(node, {})[role] = NodeRole(
+                node, role, int(on.sum()), int(over[on].sum()), sorted(set(other[on])))
+    return out
+
+
+def nodes_check(key: str, slo: Slo, measured: Measured) -> Optional[Check]:
+    """The per-node check of TTFT target `key` (ttft_p50, ttft_p99), or None when the KV
+    push did not rotate over 3 nodes or more."""
+    kv = measured.classes.get("kv")
+    if kv is None or not kv.hosts:
+        return None
+    q = {"p50": 50.0, "p99": 99.0}[key.split("_")[1]]
+    allowed = 1.0 - q / 100.0
+    budget_ms = slo.fabric_budget_ms(key)
+    named: Dict[str, Tuple[str, List[NodeRole], int, int]] = {}
+    pairs: List[str] = []
+    judged: List[str] = []
+    for condition in kv.conditions():
+        if condition not in kv.hosts:
+            continue
+        prefill, decode = kv.hosts[condition]
+        times = kv.by_condition[condition]
+        roles = node_roles(prefill, decode, times, budget_ms * 1e6)
+        if len(roles) < 3 or not any(len(r) == 2 for r in roles.values()):
+            continue
+        judged.append(condition)
+        for node, by_role in roles.items():
+            slow = [r for r in by_role.values() if r.slow(allowed)]
+            if len(slow) == 2 and node not in named:
+                crossing = int(((prefill == node) | (decode == node)).sum())
+                named[node] = (condition, slow, crossing, len(times))
+            elif len(slow) == 1:
+                r = slow[0]
+                pairs.append(f"{r.node} as {r.role} ({r.words()} over, with "
+                             f"{', '.join(r.partners)}) [{condition}]")
+    if not judged:
+        return None
+    rule = (f"a request's KV transfer over the fabric's {format_ms(budget_ms)} of the "
+            f"{format_ms(slo.targets_ms[key])} TTFT {key.split('_')[1]} target (a "
+            f"p{q:g} allows {100 * allowed:g} % of requests over it; 95 % lower bound)")
+    pair_text = (f"; slow in one role only (the pair or its link, judged by the TTFT check "
+                 f"over all requests): {'; '.join(pairs)}") if pairs else ""
+    if named:
+        parts = []
+        for node, (condition, slow, crossing, total) in sorted(named.items()):
+            parts.append(f"{node} ({' and '.join(r.words() for r in slow)} over [{condition}]; "
+                         f"{100 * crossing / total:.3g} % of requests cross it, {crossing} of "
+                         f"{total})")
+        return Check(NODES_CHECK, FAIL,
+                     f"every node that would serve, as prefill and as decode: {rule}: "
+                     f"{'; '.join(parts)}: requests placed on {'it' if len(named) == 1 else 'them'} "
+                     f"miss the target: FAIL{pair_text}",
+                     judged[0], {"nodes_named": sorted(named),
+                                 "shares": {n: v[2] / v[3] for n, v in named.items()}})
+    nodes = len(node_roles(*kv.hosts[judged[0]], kv.by_condition[judged[0]], 0.0))
+    return Check(NODES_CHECK, PASS,
+                 f"every node that would serve, as prefill and as decode ({nodes} nodes, "
+                 f"{', '.join(judged)}): none is slow in both roles by {rule}: PASS{pair_text}",
+                 judged[0], {"nodes_named": [], "nodes": nodes})
+
+
+def named_hosts(check: Optional[Check]) -> List[str]:
+    return list(check.figures.get("nodes_named", [])) if check is not None else []
