@@ -104,3 +104,18 @@ def test_node_roles_count_each_role_and_the_bound_is_clopper_pearson():
     # 1 of 10: the 95 % lower bound is 1 - 0.95 ** 0.1
     assert lower_bound(1, 10) == pytest.approx(1 - 0.95 ** 0.1)
     assert lower_bound(0, 10) == 0.0
+
+
+def test_slow_requests_everywhere_single_out_no_node(tmp_path, capsys):
+    """Every request 400 ms in 8 % of cases (other work on the CPUs, everywhere): the
+    TTFT check over all requests FAILs, but no node stands out from the others."""
+    run = reopened(write_matrix_run(tmp_path / "e.h5", nranks=NODES))
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    rng = np.random.default_rng(11)
+    prefill, decode = ring()
+    transfer = np.where(rng.random(len(prefill)) < 0.08, 400e6, 40e6)
+    add_kv(run, transfer, np.full(len(prefill), 1e5), prefill=prefill, decode=decode)
+    run.close()
+    code, out, checks = fit(run.path, tmp_path, capsys)
+    assert checks["ttft_p99"]["status"] == "FAIL" and code == 1, out
+    assert checks["nodes"]["status"] == "PASS" and checks["nodes"]["figures"]["nodes_named"] == []

@@ -235,7 +235,7 @@ def test_kv_push_leaves_congestors_or_runs_quiet_on_its_own_ranks():
     quiet = by_name(fit_budget(req, listing("llama3-70b"), k, "c.yaml", fake_estimate))["kv-push"]
     assert "roles" not in quiet and "conditions" not in quiet
     # quiet on 8 nodes: every rank measures, the roles rotating over every node
-    assert "ranks" not in quiet and quiet["role_rotation"] == "ring"
+    assert "ranks" not in quiet and quiet["role_rotation"] == "ring" and quiet["rotation_cycles"] == 4
     assert (quiet["prefill_ranks"], quiet["decode_ranks"]) == (8, 8)
 
 

@@ -71,7 +71,7 @@ TEST(KvPushSchedule, RequestsRotateOverDecodeRanksAndEachGoesToExactlyOne) {
 
 TEST(KvPushSchedule, RingRotationMakesEveryRankPrefillOnceAndDecodeOnceInDisjointRounds) {
   // One node's ranks per worker (P = D = 2) over 8 ranks: 4 rounds.
-  for (const auto [prefill, decode, ranks] :
+  for (const auto& [prefill, decode, ranks] :
        {std::tuple{1, 1, 8}, std::tuple{2, 2, 8}, std::tuple{1, 1, 2}, std::tuple{3, 3, 9}, std::tuple{1, 1, 5}}) {
     const int rounds = ringRoundsOf(prefill, ranks);
     EXPECT_EQ(rounds, ranks / prefill) << prefill << " over " << ranks;
@@ -238,25 +238,26 @@ TEST(KvPushConfig, RoleRotationIsReadOnceAndRefusedWhereItCannotRun) {
   // One prefill and one decode rank rotating over the 8 ranks: 8 rounds, the
   // 20 requests spread over them (3 a round, rounded up).
   const auto ring = scenario::configOf<KvPushConfig>(
-      load(perBlock + "    role_rotation: ring
-    prefill_ranks: 1
-    decode_ranks: 1
-    requests: 20
-", 8)
+      load(perBlock + "    role_rotation: ring\n    prefill_ranks: 1\n    decode_ranks: 1\n    requests: 20\n", 8)
           .tests[0]);
   EXPECT_EQ(ring.rotation, RoleRotation::ring);
   EXPECT_EQ(ring.measuringRanks, 8);
   EXPECT_EQ(ring.rounds(), 8);
   EXPECT_EQ(ring.requestsPerRound(), 3);
   EXPECT_STREQ(rotationName(ring.rotation), "ring");
-  const auto bad = loadError(perBlock + "    role_rotation: spiral
-");
+  // The ring run 4 times: 32 rounds of one request each.
+  const auto cycles = scenario::configOf<KvPushConfig>(
+      load(perBlock + "    role_rotation: ring\n    rotation_cycles: 4\n    prefill_ranks: 1\n    decode_ranks: 1\n"
+                      "    requests: 20\n",
+           8)
+          .tests[0]);
+  EXPECT_EQ(cycles.rounds(), 32);
+  EXPECT_EQ(cycles.requestsPerRound(), 1);
+  EXPECT_NE(loadError(perBlock + "    rotation_cycles: 2\n").find("'role_rotation: ring' only"), std::string::npos);
+  const auto bad = loadError(perBlock + "    role_rotation: spiral\n");
   EXPECT_NE(bad.find("t.yaml:9:20:"), std::string::npos) << bad;
   if (FABSCOPE_HAVE_UCX) {
-    const auto pull = loadError(perBlock + "    transport: ucx
-    direction: pull
-    role_rotation: ring
-");
+    const auto pull = loadError(perBlock + "    transport: ucx\n    direction: pull\n    role_rotation: ring\n");
     EXPECT_NE(pull.find("two-sided push only"), std::string::npos) << pull;
   }
 }

@@ -79,7 +79,7 @@ const char* directionName(Direction d) {
 const char* rotationName(RoleRotation r) { return r == RoleRotation::ring ? "ring" : "fixed"; }
 
 int KvPushConfig::rounds() const {
-  return rotation == RoleRotation::ring ? ringRoundsOf(prefillRanks, measuringRanks) : 1;
+  return rotation == RoleRotation::ring ? ringRoundsOf(prefillRanks, measuringRanks) * rotationCycles : 1;
 }
 
 namespace {
@@ -214,7 +214,12 @@ void KvPushReader::readRoles() {
 // again for the other role.
 void KvPushReader::readRotation() {
   c.measuringRanks = measuringRanksOf(spec, source.worldSize, 2);
-  if (p.choice("role_rotation", {"fixed", "ring"}, "fixed") != "ring") return;
+  const bool ring = p.choice("role_rotation", {"fixed", "ring"}, "fixed") == "ring";
+  c.rotationCycles = static_cast<int>(p.integer("rotation_cycles", 1, 1, 1000));
+  if (!ring) {
+    if (p.has("rotation_cycles")) p.fail("rotation_cycles", "'rotation_cycles' applies to 'role_rotation: ring' only");
+    return;
+  }
   c.rotation = RoleRotation::ring;
   if (isOneSided(c.direction))
     p.fail("role_rotation", std::string("'role_rotation: ring' rotates the two-sided push only; 'direction: ") +

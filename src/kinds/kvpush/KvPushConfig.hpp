@@ -32,7 +32,10 @@ enum class Direction { push, pushPut, pull };
 // N measuring ranks), for N / gcd(N, P) rounds. With P dividing N (one node's
 // ranks per worker) every rank prefills in one round and decodes in D / P:
 // every node that would serve pushes and receives KV, and each round's pair of
-// nodes is in the request rows (prefill_rank, decode_rank).
+// nodes is in the request rows (prefill_rank, decode_rank). `rotation_cycles`
+// runs the whole ring that many times, so that a node's two roles are spread
+// over the run rather than two neighbouring rounds: a burst of other work on
+// the CPUs then does not pass for one node's fault.
 enum class RoleRotation { fixed, ring };
 
 const char* strategyName(Strategy s);
@@ -58,11 +61,13 @@ struct KvPushConfig final : scenario::KindConfig {
   std::uint64_t poolBlocks = 0;       // per worker pool; 0 in the file = derived
   RoleRotation rotation = RoleRotation::fixed;
   int measuringRanks = 0;  // the ranks the roles rotate over (ring)
+  int rotationCycles = 1;  // times the ring is run (ring)
 
   int participants() const { return prefillRanks + decodeRanks; }
   int totalRequestsPerPrefill() const { return warmupRequests + requests; }
-  // Rounds of the rotation (1 when fixed) and the measured requests each
-  // prefill rank sends per round: `requests` spread over the rounds, rounded up.
+  // Rounds of the rotation (1 when fixed; the ring's rounds x cycles) and the
+  // measured requests each prefill rank sends per round: `requests` spread over
+  // the rounds, rounded up.
   int rounds() const;
   int requestsPerRound() const { return (requests + rounds() - 1) / rounds(); }
 };

@@ -96,6 +96,7 @@ class KvPushKind final : public Kind {
                                                               {"requests_per_prefill", integer},
                                                               {"requests_verified", integer},
                                                               {"role_rotation", text},
+                                                              {"rotation_cycles", integer},
                                                               {"rotation_rounds", integer},
                                                               {"scatter_ns_mean", real},
                                                               {"strategy", text},
@@ -111,7 +112,7 @@ class KvPushKind final : public Kind {
     scenario::KindRules r;
     r.extraKeys = {"model",           "parallel",          "block_tokens", "prompt_tokens", "strategy",
                    "direction",       "prefill_ranks",     "decode_ranks", "loop",          "requests",
-                   "warmup_requests", "compute_per_layer", "pool_blocks",  "role_rotation"};
+                   "warmup_requests", "compute_per_layer", "pool_blocks",  "role_rotation", "rotation_cycles"};
     r.minRanks = 2;
     r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
       auto config = std::make_shared<KvPushConfig>(readKvPushConfig(spec, source));
@@ -203,7 +204,7 @@ class KvPushKind final : public Kind {
     const int me = ctx.group.rank();
     const int measuring = static_cast<int>(ctx.participants.size());
     const bool rotating = c.rotation == RoleRotation::ring;
-    const int rounds = rotating ? ringRoundsOf(c.prefillRanks, measuring) : 1;
+    const int rounds = rotating ? ringRoundsOf(c.prefillRanks, measuring) * c.rotationCycles : 1;
     // Every rank that takes a role in some round holds a pool; a rotating rank
     // decodes in some round, so its staging has the decode side's slots.
     if (rotating || me < c.participants())
@@ -353,6 +354,7 @@ class KvPushKind final : public Kind {
     a.emplace_back("rate_per_s", c.ratePerSecond);
     a.emplace_back("compute_per_layer_s", c.computePerLayerSeconds);
     a.emplace_back("role_rotation", std::string(rotationName(c.rotation)));
+    a.emplace_back("rotation_cycles", std::int64_t{c.rotationCycles});
     a.emplace_back("rotation_rounds", std::int64_t{c.rounds()});
     // Per prefill rank and round (the rounds add up to requests_measured).
     a.emplace_back("requests_per_prefill",

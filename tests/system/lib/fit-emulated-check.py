@@ -4,8 +4,9 @@
                                      FAIL names HOST (fix:) and what it costs (cost:).
                                      CANNOT TELL is accepted only where the run says other
                                      work kept the CPUs busy (validity busy_host).
-  cluster DIR EXIT HOST              fit.json says FAIL through its `cluster` check, naming
-                                     HOST (fix:), whatever the measured serving ranks showed
+  cluster DIR EXIT HOST              fit.json says FAIL naming HOST (fix:) through its `nodes`
+                                     check (the rotated KV push) or its `cluster` check (the
+                                     diagnosis), whatever the other serving ranks showed
   rates FILE GBPS [RANK:GBPS...]     every rank's receive line rate is its host's emulated
                                      limit (GBPS, or the RANK's own), with that source
   share FILE RANK|incast             transfers into RANK (bandwidth tests), or an incast's
@@ -59,16 +60,17 @@ def cluster(folder, status, host):
     if int(status) != (0 if fit["verdict"] == "PASS" else 1):
         sys.exit(f"fabscope-fit exited {status} for verdict {fit['verdict']}")
     checks = {c["name"]: c for c in fit["checks"]}
-    if fit["verdict"] != "FAIL" or checks.get("cluster", {}).get("status") != "FAIL":
+    naming = [c for c in (checks.get("nodes"), checks.get("cluster"))
+              if c and c["status"] == "FAIL" and host in c["text"]]
+    if fit["verdict"] != "FAIL" or not naming:
         if fit["verdict"] == "CANNOT TELL" and busy(f"{folder}/result.h5"):
             print(f"CANNOT TELL on a busy machine (validity busy_host), not FAIL: {fit['line']}")
             return
-        sys.exit(f"no failing cluster check: {fit['line']}")
-    named = [line for line in fit["to_fix"] if line.startswith(f"host {host} ")]
-    if not named or host not in checks["cluster"]["text"]:
-        sys.exit(f"the cluster check does not name {host}: {checks['cluster']['text']}; "
-                 f"fix {fit['to_fix']}")
-    print(f"cluster: {checks['cluster']['text'][:200]}\nnamed: {named[0][:200]}")
+        sys.exit(f"no failing nodes or cluster check names {host}: {fit['line']}")
+    named = [line for line in fit["to_fix"] if line.startswith(f"host {host}")]
+    if not named:
+        sys.exit(f"no fix: line names {host}: fix {fit['to_fix']}")
+    print(f"{naming[0]['name']}: {naming[0]['text'][:200]}\nnamed: {named[0][:200]}")
 
 
 def rates(path, gbps, *own):
