@@ -17,10 +17,12 @@ NODES = 8
 PER_ROUND = 40   # 320 requests: a p99 with the rule of three's 1 % bound
 
 
-def ring(nodes=NODES, per_round=PER_ROUND):
-    """Each request's (prefill, decode) rank: round r pushes rank r -> r + 1."""
-    prefill = np.repeat(np.arange(nodes), per_round)
-    return prefill, (prefill + 1) % nodes
+def ring(nodes=NODES, per_round=PER_ROUND, cycles=1):
+    """Each request's (prefill, decode) rank: round r of cycle c pushes rank r -> r + 1 + c
+    (kvpush's ring with rotation_cycles)."""
+    prefill = np.tile(np.repeat(np.arange(nodes), per_round // cycles), cycles)
+    cycle = np.repeat(np.arange(cycles), nodes * (per_round // cycles))
+    return prefill, (prefill + 1 + cycle) % nodes
 
 
 def rotated_run(tmp_path, slow_node=None, slow_share=0.3, name="r.h5", seed=3):
@@ -56,11 +58,13 @@ def test_a_node_slow_in_both_roles_fails_named_with_its_share_of_requests(tmp_pa
     assert nodes["figures"]["nodes_named"] == ["fh5"], out
     # ring rotation over 8 nodes: fh5 pushes to fh6 and receives from fh4, 80 of 320
     assert nodes["figures"]["shares"]["fh5"] == pytest.approx(0.25)
-    assert "fh5 (" in nodes["text"] and "25 % of requests cross it, 80 of 320" in nodes["text"]
+    assert "fh5: " in nodes["text"] and "25 % of requests cross it there, 80 of 320" in nodes["text"]
+    assert nodes["figures"]["sides"] == {"fh5": "both"}
     # its partners are slow in one role only: named as pairs, not as nodes
-    assert "fh4" not in nodes["figures"]["nodes_named"] and "fh6" not in nodes["figures"]["nodes_named"]
+    assert not {"fh4", "fh6"} & set(nodes["figures"]["nodes_named"])
     # the diagnosis's probes are healthy: fit says why it disagrees with them
-    assert "the rotated KV push names fh5, the diagnosis (the run's closing verdict) does not" in out
+    assert ("the rotated KV push names fh5, the diagnosis (the run's closing verdict) does "
+            "not") in out
 
 
 def test_a_healthy_rotated_push_passes_every_node(tmp_path, capsys):
@@ -81,8 +85,9 @@ def test_one_slow_pair_is_not_a_slow_node(tmp_path, capsys):
     run.close()
     code, out, checks = fit(run.path, tmp_path, capsys)
     assert checks["nodes"]["status"] == "PASS", out
-    assert "slow in one role only" in checks["nodes"]["text"]
-    assert "fh2 as prefill" in checks["nodes"]["text"] and "fh3 as decode" in checks["nodes"]["text"]
+    assert "slow in one role with one partner" in checks["nodes"]["text"]
+    text = checks["nodes"]["text"]
+    assert "fh2 as prefill" in text and "fh3 as decode" in text
     assert checks["ttft_p99"]["status"] == "FAIL" and code == 1   # 4 % of all requests over
 
 
@@ -119,3 +124,34 @@ def test_slow_requests_everywhere_single_out_no_node(tmp_path, capsys):
     code, out, checks = fit(run.path, tmp_path, capsys)
     assert checks["ttft_p99"]["status"] == "FAIL" and code == 1, out
     assert checks["nodes"]["status"] == "PASS" and checks["nodes"]["figures"]["nodes_named"] == []
+
+
+def rotated_cycles_run(tmp_path, slow, name="c.h5"):
+    """The ring run 4 times, each node receiving from 4 partners; requests for which
+    `slow(prefill, decode)` holds take 400 ms in 3 of 10 cases."""
+    run = reopened(write_matrix_run(tmp_path / name, nranks=NODES))
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    rng = np.random.default_rng(5)
+    prefill, decode = ring(per_round=PER_ROUND * 2, cycles=4)
+    transfer = 40e6 * rng.lognormal(0, 0.1, len(prefill))
+    transfer[slow(prefill, decode) & (rng.random(len(prefill)) < 0.3)] = 400e6
+    add_kv(run, transfer, np.full(len(prefill), 1e5), prefill=prefill, decode=decode)
+    run.close()
+    return run.path
+
+
+def test_a_slow_receive_side_met_with_several_partners_is_named_as_such(tmp_path, capsys):
+    code, out, checks = fit(rotated_cycles_run(tmp_path, lambda p, d: d == 5), tmp_path, capsys)
+    nodes = checks["nodes"]
+    assert code == 1 and nodes["status"] == "FAIL", out
+    assert nodes["figures"]["nodes_named"] == ["fh5"] and nodes["figures"]["sides"] == {
+        "fh5": "receive"}, out
+    assert nodes["figures"]["shares"]["fh5"] == pytest.approx(1 / 8)   # it decodes 1 in 8
+    assert "fh5 (receive): " in nodes["text"] and "with 4 of 4 partners" in nodes["text"]
+
+
+def test_one_slow_pair_among_several_partners_names_no_node(tmp_path, capsys):
+    code, out, checks = fit(rotated_cycles_run(tmp_path, lambda p, d: (p == 2) & (d == 3)),
+                            tmp_path, capsys)
+    assert checks["nodes"]["status"] == "PASS", out
+    assert "fh3 as decode" in checks["nodes"]["text"], out   # named as the pair's

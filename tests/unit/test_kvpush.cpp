@@ -69,35 +69,47 @@ TEST(KvPushSchedule, RequestsRotateOverDecodeRanksAndEachGoesToExactlyOne) {
   EXPECT_THROW(decodeIndexOf(0, 0, 0), std::invalid_argument);
 }
 
-TEST(KvPushSchedule, RingRotationMakesEveryRankPrefillOnceAndDecodeOnceInDisjointRounds) {
-  // One node's ranks per worker (P = D = 2) over 8 ranks: 4 rounds.
+TEST(KvPushSchedule, RingRotationMakesEveryRankPrefillOnceAndDecodeOncePerCycleWithNewPartners) {
+  // One node's ranks per worker (P = D = 2 over 8 ranks: 4 rounds a cycle).
   for (const auto& [prefill, decode, ranks] :
        {std::tuple{1, 1, 8}, std::tuple{2, 2, 8}, std::tuple{1, 1, 2}, std::tuple{3, 3, 9}, std::tuple{1, 1, 5}}) {
     const int rounds = ringRoundsOf(prefill, ranks);
     EXPECT_EQ(rounds, ranks / prefill) << prefill << " over " << ranks;
-    std::vector<int> prefills(static_cast<std::size_t>(ranks)), decodes(static_cast<std::size_t>(ranks));
-    std::set<std::pair<int, int>> pairs;
-    for (int r = 0; r < rounds; ++r) {
-      std::set<int> taken;
-      for (int role = 0; role < prefill + decode; ++role) {
-        const int at = rotatedPositionOf(role, r, prefill, ranks);
-        EXPECT_TRUE(taken.insert(at).second) << "round " << r << " gives rank " << at << " two roles";
-        EXPECT_EQ(roleInRoundOf(at, r, prefill, ranks), role);
-        ++(role < prefill ? prefills : decodes)[static_cast<std::size_t>(at)];
+    const int partnersPossible = (ranks - decode) / prefill;
+    const int cycles = 3;
+    std::vector<std::set<int>> sendersTo(static_cast<std::size_t>(ranks));
+    for (int c = 0; c < cycles; ++c) {
+      std::vector<int> prefills(static_cast<std::size_t>(ranks)), decodes(static_cast<std::size_t>(ranks));
+      for (int r = c * rounds; r < (c + 1) * rounds; ++r) {
+        const auto order = rotatedPositionsOf(r, prefill, decode, ranks);
+        ASSERT_EQ(static_cast<int>(order.size()), ranks);
+        EXPECT_EQ(std::set<int>(order.begin(), order.end()).size(), order.size()) << "round " << r;
+        for (int role = 0; role < ranks; ++role) {
+          const int at = order[static_cast<std::size_t>(role)];
+          EXPECT_EQ(roleInRoundOf(at, r, prefill, decode, ranks), role);
+          if (role < prefill) ++prefills[static_cast<std::size_t>(at)];
+          if (role >= prefill && role < prefill + decode) {
+            ++decodes[static_cast<std::size_t>(at)];
+            sendersTo[static_cast<std::size_t>(at)].insert(order[static_cast<std::size_t>(role - prefill)]);
+          }
+        }
       }
-      pairs.insert({rotatedPositionOf(0, r, prefill, ranks), rotatedPositionOf(prefill, r, prefill, ranks)});
+      for (int k = 0; k < ranks; ++k) {
+        EXPECT_EQ(prefills[static_cast<std::size_t>(k)], 1) << "rank " << k << " of " << ranks << ", cycle " << c;
+        EXPECT_EQ(decodes[static_cast<std::size_t>(k)], 1) << "rank " << k << " of " << ranks << ", cycle " << c;
+      }
     }
-    for (int k = 0; k < ranks; ++k) {
-      EXPECT_EQ(prefills[static_cast<std::size_t>(k)], 1) << "rank " << k << " of " << ranks;
-      EXPECT_EQ(decodes[static_cast<std::size_t>(k)], 1) << "rank " << k << " of " << ranks;
-    }
-    EXPECT_EQ(static_cast<int>(pairs.size()), rounds);  // a different node pair every round
+    // Each cycle a new sender for every decode rank, while there are partners left.
+    for (int k = 0; k < ranks; ++k)
+      EXPECT_EQ(static_cast<int>(sendersTo[static_cast<std::size_t>(k)].size()), std::min(cycles, partnersPossible))
+          << "rank " << k << " of " << ranks;
   }
-  // Fixed roles are round 0.
-  EXPECT_EQ(rotatedPositionOf(3, 0, 2, 8), 3);
-  EXPECT_EQ(rotatedPositionOf(3, 1, 2, 8), 5);
-  EXPECT_EQ(rotatedPositionOf(7, 1, 2, 8), 1);
+  // Round 0 is the fixed roles, round 1 moves them on by P, round 4 (the second cycle) puts decode 2 x P on.
+  EXPECT_EQ(rotatedPositionsOf(0, 2, 2, 8), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(rotatedPositionsOf(1, 2, 2, 8), (std::vector<int>{2, 3, 4, 5, 6, 7, 0, 1}));
+  EXPECT_EQ(rotatedPositionsOf(4, 2, 2, 8), (std::vector<int>{0, 1, 4, 5, 2, 3, 6, 7}));
   EXPECT_THROW(ringRoundsOf(2, 2), std::invalid_argument);
+  EXPECT_THROW(rotatedPositionsOf(0, 2, 2, 3), std::invalid_argument);
 }
 
 TEST(KvPushSchedule, RequestIdsAreUniqueAcrossPrefillRanks) {

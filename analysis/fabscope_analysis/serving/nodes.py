@@ -13,12 +13,14 @@ pNN over all requests allows 1 - NN % of them over it. A role is slow when both
   then, the node is not singled out for it.
 
 - A node slow in **both** roles is named: every request it takes part in, whichever its
-  partner, risks missing the target. The check FAILs naming it, with the share of the
-  measured requests that crossed it (with ring rotation over N nodes about 2 / N: what a
-  deployment that places requests on every node would send through it).
-- A node slow in one role only is the pair's, not the node's: its partner in that round,
-  or the link between them; named as a pair in the text, judged by the TTFT check over all
-  requests (which the rotation already makes the cluster's mix).
+  partner, risks missing the target. So is a node slow in one role with more than one of
+  the partners it met there (`rotation_cycles` gives each side a new partner every cycle),
+  as `host (send)` or `host (receive)`. The check FAILs naming it, with the share of the
+  measured requests that crossed it there (about 2 / N of them for both roles, 1 / N for
+  one, over N nodes: what a deployment placing requests on every node sends through it).
+- A role slow with one partner only is the pair's, not the node's: the partner, or the link
+  between them; named as a pair in the text, judged by the TTFT check over all requests
+  (which the rotation already makes the cluster's mix).
 - Fewer than 3 nodes, or a node measured in one role only (fixed roles): nothing per node
   (None); the plan says what one KV pair cannot see.
 
@@ -69,13 +71,23 @@ class NodeRole:
     partners: List[str]
     rest_requests: int = 0   # the requests with neither end on the node
     rest_over: int = 0
+    partners_over: int = 0   # partners with at least one of the requests over
 
     def slow(self, allowed: float, alpha: float) -> bool:
         return lower_bound(self.over, self.requests) > allowed and stands_out(
             self.over, self.requests, self.rest_over, self.rest_requests, alpha)
 
+    def the_nodes(self) -> bool:
+        """Met with several partners, and slow with more than one of them: the node's side,
+        not one pair's."""
+        return len(self.partners) > 1 and self.partners_over > 1
+
+    def side(self) -> str:
+        return "send" if self.role == "prefill" else "receive"
+
     def words(self) -> str:
-        return f"{self.over} of {self.requests} as {self.role}"
+        return (f"{self.over} of {self.requests} as {self.role}, with "
+                f"{self.partners_over} of {len(self.partners)} partners")
 
 
 def node_roles(prefill: np.ndarray, decode: np.ndarray, times: np.ndarray,
@@ -89,7 +101,7 @@ def node_roles(prefill: np.ndarray, decode: np.ndarray, times: np.ndarray,
             rest = (prefill != node) & (decode != node)
             out.setdefault(node, {})[role] = NodeRole(
                 node, role, int(on.sum()), int(over[on].sum()), sorted(set(other[on])),
-                int(rest.sum()), int(over[rest].sum()))
+                int(rest.sum()), int(over[rest].sum()), len(set(other[on & over])))
     return out
 
 
@@ -117,10 +129,14 @@ def nodes_check(key: str, slo: Slo, measured: Measured) -> Optional[Check]:
         alpha = (1.0 - CONFIDENCE) / len(roles)
         for node, by_role in roles.items():
             slow = [r for r in by_role.values() if r.slow(allowed, alpha)]
-            if len(slow) == 2 and node not in named:
-                crossing = int(((prefill == node) | (decode == node)).sum())
-                named[node] = (condition, slow, crossing, len(times))
-            elif len(slow) == 1:
+            # slow in both roles, or in one with several of its partners: the node's
+            if (len(slow) == 2 or any(r.the_nodes() for r in slow)) and node not in named:
+                slow = slow if len(slow) == 2 else [r for r in slow if r.the_nodes()]
+                on = np.zeros(len(times), dtype=bool)
+                for r in slow:
+                    on |= (prefill if r.role == "prefill" else decode) == node
+                named[node] = (condition, slow, int(on.sum()), len(times))
+            elif slow:
                 r = slow[0]
                 pairs.append(f"{r.node} as {r.role} ({r.words()} over, with "
                              f"{', '.join(r.partners)}) [{condition}]")
@@ -130,24 +146,29 @@ def nodes_check(key: str, slo: Slo, measured: Measured) -> Optional[Check]:
             f"{format_ms(slo.targets_ms[key])} TTFT {key.split('_')[1]} target more often than "
             f"a p{q:g} allows ({100 * allowed:g} %; 95 % lower bound) and than the requests "
             "without the node (Fisher, 5 % over the nodes)")
-    pair_text = (f"; slow in one role only (the pair or its link, judged by the TTFT check "
-                 f"over all requests): {'; '.join(pairs)}") if pairs else ""
+    pair_text = (f"; slow in one role with one partner (the pair or its link, judged by the "
+                 f"TTFT check over all requests): {'; '.join(pairs)}") if pairs else ""
     if named:
         parts = []
         for node, (condition, slow, crossing, total) in sorted(named.items()):
-            parts.append(f"{node} ({' and '.join(r.words() for r in slow)} over [{condition}]; "
-                         f"{100 * crossing / total:.3g} % of requests cross it, {crossing} of "
-                         f"{total})")
+            who = node if len(slow) == 2 else f"{node} ({slow[0].side()})"
+            parts.append(f"{who}: {' and '.join(r.words() for r in slow)} over [{condition}]; "
+                         f"{100 * crossing / total:.3g} % of requests cross it there, {crossing} "
+                         f"of {total}")
+        them = "it" if len(named) == 1 else "them"
         return Check(NODES_CHECK, FAIL,
                      f"every node that would serve, as prefill and as decode: {rule}: "
-                     f"{'; '.join(parts)}: requests placed on {'it' if len(named) == 1 else 'them'} "
-                     f"miss the target: FAIL{pair_text}",
+                     f"{'; '.join(parts)}: requests placed on {them} miss the target: "
+                     f"FAIL{pair_text}",
                      judged[0], {"nodes_named": sorted(named),
+                                 "sides": {n: ("both" if len(v[1]) == 2 else v[1][0].side())
+                                           for n, v in named.items()},
                                  "shares": {n: v[2] / v[3] for n, v in named.items()}})
     nodes = len(node_roles(*kv.hosts[judged[0]], kv.by_condition[judged[0]], 0.0))
     return Check(NODES_CHECK, PASS,
                  f"every node that would serve, as prefill and as decode ({nodes} nodes, "
-                 f"{', '.join(judged)}): none is slow in both roles by {rule}: PASS{pair_text}",
+                 f"{', '.join(judged)}): none is slow in both roles, or in one with several "
+                 f"partners, by {rule}: PASS{pair_text}",
                  judged[0], {"nodes_named": [], "nodes": nodes})
 
 

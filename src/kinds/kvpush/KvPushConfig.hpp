@@ -29,13 +29,14 @@ enum class Direction { push, pushPut, pull };
 // Which measuring ranks take the roles. `fixed`: ranks [0, P) prefill and
 // [P, P + D) decode for every request. `ring`: the requests run in rounds; in
 // round r the role block starts r x P measuring ranks further on (modulo the
-// N measuring ranks), for N / gcd(N, P) rounds. With P dividing N (one node's
-// ranks per worker) every rank prefills in one round and decodes in D / P:
-// every node that would serve pushes and receives KV, and each round's pair of
-// nodes is in the request rows (prefill_rank, decode_rank). `rotation_cycles`
-// runs the whole ring that many times, so that a node's two roles are spread
-// over the run rather than two neighbouring rounds: a burst of other work on
-// the CPUs then does not pass for one node's fault.
+// N measuring ranks), N / gcd(N, P) rounds a cycle. With P dividing N (one
+// node's ranks per worker) every rank prefills once a cycle and decodes D / P
+// times: every node that would serve pushes and receives KV, each round's pair
+// of nodes in the request rows (prefill_rank, decode_rank). `rotation_cycles`
+// runs that many cycles, each with the decode block one more block away
+// (KvPushSchedule.hpp): a node's roles spread over the run, so a burst of other
+// work on the CPUs does not pass for one node's fault, and each side of a node
+// meets several partners, so a slow pair is told from a slow node.
 enum class RoleRotation { fixed, ring };
 
 const char* strategyName(Strategy s);

@@ -7,8 +7,10 @@
 // direction x one prompt length (KvPushConfig.hpp); the workers are in
 // KvPushTwoSided.cpp (push) and KvPushOneSided.cpp (push-put, pull).
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <memory>
+#include <thread>
 
 #include "kinds/Kind.hpp"
 #include "kinds/kvpush/KvPushConfig.hpp"
@@ -60,6 +62,23 @@ bool everyRankMeasures(const scenario::TestSpec& spec, int worldSize) {
   const bool allCanaries =
       (spec.canaries <= 0 || spec.canaries >= used) && (spec.canaryFraction <= 0 || spec.canaryFraction >= 1);
   return used == worldSize && allCanaries;
+}
+
+// A rank without a role in a rotation round waits for the round's end. Where
+// waits yield (ranks outnumber the CPUs) it sleeps between polls: six ranks
+// yielding on two cores still take a share of the CPUs the measuring pair's
+// transfers need. Elsewhere it is the ordinary barrier. Untimed.
+void waitOutRound(const RunContext& ctx) {
+  if (runtime::waitPolicy() != runtime::WaitPolicy::yield) return ctx.group.barrier(ctx.deadline);
+  MPI_Request request;
+  runtime::checkMpi(MPI_Ibarrier(ctx.group.handle(), &request), "MPI_Ibarrier");
+  for (;;) {
+    int done = 0;
+    runtime::checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test (the end of a rotation round)");
+    if (done) return;
+    if (ctx.deadline.expired()) ctx.deadline.fail("the end of a KV rotation round");
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
 }
 
 // --- The kind --------------------------------------------------------------
@@ -222,15 +241,14 @@ class KvPushKind final : public Kind {
         rs.config.requests = c.requestsPerRound();
         rs.requestIdBase = static_cast<std::uint64_t>(round) * static_cast<std::uint64_t>(c.prefillRanks) *
                            static_cast<std::uint64_t>(rs.config.totalRequestsPerPrefill());
-        state->roundOrder.assign(ctx.participants.size(), -1);
-        for (int k = 0; k < measuring; ++k)
-          state->roundOrder[static_cast<std::size_t>(k)] =
-              ctx.participants.at(static_cast<std::size_t>(rotatedPositionOf(k, round, c.prefillRanks, measuring)));
+        state->roundOrder.clear();
+        for (const int at : rotatedPositionsOf(round, c.prefillRanks, c.decodeRanks, measuring))
+          state->roundOrder.push_back(ctx.participants.at(static_cast<std::size_t>(at)));
         state->roundContext = std::make_unique<RunContext>(
             RunContext{ctx.world, ctx.group, state->roundOrder, ctx.transport, ctx.identity, ctx.clock, ctx.instance,
                        ctx.plan, ctx.samples, ctx.buffers, ctx.runCache, ctx.verdict, ctx.state, ctx.deadline, ctx.seed,
                        ctx.caseSeed, ctx.selfTest});
-        role = roleInRoundOf(me, round, c.prefillRanks, measuring);
+        role = roleInRoundOf(me, round, c.prefillRanks, c.decodeRanks, measuring);
       }
       RunContext& rctx = rotating ? *state->roundContext : ctx;
       const auto& rc = rs.config;
@@ -251,8 +269,12 @@ class KvPushKind final : public Kind {
       // After a failure the regions stay exposed (withdrawing is collective and
       // the peers may be gone); the transport unmaps them when it closes.
       ctx.group.barrier(ctx.deadline);  // pools allocated everywhere before the first message
-      if (state->worker) state->worker->run();
-      ctx.group.barrier(ctx.deadline);
+      if (state->worker) {
+        state->worker->run();
+        ctx.group.barrier(ctx.deadline);
+      } else {
+        waitOutRound(ctx);
+      }
     }
     if (oneSided) {
       if (regions.staging >= 0) t.withdrawRegion(regions.staging, ctx.deadline);
