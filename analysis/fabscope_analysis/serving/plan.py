@@ -263,11 +263,11 @@ def _kv_test(cluster: Cluster, sizes: ModelSizes, knobs: Knobs, notes: List[str]
         notes.append(f"the KV push rotates over all {cluster.nodes} nodes, the ring run "
                      f"{ROTATION_CYCLES} times: {rounds} rounds of {per_round} "
                      f"request{'s' if per_round > 1 else ''} per prefill rank, each node prefill "
-                     f"in {ROTATION_CYCLES} rounds and decode in {ROTATION_CYCLES}, with its two "
-                     f"ring neighbours, {per_round * prefill * ROTATION_CYCLES} requests per node "
-                     "and role; fit judges each node in both roles. Not on its path: the "
-                     "link between two nodes that are not neighbours in the ring (the probes' "
-                     "pairs cover it)")
+                     f"in {ROTATION_CYCLES} rounds and decode in {ROTATION_CYCLES}, each side with "
+                     f"{min(ROTATION_CYCLES, cluster.nodes - 1)} partner(s), "
+                     f"{per_round * prefill * ROTATION_CYCLES} requests per node and role; fit "
+                     "judges each node on both sides. Not on its path: the links between nodes "
+                     "it never pairs (the probes' pairs cover them)")
         test.update(prefill_ranks=prefill, decode_ranks=decode,
                     iterations=per_round * rounds, warmup_requests=1)
         return test
