@@ -149,6 +149,8 @@ def test_a_slow_receive_side_met_with_several_partners_is_named_as_such(tmp_path
         "fh5": "receive"}, out
     assert nodes["figures"]["shares"]["fh5"] == pytest.approx(1 / 8)   # it decodes 1 in 8
     assert "fh5 (receive): " in nodes["text"] and "with 4 of 4 partners" in nodes["text"]
+    assert "fix: host fh5 (receive): the KV requests it receives as decode miss the TTFT budget" \
+        in out
 
 
 def test_one_slow_pair_among_several_partners_names_no_node(tmp_path, capsys):

@@ -133,6 +133,11 @@ def components_to_fix(result) -> Tuple[List[str], list]:
     return found, []
 
 
+SIDE_WORDS = {"both": ": its KV requests, as prefill and as decode,",
+              "send": " (send): the KV requests it pushes as prefill",
+              "receive": " (receive): the KV requests it receives as decode"}
+
+
 def disagreements(verdict: FitVerdict, culprits) -> List[str]:
     """Why the per-node check and the diagnosis (what the run's closing verdict names) do
     not name the same hosts, where they do not."""
@@ -214,11 +219,11 @@ def run_fit(args) -> int:
                                                     measured))
                 verdict.status = worst_status(c.status for c in verdict.checks)
             verdict.notes.extend(disagreements(verdict, culprits))
-            by_kv = [h for h in named_hosts(next((c for c in verdict.checks
-                                                  if c.name == NODES_CHECK), None))
-                     if h not in {c.host for c in culprits}]
-            verdict.to_fix[:0] = [f"host {h}: its KV requests, as prefill and as decode, miss "
-                                  "the TTFT budget (the nodes check)" for h in by_kv]
+            per_node = next((c for c in verdict.checks if c.name == NODES_CHECK), None)
+            sides = per_node.figures.get("sides", {}) if per_node is not None else {}
+            verdict.to_fix[:0] = [f"host {h}{SIDE_WORDS[sides.get(h, 'both')]} miss the TTFT "
+                                  "budget (the nodes check)" for h in named_hosts(per_node)
+                                  if h not in {c.host for c in culprits}]
         shared = shared_cpu_findings(result) if verdict.status == FAIL else []
         if verdict.status == FAIL and (shared or not args.no_diagnose):
             if args.no_diagnose:
