@@ -15,16 +15,18 @@ KV_320M = 320 << 20
 
 def add_kv(run, transfer_ns, queue_ns, condition="quiet", nbytes=KV_320M, strategy="staged",
            quiet_index=None, prefill=0, decode=1, messages=1, gather_ns=0):
+    """prefill, decode: the ranks of every request, or one rank for all."""
     n = len(transfer_ns)
     req = np.zeros(n, dtype=REQUEST_DTYPE)
     samples = np.zeros(n, dtype=SAMPLE_DTYPE)
+    prefill, decode = (np.broadcast_to(np.asarray(r), (n,)) for r in (prefill, decode))
     t = run.start_ns()
     for i in range(n):
         start = t + int(queue_ns[i])
         done = start + int(transfer_ns[i])
-        req[i] = (i, prefill, decode, nbytes, messages, messages, t, start, done, gather_ns, 0, 0,
-                  strategy.encode(), b"push", 1)
-        samples[i] = (decode, i, prefill, nbytes, start, done, 0, 0)
+        req[i] = (i, prefill[i], decode[i], nbytes, messages, messages, t, start, done, gather_ns,
+                  0, 0, strategy.encode(), b"push", 1)
+        samples[i] = (decode[i], i, prefill[i], nbytes, start, done, 0, 0)
         t = done + 1000
     idx = run.add_test(f"kv-{strategy}", "kvpush", samples, nbytes=nbytes, condition=condition,
                        case=f"kv-{strategy}/{nbytes}", metric="bandwidth", quiet_index=quiet_index,

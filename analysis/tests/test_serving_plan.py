@@ -223,7 +223,7 @@ def test_gpcnets_canaries_where_the_rank_count_allows():
 
 def test_kv_push_leaves_congestors_or_runs_quiet_on_its_own_ranks():
     """Two nodes: the KV group shrinks to half the ranks so that the rest can congest (and
-    says so); quiet only: the KV test takes its two nodes' ranks and no roles."""
+    says so); quiet only: the KV test takes every rank, its roles rotating over the nodes."""
     plan = plan_for("llama3-70b", 16)
     kv = by_name(plan)["kv-push"]
     assert (kv["prefill_ranks"], kv["decode_ranks"], kv["roles"]["canaries"]) == (4, 4, 8)
@@ -233,7 +233,10 @@ def test_kv_push_leaves_congestors_or_runs_quiet_on_its_own_ranks():
     k.probes = probes_for(Cluster(64))
     req = PlanRequest("llama3-70b", 8, None, Cluster(64), 1800.0, "itl_p99=50ms")
     quiet = by_name(fit_budget(req, listing("llama3-70b"), k, "c.yaml", fake_estimate))["kv-push"]
-    assert quiet["ranks"] == 16 and "roles" not in quiet and "conditions" not in quiet
+    assert "roles" not in quiet and "conditions" not in quiet
+    # quiet on 8 nodes: every rank measures, the roles rotating over every node
+    assert "ranks" not in quiet and quiet["role_rotation"] == "ring" and quiet["rotation_cycles"] == 4
+    assert (quiet["prefill_ranks"], quiet["decode_ranks"]) == (8, 8)
 
 
 def test_large_cluster_samples_instead_of_all_pairs_and_dense_models_have_no_moe():

@@ -2,7 +2,7 @@
 # The one command, launch/fabscope-fit (plan -> run -> fit), on the emulated cluster:
 # 8 hosts with a front-end network, every host's fabric link held to 1 Gbit/s.
 # - Healthy: the plan fits its budget, runs, and the TTFT SLO PASSes.
-# - One host (ecfit1, the KV push's decode host) receiving at 50 Mbit/s: FAIL, with that
+# - One host (ecfit1, a decode host of the KV push's rotation) receiving at 50 Mbit/s: FAIL, with that
 #   host named (fix:) and the share of the SLO it costs (cost:).
 # - Line rates: each rank's rate is the host's configured limit, exported into the
 #   inventory by launch/emulated-cluster-rsh; transfers into the slow host and an incast
@@ -49,6 +49,12 @@ else   # default and lossy
   # The KV push keeps the plan's 300 requests: fewer cannot tell a TTFT p99 (rule of three).
   sets+=(--set all-pairs-latency.iterations=20 --set tp-allreduce.iterations=20)
 fi
+if [[ $variant == default ]]; then
+  # 320 requests in the plan's 32 rotated rounds (10 a round), not its 640 (80 per node and
+  # role, for the nodes check's power, which the lossy variant keeps): the healthy and the
+  # slow host's verdicts need the 300 of the TTFT p99, and the suite keeps its time.
+  sets+=(--set kv-push.iterations=320)
+fi
 
 # fit_run NAME [--set K=V ...]: the one command; its exit code in $fit_status, its output in
 # NAME.log.
@@ -72,9 +78,11 @@ fit_run() {
 
 # outcome-contract: launch/fabscope-fit | 0 | PASS
 if [[ $variant == lossy ]]; then
-  # A host outside the plan's KV pair (ranks 0 and 1) losing 3 % of its packets both
-  # ways: the serving operations measured elsewhere pass, but requests are placed on
-  # every node, so fit FAILs through its cluster check naming the host.
+  # A host outside the first KV pair (ranks 0 and 1) losing 3 % of its packets both
+  # ways: the KV push's roles rotate over every host, so fit FAILs naming the host
+  # through its nodes check (its requests as prefill and as decode) or, where the
+  # diagnosis's probes see it, its cluster check (tests/bench/fit_rotation_emulated.sh
+  # counts how often).
   "$cluster" loss ecfit5 3 >/dev/null
   fit_run lossy
   /usr/bin/python3 "$check" cluster "$scratch/lossy" "$fit_status" ecfit5 || fail "lossy host: wrong verdict"
@@ -89,7 +97,8 @@ grep -q "^plan for llama3-8b TP 2 on 8 ranks.*within the budget of 2 min" "$scra
 /usr/bin/python3 "$check" rates "$scratch/healthy/result.h5" 1 || fail "healthy: line rates are not the configured ones"
 
 "$cluster" rate ecfit1 50mbit --latency 1s >/dev/null   # a deep queue: the link, not drops, limits
-# A FAIL needs no tail bound: 100 requests (17 s at 50 Mbit/s, not the plan's 300 in 50 s)
+# A FAIL needs no tail bound: 100 requests (the plan's 300 would take longer), one in 8
+# of them into the slow host as the roles rotate
 # outcome-contract: launch/fabscope-fit | 1 | FAIL
 fit_run slow --set kv-push.iterations=100
 /usr/bin/python3 "$check" verdict "$scratch/slow" FAIL "$fit_status" ecfit1 || fail "slow host: wrong verdict"

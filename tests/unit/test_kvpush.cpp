@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "fabscope/BuildConfig.hpp"
 #include "kinds/Registry.hpp"
@@ -66,6 +67,49 @@ TEST(KvPushSchedule, RequestsRotateOverDecodeRanksAndEachGoesToExactlyOne) {
   EXPECT_EQ(decodeIndexOf(0, 0, 2), 0);
   EXPECT_EQ(decodeIndexOf(1, 0, 2), 1);
   EXPECT_THROW(decodeIndexOf(0, 0, 0), std::invalid_argument);
+}
+
+TEST(KvPushSchedule, RingRotationMakesEveryRankPrefillOnceAndDecodeOncePerCycleWithNewPartners) {
+  // One node's ranks per worker (P = D = 2 over 8 ranks: 4 rounds a cycle).
+  for (const auto& [prefill, decode, ranks] :
+       {std::tuple{1, 1, 8}, std::tuple{2, 2, 8}, std::tuple{1, 1, 2}, std::tuple{3, 3, 9}, std::tuple{1, 1, 5}}) {
+    const int rounds = ringRoundsOf(prefill, ranks);
+    EXPECT_EQ(rounds, ranks / prefill) << prefill << " over " << ranks;
+    const int partnersPossible = (ranks - decode) / prefill;
+    const int cycles = 3;
+    std::vector<std::set<int>> sendersTo(static_cast<std::size_t>(ranks));
+    for (int c = 0; c < cycles; ++c) {
+      std::vector<int> prefills(static_cast<std::size_t>(ranks)), decodes(static_cast<std::size_t>(ranks));
+      for (int r = c * rounds; r < (c + 1) * rounds; ++r) {
+        const auto order = rotatedPositionsOf(r, prefill, decode, ranks);
+        ASSERT_EQ(static_cast<int>(order.size()), ranks);
+        EXPECT_EQ(std::set<int>(order.begin(), order.end()).size(), order.size()) << "round " << r;
+        for (int role = 0; role < ranks; ++role) {
+          const int at = order[static_cast<std::size_t>(role)];
+          EXPECT_EQ(roleInRoundOf(at, r, prefill, decode, ranks), role);
+          if (role < prefill) ++prefills[static_cast<std::size_t>(at)];
+          if (role >= prefill && role < prefill + decode) {
+            ++decodes[static_cast<std::size_t>(at)];
+            sendersTo[static_cast<std::size_t>(at)].insert(order[static_cast<std::size_t>(role - prefill)]);
+          }
+        }
+      }
+      for (int k = 0; k < ranks; ++k) {
+        EXPECT_EQ(prefills[static_cast<std::size_t>(k)], 1) << "rank " << k << " of " << ranks << ", cycle " << c;
+        EXPECT_EQ(decodes[static_cast<std::size_t>(k)], 1) << "rank " << k << " of " << ranks << ", cycle " << c;
+      }
+    }
+    // Each cycle a new sender for every decode rank, while there are partners left.
+    for (int k = 0; k < ranks; ++k)
+      EXPECT_EQ(static_cast<int>(sendersTo[static_cast<std::size_t>(k)].size()), std::min(cycles, partnersPossible))
+          << "rank " << k << " of " << ranks;
+  }
+  // Round 0 is the fixed roles, round 1 moves them on by P, round 4 (the second cycle) puts decode 2 x P on.
+  EXPECT_EQ(rotatedPositionsOf(0, 2, 2, 8), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(rotatedPositionsOf(1, 2, 2, 8), (std::vector<int>{2, 3, 4, 5, 6, 7, 0, 1}));
+  EXPECT_EQ(rotatedPositionsOf(4, 2, 2, 8), (std::vector<int>{0, 1, 4, 5, 2, 3, 6, 7}));
+  EXPECT_THROW(ringRoundsOf(2, 2), std::invalid_argument);
+  EXPECT_THROW(rotatedPositionsOf(0, 2, 2, 3), std::invalid_argument);
 }
 
 TEST(KvPushSchedule, RequestIdsAreUniqueAcrossPrefillRanks) {
@@ -197,6 +241,37 @@ TEST(KvPushConfig, BadKeysAreScenarioErrorsWithPositions) {
   // kv_heads 8 cannot be split 16 ways.
   const auto e = loadError("  - kind: kvpush\n    parallel: {tp: 16}\n    prompt_tokens: [64]\n    sizes: [1]\n");
   EXPECT_NE(e.find("t.yaml:"), std::string::npos) << e;
+}
+
+TEST(KvPushConfig, RoleRotationIsReadOnceAndRefusedWhereItCannotRun) {
+  const auto fixed = scenario::configOf<KvPushConfig>(load(perBlock, 8).tests[0]);
+  EXPECT_EQ(fixed.rotation, RoleRotation::fixed);
+  EXPECT_EQ(fixed.rounds(), 1);
+  // One prefill and one decode rank rotating over the 8 ranks: 8 rounds, the
+  // 20 requests spread over them (3 a round, rounded up).
+  const auto ring = scenario::configOf<KvPushConfig>(
+      load(perBlock + "    role_rotation: ring\n    prefill_ranks: 1\n    decode_ranks: 1\n    requests: 20\n", 8)
+          .tests[0]);
+  EXPECT_EQ(ring.rotation, RoleRotation::ring);
+  EXPECT_EQ(ring.measuringRanks, 8);
+  EXPECT_EQ(ring.rounds(), 8);
+  EXPECT_EQ(ring.requestsPerRound(), 3);
+  EXPECT_STREQ(rotationName(ring.rotation), "ring");
+  // The ring run 4 times: 32 rounds of one request each.
+  const auto cycles = scenario::configOf<KvPushConfig>(
+      load(perBlock + "    role_rotation: ring\n    rotation_cycles: 4\n    prefill_ranks: 1\n    decode_ranks: 1\n"
+                      "    requests: 20\n",
+           8)
+          .tests[0]);
+  EXPECT_EQ(cycles.rounds(), 32);
+  EXPECT_EQ(cycles.requestsPerRound(), 1);
+  EXPECT_NE(loadError(perBlock + "    rotation_cycles: 2\n").find("'role_rotation: ring' only"), std::string::npos);
+  const auto bad = loadError(perBlock + "    role_rotation: spiral\n");
+  EXPECT_NE(bad.find("t.yaml:9:20:"), std::string::npos) << bad;
+  if (FABSCOPE_HAVE_UCX) {
+    const auto pull = loadError(perBlock + "    transport: ucx\n    direction: pull\n    role_rotation: ring\n");
+    EXPECT_NE(pull.find("two-sided push only"), std::string::npos) << pull;
+  }
 }
 
 TEST(KvPushConfig, DeviceMemoryRunsTheStagedStrategyOnly) {

@@ -9,12 +9,15 @@
   (`oversubscribed`, `busy_host`), every time includes the kernel scheduler's slices: a slow
   figure may be the CPUs', not the fabric's. A FAIL then stands only where a component the
   diagnosis names lies on the failing check's ranks; any other FAIL becomes CANNOT TELL,
-  saying why. Without such findings nothing changes.
+  saying why (the per-node check names its own node: the scheduler does not slow one node
+  in both roles). Without such findings nothing changes.
 """
 
 from __future__ import annotations
 
-from typing import List, Set
+from typing import List, Optional, Set
+
+import numpy as np
 
 from ..diagnosis import validity as V
 from .checks import CANNOT_TELL, FAIL, Check, worst_status
@@ -22,6 +25,7 @@ from .fit import FitVerdict
 
 CLUSTER_CHECK = "cluster"
 from .measured import CLASS_TITLES, Measured
+from .nodes import NODES_CHECK
 from .slo import format_ms
 
 
@@ -63,18 +67,40 @@ def culprit_words(culprit) -> str:
     return who if culprit.direction == "link" else f"{who} ({culprit.direction})"
 
 
-def cluster_check(culprits, hosts: int) -> Check:
+def cluster_check(culprits, hosts: int, measured: Optional[Measured] = None) -> Check:
     """A component the diagnosis names anywhere fails the deployment: serving places requests
     on every node, not only on the ranks that measured its operations, so the requests put
-    on a named host (about its share of the hosts) meet it."""
+    on a named host meet it: the share the rotated KV push measured crossing it where it
+    rotated over that host, else about its share of the hosts."""
     named = sorted({c.host for c in culprits})
     share = 100.0 * len(named) / max(hosts, 1)
+    how = f"about {share:.3g} % of them ({len(named)} of {hosts} hosts)"
+    crossing = _kv_share(named, measured)
+    if crossing is not None:
+        how = (f"{100 * crossing[0]:.3g} % of them (the KV push, rotated over every node, "
+               f"sent {crossing[1]} of its {crossing[2]} requests through "
+               f"{'it' if len(named) == 1 else 'them'})")
     subjects = "; ".join(culprit_words(c) for c in culprits)
     return Check(CLUSTER_CHECK, FAIL,
                  f"the whole cluster: the diagnosis names {subjects}: requests are placed on every "
-                 f"node, so about {share:.3g} % of them ({len(named)} of {hosts} hosts) meet it, "
-                 "whatever the serving operations measured on other ranks showed: FAIL",
-                 figures={"hosts_named": len(named), "hosts": hosts})
+                 f"node, so {how} meet it, whatever the serving operations measured on other "
+                 "ranks showed: FAIL",
+                 figures={"hosts_named": len(named), "hosts": hosts,
+                          "request_share": crossing[0] if crossing else share / 100.0})
+
+
+def _kv_share(hosts: List[str], measured: Optional[Measured]):
+    """(share, crossing, total) of the rotated KV push's quiet requests with an end on one
+    of `hosts`, or None when the KV push did not rotate over them."""
+    kv = measured.classes.get("kv") if measured is not None else None
+    if kv is None or not kv.hosts:
+        return None
+    condition = "quiet" if "quiet" in kv.hosts else sorted(kv.hosts)[0]
+    prefill, decode = kv.hosts[condition]
+    if len(set(prefill) | set(decode)) < 3 or not set(hosts) & (set(prefill) | set(decode)):
+        return None
+    on = np.isin(prefill, hosts) | np.isin(decode, hosts)
+    return float(on.mean()), int(on.sum()), len(on)
 
 
 def costs(verdict: FitVerdict, measured: Measured, culprits) -> List[str]:
@@ -111,7 +137,7 @@ def hold_unexplained_fails(verdict: FitVerdict, measured: Measured, culprits,
     for culprit in culprits:
         named |= set(culprit.ranks)
     for check in verdict.checks:
-        if check.status != FAIL or check.name == CLUSTER_CHECK \
+        if check.status != FAIL or check.name in (CLUSTER_CHECK, NODES_CHECK) \
                 or named & check_ranks(check, verdict, measured):
             continue
         check.status = CANNOT_TELL

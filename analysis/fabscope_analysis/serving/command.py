@@ -24,6 +24,7 @@ from .checks import FAIL, PASS, worst_status
 from .fit import FitVerdict, compose_verdict, json_of
 from .line_rate import headline
 from .measured import measure
+from .nodes import NODES_CHECK, named_hosts
 from .paths import paths_of
 from .placement import PlacementError, placement_of
 from .slo import SloError, Slo, load_slo_file, parse_slo_text
@@ -132,6 +133,30 @@ def components_to_fix(result) -> Tuple[List[str], list]:
     return found, []
 
 
+SIDE_WORDS = {"both": ": its KV requests, as prefill and as decode,",
+              "send": " (send): the KV requests it pushes as prefill",
+              "receive": " (receive): the KV requests it receives as decode"}
+
+
+def disagreements(verdict: FitVerdict, culprits) -> List[str]:
+    """Why the per-node check and the diagnosis (what the run's closing verdict names) do
+    not name the same hosts, where they do not."""
+    per_node = next((c for c in verdict.checks if c.name == NODES_CHECK), None)
+    by_kv = set(named_hosts(per_node))
+    by_diagnosis = {c.host for c in culprits}
+    notes = []
+    if by_kv - by_diagnosis:
+        notes.append(f"the rotated KV push names {', '.join(sorted(by_kv - by_diagnosis))}, the "
+                     "diagnosis (the run's closing verdict) does not: its probes (small latency "
+                     "and bandwidth samples per pair) did not show what the KV requests through "
+                     "it met; fit FAILs on the requests")
+    if per_node is not None and by_diagnosis - by_kv:
+        notes.append(f"the diagnosis names {', '.join(sorted(by_diagnosis - by_kv))}, the rotated "
+                     "KV push does not (its requests through it stayed within the budget): fit "
+                     "FAILs on the diagnosis, as the run's closing verdict does")
+    return notes
+
+
 def print_verdict(verdict: FitVerdict, stream) -> None:
     print(verdict.line(), file=stream)
     for check in verdict.checks:
@@ -190,8 +215,15 @@ def run_fit(args) -> int:
             # the whole cluster serves: a component named anywhere fails it
             verdict.to_fix, culprits = components_to_fix(result)
             if culprits:
-                verdict.checks.append(cluster_check(culprits, len(set(result.ranks()["host"]))))
+                verdict.checks.append(cluster_check(culprits, len(set(result.ranks()["host"])),
+                                                    measured))
                 verdict.status = worst_status(c.status for c in verdict.checks)
+            verdict.notes.extend(disagreements(verdict, culprits))
+            per_node = next((c for c in verdict.checks if c.name == NODES_CHECK), None)
+            sides = per_node.figures.get("sides", {}) if per_node is not None else {}
+            verdict.to_fix[:0] = [f"host {h}{SIDE_WORDS[sides.get(h, 'both')]} miss the TTFT "
+                                  "budget (the nodes check)" for h in named_hosts(per_node)
+                                  if h not in {c.host for c in culprits}]
         shared = shared_cpu_findings(result) if verdict.status == FAIL else []
         if verdict.status == FAIL and (shared or not args.no_diagnose):
             if args.no_diagnose:

@@ -14,6 +14,9 @@ Method (docs/serving-fit.md has it for admins):
   prefill chunk, the prefill's communication: ceil(prompt / chunk) chunks of the same
   fabric operations at the chunk's tokens (MoE: DeepEP's normal round; not hidden
   behind compute: an upper bound); checked against ttft_pNN x ttft_share.
+- Where the KV push rotated its roles over the nodes (kvpush `role_rotation: ring`), each
+  node as prefill and as decode (nodes.py): a node slow in both roles FAILs, named, with
+  the share of requests that cross it.
 - Each serving class's congestion impact factor (cif.py) is checked against cif_p99.
 - Every figure carries a 90 % interval (resample.py); PASS or FAIL only when the whole
   interval is on one side of the limit. A figure that was not measured is named as
@@ -33,6 +36,7 @@ from . import resample as R
 from .checks import CANNOT_TELL, ORDER, PASS, Check, worst_status
 from .cif import CifRow, cif_check, cif_rows, gpcnet_rows
 from .measured import CLASS_TITLES, PREFILL_CLASSES, Measured
+from .nodes import nodes_check
 from .paths import paths_of
 from ..run_analysis import format_number
 from .slo import Slo, format_ms
@@ -296,6 +300,11 @@ def compose_verdict(measured: Measured, slo: Slo, deployment) -> FitVerdict:
         if key in slo.targets_ms:
             verdict.checks.append(ttft_check(key, slo, measured, deployment.prompt_tokens,
                                              getattr(deployment, "prefill_chunk", None)))
+    ttft_keys = [key for key in ("ttft_p99", "ttft_p50") if key in slo.targets_ms]
+    per_node = nodes_check(ttft_keys[0], slo, measured) if ttft_keys and measured.kv_on_fabric \
+        else None
+    if per_node is not None:
+        verdict.checks.append(per_node)
     if slo.cif_p99 is None:
         verdict.cif = cif_rows(measured, float("inf"))
         for row in verdict.cif:

@@ -66,6 +66,9 @@ class ClassSeries:
     members: Set[int] = field(default_factory=set)   # the ranks its operations ran on
     canaries: Dict[str, str] = field(default_factory=dict)   # per condition: who measured
     paths: Set[Tuple[str, str]] = field(default_factory=set)   # (transport, memory path) measured
+    # kv, per condition: each request's (prefill host, decode host), aligned with its
+    # times; only where the times are the requests measured at the deployment's size
+    hosts: Dict[str, Tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def conditions(self) -> List[str]:
         names = sorted(self.by_condition)
@@ -169,8 +172,10 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
                f"{inst.get('memory_path', inst.get('memory'))}, {inst.get('loop', 'closed')} loop)",
                str(inst.get("condition", "quiet")))
         groups.setdefault(key, []).append(inst)
+    host_of = _hosts_of_ranks(analysis.result)
     for (name, condition), members in groups.items():
         per_request: Dict[int, np.ndarray] = {}
+        hosts_at: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
         ranks = set()
         for inst in members:
             req = inst.requests()
@@ -178,6 +183,9 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
                 continue
             ranks.update(int(r) for r in req["prefill_rank"].unique())
             ranks.update(int(r) for r in req["decode_rank"].unique())
+            hosts_at[int(inst.get("bytes"))] = tuple(
+                np.array([host_of.get(int(r), f"rank {int(r)}") for r in req[column]], dtype=object)
+                for column in ("prefill_rank", "decode_rank"))
             transfer = (req["t_done_ns"] - req["t_start_ns"]).to_numpy(dtype=np.float64)
             if str(inst.get("strategy")) == "layer-stream":
                 hidden = (d.model.layers - 1) * float(inst.get("compute_per_layer_s", 0)) * 1e9
@@ -191,6 +199,8 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
             continue
         series.by_condition[condition] = times
         series.how[condition] = how
+        if target in per_request and len(per_request[target]):
+            series.hosts[condition] = hosts_at[target]
         series.canaries[condition] = canaries_of(members[0])
         series.members |= ranks
         series.paths.update((str(i.get("transport")), str(i.get("memory_path", i.get("memory"))))
@@ -201,6 +211,13 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
     elif not groups:
         measured.missing.append(f"KV transfer of a {d.prompt_tokens}-token request "
                                 f"({format_bytes(target)} per rank): the file has no kvpush test")
+
+
+def _hosts_of_ranks(result: ResultFile) -> Dict[int, str]:
+    ranks = result.ranks()
+    if ranks is None or len(ranks) == 0 or "host" not in ranks:
+        return {}
+    return {int(r): str(h) for r, h in zip(ranks["rank"], ranks["host"])}
 
 
 def _api_class(analysis: RunAnalysis, measured: Measured) -> None:

@@ -116,6 +116,7 @@ SHRINK_STEPS = [
     _switch_off("gpcnet", "GPCNeT's canary tests"),
     _drop("conditions", 2, "neighbour condition", last=True),
     _drop("decode_batches", 1, "decode batch"),
+    _halve("kv_node_requests", 20, "KV requests per node and role (the rotated push)"),
     _halve("kv_requests", P99_VALUES, "KV requests"),
 ]
 

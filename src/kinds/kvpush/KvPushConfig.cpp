@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "kinds/Kind.hpp"
+#include "kinds/kvpush/KvPushSchedule.hpp"
 #include "model/ModelSpecYaml.hpp"
 #include "scenario/TestSource.hpp"
 #include "scenario/Units.hpp"
@@ -75,6 +76,12 @@ const char* directionName(Direction d) {
   return "?";
 }
 
+const char* rotationName(RoleRotation r) { return r == RoleRotation::ring ? "ring" : "fixed"; }
+
+int KvPushConfig::rounds() const {
+  return rotation == RoleRotation::ring ? ringRoundsOf(prefillRanks, measuringRanks) * rotationCycles : 1;
+}
+
 namespace {
 
 // Reads a kvpush test's keys in a fixed order, so that the first problem
@@ -111,6 +118,7 @@ struct KvPushReader {
   void readPrompts();
   void readStrategy();
   void readRoles();
+  void readRotation();
   void readLoop();
   void readRequests();
   void checkSizes();
@@ -201,6 +209,23 @@ void KvPushReader::readRoles() {
                           : ""));
 }
 
+// The ring rotates the two-sided push only: a one-sided direction exposes
+// each rank's pool once for the roles it has, and the rounds would need it
+// again for the other role.
+void KvPushReader::readRotation() {
+  c.measuringRanks = measuringRanksOf(spec, source.worldSize, 2);
+  const bool ring = p.choice("role_rotation", {"fixed", "ring"}, "fixed") == "ring";
+  c.rotationCycles = static_cast<int>(p.integer("rotation_cycles", 1, 1, 1000));
+  if (!ring) {
+    if (p.has("rotation_cycles")) p.fail("rotation_cycles", "'rotation_cycles' applies to 'role_rotation: ring' only");
+    return;
+  }
+  c.rotation = RoleRotation::ring;
+  if (isOneSided(c.direction))
+    p.fail("role_rotation", std::string("'role_rotation: ring' rotates the two-sided push only; 'direction: ") +
+                                directionName(c.direction) + "' keeps fixed roles (drop one of the two)");
+}
+
 void KvPushReader::readLoop() {
   auto loop = p.mapping("loop", {"mode", "in_flight", "rate"});
   c.loop = loop.choice("mode", {"closed", "open"}, "closed") == "open" ? LoopMode::open : LoopMode::closed;
@@ -273,6 +298,7 @@ KvPushConfig readKvPushConfig(const scenario::TestSpec& spec, const scenario::Te
   r.readPrompts();
   r.readStrategy();
   r.readRoles();
+  r.readRotation();
   r.readLoop();
   r.readRequests();
   r.checkSizes();

@@ -26,9 +26,22 @@ enum class LoopMode { closed, open };
 // flush, then a small notification); `pull` = the decode rank reads from the
 // prefill rank's blocks (one-sided get) once told where they are.
 enum class Direction { push, pushPut, pull };
+// Which measuring ranks take the roles. `fixed`: ranks [0, P) prefill and
+// [P, P + D) decode for every request. `ring`: the requests run in rounds; in
+// round r the role block starts r x P measuring ranks further on (modulo the
+// N measuring ranks), N / gcd(N, P) rounds a cycle. With P dividing N (one
+// node's ranks per worker) every rank prefills once a cycle and decodes D / P
+// times: every node that would serve pushes and receives KV, each round's pair
+// of nodes in the request rows (prefill_rank, decode_rank). `rotation_cycles`
+// runs that many cycles, each with the decode block one more block away
+// (KvPushSchedule.hpp): a node's roles spread over the run, so a burst of other
+// work on the CPUs does not pass for one node's fault, and each side of a node
+// meets several partners, so a slow pair is told from a slow node.
+enum class RoleRotation { fixed, ring };
 
 const char* strategyName(Strategy s);
 const char* directionName(Direction d);
+const char* rotationName(RoleRotation r);
 inline bool isOneSided(Direction d) { return d != Direction::push; }
 
 struct KvPushConfig final : scenario::KindConfig {
@@ -47,9 +60,17 @@ struct KvPushConfig final : scenario::KindConfig {
   int warmupRequests = 0;             // per prefill rank, before the measured ones
   double computePerLayerSeconds = 0;  // layer-stream: busy-wait per layer
   std::uint64_t poolBlocks = 0;       // per worker pool; 0 in the file = derived
+  RoleRotation rotation = RoleRotation::fixed;
+  int measuringRanks = 0;  // the ranks the roles rotate over (ring)
+  int rotationCycles = 1;  // times the ring is run (ring)
 
   int participants() const { return prefillRanks + decodeRanks; }
   int totalRequestsPerPrefill() const { return warmupRequests + requests; }
+  // Rounds of the rotation (1 when fixed; the ring's rounds x cycles) and the
+  // measured requests each prefill rank sends per round: `requests` spread over
+  // the rounds, rounded up.
+  int rounds() const;
+  int requestsPerRound() const { return (requests + rounds() - 1) / rounds(); }
 };
 
 // Reads and checks every kvpush key of `spec` (the kind's parse step, at

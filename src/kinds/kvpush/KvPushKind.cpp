@@ -7,8 +7,10 @@
 // direction x one prompt length (KvPushConfig.hpp); the workers are in
 // KvPushTwoSided.cpp (push) and KvPushOneSided.cpp (push-put, pull).
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <memory>
+#include <thread>
 
 #include "kinds/Kind.hpp"
 #include "kinds/kvpush/KvPushConfig.hpp"
@@ -28,6 +30,11 @@ using namespace kvpush;
 // the memory.
 struct KvRunState final : InstanceState {
   Shape shape;
+  // The round being run (ring rotation): its shape (requests per round, id
+  // base) and a context whose participants are in that round's role order.
+  Shape roundShape;
+  std::vector<int> roundOrder;
+  std::unique_ptr<RunContext> roundContext;
   std::vector<KvRequestRecord> rows;  // decode ranks: one per measured request
   std::unique_ptr<KvMemory> memory;
   std::unique_ptr<DecodeLedger> ledger;
@@ -55,6 +62,23 @@ bool everyRankMeasures(const scenario::TestSpec& spec, int worldSize) {
   const bool allCanaries =
       (spec.canaries <= 0 || spec.canaries >= used) && (spec.canaryFraction <= 0 || spec.canaryFraction >= 1);
   return used == worldSize && allCanaries;
+}
+
+// A rank without a role in a rotation round waits for the round's end. Where
+// waits yield (ranks outnumber the CPUs) it sleeps between polls: six ranks
+// yielding on two cores still take a share of the CPUs the measuring pair's
+// transfers need. Elsewhere it is the ordinary barrier. Untimed.
+void waitOutRound(const RunContext& ctx) {
+  if (runtime::waitPolicy() != runtime::WaitPolicy::yield) return ctx.group.barrier(ctx.deadline);
+  MPI_Request request;
+  runtime::checkMpi(MPI_Ibarrier(ctx.group.handle(), &request), "MPI_Ibarrier");
+  for (;;) {
+    int done = 0;
+    runtime::checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test (the end of a rotation round)");
+    if (done) return;
+    if (ctx.deadline.expired()) ctx.deadline.fail("the end of a KV rotation round");
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
 }
 
 // --- The kind --------------------------------------------------------------
@@ -90,6 +114,9 @@ class KvPushKind final : public Kind {
                                                               {"requests_measured", integer},
                                                               {"requests_per_prefill", integer},
                                                               {"requests_verified", integer},
+                                                              {"role_rotation", text},
+                                                              {"rotation_cycles", integer},
+                                                              {"rotation_rounds", integer},
                                                               {"scatter_ns_mean", real},
                                                               {"strategy", text},
                                                               {"tp", integer},
@@ -104,7 +131,7 @@ class KvPushKind final : public Kind {
     scenario::KindRules r;
     r.extraKeys = {"model",           "parallel",          "block_tokens", "prompt_tokens", "strategy",
                    "direction",       "prefill_ranks",     "decode_ranks", "loop",          "requests",
-                   "warmup_requests", "compute_per_layer", "pool_blocks"};
+                   "warmup_requests", "compute_per_layer", "pool_blocks",  "role_rotation", "rotation_cycles"};
     r.minRanks = 2;
     r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
       auto config = std::make_shared<KvPushConfig>(readKvPushConfig(spec, source));
@@ -161,7 +188,10 @@ class KvPushKind final : public Kind {
     plan.metric = Metric::bandwidth;
     plan.pattern = "kv-push";
     plan.oneSided = isOneSided(c.direction);
-    plan.maxSamplesPerRank = static_cast<std::int64_t>(c.prefillRanks) * c.requests;
+    // A rotating rank may decode in several rounds: at most every round's requests.
+    plan.maxSamplesPerRank =
+        static_cast<std::int64_t>(c.prefillRanks) *
+        (c.rotation == RoleRotation::ring ? std::int64_t{c.requestsPerRound()} * c.rounds() : std::int64_t{c.requests});
     // The larger of the two roles: pool plus per-lane staging.
     const auto lanes = static_cast<std::int64_t>(c.inFlight) * std::max(1, c.prefillRanks);
     plan.bufferBytesPerRank = static_cast<std::int64_t>(s.layout.poolBytes() + s.stagingBytes * lanes);
@@ -170,7 +200,10 @@ class KvPushKind final : public Kind {
                        std::to_string(s.blocks) + " blocks, " + std::to_string(s.messages) + " messages), " +
                        std::to_string(c.prefillRanks) + " prefill -> " + std::to_string(c.decodeRanks) + " decode, " +
                        (c.loop == LoopMode::closed ? "closed loop, " + std::to_string(c.inFlight) + " in flight"
-                                                   : "open loop, " + std::to_string(c.ratePerSecond) + " req/s");
+                                                   : "open loop, " + std::to_string(c.ratePerSecond) + " req/s") +
+                       (c.rotation == RoleRotation::ring ? ", roles rotating over " + std::to_string(c.measuringRanks) +
+                                                               " ranks in " + std::to_string(c.rounds()) + " rounds"
+                                                         : "");
     return plan;
   }
 
@@ -186,31 +219,63 @@ class KvPushKind final : public Kind {
     s.inOrder = t.capabilities().inOrder || ctx.selfTest.kvInOrder;
     const auto& c = s.config;
     checkTransport(ctx, s);
-    // Roles by position among the measuring ranks: [0, P) prefill, then D decode.
-    const int me = ctx.group.rank();
-    const bool prefill = me < c.prefillRanks;
-    const bool decode = !prefill && me < c.participants();
-    if (prefill || decode)
-      state->memory = std::make_unique<KvMemory>(s.memoryMode(), s.geometry, s.blocks, s.stagingBytes,
-                                                 stagingSlotsOf(c, decode), ctx.buffers, s.pinnedHost);
     const bool oneSided = isOneSided(c.direction);
+    const int me = ctx.group.rank();
+    const int measuring = static_cast<int>(ctx.participants.size());
+    const bool rotating = c.rotation == RoleRotation::ring;
+    const int rounds = rotating ? ringRoundsOf(c.prefillRanks, measuring) * c.rotationCycles : 1;
+    // Every rank that takes a role in some round holds a pool; a rotating rank
+    // decodes in some round, so its staging has the decode side's slots.
+    if (rotating || me < c.participants())
+      state->memory =
+          std::make_unique<KvMemory>(s.memoryMode(), s.geometry, s.blocks, s.stagingBytes,
+                                     stagingSlotsOf(c, rotating || me >= c.prefillRanks), ctx.buffers, s.pinnedHost);
     KvRegions regions;
     if (oneSided) regions = exposeRegions(ctx, *state);
-    if (decode)
-      state->ledger = std::make_unique<DecodeLedger>(ctx, s, *state->memory, state->rows,
-                                                     measuredRequestsOf(c, me - c.prefillRanks));
-    if (prefill)
-      state->worker = oneSided ? makeOneSidedPrefill(ctx, s, *state->memory, regions, me)
-                               : makePushPrefill(ctx, s, *state->memory, me);
-    if (decode)
-      state->worker = oneSided
-                          ? makeOneSidedDecode(ctx, s, *state->memory, regions, me - c.prefillRanks, *state->ledger)
-                          : makePushDecode(ctx, s, *state->memory, me - c.prefillRanks, *state->ledger);
-    // After a failure the regions stay exposed (withdrawing is collective and
-    // the peers may be gone); the transport unmaps them when it closes.
-    ctx.group.barrier(ctx.deadline);  // pools allocated everywhere before the first message
-    if (state->worker) state->worker->run();
-    ctx.group.barrier(ctx.deadline);
+    for (int round = 0; round < rounds; ++round) {
+      // Roles by position in this round's order: [0, P) prefill, then D decode.
+      state->roundShape = s;
+      auto& rs = state->roundShape;
+      int role = me;
+      if (rotating) {
+        rs.config.requests = c.requestsPerRound();
+        rs.requestIdBase = static_cast<std::uint64_t>(round) * static_cast<std::uint64_t>(c.prefillRanks) *
+                           static_cast<std::uint64_t>(rs.config.totalRequestsPerPrefill());
+        state->roundOrder.clear();
+        for (const int at : rotatedPositionsOf(round, c.prefillRanks, c.decodeRanks, measuring))
+          state->roundOrder.push_back(ctx.participants.at(static_cast<std::size_t>(at)));
+        state->roundContext = std::make_unique<RunContext>(
+            RunContext{ctx.world, ctx.group, state->roundOrder, ctx.transport, ctx.identity, ctx.clock, ctx.instance,
+                       ctx.plan, ctx.samples, ctx.buffers, ctx.runCache, ctx.verdict, ctx.state, ctx.deadline, ctx.seed,
+                       ctx.caseSeed, ctx.selfTest});
+        role = roleInRoundOf(me, round, c.prefillRanks, c.decodeRanks, measuring);
+      }
+      RunContext& rctx = rotating ? *state->roundContext : ctx;
+      const auto& rc = rs.config;
+      const bool prefill = role < rc.prefillRanks;
+      const bool decode = !prefill && role < rc.participants();
+      state->worker.reset();
+      state->ledger.reset();
+      if (decode)
+        state->ledger = std::make_unique<DecodeLedger>(rctx, rs, *state->memory, state->rows,
+                                                       measuredRequestsOf(rc, role - rc.prefillRanks));
+      if (prefill)
+        state->worker = oneSided ? makeOneSidedPrefill(rctx, rs, *state->memory, regions, role)
+                                 : makePushPrefill(rctx, rs, *state->memory, role);
+      if (decode)
+        state->worker =
+            oneSided ? makeOneSidedDecode(rctx, rs, *state->memory, regions, role - rc.prefillRanks, *state->ledger)
+                     : makePushDecode(rctx, rs, *state->memory, role - rc.prefillRanks, *state->ledger);
+      // After a failure the regions stay exposed (withdrawing is collective and
+      // the peers may be gone); the transport unmaps them when it closes.
+      ctx.group.barrier(ctx.deadline);  // pools allocated everywhere before the first message
+      if (state->worker) {
+        state->worker->run();
+        ctx.group.barrier(ctx.deadline);
+      } else {
+        waitOutRound(ctx);
+      }
+    }
     if (oneSided) {
       if (regions.staging >= 0) t.withdrawRegion(regions.staging, ctx.deadline);
       t.withdrawRegion(regions.pool, ctx.deadline);
@@ -310,7 +375,12 @@ class KvPushKind final : public Kind {
     a.emplace_back("in_flight", std::int64_t{c.inFlight});
     a.emplace_back("rate_per_s", c.ratePerSecond);
     a.emplace_back("compute_per_layer_s", c.computePerLayerSeconds);
-    a.emplace_back("requests_per_prefill", std::int64_t{c.requests});
+    a.emplace_back("role_rotation", std::string(rotationName(c.rotation)));
+    a.emplace_back("rotation_cycles", std::int64_t{c.rotationCycles});
+    a.emplace_back("rotation_rounds", std::int64_t{c.rounds()});
+    // Per prefill rank and round (the rounds add up to requests_measured).
+    a.emplace_back("requests_per_prefill",
+                   std::int64_t{c.rotation == RoleRotation::ring ? c.requestsPerRound() : c.requests});
     a.emplace_back("warmup_requests", std::int64_t{c.warmupRequests});
     a.emplace_back("requests_measured", requests);
     a.emplace_back("requests_verified", verified);

@@ -1,6 +1,8 @@
 #include "kinds/kvpush/KvPushSchedule.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 
@@ -13,6 +15,49 @@ int decodeIndexOf(int prefill, int index, int decodeCount) {
     throw std::invalid_argument("decodeIndexOf: prefill " + std::to_string(prefill) + ", index " +
                                 std::to_string(index) + ", decode count " + std::to_string(decodeCount));
   return static_cast<int>((static_cast<std::int64_t>(prefill) + index) % decodeCount);
+}
+
+namespace {
+void checkRing(int prefillRanks, int decodeRanks, int measuringRanks) {
+  if (prefillRanks < 1 || decodeRanks < 1 || measuringRanks < prefillRanks + decodeRanks)
+    throw std::invalid_argument("ring rotation: " + std::to_string(prefillRanks) + " prefill and " +
+                                std::to_string(decodeRanks) + " decode ranks over " + std::to_string(measuringRanks) +
+                                " measuring ranks");
+}
+}  // namespace
+
+int ringRoundsOf(int prefillRanks, int measuringRanks) {
+  checkRing(prefillRanks, 1, measuringRanks);
+  return measuringRanks / std::gcd(measuringRanks, prefillRanks);
+}
+
+std::vector<int> rotatedPositionsOf(int round, int prefillRanks, int decodeRanks, int measuringRanks) {
+  checkRing(prefillRanks, decodeRanks, measuringRanks);
+  if (round < 0) throw std::invalid_argument("ring rotation: round " + std::to_string(round));
+  const int n = measuringRanks, rounds = ringRoundsOf(prefillRanks, n);
+  const int cycle = round / rounds, partners = (n - decodeRanks) / prefillRanks;
+  const int start = static_cast<int>(static_cast<std::int64_t>(round % rounds) * prefillRanks % n);
+  const int decodeOffset = prefillRanks * (1 + cycle % partners);
+  // Offsets from the prefill block's start: prefill, decode, then the others in order.
+  std::vector<int> offsets;
+  offsets.reserve(static_cast<std::size_t>(n));
+  for (int k = 0; k < prefillRanks; ++k) offsets.push_back(k);
+  for (int k = 0; k < decodeRanks; ++k) offsets.push_back(decodeOffset + k);
+  for (int k = prefillRanks; k < n; ++k)
+    if (k < decodeOffset || k >= decodeOffset + decodeRanks) offsets.push_back(k);
+  std::vector<int> positions;
+  positions.reserve(offsets.size());
+  for (const int offset : offsets) positions.push_back((start + offset) % n);
+  return positions;
+}
+
+int roleInRoundOf(int position, int round, int prefillRanks, int decodeRanks, int measuringRanks) {
+  const auto positions = rotatedPositionsOf(round, prefillRanks, decodeRanks, measuringRanks);
+  const auto at = std::find(positions.begin(), positions.end(), position);
+  if (at == positions.end())
+    throw std::invalid_argument("ring rotation: position " + std::to_string(position) + " of " +
+                                std::to_string(measuringRanks));
+  return static_cast<int>(at - positions.begin());
 }
 
 std::vector<int> requestsFromPrefill(int prefill, int decode, int decodeCount, int requestsPerPrefill) {

@@ -18,6 +18,20 @@ int decodeIndexOf(int prefill, int index, int decodeCount);
 // order they are sent (ascending).
 std::vector<int> requestsFromPrefill(int prefill, int decode, int decodeCount, int requestsPerPrefill);
 
+// Ring rotation of the roles (RoleRotation::ring) over N measuring ranks.
+// One cycle is N / gcd(N, P) rounds; in round r of cycle c the prefill block
+// starts at (r x P) mod N and the decode block P x k ranks after it, with
+// k = 1 + c mod floor((N - D) / P): every cycle pairs each prefill block with
+// another decode partner, so a rank's receive side (and its send side) is seen
+// with several partners and a slow pair is told from a slow rank. The ranks
+// with no role in a round keep the remaining positions in order.
+int ringRoundsOf(int prefillRanks, int measuringRanks);
+// The measuring-rank position of every role position in round `round` (roles
+// [0, P) prefill, [P, P + D) decode, the rest idle): a permutation of [0, N).
+std::vector<int> rotatedPositionsOf(int round, int prefillRanks, int decodeRanks, int measuringRanks);
+// The role position of measuring rank `position` in `round` (the inverse).
+int roleInRoundOf(int position, int round, int prefillRanks, int decodeRanks, int measuringRanks);
+
 // Globally unique id of a request (the fill pattern and the file use it).
 inline std::uint64_t requestIdOf(int prefill, int index, int requestsPerPrefill) {
   return static_cast<std::uint64_t>(prefill) * static_cast<std::uint64_t>(requestsPerPrefill) +

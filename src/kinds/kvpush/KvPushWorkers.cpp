@@ -62,8 +62,7 @@ std::uint64_t stagingSlotsOf(const KvPushConfig& c, bool decode) {
 DecodeLedger::DecodeLedger(RunContext& ctx, const Shape& shape, KvMemory& memory, std::vector<KvRequestRecord>& rows,
                            std::size_t measured)
     : ctx_(ctx), s_(shape), memory_(memory), rows_(rows) {
-  rows_.clear();
-  rows_.reserve(measured);
+  rows_.reserve(rows_.size() + measured);
   std::snprintf(strategy_, sizeof strategy_, "%s", strategyName(s_.config.strategy));
   std::snprintf(direction_, sizeof direction_, "%s", directionName(s_.config.direction));
   localMinusGlobal_ = -ctx.clock.toGlobal(0);
@@ -104,7 +103,7 @@ void DecodeLedger::complete(int prefillIndex, int index, const RequestHeader& he
   ctx_.samples.record(ctx_.world.rank(), static_cast<std::int32_t>(rows_.size()), prefillRank, s_.bytes, tPostLocal,
                       tDone, verified ? 0u : output::sample_flags::dataCheckFailed);
   KvRequestRecord row{};
-  row.request_id = static_cast<std::int64_t>(expectedId);
+  row.request_id = static_cast<std::int64_t>(expectedId + s_.requestIdBase);
   row.prefill_rank = prefillRank;
   row.decode_rank = ctx_.world.rank();
   row.bytes = s_.bytes;

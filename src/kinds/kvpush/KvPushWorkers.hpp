@@ -45,6 +45,9 @@ struct Shape {
   std::uint64_t stagingBytes = 0;
   bool gpuPool = false;     // memory: cuda: the pool is in device memory
   bool pinnedHost = false;  // memory: cuda-host: host pool and staging are pinned
+  // Added to the request ids in the rows: a rotated round's requests count
+  // from 0 like the first round's, and the rows keep them apart.
+  std::uint64_t requestIdBase = 0;
   // Known once the transport is: set by the kind's run().
   bool deviceDirect = false;  // gpuPool and the transport addresses device memory
   bool inOrder = false;       // the transport matches in posting order (NCCL)
@@ -122,7 +125,8 @@ int corruptedRequestOf(const RunContext& ctx, int prefillIndex, int warmupReques
 
 // The decode side's bookkeeping of completed requests: verifies the blocks,
 // records the sample and the request row (rows reserved up front, so
-// recording allocates nothing).
+// recording allocates nothing). A round of a rotation appends to the rows of
+// the rounds before it.
 class DecodeLedger {
  public:
   DecodeLedger(RunContext& ctx, const Shape& shape, KvMemory& memory, std::vector<KvRequestRecord>& rows,

@@ -1,0 +1,160 @@
+"""`fit` over the whole cluster: a KV push whose roles rotated over every node (kvpush
+`role_rotation: ring`) is judged node by node; a node slow in both roles FAILs, named,
+with the share of requests that cross it."""
+
+import json
+
+import numpy as np
+import pytest
+
+from serving_files import add_kv, reopened
+from synthetic import write_matrix_run
+
+from fabscope_analysis.cli import main
+from fabscope_analysis.serving.nodes import lower_bound, node_roles
+
+NODES = 8
+PER_ROUND = 40   # 320 requests: a p99 with the rule of three's 1 % bound
+
+
+def ring(nodes=NODES, per_round=PER_ROUND, cycles=1):
+    """Each request's (prefill, decode) rank: round r of cycle c pushes rank r -> r + 1 + c
+    (kvpush's ring with rotation_cycles)."""
+    prefill = np.tile(np.repeat(np.arange(nodes), per_round // cycles), cycles)
+    cycle = np.repeat(np.arange(cycles), nodes * (per_round // cycles))
+    return prefill, (prefill + 1 + cycle) % nodes
+
+
+def rotated_run(tmp_path, slow_node=None, slow_share=0.3, name="r.h5", seed=3):
+    """Eight hosts fh0..fh7 (one rank each), healthy probes, and a 320 MiB KV push rotated
+    over them taking about 40 ms; requests with an end on `slow_node` take 400 ms in
+    `slow_share` of cases (over the 200 ms the fabric may take of a 2 s TTFT)."""
+    run = reopened(write_matrix_run(tmp_path / name, nranks=NODES))
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    rng = np.random.default_rng(seed)
+    prefill, decode = ring()
+    transfer = 40e6 * rng.lognormal(0, 0.1, len(prefill))
+    if slow_node is not None:
+        on = (prefill == slow_node) | (decode == slow_node)
+        transfer[on & (rng.random(len(prefill)) < slow_share)] = 400e6
+    add_kv(run, transfer, np.full(len(prefill), 1e5), prefill=prefill, decode=decode)
+    run.close()
+    return run.path
+
+
+def fit(path, tmp_path, capsys, *extra):
+    out_json = tmp_path / "fit.json"
+    code = main(["fit", path, "--slo", "ttft_p99=2s,cif_p99=off", "--json", str(out_json),
+                 *extra])
+    checks = {c["name"]: c for c in json.loads(out_json.read_text())["checks"]}
+    return code, capsys.readouterr().out, checks
+
+
+def test_a_node_slow_in_both_roles_fails_named_with_its_share_of_requests(tmp_path, capsys):
+    code, out, checks = fit(rotated_run(tmp_path, slow_node=5), tmp_path, capsys)
+    assert code == 1, out
+    nodes = checks["nodes"]
+    assert nodes["status"] == "FAIL", out
+    assert nodes["figures"]["nodes_named"] == ["fh5"], out
+    # ring rotation over 8 nodes: fh5 pushes to fh6 and receives from fh4, 80 of 320
+    assert nodes["figures"]["shares"]["fh5"] == pytest.approx(0.25)
+    assert "fh5: " in nodes["text"]
+    assert "25 % of requests cross it there, 80 of 320" in nodes["text"]
+    assert nodes["figures"]["sides"] == {"fh5": "both"}
+    # its partners are slow in one role only: named as pairs, not as nodes
+    assert not {"fh4", "fh6"} & set(nodes["figures"]["nodes_named"])
+    # the diagnosis's probes are healthy: fit says why it disagrees with them
+    assert ("the rotated KV push names fh5, the diagnosis (the run's closing verdict) does "
+            "not") in out
+
+
+def test_a_healthy_rotated_push_passes_every_node(tmp_path, capsys):
+    code, out, checks = fit(rotated_run(tmp_path), tmp_path, capsys)
+    assert code == 0, out
+    assert checks["nodes"]["status"] == "PASS"
+    assert "(8 nodes, quiet): none is slow in both roles" in checks["nodes"]["text"]
+
+
+def test_one_slow_pair_is_not_a_slow_node(tmp_path, capsys):
+    """Only the requests fh2 -> fh3 slow: neither end is slow in both roles."""
+    run = reopened(write_matrix_run(tmp_path / "p.h5", nranks=NODES))
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    prefill, decode = ring()
+    transfer = np.full(len(prefill), 40e6)
+    transfer[(prefill == 2) & (np.arange(len(prefill)) % 3 == 0)] = 400e6
+    add_kv(run, transfer, np.full(len(prefill), 1e5), prefill=prefill, decode=decode)
+    run.close()
+    code, out, checks = fit(run.path, tmp_path, capsys)
+    assert checks["nodes"]["status"] == "PASS", out
+    assert "slow in one role with one partner" in checks["nodes"]["text"]
+    text = checks["nodes"]["text"]
+    assert "fh2 as prefill" in text and "fh3 as decode" in text
+    assert checks["ttft_p99"]["status"] == "FAIL" and code == 1   # 4 % of all requests over
+
+
+def test_one_fixed_pair_gives_no_per_node_check(tmp_path, capsys):
+    run = reopened(write_matrix_run(tmp_path / "f.h5", nranks=NODES))
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    add_kv(run, np.full(320, 40e6), np.full(320, 1e5), prefill=0, decode=1)
+    run.close()
+    code, out, checks = fit(run.path, tmp_path, capsys)
+    assert "nodes" not in checks and code == 0, out
+
+
+def test_node_roles_count_each_role_and_the_bound_is_clopper_pearson():
+    prefill, decode = np.array(["a", "b", "c", "a"]), np.array(["b", "c", "a", "b"])
+    roles = node_roles(prefill, decode, np.array([5.0, 1.0, 5.0, 1.0]), 2.0)
+    assert (roles["a"]["prefill"].requests, roles["a"]["prefill"].over) == (2, 1)
+    assert (roles["a"]["decode"].requests, roles["a"]["decode"].over) == (1, 1)
+    assert roles["b"]["decode"].partners == ["a"]
+    # 1 of 10: the 95 % lower bound is 1 - 0.95 ** 0.1
+    assert lower_bound(1, 10) == pytest.approx(1 - 0.95 ** 0.1)
+    assert lower_bound(0, 10) == 0.0
+
+
+def test_slow_requests_everywhere_single_out_no_node(tmp_path, capsys):
+    """Every request 400 ms in 8 % of cases (other work on the CPUs, everywhere): the
+    TTFT check over all requests FAILs, but no node stands out from the others."""
+    run = reopened(write_matrix_run(tmp_path / "e.h5", nranks=NODES))
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    rng = np.random.default_rng(11)
+    prefill, decode = ring()
+    transfer = np.where(rng.random(len(prefill)) < 0.08, 400e6, 40e6)
+    add_kv(run, transfer, np.full(len(prefill), 1e5), prefill=prefill, decode=decode)
+    run.close()
+    code, out, checks = fit(run.path, tmp_path, capsys)
+    assert checks["ttft_p99"]["status"] == "FAIL" and code == 1, out
+    assert checks["nodes"]["status"] == "PASS" and checks["nodes"]["figures"]["nodes_named"] == []
+
+
+def rotated_cycles_run(tmp_path, slow, name="c.h5"):
+    """The ring run 4 times, each node receiving from 4 partners; requests for which
+    `slow(prefill, decode)` holds take 400 ms in 3 of 10 cases."""
+    run = reopened(write_matrix_run(tmp_path / name, nranks=NODES))
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    rng = np.random.default_rng(5)
+    prefill, decode = ring(per_round=PER_ROUND * 2, cycles=4)
+    transfer = 40e6 * rng.lognormal(0, 0.1, len(prefill))
+    transfer[slow(prefill, decode) & (rng.random(len(prefill)) < 0.3)] = 400e6
+    add_kv(run, transfer, np.full(len(prefill), 1e5), prefill=prefill, decode=decode)
+    run.close()
+    return run.path
+
+
+def test_a_slow_receive_side_met_with_several_partners_is_named_as_such(tmp_path, capsys):
+    code, out, checks = fit(rotated_cycles_run(tmp_path, lambda p, d: d == 5), tmp_path, capsys)
+    nodes = checks["nodes"]
+    assert code == 1 and nodes["status"] == "FAIL", out
+    assert nodes["figures"]["nodes_named"] == ["fh5"] and nodes["figures"]["sides"] == {
+        "fh5": "receive"}, out
+    assert nodes["figures"]["shares"]["fh5"] == pytest.approx(1 / 8)   # it decodes 1 in 8
+    assert "fh5 (receive): " in nodes["text"] and "with 4 of 4 partners" in nodes["text"]
+    assert "fix: host fh5 (receive): the KV requests it receives as decode miss the TTFT budget" \
+        in out
+
+
+def test_one_slow_pair_among_several_partners_names_no_node(tmp_path, capsys):
+    code, out, checks = fit(rotated_cycles_run(tmp_path, lambda p, d: (p == 2) & (d == 3)),
+                            tmp_path, capsys)
+    assert checks["nodes"]["status"] == "PASS", out
+    assert "fh3 as decode" in checks["nodes"]["text"], out   # named as the pair's
