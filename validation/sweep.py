@@ -13,6 +13,7 @@ Seeds are drawn fresh (from the OS) unless --first-seed is given, so a table is 
 seeds nobody looked at while writing a rule; the table prints the seeds to reproduce it.
 
     nice python3 validation/sweep.py --hosts 16 --gpus 8 --seeds 2 --jobs 2
+    nice python3 validation/sweep.py --time --hosts 4 --gpus 8 --hosts-per-leaf 2 --seeds 8
 
 Scoring, per planted fault (from the diagnosis' JSON: component, host, peer_host, ranks,
 nics, direction of each culprit):

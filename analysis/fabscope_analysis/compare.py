@@ -14,7 +14,9 @@ rank > block, and a t interval on the runs' log figures when run-to-run variatio
 known (2+ runs on a side, or ``--aa-archive DIR`` of A/A runs), confirmed by a
 permutation test of the runs where their splits can reach the level (4 vs 4, 3 vs 4 and
 more). With one run per side and no archive a difference is ``cannot tell (one run per
-side)``.
+side)``. The rows of one comparison then share one false-difference rate:
+Benjamini-Hochberg over all of them (compare_stats.rows_false_differences), stated under
+the comparison's header.
 """
 
 from __future__ import annotations

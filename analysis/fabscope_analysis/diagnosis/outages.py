@@ -101,23 +101,28 @@ def stalls_of(result: ResultFile) -> Tuple[List[Stall], int, Optional[int]]:
         post, done = s["t_post_ns"].to_numpy(np.int64), s["t_done_ns"].to_numpy(np.int64)
         zero = int(post.min()) if zero is None else min(zero, int(post.min()))
         d = (done - post).astype(np.float64) / 1e9
-        key = pd.MultiIndex.from_arrays([s["rank"].to_numpy(), s["peer"].to_numpy(),
-                                         s["bytes"].to_numpy()])
+        # one int64 key per (rank, peer, bytes): a MultiIndex groupby takes seconds at 2M samples
+        ranks, peers = s["rank"].to_numpy(np.int64), s["peer"].to_numpy(np.int64)
+        size_code, sizes = pd.factorize(s["bytes"].to_numpy())
+        key = (ranks * (int(peers.max()) + 1) + peers) * len(sizes) + size_code
         typical = pd.Series(d).groupby(key).transform("median").to_numpy()
         excess = d - typical
         count += len(d)
         label = f"{inst.index:04d} {inst.get('name')}"
-        top = np.argsort(excess)[::-1][:CANDIDATES + REFERENCE + 1]
+        keep = min(CANDIDATES + REFERENCE + 1, len(excess))
+        top = np.argpartition(-excess, keep - 1)[:keep]
+        top = top[np.argsort(-excess[top], kind="stable")]
         gaps = _gaps(post, done, label, begun := int(start) if start is not None else int(post.min()))
         count += len(gaps)
         out.extend(gaps)
-        ranks, peers = s["rank"].to_numpy(), s["peer"].to_numpy()
-        for i in top:
-            ends = (ranks == ranks[i]) | (peers == ranks[i]) | (ranks == peers[i]) | (peers == peers[i])
-            before = done[ends & (done <= post[i])]
+        for k, i in enumerate(top):
+            seen_up = int(post[i])
+            if k < CANDIDATES:  # only a candidate's window is reported: when its ends were last up
+                ends = (ranks == ranks[i]) | (peers == ranks[i]) | (ranks == peers[i]) | (peers == peers[i])
+                before = done[ends & (done <= post[i])]
+                seen_up = int(before.max()) if len(before) else min(begun, int(post[i]))
             out.append(Stall(int(ranks[i]), int(peers[i]), int(post[i]), int(done[i]),
-                             float(excess[i]), float(typical[i]), label,
-                             int(before.max()) if len(before) else min(begun, int(post[i]))))
+                             float(excess[i]), float(typical[i]), label, seen_up))
     out.sort(key=lambda x: -x.excess_s)
     return out[:CANDIDATES + REFERENCE + 1], count, zero
 
@@ -134,7 +139,8 @@ def _gaps(post: np.ndarray, done: np.ndarray, label: str, begun: int) -> List[St
     if not len(where):
         return []
     typical = float(np.median(hole[where])) / 1e9
-    biggest = where[np.argsort(hole[where])[::-1][:CANDIDATES + REFERENCE + 1]]
+    keep = min(CANDIDATES + REFERENCE + 1, len(where))
+    biggest = where[np.argpartition(-hole[where], keep - 1)[:keep]]
     return [Stall(-1, -1, int(d[i]), int(p[i + 1]), hole[i] / 1e9 - typical, typical, label,
                   int(d[i])) for i in biggest]
 
