@@ -202,60 +202,64 @@ def outages(result: ResultFile, layout: Layout, q_family: float) -> Tuple[List[C
     rejected, _ = benjamini_hochberg(p, q_family)
     found = [st for st, ok in zip(stalls, rejected) if ok and st.excess_s >= MIN_STALL_S]
     epoch = result.attrs.get("epoch_offset_ns")
-    out = []
-    for event in _events(found):
-        common = set.intersection(*({x.rank, x.peer} for x in event))
-        peers = {(x.rank, x.peer) for x in event}
-        start = min(x.t_post_ns for x in event)
-        end = max(x.t_done_ns for x in event)
-        t0, t1 = (start - zero) / 1e9, (end - zero) / 1e9
-        # the port was last seen up when a sample of these ranks last completed before the
-        # first stalled one was posted, and was down before that sample would have completed
-        # on its own (its pair's typical time): the start is known to that span; the end to
-        # the transport's retry interval before t_done
-        first = min(event, key=lambda x: x.t_post_ns)
-        error = (first.t_post_ns - first.seen_up_ns) / 1e9 + first.typical_s
-        flap = len(event) > 1
-        what = "flapping" if flap else "down"
-        pieces = ", ".join(f"+{(x.t_post_ns - zero) / 1e9:.4f} to +{(x.t_done_ns - zero) / 1e9:.4f} s"
-                           for x in sorted(event, key=lambda x: x.t_post_ns)[:5])
-        utc = _utc(start, epoch)
-        symptom = (f"{what} from +{t0:.4f} s to +{t1:.4f} s of the run (run clock: seconds after "
-                   f"the first test started{'; ' + utc if utc else ''}), {len(event)} sample"
-                   f"{'s' if len(event) != 1 else ''} stalled ({pieces}), longest "
-                   f"{max(x.excess_s for x in event):.3f} s beyond its pair's median; window "
-                   f"error: the start between +{(first.seen_up_ns - zero) / 1e9:.4f} s (last seen up) "
-                   f"and +{t0 + first.typical_s:.4f} s, "
-                   f"the end at most one transport retry interval before +{t1:.4f} s")
-        evidence = [f"{x.test}: " + (f"rank {x.rank} -> {x.peer} stalled" if x.rank >= 0 else
-                                     "no sample in flight for")
-                    + f" {x.excess_s:.3f} s (p {x.p:.2g} against the run's tail of stalls)"
-                    for x in event[:5]]
-        if common == {-1}:
-            out.append(Culprit(host="the whole run", ranks=[], gpus=[], nics=[], direction="both",
-                               symptoms=[symptom.replace(" sample", " hole")
-                                         + "; no sample was in flight on any rank: the ranks waited "
-                                         "for each other between rounds (a port or host down while "
-                                         "they synchronised, or a rank stopped); which one the "
-                                         "samples cannot tell"],
-                               evidence=evidence, confidence="medium", score=0.5,
-                               component=FABRIC, window_s=[t0, t1], window_error_s=error))
-        elif len(common) == 1 and len(peers) > 1:
-            r = next(iter(common))
-            out.append(Culprit(host=layout.host_of(r), ranks=[r], gpus=[layout.gpu.get(r, -1)],
-                               nics=[layout.nic.get(r, "")], direction="both",
-                               symptoms=[symptom], evidence=evidence, confidence="high",
-                               score=0.9, component=NIC, window_s=[t0, t1],
-                               window_error_s=error))
-        else:
-            a, b = first.rank, first.peer
-            out.append(Culprit(host=layout.host_of(a), ranks=[a, b],
-                               gpus=[layout.gpu.get(a, -1), layout.gpu.get(b, -1)],
-                               nics=[layout.nic.get(a, ""), layout.nic.get(b, "")],
-                               direction="link", peer_host=layout.host_of(b),
-                               symptoms=[symptom + "; which end (either NIC, or a link between "
-                                         "them) the samples cannot tell: each rank meets one "
-                                         "peer at a time"],
-                               evidence=evidence, confidence="medium", score=0.7,
-                               component=LINK, window_s=[t0, t1], window_error_s=error))
-    return out, []
+    return [_event_culprit(event, layout, zero, epoch) for event in _events(found)], []
+
+
+def _event_symptom(event, zero: int, epoch) -> Tuple[str, float, float, float]:
+    """The finding's words, its window (run seconds) and the window's error."""
+    start = min(x.t_post_ns for x in event)
+    end = max(x.t_done_ns for x in event)
+    t0, t1 = (start - zero) / 1e9, (end - zero) / 1e9
+    # the port was last seen up when a sample of these ranks last completed before the
+    # first stalled one was posted, and was down before that sample would have completed
+    # on its own (its pair's typical time): the start is known to that span; the end to
+    # the transport's retry interval before t_done
+    first = min(event, key=lambda x: x.t_post_ns)
+    error = (first.t_post_ns - first.seen_up_ns) / 1e9 + first.typical_s
+    what = "flapping" if len(event) > 1 else "down"
+    pieces = ", ".join(f"+{(x.t_post_ns - zero) / 1e9:.4f} to +{(x.t_done_ns - zero) / 1e9:.4f} s"
+                       for x in sorted(event, key=lambda x: x.t_post_ns)[:5])
+    utc = _utc(start, epoch)
+    symptom = (f"{what} from +{t0:.4f} s to +{t1:.4f} s of the run (run clock: seconds after "
+               f"the first test started{'; ' + utc if utc else ''}), {len(event)} sample"
+               f"{'s' if len(event) != 1 else ''} stalled ({pieces}), longest "
+               f"{max(x.excess_s for x in event):.3f} s beyond its pair's median; window "
+               f"error: the start between +{(first.seen_up_ns - zero) / 1e9:.4f} s (last seen up) "
+               f"and +{t0 + first.typical_s:.4f} s, "
+               f"the end at most one transport retry interval before +{t1:.4f} s")
+    return symptom, t0, t1, error
+
+
+def _event_culprit(event, layout: Layout, zero: int, epoch) -> Culprit:
+    """One event: the whole run (no sample in flight), a NIC (stalls on several peers of one
+    rank) or a link (one stalled pair: which end, the samples cannot tell)."""
+    symptom, t0, t1, error = _event_symptom(event, zero, epoch)
+    common = set.intersection(*({x.rank, x.peer} for x in event))
+    peers = {(x.rank, x.peer) for x in event}
+    first = min(event, key=lambda x: x.t_post_ns)
+    evidence = [f"{x.test}: " + (f"rank {x.rank} -> {x.peer} stalled" if x.rank >= 0 else
+                                 "no sample in flight for")
+                + f" {x.excess_s:.3f} s (p {x.p:.2g} against the run's tail of stalls)"
+                for x in event[:5]]
+    window = dict(window_s=[t0, t1], window_error_s=error)
+    if common == {-1}:
+        return Culprit(host="the whole run", ranks=[], gpus=[], nics=[], direction="both",
+                       symptoms=[symptom.replace(" sample", " hole")
+                                 + "; no sample was in flight on any rank: the ranks waited "
+                                 "for each other between rounds (a port or host down while "
+                                 "they synchronised, or a rank stopped); which one the "
+                                 "samples cannot tell"],
+                       evidence=evidence, confidence="medium", score=0.5, component=FABRIC, **window)
+    if len(common) == 1 and len(peers) > 1:
+        r = next(iter(common))
+        return Culprit(host=layout.host_of(r), ranks=[r], gpus=[layout.gpu.get(r, -1)],
+                       nics=[layout.nic.get(r, "")], direction="both", symptoms=[symptom],
+                       evidence=evidence, confidence="high", score=0.9, component=NIC, **window)
+    a, b = first.rank, first.peer
+    return Culprit(host=layout.host_of(a), ranks=[a, b],
+                   gpus=[layout.gpu.get(a, -1), layout.gpu.get(b, -1)],
+                   nics=[layout.nic.get(a, ""), layout.nic.get(b, "")],
+                   direction="link", peer_host=layout.host_of(b),
+                   symptoms=[symptom + "; which end (either NIC, or a link between them) the "
+                             "samples cannot tell: each rank meets one peer at a time"],
+                   evidence=evidence, confidence="medium", score=0.7, component=LINK, **window)

@@ -105,15 +105,9 @@ def node_roles(prefill: np.ndarray, decode: np.ndarray, times: np.ndarray,
     return out
 
 
-def nodes_check(key: str, slo: Slo, measured: Measured) -> Optional[Check]:
-    """The per-node check of TTFT target `key` (ttft_p50, ttft_p99), or None when the KV
-    push did not rotate over 3 nodes or more."""
-    kv = measured.classes.get("kv")
-    if kv is None or not kv.hosts:
-        return None
-    q = {"p50": 50.0, "p99": 99.0}[key.split("_")[1]]
-    allowed = 1.0 - q / 100.0
-    budget_ms = slo.fabric_budget_ms(key)
+def _judge_nodes(kv, allowed: float, budget_ms: float):
+    """Per condition the KV push rotated in: the nodes slow in both roles or in one with
+    several partners (named), the one-role one-partner cases (pairs), the conditions judged."""
     named: Dict[str, Tuple[str, List[NodeRole], int, int]] = {}
     pairs: List[str] = []
     judged: List[str] = []
@@ -140,6 +134,19 @@ def nodes_check(key: str, slo: Slo, measured: Measured) -> Optional[Check]:
                 r = slow[0]
                 pairs.append(f"{r.node} as {r.role} ({r.words()} over, with "
                              f"{', '.join(r.partners)}) [{condition}]")
+    return named, pairs, judged
+
+
+def nodes_check(key: str, slo: Slo, measured: Measured) -> Optional[Check]:
+    """The per-node check of TTFT target `key` (ttft_p50, ttft_p99), or None when the KV
+    push did not rotate over 3 nodes or more."""
+    kv = measured.classes.get("kv")
+    if kv is None or not kv.hosts:
+        return None
+    q = {"p50": 50.0, "p99": 99.0}[key.split("_")[1]]
+    allowed = 1.0 - q / 100.0
+    budget_ms = slo.fabric_budget_ms(key)
+    named, pairs, judged = _judge_nodes(kv, allowed, budget_ms)
     if not judged:
         return None
     rule = (f"a request's KV transfer over the fabric's {format_ms(budget_ms)} of the "
