@@ -68,6 +68,12 @@ CASES: Dict[str, List[str]] = {
     "nic outage 3 %": ["--fault", "outage:0.03"],
     "host pair lossy 1e-4/packet": ["--fault", "path-lossy:0.0001"],
     "nic receive 0.5 + host pcie 0.6": ["--fault", "nic-rx-slow:0.5", "--fault", "pcie-slow:0.6"],
+    "clean, heavy-tailed pairs": ["--pair-tail", "0.1:3"],
+    "clean, heavy-tailed pairs, no leaf labels": ["--pair-tail", "0.1:3", "--labels", "missing"],
+    "clean, uplinks oversubscribed 2:1": ["--oversubscription", "2"],
+    "nic receive 0.9": ["--fault", "nic-rx-slow:0.9"],
+    "spine->leaf link 0.5": ["--fault", "spine-link-slow:0.5"],
+    "nic receive 0.85, heavy-tailed pairs": ["--fault", "nic-rx-slow:0.85", "--pair-tail", "0.1:3"],
 }
 
 
