@@ -140,6 +140,8 @@ def score(diagnosis: Dict[str, object], truth: Dict[str, object]) -> Dict[str, o
 def one_run(case: str, seed: int, args, work: str) -> Dict[str, object]:
     out = os.path.join(work, f"run-{seed}.h5")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
+    if args.rescore:   # the kept run as it is: only today's diagnose again
+        return _diagnose_and_score(case, seed, args, out, env, time.time())
     world = ["nice", "-n", str(args.nice), sys.executable, "-m", "validation", "run", "--quiet",
              "--hosts", str(args.hosts), "--gpus", str(args.gpus), "--seed", str(seed),
              "--hosts-per-leaf", str(args.hosts_per_leaf),
@@ -148,6 +150,10 @@ def one_run(case: str, seed: int, args, work: str) -> Dict[str, object]:
     done = subprocess.run(world, cwd=ROOT, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         return {"case": case, "seed": seed, "error": done.stderr.strip()[-500:]}
+    return _diagnose_and_score(case, seed, args, out, env, started)
+
+
+def _diagnose_and_score(case: str, seed: int, args, out: str, env, started: float):
     report = out[:-3] + ".diagnosis.json"
     diag = subprocess.run(["nice", "-n", str(args.nice), sys.executable, "-m", "fabscope_analysis",
                            "diagnose", out, "--json", report], cwd=ROOT, env=env,
@@ -201,7 +207,24 @@ def main(argv=None) -> int:
     p.add_argument("--nice", type=int, default=10)
     p.add_argument("--json", help="write the rows here")
     p.add_argument("--keep", help="keep the files in this directory")
+    p.add_argument("--rescore", metavar="JSON",
+                   help="diagnose again the runs a sweep kept (its --json rows; --keep names "
+                        "their directory): today's diagnose on the same files, no simulation")
     args = p.parse_args(argv)
+    if args.rescore:
+        if not args.keep:
+            p.error("--rescore needs --keep DIR, the directory of the kept runs")
+        with open(args.rescore, encoding="utf-8") as f:
+            kept = json.load(f)
+        jobs = [(r["case"], r["seed"]) for r in kept["rows"] if "error" not in r]
+        print(f"# {len(jobs)} kept runs diagnosed again (seeds from {kept['first_seed']})", flush=True)
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            rows = list(pool.map(lambda j: one_run(j[0], j[1], args, args.keep), jobs))
+        print(table(rows))
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump({**{k: v for k, v in kept.items() if k != "rows"}, "rows": rows}, f, indent=1)
+        return 0
     unknown = [c for c in args.cases if c not in CASES]
     if unknown:
         p.error(f"unknown cases {unknown}; expected some of {list(CASES)}")

@@ -105,3 +105,20 @@ def test_one_slow_pair_of_a_small_matrix_is_a_culprit_not_congestion(tmp_path):
     d = _diagnose(path)
     assert [(c.component, sorted(c.ranks)) for c in d.culprits] == [("link", [0, 3])], d.lines()
     assert not d.congestion, d.lines()
+
+
+def test_a_link_must_stand_out_beyond_the_margin_not_only_reach_it(tmp_path):
+    # a pair whose point estimate sits at the margin (1.26x against 1.25x) is slower than
+    # typical far beyond the noise (z about 30), but not slower than the margin: in the
+    # validation world such pairs are the ones inside a host whose software time is
+    # large (additive microseconds a multiplicative model reads as a slow pair)
+    at = tmp_path / "at-margin.h5"
+    write_matrix_run(at, nranks=8, link={(0, 3): 1 / 1.26}, pair_noise=0.01, jitter=0.02,
+                     seed=3)
+    d = _diagnose(at)
+    assert not any(c.component == "link" for c in d.culprits), d.lines()
+    beyond = tmp_path / "beyond.h5"
+    write_matrix_run(beyond, nranks=8, link={(0, 3): 1 / 1.6}, pair_noise=0.01, jitter=0.02,
+                     seed=3)
+    d = _diagnose(beyond)
+    assert [(c.component, sorted(c.ranks)) for c in d.culprits] == [("link", [0, 3])], d.lines()

@@ -239,7 +239,11 @@ def links(fit: Fit, widen: float, q_family: float = Q, layout: Optional[Layout] 
     if len(e) < 4 or fit.sigma_e <= 0:
         return [], len(e)
     z = e / (fit.sigma_e * widen)
-    rejected, q = benjamini_hochberg(null_p(z, e), q_family)
+    # slower than the practical margin by more than the noise, not only slower than the
+    # typical pair with a point estimate past the margin: a pair 1.26x at z = 11 is
+    # typical-plus-margin within its own error
+    beyond_margin = (e - math.log(MARGIN)) / (fit.sigma_e * widen)
+    rejected, q = benjamini_hochberg(null_p(beyond_margin, e), q_family)
     raw = raw_classes(fit.data, layout) if layout is not None else None
     if raw is not None and raw.sigma > 0:   # and slower than its class's typical pair
         dev = raw.deviation
