@@ -139,7 +139,9 @@ def score(diagnosis: Dict[str, object], truth: Dict[str, object]) -> Dict[str, o
 
 def one_run(case: str, seed: int, args, work: str) -> Dict[str, object]:
     out = os.path.join(work, f"run-{seed}.h5")
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
+    world_env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
+    # another checkout's diagnose, when asked (the world still this one's)
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(args.analysis)) if args.analysis else world_env
     if args.rescore:   # the kept run as it is: only today's diagnose again
         return _diagnose_and_score(case, seed, args, out, env, time.time())
     world = ["nice", "-n", str(args.nice), sys.executable, "-m", "validation", "run", "--quiet",
@@ -147,7 +149,7 @@ def one_run(case: str, seed: int, args, work: str) -> Dict[str, object]:
              "--hosts-per-leaf", str(args.hosts_per_leaf),
              "--iterations", str(args.iterations), "--out", out] + CASES[case]
     started = time.time()
-    done = subprocess.run(world, cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(world, cwd=ROOT, env=world_env, capture_output=True, text=True)
     if done.returncode != 0:
         return {"case": case, "seed": seed, "error": done.stderr.strip()[-500:]}
     return _diagnose_and_score(case, seed, args, out, env, started)
@@ -210,6 +212,9 @@ def main(argv=None) -> int:
     p.add_argument("--rescore", metavar="JSON",
                    help="diagnose again the runs a sweep kept (its --json rows; --keep names "
                         "their directory): today's diagnose on the same files, no simulation")
+    p.add_argument("--analysis", metavar="DIR",
+                   help="the analysis/ directory whose diagnose to run (default: this "
+                        "checkout's): a before-and-after on the same files")
     args = p.parse_args(argv)
     if args.rescore:
         if not args.keep:
