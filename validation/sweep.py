@@ -157,6 +157,8 @@ def one_run(case: str, seed: int, args, work: str) -> Dict[str, object]:
 
 def _diagnose_and_score(case: str, seed: int, args, out: str, env, started: float):
     report = out[:-3] + ".diagnosis.json"
+    if os.path.exists(report):   # a kept run's earlier report is not today's
+        os.remove(report)
     diag = subprocess.run(["nice", "-n", str(args.nice), sys.executable, "-m", "fabscope_analysis",
                            "diagnose", out, "--json", report], cwd=ROOT, env=env,
                           capture_output=True, text=True)
