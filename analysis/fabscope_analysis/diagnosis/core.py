@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
-from . import evidence, labels, pair_tails, persistence, supporting, systemic, tails, validity
+from . import evidence, labels, pair_null, pair_tails, persistence, supporting, systemic, tails, validity
 from ..tail_null import fast_side_df
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
@@ -120,10 +120,10 @@ class _Run:
     def _heavy_tail(self, f: Fit, label: str):
         """A blind spot when the healthy pairs' tail raises the bar a single pair must
         pass well above the normal null's (tail_null.py)."""
-        bar, normal_bar, df = evidence.link_bars(f, self.widen, self.q_family)
+        bar, normal_bar, df = pair_null.link_bars(f, self.widen, self.q_family, self.layout)
         if bar > max(1.1 * normal_bar, evidence.MARGIN):
             self.heavy_links.append(
-                f"{label}: healthy pairs have a heavy tail (their fast side a Student-t of "
+                f"{label}: healthy pairs between hosts have a heavy tail (their fast side a Student-t of "
                 f"{df:g} degrees of freedom), so a single GPU pair is named from "
                 + (f"{bar:.2f}x" if bar < 100 else "over 100x (in practice none)")
                 + f" the time its ends predict (a normal spread would name it from {normal_bar:.2f}x)")
@@ -148,7 +148,7 @@ class _Run:
             parent = by_parent.get(int(inst.get("retest_of", -1)))
             if parent is None:
                 continue
-            judged = _judge_retest(inst, parent.fit, self.widen)
+            judged = _judge_retest(inst, parent.fit, self.widen, self.layout)
             if judged is None:
                 self.notes.append(f"serial retest {inst.index:04d} {inst.get('name')} has no "
                                   "control pairs measured the same way: it can neither clear nor "
@@ -162,7 +162,7 @@ class _Run:
                                   f" ({j.controls} control pairs)")
 
 
-def _judge_retest(inst: TestInstance, parent: Fit, widen: float
+def _judge_retest(inst: TestInstance, parent: Fit, widen: float, layout: Layout
                   ) -> Optional[Dict[Tuple[int, int], RetestJudgement]]:
     """The retest's pairs and controls, each referred to what the parallel pass's model
     predicts for it (mu + its class term + its ends' effects), judged by the one retest
@@ -197,10 +197,19 @@ def _judge_retest(inst: TestInstance, parent: Fit, widen: float
     # the spread of the pass's residuals bounds what of a pair's own part persists alone
     floor = pass_sigma(np.exp(parent.resid), bandwidth=False)
     judged = judge_retest(pairs, controls, pool=len(parent.data.logt), bandwidth=False,
-                          widen=widen, sigma_floor=floor, tail_df=fast_side_df(parent.resid),
+                          widen=widen, sigma_floor=floor, tail_df=_pair_tail(parent, layout),
                           reference="the control pairs' time (each against what its class and "
                                     "ends predict)")
     return {j.pair: j for j in judged}
+
+
+def _pair_tail(parent: Fit, layout: Layout) -> float:
+    """The tail null's degrees of freedom for a retested pair: fitted on the parallel
+    pass's pairs between hosts (the retest measures those; pairs inside a host have the
+    hosts' software spread, evidence.same_host)."""
+    inside = pair_null.same_host(parent, layout)
+    between = parent.resid[~inside]
+    return fast_side_df(between if len(between) else parent.resid)
 
 
 def _predicted(f: Fit) -> Dict[Tuple[int, int], float]:

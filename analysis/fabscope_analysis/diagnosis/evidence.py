@@ -25,8 +25,9 @@ from scipy.stats import binom, chi2, norm
 from ..inference import PRACTICAL_MARGIN as MARGIN
 from ..inference import BANDWIDTH_SIDE_MARGIN, benjamini_hochberg, robust_sigma
 from . import paths
-from ..tail_null import fast_side_df, tail_isf, tail_sf
 from .model import Fit, Layout, raw_classes
+from .pair_null import null_p, same_host
+
 
 Q = 0.05                  # false discovery rate of a run: split over its families (core.py)
 POWER_Z = norm.isf(0.2)   # 80 % power for the minimum detectable effect
@@ -243,36 +244,17 @@ def links(fit: Fit, widen: float, q_family: float = Q, layout: Optional[Layout] 
     # typical pair with a point estimate past the margin: a pair 1.26x at z = 11 is
     # typical-plus-margin within its own error
     beyond_margin = (e - math.log(MARGIN)) / (fit.sigma_e * widen)
-    rejected, q = benjamini_hochberg(null_p(beyond_margin, e), q_family)
+    kinds = same_host(fit, layout)
+    rejected, q = benjamini_hochberg(null_p(beyond_margin, e, kinds), q_family)
     raw = raw_classes(fit.data, layout) if layout is not None else None
     if raw is not None and raw.sigma > 0:   # and slower than its class's typical pair
         dev = raw.deviation
-        raw_rejected, _ = benjamini_hochberg(null_p(dev / (raw.sigma * widen), dev), q_family)
+        raw_rejected, _ = benjamini_hochberg(null_p(dev / (raw.sigma * widen), dev, kinds), q_family)
         rejected &= raw_rejected & (dev >= math.log(MARGIN))
     hit = np.flatnonzero(rejected & (e >= math.log(MARGIN)))
     d = fit.data
     return [Effect("link", (int(d.s[i]), int(d.r[i])), math.exp(e[i]), float(z[i]), float(q[i]), 1)
             for i in hit], len(e)
-
-
-def null_p(z: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """One-sided p of each z (robust sigmas) under the less favourable of the normal null
-    and the tail null fitted on the fast side of `values`."""
-    return np.maximum(norm.sf(z), tail_sf(z, fast_side_df(values)))
-
-
-def link_bars(fit: Fit, widen: float, q_family: float = Q) -> Tuple[float, float, float]:
-    """(the time factor a single pair needs to stand out at the family's first
-    Benjamini-Hochberg bar under the null links() uses, the same under the normal null,
-    the tail null's degrees of freedom): a faulty GPU pair slower than the first is
-    named; between the two, a heavy-tailed healthy population hides it."""
-    m = len(fit.resid)
-    if m < 4 or fit.sigma_e <= 0:
-        return math.inf, math.inf, math.inf
-    df = fast_side_df(fit.resid)
-    sigma = fit.sigma_e * widen
-    tail = max(tail_isf(q_family / m, df), float(norm.isf(q_family / m)))
-    return math.exp(tail * sigma), math.exp(float(norm.isf(q_family / m)) * sigma), df
 
 
 def host_pair_power(fit: Fit, layout: Layout, q_family: float = Q
