@@ -93,7 +93,8 @@ def run(args) -> int:
                          "leaf_of_host": {fabric_mod.host_name(h): fabric_mod.leaf_name(
                              int(f.leaf_of_rank[h * shape.gpus])) for h in range(shape.hosts)}
                          if shape.topology == "leaf-spine" else {}},
-             "noise": {"pair_tail": {"spread": spread, "df": df}, "bursts": args.bursts, "drift": args.drift, "hiccups": args.hiccups,
+             "noise": {"pair_tail": {"spread": spread, "df": df},
+                       "bursts": args.bursts, "drift": args.drift, "hiccups": args.hiccups,
                        **label_truth},
              "faults": planted.truth, "events": world.events}
     write(args.out, f, leaf, instances, args.seed, command, truth)
