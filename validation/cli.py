@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--bursts", type=float, default=0.0, metavar="SHARE",
                    help="another tenant's bursts on this share of (round, inter-switch link) slots")
     r.add_argument("--drift", action="store_true", help="NIC speed and host software time wander")
+    r.add_argument("--pair-tail", default="", metavar="SPREAD[:DF]",
+                   help="healthy pair effects, Student-t with DF (default 3) degrees of freedom "
+                        "scaled to a log sd of SPREAD")
     r.add_argument("--hiccups", type=float, default=1e-4, help="OS hiccups a sample")
     r.add_argument("--labels", default="true", help="leaf labels in /ranks: true, missing, wrong:S")
     r.add_argument("--iterations", type=int, default=20)
@@ -42,6 +45,21 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, help="the result file (.h5); the truth goes beside it")
     r.add_argument("--quiet", action="store_true")
     return p
+
+
+def _pair_tail(text: str):
+    """(log sd, degrees of freedom) of --pair-tail SPREAD[:DF]; (0, 3) when not given."""
+    if not text:
+        return 0.0, 3.0
+    spread, _, df = text.partition(":")
+    try:
+        value, dof = float(spread), float(df or 3.0)
+    except ValueError:
+        raise WorldError(f"pair-tail {text!r}: expected SPREAD[:DF], e.g. 0.1:3") from None
+    if not (0 < value < 1 and dof > 2):
+        raise WorldError(f"pair-tail {text!r}: expected a spread in (0, 1) and DF above 2 "
+                         "(a finite spread)")
+    return value, dof
 
 
 def run(args) -> int:
@@ -60,7 +78,9 @@ def run(args) -> int:
     rng = np.random.default_rng([args.seed, 0xFA17])
     planted = faults_mod.plant(f, args.fault, rng)
     leaf, label_truth = fabric_mod.labels(f, args.labels, rng)
-    noise = Noise(hiccup_rate=args.hiccups, bursts=args.bursts, drift=args.drift)
+    spread, df = _pair_tail(args.pair_tail)
+    noise = Noise(hiccup_rate=args.hiccups, bursts=args.bursts, drift=args.drift,
+                  pair_spread=spread, pair_df=df)
     tests = [Test("latency", 8, 1, args.iterations, args.retest_worst),
              Test("bandwidth", 1 << 20, 4, args.iterations, args.retest_worst)]
     started = time.time()
@@ -73,7 +93,8 @@ def run(args) -> int:
                          "leaf_of_host": {fabric_mod.host_name(h): fabric_mod.leaf_name(
                              int(f.leaf_of_rank[h * shape.gpus])) for h in range(shape.hosts)}
                          if shape.topology == "leaf-spine" else {}},
-             "noise": {"bursts": args.bursts, "drift": args.drift, "hiccups": args.hiccups,
+             "noise": {"pair_tail": {"spread": spread, "df": df},
+                       "bursts": args.bursts, "drift": args.drift, "hiccups": args.hiccups,
                        **label_truth},
              "faults": planted.truth, "events": world.events}
     write(args.out, f, leaf, instances, args.seed, command, truth)

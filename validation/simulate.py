@@ -50,6 +50,10 @@ class Noise:
     hiccup_rate: float = 1e-4          # OS hiccups per sample
     bursts: float = 0.0                # share of (round, inter-switch link) slots with a burst
     drift: bool = False                # per-leaf NIC speed and per-host software time wander
+    # healthy pair effects with a heavy tail: each flow's time x exp(pair_spread x t / sd(t)),
+    # t a Student-t draw with pair_df degrees of freedom, fixed for the run (0: none)
+    pair_spread: float = 0.0
+    pair_df: float = 3.0
 
 
 @dataclass(frozen=True)
@@ -142,9 +146,23 @@ class World:
                 self.tenants[i] = (a, b)
         zone.seal()
         self.active_bursts: Dict[int, int] = {}
+        self.pair_factor = self._pair_factors(n)
         self.instances: List[Instance] = []
         self.events: List[Dict[str, object]] = []
         self.failed_at: List[float] = []   # when a message failed on a port that was down
+
+    def _pair_factors(self, n: int) -> Optional[np.ndarray]:
+        """Per ordered pair, a persistent time factor (the pair stage: what a flow's own
+        path, queue pair and firmware add beyond its components, heavy-tailed, symmetric
+        in log: most pairs within a few percent, a few far out, none of them a fault).
+        A round trip takes the factor of its unordered pair. Drawn from its own stream,
+        so the rest of the run's draws are those of the same seed without it."""
+        if self.noise.pair_spread <= 0:
+            return None
+        rng = np.random.default_rng([self.f.seed, 0x7A11])
+        df = self.noise.pair_df
+        unit = math.sqrt(df / (df - 2)) if df > 2 else 1.0
+        return np.exp(self.noise.pair_spread * rng.standard_t(df, (n, n)) / unit)
 
     def bandwidth(self, i: int) -> float:
         return self.f.links[i].bandwidth * self.p.capacity.get(i, 1.0) * self.drift_factor[i]
@@ -202,6 +220,12 @@ class World:
                 # (its size is nothing beside the links' capacity), without a second message.
                 self.sg.this_actor.sleep_for(self.path_latency[(d, s)])
             t1 = self.sg.Engine.clock
+            if self.pair_factor is not None:
+                a, b = (min(s, d), max(s, d)) if test.kind == "latency" else (s, d)
+                factor = float(self.pair_factor[a, b])
+                if factor > 1:   # the slower pair holds its slot longer
+                    self.sg.this_actor.sleep_for((t1 - t0) * (factor - 1))
+                t1 = t0 + (t1 - t0) * factor
             inst.rows.append((s, it, d, test.sample_bytes, t0, t1, flags))
 
     # -- time-varying noise and faults ---------------------------------------------------

@@ -73,6 +73,12 @@ CASES: Dict[str, List[str]] = {
     "nic outage 3 %": ["--fault", "outage:0.03"],
     "host pair lossy 1e-4/packet": ["--fault", "path-lossy:0.0001"],
     "nic receive 0.5 + host pcie 0.6": ["--fault", "nic-rx-slow:0.5", "--fault", "pcie-slow:0.6"],
+    "clean, heavy-tailed pairs": ["--pair-tail", "0.1:3"],
+    "clean, heavy-tailed pairs, no leaf labels": ["--pair-tail", "0.1:3", "--labels", "missing"],
+    "clean, uplinks oversubscribed 2:1": ["--oversubscription", "2"],
+    "nic receive 0.9": ["--fault", "nic-rx-slow:0.9"],
+    "spine->leaf link 0.5": ["--fault", "spine-link-slow:0.5"],
+    "nic receive 0.85, heavy-tailed pairs": ["--fault", "nic-rx-slow:0.85", "--pair-tail", "0.1:3"],
 }
 
 # --time: outages and flaps of several lengths, dated (the sweep's seeds are drawn over
@@ -184,16 +190,26 @@ def score(diagnosis: Dict[str, object], truth: Dict[str, object]) -> Dict[str, o
 
 def one_run(case: str, seed: int, args, work: str) -> Dict[str, object]:
     out = os.path.join(work, f"run-{seed}.h5")
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
+    world_env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
+    # another checkout's diagnose, when asked (the world still this one's)
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(args.analysis)) if args.analysis else world_env
+    if args.rescore:   # the kept run as it is: only today's diagnose again
+        return _diagnose_and_score(case, seed, args, out, env, time.time())
     world = ["nice", "-n", str(args.nice), sys.executable, "-m", "validation", "run", "--quiet",
              "--hosts", str(args.hosts), "--gpus", str(args.gpus), "--seed", str(seed),
              "--hosts-per-leaf", str(args.hosts_per_leaf),
              "--iterations", str(args.iterations), "--out", out] + args.case_list[case]
     started = time.time()
-    done = subprocess.run(world, cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(world, cwd=ROOT, env=world_env, capture_output=True, text=True)
     if done.returncode != 0:
         return {"case": case, "seed": seed, "error": done.stderr.strip()[-500:]}
+    return _diagnose_and_score(case, seed, args, out, env, started)
+
+
+def _diagnose_and_score(case: str, seed: int, args, out: str, env, started: float):
     report = out[:-3] + ".diagnosis.json"
+    if os.path.exists(report):   # a kept run's earlier report is not today's
+        os.remove(report)
     diag = subprocess.run(["nice", "-n", str(args.nice), sys.executable, "-m", "fabscope_analysis",
                            "diagnose", out, "--json", report], cwd=ROOT, env=env,
                           capture_output=True, text=True)
@@ -274,9 +290,29 @@ def main(argv=None) -> int:
     p.add_argument("--nice", type=int, default=10)
     p.add_argument("--json", help="write the rows here")
     p.add_argument("--keep", help="keep the files in this directory")
+    p.add_argument("--rescore", metavar="JSON",
+                   help="diagnose again the runs a sweep kept (its --json rows; --keep names "
+                        "their directory): today's diagnose on the same files, no simulation")
+    p.add_argument("--analysis", metavar="DIR",
+                   help="the analysis/ directory whose diagnose to run (default: this "
+                        "checkout's): a before-and-after on the same files")
     args = p.parse_args(argv)
     args.case_list = TIME_CASES if args.time else CASES
     args.cases = args.cases or list(args.case_list)
+    if args.rescore:
+        if not args.keep:
+            p.error("--rescore needs --keep DIR, the directory of the kept runs")
+        with open(args.rescore, encoding="utf-8") as f:
+            kept = json.load(f)
+        jobs = [(r["case"], r["seed"]) for r in kept["rows"] if "error" not in r]
+        print(f"# {len(jobs)} kept runs diagnosed again (seeds from {kept['first_seed']})", flush=True)
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            rows = list(pool.map(lambda j: one_run(j[0], j[1], args, args.keep), jobs))
+        print(table(rows))
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump({**{k: v for k, v in kept.items() if k != "rows"}, "rows": rows}, f, indent=1)
+        return 0
     unknown = [c for c in args.cases if c not in args.case_list]
     if unknown:
         p.error(f"unknown cases {unknown}; expected some of {list(args.case_list)}")

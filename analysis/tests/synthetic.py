@@ -411,6 +411,7 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
                      stall_iters: Optional[Dict[Tuple[int, int], Sequence[int]]] = None,
                      counters: Sequence[Tuple[int, str, str, int, int]] = (),
                      retest_burst: Optional[Dict[Tuple[int, int], int]] = None,
+                     pair_tail_df: Optional[float] = None,
                      ) -> SyntheticRun:
     """An all-pairs latency (8 B ping-pong) and bandwidth (1 MiB) run with planted culprits.
 
@@ -418,6 +419,8 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
     in both is slow both ways. link: (s, d) -> factor for that one direction. lossy: rank ->
     fraction of the samples of every pair touching it that hit a 50x timeout (both tests).
     pair_noise: lognormal sigma of a per-pair factor (equal noise on every pair).
+    pair_tail_df: the per-pair factor's log a Student-t of this many degrees of freedom
+    scaled to the sd pair_noise (healthy pairs with a heavy tail), not a normal.
     retest: pairs re-measured alone in a serial-retest instance of the bandwidth test, with
     `controls` as control rows (flag control_flag); retest_factor: (s, d) -> time factor
     alone (1.0 = healthy alone: the parallel pass's slowness was interference).
@@ -441,7 +444,10 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
         slow[:, r] /= f
     for (s, d), f in (link or {}).items():
         slow[s, d] /= f
-    if pair_noise:
+    if pair_noise and pair_tail_df:
+        unit = np.sqrt(pair_tail_df / (pair_tail_df - 2.0))
+        slow *= np.exp(pair_noise * rng.standard_t(pair_tail_df, (nranks, nranks)) / unit)
+    elif pair_noise:
         slow *= rng.lognormal(0.0, pair_noise, (nranks, nranks))
     tail = None
     if lossy or link_tail:

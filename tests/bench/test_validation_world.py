@@ -216,3 +216,27 @@ def test_an_outage_lasts_a_share_of_the_pass_or_simulated_seconds_and_is_scored_
     assert dating(late, truth)["dated"] == "not dated"
     unseen = dict(truth, events=truth["events"][1:])
     assert dating({"culprits": []}, unseen)["dated"] == "not observable"
+
+
+@needs_simgrid
+def test_heavy_tailed_pair_effects_persist_per_flow_and_a_bad_spec_is_refused(tmp_path):
+    from fabscope_analysis.reader import open_result
+
+    def pair_medians(out):
+        with open_result(out) as run:
+            s = run.test(2).samples()                     # the bandwidth pass
+        return np.log((s.t_done_ns - s.t_post_ns).groupby([s["rank"], s.peer]).median())
+
+    plain = pair_medians(simulate(tmp_path, "plain", "--seed", "5", "--uplinks", "1"))
+    tailed = pair_medians(simulate(tmp_path, "tailed", "--seed", "5", "--uplinks", "1",
+                                   "--pair-tail", "0.2:3"))
+    # each flow keeps its own factor: the pair medians move apart, both ways, by about
+    # the spread asked for (the same seed draws the same fabric and noise otherwise)
+    shift = (tailed - plain).to_numpy()
+    assert 0.08 < np.std(shift) < 0.5 and (shift < -0.05).any() and (shift > 0.05).any(), shift
+    for bad in ("2:3", "0.1:2", "x"):
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
+        done = subprocess.run([sys.executable, "-m", "validation", "run", "--quiet", "--out",
+                               str(tmp_path / "bad.h5"), *SMALL, "--seed", "1", "--pair-tail", bad],
+                              cwd=ROOT, env=env, capture_output=True, text=True)
+        assert done.returncode == 2 and "pair-tail" in done.stderr, done.stderr

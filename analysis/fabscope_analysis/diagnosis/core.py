@@ -15,8 +15,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
-from . import (evidence, labels, outages, pair_tails, persistence, supporting, systemic, tails,
-               validity)
+from . import (evidence, labels, outages, pair_null, pair_tails, persistence, supporting, systemic,
+               tails, validity)
+from ..tail_null import fast_side_df
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
 from .retest import RetestJudgement, judge_retest, pass_sigma
@@ -55,6 +56,7 @@ class _Run:
         self.host_pair_power: List[Tuple[int, int, int]] = []   # per test: blocks too thin
         # per test: (metric, the smallest side it finds with 80 % power, why)
         self.small_sides: List[Tuple[str, float, str]] = []
+        self.heavy_links: List[str] = []   # per test: single pairs a heavy tail hides
 
     def judge(self, inst: TestInstance):
         data = pair_data(inst, self.layout.n)
@@ -85,6 +87,7 @@ class _Run:
         self.tail_fits.append(quiet)
         tail = TestEvidence(f, "tail", sides=tails.tail_sides(quiet, self.layout.host, q),
                             host_pairs=stalled)
+        self._heavy_tail(f, label)
         seen = evidence.host_pair_power(f, self.layout, q)
         if seen is not None:
             self.host_pair_power.append(seen)
@@ -116,6 +119,17 @@ class _Run:
                 f"{100 / mde:.0f} % of the typical) with 80 % power, smaller ones down to "
                 f"{margin:g}x only sometimes; " + evidence.iterations_to_tell(power, margin)))
 
+    def _heavy_tail(self, f: Fit, label: str):
+        """A blind spot when the healthy pairs' tail raises the bar a single pair must
+        pass well above the normal null's (tail_null.py)."""
+        bar, normal_bar, df = pair_null.link_bars(f, self.widen, self.q_family, self.layout)
+        if bar > max(1.1 * normal_bar, evidence.MARGIN):
+            self.heavy_links.append(
+                f"{label}: healthy pairs between hosts have a heavy tail (their fast side a Student-t of "
+                f"{df:g} degrees of freedom), so a single GPU pair is named from "
+                + (f"{bar:.2f}x" if bar < 100 else "over 100x (in practice none)")
+                + f" the time its ends predict (a normal spread would name it from {normal_bar:.2f}x)")
+
     def combined_tails(self):
         """Each rank's stalls over every fitted test and both directions (the power a
         test of a dozen pairs per side lacks), as one more family of the run."""
@@ -136,7 +150,7 @@ class _Run:
             parent = by_parent.get(int(inst.get("retest_of", -1)))
             if parent is None:
                 continue
-            judged = _judge_retest(inst, parent.fit, self.widen)
+            judged = _judge_retest(inst, parent.fit, self.widen, self.layout)
             if judged is None:
                 self.notes.append(f"serial retest {inst.index:04d} {inst.get('name')} has no "
                                   "control pairs measured the same way: it can neither clear nor "
@@ -150,7 +164,7 @@ class _Run:
                                   f" ({j.controls} control pairs)")
 
 
-def _judge_retest(inst: TestInstance, parent: Fit, widen: float
+def _judge_retest(inst: TestInstance, parent: Fit, widen: float, layout: Layout
                   ) -> Optional[Dict[Tuple[int, int], RetestJudgement]]:
     """The retest's pairs and controls, each referred to what the parallel pass's model
     predicts for it (mu + its class term + its ends' effects), judged by the one retest
@@ -185,10 +199,19 @@ def _judge_retest(inst: TestInstance, parent: Fit, widen: float
     # the spread of the pass's residuals bounds what of a pair's own part persists alone
     floor = pass_sigma(np.exp(parent.resid), bandwidth=False)
     judged = judge_retest(pairs, controls, pool=len(parent.data.logt), bandwidth=False,
-                          widen=widen, sigma_floor=floor,
+                          widen=widen, sigma_floor=floor, tail_df=_pair_tail(parent, layout),
                           reference="the control pairs' time (each against what its class and "
                                     "ends predict)")
     return {j.pair: j for j in judged}
+
+
+def _pair_tail(parent: Fit, layout: Layout) -> float:
+    """The tail null's degrees of freedom for a retested pair: fitted on the parallel
+    pass's pairs between hosts (the retest measures those; pairs inside a host have the
+    hosts' software spread, evidence.same_host)."""
+    inside = pair_null.same_host(parent, layout)
+    between = parent.resid[~inside]
+    return fast_side_df(between if len(between) else parent.resid)
 
 
 def _predicted(f: Fit) -> Dict[Tuple[int, int], float]:
@@ -293,6 +316,9 @@ def _blind_spots(run: _Run) -> List[str]:
             worst = max(mde for mde, _ in mine)
             out.append(f"NIC sides slower by less than {100 * (1 - 1 / worst):.0f} % in {what}: "
                        + "; ".join(why for _, why in mine))
+    if run.heavy_links:
+        out.append("single GPU pairs within the heavy tail of the healthy ones: "
+                   + "; ".join(run.heavy_links))
     if len(run.layout.leaf_names) == 2:
         out.append("leaf uplinks: with two leaves every pair between them crosses both uplinks, "
                    "and nothing in the run says how much slower than pairs inside a leaf they "

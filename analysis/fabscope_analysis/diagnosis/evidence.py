@@ -26,6 +26,8 @@ from ..inference import PRACTICAL_MARGIN as MARGIN
 from ..inference import BANDWIDTH_SIDE_MARGIN, benjamini_hochberg, robust_sigma
 from . import paths
 from .model import Fit, Layout, raw_classes
+from .pair_null import null_p, same_host
+
 
 Q = 0.05                  # false discovery rate of a run: split over its families (core.py)
 POWER_Z = norm.isf(0.2)   # 80 % power for the minimum detectable effect
@@ -230,16 +232,24 @@ def links(fit: Fit, widen: float, q_family: float = Q, layout: Optional[Layout] 
           ) -> Tuple[List[Effect], int]:
     """Pairs whose residual stands out after both ends' effects (BH over the pairs) and,
     with `layout`, whose time also stands out of its class's pairs before any end's
-    effect (BH over the pairs; model.RawClasses says why both)."""
+    effect (BH over the pairs; model.RawClasses says why both). Each p is the larger of
+    the normal null's and the tail null's (tail_null.py: the healthy pairs' own tail,
+    fitted on their fast side), so a heavy-tailed healthy population names nobody and a
+    normal one keeps the normal test's power."""
     e = fit.resid
     if len(e) < 4 or fit.sigma_e <= 0:
         return [], len(e)
     z = e / (fit.sigma_e * widen)
-    rejected, q = benjamini_hochberg(norm.sf(z), q_family)
+    # slower than the practical margin by more than the noise, not only slower than the
+    # typical pair with a point estimate past the margin: a pair 1.26x at z = 11 is
+    # typical-plus-margin within its own error
+    beyond_margin = (e - math.log(MARGIN)) / (fit.sigma_e * widen)
+    kinds = same_host(fit, layout)
+    rejected, q = benjamini_hochberg(null_p(beyond_margin, e, kinds), q_family)
     raw = raw_classes(fit.data, layout) if layout is not None else None
     if raw is not None and raw.sigma > 0:   # and slower than its class's typical pair
         dev = raw.deviation
-        raw_rejected, _ = benjamini_hochberg(norm.sf(dev / (raw.sigma * widen)), q_family)
+        raw_rejected, _ = benjamini_hochberg(null_p(dev / (raw.sigma * widen), dev, kinds), q_family)
         rejected &= raw_rejected & (dev >= math.log(MARGIN))
     hit = np.flatnonzero(rejected & (e >= math.log(MARGIN)))
     d = fit.data

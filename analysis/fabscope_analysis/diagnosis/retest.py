@@ -36,10 +36,11 @@ from dataclasses import dataclass
 from typing import Dict, Hashable, List, Sequence
 
 import numpy as np
-from scipy.stats import chi2, norm
+from scipy.stats import chi2
 
 from ..inference import PRACTICAL_MARGIN as MARGIN
 from ..inference import robust_sigma
+from ..tail_null import tail_isf
 
 # The runner measures at least this many control pairs (where the parallel pass has
 # them): the controls' spread is the rule's noise, and a robust spread of fewer pairs
@@ -84,17 +85,18 @@ class RetestJudgement:
         return f"{self.ratio:.2f}x {self.reference}: {word}"
 
 
-def selection_z(pool: int, alpha: float = ALPHA) -> float:
-    """The (1 - alpha) quantile of the largest of `pool` standard normal draws."""
+def selection_z(pool: int, alpha: float = ALPHA, tail_df: float = math.inf) -> float:
+    """The (1 - alpha) quantile of the largest of `pool` draws of the null, in its robust
+    sigmas: standard normal draws, or the tail null's (tail_null.py) with tail_df."""
     pool = max(int(pool), 1)
     # (1 - alpha)^(1/pool) computed in logs: 1 - it underflows for big pools
     upper_tail = -math.expm1(math.log1p(-alpha) / pool)
-    return float(norm.isf(upper_tail))
+    return tail_isf(upper_tail, tail_df)
 
 
 def judge_retest(retested: Dict[Hashable, float], controls: Sequence[float], *, pool: int,
                  bandwidth: bool, widen: float = 1.0, margin: float = MARGIN,
-                 alpha: float = ALPHA, sigma_floor: float = 0.0,
+                 alpha: float = ALPHA, sigma_floor: float = 0.0, tail_df: float = math.inf,
                  reference: str = "the control pairs' time") -> List[RetestJudgement]:
     """Judge each retested pair's value alone against the control pairs' values.
 
@@ -103,7 +105,9 @@ def judge_retest(retested: Dict[Hashable, float], controls: Sequence[float], *, 
     retested ones were picked from (the parallel pass's ranked pairs); widen: factor on
     the controls' noise from validity findings (1 = none); sigma_floor: a lower bound
     on the noise of one pair alone (log units) known from elsewhere in the run;
-    reference: what the ratio is of, in words (describe()).
+    tail_df: the degrees of freedom of the healthy pairs' tail (tail_null.fast_side_df
+    of the parallel pass: a healthy pair effect persists alone, and the worst of a
+    heavy-tailed pool sits far out); reference: what the ratio is of, in words.
     """
     logs = np.log(np.asarray([c for c in controls if c > 0 and math.isfinite(c)],
                              dtype=np.float64))
@@ -122,7 +126,7 @@ def judge_retest(retested: Dict[Hashable, float], controls: Sequence[float], *, 
     sigma = _noise(logs, sigma_floor, alpha) * widen
     # the pair's own draw plus the uncertainty of the controls' median (1.2533 / sqrt(m))
     spread = sigma * math.sqrt(1.0 + (1.2533 ** 2) / m)
-    bar = selection_z(pool, alpha) * spread
+    bar = selection_z(pool, alpha, tail_df) * spread
     for pair, value in retested.items():
         if not (value > 0 and math.isfinite(value)):
             out.append(RetestJudgement(pair, INCONCLUSIVE, float("nan"), math.exp(bar), m, sigma,

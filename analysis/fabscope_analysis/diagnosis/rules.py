@@ -7,19 +7,21 @@ In order, each step explaining what the next would otherwise name:
    when at least half of its ranks stand out on that side (a host of one rank is a host);
 3. a host pair (a cable or port between two hosts): the block of all their GPU pairs;
 4. single links whose residual stands out and that nothing above explains: named when
-   the serial retest confirmed them slow alone, or when they are few (at most
-   CONGESTION_SHARE of the pairs nothing named explains, within leaves and between
-   leaves counted apart); many, with no component to blame, are congestion
+   the serial retest confirmed them slow alone, or when no diffuse slowness comes with
+   them (a sign test of the pairs the margin slow against those the margin fast, within
+   leaves and between leaves apart: _unstructured); with it, they are congestion
    or routing (a finding with its pairs, not a culprit), and so are links the retest
    measured alone as fast as the controls (slow only under load).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
 import numpy as np
+from scipy.stats import binom
 
 from ..inference import benjamini_hochberg
 from . import paths, systemic
@@ -27,11 +29,6 @@ from .evidence import HOST_PAIR_SHARE, MARGIN, Q, Effect, block_rest_p
 from .model import Fit, Layout
 from .result import HOST, HOST_PAIR, LEAF, LINK, NIC, Congestion, Culprit
 from .retest import RetestJudgement
-
-# More unexplained significant links than this share of a test's pairs have no
-# structure a component would give them: congestion or routing.
-CONGESTION_SHARE = 0.005
-
 
 @dataclass
 class TestEvidence:
@@ -328,16 +325,25 @@ def _few_links(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Namin
     return names, doubtful
 
 
-def _unstructured(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Naming
-                 ) -> Tuple[List[Effect], List[Effect]]:
+def _unstructured(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Naming,
+                  alpha: float = Q) -> Tuple[List[Effect], List[Effect]]:
     """(links with no structure: congestion or routing, the rest) of the unexplained slow
-    links. Within leaves and between leaves are judged apart, each against
-    CONGESTION_SHARE of the pairs it could be among (the pairs no named host or leaf
-    explains). Collisions under load slow pairs between leaves only: many of them say
-    nothing about a pair inside a leaf, where one switch carries it (hierarchical
-    measures every pair inside each leaf and a few matchings between them). A share of
-    all the test's pairs would call a handful of collisions culprits where a pattern
-    measures few pairs between leaves, or where a named leaf explains half of them."""
+    links, by a sign test per group. Within leaves and between leaves are judged apart,
+    each over the pairs it could be among (those no named host or leaf explains):
+    collisions under load slow pairs between leaves only, and many of them say nothing
+    about a pair inside a leaf, where one switch carries it.
+
+    Healthy pair spread is symmetric in log time: as many pairs sit the margin fast as
+    sit it slow. Faults, collisions and other tenants only slow pairs. So in a group, the
+    pairs at least the margin slow beyond the significant links (S - K) and the pairs at
+    least the margin fast (F) are, when the significant links are the group's only
+    slowness, two halves of one symmetric spread: S - K of S - K + F is Binomial(1/2). A
+    diffuse process (collisions, a loaded switch, another tenant) slows many pairs short
+    of significance too, and S - K outnumbers F: congestion when the one-sided sign test
+    rejects at `alpha` (the family's false-discovery level: a group of isolated faulty
+    pairs is swept into congestion in at most that share of runs). The decision follows
+    the slowness that comes with the links, not their count: the same for a handful of
+    slow pairs and for thousands."""
     if not loaded:
         return [], []
     d = t.fit.data
@@ -346,12 +352,18 @@ def _unstructured(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Na
     open_pair = ~(np.isin(layout.host[d.s], named_hosts) | np.isin(layout.host[d.r], named_hosts)
                   | np.isin(layout.leaf[d.s], named_leaves) | np.isin(layout.leaf[d.r], named_leaves))
     between = layout.leaf[d.s] != layout.leaf[d.r]
+    margin = math.log(MARGIN)
     congested, rest = [], []
     for crosses in (True, False):
         group = [e for e in loaded if (layout.leaf[e.key[0]] != layout.leaf[e.key[1]]) == crosses]
-        pairs = int((open_pair & (between == crosses)).sum())
-        many = len(group) > CONGESTION_SHARE * max(pairs, 1)
-        (congested if many else rest).extend(group)
+        if not group:
+            continue
+        mine = open_pair & (between == crosses)
+        slow = int((t.fit.resid[mine] >= margin).sum())
+        fast = int((t.fit.resid[mine] <= -margin).sum())
+        beyond = max(slow - len(group), 0)
+        p = float(binom.sf(beyond - 1, beyond + fast, 0.5)) if beyond else 1.0
+        (congested if p <= alpha else rest).extend(group)
     return congested, rest
 
 
@@ -372,8 +384,11 @@ def _add_link(layout: Layout, t: TestEvidence, s: int, r: int, why: str, e: Opti
               out: Naming):
     for c in out.culprits:
         if c.component == LINK and set(c.ranks) == {s, r}:
-            if "(both directions)" not in c.symptoms[0]:
-                c.symptoms[0] += " (both directions)"
+            if any(t.label in x for x in c.symptoms):   # the other direction of one test
+                if "(both directions)" not in c.symptoms[0]:
+                    c.symptoms[0] += " (both directions)"
+            elif why:   # another test's evidence for the same pair: kept with it
+                c.evidence.append(f"{t.label}: {why}")
             return
     ratio = e.ratio if e is not None else None
     symptom = (f"{'bandwidth' if t.fit.data.bandwidth else 'latency'} "
