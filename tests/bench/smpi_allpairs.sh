@@ -7,7 +7,7 @@
 # binary on a simulated fabric").
 #
 # usage: tests/bench/smpi_allpairs.sh [--hosts 32] [--gpus 8] [--hosts-per-leaf 8]
-#          [--spines 4] [--fault rx-slow:0.5@node13] [--out DIR] [--build DIR]
+#          [--spines 4] [--fault rx-slow:0.25@node13] [--out DIR] [--build DIR]
 #          [--scenario FILE] [--timeout SECONDS]
 # Needs: simgrid (smpicc, smpicxx, smpirun: Debian libsimgrid-dev), serial HDF5 headers
 # (Debian libhdf5-dev; or SMPI_HDF5_ROOT=a tree holding include/hdf5/serial), and the
@@ -17,7 +17,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-hosts=32 gpus=8 per_leaf=8 spines=4 fault=rx-slow:0.5@node13
+hosts=32 gpus=8 per_leaf=8 spines=4 fault=rx-slow:0.25@node13
 out=${TMPDIR:-/tmp}/fabscope-smpi-allpairs build=$root/build-smpi scenario=$here/smpi-allpairs.yaml timeout=3000
 while (($#)); do
   case $1 in

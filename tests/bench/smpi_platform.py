@@ -17,7 +17,7 @@ told apart from its node's port here: a fault is planted on a node's port (send,
 receive or both), or on one leaf uplink.
 
 usage: smpi_platform.py OUTDIR [--hosts 32] [--gpus 8] [--hosts-per-leaf 8]
-         [--spines 4] [--nic-gbps 400] [--fault rx-slow:0.5@node13 | tx-slow:F@node |
+         [--spines 4] [--nic-gbps 400] [--fault rx-slow:0.25@node13 | tx-slow:F@node |
           port-slow:F@node | uplink-slow:F@leafL.spineS | none]
 """
 import argparse
@@ -77,7 +77,7 @@ def main(argv=None):
     p.add_argument("--hosts-per-leaf", type=int, default=8)
     p.add_argument("--spines", type=int, default=4)
     p.add_argument("--nic-gbps", type=float, default=400.0, help="one NIC's line rate in Gbit/s")
-    p.add_argument("--fault", default="rx-slow:0.5@node13")
+    p.add_argument("--fault", default="rx-slow:0.25@node13")
     a = p.parse_args(argv)
     if a.hosts < 2 or a.gpus < 1 or a.hosts_per_leaf < 1 or a.spines < 1:
         fail("--hosts must be at least 2 and --gpus, --hosts-per-leaf, --spines at least 1")
