@@ -1,24 +1,31 @@
 # Finds every library fabscope uses and records which optional backends are on.
 # Required: MPI, HDF5 (parallel preferred), Boost.Program_options, yaml-cpp.
+# With FABSCOPE_SMPI: SimGrid's MPI and serial HDF5 (cmake/FabscopeSmpi.cmake).
 # Optional: CUDA Toolkit + NCCL, UCX, libibverbs, hwloc.
 
-find_package(MPI REQUIRED COMPONENTS C)
-
-# Prefer the parallel HDF5 library; fall back to serial.
-set(HDF5_PREFER_PARALLEL TRUE)
-find_package(HDF5 REQUIRED COMPONENTS C)
-if(HDF5_IS_PARALLEL)
-  set(FABSCOPE_HDF5_PARALLEL 1)
+if(FABSCOPE_SMPI)
+  set(FABSCOPE_SMPI_BUILD 1)
+  include(FabscopeSmpi)
 else()
-  set(FABSCOPE_HDF5_PARALLEL 0)
+  set(FABSCOPE_SMPI_BUILD 0)
+  find_package(MPI REQUIRED COMPONENTS C)
+
+  # Prefer the parallel HDF5 library; fall back to serial.
+  set(HDF5_PREFER_PARALLEL TRUE)
+  find_package(HDF5 REQUIRED COMPONENTS C)
+  if(HDF5_IS_PARALLEL)
+    set(FABSCOPE_HDF5_PARALLEL 1)
+  else()
+    set(FABSCOPE_HDF5_PARALLEL 0)
+  endif()
+
+  add_library(fabscope_hdf5 INTERFACE)
+  target_include_directories(fabscope_hdf5 INTERFACE ${HDF5_C_INCLUDE_DIRS} ${HDF5_INCLUDE_DIRS})
+  target_link_libraries(fabscope_hdf5 INTERFACE ${HDF5_C_LIBRARIES} ${HDF5_LIBRARIES})
+  target_compile_definitions(fabscope_hdf5 INTERFACE ${HDF5_C_DEFINITIONS} ${HDF5_DEFINITIONS})
 endif()
 # The deprecated MPI C++ bindings are never used (their symbols are not linked).
 add_compile_definitions(OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
-
-add_library(fabscope_hdf5 INTERFACE)
-target_include_directories(fabscope_hdf5 INTERFACE ${HDF5_C_INCLUDE_DIRS} ${HDF5_INCLUDE_DIRS})
-target_link_libraries(fabscope_hdf5 INTERFACE ${HDF5_C_LIBRARIES} ${HDF5_LIBRARIES})
-target_compile_definitions(fabscope_hdf5 INTERFACE ${HDF5_C_DEFINITIONS} ${HDF5_DEFINITIONS})
 
 find_package(Boost 1.71 REQUIRED COMPONENTS program_options)
 find_package(yaml-cpp REQUIRED)

@@ -75,7 +75,7 @@ LoadGraph planLoad(const std::string& condition, const suite::RoleAssignment& ro
 GatedLoad::GatedLoad(const runtime::Communicator& world, const runtime::Deadline& deadline, int localRank)
     : world_(world), deadline_(deadline), localRank_(localRank) {
   MPI_Request r;
-  runtime::checkMpi(MPI_Comm_idup(world.handle(), &comm_, &r), "MPI_Comm_idup(load)");
+  runtime::checkMpi(runtime::startDuplicate(world.handle(), &comm_, &r), "MPI_Comm_idup(load)");
   int done = 0;
   runtime::waitUntil(
       [&] {

@@ -86,7 +86,7 @@ LossReport decodeLossReport(const std::vector<std::byte>& bytes) {
 
 LossChannel::LossChannel(const Communicator& world, const Deadline& deadline) {
   MPI_Request request;
-  checkMpi(MPI_Comm_idup(world.handle(), &comm_, &request), "MPI_Comm_idup (loss channel)");
+  checkMpi(startDuplicate(world.handle(), &comm_, &request), "MPI_Comm_idup (loss channel)");
   int done = 0;
   waitUntil(
       [&] {

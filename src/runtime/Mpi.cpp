@@ -1,5 +1,6 @@
 #include "runtime/Mpi.hpp"
 
+#include "fabscope/BuildConfig.hpp"
 #include "runtime/Deadlines.hpp"
 #include "runtime/LossChannel.hpp"
 #include "runtime/Watchdog.hpp"
@@ -17,6 +18,15 @@ std::string mpiLibraryVersion() {
   std::string text(version, strnlen(version, static_cast<std::size_t>(length)));
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return text;
+}
+
+int startDuplicate(MPI_Comm from, MPI_Comm* out, MPI_Request* request) {
+#if FABSCOPE_SMPI
+  *request = MPI_REQUEST_NULL;
+  return MPI_Comm_dup(from, out);
+#else
+  return MPI_Comm_idup(from, out, request);
+#endif
 }
 
 void checkMpi(int rc, const char* what) {
@@ -196,7 +206,7 @@ Communicator Communicator::split(int color, int key, const Deadline& deadline) c
 Communicator Communicator::duplicate(const Deadline& deadline) const {
   MPI_Comm out;
   MPI_Request r;
-  checkMpi(MPI_Comm_idup(comm_, &out, &r), "MPI_Comm_idup");
+  checkMpi(startDuplicate(comm_, &out, &r), "MPI_Comm_idup");
   complete(r, deadline, "every rank to duplicate a communicator");
   MPI_Comm_set_errhandler(out, MPI_ERRORS_RETURN);
   Communicator copy(out, true);

@@ -88,4 +88,10 @@ std::string mpiLibraryVersion();
 // Throws RuntimeFailure with `what` and MPI's own error text when rc != MPI_SUCCESS.
 void checkMpi(int rc, const char* what);
 
+// Starts a duplicate of `from` into `out` (MPI_Comm_idup); the caller completes
+// `request` under its deadline. Built for SimGrid SMPI (FABSCOPE_SMPI), which has
+// no MPI_Comm_idup, the duplicate is made at once with MPI_Comm_dup and
+// `request` is MPI_REQUEST_NULL (complete at its first test).
+int startDuplicate(MPI_Comm from, MPI_Comm* out, MPI_Request* request);
+
 }  // namespace fabscope::runtime

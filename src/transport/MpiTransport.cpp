@@ -62,7 +62,7 @@ MpiTransport::~MpiTransport() {
 
 void MpiTransport::duplicate(MPI_Comm from, const runtime::Deadline& deadline) {
   MPI_Request r;
-  checkMpi(MPI_Comm_idup(from, &comm_, &r), "MPI_Comm_idup");
+  checkMpi(runtime::startDuplicate(from, &comm_, &r), "MPI_Comm_idup");
   int done = 0;
   runtime::waitUntil(
       [&] {

@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "fabscope/BuildConfig.hpp"
+
 namespace fabscope::validity {
 namespace {
 
@@ -247,6 +249,16 @@ RankFacts readFacts(int rank, const std::string& host, double busyWindowSeconds)
   RankFacts facts;
   facts.rank = rank;
   facts.host = host;
+#if FABSCOPE_SMPI
+  // Under SimGrid SMPI every rank is an actor of one simulation process: this
+  // machine's identity, CPUs, load and governors are the simulator's, not the
+  // simulated host's, and would judge 256 simulated ranks oversubscribed on two
+  // real CPUs. Each simulated host is its own machine, with nothing measured.
+  (void)busyWindowSeconds;
+  facts.machine = "simulated:" + host;
+  facts.onlineCpus = 0;
+  return facts;
+#endif
   // machine-id alone is copied into cloned images; boot_id alone changes nothing
   // between namespaces either: together they name this boot of this machine.
   facts.machine = firstLineOf("/etc/machine-id") + "/" + firstLineOf("/proc/sys/kernel/random/boot_id");
