@@ -28,6 +28,8 @@ def test_block_p_pools_the_share_and_measures_over_dispersion_by_value():
     assert p[4] == pytest.approx(0.04)
     # a block with no slow pair needs no hit: p 1
     assert p[0] == pytest.approx(1.0)
+    # a block too small for its share of trials keeps one: 1 hit of 1 trial at 0.2
+    assert float(evidence.overdispersed_sf(1, 1, 3.0, 0.2)) == pytest.approx(0.2)
 
 
 def test_block_p_never_over_dispersion_below_one():
