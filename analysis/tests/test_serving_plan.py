@@ -66,6 +66,19 @@ def by_name(plan):
     return {t["name"]: t for t in plan.scenario["tests"]}
 
 
+def test_model_listing_takes_prompt_lengths_from_kv_lines_and_batches_from_allreduce_lines_only():
+    """A size line of either kind without the field that kind is read for adds nothing: a
+    prefill all-reduce's prompt length is no KV request's, and a KV line without one names
+    none."""
+    with open(os.path.join(HERE, "data", "list-model-llama3-70b-tp8.txt"), encoding="utf-8") as f:
+        text = f.read()
+    extra = ("  allreduce      32MiB  derive: tp-allreduce-prefill, prompt_tokens: 4096\n"
+             "  kvpush          5MiB  derive: kv-layer, block_tokens: 32\n")
+    sizes = parse_model_listing(text.replace("  front-end API", extra + "  front-end API", 1))
+    assert sizes.decode_batches == [1, 32] and sizes.prompt_tokens == [2048, 8192]
+    assert sizes.block_tokens == 16
+
+
 def test_model_listing_is_read_from_the_binarys_text():
     ds, llama = listing("deepseek-v3"), listing("llama3-70b")
     assert (ds.name, ds.has_experts, ds.allreduces_per_step) == ("deepseek-v3", True, 64)
