@@ -216,3 +216,26 @@ def test_incast_names_a_sender_at_half_the_median_rate_or_below():
     assert "50% of the median sender" in findings[0].symptom
     # two senders: no median to judge against
     assert supporting.incast([_Incast(_incast_frame({1: 0.4, 2: 0.1}))])[0] == []
+
+
+# ------------------------------------------------------------------ the median polish
+
+def test_fit_terms_add_back_to_each_pairs_log_time_and_rank_effects_are_centred():
+    # 6 ranks on 3 hosts of one leaf, every ordered pair: y = mu + T[class] + a[s] + b[r] + e.
+    # Centring the rank effects on their medians moves their level into the class terms,
+    # so the terms still add up to each pair's log time
+    from fabscope_analysis.diagnosis.model import Layout, PairData, fit
+    layout = Layout(6, np.repeat(np.arange(3), 2), np.zeros(6, dtype=np.int64), ["a", "b", "c"], [""],
+                    {}, {}, 2)
+    s, r = np.array([(i, j) for i in range(6) for j in range(6) if i != j]).T
+    rng = np.random.default_rng(5)
+    cls = layout.classes()[s, r]
+    y = -20.0 + np.array([0.0, 0.4])[cls] + 0.1 * np.arange(6)[s] + 0.05 * np.arange(6)[r] \
+        + rng.normal(0.0, 0.01, len(s))
+    data = PairData(None, s, r, y, np.full(len(s), 50), np.zeros(len(s)), symmetric=False, bandwidth=False)
+    f = fit(data, layout)
+    assert f.mu + f.cls_effect[cls] + f.send[s] + f.recv[r] + f.resid == pytest.approx(y, abs=1e-12)
+    assert float(np.median(f.send)) == pytest.approx(0.0, abs=1e-12)
+    assert float(np.median(f.recv)) == pytest.approx(0.0, abs=1e-12)
+    # the residuals' sigma: 1.4826 x their MAD about 0, x sqrt(30 / (30 - 14 fitted terms))
+    assert f.sigma_e == pytest.approx(1.4826 * float(np.median(np.abs(f.resid))) * math.sqrt(30 / 16))
