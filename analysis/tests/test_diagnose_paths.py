@@ -191,3 +191,8 @@ def test_a_leaf_path_and_a_local_rank_are_scored_by_their_largest_z_and_worded_b
         assert [(c.score, c.confidence) for c in under] == [(0.748, "medium")], name
         at = _named(name, lay, [[_effect(key("send"), 8.75, 1e-6)]])
         assert [(c.score, c.confidence) for c in at] == [(0.75, "high")], name
+        # q of exactly 1e-4 is not below it; 1e-2 is low
+        edge = _named(name, lay, [[_effect(key("send"), 20.0, 1e-4)]])
+        assert [(c.score, c.confidence) for c in edge] == [(1.0, "medium")], name
+        edge = _named(name, lay, [[_effect(key("send"), 20.0, 1e-2)]])
+        assert [(c.score, c.confidence) for c in edge] == [(1.0, "low")], name
