@@ -183,6 +183,10 @@ def test_confidence_score_and_words_by_value():
     assert rules._confidence(_effects((5e-3, 30.0))) == ("medium", 1.0)
     assert rules._confidence(_effects((2e-2, 1.0))) == ("low", 0.44)
     assert rules._confidence(_effects((1e-5, 8.0))) == ("medium", 0.72)
+    # the boundaries: q of exactly 1e-4 is not high, of exactly 1e-2 low; a score of exactly 0.75 is high
+    assert rules._confidence(_effects((1e-4, 20.0))) == ("medium", 1.0)
+    assert rules._confidence(_effects((1e-2, 20.0))) == ("low", 1.0)
+    assert rules._confidence(_effects((1e-5, 8.75))) == ("high", 0.75)
 
 
 # ------------------------------------------------------------------ incast senders
