@@ -230,10 +230,14 @@ def test_a_mutant_is_run_by_the_test_files_that_run_its_statement(tmp_path):
                                      "def test_small():\n    assert used(1) == 0\n"
                                      "def test_lazy():\n    from fabscope_analysis import lazy\n"
                                      "    assert lazy.X == 1\n")
+    # a command the test runs as a new Python: its lines are the test file's too
+    (tests / "test_c.py").write_text("import subprocess, sys\n"
+                                     "def test_child():\n    subprocess.run([sys.executable, '-c', "
+                                     "'from fabscope_analysis.mod import unused; unused()'], check=True)\n")
     out = tmp_path / "map.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "analysis"), str(ROOT / "tests")]),
                MUTATE_LINEMAP_OUT=str(out), MUTATE_LINEMAP_PACKAGE=str(package))
-    for test in ("analysis/tests/test_a.py", "analysis/tests/test_b.py"):
+    for test in ("analysis/tests/test_a.py", "analysis/tests/test_b.py", "analysis/tests/test_c.py"):
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
                                "mutate_auto.linemap", test], cwd=tmp_path, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -242,6 +246,8 @@ def test_a_mutant_is_run_by_the_test_files_that_run_its_statement(tmp_path):
             assert lines["1"] == ["*"] and lines["10"] == ["*"]
             assert lines["4"] == [test] and lines["3"] == [test]
             assert "6" not in lines and "8" not in lines
+        elif test.endswith("test_c.py"):
+            assert lines["8"] == [test] and "4" not in lines and lines["1"] == ["*"]
         else:
             assert lines["6"] == [test] and "4" not in lines
             assert json.loads(out.read_text())["analysis/fabscope_analysis/lazy.py"]["1"] == ["*"]

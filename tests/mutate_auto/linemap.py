@@ -10,7 +10,9 @@ A line is recorded against the test file whose test ran it in the test's call or
 teardown phase. Lines run outside a test's call (importing, collecting, module-level
 and class-body code, and the setup of fixtures, which a module or session scope shares
 with other tests and other files) are recorded as "*": a mutant there is judged by all
-its selected test files, as without the map.
+its selected test files, as without the map. A Python a test starts (the tests run the
+commands as `python -m fabscope_analysis ...`) is traced too (child/sitecustomize.py), its
+lines given to that test's file.
 
 Environment: MUTATE_LINEMAP_PACKAGE, the absolute folder whose files are recorded;
 MUTATE_LINEMAP_OUT, the JSON file written at the end of the session:
@@ -21,7 +23,9 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import shutil
 import sys
+import tempfile
 import threading
 
 import pytest
@@ -50,9 +54,26 @@ def _global(frame, event, arg):
     return None
 
 
+_CHILDREN = tempfile.mkdtemp(prefix="linemap-children-") if _OUT else ""
+
+
 def pytest_configure(config):
     sys.settrace(_global)
     threading.settrace(_global)
+    if _CHILDREN:
+        # the commands tests start as new Pythons (python -m fabscope_analysis) are traced
+        # by child/sitecustomize.py, which every child finds first on PYTHONPATH
+        child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [child, os.environ.get("PYTHONPATH", "")]))
+        os.environ["MUTATE_LINEMAP_CHILDREN"] = _CHILDREN
+        os.environ["MUTATE_LINEMAP_PACKAGE"] = _PACKAGE
+        os.environ["MUTATE_LINEMAP_TEST"] = "*"
+
+
+def _set_current(who: str):
+    _current[0] = who
+    if _CHILDREN:
+        os.environ["MUTATE_LINEMAP_TEST"] = who
 
 
 def _test_file(item) -> str:
@@ -62,16 +83,16 @@ def _test_file(item) -> str:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    _current[0] = _test_file(item)
+    _set_current(_test_file(item))
     yield
-    _current[0] = "*"
+    _set_current("*")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item):
-    _current[0] = _test_file(item)
+    _set_current(_test_file(item))
     yield
-    _current[0] = "*"
+    _set_current("*")
 
 
 def pytest_sessionfinish(session):
@@ -79,6 +100,17 @@ def pytest_sessionfinish(session):
     threading.settrace(None)
     if not _OUT:
         return
+    for name in sorted(os.listdir(_CHILDREN)) if _CHILDREN else ():
+        try:
+            with open(os.path.join(_CHILDREN, name)) as f:
+                child = json.load(f)
+        except (OSError, ValueError):
+            continue                     # a child killed while writing: its lines are lost
+        for filename, lines in child.items():
+            for line, who in lines.items():
+                _hits.setdefault(filename, {}).setdefault(int(line), set()).update(who)
+    if _CHILDREN:
+        shutil.rmtree(_CHILDREN, ignore_errors=True)
     out = {}
     for filename, lines in _hits.items():
         rel = os.path.relpath(filename, _ROOT).replace(os.sep, "/")
