@@ -243,3 +243,27 @@ def test_fit_terms_add_back_to_each_pairs_log_time_and_rank_effects_are_centred(
     assert float(np.median(f.recv)) == pytest.approx(0.0, abs=1e-12)
     # the residuals' sigma: 1.4826 x their MAD about 0, x sqrt(30 / (30 - 14 fitted terms))
     assert f.sigma_e == pytest.approx(1.4826 * float(np.median(np.abs(f.resid))) * math.sqrt(30 / 16))
+
+
+# ------------------------------------------------------------------ the tail test's power note
+
+def test_a_run_with_few_iterations_says_how_much_power_its_tail_test_has(tmp_path):
+    """Six ranks all-pairs: with 5 iterations a NIC stalling 1 % of its samples stalls a pair
+    with 1 - 0.99^5 = 4.9 %, too rare to find with 80 % power, and the blind spots say so with
+    the power; with 30 iterations (26 %) the tail test has the power and says nothing."""
+    import re
+    from fabscope_analysis import open_result
+    from fabscope_analysis.diagnose import diagnose
+    from synthetic import write_matrix_run
+    found = {}
+    for iterations in (5, 30):
+        path = tmp_path / f"six-{iterations}.h5"
+        write_matrix_run(path, nranks=6, iterations=iterations)
+        with open_result(str(path), warn_incomplete=False) as result:
+            out = diagnose(result)
+        found[iterations] = [n for n in out.cannot_tell_for if n.startswith("lossy or flapping NICs")]
+    assert found[30] == []
+    assert len(found[5]) == 1, found
+    power, pairs = (float(x) for x in re.search(r"with (\d+) % power from (\d+) pairs per rank",
+                                                found[5][0]).groups())
+    assert 0 <= power < 80 and pairs >= 5
