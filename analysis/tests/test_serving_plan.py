@@ -405,3 +405,18 @@ def test_plan_takes_tp_8_unless_told():
     given = ["plan", "--model", "llama3-70b", "--ranks", "16", "--slo", "itl_p99=50ms", "--output", "p.yaml"]
     assert build_parser().parse_args(given).tp == 8
     assert build_parser().parse_args(given + ["--tp", "4"]).tp == 4
+
+
+def test_with_an_ample_budget_each_probe_runs_its_starting_iterations():
+    """Nothing shrunk (a budget of a day): every latency probe runs 50 iterations of 8 B, every
+    bandwidth probe 10 of 1 MiB, the starting values the budget halves from."""
+    plan = plan_for("llama3-70b", 16, budget_s=86400.0)
+    probes = [t for t in plan.scenario["tests"] if t.get("pattern") and t["name"] in knobs_probes(16)]
+    assert probes, [t["name"] for t in plan.scenario["tests"]]
+    for t in probes:
+        expected = (50, [8]) if t["sizes"] == [8] else (10, ["1MiB"])
+        assert (t["iterations"], t["sizes"]) == expected, t
+
+
+def knobs_probes(ranks):
+    return set(probes_for(Cluster(ranks)))
