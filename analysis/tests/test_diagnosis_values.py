@@ -267,3 +267,17 @@ def test_a_run_with_few_iterations_says_how_much_power_its_tail_test_has(tmp_pat
     power, pairs = (float(x) for x in re.search(r"with (\d+) % power from (\d+) pairs per rank",
                                                 found[5][0]).groups())
     assert 0 <= power < 80 and pairs >= 5
+
+
+def test_block_share_counts_a_host_pairs_gpu_pairs_both_ways_over_the_centre_tests():
+    """Hosts 0 and 1 (ranks 0-1 and 2-3): the pairs between them in either direction, over
+    every centre test; a tail test's pairs are not counted."""
+    pairs = [(0, 2), (3, 1), (1, 2), (0, 1), (2, 3), (0, 4)]
+    resid = np.array([1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    fit = SimpleNamespace(data=SimpleNamespace(s=np.array([a for a, _ in pairs]), r=np.array([b for _, b in pairs])),
+                          resid=resid)
+    layout = SimpleNamespace(host=np.array([0, 0, 1, 1, 2, 2]))
+    centre = SimpleNamespace(measure="centre", fit=fit)
+    tail = SimpleNamespace(measure="tail", fit=fit)
+    assert rules._block_share(layout, [centre, tail, centre], 0, 1) == (4, 6)
+    assert rules._block_share(layout, [centre], 1, 0) == (2, 3)
