@@ -281,3 +281,22 @@ def test_block_share_counts_a_host_pairs_gpu_pairs_both_ways_over_the_centre_tes
     tail = SimpleNamespace(measure="tail", fit=fit)
     assert rules._block_share(layout, [centre, tail, centre], 0, 1) == (4, 6)
     assert rules._block_share(layout, [centre], 1, 0) == (2, 3)
+
+
+def test_iterations_to_tell_scales_the_iterations_by_the_square_of_the_error_ratio():
+    """The minimum detectable effect is (z_crit + z_power) x se; to bring it to ln 1.5 the
+    standard error must shrink to ln 1.5 / (z_crit + z_power), which takes (se / that)^2 the
+    iterations (an error falls with the square root of the samples), at least 2x."""
+    target = math.log(1.5) / (2.0 + evidence.POWER_Z)
+    for se, times in ((0.2, math.ceil((0.2 / target) ** 2)), (0.5, math.ceil((0.5 / target) ** 2)),
+                      (0.1, 2)):
+        text = evidence.iterations_to_tell({"z_crit": 2.0, "tau": 0.0, "se": se})
+        assert text.startswith(f"about {times}x the iterations"), (se, text)
+    assert math.ceil((0.2 / target) ** 2) == 2 and math.ceil((0.5 / target) ** 2) == 13
+    # a spread tau between the ranks leaves sqrt(target^2 - tau^2) for the error: 4x here
+    needed = math.sqrt(target ** 2 - 0.1 ** 2)
+    assert math.ceil((0.2 / needed) ** 2) == 4
+    assert evidence.iterations_to_tell({"z_crit": 2.0, "tau": 0.1, "se": 0.2}).startswith("about 4x")
+    # a spread between the ranks beyond the target: more iterations cannot tell
+    assert "more iterations will not separate" in evidence.iterations_to_tell(
+        {"z_crit": 2.0, "tau": target, "se": 0.2})
