@@ -300,3 +300,14 @@ def test_iterations_to_tell_scales_the_iterations_by_the_square_of_the_error_rat
     # a spread between the ranks beyond the target: more iterations cannot tell
     assert "more iterations will not separate" in evidence.iterations_to_tell(
         {"z_crit": 2.0, "tau": target, "se": 0.2})
+
+
+def test_pass_sigma_of_the_fast_half_and_none_from_fewer_than_four_pairs():
+    """(median - 25th percentile) / 0.6745 of the log pair values; 0 (no floor) from fewer
+    than 4 usable pairs (non-finite and non-positive values dropped)."""
+    assert retest.pass_sigma([1.0, 2.0, 3.0, float("nan"), 0.0], bandwidth=False) == 0.0
+    logs = np.log([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert retest.pass_sigma([1.0, 2.0, 3.0, 4.0, 5.0], bandwidth=False) == \
+        pytest.approx((np.median(logs) - np.percentile(logs, 25)) / 0.6745)
+    assert retest.pass_sigma([1.0, 2.0, 3.0, 4.0, 5.0], bandwidth=True) == \
+        pytest.approx((np.median(-logs) - np.percentile(-logs, 25)) / 0.6745)
