@@ -420,3 +420,12 @@ def test_with_an_ample_budget_each_probe_runs_its_starting_iterations():
 
 def knobs_probes(ranks):
     return set(probes_for(Cluster(ranks)))
+
+
+def test_a_scenario_listing_without_its_estimate_line_is_refused():
+    """fabscope list's answer must end with 'estimated time: ... in all': a listing without
+    it (a binary of another version, a cut-off output) is no estimate, whatever it lists."""
+    listed = parse_scenario_listing(0, "0 tp allreduce 16KiB quiet\n1 kv kvpush 80MiB quiet\n", "")
+    assert not listed.ok and "estimated time" in listed.error
+    listed = parse_scenario_listing(0, "0 tp allreduce 16KiB quiet\nestimated time: 1m05s in all\n", "")
+    assert listed.ok and listed.estimate_s == 65 and listed.instances == 1
