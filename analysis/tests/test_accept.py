@@ -492,6 +492,13 @@ def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():
     steps = 0.01 * np.arange(11)
     assert pairwise_sigma(steps[:10]) == pytest.approx(2.2219 * 10 / 13.8 * 0.02)
     assert pairwise_sigma(steps) == pytest.approx(2.2219 * 11 / 12.4 * 0.02)
+    # every small-n factor of Croux & Rousseeuw's table, the k-th distance found by brute force
+    published = {2: 0.399, 3: 0.994, 4: 0.512, 5: 0.844, 6: 0.611, 7: 0.857, 8: 0.669, 9: 0.872}
+    for n, factor in published.items():
+        values = np.random.default_rng(n).normal(0.0, 1.0, n)
+        h = n // 2 + 1
+        kth = sorted(abs(a - b) for i, a in enumerate(values) for b in values[i + 1:])[h * (h - 1) // 2 - 1]
+        assert pairwise_sigma(values) == pytest.approx(2.2219 * factor * kth), n
 
 
 def test_a_flagged_samples_failure_names_the_ranks_whose_samples_failed_their_check(files, tmp_path):

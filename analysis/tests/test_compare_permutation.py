@@ -22,3 +22,12 @@ from fabscope_analysis.compare_stats import permutation_reaches, permutation_spl
 def test_the_permutation_test_reaches_5_percent_only_with_enough_splits(a, b, reaches):
     assert permutation_splits(a, b) == math.comb(a + b, b)
     assert permutation_reaches(a, b, 0.95) is reaches
+
+
+def test_archive_spread_is_the_sum_of_squares_about_the_mean_with_runs_minus_one_df():
+    """A/A runs' log figures 1, 2, 3, 6 (mean 3): squares 4 + 1 + 0 + 9 = 14 on 3 degrees of
+    freedom; figures that are not finite are left out; one run gives no spread."""
+    from fabscope_analysis.compare_stats import archive_spread
+    spread = archive_spread([1.0, 2.0, float("nan"), 3.0, 6.0], "aa.h5")
+    assert (spread.ss, spread.df, spread.source) == (pytest.approx(14.0), 3, "aa.h5")
+    assert archive_spread([1.0, float("inf")], "aa.h5") is None

@@ -25,6 +25,21 @@ class _Inst:
         return "ap-bandwidth" if key == "name" else default
 
 
+def _assert_score(culprit):
+    """A culprit's score is round(min(1, 0.4 + 0.04 z), 3) of its largest z, and its word
+    'high' below q 1e-4 with a score of 0.75, 'medium' below 1e-2 (z and q as printed in
+    its evidence: z to 0.1, q to two digits)."""
+    import re
+    zs = [float(x) for x in re.findall(r"z=([0-9.]+)", " ".join(culprit.evidence))]
+    qs = [float(x) for x in re.findall(r"q=([0-9.e+-]+)", " ".join(culprit.evidence))]
+    assert zs and qs, culprit.evidence
+    assert culprit.score == round(culprit.score, 3)
+    assert abs(culprit.score - min(1.0, 0.4 + 0.04 * max(zs))) <= 0.04 * 0.05 + 5e-4
+    q = min(qs)
+    word = "high" if q < 1e-4 and culprit.score >= 0.75 else "medium" if q < 1e-2 else "low"
+    assert culprit.confidence == word, (culprit.confidence, culprit.score, q)
+
+
 def _layout(hosts=16, gpus=8, leaves=4) -> Layout:
     n = hosts * gpus
     host = np.arange(n) // gpus
@@ -101,6 +116,7 @@ def test_a_slow_spine_to_leaf_link_is_one_finding_and_collisions_alone_are_none(
     out = rules.name_components(lay, [_evidence(lay, s, r, logt)])
     assert [(c.component, c.host, c.direction) for c in out.culprits] == \
         [(SPINE_LINK, "leaf2", "receive")], [c.line() for c in out.culprits]
+    _assert_score(out.culprits[0])
     # the pairs through the link are explained by it: what is left is the 2x collisions
     examples = [x for c in out.congestion for x in c.examples]
     assert examples and all(float(x.split()[-1][:-1]) < 2.5 for x in examples), examples
@@ -113,6 +129,7 @@ def test_a_slow_uplink_is_the_leafs_uplinks_not_its_hosts():
     out = rules.name_components(lay, [_evidence(lay, s, r, logt)])
     assert [(c.component, c.host, c.direction) for c in out.culprits] == \
         [(UPLINK, "leaf3", "both")], [c.line() for c in out.culprits]
+    _assert_score(out.culprits[0])
     assert out.culprits[0].subject() == "uplinks of leaf leaf3"
 
 
@@ -133,8 +150,49 @@ def test_one_local_rank_slow_on_every_host_is_one_systemic_finding():
     assert [(c.component, c.host) for c in out.culprits] == [(LOCAL_RANK, "local rank 3")], \
         [c.line() for c in out.culprits]
     assert out.culprits[0].ranks == [int(x) for x in np.flatnonzero(slot)]
+    _assert_score(out.culprits[0])
     s, r, logt = _matrix(lay, seed=10)
     logt[s == 21] += math.log(1.4)
     out = rules.name_components(lay, [_with_local_ranks(lay, s, r, logt)])
     assert [(c.component, c.ranks, c.direction) for c in out.culprits] == [(NIC, [21], "send")], \
         [c.line() for c in out.culprits]
+
+
+def _named(name, lay, effects_by_test):
+    """Culprits name_leaf_paths or name_local_ranks gives for tests holding the effects."""
+    from types import SimpleNamespace
+    out = rules.Naming()
+    tests = [SimpleNamespace(label=f"000{i} t{i}", fit=SimpleNamespace(data=SimpleNamespace(bandwidth=False)),
+                             **{name: effects}) for i, effects in enumerate(effects_by_test)]
+    (paths.name_leaf_paths if name == "paths" else systemic.name_local_ranks)(lay, tests, out)
+    return out.culprits
+
+
+def _effect(key, z, q):
+    from types import SimpleNamespace
+    return SimpleNamespace(key=key, z=z, q=q, ratio=1.5, detail="pairs between leaves 1.50x")
+
+
+def test_a_leaf_path_and_a_local_rank_are_scored_by_their_largest_z_and_worded_by_their_smallest_q():
+    """score = round(min(1, 0.4 + 0.04 z), 3) of the largest z over the tests that saw it;
+    'high' needs q < 1e-4 and a score of 0.75, 'medium' q < 1e-2, else 'low'. The path
+    and systemic fixtures above are all far past both (score 1, q ~ 1e-200)."""
+    lay = _layout()
+    for name, key in (("paths", lambda side: (2, side)), ("local_ranks", lambda side: (3, side))):
+        strong = _named(name, lay, [[_effect(key("receive"), 10.3456, 5e-3)],
+                                    [_effect(key("receive"), 6.0, 5e-5)]])
+        assert [(c.score, c.confidence) for c in strong] == [(0.814, "high")], name
+        middling = _named(name, lay, [[_effect(key("send"), 7.77, 5e-3)]])
+        assert [(c.score, c.confidence) for c in middling] == [(0.711, "medium")], name
+        weak = _named(name, lay, [[_effect(key("send"), 20.0, 2e-2)]])
+        assert [(c.score, c.confidence) for c in weak] == [(1.0, "low")], name
+        # a score just under 0.75 is not high however small q
+        under = _named(name, lay, [[_effect(key("send"), 8.7, 1e-6)]])
+        assert [(c.score, c.confidence) for c in under] == [(0.748, "medium")], name
+        at = _named(name, lay, [[_effect(key("send"), 8.75, 1e-6)]])
+        assert [(c.score, c.confidence) for c in at] == [(0.75, "high")], name
+        # q of exactly 1e-4 is not below it; 1e-2 is low
+        edge = _named(name, lay, [[_effect(key("send"), 20.0, 1e-4)]])
+        assert [(c.score, c.confidence) for c in edge] == [(1.0, "medium")], name
+        edge = _named(name, lay, [[_effect(key("send"), 20.0, 1e-2)]])
+        assert [(c.score, c.confidence) for c in edge] == [(1.0, "low")], name

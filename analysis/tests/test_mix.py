@@ -7,6 +7,7 @@ import io
 import json
 
 import numpy as np
+import pytest
 
 from helpers import run_cli
 from synthetic import SAMPLE_DTYPE, SyntheticRun
@@ -133,3 +134,39 @@ def test_accept_does_not_count_class_marks_as_flagged_samples(tmp_path):
     path = write_mix_file(tmp_path / "mix.h5")
     text = run_cli("accept", path).stdout
     assert "PASS  no flagged samples" in text, text
+
+
+API_REQUEST_DTYPE = np.dtype([("status", "S16"), ("connect_ns", "<i8"), ("ttfb_ns", "<i8")])
+
+
+def test_api_rows_take_the_servers_own_time_off_and_report_milliseconds(tmp_path):
+    """The front end's share of a request (api kind): connect, first byte beyond the
+    server's service time (never below 0), chunk gaps beyond the chunk interval, each in
+    ms from the ns of /api_requests and the gap rows; failed requests left out."""
+    from fabscope_analysis.serving.impact_rows import api_request_rows
+    path = str(tmp_path / "api.h5")
+    run = SyntheticRun(path, nranks=2, ranks_per_host=1)
+    start = run.start_ns()
+    # two chunk gaps of 3 and 5 ms against a 2 ms interval: p99 of the gaps 4.98 ms, 2.98 ms added
+    gaps = np.zeros(2, dtype=SAMPLE_DTYPE)
+    for i, ms in enumerate((3, 5)):
+        gaps[i] = (0, i, 1, 512, start + 10**9 * i, start + 10**9 * i + ms * 10**6, FLAG_CHUNK_GAP, 0)
+    index = run.add_test("front", "api", gaps, nbytes=512,
+                         extra_attrs={"service_time_s": 0.010, "chunk_interval_s": 0.002})
+    requests = np.array([(b"ok", 1_000_000, 12_000_000), (b"ok", 3_000_000, 16_000_000),
+                         (b"ok", 2_000_000, 5_000_000), (b"refused", 90_000_000, 0)],
+                        dtype=API_REQUEST_DTYPE)
+    run.file[f"tests/{index:04d}"].create_dataset("api_requests", data=requests)
+    run.close()
+    missing = []
+    with open_result(path, warn_incomplete=False) as result:
+        rows = api_request_rows(result, missing)
+    assert missing == [] and len(rows) == 1
+    row = rows[0]
+    assert (row["series"], row["condition"], row["requests"]) == ("front", "quiet", 3)
+    assert row["connect_p50_ms"] == pytest.approx(2.0)
+    assert row["connect_p99_ms"] == pytest.approx(np.percentile([1, 3, 2], 99))
+    # first byte beyond 10 ms of service: 2, 6 and 0 (5 ms is below it) ms
+    assert row["ttft_added_p50_ms"] == pytest.approx(2.0)
+    assert row["ttft_added_p99_ms"] == pytest.approx(np.percentile([2, 6, 0], 99))
+    assert row["per_token_added_p99_ms"] == pytest.approx(np.percentile([3, 5], 99) - 2)

@@ -66,6 +66,19 @@ def by_name(plan):
     return {t["name"]: t for t in plan.scenario["tests"]}
 
 
+def test_model_listing_takes_prompt_lengths_from_kv_lines_and_batches_from_allreduce_lines_only():
+    """A size line of either kind without the field that kind is read for adds nothing: a
+    prefill all-reduce's prompt length is no KV request's, and a KV line without one names
+    none."""
+    with open(os.path.join(HERE, "data", "list-model-llama3-70b-tp8.txt"), encoding="utf-8") as f:
+        text = f.read()
+    extra = ("  allreduce      32MiB  derive: tp-allreduce-prefill, prompt_tokens: 4096\n"
+             "  kvpush          5MiB  derive: kv-layer, block_tokens: 32\n")
+    sizes = parse_model_listing(text.replace("  front-end API", extra + "  front-end API", 1))
+    assert sizes.decode_batches == [1, 32] and sizes.prompt_tokens == [2048, 8192]
+    assert sizes.block_tokens == 16
+
+
 def test_model_listing_is_read_from_the_binarys_text():
     ds, llama = listing("deepseek-v3"), listing("llama3-70b")
     assert (ds.name, ds.has_experts, ds.allreduces_per_step) == ("deepseek-v3", True, 64)
@@ -395,3 +408,27 @@ def test_plan_takes_tp_8_unless_told():
     given = ["plan", "--model", "llama3-70b", "--ranks", "16", "--slo", "itl_p99=50ms", "--output", "p.yaml"]
     assert build_parser().parse_args(given).tp == 8
     assert build_parser().parse_args(given + ["--tp", "4"]).tp == 4
+
+
+def test_with_an_ample_budget_each_probe_runs_its_starting_iterations():
+    """Nothing shrunk (a budget of a day): every latency probe runs 50 iterations of 8 B, every
+    bandwidth probe 10 of 1 MiB, the starting values the budget halves from."""
+    plan = plan_for("llama3-70b", 16, budget_s=86400.0)
+    probes = [t for t in plan.scenario["tests"] if t.get("pattern") and t["name"] in knobs_probes(16)]
+    assert probes, [t["name"] for t in plan.scenario["tests"]]
+    for t in probes:
+        expected = (50, [8]) if t["sizes"] == [8] else (10, ["1MiB"])
+        assert (t["iterations"], t["sizes"]) == expected, t
+
+
+def knobs_probes(ranks):
+    return set(probes_for(Cluster(ranks)))
+
+
+def test_a_scenario_listing_without_its_estimate_line_is_refused():
+    """fabscope list's answer must end with 'estimated time: ... in all': a listing without
+    it (a binary of another version, a cut-off output) is no estimate, whatever it lists."""
+    listed = parse_scenario_listing(0, "0 tp allreduce 16KiB quiet\n1 kv kvpush 80MiB quiet\n", "")
+    assert not listed.ok and "estimated time" in listed.error
+    listed = parse_scenario_listing(0, "0 tp allreduce 16KiB quiet\nestimated time: 1m05s in all\n", "")
+    assert listed.ok and listed.estimate_s == 65 and listed.instances == 1

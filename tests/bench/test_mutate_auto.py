@@ -195,3 +195,66 @@ def test_the_generator_reads_every_target_file():
     for path in files:
         if path.endswith(".py"):
             ast.parse((ROOT / path).read_bytes())
+
+
+def test_a_mutant_is_run_by_the_test_files_that_run_its_statement(tmp_path):
+    """The line map (linemap.py): a line a test's call runs is that test file's; a module-level
+    line, and one a fixture's setup runs, is everyone's ("*"); a line no test runs is nobody's.
+    statement_lines: a mutant's lines are its innermost statement's."""
+    import json
+    import os
+    import subprocess
+    from mutate_auto.mutants import Mutant
+    from mutate_auto.run import statement_lines
+    package = tmp_path / "analysis" / "fabscope_analysis"
+    package.mkdir(parents=True)
+    source = ("LIMIT = 3\n"                                   # 1: module level
+              "def used(x):\n"                                # 2
+              "    if x > LIMIT:\n"                           # 3
+              "        return (x +\n"                         # 4
+              "                1)\n"                          # 5
+              "    return 0\n"                                # 6
+              "def unused():\n"                               # 7
+              "    return 2\n"                                # 8
+              "def in_setup():\n"                             # 9
+              "    return 5\n")                               # 10
+    (package / "__init__.py").write_text("")
+    (package / "mod.py").write_text(source)
+    (package / "lazy.py").write_text("X = 1\n")     # imported inside a test: still module level
+    tests = tmp_path / "analysis" / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("import pytest\nfrom fabscope_analysis.mod import used, in_setup\n"
+                                     "@pytest.fixture\ndef value():\n    return in_setup()\n"
+                                     "def test_used(value):\n    assert used(value) == 6\n")
+    (tests / "test_b.py").write_text("from fabscope_analysis.mod import used\n"
+                                     "def test_small():\n    assert used(1) == 0\n"
+                                     "def test_lazy():\n    from fabscope_analysis import lazy\n"
+                                     "    assert lazy.X == 1\n")
+    # a command the test runs as a new Python: its lines are the test file's too
+    (tests / "test_c.py").write_text("import subprocess, sys\n"
+                                     "def test_child():\n    subprocess.run([sys.executable, '-c', "
+                                     "'from fabscope_analysis.mod import unused; unused()'], check=True)\n")
+    out = tmp_path / "map.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "analysis"), str(ROOT / "tests")]),
+               MUTATE_LINEMAP_OUT=str(out), MUTATE_LINEMAP_PACKAGE=str(package))
+    for test in ("analysis/tests/test_a.py", "analysis/tests/test_b.py", "analysis/tests/test_c.py"):
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                               "mutate_auto.linemap", test], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        lines = json.loads(out.read_text())["analysis/fabscope_analysis/mod.py"]
+        if test.endswith("test_a.py"):
+            assert lines["1"] == ["*"] and lines["10"] == ["*"]
+            assert lines["4"] == [test] and lines["3"] == [test]
+            assert "6" not in lines and "8" not in lines
+        elif test.endswith("test_c.py"):
+            assert lines["8"] == [test] and "4" not in lines and lines["1"] == ["*"]
+        else:
+            assert lines["6"] == [test] and "4" not in lines
+            assert json.loads(out.read_text())["analysis/fabscope_analysis/lazy.py"]["1"] == ["*"]
+    data = source.encode()
+    plus = Mutant("analysis/fabscope_analysis/mod.py", data.index(b"+"), data.index(b"+") + 1, "+", "-",
+                  "operator", 4)
+    assert statement_lines(data, plus) == [4, 5]
+    gt = Mutant("analysis/fabscope_analysis/mod.py", data.index(b">"), data.index(b">") + 1, ">", ">=",
+                "boundary", 3)
+    assert statement_lines(data, gt) == [3, 4, 5]

@@ -6,7 +6,10 @@ vocabulary: caught, escaped, broken.
 """
 from __future__ import annotations
 
+import ast
 import difflib
+import json
+import os
 import re
 import signal
 import sys
@@ -27,6 +30,18 @@ def diff_of(m: Mutant, data: bytes) -> str:
     return "".join(difflib.unified_diff(before, after, f"a/{m.path}", f"b/{m.path}", n=1))
 
 
+def statement_lines(original: bytes, m: Mutant) -> List[int]:
+    """The lines of the innermost statement holding the mutant's text: a test that runs none
+    of them cannot see the change (a token's bytecode may sit on its statement's first line)."""
+    first, last = m.line, m.line + m.original.count("\n")
+    around = [(node.end_lineno - node.lineno, node.lineno, node.end_lineno) for node in ast.walk(ast.parse(original))
+              if isinstance(node, ast.stmt) and node.lineno <= first and last <= node.end_lineno]
+    if around:
+        _, top, bottom = min(around)
+        first, last = min(top, first), max(bottom, last)
+    return list(range(first, last + 1))
+
+
 class AutoRun:
     def __init__(self, args, root: Path, scratch, deadline_type, run, run_ctest):
         self.a, self.root, self.scratch = args, root, scratch
@@ -35,6 +50,7 @@ class AutoRun:
         self.unpatched: Dict[str, bool] = {}         # pytest node id -> passes without a mutant
         self.cpp_baseline: Dict[str, Tuple[List[str], int]] = {}   # ctest regex -> (failing, ran)
         self.trees: Dict[str, int] = {}              # a mutated module's syntax tree -> first index
+        self.linemap: Dict[str, Optional[dict]] = {}  # test file -> lines it runs (linemap.py)
 
     # ---------------------------------------------------------------- python
     def pytest(self, args: List[str], log: Path, deadline) -> Tuple[int, List[str], int]:
@@ -53,6 +69,37 @@ class AutoRun:
                 self.unpatched[t] = rc == 0 or t not in still
         return [t for t in failed if not self.unpatched[t]]
 
+    def tests_running(self, tests: List[str], path: str, lines: List[int], log: Path) -> List[str]:
+        """Of the selected test files, those that run any of the lines (all of them where a line
+        runs outside a test's call: imports, module and class bodies, shared fixtures)."""
+        missing = [t for t in tests if t not in self.linemap]
+        if missing:
+            self.scratch.reset()
+            out = self.scratch.logs / "linemap.json"
+            env = dict(self.scratch.env, MUTATE_LINEMAP_OUT=str(out),
+                       MUTATE_LINEMAP_PACKAGE=str(self.scratch.path / "analysis" / "fabscope_analysis"),
+                       PYTHONPATH=os.pathsep.join(filter(None, [self.scratch.env.get("PYTHONPATH", ""),
+                                                                 str(self.scratch.path / "tests")])))
+            out.unlink(missing_ok=True)
+            for test in missing:
+                # one file a run: a file's map must not depend on which files ran before it
+                rc, _ = self.run(PYTEST + ["-p", "mutate_auto.linemap", test], self.scratch.path, log,
+                                 self.Deadline(self.a.build_timeout), env)
+                self.linemap[test] = json.loads(out.read_text()) if out.exists() and rc != 124 else None
+                out.unlink(missing_ok=True)
+        chosen = []
+        for test in tests:
+            ran = self.linemap[test]
+            if ran is None:                 # no map (it ran past its limit): the file judges
+                chosen.append(test)
+                continue
+            who = set()
+            for line in lines:
+                who.update(ran.get(path, {}).get(str(line), ()))
+            if who:
+                chosen.append(test)
+        return chosen
+
     def judge_python(self, index: int, m: Mutant, original: bytes, mutated: bytes, log: Path):
         why = python_equivalent_by_construction(original, mutated)
         if why:
@@ -64,6 +111,11 @@ class AutoRun:
         tests = self.graph.tests_for(m.path)
         if not tests:
             return "broken", "no test file imports this module", []
+        if not self.a.no_linemap:
+            lines = statement_lines(original, m)
+            tests = self.tests_running(tests, m.path, lines, log)
+            if not tests:
+                return "escaped", f"no selected test runs lines {lines[0]}-{lines[-1]}", []
         (self.scratch.path / m.path).write_bytes(mutated)
         deadline = self.Deadline(self.a.timeout)
         rc, failed, passed = self.pytest(["-x", *tests], log, deadline)

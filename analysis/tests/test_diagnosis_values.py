@@ -1,0 +1,313 @@
+"""The diagnosis's derived figures, each checked by its value on a small input worked out
+by hand: the bars, shares, spreads and counts the rules compare against. The end-to-end
+tests judge outcomes on fixtures far from every limit, where a factor of two, a flipped
+sign or a bound off by one in these figures changes no outcome."""
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import norm
+
+from fabscope_analysis.diagnosis import evidence, retest, rules, supporting, tails
+from fabscope_analysis.inference import PRACTICAL_MARGIN
+
+
+# ------------------------------------------------------------------ over-dispersed blocks
+
+def test_block_p_pools_the_share_and_measures_over_dispersion_by_value():
+    # 5 blocks of 10 GPU pairs, one of them all slow: pooled share 10/50 = 0.2, each
+    # block expects 2; the quiet blocks' (0-2)^2 / (2 * 0.8) = 2.5 is the median, so the
+    # over-dispersion is 2.5 / 0.455 (the chi-square(1) median)
+    k, m = np.array([0, 0, 0, 0, 10]), np.full(5, 10)
+    p, pooled, phi = evidence._block_p(k, m)
+    assert pooled == pytest.approx(0.2)
+    assert phi == pytest.approx(2.5 / 0.455)
+    # the slow block: 10 / phi = 1.82 trials round to 2, 2 hits needed of 2 at 0.2: 0.04
+    assert p[4] == pytest.approx(0.04)
+    # a block with no slow pair needs no hit: p 1
+    assert p[0] == pytest.approx(1.0)
+    # a block too small for its share of trials keeps one: 1 hit of 1 trial at 0.2
+    assert float(evidence.overdispersed_sf(1, 1, 3.0, 0.2)) == pytest.approx(0.2)
+
+
+def test_block_p_never_over_dispersion_below_one():
+    # counts exactly as expected: the dispersion statistic is 0, phi stays 1 (plain binomial)
+    k, m = np.array([2, 2, 2, 2]), np.full(4, 10)
+    _, pooled, phi = evidence._block_p(k, m)
+    assert (pooled, phi) == (pytest.approx(0.2), 1.0)
+
+
+# ------------------------------------------------------------------ host pairs' power
+
+def _host_pair_fit(block_sizes, slow_share_blocks=()):
+    """A fit over 2 ranks per host whose host pairs hold the given numbers of GPU pairs;
+    the blocks listed in slow_share_blocks have every pair slow, the rest none."""
+    hosts = 1 + max(max(a, b) for a, b in block_sizes)
+    s, r, resid = [], [], []
+    for index, ((a, b), size) in enumerate(block_sizes.items()):
+        for j in range(size):
+            s.append(2 * a + j % 2)
+            r.append(2 * b + (j // 2) % 2)
+            resid.append(math.log(PRACTICAL_MARGIN) + 1.0 if index in slow_share_blocks else 0.0)
+    fit = SimpleNamespace(data=SimpleNamespace(s=np.array(s), r=np.array(r)), resid=np.array(resid))
+    layout = SimpleNamespace(host=np.repeat(np.arange(hosts), 2), ranks_per_host=2,
+                             host_names=[f"h{i}" for i in range(hosts)])
+    return fit, layout
+
+
+def test_host_pair_power_needs_four_host_pairs():
+    three = {(0, 1): 6, (0, 2): 6, (1, 2): 6}
+    assert evidence.host_pair_power(*_host_pair_fit(three)) is None
+    four = {(0, 1): 6, (0, 2): 6, (1, 2): 6, (2, 3): 6}
+    assert evidence.host_pair_power(*_host_pair_fit(four)) is not None
+
+
+def test_host_pair_power_with_a_rare_slow_share_needs_four_pairs_a_block():
+    # no slow pair: the pooled share is its floor 0.5 / 27 pairs; 4 of 4 slow already
+    # passes q / 6 blocks, so a block needs 4 and only the one of 3 pairs is too thin
+    # (a block of exactly 4 is not)
+    blocks = {(0, 1): 3, (0, 2): 4, (0, 3): 4, (1, 2): 5, (1, 3): 5, (2, 3): 6}
+    thin, measured, need = evidence.host_pair_power(*_host_pair_fit(blocks))
+    assert (thin, measured, need) == (1, 6, 4)
+
+
+def test_host_pair_power_with_half_the_pairs_slow_needs_the_first_m_with_half_to_the_m_below_the_bar():
+    # 3 of 6 blocks all slow, 18 of 36 pairs: share 0.5; m of m slow has p 0.5^m, the bar
+    # is 0.05 / 6 = 0.0083: 0.5^6 = 0.0156 fails, 0.5^7 = 0.0078 passes, so a block needs 7
+    # pairs, more than any has (6): every block is too thin
+    blocks = {(0, 1): 6, (0, 2): 6, (0, 3): 6, (1, 2): 6, (1, 3): 6, (2, 3): 6}
+    fit, layout = _host_pair_fit(blocks, slow_share_blocks=(0, 1, 2))
+    assert evidence.host_pair_power(fit, layout) == (6, 6, 7)
+
+
+# ------------------------------------------------------------------ leaf contrasts
+
+def test_leaf_contrasts_by_value():
+    # C[L, x] = T[L, x] + T[x, L] - T[L, L] - T[x, x]; a leaf's value is half the median
+    # over the other leaves, its standard error 0.5 * 1.2533 * sigma * sqrt(median var)
+    t = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]])
+    counts = np.array([[1.0, 4.0, 4.0], [4.0, 1.0, 4.0], [4.0, 4.0, 2.0]])
+    values, ses = evidence._leaf_contrasts(t, counts, sigma=2.0)
+    # leaf 0: C01 = 2+4-1-5 = 0, C02 = 3+7-1-10 = -1; leaf 2: C20 = -1, C21 = 6+8-5-10 = -1
+    assert values == pytest.approx([-0.25, 0.5 * np.median([0.0, -4.0 + 3.0]), -0.5])
+    # var[L, x] = 1/n[L, x] + 1/n[x, L] + 1/n[L, L] + 1/n[x, x]
+    var0 = np.median([0.25 + 0.25 + 1 + 1, 0.25 + 0.25 + 1 + 0.5])
+    var2 = np.median([0.25 + 0.25 + 0.5 + 1, 0.25 + 0.25 + 0.5 + 1])
+    assert ses[0] == pytest.approx(0.5 * 1.2533 * 2.0 * math.sqrt(var0))
+    assert ses[2] == pytest.approx(0.5 * 1.2533 * 2.0 * math.sqrt(var2))
+
+
+def test_leaf_contrasts_need_two_other_leaves():
+    t = np.array([[1.0, 2.0], [3.0, 5.0]])
+    values, ses = evidence._leaf_contrasts(t, np.ones((2, 2)), sigma=1.0)
+    assert np.isnan(values).all() and np.isnan(ses).all()
+    # three leaves, one class unmeasured: the leaves beside it keep one contrast each
+    t3 = np.arange(9, dtype=float).reshape(3, 3)
+    counts = np.ones((3, 3))
+    counts[0, 1] = counts[1, 0] = 0
+    values, _ = evidence._leaf_contrasts(t3, counts, sigma=1.0)
+    assert np.isnan(values[0]) and np.isnan(values[1]) and np.isfinite(values[2])
+
+
+# ------------------------------------------------------------------ tails
+
+def test_share_upper_is_the_poisson_upper_bound():
+    # no event in 1,000: the 95 % upper bound is -ln(0.05) / 1000 (the "rule of three")
+    assert float(tails.share_upper(np.array([0]), 1000.0, 0.05)[0]) == pytest.approx(-math.log(0.05) / 1000)
+    # 1 event: the bound solves P(Poisson(mu) <= 1) = 0.05, mu = 4.7439
+    assert float(tails.share_upper(np.array([1]), 10.0, 0.05)[0]) == pytest.approx(0.47439, rel=1e-4)
+
+
+def test_tail_power_by_value():
+    # 4 ranks, one fit of 6 pairs (each rank in 3), 2 of them beyond the tail: pooled
+    # share 2 * 2 / 12 = 1/3; the median rank's 3 pairs expect 1 stalled; the bar is
+    # 0.05 / 4; k is the first count with P(Poisson(1) >= k) <= 0.0125: 4 (0.019 at 3,
+    # 0.0037 at 4); the power P(Binomial(3, share + 1/3) >= 4) is 0 (3 pairs cannot reach 4)
+    s, r = np.array([0, 0, 0, 1, 1, 2]), np.array([1, 2, 3, 2, 3, 3])
+    data = SimpleNamespace(s=s, r=r, beyond=np.array([1, 0, 0, 0, 0, 1]), samples=np.full(6, 100))
+    power, pairs = tails.tail_power([SimpleNamespace(data=data)], 4)
+    assert pairs == 3.0
+    assert power == 0.0
+    # 12 ranks in pairs of every rank (66 pairs, 11 a rank), one stalled: pooled 2 / 132;
+    # 11 pairs expect 1/6 stalled, k = 3 (P(Poisson(1/6) >= 2) = 0.0118 > 0.05 / 12)
+    n = 12
+    s, r = np.triu_indices(n, 1)
+    beyond = np.zeros(len(s))
+    beyond[0] = 1
+    data = SimpleNamespace(s=s, r=r, beyond=beyond, samples=np.full(len(s), 100))
+    power, pairs = tails.tail_power([SimpleNamespace(data=data)], n)
+    pooled = 2 / 132
+    share = 1 - (1 - tails.TAIL_DETECT) ** 100
+    from scipy.stats import binom, poisson
+    k = next(k for k in range(13) if poisson.sf(k - 1, pooled * 11) <= 0.05 / 12)
+    assert k == 3
+    assert pairs == 11.0
+    assert power == pytest.approx(float(binom.sf(k - 1, 11, min(share + pooled, 1.0))))
+
+
+# ------------------------------------------------------------------ retest bar
+
+def test_retest_bar_adds_the_controls_median_uncertainty():
+    # 5 controls, sigma from the floor (0.1 > their own spread): the bar is
+    # z(pool) * sigma * sqrt(1 + 1.2533^2 / 5), z the 95 % quantile of the largest of 20
+    controls = [100.0, 101.0, 99.0, 100.5, 99.5]
+    out = retest.judge_retest({"p": 100.0}, controls, pool=20, bandwidth=False, sigma_floor=0.1)
+    z = float(norm.isf(1 - 0.95 ** (1 / 20)))
+    bar = z * 0.1 * math.sqrt(1 + 1.2533 ** 2 / 5)
+    assert out[0].sigma == pytest.approx(0.1)
+    assert bar > math.log(PRACTICAL_MARGIN)
+    assert out[0].bar_ratio == pytest.approx(math.exp(bar))
+
+
+def test_retest_ratio_against_too_few_controls_is_nan_without_a_usable_control():
+    out = retest.judge_retest({"p": 2.0}, [], pool=4, bandwidth=False)
+    assert out[0].outcome == retest.INCONCLUSIVE
+    assert isinstance(out[0].ratio, float) and math.isnan(out[0].ratio)
+    # with two controls (fewer than usable) the ratio is against their median
+    out = retest.judge_retest({"p": 3.0}, [1.0, 2.0], pool=4, bandwidth=False)
+    assert out[0].ratio == pytest.approx(3.0 / math.sqrt(2.0))
+
+
+# ------------------------------------------------------------------ confidence
+
+def _effects(*qz, details=("t",)):
+    return [SimpleNamespace(q=q, z=z, detail=d) for (q, z), d in zip(qz, details * len(qz))]
+
+
+def test_confidence_score_and_words_by_value():
+    # 0.4 + 0.04 z, + 0.1 when two tests saw it, at most 1; high needs q < 1e-4 and 0.75
+    assert rules._confidence(_effects((1e-5, 9.1))) == ("high", 0.764)
+    assert rules._confidence(_effects((1e-5, 5.0), (1e-3, 2.0), details=("a", "b"))) == ("medium", 0.7)
+    assert rules._confidence(_effects((5e-3, 30.0))) == ("medium", 1.0)
+    assert rules._confidence(_effects((2e-2, 1.0))) == ("low", 0.44)
+    assert rules._confidence(_effects((1e-5, 8.0))) == ("medium", 0.72)
+    # the boundaries: q of exactly 1e-4 is not high, of exactly 1e-2 low; a score of exactly 0.75 is high
+    assert rules._confidence(_effects((1e-4, 20.0))) == ("medium", 1.0)
+    assert rules._confidence(_effects((1e-2, 20.0))) == ("low", 1.0)
+    assert rules._confidence(_effects((1e-5, 8.75))) == ("high", 0.75)
+
+
+# ------------------------------------------------------------------ incast senders
+
+class _Incast:
+    index = 3
+
+    def __init__(self, frame):
+        self.frame = frame
+
+    def get(self, key, default=None):
+        return {"kind": "incast", "name": "fan-in"}.get(key, default)
+
+    def samples(self):
+        return self.frame
+
+
+def _incast_frame(rates):
+    """One sample per (rank, peer 0) with rate bytes/ns as given; rank 0 is the receiver."""
+    rows = [dict(rank=rank, peer=0, flags=0, t_post_ns=0, t_done_ns=1000, bytes=int(rate * 1000))
+            for rank, rate in rates.items()]
+    return pd.DataFrame(rows)
+
+
+def test_incast_names_a_sender_at_half_the_median_rate_or_below():
+    # rates below one byte per ns (a slow link's), peer 0 for every sender; three senders
+    # are enough, and exactly half the median is slow
+    findings, _ = supporting.incast([_Incast(_incast_frame({1: 0.4, 2: 0.4, 3: 0.2}))])
+    assert [(f.rank, f.side, f.measure) for f in findings] == [(3, "send", "incast")]
+    assert findings[0].ratio == pytest.approx(2.0)
+    assert "50% of the median sender" in findings[0].symptom
+    # two senders: no median to judge against
+    assert supporting.incast([_Incast(_incast_frame({1: 0.4, 2: 0.1}))])[0] == []
+
+
+# ------------------------------------------------------------------ the median polish
+
+def test_fit_terms_add_back_to_each_pairs_log_time_and_rank_effects_are_centred():
+    # 6 ranks on 3 hosts of one leaf, every ordered pair: y = mu + T[class] + a[s] + b[r] + e.
+    # Centring the rank effects on their medians moves their level into the class terms,
+    # so the terms still add up to each pair's log time
+    from fabscope_analysis.diagnosis.model import Layout, PairData, fit
+    layout = Layout(6, np.repeat(np.arange(3), 2), np.zeros(6, dtype=np.int64), ["a", "b", "c"], [""],
+                    {}, {}, 2)
+    s, r = np.array([(i, j) for i in range(6) for j in range(6) if i != j]).T
+    rng = np.random.default_rng(5)
+    cls = layout.classes()[s, r]
+    y = -20.0 + np.array([0.0, 0.4])[cls] + 0.1 * np.arange(6)[s] + 0.05 * np.arange(6)[r] \
+        + rng.normal(0.0, 0.01, len(s))
+    data = PairData(None, s, r, y, np.full(len(s), 50), np.zeros(len(s)), symmetric=False, bandwidth=False)
+    f = fit(data, layout)
+    assert f.mu + f.cls_effect[cls] + f.send[s] + f.recv[r] + f.resid == pytest.approx(y, abs=1e-12)
+    assert float(np.median(f.send)) == pytest.approx(0.0, abs=1e-12)
+    assert float(np.median(f.recv)) == pytest.approx(0.0, abs=1e-12)
+    # the residuals' sigma: 1.4826 x their MAD about 0, x sqrt(30 / (30 - 14 fitted terms))
+    assert f.sigma_e == pytest.approx(1.4826 * float(np.median(np.abs(f.resid))) * math.sqrt(30 / 16))
+
+
+# ------------------------------------------------------------------ the tail test's power note
+
+def test_a_run_with_few_iterations_says_how_much_power_its_tail_test_has(tmp_path):
+    """Six ranks all-pairs: with 5 iterations a NIC stalling 1 % of its samples stalls a pair
+    with 1 - 0.99^5 = 4.9 %, too rare to find with 80 % power, and the blind spots say so with
+    the power; with 30 iterations (26 %) the tail test has the power and says nothing."""
+    import re
+    from fabscope_analysis import open_result
+    from fabscope_analysis.diagnose import diagnose
+    from synthetic import write_matrix_run
+    found = {}
+    for iterations in (5, 30):
+        path = tmp_path / f"six-{iterations}.h5"
+        write_matrix_run(path, nranks=6, iterations=iterations)
+        with open_result(str(path), warn_incomplete=False) as result:
+            out = diagnose(result)
+        found[iterations] = [n for n in out.cannot_tell_for if n.startswith("lossy or flapping NICs")]
+    assert found[30] == []
+    assert len(found[5]) == 1, found
+    power, pairs = (float(x) for x in re.search(r"with (\d+) % power from (\d+) pairs per rank",
+                                                found[5][0]).groups())
+    assert 0 <= power < 80 and pairs >= 5
+
+
+def test_block_share_counts_a_host_pairs_gpu_pairs_both_ways_over_the_centre_tests():
+    """Hosts 0 and 1 (ranks 0-1 and 2-3): the pairs between them in either direction, over
+    every centre test; a tail test's pairs are not counted."""
+    pairs = [(0, 2), (3, 1), (1, 2), (0, 1), (2, 3), (0, 4)]
+    resid = np.array([1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    fit = SimpleNamespace(data=SimpleNamespace(s=np.array([a for a, _ in pairs]), r=np.array([b for _, b in pairs])),
+                          resid=resid)
+    layout = SimpleNamespace(host=np.array([0, 0, 1, 1, 2, 2]))
+    centre = SimpleNamespace(measure="centre", fit=fit)
+    tail = SimpleNamespace(measure="tail", fit=fit)
+    assert rules._block_share(layout, [centre, tail, centre], 0, 1) == (4, 6)
+    assert rules._block_share(layout, [centre], 1, 0) == (2, 3)
+
+
+def test_iterations_to_tell_scales_the_iterations_by_the_square_of_the_error_ratio():
+    """The minimum detectable effect is (z_crit + z_power) x se; to bring it to ln 1.5 the
+    standard error must shrink to ln 1.5 / (z_crit + z_power), which takes (se / that)^2 the
+    iterations (an error falls with the square root of the samples), at least 2x."""
+    target = math.log(1.5) / (2.0 + evidence.POWER_Z)
+    for se, times in ((0.2, math.ceil((0.2 / target) ** 2)), (0.5, math.ceil((0.5 / target) ** 2)),
+                      (0.1, 2)):
+        text = evidence.iterations_to_tell({"z_crit": 2.0, "tau": 0.0, "se": se})
+        assert text.startswith(f"about {times}x the iterations"), (se, text)
+    assert math.ceil((0.2 / target) ** 2) == 2 and math.ceil((0.5 / target) ** 2) == 13
+    # a spread tau between the ranks leaves sqrt(target^2 - tau^2) for the error: 4x here
+    needed = math.sqrt(target ** 2 - 0.1 ** 2)
+    assert math.ceil((0.2 / needed) ** 2) == 4
+    assert evidence.iterations_to_tell({"z_crit": 2.0, "tau": 0.1, "se": 0.2}).startswith("about 4x")
+    # a spread between the ranks beyond the target: more iterations cannot tell
+    assert "more iterations will not separate" in evidence.iterations_to_tell(
+        {"z_crit": 2.0, "tau": target, "se": 0.2})
+
+
+def test_pass_sigma_of_the_fast_half_and_none_from_fewer_than_four_pairs():
+    """(median - 25th percentile) / 0.6745 of the log pair values; 0 (no floor) from fewer
+    than 4 usable pairs (non-finite and non-positive values dropped)."""
+    assert retest.pass_sigma([1.0, 2.0, 3.0, float("nan"), 0.0], bandwidth=False) == 0.0
+    logs = np.log([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert retest.pass_sigma([1.0, 2.0, 3.0, 4.0, 5.0], bandwidth=False) == \
+        pytest.approx((np.median(logs) - np.percentile(logs, 25)) / 0.6745)
+    assert retest.pass_sigma([1.0, 2.0, 3.0, 4.0, 5.0], bandwidth=True) == \
+        pytest.approx((np.median(-logs) - np.percentile(-logs, 25)) / 0.6745)
