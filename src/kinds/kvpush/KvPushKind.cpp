@@ -14,6 +14,7 @@
 
 #include "kinds/Kind.hpp"
 #include "kinds/kvpush/KvPushConfig.hpp"
+#include "kinds/kvpush/KvPushSchedule.hpp"
 #include "kinds/kvpush/KvPushWorkers.hpp"
 #include "kinds/kvpush/KvRecords.hpp"
 #include "scenario/TestSource.hpp"
