@@ -25,7 +25,7 @@ hash(seed, s, d) % k, the same for all its messages, so collisions are per flow.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 

@@ -20,13 +20,13 @@ when the whole interval is on the bad side, CANNOT TELL when the limit lies insi
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 import pandas as pd
 
 from .accept_result import CheckResult, named_list
-from .criteria import BANDWIDTH_METRICS, LATENCY_METRICS, Bound, Rule, Tolerance
+from .criteria import BANDWIDTH_METRICS, LATENCY_METRICS, Bound, Rule
 from .inference import log_difference_interval, tolerance_limit
 from .reader import FLAG_DATA_CHECK_FAILED, TestInstance
 from .kinds import analysis_of

@@ -11,7 +11,7 @@ Conventions (same as the file's own attributes, docs/file-format.md):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional
 
 import numpy as np
 import pandas as pd

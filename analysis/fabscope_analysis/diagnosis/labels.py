@@ -20,7 +20,6 @@ and the verdict says the leaf-dependent rules had no leaves to work with.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import List, Optional, Tuple
 

@@ -117,7 +117,7 @@ def fault_lines(f: FaultFigures) -> List[str]:
     if f.abort_per_survivor is not None:
         # A drill over NCCL: every survivor aborts its communicator; nothing is re-routed.
         slowest = f.abort_max_ms
-        lines.append(f"communicator abort: "
+        lines.append("communicator abort: "
                      + (f"slowest {format_number(slowest)} ms" if slowest is not None and slowest >= 0
                         else "none returned")
                      + f" (abort_within {format_number(f.abort_within_ms)} ms): {f.abort_per_survivor}")

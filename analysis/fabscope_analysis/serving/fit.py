@@ -30,8 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-import numpy as np
-
 from . import resample as R
 from .checks import CANNOT_TELL, ORDER, PASS, Check, worst_status
 from .cif import CifRow, cif_check, cif_rows, gpcnet_rows
@@ -333,7 +331,3 @@ def json_of(verdict: FitVerdict) -> dict:
                                    f"{R.REPLICATES} replicates",
                        "composition": "impact.compose_step, "
                                       f"{R.POINT_RESAMPLES} sums, seed {R.SEED}"}}
-
-
-def finite(value: Optional[float]) -> Optional[float]:
-    return None if value is None or not np.isfinite(value) else float(value)
