@@ -11,6 +11,7 @@
 #include "cli/ClosingVerdict.hpp"
 #include "cli/Commands.hpp"
 #include "driver/Runner.hpp"
+#include "runtime/Deadline.hpp"
 #include "runtime/Deadlines.hpp"
 #include "runtime/MemoryUse.hpp"
 #include "runtime/Mpi.hpp"
@@ -228,9 +229,16 @@ int runAndLeave(const RunCommand& command, runtime::Communicator& world, const s
   if (runner.lostRanks()) survivorsLeave(runner, losses, world, code);
   // The file is complete and closed (exit 0 or 1): its verdict is the closing line.
   const bool fileComplete = code == exit_code::ok || code == exit_code::checkFailed;
-  if (rank0 && command.verdict && fileComplete) {
-    std::printf("%s\n", closingVerdict(prepared.outputPath, verdictTimeoutSeconds).c_str());
-    std::fflush(stdout);
+  if (command.verdict && fileComplete) {
+    if (rank0) {
+      std::printf("%s\n", closingVerdict(prepared.outputPath, verdictTimeoutSeconds).c_str());
+      std::fflush(stdout);
+    }
+    // The other ranks wait here for rank 0's verdict (bounded by its own timeout), not in
+    // MPI_Finalize, whose shorter bound would end a job whose analysis is merely slow; and
+    // they yield, since nothing is measured any more and the analysis may share their CPUs.
+    runtime::setWaitPolicy(runtime::WaitPolicy::yield);
+    world.barrier(runtime::Deadline::afterSeconds(verdictTimeoutSeconds + runtime::deadlines::finalizeSeconds));
   }
   if (runner.transfersAbandoned()) {
     // The file is complete and closed; only MPI_Finalize is skipped.
