@@ -125,9 +125,9 @@ def test_a_render_takes_the_figures_its_compute_returns(name, render, compute, p
 
 def _called_functions(fn, module):
     """fn and the module's own functions it calls, transitively."""
-    out, todo = [], [fn]
-    while todo:
-        f = todo.pop()
+    out, unvisited = [], [fn]
+    while unvisited:
+        f = unvisited.pop()
         if f in out:
             continue
         out.append(f)
@@ -136,7 +136,7 @@ def _called_functions(fn, module):
             if isinstance(node, ast.Name):
                 target = getattr(module, node.id, None)
                 if inspect.isfunction(target) and target.__module__ == module.__name__:
-                    todo.append(target)
+                    unvisited.append(target)
     return out
 
 

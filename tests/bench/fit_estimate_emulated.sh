@@ -14,7 +14,7 @@ budget=${1:-2m}
 bin=${FABSCOPE_BIN:-$src/build/fabscope}
 cluster=$src/launch/emulated-cluster
 export FABSCOPE_CLUSTER_PREFIX=${FABSCOPE_CLUSTER_PREFIX:-fest} OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-scratch=$(mktemp -d /tmp/fabscope-fit-estimate.XXXXXX)
+scratch=$(mktemp -d)
 "$cluster" up 8 --subnet "${SUBNET:-198.18.77.0/24}" >/dev/null
 keep=${KEEP:-/tmp/fabscope-fit-estimate-last}
 trap '"$cluster" down >/dev/null; rm -rf "$keep"; mv "$scratch" "$keep"' EXIT

@@ -20,7 +20,7 @@ export FABSCOPE_CLUSTER_PREFIX=${FABSCOPE_CLUSTER_PREFIX:-ecrot} OMPI_ALLOW_RUN_
 export PYTHONPATH=$src/analysis${PYTHONPATH:+:$PYTHONPATH}
 prefix=$FABSCOPE_CLUSTER_PREFIX
 lossy_host=${HOST:-${prefix}5}
-scratch=$(mktemp -d /tmp/fabscope-fit-rotation.XXXXXX)
+scratch=$(mktemp -d)
 keep=${KEEP:-/tmp/fabscope-fit-rotation-last}
 "$cluster" up 8 --subnet "${SUBNET:-198.18.52.0/24}" --frontend "${FRONTEND:-198.18.53.0/24}" >/dev/null
 trap '"$cluster" down >/dev/null; rm -rf "$keep"; mv "$scratch" "$keep"' EXIT
