@@ -1,8 +1,10 @@
 // Size derivations against the numbers in the design (Llama-3-70B, DeepSeek-V3).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "model/ModelSpec.hpp"
 #include "model/ServingSizes.hpp"
@@ -223,9 +225,16 @@ TEST(ServingSizes, AMissingKeyOrAnUnknownDerivationIsSaid) {
     }
     return std::string("(accepted)");
   };
-  EXPECT_EQ(refused({.derive = "kv-request", .blockTokens = 16}), "'derive: kv-request' needs 'prompt_tokens'");
-  EXPECT_EQ(refused({.derive = "kv-block"}), "'derive: kv-block' needs 'block_tokens'");
-  EXPECT_EQ(refused({.derive = "tp-allreduce"}), "'derive: tp-allreduce' needs decode_batch and/or prefill_chunk");
-  EXPECT_EQ(refused({.derive = "moe-dispatch-token"}), "'derive: moe-dispatch-token' needs 'tokens'");
-  EXPECT_EQ(refused({.derive = "kv-page"}), "unknown size derivation 'kv-page'");
+  // Built field by field: designated initializers leaving the vectors out warn under -Wextra.
+  const auto request = [](std::string derive, std::uint32_t blockTokens = 0) {
+    fm::SizeDerivationRequest r;
+    r.derive = std::move(derive);
+    r.blockTokens = blockTokens;
+    return r;
+  };
+  EXPECT_EQ(refused(request("kv-request", 16)), "'derive: kv-request' needs 'prompt_tokens'");
+  EXPECT_EQ(refused(request("kv-block")), "'derive: kv-block' needs 'block_tokens'");
+  EXPECT_EQ(refused(request("tp-allreduce")), "'derive: tp-allreduce' needs decode_batch and/or prefill_chunk");
+  EXPECT_EQ(refused(request("moe-dispatch-token")), "'derive: moe-dispatch-token' needs 'tokens'");
+  EXPECT_EQ(refused(request("kv-page")), "unknown size derivation 'kv-page'");
 }
