@@ -161,9 +161,9 @@ int Runner::run(std::vector<PlannedInstance> planned) {
   file.setStepSeconds(fileStepSeconds(run_.scenario));
   output::Recorder recorder(file, fileStepSeconds(run_.scenario));
   announce(planned, file);
-  const auto fabric = writeFileHeader(recorder, file);
-  runtime::sampleHeapPeak("file header");
   RankLoss losses(run_, recorder);
+  const auto fabric = writeFileHeaderOrEndAfterLoss(recorder, file, losses);
+  runtime::sampleHeapPeak("file header");
   const int exitCode = runMatrixOrEndAfterLoss(std::move(planned), file, losses, recorder);
   if (run_.leaveRun) return exit_code::ok;
   return finish(file, recorder, losses, fabric, exitCode);
@@ -189,6 +189,19 @@ FabricVerdict Runner::writeFileHeader(output::Recorder& recorder, output::Result
                             {"manifest_failed", std::int64_t{fabric.manifestFailed ? 1 : 0}}});
   recorder.testsGroup();
   return fabric;
+}
+
+// A rank silent or lost while the header is written is named by a loss round,
+// as in the matrix: the file then holds the error and the lost rank, not a
+// header cut short with exit_code=-1.
+FabricVerdict Runner::writeFileHeaderOrEndAfterLoss(output::Recorder& recorder, output::ResultFile& file,
+                                                    RankLoss& losses) {
+  suite::stopIfAsked(run_.options.selfTest, run_.world.rank(), suite::SelfTestHooks::StopPoint::header);
+  try {
+    return writeFileHeader(recorder, file);
+  } catch (const std::exception& e) {
+    endAfterFailure(e, losses);
+  }
 }
 
 int Runner::runMatrixOrEndAfterLoss(std::vector<PlannedInstance> planned, output::ResultFile& file, RankLoss& losses,

@@ -59,13 +59,15 @@ class Runner {
   output::ResultFile openFile(const std::vector<PlannedInstance>& planned);
   void announce(const std::vector<PlannedInstance>& planned, const output::ResultFile& file) const;
   FabricVerdict writeFileHeader(output::Recorder& recorder, output::ResultFile& file);
+  // The header; a rank lost or silent while it is written ends the run (RankLoss), never returns then.
+  FabricVerdict writeFileHeaderOrEndAfterLoss(output::Recorder& recorder, output::ResultFile& file, RankLoss& losses);
   void writeRunHeader(output::Recorder& recorder, const output::ResultFile& file);
   void writeRanks(output::Recorder& recorder);
   // The matrix (MatrixLoop); a rank lost or a failure outside a fault drill
   // ends the run (RankLoss) and never returns.
   int runMatrixOrEndAfterLoss(std::vector<PlannedInstance> planned, output::ResultFile& file, RankLoss& losses,
                               output::Recorder& recorder);
-  // A failure of the matrix or of the closing steps outside a fault drill
+  // A failure of the header, the matrix or the closing steps outside a fault drill
   // ends the run (RankLoss); never returns.
   [[noreturn]] void endAfterFailure(const std::exception& failure, RankLoss& losses);
   int finish(output::ResultFile& file, output::Recorder& recorder, RankLoss& losses, const FabricVerdict& fabric,

@@ -48,7 +48,7 @@ SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values) {
   const std::string known =
       "corrupt-rank=N, corrupt-sender=N, kv-corrupt, kv-corrupt=P:K, kv-in-order, api-corrupt-request, "
       "api-corrupt-request=C:K, api-corrupt-chunk, api-corrupt-chunk=K:J, detect-late=R:MS, "
-      "stop=R:after-test, stop=R:closing";
+      "stop=R:header, stop=R:after-test, stop=R:closing";
   const std::string corruptRank = "corrupt-rank=", corruptSender = "corrupt-sender=", detectLate = "detect-late=",
                     kvCorrupt = "kv-corrupt=", apiRequest = "api-corrupt-request=", apiChunk = "api-corrupt-chunk=",
                     stop = "stop=";
@@ -101,11 +101,14 @@ SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values) {
       const auto colon = value.find(':');
       const long rank = colon == std::string::npos ? -1 : wholeNumber(value.substr(stop.size(), colon - stop.size()));
       const std::string point = colon == std::string::npos ? "" : value.substr(colon + 1);
-      if (rank < 0 || (point != "after-test" && point != "closing"))
+      using enum SelfTestHooks::StopPoint;
+      const auto at = point == "header" ? header : point == "after-test" ? afterTest : point == "closing" ? closing : none;
+      if (rank < 0 || at == none)
         throw UsageError("--self-test " + value +
-                         ": expected stop=R:after-test or stop=R:closing with R a rank number (e.g. stop=1:closing)");
+                         ": expected stop=R:header, stop=R:after-test or stop=R:closing with R a rank number "
+                         "(e.g. stop=1:closing)");
       hooks.stopRank = static_cast<int>(rank);
-      hooks.stopAt = point == "after-test" ? SelfTestHooks::StopPoint::afterTest : SelfTestHooks::StopPoint::closing;
+      hooks.stopAt = at;
     } else {
       throw UsageError("--self-test " + value + ": unknown hook; known: " + known);
     }

@@ -55,10 +55,11 @@ struct SelfTestHooks {
   double lateDetectionMs = 0;
   // stop=R:after-test: world rank R stops itself (SIGSTOP) once a test's ranks
   // agreed on its status, before its samples are gathered; stop=R:closing:
-  // before the run's closing steps (tests/mpi/stopped_after_test.sh). A peer
-  // stopped at a moment no outside signal can hit reliably: the survivors must
-  // name it within control_grace and end the run.
-  enum class StopPoint { none, afterTest, closing };
+  // before the run's closing steps; stop=R:header: once the result file is
+  // open, before its header is written (tests/mpi/stopped_after_test.sh). A
+  // peer stopped at a moment no outside signal can hit reliably: the survivors
+  // must name it within control_grace and end the run.
+  enum class StopPoint { none, header, afterTest, closing };
   int stopRank = -1;
   StopPoint stopAt = StopPoint::none;
 };

@@ -4,7 +4,10 @@
 #     are gathered (over UCX on shared memory): rank 0 waits in that gather while
 #     rank 2 goes on to the run's closing steps and waits there;
 #   closing: before the run's closing steps (over MPI): every other rank waits
-#     in them.
+#     in them;
+#   header: once the result file is open, before its header is written (over
+#     MPI): the others wait in the header's steps. Before, they ended the job
+#     there with no loss round: a header cut short, exit_code=-1, no name.
 # Either way the others must name rank 1 and its host within the test's
 # deadline + control_grace (closing: control_grace after the stop; a step of the
 # result file outside a test waited a fixed 60 s before) + the loss round, and
@@ -13,13 +16,13 @@
 # had reached the closing steps met rank 0's loss round there with no loss
 # handling, ended the job at once, and rank 0 died before naming anyone
 # (exit_code=-1, no error).
-# ctest-parts: after-test closing
+# ctest-parts: after-test closing header
 source "$(dirname "$0")/lib.bash"
-point=${1:?usage: stopped_after_test.sh after-test|closing}
+point=${1:?usage: stopped_after_test.sh after-test|closing|header}
 case $point in
   after-test) transport=ucx ;;
-  closing) transport=mpi ;;
-  *) echo "unknown part '$point' (after-test or closing)" >&2; exit 2 ;;
+  closing|header) transport=mpi ;;
+  *) echo "unknown part '$point' (after-test, closing or header)" >&2; exit 2 ;;
 esac
 cat > "$scratch/s.yaml" <<YAML
 name: stopped-after-test
@@ -32,7 +35,7 @@ tests:
   - {name: bw, kind: bandwidth, pattern: pairs, sizes: [64KiB], window: 2, iterations: 20}
 YAML
 PYTHONPATH="$FABSCOPE_SOURCE_DIR/tests/mpi" /usr/bin/python3 - "$FABSCOPE_BIN" "$scratch" "$point" <<'PY' || exit $?
-import os, re, signal, subprocess, sys, time
+import os, re, signal, socket, subprocess, sys, time
 import h5py
 import rank_processes
 
@@ -43,7 +46,7 @@ SLACK_S = 8  # start-up, the launcher ending the job, a busy 2-core machine
 yaml, out, log_path = (os.path.join(scratch, n) for n in ("s.yaml", "s.h5", "s.log"))
 env = dict(os.environ, FABSCOPE_REPORT_EXIT="1", UCX_TLS="sm,self", UCX_NET_DEVICES="all")
 bound = DEADLINE_S + CONTROL_GRACE_S + LOSS_ROUND_S + SLACK_S
-if point == "closing":
+if point in ("closing", "header"):
     bound = CONTROL_GRACE_S + LOSS_ROUND_S + SLACK_S  # from the stop: no test is running
 with open(log_path, "w") as log:
     start = time.monotonic()
@@ -79,10 +82,11 @@ if victim:
 if rc is None:
     print(open(log_path, errors="replace").read()[-3000:], file=sys.stderr)
     sys.exit(f"FAIL: the job did not end within {bound + 20} s of rank 1's stop")
-text = open(log_path, errors="replace").read()
 failures = []
+text = open(log_path, errors="replace").read()
 with h5py.File(out, "r") as f:
-    host = f["ranks"][1]["host"].decode()
+    # Stopped before /ranks was written: every rank of this job runs on this machine.
+    host = f["ranks"][1]["host"].decode() if point != "header" else socket.gethostname()
     a = f.attrs
     error = str(a.get("error", ""))
     if int(a["exit_code"]) != 3 or int(a["complete"]) != 0 or str(a.get("lost_ranks", "")) != "1":
