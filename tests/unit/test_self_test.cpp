@@ -27,6 +27,9 @@ TEST(SelfTestHooks, StopNamesOneRankAndOneMoment) {
   const auto closing = suite::parseSelfTestHooks({"stop=0:closing"});
   EXPECT_EQ(closing.stopRank, 0);
   EXPECT_EQ(closing.stopAt, suite::SelfTestHooks::StopPoint::closing);
+  const auto header = suite::parseSelfTestHooks({"stop=2:header"});
+  EXPECT_EQ(header.stopRank, 2);
+  EXPECT_EQ(header.stopAt, suite::SelfTestHooks::StopPoint::header);
 }
 
 TEST(SelfTestHooks, ReadsEachHook) {
@@ -109,6 +112,7 @@ TEST(SelfTestHooks, RefusesWhatItDoesNotKnow) {
                           "stop=-1:closing",
                           "stop=x:closing",
                           "stop=1:later",
+                          "stop=1:headers",
                           "stop=1:closing:2"}) {
     try {
       (void)suite::parseSelfTestHooks({bad});
