@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 from hypothesis import example, given, strategies as st
-import pytest
 
 from fabscope_analysis.compare_stats import (ArchiveSpread, _figure_interval, compare_figures,
                                              difference_verdict, run_level_interval)

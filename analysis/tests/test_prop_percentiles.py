@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 import pandas as pd
-import pytest
 from hypothesis import example, given, strategies as st
 
 from fabscope_analysis.compare_stats import MIN_TAIL_SAMPLES

@@ -14,7 +14,7 @@ import pytest
 from contracts import outcome_contract
 from helpers import run_main
 from serving_files import serving_file
-from test_serving_plan import by_name, plan_for, REPO
+from test_serving_plan import by_name, REPO
 
 from fabscope_analysis.serving.plan import fit_arguments
 from fabscope_analysis.serving.plan_list import PlanError
