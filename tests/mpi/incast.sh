@@ -28,6 +28,9 @@ with h5py.File(sys.argv[1], "r") as f:
     assert len(recv) == 30 and set(recv["rank"]) == {a["receiver_rank"]}, len(recv)
     assert sorted(set(send["rank"])) == [2, 3] and len(send) == 60 and set(send["peer"]) == {0}
     assert len(probe) > 0 and set(probe["rank"]) == {1} and set(probe["peer"]) == {0}
+    # the attribute names the probe's rank, not the receiver's
+    assert int(a["probe_rank"]) == 1 and int(a["receiver_rank"]) == 0, (a["probe_rank"], a["receiver_rank"])
+    assert int(a["probe_samples"]) == len(probe) and int(a["senders"]) == 2
     # a receiver sample is one round: every sender's window delivered to it
     window_bytes = int(a["bytes"]) * int(a["window"])
     assert set(recv["bytes"].tolist()) == {2 * window_bytes}, (set(recv["bytes"].tolist()), window_bytes)
