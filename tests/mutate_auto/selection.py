@@ -46,9 +46,11 @@ CPP_TESTS: List[CppTests] = [
              ("analysis/tests/test_impact.py", "-k", "list_model"),
              "the command line: options, list (and list --model, read by the analysis), exit codes, "
              "the closing verdict"),
-    CppTests("src/driver/", ("fabscope",),
-             r"^mpi\.(run_np2|run_np4|batch_figure|file_structure|progress|repeats|data_check)$", (),
-             "the runner: plans, runs, summary rows and the file's structure"),
+    CppTests("src/driver/", ("fabscope", "fabscope_unit_tests"),
+             r"^(mpi\.(run_np2|run_np4|batch_figure|file_structure|progress|repeats|data_check)|"
+             r"(BatchFigure|CounterSummary|InstanceAttributes|PatternBudget|ScopedStatistics|SiteScopes|"
+             r"SummaryTable)\..*)$", (),
+             "the runner: plans, runs, summary rows and the file's structure (mpi), its figures (unit)"),
     CppTests("src/kinds/kvpush/", ("fabscope", "fabscope_unit_tests"),
              r"^(mpi\.kv_(push|conditions|one_sided)|KvPush[A-Za-z]*\..*)$", (),
              "the KV push kind: its configuration and schedule (unit) and its runs (mpi)"),

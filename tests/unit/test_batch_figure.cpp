@@ -55,3 +55,12 @@ TEST(BatchFigure, NoSamplesNoFigure) {
   const auto f = driver::batchFigure({}, 1, 2, 20.0);
   EXPECT_EQ(f.iterations, 0);
 }
+
+TEST(BatchFigure, OneIterationIsALoopOfOne) {
+  std::vector<output::SampleRecord> s;
+  loop(s, 0, 1, 1, 0, 400, 0);
+  const auto f = driver::batchFigure(s, 1, 0, 0.0);
+  EXPECT_EQ(f.iterations, 1);
+  EXPECT_DOUBLE_EQ(f.meanNs, 400.0);
+  EXPECT_DOUBLE_EQ(f.gbps, 8.0 / 400.0);
+}
