@@ -88,6 +88,15 @@ with h5py.File(a.file, "r") as f:
         if int(at["one_sided"]) != (direction != "push"):
             fail(f"{name}: one_sided {at['one_sided']} for direction {direction}")
         combinations.add((direction, strategy))
+        # staged: one contiguous message a request; per-block and layer-stream: one a block,
+        # layer and plane (a whole multiple of the blocks).
+        per_request = int(at["messages_per_request"])
+        if np.any(r["messages"] != per_request):
+            fail(f"{name}: request rows' messages {sorted(set(r['messages'].tolist()))} differ from {per_request}")
+        blocks = int(at["blocks_per_request"])
+        if (strategy == "staged" and per_request != 1) or \
+           (strategy != "staged" and (per_request < blocks or per_request % blocks != 0)):
+            fail(f"{name}: {per_request} messages a request of {blocks} blocks for strategy {strategy}")
         if strategy == "staged" and (np.any(r["gather_ns"] <= 0) or np.any(r["scatter_ns"] <= 0)):
             fail(f"{name}: staged requests without gather/scatter times")
         if strategy != "staged" and (np.any(r["gather_ns"] != 0) or np.any(r["scatter_ns"] != 0)):
