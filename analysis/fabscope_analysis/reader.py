@@ -117,6 +117,10 @@ FLAG_AUXILIARY_MASK = 0xff00
 # measured alone like the retested pairs): the reference the retested pairs are
 # judged against, not part of the headline.
 FLAG_CONTROL_PAIR = 1 << 10
+# A serial retest's second visit of a retested pair (after every other pair of the retest
+# and at least 100 ms after its first): a fault is slow on both visits, a burst on one.
+# Files written before it have one visit (no sample carries it).
+FLAG_RETEST_SECOND_VISIT = 1 << 15
 # An all-to-all's dispatch and combine phases (the headline row is the whole round).
 FLAG_DISPATCH_PHASE = 1 << 11
 FLAG_COMBINE_PHASE = 1 << 12
