@@ -161,8 +161,7 @@ TEST(PairSchedule, EachRetestedPairIsVisitedTwiceWithAtLeastTheControlsBetween) 
 
 TEST(PairSchedule, SecondVisitsAreTheLaterOccurrencesOfARetestedPairOnly) {
   // rank 0's rounds of a retest of {0,1} and {0,2}, control {0,3}
-  const std::vector<std::pair<int, RankPair>> mine = {
-      {0, {0, 1}}, {1, {0, 3}}, {2, {0, 2}}, {4, {0, 1}}, {5, {0, 2}}};
+  const std::vector<std::pair<int, RankPair>> mine = {{0, {0, 1}}, {1, {0, 3}}, {2, {0, 2}}, {4, {0, 1}}, {5, {0, 2}}};
   const auto second = secondVisits(mine, {{0, 1}, {0, 2}});
   EXPECT_EQ(second, (std::vector<bool>{false, false, false, true, true}));
   // no retested pairs (a parallel pass, or a pass whose mirror repeats a pair): nothing is a revisit

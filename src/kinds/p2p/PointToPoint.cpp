@@ -239,7 +239,8 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
       measurePair(ctx, pair, buffers);
       if (control) ctx.samples.flagSince(firstSample, output::sample_flags::controlPair);
       if (revisit) ctx.samples.flagSince(firstSample, output::sample_flags::retestSecondVisit);
-      if (!pairPlan.revisitedPairs.empty() && !revisit) firstVisitEnded.emplace_back(groupPair, runtime::monotonicNow());
+      if (!pairPlan.revisitedPairs.empty() && !revisit)
+        firstVisitEnded.emplace_back(groupPair, runtime::monotonicNow());
       if (layout)
         ctx.samples.levelSince(firstSample,
                                static_cast<std::uint8_t>(levelOf(*layout, groupPair.initiator, groupPair.responder)));
