@@ -46,7 +46,8 @@ import numpy as np
 import pandas as pd
 
 from ..inference import benjamini_hochberg
-from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, FLAG_RETEST_SECOND_VISIT, ResultFile, TestInstance
+from ..reader import (FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, FLAG_RETEST_SECOND_VISIT, ResultFile,
+                      TestInstance)
 from .model import Layout, fitted_instances
 from .result import FABRIC, LINK, NIC, Culprit
 
