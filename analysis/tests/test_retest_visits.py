@@ -158,7 +158,12 @@ def test_the_second_visit_spends_no_more_of_the_budget_and_keeps_the_power():
     assert hits >= 50, hits
 
 
-def test_a_selection_only_pair_stays_selection_over_two_visits():
-    out = judge_retest_visits({"mild": [7.0, 7.2]}, CTRL, pool=10**9, bandwidth=True)[0]
-    assert out.outcome in (SELECTION, CONFIRMED)
-    assert out.visits == 2 and len(out.visit_ratios) == 2
+def test_slow_by_selection_on_both_visits_stays_selection_not_transient():
+    # controls spread widely: 1.43x (7 GB/s against 10) is past the margin but under the
+    # selection bar (about 4x here) on both visits: selection; 5x on one visit only: a transient
+    wide = [10.0, 12.0, 8.0, 11.0, 9.0, 10.5, 9.5, 12.5, 7.5, 10.0]
+    out = {j.pair: j for j in judge_retest_visits({"sel": [7.0, 7.1], "mixed": [2.0, 7.0]},
+                                                  wide, pool=10**6, bandwidth=True)}
+    assert out["sel"].outcome == SELECTION and out["sel"].visits == 2, out["sel"]
+    assert out["mixed"].outcome == TRANSIENT and out["mixed"].slow_visit == 1, out["mixed"]
+    assert out["mixed"].visit_ratios[0] > out["mixed"].bar_ratio > out["mixed"].visit_ratios[1]
