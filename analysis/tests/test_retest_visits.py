@@ -167,3 +167,9 @@ def test_slow_by_selection_on_both_visits_stays_selection_not_transient():
     assert out["sel"].outcome == SELECTION and out["sel"].visits == 2, out["sel"]
     assert out["mixed"].outcome == TRANSIENT and out["mixed"].slow_visit == 1, out["mixed"]
     assert out["mixed"].visit_ratios[0] > out["mixed"].bar_ratio > out["mixed"].visit_ratios[1]
+
+
+def test_a_visit_with_no_valid_time_leaves_the_pair_visited_once():
+    # slow on its one valid visit: confirmed, but as a one-visit pair (it cannot tell)
+    j = judge_retest_visits({"p": [3.0, float("nan")]}, CTRL, pool=50, bandwidth=True)[0]
+    assert j.outcome == CONFIRMED and j.visits == 1 and "one visit" in j.describe(), j

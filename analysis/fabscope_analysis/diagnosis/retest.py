@@ -198,12 +198,15 @@ def judge_retest_visits(visits: Mapping[Hashable, Sequence[float]], controls: Se
             per_visit[j.pair].append(j)
     out = []
     for pair, judged in per_visit.items():
+        if not judged:
+            continue
         ratios = tuple(j.ratio for j in judged)
+        # a visit with no valid time says nothing: the pair counts as visited once
         usable = [j for j in judged if math.isfinite(j.ratio)] or judged
         persisting = min(usable, key=lambda j: j.ratio)   # the less slow visit
         slowest = max(usable, key=lambda j: j.ratio)
-        combined = replace(persisting, visits=len(judged), visit_ratios=ratios)
-        if len(judged) > 1 and slowest.outcome == CONFIRMED and persisting.outcome != CONFIRMED:
+        combined = replace(persisting, visits=len(usable), visit_ratios=ratios)
+        if len(usable) > 1 and slowest.outcome == CONFIRMED and persisting.outcome != CONFIRMED:
             k = judged.index(slowest)
             times = list(when.get(pair, ()))
             combined = replace(combined, outcome=TRANSIENT, slow_visit=k + 1,
