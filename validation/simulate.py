@@ -24,7 +24,8 @@ The measurement follows the real all-pairs kinds: the circle schedule (every ran
 pair each round, pairs of a round at once, a pair's iterations back to back), latency as
 an 8 B ping-pong (round trip, sample divisor 2), bandwidth as a window of messages one
 way plus an 8 B acknowledgement (its route's latency); then a serial retest of the worst pairs beside control
-pairs, one pair at a time.
+pairs, one pair at a time, and each worst pair again after every other pair and at least
+REVISIT_GAP_S after its first visit (flag bit 15), as the runner does.
 """
 
 from __future__ import annotations
