@@ -6,7 +6,7 @@ import argparse
 import shlex
 import sys
 import time
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"a planted fault, repeatable; one of {', '.join(faults_mod.KINDS)}")
     r.add_argument("--bursts", type=float, default=0.0, metavar="SHARE",
                    help="another tenant's bursts on this share of (round, inter-switch link) slots")
+    r.add_argument("--burst-ms", default="0.2:1.5", metavar="LO:HI",
+                   help="a burst lasts uniform in [LO, HI] ms (default 0.2:1.5)")
     r.add_argument("--drift", action="store_true", help="NIC speed and host software time wander")
     r.add_argument("--pair-tail", default="", metavar="SPREAD[:DF]",
                    help="healthy pair effects, Student-t with DF (default 3) degrees of freedom "
@@ -41,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--labels", default="true", help="leaf labels in /ranks: true, missing, wrong:S")
     r.add_argument("--iterations", type=int, default=20)
     r.add_argument("--retest-worst", type=int, default=3)
+    r.add_argument("--retest-visits", type=int, choices=[1, 2], default=2,
+                   help="visits of each retested pair (2: as the runner; 1: as runners before "
+                        "the second visit)")
     r.add_argument("--seed", type=int, required=True, help="draws the fabric, the faults' targets, the noise")
     r.add_argument("--out", required=True, help="the result file (.h5); the truth goes beside it")
     r.add_argument("--quiet", action="store_true")
@@ -62,6 +67,17 @@ def _pair_tail(text: str):
     return value, dof
 
 
+def _burst_s(text: str) -> Tuple[float, float]:
+    """--burst-ms LO:HI -> (lo, hi) in seconds."""
+    try:
+        lo, hi = (float(x) for x in text.split(":"))
+    except ValueError:
+        lo = hi = float("nan")
+    if not 0 < lo <= hi:
+        raise WorldError(f"burst-ms {text!r}: expected LO:HI in ms, 0 < LO <= HI (as 0.2:1.5)")
+    return lo * 1e-3, hi * 1e-3
+
+
 def run(args) -> int:
     from .resultfile import write, truth_path
     from .simulate import Noise, Test, World
@@ -79,10 +95,10 @@ def run(args) -> int:
     planted = faults_mod.plant(f, args.fault, rng)
     leaf, label_truth = fabric_mod.labels(f, args.labels, rng)
     spread, df = _pair_tail(args.pair_tail)
-    noise = Noise(hiccup_rate=args.hiccups, bursts=args.bursts, drift=args.drift,
-                  pair_spread=spread, pair_df=df)
-    tests = [Test("latency", 8, 1, args.iterations, args.retest_worst),
-             Test("bandwidth", 1 << 20, 4, args.iterations, args.retest_worst)]
+    noise = Noise(hiccup_rate=args.hiccups, bursts=args.bursts, burst_s=_burst_s(args.burst_ms),
+                  drift=args.drift, pair_spread=spread, pair_df=df)
+    tests = [Test("latency", 8, 1, args.iterations, args.retest_worst, args.retest_visits),
+             Test("bandwidth", 1 << 20, 4, args.iterations, args.retest_worst, args.retest_visits)]
     started = time.time()
     world = World(f, planted, noise, args.seed)
     instances = world.run(tests)
@@ -94,7 +110,8 @@ def run(args) -> int:
                              int(f.leaf_of_rank[h * shape.gpus])) for h in range(shape.hosts)}
                          if shape.topology == "leaf-spine" else {}},
              "noise": {"pair_tail": {"spread": spread, "df": df},
-                       "bursts": args.bursts, "drift": args.drift, "hiccups": args.hiccups,
+                       "bursts": args.bursts, "burst_ms": args.burst_ms, "drift": args.drift,
+                       "hiccups": args.hiccups,
                        **label_truth},
              "faults": planted.truth, "events": world.events}
     write(args.out, f, leaf, instances, args.seed, command, truth)

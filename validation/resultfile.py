@@ -114,8 +114,10 @@ def _instance_attributes(inst: Instance, index: int, n: int, s: np.ndarray,
         description = (f"all-pairs, {inst.rounds} rounds, every rank busy; then the "
                        f"{t.retest_worst} worst pairs serially")
     else:
+        twice = ", each twice" if t.retest_visits > 1 else ""
         description = (f"serial retest of instance {inst.retest_of}: its {t.retest_worst} worst "
-                       "pairs beside control pairs from the middle of its ranking, one pair at a time")
+                       f"pairs{twice} beside control pairs from the middle of its ranking, one pair "
+                       "at a time")
     if t.window > 1:
         description += f", window {t.window}"
     divisor = 2 if latency else 1

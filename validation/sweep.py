@@ -96,6 +96,20 @@ TIME_CASES: Dict[str, List[str]] = {
     "nic flap over 30 % of the pass": ["--fault", "flap:0.3"],
 }
 DATED_WITHIN_S = 1.0
+# --burst-cases: bursts that can outlast one visit of a serially retested pair (0.36 ms a
+# latency pair here), long ones (1-5 ms) included, and the faults that must still be found
+# (a slow NIC, a lossy NIC, a cable: a host pair losing packets); its own list, so the
+# seeds of CASES' tables stay as they were
+BURST_CASES: Dict[str, List[str]] = {
+    "clean, bursts 0.3 %": ["--bursts", "0.003"],
+    "clean, bursts 1 %": ["--bursts", "0.01"],
+    "clean, long bursts 1 %": ["--bursts", "0.01", "--burst-ms", "1:5"],
+    "nic send 0.5": ["--fault", "nic-tx-slow:0.5"],
+    "nic receive 0.85": ["--fault", "nic-rx-slow:0.85"],
+    "nic lossy 2e-4/packet": ["--fault", "nic-lossy:0.0002"],
+    "host pair lossy 1e-4/packet": ["--fault", "path-lossy:0.0001"],
+    "nic send 0.5, bursts 1 %": ["--fault", "nic-tx-slow:0.5", "--bursts", "0.01"],
+}
 
 
 def _observable_window(truth: Dict[str, object]):
@@ -198,7 +212,8 @@ def one_run(case: str, seed: int, args, work: str) -> Dict[str, object]:
     world = ["nice", "-n", str(args.nice), sys.executable, "-m", "validation", "run", "--quiet",
              "--hosts", str(args.hosts), "--gpus", str(args.gpus), "--seed", str(seed),
              "--hosts-per-leaf", str(args.hosts_per_leaf),
-             "--iterations", str(args.iterations), "--out", out] + args.case_list[case]
+             "--iterations", str(args.iterations), "--retest-visits", str(args.retest_visits),
+             "--out", out] + args.case_list[case]
     started = time.time()
     done = subprocess.run(world, cwd=ROOT, env=world_env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -260,7 +275,7 @@ def table(rows: List[Dict[str, object]]) -> str:
         by_case[r["case"]].append(r)
     lines = ["| case | runs | exact | touched | missed | false culprits (per fabric) | verdicts |",
              "|---|---|---|---|---|---|---|"]
-    for case in [c for c in CASES if c in by_case]:
+    for case in [c for c in dict.fromkeys([*CASES, *BURST_CASES]) if c in by_case]:
         rs = [r for r in by_case[case] if "error" not in r]
         errors = len(by_case[case]) - len(rs)
         outcomes = Counter(o for r in rs for o in r["faults"])
@@ -286,6 +301,11 @@ def main(argv=None) -> int:
     p.add_argument("--cases", nargs="*", help="case names (default: all)")
     p.add_argument("--time", action="store_true",
                    help="the outage and flap cases (TIME_CASES), scored for their dating")
+    p.add_argument("--burst-cases", action="store_true",
+                   help="the burst cases and the faults they must not hide (BURST_CASES)")
+    p.add_argument("--retest-visits", type=int, choices=[1, 2], default=2,
+                   help="the world's visits of each retested pair (1: as runners before the "
+                        "second visit, for a before-and-after on the same seeds)")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--nice", type=int, default=10)
     p.add_argument("--json", help="write the rows here")
@@ -297,7 +317,7 @@ def main(argv=None) -> int:
                    help="the analysis/ directory whose diagnose to run (default: this "
                         "checkout's): a before-and-after on the same files")
     args = p.parse_args(argv)
-    args.case_list = TIME_CASES if args.time else CASES
+    args.case_list = TIME_CASES if args.time else BURST_CASES if args.burst_cases else CASES
     args.cases = args.cases or list(args.case_list)
     if args.rescore:
         if not args.keep:

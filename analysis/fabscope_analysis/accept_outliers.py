@@ -28,11 +28,12 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import pandas as pd
 
-from .diagnosis.retest import CLEARED, CONFIRMED, SELECTION, judge_retest, pass_sigma
+from .diagnosis.retest import (CLEARED, CONFIRMED, SELECTION, TRANSIENT, judge_retest_visits,
+                               pass_sigma)
 from .inference import (MEDIAN_SE_FACTOR, benjamini_hochberg, first_step_z, one_sided_p,
                         quantile_log_se, robust_sigma)
 from .accept_result import MAX_NAMED, CheckResult
-from .reader import FLAG_CONTROL_PAIR, TestInstance
+from .reader import FLAG_CONTROL_PAIR, FLAG_RETEST_SECOND_VISIT, TestInstance
 from .run_analysis import format_number
 from .stats import group_order, is_bandwidth, pair_values, with_derived, worse_is_higher_times
 
@@ -181,24 +182,32 @@ def judge_serial_retest(retest: TestInstance, parent_pairs: pd.DataFrame) -> Opt
     control = ((raw["flags"].astype("int64") & FLAG_CONTROL_PAIR) != 0).to_numpy()
     if not control.any():
         return None
+    second = ((raw["flags"].astype("int64") & FLAG_RETEST_SECOND_VISIT) != 0).to_numpy()
     s = with_derived(raw.reset_index(drop=True), retest.sample_divisor)
     controls = pair_values(s[control], retest.metric)
-    retested = pair_values(s[~control], retest.metric)
-    values = {(int(r.rank), int(r.peer)): float(r.median) for r in retested.itertuples()}
+    bandwidth = is_bandwidth(retest.metric)
+    visits: Dict[Tuple[int, int], List[float]] = {}
+    for visit in (~second, second):   # each retested pair's first, then second visit
+        for r in pair_values(s[~control & visit], retest.metric).itertuples():
+            visits.setdefault((int(r.rank), int(r.peer)), []).append(float(r.median))
+    # shown: the less slow visit, the level the rule judges (a fault persists over both)
+    values = {k: (max(v) if bandwidth else min(v)) for k, v in visits.items()}
     pool = max(len(parent_pairs), 1)
     floor = pass_sigma(np.exp(parent_pairs["log_time"].to_numpy(dtype=np.float64)),
                        bandwidth=False) if len(parent_pairs) else 0.0
-    judged = judge_retest(values, controls["median"].tolist(), pool=pool,
-                          bandwidth=is_bandwidth(retest.metric), sigma_floor=floor)
+    judged = judge_retest_visits(visits, controls["median"].tolist(), pool=pool,
+                                 bandwidth=bandwidth, sigma_floor=floor)
     return RetestPairs({j.pair: j for j in judged}, values,
                        float(np.median(controls["median"])), len(controls))
 
 
 def not_failed_alone(retest: Optional[RetestPairs]) -> Dict[Tuple[int, int], object]:
-    """Pairs the retest found no fault on alone (cleared, or slow only by selection)."""
+    """Pairs the retest found no fault on alone (cleared, slow only by selection, or slow
+    on one of its two visits only: a transient)."""
     if retest is None:
         return {}
-    return {k: j for k, j in retest.judgements.items() if j.outcome in (CLEARED, SELECTION)}
+    return {k: j for k, j in retest.judgements.items()
+            if j.outcome in (CLEARED, SELECTION, TRANSIENT)}
 
 
 def confirmed_alone(retest: RetestPairs) -> List[Tuple[Tuple[int, int], object]]:

@@ -113,10 +113,10 @@ FLAG_DATA_CHECK_FAILED = 1 << 0
 # Bits 8-15: rows that are not part of the instance's headline statistics (an incast
 # receiver's aggregate, a latency probe), as in docs/file-format.md.
 FLAG_AUXILIARY_MASK = 0xff00
-# A serial retest's control pair (drawn from the middle of the parallel pass and
-# measured alone like the retested pairs): the reference the retested pairs are
-# judged against, not part of the headline.
+# A serial retest's control pair (the reference, from the middle of the parallel pass) and
+# a retested pair's second visit (after every other pair; older files have one visit).
 FLAG_CONTROL_PAIR = 1 << 10
+FLAG_RETEST_SECOND_VISIT = 1 << 15
 # An all-to-all's dispatch and combine phases (the headline row is the whole round).
 FLAG_DISPATCH_PHASE = 1 << 11
 FLAG_COMBINE_PHASE = 1 << 12

@@ -412,6 +412,7 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
                      counters: Sequence[Tuple[int, str, str, int, int]] = (),
                      retest_burst: Optional[Dict[Tuple[int, int], int]] = None,
                      pair_tail_df: Optional[float] = None,
+                     second_visit: Optional[Dict[Tuple[int, int], float]] = None,
                      ) -> SyntheticRun:
     """An all-pairs latency (8 B ping-pong) and bandwidth (1 MiB) run with planted culprits.
 
@@ -434,6 +435,10 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
     counters: (rank, source, name, before, after) rows of the latency test's counters.
     retest_burst: (s, d) -> how many of its first retest iterations keep the parallel
     pass's slowness (a burst still on); the rest are healthy.
+    second_visit: given, every retested pair is measured a second time after the whole
+    first pass of the retest and 100 ms after it (flag bit 15, as the runner does), at
+    this time factor alone (s, d) -> factor, or as on its first visit when not listed
+    (burst left out).
     """
     run = SyntheticRun(path, nranks=nranks, ranks_per_host=ranks_per_host, seed=seed)
     rng = run.rng
@@ -488,7 +493,18 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
                                 nbytes / 1.0 * alone * rng.lognormal(0.0, jitter)))
                 if i >= len(retest):
                     flags[(s, i * 10 + it)] = control_flag
+        if second_visit is not None:
+            for i, (s, d) in enumerate(retest):
+                first = (retest_factor or {}).get((s, d), slow[s, d])
+                for it in range(10):
+                    k = (len(pairs) + i) * 10 + it
+                    entries.append((s, k, d, nbytes, nbytes / 1.0 * second_visit.get((s, d), first)
+                                    * rng.lognormal(0.0, jitter)))
+                    flags[(s, k)] = 1 << 15
         samples = make_samples(entries, run.start_ns(), flags=flags)
+        later = (samples["flags"] & (1 << 15)) != 0   # the runner's wait before second visits
+        samples["t_post_ns"][later] += 100_000_000
+        samples["t_done_ns"][later] += 100_000_000
         run.add_test("ap-bw", "bandwidth", samples, nbytes=nbytes, metric="bandwidth",
                      pattern="all-pairs", pass_="serial-retest",
                      extra_attrs={"retest_of": np.int64(parallel)},

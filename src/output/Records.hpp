@@ -23,6 +23,10 @@ inline constexpr std::uint32_t auxiliaryMask = 0xff00u;
 // A serial retest's control pair (drawn from the middle of the parallel pass,
 // measured alone like the retested pairs): the reference, not the subject.
 inline constexpr std::uint32_t controlPair = 1u << 10;
+// A serial retest's second visit of a retested pair (after every other pair of
+// the retest, and kRevisitGapNs at least): a fault is slow on both visits, a
+// burst on one. Apart from the headline, which stays the first visit's.
+inline constexpr std::uint32_t retestSecondVisit = 1u << 15;
 // Bits 16-23: a kind's own labels of its headline samples (the mix's traffic
 // class and phase), declared in its folder.
 }  // namespace sample_flags

@@ -137,7 +137,23 @@ Schedule retestSchedule(const std::vector<RankPair>& retested, const std::vector
     if (i < retested.size()) schedule.push_back({retested[i]});
     if (i < controls.size()) schedule.push_back({controls[i]});
   }
+  for (const auto& pair : retested) schedule.push_back({pair});
   return schedule;
+}
+
+std::vector<bool> secondVisits(const std::vector<std::pair<int, RankPair>>& mine,
+                               const std::vector<RankPair>& revisited) {
+  std::vector<bool> out(mine.size(), false);
+  std::vector<RankPair> seen;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const RankPair& pair = mine[i].second;
+    if (std::find(revisited.begin(), revisited.end(), pair) == revisited.end()) continue;
+    if (std::find(seen.begin(), seen.end(), pair) != seen.end())
+      out[i] = true;
+    else
+      seen.push_back(pair);
+  }
+  return out;
 }
 
 }  // namespace fabscope::suite

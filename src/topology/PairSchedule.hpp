@@ -59,8 +59,20 @@ inline constexpr int kMinControlPairs = 10;
 int controlCount(std::size_t retested);
 
 // A serial retest: retested and control pairs alternated, one pair per round,
-// so a drift during the retest touches both alike.
+// so a drift during the retest touches both alike; then every retested pair a
+// second time, in the same order. A burst (another tenant, a pause) on a link a
+// suspect crosses can outlast one visit and reads as a fault; a fault persists
+// over both. Each retested pair's two visits have every other pair of the first
+// pass between them, controls included: at least controlCount (10) pairs'
+// measurements, and the runner adds a wait to reach kRevisitGap (PairPlan.hpp).
+// The second visits add one pair's iterations per retested pair: 3 worst and 10
+// controls take 16 slots instead of 13.
 Schedule retestSchedule(const std::vector<RankPair>& retested, const std::vector<RankPair>& controls);
+
+// For one rank's pairs in round order (roundsOf), which entries are a second
+// visit: a later occurrence of a pair in `revisited` (the retested pairs).
+std::vector<bool> secondVisits(const std::vector<std::pair<int, RankPair>>& mine,
+                               const std::vector<RankPair>& revisited);
 
 // splitmix64: a fixed generator, unlike std::uniform_int_distribution whose
 // output differs between standard libraries (seeded schedules must match on

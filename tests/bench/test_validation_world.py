@@ -240,3 +240,35 @@ def test_heavy_tailed_pair_effects_persist_per_flow_and_a_bad_spec_is_refused(tm
                                str(tmp_path / "bad.h5"), *SMALL, "--seed", "1", "--pair-tail", bad],
                               cwd=ROOT, env=env, capture_output=True, text=True)
         assert done.returncode == 2 and "pair-tail" in done.stderr, done.stderr
+
+
+@needs_simgrid
+def test_the_retest_visits_each_retested_pair_twice_apart_as_the_runner_does(tmp_path):
+    from fabscope_analysis.reader import FLAG_CONTROL_PAIR, FLAG_RETEST_SECOND_VISIT, open_result
+    out = simulate(tmp_path, "visits", "--seed", "3", "--bursts", "0.01", "--burst-ms", "1:5")
+    once = simulate(tmp_path, "once", "--seed", "3", "--bursts", "0.01", "--burst-ms", "1:5",
+                    "--retest-visits", "1")
+    with open_result(out) as run, open_result(once) as old:
+        for index in (1, 3):                                  # the two serial retests
+            s = run.test(index).samples()
+            second = (s["flags"] & FLAG_RETEST_SECOND_VISIT) != 0
+            control = (s["flags"] & FLAG_CONTROL_PAIR) != 0
+            retested = set(zip(s[~second & ~control]["rank"], s[~second & ~control].peer))
+            assert set(zip(s[second]["rank"], s[second].peer)) == retested and len(retested) == 3
+            assert not (second & control).any()
+            for rank, peer in retested:                     # apart: after every other pair,
+                mine = (s["rank"] == rank) & (s.peer == peer)   # and 100 ms after the first
+                first_end = s[mine & ~second].t_done_ns.max()
+                assert s[mine & second].t_post_ns.min() - first_end >= 100_000_000
+                assert s[~second].t_done_ns.max() < s[mine & second].t_post_ns.min()
+            assert "each twice" in run.test(index).attrs["description"]
+            o = old.test(index).samples()                    # one visit: as runners before
+            assert ((o["flags"] & FLAG_RETEST_SECOND_VISIT) == 0).all()
+            if index == 1:   # (the second visits' draws move the later tests' noise)
+                assert len(o) == len(s) - second.sum()
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
+    for bad in ("5:1", "0:2", "x"):
+        done = subprocess.run([sys.executable, "-m", "validation", "run", "--quiet", "--out",
+                               str(tmp_path / "bad.h5"), *SMALL, "--seed", "1", "--burst-ms", bad],
+                              cwd=ROOT, env=env, capture_output=True, text=True)
+        assert done.returncode == 2 and "burst-ms" in done.stderr, done.stderr

@@ -11,6 +11,8 @@ import h5py
 import numpy as np
 
 CONTROL_PAIR = 1 << 10  # sample flag: a serial retest's control pair
+SECOND_VISIT = 1 << 15  # sample flag: a serial retest's second visit of a retested pair
+REVISIT_GAP_NS = 100_000_000  # kRevisitGapNs: a second visit starts this long after the first
 # kind: (sample_divisor, messages per sample per window slot; 0: one message, no window)
 P2P_SAMPLE = {"latency": (2, 0), "bandwidth": (1, 1), "bibw": (1, 2)}
 
@@ -79,19 +81,31 @@ with h5py.File(a.file, "r") as f:
             worst = int(np.argmin(took + slack))
             fail(f"{where}: a sample ends before it starts ({int(took[worst])} ns, clock slack "
                  f"{int(slack[worst])} ns, rank {int(s['rank'][worst])} peer {int(s['peer'][worst])})")
-        # A serial retest's control pairs carry flag bit 10 (the reference, not headline).
-        allowed = CONTROL_PAIR if text(ga["pass"]) == "serial-retest" else 0
+        # A serial retest's control pairs carry flag bit 10 (the reference, not headline),
+        # its second visits of the retested pairs bit 15 (not headline either).
+        allowed = CONTROL_PAIR | SECOND_VISIT if text(ga["pass"]) == "serial-retest" else 0
         if np.any(s["bytes"] <= 0) or np.any((s["flags"] & ~np.uint32(allowed)) != 0):
             fail(f"{where}: bad bytes or flags")
         if text(ga["pass"]) == "serial-retest":
             control = (s["flags"] & CONTROL_PAIR) != 0
+            second = (s["flags"] & SECOND_VISIT) != 0
+            first = ~control & ~second
             # as many control pairs as retested ones and at least 10, where enough
             # pairs were left
-            retested = {(int(r), int(p)) for r, p in zip(s["rank"][~control], s["peer"][~control])}
+            retested = {(int(r), int(p)) for r, p in zip(s["rank"][first], s["peer"][first])}
             controls = {(int(r), int(p)) for r, p in zip(s["rank"][control], s["peer"][control])}
             if retested & controls or len(controls) > max(len(retested), 10):
                 fail(f"{where}: control pairs {sorted(controls)} against retested {sorted(retested)}")
-            s = s[~control]  # the headline: what the attributes and /summary describe
+            # each retested pair visited again, after every other pair and the gap
+            again = {(int(r), int(p)) for r, p in zip(s["rank"][second], s["peer"][second])}
+            if again != retested or np.any(control & second):
+                fail(f"{where}: second visits of {sorted(again)}, retested {sorted(retested)}")
+            for r, p in retested:
+                mine = (s["rank"] == r) & (s["peer"] == p)
+                gap = int(s["t_post_ns"][mine & second].min()) - int(s["t_done_ns"][mine & first].max())
+                if gap < REVISIT_GAP_NS:
+                    fail(f"{where}: pair {r}->{p} visited again {gap} ns after its first visit")
+            s = s[first]  # the headline: what the attributes and /summary describe
         # What one sample is, per point-to-point kind: a latency sample is a round
         # trip of one message, halved (sample_divisor 2, as osu_latency); a bandwidth
         # sample is a whole window; a bibw sample is a window each way.

@@ -129,14 +129,43 @@ TEST(PairSchedule, FewPairsStillGiveControlsOutsideTheRetested) {
   EXPECT_TRUE(controlPairs(ranked, 2, 0, 5).empty());
 }
 
-TEST(PairSchedule, RetestAlternatesRetestedAndControlPairsOnePerRound) {
+TEST(PairSchedule, RetestAlternatesRetestedAndControlPairsOnePerRoundThenRevisitsTheRetested) {
   const auto schedule = retestSchedule({{0, 1}, {2, 3}}, {{4, 5}, {6, 7}, {0, 2}});
-  ASSERT_EQ(schedule.size(), 5u);
-  const std::vector<RankPair> order = {{0, 1}, {4, 5}, {2, 3}, {6, 7}, {0, 2}};
+  ASSERT_EQ(schedule.size(), 7u);
+  const std::vector<RankPair> order = {{0, 1}, {4, 5}, {2, 3}, {6, 7}, {0, 2}, {0, 1}, {2, 3}};
   for (std::size_t i = 0; i < schedule.size(); ++i) {
     ASSERT_EQ(schedule[i].size(), 1u);
     EXPECT_EQ(schedule[i][0], order[i]);
   }
+}
+
+// A retested pair's two visits lie apart: every other pair of the first pass
+// (controls included) comes between them, so at least as many slots as there
+// are controls, and a burst as long as one visit cannot cover both.
+TEST(PairSchedule, EachRetestedPairIsVisitedTwiceWithAtLeastTheControlsBetween) {
+  const auto ranked = rankedPairs(8);
+  const std::vector<RankPair> retested(ranked.begin(), ranked.begin() + 3);
+  const auto controls = controlPairs(ranked, 3, controlCount(3), 5);
+  const auto schedule = retestSchedule(retested, controls);
+  EXPECT_EQ(schedule.size(), 2 * retested.size() + controls.size());  // 16 slots, not 13: bounded
+  for (const auto& pair : retested) {
+    std::vector<std::size_t> at;
+    for (std::size_t i = 0; i < schedule.size(); ++i)
+      if (schedule[i][0] == pair) at.push_back(i);
+    ASSERT_EQ(at.size(), 2u);
+    EXPECT_GE(at[1] - at[0] - 1, controls.size());
+  }
+  for (const auto& c : controls)
+    EXPECT_EQ(std::count_if(schedule.begin(), schedule.end(), [&](const auto& r) { return r[0] == c; }), 1);
+}
+
+TEST(PairSchedule, SecondVisitsAreTheLaterOccurrencesOfARetestedPairOnly) {
+  // rank 0's rounds of a retest of {0,1} and {0,2}, control {0,3}
+  const std::vector<std::pair<int, RankPair>> mine = {{0, {0, 1}}, {1, {0, 3}}, {2, {0, 2}}, {4, {0, 1}}, {5, {0, 2}}};
+  const auto second = secondVisits(mine, {{0, 1}, {0, 2}});
+  EXPECT_EQ(second, (std::vector<bool>{false, false, false, true, true}));
+  // no retested pairs (a parallel pass, or a pass whose mirror repeats a pair): nothing is a revisit
+  EXPECT_EQ(secondVisits(mine, {}), std::vector<bool>(5, false));
 }
 
 TEST(PairSchedule, ARetestMeasuresAtLeastTenControlPairs) {

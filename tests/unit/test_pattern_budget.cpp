@@ -153,8 +153,12 @@ TEST(PairPlanPart, CopiesAndFollowUpKeepWorstAndControlsApart) {
     EXPECT_FALSE(c == (suite::RankPair{0, 1}));
     EXPECT_FALSE(c == (suite::RankPair{0, 2}));
   }
-  EXPECT_EQ(retest.rounds.rounds(), static_cast<std::int64_t>(2 + controls));  // one pair at a time
-  EXPECT_EQ(next.maxSamplesPerRank, static_cast<std::int64_t>(2 + controls) * 10);
+  // one pair at a time, each worst pair twice (its second visit after every other pair)
+  EXPECT_EQ(retest.rounds.rounds(), static_cast<std::int64_t>(2 * 2 + controls));
+  EXPECT_EQ(next.maxSamplesPerRank, static_cast<std::int64_t>(2 * 2 + controls) * 10);
+  EXPECT_EQ(retest.revisitedPairs, (std::vector<suite::RankPair>{{0, 1}, {0, 2}}));
+  // the slot planned before the choice bounds the same samples
+  EXPECT_EQ(planned[1].plan.maxSamplesPerRank, static_cast<std::int64_t>(2 * 2 + controls) * 10);
   EXPECT_EQ(next.followUpOf, 0);
   EXPECT_EQ(next.pass, "serial-retest");
   EXPECT_FALSE(retest.followedUp());

@@ -14,13 +14,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
+from ..reader import (FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, FLAG_RETEST_SECOND_VISIT, ResultFile,
+                      TestInstance)
 from . import (evidence, labels, outages, pair_null, pair_tails, persistence, supporting, systemic,
                tails, validity)
 from ..tail_null import fast_side_df
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
-from .retest import RetestJudgement, judge_retest, pass_sigma
+from .retest import RetestJudgement, judge_retest_visits, pass_sigma
 from .rules import TestEvidence, name_components
 
 # Below this many ranks in a test a slow pair cannot be pinned on one end.
@@ -57,6 +58,9 @@ class _Run:
         # per test: (metric, the smallest side it finds with 80 % power, why)
         self.small_sides: List[Tuple[str, float, str]] = []
         self.heavy_links: List[str] = []   # per test: single pairs a heavy tail hides
+        # GPU pairs a serial retest of one visit a pair confirmed (files from before the
+        # second visit): a burst that lasted through the visit reads the same
+        self.one_visit: List[str] = []
 
     def judge(self, inst: TestInstance):
         data = pair_data(inst, self.layout.n)
@@ -144,13 +148,16 @@ class _Run:
 
     def retests(self, instances: Sequence[TestInstance]):
         by_parent = {t.fit.data.inst.index: t for t in self.tests if t.measure == "centre"}
+        # the run clock's zero (the first test's start), as the outage windows use it
+        starts = [int(i.get("t_start_ns", 0)) for i in instances if int(i.get("t_start_ns", 0) or 0) > 0]
+        zero = min(starts) if starts else None
         for inst in instances:
             if str(inst.get("pass")) != "serial-retest":
                 continue
             parent = by_parent.get(int(inst.get("retest_of", -1)))
             if parent is None:
                 continue
-            judged = _judge_retest(inst, parent.fit, self.widen, self.layout)
+            judged = _judge_retest(inst, parent.fit, self.widen, self.layout, zero)
             if judged is None:
                 self.notes.append(f"serial retest {inst.index:04d} {inst.get('name')} has no "
                                   "control pairs measured the same way: it can neither clear nor "
@@ -158,14 +165,16 @@ class _Run:
                                   "was judged")
                 continue
             parent.retest.update(judged)
+            self.one_visit += [f"{self.layout.host_of(s)} -> {self.layout.host_of(r)}"
+                               for (s, r), j in judged.items() if j.slow and j.visits < 2]
             for (s, r), j in judged.items():
                 self.notes.append(f"serial retest {inst.index:04d} {inst.get('name')}: "
                                   f"{self.layout.host_of(s)} -> {self.layout.host_of(r)} {j.describe()}"
                                   f" ({j.controls} control pairs)")
 
 
-def _judge_retest(inst: TestInstance, parent: Fit, widen: float, layout: Layout
-                  ) -> Optional[Dict[Tuple[int, int], RetestJudgement]]:
+def _judge_retest(inst: TestInstance, parent: Fit, widen: float, layout: Layout,
+                  zero: Optional[int] = None) -> Optional[Dict[Tuple[int, int], RetestJudgement]]:
     """The retest's pairs and controls, each referred to what the parallel pass's model
     predicts for it (mu + its class term + its ends' effects), judged by the one retest
     rule. The driver draws controls from the middle of a ranking of raw times, so they
@@ -174,34 +183,48 @@ def _judge_retest(inst: TestInstance, parent: Fit, widen: float, layout: Layout
     What is left is the pair's own part, the link residual the parallel pass flagged:
     the question the retest answers is whether that persists alone."""
     s = inst.samples()
-    s = s[(s["peer"] >= 0) & ((s["flags"] & (FLAG_AUXILIARY_MASK & ~FLAG_CONTROL_PAIR)) == 0)]
+    kept = FLAG_AUXILIARY_MASK & ~(FLAG_CONTROL_PAIR | FLAG_RETEST_SECOND_VISIT)
+    s = s[(s["peer"] >= 0) & ((s["flags"] & kept) == 0)]
     if s.empty:
         return {}
-    control = (s["flags"].to_numpy() & FLAG_CONTROL_PAIR) != 0
+    flags = s["flags"].to_numpy()
+    control = (flags & FLAG_CONTROL_PAIR) != 0
     if not control.any():
         return None
+    visit = np.where((flags & FLAG_RETEST_SECOND_VISIT) != 0, 2, 1)
     t = (s["t_done_ns"] - s["t_post_ns"]).to_numpy(np.float64)
     per_byte = s["bytes"].to_numpy(np.float64) if inst.metric == "bandwidth" else 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         logt = np.log(np.where(t > 0, t, np.nan) / per_byte)
-    frame = s[["rank", "peer", "iter"]].assign(v=logt, control=control).dropna()
+    frame = s[["rank", "peer", "iter", "t_post_ns", "t_done_ns"]].assign(
+        v=logt, control=control, visit=visit).dropna()
     medians = persistence.retest_levels(frame)
+    spans = frame.groupby(["rank", "peer", "visit"]).agg(a=("t_post_ns", "min"), b=("t_done_ns", "max"))
     predicted = _predicted(parent)
-    pairs, controls = {}, []
-    for (r, p, is_control), v in medians.items():
+    visits: Dict[Tuple[int, int], Dict[int, float]] = {}
+    when: Dict[Tuple[int, int], Dict[int, str]] = {}
+    controls = []
+    for (r, p, is_control, k), v in medians.items():
         expected = predicted.get((int(r), int(p)))
         if expected is None:  # a pair the parallel pass did not measure: no reference
             continue
         if is_control:
             controls.append(math.exp(v - expected))
-        else:
-            pairs[(int(r), int(p))] = math.exp(v - expected)
+            continue
+        key = (int(r), int(p))
+        visits.setdefault(key, {})[int(k)] = math.exp(v - expected)
+        if zero is not None:
+            a, b = spans.loc[(r, p, k)]
+            when.setdefault(key, {})[int(k)] = (f"+{(a - zero) / 1e9:.4f} to +{(b - zero) / 1e9:.4f} s "
+                                                "of the run")
     # the spread of the pass's residuals bounds what of a pair's own part persists alone
     floor = pass_sigma(np.exp(parent.resid), bandwidth=False)
-    judged = judge_retest(pairs, controls, pool=len(parent.data.logt), bandwidth=False,
-                          widen=widen, sigma_floor=floor, tail_df=_pair_tail(parent, layout),
-                          reference="the control pairs' time (each against what its class and "
-                                    "ends predict)")
+    judged = judge_retest_visits(
+        {pair: [v[k] for k in sorted(v)] for pair, v in visits.items()}, controls,
+        when={pair: [w[k] for k in sorted(w)] for pair, w in when.items()},
+        pool=len(parent.data.logt), bandwidth=False, widen=widen, sigma_floor=floor,
+        tail_df=_pair_tail(parent, layout),
+        reference="the control pairs' time (each against what its class and ends predict)")
     return {j.pair: j for j in judged}
 
 
@@ -285,6 +308,12 @@ def _blind_spots(run: _Run) -> List[str]:
     a lossy or flapping NIC is outside what the run's tail test could find when its
     ranks have too few pairs (tails.tail_power)."""
     out = list(run.label_blind)
+    if run.one_visit:
+        out.append(f"a transient from a fault on {len(run.one_visit)} GPU pair(s) a serial retest "
+                   f"confirmed slow alone ({', '.join(run.one_visit[:3])}): the file's runner "
+                   "measured each retested pair once, and a burst (another tenant, a pause) that "
+                   "lasted through that visit reads the same (a runner that visits each retested "
+                   "pair twice tells them apart)")
     n = run.layout.n
     pairs = n * (n - 1) // 2
     if pairs and len(run.measured) < pairs:

@@ -46,7 +46,8 @@ import numpy as np
 import pandas as pd
 
 from ..inference import benjamini_hochberg
-from ..reader import FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, ResultFile, TestInstance
+from ..reader import (FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, FLAG_RETEST_SECOND_VISIT, ResultFile,
+                      TestInstance)
 from .model import Layout, fitted_instances
 from .result import FABRIC, LINK, NIC, Culprit
 
@@ -93,8 +94,9 @@ def stalls_of(result: ResultFile) -> Tuple[List[Stall], int, Optional[int]]:
         s = inst.samples()
         if s.empty or "t_post_ns" not in s:
             continue
-        # control pairs of a retest are measurements too: only other auxiliary samples go
-        aux = FLAG_AUXILIARY_MASK & ~FLAG_CONTROL_PAIR
+        # control pairs and second visits of a retest are measurements too: only other
+        # auxiliary samples go
+        aux = FLAG_AUXILIARY_MASK & ~(FLAG_CONTROL_PAIR | FLAG_RETEST_SECOND_VISIT)
         s = s[(s["peer"] >= 0) & ((s["flags"].to_numpy() & aux) == 0)]
         if s.empty:
             continue
@@ -112,7 +114,12 @@ def stalls_of(result: ResultFile) -> Tuple[List[Stall], int, Optional[int]]:
         keep = min(CANDIDATES + REFERENCE + 1, len(excess))
         top = np.argpartition(-excess, keep - 1)[:keep]
         top = top[np.argsort(-excess[top], kind="stable")]
-        gaps = _gaps(post, done, label, begun := int(start) if start is not None else int(post.min()))
+        begun = int(start) if start is not None else int(post.min())
+        # a retest's second visits wait on purpose (at least 100 ms after each pair's first
+        # visit): the wait before them is no hole, so each visit's timeline is searched alone
+        second = (s["flags"].to_numpy() & FLAG_RETEST_SECOND_VISIT) != 0
+        gaps = [g for part in (~second, second) if part.any()
+                for g in _gaps(post[part], done[part], label, begun)]
         count += len(gaps)
         out.extend(gaps)
         for k, i in enumerate(top):

@@ -8,6 +8,11 @@ persists: every block of consecutive iterations (resampling.block_length) of the
 retest is slow. So a retested pair's level is its fastest block's median; the control
 pairs keep their plain median (the reference the bar is built on), which makes the
 comparison conservative for a suspect pair, never kinder to it.
+
+A burst can also outlast a whole visit (20 latency iterations are 0.36 ms in the
+validation world). The runner therefore visits each retested pair twice, apart
+(sample flag bit 15): each visit gets its own fastest block, and the retest rule
+(retest.judge_retest_visits) wants both slow.
 """
 
 from __future__ import annotations
@@ -18,9 +23,13 @@ from ..resampling import block_length
 
 
 def retest_levels(frame: pd.DataFrame) -> pd.Series:
-    """(rank, peer, control) -> log level: the fastest block's median for a retested
-    pair, the median for a control pair. `frame`: rank, peer, iter, v (log time), control."""
-    keys = ["rank", "peer", "control"]
+    """(rank, peer, control, visit) -> log level: the fastest block's median for a
+    retested pair's visit, the median for a control pair. `frame`: rank, peer, iter, v
+    (log time), control, and visit (1 or 2; all 1 when absent: a file from before the
+    second visit)."""
+    if "visit" not in frame.columns:
+        frame = frame.assign(visit=1)
+    keys = ["rank", "peer", "control", "visit"]
     out = frame.groupby(keys)["v"].median()
     suspects = frame[~frame["control"].astype(bool)]
     if suspects.empty:

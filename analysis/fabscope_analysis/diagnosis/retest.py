@@ -26,14 +26,29 @@ A retested pair is then
   note says how slow it would have had to be (the minimum detectable ratio);
 - ``inconclusive``: fewer than MIN_CONTROLS_USABLE controls: nothing to compare with.
 
-accept and diagnose both call :func:`judge_retest` (one retest rule).
+Persistence over two visits (:func:`judge_retest_visits`). The runner measures each
+retested pair twice (sample flag bit 15 marks the second visit), the second time after
+every other pair of the retest and at least 100 ms after the first. Another tenant's
+burst or a pause on a link the pair crosses can outlast one visit (the pair then reads
+slow alone all through it); a fault persists over both. A pair is ``confirmed`` only
+when its *less slow* visit is over the bar and the margin; a pair whose slower visit is
+over them and whose other visit is not is a ``transient``: reported with its visit and
+time, never a culprit. The false-discovery budget is unchanged: "slow on both visits"
+is an intersection of two tests each at the retest's level alpha against the same bar,
+and an intersection-union test is at level alpha (Berger 1982): a healthy pair is
+confirmed on both visits no more often than on one, so the retest's own 5 % holds, and
+a burst in one visit no longer spends any of it. Files from before the second visit
+(one visit a pair) are judged as before, and their confirmed pairs say that one visit
+cannot tell a burst that lasted through it from a fault.
+
+accept and diagnose both call :func:`judge_retest_visits` (one retest rule).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Dict, Hashable, List, Sequence
+from dataclasses import dataclass, replace
+from typing import Dict, Hashable, List, Mapping, Sequence, Tuple
 
 import numpy as np
 from scipy.stats import chi2
@@ -54,6 +69,7 @@ MIN_CONTROLS_USABLE = 3
 ALPHA = 0.05
 
 CONFIRMED, CLEARED, SELECTION, INCONCLUSIVE = "confirmed", "cleared", "selection", "inconclusive"
+TRANSIENT = "transient"
 
 
 @dataclass(frozen=True)
@@ -69,13 +85,32 @@ class RetestJudgement:
     # what the ratio is of: the control pairs' times, or (diagnose) each pair's time
     # alone over what the parallel pass's model predicts for it, against the controls'
     reference: str = "the control pairs' time"
+    # visits of the pair judged (2: the runner's two visits; 1: a file from before them)
+    visits: int = 1
+    visit_ratios: Tuple[float, ...] = ()   # each visit's ratio, in visit order
+    slow_visit: int = 0                     # transient: the visit (1-based) that was slow
+    slow_when: str = ""                     # transient: when that visit ran, in words
 
     @property
     def slow(self) -> bool:
         return self.outcome == CONFIRMED
 
     def describe(self) -> str:
-        word = {CONFIRMED: "confirmed slow alone",
+        if self.outcome == TRANSIENT:
+            other = [r for k, r in enumerate(self.visit_ratios, 1) if k != self.slow_visit]
+            slow = self.visit_ratios[self.slow_visit - 1] if self.visit_ratios else float("nan")
+            when = f" ({self.slow_when})" if self.slow_when else ""
+            return (f"slow alone on visit {self.slow_visit} of {self.visits} only{when}: "
+                    f"{slow:.2f}x {self.reference}, {', '.join(f'{r:.2f}x' for r in other)} on the "
+                    f"other, under the {self.bar_ratio:.2f}x bar: a transient (another tenant's "
+                    "burst or a pause on its path), not a fault")
+        visits = ""
+        if self.outcome == CONFIRMED:
+            visits = (f" on both visits ({', '.join(f'{r:.2f}x' for r in self.visit_ratios)})"
+                      if self.visits > 1 else
+                      " (one visit: a burst that lasted through it would read the same; "
+                      "this file's runner did not measure the pair again)")
+        word = {CONFIRMED: "confirmed slow alone" + visits,
                 CLEARED: "cleared (as fast as the controls alone: the parallel pass slowed it)",
                 SELECTION: (f"not confirmed (slower than the controls, but under the "
                             f"{self.bar_ratio:.2f}x the worst of the ranked pairs reaches "
@@ -141,6 +176,42 @@ def judge_retest(retested: Dict[Hashable, float], controls: Sequence[float], *, 
             outcome = CONFIRMED
         out.append(RetestJudgement(pair, outcome, math.exp(excess),
                                    math.exp(max(bar, math.log(margin))), m, sigma, reference))
+    return out
+
+
+def judge_retest_visits(visits: Mapping[Hashable, Sequence[float]], controls: Sequence[float], *,
+                        bandwidth: bool, when: Mapping[Hashable, Sequence[str]] = None,
+                        **rule) -> List[RetestJudgement]:
+    """Judge each retested pair over its visits (module docstring): `visits` maps a pair to
+    its value alone on each visit, in visit order (one or two; same unit as judge_retest);
+    `when` maps a pair to each visit's time in words (for a transient's report); `rule`:
+    judge_retest's other arguments (pool, widen, sigma_floor, tail_df, reference, ...).
+
+    Each visit is judged against the same controls and bar; the pair's outcome is its less
+    slow visit's (a fault persists over both). A pair whose slower visit is confirmed and
+    less slow one is not is TRANSIENT."""
+    when = when or {}
+    per_visit: Dict[Hashable, List[RetestJudgement]] = {pair: [] for pair in visits}
+    for k in range(max((len(v) for v in visits.values()), default=0)):
+        values = {pair: v[k] for pair, v in visits.items() if k < len(v)}
+        for j in judge_retest(values, controls, bandwidth=bandwidth, **rule):
+            per_visit[j.pair].append(j)
+    out = []
+    for pair, judged in per_visit.items():
+        if not judged:
+            continue
+        ratios = tuple(j.ratio for j in judged)
+        # a visit with no valid time says nothing: the pair counts as visited once
+        usable = [j for j in judged if math.isfinite(j.ratio)] or judged
+        persisting = min(usable, key=lambda j: j.ratio)   # the less slow visit
+        slowest = max(usable, key=lambda j: j.ratio)
+        combined = replace(persisting, visits=len(usable), visit_ratios=ratios)
+        if len(usable) > 1 and slowest.outcome == CONFIRMED and persisting.outcome != CONFIRMED:
+            k = judged.index(slowest)
+            times = list(when.get(pair, ()))
+            combined = replace(combined, outcome=TRANSIENT, slow_visit=k + 1,
+                               slow_when=times[k] if k < len(times) else "")
+        out.append(combined)
     return out
 
 

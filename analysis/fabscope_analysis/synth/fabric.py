@@ -42,6 +42,10 @@ class Fabric:
             else np.ones((n, n))
         self.alone = self.send[:, None] * self.receive[None, :] * pair * effects.always
         run_rng = np.random.default_rng([run_seed, 0x12])
+        # a planted fault's stalls and flaps draw from their own stream: the run's noise is
+        # then the same sample for sample with and without the fault (common random
+        # numbers), so a fault ladder compares one fabric and one run, not fresh draws
+        self.fault_rng = np.random.default_rng([run_seed, 0xfa17])
         self.run_level = noise.scale * (float(run_rng.lognormal(0.0, noise.run_spread))
                                         if noise.run_spread else 1.0)
         self.bimodal_high = bool(noise.bimodal_step and run_rng.random() < 0.5)
@@ -79,16 +83,16 @@ class Fabric:
                 rng: np.random.Generator) -> None:
         noise, e = self.noise, self.effects
         stall = e.stall[s, d] if metric != "latency" else np.maximum(e.stall[s, d], e.stall[d, s])
-        for rate, span in ((noise.hiccup_rate, noise.hiccup_ms),
-                           (noise.slice_rate, noise.slice_ms),
-                           (stall[:, None], STALL_MS)):
+        for rate, span, draw in ((noise.hiccup_rate, noise.hiccup_ms, rng),
+                                 (noise.slice_rate, noise.slice_ms, rng),
+                                 (stall[:, None], STALL_MS, self.fault_rng)):
             if not np.any(rate):
                 continue
-            hit = rng.random(dur.shape) < rate
-            dur[hit] += rng.uniform(span[0] * 1e6, span[1] * 1e6, int(hit.sum()))
+            hit = draw.random(dur.shape) < rate
+            dur[hit] += draw.uniform(span[0] * 1e6, span[1] * 1e6, int(hit.sum()))
         flap = e.flap[s, d] if metric != "latency" else np.maximum(e.flap[s, d], e.flap[d, s])
         if np.any(flap):
             blocks = -(-dur.shape[1] // FLAP_BLOCK)
-            down = rng.random((len(s), blocks)) < flap[:, None]
+            down = self.fault_rng.random((len(s), blocks)) < flap[:, None]
             down = np.repeat(down, FLAP_BLOCK, axis=1)[:, :dur.shape[1]]
-            dur[down] += rng.uniform(FLAP_MS[0] * 1e6, FLAP_MS[1] * 1e6, int(down.sum()))
+            dur[down] += self.fault_rng.uniform(FLAP_MS[0] * 1e6, FLAP_MS[1] * 1e6, int(down.sum()))

@@ -67,9 +67,10 @@ void PairPlan::followUpSlot(InstancePlan& slot, int measuredIndex, int iteration
   // more controls than the pairs left once the retested ones are taken out.
   const std::int64_t controls =
       std::min<std::int64_t>(controlCount(static_cast<std::size_t>(retested)), rounds.pairs() - retested);
-  slot.maxSamplesPerRank = (retested + controls) * iterations;
+  slot.maxSamplesPerRank = (2 * retested + controls) * iterations;
   slot.description = "serial retest of #" + std::to_string(measuredIndex) + ": its " + std::to_string(retested) +
-                     " worst pairs and up to " + std::to_string(controls) + " control pairs, one pair at a time";
+                     " worst pairs, each twice, and up to " + std::to_string(controls) +
+                     " control pairs, one pair at a time";
 }
 
 // The worst retestWorst pairs, then control pairs from the middle of the
@@ -90,7 +91,8 @@ std::vector<std::int32_t> PairPlan::chooseFollowUp(const std::vector<std::pair<s
 }
 
 // The retest: the chosen worst pairs and as many control pairs, alternated,
-// one at a time (control samples: flag bit 10).
+// one at a time (control samples: flag bit 10), then each worst pair again
+// (flag bit 15; retestSchedule).
 void PairPlan::followUp(InstancePlan& next, const std::vector<std::int32_t>& choice, int measuredIndex,
                         int iterations) const {
   std::vector<RankPair> worst, controls;
@@ -100,10 +102,11 @@ void PairPlan::followUp(InstancePlan& next, const std::vector<std::int32_t>& cho
   auto& part = pairPlanOf(next);
   part.rounds = PairRounds::explicitRounds(retestSchedule(worst, controls), rounds.sharedLayout());
   part.controlPairs = controls;
+  part.revisitedPairs = worst;
   part.retestWorst = 0;
   next.pass = serialRetest;
   next.followUpOf = measuredIndex;
-  next.maxSamplesPerRank = static_cast<std::int64_t>(worst.size() + controls.size()) * iterations;
+  next.maxSamplesPerRank = static_cast<std::int64_t>(2 * worst.size() + controls.size()) * iterations;
 }
 
 std::string PairPlan::followUpNotRun(int measuredIndex) const {

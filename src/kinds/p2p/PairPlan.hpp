@@ -13,6 +13,16 @@
 
 namespace fabscope::suite {
 
+// A retested pair's second visit starts at least this long after its first
+// ended (its two ranks wait out the rest, on their own clocks). Bursts that
+// make a healthy pair read slow alone are shorter: a PFC pause frame holds a
+// port at most 65,535 quanta of 512 bit times (0.34 ms at 100 Gb/s), the
+// validation world's other-tenant bursts last 0.2-1.5 ms. The wait costs at
+// most this once per retest (the visits' gaps overlap), beside the rest of the
+// pass; a slowdown that lasts longer than this is the parallel pass's and the
+// tail tests' to see, not the retest's.
+inline constexpr std::int64_t kRevisitGapNs = 100'000'000;
+
 class PairPlan final : public PlanPart {
  public:
   // The pairs round by round: the pattern's parameters, not its pairs; each
@@ -25,6 +35,10 @@ class PairPlan final : public PlanPart {
   // A serial retest's control pairs (group indices; also in `rounds`): their
   // samples carry sample_flags::controlPair.
   std::vector<RankPair> controlPairs;
+  // A serial retest's retested pairs (group indices): each measured twice
+  // (retestSchedule), the second visit's samples carrying
+  // sample_flags::retestSecondVisit.
+  std::vector<RankPair> revisitedPairs;
   // The time budget's cut: rounds and pairs of the full pattern left out so
   // the test fits, and what was left (empty: nothing left out).
   std::int64_t roundsLeftOut = 0;

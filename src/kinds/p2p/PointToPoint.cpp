@@ -1,9 +1,12 @@
 #include "kinds/p2p/PointToPoint.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "fabscope/BuildConfig.hpp"
+#include "runtime/Clock.hpp"
 #include "runtime/Timestamp.hpp"
 #include "scenario/TestSource.hpp"
 #include "scenario/Units.hpp"
@@ -68,6 +71,19 @@ scenario::KindRules PointToPointKind::rules() const {
 }
 
 namespace {
+
+// Before a retested pair's second visit: wait until kRevisitGapNs has passed
+// since its first visit ended on this rank's clock (both its ranks do; the
+// measurement's own handshake lines them up again).
+void waitOutRevisitGap(const std::vector<std::pair<RankPair, runtime::Nanoseconds>>& firstVisitEnded,
+                       const RankPair& pair) {
+  for (const auto& [visited, ended] : firstVisitEnded) {
+    if (!(visited == pair)) continue;
+    const runtime::Nanoseconds left = ended + kRevisitGapNs - runtime::monotonicNow();
+    if (left > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(left));
+    return;
+  }
+}
 
 // The pattern's rounds and pass in `part` and `plan`, and the plan's
 // description of them. The pattern's parameters only (one-way kinds:
@@ -189,6 +205,8 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
   for (std::size_t i = 0; i < mine.size(); ++i)
     controlPair[i] = std::find(pairPlan.controlPairs.begin(), pairPlan.controlPairs.end(), mine[i].second) !=
                      pairPlan.controlPairs.end();
+  const std::vector<bool> secondVisit = secondVisits(mine, pairPlan.revisitedPairs);
+  std::vector<std::pair<RankPair, runtime::Nanoseconds>> firstVisitEnded;
   const auto mineInGroup = mine;
   for (auto& [round, pair] : mine)
     pair = {ctx.participants[static_cast<std::size_t>(pair.initiator)],
@@ -212,12 +230,17 @@ Outcome PointToPointKind::run(RunContext& ctx) const {
     if (next < mine.size() && mine[next].first == round) {
       const RankPair pair = mine[next].second;
       const bool control = controlPair[next];
+      const bool revisit = secondVisit[next];
       const RankPair groupPair = mineInGroup[next++].second;
       const int peer = pair.initiator == me ? pair.responder : pair.initiator;
+      if (revisit) waitOutRevisitGap(firstVisitEnded, groupPair);
       zeroBuffer(buffers.recv, buffers.recvBytes, memory);
       const std::size_t firstSample = ctx.samples.count();
       measurePair(ctx, pair, buffers);
       if (control) ctx.samples.flagSince(firstSample, output::sample_flags::controlPair);
+      if (revisit) ctx.samples.flagSince(firstSample, output::sample_flags::retestSecondVisit);
+      if (!pairPlan.revisitedPairs.empty() && !revisit)
+        firstVisitEnded.emplace_back(groupPair, runtime::monotonicNow());
       if (layout)
         ctx.samples.levelSince(firstSample,
                                static_cast<std::uint8_t>(levelOf(*layout, groupPair.initiator, groupPair.responder)));
