@@ -102,7 +102,10 @@ SelfTestHooks parseSelfTestHooks(const std::vector<std::string>& values) {
       const long rank = colon == std::string::npos ? -1 : wholeNumber(value.substr(stop.size(), colon - stop.size()));
       const std::string point = colon == std::string::npos ? "" : value.substr(colon + 1);
       using enum SelfTestHooks::StopPoint;
-      const auto at = point == "header" ? header : point == "after-test" ? afterTest : point == "closing" ? closing : none;
+      const auto at = point == "header"       ? header
+                      : point == "after-test" ? afterTest
+                      : point == "closing"    ? closing
+                                              : none;
       if (rank < 0 || at == none)
         throw UsageError("--self-test " + value +
                          ": expected stop=R:header, stop=R:after-test or stop=R:closing with R a rank number "
