@@ -557,3 +557,27 @@ def test_pair_medians_and_their_errors_are_each_pairs_own():
         mad = np.median(np.abs(logs - np.median(logs)))
         se = 1.2533 * 1.4826 * mad / np.sqrt(len(logs)) if len(logs) >= 3 else np.inf
         assert row["se"] == pytest.approx(se, rel=1e-3), (rank, peer)
+
+
+def test_a_limit_names_the_pair_when_any_rank_measured_more_than_one_peer(tmp_path):
+    """A limit's failure lists pairs as well as ranks when a rank measured several peers
+    (the rank alone would not say which of its pairs), even if another rank measured one:
+    rank 0 measures peers 1 and 2 (2 slow, 10 us), rank 3 measures peer 1 only."""
+    from synthetic import SyntheticRun, make_samples
+    run = SyntheticRun(tmp_path / "peers.h5", nranks=4, ranks_per_host=1, seed=3)
+    entries = [(rank, it, peer, 8, 2 * (10_000 if peer == 2 else 2_000))
+               for rank, peer in ((0, 1), (0, 2), (3, 1)) for it in range(100)]
+    run.add_test("lat", "latency", make_samples(entries, run.start_ns()), nbytes=8, divisor=2)
+    run.close()
+    fails = _failures(tmp_path / "peers.h5", """\
+        fabscope_criteria: 1
+        allowed_status: null
+        rules:
+          - name: tight
+            match: {kind: latency}
+            limits: {p99_us: {max: 5}}
+        """)
+    assert len(fails) == 1
+    msg = fails[0].messages[0]
+    assert "ranks beyond the limit: rank 0 (fh0) 10 us" in msg, msg
+    assert "pairs beyond the limit: rank 0 (fh0) -> rank 2 (fh2) 10 us" in msg, msg
