@@ -352,6 +352,10 @@ def test_report_section_and_compare_side_by_side(tmp_path):
         page = build_report(result)
     assert "Serving impact: llama3-70b TP8" in page
     assert page.index("Serving impact") < page.index("run id")  # near the top
+    with open_result(a) as result:  # a model that cannot be placed: the section says why
+        page = build_report(result, tp=3)
+    assert re.search(r'<h2 id="impact">Serving impact</h2><div class="warn">no serving impact: '
+                     r'[^<]*does not divide kv_heads', page)
     ra, rb = open_result(a), open_result(b)
     try:
         out = io.StringIO()

@@ -193,3 +193,25 @@ def test_a_rank_takes_the_rate_of_its_own_nic_among_several(tmp_path):
             rate = rates[rank][direction]
             assert rate is not None and rate.gbps == 10.0, (rank, direction, rate)
             assert rate.source == "interface eth0 speed"
+
+
+def test_a_rows_rate_names_three_path_rates_and_counts_the_rest(tmp_path):
+    """The row's rate column lists the distinct path rates (sorted), 3 at most, then
+    `and N more`: 3 paths of 3 rates are all named with nothing more, 4 add `and 1 more`."""
+    speeds = {0: 10, 1: 25, 2: 40, 3: 100, 4: 200}   # Gb/s of each host's eth0
+    up = {"net/eth0/operstate": "up"}
+
+    def row_rate(pairs, name):
+        run = SyntheticRun(tmp_path / name, nranks=5, ranks_per_host=1)
+        run.add_hosts({f"fh{r}": dict(up, **{"net/eth0/speed_mbps": str(g * 1000)})
+                       for r, g in speeds.items()})
+        s = make_samples(bandwidth_entries(pairs, 10, MIB, 1.0, np.random.default_rng(3)),
+                         run.start_ns())
+        run.add_test("p2p-bw", "bandwidth", s, nbytes=MIB, metric="bandwidth")
+        run.close()
+        with open_result(str(tmp_path / name)) as result:
+            return share_rows(result)[0].rate
+    text = [f"{g} Gb/s (interface eth0 speed)" for g in (10, 100, 25, 40)]   # sorted as text
+    assert row_rate([(0, 4), (1, 4), (2, 4)], "three.h5") == "; ".join([text[0], text[2], text[3]])
+    assert row_rate([(0, 4), (1, 4), (2, 4), (3, 4)], "four.h5") == \
+        "; ".join(text[:3]) + " and 1 more"
