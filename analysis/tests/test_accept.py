@@ -464,6 +464,14 @@ def test_junit_marks_a_check_that_cannot_tell_skipped_with_its_reason(tmp_path):
     assert suite.get("skipped") == "2" and suite.get("failures") == "0"
     assert [case.find("skipped").get("message") for case in suite.iter("testcase")] == \
         ["p99_us: the limit 20 lies inside the interval [18, 23]", "no samples in this instance"]
+    # beside a check that passed and one that failed: each counted once, in its own class
+    passed = CheckResult(rule="latency", subject="test 0003")
+    failed = CheckResult(rule="latency", subject="test 0004", messages=["p99_us = 30 us"])
+    write_junit([passed, unsure, failed, skipped], str(path), "fabscope")
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
+    assert [[child.tag for child in case] for case in suite.iter("testcase")] == \
+        [[], ["skipped"], ["failure"], ["skipped"]]
 
 
 def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():

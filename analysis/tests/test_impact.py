@@ -431,6 +431,15 @@ def test_moe_dispatch_and_combine_per_token_from_alltoall_rounds(tmp_path):
         assert 5.5 < q["p50_ms"] < 6.1, q
         assert 1.8 < c["inflation_p50"] < 2.2, c
         assert not any("MoE" in m for m in impact.missing), impact.missing
+        # the printed lines: the congested one says how much slower than quiet, p50 and p99
+        from fabscope_analysis.serving.impact_text import headline_lines
+        moe = [line for line in headline_lines(impact) if line.startswith("MoE dispatch")]
+        assert [line.split(" ")[4] for line in moe] == ["[quiet]", "[incast]"], moe
+        assert "vs quiet" not in moe[0]
+        got = re.search(r"; x([\d.]+) p50, x([\d.]+) p99 vs quiet$", moe[1])
+        assert got, moe[1]
+        assert float(got.group(1)) == pytest.approx(c["inflation_p50"], rel=0.01)
+        assert float(got.group(2)) == pytest.approx(c["inflation_p99"], rel=0.01)
         other = compute_impact(result, Deployment(models.preset("deepseek-v3"), 1, ep=4,
                                                   decode_batch=64))
         assert any("MoE" in m and "not measured" in m for m in other.missing), other.missing

@@ -402,6 +402,19 @@ def test_the_plan_measures_what_tells_the_slos_percentiles():
     assert inside.collective_iterations == 200
 
 
+def test_pp_sends_between_multi_node_nvlink_domains_are_named_not_measured():
+    """TP 8 x PP 4 in NVLink domains of 2 nodes: 1 of the 3 stage boundaries crosses the
+    fabric, but the plan measures PP sends only between single-node domains (a pair of
+    nodes would be inside one domain): no pp-activation test, and a note says so."""
+    plan = fit_budget(PlanRequest("llama3-70b", 8, None, Cluster(64), 1800.0, "itl_p99=50ms",
+                                  pp=4, nodes_per_nvlink_domain=2),
+                      listing("llama3-70b"), knobs(), "c.yaml", fake_estimate)
+    assert not any(name.startswith("pp-activation") for name in by_name(plan))
+    assert ("1 PP activation send(s) per step cross this fabric: not measured (the plan "
+            "measures them between two single-node domains; fit names them as missing)") \
+        in plan.notes
+
+
 def test_plan_takes_tp_8_unless_told():
     """`plan --model M` plans for TP 8, as its help says; --tp changes it."""
     from fabscope_analysis.cli import build_parser
