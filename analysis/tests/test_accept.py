@@ -122,6 +122,30 @@ def test_impact_limit_names_most_affected(files):
     assert "most affected: rank" in fails[0].messages[0]
 
 
+def test_impact_p99_limit_is_judged_on_the_p99_ratio(files):
+    """impact_p99 is congested p99 / quiet p99 of the same samples (the standard run's
+    incast round trips, 25 % jitter against 5 %): recomputed from /samples, it is not the
+    mean's impact (1.8)."""
+    import re
+    import h5py
+    fails = _failures(files["standard"], """\
+        fabscope_criteria: 1
+        allowed_status: null
+        rules:
+          - name: impact
+            match: {condition: congested}
+            limits: {impact_p99: {max: 1.2}}
+        """)
+    assert len(fails) == 1
+    with h5py.File(files["standard"], "r") as f:
+        p99 = [np.percentile((f[f"tests/{i:04d}/samples"]["t_done_ns"]
+                              - f[f"tests/{i:04d}/samples"]["t_post_ns"]) / 2, 99) for i in (0, 1)]
+    printed = re.search(r"impact_p99 = ([\d.]+)", fails[0].messages[0])
+    assert printed, fails[0].messages
+    assert float(printed.group(1)) == pytest.approx(p99[1] / p99[0], rel=0.02)
+    assert abs(float(printed.group(1)) - 1.8) > 0.5
+
+
 def test_baseline_rules(files, tmp_path):
     text = """\
         fabscope_criteria: 1
