@@ -613,3 +613,39 @@ def test_a_limit_names_the_pair_when_any_rank_measured_more_than_one_peer(tmp_pa
     msg = fails[0].messages[0]
     assert "ranks beyond the limit: rank 0 (fh0) 10 us" in msg, msg
     assert "pairs beyond the limit: rank 0 (fh0) -> rank 2 (fh2) 10 us" in msg, msg
+
+
+def test_accepts_diagnosis_compares_with_the_first_baseline(tmp_path):
+    """`diagnose: true` with --baseline: diagnose compares the run with the first
+    known-good run given (a fabric uniformly slower than it is `(all hosts)`), with one
+    baseline or several."""
+    from synthetic import write_matrix_run
+    base, slow = tmp_path / "base.h5", tmp_path / "slow.h5"
+    write_matrix_run(base, seed=1)
+    write_matrix_run(slow, seed=2, send={r: 0.5 for r in range(6)})
+    criteria = """\
+        fabscope_criteria: 1
+        allowed_status: null
+        diagnose: true
+        rules:
+          - name: measured
+            match: {kind: "*"}
+            limits: {samples: {min: 1}}
+        """
+    rules = parse_criteria_text(textwrap.dedent(criteria))
+
+    def failed(*baselines):
+        opened = [open_result(b, warn_incomplete=False) for b in baselines]
+        try:
+            with open_result(slow, warn_incomplete=False) as run:
+                return [f"{c.rule}: {c.messages[0]}" for c in evaluate(run, rules, opened)
+                        if not c.passed]
+        finally:
+            for b in opened:
+                b.close()
+    expected = [f"diagnose: (all hosts) (rank , gpu -, nic -) both: the whole fabric: median pair "
+                f"2.00x the baseline's time [{test}] | evidence: baseline {base}, same case"
+                for test in ("0000 ap-lat", "0001 ap-bw")]
+    for found in (failed(base), failed(base, slow)):
+        assert [f.split(" | confidence")[0] for f in found] == expected, found
+    assert failed(slow, base) == []
