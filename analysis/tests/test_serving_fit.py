@@ -38,6 +38,11 @@ def test_slo_command_line_form_units_and_defaults():
     assert slo.fabric_budget_ms("itl_p99") == pytest.approx(5.0)
     assert slo.fabric_budget_ms("ttft_p99") == pytest.approx(500.0)
     assert slo.defaulted == ["itl_share"]
+    # described in the form it was given, which reads back as the same objectives
+    assert slo.describe() == ("itl_p99=50ms,ttft_p99=2s,itl_p50=800us,itl_share=10%,"
+                              "ttft_share=25%,cif_p99=1.5 (defaults: itl_share)")
+    assert parse_slo_text(slo.describe().split(" (")[0]).targets_ms == slo.targets_ms
+    assert parse_slo_text("ttft_p99=1500ms").describe().startswith("ttft_p99=1500ms,")
     for bad, why in (("itl_p99=50", "with its unit"), ("itl_p99=50ms,itl_share=120%", "at most"),
                      ("latency=5ms", "unknown objective"), ("itl_p99", "key=value"),
                      ("itl_p99=50ms,cif_p99=0.5", "below 1")):
