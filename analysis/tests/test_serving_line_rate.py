@@ -215,3 +215,24 @@ def test_a_rows_rate_names_three_path_rates_and_counts_the_rest(tmp_path):
     assert row_rate([(0, 4), (1, 4), (2, 4)], "three.h5") == "; ".join([text[0], text[2], text[3]])
     assert row_rate([(0, 4), (1, 4), (2, 4), (3, 4)], "four.h5") == \
         "; ".join(text[:3]) + " and 1 more"
+
+
+def test_a_rank_without_a_nic_takes_its_hosts_only_interface_that_is_up(tmp_path):
+    """/ranks without a nic: the rate is the host's one up interface other than lo; with
+    two up there is no telling which, so no rate."""
+    import h5py
+    run = SyntheticRun(tmp_path / "nonic.h5", nranks=2, ranks_per_host=1)
+    run.add_hosts({"fh0": {"net/lo/operstate": "unknown", "net/ib0/operstate": "up",
+                           "net/ib0/speed_mbps": "25000", "net/eth9/operstate": "down",
+                           "net/eth9/speed_mbps": "1000"},
+                   "fh1": {"net/ib0/operstate": "up", "net/ib0/speed_mbps": "25000",
+                           "net/eth1/operstate": "up", "net/eth1/speed_mbps": "1000"}})
+    run.close()
+    with h5py.File(tmp_path / "nonic.h5", "r+") as f:
+        ranks = f["ranks"][...]
+        ranks["nic"] = b""
+        f["ranks"][...] = ranks
+    with open_result(str(tmp_path / "nonic.h5")) as result:
+        rates = rank_rates(result)
+    assert (rates[0]["send"].gbps, rates[0]["send"].source) == (25.0, "interface ib0 speed")
+    assert rates[1] == {"send": None, "receive": None}
