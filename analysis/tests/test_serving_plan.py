@@ -106,6 +106,11 @@ def test_topology_file_gives_nodes_per_leaf_and_leaves_per_pod(tmp_path):
     topo.write_text("hosts:\n" + "".join(
         f"  n{i:02d}: {{site: dc1, pod: p{i // 8}, leaf: l{i // 4}}}\n" for i in range(24)))
     assert layout_from_topology(str(topo)) == (4, 2)
+    # a last leaf and a last pod partly filled (18 hosts: leaves of 4 and one of 2, pods of
+    # 2 leaves and one of 1): the layout is that of the full ones
+    topo.write_text("hosts:\n" + "".join(
+        f"  n{i:02d}: {{site: dc1, pod: p{i // 8}, leaf: l{i // 4}}}\n" for i in range(18)))
+    assert layout_from_topology(str(topo)) == (4, 2)
     topo.write_text("hosts:\n  \"gpu-*\": {pod: a, leaf: l1}\n")
     with pytest.raises(PlanError, match="cannot be counted") as caught:
         layout_from_topology(str(topo))
