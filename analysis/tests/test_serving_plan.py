@@ -407,6 +407,18 @@ def test_the_plan_measures_what_tells_the_slos_percentiles():
     assert inside.collective_iterations == 200
 
 
+def test_a_group_is_measured_whole_unless_a_condition_needs_ranks_to_congest():
+    """TP 16 on 16 ranks: quiet only, the all-reduce is measured on the whole TP group;
+    with a neighbour condition at most half the ranks measure, the other half congests."""
+    quiet = knobs()
+    quiet.conditions = ["quiet"]
+    for k, canaries in ((quiet, 16), (knobs(), 8)):
+        plan = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(16), 1800.0,
+                                      "itl_p99=50ms"), listing("llama3-70b"), k, "c.yaml",
+                          fake_estimate)
+        assert by_name(plan)["tp-allreduce"]["roles"]["canaries"] == canaries, k.conditions
+
+
 def test_pp_sends_between_multi_node_nvlink_domains_are_named_not_measured():
     """TP 8 x PP 4 in NVLink domains of 2 nodes: 1 of the 3 stage boundaries crosses the
     fabric, but the plan measures PP sends only between single-node domains (a pair of
