@@ -30,9 +30,12 @@ def inventory(emulated_receive=None):
     return hosts
 
 
-def kv_file(path, gbps, receive="1Gbit", decode=3, messages=1, gather_ns=0, requests=50):
+def kv_file(path, gbps, receive="1Gbit", decode=3, messages=1, gather_ns=0, requests=50,
+            validity=None):
     run = SyntheticRun(path, nranks=4, ranks_per_host=1)
     run.add_hosts(inventory(receive))
+    if validity:
+        run.add_validity(validity)
     nbytes = 64 * MIB
     seconds = nbytes / (gbps * 1e9)
     rng = np.random.default_rng(1)
@@ -82,6 +85,14 @@ def test_below_the_share_the_limiter_is_named_from_what_the_run_knows(tmp_path):
     with open_result(fine) as result:
         kv = next(r for r in share_rows(result) if r.kind == "kvpush")
     assert kv.limiters and kv.limiters[0].startswith("nothing this run recorded explains it")
+    # the run's own validity findings: its ranks competed for cores
+    busy = kv_file(tmp_path / "busy.h5", 0.05, validity=[
+        ("fh0", "oversubscribed", 4.0, 1.0, "4 ranks per core"),
+        ("fh1", "busy_host", 0.9, 0.5, "load average 7 on 8 cores")])
+    with open_result(busy) as result:
+        kv = next(r for r in share_rows(result) if r.kind == "kvpush")
+    assert kv.limiters == ["CPU-bound progress: the run's validity findings say busy_host, "
+                           "oversubscribed (ranks competed for cores)"]
     fast = kv_file(tmp_path / "fast.h5", 0.115)
     with open_result(fast) as result:
         kv = next(r for r in share_rows(result) if r.kind == "kvpush")
