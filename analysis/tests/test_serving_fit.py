@@ -103,6 +103,15 @@ def test_a_budget_at_the_measured_figure_cannot_tell_and_aa_never_contradicts(tm
     assert {judge(f["low_ms"], f["high_ms"], p99 / 2) for f in figures} == {"FAIL"}
 
 
+def test_an_interval_ending_at_the_limit():
+    """At or below the limit passes, wholly above fails: an interval whose low end is the
+    limit itself is not above it (CANNOT TELL); one whose high end is the limit passes."""
+    assert judge(1.0, 2.0, 2.0) == "PASS"
+    assert judge(2.0, 3.0, 2.0) == "CANNOT TELL"
+    assert judge(2.0 + 1e-9, 3.0, 2.0) == "FAIL"
+    assert judge(1.9, 2.0 + 1e-9, 2.0) == "CANNOT TELL"
+
+
 def test_missing_figures_are_named_not_guessed(tmp_path):
     """DeepSeek-V3 without an alltoall test: per-token communication CANNOT TELL, naming
     the MoE rounds; too few KV requests for a p99: CANNOT TELL, naming the count; a run
