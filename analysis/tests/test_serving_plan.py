@@ -419,6 +419,24 @@ def test_a_group_is_measured_whole_unless_a_condition_needs_ranks_to_congest():
         assert by_name(plan)["tp-allreduce"]["roles"]["canaries"] == canaries, k.conditions
 
 
+def test_a_kv_pool_over_the_default_memory_raises_the_limit_to_its_need():
+    """The loader refuses the plan until its memory limit holds the KV pool (8,784 MiB per
+    rank, over the default 4 GiB): the plan raises max_memory_per_rank to the need and
+    10 %, in whole GiB (10 GiB), says so, and writes it into the scenario."""
+    need = 8784
+
+    def estimate(scenario):
+        limit = scenario.get("max_memory_per_rank", "4GiB")
+        if int(limit.removesuffix("GiB")) * 1024 < need:
+            return ListAnswer(False, error=f"the KV pool needs {need} MiB per rank",
+                              memory_needed_mib=need)
+        return fake_estimate(scenario)
+    plan = plan_for("llama3-70b", 64, estimate=estimate)
+    assert plan.scenario["max_memory_per_rank"] == "10GiB"
+    assert plan.shrunk[0] == ("max_memory_per_rank raised to 10 GiB (the KV pool needs 8784 MiB "
+                              "per rank)")
+
+
 def test_pp_sends_between_multi_node_nvlink_domains_are_named_not_measured():
     """TP 8 x PP 4 in NVLink domains of 2 nodes: 1 of the 3 stage boundaries crosses the
     fabric, but the plan measures PP sends only between single-node domains (a pair of
