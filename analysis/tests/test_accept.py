@@ -122,6 +122,34 @@ def test_impact_limit_names_most_affected(files):
     assert "most affected: rank" in fails[0].messages[0]
 
 
+def test_impact_p99_limit_is_judged_on_the_p99_ratio(files):
+    """impact_p99 is congested p99 / quiet p99 of the same samples (the standard run's
+    incast round trips, 25 % jitter against 5 %): recomputed from /samples, it is not the
+    mean's impact (1.8)."""
+    import re
+    import h5py
+    fails = _failures(files["standard"], """\
+        fabscope_criteria: 1
+        allowed_status: null
+        rules:
+          - name: impact
+            match: {condition: congested}
+            limits: {impact_p99: {max: 1.2}}
+        """)
+    assert len(fails) == 1
+    with h5py.File(files["standard"], "r") as f:
+        p99 = [np.percentile((f[f"tests/{i:04d}/samples"]["t_done_ns"]
+                              - f[f"tests/{i:04d}/samples"]["t_post_ns"]) / 2, 99) for i in (0, 1)]
+    printed = re.search(r"impact_p99 = ([\d.]+) \[95% interval ([\d.]+), ([\d.]+)\]",
+                        fails[0].messages[0])
+    assert printed, fails[0].messages
+    value, low, high = (float(g) for g in printed.groups())
+    assert value == pytest.approx(p99[1] / p99[0], rel=0.02)
+    assert abs(value - 1.8) > 0.5
+    # the bootstrap interval of the ratio lies around it, on both sides
+    assert low < value < high, printed.group(0)
+
+
 def test_baseline_rules(files, tmp_path):
     text = """\
         fabscope_criteria: 1
@@ -464,6 +492,14 @@ def test_junit_marks_a_check_that_cannot_tell_skipped_with_its_reason(tmp_path):
     assert suite.get("skipped") == "2" and suite.get("failures") == "0"
     assert [case.find("skipped").get("message") for case in suite.iter("testcase")] == \
         ["p99_us: the limit 20 lies inside the interval [18, 23]", "no samples in this instance"]
+    # beside a check that passed and one that failed: each counted once, in its own class
+    passed = CheckResult(rule="latency", subject="test 0003")
+    failed = CheckResult(rule="latency", subject="test 0004", messages=["p99_us = 30 us"])
+    write_junit([passed, unsure, failed, skipped], str(path), "fabscope")
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
+    assert [[child.tag for child in case] for case in suite.iter("testcase")] == \
+        [[], ["skipped"], ["failure"], ["skipped"]]
 
 
 def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():
@@ -557,3 +593,63 @@ def test_pair_medians_and_their_errors_are_each_pairs_own():
         mad = np.median(np.abs(logs - np.median(logs)))
         se = 1.2533 * 1.4826 * mad / np.sqrt(len(logs)) if len(logs) >= 3 else np.inf
         assert row["se"] == pytest.approx(se, rel=1e-3), (rank, peer)
+
+
+def test_a_limit_names_the_pair_when_any_rank_measured_more_than_one_peer(tmp_path):
+    """A limit's failure lists pairs as well as ranks when a rank measured several peers
+    (the rank alone would not say which of its pairs), even if another rank measured one:
+    rank 0 measures peers 1 and 2 (2 slow, 10 us), rank 3 measures peer 1 only."""
+    from synthetic import SyntheticRun, make_samples
+    run = SyntheticRun(tmp_path / "peers.h5", nranks=4, ranks_per_host=1, seed=3)
+    entries = [(rank, it, peer, 8, 2 * (10_000 if peer == 2 else 2_000))
+               for rank, peer in ((0, 1), (0, 2), (3, 1)) for it in range(100)]
+    run.add_test("lat", "latency", make_samples(entries, run.start_ns()), nbytes=8, divisor=2)
+    run.close()
+    fails = _failures(tmp_path / "peers.h5", """\
+        fabscope_criteria: 1
+        allowed_status: null
+        rules:
+          - name: tight
+            match: {kind: latency}
+            limits: {p99_us: {max: 5}}
+        """)
+    assert len(fails) == 1
+    msg = fails[0].messages[0]
+    assert "ranks beyond the limit: rank 0 (fh0) 10 us" in msg, msg
+    assert "pairs beyond the limit: rank 0 (fh0) -> rank 2 (fh2) 10 us" in msg, msg
+
+
+def test_accepts_diagnosis_compares_with_the_first_baseline(tmp_path):
+    """`diagnose: true` with --baseline: diagnose compares the run with the first
+    known-good run given (a fabric uniformly slower than it is `(all hosts)`), with one
+    baseline or several."""
+    from synthetic import write_matrix_run
+    base, slow = tmp_path / "base.h5", tmp_path / "slow.h5"
+    write_matrix_run(base, seed=1)
+    write_matrix_run(slow, seed=2, send={r: 0.5 for r in range(6)})
+    criteria = """\
+        fabscope_criteria: 1
+        allowed_status: null
+        diagnose: true
+        rules:
+          - name: measured
+            match: {kind: "*"}
+            limits: {samples: {min: 1}}
+        """
+    rules = parse_criteria_text(textwrap.dedent(criteria))
+
+    def failed(*baselines):
+        opened = [open_result(b, warn_incomplete=False) for b in baselines]
+        try:
+            with open_result(slow, warn_incomplete=False) as run:
+                return [f"{c.rule}: {c.messages[0]}" for c in evaluate(run, rules, opened)
+                        if not c.passed]
+        finally:
+            for b in opened:
+                b.close()
+    expected = [f"diagnose: (all hosts) (rank , gpu -, nic -) both: the whole fabric: median pair "
+                f"2.00x the baseline's time [{test}] | evidence: baseline {base}, same case"
+                for test in ("0000 ap-lat", "0001 ap-bw")]
+    for found in (failed(base), failed(base, slow)):
+        assert [f.split(" | confidence")[0] for f in found] == expected, found
+    assert failed(slow, base) == []

@@ -1,7 +1,7 @@
 import numpy as np
 
 from fabscope_analysis import open_result
-from fabscope_analysis.compare import context_frame, run_compare
+from fabscope_analysis.compare import ONE_RUN_NOTE, context_frame, run_compare
 from fabscope_analysis.compare_stats import (ONE_RUN, RUNS_UNSURE, compare_figures,
                                              permutation_reaches, runs_permutation_p)
 from fabscope_analysis.resampling import Unit
@@ -271,3 +271,120 @@ def test_a_comparison_holds_its_false_difference_rate_over_all_its_rows():
     # a negligible difference is a difference too: it needs the same bar
     out, _, _ = rows_false_differences([0.03] + [0.5] * 9, ["negligible (<5%)"] + ["x"] * 9)
     assert out[0].startswith("cannot tell (over all 10 rows")
+
+
+def _side_run(path, scale, seed, extra=(), repeats=2, sites=None):
+    """One small run: `lat/8` quiet (`repeats` repeats, 2 pairs x 200 iterations, times x
+    scale) and the extra cases named: `retest` (lat/8 in the serial-retest pass) and `bw`
+    (a bandwidth case, bw/65536)."""
+    from synthetic import SyntheticRun, bandwidth_entries, latency_entries, make_samples
+    run = SyntheticRun(path, nranks=4, ranks_per_host=1, seed=seed, sites=sites)
+    for replicate in range(repeats):
+        samples = make_samples(latency_entries([(0, 1), (2, 3)], 200, 2000 * scale, run.rng),
+                               run.start_ns())
+        run.add_test("lat", "latency", samples, nbytes=8, divisor=2, case="lat/8",
+                     extra_attrs={"replicate": np.int64(replicate),
+                                  "repeats": np.int64(repeats)})
+    if "retest" in extra:
+        samples = make_samples(latency_entries([(0, 1)], 50, 2000, run.rng), run.start_ns())
+        run.add_test("lat", "latency", samples, nbytes=8, divisor=2, case="lat/8",
+                     pass_="serial-retest")
+    if "bw" in extra:
+        samples = make_samples(bandwidth_entries([(0, 1)], 50, 65536, 10.0, run.rng),
+                               run.start_ns())
+        run.add_test("bw", "bandwidth", samples, nbytes=65536, case="bw/65536",
+                     metric="bandwidth")
+    run.close()
+
+
+def _printed(paths, **kw):
+    import io
+    results = [open_result(p) for p in paths]
+    out = io.StringIO()
+    try:
+        frame = run_compare(results, None, stream=out, resamples=20, seed=1, **kw)
+    finally:
+        for r in results:
+            r.close()
+    return out.getvalue().splitlines(), frame
+
+
+def _rows_line(rows, tested):
+    return (f"   false differences over all {rows} rows: Benjamini-Hochberg at 5 % over the "
+            f"{tested} rows that can be called different (a row is better, worse or negligible "
+            "only when it passes); on one fabric the chance of any false difference among them "
+            "is at most 5 %, else at most 5 % of the rows called different are expected false "
+            "(rows share runs: positively dependent)")
+
+
+def test_compare_prints_each_sides_runs_and_repeats_the_cases_left_out_and_one_rate_over_its_rows(
+        tmp_path):
+    """`compare A1 A2 -- B1 B2` (docs/analysis.md): a side of several runs is `A (2 runs)`,
+    its header counts runs and, apart, the repeats inside a run; the cases of one side only
+    are listed as notes (a pass other than parallel in round brackets); the rows share one
+    Benjamini-Hochberg statement. B is 30 % slower: p50 and p99 are worse; p99.9 of 1,600
+    samples a side has 1.6 beyond it (a thin tail, outside the family of 2 tested rows)."""
+    paths = []
+    for name, scale, seed, extra in (("a1", 1.0, 1, ["retest"]), ("a2", 1.0, 2, ["retest"]),
+                                     ("b1", 1.3, 3, ["bw"]), ("b2", 1.3, 4, ["bw"])):
+        paths.append(tmp_path / f"{name}.h5")
+        _side_run(paths[-1], scale, seed, extra)
+    lines, frame = _printed(paths, split=2)
+    header = lines.index("== B (2 runs) vs A (2 runs) (reference); runs per side: 2 vs 2 "
+                         "(repeats inside a run: 2 vs 2, not runs)")
+    assert lines[header + 1].startswith("   interval: run-level t on log figures, 2 vs 2 runs; ")
+    assert lines[header + 2] == _rows_line(3, 2)
+    assert list(frame.verdict) == ["worse", "worse", "no clear difference"]
+    assert lines[header + 3].split() == ["case", "condition", "stat", "unit", "ref", "other",
+                                         "diff", "[95%", "CI]", "rel", "verdict"]
+    assert [lines[header + i].split()[2] for i in (4, 5, 6)] == ["p50", "p99", "p99.9"]
+    assert lines[header + 4].endswith(" worse") and lines[header + 5].endswith(" worse")
+    assert lines[header + 6].endswith(" no clear difference (thin tail)")
+    assert [line for line in lines if line.startswith("note: ")] == [
+        "note: only in A (2 runs) (not in B (2 runs)): lat/8 [quiet (serial-retest)]",
+        "note: only in B (2 runs): bw/65536 [quiet]"]
+    assert lines[-1] == ("compare: 2 worse, 0 better, 0 negligible, 0 cannot tell, "
+                         "1 no clear difference (of 3 rows)")
+
+    # one run before the `--`: that side is named by its file; the serial-retest rows
+    # (in a1 and a2 only) have one run a side, but the first rows have 1 vs 3: the
+    # comparison's interval is stated, not the one-run note
+    lines, _ = _printed(paths[:2] + paths[2:], split=1)
+    header = lines.index("== B (3 runs) vs a1.h5 (reference); runs per side: 1 vs 3 "
+                         "(repeats inside a run: 2 vs 2, not runs)")
+    assert lines[header + 1].startswith("   interval: run-level t on log figures, 1 vs 3 runs; ")
+    assert not any(ONE_RUN_NOTE in line for line in lines)
+
+
+def test_compare_without_double_dash_states_the_one_run_note_and_no_testable_row(tmp_path):
+    """`compare A B C`: A is every comparison's reference, one run a side: each header is
+    followed by the one-run note, and the false-difference statement says no row can be
+    called different. The 30 % slower run's p50 is `cannot tell (one run per side)`."""
+    paths = []
+    for name, scale, seed in (("a1", 1.0, 1), ("a2", 1.0, 2), ("b1", 1.3, 3)):
+        paths.append(tmp_path / f"{name}.h5")
+        _side_run(paths[-1], scale, seed)
+    lines, frame = _printed(paths)
+    none_line = ("   false differences over all 3 rows: none can be called different "
+                 "(run-to-run variation unknown, or thin tails), so none is false")
+    for other in ("a2.h5", "b1.h5"):
+        header = lines.index(f"== {other} vs a1.h5 (reference); runs per side: 1 vs 1 "
+                             "(repeats inside a run: 2 vs 2, not runs)")
+        assert lines[header + 1:header + 3] == [f"   {ONE_RUN_NOTE}", none_line]
+    assert list(frame[frame.other == "b1.h5"].verdict)[0] == ONE_RUN
+    assert not any(line.startswith("note: ") for line in lines)
+
+
+def test_compare_names_files_of_one_name_by_path_and_a_scope_in_its_notes(tmp_path):
+    """Two files both called run.h5 are labelled `A: path` and `B: path`; without repeats
+    the header has no repeats bracket; a case of one side only is listed with its site
+    scope (`[site=east]`)."""
+    sites = {0: "east", 1: "east", 2: "west", 3: "west"}
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    a, b = tmp_path / "x" / "run.h5", tmp_path / "y" / "run.h5"
+    _side_run(a, 1.0, 1, ["bw"], repeats=1, sites=sites)
+    _side_run(b, 1.0, 2, repeats=1, sites=sites)
+    lines, _ = _printed([a, b])
+    assert f"== B: {b} vs A: {a} (reference); runs per side: 1 vs 1" in lines
+    assert lines[-2:-1] == [f"note: only in A: {a} (not in B: {b}): bw/65536 [quiet] [site=east]"]

@@ -351,6 +351,10 @@ def test_report_section_and_compare_side_by_side(tmp_path):
         page = build_report(result)
     assert "Serving impact: llama3-70b TP8" in page
     assert page.index("Serving impact") < page.index("run id")  # near the top
+    with open_result(a) as result:  # a model that cannot be placed: the section says why
+        page = build_report(result, tp=3)
+    assert re.search(r'<h2 id="impact">Serving impact</h2><div class="warn">no serving impact: '
+                     r'[^<]*does not divide kv_heads', page)
     ra, rb = open_result(a), open_result(b)
     try:
         out = io.StringIO()
@@ -426,6 +430,15 @@ def test_moe_dispatch_and_combine_per_token_from_alltoall_rounds(tmp_path):
         assert 5.5 < q["p50_ms"] < 6.1, q
         assert 1.8 < c["inflation_p50"] < 2.2, c
         assert not any("MoE" in m for m in impact.missing), impact.missing
+        # the printed lines: the congested one says how much slower than quiet, p50 and p99
+        from fabscope_analysis.serving.impact_text import headline_lines
+        moe = [line for line in headline_lines(impact) if line.startswith("MoE dispatch")]
+        assert [line.split(" ")[4] for line in moe] == ["[quiet]", "[incast]"], moe
+        assert "vs quiet" not in moe[0]
+        got = re.search(r"; x([\d.]+) p50, x([\d.]+) p99 vs quiet$", moe[1])
+        assert got, moe[1]
+        assert float(got.group(1)) == pytest.approx(c["inflation_p50"], rel=0.01)
+        assert float(got.group(2)) == pytest.approx(c["inflation_p99"], rel=0.01)
         other = compute_impact(result, Deployment(models.preset("deepseek-v3"), 1, ep=4,
                                                   decode_batch=64))
         assert any("MoE" in m and "not measured" in m for m in other.missing), other.missing

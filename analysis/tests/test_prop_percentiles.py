@@ -132,3 +132,20 @@ def _check_thin_tail(n_a, n_b, stat):
     (row,) = compare_figures("latency", [run(n_a)], [run(n_b)], [stat], resamples=2, seed=1)
     beyond = {"p99": 100, "p99.9": 1000}[stat]  # one sample in this many lies beyond
     assert row.thin_tail == (min(n_a, n_b) < MIN_TAIL_SAMPLES * beyond)
+
+
+def test_a_p99_needs_1000_samples_a_side_and_a_p999_10000():
+    """docs/analysis.md's figures, in numbers rather than through the constant: 10 samples
+    beyond the percentile, so a p99 of 1,000 samples a side is judged and one of 999 is a
+    thin tail; a p99.9 of 10,000 is judged, 9,999 thin."""
+    from fabscope_analysis.compare_stats import compare_figures
+    from fabscope_analysis.resampling import Unit
+    rng = np.random.default_rng(5)
+
+    def thin(n, stat):
+        side = [[[Unit(rng.integers(1000, 2000, n).astype(np.float64), np.full(n, 8.0))]]
+                for _ in range(2)]
+        (row,) = compare_figures("latency", [side[0]], [side[1]], [stat], resamples=2, seed=1)
+        return row.thin_tail
+    assert [thin(999, "p99"), thin(1000, "p99")] == [True, False]
+    assert [thin(9999, "p99.9"), thin(10000, "p99.9")] == [True, False]

@@ -82,6 +82,13 @@ def test_accept_bounds_the_ratio(run_file):
         none = [c for c in evaluate(result, criteria(5, "{kind: latency, transport: mpi}"))
                 if c.rule == "agrees"]
         assert len(none) == 1 and not none[0].passed and "none of its checks applies" in none[0].messages[0]
+        # beside rules without the ratio (the pairs are read when any rule bounds it)
+        both = parse_criteria_text("fabscope_criteria: 1\nrules:\n  - name: measured\n"
+                                   "    match: {kind: latency}\n    limits: {samples: {min: 1}}\n"
+                                   "  - name: agrees\n    match: {kind: latency, transport: ucx}\n"
+                                   "    reference_ratio_max: 3\n", "c.yaml")
+        bad = [c for c in evaluate(result, both) if c.rule == "agrees"]
+        assert len(bad) == 1 and "differ by a factor 4, allowed 3" in bad[0].messages[0], bad
 
 
 def test_bad_ratio_names_its_line():

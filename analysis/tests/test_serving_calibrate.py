@@ -233,3 +233,26 @@ def test_long_names_cut_by_the_list_still_match_the_file(tmp_path):
     assert set(cal.gpu_paths) == {("tp-allreduce", 8192), ("kv-push", 1 << 20)}
     with pytest.raises(PlanError, match="are not the probe's"):
         calibrate(str(path), listing.replace("cal-gpu-tp-allreduce-m", "cal-gpu-tp-allreduce-x"))
+
+
+def test_the_calibration_probe_is_written_with_how_to_run_it(tmp_path, capsys):
+    """`plan --calibration-probe FILE` writes the probe scenario under two comment lines
+    saying how to use it, prints where, and exits 0; a FILE it cannot write exits 2
+    naming the option."""
+    import argparse
+    import yaml
+    from fabscope_analysis.serving.plan_command import write_probe
+    scenario = {"name": "calibration", "tests": [{"name": "probe-latency", "kind": "latency"}]}
+    args = argparse.Namespace(calibration_probe=str(tmp_path / "probe.yaml"))
+    assert write_probe(args, scenario) == 0
+    text = (tmp_path / "probe.yaml").read_text()
+    assert text.startswith("# The plan's calibration probe: run it with the run's ranks and "
+                           "launcher,\n# then: python3 -m fabscope_analysis plan ... --calibration "
+                           "RESULT.h5\n")
+    assert yaml.safe_load(text) == scenario
+    assert capsys.readouterr().out == (f"wrote {tmp_path / 'probe.yaml'}: run it on the cluster, "
+                                       "then plan with --calibration\n")
+    args.calibration_probe = str(tmp_path / "missing" / "probe.yaml")
+    assert write_probe(args, scenario) == 2
+    assert capsys.readouterr().err == (f"error: --calibration-probe {args.calibration_probe}: "
+                                       "cannot write it (No such file or directory)\n")

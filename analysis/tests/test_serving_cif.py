@@ -201,3 +201,17 @@ def test_a_cif_quantile_needs_enough_values_on_both_sides():
     # figures below 1 in their unit (a sub-millisecond time) are figures like any other
     small = cif_quantiles(0.002 * loaded, 0.001 * quiet)
     assert small["p50"] == pytest.approx(6.0) and small["p99"] == pytest.approx(6.0), small
+
+
+def test_the_rule_names_six_rows_at_most_and_counts_the_rest():
+    """The cif_p99 line names up to 6 rows of the worst status, then `and N more`."""
+    from types import SimpleNamespace
+    from fabscope_analysis.serving.cif import CifRow
+    rows = [CifRow("tp", f"tp-{i}", "incast", 1000, 1000, {"p99": 1.5}, (1.25, 1.75), "PASS")
+            for i in range(8)]
+    nothing_quiet_only = SimpleNamespace(classes={})
+    text = cif_check(rows, nothing_quiet_only, 2.0).text
+    assert text.count("[incast] x1.5, 90 % interval 1.25-1.75") == 6, text
+    assert text.endswith(" and 2 more)"), text
+    six = cif_check(rows[:6], nothing_quiet_only, 2.0).text
+    assert six.count("[incast] x1.5") == 6 and six.endswith("1.25-1.75)"), six

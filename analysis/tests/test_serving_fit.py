@@ -38,6 +38,11 @@ def test_slo_command_line_form_units_and_defaults():
     assert slo.fabric_budget_ms("itl_p99") == pytest.approx(5.0)
     assert slo.fabric_budget_ms("ttft_p99") == pytest.approx(500.0)
     assert slo.defaulted == ["itl_share"]
+    # described in the form it was given, which reads back as the same objectives
+    assert slo.describe() == ("itl_p99=50ms,ttft_p99=2s,itl_p50=800us,itl_share=10%,"
+                              "ttft_share=25%,cif_p99=1.5 (defaults: itl_share)")
+    assert parse_slo_text(slo.describe().split(" (")[0]).targets_ms == slo.targets_ms
+    assert parse_slo_text("ttft_p99=1500ms").describe().startswith("ttft_p99=1500ms,")
     for bad, why in (("itl_p99=50", "with its unit"), ("itl_p99=50ms,itl_share=120%", "at most"),
                      ("latency=5ms", "unknown objective"), ("itl_p99", "key=value"),
                      ("itl_p99=50ms,cif_p99=0.5", "below 1")):
@@ -96,6 +101,15 @@ def test_a_budget_at_the_measured_figure_cannot_tell_and_aa_never_contradicts(tm
         assert pair != {"PASS", "FAIL"}, (factor, pair)
     assert {judge(f["low_ms"], f["high_ms"], p99 * 2) for f in figures} == {"PASS"}
     assert {judge(f["low_ms"], f["high_ms"], p99 / 2) for f in figures} == {"FAIL"}
+
+
+def test_an_interval_ending_at_the_limit():
+    """At or below the limit passes, wholly above fails: an interval whose low end is the
+    limit itself is not above it (CANNOT TELL); one whose high end is the limit passes."""
+    assert judge(1.0, 2.0, 2.0) == "PASS"
+    assert judge(2.0, 3.0, 2.0) == "CANNOT TELL"
+    assert judge(2.0 + 1e-9, 3.0, 2.0) == "FAIL"
+    assert judge(1.9, 2.0 + 1e-9, 2.0) == "CANNOT TELL"
 
 
 def test_missing_figures_are_named_not_guessed(tmp_path):

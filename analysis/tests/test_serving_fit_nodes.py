@@ -25,11 +25,12 @@ def ring(nodes=NODES, per_round=PER_ROUND, cycles=1):
     return prefill, (prefill + 1 + cycle) % nodes
 
 
-def rotated_run(tmp_path, slow_node=None, slow_share=0.3, name="r.h5", seed=3):
-    """Eight hosts fh0..fh7 (one rank each), healthy probes, and a 320 MiB KV push rotated
-    over them taking about 40 ms; requests with an end on `slow_node` take 400 ms in
-    `slow_share` of cases (over the 200 ms the fabric may take of a 2 s TTFT)."""
-    run = reopened(write_matrix_run(tmp_path / name, nranks=NODES))
+def rotated_run(tmp_path, slow_node=None, slow_share=0.3, name="r.h5", seed=3, receive=None):
+    """Eight hosts fh0..fh7 (one rank each), healthy probes (unless `receive`: rank ->
+    its probes' receive factor), and a 320 MiB KV push rotated over them taking about
+    40 ms; requests with an end on `slow_node` take 400 ms in `slow_share` of cases (over
+    the 200 ms the fabric may take of a 2 s TTFT)."""
+    run = reopened(write_matrix_run(tmp_path / name, nranks=NODES, receive=receive))
     run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
     rng = np.random.default_rng(seed)
     prefill, decode = ring()
@@ -158,3 +159,15 @@ def test_one_slow_pair_among_several_partners_names_no_node(tmp_path, capsys):
                             tmp_path, capsys)
     assert checks["nodes"]["status"] == "PASS", out
     assert "fh3 as decode" in checks["nodes"]["text"], out   # named as the pair's
+
+
+def test_a_host_the_diagnosis_names_costs_the_share_of_requests_the_rotated_push_sent_through_it(
+        tmp_path, capsys):
+    """The probes show fh5 receiving at 10 %; the rotated push itself is healthy. The
+    cluster check FAILs naming fh5 with the share the push measured crossing it (a ring
+    over 8 nodes: 80 of 320 requests have an end on fh5), not the share of hosts."""
+    code, out, checks = fit(rotated_run(tmp_path, receive={5: 0.1}), tmp_path, capsys)
+    assert code == 1 and checks["cluster"]["status"] == "FAIL", out
+    assert checks["cluster"]["figures"]["request_share"] == pytest.approx(0.25)
+    assert ("25 % of them (the KV push, rotated over every node, sent 80 of its 320 requests "
+            "through it)") in checks["cluster"]["text"], checks["cluster"]["text"]

@@ -30,9 +30,12 @@ def inventory(emulated_receive=None):
     return hosts
 
 
-def kv_file(path, gbps, receive="1Gbit", decode=3, messages=1, gather_ns=0, requests=50):
+def kv_file(path, gbps, receive="1Gbit", decode=3, messages=1, gather_ns=0, requests=50,
+            validity=None):
     run = SyntheticRun(path, nranks=4, ranks_per_host=1)
     run.add_hosts(inventory(receive))
+    if validity:
+        run.add_validity(validity)
     nbytes = 64 * MIB
     seconds = nbytes / (gbps * 1e9)
     rng = np.random.default_rng(1)
@@ -82,6 +85,14 @@ def test_below_the_share_the_limiter_is_named_from_what_the_run_knows(tmp_path):
     with open_result(fine) as result:
         kv = next(r for r in share_rows(result) if r.kind == "kvpush")
     assert kv.limiters and kv.limiters[0].startswith("nothing this run recorded explains it")
+    # the run's own validity findings: its ranks competed for cores
+    busy = kv_file(tmp_path / "busy.h5", 0.05, validity=[
+        ("fh0", "oversubscribed", 4.0, 1.0, "4 ranks per core"),
+        ("fh1", "busy_host", 0.9, 0.5, "load average 7 on 8 cores")])
+    with open_result(busy) as result:
+        kv = next(r for r in share_rows(result) if r.kind == "kvpush")
+    assert kv.limiters == ["CPU-bound progress: the run's validity findings say busy_host, "
+                           "oversubscribed (ranks competed for cores)"]
     fast = kv_file(tmp_path / "fast.h5", 0.115)
     with open_result(fast) as result:
         kv = next(r for r in share_rows(result) if r.kind == "kvpush")
@@ -193,3 +204,46 @@ def test_a_rank_takes_the_rate_of_its_own_nic_among_several(tmp_path):
             rate = rates[rank][direction]
             assert rate is not None and rate.gbps == 10.0, (rank, direction, rate)
             assert rate.source == "interface eth0 speed"
+
+
+def test_a_rows_rate_names_three_path_rates_and_counts_the_rest(tmp_path):
+    """The row's rate column lists the distinct path rates (sorted), 3 at most, then
+    `and N more`: 3 paths of 3 rates are all named with nothing more, 4 add `and 1 more`."""
+    speeds = {0: 10, 1: 25, 2: 40, 3: 100, 4: 200}   # Gb/s of each host's eth0
+    up = {"net/eth0/operstate": "up"}
+
+    def row_rate(pairs, name):
+        run = SyntheticRun(tmp_path / name, nranks=5, ranks_per_host=1)
+        run.add_hosts({f"fh{r}": dict(up, **{"net/eth0/speed_mbps": str(g * 1000)})
+                       for r, g in speeds.items()})
+        s = make_samples(bandwidth_entries(pairs, 10, MIB, 1.0, np.random.default_rng(3)),
+                         run.start_ns())
+        run.add_test("p2p-bw", "bandwidth", s, nbytes=MIB, metric="bandwidth")
+        run.close()
+        with open_result(str(tmp_path / name)) as result:
+            return share_rows(result)[0].rate
+    text = [f"{g} Gb/s (interface eth0 speed)" for g in (10, 100, 25, 40)]   # sorted as text
+    assert row_rate([(0, 4), (1, 4), (2, 4)], "three.h5") == "; ".join([text[0], text[2], text[3]])
+    assert row_rate([(0, 4), (1, 4), (2, 4), (3, 4)], "four.h5") == \
+        "; ".join(text[:3]) + " and 1 more"
+
+
+def test_a_rank_without_a_nic_takes_its_hosts_only_interface_that_is_up(tmp_path):
+    """/ranks without a nic: the rate is the host's one up interface other than lo; with
+    two up there is no telling which, so no rate."""
+    import h5py
+    run = SyntheticRun(tmp_path / "nonic.h5", nranks=2, ranks_per_host=1)
+    run.add_hosts({"fh0": {"net/lo/operstate": "unknown", "net/ib0/operstate": "up",
+                           "net/ib0/speed_mbps": "25000", "net/eth9/operstate": "down",
+                           "net/eth9/speed_mbps": "1000"},
+                   "fh1": {"net/ib0/operstate": "up", "net/ib0/speed_mbps": "25000",
+                           "net/eth1/operstate": "up", "net/eth1/speed_mbps": "1000"}})
+    run.close()
+    with h5py.File(tmp_path / "nonic.h5", "r+") as f:
+        ranks = f["ranks"][...]
+        ranks["nic"] = b""
+        f["ranks"][...] = ranks
+    with open_result(str(tmp_path / "nonic.h5")) as result:
+        rates = rank_rates(result)
+    assert (rates[0]["send"].gbps, rates[0]["send"].source) == (25.0, "interface ib0 speed")
+    assert rates[1] == {"send": None, "receive": None}

@@ -18,7 +18,7 @@ from test_serving_plan import by_name, REPO
 
 from fabscope_analysis.serving.plan import fit_arguments
 from fabscope_analysis.serving.plan_list import PlanError
-from fabscope_analysis.serving.plan_paths import GPU, HOST, DataPaths, choose_paths
+from fabscope_analysis.serving.plan_paths import GPU, HOST, DataPaths, choose_paths, detect_gpus
 
 SLO = "itl_p99=50ms,ttft_p99=2s"
 
@@ -79,6 +79,10 @@ def test_auto_takes_the_gpu_paths_only_where_this_hosts_inventory_has_gpus_and_n
         with pytest.raises(PlanError, match="--require-gpu-paths: the plan would measure over "
                                             "host memory"):
             choose_paths("auto", lambda: fake_binary(tmp_path, gpus, nccl), required=True)
+    # no inventory to read (the binary fails): no GPUs, no NCCL, and why; host memory
+    assert detect_gpus("/bin/false") == (0, False, "/bin/false inventory --json gave no inventory")
+    unread = choose_paths("auto", lambda: "/bin/false")
+    assert unread.mode == HOST and "/bin/false inventory --json gave no inventory" in unread.why
     # an explicit choice reads no inventory
     assert choose_paths("gpu", lambda: pytest.fail("inventory read")).mode == GPU
     assert choose_paths("host", lambda: pytest.fail("inventory read")).mode == HOST

@@ -106,6 +106,11 @@ def test_topology_file_gives_nodes_per_leaf_and_leaves_per_pod(tmp_path):
     topo.write_text("hosts:\n" + "".join(
         f"  n{i:02d}: {{site: dc1, pod: p{i // 8}, leaf: l{i // 4}}}\n" for i in range(24)))
     assert layout_from_topology(str(topo)) == (4, 2)
+    # a last leaf and a last pod partly filled (18 hosts: leaves of 4 and one of 2, pods of
+    # 2 leaves and one of 1): the layout is that of the full ones
+    topo.write_text("hosts:\n" + "".join(
+        f"  n{i:02d}: {{site: dc1, pod: p{i // 8}, leaf: l{i // 4}}}\n" for i in range(18)))
+    assert layout_from_topology(str(topo)) == (4, 2)
     topo.write_text("hosts:\n  \"gpu-*\": {pod: a, leaf: l1}\n")
     with pytest.raises(PlanError, match="cannot be counted") as caught:
         layout_from_topology(str(topo))
@@ -400,6 +405,49 @@ def test_the_plan_measures_what_tells_the_slos_percentiles():
     size_for_tails(PlanRequest("llama3-70b", 8, None, Cluster(16), 1800.0, "itl_p99=50ms"),
                    inside, {"itl_p99": 50.0})
     assert inside.collective_iterations == 200
+
+
+def test_a_group_is_measured_whole_unless_a_condition_needs_ranks_to_congest():
+    """TP 16 on 16 ranks: quiet only, the all-reduce is measured on the whole TP group;
+    with a neighbour condition at most half the ranks measure, the other half congests."""
+    quiet = knobs()
+    quiet.conditions = ["quiet"]
+    for k, canaries in ((quiet, 16), (knobs(), 8)):
+        plan = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(16), 1800.0,
+                                      "itl_p99=50ms"), listing("llama3-70b"), k, "c.yaml",
+                          fake_estimate)
+        assert by_name(plan)["tp-allreduce"]["roles"]["canaries"] == canaries, k.conditions
+
+
+def test_a_kv_pool_over_the_default_memory_raises_the_limit_to_its_need():
+    """The loader refuses the plan until its memory limit holds the KV pool (8,784 MiB per
+    rank, over the default 4 GiB): the plan raises max_memory_per_rank to the need and
+    10 %, in whole GiB (10 GiB), says so, and writes it into the scenario."""
+    need = 8784
+
+    def estimate(scenario):
+        limit = scenario.get("max_memory_per_rank", "4GiB")
+        if int(limit.removesuffix("GiB")) * 1024 < need:
+            return ListAnswer(False, error=f"the KV pool needs {need} MiB per rank",
+                              memory_needed_mib=need)
+        return fake_estimate(scenario)
+    plan = plan_for("llama3-70b", 64, estimate=estimate)
+    assert plan.scenario["max_memory_per_rank"] == "10GiB"
+    assert plan.shrunk[0] == ("max_memory_per_rank raised to 10 GiB (the KV pool needs 8784 MiB "
+                              "per rank)")
+
+
+def test_pp_sends_between_multi_node_nvlink_domains_are_named_not_measured():
+    """TP 8 x PP 4 in NVLink domains of 2 nodes: 1 of the 3 stage boundaries crosses the
+    fabric, but the plan measures PP sends only between single-node domains (a pair of
+    nodes would be inside one domain): no pp-activation test, and a note says so."""
+    plan = fit_budget(PlanRequest("llama3-70b", 8, None, Cluster(64), 1800.0, "itl_p99=50ms",
+                                  pp=4, nodes_per_nvlink_domain=2),
+                      listing("llama3-70b"), knobs(), "c.yaml", fake_estimate)
+    assert not any(name.startswith("pp-activation") for name in by_name(plan))
+    assert ("1 PP activation send(s) per step cross this fabric: not measured (the plan "
+            "measures them between two single-node domains; fit names them as missing)") \
+        in plan.notes
 
 
 def test_plan_takes_tp_8_unless_told():
