@@ -499,8 +499,9 @@ class Loader {
   // instance per group. The run's size is known here, so the count is final.
   void readGroups(const YAML::Node& g, TestSpec& spec) const {
     if (spec.canaries <= 0)
-      fail(g, "'groups' rotates the measuring ranks over groups of 'canaries' ranks: give canaries as a count, "
-              "e.g. roles: {canaries: 2, placement: packed, groups: all}");
+      fail(g,
+           "'groups' rotates the measuring ranks over groups of 'canaries' ranks: give canaries as a count, "
+           "e.g. roles: {canaries: 2, placement: packed, groups: all}");
     const int used = spec.ranks > 0 ? std::min(spec.ranks, rules_.worldSize) : rules_.worldSize;
     const int whole = std::max(used / std::min(spec.canaries, used), 1);
     if (g.IsScalar() && g.Scalar() == "all") {
