@@ -53,7 +53,7 @@ def fake_estimate(scenario):
         if groups == "all":
             groups = scenario["_ranks"] // t["roles"]["canaries"] if "_ranks" in scenario else 4
         seconds += count * len(t.get("conditions", ["quiet"])) * t["iterations"] \
-            * per.get(t["kind"], 0.02) * groups
+            * per.get(t["kind"], 0.02) * groups * t.get("repeats", 1)
     return ListAnswer(True, estimate_s=seconds, instances=len(scenario["tests"]))
 
 
@@ -201,11 +201,15 @@ def test_the_tp_allreduce_and_moe_rounds_rotate_over_every_group():
                        listing("llama3-70b"), k, "c.yaml", ranked_estimate(64))
     tp = by_name(quiet)["tp-allreduce"]
     assert tp["roles"] == {"canaries": 16, "placement": "packed", "groups": "all"}
-    assert "groups" not in by_name(quiet)["tp-allreduce-prefill"]["roles"]
+    prefill = by_name(quiet)["tp-allreduce-prefill"]
+    assert "groups" not in prefill["roles"] and "repeats" not in prefill
+    # 8 rounds (repeats) that together hold the iterations the ITL's tail needs, per group
+    assert tp["repeats"] == 8 and tp["iterations"] * 8 >= quiet.knobs.collective_iterations
     iterations = tp["iterations"]
     assert any(f"the TP all-reduce rotates over all 4 of the 4 TP groups (16 ranks each, in rank "
                f"order), one group measuring at a time while the other ranks make each neighbour "
-               f"condition: {iterations} operations per group" in n for n in quiet.notes), quiet.notes
+               f"condition, in 8 rounds (repeats) of {iterations} operations: {8 * iterations} "
+               "per group" in n for n in quiet.notes), quiet.notes
     assert any("at the prefill chunks (TTFT) is measured on the first group only" in n
                for n in quiet.notes)
     loaded = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(64), 1800.0, "itl_p99=50ms"),

@@ -1,80 +1,103 @@
 """The whole cluster, group by group: which TP or EP group would make decode steps miss ITL.
 
-A collective test whose roles rotate over groups (`roles: {canaries: N, groups: all}`:
+A collective test whose roles rotate over groups (`roles: {canaries: N, groups: all}`;
 `plan` rotates the TP all-reduce and the MoE round at the decode sizes) measures every group
 of N consecutive ranks in turn, one instance each (attributes `group`, `groups`; its ranks
-in `canaries`). measured.py pools the groups for the ITL check and keeps each group's own
-sequence. Per rotated class and condition, each group's measured operations are cut into
-the decode steps they make: `per_step` consecutive operations each, as measured (not
-resampled), and a step is over when it takes longer than the fabric's ITL budget
-(itl_pNN x itl_share) less the p50 of what the step's other classes add (pooled over their
-groups). A group is slow when both
+in `canaries`), and with `repeats: R` does so in R rounds (every group once a round, the
+rounds in turn over the run). measured.py pools the groups for the ITL check and keeps each
+group's own sequence, round by round. Per rotated class and condition, a group is slow
+when both
 
-- the 95 % lower (Clopper-Pearson) bound of its steps' share over is above what the pNN
-  allows (1 - NN %): the steps it serves miss the target more often than the pNN allows;
-- its share stands out from the other groups' steps (one-sided Fisher exact test at
-  5 % / groups: a false-positive budget of 5 % over the groups, Bonferroni), so that load
-  that slows every group now and then (shared CPUs) is not pinned on one group.
+- **it alone would miss the target**: its decode step composed from its own operations
+  (compose.compose_step: `per_step` consecutive draws, circular blocks) has a pNN above the
+  fabric's ITL budget (itl_pNN x itl_share) less what the step's other classes add at their
+  p50, and
+- **it stands out from the other groups, round by round**: in each round the groups were
+  measured one after another within seconds, so load that comes and goes (other work on
+  shared CPUs) falls on the groups of a round alike, and a group is the slowest of its
+  round (largest mean time per operation) by chance in 1 / G of rounds. The group is the
+  slowest in more rounds than that allows: one-sided binomial test against 1 / G at 5 % / G
+  (a false-positive budget of 5 % over the G groups, Bonferroni). With too few rounds to
+  reach that (G = 4 needs 4 rounds; the plan runs 8), no group can be named, and the check
+  says so.
 
 A slow group FAILs the check, named by its hosts, with the share of decode steps it serves
 (1 / groups of the rotation: a deployment places its replicas on every group alike); a host
-common to every slow group (and in no group that is not slow) is named as the likely cause.
-A group with fewer operations than one step, and the groups the budget left unmeasured,
-are said not judged. Fewer than 2 groups judged, or no ITL target: no check (None).
+common to every slow group and in no group that is not slow is named as the likely cause.
+The groups the budget left unmeasured are said not judged. Fewer than 2 groups measured,
+or no ITL target: no check (None).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
+from scipy.stats import binom
 
-from .checks import FAIL, PASS, Check
+from .checks import CANNOT_TELL, FAIL, PASS, Check
+from .compose import compose_step
 from .measured import CLASS_TITLES, ClassSeries, GroupSeries, Measured
-from .nodes import CONFIDENCE, lower_bound, stands_out
+from .nodes import CONFIDENCE
 from .slo import Slo, format_ms
 
 GROUPS_CHECK = "groups"
 
 
-def measured_steps(times: np.ndarray, per_step: int) -> np.ndarray:
-    """The decode steps a group's operations make: sums of `per_step` consecutive ones, in
-    measured order, non-overlapping (a partial last step is left out)."""
-    steps = len(times) // max(per_step, 1)
-    if steps == 0:
-        return np.array([], dtype=np.float64)
-    return np.asarray(times[:steps * per_step], dtype=np.float64).reshape(steps, per_step).sum(axis=1)
-
-
 @dataclass
-class GroupSteps:
+class GroupRow:
     group: GroupSeries
-    steps: int
-    over: int
-    rest_steps: int = 0
-    rest_over: int = 0
-
-    def slow(self, allowed: float, alpha: float) -> bool:
-        return lower_bound(self.over, self.steps) > allowed and stands_out(
-            self.over, self.steps, self.rest_over, self.rest_steps, alpha)
+    composed_ns: float      # its composed step's pNN (its own operations)
+    slowest: int            # rounds in which it had the largest mean time per operation
+    rounds: int             # rounds every judged group was measured in
+    p_value: float
 
     def words(self) -> str:
-        return (f"group {self.group.index} ({', '.join(self.group.hosts)}): {self.over} of "
-                f"{self.steps} steps over, the other groups {self.rest_over} of {self.rest_steps}")
+        return (f"group {self.group.index} ({', '.join(self.group.hosts)}): its step "
+                f"{format_ms(self.composed_ns / 1e6)} alone, the slowest group in "
+                f"{self.slowest} of {self.rounds} rounds (p = {self.p_value:.2g})")
 
 
-def group_steps(groups: List[GroupSeries], per_step: int, limit_ns: float) -> List[GroupSteps]:
-    """Per group with at least one whole step: its steps over `limit_ns`, and the others'."""
-    out = []
-    for g in groups:
-        steps = measured_steps(g.times, per_step)
-        if len(steps):
-            out.append(GroupSteps(g, len(steps), int((steps > limit_ns).sum())))
-    for row in out:
-        row.rest_steps = sum(o.steps for o in out if o is not row)
-        row.rest_over = sum(o.over for o in out if o is not row)
-    return out
+def slowest_counts(groups: List[GroupSeries]) -> Tuple[List[int], int]:
+    """Per group, the rounds in which its mean time per operation was the largest of the
+    groups (ties: none counts), over the rounds every group was measured in; and that count
+    of rounds."""
+    common = sorted(set.intersection(*(set(g.rounds) for g in groups))) if groups else []
+    counts = [0] * len(groups)
+    for r in common:
+        means = np.array([float(np.mean(g.rounds[r])) for g in groups])
+        top = np.flatnonzero(means == means.max())
+        if len(top) == 1:
+            counts[int(top[0])] += 1
+    return counts, len(common)
+
+
+def chance_of(slowest: int, rounds: int, groups: int) -> float:
+    """P(a group is the slowest in `slowest` rounds or more of `rounds` by chance, 1 / groups
+    a round)."""
+    return float(binom.sf(slowest - 1, rounds, 1.0 / groups))
+
+
+def judge_groups(groups: List[GroupSeries], per_step: int, q: float, limit_ns: float,
+                 alpha_family: float = 1.0 - CONFIDENCE) -> Tuple[List[GroupRow], str]:
+    """(rows of the slow groups, why none can be named or ""). A group is slow when its
+    composed step's pNN is over limit_ns and it was the slowest of its round in more rounds
+    than chance allows at alpha_family / groups."""
+    counts, rounds = slowest_counts(groups)
+    alpha = alpha_family / len(groups)
+    if chance_of(rounds, rounds, len(groups)) >= alpha:
+        return [], (f"{rounds} round(s) of {len(groups)} groups cannot single one out at "
+                    f"{100 * alpha_family:g} % over the groups (the plan's repeats give 8)")
+    slow = []
+    for g, k in zip(groups, counts):
+        p = chance_of(k, rounds, len(groups))
+        if p >= alpha:
+            continue
+        composed = float(np.quantile(compose_step([(g.times, per_step)]), q / 100.0))
+        if composed > limit_ns:
+            slow.append(GroupRow(g, composed, k, rounds, p))
+    return slow, ""
 
 
 def _others_p50_ns(measured: Measured, cls: str, condition: str) -> float:
@@ -92,13 +115,13 @@ def _others_p50_ns(measured: Measured, cls: str, condition: str) -> float:
 class SlowGroup:
     cls: str
     condition: str
-    row: GroupSteps
+    row: GroupRow
     groups: int   # groups of the rotation: the row's group serves 1 / groups of the steps
 
 
 def _judge(key: str, slo: Slo, measured: Measured):
-    """(slow groups, judged (class, condition, groups judged), not judged lines)."""
-    allowed = 1.0 - float(key.split("_p")[1]) / 100.0
+    """(slow groups, judged (class, condition, groups judged, rounds), not judged lines)."""
+    q = float(key.split("_p")[1])
     budget_ns = slo.fabric_budget_ms(key) * 1e6
     slow: List[SlowGroup] = []
     judged, not_judged = [], []
@@ -108,19 +131,16 @@ def _judge(key: str, slo: Slo, measured: Measured):
             continue
         for condition in series.conditions():
             groups = series.groups.get(condition, [])
-            limit_ns = budget_ns - _others_p50_ns(measured, cls, condition)
-            rows = group_steps(groups, series.per_step, limit_ns)
-            short = [g.index for g in groups if len(g.times) < series.per_step]
-            if short:
-                not_judged.append(f"{CLASS_TITLES[cls]} [{condition}] group(s) "
-                                  f"{', '.join(map(str, short))}: fewer operations than one step "
-                                  f"({series.per_step})")
-            if len(rows) < 2:
+            if len(groups) < 2:
                 continue
-            judged.append((cls, condition, len(rows)))
-            alpha = (1.0 - CONFIDENCE) / len(rows)
-            slow += [SlowGroup(cls, condition, r, max(series.group_count, len(rows)))
-                     for r in rows if r.slow(allowed, alpha)]
+            limit_ns = budget_ns - _others_p50_ns(measured, cls, condition)
+            rows, why = judge_groups(groups, series.per_step, q, limit_ns)
+            if why:
+                not_judged.append(f"{CLASS_TITLES[cls]} [{condition}]: {why}")
+                continue
+            judged.append((cls, condition, len(groups), slowest_counts(groups)[1]))
+            slow += [SlowGroup(cls, condition, r, max(series.group_count, len(groups)))
+                     for r in rows]
         measured_groups = {g.index for gs in series.groups.values() for g in gs}
         left = sorted(set(range(series.group_count)) - measured_groups)
         if left:
@@ -147,20 +167,25 @@ def common_host(slow: List[SlowGroup], measured: Measured) -> Optional[str]:
 
 def groups_check(key: str, slo: Slo, measured: Measured) -> Optional[Check]:
     """The per-group check of ITL target `key` (itl_p50, itl_p99), or None when no rotated
-    collective judged 2 groups or more."""
+    collective measured 2 groups or more."""
     if key not in slo.targets_ms:
         return None
     slow, judged, not_judged = _judge(key, slo, measured)
-    if not judged:
+    if not judged and not not_judged:
         return None
     q = float(key.split("_p")[1])
-    rule = (f"a group's measured decode steps (its own consecutive operations) over the "
-            f"fabric's {format_ms(slo.fabric_budget_ms(key))} of the "
-            f"{format_ms(slo.targets_ms[key])} ITL p{q:g} target (less the step's other "
-            f"classes at their p50) more often than a p{q:g} allows ({100 - q:g} %; 95 % lower "
-            "bound) and than the other groups' steps (Fisher, 5 % over the groups)")
-    scope = "; ".join(f"{CLASS_TITLES[c]} [{cond}]: {n} groups" for c, cond, n in judged)
+    rule = (f"a group's decode step composed from its own operations over the fabric's "
+            f"{format_ms(slo.fabric_budget_ms(key))} of the {format_ms(slo.targets_ms[key])} "
+            f"ITL p{q:g} target (less the step's other classes at their p50), and the slowest "
+            "group of its round in more rounds than chance allows (binomial, 5 % over the "
+            "groups)")
+    scope = "; ".join(f"{CLASS_TITLES[c]} [{cond}]: {n} groups in {r} rounds"
+                      for c, cond, n, r in judged) or "no class judged"
     left = f" [not judged: {'; '.join(not_judged)}]" if not_judged else ""
+    if not judged:
+        return Check(GROUPS_CHECK, CANNOT_TELL,
+                     f"every TP / EP group measured: no group can be judged: CANNOT TELL{left}",
+                     figures={"groups_named": [], "hosts_named": []}, missing=not_judged)
     if not slow:
         return Check(GROUPS_CHECK, PASS,
                      f"every TP / EP group measured ({scope}): none stands out by {rule}: "

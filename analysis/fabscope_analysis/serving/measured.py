@@ -60,11 +60,13 @@ SAME_NODE_LEVEL = 1          # reader.LEVEL_NAMES: a pair inside one node
 @dataclass
 class GroupSeries:
     """One group of a rotated collective at the deployment's size: its index, its ranks
-    (the instance's canaries), their hosts and its per-operation times (ns)."""
+    (the instance's canaries), their hosts, its per-operation times (ns) and the same by
+    round (the test's replicates: every group measured once a round, rounds in turn)."""
     index: int
     ranks: List[int]
     hosts: List[str]
     times: np.ndarray
+    rounds: Dict[int, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -149,7 +151,8 @@ def _collective_class(analysis: RunAnalysis, cls: str, target: int, per_step: in
     for name, condition, members in series_by_condition(instances_of(analysis.result, kind)):
         if name.startswith(GPCNET_PREFIX) or sends != name.startswith(PP_TEST):
             continue   # GPCNeT's 8 B canary all-reduce is not the deployment's TP all-reduce
-        by_group: Dict[int, Dict[int, np.ndarray]] = {}   # group (-1: no rotation) -> size -> times
+        # (group (-1: no rotation), round (replicate)) -> size -> times
+        by_group: Dict[Tuple[int, int], Dict[int, np.ndarray]] = {}
         group_ranks: Dict[int, List[int]] = {}
         ranks, seen, rotation = 0, set(), 0
         for inst in members:
@@ -160,7 +163,8 @@ def _collective_class(analysis: RunAnalysis, cls: str, target: int, per_step: in
             if sends:   # only pairs between nodes carry a stage boundary here
                 s = s[s["level"].astype("int64") != SAME_NODE_LEVEL]
             group = int(inst.get("group", -1))
-            by_group.setdefault(group, {})[int(inst.get("bytes"))] = collective_times(s) / (
+            key = (group, int(inst.get("replicate", 0)) if group >= 0 else 0)
+            by_group.setdefault(key, {})[int(inst.get("bytes"))] = collective_times(s) / (
                 inst.sample_divisor if sends else 1)
             if group >= 0:
                 rotation = max(rotation, int(inst.get("groups", 0)))
@@ -180,11 +184,16 @@ def _collective_class(analysis: RunAnalysis, cls: str, target: int, per_step: in
         if len(group_ranks) > 1:
             series.how[condition] += f"; {len(group_ranks)} groups measured in turn, pooled"
             series.group_count = max(series.group_count, rotation)
-            series.groups[condition] = [
-                GroupSeries(g, group_ranks[g],
-                            sorted({host_of.get(r, f"rank {r}") for r in group_ranks[g]}), t)
-                for g in sorted(group_ranks)
-                for t in [sequence_at_size(by_group[g], target)[0]] if t is not None]
+            series.groups[condition] = []
+            for g in sorted(group_ranks):
+                rounds = {r: sequence_at_size(by_group[(gg, r)], target)[0]
+                          for gg, r in by_group if gg == g}
+                rounds = {r: t for r, t in rounds.items() if t is not None}
+                if rounds:
+                    series.groups[condition].append(GroupSeries(
+                        g, group_ranks[g], sorted({host_of.get(r, f"rank {r}")
+                                                   for r in group_ranks[g]}),
+                        np.concatenate([rounds[r] for r in sorted(rounds)]), rounds))
         series.canaries[condition] = canaries_of(members[0]) if members else ""
         series.ranks = max(series.ranks, ranks)
         series.members |= seen

@@ -10,9 +10,10 @@ scenario whose tests measure what `fit` composes (docs/serving-fit.md):
 - the TP all-reduce at the decode batches and prefill chunks when the TP group spans NVLink
   domains, on one TP group (packed) as canaries while the other ranks make each neighbour
   condition; at the decode sizes the measuring group rotates over every TP group of the
-  cluster (`roles: {groups: all}`, one instance per group, each with the full iterations),
-  so that `fit` judges every group against the others (groups.py); the budget may keep
-  fewer groups, and the plan names those left out;
+  cluster (`roles: {groups: all}`, one instance per group, in GROUP_ROUNDS rounds of
+  `repeats` that together hold the full iterations per group), so that `fit` judges every
+  group against the others round by round (groups.py); the budget may keep fewer groups,
+  and the plan names those left out;
 - for a model with experts whose EP group spans NVLink domains, the MoE dispatch + combine
   over the expert group (rotated the same way where the measured group is a part of the
   ranks), under the same conditions, in DeepEP's two configurations: low-latency (decode: each decode batch
@@ -366,7 +367,8 @@ def _by_phase(test: dict, knobs: Knobs, place: Optional[Placement] = None) -> Li
     decode, prefill = copy.deepcopy(test), copy.deepcopy(test)
     prefill["name"] = f"{test['name']}-prefill"
     prefill["iterations"] = knobs.prefill_iterations
-    prefill.get("roles", {}).pop("groups", None)   # the ITL's sizes rotate; the TTFT's do not
+    if prefill.get("roles", {}).pop("groups", None):   # the ITL's sizes rotate; the TTFT's do not
+        prefill.pop("repeats", None)
     sizes = test["sizes"]
     if isinstance(sizes, dict) and sizes.get("derive") == "tp-allreduce":
         decode["sizes"].pop("prefill_chunk", None)
@@ -404,6 +406,13 @@ def group_count(canaries: int, cluster: Cluster) -> int:
     return max(1, cluster.ranks // max(1, canaries))
 
 
+# Rounds of a group rotation (the test's repeats): every group once a round, so that load
+# that comes and goes falls on the groups of a round alike; 8 let fit's per-group check
+# single out one of 2 to 8 groups (groups.py: slowest in 8 of 8 rounds for 2 groups, 6 of 8
+# for 4, 5 of 8 for 8, at 5 % over the groups)
+GROUP_ROUNDS = 8
+
+
 def rotate_groups(test: dict, what: str, label: str, cluster: Cluster, knobs: Knobs,
                   notes: List[str]) -> None:
     """Where the measured group (packed canaries) is a part of the ranks, its decode sizes
@@ -417,12 +426,16 @@ def rotate_groups(test: dict, what: str, label: str, cluster: Cluster, knobs: Kn
         return
     kept = min(groups, knobs.max_groups) if knobs.max_groups else groups
     test["roles"]["groups"] = "all" if kept == groups else kept
-    per_case = test["iterations"]
+    per_group = test["iterations"]
+    test["repeats"] = GROUP_ROUNDS
+    test["iterations"] = max(1, math.ceil(per_group / GROUP_ROUNDS))
     notes.append(f"the {what} rotates over {'all ' if kept == groups else ''}{kept} of the "
                  f"{groups} {label} groups ({canaries} ranks each, in rank order), one group "
-                 f"measuring at a time while the other ranks make each neighbour condition: "
-                 f"{per_case} operations per group at each decode size and condition; fit "
-                 "judges every group against the others (its hosts named where one stands out)")
+                 f"measuring at a time while the other ranks make each neighbour condition, "
+                 f"in {GROUP_ROUNDS} rounds (repeats) of {test['iterations']} operations: "
+                 f"{GROUP_ROUNDS * test['iterations']} per group at each decode size and "
+                 "condition; fit judges every group against the others round by round (its "
+                 "hosts named where one stands out)")
     if kept < groups:
         notes.append(f"the budget leaves {groups - kept} {label} group(s) of the {what} "
                      f"unmeasured: ranks {kept * canaries}-{groups * canaries - 1} (groups "
