@@ -26,8 +26,8 @@ export PYTHONPATH=$src/analysis${PYTHONPATH:+:$PYTHONPATH}
 prefix=$FABSCOPE_CLUSTER_PREFIX
 faulty_host=${HOST:-${prefix}5}
 mode=${MODE:-loss}
-slo=${SLO:-itl_p50=2s,itl_share=100%,cif_p99=off}
-iterations=${ITERATIONS:-300}
+slo=${SLO:-itl_p50=1s,itl_share=100%,cif_p99=off}
+iterations=${ITERATIONS:-64}
 scratch=$(mktemp -d)
 keep=${KEEP:-/tmp/fabscope-fit-groups-last}
 "$cluster" up 8 --subnet "${SUBNET:-198.18.54.0/24}" --frontend "${FRONTEND:-198.18.55.0/24}" >/dev/null
