@@ -160,10 +160,10 @@ def test_the_host_common_to_the_slow_groups_and_in_no_healthy_one_is_named():
     c = GroupSeries(2, [3, 4], ["h3", "h4"], np.ones(10))
     series = ClassSeries("tp", "s", 1, 1, groups={"quiet": [a, b, c]})
     m = Measured(classes={"tp": series})
-    slow = [SlowGroup("tp", "quiet", GroupRow(g, 1.0, 8, 8, 0.001), 3) for g in (a, b)]
+    slow = [SlowGroup("tp", "quiet", GroupRow(g, 1.0, 1.0, 8, 8, 0.001), 3) for g in (a, b)]
     assert common_host(slow, m) == "h1"
     assert common_host(slow[:1], m) == "h0"
-    assert common_host([SlowGroup("tp", "quiet", GroupRow(c, 1.0, 8, 8, 0.001), 3)], m) is None
+    assert common_host([SlowGroup("tp", "quiet", GroupRow(c, 1.0, 1.0, 8, 8, 0.001), 3)], m) is None
 
 
 def test_groups_the_budget_left_out_are_said_not_judged(tmp_path, capsys):
