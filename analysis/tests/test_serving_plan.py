@@ -226,7 +226,8 @@ def test_the_tp_allreduce_and_moe_rounds_rotate_over_every_group():
 
 def test_a_budget_too_small_for_every_group_keeps_fewer_and_names_those_left():
     """The groups step halves the rotated groups once the cheaper steps are spent; the plan
-    names the ranks of the groups left out and that fit cannot tell for them."""
+    names the ranks of the groups left out and that fit cannot tell for them. Down to one
+    group, nothing rotates: the first group measures alone, the others named."""
     k = knobs()
     k.conditions = ["quiet"]
     k.probes = probes_for(Cluster(128))
@@ -236,15 +237,26 @@ def test_a_budget_too_small_for_every_group_keeps_fewer_and_names_those_left():
     k = knobs()
     k.conditions = ["quiet"]
     k.probes = probes_for(Cluster(128))
-    tight = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(128), full.answer.estimate_s / 3,
+    tight = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(128), full.answer.estimate_s / 2.2,
                                    "itl_p99=50ms"),
                        listing("llama3-70b"), k, "c.yaml", ranked_estimate(128))
     kept = by_name(tight)["tp-allreduce"]["roles"]["groups"]
-    assert isinstance(kept, int) and 1 <= kept < 8, kept
+    assert isinstance(kept, int) and 2 <= kept < 8, kept
     assert any(s.startswith("TP / MoE groups measured in turn: 8 -> 4") for s in tight.shrunk)
     assert any(f"the budget leaves {8 - kept} TP group(s) of the TP all-reduce unmeasured: ranks "
                f"{16 * kept}-127 (groups {kept}..7): fit cannot tell for them" in n
                for n in tight.notes), tight.notes
+    k = knobs()
+    k.conditions = ["quiet"]
+    k.probes = probes_for(Cluster(128))
+    one = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(128), full.answer.estimate_s / 3,
+                                 "itl_p99=50ms"),
+                     listing("llama3-70b"), k, "c.yaml", ranked_estimate(128))
+    tp = by_name(one)["tp-allreduce"]
+    assert "groups" not in tp["roles"] and "repeats" not in tp, tp
+    assert any("the budget leaves 7 TP group(s) of the TP all-reduce unmeasured: ranks 16-127 "
+               "(groups 1..7); the first measures alone, fit cannot tell for them" in n
+               for n in one.notes), one.notes
 
 
 def test_moe_rounds_cover_deepeps_two_configurations_labelled(tmp_path):

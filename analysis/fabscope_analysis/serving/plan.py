@@ -425,6 +425,11 @@ def rotate_groups(test: dict, what: str, label: str, cluster: Cluster, knobs: Kn
     if groups < 2:
         return
     kept = min(groups, knobs.max_groups) if knobs.max_groups else groups
+    if kept < 2:   # one group left: measured as before the rotation, the others named
+        notes.append(f"the budget leaves {groups - 1} {label} group(s) of the {what} "
+                     f"unmeasured: ranks {canaries}-{groups * canaries - 1} (groups "
+                     f"1..{groups - 1}); the first measures alone, fit cannot tell for them")
+        return
     test["roles"]["groups"] = "all" if kept == groups else kept
     per_group = test["iterations"]
     test["repeats"] = GROUP_ROUNDS
