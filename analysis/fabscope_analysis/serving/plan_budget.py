@@ -144,7 +144,7 @@ SHRINK_STEPS = [
 
 
 def fit_budget(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_name: str,
-               estimate: Callable[[dict], ListAnswer], max_tries: int = 40) -> Plan:
+               estimate: Callable[[dict], ListAnswer], max_tries: int = 64) -> Plan:
     """Shrinks `knobs` in SHRINK_STEPS order until the loader's estimate fits the budget;
     raises the memory limit (up to MEMORY_CAP_MIB) when only that refuses the plan."""
     shrunk: List[str] = []
