@@ -218,6 +218,12 @@ def test_the_tp_allreduce_and_moe_rounds_rotate_over_every_group():
                                                        "groups": "all"}
     moe = by_name(plan_for("deepseek-v3", 64, ep=64))["moe-dispatch-combine"]
     assert moe["roles"] == {"canaries": 32, "placement": "packed", "groups": "all"}
+    # no ITL target: the per-group check has nothing to judge by, so nothing rotates
+    bare = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(64), 1800.0, "ttft_p99=2s"),
+                      listing("llama3-70b"), k, "c.yaml", ranked_estimate(64))
+    assert "groups" not in by_name(bare)["tp-allreduce"]["roles"]
+    assert any("the TP all-reduce is measured on the first of the 4 TP groups, not rotated: the "
+               "SLO has no ITL target" in n for n in bare.notes), bare.notes
     # one group is the whole cluster: nothing to rotate
     whole = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(16), 1800.0, "itl_p99=50ms"),
                        listing("llama3-70b"), k, "c.yaml", ranked_estimate(16))

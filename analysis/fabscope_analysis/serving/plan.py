@@ -9,7 +9,8 @@ scenario whose tests measure what `fit` composes (docs/serving-fit.md):
   domain is not measured, and the plan says so;
 - the TP all-reduce at the decode batches and prefill chunks when the TP group spans NVLink
   domains, on one TP group (packed) as canaries while the other ranks make each neighbour
-  condition; at the decode sizes the measuring group rotates over every TP group of the
+  condition; at the decode sizes, where the SLO has an ITL target, the measuring group
+  rotates over every TP group of the
   cluster (`roles: {groups: all}`, one instance per group, in GROUP_ROUNDS rounds of
   `repeats` that together hold the full iterations per group), so that `fit` judges every
   group against the others round by round (groups.py); the budget may keep fewer groups,
@@ -327,7 +328,7 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
                "conditions": list(knobs.conditions), "iterations": knobs.collective_iterations,
                "roles": {"canaries": ep_canaries, "placement": "packed"}}
         rotate_groups(moe, "MoE dispatch + combine", "EP" if ep_canaries == (req.ep or ep)
-                      else "measured", cluster, knobs, notes)
+                      else "measured", req, knobs, notes)
         tests += _by_phase(moe, knobs)
     elif sizes.has_experts and place.total_count("moe"):
         notes.append(f"the MoE rounds run over NVLink inside each {place.domain_words()} (EP "
@@ -397,7 +398,7 @@ def _tp_test(req: PlanRequest, knobs: Knobs, notes: List[str]) -> dict:
             "conditions": list(knobs.conditions), "iterations": knobs.collective_iterations,
             "roles": {"canaries": tp_canaries, "placement": "packed"}}
     rotate_groups(test, "TP all-reduce", "TP" if tp_canaries == req.tp else "measured",
-                  req.cluster, knobs, notes)
+                  req, knobs, notes)
     return test
 
 
@@ -413,16 +414,27 @@ def group_count(canaries: int, cluster: Cluster) -> int:
 GROUP_ROUNDS = 8
 
 
-def rotate_groups(test: dict, what: str, label: str, cluster: Cluster, knobs: Knobs,
+def judges_itl(req: PlanRequest) -> bool:
+    """Whether the SLO has an ITL target: what fit's per-group check judges the groups by."""
+    return any(item.split("=", 1)[0].strip().startswith("itl_p")
+               for item in req.slo_text.split(",") if "=" in item)
+
+
+def rotate_groups(test: dict, what: str, label: str, req: PlanRequest, knobs: Knobs,
                   notes: List[str]) -> None:
-    """Where the measured group (packed canaries) is a part of the ranks, its decode sizes
-    rotate over every whole group of the cluster in rank order, or the first
+    """Where the measured group (packed canaries) is a part of the ranks and the SLO has an
+    ITL target (what fit's per-group check judges by), its decode sizes rotate over every
+    whole group of the cluster in rank order, or the first
     knobs.max_groups of them (the budget's), each group with the test's full iterations;
     the notes say how many and which groups are left out. The prefill-chunk sizes stay on
     the first group (_by_phase)."""
-    canaries = test["roles"]["canaries"]
+    canaries, cluster = test["roles"]["canaries"], req.cluster
     groups = group_count(canaries, cluster)
     if groups < 2:
+        return
+    if not judges_itl(req):
+        notes.append(f"the {what} is measured on the first of the {groups} {label} groups, not "
+                     "rotated: the SLO has no ITL target, by which fit judges each group")
         return
     kept = min(groups, knobs.max_groups) if knobs.max_groups else groups
     if kept < 2:   # one group left: measured as before the rotation, the others named
