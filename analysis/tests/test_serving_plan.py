@@ -49,8 +49,11 @@ def fake_estimate(scenario):
                  + len(sizes.get("tokens", [])) + len(sizes.get("prompt_tokens", []))
                  if isinstance(sizes, dict) else len(sizes))
         per = {"allreduce": 0.01, "alltoall": 0.01, "kvpush": 0.04 * t.get("prefill_ranks", 1)}
+        groups = t.get("roles", {}).get("groups", 1)   # roles.groups: an instance per group
+        if groups == "all":
+            groups = scenario["_ranks"] // t["roles"]["canaries"] if "_ranks" in scenario else 4
         seconds += count * len(t.get("conditions", ["quiet"])) * t["iterations"] \
-            * per.get(t["kind"], 0.02)
+            * per.get(t["kind"], 0.02) * groups * t.get("repeats", 1)
     return ListAnswer(True, estimate_s=seconds, instances=len(scenario["tests"]))
 
 
@@ -183,6 +186,88 @@ def test_the_placement_decides_what_the_plan_measures():
     with pytest.raises(PlanError, match="DP attention"):
         PlanRequest("deepseek-v3", 8, 64, Cluster(128), 1800.0, "itl_p99=50ms",
                     dp_attention=True).placement()
+
+
+def ranked_estimate(ranks):
+    """fake_estimate knowing the cluster's ranks (roles.groups: all counts its groups)."""
+    return lambda scenario: fake_estimate(dict(scenario, _ranks=ranks))
+
+
+def test_the_tp_allreduce_and_moe_rounds_rotate_over_every_group():
+    """TP 16 on 8-GPU nodes, 64 ranks, quiet: the decode sizes' all-reduce rotates over the 4
+    TP groups (16 packed ranks each, one instance per group); the prefill chunk's stays on the
+    first. Under neighbour conditions half the ranks measure: 2 groups of 32. DeepSeek-V3's
+    MoE round over 32 of 64 ranks rotates over 2 groups. The plan says how many groups and
+    operations per group."""
+    k = knobs()
+    k.conditions = ["quiet"]
+    k.probes = probes_for(Cluster(64))
+    quiet = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(64), 1800.0, "itl_p99=50ms"),
+                       listing("llama3-70b"), k, "c.yaml", ranked_estimate(64))
+    tp = by_name(quiet)["tp-allreduce"]
+    assert tp["roles"] == {"canaries": 16, "placement": "packed", "groups": "all"}
+    prefill = by_name(quiet)["tp-allreduce-prefill"]
+    assert "groups" not in prefill["roles"] and "repeats" not in prefill
+    # 8 rounds (repeats) that together hold the iterations the ITL's tail needs, per group
+    assert tp["repeats"] == 8 and tp["iterations"] * 8 >= quiet.knobs.collective_iterations
+    iterations = tp["iterations"]
+    assert any(f"the TP all-reduce rotates over all 4 of the 4 TP groups (16 ranks each, in rank "
+               f"order), one group measuring at a time while the other ranks make each neighbour "
+               f"condition, in 8 rounds (repeats) of {iterations} operations: {8 * iterations} "
+               "per group" in n for n in quiet.notes), quiet.notes
+    assert any("at the prefill chunks (TTFT) is measured on the first group only" in n
+               for n in quiet.notes)
+    loaded = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(64), 1800.0, "itl_p99=50ms"),
+                        listing("llama3-70b"), knobs(), "c.yaml", ranked_estimate(64))
+    assert by_name(loaded)["tp-allreduce"]["roles"] == {"canaries": 16, "placement": "packed",
+                                                       "groups": "all"}
+    moe = by_name(plan_for("deepseek-v3", 64, ep=64))["moe-dispatch-combine"]
+    assert moe["roles"] == {"canaries": 32, "placement": "packed", "groups": "all"}
+    # no ITL target: the per-group check has nothing to judge by, so nothing rotates
+    bare = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(64), 1800.0, "ttft_p99=2s"),
+                      listing("llama3-70b"), k, "c.yaml", ranked_estimate(64))
+    assert "groups" not in by_name(bare)["tp-allreduce"]["roles"]
+    assert any("the TP all-reduce is measured on the first of the 4 TP groups, not rotated: the "
+               "SLO has no ITL target" in n for n in bare.notes), bare.notes
+    # one group is the whole cluster: nothing to rotate
+    whole = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(16), 1800.0, "itl_p99=50ms"),
+                       listing("llama3-70b"), k, "c.yaml", ranked_estimate(16))
+    assert "groups" not in by_name(whole)["tp-allreduce"]["roles"]
+
+
+def test_a_budget_too_small_for_every_group_keeps_fewer_and_names_those_left():
+    """The groups step halves the rotated groups once the cheaper steps are spent; the plan
+    names the ranks of the groups left out and that fit cannot tell for them. Down to one
+    group, nothing rotates: the first group measures alone, the others named."""
+    k = knobs()
+    k.conditions = ["quiet"]
+    k.probes = probes_for(Cluster(128))
+    req = PlanRequest("llama3-70b", 16, None, Cluster(128), 1800.0, "itl_p99=50ms")
+    full = fit_budget(req, listing("llama3-70b"), k, "c.yaml", ranked_estimate(128))
+    assert by_name(full)["tp-allreduce"]["roles"]["groups"] == "all"
+    k = knobs()
+    k.conditions = ["quiet"]
+    k.probes = probes_for(Cluster(128))
+    tight = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(128), full.answer.estimate_s / 2.2,
+                                   "itl_p99=50ms"),
+                       listing("llama3-70b"), k, "c.yaml", ranked_estimate(128))
+    kept = by_name(tight)["tp-allreduce"]["roles"]["groups"]
+    assert isinstance(kept, int) and 2 <= kept < 8, kept
+    assert any(s.startswith("TP / MoE groups measured in turn: 8 -> 4") for s in tight.shrunk)
+    assert any(f"the budget leaves {8 - kept} TP group(s) of the TP all-reduce unmeasured: ranks "
+               f"{16 * kept}-127 (groups {kept}..7): fit cannot tell for them" in n
+               for n in tight.notes), tight.notes
+    k = knobs()
+    k.conditions = ["quiet"]
+    k.probes = probes_for(Cluster(128))
+    one = fit_budget(PlanRequest("llama3-70b", 16, None, Cluster(128), full.answer.estimate_s / 3,
+                                 "itl_p99=50ms"),
+                     listing("llama3-70b"), k, "c.yaml", ranked_estimate(128))
+    tp = by_name(one)["tp-allreduce"]
+    assert "groups" not in tp["roles"] and "repeats" not in tp, tp
+    assert any("the budget leaves 7 TP group(s) of the TP all-reduce unmeasured: ranks 16-127 "
+               "(groups 1..7); the first measures alone, fit cannot tell for them" in n
+               for n in one.notes), one.notes
 
 
 def test_moe_rounds_cover_deepeps_two_configurations_labelled(tmp_path):

@@ -25,6 +25,10 @@ output::Attributes coreInstanceAttributes(int index, const PlannedInstance& plan
     attrs.emplace_back("replicate", std::int64_t{instance.replicate});
     attrs.emplace_back("repeats", std::int64_t{spec.repeats});
   }
+  if (spec.groups > 0) {  // a rotation over groups (roles.groups): which one measured; its ranks are `canaries`
+    attrs.emplace_back("group", std::int64_t{instance.group});
+    attrs.emplace_back("groups", std::int64_t{spec.groups});
+  }
   return attrs;
 }
 

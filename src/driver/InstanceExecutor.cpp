@@ -84,7 +84,7 @@ RankLoss::RunningTest InstanceExecutor::running() { return {index_, planned_, sa
 // condition of a case: the seed depends on the test, not the condition.
 void InstanceExecutor::assignRoles() {
   const auto& spec = *planned_.instance.spec;
-  roles_ = suite::assignRoles(suite::roleSpecOf(spec), run_.identity.hostOfRank, kind_.rules().minRanks,
+  roles_ = suite::assignRoles(suite::roleSpecOf(planned_.instance), run_.identity.hostOfRank, kind_.rules().minRanks,
                               suite::hasCongestedCondition(spec), run_.seed ^ stableHash(spec.name));
   const int me = run_.world.rank();
   canary_ = roles_.isCanary(me);

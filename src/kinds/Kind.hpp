@@ -230,6 +230,12 @@ struct RunContext {
 inline RoleSpec roleSpecOf(const scenario::TestSpec& spec) {
   return {spec.ranks, spec.canaries, spec.canaryFraction, spec.placement};
 }
+// An instance's roles: its test's, with the group of a rotation (roles.groups) that measures in it.
+inline RoleSpec roleSpecOf(const scenario::TestInstance& instance) {
+  auto roles = roleSpecOf(*instance.spec);
+  roles.group = instance.group;
+  return roles;
+}
 inline bool hasCongestedCondition(const scenario::TestSpec& spec) {
   for (const auto& c : spec.conditions)
     if (c != "quiet") return true;

@@ -61,10 +61,17 @@ RoleAssignment assignRoles(const RoleSpec& spec, const std::vector<std::string>&
 
   const int canaries = canaryCount(spec, world, minCanaries, hasCongestedCondition);
 
+  const int groups = used / canaries;
+  if (spec.group < 0 || spec.group >= groups)
+    throw UsageError("measuring group " + std::to_string(spec.group) + " of " + std::to_string(canaries) +
+                     " ranks does not fit in " + std::to_string(used) + " ranks (" + std::to_string(groups) +
+                     " group(s))");
+  const auto first = order.begin() + spec.group * canaries;
   RoleAssignment out;
   out.placement = spec.placement;
-  out.canaries.assign(order.begin(), order.begin() + canaries);
-  out.congestors.assign(order.begin() + canaries, order.end());
+  out.canaries.assign(first, first + canaries);
+  out.congestors.assign(order.begin(), first);
+  out.congestors.insert(out.congestors.end(), first + canaries, order.end());
   return out;
 }
 

@@ -13,6 +13,7 @@ struct RoleSpec {
   int canaries = 0;                  // 0 = default (see assignRoles)
   double canaryFraction = 0;         // used when > 0 instead of `canaries`
   std::string placement = "spread";  // spread | packed | random
+  int group = 0;                     // which group of `canaries` consecutive ranks in placement order measures
 };
 
 struct RoleAssignment {
@@ -28,7 +29,8 @@ struct RoleAssignment {
 // down to even, at least `minCanaries`) measure and the rest make load.
 // spread: canaries on as many different hosts as possible (consecutive
 // canaries sit on different hosts); packed: hosts filled in rank order;
-// random: a shuffle drawn from `seed`.
+// random: a shuffle drawn from `seed`. Group g (roles.groups) takes the
+// canaries from positions g x canaries .. of that order, the rest make load.
 RoleAssignment assignRoles(const RoleSpec& spec, const std::vector<std::string>& hostOfRank, int minCanaries,
                            bool hasCongestedCondition, std::uint64_t seed);
 

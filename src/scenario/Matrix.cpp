@@ -14,9 +14,14 @@ std::vector<TestInstance> expandMatrix(const Scenario& scenario) {
     for (const auto& spec : scenario.tests) {
       if (round >= spec.repeats) continue;
       for (std::size_t i = 0; i < spec.sizes.size(); ++i)
-        for (const auto& condition : spec.conditions)
-          out.push_back({&spec, spec.sizes[i], condition, spec.name + "/" + formatSize(spec.sizes[i]),
-                         i < spec.sizeFormulas.size() ? spec.sizeFormulas[i] : "", round});
+        for (int group = 0; group < std::max(spec.groups, 1); ++group) {
+          // A rotated test's case names its group: quiet and congested runs of one group compare.
+          const std::string caseId = spec.name + "/" + formatSize(spec.sizes[i]) +
+                                     (spec.groups > 0 ? "/group" + std::to_string(group) : std::string());
+          for (const auto& condition : spec.conditions)
+            out.push_back({&spec, spec.sizes[i], condition, caseId,
+                           i < spec.sizeFormulas.size() ? spec.sizeFormulas[i] : "", round, group});
+        }
     }
   return out;
 }

@@ -50,6 +50,11 @@ struct TestSpec {
   int canaries = 0;
   double canaryFraction = 0;
   std::string placement = "spread";
+  // roles.groups: the measuring ranks rotate over this many groups of
+  // `canaries` consecutive ranks in placement order (group g: positions
+  // g x canaries ..), one instance per group (every TP or EP group of a
+  // deployment measured in turn); 0: no rotation, the first group only.
+  int groups = 0;
   std::int64_t loadBytes = 64 * 1024;            // message size of the neighbour traffic
   double budgetSeconds = 0;                      // budget: the test's time budget (0: none)
   std::vector<std::string> sizeFormulas;         // per size: how it was derived ("" if given literally)
@@ -155,6 +160,10 @@ struct KindRules {
   // (--allow-commands) or the value came from --set.
   std::vector<std::string> commandKeys;
   int minRanks = 1;
+  // The kind measures over whichever ranks an instance's roles give, so
+  // roles.groups may rotate them (a kind that places its ranks at plan time,
+  // such as the pair patterns, may not).
+  bool groupRotation = false;
   // Reads and checks the kind's own keys of one test, once, at load (the
   // common keys are in `spec` already); the result becomes `spec.config`.
   // Throws ScenarioError "file:line:column: ..." (use ParamReader).

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -213,6 +214,10 @@ class Loader {
       // The kind's own keys, read once into its config; its checks come first:
       // a wrong transport or key is the more useful message.
       if (kind.parse) spec.config = kind.parse(spec, TestSource{file_, tests[i], model_, parallel_, rules_.worldSize});
+      if (spec.groups > 0 && !kind.groupRotation)
+        fail(pick(tests[i], defaults, "roles")["groups"],
+             "test '" + spec.name + "' (" + spec.kind + "): 'roles: {groups: ...}' rotates the measuring ranks of " +
+                 "the collective kinds only (" + groupRotatingKinds() + ")");
       if (participants < kind.minRanks)
         fail(tests[i], "test '" + spec.name + "' (" + spec.kind + ") needs at least " + std::to_string(kind.minRanks) +
                            " ranks; the run has " + std::to_string(participants) +
@@ -463,13 +468,13 @@ class Loader {
     return sizes;
   }
 
-  // `roles: {canaries: N or P%, placement: spread|packed|random}`.
+  // `roles: {canaries: N or P%, placement: spread|packed|random, groups: all or K}`.
   void readRoles(const YAML::Node& r, TestSpec& spec) const {
     if (!r.IsMap()) fail(r, "'roles' must be a mapping, e.g. {canaries: 2, placement: spread}");
     for (const auto& entry : r) {
       const auto key = entry.first.Scalar();
-      if (key != "canaries" && key != "placement")
-        fail(entry.first, "unknown key '" + key + "' in roles; expected canaries, placement");
+      if (key != "canaries" && key != "placement" && key != "groups")
+        fail(entry.first, "unknown key '" + key + "' in roles; expected canaries, placement, groups");
     }
     if (const YAML::Node c = r["canaries"]) {
       if (c.IsScalar() && !c.Scalar().empty() && c.Scalar().back() == '%') {
@@ -486,6 +491,30 @@ class Loader {
       }
     }
     if (r["placement"]) spec.placement = choiceOf(r["placement"], "placement", {"spread", "packed", "random"});
+    if (const YAML::Node g = r["groups"]) readGroups(g, spec);
+  }
+
+  // `groups: all` (every whole group of `canaries` ranks the test's ranks hold)
+  // or a count K (the first K of them): the measuring ranks rotate, one
+  // instance per group. The run's size is known here, so the count is final.
+  void readGroups(const YAML::Node& g, TestSpec& spec) const {
+    if (spec.canaries <= 0)
+      fail(g,
+           "'groups' rotates the measuring ranks over groups of 'canaries' ranks: give canaries as a count, "
+           "e.g. roles: {canaries: 2, placement: packed, groups: all}");
+    const int used = spec.ranks > 0 ? std::min(spec.ranks, rules_.worldSize) : rules_.worldSize;
+    const int whole = std::max(used / std::min(spec.canaries, used), 1);
+    if (g.IsScalar() && g.Scalar() == "all") {
+      spec.groups = whole;
+      return;
+    }
+    if (!g.IsScalar() || g.Scalar().empty() || !std::isdigit(static_cast<unsigned char>(g.Scalar()[0])))
+      fail(g, "'groups' must be 'all' or a count of groups, e.g. groups: all");
+    spec.groups = static_cast<int>(integerOf(g, "groups", 1, 1'000'000));
+    if (spec.groups > whole)
+      fail(g, "'groups: " + std::to_string(spec.groups) + "' needs " + std::to_string(spec.groups) + " groups of " +
+                  std::to_string(spec.canaries) + " ranks; the run's " + std::to_string(used) + " ranks hold " +
+                  std::to_string(whole) + " (groups: all takes every one)");
   }
 
   // `conditions`: one or a list, each known and listed once.
@@ -590,6 +619,13 @@ class Loader {
     const std::string v = choiceOf(n, key, names);
     if (!available.at(v).empty()) fail(n, key + " '" + v + "' is not available in this build: " + available.at(v));
     return v;
+  }
+
+  std::string groupRotatingKinds() const {
+    std::vector<std::string> names;
+    for (const auto& [name, rules] : rules_.kinds)
+      if (rules.groupRotation) names.push_back(name);
+    return joined(names);
   }
 
   std::string kindNames() const {

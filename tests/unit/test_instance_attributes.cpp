@@ -22,7 +22,8 @@ const suite::Registry& registry() {
 }
 
 // A plain instance, an all-pairs pass with its serial retest slot (retest_of
-// set), and a test with repeats (replicate and repeats set).
+// set), a test with repeats (replicate and repeats set) and one rotating over
+// groups (group and groups set).
 constexpr const char* scenarioText = R"(name: t
 seed: 1
 defaults:
@@ -45,6 +46,10 @@ tests:
     sizes: [1KiB]
     conditions: [quiet, incast]
     repeats: 2
+  - name: rotated
+    kind: allreduce
+    sizes: [8]
+    roles: {canaries: 2, placement: packed, groups: all}
 )";
 
 // The plan points into its scenario (TestInstance::spec): both kept for the program's life.
@@ -74,12 +79,14 @@ std::set<std::string> expectedCore(const driver::PlannedInstance& p) {
   std::set<std::string> names{"index",  "name",  "kind",       "case",    "condition", "transport",
                               "memory", "bytes", "iterations", "pattern", "pass",      "retest_of"};
   if (p.instance.spec->repeats > 1) names.insert({"replicate", "repeats"});
+  if (p.instance.spec->groups > 0) names.insert({"group", "groups"});
   return names;
 }
 
 TEST(InstanceAttributes, FinishedSkippedAndUnfinishedCarryTheSameCoreSet) {
   const auto& plan = planned();
   bool sawRetest = false, sawRepeats = false;
+  std::set<std::int64_t> groupsSeen;
   for (int index = 0; index < static_cast<int>(plan.size()); ++index) {
     const auto& p = plan[static_cast<std::size_t>(index)];
     sawRetest |= p.plan.followUpOf >= 0;
@@ -105,7 +112,12 @@ TEST(InstanceAttributes, FinishedSkippedAndUnfinishedCarryTheSameCoreSet) {
     EXPECT_EQ(std::get<std::string>(skipped.at("status")), "skipped");
     EXPECT_EQ(std::get<std::string>(interrupted.at("error")), "a rank was lost");
     EXPECT_EQ(std::get<std::int64_t>(core.at("retest_of")), p.plan.followUpOf);
+    if (p.instance.spec->groups > 0) {
+      EXPECT_EQ(std::get<std::int64_t>(core.at("groups")), 2);  // 4 ranks, groups of 2
+      groupsSeen.insert(std::get<std::int64_t>(core.at("group")));
+    }
   }
+  EXPECT_EQ(groupsSeen, (std::set<std::int64_t>{0, 1})) << "the rotation did not plan one instance per group";
   EXPECT_TRUE(sawRetest) << "the scenario planned no serial retest slot: retest_of was not exercised";
   EXPECT_TRUE(sawRepeats) << "the scenario planned no repeats: replicate and repeats were not exercised";
 }

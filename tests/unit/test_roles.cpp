@@ -58,3 +58,30 @@ TEST(Roles, TooFewCanariesIsAUsageError) {
   EXPECT_THROW(assignRoles({0, 1, 0, "spread"}, fourHostsTwoEach, 2, true, 1), fabscope::UsageError);
   EXPECT_THROW(assignRoles({0, 0, 0, "diagonal"}, fourHostsTwoEach, 2, true, 1), fabscope::UsageError);
 }
+
+// roles.groups: group g measures with the canaries at positions g x canaries.. of the
+// placement's order; every other used rank makes load.
+TEST(Roles, EachGroupOfARotationTakesTheNextCanariesInPlacementOrder) {
+  RoleSpec packed{0, 2, 0, "packed"};
+  std::set<int> seen;
+  for (int g = 0; g < 4; ++g) {
+    packed.group = g;
+    const auto r = assignRoles(packed, fourHostsTwoEach, 2, true, 1);
+    EXPECT_EQ(r.canaries, (std::vector<int>{2 * g, 2 * g + 1})) << "group " << g;
+    EXPECT_EQ(r.congestors.size(), 6u);
+    for (int c : r.congestors) EXPECT_FALSE(r.isCanary(c));
+    seen.insert(r.canaries.begin(), r.canaries.end());
+  }
+  EXPECT_EQ(seen.size(), 8u);  // the rotation measures every rank once
+  // spread: group 1 of 4 canaries is the second local rank of each host
+  const auto spread = assignRoles({0, 4, 0, "spread", 1}, fourHostsTwoEach, 2, true, 1);
+  EXPECT_EQ(spread.canaries, (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_EQ(spread.congestors, (std::vector<int>{0, 2, 4, 6}));
+}
+
+TEST(Roles, AGroupPastTheUsedRanksIsAUsageError) {
+  EXPECT_THROW(assignRoles({0, 2, 0, "packed", 4}, fourHostsTwoEach, 2, true, 1), fabscope::UsageError);
+  EXPECT_THROW(assignRoles({6, 2, 0, "packed", 3}, fourHostsTwoEach, 2, true, 1), fabscope::UsageError);
+  EXPECT_THROW(assignRoles({0, 3, 0, "packed", -1}, fourHostsTwoEach, 2, true, 1), fabscope::UsageError);
+  EXPECT_NO_THROW(assignRoles({6, 2, 0, "packed", 2}, fourHostsTwoEach, 2, true, 1));
+}

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "driver/Runner.hpp"
 #include "fabscope/BuildConfig.hpp"
@@ -91,6 +92,50 @@ TEST(Scenario, RepeatsRunInRoundsOverTheWholeMatrix) {
   EXPECT_EQ(scenario::expandMatrix(load(twoTests)).size(), 5u);  // default: once
   EXPECT_NE(errorOf(std::string(twoTests) + "    repeats: 0\n").find("t.yaml:13:"), std::string::npos)
       << errorOf(std::string(twoTests) + "    repeats: 0\n");
+}
+
+// roles.groups: one instance per group of `canaries` ranks, each group its own case with
+// its conditions adjacent; `all` counts the whole groups the run's ranks hold.
+TEST(Scenario, GroupRotationExpandsOneCasePerGroup) {
+  const char* const rotated = R"(
+name: t
+tests:
+  - name: tp
+    kind: allreduce
+    sizes: [8KiB, 64KiB]
+    conditions: [quiet, incast]
+    roles: {canaries: 2, placement: packed, groups: all}
+)";
+  const auto s = load(rotated, {}, 8);
+  EXPECT_EQ(s.tests[0].groups, 4);
+  const auto m = scenario::expandMatrix(s);
+  ASSERT_EQ(m.size(), 2u * 4 * 2);
+  std::vector<std::string> order;
+  for (const auto& i : m) order.push_back(i.caseId + "[" + i.condition + "]g" + std::to_string(i.group));
+  EXPECT_EQ(order[0], "tp/8KiB/group0[quiet]g0");
+  EXPECT_EQ(order[1], "tp/8KiB/group0[incast]g0");
+  EXPECT_EQ(order[2], "tp/8KiB/group1[quiet]g1");
+  EXPECT_EQ(order[7], "tp/8KiB/group3[incast]g3");
+  EXPECT_EQ(order[8], "tp/64KiB/group0[quiet]g0");
+  EXPECT_EQ(load(std::string(rotated), {}, 7).tests[0].groups, 3);  // whole groups only
+  const std::string two = std::regex_replace(std::string(rotated), std::regex("groups: all"), "groups: 2");
+  EXPECT_EQ(scenario::expandMatrix(load(two, {}, 8)).size(), 2u * 2 * 2);
+  // Without groups: one case per size, no group in its name.
+  const std::string plain = std::regex_replace(std::string(rotated), std::regex(", groups: all"), "");
+  EXPECT_EQ(scenario::expandMatrix(load(plain, {}, 8))[0].caseId, "tp/8KiB");
+  EXPECT_NE(errorOf(std::regex_replace(std::string(rotated), std::regex("groups: all"), "groups: 5"), {}, 8)
+                .find("t.yaml:8:"),
+            std::string::npos);
+  EXPECT_NE(errorOf(std::regex_replace(std::string(rotated), std::regex("groups: all"), "groups: some"), {}, 8)
+                .find("'groups' must be 'all' or a count"),
+            std::string::npos);
+  EXPECT_NE(errorOf(std::regex_replace(std::string(rotated), std::regex("canaries: 2"), "canaries: 50%"), {}, 8)
+                .find("give canaries as a count"),
+            std::string::npos);
+  // A kind that places its ranks at plan time (latency pairs) does not rotate.
+  EXPECT_NE(errorOf(std::regex_replace(std::string(rotated), std::regex("kind: allreduce"), "kind: latency"), {}, 8)
+                .find("rotates the measuring ranks of the collective kinds only (allreduce, alltoall)"),
+            std::string::npos);
 }
 
 TEST(Scenario, OverridesForAllTestsAndForOneTest) {

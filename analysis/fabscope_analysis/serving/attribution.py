@@ -10,7 +10,8 @@
   figure may be the CPUs', not the fabric's. A FAIL then stands only where a component the
   diagnosis names lies on the failing check's ranks; any other FAIL becomes CANNOT TELL,
   saying why (the per-node check names its own node: the scheduler does not slow one node
-  in both roles). Without such findings nothing changes.
+  in both roles; the per-group check its own group, against the others measured in the same
+  run). Without such findings nothing changes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .checks import CANNOT_TELL, FAIL, Check, worst_status
 from .fit import FitVerdict
 
 CLUSTER_CHECK = "cluster"
+from .groups import GROUPS_CHECK
 from .measured import CLASS_TITLES, Measured
 from .nodes import NODES_CHECK
 from .slo import format_ms
@@ -137,7 +139,7 @@ def hold_unexplained_fails(verdict: FitVerdict, measured: Measured, culprits,
     for culprit in culprits:
         named |= set(culprit.ranks)
     for check in verdict.checks:
-        if check.status != FAIL or check.name in (CLUSTER_CHECK, NODES_CHECK) \
+        if check.status != FAIL or check.name in (CLUSTER_CHECK, NODES_CHECK, GROUPS_CHECK) \
                 or named & check_ranks(check, verdict, measured):
             continue
         check.status = CANNOT_TELL

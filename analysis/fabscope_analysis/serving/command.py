@@ -24,6 +24,7 @@ from .checks import FAIL, PASS, worst_status
 from .fit import FitVerdict, compose_verdict, json_of
 from .line_rate import headline
 from .measured import measure
+from .groups import GROUPS_CHECK, named_group_hosts
 from .nodes import NODES_CHECK, named_hosts
 from .paths import paths_of
 from .placement import PlacementError, placement_of
@@ -223,6 +224,10 @@ def run_fit(args) -> int:
             sides = per_node.figures.get("sides", {}) if per_node is not None else {}
             verdict.to_fix[:0] = [f"host {h}{SIDE_WORDS[sides.get(h, 'both')]} miss the TTFT "
                                   "budget (the nodes check)" for h in named_hosts(per_node)
+                                  if h not in {c.host for c in culprits}]
+            per_group = next((c for c in verdict.checks if c.name == GROUPS_CHECK), None)
+            verdict.to_fix[:0] = [f"host {h}: the decode steps of its TP / EP group miss the ITL "
+                                  "budget (the groups check)" for h in named_group_hosts(per_group)
                                   if h not in {c.host for c in culprits}]
         shared = shared_cpu_findings(result) if verdict.status == FAIL else []
         if verdict.status == FAIL and (shared or not args.no_diagnose):

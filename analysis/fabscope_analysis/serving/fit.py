@@ -17,6 +17,10 @@ Method (docs/serving-fit.md has it for admins):
 - Where the KV push rotated its roles over the nodes (kvpush `role_rotation: ring`), each
   node as prefill and as decode (nodes.py): a node slow in both roles FAILs, named, with
   the share of requests that cross it.
+- Where the TP all-reduce or the MoE round rotated over the groups (roles.groups), each
+  group's own decode steps against the others' (groups.py): a group that misses the ITL
+  budget more often than its pNN allows and stands out from the other groups FAILs, named
+  by its hosts, with the share of decode steps it serves.
 - Each serving class's congestion impact factor (cif.py) is checked against cif_p99.
 - Every figure carries a 90 % interval (resample.py); PASS or FAIL only when the whole
   interval is on one side of the limit. A figure that was not measured is named as
@@ -34,6 +38,7 @@ from . import resample as R
 from .checks import CANNOT_TELL, ORDER, PASS, Check, worst_status
 from .cif import CifRow, cif_check, cif_rows, gpcnet_rows
 from .measured import CLASS_TITLES, PREFILL_CLASSES, Measured
+from .groups import groups_check
 from .nodes import nodes_check
 from .paths import paths_of
 from ..run_analysis import format_number
@@ -294,6 +299,9 @@ def compose_verdict(measured: Measured, slo: Slo, deployment) -> FitVerdict:
     itl_keys = [key for key in ("itl_p50", "itl_p99") if key in slo.targets_ms]
     if itl_keys:
         verdict.checks.extend(itl_checks(itl_keys, slo, measured))
+        per_group = groups_check(itl_keys[-1], slo, measured)   # the highest percentile given
+        if per_group is not None:
+            verdict.checks.append(per_group)
     for key in ("ttft_p50", "ttft_p99"):
         if key in slo.targets_ms:
             verdict.checks.append(ttft_check(key, slo, measured, deployment.prompt_tokens,

@@ -24,6 +24,11 @@ pair between nodes per iteration). What stays on NVLink is not counted.
 
 Where a class has several series (transports, strategies), the one with the lowest quiet
 median is the deployment's (named); the others are listed in `others`.
+
+A collective whose roles rotated over groups (`roles: {groups: ...}`: an instance per
+group, attributes `group`, `groups`) is the cluster's mix of groups: per size, the groups'
+sequences one after another (every group an equal share of the decode steps), and each
+group's own sequence kept (`ClassSeries.groups`) for the per-group check (groups.py).
 """
 
 from __future__ import annotations
@@ -53,6 +58,18 @@ SAME_NODE_LEVEL = 1          # reader.LEVEL_NAMES: a pair inside one node
 
 
 @dataclass
+class GroupSeries:
+    """One group of a rotated collective at the deployment's size: its index, its ranks
+    (the instance's canaries), their hosts, its per-operation times (ns) and the same by
+    round (the test's replicates: every group measured once a round, rounds in turn)."""
+    index: int
+    ranks: List[int]
+    hosts: List[str]
+    times: np.ndarray
+    rounds: Dict[int, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
 class ClassSeries:
     """One class's chosen series: per condition, its per-operation times (ns)."""
     cls: str
@@ -69,6 +86,9 @@ class ClassSeries:
     # kv, per condition: each request's (prefill host, decode host), aligned with its
     # times; only where the times are the requests measured at the deployment's size
     hosts: Dict[str, Tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # a rotated collective, per condition: each group measured, and how many the rotation had
+    groups: Dict[str, List[GroupSeries]] = field(default_factory=dict)
+    group_count: int = 0
 
     def conditions(self) -> List[str]:
         names = sorted(self.by_condition)
@@ -127,11 +147,14 @@ def _collective_class(analysis: RunAnalysis, cls: str, target: int, per_step: in
     kind = kind_measuring(cls)
     sends = analysis_of(kind).stage_boundary_sends
     candidates: Dict[str, ClassSeries] = {}
+    host_of = _hosts_of_ranks(analysis.result)
     for name, condition, members in series_by_condition(instances_of(analysis.result, kind)):
         if name.startswith(GPCNET_PREFIX) or sends != name.startswith(PP_TEST):
             continue   # GPCNeT's 8 B canary all-reduce is not the deployment's TP all-reduce
-        by_size: Dict[int, np.ndarray] = {}
-        ranks, seen = 0, set()
+        # (group (-1: no rotation), round (replicate)) -> size -> times
+        by_group: Dict[Tuple[int, int], Dict[int, np.ndarray]] = {}
+        group_ranks: Dict[int, List[int]] = {}
+        ranks, seen, rotation = 0, set(), 0
         for inst in members:
             if token_bytes and int(inst.get("dispatch_token_bytes", token_bytes)) != token_bytes:
                 continue
@@ -139,10 +162,18 @@ def _collective_class(analysis: RunAnalysis, cls: str, target: int, per_step: in
             s = s[(s["flags"].astype("int64") & FLAG_AUXILIARY_MASK) == 0]
             if sends:   # only pairs between nodes carry a stage boundary here
                 s = s[s["level"].astype("int64") != SAME_NODE_LEVEL]
-            by_size[int(inst.get("bytes"))] = collective_times(s) / (
+            group = int(inst.get("group", -1))
+            key = (group, int(inst.get("replicate", 0)) if group >= 0 else 0)
+            by_group.setdefault(key, {})[int(inst.get("bytes"))] = collective_times(s) / (
                 inst.sample_divisor if sends else 1)
+            if group >= 0:
+                rotation = max(rotation, int(inst.get("groups", 0)))
+                group_ranks[group] = _ranks_of(inst)
             ranks = max(ranks, int(s["rank"].nunique()) if len(s) else 0)
             seen.update(int(r) for r in s["rank"].unique())
+        sizes = sorted({b for per in by_group.values() for b in per})
+        by_size = {b: np.concatenate([by_group[g][b] for g in sorted(by_group) if b in by_group[g]])
+                   for b in sizes}
         times, how = sequence_at_size(by_size, target)
         series = candidates.setdefault(name, ClassSeries(cls, name, per_step, target))
         if times is None:
@@ -150,6 +181,19 @@ def _collective_class(analysis: RunAnalysis, cls: str, target: int, per_step: in
             continue
         series.by_condition[condition] = times
         series.how[condition] = how
+        if len(group_ranks) > 1:
+            series.how[condition] += f"; {len(group_ranks)} groups measured in turn, pooled"
+            series.group_count = max(series.group_count, rotation)
+            series.groups[condition] = []
+            for g in sorted(group_ranks):
+                rounds = {r: sequence_at_size(by_group[(gg, r)], target)[0]
+                          for gg, r in by_group if gg == g}
+                rounds = {r: t for r, t in rounds.items() if t is not None}
+                if rounds:
+                    series.groups[condition].append(GroupSeries(
+                        g, group_ranks[g], sorted({host_of.get(r, f"rank {r}")
+                                                   for r in group_ranks[g]}),
+                        np.concatenate([rounds[r] for r in sorted(rounds)]), rounds))
         series.canaries[condition] = canaries_of(members[0]) if members else ""
         series.ranks = max(series.ranks, ranks)
         series.members |= seen
@@ -211,6 +255,11 @@ def _kv_class(analysis: RunAnalysis, deployment, measured: Measured) -> None:
     elif not groups:
         measured.missing.append(f"KV transfer of a {d.prompt_tokens}-token request "
                                 f"({format_bytes(target)} per rank): the file has no kvpush test")
+
+
+def _ranks_of(inst) -> List[int]:
+    """An instance's measuring ranks (its `canaries` attribute)."""
+    return [int(x) for x in str(inst.get("canaries", "") or "").split(",") if x.strip()]
 
 
 def _hosts_of_ranks(result: ResultFile) -> Dict[int, str]:

@@ -8,7 +8,7 @@ from typing import Callable, List, Optional, Tuple
 
 from .placement import PREFILL
 from .plan import ALL_PAIRS, ALL_PAIRS_MAX_RANKS, MEMORY_CAP_MIB, P99_VALUES, Knobs, Plan, \
-    SAMPLED_BLIND_SPOT, PlanRequest, build_scenario, sampled_probes
+    SAMPLED_BLIND_SPOT, PlanRequest, build_scenario, group_count, sampled_probes
 from .plan_list import ListAnswer, ModelSizes, PlanError, format_duration
 from .resample import operations_for_share, operations_to_tell
 
@@ -91,6 +91,24 @@ def tail_notes(knobs: Knobs, needs: List[Tuple[str, int, str]]) -> List[str]:
     return out
 
 
+def _fewer_groups(req: PlanRequest, sizes: ModelSizes) -> Callable[[Knobs], Optional[str]]:
+    """Halves the TP / EP groups the rotated collectives measure (every group -> the first
+    half of them ...), down to one; the plan's notes name the groups left out."""
+    def step(k: Knobs) -> Optional[str]:
+        scenario = build_scenario(req, sizes, k, "", [])
+        counts = [group_count(t["roles"]["canaries"], req.cluster) for t in scenario["tests"]
+                  if "groups" in t.get("roles", {})]
+        if not counts:
+            return None
+        current = min(k.max_groups, max(counts)) if k.max_groups else max(counts)
+        if current <= 1:
+            return None
+        k.max_groups = current // 2
+        return (f"TP / MoE groups measured in turn: {current} -> {k.max_groups} per test (the "
+                "plan's notes name the groups left out; fit cannot tell for them)")
+    return step
+
+
 def _sample_the_probes(cluster) -> Callable[[Knobs], Optional[str]]:
     """All-pairs -> rails, random rings and bisection, saying what those cannot see."""
     def step(k: Knobs) -> Optional[str]:
@@ -102,9 +120,12 @@ def _sample_the_probes(cluster) -> Callable[[Knobs], Optional[str]]:
     return step
 
 
+GROUPS_STEP = "fewer TP / EP groups"   # _fewer_groups, made per request in fit_budget
+
 # The order the budget shrinks in: the diagnosis's probes first (all-pairs, where it was
 # chosen beyond ALL_PAIRS_MAX_RANKS, to the sampled design), then what fit reads least
-# (prefill chunks, short prompts), never below what a p99 needs.
+# (prefill chunks, short prompts), never below what a p99 needs; the rotated collectives'
+# groups after GPCNeT's canaries (every group measured is what tells a slow host there).
 SHRINK_STEPS = [
     _halve("latency_iterations", 10, "latency probe iterations"),
     _halve("bandwidth_iterations", 3, "bandwidth probe iterations"),
@@ -114,6 +135,7 @@ SHRINK_STEPS = [
     _halve("collective_iterations", P99_VALUES, "TP all-reduce / MoE iterations"),
     _drop("probes", 1, "probe test"),
     _switch_off("gpcnet", "GPCNeT's canary tests"),
+    GROUPS_STEP,
     _drop("conditions", 2, "neighbour condition", last=True),
     _drop("decode_batches", 1, "decode batch"),
     _halve("kv_node_requests", 20, "KV requests per node and role (the rotated push)"),
@@ -122,12 +144,13 @@ SHRINK_STEPS = [
 
 
 def fit_budget(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_name: str,
-               estimate: Callable[[dict], ListAnswer], max_tries: int = 40) -> Plan:
+               estimate: Callable[[dict], ListAnswer], max_tries: int = 64) -> Plan:
     """Shrinks `knobs` in SHRINK_STEPS order until the loader's estimate fits the budget;
     raises the memory limit (up to MEMORY_CAP_MIB) when only that refuses the plan."""
     shrunk: List[str] = []
     step_index = 0
-    steps = [_sample_the_probes(req.cluster)] + SHRINK_STEPS
+    steps = [_sample_the_probes(req.cluster)] + [
+        _fewer_groups(req, sizes) if s is GROUPS_STEP else s for s in SHRINK_STEPS]
     for _ in range(max_tries):   # bounded: every pass shrinks, raises a limit or ends
         notes: List[str] = []
         scenario = build_scenario(req, sizes, knobs, criteria_name, notes)

@@ -273,8 +273,12 @@ def print_plan(plan: Plan, output: str, stream) -> None:
           file=stream)
     for test in plan.scenario["tests"]:
         extra = f" {test.get('pattern')}" if test.get("pattern") else ""
+        groups = test.get("roles", {}).get("groups")
+        rotation = (f" in each of {test.get('repeats', 1)} rounds over groups: {groups}"
+                    if groups else "")
         print(f"  {test['name']}: {test['kind']}{extra}, sizes {test['sizes']}, conditions "
-              f"{test.get('conditions', ['quiet'])}, iterations {test['iterations']}", file=stream)
+              f"{test.get('conditions', ['quiet'])}, iterations {test['iterations']}{rotation}",
+              file=stream)
     for what, lines in (("changed to fit", plan.shrunk), ("thinned", answer.thinned), ("note", plan.notes)):
         for line in lines:
             print(f"  {what}: {line}", file=stream)

@@ -59,6 +59,7 @@ class AllReduceKind final : public Kind {
 
   scenario::KindRules rules() const override {
     scenario::KindRules r;
+    r.groupRotation = true;  // over the instance's measuring ranks, whichever group they are
     r.minRanks = 1;
     r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource&) {
       const auto collectives = transport::transportCapabilities(spec.transport).collectives;

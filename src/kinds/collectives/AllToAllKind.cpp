@@ -85,6 +85,7 @@ class AllToAllKind final : public Kind {
 
   scenario::KindRules rules() const override {
     scenario::KindRules r;
+    r.groupRotation = true;  // over the instance's measuring ranks, whichever group they are
     r.extraKeys = {"model", "experts", "top_k", "routing", "token_bytes"};
     r.minRanks = 2;
     r.parse = [](const scenario::TestSpec& spec, const scenario::TestSource& source) {
