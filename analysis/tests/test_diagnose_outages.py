@@ -83,6 +83,39 @@ def test_one_stalled_sample_is_a_link_down_dated_to_its_span(clean, tmp_path):
     assert d.verdict == "not fit"
 
 
+def test_an_outage_start_is_known_from_when_either_end_was_last_seen_up(clean, tmp_path):
+    """A sample stalled in the middle of the pass: `window_error_s` is the span its start
+    is known to, from the last completion of a sample with either rank at either end (the
+    port was up then) to the stalled sample's post plus its pair's typical time."""
+    def middle(rows):
+        return int(np.argsort(rows["t_post_ns"], kind="stable")[len(rows) // 2])
+    stalled = _stall(clean, tmp_path / "middle.h5", [(middle, 1.5)])
+    d, zero = _diagnose(tmp_path / "middle.h5")
+    found = _dated(d)
+    assert len(found) == 1, d.lines()
+    c = found[0]
+    rank, peer, post, _ = stalled[0]
+    seen_up, typical = _last_seen_up_and_typical(tmp_path / "middle.h5", rank, peer, post)
+    assert 0 < post - seen_up < 1e9
+    assert c.window_error_s == pytest.approx((post - seen_up) / 1e9 + typical, rel=1e-9)
+    assert f"the start between +{(seen_up - zero) / 1e9:.4f} s (last seen up)" in c.symptoms[0], c.line()
+
+
+def _last_seen_up_and_typical(path, rank, peer, post):
+    """Recomputed from the bandwidth pass's measured samples: the last completion before
+    `post` of a sample with either rank at either end, and the median time of the pair's
+    samples of the stalled one's size."""
+    with h5py.File(path, "r") as f:
+        rows = _bandwidth_group(f)["samples"][...]
+    rows = rows[rows["peer"] >= 0]
+    ends = np.isin(rows["rank"], [rank, peer]) | np.isin(rows["peer"], [rank, peer])
+    seen_up = int(rows["t_done_ns"][ends & (rows["t_done_ns"] <= post)].max())
+    mine = (rows["rank"] == rank) & (rows["peer"] == peer)
+    size = rows["bytes"][mine & (rows["t_post_ns"] == post)][0]
+    own = rows[mine & (rows["bytes"] == size)]
+    return seen_up, float(np.median(own["t_done_ns"] - own["t_post_ns"])) / 1e9
+
+
 def test_stalls_of_one_rank_with_several_peers_are_a_flapping_nic(clean, tmp_path):
     with h5py.File(clean, "r") as f:
         rows = _bandwidth_group(f)["samples"][...]

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
-from fabscope_analysis.diagnosis import evidence, retest, rules, supporting, tails
+from fabscope_analysis.diagnosis import evidence, pair_tails, retest, rules, supporting, tails
 from fabscope_analysis.inference import PRACTICAL_MARGIN
 
 
@@ -311,3 +311,43 @@ def test_pass_sigma_of_the_fast_half_and_none_from_fewer_than_four_pairs():
         pytest.approx((np.median(logs) - np.percentile(logs, 25)) / 0.6745)
     assert retest.pass_sigma([1.0, 2.0, 3.0, 4.0, 5.0], bandwidth=True) == \
         pytest.approx((np.median(-logs) - np.percentile(-logs, 25)) / 0.6745)
+
+
+# ------------------------------------------------------------------ host-pair tails
+
+def _host_pair_tail_fit(stalled_blocks, blocks=20, hosts=6, samples=400):
+    """One GPU pair per host pair (a < b, in order), one rank per host; each pair stalls
+    in the given number of its `blocks` blocks of iterations, 3 samples per stalled block."""
+    pairs = [(a, b) for a in range(hosts) for b in range(a + 1, hosts)]
+    k = np.asarray(stalled_blocks, dtype=np.float64)
+    data = SimpleNamespace(s=np.array([a for a, _ in pairs]), r=np.array([b for _, b in pairs]),
+                           blocks=np.full(len(pairs), float(blocks)), stalled_blocks=k, beyond=3 * k,
+                           samples=np.full(len(pairs), float(samples)))
+    layout = SimpleNamespace(host=np.arange(hosts), host_names=[f"h{i}" for i in range(hosts)])
+    return SimpleNamespace(data=data), layout
+
+
+def test_host_pair_tails_expect_the_other_pairs_upper_share_and_divide_by_the_over_dispersion():
+    """6 hosts, 15 host pairs of 20 blocks; (0, 1) stalls in 10, the rest in none.
+    (0, 1) expects 20 x the 95 % upper bound of host 0's (or 1's) other 80 blocks, none
+    stalled: 20 x ln 20 / 80 = 0.749. A quiet pair expects 20 x the largest bound among its
+    hosts' other pairs and the rest: 4.24 next to host 0 or 1 (10 of 80 stalled), 2.83
+    elsewhere (10 of 120); its Pearson term (0 - e)^2 / e is e, so the median of the 15 is
+    4.24 and the over-dispersion 4.24 / 0.455 (the chi-square(1) median) = 9.3. The pair's
+    p: 10 / 9.3 rounds up to 2 blocks needed against 0.749 / 9.3 expected."""
+    from scipy.stats import chi2, poisson
+    fit, layout = _host_pair_tail_fit([10] + [0] * 14)
+    found = pair_tails.host_pair_tails(fit, layout)
+    assert [e.key for e in found] == [(0, 1)]
+    e = found[0]
+    expected = 20 * math.log(20) / 80
+    assert e.ratio == pytest.approx(10 / expected)
+    near = 20 * float(chi2.ppf(0.95, 22)) / 2 / 80
+    phi = near / 0.455
+    assert near == pytest.approx(4.2406, abs=1e-4) and phi == pytest.approx(9.320, abs=1e-3)
+    p = float(poisson.sf(1, expected / phi))
+    assert e.z == pytest.approx(float(norm.isf(p)))
+    assert e.q == pytest.approx(15 * p)
+    assert e.pairs == 400
+    assert e.detail.startswith("30 of their 400 samples stalled beyond 5x their pair's median, in 10 of 20 "
+                               "blocks of iterations (0.7 expected")
