@@ -222,6 +222,38 @@ def test_incast_names_a_sender_at_half_the_median_rate_or_below():
     assert supporting.incast([_Incast(_incast_frame({1: 0.4, 2: 0.1}))])[0] == []
 
 
+# ------------------------------------------------------------------ collectives' last arrivals
+
+class _AllReduce(_Incast):
+    def get(self, key, default=None):
+        return {"kind": "allreduce", "name": "ar"}.get(key, default)
+
+
+def _arrivals(last_iterations, iterations=12):
+    """4 ranks post every iteration 0, 100, 200 ns after its start; rank 3 posts 10 us late
+    in `last_iterations` of them (the last to arrive), else 50 ns after the start."""
+    rows = []
+    for it in range(iterations):
+        start = 1_000_000 * it
+        for rank, late in enumerate((0, 100, 200, 10_000 if it < last_iterations else 50)):
+            rows.append(dict(rank=rank, iter=it, peer=-1, flags=0, bytes=1 << 20,
+                             t_post_ns=start + late, t_done_ns=start + 20_000))
+    return pd.DataFrame(rows)
+
+
+def test_a_rank_arriving_last_in_three_quarters_of_the_iterations_is_supporting_evidence():
+    """A collective's rank that arrives last in at least 75 % of 10 or more iterations, its
+    median lateness over 4x the median rank's: supporting evidence on both its sides."""
+    found = supporting.collectives([_AllReduce(_arrivals(9))])
+    assert [(f.rank, f.side, f.measure, f.primary) for f in found] == [(3, "both", "collective", False)]
+    assert found[0].symptom == ("collective 0003 ar: arrives last in 75% of 12 iterations "
+                                "(median 10.0 us after the first rank)")
+    # the median rank is 150 ns late (between 100 and 200): 10,000 / 150
+    assert found[0].ratio == pytest.approx(10_000 / 150)
+    assert supporting.collectives([_AllReduce(_arrivals(8))]) == []      # 67 %
+    assert supporting.collectives([_AllReduce(_arrivals(9, iterations=9))]) == []   # 9 iterations
+
+
 # ------------------------------------------------------------------ the median polish
 
 def test_fit_terms_add_back_to_each_pairs_log_time_and_rank_effects_are_centred():
@@ -351,3 +383,18 @@ def test_host_pair_tails_expect_the_other_pairs_upper_share_and_divide_by_the_ov
     assert e.pairs == 400
     assert e.detail.startswith("30 of their 400 samples stalled beyond 5x their pair's median, in 10 of 20 "
                                "blocks of iterations (0.7 expected")
+
+
+# ------------------------------------------------------------------ supporting counters
+
+def test_ip_local_drops_are_listed_from_two_per_mille_of_the_packets():
+    """Packets the host's IP layer received but did not deliver (or was asked to send and
+    did not): listed from 0.2 % of InReceives (OutRequests) up, with the count and side."""
+    def frame(per_host):
+        return pd.DataFrame([dict(source="snmp:Ip", host=h, name=n, delta=v) for h, counts in per_host.items()
+                             for n, v in zip(("InReceives", "InDelivers", "OutRequests", "OutTransmits"), counts)])
+    c = frame({"a": (10_000, 9_980, 10_000, 10_000),    # 20 lost of 10,000 in: 0.2 %
+               "b": (10_000, 9_981, 10_000, 10_000),    # 19: below
+               "c": (10_000, 10_000, 500, 499)})        # 1 of 500 out: 0.2 %
+    assert supporting._ip_local_drops(c) == [("a", "ip local drops in", 20, "receive"),
+                                             ("c", "ip local drops out", 1, "send")]
