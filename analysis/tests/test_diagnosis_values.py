@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
-from fabscope_analysis.diagnosis import evidence, pair_tails, retest, rules, supporting, tails
+from fabscope_analysis.diagnosis import evidence, model, pair_tails, retest, rules, supporting, tails
 from fabscope_analysis.inference import PRACTICAL_MARGIN
 
 
@@ -252,6 +252,68 @@ def test_a_rank_arriving_last_in_three_quarters_of_the_iterations_is_supporting_
     assert found[0].ratio == pytest.approx(10_000 / 150)
     assert supporting.collectives([_AllReduce(_arrivals(8))]) == []      # 67 %
     assert supporting.collectives([_AllReduce(_arrivals(9, iterations=9))]) == []   # 9 iterations
+
+
+# ------------------------------------------------------------------ pairs from the raw samples
+
+class _Samples:
+    index, metric = 2, "bandwidth"
+
+    def __init__(self, rows):
+        self.frame = pd.DataFrame(rows, columns=["rank", "peer", "iter", "bytes", "t_post_ns", "t_done_ns", "flags"])
+
+    def get(self, key, default=None):
+        return {"name": "bw"}.get(key, default)
+
+    def samples(self):
+        return self.frame
+
+
+def test_pair_data_takes_each_pairs_median_stalls_and_stalled_blocks_from_its_own_samples():
+    """Per measured (rank, peer): the median of its log seconds per byte (of the two middle
+    samples for an even count), its samples beyond 5x that median, and its blocks of
+    consecutive iterations (block length round(8^(1/3)) = 2 for the median pair's 8
+    samples) measured and stalled. Left out: auxiliary samples, no peer, a rank with
+    itself, a rank outside the run, no time, no bytes."""
+    rows = []
+    for it, t in enumerate((100, 110, 120, 130, 140, 150, 160, 1000)):     # 1000 > 5 x 134.9
+        rows.append((0, 1, it, 1000, 10_000 * it, 10_000 * it + t, 0))
+    for it in range(8):                                                       # its stall in block 3
+        rows.append((1, 0, it, 1000, 10_000 * it, 10_000 * it + (3000 if it == 7 else 300), 0))
+    for it, t in enumerate((240, 200, 230, 210, 220)):
+        rows.append((2, 0, it, 1000, 10_000 * it, 10_000 * it + t, 0))
+    rows += [(0, 2, 0, 1000, 0, 500, 0x100), (0, -1, 0, 1000, 0, 500, 0), (1, 1, 0, 1000, 0, 500, 0),
+             (5, 0, 0, 1000, 0, 500, 0), (2, 1, 0, 1000, 700, 700, 0), (2, 1, 1, 0, 0, 500, 0)]
+    d = model.pair_data(_Samples(rows), 3)
+    assert (d.s.tolist(), d.r.tolist()) == ([0, 1, 2], [1, 0, 0])
+    assert d.logt == pytest.approx([0.5 * (math.log(0.13) + math.log(0.14)), math.log(0.3), math.log(0.22)])
+    assert d.samples.tolist() == [8, 8, 5]
+    assert d.beyond.tolist() == [1, 1, 0]
+    assert d.blocks.tolist() == [4, 4, 3]
+    assert d.stalled_blocks.tolist() == [1, 1, 0]
+    assert d.bandwidth and not d.symmetric
+
+
+def test_layout_takes_every_ranks_host_leaf_gpu_and_nic_from_ranks():
+    ranks = pd.DataFrame(dict(rank=[0, 1, 2, 3], host=["b", "b", "a", "c"], leaf=["L1", "L1", "L0", "L0"],
+                              gpu=[0, 1, 0, 0], nic=["m0", "m1", "m0", "m0"]))
+    result = SimpleNamespace(ranks=lambda: ranks, attrs={"nranks": 4})
+    lay = model.Layout.of(result)
+    assert (lay.n, lay.host_names, lay.host.tolist()) == (4, ["a", "b", "c"], [1, 1, 0, 2])
+    assert (lay.leaf_names, lay.leaf.tolist()) == (["L0", "L1"], [1, 1, 0, 0])
+    assert lay.gpu == {0: 0, 1: 1, 2: 0, 3: 0} and lay.nic[1] == "m1" and lay.ranks_per_host == 2
+    assert [lay.host_of(r) for r in (0, 3, 4)] == ["b", "c", "rank 4"]
+
+
+def test_a_fit_with_fewer_pairs_than_terms_keeps_a_finite_spread():
+    """A ring of 4 ranks measures 4 pairs for 9 fitted terms: the degrees-of-freedom
+    correction is capped at sqrt(cells / 1), not a division by zero or a negative."""
+    lay = model.Layout(4, np.arange(4), np.zeros(4, dtype=np.int64), list("abcd"), [""], {}, {}, 1)
+    s, r = np.arange(4), (np.arange(4) + 1) % 4
+    y = np.log([1.0, 1.1, 1.3, 1.2])
+    data = model.PairData(None, s, r, y, np.full(4, 20), np.zeros(4), symmetric=False, bandwidth=True)
+    f = model.fit(data, lay)
+    assert f.sigma_e == pytest.approx(1.4826 * float(np.median(np.abs(f.resid))) * math.sqrt(4 / 1))
 
 
 # ------------------------------------------------------------------ the median polish
