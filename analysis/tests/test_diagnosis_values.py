@@ -147,6 +147,35 @@ def test_tail_power_by_value():
     assert power == pytest.approx(float(binom.sf(k - 1, 11, min(share + pooled, 1.0))))
 
 
+def test_a_tail_sides_ratio_is_its_stalled_share_over_the_upper_share_of_pairs_away_from_its_host():
+    """6 ranks on 6 hosts, every ordered pair of 100 samples; every pair of rank 0 stalls
+    (5 samples), no other. Rank 0's sides: 5 of 5 pairs stalled, against the 20 pairs
+    touching neither its host, none stalled, at their 95 % upper bound ln 20 / 20: a ratio
+    of 20 / ln 20 = 6.68, among the figures a follow-up of its other side takes (too few
+    pairs for either side to pass the false-discovery bar here)."""
+    s, r = np.nonzero(~np.eye(6, dtype=bool))
+    beyond = np.where((s == 0) | (r == 0), 5.0, 0.0)
+    data = SimpleNamespace(s=s, r=r, beyond=beyond, samples=np.full(len(s), 100.0), symmetric=False)
+    fit = SimpleNamespace(data=data, send=np.zeros(6))
+    _, figures = tails._tail_round(fit, set(), 0.05, np.arange(6))
+    assert set(figures) == {(0, "send"), (0, "receive")}
+    for key in figures:
+        assert figures[key][1] == pytest.approx(20 / math.log(20)), key
+        assert figures[key][2] == 5
+
+
+def test_tail_counts_keep_a_side_of_one_pair():
+    """A ring gives each side one pair: every side is counted (pairs with a stall, pairs,
+    stalled samples, samples), the pairs with flagged ends left out."""
+    data = SimpleNamespace(s=np.arange(4), r=(np.arange(4) + 1) % 4, beyond=np.array([0.0, 3.0, 0.0, 0.0]),
+                           samples=np.full(4, 50.0), symmetric=False)
+    keys, rows = tails._tail_counts(SimpleNamespace(data=data, send=np.zeros(4)), set())
+    assert keys == [(r, "send") for r in range(4)] + [(r, "receive") for r in range(4)]
+    assert rows[1].tolist() == [1.0, 1.0, 3.0, 50.0] and rows[6].tolist() == [1.0, 1.0, 3.0, 50.0]
+    keys, _ = tails._tail_counts(SimpleNamespace(data=data, send=np.zeros(4)), {(2, "send")})
+    assert (1, "send") not in keys and (3, "receive") not in keys and len(keys) == 6
+
+
 # ------------------------------------------------------------------ retest bar
 
 def test_retest_bar_adds_the_controls_median_uncertainty():
