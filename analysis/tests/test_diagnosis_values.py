@@ -190,6 +190,20 @@ def test_retest_bar_adds_the_controls_median_uncertainty():
     assert out[0].bar_ratio == pytest.approx(math.exp(bar))
 
 
+def test_retest_from_three_controls_alone_takes_their_spread_at_its_chi_square_upper_bound():
+    """Three controls are usable (fewer are inconclusive); without a floor from the pass,
+    their robust sigma (1.4826 x the MAD of their logs: ln(1.1 / 1.0)) is raised to its
+    95 % upper bound, x sqrt(2 / chi2(0.05, 2 df)) = x 4.42."""
+    from scipy.stats import chi2
+    out = retest.judge_retest({"p": 3.0}, [1.0, 1.1, 0.9], pool=20, bandwidth=False)
+    sigma = 1.4826 * math.log(1.1) * math.sqrt(2 / float(chi2.ppf(0.05, 2)))
+    assert math.sqrt(2 / float(chi2.ppf(0.05, 2))) == pytest.approx(4.415, abs=1e-3)
+    assert (out[0].controls, out[0].sigma) == (3, pytest.approx(sigma))
+    z = float(norm.isf(1 - 0.95 ** (1 / 20)))
+    assert out[0].bar_ratio == pytest.approx(math.exp(z * sigma * math.sqrt(1 + 1.2533 ** 2 / 3)))
+    assert out[0].ratio == pytest.approx(3.0) and out[0].outcome == retest.SELECTION
+
+
 def test_retest_ratio_against_too_few_controls_is_nan_without_a_usable_control():
     out = retest.judge_retest({"p": 2.0}, [], pool=4, bandwidth=False)
     assert out[0].outcome == retest.INCONCLUSIVE
