@@ -503,3 +503,34 @@ def test_ip_local_drops_are_listed_from_two_per_mille_of_the_packets():
                "c": (10_000, 10_000, 500, 499)})        # 1 of 500 out: 0.2 %
     assert supporting._ip_local_drops(c) == [("a", "ip local drops in", 20, "receive"),
                                              ("c", "ip local drops out", 1, "send")]
+
+
+# ------------------------------------------------------------------ error counters
+
+def test_a_physical_counter_names_a_host_whose_count_stands_out_by_value():
+    """4 symbol errors on one host of six, none elsewhere. The other hosts' mean is 0 for
+    it, its 95 % upper bound chi2(0.95, 2) / 2 / 5 = 0.599; a quiet host's Pearson term is
+    (0 - 0.8)^2 / 0.8 (its others' mean 4/5, floored at 0.5) = 0.8, the median, so the
+    over-dispersion is 0.8 / 0.455 = 1.76: 4 / 1.76 rounds up to 3 events against
+    0.599 / 1.76 expected, p = 0.0051, under the first Benjamini-Hochberg bar 0.05 / 6."""
+    from fabscope_analysis.diagnosis import counter_tests
+    from scipy.stats import chi2, poisson
+    counts = {f"h{i}": (4 if i == 0 else 0) for i in range(6)}
+    phi = 0.8 / 0.455
+    p = float(poisson.sf(math.ceil(4 / phi) - 1, float(chi2.ppf(0.95, 2)) / 2 / 5 / phi))
+    assert p == pytest.approx(0.0051, abs=1e-4) and p < 0.05 / 6
+    assert counter_tests.standing_out({("port", "symbol_error"): counts}, 0.05) == {"h0": ["port symbol_error"]}
+    # one more error elsewhere and two more hosts: the bar falls to 0.05 / 8 and nobody is named
+    counts.update(h6=0, h7=1)
+    assert counter_tests.standing_out({("port", "symbol_error"): counts}, 0.05) == {}
+
+
+def test_a_congestion_counter_or_one_read_on_three_hosts_names_nobody():
+    """Discards and drops count the fabric's load, not a broken part; a counter read on
+    fewer than 4 hosts has no rate to compare against."""
+    from fabscope_analysis.diagnosis import counter_tests
+    loud = {f"h{i}": (400 if i == 0 else 0) for i in range(8)}
+    assert counter_tests.standing_out({("port", "symbol_error"): loud}, 0.05) == {"h0": ["port symbol_error"]}
+    assert counter_tests.standing_out({("port", "rx_discards"): loud}, 0.05) == {}
+    three = {h: loud[h] for h in ("h0", "h1", "h2")}
+    assert counter_tests.standing_out({("port", "symbol_error"): three}, 0.05) == {}
