@@ -534,3 +534,41 @@ def test_a_congestion_counter_or_one_read_on_three_hosts_names_nobody():
     assert counter_tests.standing_out({("port", "rx_discards"): loud}, 0.05) == {}
     three = {h: loud[h] for h in ("h0", "h1", "h2")}
     assert counter_tests.standing_out({("port", "symbol_error"): three}, 0.05) == {}
+
+
+# ------------------------------------------------------------------ local ranks
+
+def _four_hosts_of_four(gpu):
+    from fabscope_analysis.diagnosis.model import Layout
+    return Layout(16, np.repeat(np.arange(4), 4), np.zeros(16, dtype=np.int64), list("abcd"), [""], gpu,
+                  {r: f"mlx5_{r % 4}" for r in range(16)}, 4)
+
+
+def test_a_ranks_local_rank_is_its_gpu_index_else_its_place_on_its_host():
+    from fabscope_analysis.diagnosis import systemic
+    labelled = _four_hosts_of_four({r: 3 - r % 4 for r in range(16)})     # GPUs listed in reverse
+    assert systemic.local_index(labelled).tolist() == [3, 2, 1, 0] * 4
+    unlabelled = _four_hosts_of_four({})
+    assert systemic.local_index(unlabelled).tolist() == [0, 1, 2, 3] * 4
+
+
+def test_a_local_rank_culprit_is_scored_and_worded_from_its_effect():
+    """Local rank 3 on 4 hosts, sending at 1 / 1.4 of the typical, z 8.6 and q 1e-5: score
+    round(0.4 + 0.04 x 8.6, 3) = 0.744, under 0.75, so 'medium' for all its small q; a
+    local rank named on one side explains that side and the round trips (`both`) of its
+    ranks, not the other side."""
+    from fabscope_analysis.diagnosis import systemic
+    from fabscope_analysis.diagnosis.evidence import Effect
+    layout = _four_hosts_of_four({})
+    e = Effect("local-rank", (3, "send"), 1.4, 8.6, 1e-5, 4, "the median of local rank 3's send effects")
+    t = SimpleNamespace(local_ranks=[e], label="0002 bw", fit=SimpleNamespace(data=SimpleNamespace(bandwidth=True)))
+    out = SimpleNamespace(local_ranks=set(), culprits=[])
+    systemic.name_local_ranks(layout, [t], out)
+    c = out.culprits[0]
+    assert (c.host, c.ranks, c.direction, c.score, c.confidence) == \
+        ("local rank 3", [3, 7, 11, 15], "send", 0.744, "medium")
+    assert c.symptoms == ["send: bandwidth 71% of the typical [0002 bw]"]
+    assert c.evidence[0] == "0002 bw: the median of local rank 3's send effects, z=8.6, q=1e-05 against the other " \
+        "local ranks'"
+    assert [systemic.explains(layout, out, 7, side) for side in ("send", "both", "receive")] == [True, True, False]
+    assert not systemic.explains(layout, out, 6, "both")
