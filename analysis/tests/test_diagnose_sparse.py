@@ -176,6 +176,12 @@ def test_slow_gpu_pairs_between_two_hosts_are_one_host_pair():
     out = rules.name_components(lay, [_evidence(lay, s, r, resid, links)])
     named = sorted((c.component, c.host, c.peer_host) for c in out.culprits)
     assert named == [(HOST_PAIR, "host0", "host1"), (LINK, "host2", "host3")], named
+    # the host pair says why, and keeps each link's own line and first evidence
+    cable = next(c for c in out.culprits if c.component == HOST_PAIR)
+    assert cable.symptoms[0] == "4/4 of the GPU pairs measured between them at least 1.25x slower than their " \
+        "ends predict" and len(cable.symptoms) == 5, cable.symptoms
+    assert cable.evidence[0] == "4 slow GPU pairs between the two hosts, each a link by itself", cable.evidence
+    assert len(cable.evidence) == 5 and all(e.startswith("residual z=") for e in cable.evidence[1:]), cable.evidence
 
 
 def _between(lay, s, r, a, b):
