@@ -10,6 +10,7 @@ make a tail in which the longest is no outage.
 """
 import contextlib
 import io
+import math
 
 import h5py
 import numpy as np
@@ -151,6 +152,24 @@ def test_tail_p_is_small_only_for_a_stall_far_beyond_the_tail():
     body = list(np.linspace(2e-4, 1e-4, outages.REFERENCE + 1))  # a light tail below 0.2 ms
     p = outages.tail_p([1.0] + [5e-4] * (outages.CANDIDATES - 1) + body, 100_000)
     assert p[0] < 1e-4 and np.all(p[1:] > 0.05), p
+
+
+def test_tail_p_is_the_hill_fitted_pareto_tails_count_of_samples_at_or_beyond_each_stall():
+    """The 32 stalls below the 8 candidates, over the smallest of them u, give the Pareto
+    index alpha = 32 / sum(ln(x / u)) (Hill; at most 3); a candidate's p is how many of
+    the 40 stalls such a tail puts at or beyond it, (8 + 32) x (x / u)^-alpha, at most 1.
+    No tail without more samples than stalls."""
+    # a heavy tail: ln(x / u) = ln 100 x (1 - i / 32) for i = 0..31, sum 16.5 ln 100; alpha 0.421
+    body = np.geomspace(1e-2, 1e-4, outages.REFERENCE + 1)
+    stalls = [10.0, 5.0] + [0.02] * (outages.CANDIDATES - 2) + list(body)
+    alpha = outages.REFERENCE / float(np.sum(np.log(body[:-1] / 1e-4)))
+    assert alpha == pytest.approx(32 / (16.5 * math.log(100)))
+    p = outages.tail_p(stalls, 100_000)
+    x = np.array(stalls[:outages.CANDIDATES])
+    assert p == pytest.approx(np.minimum(1.0, 40 * (x / 1e-4) ** -alpha))
+    assert p[0] == pytest.approx(40 * 1e5 ** -alpha) and p[-1] == 1.0
+    assert np.isnan(outages.tail_p(stalls, len(stalls))).all()
+    assert np.isfinite(outages.tail_p(stalls, len(stalls) + 1)).all()
 
 
 def test_a_hole_with_no_sample_in_flight_is_the_whole_run_stopped(clean, tmp_path):

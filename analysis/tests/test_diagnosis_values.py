@@ -572,3 +572,17 @@ def test_a_local_rank_culprit_is_scored_and_worded_from_its_effect():
         "local ranks'"
     assert [systemic.explains(layout, out, 7, side) for side in ("send", "both", "receive")] == [True, True, False]
     assert not systemic.explains(layout, out, 6, "both")
+
+
+# ------------------------------------------------------------------ naming
+
+def test_every_host_of_a_leaf_of_two_or_more_standing_out_is_the_leaf():
+    """Leaves of 2, 2 and 1 hosts (one rank each): both hosts of leaf 0 standing out are its
+    switch or uplink; the lone host of leaf 2 is a host, not a leaf; one leaf is no leaf."""
+    from fabscope_analysis.diagnosis.model import Layout
+    layout = Layout(5, np.arange(5), np.array([0, 0, 1, 1, 2]), list("abcde"), ["L0", "L1", "L2"], {}, {}, 1)
+    assert rules._leaves_of_hosts(layout, {0, 1, 4}) == [0]
+    assert rules._leaves_of_hosts(layout, {0, 1, 2, 3}) == [0, 1]
+    assert rules._leaves_of_hosts(layout, {1, 2, 3, 4}) == [1]
+    one = Layout(5, np.arange(5), np.zeros(5, dtype=np.int64), list("abcde"), ["L0"], {}, {}, 1)
+    assert rules._leaves_of_hosts(one, set(range(5))) == []
