@@ -12,6 +12,7 @@ matrices fitted by the real model: each runs in well under a second.
 import math
 
 import numpy as np
+import pytest
 
 from fabscope_analysis.diagnosis import evidence, paths, rules, systemic
 from fabscope_analysis.diagnosis.model import Layout, PairData, fit
@@ -95,6 +96,43 @@ def test_two_nics_of_a_leaf_slow_only_from_other_leaves_are_its_spine_links():
     out = rules.name_components(lay, [_evidence(lay, s, r, logt)])
     assert [(c.component, c.host, c.ranks) for c in out.culprits] == \
         [(SPINE_LINK, "leaf1", [37, 45])], [c.line() for c in out.culprits]
+
+
+def test_two_nics_of_a_leaf_slow_on_every_pair_stay_two_nics():
+    """Only sides slow just through the spine are grouped into the leaf's links: two NICs
+    of one leaf receiving 2x slower from every peer, their own leaf's included, are two NICs."""
+    lay = _layout()
+    s, r, logt = _matrix(lay, seed=4)
+    for victim in (37, 45):
+        logt[r == victim] += math.log(2.0)
+    out = rules.name_components(lay, [_evidence(lay, s, r, logt)])
+    assert sorted((c.component, c.ranks[0], c.direction) for c in out.culprits) == \
+        [(NIC, 37, "receive"), (NIC, 45, "receive")], [c.line() for c in out.culprits]
+
+
+def _blocks(counts):
+    """Pairs between leaves from {(source leaf, destination leaf): (pairs, slow)}."""
+    ls, lr, slow = [], [], []
+    for (a, b), (m, k) in counts.items():
+        ls += [a] * m
+        lr += [b] * m
+        slow += [True] * k + [False] * (m - k)
+    ls, lr = np.array(ls), np.array(lr)
+    return np.array(slow), ls != lr, (ls, lr)
+
+
+def test_a_leaf_direction_is_its_slow_pairs_against_the_share_between_two_other_leaves():
+    """Out of leaf 0: 10 of 20 pairs to leaf 1 and 8 of 20 to leaf 2 slow, against 2 of 20
+    each way between leaves 1 and 2 (share 0.1, each block as expected: no over-dispersion):
+    18 of 40 at 0.1, binomial. Its pairs to one other leaf only are too few blocks to judge."""
+    from scipy.stats import binom
+    slow, between, block = _blocks({(0, 1): (20, 10), (0, 2): (20, 8), (1, 2): (20, 2), (2, 1): (20, 2)})
+    k, m, share, p = paths._leaf_direction(slow, between, block, 3, 0, "send")
+    assert (k, m, share) == (18, 40, pytest.approx(0.1))
+    assert p == pytest.approx(float(binom.sf(17, 40, 0.1)))
+    assert paths._leaf_direction(slow, between, block, 3, 0, "receive") is None    # nothing into leaf 0
+    slow, between, block = _blocks({(0, 1): (40, 18), (1, 2): (20, 2), (2, 1): (20, 2)})
+    assert paths._leaf_direction(slow, between, block, 3, 0, "send") is None
 
 
 def _through_link(lay, s, r, seed, leaf, both):
