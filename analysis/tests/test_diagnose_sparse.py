@@ -258,3 +258,22 @@ def test_pairs_inside_a_host_have_their_own_tail():
     resid[bad] = math.log(1.6)
     links, _ = evidence.links(_fit(s, r, resid, resid, lay.n), 1.0, 0.002, lay)
     assert [e.key for e in links] == [(int(s[bad]), int(r[bad]))], links
+
+
+def test_a_link_confirmed_alone_keeps_its_confidence_and_a_weak_one_is_raised_to_medium():
+    """Two slow pairs inside a leaf, both confirmed by the serial retest: the strong one
+    (z 10, q 1e-9) stays 'high' (0.8), the weak one (z 2, q 0.02: 'low') is raised to
+    'medium' by the retest. Without GPU labels each end's GPU is -1."""
+    lay = _layout(hosts=8, gpus=2, leaves=2)
+    lay = Layout(lay.n, lay.host, lay.leaf, lay.host_names, lay.leaf_names, {}, lay.nic, lay.ranks_per_host)
+    s, r, resid = _all_pairs(lay)
+    strong = int(np.flatnonzero((s == 0) & (r == 2))[0])
+    weak = int(np.flatnonzero((s == 4) & (r == 6))[0])
+    resid[[strong, weak]] = math.log(2.0)
+    links = [evidence.Effect("link", (0, 2), 2.0, 10.0, 1e-9, 1), evidence.Effect("link", (4, 6), 2.0, 2.0, 0.02, 1)]
+    ev = _evidence(lay, s, r, resid, links)
+    ev.retest = {e.key: RetestJudgement(e.key, CONFIRMED, 1.9, 1.4, 10, 0.05) for e in links}
+    out = rules.name_components(lay, [ev])
+    found = {tuple(c.ranks): (c.component, c.confidence, c.score, c.gpus) for c in out.culprits}
+    assert found == {(0, 2): (LINK, "high", 0.8, [-1, -1]), (4, 6): (LINK, "medium", 0.48, [-1, -1])}, \
+        [c.line() for c in out.culprits]
