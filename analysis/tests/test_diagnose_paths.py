@@ -155,6 +155,9 @@ def test_a_slow_spine_to_leaf_link_is_one_finding_and_collisions_alone_are_none(
     assert [(c.component, c.host, c.direction) for c in out.culprits] == \
         [(SPINE_LINK, "leaf2", "receive")], [c.line() for c in out.culprits]
     _assert_score(out.culprits[0])
+    assert out.culprits[0].subject() == "spine links into leaf leaf2"
+    assert out.culprits[0].line().startswith("spine links into leaf leaf2: pairs into the leaf from other "
+                                              "leaves: "), out.culprits[0].line()
     # the pairs through the link are explained by it: what is left is the 2x collisions
     examples = [x for c in out.congestion for x in c.examples]
     assert examples and all(float(x.split()[-1][:-1]) < 2.5 for x in examples), examples
@@ -234,3 +237,25 @@ def test_a_leaf_path_and_a_local_rank_are_scored_by_their_largest_z_and_worded_b
         assert [(c.score, c.confidence) for c in edge] == [(1.0, "medium")], name
         edge = _named(name, lay, [[_effect(key("send"), 20.0, 1e-2)]])
         assert [(c.score, c.confidence) for c in edge] == [(1.0, "low")], name
+
+
+def test_sides_slow_only_through_the_spine_are_scored_and_worded_like_the_other_leaf_findings():
+    """group_spine_sides: two receive sides of leaf 1 slow only from other leaves become its
+    spine links, scored from the largest z and worded from the smallest q (q of exactly
+    1e-2 is 'low'); a side with other evidence stays with its host."""
+    from types import SimpleNamespace
+    lay = _layout()
+    t = SimpleNamespace(label="0002 ap-bandwidth")
+
+    def side(rank, z, q, spine=True):
+        return [(t, SimpleNamespace(key=(rank, "receive"), z=z, q=q, pairs=120, through_spine=spine))]
+    for (z, q), expected in (((7.77, 1e-2), (0.711, "low")), ((8.75, 5e-5), (0.75, "high")),
+                             ((30.0, 5e-3), (1.0, "medium"))):
+        by_host = {4: {(37, "receive"): side(37, z, q)}, 5: {(45, "receive"): side(45, 1.0, 0.04)},
+                   6: {(50, "receive"): side(50, 9.0, 1e-6, spine=False)}}
+        out = rules.Naming()
+        paths.group_spine_sides(lay, by_host, out)
+        assert [(c.component, c.host, c.ranks, c.direction) for c in out.culprits] == \
+            [(SPINE_LINK, "leaf1", [37, 45], "receive")]
+        assert (out.culprits[0].score, out.culprits[0].confidence) == expected, (z, q)
+        assert list(by_host) == [6] and out.paths == {(1, "receive")}

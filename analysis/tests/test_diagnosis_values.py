@@ -82,6 +82,15 @@ def test_host_pair_power_with_half_the_pairs_slow_needs_the_first_m_with_half_to
     assert evidence.host_pair_power(fit, layout) == (6, 6, 7)
 
 
+def test_host_pair_power_a_block_whose_all_slow_p_is_exactly_the_bar_passes():
+    """Half the pairs slow over 4 blocks, at a family level of 1/4: the bar is 1/16, and
+    4 of 4 slow has p 0.5^4 = 1/16 exactly: a block of 4 is enough (p at the bar passes,
+    as in Benjamini-Hochberg), so only the block of 3 is too thin."""
+    blocks = {(0, 1): 3, (0, 2): 4, (0, 3): 5, (1, 2): 4}
+    fit, layout = _host_pair_fit(blocks, slow_share_blocks=(0, 2))     # 3 + 5 of 16 pairs slow
+    assert evidence.host_pair_power(fit, layout, q_family=0.25) == (1, 4, 4)
+
+
 # ------------------------------------------------------------------ leaf contrasts
 
 def test_leaf_contrasts_by_value():
