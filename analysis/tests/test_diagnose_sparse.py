@@ -277,3 +277,21 @@ def test_a_link_confirmed_alone_keeps_its_confidence_and_a_weak_one_is_raised_to
     found = {tuple(c.ranks): (c.component, c.confidence, c.score, c.gpus) for c in out.culprits}
     assert found == {(0, 2): (LINK, "high", 0.8, [-1, -1]), (4, 6): (LINK, "medium", 0.48, [-1, -1])}, \
         [c.line() for c in out.culprits]
+
+
+def test_slow_links_are_congestion_when_the_slow_pairs_beyond_them_outnumber_the_fast_ones():
+    """The sign test of _unstructured, within one leaf: beyond the K significant links, S - K
+    pairs at least the margin slow against F at least the margin fast, Binomial(1/2).
+    5 slow beyond against 5 fast is the symmetric spread of healthy pairs (p 0.62): the
+    links are faults; 10 slow against none (p 0.5^10) is congestion."""
+    lay = _layout(hosts=8, gpus=2, leaves=1)
+    s, r, _ = _all_pairs(lay)
+    margin = math.log(1.25)
+    for extra_slow, fast, congested in ((5, 5, False), (10, 0, True)):
+        resid = np.zeros(len(s))
+        resid[:2] = resid[2:2 + extra_slow] = margin + 0.5             # 2 links, then S - K more
+        resid[20:20 + fast] = -margin - 0.1
+        loaded = [_link(s[i], r[i]) for i in range(2)]
+        t = _evidence(lay, s, r, resid, loaded)
+        got, rest = rules._unstructured(lay, t, loaded, rules.Naming())
+        assert (len(got), len(rest)) == ((2, 0) if congested else (0, 2)), (extra_slow, fast)
