@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from fabscope_analysis.diagnosis import evidence, paths, rules, systemic
 from fabscope_analysis.diagnosis.model import Layout, PairData, fit
@@ -259,3 +260,28 @@ def test_sides_slow_only_through_the_spine_are_scored_and_worded_like_the_other_
             [(SPINE_LINK, "leaf1", [37, 45], "receive")]
         assert (out.culprits[0].score, out.culprits[0].confidence) == expected, (z, q)
         assert list(by_host) == [6] and out.paths == {(1, "receive")}
+
+
+def test_a_leaf_direction_is_judged_at_whichever_of_its_two_bars_gives_the_smaller_p():
+    """3 leaves of 8 ranks. Between two other leaves (and out of leaf 0) a quarter of the
+    pairs are 1.5x (collisions) and one in 50 3x; into leaf 0 a third are 1.5x and an eighth
+    3x (a link at a third of its speed). At the margin (1.25x) leaf 0 barely differs from
+    the others; at their 99th percentile (3x) its 16 of 128 against 2.3 % stand out: that
+    bar's p, the smaller, is the one judged (x 2, Bonferroni over the two bars)."""
+    leaf = np.repeat(np.arange(3), 8)
+    s, r = np.nonzero(leaf[:, None] != leaf[None, :])
+    into0 = leaf[r] == 0
+    resid = np.zeros(len(s))
+    for group, (every3, every15) in ((~into0, (50, 4)), (into0, (8, 3))):
+        idx = np.flatnonzero(group)
+        i = np.arange(len(idx))
+        resid[idx[i % every15 == 1]] = math.log(1.5)
+        resid[idx[i % every3 == 0]] = math.log(3.0)
+    between, block = leaf[s] != leaf[r], (leaf[s], leaf[r])
+    low = paths._leaf_direction(resid >= math.log(1.25), between, block, 3, 0, "receive")
+    high = paths._leaf_direction(resid >= math.log(3.0), between, block, 3, 0, "receive")
+    assert high[:2] == (16, 128) and high[3] < low[3]
+    found = paths.leaf_paths(resid, s, r, leaf, 0.05)
+    assert [(x, side, k, m) for x, side, k, m, *_ in found] == [(0, "receive", 16, 128)], found
+    assert found[0][4] == pytest.approx(high[2]) and found[0][7] == pytest.approx(3.0)
+    assert found[0][5] == pytest.approx(float(norm.isf(2 * high[3])))
