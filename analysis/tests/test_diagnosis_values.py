@@ -91,6 +91,23 @@ def test_host_pair_power_a_block_whose_all_slow_p_is_exactly_the_bar_passes():
     assert evidence.host_pair_power(fit, layout, q_family=0.25) == (1, 4, 4)
 
 
+def test_blocks_are_host_pairs_with_their_slow_and_measured_gpu_pairs_and_whether_they_cross_leaves():
+    """Hosts 0-1 on leaf 0, 2-3 on leaf 1, two ranks each, every pair between hosts: each
+    host pair (a < b, key a x 4 + b) holds 8 GPU pairs (both directions); those of host pair
+    (0, 2) are all at least the margin slow."""
+    from fabscope_analysis.diagnosis.model import Layout
+    layout = Layout(8, np.repeat(np.arange(4), 2), np.repeat([0, 0, 1, 1], 2), list("abcd"), ["L0", "L1"], {}, {}, 2)
+    s, r = np.nonzero(layout.host[:, None] != layout.host[None, :])
+    slow = np.isin(layout.host[s], [0, 2]) & np.isin(layout.host[r], [0, 2])
+    resid = np.where(slow, math.log(2.0), 0.0)
+    fit = SimpleNamespace(data=SimpleNamespace(s=s, r=r), resid=resid)
+    keys, k, m, med, between = evidence._blocks(fit, layout)
+    assert keys.tolist() == [1, 2, 3, 6, 7, 11]          # (0,1) (0,2) (0,3) (1,2) (1,3) (2,3)
+    assert between.tolist() == [False, True, True, True, True, False]
+    assert k.tolist() == [0, 8, 0, 0, 0, 0] and m.tolist() == [8] * 6
+    assert med.tolist() == pytest.approx([0.0, math.log(2.0), 0.0, 0.0, 0.0, 0.0])
+
+
 # ------------------------------------------------------------------ leaf contrasts
 
 def test_leaf_contrasts_by_value():
@@ -183,6 +200,22 @@ def test_tail_counts_keep_a_side_of_one_pair():
     assert rows[1].tolist() == [1.0, 1.0, 3.0, 50.0] and rows[6].tolist() == [1.0, 1.0, 3.0, 50.0]
     keys, _ = tails._tail_counts(SimpleNamespace(data=data, send=np.zeros(4)), {(2, "send")})
     assert (1, "send") not in keys and (3, "receive") not in keys and len(keys) == 6
+
+
+def test_tail_ranks_count_a_ranks_stalled_pairs_in_both_directions_against_the_pairs_away_from_it():
+    """8 ranks on 8 hosts, every ordered pair of 100 samples: rank 0's 14 pairs (7 each way)
+    stall 3 samples each, and one pair elsewhere (5 -> 6) once. Rank 0: 14 of 14 stalled,
+    against 14 x the share among the 42 pairs away from its host (1 of 42): 1/3 expected,
+    a ratio of 42; 42 of its 1,400 samples stalled."""
+    s, r = np.nonzero(~np.eye(8, dtype=bool))
+    beyond = np.where((s == 0) | (r == 0), 3.0, 0.0)
+    beyond[(s == 5) & (r == 6)] = 1.0
+    data = SimpleNamespace(s=s, r=r, beyond=beyond, samples=np.full(len(s), 100.0))
+    found = tails.tail_ranks([SimpleNamespace(data=data)], np.arange(8))
+    assert [(e.key, e.pairs) for e in found] == [((0, "both"), 14)]
+    assert found[0].ratio == pytest.approx(42.0)
+    assert found[0].detail.startswith("14/14 of its pairs over 1 test(s), both directions, stalled beyond 5x their "
+                                      "median (0.3 expected from the other pairs), 3.00% of its samples")
 
 
 # ------------------------------------------------------------------ retest bar
