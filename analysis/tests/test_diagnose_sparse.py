@@ -295,3 +295,18 @@ def test_slow_links_are_congestion_when_the_slow_pairs_beyond_them_outnumber_the
         t = _evidence(lay, s, r, resid, loaded)
         got, rest = rules._unstructured(lay, t, loaded, rules.Naming())
         assert (len(got), len(rest)) == ((2, 0) if congested else (0, 2)), (extra_slow, fast)
+
+
+def test_a_named_host_pair_explains_the_slow_gpu_pairs_between_its_hosts():
+    """A host pair named from its block (a cable) explains its GPU pairs: their links are
+    not named again, as links or as congestion."""
+    lay = _layout(hosts=8, gpus=2, leaves=2)
+    s, r, resid = _all_pairs(lay)
+    block = np.flatnonzero(((lay.host[s] == 0) & (lay.host[r] == 1)) | ((lay.host[s] == 1) & (lay.host[r] == 0)))
+    resid[block] = math.log(2.0)
+    ev = _evidence(lay, s, r, resid, [_link(s[i], r[i]) for i in block])
+    ev.host_pairs = [evidence.Effect("host-pair", (0, 1), 2.0, 9.0, 1e-9, 8, "8/8 of their pairs")]
+    out = rules.name_components(lay, [ev])
+    assert [(c.component, c.host, c.peer_host) for c in out.culprits] == [(HOST_PAIR, "host0", "host1")], \
+        [c.line() for c in out.culprits]
+    assert not out.congestion
