@@ -628,3 +628,20 @@ def test_every_host_of_a_leaf_of_two_or_more_standing_out_is_the_leaf():
     assert rules._leaves_of_hosts(layout, {1, 2, 3, 4}) == [1]
     one = Layout(5, np.arange(5), np.zeros(5, dtype=np.int64), list("abcde"), ["L0"], {}, {}, 1)
     assert rules._leaves_of_hosts(one, set(range(5))) == []
+
+
+def test_host_pair_tails_judge_from_four_gpu_pairs_between_hosts_on_three_host_pairs():
+    """The smallest test judged: 3 hosts, 4 GPU pairs between hosts (both directions of
+    0-1, one each of 0-2 and 1-2). 0-1 stalls in all its 40 blocks, the others in none of
+    their 1,000: it expects 40 x ln 20 / 1000 (host 0's other pair, none stalled), a ratio
+    of 1000 / ln 20 = 334. One GPU pair fewer is too few to judge."""
+    data = SimpleNamespace(s=np.array([0, 1, 0, 1]), r=np.array([1, 0, 2, 2]),
+                           blocks=np.array([20.0, 20.0, 1000.0, 1000.0]),
+                           stalled_blocks=np.array([20.0, 20.0, 0.0, 0.0]), beyond=np.array([40.0, 40.0, 0.0, 0.0]),
+                           samples=np.array([400.0, 400.0, 20_000.0, 20_000.0]))
+    layout = SimpleNamespace(host=np.arange(3), host_names=["a", "b", "c"])
+    found = pair_tails.host_pair_tails(SimpleNamespace(data=data), layout)
+    assert [(e.key, e.pairs) for e in found] == [((0, 1), 800)]
+    assert found[0].ratio == pytest.approx(1000 / math.log(20))
+    three = SimpleNamespace(**{k: v[1:] for k, v in vars(data).items()})
+    assert pair_tails.host_pair_tails(SimpleNamespace(data=three), layout) == []
