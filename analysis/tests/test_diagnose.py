@@ -365,3 +365,25 @@ def test_retransmissions_support_a_culprit_and_never_name_a_host_by_themselves(t
     d = _diagnose(slow)
     assert [(c.ranks, c.direction) for c in d.culprits] == [([2], "send")], d.lines()
     assert "retransmissions 5.00% of its segments (median host 0.01%)" in d.culprits[0].evidence, d.lines()
+
+
+@pytest.mark.parametrize("bars, said", [
+    ((3.456, 1.2, 3.0), "is named from 3.46x the time its ends predict (a normal spread would name it from 1.20x)"),
+    ((150.0, 1.2, 2.0), "is named from over 100x (in practice none) the time its ends predict"),
+    ((1.25, 1.0, 5.0), None),         # exactly at the margin: not over it
+    ((1.32, 1.2, 5.0), None),         # exactly 1.1x the normal null's bar
+])
+def test_a_heavy_tail_is_a_blind_spot_when_its_bar_is_over_the_margin_and_the_normal_nulls(monkeypatch, bars, said):
+    """The heavy-tail line: said when the bar a single pair must pass is over 1.1x the
+    normal null's and over the margin (1.25x), with both bars; past 100x "in practice none"."""
+    from types import SimpleNamespace
+    from fabscope_analysis.diagnosis import core, pair_null
+    monkeypatch.setattr(pair_null, "link_bars", lambda *args: bars)
+    run = SimpleNamespace(widen=1.0, q_family=0.05, layout=None, heavy_links=[])
+    core._Run._heavy_tail(run, None, "0001 ap-lat")
+    if said is None:
+        assert run.heavy_links == []
+    else:
+        assert len(run.heavy_links) == 1 and said in run.heavy_links[0], run.heavy_links
+        assert run.heavy_links[0].startswith(f"0001 ap-lat: healthy pairs between hosts have a heavy tail (their "
+                                             f"fast side a Student-t of {bars[2]:g} degrees of freedom)")
