@@ -325,3 +325,65 @@ def test_a_finding_on_another_host_explains_nothing_here(tmp_path):
     path = tmp_path / "elsewhere.h5"
     write_matrix_run(path, receive={2: 0.3}, validity=[("fh4", "busy_host", 5.0, 2, "busy")])
     assert _named(_diagnose(path)) == {"fh2": "receive"}
+
+
+def test_naming_from_pairs_needs_four_ranks_in_a_test(tmp_path):
+    """Three ranks (every pair measured) are too few to tell a rank from its pairs: cannot
+    tell, with the count; four are enough."""
+    three, four = tmp_path / "three.h5", tmp_path / "four.h5"
+    write_matrix_run(three, nranks=3)
+    write_matrix_run(four, nranks=4)
+    d = _diagnose(three)
+    assert d.verdict == "cannot tell"
+    assert d.reasons == [f"{label}: 3 ranks measured; naming a culprit from pairs needs at least 4"
+                         for label in ("0000 ap-lat", "0001 ap-bw")]
+    d = _diagnose(four)
+    assert d.verdict == "fit", d.lines()
+    assert not [n for n in d.reasons + d.notes if "ranks measured" in n], d.lines()
+
+
+def _retransmitting_host_counters(nranks=8, ranks_per_host=2, host_rank=2):
+    """TCP counters read once per host: 20,000 segments out, 2 retransmitted, 1,000 on the
+    host of `host_rank` (5 %; the median host 0.01 %)."""
+    rows = []
+    for r in range(0, nranks, ranks_per_host):
+        rows += [(r, "snmp:Tcp", "OutSegs", 0, 20_000),
+                 (r, "snmp:Tcp", "RetransSegs", 0, 1_000 if r == host_rank else 2)]
+    return rows
+
+
+def test_retransmissions_support_a_culprit_and_never_name_a_host_by_themselves(tmp_path):
+    """TCP retransmissions are supporting evidence: on a clean fabric a host retransmitting
+    500x the median host's share is not a culprit; with its NIC slow they are listed in the
+    culprit's evidence, with the rate and the median host's."""
+    clean, slow = tmp_path / "clean.h5", tmp_path / "slow.h5"
+    write_matrix_run(clean, nranks=8, ranks_per_host=2, counters=_retransmitting_host_counters())
+    write_matrix_run(slow, nranks=8, ranks_per_host=2, counters=_retransmitting_host_counters(),
+                     send={2: 0.3})
+    d = _diagnose(clean)
+    assert d.verdict == "fit" and not d.culprits, d.lines()
+    d = _diagnose(slow)
+    assert [(c.ranks, c.direction) for c in d.culprits] == [([2], "send")], d.lines()
+    assert "retransmissions 5.00% of its segments (median host 0.01%)" in d.culprits[0].evidence, d.lines()
+
+
+@pytest.mark.parametrize("bars, said", [
+    ((3.456, 1.2, 3.0), "is named from 3.46x the time its ends predict (a normal spread would name it from 1.20x)"),
+    ((150.0, 1.2, 2.0), "is named from over 100x (in practice none) the time its ends predict"),
+    ((1.25, 1.0, 5.0), None),         # exactly at the margin: not over it
+    ((1.32, 1.2, 5.0), None),         # exactly 1.1x the normal null's bar
+])
+def test_a_heavy_tail_is_a_blind_spot_when_its_bar_is_over_the_margin_and_the_normal_nulls(monkeypatch, bars, said):
+    """The heavy-tail line: said when the bar a single pair must pass is over 1.1x the
+    normal null's and over the margin (1.25x), with both bars; past 100x "in practice none"."""
+    from types import SimpleNamespace
+    from fabscope_analysis.diagnosis import core, pair_null
+    monkeypatch.setattr(pair_null, "link_bars", lambda *args: bars)
+    run = SimpleNamespace(widen=1.0, q_family=0.05, layout=None, heavy_links=[])
+    core._Run._heavy_tail(run, None, "0001 ap-lat")
+    if said is None:
+        assert run.heavy_links == []
+    else:
+        assert len(run.heavy_links) == 1 and said in run.heavy_links[0], run.heavy_links
+        assert run.heavy_links[0].startswith(f"0001 ap-lat: healthy pairs between hosts have a heavy tail (their "
+                                             f"fast side a Student-t of {bars[2]:g} degrees of freedom)")

@@ -80,3 +80,18 @@ def test_a_run_on_one_host_has_no_host_pair_to_place(tmp_path):
     with open_result(path) as result, contextlib.redirect_stdout(io.StringIO()):
         d = diagnose(result)
     assert d.verdict == "fit" and d.culprits == [], d.lines()
+
+
+def test_near_and_far_host_pairs_must_stand_four_robust_spreads_apart():
+    """_split: the threshold of largest between-group variance, kept only when the gap
+    between the groups is at least 4 robust spreads (1.4826 x MAD of either group, the
+    larger); the threshold is half-way across the gap."""
+    near = np.array([-0.02, -0.01, 0.0, 0.0, 0.01, 0.02])
+    spread = 1.4826 * 0.01
+    for gaps, expected in ((5.0, True), (4.1, True), (3.9, False)):
+        far = near + 0.04 + gaps * spread        # far.min() - near.max() = gaps x spread
+        cut = labels._split(np.r_[near, far])
+        if expected:
+            assert cut == pytest.approx((0.02 + far.min()) / 2), gaps
+        else:
+            assert cut is None, gaps

@@ -10,6 +10,7 @@ make a tail in which the longest is no outage.
 """
 import contextlib
 import io
+import math
 
 import h5py
 import numpy as np
@@ -83,6 +84,39 @@ def test_one_stalled_sample_is_a_link_down_dated_to_its_span(clean, tmp_path):
     assert d.verdict == "not fit"
 
 
+def test_an_outage_start_is_known_from_when_either_end_was_last_seen_up(clean, tmp_path):
+    """A sample stalled in the middle of the pass: `window_error_s` is the span its start
+    is known to, from the last completion of a sample with either rank at either end (the
+    port was up then) to the stalled sample's post plus its pair's typical time."""
+    def middle(rows):
+        return int(np.argsort(rows["t_post_ns"], kind="stable")[len(rows) // 2])
+    stalled = _stall(clean, tmp_path / "middle.h5", [(middle, 1.5)])
+    d, zero = _diagnose(tmp_path / "middle.h5")
+    found = _dated(d)
+    assert len(found) == 1, d.lines()
+    c = found[0]
+    rank, peer, post, _ = stalled[0]
+    seen_up, typical = _last_seen_up_and_typical(tmp_path / "middle.h5", rank, peer, post)
+    assert 0 < post - seen_up < 1e9
+    assert c.window_error_s == pytest.approx((post - seen_up) / 1e9 + typical, rel=1e-9)
+    assert f"the start between +{(seen_up - zero) / 1e9:.4f} s (last seen up)" in c.symptoms[0], c.line()
+
+
+def _last_seen_up_and_typical(path, rank, peer, post):
+    """Recomputed from the bandwidth pass's measured samples: the last completion before
+    `post` of a sample with either rank at either end, and the median time of the pair's
+    samples of the stalled one's size."""
+    with h5py.File(path, "r") as f:
+        rows = _bandwidth_group(f)["samples"][...]
+    rows = rows[rows["peer"] >= 0]
+    ends = np.isin(rows["rank"], [rank, peer]) | np.isin(rows["peer"], [rank, peer])
+    seen_up = int(rows["t_done_ns"][ends & (rows["t_done_ns"] <= post)].max())
+    mine = (rows["rank"] == rank) & (rows["peer"] == peer)
+    size = rows["bytes"][mine & (rows["t_post_ns"] == post)][0]
+    own = rows[mine & (rows["bytes"] == size)]
+    return seen_up, float(np.median(own["t_done_ns"] - own["t_post_ns"])) / 1e9
+
+
 def test_stalls_of_one_rank_with_several_peers_are_a_flapping_nic(clean, tmp_path):
     with h5py.File(clean, "r") as f:
         rows = _bandwidth_group(f)["samples"][...]
@@ -118,6 +152,24 @@ def test_tail_p_is_small_only_for_a_stall_far_beyond_the_tail():
     body = list(np.linspace(2e-4, 1e-4, outages.REFERENCE + 1))  # a light tail below 0.2 ms
     p = outages.tail_p([1.0] + [5e-4] * (outages.CANDIDATES - 1) + body, 100_000)
     assert p[0] < 1e-4 and np.all(p[1:] > 0.05), p
+
+
+def test_tail_p_is_the_hill_fitted_pareto_tails_count_of_samples_at_or_beyond_each_stall():
+    """The 32 stalls below the 8 candidates, over the smallest of them u, give the Pareto
+    index alpha = 32 / sum(ln(x / u)) (Hill; at most 3); a candidate's p is how many of
+    the 40 stalls such a tail puts at or beyond it, (8 + 32) x (x / u)^-alpha, at most 1.
+    No tail without more samples than stalls."""
+    # a heavy tail: ln(x / u) = ln 100 x (1 - i / 32) for i = 0..31, sum 16.5 ln 100; alpha 0.421
+    body = np.geomspace(1e-2, 1e-4, outages.REFERENCE + 1)
+    stalls = [10.0, 5.0] + [0.02] * (outages.CANDIDATES - 2) + list(body)
+    alpha = outages.REFERENCE / float(np.sum(np.log(body[:-1] / 1e-4)))
+    assert alpha == pytest.approx(32 / (16.5 * math.log(100)))
+    p = outages.tail_p(stalls, 100_000)
+    x = np.array(stalls[:outages.CANDIDATES])
+    assert p == pytest.approx(np.minimum(1.0, 40 * (x / 1e-4) ** -alpha))
+    assert p[0] == pytest.approx(40 * 1e5 ** -alpha) and p[-1] == 1.0
+    assert np.isnan(outages.tail_p(stalls, len(stalls))).all()
+    assert np.isfinite(outages.tail_p(stalls, len(stalls) + 1)).all()
 
 
 def test_a_hole_with_no_sample_in_flight_is_the_whole_run_stopped(clean, tmp_path):

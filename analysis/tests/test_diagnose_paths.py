@@ -12,6 +12,8 @@ matrices fitted by the real model: each runs in well under a second.
 import math
 
 import numpy as np
+import pytest
+from scipy.stats import norm
 
 from fabscope_analysis.diagnosis import evidence, paths, rules, systemic
 from fabscope_analysis.diagnosis.model import Layout, PairData, fit
@@ -97,6 +99,43 @@ def test_two_nics_of_a_leaf_slow_only_from_other_leaves_are_its_spine_links():
         [(SPINE_LINK, "leaf1", [37, 45])], [c.line() for c in out.culprits]
 
 
+def test_two_nics_of_a_leaf_slow_on_every_pair_stay_two_nics():
+    """Only sides slow just through the spine are grouped into the leaf's links: two NICs
+    of one leaf receiving 2x slower from every peer, their own leaf's included, are two NICs."""
+    lay = _layout()
+    s, r, logt = _matrix(lay, seed=4)
+    for victim in (37, 45):
+        logt[r == victim] += math.log(2.0)
+    out = rules.name_components(lay, [_evidence(lay, s, r, logt)])
+    assert sorted((c.component, c.ranks[0], c.direction) for c in out.culprits) == \
+        [(NIC, 37, "receive"), (NIC, 45, "receive")], [c.line() for c in out.culprits]
+
+
+def _blocks(counts):
+    """Pairs between leaves from {(source leaf, destination leaf): (pairs, slow)}."""
+    ls, lr, slow = [], [], []
+    for (a, b), (m, k) in counts.items():
+        ls += [a] * m
+        lr += [b] * m
+        slow += [True] * k + [False] * (m - k)
+    ls, lr = np.array(ls), np.array(lr)
+    return np.array(slow), ls != lr, (ls, lr)
+
+
+def test_a_leaf_direction_is_its_slow_pairs_against_the_share_between_two_other_leaves():
+    """Out of leaf 0: 10 of 20 pairs to leaf 1 and 8 of 20 to leaf 2 slow, against 2 of 20
+    each way between leaves 1 and 2 (share 0.1, each block as expected: no over-dispersion):
+    18 of 40 at 0.1, binomial. Its pairs to one other leaf only are too few blocks to judge."""
+    from scipy.stats import binom
+    slow, between, block = _blocks({(0, 1): (20, 10), (0, 2): (20, 8), (1, 2): (20, 2), (2, 1): (20, 2)})
+    k, m, share, p = paths._leaf_direction(slow, between, block, 3, 0, "send")
+    assert (k, m, share) == (18, 40, pytest.approx(0.1))
+    assert p == pytest.approx(float(binom.sf(17, 40, 0.1)))
+    assert paths._leaf_direction(slow, between, block, 3, 0, "receive") is None    # nothing into leaf 0
+    slow, between, block = _blocks({(0, 1): (40, 18), (1, 2): (20, 2), (2, 1): (20, 2)})
+    assert paths._leaf_direction(slow, between, block, 3, 0, "send") is None
+
+
 def _through_link(lay, s, r, seed, leaf, both):
     """The pairs ECMP hashes onto one of 8 links of `leaf` (an eighth, drawn per flow):
     into the leaf, and with `both` out of it too."""
@@ -117,6 +156,9 @@ def test_a_slow_spine_to_leaf_link_is_one_finding_and_collisions_alone_are_none(
     assert [(c.component, c.host, c.direction) for c in out.culprits] == \
         [(SPINE_LINK, "leaf2", "receive")], [c.line() for c in out.culprits]
     _assert_score(out.culprits[0])
+    assert out.culprits[0].subject() == "spine links into leaf leaf2"
+    assert out.culprits[0].line().startswith("spine links into leaf leaf2: pairs into the leaf from other "
+                                              "leaves: "), out.culprits[0].line()
     # the pairs through the link are explained by it: what is left is the 2x collisions
     examples = [x for c in out.congestion for x in c.examples]
     assert examples and all(float(x.split()[-1][:-1]) < 2.5 for x in examples), examples
@@ -196,3 +238,50 @@ def test_a_leaf_path_and_a_local_rank_are_scored_by_their_largest_z_and_worded_b
         assert [(c.score, c.confidence) for c in edge] == [(1.0, "medium")], name
         edge = _named(name, lay, [[_effect(key("send"), 20.0, 1e-2)]])
         assert [(c.score, c.confidence) for c in edge] == [(1.0, "low")], name
+
+
+def test_sides_slow_only_through_the_spine_are_scored_and_worded_like_the_other_leaf_findings():
+    """group_spine_sides: two receive sides of leaf 1 slow only from other leaves become its
+    spine links, scored from the largest z and worded from the smallest q (q of exactly
+    1e-2 is 'low'); a side with other evidence stays with its host."""
+    from types import SimpleNamespace
+    lay = _layout()
+    t = SimpleNamespace(label="0002 ap-bandwidth")
+
+    def side(rank, z, q, spine=True):
+        return [(t, SimpleNamespace(key=(rank, "receive"), z=z, q=q, pairs=120, through_spine=spine))]
+    for (z, q), expected in (((7.77, 1e-2), (0.711, "low")), ((8.75, 5e-5), (0.75, "high")),
+                             ((30.0, 5e-3), (1.0, "medium"))):
+        by_host = {4: {(37, "receive"): side(37, z, q)}, 5: {(45, "receive"): side(45, 1.0, 0.04)},
+                   6: {(50, "receive"): side(50, 9.0, 1e-6, spine=False)}}
+        out = rules.Naming()
+        paths.group_spine_sides(lay, by_host, out)
+        assert [(c.component, c.host, c.ranks, c.direction) for c in out.culprits] == \
+            [(SPINE_LINK, "leaf1", [37, 45], "receive")]
+        assert (out.culprits[0].score, out.culprits[0].confidence) == expected, (z, q)
+        assert list(by_host) == [6] and out.paths == {(1, "receive")}
+
+
+def test_a_leaf_direction_is_judged_at_whichever_of_its_two_bars_gives_the_smaller_p():
+    """3 leaves of 8 ranks. Between two other leaves (and out of leaf 0) a quarter of the
+    pairs are 1.5x (collisions) and one in 50 3x; into leaf 0 a third are 1.5x and an eighth
+    3x (a link at a third of its speed). At the margin (1.25x) leaf 0 barely differs from
+    the others; at their 99th percentile (3x) its 16 of 128 against 2.3 % stand out: that
+    bar's p, the smaller, is the one judged (x 2, Bonferroni over the two bars)."""
+    leaf = np.repeat(np.arange(3), 8)
+    s, r = np.nonzero(leaf[:, None] != leaf[None, :])
+    into0 = leaf[r] == 0
+    resid = np.zeros(len(s))
+    for group, (every3, every15) in ((~into0, (50, 4)), (into0, (8, 3))):
+        idx = np.flatnonzero(group)
+        i = np.arange(len(idx))
+        resid[idx[i % every15 == 1]] = math.log(1.5)
+        resid[idx[i % every3 == 0]] = math.log(3.0)
+    between, block = leaf[s] != leaf[r], (leaf[s], leaf[r])
+    low = paths._leaf_direction(resid >= math.log(1.25), between, block, 3, 0, "receive")
+    high = paths._leaf_direction(resid >= math.log(3.0), between, block, 3, 0, "receive")
+    assert high[:2] == (16, 128) and high[3] < low[3]
+    found = paths.leaf_paths(resid, s, r, leaf, 0.05)
+    assert [(x, side, k, m) for x, side, k, m, *_ in found] == [(0, "receive", 16, 128)], found
+    assert found[0][4] == pytest.approx(high[2]) and found[0][7] == pytest.approx(3.0)
+    assert found[0][5] == pytest.approx(float(norm.isf(2 * high[3])))

@@ -176,6 +176,12 @@ def test_slow_gpu_pairs_between_two_hosts_are_one_host_pair():
     out = rules.name_components(lay, [_evidence(lay, s, r, resid, links)])
     named = sorted((c.component, c.host, c.peer_host) for c in out.culprits)
     assert named == [(HOST_PAIR, "host0", "host1"), (LINK, "host2", "host3")], named
+    # the host pair says why, and keeps each link's own line and first evidence
+    cable = next(c for c in out.culprits if c.component == HOST_PAIR)
+    assert cable.symptoms[0] == "4/4 of the GPU pairs measured between them at least 1.25x slower than their " \
+        "ends predict" and len(cable.symptoms) == 5, cable.symptoms
+    assert cable.evidence[0] == "4 slow GPU pairs between the two hosts, each a link by itself", cable.evidence
+    assert len(cable.evidence) == 5 and all(e.startswith("residual z=") for e in cable.evidence[1:]), cable.evidence
 
 
 def _between(lay, s, r, a, b):
@@ -252,3 +258,55 @@ def test_pairs_inside_a_host_have_their_own_tail():
     resid[bad] = math.log(1.6)
     links, _ = evidence.links(_fit(s, r, resid, resid, lay.n), 1.0, 0.002, lay)
     assert [e.key for e in links] == [(int(s[bad]), int(r[bad]))], links
+
+
+def test_a_link_confirmed_alone_keeps_its_confidence_and_a_weak_one_is_raised_to_medium():
+    """Two slow pairs inside a leaf, both confirmed by the serial retest: the strong one
+    (z 10, q 1e-9) stays 'high' (0.8), the weak one (z 2, q 0.02: 'low') is raised to
+    'medium' by the retest. Without GPU labels each end's GPU is -1."""
+    lay = _layout(hosts=8, gpus=2, leaves=2)
+    lay = Layout(lay.n, lay.host, lay.leaf, lay.host_names, lay.leaf_names, {}, lay.nic, lay.ranks_per_host)
+    s, r, resid = _all_pairs(lay)
+    strong = int(np.flatnonzero((s == 0) & (r == 2))[0])
+    weak = int(np.flatnonzero((s == 4) & (r == 6))[0])
+    resid[[strong, weak]] = math.log(2.0)
+    links = [evidence.Effect("link", (0, 2), 2.0, 10.0, 1e-9, 1), evidence.Effect("link", (4, 6), 2.0, 2.0, 0.02, 1)]
+    ev = _evidence(lay, s, r, resid, links)
+    ev.retest = {e.key: RetestJudgement(e.key, CONFIRMED, 1.9, 1.4, 10, 0.05) for e in links}
+    out = rules.name_components(lay, [ev])
+    found = {tuple(c.ranks): (c.component, c.confidence, c.score, c.gpus) for c in out.culprits}
+    assert found == {(0, 2): (LINK, "high", 0.8, [-1, -1]), (4, 6): (LINK, "medium", 0.48, [-1, -1])}, \
+        [c.line() for c in out.culprits]
+
+
+def test_slow_links_are_congestion_when_the_slow_pairs_beyond_them_outnumber_the_fast_ones():
+    """The sign test of _unstructured, within one leaf: beyond the K significant links, S - K
+    pairs at least the margin slow against F at least the margin fast, Binomial(1/2).
+    5 slow beyond against 5 fast is the symmetric spread of healthy pairs (p 0.62): the
+    links are faults; 10 slow against none (p 0.5^10) is congestion."""
+    lay = _layout(hosts=8, gpus=2, leaves=1)
+    s, r, _ = _all_pairs(lay)
+    margin = math.log(1.25)
+    for extra_slow, fast, congested in ((5, 5, False), (10, 0, True)):
+        resid = np.zeros(len(s))
+        resid[:2] = resid[2:2 + extra_slow] = margin + 0.5             # 2 links, then S - K more
+        resid[20:20 + fast] = -margin - 0.1
+        loaded = [_link(s[i], r[i]) for i in range(2)]
+        t = _evidence(lay, s, r, resid, loaded)
+        got, rest = rules._unstructured(lay, t, loaded, rules.Naming())
+        assert (len(got), len(rest)) == ((2, 0) if congested else (0, 2)), (extra_slow, fast)
+
+
+def test_a_named_host_pair_explains_the_slow_gpu_pairs_between_its_hosts():
+    """A host pair named from its block (a cable) explains its GPU pairs: their links are
+    not named again, as links or as congestion."""
+    lay = _layout(hosts=8, gpus=2, leaves=2)
+    s, r, resid = _all_pairs(lay)
+    block = np.flatnonzero(((lay.host[s] == 0) & (lay.host[r] == 1)) | ((lay.host[s] == 1) & (lay.host[r] == 0)))
+    resid[block] = math.log(2.0)
+    ev = _evidence(lay, s, r, resid, [_link(s[i], r[i]) for i in block])
+    ev.host_pairs = [evidence.Effect("host-pair", (0, 1), 2.0, 9.0, 1e-9, 8, "8/8 of their pairs")]
+    out = rules.name_components(lay, [ev])
+    assert [(c.component, c.host, c.peer_host) for c in out.culprits] == [(HOST_PAIR, "host0", "host1")], \
+        [c.line() for c in out.culprits]
+    assert not out.congestion

@@ -4,6 +4,8 @@ faulty pair far beyond its tail still is; whether unexplained slow links are cul
 or congestion is a sign test, not a share of the pairs (rules._unstructured).
 Hand-built files (synthetic.write_matrix_run) and the retest rule called directly."""
 
+import re
+
 import numpy as np
 
 from fabscope_analysis.diagnose import diagnose
@@ -39,6 +41,12 @@ def test_a_heavy_tail_says_which_single_pairs_it_hides(tmp_path):
     d = _heavy(tmp_path / "heavy.h5", 2)
     spot = [x for x in d.cannot_tell_for if x.startswith("single GPU pairs")]
     assert spot and "Student-t" in spot[0] and "is named from" in spot[0], d.cannot_tell_for
+    # the bar and the normal null's, as figures: said because the bar is above the margin
+    # and 1.1x the normal one; "over 100x (in practice none)" only past 100x
+    bar, normal = (float(x) for x in re.search(r"is named from (\d+\.\d\d)x the time its ends predict "
+                                                r"\(a normal spread would name it from (\d+\.\d\d)x\)",
+                                                spot[0]).groups())
+    assert 1.25 < bar < 100 and bar > 1.1 * normal, spot[0]
 
 
 def test_a_pair_far_beyond_the_heavy_tail_is_still_named(tmp_path):

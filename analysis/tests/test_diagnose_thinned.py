@@ -58,6 +58,13 @@ def test_a_clean_thinned_fabric_is_fit_and_cannot_tell_for_the_pairs_it_did_not_
     assert any(b.startswith("single GPU pairs") for b in d.cannot_tell_for), d.cannot_tell_for
     assert d.first_line().startswith("fit; cannot tell for single GPU pairs"), d.first_line()
     assert d.to_dict()["cannot_tell_for"] == d.cannot_tell_for
+    # the counts: of 128 x 127 / 2 rank pairs and 16 x 15 / 2 host pairs, the share to 0.1 %
+    import re
+    line = next(b for b in d.cannot_tell_for if b.startswith("single GPU pairs"))
+    measured, pairs, share, hosts, host_pairs = re.search(
+        r"the tests measured (\d+) of (\d+) rank pairs \(([\d.]+) %\) and (\d+) of (\d+) host pairs", line).groups()
+    assert (int(pairs), int(host_pairs)) == (8128, 120), line
+    assert share == f"{100 * int(measured) / 8128:.1f}" and 0 < int(measured) < 8128 and int(hosts) <= 120, line
 
 
 def test_two_leaves_cannot_tell_their_uplinks(tmp_path):

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
-from fabscope_analysis.diagnosis import evidence, retest, rules, supporting, tails
+from fabscope_analysis.diagnosis import evidence, model, pair_tails, retest, rules, supporting, tails
 from fabscope_analysis.inference import PRACTICAL_MARGIN
 
 
@@ -82,6 +82,32 @@ def test_host_pair_power_with_half_the_pairs_slow_needs_the_first_m_with_half_to
     assert evidence.host_pair_power(fit, layout) == (6, 6, 7)
 
 
+def test_host_pair_power_a_block_whose_all_slow_p_is_exactly_the_bar_passes():
+    """Half the pairs slow over 4 blocks, at a family level of 1/4: the bar is 1/16, and
+    4 of 4 slow has p 0.5^4 = 1/16 exactly: a block of 4 is enough (p at the bar passes,
+    as in Benjamini-Hochberg), so only the block of 3 is too thin."""
+    blocks = {(0, 1): 3, (0, 2): 4, (0, 3): 5, (1, 2): 4}
+    fit, layout = _host_pair_fit(blocks, slow_share_blocks=(0, 2))     # 3 + 5 of 16 pairs slow
+    assert evidence.host_pair_power(fit, layout, q_family=0.25) == (1, 4, 4)
+
+
+def test_blocks_are_host_pairs_with_their_slow_and_measured_gpu_pairs_and_whether_they_cross_leaves():
+    """Hosts 0-1 on leaf 0, 2-3 on leaf 1, two ranks each, every pair between hosts: each
+    host pair (a < b, key a x 4 + b) holds 8 GPU pairs (both directions); those of host pair
+    (0, 2) are all at least the margin slow."""
+    from fabscope_analysis.diagnosis.model import Layout
+    layout = Layout(8, np.repeat(np.arange(4), 2), np.repeat([0, 0, 1, 1], 2), list("abcd"), ["L0", "L1"], {}, {}, 2)
+    s, r = np.nonzero(layout.host[:, None] != layout.host[None, :])
+    slow = np.isin(layout.host[s], [0, 2]) & np.isin(layout.host[r], [0, 2])
+    resid = np.where(slow, math.log(2.0), 0.0)
+    fit = SimpleNamespace(data=SimpleNamespace(s=s, r=r), resid=resid)
+    keys, k, m, med, between = evidence._blocks(fit, layout)
+    assert keys.tolist() == [1, 2, 3, 6, 7, 11]          # (0,1) (0,2) (0,3) (1,2) (1,3) (2,3)
+    assert between.tolist() == [False, True, True, True, True, False]
+    assert k.tolist() == [0, 8, 0, 0, 0, 0] and m.tolist() == [8] * 6
+    assert med.tolist() == pytest.approx([0.0, math.log(2.0), 0.0, 0.0, 0.0, 0.0])
+
+
 # ------------------------------------------------------------------ leaf contrasts
 
 def test_leaf_contrasts_by_value():
@@ -147,6 +173,51 @@ def test_tail_power_by_value():
     assert power == pytest.approx(float(binom.sf(k - 1, 11, min(share + pooled, 1.0))))
 
 
+def test_a_tail_sides_ratio_is_its_stalled_share_over_the_upper_share_of_pairs_away_from_its_host():
+    """6 ranks on 6 hosts, every ordered pair of 100 samples; every pair of rank 0 stalls
+    (5 samples), no other. Rank 0's sides: 5 of 5 pairs stalled, against the 20 pairs
+    touching neither its host, none stalled, at their 95 % upper bound ln 20 / 20: a ratio
+    of 20 / ln 20 = 6.68, among the figures a follow-up of its other side takes (too few
+    pairs for either side to pass the false-discovery bar here)."""
+    s, r = np.nonzero(~np.eye(6, dtype=bool))
+    beyond = np.where((s == 0) | (r == 0), 5.0, 0.0)
+    data = SimpleNamespace(s=s, r=r, beyond=beyond, samples=np.full(len(s), 100.0), symmetric=False)
+    fit = SimpleNamespace(data=data, send=np.zeros(6))
+    _, figures = tails._tail_round(fit, set(), 0.05, np.arange(6))
+    assert set(figures) == {(0, "send"), (0, "receive")}
+    for key in figures:
+        assert figures[key][1] == pytest.approx(20 / math.log(20)), key
+        assert figures[key][2] == 5
+
+
+def test_tail_counts_keep_a_side_of_one_pair():
+    """A ring gives each side one pair: every side is counted (pairs with a stall, pairs,
+    stalled samples, samples), the pairs with flagged ends left out."""
+    data = SimpleNamespace(s=np.arange(4), r=(np.arange(4) + 1) % 4, beyond=np.array([0.0, 3.0, 0.0, 0.0]),
+                           samples=np.full(4, 50.0), symmetric=False)
+    keys, rows = tails._tail_counts(SimpleNamespace(data=data, send=np.zeros(4)), set())
+    assert keys == [(r, "send") for r in range(4)] + [(r, "receive") for r in range(4)]
+    assert rows[1].tolist() == [1.0, 1.0, 3.0, 50.0] and rows[6].tolist() == [1.0, 1.0, 3.0, 50.0]
+    keys, _ = tails._tail_counts(SimpleNamespace(data=data, send=np.zeros(4)), {(2, "send")})
+    assert (1, "send") not in keys and (3, "receive") not in keys and len(keys) == 6
+
+
+def test_tail_ranks_count_a_ranks_stalled_pairs_in_both_directions_against_the_pairs_away_from_it():
+    """8 ranks on 8 hosts, every ordered pair of 100 samples: rank 0's 14 pairs (7 each way)
+    stall 3 samples each, and one pair elsewhere (5 -> 6) once. Rank 0: 14 of 14 stalled,
+    against 14 x the share among the 42 pairs away from its host (1 of 42): 1/3 expected,
+    a ratio of 42; 42 of its 1,400 samples stalled."""
+    s, r = np.nonzero(~np.eye(8, dtype=bool))
+    beyond = np.where((s == 0) | (r == 0), 3.0, 0.0)
+    beyond[(s == 5) & (r == 6)] = 1.0
+    data = SimpleNamespace(s=s, r=r, beyond=beyond, samples=np.full(len(s), 100.0))
+    found = tails.tail_ranks([SimpleNamespace(data=data)], np.arange(8))
+    assert [(e.key, e.pairs) for e in found] == [((0, "both"), 14)]
+    assert found[0].ratio == pytest.approx(42.0)
+    assert found[0].detail.startswith("14/14 of its pairs over 1 test(s), both directions, stalled beyond 5x their "
+                                      "median (0.3 expected from the other pairs), 3.00% of its samples")
+
+
 # ------------------------------------------------------------------ retest bar
 
 def test_retest_bar_adds_the_controls_median_uncertainty():
@@ -159,6 +230,20 @@ def test_retest_bar_adds_the_controls_median_uncertainty():
     assert out[0].sigma == pytest.approx(0.1)
     assert bar > math.log(PRACTICAL_MARGIN)
     assert out[0].bar_ratio == pytest.approx(math.exp(bar))
+
+
+def test_retest_from_three_controls_alone_takes_their_spread_at_its_chi_square_upper_bound():
+    """Three controls are usable (fewer are inconclusive); without a floor from the pass,
+    their robust sigma (1.4826 x the MAD of their logs: ln(1.1 / 1.0)) is raised to its
+    95 % upper bound, x sqrt(2 / chi2(0.05, 2 df)) = x 4.42."""
+    from scipy.stats import chi2
+    out = retest.judge_retest({"p": 3.0}, [1.0, 1.1, 0.9], pool=20, bandwidth=False)
+    sigma = 1.4826 * math.log(1.1) * math.sqrt(2 / float(chi2.ppf(0.05, 2)))
+    assert math.sqrt(2 / float(chi2.ppf(0.05, 2))) == pytest.approx(4.415, abs=1e-3)
+    assert (out[0].controls, out[0].sigma) == (3, pytest.approx(sigma))
+    z = float(norm.isf(1 - 0.95 ** (1 / 20)))
+    assert out[0].bar_ratio == pytest.approx(math.exp(z * sigma * math.sqrt(1 + 1.2533 ** 2 / 3)))
+    assert out[0].ratio == pytest.approx(3.0) and out[0].outcome == retest.SELECTION
 
 
 def test_retest_ratio_against_too_few_controls_is_nan_without_a_usable_control():
@@ -220,6 +305,100 @@ def test_incast_names_a_sender_at_half_the_median_rate_or_below():
     assert "50% of the median sender" in findings[0].symptom
     # two senders: no median to judge against
     assert supporting.incast([_Incast(_incast_frame({1: 0.4, 2: 0.1}))])[0] == []
+
+
+# ------------------------------------------------------------------ collectives' last arrivals
+
+class _AllReduce(_Incast):
+    def get(self, key, default=None):
+        return {"kind": "allreduce", "name": "ar"}.get(key, default)
+
+
+def _arrivals(last_iterations, iterations=12):
+    """4 ranks post every iteration 0, 100, 200 ns after its start; rank 3 posts 10 us late
+    in `last_iterations` of them (the last to arrive), else 50 ns after the start."""
+    rows = []
+    for it in range(iterations):
+        start = 1_000_000 * it
+        for rank, late in enumerate((0, 100, 200, 10_000 if it < last_iterations else 50)):
+            rows.append(dict(rank=rank, iter=it, peer=-1, flags=0, bytes=1 << 20,
+                             t_post_ns=start + late, t_done_ns=start + 20_000))
+    return pd.DataFrame(rows)
+
+
+def test_a_rank_arriving_last_in_three_quarters_of_the_iterations_is_supporting_evidence():
+    """A collective's rank that arrives last in at least 75 % of 10 or more iterations, its
+    median lateness over 4x the median rank's: supporting evidence on both its sides."""
+    found = supporting.collectives([_AllReduce(_arrivals(9))])
+    assert [(f.rank, f.side, f.measure, f.primary) for f in found] == [(3, "both", "collective", False)]
+    assert found[0].symptom == ("collective 0003 ar: arrives last in 75% of 12 iterations "
+                                "(median 10.0 us after the first rank)")
+    # the median rank is 150 ns late (between 100 and 200): 10,000 / 150
+    assert found[0].ratio == pytest.approx(10_000 / 150)
+    assert supporting.collectives([_AllReduce(_arrivals(8))]) == []      # 67 %
+    assert supporting.collectives([_AllReduce(_arrivals(9, iterations=9))]) == []   # 9 iterations
+
+
+# ------------------------------------------------------------------ pairs from the raw samples
+
+class _Samples:
+    index, metric = 2, "bandwidth"
+
+    def __init__(self, rows):
+        self.frame = pd.DataFrame(rows, columns=["rank", "peer", "iter", "bytes", "t_post_ns", "t_done_ns", "flags"])
+
+    def get(self, key, default=None):
+        return {"name": "bw"}.get(key, default)
+
+    def samples(self):
+        return self.frame
+
+
+def test_pair_data_takes_each_pairs_median_stalls_and_stalled_blocks_from_its_own_samples():
+    """Per measured (rank, peer): the median of its log seconds per byte (of the two middle
+    samples for an even count), its samples beyond 5x that median, and its blocks of
+    consecutive iterations (block length round(8^(1/3)) = 2 for the median pair's 8
+    samples) measured and stalled. Left out: auxiliary samples, no peer, a rank with
+    itself, a rank outside the run, no time, no bytes."""
+    rows = []
+    for it, t in enumerate((100, 110, 120, 130, 140, 150, 160, 1000)):     # 1000 > 5 x 134.9
+        rows.append((0, 1, it, 1000, 10_000 * it, 10_000 * it + t, 0))
+    for it in range(8):                                                       # its stall in block 3
+        rows.append((1, 0, it, 1000, 10_000 * it, 10_000 * it + (3000 if it == 7 else 300), 0))
+    for it, t in enumerate((240, 200, 230, 210, 220)):
+        rows.append((2, 0, it, 1000, 10_000 * it, 10_000 * it + t, 0))
+    rows += [(0, 2, 0, 1000, 0, 500, 0x100), (0, -1, 0, 1000, 0, 500, 0), (1, 1, 0, 1000, 0, 500, 0),
+             (5, 0, 0, 1000, 0, 500, 0), (2, 1, 0, 1000, 700, 700, 0), (2, 1, 1, 0, 0, 500, 0)]
+    d = model.pair_data(_Samples(rows), 3)
+    assert (d.s.tolist(), d.r.tolist()) == ([0, 1, 2], [1, 0, 0])
+    assert d.logt == pytest.approx([0.5 * (math.log(0.13) + math.log(0.14)), math.log(0.3), math.log(0.22)])
+    assert d.samples.tolist() == [8, 8, 5]
+    assert d.beyond.tolist() == [1, 1, 0]
+    assert d.blocks.tolist() == [4, 4, 3]
+    assert d.stalled_blocks.tolist() == [1, 1, 0]
+    assert d.bandwidth and not d.symmetric
+
+
+def test_layout_takes_every_ranks_host_leaf_gpu_and_nic_from_ranks():
+    ranks = pd.DataFrame(dict(rank=[0, 1, 2, 3], host=["b", "b", "a", "c"], leaf=["L1", "L1", "L0", "L0"],
+                              gpu=[0, 1, 0, 0], nic=["m0", "m1", "m0", "m0"]))
+    result = SimpleNamespace(ranks=lambda: ranks, attrs={"nranks": 4})
+    lay = model.Layout.of(result)
+    assert (lay.n, lay.host_names, lay.host.tolist()) == (4, ["a", "b", "c"], [1, 1, 0, 2])
+    assert (lay.leaf_names, lay.leaf.tolist()) == (["L0", "L1"], [1, 1, 0, 0])
+    assert lay.gpu == {0: 0, 1: 1, 2: 0, 3: 0} and lay.nic[1] == "m1" and lay.ranks_per_host == 2
+    assert [lay.host_of(r) for r in (0, 3, 4)] == ["b", "c", "rank 4"]
+
+
+def test_a_fit_with_fewer_pairs_than_terms_keeps_a_finite_spread():
+    """A ring of 4 ranks measures 4 pairs for 9 fitted terms: the degrees-of-freedom
+    correction is capped at sqrt(cells / 1), not a division by zero or a negative."""
+    lay = model.Layout(4, np.arange(4), np.zeros(4, dtype=np.int64), list("abcd"), [""], {}, {}, 1)
+    s, r = np.arange(4), (np.arange(4) + 1) % 4
+    y = np.log([1.0, 1.1, 1.3, 1.2])
+    data = model.PairData(None, s, r, y, np.full(4, 20), np.zeros(4), symmetric=False, bandwidth=True)
+    f = model.fit(data, lay)
+    assert f.sigma_e == pytest.approx(1.4826 * float(np.median(np.abs(f.resid))) * math.sqrt(4 / 1))
 
 
 # ------------------------------------------------------------------ the median polish
@@ -311,3 +490,158 @@ def test_pass_sigma_of_the_fast_half_and_none_from_fewer_than_four_pairs():
         pytest.approx((np.median(logs) - np.percentile(logs, 25)) / 0.6745)
     assert retest.pass_sigma([1.0, 2.0, 3.0, 4.0, 5.0], bandwidth=True) == \
         pytest.approx((np.median(-logs) - np.percentile(-logs, 25)) / 0.6745)
+
+
+# ------------------------------------------------------------------ host-pair tails
+
+def _host_pair_tail_fit(stalled_blocks, blocks=20, hosts=6, samples=400):
+    """One GPU pair per host pair (a < b, in order), one rank per host; each pair stalls
+    in the given number of its `blocks` blocks of iterations, 3 samples per stalled block."""
+    pairs = [(a, b) for a in range(hosts) for b in range(a + 1, hosts)]
+    k = np.asarray(stalled_blocks, dtype=np.float64)
+    data = SimpleNamespace(s=np.array([a for a, _ in pairs]), r=np.array([b for _, b in pairs]),
+                           blocks=np.full(len(pairs), float(blocks)), stalled_blocks=k, beyond=3 * k,
+                           samples=np.full(len(pairs), float(samples)))
+    layout = SimpleNamespace(host=np.arange(hosts), host_names=[f"h{i}" for i in range(hosts)])
+    return SimpleNamespace(data=data), layout
+
+
+def test_host_pair_tails_expect_the_other_pairs_upper_share_and_divide_by_the_over_dispersion():
+    """6 hosts, 15 host pairs of 20 blocks; (0, 1) stalls in 10, the rest in none.
+    (0, 1) expects 20 x the 95 % upper bound of host 0's (or 1's) other 80 blocks, none
+    stalled: 20 x ln 20 / 80 = 0.749. A quiet pair expects 20 x the largest bound among its
+    hosts' other pairs and the rest: 4.24 next to host 0 or 1 (10 of 80 stalled), 2.83
+    elsewhere (10 of 120); its Pearson term (0 - e)^2 / e is e, so the median of the 15 is
+    4.24 and the over-dispersion 4.24 / 0.455 (the chi-square(1) median) = 9.3. The pair's
+    p: 10 / 9.3 rounds up to 2 blocks needed against 0.749 / 9.3 expected."""
+    from scipy.stats import chi2, poisson
+    fit, layout = _host_pair_tail_fit([10] + [0] * 14)
+    found = pair_tails.host_pair_tails(fit, layout)
+    assert [e.key for e in found] == [(0, 1)]
+    e = found[0]
+    expected = 20 * math.log(20) / 80
+    assert e.ratio == pytest.approx(10 / expected)
+    near = 20 * float(chi2.ppf(0.95, 22)) / 2 / 80
+    phi = near / 0.455
+    assert near == pytest.approx(4.2406, abs=1e-4) and phi == pytest.approx(9.320, abs=1e-3)
+    p = float(poisson.sf(1, expected / phi))
+    assert e.z == pytest.approx(float(norm.isf(p)))
+    assert e.q == pytest.approx(15 * p)
+    assert e.pairs == 400
+    assert e.detail.startswith("30 of their 400 samples stalled beyond 5x their pair's median, in 10 of 20 "
+                               "blocks of iterations (0.7 expected")
+
+
+# ------------------------------------------------------------------ supporting counters
+
+def test_ip_local_drops_are_listed_from_two_per_mille_of_the_packets():
+    """Packets the host's IP layer received but did not deliver (or was asked to send and
+    did not): listed from 0.2 % of InReceives (OutRequests) up, with the count and side."""
+    def frame(per_host):
+        return pd.DataFrame([dict(source="snmp:Ip", host=h, name=n, delta=v) for h, counts in per_host.items()
+                             for n, v in zip(("InReceives", "InDelivers", "OutRequests", "OutTransmits"), counts)])
+    c = frame({"a": (10_000, 9_980, 10_000, 10_000),    # 20 lost of 10,000 in: 0.2 %
+               "b": (10_000, 9_981, 10_000, 10_000),    # 19: below
+               "c": (10_000, 10_000, 500, 499)})        # 1 of 500 out: 0.2 %
+    assert supporting._ip_local_drops(c) == [("a", "ip local drops in", 20, "receive"),
+                                             ("c", "ip local drops out", 1, "send")]
+
+
+# ------------------------------------------------------------------ error counters
+
+def test_a_physical_counter_names_a_host_whose_count_stands_out_by_value():
+    """4 symbol errors on one host of six, none elsewhere. The other hosts' mean is 0 for
+    it, its 95 % upper bound chi2(0.95, 2) / 2 / 5 = 0.599; a quiet host's Pearson term is
+    (0 - 0.8)^2 / 0.8 (its others' mean 4/5, floored at 0.5) = 0.8, the median, so the
+    over-dispersion is 0.8 / 0.455 = 1.76: 4 / 1.76 rounds up to 3 events against
+    0.599 / 1.76 expected, p = 0.0051, under the first Benjamini-Hochberg bar 0.05 / 6."""
+    from fabscope_analysis.diagnosis import counter_tests
+    from scipy.stats import chi2, poisson
+    counts = {f"h{i}": (4 if i == 0 else 0) for i in range(6)}
+    phi = 0.8 / 0.455
+    p = float(poisson.sf(math.ceil(4 / phi) - 1, float(chi2.ppf(0.95, 2)) / 2 / 5 / phi))
+    assert p == pytest.approx(0.0051, abs=1e-4) and p < 0.05 / 6
+    assert counter_tests.standing_out({("port", "symbol_error"): counts}, 0.05) == {"h0": ["port symbol_error"]}
+    # one more error elsewhere and two more hosts: the bar falls to 0.05 / 8 and nobody is named
+    counts.update(h6=0, h7=1)
+    assert counter_tests.standing_out({("port", "symbol_error"): counts}, 0.05) == {}
+
+
+def test_a_congestion_counter_or_one_read_on_three_hosts_names_nobody():
+    """Discards and drops count the fabric's load, not a broken part; a counter read on
+    fewer than 4 hosts has no rate to compare against."""
+    from fabscope_analysis.diagnosis import counter_tests
+    loud = {f"h{i}": (400 if i == 0 else 0) for i in range(8)}
+    assert counter_tests.standing_out({("port", "symbol_error"): loud}, 0.05) == {"h0": ["port symbol_error"]}
+    assert counter_tests.standing_out({("port", "rx_discards"): loud}, 0.05) == {}
+    three = {h: loud[h] for h in ("h0", "h1", "h2")}
+    assert counter_tests.standing_out({("port", "symbol_error"): three}, 0.05) == {}
+
+
+# ------------------------------------------------------------------ local ranks
+
+def _four_hosts_of_four(gpu):
+    from fabscope_analysis.diagnosis.model import Layout
+    return Layout(16, np.repeat(np.arange(4), 4), np.zeros(16, dtype=np.int64), list("abcd"), [""], gpu,
+                  {r: f"mlx5_{r % 4}" for r in range(16)}, 4)
+
+
+def test_a_ranks_local_rank_is_its_gpu_index_else_its_place_on_its_host():
+    from fabscope_analysis.diagnosis import systemic
+    labelled = _four_hosts_of_four({r: 3 - r % 4 for r in range(16)})     # GPUs listed in reverse
+    assert systemic.local_index(labelled).tolist() == [3, 2, 1, 0] * 4
+    unlabelled = _four_hosts_of_four({})
+    assert systemic.local_index(unlabelled).tolist() == [0, 1, 2, 3] * 4
+
+
+def test_a_local_rank_culprit_is_scored_and_worded_from_its_effect():
+    """Local rank 3 on 4 hosts, sending at 1 / 1.4 of the typical, z 8.6 and q 1e-5: score
+    round(0.4 + 0.04 x 8.6, 3) = 0.744, under 0.75, so 'medium' for all its small q; a
+    local rank named on one side explains that side and the round trips (`both`) of its
+    ranks, not the other side."""
+    from fabscope_analysis.diagnosis import systemic
+    from fabscope_analysis.diagnosis.evidence import Effect
+    layout = _four_hosts_of_four({})
+    e = Effect("local-rank", (3, "send"), 1.4, 8.6, 1e-5, 4, "the median of local rank 3's send effects")
+    t = SimpleNamespace(local_ranks=[e], label="0002 bw", fit=SimpleNamespace(data=SimpleNamespace(bandwidth=True)))
+    out = SimpleNamespace(local_ranks=set(), culprits=[])
+    systemic.name_local_ranks(layout, [t], out)
+    c = out.culprits[0]
+    assert (c.host, c.ranks, c.direction, c.score, c.confidence) == \
+        ("local rank 3", [3, 7, 11, 15], "send", 0.744, "medium")
+    assert c.symptoms == ["send: bandwidth 71% of the typical [0002 bw]"]
+    assert c.evidence[0] == "0002 bw: the median of local rank 3's send effects, z=8.6, q=1e-05 against the other " \
+        "local ranks'"
+    assert [systemic.explains(layout, out, 7, side) for side in ("send", "both", "receive")] == [True, True, False]
+    assert not systemic.explains(layout, out, 6, "both")
+
+
+# ------------------------------------------------------------------ naming
+
+def test_every_host_of_a_leaf_of_two_or_more_standing_out_is_the_leaf():
+    """Leaves of 2, 2 and 1 hosts (one rank each): both hosts of leaf 0 standing out are its
+    switch or uplink; the lone host of leaf 2 is a host, not a leaf; one leaf is no leaf."""
+    from fabscope_analysis.diagnosis.model import Layout
+    layout = Layout(5, np.arange(5), np.array([0, 0, 1, 1, 2]), list("abcde"), ["L0", "L1", "L2"], {}, {}, 1)
+    assert rules._leaves_of_hosts(layout, {0, 1, 4}) == [0]
+    assert rules._leaves_of_hosts(layout, {0, 1, 2, 3}) == [0, 1]
+    assert rules._leaves_of_hosts(layout, {1, 2, 3, 4}) == [1]
+    one = Layout(5, np.arange(5), np.zeros(5, dtype=np.int64), list("abcde"), ["L0"], {}, {}, 1)
+    assert rules._leaves_of_hosts(one, set(range(5))) == []
+
+
+def test_host_pair_tails_judge_from_four_gpu_pairs_between_hosts_on_three_host_pairs():
+    """The smallest test judged: 3 hosts, 4 GPU pairs between hosts (both directions of
+    0-1, one each of 0-2 and 1-2). 0-1 stalls in all its 40 blocks, the others in none of
+    their 1,000: it expects 40 x ln 20 / 1000 (host 0's other pair, none stalled), a ratio
+    of 1000 / ln 20 = 334. One GPU pair fewer is too few to judge."""
+    data = SimpleNamespace(s=np.array([0, 1, 0, 1]), r=np.array([1, 0, 2, 2]),
+                           blocks=np.array([20.0, 20.0, 1000.0, 1000.0]),
+                           stalled_blocks=np.array([20.0, 20.0, 0.0, 0.0]), beyond=np.array([40.0, 40.0, 0.0, 0.0]),
+                           samples=np.array([400.0, 400.0, 20_000.0, 20_000.0]))
+    layout = SimpleNamespace(host=np.arange(3), host_names=["a", "b", "c"])
+    found = pair_tails.host_pair_tails(SimpleNamespace(data=data), layout)
+    assert [(e.key, e.pairs) for e in found] == [((0, 1), 800)]
+    assert found[0].ratio == pytest.approx(1000 / math.log(20))
+    three = SimpleNamespace(**{k: v[1:] for k, v in vars(data).items()})
+    assert pair_tails.host_pair_tails(SimpleNamespace(data=three), layout) == []

@@ -181,6 +181,21 @@ def test_every_cpp_target_folder_has_its_tests_in_the_table():
     assert len({row.prefix for row in CPP_TESTS}) == len(CPP_TESTS)
 
 
+def test_auto_indices_rerun_the_same_mutants_under_the_same_indices():
+    from mutate_auto.sample import chosen_mutants, parse_indices
+    assert parse_indices("12, 3,7-9,8") == [3, 7, 8, 9, 12]
+    for bad in ("x", "3-", "9-7", "-2", ""):
+        with pytest.raises(ValueError, match="--auto-indices"):
+            parse_indices(bad)
+    prefixes = resolve_prefixes(["analysis/fabscope_analysis/diagnosis/"])
+    universe = all_sites(ROOT, prefixes)
+    first = chosen_mutants(universe, 31, 40)
+    assert [i for i, _ in first] == list(range(40)) and [m for _, m in first] == sample(ROOT, prefixes, 31, 40)
+    assert chosen_mutants(universe, 31, 40, [1, 7, 33]) == [first[1], first[7], first[33]]
+    with pytest.raises(ValueError, match="outside"):
+        chosen_mutants(universe, 31, 40, [len(universe)])
+
+
 def test_only_narrows_the_default_targets():
     assert resolve_prefixes(["analysis/"]) == list(PYTHON_TARGETS)
     assert resolve_prefixes(["src/"]) == list(CPP_TARGETS)

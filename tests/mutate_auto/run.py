@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .mutants import Mutant, python_equivalent_by_construction, python_tree
-from .sample import all_sites, module_of, resolve_prefixes, seeded_order
+from .sample import all_sites, chosen_mutants, module_of, parse_indices, resolve_prefixes, seeded_order
 from .selection import ImportGraph, cpp_tests_for
 
 PYTEST = ["nice", "/usr/bin/python3", "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider"]
@@ -246,7 +246,7 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def show(a, root: Path, prefixes) -> int:
+def show(a, root: Path, prefixes, indices=None) -> int:
     """--auto-list and --auto-show: read the checkout as it is (a run reads HEAD: the same
     mutants when the target files are committed)."""
     import subprocess
@@ -263,8 +263,11 @@ def show(a, root: Path, prefixes) -> int:
         print(f"# mutant ({a.seed}, {a.auto_show}): {m.path}:{m.line} {m.describe()}")
         print(diff_of(m, (root / m.path).read_bytes()), end="")
         return 0
-    for index in range(min(a.auto or 0, len(sites))):
-        m = sites[order[index]]
+    try:
+        chosen = chosen_mutants(sites, a.seed, a.auto or 0, indices)
+    except ValueError as e:
+        raise SystemExit(f"tests/mutate: {e}")
+    for index, m in chosen:
         print(f"{index:5d}  {m.path}:{m.line}  {m.describe()}")
     return 0
 
@@ -272,8 +275,12 @@ def show(a, root: Path, prefixes) -> int:
 def main(a, root: Path, Scratch, Deadline, run, build_env, run_ctest) -> int:
     a.timeout = a.timeout or 300
     prefixes = tuple(resolve_prefixes(a.only))
+    try:
+        indices = parse_indices(a.auto_indices) if a.auto_indices else None
+    except ValueError as e:
+        raise SystemExit(f"tests/mutate: {e}")
     if a.auto_show is not None or a.auto_list:
-        return show(a, root, prefixes)
+        return show(a, root, prefixes, indices)
     # a run started in the background ignores SIGINT: SIGTERM stops it the same way,
     # with the scores of the mutants done so far
     signal.signal(signal.SIGTERM, _interrupt)
@@ -290,8 +297,10 @@ def main(a, root: Path, Scratch, Deadline, run, build_env, run_ctest) -> int:
     head = scratch.prepare(scratch.logs / "auto-baseline.log", Deadline(a.build_timeout), configure=needs_build,
                            cmake_args=("-DCMAKE_UNITY_BUILD=ON",))
     sites = all_sites(scratch.path, prefixes)
-    order = seeded_order(len(sites), a.seed)
-    chosen = [(i, sites[order[i]]) for i in range(min(a.auto, len(sites)))]
+    try:
+        chosen = chosen_mutants(sites, a.seed, a.auto or 0, indices)
+    except ValueError as e:
+        raise SystemExit(f"tests/mutate: {e}")
     print(f"tests/mutate: {len(chosen)} generated mutant(s) of {len(sites)} sites, seed {a.seed}, "
           f"of {head[:12]} in {scratch.path}", flush=True)
     auto = AutoRun(a, root, scratch, Deadline, run, run_ctest)
@@ -307,7 +316,8 @@ def main(a, root: Path, Scratch, Deadline, run, build_env, run_ctest) -> int:
         print(f"  ({a.seed}, {index}) {m.path}:{m.line}  {m.describe()}  [{detail}]")
     print(f"\n{len(rows)} mutants in {total:.0f} s (logs: {scratch.logs})")
     if a.markdown:
-        text = [f"`tests/mutate --auto {a.auto} --seed {a.seed}"
+        what = f"--auto-indices {a.auto_indices}" if indices is not None else f"--auto {a.auto}"
+        text = [f"`tests/mutate {what} --seed {a.seed}"
                 + "".join(f" --only {p}" for p in (a.only or [])) + f"` on {head[:12]}, {total:.0f} s.", ""]
         text += table + ["", "| mutant | where | change | result | detail |", "|---|---|---|---|---|"]
         text += [f"| ({a.seed}, {i}) | `{m.path}:{m.line}` | {m.kind}: `{m.original.splitlines()[0][:60]}` → "

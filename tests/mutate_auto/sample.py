@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .mutants import Mutant, sites_of
 
@@ -79,6 +79,34 @@ def sample(root: Path, prefixes: Sequence[str], seed: int, n: int) -> List[Mutan
     """The first n mutants of the seed's order over every site of the target files."""
     sites = all_sites(root, prefixes)
     return [sites[i] for i in seeded_order(len(sites), seed)[:n]]
+
+
+def parse_indices(text: str) -> List[int]:
+    """`--auto-indices`: "3,7,10-12" -> [3, 7, 10, 11, 12] (sorted, each once)."""
+    out = set()
+    for part in text.split(","):
+        part = part.strip()
+        lo, dash, hi = part.partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            raise ValueError(f"--auto-indices: {part!r} is not an index or a range a-b (e.g. 3,7,10-12)")
+        first, last = int(lo), int(hi) if dash else int(lo)
+        if last < first:
+            raise ValueError(f"--auto-indices: the range {part!r} ends before it starts")
+        out.update(range(first, last + 1))
+    return sorted(out)
+
+
+def chosen_mutants(sites: Sequence[Mutant], seed: int, n: int,
+                   indices: Optional[Sequence[int]] = None) -> List[Tuple[int, Mutant]]:
+    """(index, mutant) of the seed's sample: the first n, or only those at `indices` (the
+    same mutants, under the same indices, as in the sample they were drawn from)."""
+    order = seeded_order(len(sites), seed)
+    if indices is None:
+        return [(i, sites[order[i]]) for i in range(min(n, len(sites)))]
+    outside = [i for i in indices if not 0 <= i < len(sites)]
+    if outside:
+        raise ValueError(f"--auto-indices: {outside} outside 0..{len(sites) - 1}")
+    return [(i, sites[order[i]]) for i in indices]
 
 
 def counts_by_module(mutants: Sequence[Mutant]) -> Dict[str, int]:
