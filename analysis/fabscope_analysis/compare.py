@@ -112,6 +112,10 @@ def _index(analyses: Sequence[RunAnalysis]) -> Dict[Key, List[List[Repeat]]]:
     return out
 
 
+def _metrics_of(runs: List[List[Repeat]]) -> List[str]:
+    return [inst.metric for run in runs for _, inst, _ in run]
+
+
 def _describe(key: Key) -> str:
     condition = key[1] + (f" ({key[2]})" if key[2] not in ("", "parallel") else "")
     return f"{key[0]} [{condition}]" + (f" [{key[3]}]" if key[3] else "")
@@ -167,11 +171,14 @@ def compare_sides(a: Side, b: Side, resamples: int, seed: int,
     notes = _notes_unmatched(a, b, ref, other)
     rows = []
     for key in [k for k in ref if k in other]:
-        a_inst, b_inst = ref[key][0][0][1], other[key][0][0][1]
+        a_inst = ref[key][0][0][1]
         metric = a_inst.metric
-        if b_inst.metric != metric:
-            notes.append(f"{_describe(key)}: metric differs ({metric} vs {b_inst.metric}); "
-                         "not compared")
+        # every run and repeat of both sides, not only the first: a side whose runs measured
+        # the case as different metrics would be pooled under the first one's
+        a_metrics, b_metrics = _metrics_of(ref[key]), _metrics_of(other[key])
+        if a_metrics + b_metrics != [metric] * (len(a_metrics) + len(b_metrics)):
+            notes.append(f"{_describe(key)}: metric differs ({', '.join(sorted(set(a_metrics)))} vs "
+                         f"{', '.join(sorted(set(b_metrics)))}); not compared")
             continue
         figures = compare_figures(metric, _units(ref[key], metric), _units(other[key], metric),
                                   STATS, resamples, seed, negligible, (archive or {}).get(key))

@@ -388,3 +388,31 @@ def test_compare_names_files_of_one_name_by_path_and_a_scope_in_its_notes(tmp_pa
     lines, _ = _printed([a, b])
     assert f"== B: {b} vs A: {a} (reference); runs per side: 1 vs 1" in lines
     assert lines[-2:-1] == [f"note: only in A: {a} (not in B: {b}): bw/65536 [quiet] [site=east]"]
+
+
+def _bandwidth_named_lat(path, seed):
+    """One run whose case `lat/8` is a bandwidth test (another scenario under the same name)."""
+    from synthetic import SyntheticRun, bandwidth_entries, make_samples
+    run = SyntheticRun(path, nranks=4, ranks_per_host=1, seed=seed)
+    samples = make_samples(bandwidth_entries([(0, 1), (2, 3)], 200, 8, 10.0, run.rng), run.start_ns())
+    run.add_test("lat", "bandwidth", samples, nbytes=8, case="lat/8", metric="bandwidth")
+    samples = make_samples(bandwidth_entries([(0, 1)], 50, 65536, 10.0, run.rng), run.start_ns())
+    run.add_test("bw", "bandwidth", samples, nbytes=65536, case="bw/65536", metric="bandwidth")
+    run.close()
+
+
+def test_a_case_measured_as_two_metrics_within_one_side_is_not_compared(tmp_path):
+    """Every run of both sides is checked, not only each side's first: A's second run
+    measured `lat/8` as bandwidth, so the case is a note, not latency rows pooling a
+    bandwidth run's figures."""
+    paths = [tmp_path / n for n in ("a1.h5", "a2.h5", "b1.h5", "b2.h5")]
+    _side_run(paths[0], 1.0, 1, ["bw"], repeats=1)
+    _bandwidth_named_lat(paths[1], 2)
+    _side_run(paths[2], 1.0, 3, ["bw"], repeats=1)
+    _side_run(paths[3], 1.0, 4, ["bw"], repeats=1)
+    lines, frame = _printed(paths, split=2)
+    assert set(frame["case"]) == {"bw/65536"}
+    assert "note: lat/8 [quiet]: metric differs (bandwidth, latency vs latency); not compared" in lines
+    # across the sides, as before: the first runs differ
+    lines, frame = _printed([paths[1], paths[2]])
+    assert "note: lat/8 [quiet]: metric differs (bandwidth vs latency); not compared" in lines
