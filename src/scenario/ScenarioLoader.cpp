@@ -53,6 +53,14 @@ std::string joined(const std::vector<std::string>& words) {
   return out;
 }
 
+// The kinds a scenario may name, all of them or those that rotate groups.
+std::string kindNames(const ScenarioRules& rules, bool onlyGroupRotation = false) {
+  std::vector<std::string> names;
+  for (const auto& [name, kind] : rules.kinds)
+    if (!onlyGroupRotation || kind.groupRotation) names.push_back(name);
+  return joined(names);
+}
+
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
@@ -217,7 +225,7 @@ class Loader {
       if (spec.groups > 0 && !kind.groupRotation)
         fail(pick(tests[i], defaults, "roles")["groups"],
              "test '" + spec.name + "' (" + spec.kind + "): 'roles: {groups: ...}' rotates the measuring ranks of " +
-                 "the collective kinds only (" + groupRotatingKinds() + ")");
+                 "the collective kinds only (" + kindNames(rules_, true) + ")");
       if (participants < kind.minRanks)
         fail(tests[i], "test '" + spec.name + "' (" + spec.kind + ") needs at least " + std::to_string(kind.minRanks) +
                            " ranks; the run has " + std::to_string(participants) +
@@ -568,10 +576,11 @@ class Loader {
     TestSpec spec;
     spec.at = positionOf(file_, test);
     for (const auto& entry : test) spec.keyAt[entry.first.Scalar()] = positionOf(file_, entry.second);
-    if (!test["kind"]) fail(test, "test #" + std::to_string(index + 1) + " has no 'kind'; known kinds: " + kindNames());
+    if (!test["kind"])
+      fail(test, "test #" + std::to_string(index + 1) + " has no 'kind'; known kinds: " + kindNames(rules_));
     spec.kind = scalar(test, "kind", "a test kind", "");
     if (!rules_.kinds.count(spec.kind))
-      fail(test["kind"], "unknown test kind '" + spec.kind + "'; known kinds: " + kindNames());
+      fail(test["kind"], "unknown test kind '" + spec.kind + "'; known kinds: " + kindNames(rules_));
     const auto& kind = rules_.kinds.at(spec.kind);
     spec.name = scalar(test, "name", "a test name", spec.kind + "-" + std::to_string(index + 1));
     checkTestKeys(test, spec, kind, index);
@@ -619,19 +628,6 @@ class Loader {
     const std::string v = choiceOf(n, key, names);
     if (!available.at(v).empty()) fail(n, key + " '" + v + "' is not available in this build: " + available.at(v));
     return v;
-  }
-
-  std::string groupRotatingKinds() const {
-    std::vector<std::string> names;
-    for (const auto& [name, rules] : rules_.kinds)
-      if (rules.groupRotation) names.push_back(name);
-    return joined(names);
-  }
-
-  std::string kindNames() const {
-    std::vector<std::string> names;
-    for (const auto& [name, rules] : rules_.kinds) names.push_back(name);
-    return joined(names);
   }
 
   std::string file_;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <tuple>
@@ -241,6 +242,23 @@ TEST(KvPushConfig, BadKeysAreScenarioErrorsWithPositions) {
   // kv_heads 8 cannot be split 16 ways.
   const auto e = loadError("  - kind: kvpush\n    parallel: {tp: 16}\n    prompt_tokens: [64]\n    sizes: [1]\n");
   EXPECT_NE(e.find("t.yaml:"), std::string::npos) << e;
+}
+
+TEST(KvPushConfig, BlockTokensFromOneTo4096InBothFormsAsTheDocsSay) {
+  const auto derived = [](const std::string& n) {
+    return "  - kind: kvpush\n    strategy: per-block\n"
+           "    sizes: {derive: kv-request, block_tokens: " +
+           n + ", prompt_tokens: [8192]}\n";
+  };
+  const auto given = [](const std::string& n) {
+    return "  - kind: kvpush\n    block_tokens: " + n + "\n    prompt_tokens: [8192]\n    sizes: [335544320]\n";
+  };
+  for (const auto& form : {std::function<std::string(const std::string&)>(derived),
+                           std::function<std::string(const std::string&)>(given)}) {
+    EXPECT_EQ(loadError(form("4096")), "") << form("4096");
+    EXPECT_NE(loadError(form("4097")).find("block_tokens"), std::string::npos) << form("4097");
+    EXPECT_NE(loadError(form("0")).find("block_tokens"), std::string::npos) << form("0");
+  }
 }
 
 TEST(KvPushConfig, RoleRotationIsReadOnceAndRefusedWhereItCannotRun) {
