@@ -3,7 +3,8 @@
 # all ranks sent is what all received, the combine returns one result per
 # dispatched copy); a skewed routing loads the ranks unevenly where a uniform
 # one does not; the phases' times are consistent with the round's; a spoiled
-# token on one rank fails the test (exit 1, status failed, the rank named).
+# token on one rank fails the test (exit 1, status failed, the rank named); with
+# roles.groups each group of ranks is measured in turn, labelled, on its own ranks.
 source "$(dirname "$0")/lib.bash"
 cat > "$scratch/a2a.yaml" <<'YAML'
 name: alltoall-check
@@ -115,3 +116,37 @@ grep -q "zipf s=2" <<<"$out" || { echo "FAIL: the summary does not say the routi
 grep -Eq "pipelined busbw dispatch [0-9.,]+ GB/s, combine [0-9.,]+ GB/s \(20 calls of each phase back to back" <<<"$out" \
   || { echo "FAIL: the summary's MoE line has no pipelined figures"; echo "$out"; exit 1; }
 echo "alltoall: the summary reads it back"
+# roles.groups: the MoE round measured on each EP group of 2 packed ranks in turn (the
+# others load); rank 3 spoils its tokens, so only group 1's instance (ranks 2, 3) fails.
+cat > "$scratch/groups.yaml" <<'YAML'
+name: alltoall-groups
+tests:
+  - name: ep
+    kind: alltoall
+    experts: 16
+    top_k: 2
+    token_bytes: {dispatch: 64, combine: 96}
+    sizes: [4KiB]
+    iterations: 5
+    warmup: 1
+    timeout: 30s
+    roles: {canaries: 2, placement: packed, groups: all}
+YAML
+rc=0
+run_mpi -np 4 "$FABSCOPE_BIN" run --self-test corrupt-rank=3 --scenario "$scratch/groups.yaml" \
+  --output "$scratch/groups.h5" --no-progress > "$scratch/groups.out" 2>&1 || rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: the rotation with a spoiled rank 3 gave exit $rc, expected 1"; cat "$scratch/groups.out"; exit 1; }
+/usr/bin/python3 - "$scratch/groups.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    got = []
+    for name, g in sorted(f["tests"].items()):
+        a = g.attrs
+        measured = sorted(int(r) for r in g["alltoall_ranks"][()]["rank"])
+        got.append((int(a["group"]), int(a["groups"]), str(a["case"]), str(a["canaries"]), measured,
+                    str(a["status"])))
+    assert got == [(0, 2, "ep/4KiB/group0", "0,1", [0, 1], "passed"),
+                   (1, 2, "ep/4KiB/group1", "2,3", [2, 3], "failed")], got
+    assert "rank 3" in f["tests/0001"].attrs["error"], f["tests/0001"].attrs["error"]
+print("alltoall: roles.groups measured each EP group on its own ranks, labelled")
+PY
