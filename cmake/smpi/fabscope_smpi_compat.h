@@ -4,14 +4,165 @@
 #pragma once
 #include <smpi/smpi.h>
 
+#ifdef __cplusplus
+#include <unordered_map>
+#include <vector>
+
+namespace fabscope_smpi {
+
+/* MPI_Ibarrier. SimGrid 3.32's (colls::ibarrier) starts all of rank 0's release
+ * sends when rank 0 enters, so a rank leaves as soon as it and rank 0 have entered,
+ * not once every rank has: rank 0, which waits for every arrival, is the last to
+ * leave. Before every all-pairs round that made rank 0 post its receive after its
+ * peer had started sending, and rank 0's receive side looked slow (a false culprit
+ * at 32 to 128 simulated ranks). This is a barrier by the standard: every rank
+ * sends an arrival to rank 0; rank 0 sends the releases only once all arrivals are
+ * in (when its MPI_Test or MPI_Wait sees them), to itself as well, so its own
+ * request completes like everyone's. Point to point on the caller's communicator,
+ * under a tag no fabscope message uses (no fabscope receive takes MPI_ANY_TAG). */
+constexpr int barrierTag = 0x7ffffff0;
+
+struct PendingRelease {
+  MPI_Comm comm;
+  std::vector<MPI_Request> arrivals;  // one receive per other rank
+  std::size_t firstOpen;              // arrivals before it have completed
+};
+
+/* Rank 0's barriers still waiting for arrivals, keyed by the request handed out.
+ * Per rank under SMPI's privatization; keyed by a live request either way. */
+inline std::unordered_map<MPI_Request, PendingRelease>& pendingReleases() {
+  static std::unordered_map<MPI_Request, PendingRelease> pending;
+  return pending;
+}
+
+inline int ibarrier(MPI_Comm comm, MPI_Request* request) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (rank != 0) {
+    MPI_Request arrival;
+    int rc = MPI_Isend(nullptr, 0, MPI_BYTE, 0, barrierTag, comm, &arrival);
+    if (rc != MPI_SUCCESS) return rc;
+    MPI_Request_free(&arrival);
+    return MPI_Irecv(nullptr, 0, MPI_BYTE, 0, barrierTag, comm, request);
+  }
+  PendingRelease pending{comm, std::vector<MPI_Request>(static_cast<std::size_t>(size - 1), MPI_REQUEST_NULL), 0};
+  for (int r = 1; r < size; ++r) {
+    int rc = MPI_Irecv(nullptr, 0, MPI_BYTE, r, barrierTag, comm, &pending.arrivals[static_cast<std::size_t>(r - 1)]);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  int rc = MPI_Irecv(nullptr, 0, MPI_BYTE, 0, barrierTag, comm, request);  // rank 0's own release
+  if (rc != MPI_SUCCESS) return rc;
+  pendingReleases().emplace(*request, std::move(pending));
+  return MPI_SUCCESS;
+}
+
+/* On rank 0: the releases, once every arrival is in. Polled (MPI_Test), it tests
+ * one open arrival at a time (the first not yet complete), so a poll costs one
+ * test, not size - 1. Blocking (MPI_Wait) it waits for each arrival in turn: in
+ * SimGrid 3.32 a receive completed by a test stays in its actor's list of
+ * activities for the rest of the run (ActivityImpl::test finishes it without the
+ * removal that a wait does), and that list, a std::list, is searched from the
+ * front whenever one of the actor's activities ends: rank 0 of a 128-rank run
+ * gathered thousands, and 63 % of the simulation's CPU went to those searches. */
+inline int progressBarrier(MPI_Request request, bool block) {
+  auto& all = pendingReleases();
+  if (all.empty() || request == MPI_REQUEST_NULL) return MPI_SUCCESS;
+  auto found = all.find(request);
+  if (found == all.end()) return MPI_SUCCESS;
+  PendingRelease& pending = found->second;
+  while (pending.firstOpen < pending.arrivals.size()) {
+    MPI_Status status;
+    MPI_Request& arrival = pending.arrivals[pending.firstOpen];
+    if (block) {
+      int rc = MPI_Wait(&arrival, &status);
+      if (rc != MPI_SUCCESS) return rc;
+    } else {
+      int done = 0;
+      int rc = MPI_Test(&arrival, &done, &status);
+      if (rc != MPI_SUCCESS) return rc;
+      if (!done) return MPI_SUCCESS;
+    }
+    ++pending.firstOpen;
+  }
+  const MPI_Comm comm = pending.comm;
+  const int size = static_cast<int>(pending.arrivals.size()) + 1;
+  all.erase(found);
+  for (int r = 0; r < size; ++r) {
+    MPI_Request release;
+    int rc = MPI_Isend(nullptr, 0, MPI_BYTE, r, barrierTag, comm, &release);
+    if (rc != MPI_SUCCESS) return rc;
+    MPI_Request_free(&release);
+  }
+  return MPI_SUCCESS;
+}
+
 /* MPI_Test on MPI_REQUEST_NULL must set *flag to true. SimGrid 3.32's PMPI_Test
  * sets it only when a status is given, so with MPI_STATUS_IGNORE (NULL) a loop
- * polling a completed duplicate (runtime::startDuplicate) never ends. */
-static inline int fabscope_smpi_test(MPI_Request* request, int* flag, MPI_Status* status) {
+ * polling a completed duplicate (runtime::startDuplicate) never ended. */
+inline int test(MPI_Request* request, int* flag, MPI_Status* status) {
+  int rc = progressBarrier(*request, false);
+  if (rc != MPI_SUCCESS) return rc;
   MPI_Status ignored;
   return MPI_Test(request, flag, status != MPI_STATUS_IGNORE ? status : &ignored);
 }
-#define MPI_Test(request, flag, status) fabscope_smpi_test((request), (flag), (status))
+
+inline int wait(MPI_Request* request, MPI_Status* status) {
+  int rc = progressBarrier(*request, true);
+  if (rc != MPI_SUCCESS) return rc;
+  return MPI_Wait(request, status);
+}
+
+/* Freeing a barrier rank 0 has not released (a gate abandoned at teardown) frees
+ * its arrivals with it; the other ranks' releases never come, as with any barrier
+ * one rank left. */
+inline int requestFree(MPI_Request* request) {
+  auto& all = pendingReleases();
+  auto found = all.empty() ? all.end() : all.find(*request);
+  if (found != all.end()) {
+    for (auto& arrival : found->second.arrivals)
+      if (arrival != MPI_REQUEST_NULL) MPI_Request_free(&arrival);
+    all.erase(found);
+  }
+  return MPI_Request_free(request);
+}
+
+/* MPI_Iallreduce and MPI_Iallgather. SimGrid 3.32 runs every non-blocking
+ * collective linearly: each rank sends to every other at once, size x (size - 1)
+ * messages alive together, and each small send is detached, held in one list of
+ * the whole simulation (the maestro's activities) that CommImpl::finish searches
+ * from the front to remove every message it completes: the work grows with the
+ * square of the messages in flight, size^4 for one collective. At 256 ranks one
+ * of them held 65,280 messages and the start-up (a few of them) did not end in
+ * 17 minutes. Here they run as SimGrid's blocking collectives, whose algorithms
+ * are logarithmic when smpirun picks them (--cfg=smpi/coll-selector:mpich, as
+ * tests/bench/smpi_allpairs.sh does), and the request is complete on return.
+ * fabscope posts these and waits for them before anything else (runtime::
+ * Communicator, RankIdentity, the allreduce kind's timed calls), so blocking
+ * here changes what is waited for by no message. */
+inline int iallreduce(const void* send, void* receive, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                      MPI_Request* request) {
+  *request = MPI_REQUEST_NULL;
+  return MPI_Allreduce(send, receive, count, type, op, comm);
+}
+
+inline int iallgather(const void* send, int sendCount, MPI_Datatype sendType, void* receive, int receiveCount,
+                      MPI_Datatype receiveType, MPI_Comm comm, MPI_Request* request) {
+  *request = MPI_REQUEST_NULL;
+  return MPI_Allgather(send, sendCount, sendType, receive, receiveCount, receiveType, comm);
+}
+
+}  // namespace fabscope_smpi
+
+#define MPI_Ibarrier(comm, request) fabscope_smpi::ibarrier((comm), (request))
+#define MPI_Test(request, flag, status) fabscope_smpi::test((request), (flag), (status))
+#define MPI_Wait(request, status) fabscope_smpi::wait((request), (status))
+#define MPI_Request_free(request) fabscope_smpi::requestFree((request))
+#define MPI_Iallreduce(send, receive, count, type, op, comm, request) \
+  fabscope_smpi::iallreduce((send), (receive), (count), (type), (op), (comm), (request))
+#define MPI_Iallgather(send, sendCount, sendType, receive, receiveCount, receiveType, comm, request) \
+  fabscope_smpi::iallgather((send), (sendCount), (sendType), (receive), (receiveCount), (receiveType), (comm), (request))
+#endif /* __cplusplus */
 
 /* gethostname names the machine running the simulation, the same for every rank;
  * a rank's host is the simulated host SMPI placed it on (the hostfile's name). */
