@@ -127,19 +127,23 @@ inline int requestFree(MPI_Request* request) {
   return MPI_Request_free(request);
 }
 
-/* MPI_Iallreduce and MPI_Iallgather. SimGrid 3.32 runs every non-blocking
- * collective linearly: each rank sends to every other at once, size x (size - 1)
- * messages alive together, and each small send is detached, held in one list of
- * the whole simulation (the maestro's activities) that CommImpl::finish searches
- * from the front to remove every message it completes: the work grows with the
- * square of the messages in flight, size^4 for one collective. At 256 ranks one
- * of them held 65,280 messages and the start-up (a few of them) did not end in
- * 17 minutes. Here they run as SimGrid's blocking collectives, whose algorithms
- * are logarithmic when smpirun picks them (--cfg=smpi/coll-selector:mpich, as
- * tests/bench/smpi_allpairs.sh does), and the request is complete on return.
- * fabscope posts these and waits for them before anything else (runtime::
- * Communicator, RankIdentity, the allreduce kind's timed calls), so blocking
- * here changes what is waited for by no message. */
+/* The non-blocking collectives fabscope's control plane uses: MPI_Iallreduce,
+ * MPI_Iallgather, MPI_Ibcast, MPI_Igather, MPI_Igatherv. SimGrid 3.32 runs every
+ * non-blocking collective linearly, all its messages started at once: for an
+ * allreduce or allgather each rank sends to every other, size x (size - 1) flows
+ * sharing the network together (one 8-byte MPI_Iallgather at 128 ranks ran for
+ * over 56 s of CPU in the max-min solver, 0.26 s at 64). And it completes their
+ * receives with a test (MPI_Waitall goes through waitany, which tests), so each
+ * receive stays in its actor's activity list (see progressBarrier): a root
+ * gathering from 255 ranks kept 255 more at every gather. Here they run as
+ * SimGrid's blocking collectives, which receive with waits and, with the
+ * algorithms smpirun is told to pick (--cfg=smpi/coll-selector:mpich, as
+ * tests/bench/smpi_allpairs.sh does), in a logarithmic number of steps; the
+ * gatherv, which that selector leaves linear, is one blocking receive per rank at
+ * the root. The request is complete on return. fabscope posts each of these and
+ * waits for it before anything else (runtime::Communicator, RankIdentity, the
+ * allreduce kind's timed calls), so blocking here leaves nothing waiting on this
+ * rank. */
 inline int iallreduce(const void* send, void* receive, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                       MPI_Request* request) {
   *request = MPI_REQUEST_NULL;
@@ -152,6 +156,39 @@ inline int iallgather(const void* send, int sendCount, MPI_Datatype sendType, vo
   return MPI_Allgather(send, sendCount, sendType, receive, receiveCount, receiveType, comm);
 }
 
+inline int ibcast(void* data, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request) {
+  *request = MPI_REQUEST_NULL;
+  return MPI_Bcast(data, count, type, root, comm);
+}
+
+inline int igather(const void* send, int sendCount, MPI_Datatype sendType, void* receive, int receiveCount,
+                   MPI_Datatype receiveType, int root, MPI_Comm comm, MPI_Request* request) {
+  *request = MPI_REQUEST_NULL;
+  return MPI_Gather(send, sendCount, sendType, receive, receiveCount, receiveType, root, comm);
+}
+
+constexpr int gathervTag = 0x7ffffff1;
+
+inline int igatherv(const void* send, int sendCount, MPI_Datatype sendType, void* receive, const int* receiveCounts,
+                    const int* displacements, MPI_Datatype receiveType, int root, MPI_Comm comm,
+                    MPI_Request* request) {
+  *request = MPI_REQUEST_NULL;
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (rank != root) return MPI_Send(send, sendCount, sendType, root, gathervTag, comm);
+  MPI_Aint lowerBound = 0, extent = 0;
+  MPI_Type_get_extent(receiveType, &lowerBound, &extent);
+  for (int r = 0; r < size; ++r) {
+    char* slot = static_cast<char*>(receive) + static_cast<MPI_Aint>(displacements[r]) * extent;
+    int rc = r == root ? MPI_Sendrecv(send, sendCount, sendType, root, gathervTag, slot, receiveCounts[r],
+                                      receiveType, root, gathervTag, comm, MPI_STATUS_IGNORE)
+                       : MPI_Recv(slot, receiveCounts[r], receiveType, r, gathervTag, comm, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
 }  // namespace fabscope_smpi
 
 #define MPI_Ibarrier(comm, request) fabscope_smpi::ibarrier((comm), (request))
@@ -162,6 +199,14 @@ inline int iallgather(const void* send, int sendCount, MPI_Datatype sendType, vo
   fabscope_smpi::iallreduce((send), (receive), (count), (type), (op), (comm), (request))
 #define MPI_Iallgather(send, sendCount, sendType, receive, receiveCount, receiveType, comm, request) \
   fabscope_smpi::iallgather((send), (sendCount), (sendType), (receive), (receiveCount), (receiveType), (comm), (request))
+#define MPI_Ibcast(data, count, type, root, comm, request) \
+  fabscope_smpi::ibcast((data), (count), (type), (root), (comm), (request))
+#define MPI_Igather(send, sendCount, sendType, receive, receiveCount, receiveType, root, comm, request)       \
+  fabscope_smpi::igather((send), (sendCount), (sendType), (receive), (receiveCount), (receiveType), (root), (comm), \
+                         (request))
+#define MPI_Igatherv(send, sendCount, sendType, receive, receiveCounts, displacements, receiveType, root, comm, request) \
+  fabscope_smpi::igatherv((send), (sendCount), (sendType), (receive), (receiveCounts), (displacements), (receiveType), \
+                          (root), (comm), (request))
 #endif /* __cplusplus */
 
 /* gethostname names the machine running the simulation, the same for every rank;

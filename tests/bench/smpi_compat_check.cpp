@@ -5,7 +5,9 @@
 //   barrier: no rank leaves an MPI_Ibarrier (polled with MPI_Test, or MPI_Wait on
 //            rank 0's side) before the last rank entered it; the last rank enters
 //            1 ms of simulated time after the others.
-//   allreduce, allgather: MPI_Iallreduce and MPI_Iallgather give the right values.
+//   allreduce, allgather, broadcast, gather, gatherv: MPI_Iallreduce, MPI_Iallgather,
+//            MPI_Ibcast, MPI_Igather and MPI_Igatherv (rank r gives r + 1 values) give the
+//            right values.
 //   null test: MPI_Test on MPI_REQUEST_NULL with MPI_STATUS_IGNORE sets the flag.
 #include <mpi.h>
 
@@ -77,6 +79,37 @@ int main(int argc, char** argv) {
   MPI_Reduce(&gatherOk, &allGathersOk, 1, MPI_INT, MPI_LAND, 0, MPI_COMM_WORLD);
   report(rank, allGathersOk != 0, "allgather: every rank's values in rank order (first, last)",
          static_cast<double>(gathered.front()), static_cast<double>(gathered.back()));
+
+  long long fromRoot = rank == 0 ? 4242 : -1;
+  MPI_Ibcast(&fromRoot, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &request);
+  for (int done = 0; !done;) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  int bcastOk = fromRoot == 4242, allBcastsOk = 0;
+  MPI_Reduce(&bcastOk, &allBcastsOk, 1, MPI_INT, MPI_LAND, 0, MPI_COMM_WORLD);
+  report(rank, allBcastsOk != 0, "broadcast: the root's value on rank 0, expected", static_cast<double>(fromRoot), 4242);
+
+  std::vector<long long> atRoot(static_cast<std::size_t>(size), -1);
+  MPI_Igather(&mine, 1, MPI_LONG_LONG, atRoot.data(), 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &request);
+  for (int done = 0; !done;) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  int rootGatherOk = 1;
+  for (int r = 0; r < size; ++r) rootGatherOk &= atRoot[static_cast<std::size_t>(r)] == r + 1;
+  report(rank, rootGatherOk != 0, "gather: every rank's value at the root in rank order (first, last)",
+         static_cast<double>(atRoot.front()), static_cast<double>(atRoot.back()));
+
+  std::vector<int> counts(static_cast<std::size_t>(size)), displacements(static_cast<std::size_t>(size));
+  for (int r = 0, at = 0; r < size; at += r + 1, ++r) {
+    counts[static_cast<std::size_t>(r)] = r + 1;
+    displacements[static_cast<std::size_t>(r)] = at;
+  }
+  std::vector<int> mineV(static_cast<std::size_t>(rank + 1), rank);
+  std::vector<int> allV(static_cast<std::size_t>(size) * (size + 1) / 2, -1);
+  MPI_Igatherv(mineV.data(), rank + 1, MPI_INT, allV.data(), counts.data(), displacements.data(), MPI_INT, 0,
+               MPI_COMM_WORLD, &request);
+  for (int done = 0; !done;) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  int gathervOk = 1;
+  for (int r = 0; r < size; ++r)
+    for (int k = 0; k <= r; ++k) gathervOk &= allV[static_cast<std::size_t>(displacements[r] + k)] == r;
+  report(rank, gathervOk != 0, "gatherv: r + 1 values r from each rank r at the root (first, last)",
+         static_cast<double>(allV.front()), static_cast<double>(allV.back()));
 
   int flag = 0;
   request = MPI_REQUEST_NULL;

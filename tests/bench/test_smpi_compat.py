@@ -1,8 +1,9 @@
 """cmake/smpi/fabscope_smpi_compat.h under SimGrid's smpirun (smpi_compat_check.cpp): with the
-header, MPI_Ibarrier is a barrier (no rank leaves before the last one entered), MPI_Iallreduce
-and MPI_Iallgather give the right values, MPI_Test on a null request sets the flag. Without it,
-SimGrid 3.32's own MPI_Ibarrier lets ranks leave before the last one entered: the check sees
-that too, so it can tell the two apart. Needs smpicxx and smpirun (Debian libsimgrid-dev);
+header, MPI_Ibarrier is a barrier (no rank leaves before the last one entered); MPI_Iallreduce,
+MPI_Iallgather, MPI_Ibcast, MPI_Igather and MPI_Igatherv give the right values; MPI_Test on a
+null request sets the flag. Without it, SimGrid 3.32's own MPI_Ibarrier lets ranks leave
+before the last one entered and its MPI_Test leaves the flag unset: the check sees both, so
+it can tell the two apart. Needs smpicxx and smpirun (Debian libsimgrid-dev);
 about 5 s (two small compiles, two 8-rank runs).
 """
 import shutil
@@ -42,7 +43,8 @@ def build_and_run(tmp_path, name, with_compat):
 def test_with_the_compat_header_every_promise_holds(tmp_path):
     run, lines = build_and_run(tmp_path, "with", True)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert [what for _, what in lines] == ["barrier", "barrier", "allreduce", "allgather", "null test"], run.stdout
+    assert [what for _, what in lines] == ["barrier", "barrier", "allreduce", "allgather", "broadcast", "gather",
+                                      "gatherv", "null test"], run.stdout
     assert all(status == "ok" for status, _ in lines), run.stdout
 
 
@@ -52,4 +54,4 @@ def test_simgrid_own_ibarrier_lets_ranks_leave_early(tmp_path):
     run, lines = build_and_run(tmp_path, "without", False)
     assert run.returncode == 1, run.stdout + run.stderr
     assert lines == [("FAIL", "barrier"), ("FAIL", "barrier"), ("ok", "allreduce"), ("ok", "allgather"),
-                     ("FAIL", "null test")], run.stdout
+                     ("ok", "broadcast"), ("ok", "gather"), ("ok", "gatherv"), ("FAIL", "null test")], run.stdout
