@@ -140,7 +140,7 @@ inline int requestFree(MPI_Request* request) {
  * algorithms smpirun is told to pick (--cfg=smpi/coll-selector:mpich, as
  * tests/bench/smpi_allpairs.sh does), in a logarithmic number of steps; the
  * gatherv, which that selector leaves linear, is one blocking receive per rank at
- * the root. The request is complete on return. fabscope posts each of these and
+ * the root (synchronous sends). The request is complete on return. fabscope posts each of these and
  * waits for it before anything else (runtime::Communicator, RankIdentity, the
  * allreduce kind's timed calls), so blocking here leaves nothing waiting on this
  * rank. */
@@ -176,7 +176,10 @@ inline int igatherv(const void* send, int sendCount, MPI_Datatype sendType, void
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  if (rank != root) return MPI_Send(send, sendCount, sendType, root, gathervTag, comm);
+  // Synchronous: a small MPI_Send is eager in SimGrid (detached, held in one list of
+  // the whole simulation until received), and ranks ran several gathers ahead of a
+  // root still receiving the first (32 ranks: about 290 such sends alive at once).
+  if (rank != root) return MPI_Ssend(send, sendCount, sendType, root, gathervTag, comm);
   MPI_Aint lowerBound = 0, extent = 0;
   MPI_Type_get_extent(receiveType, &lowerBound, &extent);
   for (int r = 0; r < size; ++r) {
