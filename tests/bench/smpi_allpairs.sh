@@ -67,7 +67,9 @@ $python "$here/smpi_platform.py" "$out" --hosts "$hosts" --gpus "$gpus" --hosts-
 ranks=$((hosts * gpus))
 echo "smpi_allpairs: $ranks simulated ranks ($hosts hosts x $gpus), fault $fault; running (log: $out/run.log)"
 # network/model CM02: max-min sharing with no TCP correction factors (an RDMA fabric,
-# as in validation/). smpi/host-speed 50Mf against the platform's 1Gf: the CPU time the
+# as in validation/); network/crosstraffic 0: no TCP acknowledgement flow charged to the
+# reverse path (with it, a node whose receive port was slowed sent at 58 % too: its
+# flows' reverse parts share that saturated port, and max-min gives them its rate). smpi/host-speed 50Mf against the platform's 1Gf: the CPU time the
 # code between MPI calls took here is injected as 1/20 of it (at 1:1 fabscope's own work
 # on a 1 MiB message, ~30 us here, hid the network). smpi/test and smpi/iprobe: the
 # simulated time a failed MPI_Test or an MPI_Iprobe costs (control-plane polling; the
@@ -77,7 +79,7 @@ echo "smpi_allpairs: $ranks simulated ranks ($hosts hosts x $gpus), fault $fault
 # channel cost 100 us). smpi/coll-selector mpich: SimGrid's blocking collectives with
 # logarithmic algorithms, which the build's MPI_Iallreduce and MPI_Iallgather run
 # (cmake/smpi/fabscope_smpi_compat.h: SimGrid's linear ones stalled 256 ranks).
-smpi_options=(--cfg=network/model:CM02 --cfg=smpi/host-speed:50Mf --cfg=smpi/test:1e-7 --cfg=smpi/iprobe:1e-7
+smpi_options=(--cfg=network/model:CM02 --cfg=network/crosstraffic:0 --cfg=smpi/host-speed:50Mf --cfg=smpi/test:1e-7 --cfg=smpi/iprobe:1e-7
   --cfg=smpi/grow-injected-times:no --cfg=smpi/coll-selector:mpich --cfg=smpi/display-timing:yes)
 start=$(date +%s)
 set +e
@@ -110,7 +112,12 @@ for c in diagnosis.get("culprits", []):
     hit = False
     if fault and fault["kind"] in ("rx-slow", "tx-slow", "port-slow"):
         side = {"rx-slow": "receive", "tx-slow": "send"}.get(fault["kind"])
-        hit = c.get("host") == fault["target"] and (side is None or c.get("direction") in (side, "", None))
+        on_target = c.get("host") == fault["target"]
+        hit = on_target and (side is None or c.get("direction") in (side, "both", "", None))
+        if hit and side and c.get("direction") == "both":
+            # The planted side is named; the other side of the same port is a false finding.
+            other = {"receive": "send", "send": "receive"}[side]
+            others.append(f"{subject} {other} side (named with the planted {side} side)")
     elif fault and fault["kind"] == "uplink-slow":
         hit = fault["target"].split(".")[0] in json.dumps(c)
     if hit:

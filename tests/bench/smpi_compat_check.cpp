@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
   for (int done = 0; !done;) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
   int bcastOk = fromRoot == 4242, allBcastsOk = 0;
   MPI_Reduce(&bcastOk, &allBcastsOk, 1, MPI_INT, MPI_LAND, 0, MPI_COMM_WORLD);
-  report(rank, allBcastsOk != 0, "broadcast: the root's value on rank 0, expected", static_cast<double>(fromRoot), 4242);
+  report(rank, allBcastsOk != 0, "broadcast: the root's value on rank 0, expected", static_cast<double>(fromRoot),
+         4242);
 
   std::vector<long long> atRoot(static_cast<std::size_t>(size), -1);
   MPI_Igather(&mine, 1, MPI_LONG_LONG, atRoot.data(), 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &request);
