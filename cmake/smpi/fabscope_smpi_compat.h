@@ -1,6 +1,8 @@
 /* Forced into every translation unit of the SMPI build (cmake/FabscopeSmpi.cmake),
  * after SimGrid's own smpi_helpers.h. Works around what SimGrid 3.32's MPI does
- * differently from the standard, so the sources stay plain MPI. */
+ * differently from the standard, and around what its collectives cost the
+ * simulation, so the sources stay plain MPI. Checked under smpirun by
+ * tests/bench/smpi_compat_check.cpp (tests/bench/test_smpi_compat.py). */
 #pragma once
 #include <smpi/smpi.h>
 
@@ -63,8 +65,9 @@ inline int ibarrier(MPI_Comm comm, MPI_Request* request) {
  * SimGrid 3.32 a receive completed by a test stays in its actor's list of
  * activities for the rest of the run (ActivityImpl::test finishes it without the
  * removal that a wait does), and that list, a std::list, is searched from the
- * front whenever one of the actor's activities ends: rank 0 of a 128-rank run
- * gathered thousands, and 63 % of the simulation's CPU went to those searches. */
+ * front whenever one of the actor's activities ends: with SimGrid's own barrier
+ * (whose root tests its 127 arrivals at each of 127 rounds), 63 % of a 128-rank
+ * simulation's CPU went to those searches. */
 inline int progressBarrier(MPI_Request request, bool block) {
   auto& all = pendingReleases();
   if (all.empty() || request == MPI_REQUEST_NULL) return MPI_SUCCESS;
@@ -140,10 +143,10 @@ inline int requestFree(MPI_Request* request) {
  * algorithms smpirun is told to pick (--cfg=smpi/coll-selector:mpich, as
  * tests/bench/smpi_allpairs.sh does), in a logarithmic number of steps; the
  * gatherv, which that selector leaves linear, is one blocking receive per rank at
- * the root (synchronous sends). The request is complete on return. fabscope posts each of these and
- * waits for it before anything else (runtime::Communicator, RankIdentity, the
- * allreduce kind's timed calls), so blocking here leaves nothing waiting on this
- * rank. */
+ * the root (synchronous sends). The request is complete on return. fabscope
+ * posts each of these and waits for it before anything else (runtime::Communicator,
+ * RankIdentity, the allreduce kind's timed calls), so blocking here leaves nothing
+ * waiting on this rank. */
 inline int iallreduce(const void* send, void* receive, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                       MPI_Request* request) {
   *request = MPI_REQUEST_NULL;
@@ -170,8 +173,7 @@ inline int igather(const void* send, int sendCount, MPI_Datatype sendType, void*
 constexpr int gathervTag = 0x7ffffff1;
 
 inline int igatherv(const void* send, int sendCount, MPI_Datatype sendType, void* receive, const int* receiveCounts,
-                    const int* displacements, MPI_Datatype receiveType, int root, MPI_Comm comm,
-                    MPI_Request* request) {
+                    const int* displacements, MPI_Datatype receiveType, int root, MPI_Comm comm, MPI_Request* request) {
   *request = MPI_REQUEST_NULL;
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
@@ -184,8 +186,8 @@ inline int igatherv(const void* send, int sendCount, MPI_Datatype sendType, void
   MPI_Type_get_extent(receiveType, &lowerBound, &extent);
   for (int r = 0; r < size; ++r) {
     char* slot = static_cast<char*>(receive) + static_cast<MPI_Aint>(displacements[r]) * extent;
-    int rc = r == root ? MPI_Sendrecv(send, sendCount, sendType, root, gathervTag, slot, receiveCounts[r],
-                                      receiveType, root, gathervTag, comm, MPI_STATUS_IGNORE)
+    int rc = r == root ? MPI_Sendrecv(send, sendCount, sendType, root, gathervTag, slot, receiveCounts[r], receiveType,
+                                      root, gathervTag, comm, MPI_STATUS_IGNORE)
                        : MPI_Recv(slot, receiveCounts[r], receiveType, r, gathervTag, comm, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return rc;
   }
@@ -200,14 +202,16 @@ inline int igatherv(const void* send, int sendCount, MPI_Datatype sendType, void
 #define MPI_Request_free(request) fabscope_smpi::requestFree((request))
 #define MPI_Iallreduce(send, receive, count, type, op, comm, request) \
   fabscope_smpi::iallreduce((send), (receive), (count), (type), (op), (comm), (request))
-#define MPI_Iallgather(send, sendCount, sendType, receive, receiveCount, receiveType, comm, request) \
-  fabscope_smpi::iallgather((send), (sendCount), (sendType), (receive), (receiveCount), (receiveType), (comm), (request))
+#define MPI_Iallgather(send, sendCount, sendType, receive, receiveCount, receiveType, comm, request)           \
+  fabscope_smpi::iallgather((send), (sendCount), (sendType), (receive), (receiveCount), (receiveType), (comm), \
+                            (request))
 #define MPI_Ibcast(data, count, type, root, comm, request) \
   fabscope_smpi::ibcast((data), (count), (type), (root), (comm), (request))
-#define MPI_Igather(send, sendCount, sendType, receive, receiveCount, receiveType, root, comm, request)       \
+#define MPI_Igather(send, sendCount, sendType, receive, receiveCount, receiveType, root, comm, request)             \
   fabscope_smpi::igather((send), (sendCount), (sendType), (receive), (receiveCount), (receiveType), (root), (comm), \
                          (request))
-#define MPI_Igatherv(send, sendCount, sendType, receive, receiveCounts, displacements, receiveType, root, comm, request) \
+#define MPI_Igatherv(send, sendCount, sendType, receive, receiveCounts, displacements, receiveType, root, comm,        \
+                     request)                                                                                          \
   fabscope_smpi::igatherv((send), (sendCount), (sendType), (receive), (receiveCounts), (displacements), (receiveType), \
                           (root), (comm), (request))
 #endif /* __cplusplus */
