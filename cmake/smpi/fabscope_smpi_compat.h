@@ -17,87 +17,99 @@ namespace fabscope_smpi {
  * not once every rank has: rank 0, which waits for every arrival, is the last to
  * leave. Before every all-pairs round that made rank 0 post its receive after its
  * peer had started sending, and rank 0's receive side looked slow (a false culprit
- * at 32 to 128 simulated ranks). This is a barrier by the standard: every rank
- * sends an arrival to rank 0; rank 0 sends the releases only once all arrivals are
- * in (when its MPI_Test or MPI_Wait sees them), to itself as well, so its own
- * request completes like everyone's. Point to point on the caller's communicator,
- * under a tag no fabscope message uses (no fabscope receive takes MPI_ANY_TAG). */
+ * at 32 to 128 simulated ranks). This is a barrier by the standard, and the
+ * dissemination algorithm: in step k every rank sends to rank + 2^k and waits for
+ * rank - 2^k (mod size), so after ceil(log2 size) steps each has heard, through
+ * others, from every rank, and all leave within one message time of each other. A
+ * linear one (arrivals to rank 0, its releases to all) also waited for everyone,
+ * but rank 0's 255 releases left its host's port at the start of every round, just
+ * as that host's other ranks, released first, started their timed sends: at 256
+ * ranks they sent 7 % slower than other hosts' ranks and diagnose named them. Each
+ * step completes when this rank's MPI_Test or MPI_Wait sees it; the request handed
+ * out is a receive from this rank itself, completed by the last step. Point to
+ * point on the caller's communicator, under a tag no fabscope message uses (no
+ * fabscope receive takes MPI_ANY_TAG). */
 constexpr int barrierTag = 0x7ffffff0;
 
-struct PendingRelease {
+struct PendingBarrier {
   MPI_Comm comm;
-  std::vector<MPI_Request> arrivals;  // one receive per other rank
-  std::size_t firstOpen;              // arrivals before it have completed
+  int rank;
+  int size;
+  int distance;          // this step's: 1, 2, 4, ...
+  MPI_Request incoming;  // the message from rank - distance
 };
 
-/* Rank 0's barriers still waiting for arrivals, keyed by the request handed out.
- * Per rank under SMPI's privatization; keyed by a live request either way. */
-inline std::unordered_map<MPI_Request, PendingRelease>& pendingReleases() {
-  static std::unordered_map<MPI_Request, PendingRelease> pending;
+/* This rank's barriers not yet through their last step, keyed by the request
+ * handed out. Per rank under SMPI's privatization; keyed by a live request either
+ * way. */
+inline std::unordered_map<MPI_Request, PendingBarrier>& pendingBarriers() {
+  static std::unordered_map<MPI_Request, PendingBarrier> pending;
   return pending;
+}
+
+/* The messages of one step: to rank + distance, and the receive from rank - distance. */
+inline int startStep(PendingBarrier& barrier) {
+  MPI_Request outgoing;
+  int rc = MPI_Isend(nullptr, 0, MPI_BYTE, (barrier.rank + barrier.distance) % barrier.size, barrierTag, barrier.comm,
+                     &outgoing);
+  if (rc != MPI_SUCCESS) return rc;
+  MPI_Request_free(&outgoing);
+  const int from = ((barrier.rank - barrier.distance) % barrier.size + barrier.size) % barrier.size;
+  return MPI_Irecv(nullptr, 0, MPI_BYTE, from, barrierTag, barrier.comm, &barrier.incoming);
 }
 
 inline int ibarrier(MPI_Comm comm, MPI_Request* request) {
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  if (rank != 0) {
-    MPI_Request arrival;
-    int rc = MPI_Isend(nullptr, 0, MPI_BYTE, 0, barrierTag, comm, &arrival);
-    if (rc != MPI_SUCCESS) return rc;
-    MPI_Request_free(&arrival);
-    return MPI_Irecv(nullptr, 0, MPI_BYTE, 0, barrierTag, comm, request);
-  }
-  PendingRelease pending{comm, std::vector<MPI_Request>(static_cast<std::size_t>(size - 1), MPI_REQUEST_NULL), 0};
-  for (int r = 1; r < size; ++r) {
-    int rc = MPI_Irecv(nullptr, 0, MPI_BYTE, r, barrierTag, comm, &pending.arrivals[static_cast<std::size_t>(r - 1)]);
-    if (rc != MPI_SUCCESS) return rc;
-  }
-  int rc = MPI_Irecv(nullptr, 0, MPI_BYTE, 0, barrierTag, comm, request);  // rank 0's own release
+  int rc = MPI_Irecv(nullptr, 0, MPI_BYTE, rank, barrierTag, comm, request);  // completed by the last step
   if (rc != MPI_SUCCESS) return rc;
-  pendingReleases().emplace(*request, std::move(pending));
+  PendingBarrier barrier{comm, rank, size, 1, MPI_REQUEST_NULL};
+  if (size > 1) {
+    rc = startStep(barrier);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  pendingBarriers().emplace(*request, barrier);
   return MPI_SUCCESS;
 }
 
-/* On rank 0: the releases, once every arrival is in. Polled (MPI_Test), it tests
- * one open arrival at a time (the first not yet complete), so a poll costs one
- * test, not size - 1. Blocking (MPI_Wait) it waits for each arrival in turn: in
- * SimGrid 3.32 a receive completed by a test stays in its actor's list of
+/* Takes `request`'s barrier through the steps whose messages are in (polled:
+ * MPI_Test, returning at the first that is not; blocking: MPI_Wait), and after the
+ * last sends this rank the message that completes `request`. Blocking matters under
+ * SimGrid 3.32: a receive completed by a test stays in its actor's list of
  * activities for the rest of the run (ActivityImpl::test finishes it without the
  * removal that a wait does), and that list, a std::list, is searched from the
  * front whenever one of the actor's activities ends: with SimGrid's own barrier
  * (whose root tests its 127 arrivals at each of 127 rounds), 63 % of a 128-rank
  * simulation's CPU went to those searches. */
 inline int progressBarrier(MPI_Request request, bool block) {
-  auto& all = pendingReleases();
+  auto& all = pendingBarriers();
   if (all.empty() || request == MPI_REQUEST_NULL) return MPI_SUCCESS;
   auto found = all.find(request);
   if (found == all.end()) return MPI_SUCCESS;
-  PendingRelease& pending = found->second;
-  while (pending.firstOpen < pending.arrivals.size()) {
+  PendingBarrier& barrier = found->second;
+  while (barrier.distance < barrier.size) {
     MPI_Status status;
-    MPI_Request& arrival = pending.arrivals[pending.firstOpen];
     if (block) {
-      int rc = MPI_Wait(&arrival, &status);
+      int rc = MPI_Wait(&barrier.incoming, &status);
       if (rc != MPI_SUCCESS) return rc;
     } else {
       int done = 0;
-      int rc = MPI_Test(&arrival, &done, &status);
+      int rc = MPI_Test(&barrier.incoming, &done, &status);
       if (rc != MPI_SUCCESS) return rc;
       if (!done) return MPI_SUCCESS;
     }
-    ++pending.firstOpen;
+    barrier.distance *= 2;
+    if (barrier.distance < barrier.size) {
+      int rc = startStep(barrier);
+      if (rc != MPI_SUCCESS) return rc;
+    }
   }
-  const MPI_Comm comm = pending.comm;
-  const int size = static_cast<int>(pending.arrivals.size()) + 1;
+  MPI_Request last;
+  int rc = MPI_Isend(nullptr, 0, MPI_BYTE, barrier.rank, barrierTag, barrier.comm, &last);
   all.erase(found);
-  for (int r = 0; r < size; ++r) {
-    MPI_Request release;
-    int rc = MPI_Isend(nullptr, 0, MPI_BYTE, r, barrierTag, comm, &release);
-    if (rc != MPI_SUCCESS) return rc;
-    MPI_Request_free(&release);
-  }
-  return MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) return rc;
+  return MPI_Request_free(&last);
 }
 
 /* MPI_Test on MPI_REQUEST_NULL must set *flag to true. SimGrid 3.32's PMPI_Test
@@ -116,15 +128,14 @@ inline int wait(MPI_Request* request, MPI_Status* status) {
   return MPI_Wait(request, status);
 }
 
-/* Freeing a barrier rank 0 has not released (a gate abandoned at teardown) frees
- * its arrivals with it; the other ranks' releases never come, as with any barrier
+/* Freeing a barrier this rank has not left (a gate abandoned at teardown) frees
+ * its open receive with it; ranks still in it wait for ever, as with any barrier
  * one rank left. */
 inline int requestFree(MPI_Request* request) {
-  auto& all = pendingReleases();
+  auto& all = pendingBarriers();
   auto found = all.empty() ? all.end() : all.find(*request);
   if (found != all.end()) {
-    for (auto& arrival : found->second.arrivals)
-      if (arrival != MPI_REQUEST_NULL) MPI_Request_free(&arrival);
+    if (found->second.incoming != MPI_REQUEST_NULL) MPI_Request_free(&found->second.incoming);
     all.erase(found);
   }
   return MPI_Request_free(request);
