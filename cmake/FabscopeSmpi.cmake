@@ -19,8 +19,14 @@
 # starts no threads and leaves signals alone (SMPI ranks are actors sharing one
 # process: a real thread sleeping on real time, or a handler that ends "the
 # rank", would act on every rank at once), and communicators are duplicated
-# with MPI_Comm_dup (SimGrid 3.32 has no MPI_Comm_idup). cmake/smpi/fabscope_smpi_compat.h
-# mends SimGrid's MPI where it departs from the standard.
+# with MPI_Comm_dup (SimGrid 3.32 has no MPI_Comm_idup), and runtime::Communicator
+# waits for its collectives instead of polling them (a simulated rank cannot be
+# lost, and in SimGrid 3.32 every receive a test completes stays in its actor's
+# activity list, searched at every activity end). cmake/smpi/fabscope_smpi_compat.h
+# mends SimGrid's MPI where it departs from the standard (MPI_Ibarrier, MPI_Test on a
+# null request) and runs the control plane's non-blocking collectives as blocking
+# ones (SimGrid's non-blocking ones are linear: size^2 flows at once stalled 256
+# ranks); smpirun must pick logarithmic algorithms (--cfg=smpi/coll-selector:mpich).
 
 if(NOT CMAKE_CXX_COMPILER MATCHES "smpicxx" OR NOT CMAKE_C_COMPILER MATCHES "smpicc")
   message(FATAL_ERROR "FABSCOPE_SMPI=ON needs the SMPI compilers: configure a fresh build directory with "
@@ -40,7 +46,7 @@ add_library(MPI::MPI_C INTERFACE IMPORTED)
 set(MPI_C_VERSION "SimGrid SMPI")
 # smpi_helpers.h replaces malloc by a macro, which breaks <malloc.h> (runtime/MemoryUse.cpp).
 add_compile_definitions(SMPI_NO_OVERRIDE_MALLOC=1)
-# Where SimGrid's MPI departs from the standard (MPI_Test on a null request).
+# Where SimGrid's MPI departs from the standard, and its collectives cost the simulation most.
 add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-include> $<$<COMPILE_LANGUAGE:CXX>:${CMAKE_CURRENT_LIST_DIR}/smpi/fabscope_smpi_compat.h>)
 
 # Serial HDF5 (Debian: libhdf5-dev, headers in include/hdf5/serial). A tree

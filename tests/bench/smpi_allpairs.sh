@@ -67,15 +67,24 @@ $python "$here/smpi_platform.py" "$out" --hosts "$hosts" --gpus "$gpus" --hosts-
 ranks=$((hosts * gpus))
 echo "smpi_allpairs: $ranks simulated ranks ($hosts hosts x $gpus), fault $fault; running (log: $out/run.log)"
 # network/model CM02: max-min sharing with no TCP correction factors (an RDMA fabric,
-# as in validation/). smpi/host-speed 50Mf against the platform's 1Gf: the CPU time the
+# as in validation/); network/crosstraffic 0: no TCP acknowledgement flow charged to the
+# reverse path (with it, a node whose receive port was slowed sent at 58 % too: its
+# flows' reverse parts share that saturated port, and max-min gives them its rate). smpi/host-speed 50Mf against the platform's 1Gf: the CPU time the
 # code between MPI calls took here is injected as 1/20 of it (at 1:1 fabscope's own work
-# on a 1 MiB message, ~30 us here, hid the network). smpi/test: the simulated time a
-# failed MPI_Test costs (control-plane polling; the data plane waits in MPI_Wait).
+# on a 1 MiB message, ~30 us here, hid the network). smpi/test and smpi/iprobe: the
+# simulated time a failed MPI_Test or an MPI_Iprobe costs (control-plane polling; the
+# data plane waits in MPI_Wait), 0.1 us each and not growing (grow-injected-times: by
+# default SimGrid multiplies them by a count of failed calls that all ranks share, so a
+# rank noticed its barrier's release up to milliseconds late, and the Iprobe of the loss
+# channel cost 100 us). smpi/coll-selector mpich: SimGrid's blocking collectives with
+# logarithmic algorithms, which the build's MPI_Iallreduce and MPI_Iallgather run
+# (cmake/smpi/fabscope_smpi_compat.h: SimGrid's linear ones stalled 256 ranks).
+smpi_options=(--cfg=network/model:CM02 --cfg=network/crosstraffic:0 --cfg=smpi/host-speed:50Mf --cfg=smpi/test:1e-7 --cfg=smpi/iprobe:1e-7
+  --cfg=smpi/grow-injected-times:no --cfg=smpi/coll-selector:mpich --cfg=smpi/display-timing:yes)
 start=$(date +%s)
 set +e
-(cd "$out" && timeout "$timeout" nice smpirun -platform platform.xml -hostfile hostfile -np "$ranks" \
-  --cfg=network/model:CM02 --cfg=smpi/host-speed:50Mf --cfg=smpi/test:1e-6 --cfg=smpi/display-timing:yes \
-  --log=root.thres:warning --log=smpi_utils.thres:info \
+(cd "$out" && timeout "$timeout" nice -n 10 smpirun -platform platform.xml -hostfile hostfile -np "$ranks" \
+  "${smpi_options[@]}" --log=root.thres:warning --log=smpi_utils.thres:info \
   "$build/fabscope" run --scenario "$scenario" --output "$out/out.h5" --overwrite --no-progress \
   --topology "$out/topology.yaml") >"$out/run.log" 2>&1
 rc=$?
@@ -103,7 +112,12 @@ for c in diagnosis.get("culprits", []):
     hit = False
     if fault and fault["kind"] in ("rx-slow", "tx-slow", "port-slow"):
         side = {"rx-slow": "receive", "tx-slow": "send"}.get(fault["kind"])
-        hit = c.get("host") == fault["target"] and (side is None or c.get("direction") in (side, "", None))
+        on_target = c.get("host") == fault["target"]
+        hit = on_target and (side is None or c.get("direction") in (side, "both", "", None))
+        if hit and side and c.get("direction") == "both":
+            # The planted side is named; the other side of the same port is a false finding.
+            other = {"receive": "send", "send": "receive"}[side]
+            others.append(f"{subject} {other} side (named with the planted {side} side)")
     elif fault and fault["kind"] == "uplink-slow":
         hit = fault["target"].split(".")[0] in json.dumps(c)
     if hit:
