@@ -179,6 +179,27 @@ def print_verdict(verdict: FitVerdict, stream) -> None:
             print(f"{what}: {line}", file=stream)
 
 
+def _judge_with_diagnosis(verdict, result, measured):
+    """The whole cluster serves: a component the diagnosis names anywhere fails the verdict;
+    the hosts the nodes and groups checks name go first among what to fix. Returns the
+    diagnosis's culprits."""
+    verdict.to_fix, culprits = components_to_fix(result)
+    if culprits:
+        verdict.checks.append(cluster_check(culprits, len(set(result.ranks()["host"])), measured))
+        verdict.status = worst_status(c.status for c in verdict.checks)
+    verdict.notes.extend(disagreements(verdict, culprits))
+    per_node = next((c for c in verdict.checks if c.name == NODES_CHECK), None)
+    sides = per_node.figures.get("sides", {}) if per_node is not None else {}
+    verdict.to_fix[:0] = [f"host {h}{SIDE_WORDS[sides.get(h, 'both')]} miss the TTFT "
+                          "budget (the nodes check)" for h in named_hosts(per_node)
+                          if h not in {c.host for c in culprits}]
+    per_group = next((c for c in verdict.checks if c.name == GROUPS_CHECK), None)
+    verdict.to_fix[:0] = [f"host {h}: the decode steps of its TP / EP group miss the ITL "
+                          "budget (the groups check)" for h in named_group_hosts(per_group)
+                          if h not in {c.host for c in culprits}]
+    return culprits
+
+
 def run_fit(args) -> int:
     with _open(args.file) as result:
         try:
@@ -213,22 +234,7 @@ def run_fit(args) -> int:
         kv_line = headline(result)
         verdict.limiters = [kv_line] if kv_line else []
         if not args.no_diagnose:
-            # the whole cluster serves: a component named anywhere fails it
-            verdict.to_fix, culprits = components_to_fix(result)
-            if culprits:
-                verdict.checks.append(cluster_check(culprits, len(set(result.ranks()["host"])),
-                                                    measured))
-                verdict.status = worst_status(c.status for c in verdict.checks)
-            verdict.notes.extend(disagreements(verdict, culprits))
-            per_node = next((c for c in verdict.checks if c.name == NODES_CHECK), None)
-            sides = per_node.figures.get("sides", {}) if per_node is not None else {}
-            verdict.to_fix[:0] = [f"host {h}{SIDE_WORDS[sides.get(h, 'both')]} miss the TTFT "
-                                  "budget (the nodes check)" for h in named_hosts(per_node)
-                                  if h not in {c.host for c in culprits}]
-            per_group = next((c for c in verdict.checks if c.name == GROUPS_CHECK), None)
-            verdict.to_fix[:0] = [f"host {h}: the decode steps of its TP / EP group miss the ITL "
-                                  "budget (the groups check)" for h in named_group_hosts(per_group)
-                                  if h not in {c.host for c in culprits}]
+            culprits = _judge_with_diagnosis(verdict, result, measured)
         shared = shared_cpu_findings(result) if verdict.status == FAIL else []
         if verdict.status == FAIL and (shared or not args.no_diagnose):
             if args.no_diagnose:

@@ -139,6 +139,22 @@ def _choose(candidates: Dict[str, ClassSeries], measured: Measured) -> Optional[
     return best
 
 
+def _group_series(by_group: Dict[Tuple[int, int], Dict[int, np.ndarray]],
+                  group_ranks: Dict[int, List[int]], host_of: Dict[int, str],
+                  target: int) -> List[GroupSeries]:
+    """Each rotated group's times at the target size, round by round (rounds without them
+    left out), with its ranks and hosts."""
+    out = []
+    for g in sorted(group_ranks):
+        rounds = {r: sequence_at_size(by_group[(gg, r)], target)[0] for gg, r in by_group if gg == g}
+        rounds = {r: t for r, t in rounds.items() if t is not None}
+        if rounds:
+            out.append(GroupSeries(g, group_ranks[g],
+                                   sorted({host_of.get(r, f"rank {r}") for r in group_ranks[g]}),
+                                   np.concatenate([rounds[r] for r in sorted(rounds)]), rounds))
+    return out
+
+
 def _collective_class(analysis: RunAnalysis, cls: str, target: int, per_step: int,
                       measured: Measured, token_bytes: Optional[int] = None) -> None:
     """A collective class (kind allreduce, alltoall), or the PP activation sends (kind
@@ -184,16 +200,7 @@ def _collective_class(analysis: RunAnalysis, cls: str, target: int, per_step: in
         if len(group_ranks) > 1:
             series.how[condition] += f"; {len(group_ranks)} groups measured in turn, pooled"
             series.group_count = max(series.group_count, rotation)
-            series.groups[condition] = []
-            for g in sorted(group_ranks):
-                rounds = {r: sequence_at_size(by_group[(gg, r)], target)[0]
-                          for gg, r in by_group if gg == g}
-                rounds = {r: t for r, t in rounds.items() if t is not None}
-                if rounds:
-                    series.groups[condition].append(GroupSeries(
-                        g, group_ranks[g], sorted({host_of.get(r, f"rank {r}")
-                                                   for r in group_ranks[g]}),
-                        np.concatenate([rounds[r] for r in sorted(rounds)]), rounds))
+            series.groups[condition] = _group_series(by_group, group_ranks, host_of, target)
         series.canaries[condition] = canaries_of(members[0]) if members else ""
         series.ranks = max(series.ranks, ranks)
         series.members |= seen

@@ -8,7 +8,8 @@ from typing import Callable, List, Optional, Tuple
 
 from .placement import PREFILL
 from .plan import ALL_PAIRS, ALL_PAIRS_MAX_RANKS, MEMORY_CAP_MIB, P99_VALUES, Knobs, Plan, \
-    SAMPLED_BLIND_SPOT, PlanRequest, build_scenario, group_count, sampled_probes
+    SAMPLED_BLIND_SPOT, PlanRequest, build_scenario, sampled_probes
+from .plan_groups import group_count
 from .plan_list import ListAnswer, ModelSizes, PlanError, format_duration
 from .resample import operations_for_share, operations_to_tell
 
