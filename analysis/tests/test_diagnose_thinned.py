@@ -65,6 +65,11 @@ def test_a_clean_thinned_fabric_is_fit_and_cannot_tell_for_the_pairs_it_did_not_
         r"the tests measured (\d+) of (\d+) rank pairs \(([\d.]+) %\) and (\d+) of (\d+) host pairs", line).groups()
     assert (int(pairs), int(host_pairs)) == (8128, 120), line
     assert share == f"{100 * int(measured) / 8128:.1f}" and 0 < int(measured) < 8128 and int(hosts) <= 120, line
+    # 4 leaves of 4 hosts: 4 x (32 x 31 / 2) = 1,984 of the 8,128 rank pairs lie inside a
+    # leaf (24 %); the measured ones split the same way, between leaves the larger part
+    between, inside = map(int, re.search(r"; (\d+) of those lie between leaves, .*, (\d+) inside a leaf",
+                                         line).groups())
+    assert between + inside == int(measured) and between > 2 * inside, line
 
 
 def test_two_leaves_cannot_tell_their_uplinks(tmp_path):

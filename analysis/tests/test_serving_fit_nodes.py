@@ -11,7 +11,7 @@ from serving_files import add_kv, reopened
 from synthetic import write_matrix_run
 
 from fabscope_analysis.cli import main
-from fabscope_analysis.serving.nodes import lower_bound, node_roles
+from fabscope_analysis.serving.nodes import lower_bound, node_roles, stands_out
 
 NODES = 8
 PER_ROUND = 40   # 320 requests: a p99 with the rule of three's 1 % bound
@@ -171,3 +171,14 @@ def test_a_host_the_diagnosis_names_costs_the_share_of_requests_the_rotated_push
     assert checks["cluster"]["figures"]["request_share"] == pytest.approx(0.25)
     assert ("25 % of them (the KV push, rotated over every node, sent 80 of its 320 requests "
             "through it)") in checks["cluster"]["text"], checks["cluster"]["text"]
+
+
+def test_a_node_stands_out_by_fishers_exact_test_on_its_own_and_the_other_requests():
+    """3 of 10 requests over the budget against 1 of 30 not touching the node: the one-sided
+    Fisher exact p of [[3, 7], [1, 29]] is 0.0417, under 5 % and over 1 %; 2 of 4 against 0
+    of 20 is 0.0217. No request over stands out nowhere; with no other request to compare,
+    any request over does."""
+    assert stands_out(3, 10, 1, 30, 0.05) and not stands_out(3, 10, 1, 30, 0.04)
+    assert stands_out(2, 4, 0, 20, 0.025) and not stands_out(2, 4, 0, 20, 0.02)
+    assert not stands_out(0, 10, 0, 30, 0.05)
+    assert stands_out(1, 10, 0, 0, 0.05) and not stands_out(0, 10, 0, 0, 0.05)
