@@ -67,9 +67,12 @@ def test_llama3_70b_tp8_pp2_sends_one_activation_per_step_across_nodes():
     assert rows[(DECODE, "PP activation send", FABRIC)] == (1, LLAMA_AR_DECODE)
     assert rows[(PREFILL, "PP activation send", FABRIC)] == (1, LLAMA_AR_PREFILL)
     assert place.fabric_count("tp") == 0 and place.fabric_count("pp") == 1
+    # its one boundary crosses: no stage boundary is left inside a node (no NVLink row)
+    assert (DECODE, "PP activation send", NVLINK) not in rows, rows
     # TP 4 x PP 4 on 8-GPU nodes: boundaries at ranks 4, 8, 12; only 8 is between nodes
     four = Placement(LLAMA70, tp=4, pp=4, gpus_per_node=8)
     assert four.fabric_count("pp") == 1 and four.total_count("pp") == 3
+    assert table(four)[(DECODE, "PP activation send", NVLINK)][0] == 2
 
 
 def test_deepseek_v3_tp8_ep64_counts_64_all_reduces_on_nvlink_and_58_moe_rounds_on_fabric():
