@@ -303,6 +303,13 @@ def test_conditions_inflation_and_kv(tmp_path):
         np.percentile((transfer + queue) / (transfer + queue + 950e6), 50))
     assert any("the kvpush tests ran quiet only" in m for m in impact.missing)
     assert any("front-end API" in m for m in impact.missing)
+    # the prefill time was given: the KV share is computed, not asked for
+    assert not any("--prefill-ms" in m for m in impact.missing), impact.missing
+    with open_result(path) as result:
+        without = compute_impact(result, Deployment(LLAMA70, 8))
+    assert any(m.startswith("KV share of time to first token: needs the prefill time of a "
+                            "8192-token prompt") for m in without.missing), without.missing
+    assert "ttft_share_p50" not in without.kv_rows[0]
     text = io.StringIO()
     print_impact(impact, text)
     assert "KV transfer of a 8192-token request" in text.getvalue()
