@@ -307,3 +307,6 @@ def test_a_layer_stream_push_hides_its_compute_behind_the_transfer(tmp_path):
     row = impact.kv_rows[0]
     assert row["overlapped_with_prefill_ms"] == pytest.approx((LLAMA70.layers - 1) * compute * 1e3)
     assert row["exposed_p50_ms"] == pytest.approx(np.percentile(shown, 50) / 1e6)
+    # the TTFT share: the exposed transfer plus the queue, against the prefill time
+    total = shown + queue
+    assert row["ttft_share_p50"] == pytest.approx(np.percentile(total / (total + 950e6), 50))
