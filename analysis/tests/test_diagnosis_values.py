@@ -645,3 +645,21 @@ def test_host_pair_tails_judge_from_four_gpu_pairs_between_hosts_on_three_host_p
     assert found[0].ratio == pytest.approx(1000 / math.log(20))
     three = SimpleNamespace(**{k: v[1:] for k, v in vars(data).items()})
     assert pair_tails.host_pair_tails(SimpleNamespace(data=three), layout) == []
+
+
+def test_a_sides_pairs_inside_its_leaf_are_judged_against_the_centre_by_the_margin():
+    """_inside_leaf_too: a side is slow inside its own leaf too when the median of its pairs
+    there, less the centre, reaches log(1.25) = 0.223: 0.40 - 0.10 = 0.30 does, 0.20 - 0.10
+    does not (nor would 0.20 + 0.10 = 0.30 make it); one pair inside the leaf tells nothing
+    (None); a side whose pairs are all inside its leaf is slow there by definition."""
+    leaf = np.array([0, 0, 0, 1, 1])
+    def null(values, peers):
+        owner = np.zeros(len(peers), dtype=int)
+        return (None, None, owner, np.asarray(values, dtype=float), np.asarray(peers))
+    # rank 0: two peers inside its leaf (1, 2), two between leaves (3, 4)
+    assert evidence._inside_leaf_too(null([0.40, 0.40, 0.9, 0.9], [1, 2, 3, 4]), 0, leaf, 0.10,
+                                     1.25) is True
+    assert evidence._inside_leaf_too(null([0.20, 0.20, 0.9, 0.9], [1, 2, 3, 4]), 0, leaf, 0.10,
+                                     1.25) is False
+    assert evidence._inside_leaf_too(null([0.40, 0.9, 0.9], [1, 3, 4]), 0, leaf, 0.10, 1.25) is None
+    assert evidence._inside_leaf_too(null([0.0, 0.0], [1, 2]), 0, leaf, 0.10, 1.25) is True
