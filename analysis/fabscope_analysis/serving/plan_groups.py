@@ -4,13 +4,14 @@ SLO judges them (an ITL target), and the test's rounds and notes (docs/serving-f
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, List
+from typing import List
 
-if TYPE_CHECKING:   # plan.py imports this module: its types for the annotations only
-    from .plan import Cluster, Knobs, PlanRequest
+# plan.py imports this module, so its types (PlanRequest, Knobs, Cluster) are named in the
+# docstrings, not imported: a cluster has `ranks`; a request `cluster` and `slo_text`; the
+# knobs `max_groups`.
 
 
-def group_count(canaries: int, cluster: Cluster) -> int:
+def group_count(canaries: int, cluster) -> int:
     """Whole groups of `canaries` consecutive ranks the cluster holds (roles.groups: all)."""
     return max(1, cluster.ranks // max(1, canaries))
 
@@ -22,14 +23,13 @@ def group_count(canaries: int, cluster: Cluster) -> int:
 GROUP_ROUNDS = 8
 
 
-def judges_itl(req: PlanRequest) -> bool:
+def judges_itl(req) -> bool:
     """Whether the SLO has an ITL target: what fit's per-group check judges the groups by."""
     return any(item.split("=", 1)[0].strip().startswith("itl_p")
                for item in req.slo_text.split(",") if "=" in item)
 
 
-def rotate_groups(test: dict, what: str, label: str, req: PlanRequest, knobs: Knobs,
-                  notes: List[str]) -> None:
+def rotate_groups(test: dict, what: str, label: str, req, knobs, notes: List[str]) -> None:
     """Where the measured group (packed canaries) is a part of the ranks and the SLO has an
     ITL target (what fit's per-group check judges by), its decode sizes rotate over every
     whole group of the cluster in rank order, or the first
