@@ -653,3 +653,25 @@ def test_accepts_diagnosis_compares_with_the_first_baseline(tmp_path):
     for found in (failed(base), failed(base, slow)):
         assert [f.split(" | confidence")[0] for f in found] == expected, found
     assert failed(slow, base) == []
+
+
+def test_rank_0_counts_as_a_peer_when_telling_whether_a_rank_measured_several(tmp_path):
+    """Peer 0 is a peer like the others: rank 1 measures peers 0 and 2 (2 slow, 10 us),
+    rank 3 measures peer 0 only; rank 1 measured two peers, so the pair is named."""
+    from synthetic import SyntheticRun, make_samples
+    run = SyntheticRun(tmp_path / "peer0.h5", nranks=4, ranks_per_host=1, seed=3)
+    entries = [(rank, it, peer, 8, 2 * (10_000 if peer == 2 else 2_000))
+               for rank, peer in ((1, 0), (1, 2), (3, 0)) for it in range(100)]
+    run.add_test("lat", "latency", make_samples(entries, run.start_ns()), nbytes=8, divisor=2)
+    run.close()
+    fails = _failures(tmp_path / "peer0.h5", """\
+        fabscope_criteria: 1
+        allowed_status: null
+        rules:
+          - name: tight
+            match: {kind: latency}
+            limits: {p99_us: {max: 5}}
+        """)
+    assert len(fails) == 1
+    msg = fails[0].messages[0]
+    assert "pairs beyond the limit: rank 1 (fh1) -> rank 2 (fh2) 10 us" in msg, msg
