@@ -663,3 +663,19 @@ def test_a_sides_pairs_inside_its_leaf_are_judged_against_the_centre_by_the_marg
                                      1.25) is False
     assert evidence._inside_leaf_too(null([0.40, 0.9, 0.9], [1, 3, 4]), 0, leaf, 0.10, 1.25) is None
     assert evidence._inside_leaf_too(null([0.0, 0.0], [1, 2]), 0, leaf, 0.10, 1.25) is True
+
+
+def test_a_retested_pairs_short_last_block_is_folded_into_the_one_before():
+    """retest_levels: a retested pair's level is its fastest block's median, blocks of
+    block_length(n) samples in iteration order (3 for 16 and 17); a last block shorter than
+    half a block (1 of 3) is folded into the one before, so one fast last sample is not a
+    block of its own; a last block of 2 of 3 stands."""
+    from fabscope_analysis.diagnosis.persistence import retest_levels
+
+    def level(values):
+        frame = pd.DataFrame({"rank": 0, "peer": 1, "iter": np.arange(len(values)), "v": values,
+                              "control": False})
+        return float(retest_levels(frame).loc[(0, 1, False, 1)])
+
+    assert level([1.0] * 15 + [0.0]) == 1.0
+    assert level([1.0] * 15 + [0.0, 0.0]) == 0.0
