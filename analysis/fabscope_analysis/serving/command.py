@@ -140,8 +140,8 @@ SIDE_WORDS = {"both": ": its KV requests, as prefill and as decode,",
 
 
 def disagreements(verdict: FitVerdict, culprits) -> List[str]:
-    """Why the per-node check and the diagnosis (what the run's closing verdict names) do
-    not name the same hosts, where they do not."""
+    """Why the per-node check, the per-group check and the diagnosis (what the run's
+    closing verdict names) do not name the same hosts, where they do not."""
     per_node = next((c for c in verdict.checks if c.name == NODES_CHECK), None)
     by_kv = set(named_hosts(per_node))
     by_diagnosis = {c.host for c in culprits}
@@ -155,6 +155,13 @@ def disagreements(verdict: FitVerdict, culprits) -> List[str]:
         notes.append(f"the diagnosis names {', '.join(sorted(by_diagnosis - by_kv))}, the rotated "
                      "KV push does not (its requests through it stayed within the budget): fit "
                      "FAILs on the diagnosis, as the run's closing verdict does")
+    per_group = next((c for c in verdict.checks if c.name == GROUPS_CHECK), None)
+    by_groups = set(named_group_hosts(per_group)) - by_diagnosis
+    if by_groups:
+        notes.append(f"the rotated TP / EP collectives name {', '.join(sorted(by_groups))}, the "
+                     "diagnosis (the run's closing verdict) does not: its probes (small latency "
+                     "and bandwidth samples per pair) did not show what the group's collectives "
+                     "met; fit FAILs on the decode steps")
     return notes
 
 
