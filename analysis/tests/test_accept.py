@@ -595,14 +595,18 @@ def test_pair_medians_and_their_errors_are_each_pairs_own():
         assert row["se"] == pytest.approx(se, rel=1e-3), (rank, peer)
 
 
-def test_a_limit_names_the_pair_when_any_rank_measured_more_than_one_peer(tmp_path):
+@pytest.mark.parametrize("pairs, slow_rank", [(((0, 1), (0, 2), (3, 1)), 0),
+                                               (((1, 0), (1, 2), (3, 0)), 1)])
+def test_a_limit_names_the_pair_when_any_rank_measured_more_than_one_peer(tmp_path, pairs,
+                                                                          slow_rank):
     """A limit's failure lists pairs as well as ranks when a rank measured several peers
     (the rank alone would not say which of its pairs), even if another rank measured one:
-    rank 0 measures peers 1 and 2 (2 slow, 10 us), rank 3 measures peer 1 only."""
+    rank 0 measures peers 1 and 2 (2 slow, 10 us), rank 3 measures peer 1 only; and peer 0
+    is a peer like the others (rank 1 measures peers 0 and 2, rank 3 peer 0 only)."""
     from synthetic import SyntheticRun, make_samples
     run = SyntheticRun(tmp_path / "peers.h5", nranks=4, ranks_per_host=1, seed=3)
     entries = [(rank, it, peer, 8, 2 * (10_000 if peer == 2 else 2_000))
-               for rank, peer in ((0, 1), (0, 2), (3, 1)) for it in range(100)]
+               for rank, peer in pairs for it in range(100)]
     run.add_test("lat", "latency", make_samples(entries, run.start_ns()), nbytes=8, divisor=2)
     run.close()
     fails = _failures(tmp_path / "peers.h5", """\
@@ -615,8 +619,8 @@ def test_a_limit_names_the_pair_when_any_rank_measured_more_than_one_peer(tmp_pa
         """)
     assert len(fails) == 1
     msg = fails[0].messages[0]
-    assert "ranks beyond the limit: rank 0 (fh0) 10 us" in msg, msg
-    assert "pairs beyond the limit: rank 0 (fh0) -> rank 2 (fh2) 10 us" in msg, msg
+    assert f"ranks beyond the limit: rank {slow_rank} (fh{slow_rank}) 10 us" in msg, msg
+    assert f"pairs beyond the limit: rank {slow_rank} (fh{slow_rank}) -> rank 2 (fh2) 10 us" in msg, msg
 
 
 def test_accepts_diagnosis_compares_with_the_first_baseline(tmp_path):
@@ -653,25 +657,3 @@ def test_accepts_diagnosis_compares_with_the_first_baseline(tmp_path):
     for found in (failed(base), failed(base, slow)):
         assert [f.split(" | confidence")[0] for f in found] == expected, found
     assert failed(slow, base) == []
-
-
-def test_rank_0_counts_as_a_peer_when_telling_whether_a_rank_measured_several(tmp_path):
-    """Peer 0 is a peer like the others: rank 1 measures peers 0 and 2 (2 slow, 10 us),
-    rank 3 measures peer 0 only; rank 1 measured two peers, so the pair is named."""
-    from synthetic import SyntheticRun, make_samples
-    run = SyntheticRun(tmp_path / "peer0.h5", nranks=4, ranks_per_host=1, seed=3)
-    entries = [(rank, it, peer, 8, 2 * (10_000 if peer == 2 else 2_000))
-               for rank, peer in ((1, 0), (1, 2), (3, 0)) for it in range(100)]
-    run.add_test("lat", "latency", make_samples(entries, run.start_ns()), nbytes=8, divisor=2)
-    run.close()
-    fails = _failures(tmp_path / "peer0.h5", """\
-        fabscope_criteria: 1
-        allowed_status: null
-        rules:
-          - name: tight
-            match: {kind: latency}
-            limits: {p99_us: {max: 5}}
-        """)
-    assert len(fails) == 1
-    msg = fails[0].messages[0]
-    assert "pairs beyond the limit: rank 1 (fh1) -> rank 2 (fh2) 10 us" in msg, msg
