@@ -33,3 +33,27 @@ report_failed_line() {
 set -E
 trap 'report_failed_line $? "$BASH_COMMAND"' ERR
 source "$(dirname "${BASH_SOURCE[0]}")/../support/test-parts.bash"
+# roles.groups on 4 ranks, groups of 2 packed ranks, rank 3 spoiling its result: every
+# group measured on its own ranks (read from DATASET's rank column), the others loading,
+# each instance's case, group and roles naming it, and only group 1's instance failing
+# (rank 3 named). usage: check_group_rotation SCENARIO CASE DATASET
+check_group_rotation() {
+  local scenario=$1 case=$2 dataset=$3 out="$scratch/groups.h5" rc=0
+  run_mpi -np 4 "$FABSCOPE_BIN" run --self-test corrupt-rank=3 --scenario "$scenario" \
+    --output "$out" --no-progress > "$scratch/groups.out" 2>&1 || rc=$?
+  [ $rc -eq 1 ] || { echo "FAIL: the rotation with a spoiled rank 3 gave exit $rc, expected 1"; cat "$scratch/groups.out"; return 1; }
+  /usr/bin/python3 - "$out" "$case" "$dataset" <<'PY'
+import sys, h5py
+path, case, dataset = sys.argv[1:4]
+with h5py.File(path, "r") as f:
+    got = []
+    for name, g in sorted(f["tests"].items()):
+        a = g.attrs
+        measured = sorted(set(int(r) for r in g[dataset][()]["rank"]))
+        got.append((int(a["group"]), int(a["groups"]), str(a["case"]), str(a["canaries"]),
+                    str(a["congestors"]), measured, str(a["status"])))
+    assert got == [(0, 2, f"{case}/group0", "0,1", "2,3", [0, 1], "passed"),
+                   (1, 2, f"{case}/group1", "2,3", "0,1", [2, 3], "failed")], got
+    assert "rank 3" in f["tests/0001"].attrs["error"], f["tests/0001"].attrs["error"]
+PY
+}
