@@ -47,6 +47,20 @@ def test_no_step_between_leaves_infers_nothing():
     assert labels.leaves_from_matrix(m) is None
 
 
+def test_one_fast_host_pair_among_noisy_ones_is_no_leaf_structure():
+    """Six hosts of one flat switch, one host pair 20 % faster than their own times
+    predict: near is that pair alone and every other host would be a leaf of its own
+    (it was [0 1 0 2 3 4]); a leaf needs two hosts, so nothing is inferred. Two real
+    leaves of three hosts each are still found."""
+    m, _ = _matrix(3, leaves=(0,) * 6, between=0.0)
+    m[0, 2] = m[2, 0] = m[0, 2] - 0.2
+    assert labels.leaves_from_matrix(m) is None
+    m, leaf = _matrix(3, leaves=(0, 0, 0, 1, 1, 1))
+    found = labels.leaves_from_matrix(m)
+    assert found is not None and all(np.array_equal(found == found[h], leaf == leaf[h])
+                                     for h in range(6)), found
+
+
 def test_missing_labels_are_inferred_and_said_wrong_ones_replaced_and_named(monkeypatch):
     m, leaf = _matrix(5)
     monkeypatch.setattr(labels, "_host_matrix", lambda result, layout: m)

@@ -4,7 +4,7 @@
 # receiving host limited by tc to a fraction of its rate (side B), three more healthy
 # (side A'). compare A1 A2 A3 -- B1 B2 B3 must call the p50 bandwidth `worse`;
 # compare A1 A2 A3 -- A'1 A'2 A'3 (the same design, nothing planted) must call nothing
-# better or worse. A1 vs A2 alone (one run a side) is reported only.
+# better or worse, at the second try at most (fresh A' runs). A1 vs A2 alone (one run a side) is reported only.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/system-test.bash"
 
@@ -61,15 +61,27 @@ grep -E 'p2p-bandwidth/256KiB +quiet +p50 .* worse$' "$scratch/ab.txt" >/dev/nul
   || fail "the planted slowdown (fn1 limited to 40mbit) was not called worse at p50"
 note "planted slowdown found: $(grep -E ' p50 ' "$scratch/ab.txt" | head -1)"
 # A/A, three runs a side (the design the planted slowdown used; docs/analysis.md: 1-6 %
-# of live rows called a difference on this machine): no row may be better or worse.
-analysis compare "$scratch/a1.h5" "$scratch/a2.h5" "$scratch/a3.h5" \
-  -- "$scratch/c1.h5" "$scratch/c2.h5" "$scratch/c3.h5" --resamples 200 >"$scratch/aa3.txt" \
-  || fail "compare A -- A' exited $?"
-cat "$scratch/aa3.txt"
-grep -Eq '^compare: 0 worse, 0 better, ' "$scratch/aa3.txt" \
-  || fail "A/A (three healthy runs a side) called a difference: $(tail -1 "$scratch/aa3.txt")"
-grep -Eq 'p2p-bandwidth/256KiB +quiet +p50 .*(no clear difference|negligible)' "$scratch/aa3.txt" \
-  || fail "A/A: no p50 row for p2p-bandwidth/256KiB saying no clear difference or negligible"
+# of live rows called a difference on this machine): no row may be better or worse. At
+# that rate one A/A in twenty or so calls a difference by chance (it did in a full CI run:
+# 2.28 against 5.35 GB/s at p50, on 2 shared cores), so an A/A that does is printed and
+# judged once more on three fresh healthy runs; a second difference fails the test.
+aa_clean() {  # aa_clean OUT C1 C2 C3: compare A -- C; 0 when no row is better or worse
+  local out=$1; shift
+  analysis compare "$scratch/a1.h5" "$scratch/a2.h5" "$scratch/a3.h5" -- "$@" --resamples 200 >"$out" \
+    || fail "compare A -- A' exited $?"
+  cat "$out"
+  grep -Eq '^compare: 0 worse, 0 better, ' "$out" || return 1
+  grep -Eq 'p2p-bandwidth/256KiB +quiet +p50 .*(no clear difference|negligible)' "$out" \
+    || fail "A/A: no p50 row for p2p-bandwidth/256KiB saying no clear difference or negligible"
+}
+if ! aa_clean "$scratch/aa3.txt" "$scratch/c1.h5" "$scratch/c2.h5" "$scratch/c3.h5"; then
+  note "A/A (three healthy runs a side) called a difference: $(tail -1 "$scratch/aa3.txt"); judged once more on three fresh healthy runs"
+  run d1
+  run d2
+  run d3
+  aa_clean "$scratch/aa3.txt" "$scratch/d1.h5" "$scratch/d2.h5" "$scratch/d3.h5" \
+    || fail "A/A called a difference twice (three healthy runs a side, fresh ones the second time): $(tail -1 "$scratch/aa3.txt")"
+fi
 note "A/A, three healthy runs a side: $(tail -1 "$scratch/aa3.txt")"
 # Two healthy runs alone (one run per side) may differ by more than their within-run
 # intervals on a loaded machine (docs/analysis.md, A/A rates): only reported here.

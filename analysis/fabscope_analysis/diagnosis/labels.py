@@ -14,8 +14,12 @@ two groups of host pairs, near and far. The split is the threshold that best sep
 them (largest between-group variance of the sorted values); it is used only when the
 groups stand apart (their gap at least SEPARATION robust spreads of the groups) and the
 near graph's connected components are leaves (inside each, at least CONSISTENT of the
-host pairs near; between two, at most 1 - CONSISTENT). Otherwise nothing is inferred
-and the verdict says the leaf-dependent rules had no leaves to work with.
+host pairs near; between two, at most 1 - CONSISTENT), each of at least two hosts: a
+leaf of one host has no near pair to show it, and one fast host pair among noisy ones
+would otherwise make the rest one-host leaves (on six emulated hosts a lossy host's
+stalls did, and its send- and receive-limited neighbours went unnamed). Otherwise
+nothing is inferred and the verdict says the leaf-dependent rules had no leaves to
+work with.
 """
 
 from __future__ import annotations
@@ -126,7 +130,7 @@ def leaves_from_matrix(m: np.ndarray) -> Optional[np.ndarray]:
             for y in np.flatnonzero(near[x] & (leaf < 0)):
                 leaf[y] = leaf[h]
                 stack.append(int(y))
-    if leaf.max() < 1:
+    if leaf.max() < 1 or np.bincount(leaf).min() < 2:
         return None
     same = leaf[:, None] == leaf[None, :]
     off = ~np.eye(nh, dtype=bool) & np.isfinite(resid)
