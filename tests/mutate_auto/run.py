@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .mutants import Mutant, python_equivalent_by_construction, python_tree
 from .sample import all_sites, chosen_mutants, module_of, parse_indices, resolve_prefixes, seeded_order
-from .selection import ImportGraph, cpp_tests_for
+from .selection import MOST_TEST_FILES, ImportGraph, cpp_tests_for
 
 PYTEST = ["nice", "/usr/bin/python3", "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider"]
 
@@ -108,12 +108,12 @@ class AutoRun:
         if tree in self.trees:
             return "broken", f"equivalent by construction: the same syntax tree as mutant {self.trees[tree]}", []
         self.trees[tree] = index
-        tests = self.graph.tests_for(m.path)
+        tests = self.graph.tests_for(m.path, MOST_TEST_FILES if self.a.no_linemap else None)
         if not tests:
             return "broken", "no test file imports this module", []
         if not self.a.no_linemap:
             lines = statement_lines(original, m)
-            tests = self.tests_running(tests, m.path, lines, log)
+            tests = self.tests_running(tests, m.path, lines, log)[:MOST_TEST_FILES]
             if not tests:
                 return "escaped", f"no selected test runs lines {lines[0]}-{lines[-1]}", []
         (self.scratch.path / m.path).write_bytes(mutated)

@@ -8,7 +8,10 @@ found and the test files named after the module's subsystem (test_diagnose*.py f
 diagnosis/, test_accept*.py for accept_*.py, so a module that one small test imports
 directly is still judged by the tests of the command that uses it), nearest first and at
 most MOST_TEST_FILES of them (on 2 shared cores a mutant that escapes runs them all): `pytest -x` stops at
-the first failure, so a caught mutant costs the nearest tests only.
+the first failure, so a caught mutant costs the nearest tests only. With the line map
+(the default) the cap applies after it: every such file that runs the mutant's statement
+is a candidate, nearest first (capped before the map, seven serving files that ran a
+line of command.py cut the two whose tests failed on its mutants).
 
 C++ (src/): the table CPP_TESTS below, from a source folder to the cmake targets that
 compile it into something a test runs, the ctest regex of those tests, and the pytest
@@ -144,8 +147,9 @@ class ImportGraph:
                     queue.append(nxt)
         return seen
 
-    def tests_for(self, path: str) -> List[str]:
-        """The test files (repository paths) that judge a mutant of `path`, nearest first."""
+    def tests_for(self, path: str, most: Optional[int] = MOST_TEST_FILES) -> List[str]:
+        """The test files (repository paths) that judge a mutant of `path`, nearest first:
+        at most `most` of them (None: all, for the line map to choose from)."""
         target = module_name(Path(path))
         found = []
         for test in self.tests:
@@ -160,4 +164,4 @@ class ImportGraph:
         # a test named after the module itself (test_serving_plan.py for plan_command.py) first
         chosen = [test for d, test in sorted(found, key=lambda f: (own not in Path(f[1]).stem, f))
                   if d == nearest or Path(test).stem[len("test_"):].startswith(family)]
-        return chosen[:MOST_TEST_FILES]
+        return chosen if most is None else chosen[:most]
