@@ -64,6 +64,11 @@ def test_slo_criteria_section_and_errors_name_the_line(tmp_path):
     none.write_text("rules: []\n")
     with pytest.raises(CriteriaError, match="none.yaml:1: expected a top-level 'slo:'"):
         load_slo_file(str(none))
+    # a YAML error names its own line (1-based): the second colon on line 3
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("slo:\n  itl_p99: 50ms\n  ttft_p99: 2s: 3\n")
+    with pytest.raises(CriteriaError, match=r"broken\.yaml:3: not valid YAML: mapping values"):
+        load_slo_file(str(broken))
 
 
 def test_pass_and_fail_follow_the_composed_step(tmp_path):
