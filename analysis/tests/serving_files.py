@@ -37,6 +37,23 @@ def add_kv(run, transfer_ns, queue_ns, condition="quiet", nbytes=KV_320M, strate
     return idx
 
 
+API_REQUEST_DTYPE = np.dtype([("status", "S16"), ("connect_ns", "<i8"), ("ttfb_ns", "<i8")])
+
+
+def add_api(run, ttfb_ns, service_s, condition="quiet"):
+    """A front-end api test: every request answered, its first byte after ttfb_ns (which
+    holds the server's own service_s)."""
+    requests = np.zeros(len(ttfb_ns), dtype=API_REQUEST_DTYPE)
+    requests["status"], requests["connect_ns"], requests["ttfb_ns"] = b"ok", 1_000_000, ttfb_ns
+    samples = np.zeros(1, dtype=SAMPLE_DTYPE)
+    samples[0] = (0, 0, 1, 512, run.start_ns(), run.start_ns() + 1_000_000, 0, 0)
+    idx = run.add_test("front", "api", samples, nbytes=512, condition=condition,
+                       extra_attrs={"service_time_s": service_s, "network": "lan",
+                                    "interface": "eth0"})
+    run.file["tests"][f"{idx:04d}"].create_dataset("api_requests", data=requests)
+    return idx
+
+
 def add_collective(run, kind, times, nbytes, condition, quiet_index=None, extra=None,
                    name=None):
     s = allreduce_samples(times, (0, 1), start=run.start_ns())
@@ -65,9 +82,10 @@ def add_prefill(run, rng, spec, iterations, loaded, chunk, tp_us, moe_us=None):
 
 def serving_file(path, *, seed=1, tp_us=20.0, tp_loaded=(("incast", 1.3),), kv_ms=40.0,
                  kv_loaded=(("incast", 1.2),), requests=300, iterations=48_000,
-                 model="llama3-70b", moe_us=None, inventory=None, prefill=None):
+                 model="llama3-70b", moe_us=None, inventory=None, prefill=None, api_ms=None):
     """A run with the deployment's sizes: all-reduce per-iteration times lognormal around
-    tp_us (times factor per loaded condition), KV requests around kv_ms."""
+    tp_us (times factor per loaded condition), KV requests around kv_ms; with api_ms, a
+    front end whose first byte comes api_ms after its 10 ms of service, quiet only."""
     rng = np.random.default_rng(seed)
     run = SyntheticRun(path, nranks=4)
     run.file.attrs["scenario_text"] = f"name: s\nmodel: {model}\nparallel: {{tp: 8}}\n"
@@ -95,6 +113,8 @@ def serving_file(path, *, seed=1, tp_us=20.0, tp_loaded=(("incast", 1.3),), kv_m
     for condition, factor in kv_loaded:
         add_kv(run, factor * kv_ms * 1e6 * rng.lognormal(0, 0.05, requests),
                np.full(requests, 1e5), condition, nbytes=kv_bytes, quiet_index=q)
+    if api_ms is not None:
+        add_api(run, np.full(requests, int((10 + api_ms) * 1e6)), 0.010)
     if inventory:
         from synthetic import write_host_inventory
         write_host_inventory(run.file, inventory)

@@ -302,6 +302,8 @@ def test_conditions_inflation_and_kv(tmp_path):
     assert kv["ttft_share_p50"] == pytest.approx(
         np.percentile((transfer + queue) / (transfer + queue + 950e6), 50))
     assert any("the kvpush tests ran quiet only" in m for m in impact.missing)
+    # the all-reduce ran quiet and under incast: congestion is measured, not named missing
+    assert not any("TP all-reduce under congestion" in m for m in impact.missing), impact.missing
     assert any("front-end API" in m for m in impact.missing)
     # the prefill time was given: the KV share is computed, not asked for
     assert not any("--prefill-ms" in m for m in impact.missing), impact.missing
@@ -336,6 +338,8 @@ def test_cli_json_and_exit_codes(tmp_path, capsys):
     out_json = tmp_path / "impact.json"
     assert main(["impact", path, "--model", "llama3-70b", "--tp", "8", "--json",
                  str(out_json)]) == 0
+    # indented for a person reading it too, two spaces a level
+    assert out_json.read_text().startswith('{\n  "file": ')
     data = json.loads(out_json.read_text())
     assert data["allreduces_per_step"] == 160 and data["tp_allreduce_bytes"] == AR_512K
     assert data["tp_communication"][0]["p99_ms"] > data["tp_communication"][0]["p50_ms"]
@@ -344,6 +348,12 @@ def test_cli_json_and_exit_codes(tmp_path, capsys):
     assert exc.value.code == 2
     assert main(["impact", path, "--tp", "3"]) == 2  # 3 does not divide 8 kv heads
     assert "does not divide kv_heads" in capsys.readouterr().err
+    # a prefill time that is not a time above 0 ms is bad usage, not a traceback (nan) or
+    # negative shares of time to first token
+    for bad in ("nan", "inf", "-900", "0"):
+        assert main(["impact", path, "--prefill-ms", bad, "--json", str(out_json)]) == 2, bad
+        assert capsys.readouterr().err == \
+            f"error: --prefill-ms: expected a prefill time above 0 ms, got {float(bad):g}\n"
 
 
 def test_report_section_and_compare_side_by_side(tmp_path):

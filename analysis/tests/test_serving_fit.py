@@ -64,6 +64,11 @@ def test_slo_criteria_section_and_errors_name_the_line(tmp_path):
     none.write_text("rules: []\n")
     with pytest.raises(CriteriaError, match="none.yaml:1: expected a top-level 'slo:'"):
         load_slo_file(str(none))
+    # a YAML error names its own line (1-based): the second colon on line 3
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("slo:\n  itl_p99: 50ms\n  ttft_p99: 2s: 3\n")
+    with pytest.raises(CriteriaError, match=r"broken\.yaml:3: not valid YAML: mapping values"):
+        load_slo_file(str(broken))
 
 
 def test_pass_and_fail_follow_the_composed_step(tmp_path):
@@ -310,3 +315,24 @@ def test_a_layer_stream_push_hides_its_compute_behind_the_transfer(tmp_path):
     # the TTFT share: the exposed transfer plus the queue, against the prefill time
     total = shown + queue
     assert row["ttft_share_p50"] == pytest.approx(np.percentile(total / (total + 950e6), 50))
+
+
+def test_the_front_ends_first_byte_beyond_its_service_time_adds_to_each_request(tmp_path):
+    """700 requests whose front end answers its first byte 40 ms after the request, 10 ms of
+    it the server's own service time: TTFT composes each KV transfer with 30 ms of front
+    end, so its p99 moves by those 30 ms, and says so."""
+    slo = parse_slo_text("ttft_p99=2s")
+    d = Deployment(LLAMA70, 8)
+
+    def ttft(**api):
+        path = serving_file(tmp_path / f"api-{api}.h5", kv_loaded=(), requests=700,
+                            iterations=2000, **api)
+        with open_result(path) as result:
+            verdict = compose_verdict(measure(result, d, None), slo, d)
+        return next(c for c in verdict.checks if c.name == "ttft_p99")
+    alone, with_api = ttft(), ttft(api_ms=30)
+    assert (alone.status, with_api.status) == ("PASS", "PASS"), with_api.text
+    # 30 ms on top of the KV's own p99, within that p99's 90 % interval (its resampling)
+    assert alone.figures["low_ms"] <= with_api.figures["point_ms"] - 30 <= alone.figures["high_ms"]
+    assert "+ the front end's first byte adds " in with_api.text
+    assert "front end" not in alone.text

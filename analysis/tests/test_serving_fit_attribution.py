@@ -4,6 +4,7 @@ named component explains held as CANNOT TELL, and `cif_p99=off`."""
 import json
 
 import numpy as np
+import pytest
 
 from contracts import outcome_contract
 from serving_files import add_collective, reopened, serving_file
@@ -113,8 +114,11 @@ def test_a_host_named_anywhere_fails_the_deployment(tmp_path, capsys):
     assert "  cluster: the whole cluster: the diagnosis names host fh4 (receive)" in out
     assert "about 16.7 % of them (1 of 6 hosts) meet it" in out
     assert "fix: host fh4 (receive): " in out
-    checks = {c["name"]: c["status"] for c in json.loads(out_json.read_text())["checks"]}
-    assert checks == {"itl_p99": "PASS", "cluster": "FAIL"}
+    written = {c["name"]: c for c in json.loads(out_json.read_text())["checks"]}
+    assert {name: c["status"] for name, c in written.items()} == {"itl_p99": "PASS",
+                                                                  "cluster": "FAIL"}
+    # no KV push rotated over fh4: the share is that of the hosts, as a fraction
+    assert written["cluster"]["figures"]["request_share"] == pytest.approx(1 / 6)
     clean = healthy_allreduce_run(tmp_path, {}, name="clean.h5")
     assert main(["fit", clean, "--slo", "itl_p99=50ms,cif_p99=off"]) == 0
     assert "fix:" not in capsys.readouterr().out

@@ -89,6 +89,7 @@ def test_a_slow_group_outside_the_first_fails_named_by_its_hosts(tmp_path, capsy
     assert "group 2 (fh4, fh5): its step " in groups["text"]
     assert "the slowest group in 8 of 8 rounds" in groups["text"]
     assert "it serves 25 % of decode steps (1 of 4 groups)" in groups["text"]
+    assert "decode steps placed on it miss the target: FAIL" in groups["text"]
     assert "host fh4: the decode steps of its TP / EP group miss the ITL budget" in out
     # the diagnosis (healthy probes) names neither: fit says why it and the run's verdict differ
     assert "note: the rotated TP / EP collectives name fh4, fh5, the diagnosis (the run's " \

@@ -71,6 +71,7 @@ def test_kv_push_share_within_ten_percent_of_the_emulated_rate(tmp_path):
     assert kv.share_p50 == pytest.approx(0.8, rel=0.1) and kv.gbps_p50 == pytest.approx(0.1, rel=0.05)
     assert "1 Gb/s (emulated cluster's receive limit on fh3)" in kv.rate
     assert line.startswith("KV push at 80 % of line rate") and "rank 0@fh0 -> 3@fh3" in line
+    assert "[kv-staged, 64 MiB per request, quiet]" in line
 
 
 def test_below_the_share_the_limiter_is_named_from_what_the_run_knows(tmp_path):
@@ -247,3 +248,22 @@ def test_a_rank_without_a_nic_takes_its_hosts_only_interface_that_is_up(tmp_path
         rates = rank_rates(result)
     assert (rates[0]["send"].gbps, rates[0]["send"].source) == (25.0, "interface ib0 speed")
     assert rates[1] == {"send": None, "receive": None}
+
+
+def test_a_host_takes_the_rate_of_its_first_active_rdma_port(tmp_path):
+    """fh1's port 1 is DOWN but still reports 400 Gb/s: its rate is port 2's (ACTIVE, 200),
+    the first port that carries traffic, not the first listed."""
+    run = SyntheticRun(tmp_path / "down.h5", nranks=2, ranks_per_host=1)
+    nic = {"net/eth0/operstate": "up", "net/eth0/speed_mbps": "200000",
+           "net/eth0/rdma_device": "mlx5_0"}
+    run.add_hosts({"fh0": dict(nic, **{"rdma/mlx5_0/port/1/state": "ACTIVE",
+                                       "rdma/mlx5_0/port/1/rate_gbps": "100"}),
+                   "fh1": dict(nic, **{"rdma/mlx5_0/port/1/state": "DOWN",
+                                       "rdma/mlx5_0/port/1/rate_gbps": "400",
+                                       "rdma/mlx5_0/port/2/state": "ACTIVE",
+                                       "rdma/mlx5_0/port/2/rate_gbps": "200"})})
+    run.close()
+    with open_result(str(tmp_path / "down.h5")) as result:
+        rates = rank_rates(result)
+    assert (rates[0]["send"].gbps, rates[0]["send"].source) == (100.0, "RDMA port mlx5_0/1 rate")
+    assert (rates[1]["send"].gbps, rates[1]["send"].source) == (200.0, "RDMA port mlx5_0/2 rate")

@@ -48,6 +48,12 @@ def test_llama3_70b_tp8_inside_one_node_puts_only_the_kv_on_the_fabric():
                                                      FABRIC)]
     assert Placement(LLAMA70, tp=8, gpus_per_node=8).statements()[0] == \
         "TP 8 inside each node: NVLink, not this fabric"
+    # a request's KV without a block size given: vLLM's 16-token blocks (8192 = 512 x 16)
+    assert [op.bytes for op in Placement(LLAMA70, tp=8, gpus_per_node=8).request_operations(8192)
+            if op.cls == "kv"] == [LLAMA_KV_8192]
+    # one pipeline stage is no PP: the layout names TP alone
+    assert Placement(LLAMA70, tp=8, gpus_per_node=8).describe() == \
+        "llama3-70b TP 8 (8 GPUs per node, disaggregated prefill/decode)"
 
 
 def test_llama3_70b_tp16_over_two_nodes_puts_160_all_reduces_per_step_on_the_fabric():
@@ -67,6 +73,8 @@ def test_llama3_70b_tp8_pp2_sends_one_activation_per_step_across_nodes():
     assert rows[(DECODE, "PP activation send", FABRIC)] == (1, LLAMA_AR_DECODE)
     assert rows[(PREFILL, "PP activation send", FABRIC)] == (1, LLAMA_AR_PREFILL)
     assert place.fabric_count("tp") == 0 and place.fabric_count("pp") == 1
+    assert place.describe() == ("llama3-70b TP 8 x PP 2 (8 GPUs per node, disaggregated "
+                                "prefill/decode)")
     # its one boundary crosses: no stage boundary is left inside a node (no NVLink row)
     assert (DECODE, "PP activation send", NVLINK) not in rows, rows
     # TP 4 x PP 4 on 8-GPU nodes: boundaries at ranks 4, 8, 12; only 8 is between nodes

@@ -385,13 +385,15 @@ def test_the_criteria_carry_the_slo_and_fit_reads_it_from_the_scenario(tmp_path)
     ("--tp", ["--tp", "0"]), ("--ep", ["--ep", "4096"]), ("--budget", ["--budget", "soon"]),
     ("--slo", ["--slo", "itl_p99=fast"]), ("--conditions", ["--conditions", "incast"]),
     ("--ranks-per-node", ["--ranks-per-node", "7"]), ("--prompt", ["--prompt", "long"]),
+    ("--nodes-per-leaf", ["--nodes-per-leaf", "4", "--leaves-per-pod", "-1"]),
 ])
 def test_bad_input_exits_2_naming_the_option(tmp_path, capsys, option, bad):
     args = {"--model": "deepseek-v3", "--ranks": "64", "--slo": "itl_p99=50ms",
             "--output": str(tmp_path / "p.yaml")}
     args.update(dict(zip(bad[::2], bad[1::2])))
     assert main(["plan"] + [w for kv in args.items() for w in kv]) == 2
-    assert option in capsys.readouterr().err
+    # refused by the plan itself, before the binary's scenario loader sees it
+    assert capsys.readouterr().err.startswith(f"error: {option}")
     assert not (tmp_path / "p.yaml").exists()
 
 
@@ -400,6 +402,19 @@ def fabscope_bin():
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     pytest.skip("no fabscope binary (build/fabscope or FABSCOPE_BIN): the plan is not loaded")
+
+
+@outcome_contract("plan", 2, "—")
+def test_a_model_the_binary_refuses_exits_2_quoting_its_refusal(tmp_path, capsys):
+    """`fabscope list` prints the model's lines on stdout, then refuses TP 3 (8 KV heads) on
+    stderr: the plan names --tp and quotes that refusal, not the listing's last line."""
+    binary = fabscope_bin()
+    assert main(["plan", "--model", "llama3-70b", "--tp", "3", "--ranks", "16", "--slo",
+                 "itl_p99=50ms", "--paths", "host", "--fabscope", binary,
+                 "--output", str(tmp_path / "p.yaml")]) == 2
+    assert capsys.readouterr().err == ("error: --tp: fabscope list refused it: fabscope: error: "
+                                       "model 'llama3-70b': tp=3 does not divide kv_heads=8\n")
+    assert not (tmp_path / "p.yaml").exists()
 
 
 @outcome_contract("plan", 0, "—")

@@ -116,6 +116,10 @@ def check_deployment(d: Deployment) -> None:
             or (d.prefill_chunk is not None and d.prefill_chunk < 1):
         raise ModelError("tp, decode batch, prefill chunk, prompt and block tokens must be at "
                          "least 1")
+    # a share of time to first token needs a real prefill time: nan, inf or <= 0 would
+    # give shares that are not shares (and a JSON that cannot be written)
+    if d.prefill_ms is not None and not (np.isfinite(d.prefill_ms) and d.prefill_ms > 0):
+        raise ModelError(f"--prefill-ms: expected a prefill time above 0 ms, got {d.prefill_ms:g}")
     kv_heads_per_rank(d.model, d.tp)
     try:
         placement_of(d, dp_attention=d.dp_attention)
