@@ -285,3 +285,34 @@ def test_a_leaf_direction_is_judged_at_whichever_of_its_two_bars_gives_the_small
     assert [(x, side, k, m) for x, side, k, m, *_ in found] == [(0, "receive", 16, 128)], found
     assert found[0][4] == pytest.approx(high[2]) and found[0][7] == pytest.approx(3.0)
     assert found[0][5] == pytest.approx(float(norm.isf(2 * high[3])))
+
+
+def _between_leaf_pairs(leaves=4, per_leaf=4):
+    n = leaves * per_leaf
+    s, r = np.nonzero(~np.eye(n, dtype=bool))
+    return s, r, np.arange(n) // per_leaf
+
+
+def test_collisions_past_the_margin_on_a_share_s_hide_leaf_links_from_k_of_one_over_s():
+    """Pairs between leaves at least the margin slow on a share S = 20 %: a leaf link
+    slowing 1/k of its leaf's flows adds at most (1 - S)/k = 0.8/k, and the rule needs
+    2 S = 40 %, so it is found only with k < 4: blind from 4 links ("more than 3"). The
+    high bar is the 99th percentile of the pairs between leaves. At S = 2 % the limit
+    (49 links) is beyond any leaf's, and with two leaves the uplink blind spot is
+    another's: nothing is said."""
+    s, r, leaf = _between_leaf_pairs(leaves=5)
+    between = np.flatnonzero(leaf[s] != leaf[r])   # 320 of them
+    resid = np.zeros(len(s))
+    slow = between[: len(between) // 5]            # exactly 20 % of the pairs between leaves
+    resid[slow] = math.log(3.0)
+    said = paths.collision_blind_spot(resid, s, r, leaf, "0002 bw")
+    assert said is not None and said.startswith(
+        "an uplink or spine -> leaf link slowing its flows by less than 3.00x on a leaf of more "
+        "than 3 link(s) to the spine: 0002 bw: 20.0 % of the pairs between leaves are at least "
+        "1.25x slow under load"), said
+    resid[:] = 0.0
+    resid[between[: len(between) // 50]] = math.log(3.0)   # 2 %
+    assert paths.collision_blind_spot(resid, s, r, leaf, "0002 bw") is None
+    s2, r2, leaf2 = _between_leaf_pairs(leaves=2, per_leaf=8)
+    resid2 = np.where(leaf2[s2] != leaf2[r2], math.log(3.0), 0.0)
+    assert paths.collision_blind_spot(resid2, s2, r2, leaf2, "0002 bw") is None

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..reader import (FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, FLAG_RETEST_SECOND_VISIT, ResultFile,
                       TestInstance)
-from . import (evidence, labels, outages, pair_null, pair_tails, persistence, supporting, systemic,
+from . import (evidence, labels, outages, pair_null, pair_tails, paths, persistence, supporting, systemic,
                tails, validity)
 from ..tail_null import fast_side_df
 from .model import Fit, Layout, fit, fitted_instances, pair_data
@@ -58,6 +58,7 @@ class _Run:
         # per test: (metric, the smallest side it finds with 80 % power, why)
         self.small_sides: List[Tuple[str, float, str]] = []
         self.heavy_links: List[str] = []   # per test: single pairs a heavy tail hides
+        self.path_blind: List[str] = []    # per test: leaf links its collisions hide
         # GPU pairs a serial retest of one visit a pair confirmed (files from before the
         # second visit): a burst that lasted through the visit reads the same
         self.one_visit: List[str] = []
@@ -86,6 +87,7 @@ class _Run:
                               leaves=evidence.leaves(f, self.layout, self.widen, q),
                               paths=evidence.leaf_path_effects(f, self.layout, q),
                               local_ranks=systemic.local_ranks(f, self.layout, self.widen, q))
+        self._path_blind(f, label)
         stalled = pair_tails.host_pair_tails(f, self.layout, q)
         quiet = pair_tails.without(f, self.layout, stalled)
         self.tail_fits.append(quiet)
@@ -96,14 +98,7 @@ class _Run:
         if seen is not None:
             self.host_pair_power.append(seen)
         self.tests += [centre, tail]
-        if power.get("between_only"):
-            ranks = ", ".join(f"rank {r} ({self.layout.host_of(r)}) {side}"
-                              for r, side in power["between_only"])
-            self.between_only.append(
-                f"{label}: {ranks} stand(s) out only on pairs between leaves, with fewer than two "
-                "pairs inside its leaf to tell a NIC from its leaf's uplink or from collisions "
-                "under load: not named (measure more pairs inside the leaf: all-pairs, rails or "
-                "hierarchical)")
+        self._between_only(label, power.get("between_only"))
         weak, mde = evidence.side_power(power)
         if weak:
             self.underpowered.append(
@@ -122,6 +117,23 @@ class _Run:
                 f"{label}: would find a rank side {mde:.2f}x slow ({what} "
                 f"{100 / mde:.0f} % of the typical) with 80 % power, smaller ones down to "
                 f"{margin:g}x only sometimes; " + evidence.iterations_to_tell(power, margin)))
+
+    def _between_only(self, label: str, sides):
+        if sides:
+            ranks = ", ".join(f"rank {r} ({self.layout.host_of(r)}) {side}" for r, side in sides)
+            self.between_only.append(
+                f"{label}: {ranks} stand(s) out only on pairs between leaves, with fewer than two "
+                "pairs inside its leaf to tell a NIC from its leaf's uplink or from collisions "
+                "under load: not named (measure more pairs inside the leaf: all-pairs, rails or "
+                "hierarchical)")
+
+    def _path_blind(self, f: Fit, label: str):
+        """The leaf links a bandwidth test's collisions hide (a round trip cannot tell into
+        a leaf from out of it: none for latency)."""
+        d = f.data
+        blind = None if d.symmetric else paths.collision_blind_spot(f.resid, d.s, d.r, self.layout.leaf,
+                                                                   label)
+        self.path_blind += [blind] if blind else []
 
     def _heavy_tail(self, f: Fit, label: str):
         """A blind spot when the healthy pairs' tail raises the bar a single pair must
@@ -345,6 +357,7 @@ def _blind_spots(run: _Run) -> List[str]:
             worst = max(mde for mde, _ in mine)
             out.append(f"NIC sides slower by less than {100 * (1 - 1 / worst):.0f} % in {what}: "
                        + "; ".join(why for _, why in mine))
+    out += run.path_blind
     if run.heavy_links:
         out.append("single GPU pairs within the heavy tail of the healthy ones: "
                    + "; ".join(run.heavy_links))

@@ -50,6 +50,9 @@ MIN_PATH_SHARE = 0.04
 # The second bar of a leaf direction: this quantile of the other leaves' pairs between
 # leaves (see leaf_paths).
 HIGH_QUANTILE = 0.99
+# Links per leaf beyond which a blind spot is not worth saying: leaves of a few dozen
+# ports have 4 to 32 links to the spine.
+MAX_LINKS = 32
 
 
 def between_leaves_p(null, rank: int, leaf: np.ndarray, centre: float, margin: float = MARGIN
@@ -125,6 +128,30 @@ def leaf_paths(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: np.ndarray
                         math.exp(bar)))
     return out
 
+
+
+def collision_blind_spot(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: np.ndarray,
+                         label: str) -> Optional[str]:
+    """What the leaf-direction rule cannot see among the run's collisions, or None. A link
+    of a leaf to the spine carries 1/k of the leaf's flows between leaves (k links); slow
+    past the margin but not past the high bar, it adds at most (1 - S)/k to the share S
+    of pairs between leaves the collisions already slow past the margin, and the rule
+    needs twice S: found only when k < (1 - S)/S. The file does not hold k (nor the
+    hashes), so the limit is said in links per leaf, where it is below MAX_LINKS."""
+    nl = int(leaf.max()) + 1 if len(leaf) else 0
+    between = leaf[s] != leaf[r]
+    if nl < 3 or between.sum() < MIN_LEAF_PAIRS:
+        return None
+    share = float(np.mean(resid[between] >= math.log(MARGIN)))
+    if share <= 1.0 / (MAX_LINKS + 1):
+        return None
+    high = max(MARGIN, math.exp(float(np.quantile(resid[between], HIGH_QUANTILE))))
+    most = int(math.ceil((1.0 - share) / share - 1e-9)) - 1   # k < (1 - S)/S is found
+    return (f"an uplink or spine -> leaf link slowing its flows by less than {high:.2f}x on a leaf "
+            f"of more than {max(most, 1)} link(s) to the spine: {label}: {100 * share:.1f} % of the "
+            f"pairs between leaves are at least {MARGIN:g}x slow under load (collisions), and such "
+            f"a link slows 1/k of its leaf's flows, fewer than twice that share (a serial retest "
+            "of the leaf's pairs between leaves, or a quieter pass, would tell)")
 
 def _leaf_direction(slow: np.ndarray, between: np.ndarray, pair_block, nl: int, x: int,
                     side: str) -> Optional[Tuple[int, int, float, float]]:

@@ -51,7 +51,7 @@ def _most_stalled(p_side) -> set:
     set when the first flagged none: a lossy NIC's stalls sit in every other rank's
     reference share (its pairs with them), so the others look stalled less than
     expected, which the median Pearson residual reads as over-dispersion (six emulated
-    hosts: 3.96, against 1.47 without its pairs), and the NIC itself passed unseen.
+    hosts: 3.96, against 2.2 without its pairs), and the NIC itself passed unseen.
     Leaving its pairs out of the others' references tests it as the second round would
     have; on a clean fabric that moves the median residual by one side at most."""
     return {min(p_side, key=lambda key: p_side[key][0])} if p_side else set()
