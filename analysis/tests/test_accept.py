@@ -2,6 +2,7 @@ import os
 import textwrap
 import xml.etree.ElementTree as ET
 
+import h5py
 import numpy as np
 import pytest
 
@@ -440,6 +441,30 @@ def test_tolerance_limit_from_known_good_runs(files, tmp_path):
     assert out.returncode == 2 and "criteria.yaml:4" in out.stderr and "2 or more" in out.stderr
 
 
+def test_a_baseline_run_without_a_positive_figure_gives_no_tolerance_limit(tmp_path):
+    """Three baseline runs, one whose pingpong took no time (p50 0): the limit is not made
+    from the other two plus a log of 0, the check fails saying why."""
+    from synthetic import write_standard_run
+    paths = [str(tmp_path / f"base{seed}.h5") for seed in (31, 32, 33)]
+    for seed, path in zip((31, 32, 33), paths):
+        write_standard_run(path, seed=seed)
+    with h5py.File(paths[2], "r+") as f:
+        samples = f["tests/0000/samples"][...]
+        samples["t_done_ns"] = samples["t_post_ns"]
+        f["tests/0000/samples"][...] = samples
+    bases = [open_result(p, warn_incomplete=False) for p in paths]
+    try:
+        with open_result(paths[0], warn_incomplete=False) as run:
+            check = [c for c in evaluate(run, parse_criteria_text(textwrap.dedent(TOLERANCE)), bases)
+                     if c.rule == "no regression"][0]
+    finally:
+        for b in bases:
+            b.close()
+    assert check.label == "FAIL" and check.details == [], check
+    assert check.messages == ["p50_us: a tolerance limit needs 2 or more baseline runs with a positive "
+                              "figure, got 3"], check.messages
+
+
 def test_benjamini_hochberg_and_tolerance_factor():
     from fabscope_analysis.inference import benjamini_hochberg, normal_tolerance_factor
     # step-up: the 3rd smallest (0.012 <= 0.05 * 3 / 6) carries the 2 below it
@@ -500,6 +525,12 @@ def test_junit_marks_a_check_that_cannot_tell_skipped_with_its_reason(tmp_path):
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
     assert [[child.tag for child in case] for case in suite.iter("testcase")] == \
         [[], ["skipped"], ["failure"], ["skipped"]]
+    # a long reason is cut to its first 500 characters in the attribute
+    long_reason = CheckResult(rule="latency", subject="test 0005", cannot_tell="".join(
+        f"{i % 10}" for i in range(600)))
+    write_junit([long_reason], str(path), "fabscope")
+    message = ET.parse(path).getroot().find("testsuite/testcase/skipped").get("message")
+    assert message == long_reason.cannot_tell[:500] and len(message) == 500, len(message)
 
 
 def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():
