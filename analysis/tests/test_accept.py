@@ -1,3 +1,4 @@
+import math
 import os
 import textwrap
 import xml.etree.ElementTree as ET
@@ -279,6 +280,21 @@ def test_validity_makes_accept_cannot_tell_unless_the_criteria_allow_it(tmp_path
         load_criteria(_write(tmp_path, all_allowed.replace("true", "[slow]"), "bad.yaml"))
 
 
+def test_a_pair_failure_names_the_five_slowest_pairs_slowest_first_and_counts_the_rest(tmp_path):
+    """Seven slow links, planted out of their order of slowness: the message names five,
+    the slowest first (not in rank order), and counts the other two."""
+    from synthetic import write_matrix_run
+    path = tmp_path / "seven.h5"
+    write_matrix_run(path, nranks=8, seed=5, link={(0, 1): 0.5, (1, 2): 0.3, (2, 3): 0.6, (3, 4): 0.2,
+                                                   (4, 5): 0.4, (5, 6): 0.55, (6, 7): 0.35})
+    check, = [c for c in _checks(path, PAIRS_ONLY, tmp_path) if c.rule == "uniform pairs"]
+    assert check.label == "FAIL", check
+    assert [m.split(":")[0] for m in check.messages] == [
+        f"pair rank {s} (fh{s}) -> rank {r} (fh{r})" for s, r in ((3, 4), (1, 2), (6, 7), (4, 5), (0, 1))
+    ] + ["... and 2 more slow pairs"], check.messages
+    assert check.messages[0].startswith("pair rank 3 (fh3) -> rank 4 (fh4): 20% of the median pair's")
+
+
 def test_a_pair_cleared_alone_is_load_only_and_a_confirmed_one_fails(tmp_path):
     from synthetic import write_matrix_run
     path = tmp_path / "r.h5"
@@ -489,6 +505,19 @@ def test_a_units_spread_adds_its_own_error_to_the_familys():
     assert not test.discovered.any()
     log_time[3] += 1.0
     assert list(np.flatnonzero(family_test([(i,) for i in range(12)], log_time, se, 0.05).discovered)) == [3]
+
+
+def test_the_families_spread_is_its_robust_sigma_less_the_typical_units_own_error():
+    """tau^2 = robust_sigma(log times)^2 - median(se^2): with every se 0.1 and log times
+    spread well beyond it, tau and the detectable ratio follow exactly."""
+    from fabscope_analysis.accept_outliers import family_test
+    from fabscope_analysis.inference import first_step_z, robust_sigma
+    log_time = np.linspace(-0.4, 0.4, 12)
+    test = family_test([(i,) for i in range(12)], log_time, np.full(12, 0.1), 0.05)
+    tau = math.sqrt(robust_sigma(log_time) ** 2 - 0.01)
+    assert test.tau == pytest.approx(tau, rel=1e-12) and tau == pytest.approx(0.30763, abs=1e-5)
+    assert test.detectable == pytest.approx(math.exp(first_step_z(12, 0.05) * math.sqrt(tau ** 2 + 0.01)),
+                                            rel=1e-12)
 
 
 def test_a_limit_at_an_end_of_the_interval():
