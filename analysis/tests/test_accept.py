@@ -311,6 +311,8 @@ def test_a_pair_cleared_alone_is_load_only_and_a_confirmed_one_fails(tmp_path):
     assert not retest.passed
     assert "rank 4 (fh4) -> rank 5 (fh5)" in "\n".join(retest.messages)
     assert "against the control pairs'" in "\n".join(retest.messages)
+    # judged by the serial-retest rule alone, not again as a parallel pass of two pairs
+    assert retest.failed == ["pair_min_fraction_of_median"] and len(retest.messages) == 1, retest
     assert any("rank 0 (fh0) -> rank 3 (fh3)" in d and "cleared" in d for d in retest.details)
 
 
