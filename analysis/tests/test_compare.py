@@ -130,27 +130,27 @@ def test_error_rates_three_runs_a_side_seeded():
     assert r1["aa p50"][0] == r1["power p50"][0] == 0, r1
 
 
-def _repeated_run(path, scale, seed):
-    """One file with `repeats: 3`: three instances of one case (replicate 0, 1, 2)."""
+def _repeated_run(path, scale, seed, repeats=3):
+    """One file with `repeats: N` (3): N instances of one case (replicate 0 .. N-1)."""
     from synthetic import SyntheticRun, latency_entries, make_samples
     run = SyntheticRun(path, nranks=4, ranks_per_host=1, seed=seed)
-    for replicate in range(3):
+    for replicate in range(repeats):
         samples = make_samples(latency_entries([(0, 1), (2, 3)], 400, 2000 * scale, run.rng),
                                run.start_ns())
         run.add_test("lat", "latency", samples, nbytes=8, divisor=2, case="lat/8",
-                     extra_attrs={"replicate": np.int64(replicate), "repeats": np.int64(3)})
+                     extra_attrs={"replicate": np.int64(replicate), "repeats": np.int64(repeats)})
     run.close()
 
 
 def test_repeats_in_a_file_are_pooled_below_runs(tmp_path):
-    """compare of two files with 3 repeats each: one run per side (repeats are not runs),
+    """compare of two files with 3 and 2 repeats: one run per side (repeats are not runs),
     the repeats pooled; a 30 % slower file is 'cannot tell', never 'worse'."""
     _repeated_run(tmp_path / "a.h5", 1.0, 1)
-    _repeated_run(tmp_path / "b.h5", 1.3, 2)
+    _repeated_run(tmp_path / "b.h5", 1.3, 2, repeats=2)
     frame = _frame([tmp_path / "a.h5", tmp_path / "b.h5"], resamples=30)
     row = _verdict(frame, "lat/8", "quiet", "p50")
-    assert (row.runs_ref, row.runs_other, row.repeats_ref) == (1, 1, 3), row
-    assert row.n_ref == 3 * 2 * 400 and row.verdict == ONE_RUN, row
+    assert (row.runs_ref, row.runs_other, row.repeats_ref, row.repeats_other) == (1, 1, 3, 2), row
+    assert row.n_ref == 3 * 2 * 400 and row.n_other == 2 * 2 * 400 and row.verdict == ONE_RUN, row
 
 
 def test_run_spread_never_below_what_each_run_measured():
