@@ -1,9 +1,11 @@
 import numpy as np
+import pytest
+from scipy.stats import ttest_ind as student_t_test
 
 from fabscope_analysis import open_result
 from fabscope_analysis.compare import ONE_RUN_NOTE, context_frame, run_compare
 from fabscope_analysis.compare_stats import (ONE_RUN, RUNS_UNSURE, compare_figures,
-                                             permutation_reaches, runs_permutation_p)
+                                             permutation_reaches, run_log_figures, runs_permutation_p)
 from fabscope_analysis.resampling import Unit
 from fabscope_analysis.resampling import bootstrap_quantile_diffs
 from helpers import run_cli
@@ -195,6 +197,18 @@ def test_runs_on_two_levels_need_the_runs_permutation_test():
     three = compare_figures("latency", _level_runs(jitter[:3]),
                             _level_runs([1.1 * j for j in jitter[:3]], 6), ("p50",), 30, 1)[0]
     assert three.verdict == "worse" and "too few runs for a permutation test" in three.method
+
+
+def test_a_row_that_spans_zero_keeps_the_run_level_ts_p():
+    """4 vs 4 runs of one fabric, B 0.3 % slower: the interval spans 0 (its high end is
+    0.42 us, under one unit), so the runs' permutation test is not consulted and the row's
+    p is the pooled two-sample t's on the runs' log figures, exactly."""
+    jitter = [1.0, 1.012, 0.991, 1.004]
+    a, b = _level_runs(jitter), _level_runs([1.003 * j for j in jitter[::-1]], 6)
+    row = compare_figures("latency", a, b, ("p50",), 30, 1)[0]
+    assert row.verdict == "no clear difference" and row.low < 0 < row.high < 1, row
+    la, lb = (run_log_figures("latency", side, ("p50",))[:, 0] for side in (a, b))
+    assert row.p == pytest.approx(float(student_t_test(lb, la).pvalue), rel=1e-9), row
 
 
 def test_runs_permutation_p_is_exact():
