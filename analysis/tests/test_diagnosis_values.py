@@ -82,6 +82,15 @@ def test_host_pair_power_with_half_the_pairs_slow_needs_the_first_m_with_half_to
     assert evidence.host_pair_power(fit, layout) == (6, 6, 7)
 
 
+def test_host_pair_power_when_no_block_size_searched_passes_needs_one_more_than_the_largest():
+    # blocks of 5, half the pairs slow: the search stops at one pair more than the largest
+    # block (6), and 0.5^6 = 0.0156 is still over the bar 0.05 / 6: every block is too
+    # thin, and a block needs more than any has, said as that one more (6)
+    blocks = {(0, 1): 5, (0, 2): 5, (0, 3): 5, (1, 2): 5, (1, 3): 5, (2, 3): 5}
+    fit, layout = _host_pair_fit(blocks, slow_share_blocks=(0, 1, 2))
+    assert evidence.host_pair_power(fit, layout) == (6, 6, 6)
+
+
 def test_host_pair_power_a_block_whose_all_slow_p_is_exactly_the_bar_passes():
     """Half the pairs slow over 4 blocks, at a family level of 1/4: the bar is 1/16, and
     4 of 4 slow has p 0.5^4 = 1/16 exactly: a block of 4 is enough (p at the bar passes,
