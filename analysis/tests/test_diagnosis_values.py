@@ -459,6 +459,23 @@ def test_fit_terms_add_back_to_each_pairs_log_time_and_rank_effects_are_centred(
     assert f.sigma_e == pytest.approx(1.4826 * float(np.median(np.abs(f.resid))) * math.sqrt(30 / 16))
 
 
+def test_a_rank_that_never_sends_has_no_send_effect_and_the_others_are_centred_without_it():
+    """Rank 5 only receives and rank 0 only sends: their missing sides are NaN, not a 0
+    that would count in the median the other ranks' effects are centred on."""
+    from fabscope_analysis.diagnosis.model import Layout, PairData, fit
+    layout = Layout(6, np.repeat(np.arange(3), 2), np.zeros(6, dtype=np.int64), ["a", "b", "c"], [""],
+                    {}, {}, 2)
+    s, r = np.array([(i, j) for i in range(5) for j in range(1, 6) if i != j]).T
+    y = -20.0 + 0.1 * np.arange(6)[s] + 0.05 * np.arange(6)[r] + np.random.default_rng(5).normal(0.0, 0.01, len(s))
+    f = fit(PairData(None, s, r, y, np.full(len(s), 50), np.zeros(len(s)), symmetric=False, bandwidth=False),
+            layout)
+    assert np.isnan(f.send[5]) and np.isnan(f.recv[0]), (f.send, f.recv)
+    assert float(np.median(f.send[:5])) == pytest.approx(0.0, abs=1e-12)
+    assert float(np.median(f.recv[1:])) == pytest.approx(0.0, abs=1e-12)
+    cls = layout.classes()[s, r]
+    assert f.mu + f.cls_effect[cls] + f.send[s] + f.recv[r] + f.resid == pytest.approx(y, abs=1e-12)
+
+
 # ------------------------------------------------------------------ the tail test's power note
 
 def test_a_run_with_few_iterations_says_how_much_power_its_tail_test_has(tmp_path):
