@@ -476,6 +476,30 @@ def test_a_rank_that_never_sends_has_no_send_effect_and_the_others_are_centred_w
     assert f.mu + f.cls_effect[cls] + f.send[s] + f.recv[r] + f.resid == pytest.approx(y, abs=1e-12)
 
 
+def test_a_link_exactly_the_margin_slower_than_its_class_before_its_ends_effects_is_named():
+    """links: a pair is named when it stands out after its ends' effects and its time is at
+    least log(1.25) over its class's median before them. Six hosts, every ordered pair, a
+    1 % noise; rank 0 sends and rank 1 receives 0.2 fast, and the pair 0 -> 1 takes exactly
+    log(1.25) over the class median (0.0: the two middle values set to -t and +t): at the
+    margin counts as past it, so the link is named (1.84x after its fast ends)."""
+    from fabscope_analysis.diagnosis.model import Layout, PairData, fit, raw_classes
+    margin = math.log(evidence.MARGIN)
+    layout = Layout(6, np.arange(6), np.zeros(6, dtype=np.int64), list("abcdef"), [""], {}, {}, 1)
+    s, r = np.array([(i, j) for i in range(6) for j in range(6) if i != j]).T
+    y = np.random.default_rng(3).normal(0.0, 0.01, 30) - 0.2 * (s == 0) - 0.2 * (r == 1)
+    pair = int(np.flatnonzero((s == 0) & (r == 1))[0])
+    y[pair] = margin
+    order = np.argsort(y)
+    y -= (y[order[14]] + y[order[15]]) / 2
+    y[pair] = margin
+    t = min(-y[order[13]], y[order[16]]) / 2
+    y[order[14]], y[order[15]] = -t, t
+    data = PairData(None, s, r, y, np.full(30, 50), np.zeros(30), symmetric=False, bandwidth=False)
+    assert raw_classes(data, layout).deviation[pair] == margin     # exactly at the margin
+    found, tested = evidence.links(fit(data, layout), 1.0, 0.05, layout)
+    assert [(e.key, round(e.ratio, 2)) for e in found] == [((0, 1), 1.84)] and tested == 30, found
+
+
 # ------------------------------------------------------------------ the tail test's power note
 
 def test_a_run_with_few_iterations_says_how_much_power_its_tail_test_has(tmp_path):
