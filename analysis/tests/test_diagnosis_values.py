@@ -500,6 +500,18 @@ def test_a_link_exactly_the_margin_slower_than_its_class_before_its_ends_effects
     assert [(e.key, round(e.ratio, 2)) for e in found] == [((0, 1), 1.84)] and tested == 30, found
 
 
+def test_four_pairs_are_enough_to_name_a_link():
+    """links needs at least 4 pairs: four round trips among 4 ranks (0 <-> 1 measured from
+    both ends) with 0 -> 1 e^1 slower name that link (2.69x after its ends' effects)."""
+    from fabscope_analysis.diagnosis.model import Layout, PairData, fit
+    layout = Layout(4, np.arange(4), np.zeros(4, dtype=np.int64), list("abcd"), [""], {}, {}, 1)
+    s, r = np.array([0, 0, 1, 1]), np.array([1, 2, 0, 3])
+    y = np.array([1.0, 0.01, -0.01, 0.02])
+    f = fit(PairData(None, s, r, y, np.full(4, 50), np.zeros(4), symmetric=True, bandwidth=False), layout)
+    found, tested = evidence.links(f, 1.0, 0.05, layout)
+    assert [(e.key, round(e.ratio, 3)) for e in found] == [((0, 1), 2.691)] and tested == 4, found
+
+
 # ------------------------------------------------------------------ the tail test's power note
 
 def test_a_run_with_few_iterations_says_how_much_power_its_tail_test_has(tmp_path):
