@@ -453,3 +453,16 @@ def test_a_serial_retest_of_two_pairs_is_no_pairs_test(tmp_path):
     assert [(c.host, c.direction, c.evidence) for c in d.culprits] == [
         ("fh0", "link", ["residual z=59.3, q=5.1e-192 after both ends' effects"]),
         ("fh4", "link", ["residual z=57.0, q=1.2e-163 after both ends' effects"])], d.lines()
+
+
+def test_a_noise_free_fabric_of_four_hosts_is_fit_without_a_heavy_tail(tmp_path):
+    """The generator's ideal noise on 4 hosts: every pair exactly what its ends predict (no
+    residual spread, so no bar for a single pair to pass and no tail to fit): fit, with
+    the tail test's power the only blind spot."""
+    path = tmp_path / "ideal.h5"
+    generate(path, Cluster(4), noise="ideal", seed=1)
+    d = _diagnose(path)
+    assert d.verdict == "fit" and not d.culprits, d.lines()
+    assert d.cannot_tell_for == ["lossy or flapping NICs: a NIC stalling 1 % of its samples would be found with "
+                                 "25 % power from 9 pairs per rank (80 % needed): measure more pairs per rank "
+                                 "(all-pairs, a larger budget) or more iterations"], d.lines()
