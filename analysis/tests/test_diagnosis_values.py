@@ -620,6 +620,31 @@ def test_host_pair_tails_expect_the_other_pairs_upper_share_and_divide_by_the_ov
                                "blocks of iterations (0.7 expected")
 
 
+def test_host_pair_tails_measure_over_dispersion_from_each_pairs_distance_to_what_it_expects():
+    """8 hosts, 28 host pairs of 20 blocks: (0, 1) stalls in all 20, every other in one.
+    Each pair expects 20 x the largest 95 % upper share of host a's other pairs, host b's
+    and those touching neither; its Pearson term is (k - expected)^2 / expected with its own
+    one stalled block counted, and the over-dispersion the median of the 28 / 0.455."""
+    from scipy.stats import chi2, poisson
+    k = np.array([20.0] + [1.0] * 27)
+    fit, layout = _host_pair_tail_fit(k, hosts=8)
+    pairs = [(a, b) for a in range(8) for b in range(a + 1, 8)]
+
+    def upper(members):
+        return float(chi2.ppf(0.95, 2 * (k[members].sum() + 1))) / 2 / (20 * len(members))
+    expected = np.array([20 * max(upper([j for j, p in enumerate(pairs) if a in p and j != i]),
+                                  upper([j for j, p in enumerate(pairs) if b in p and j != i]),
+                                  upper([j for j, p in enumerate(pairs) if a not in p and b not in p]))
+                         for i, (a, b) in enumerate(pairs)])
+    phi = float(np.median((k - expected) ** 2 / expected)) / 0.455
+    assert expected[0] == pytest.approx(20 * float(chi2.ppf(0.95, 14)) / 2 / 120) and phi > 1
+    p = float(poisson.sf(math.ceil(20 / phi) - 1, expected[0] / phi))
+    found = pair_tails.host_pair_tails(fit, layout)
+    assert [e.key for e in found] == [(0, 1)], found
+    assert found[0].ratio == pytest.approx(20 / expected[0]) and found[0].z == pytest.approx(float(norm.isf(p)))
+    assert round(found[0].z, 2) == 4.36
+
+
 # ------------------------------------------------------------------ supporting counters
 
 def test_ip_local_drops_are_listed_from_two_per_mille_of_the_packets():
