@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import norm
+from scipy.stats import norm, poisson
 
 from fabscope_analysis.diagnosis import core, evidence, model, pair_tails, retest, rules, supporting, tails
 from fabscope_analysis.inference import PRACTICAL_MARGIN
@@ -235,7 +235,9 @@ def test_a_lossy_rank_whose_stalls_fill_the_others_references_is_found():
     stalls made each look stalled less than expected, which the median Pearson residual
     read as over-dispersion (3.96): 11 of its 15 pairs stalled against 0.75 expected gave
     p = 0.001, short of the first bar, and nothing was named. The most stalled rank is
-    left out of the others' references in a second round (over-dispersion 1.47)."""
+    left out of the others' references in a second round: the others' median Pearson
+    residual is 1.0, an over-dispersion of 1 / 0.455 = 2.20, so its 11 stalled pairs count as
+    ceil(11 / 2.20) = 6 against 0.75 / 2.20 expected."""
     lat = [(0, 2, 0), (0, 4, 0), (0, 5, 7), (1, 0, 0), (1, 2, 0), (1, 3, 0), (1, 5, 4), (2, 3, 0),
            (2, 5, 5), (3, 0, 0), (3, 5, 7), (4, 1, 0), (4, 2, 0), (4, 3, 0), (4, 5, 8)]
     s, r = np.nonzero(~np.eye(6, dtype=bool))
@@ -252,6 +254,10 @@ def test_a_lossy_rank_whose_stalls_fill_the_others_references_is_found():
     found = tails.tail_ranks(fits, np.arange(6), q_family)
     assert [(e.key, e.pairs) for e in found] == [((5, "both"), 15)]
     assert found[0].detail.startswith("11/15 of its pairs over 2 test(s)"), found[0].detail
+    phi = 1.0 / 0.455
+    assert found[0].ratio == pytest.approx(11 / 0.75)
+    assert found[0].z == pytest.approx(float(norm.isf(poisson.sf(math.ceil(11 / phi) - 1, 0.75 / phi))))
+    assert round(found[0].z, 2) == 4.65
 
 # ------------------------------------------------------------------ retest bar
 
@@ -669,7 +675,7 @@ def test_a_physical_counter_names_a_host_whose_count_stands_out_by_value():
     over-dispersion is 0.8 / 0.455 = 1.76: 4 / 1.76 rounds up to 3 events against
     0.599 / 1.76 expected, p = 0.0051, under the first Benjamini-Hochberg bar 0.05 / 6."""
     from fabscope_analysis.diagnosis import counter_tests
-    from scipy.stats import chi2, poisson
+    from scipy.stats import chi2
     counts = {f"h{i}": (4 if i == 0 else 0) for i in range(6)}
     phi = 0.8 / 0.455
     p = float(poisson.sf(math.ceil(4 / phi) - 1, float(chi2.ppf(0.95, 2)) / 2 / 5 / phi))
