@@ -631,7 +631,7 @@ def test_host_pair_tails_measure_over_dispersion_from_each_pairs_distance_to_wha
     Each pair expects 20 x the largest 95 % upper share of host a's other pairs, host b's
     and those touching neither; its Pearson term is (k - expected)^2 / expected with its own
     one stalled block counted, and the over-dispersion the median of the 28 / 0.455."""
-    from scipy.stats import chi2, poisson
+    from scipy.stats import chi2
     k = np.array([20.0] + [1.0] * 27)
     fit, layout = _host_pair_tail_fit(k, hosts=8)
     pairs = [(a, b) for a in range(8) for b in range(a + 1, 8)]
@@ -675,7 +675,7 @@ def test_a_physical_counter_names_a_host_whose_count_stands_out_by_value():
     over-dispersion is 0.8 / 0.455 = 1.76: 4 / 1.76 rounds up to 3 events against
     0.599 / 1.76 expected, p = 0.0051, under the first Benjamini-Hochberg bar 0.05 / 6."""
     from fabscope_analysis.diagnosis import counter_tests
-    from scipy.stats import chi2
+    from scipy.stats import chi2, poisson
     counts = {f"h{i}": (4 if i == 0 else 0) for i in range(6)}
     phi = 0.8 / 0.455
     p = float(poisson.sf(math.ceil(4 / phi) - 1, float(chi2.ppf(0.95, 2)) / 2 / 5 / phi))
