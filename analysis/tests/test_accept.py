@@ -1,7 +1,9 @@
+import math
 import os
 import textwrap
 import xml.etree.ElementTree as ET
 
+import h5py
 import numpy as np
 import pytest
 
@@ -278,6 +280,21 @@ def test_validity_makes_accept_cannot_tell_unless_the_criteria_allow_it(tmp_path
         load_criteria(_write(tmp_path, all_allowed.replace("true", "[slow]"), "bad.yaml"))
 
 
+def test_a_pair_failure_names_the_five_slowest_pairs_slowest_first_and_counts_the_rest(tmp_path):
+    """Seven slow links, planted out of their order of slowness: the message names five,
+    the slowest first (not in rank order), and counts the other two."""
+    from synthetic import write_matrix_run
+    path = tmp_path / "seven.h5"
+    write_matrix_run(path, nranks=8, seed=5, link={(0, 1): 0.5, (1, 2): 0.3, (2, 3): 0.6, (3, 4): 0.2,
+                                                   (4, 5): 0.4, (5, 6): 0.55, (6, 7): 0.35})
+    check, = [c for c in _checks(path, PAIRS_ONLY, tmp_path) if c.rule == "uniform pairs"]
+    assert check.label == "FAIL", check
+    assert [m.split(":")[0] for m in check.messages] == [
+        f"pair rank {s} (fh{s}) -> rank {r} (fh{r})" for s, r in ((3, 4), (1, 2), (6, 7), (4, 5), (0, 1))
+    ] + ["... and 2 more slow pairs"], check.messages
+    assert check.messages[0].startswith("pair rank 3 (fh3) -> rank 4 (fh4): 20% of the median pair's")
+
+
 def test_a_pair_cleared_alone_is_load_only_and_a_confirmed_one_fails(tmp_path):
     from synthetic import write_matrix_run
     path = tmp_path / "r.h5"
@@ -294,6 +311,8 @@ def test_a_pair_cleared_alone_is_load_only_and_a_confirmed_one_fails(tmp_path):
     assert not retest.passed
     assert "rank 4 (fh4) -> rank 5 (fh5)" in "\n".join(retest.messages)
     assert "against the control pairs'" in "\n".join(retest.messages)
+    # judged by the serial-retest rule alone, not again as a parallel pass of two pairs
+    assert retest.failed == ["pair_min_fraction_of_median"] and len(retest.messages) == 1, retest
     assert any("rank 0 (fh0) -> rank 3 (fh3)" in d and "cleared" in d for d in retest.details)
 
 
@@ -440,6 +459,30 @@ def test_tolerance_limit_from_known_good_runs(files, tmp_path):
     assert out.returncode == 2 and "criteria.yaml:4" in out.stderr and "2 or more" in out.stderr
 
 
+def test_a_baseline_run_without_a_positive_figure_gives_no_tolerance_limit(tmp_path):
+    """Three baseline runs, one whose pingpong took no time (p50 0): the limit is not made
+    from the other two plus a log of 0, the check fails saying why."""
+    from synthetic import write_standard_run
+    paths = [str(tmp_path / f"base{seed}.h5") for seed in (31, 32, 33)]
+    for seed, path in zip((31, 32, 33), paths):
+        write_standard_run(path, seed=seed)
+    with h5py.File(paths[2], "r+") as f:
+        samples = f["tests/0000/samples"][...]
+        samples["t_done_ns"] = samples["t_post_ns"]
+        f["tests/0000/samples"][...] = samples
+    bases = [open_result(p, warn_incomplete=False) for p in paths]
+    try:
+        with open_result(paths[0], warn_incomplete=False) as run:
+            check = [c for c in evaluate(run, parse_criteria_text(textwrap.dedent(TOLERANCE)), bases)
+                     if c.rule == "no regression"][0]
+    finally:
+        for b in bases:
+            b.close()
+    assert check.label == "FAIL" and check.details == [], check
+    assert check.messages == ["p50_us: a tolerance limit needs 2 or more baseline runs with a positive "
+                              "figure, got 3"], check.messages
+
+
 def test_benjamini_hochberg_and_tolerance_factor():
     from fabscope_analysis.inference import benjamini_hochberg, normal_tolerance_factor
     # step-up: the 3rd smallest (0.012 <= 0.05 * 3 / 6) carries the 2 below it
@@ -464,6 +507,19 @@ def test_a_units_spread_adds_its_own_error_to_the_familys():
     assert not test.discovered.any()
     log_time[3] += 1.0
     assert list(np.flatnonzero(family_test([(i,) for i in range(12)], log_time, se, 0.05).discovered)) == [3]
+
+
+def test_the_families_spread_is_its_robust_sigma_less_the_typical_units_own_error():
+    """tau^2 = robust_sigma(log times)^2 - median(se^2): with every se 0.1 and log times
+    spread well beyond it, tau and the detectable ratio follow exactly."""
+    from fabscope_analysis.accept_outliers import family_test
+    from fabscope_analysis.inference import first_step_z, robust_sigma
+    log_time = np.linspace(-0.4, 0.4, 12)
+    test = family_test([(i,) for i in range(12)], log_time, np.full(12, 0.1), 0.05)
+    tau = math.sqrt(robust_sigma(log_time) ** 2 - 0.01)
+    assert test.tau == pytest.approx(tau, rel=1e-12) and tau == pytest.approx(0.30763, abs=1e-5)
+    assert test.detectable == pytest.approx(math.exp(first_step_z(12, 0.05) * math.sqrt(tau ** 2 + 0.01)),
+                                            rel=1e-12)
 
 
 def test_a_limit_at_an_end_of_the_interval():
@@ -500,6 +556,12 @@ def test_junit_marks_a_check_that_cannot_tell_skipped_with_its_reason(tmp_path):
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
     assert [[child.tag for child in case] for case in suite.iter("testcase")] == \
         [[], ["skipped"], ["failure"], ["skipped"]]
+    # a long reason is cut to its first 500 characters in the attribute
+    long_reason = CheckResult(rule="latency", subject="test 0005", cannot_tell="".join(
+        f"{i % 10}" for i in range(600)))
+    write_junit([long_reason], str(path), "fabscope")
+    message = ET.parse(path).getroot().find("testsuite/testcase/skipped").get("message")
+    assert message == long_reason.cannot_tell[:500] and len(message) == 500, len(message)
 
 
 def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():

@@ -17,6 +17,14 @@ def test_compare_splits_its_sides_at_the_double_dash(files):
         assert refused.returncode == 2 and "each side needs at" in refused.stderr, refused.stderr
 
 
+def test_compare_does_not_count_an_options_value_before_the_double_dash_as_a_file(files):
+    """`--resamples 10` ahead of the files and `--` is one option and its value: the reference side is
+    still the two files, not three (which would leave the other side empty)."""
+    p = run_main("compare", "--resamples", "10", files["standard"], files["same"], "--", files["slower"])
+    assert p.returncode == 0, p.stderr
+    assert "runs per side: 2 vs 1" in p.stdout, p.stdout
+
+
 def test_compare_writes_its_differences_into_the_html_page(files, tmp_path):
     """compare -o: the page holds the table of differences the text shows (a row per case
     and statistic), not only the notes around it."""

@@ -1,9 +1,11 @@
 import numpy as np
+import pytest
+from scipy.stats import ttest_ind as student_t_test
 
 from fabscope_analysis import open_result
 from fabscope_analysis.compare import ONE_RUN_NOTE, context_frame, run_compare
 from fabscope_analysis.compare_stats import (ONE_RUN, RUNS_UNSURE, compare_figures,
-                                             permutation_reaches, runs_permutation_p)
+                                             permutation_reaches, run_log_figures, runs_permutation_p)
 from fabscope_analysis.resampling import Unit
 from fabscope_analysis.resampling import bootstrap_quantile_diffs
 from helpers import run_cli
@@ -130,27 +132,27 @@ def test_error_rates_three_runs_a_side_seeded():
     assert r1["aa p50"][0] == r1["power p50"][0] == 0, r1
 
 
-def _repeated_run(path, scale, seed):
-    """One file with `repeats: 3`: three instances of one case (replicate 0, 1, 2)."""
+def _repeated_run(path, scale, seed, repeats=3):
+    """One file with `repeats: N` (3): N instances of one case (replicate 0 .. N-1)."""
     from synthetic import SyntheticRun, latency_entries, make_samples
     run = SyntheticRun(path, nranks=4, ranks_per_host=1, seed=seed)
-    for replicate in range(3):
+    for replicate in range(repeats):
         samples = make_samples(latency_entries([(0, 1), (2, 3)], 400, 2000 * scale, run.rng),
                                run.start_ns())
         run.add_test("lat", "latency", samples, nbytes=8, divisor=2, case="lat/8",
-                     extra_attrs={"replicate": np.int64(replicate), "repeats": np.int64(3)})
+                     extra_attrs={"replicate": np.int64(replicate), "repeats": np.int64(repeats)})
     run.close()
 
 
 def test_repeats_in_a_file_are_pooled_below_runs(tmp_path):
-    """compare of two files with 3 repeats each: one run per side (repeats are not runs),
+    """compare of two files with 3 and 2 repeats: one run per side (repeats are not runs),
     the repeats pooled; a 30 % slower file is 'cannot tell', never 'worse'."""
     _repeated_run(tmp_path / "a.h5", 1.0, 1)
-    _repeated_run(tmp_path / "b.h5", 1.3, 2)
+    _repeated_run(tmp_path / "b.h5", 1.3, 2, repeats=2)
     frame = _frame([tmp_path / "a.h5", tmp_path / "b.h5"], resamples=30)
     row = _verdict(frame, "lat/8", "quiet", "p50")
-    assert (row.runs_ref, row.runs_other, row.repeats_ref) == (1, 1, 3), row
-    assert row.n_ref == 3 * 2 * 400 and row.verdict == ONE_RUN, row
+    assert (row.runs_ref, row.runs_other, row.repeats_ref, row.repeats_other) == (1, 1, 3, 2), row
+    assert row.n_ref == 3 * 2 * 400 and row.n_other == 2 * 2 * 400 and row.verdict == ONE_RUN, row
 
 
 def test_run_spread_never_below_what_each_run_measured():
@@ -195,6 +197,18 @@ def test_runs_on_two_levels_need_the_runs_permutation_test():
     three = compare_figures("latency", _level_runs(jitter[:3]),
                             _level_runs([1.1 * j for j in jitter[:3]], 6), ("p50",), 30, 1)[0]
     assert three.verdict == "worse" and "too few runs for a permutation test" in three.method
+
+
+def test_a_row_that_spans_zero_keeps_the_run_level_ts_p():
+    """4 vs 4 runs of one fabric, B 0.3 % slower: the interval spans 0 (its high end is
+    0.42 us, under one unit), so the runs' permutation test is not consulted and the row's
+    p is the pooled two-sample t's on the runs' log figures, exactly."""
+    jitter = [1.0, 1.012, 0.991, 1.004]
+    a, b = _level_runs(jitter), _level_runs([1.003 * j for j in jitter[::-1]], 6)
+    row = compare_figures("latency", a, b, ("p50",), 30, 1)[0]
+    assert row.verdict == "no clear difference" and row.low < 0 < row.high < 1, row
+    la, lb = (run_log_figures("latency", side, ("p50",))[:, 0] for side in (a, b))
+    assert row.p == pytest.approx(float(student_t_test(lb, la).pvalue), rel=1e-9), row
 
 
 def test_runs_permutation_p_is_exact():

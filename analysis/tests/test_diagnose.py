@@ -5,6 +5,7 @@ import json
 import time
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
@@ -387,3 +388,81 @@ def test_a_heavy_tail_is_a_blind_spot_when_its_bar_is_over_the_margin_and_the_no
         assert len(run.heavy_links) == 1 and said in run.heavy_links[0], run.heavy_links
         assert run.heavy_links[0].startswith(f"0001 ap-lat: healthy pairs between hosts have a heavy tail (their "
                                              f"fast side a Student-t of {bars[2]:g} degrees of freedom)")
+
+
+def test_a_run_of_one_test_still_judges_its_ranks_stalls_over_the_run(tmp_path):
+    """The bandwidth test alone (8 ranks, rank 3 stalling 5 % of its samples): the
+    family of stalls over every test runs over that one test too, names fh3 from its 11 of
+    14 pairs, and says how much a NIC stalling 1 % could be found (14 pairs per rank)."""
+    path = tmp_path / "one-test.h5"
+    write_matrix_run(path, nranks=8, lossy={3: 0.05})
+    with h5py.File(path, "r+") as f:
+        del f["tests/0000"]   # the latency test: the bandwidth test is the run's only one
+    d = _diagnose(path)
+    fh3, = d.culprits
+    assert (fh3.host, fh3.direction) == ("fh3", "both"), d.lines()
+    assert fh3.symptoms[0] == ("tail: 11/14 of its pairs over 1 test(s), both directions, stalled beyond 5x their "
+                               "median (0.2 expected from the other pairs), 5.95% of its samples (typical rank: "
+                               "0.000%) [0001 ap-bw]"), fh3.symptoms
+    assert d.cannot_tell_for == ["lossy or flapping NICs: a NIC stalling 1 % of its samples would be found with 1 % "
+                                 "power from 14 pairs per rank (80 % needed): measure more pairs per rank "
+                                 "(all-pairs, a larger budget) or more iterations"], d.cannot_tell_for
+
+
+def test_a_flapping_host_of_two_gpus_stands_out_of_the_pairs_that_touch_neither_of_them(tmp_path):
+    """8 hosts x 2 GPUs, host6 flapping: in the latency test its 15 pairs (the one inside
+    the host counted once) stall against the 3.3 % of the pairs that touch neither of its
+    GPUs, so the test names it by itself as well as the family over both tests."""
+    path = tmp_path / "flapping.h5"
+    generate(path, Cluster(8, 2, 2), faults=["flapping:host6"], seed=5)
+    d = _diagnose(path)
+    host6, = d.culprits
+    assert host6.host == "host6" and host6.symptoms[1] == (
+        "tail: 5/15 of its pairs stalled beyond 5x their median, 8.33% of its samples (other pairs: 3.3% "
+        "stalled; typical side: 0.000% of samples) [0000 ap-latency]"), d.lines()
+
+
+def test_a_clean_two_leaf_fabric_says_its_heavy_tail_and_the_slow_pairs_no_retest_measured(tmp_path):
+    """8 hosts x 2 GPUs in 2 leaves, realistic noise, seed 4: the bandwidth test's pairs
+    between hosts have a heavy tail (fitted on those pairs, not on the pairs inside a
+    host), a blind spot for single GPU pairs; of its 13 slow pairs between leaves the
+    retest measured 3 alone, so 10 stay ECMP-collision-like."""
+    path = tmp_path / "clean.h5"
+    generate(path, Cluster(8, 2, 2), seed=4)
+    d = _diagnose(path)
+    assert d.verdict == "fit", d.lines()
+    heavy = [b for b in d.cannot_tell_for if b.startswith("single GPU pairs within the heavy tail")]
+    assert heavy == ["single GPU pairs within the heavy tail of the healthy ones: 0002 ap-bandwidth: healthy "
+                     "pairs between hosts have a heavy tail (their fast side a Student-t of 7 degrees of "
+                     "freedom), so a single GPU pair is named from 1.80x the time its ends predict (a normal "
+                     "spread would name it from 1.30x)"], d.cannot_tell_for
+    congestion, = [c for c in d.lines() if c.startswith("congestion or routing in 0002 ap-bandwidth")]
+    assert "13/240 pairs" in congestion and "(100% of them between leaves); 3/3 retested alone" in congestion
+    assert ("0002 ap-bandwidth: 10 pair(s) between leaves slow under load and not measured alone: an ECMP "
+            "collision looks the same (a serial retest, as all-pairs runs, would tell)") in d.notes, d.notes
+
+
+def test_a_serial_retest_of_two_pairs_is_no_pairs_test(tmp_path):
+    """The retest measures two pairs, each rank one peer, like a pairs test; but the median
+    of two pairs is no typical pair: the links it retested (fh4 -> fh5 slow on its first
+    visit alone only, a transient) get no "pairs test" evidence."""
+    path = tmp_path / "two-retested.h5"
+    write_matrix_run(path, nranks=8, link={(0, 3): 0.4, (4, 5): 0.4}, seed=5, retest=[(0, 3), (4, 5)],
+                     controls=[(1, 6), (2, 7), (6, 1)], retest_factor={(0, 3): 1.0}, second_visit={(4, 5): 0.4})
+    d = _diagnose(path)
+    assert [(c.host, c.direction, c.evidence) for c in d.culprits] == [
+        ("fh0", "link", ["residual z=59.3, q=5.1e-192 after both ends' effects"]),
+        ("fh4", "link", ["residual z=57.0, q=1.2e-163 after both ends' effects"])], d.lines()
+
+
+def test_a_noise_free_fabric_of_four_hosts_is_fit_without_a_heavy_tail(tmp_path):
+    """The generator's ideal noise on 4 hosts: every pair exactly what its ends predict (no
+    residual spread, so no bar for a single pair to pass and no tail to fit): fit, with
+    the tail test's power the only blind spot."""
+    path = tmp_path / "ideal.h5"
+    generate(path, Cluster(4), noise="ideal", seed=1)
+    d = _diagnose(path)
+    assert d.verdict == "fit" and not d.culprits, d.lines()
+    assert d.cannot_tell_for == ["lossy or flapping NICs: a NIC stalling 1 % of its samples would be found with "
+                                 "25 % power from 9 pairs per rank (80 % needed): measure more pairs per rank "
+                                 "(all-pairs, a larger budget) or more iterations"], d.lines()

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import norm
+from scipy.stats import norm, poisson
 
 from fabscope_analysis.diagnosis import core, evidence, model, pair_tails, retest, rules, supporting, tails
 from fabscope_analysis.inference import PRACTICAL_MARGIN
@@ -80,6 +80,15 @@ def test_host_pair_power_with_half_the_pairs_slow_needs_the_first_m_with_half_to
     blocks = {(0, 1): 6, (0, 2): 6, (0, 3): 6, (1, 2): 6, (1, 3): 6, (2, 3): 6}
     fit, layout = _host_pair_fit(blocks, slow_share_blocks=(0, 1, 2))
     assert evidence.host_pair_power(fit, layout) == (6, 6, 7)
+
+
+def test_host_pair_power_when_no_block_size_searched_passes_needs_one_more_than_the_largest():
+    # blocks of 5, half the pairs slow: the search stops at one pair more than the largest
+    # block (6), and 0.5^6 = 0.0156 is still over the bar 0.05 / 6: every block is too
+    # thin, and a block needs more than any has, said as that one more (6)
+    blocks = {(0, 1): 5, (0, 2): 5, (0, 3): 5, (1, 2): 5, (1, 3): 5, (2, 3): 5}
+    fit, layout = _host_pair_fit(blocks, slow_share_blocks=(0, 1, 2))
+    assert evidence.host_pair_power(fit, layout) == (6, 6, 6)
 
 
 def test_host_pair_power_a_block_whose_all_slow_p_is_exactly_the_bar_passes():
@@ -226,7 +235,9 @@ def test_a_lossy_rank_whose_stalls_fill_the_others_references_is_found():
     stalls made each look stalled less than expected, which the median Pearson residual
     read as over-dispersion (3.96): 11 of its 15 pairs stalled against 0.75 expected gave
     p = 0.001, short of the first bar, and nothing was named. The most stalled rank is
-    left out of the others' references in a second round (over-dispersion 1.47)."""
+    left out of the others' references in a second round: the others' median Pearson
+    residual is 1.0, an over-dispersion of 1 / 0.455 = 2.20, so its 11 stalled pairs count as
+    ceil(11 / 2.20) = 6 against 0.75 / 2.20 expected."""
     lat = [(0, 2, 0), (0, 4, 0), (0, 5, 7), (1, 0, 0), (1, 2, 0), (1, 3, 0), (1, 5, 4), (2, 3, 0),
            (2, 5, 5), (3, 0, 0), (3, 5, 7), (4, 1, 0), (4, 2, 0), (4, 3, 0), (4, 5, 8)]
     s, r = np.nonzero(~np.eye(6, dtype=bool))
@@ -243,6 +254,10 @@ def test_a_lossy_rank_whose_stalls_fill_the_others_references_is_found():
     found = tails.tail_ranks(fits, np.arange(6), q_family)
     assert [(e.key, e.pairs) for e in found] == [((5, "both"), 15)]
     assert found[0].detail.startswith("11/15 of its pairs over 2 test(s)"), found[0].detail
+    phi = 1.0 / 0.455
+    assert found[0].ratio == pytest.approx(11 / 0.75)
+    assert found[0].z == pytest.approx(float(norm.isf(poisson.sf(math.ceil(11 / phi) - 1, 0.75 / phi))))
+    assert round(found[0].z, 2) == 4.65
 
 # ------------------------------------------------------------------ retest bar
 
@@ -450,6 +465,59 @@ def test_fit_terms_add_back_to_each_pairs_log_time_and_rank_effects_are_centred(
     assert f.sigma_e == pytest.approx(1.4826 * float(np.median(np.abs(f.resid))) * math.sqrt(30 / 16))
 
 
+def test_a_rank_that_never_sends_has_no_send_effect_and_the_others_are_centred_without_it():
+    """Rank 5 only receives and rank 0 only sends: their missing sides are NaN, not a 0
+    that would count in the median the other ranks' effects are centred on."""
+    from fabscope_analysis.diagnosis.model import Layout, PairData, fit
+    layout = Layout(6, np.repeat(np.arange(3), 2), np.zeros(6, dtype=np.int64), ["a", "b", "c"], [""],
+                    {}, {}, 2)
+    s, r = np.array([(i, j) for i in range(5) for j in range(1, 6) if i != j]).T
+    y = -20.0 + 0.1 * np.arange(6)[s] + 0.05 * np.arange(6)[r] + np.random.default_rng(5).normal(0.0, 0.01, len(s))
+    f = fit(PairData(None, s, r, y, np.full(len(s), 50), np.zeros(len(s)), symmetric=False, bandwidth=False),
+            layout)
+    assert np.isnan(f.send[5]) and np.isnan(f.recv[0]), (f.send, f.recv)
+    assert float(np.median(f.send[:5])) == pytest.approx(0.0, abs=1e-12)
+    assert float(np.median(f.recv[1:])) == pytest.approx(0.0, abs=1e-12)
+    cls = layout.classes()[s, r]
+    assert f.mu + f.cls_effect[cls] + f.send[s] + f.recv[r] + f.resid == pytest.approx(y, abs=1e-12)
+
+
+def test_a_link_exactly_the_margin_slower_than_its_class_before_its_ends_effects_is_named():
+    """links: a pair is named when it stands out after its ends' effects and its time is at
+    least log(1.25) over its class's median before them. Six hosts, every ordered pair, a
+    1 % noise; rank 0 sends and rank 1 receives 0.2 fast, and the pair 0 -> 1 takes exactly
+    log(1.25) over the class median (0.0: the two middle values set to -t and +t): at the
+    margin counts as past it, so the link is named (1.84x after its fast ends)."""
+    from fabscope_analysis.diagnosis.model import Layout, PairData, fit, raw_classes
+    margin = math.log(evidence.MARGIN)
+    layout = Layout(6, np.arange(6), np.zeros(6, dtype=np.int64), list("abcdef"), [""], {}, {}, 1)
+    s, r = np.array([(i, j) for i in range(6) for j in range(6) if i != j]).T
+    y = np.random.default_rng(3).normal(0.0, 0.01, 30) - 0.2 * (s == 0) - 0.2 * (r == 1)
+    pair = int(np.flatnonzero((s == 0) & (r == 1))[0])
+    y[pair] = margin
+    order = np.argsort(y)
+    y -= (y[order[14]] + y[order[15]]) / 2
+    y[pair] = margin
+    t = min(-y[order[13]], y[order[16]]) / 2
+    y[order[14]], y[order[15]] = -t, t
+    data = PairData(None, s, r, y, np.full(30, 50), np.zeros(30), symmetric=False, bandwidth=False)
+    assert raw_classes(data, layout).deviation[pair] == margin     # exactly at the margin
+    found, tested = evidence.links(fit(data, layout), 1.0, 0.05, layout)
+    assert [(e.key, round(e.ratio, 2)) for e in found] == [((0, 1), 1.84)] and tested == 30, found
+
+
+def test_four_pairs_are_enough_to_name_a_link():
+    """links needs at least 4 pairs: four round trips among 4 ranks (0 <-> 1 measured from
+    both ends) with 0 -> 1 e^1 slower name that link (2.69x after its ends' effects)."""
+    from fabscope_analysis.diagnosis.model import Layout, PairData, fit
+    layout = Layout(4, np.arange(4), np.zeros(4, dtype=np.int64), list("abcd"), [""], {}, {}, 1)
+    s, r = np.array([0, 0, 1, 1]), np.array([1, 2, 0, 3])
+    y = np.array([1.0, 0.01, -0.01, 0.02])
+    f = fit(PairData(None, s, r, y, np.full(4, 50), np.zeros(4), symmetric=True, bandwidth=False), layout)
+    found, tested = evidence.links(f, 1.0, 0.05, layout)
+    assert [(e.key, round(e.ratio, 3)) for e in found] == [((0, 1), 2.691)] and tested == 4, found
+
+
 # ------------------------------------------------------------------ the tail test's power note
 
 def test_a_run_with_few_iterations_says_how_much_power_its_tail_test_has(tmp_path):
@@ -558,6 +626,31 @@ def test_host_pair_tails_expect_the_other_pairs_upper_share_and_divide_by_the_ov
                                "blocks of iterations (0.7 expected")
 
 
+def test_host_pair_tails_measure_over_dispersion_from_each_pairs_distance_to_what_it_expects():
+    """8 hosts, 28 host pairs of 20 blocks: (0, 1) stalls in all 20, every other in one.
+    Each pair expects 20 x the largest 95 % upper share of host a's other pairs, host b's
+    and those touching neither; its Pearson term is (k - expected)^2 / expected with its own
+    one stalled block counted, and the over-dispersion the median of the 28 / 0.455."""
+    from scipy.stats import chi2
+    k = np.array([20.0] + [1.0] * 27)
+    fit, layout = _host_pair_tail_fit(k, hosts=8)
+    pairs = [(a, b) for a in range(8) for b in range(a + 1, 8)]
+
+    def upper(members):
+        return float(chi2.ppf(0.95, 2 * (k[members].sum() + 1))) / 2 / (20 * len(members))
+    expected = np.array([20 * max(upper([j for j, p in enumerate(pairs) if a in p and j != i]),
+                                  upper([j for j, p in enumerate(pairs) if b in p and j != i]),
+                                  upper([j for j, p in enumerate(pairs) if a not in p and b not in p]))
+                         for i, (a, b) in enumerate(pairs)])
+    phi = float(np.median((k - expected) ** 2 / expected)) / 0.455
+    assert expected[0] == pytest.approx(20 * float(chi2.ppf(0.95, 14)) / 2 / 120) and phi > 1
+    p = float(poisson.sf(math.ceil(20 / phi) - 1, expected[0] / phi))
+    found = pair_tails.host_pair_tails(fit, layout)
+    assert [e.key for e in found] == [(0, 1)], found
+    assert found[0].ratio == pytest.approx(20 / expected[0]) and found[0].z == pytest.approx(float(norm.isf(p)))
+    assert round(found[0].z, 2) == 4.36
+
+
 # ------------------------------------------------------------------ supporting counters
 
 def test_ip_local_drops_are_listed_from_two_per_mille_of_the_packets():
@@ -618,6 +711,25 @@ def test_a_ranks_local_rank_is_its_gpu_index_else_its_place_on_its_host():
     assert systemic.local_index(labelled).tolist() == [3, 2, 1, 0] * 4
     unlabelled = _four_hosts_of_four({})
     assert systemic.local_index(unlabelled).tolist() == [0, 1, 2, 3] * 4
+
+
+def test_a_local_rank_slow_in_round_trips_is_its_ranks_effect_not_half_of_it():
+    """8 hosts x 4 GPUs, every round trip between hosts once, 1 % noise; local rank 3 adds
+    log(1.4) to each round trip it takes part in. A round trip's fit gives a rank equal
+    send and receive effects (both log 1.4), and the local rank's effect is their mean:
+    1.40x, over its 8 ranks."""
+    from fabscope_analysis.diagnosis import systemic
+    from fabscope_analysis.diagnosis.model import Layout, PairData, fit
+    host = np.arange(32) // 4
+    layout = Layout(32, host, host // 4, [f"host{h}" for h in range(8)], ["leaf0", "leaf1"],
+                    {r: r % 4 for r in range(32)}, {r: f"mlx5_{r % 4}" for r in range(32)}, 4)
+    s, r = np.nonzero(np.triu(host[:, None] != host[None, :]))
+    slot = np.arange(32) % 4 == 3
+    logt = np.random.default_rng(4).normal(0.0, 0.01, len(s)) + math.log(1.4) * (slot[s].astype(float) + slot[r])
+    f = fit(PairData(None, s, r, logt, np.full(len(s), 20.0), np.zeros(len(s)), symmetric=True, bandwidth=False),
+            layout)
+    found = systemic.local_ranks(f, layout, 1.0, 0.05 / 11)
+    assert [(e.key, round(e.ratio, 2), e.pairs) for e in found] == [((3, "both"), 1.4, 8)], found
 
 
 def test_a_local_rank_culprit_is_scored_and_worded_from_its_effect():
