@@ -10,8 +10,10 @@ directly is still judged by the tests of the command that uses it), nearest firs
 most MOST_TEST_FILES of them (on 2 shared cores a mutant that escapes runs them all): `pytest -x` stops at
 the first failure, so a caught mutant costs the nearest tests only. With the line map
 (the default) the cap applies after it: every such file that runs the mutant's statement
-is a candidate, nearest first (capped before the map, seven serving files that ran a
-line of command.py cut the two whose tests failed on its mutants).
+is a candidate, the nearest and subsystem files first, then every other test file that
+reaches the module (capped before the map, the nearest serving files cut the two whose
+tests failed on mutants of command.py, and test_retest_visits.py, two import steps from
+diagnosis/core.py, was never a candidate for it).
 
 C++ (src/): the table CPP_TESTS below, from a source folder to the cmake targets that
 compile it into something a test runs, the ctest regex of those tests, and the pytest
@@ -149,7 +151,8 @@ class ImportGraph:
 
     def tests_for(self, path: str, most: Optional[int] = MOST_TEST_FILES) -> List[str]:
         """The test files (repository paths) that judge a mutant of `path`, nearest first:
-        at most `most` of them (None: all, for the line map to choose from)."""
+        at most `most` of them; None: those and then every other test file that reaches
+        the module, farther ones later, for the line map to choose from."""
         target = module_name(Path(path))
         found = []
         for test in self.tests:
@@ -162,6 +165,9 @@ class ImportGraph:
         family = affinity(path)
         own = Path(path).stem.split("_")[0]
         # a test named after the module itself (test_serving_plan.py for plan_command.py) first
-        chosen = [test for d, test in sorted(found, key=lambda f: (own not in Path(f[1]).stem, f))
+        ranked = sorted(found, key=lambda f: (own not in Path(f[1]).stem, f))
+        chosen = [test for d, test in ranked
                   if d == nearest or Path(test).stem[len("test_"):].startswith(family)]
-        return chosen if most is None else chosen[:most]
+        if most is None:   # for the line map: every other file that reaches it, after these
+            return chosen + [test for d, test in sorted(found) if test not in chosen]
+        return chosen[:most]
