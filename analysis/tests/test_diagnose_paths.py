@@ -6,18 +6,24 @@ matrices fitted by the real model: each runs in well under a second.
 - a spine -> leaf link at a fraction of its speed slows the share of the pairs into its
   leaf that ECMP hashes onto it: one finding for the leaf's spine links, beside
   collisions everywhere (no finding on a fabric of collisions alone);
-- an uplink (both directions) is the leaf's uplinks, not its hosts.
+- an uplink (both directions) is the leaf's uplinks, not its hosts;
+- collisions on a share S of the pairs between leaves hide a leaf's link among k > (1-S)/S,
+  and the verdict says so (one synthetic run through diagnose).
 """
 
+import contextlib
+import io
 import math
 
 import numpy as np
 import pytest
 from scipy.stats import norm
 
-from fabscope_analysis.diagnosis import evidence, paths, rules, systemic
+from fabscope_analysis.diagnosis import diagnose, evidence, paths, rules, systemic
 from fabscope_analysis.diagnosis.model import Layout, PairData, fit
 from fabscope_analysis.diagnosis.result import LOCAL_RANK, NIC, SPINE_LINK, UPLINK
+from fabscope_analysis.reader import open_result
+from fabscope_analysis.synth import Cluster, generate
 
 
 class _Inst:
@@ -316,3 +322,18 @@ def test_collisions_past_the_margin_on_a_share_s_hide_leaf_links_from_k_of_one_o
     s2, r2, leaf2 = _between_leaf_pairs(leaves=2, per_leaf=8)
     resid2 = np.where(leaf2[s2] != leaf2[r2], math.log(3.0), 0.0)
     assert paths.collision_blind_spot(resid2, s2, r2, leaf2, "0002 bw") is None
+
+
+def test_a_run_whose_collisions_hide_leaf_links_says_so_and_a_quiet_one_does_not(tmp_path):
+    """Through diagnose: the family's realistic noise slows a fifth of the pairs between
+    leaves 2x under load (8 hosts of 8 GPUs in 4 leaves), so a link of a leaf of more than
+    3 is blind, said once, for the bandwidth test; with ideal noise nothing is said."""
+    said = []
+    for noise in ("realistic", "ideal"):
+        path = tmp_path / f"{noise}.h5"
+        generate(path, Cluster(8, 8, 4), noise=noise, seed=5)
+        with open_result(path) as result, contextlib.redirect_stdout(io.StringIO()):
+            d = diagnose(result)
+        said.append([b for b in d.cannot_tell_for if b.startswith("an uplink or spine -> leaf link")])
+    assert len(said[0]) == 1 and " on a leaf of more than 3 link(s) to the spine: 0002 ap-bandwidth: " in said[0][0]
+    assert said[1] == [], said[1]
