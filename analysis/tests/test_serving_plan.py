@@ -404,7 +404,6 @@ def fabscope_bin():
     pytest.skip("no fabscope binary (build/fabscope or FABSCOPE_BIN): the plan is not loaded")
 
 
-@outcome_contract("plan", 2, "—")
 def test_a_model_the_binary_refuses_exits_2_quoting_its_refusal(tmp_path, capsys):
     """`fabscope list` prints the model's lines on stdout, then refuses TP 3 (8 KV heads) on
     stderr: the plan names --tp and quotes that refusal, not the listing's last line."""
