@@ -16,7 +16,7 @@ from fabscope_analysis.serving.impact import Deployment, compute_impact
 from fabscope_analysis.serving.fit import compose_verdict
 from fabscope_analysis.serving.measured import measure
 from fabscope_analysis.serving.placement import (DECODE, FABRIC, FRONTEND, NVLINK, PREFILL,
-                                                 Placement, PlacementError)
+                                                 Operation, Placement, PlacementError)
 from fabscope_analysis.serving.slo import parse_slo_text
 
 LLAMA70 = models.preset("llama3-70b")
@@ -260,3 +260,14 @@ def test_impact_counts_a_step_as_fit_does(tmp_path, tp, dp_attention, allreduces
         assert not impact.tp_rows and "tp" not in fit.classes
         assert any("DP attention" in n for n in impact.notes), impact.notes
     assert any("58 of deepseek-v3's 61 layers" in n for n in impact.notes), impact.notes
+
+
+def test_tp_1_has_no_tp_phrase_and_sizes_are_read_in_whole_units():
+    """TP 1 is no TP group: the placement says nothing of a TP all-reduce; an operation of
+    exactly 1 MiB reads "1 MiB" (not "1024 KiB"), of exactly 1 KiB "1 KiB"."""
+    assert Placement(LLAMA70, tp=1, gpus_per_node=8).statements() == [
+        "KV prefill -> decode: NVLink, not this fabric"]
+    assert [Operation("TP all-reduce (attention)", DECODE, 80, n, NVLINK, "the TP 8 group")
+            .describe() for n in (1 << 20, 1 << 10, 1023)] == [
+        f"80 x TP all-reduce (attention) of {size} per decode step over the TP 8 group: "
+        "NVLink, not this fabric" for size in ("1 MiB", "1 KiB", "1023 B")]

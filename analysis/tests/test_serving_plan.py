@@ -11,13 +11,14 @@ import h5py
 import pytest
 import yaml
 
-from fabscope_analysis.cli import main
+from fabscope_analysis.cli import build_parser, main
 from fabscope_analysis.reader import open_result
 from fabscope_analysis.serving.command import _slo_of
 from fabscope_analysis.serving.slo import SloError
 from fabscope_analysis.serving.plan import (Cluster, Knobs, PlanRequest, criteria_text,
                                             fit_arguments, moe_tokens, probes_for, scenario_text)
 from fabscope_analysis.serving.plan_budget import fit_budget, size_for_tails, tail_notes
+from fabscope_analysis.serving.plan_command import command_of
 from fabscope_analysis.serving.plan_list import (ListAnswer, PlanError, layout_from_topology,
                                                  parse_duration_s,
                                                  parse_model_listing, parse_scenario_listing)
@@ -551,7 +552,6 @@ def test_pp_sends_between_multi_node_nvlink_domains_are_named_not_measured():
 
 def test_plan_takes_tp_8_unless_told():
     """`plan --model M` plans for TP 8, as its help says; --tp changes it."""
-    from fabscope_analysis.cli import build_parser
     given = ["plan", "--model", "llama3-70b", "--ranks", "16", "--slo", "itl_p99=50ms", "--output", "p.yaml"]
     assert build_parser().parse_args(given).tp == 8
     assert build_parser().parse_args(given + ["--tp", "4"]).tp == 4
@@ -579,3 +579,18 @@ def test_a_scenario_listing_without_its_estimate_line_is_refused():
     assert not listed.ok and "estimated time" in listed.error
     listed = parse_scenario_listing(0, "0 tp allreduce 16KiB quiet\nestimated time: 1m05s in all\n", "")
     assert listed.ok and listed.estimate_s == 65 and listed.instances == 1
+
+
+def test_the_command_stored_in_the_scenario_names_every_option_given_or_defaulted():
+    """The plan's command line, as stored in its scenario, holds the options with a value,
+    defaults included (seed 7; nodes per leaf and leaves per pod 0: not given), and none
+    left unset (--ep, --topology, --calibration)."""
+    args = build_parser().parse_args(["plan", "--model", "llama3-70b", "--ranks", "16",
+                                      "--slo", "tpot_p99=50ms", "--output", "s.yaml"])
+    assert command_of(args) == [
+        "--model", "llama3-70b", "--tp", "8", "--pp", "1", "--ranks", "16",
+        "--ranks-per-node", "8", "--nodes-per-leaf", "0", "--leaves-per-pod", "0",
+        "--budget", "30m", "--slo", "tpot_p99=50ms",
+        "--conditions", "quiet,incast,bidirectional,copy", "--decode-batch", "1,32",
+        "--prefill-chunk", "2048", "--prompt", "2048,8192", "--paths", "auto", "--seed", "7",
+        "--output", "s.yaml"]
