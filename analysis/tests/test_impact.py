@@ -268,6 +268,12 @@ def test_interpolation_between_sizes(tmp_path):
         assert row["how"] == "interpolated between measured 16 KiB and 1 MiB"
         assert row["collective_p50_us"] == pytest.approx((alpha + AR_512K / beta) / 1e3,
                                                          rel=0.02)
+        # the p99 in us too (a spread of 1 % puts it within 3 % of the p50), and the sum of
+        # the step's p99s in ms is the count of collectives times it
+        assert row["collective_p99_us"] == pytest.approx((alpha + AR_512K / beta) / 1e3,
+                                                         rel=0.04)
+        assert row["sum_of_p99s_ms"] == pytest.approx(
+            row["collectives_per_step"] * row["collective_p99_us"] / 1e3, rel=1e-12)
         far = compute_impact(result, Deployment(LLAMA70, 8, decode_batch=256))
     assert far.tp_row("quiet") is None
     assert any("4 MiB not measured (measured: 16 KiB, 1 MiB); not extrapolated" in m
@@ -427,9 +433,10 @@ def test_moe_dispatch_and_combine_per_token_from_alltoall_rounds(tmp_path):
     per_token = models.moe_dispatch_bytes_per_token(models.preset("deepseek-v3"), "fp8")
     run = SyntheticRun(tmp_path / "moe.h5", nranks=4)
     run.file.attrs["scenario_text"] = "name: s\nmodel: deepseek-v3\n"
-    quiet = None
+    quiet, quiet_times = None, None
     for condition, scale in (("quiet", 1.0), ("incast", 2.0)):
         times = scale * 100_000 * rng.lognormal(0, 0.05, 300)
+        quiet_times = times if condition == "quiet" else quiet_times
         s = allreduce_samples(times, (0, 1, 2, 3), start=run.start_ns())
         for row in s:
             row["bytes"] = 32 * per_token
@@ -446,6 +453,10 @@ def test_moe_dispatch_and_combine_per_token_from_alltoall_rounds(tmp_path):
         assert q["rounds_per_step"] == 58 and q["how"].startswith("measured at")
         assert 5.5 < q["p50_ms"] < 6.1, q
         assert 1.8 < c["inflation_p50"] < 2.2, c
+        # one round's p50 and p99 in us, to the whole ns the file stores (the p49 is 0.1 %
+        # off the p50 here)
+        assert [q["round_p50_us"], q["round_p99_us"]] == pytest.approx(
+            list(np.percentile(quiet_times, [50, 99]) / 1e3), rel=1e-5)
         assert not any("MoE" in m for m in impact.missing), impact.missing
         # the printed lines: the congested one says how much slower than quiet, p50 and p99
         from fabscope_analysis.serving.impact_text import headline_lines
