@@ -9,7 +9,7 @@ from serving_files import add_kv
 from synthetic import SyntheticRun, bandwidth_entries, make_samples
 
 from fabscope_analysis import open_result
-from fabscope_analysis.serving.line_rate import (headline, kv_headline, parse_tc_rate,
+from fabscope_analysis.serving.line_rate import (ShareRow, headline, kv_headline, parse_tc_rate,
                                                  path_rate, rank_rates, share_rows)
 
 MIB = 1 << 20
@@ -267,3 +267,26 @@ def test_a_host_takes_the_rate_of_its_first_active_rdma_port(tmp_path):
         rates = rank_rates(result)
     assert (rates[0]["send"].gbps, rates[0]["send"].source) == (100.0, "RDMA port mlx5_0/1 rate")
     assert (rates[1]["send"].gbps, rates[1]["send"].source) == (200.0, "RDMA port mlx5_0/2 rate")
+
+
+def test_messages_just_under_64_kib_are_named_small_and_64_kib_is_not(tmp_path):
+    """The QP/slice limiter names messages under 64 KiB: a 64 MiB request cut into 1025
+    messages (63.94 KiB each) is named, cut into 1024 (64 KiB exactly) it is not."""
+    texts = {}
+    for messages in (1024, 1025):
+        with open_result(kv_file(tmp_path / f"m{messages}.h5", 0.05, messages=messages)) as result:
+            kv = next(r for r in share_rows(result) if r.kind == "kvpush")
+        texts[messages] = [t for t in kv.limiters if t.startswith("QP/slice settings")]
+    assert texts == {1024: [], 1025: [
+        "QP/slice settings: 64 KiB per message (the request is cut into 1025 messages): "
+        "per-message overhead; raise the block or slice size or the messages in flight"]}
+
+
+def test_kv_headline_names_a_request_of_exactly_1_mib_in_mib():
+    row = ShareRow("kv-8k", "kvpush", "quiet", MIB, 10.0, 0.5, 0.4, "rank 0@a -> 1@b",
+                   "100 Gb/s (RDMA port)", 20)
+    assert kv_headline([row]) == (
+        "KV push at 50 % of line rate (10 GB/s per request p50 over 100 Gb/s (RDMA port); "
+        "slowest path rank 0@a -> 1@b at 40 %) [kv-8k, 1 MiB per request, quiet]")
+    row.bytes = MIB - 1
+    assert kv_headline([row]).endswith("[kv-8k, 1048575 B per request, quiet]")
