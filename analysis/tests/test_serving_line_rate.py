@@ -290,3 +290,27 @@ def test_kv_headline_names_a_request_of_exactly_1_mib_in_mib():
         "slowest path rank 0@a -> 1@b at 40 %) [kv-8k, 1 MiB per request, quiet]")
     row.bytes = MIB - 1
     assert kv_headline([row]).endswith("[kv-8k, 1048575 B per request, quiet]")
+
+
+def kv_rows(path, prefill, decode, ranks_per_host, gbps):
+    """share_rows of a file of 20 64 MiB KV pushes at gbps GB/s from prefill to decode."""
+    run = SyntheticRun(path, nranks=4, ranks_per_host=ranks_per_host)
+    run.add_hosts(inventory("1Gbit"))
+    add_kv(run, np.full(20, 64 * MIB / gbps), np.full(20, 1e4), nbytes=64 * MIB,
+           prefill=prefill, decode=decode)
+    run.close()
+    with open_result(str(path)) as result:
+        return share_rows(result)
+
+
+def test_rank_0_as_receiver_limits_the_path_and_two_receivers_sharing_a_nic_are_named(tmp_path):
+    """Rank 1 (fh1, 200 Gb/s RDMA) into rank 0 (fh0, 10 Gb/s): the path runs at the receiver's
+    10 Gb/s, so 0.5 GB/s is 40 % of it (not 2 % of the sender's 200). Ranks 2 and 3 both on
+    fh1 receiving through its one eth0 each get about half of it: named as the limiter."""
+    [into_0] = kv_rows(tmp_path / "r0.h5", prefill=1, decode=0, ranks_per_host=1, gbps=0.5)
+    assert (into_0.share_p50, into_0.worst_path, into_0.rate) == (
+        pytest.approx(0.4), "rank 1@fh1 -> 0@fh0", "10 Gb/s (interface eth0 speed)")
+    [shared] = kv_rows(tmp_path / "nic.h5", prefill=0, decode=np.array([2, 3] * 10),
+                       ranks_per_host=2, gbps=0.05)
+    assert shared.limiters == ["NIC count vs ranks: 2 receiving ranks share NIC eth0 on fh1 "
+                               "(each gets about 1/2 of its line rate)"]
