@@ -519,11 +519,12 @@ def test_a_group_is_measured_whole_unless_a_condition_needs_ranks_to_congest():
         assert by_name(plan)["tp-allreduce"]["roles"]["canaries"] == canaries, k.conditions
 
 
-def test_a_kv_pool_over_the_default_memory_raises_the_limit_to_its_need():
+@pytest.mark.parametrize("need, raised_gib", [(8784, 10), (32 * 1024, 36)])
+def test_a_kv_pool_over_the_default_memory_raises_the_limit_to_its_need(need, raised_gib):
     """The loader refuses the plan until its memory limit holds the KV pool (8,784 MiB per
     rank, over the default 4 GiB): the plan raises max_memory_per_rank to the need and
-    10 %, in whole GiB (10 GiB), says so, and writes it into the scenario."""
-    need = 8784
+    10 %, in whole GiB (10 GiB), says so, and writes it into the scenario. A need of
+    exactly the cap (32 GiB) is still raised to (36 GiB), not met by dropping prompts."""
 
     def estimate(scenario):
         limit = scenario.get("max_memory_per_rank", "4GiB")
@@ -532,9 +533,9 @@ def test_a_kv_pool_over_the_default_memory_raises_the_limit_to_its_need():
                               memory_needed_mib=need)
         return fake_estimate(scenario)
     plan = plan_for("llama3-70b", 64, estimate=estimate)
-    assert plan.scenario["max_memory_per_rank"] == "10GiB"
-    assert plan.shrunk[0] == ("max_memory_per_rank raised to 10 GiB (the KV pool needs 8784 MiB "
-                              "per rank)")
+    assert plan.scenario["max_memory_per_rank"] == f"{raised_gib}GiB"
+    assert plan.shrunk[0] == (f"max_memory_per_rank raised to {raised_gib} GiB (the KV pool "
+                              f"needs {need} MiB per rank)")
 
 
 def test_pp_sends_between_multi_node_nvlink_domains_are_named_not_measured():
