@@ -254,6 +254,16 @@ def test_block_bootstrap_keeps_bursts_together():
     assert compose_step([(seq, 20)]).min() >= 200.0
 
 
+def test_a_part_run_no_times_in_a_step_needs_no_samples_and_adds_nothing():
+    """A collective a step runs 0 times is skipped even
+    when nothing of it was measured: the sums are those of the other parts alone."""
+    seq = np.arange(1.0, 101.0)
+    np.testing.assert_array_equal(compose_step([(np.array([]), 0), (seq, 5)], 200, seed=3),
+                                  compose_step([(seq, 5)], 200, seed=3))
+    with pytest.raises(ValueError, match="a collective without samples"):
+        compose_step([(np.array([]), 1)], 200)
+
+
 def test_interpolation_between_sizes(tmp_path):
     """Affine times (alpha + bytes / beta) measured at 16 KiB and 1 MiB give the 512 KiB
     figure by interpolation, marked so; outside the measured range it is named missing."""
