@@ -113,6 +113,19 @@ def test_node_roles_count_each_role_and_the_bound_is_clopper_pearson():
     assert lower_bound(0, 10) == 0.0
 
 
+def test_two_slow_partners_make_it_the_nodes_side_one_does_not():
+    """Node a sends to b, c and d, slow with b and c: two partners, the node's side. Node e
+    sends to b and c, slow with b only: one pair's. The rest of a's requests (neither end
+    on a) are e's two, one of them over."""
+    prefill, decode = np.array(["a", "a", "a", "e", "e"]), np.array(["b", "c", "d", "b", "c"])
+    roles = node_roles(prefill, decode, np.array([5.0, 5.0, 1.0, 5.0, 1.0]), 2.0)
+    a, e = roles["a"]["prefill"], roles["e"]["prefill"]
+    assert (a.partners, a.partners_over, a.rest_requests, a.rest_over) == (["b", "c", "d"], 2, 2, 1)
+    assert (e.partners, e.partners_over, e.rest_requests, e.rest_over) == (["b", "c"], 1, 3, 2)
+    assert (a.the_nodes(), e.the_nodes()) == (True, False)
+    assert a.words() == "2 of 3 as prefill, with 2 of 3 partners"
+
+
 def test_slow_requests_everywhere_single_out_no_node(tmp_path, capsys):
     """Every request 400 ms in 8 % of cases (other work on the CPUs, everywhere): the
     TTFT check over all requests FAILs, but no node stands out from the others."""
