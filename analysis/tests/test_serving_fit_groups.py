@@ -179,6 +179,11 @@ def test_the_host_common_to_the_slow_groups_and_in_no_healthy_one_is_named():
     assert common_host(slow, m) == "h1"
     assert common_host(slow[:1], m) == "h0"
     assert common_host([SlowGroup("tp", "quiet", GroupRow(c, 1.0, 1.0, 8, 8, 0.001), 3)], m) is None
+    # a condition with no slow group clears no host: group 0 healthy under incast does not
+    # clear h0, slow in quiet (each condition is judged against its own healthy groups)
+    both = Measured(classes={"tp": ClassSeries("tp", "s", 1, 1,
+                                               groups={"quiet": [a, b, c], "incast": [a, b, c]})})
+    assert common_host(slow[:1], both) == "h0"
 
 
 def test_groups_the_budget_left_out_are_said_not_judged(tmp_path, capsys):
