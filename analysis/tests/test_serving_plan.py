@@ -173,6 +173,13 @@ def test_the_placement_decides_what_the_plan_measures():
     two = fit_budget(PlanRequest("llama3-70b", 8, None, Cluster(16), 1800.0, "itl_p99=50ms",
                                  pp=2), listing("llama3-70b"), knobs(), "c.yaml", fake_estimate)
     assert by_name(two)["pp-activation"]["roles"] == {"canaries": 8, "placement": "spread"}
+    # quiet alone: no congesting ranks are needed, the two nodes measure (16 ranks, no roles)
+    quiet_only = knobs()
+    quiet_only.conditions = ["quiet"]
+    alone = by_name(fit_budget(PlanRequest("llama3-70b", 8, None, Cluster(64), 1800.0,
+                                           "itl_p99=50ms", pp=2), listing("llama3-70b"),
+                               quiet_only, "c.yaml", fake_estimate))["pp-activation"]
+    assert (alone["ranks"], "roles" in alone, "conditions" in alone) == (16, False, False)
     assert "--pp 2 --gpus-per-node 8" in fit_arguments(piped)
     dpa = fit_budget(PlanRequest("deepseek-v3", 1, 64, Cluster(128), 1800.0, "itl_p99=50ms",
                                  dp_attention=True), listing("deepseek-v3"), knobs(), "c.yaml",
