@@ -375,11 +375,14 @@ def test_cli_json_and_exit_codes(tmp_path, capsys):
 def test_report_section_and_compare_side_by_side(tmp_path):
     rng = np.random.default_rng(8)
     # B's all-reduce 5 us slower: 160 x 5 us = 0.8 ms more per token
+    # and its KV transfers of 320 MiB 50 ms instead of 40 ms
+    kv = [{"nbytes": 320 << 20, "transfer_ns": np.full(30, 40e6), "queue_ns": np.full(30, 1e6)}]
     a = write_allreduce_file(tmp_path / "a.h5", {(AR_512K, "quiet"):
-                                                 spiky(rng, 400, spike_p=0.0)})
+                                                 spiky(rng, 400, spike_p=0.0)}, kv=kv)
+    kv[0]["transfer_ns"] = np.full(30, 50e6)
     b = write_allreduce_file(tmp_path / "b.h5",
                              {(AR_512K, "quiet"): spiky(rng, 400, base_ns=25_000.0,
-                                                        spike_p=0.0)})
+                                                        spike_p=0.0)}, kv=kv)
     with open_result(a) as result:
         page = build_report(result)
     assert "Serving impact: llama3-70b TP8" in page
@@ -398,6 +401,8 @@ def test_report_section_and_compare_side_by_side(tmp_path):
     line = next(l for l in out.getvalue().splitlines() if l.startswith("serving impact"))
     assert re.search(r"b\.h5 adds 0\.(7[5-9]\d*|8\d*) ms per token at p99 .* than a\.h5 for "
                      r"llama3-70b TP8 decode batch 32 \[quiet\]", line), line
+    assert ("serving impact: b.h5 vs a.h5, KV transfer staged push (mpi, host, closed loop) "
+            "[quiet] of a 8192-token request: p99 40 -> 50 ms") in out.getvalue().splitlines()
 
 
 # --- the real 4-rank serving run ---------------------------------------------------------
