@@ -4,6 +4,7 @@ distributions, its interval rule under an A/A pair, missing figures named, exit 
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from serving_files import serving_file
@@ -14,7 +15,7 @@ from fabscope_analysis.errors import CriteriaError
 from fabscope_analysis.serving.impact import Deployment
 from fabscope_analysis.serving.compose import compose_step
 from fabscope_analysis.serving.fit import compose_verdict
-from fabscope_analysis.serving.measured import measure
+from fabscope_analysis.serving.measured import _hosts_of_ranks, measure
 from fabscope_analysis.serving.resample import judge
 from fabscope_analysis.serving.slo import SloError, load_slo_file, parse_slo_text
 
@@ -336,3 +337,22 @@ def test_the_front_ends_first_byte_beyond_its_service_time_adds_to_each_request(
     assert alone.figures["low_ms"] <= with_api.figures["point_ms"] - 30 <= alone.figures["high_ms"]
     assert "+ the front end's first byte adds " in with_api.text
     assert "front end" not in alone.text
+
+
+class _RanksOnly:
+    """A result that answers ranks() only, with the table given."""
+    def __init__(self, ranks):
+        self._ranks = ranks
+
+    def ranks(self):
+        return self._ranks
+
+
+def test_a_file_without_rank_hosts_maps_no_rank_to_a_host():
+    """No /ranks table, an empty one, or one without hosts: an empty map (the groups and KV
+    pairs then name ranks, "rank 3"), not None; with hosts, each rank's."""
+    assert [_hosts_of_ranks(_RanksOnly(t)) for t in
+            (None, pd.DataFrame({"rank": [], "host": []}), pd.DataFrame({"rank": [0, 1]}))] \
+        == [{}, {}, {}]
+    assert _hosts_of_ranks(_RanksOnly(pd.DataFrame({"rank": [0, 1], "host": ["a", "b"]}))) \
+        == {0: "a", 1: "b"}
