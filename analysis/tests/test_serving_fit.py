@@ -16,7 +16,7 @@ from fabscope_analysis.serving.impact import Deployment
 from fabscope_analysis.serving.compose import compose_step
 from fabscope_analysis.serving.fit import compose_verdict
 from fabscope_analysis.serving.measured import _hosts_of_ranks, measure
-from fabscope_analysis.serving.resample import judge
+from fabscope_analysis.serving.resample import REPLICATES, block_resample, judge, summed_quantile
 from fabscope_analysis.serving.slo import SloError, load_slo_file, parse_slo_text
 
 LLAMA70 = models.preset("llama3-70b")
@@ -356,3 +356,18 @@ def test_a_file_without_rank_hosts_maps_no_rank_to_a_host():
         == [{}, {}, {}]
     assert _hosts_of_ranks(_RanksOnly(pd.DataFrame({"rank": [0, 1], "host": ["a", "b"]}))) \
         == {0: "a", 1: "b"}
+
+
+def test_summed_quantile_draws_every_value_and_gives_a_90_percent_interval():
+    """Two independent parts: the maximum of their sum holds each part's largest value,
+    even the first one measured (100 + 1). One part: the point is its percentile and the
+    interval the 5th..95th percentiles of the block-bootstrap replicates' (recomputed here
+    from the same seed)."""
+    first_slow = np.array([100.0] + [0.0] * 9)
+    assert summed_quantile([first_slow, np.ones(10)], 100.0, seed=5)[0] == 101.0
+    values = np.random.default_rng(2).lognormal(0.0, 0.5, 400)
+    point, low, high = summed_quantile([values], 99.0, seed=5)
+    replicates = np.percentile(block_resample(values, np.random.default_rng(5), REPLICATES),
+                               99.0, axis=1)
+    assert (point, low, high) == (np.percentile(values, 99.0),
+                                  *np.percentile(replicates, [5.0, 95.0]))
