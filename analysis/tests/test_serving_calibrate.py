@@ -31,6 +31,9 @@ def test_rows_are_read_with_their_rounds_windows_and_sizes():
     assert [r.test for r in rows] == [t["name"] for t in calibration_scenario()["tests"]]
     assert [r.rounds for r in rows] == [1, 1, 1, 1, 1, 7]
     assert rows[4].nbytes == 1 << 20 and rows[4].window == 4 and rows[4].operations == 10
+    # the probe's sizes are the listing's: 8 B ping-pongs and rounds, one 1 MiB window
+    assert [t["sizes"] for t in calibration_scenario()["tests"]] == [[8]] * 4 + [["1MiB"], [8]]
+    assert [r.nbytes for r in rows] == [8] * 4 + [1 << 20, 8]
     loader = Calibration(20e-6, 10e9, 1e-3, 0.0, 0.0, 0, 0, 0)
     for row in rows:   # the loader's own figures give back its estimate
         assert row.seconds(loader) == pytest.approx(row.loader_s, rel=0.02)
@@ -216,6 +219,11 @@ def test_gpu_paths_are_estimated_from_their_own_probes():
     assert cal.estimate_s(other) == pytest.approx(cal.estimate_s(PLAN_ROWS))
     with pytest.raises(PlanError, match="has no cal-gpu-kv-push-more row of that size"):
         fit_calibration(rows[:11], took[:11], 10.0)
+    # a "more" copy that ran no more operations than "again" tells no per-operation cost:
+    # 0, and the set-up is all of what "again" took
+    rows[11].operations, rows[11].rounds = rows[10].operations, rows[10].rounds
+    flat = fit_calibration(rows, took, run_wall_s=sum(took) + 1.7).gpu_paths[("kv-push", 1 << 20)]
+    assert (flat.setup_s, flat.per_operation_s) == (took[10], 0.0)
 
 
 def test_long_names_cut_by_the_list_still_match_the_file(tmp_path):
