@@ -292,10 +292,15 @@ def test_kv_headline_names_a_request_of_exactly_1_mib_in_mib():
     assert kv_headline([row]).endswith("[kv-8k, 1048575 B per request, quiet]")
 
 
-def kv_rows(path, prefill, decode, ranks_per_host, gbps):
-    """share_rows of a file of 20 64 MiB KV pushes at gbps GB/s from prefill to decode."""
+def kv_rows(path, prefill, decode, ranks_per_host, gbps, flags=()):
+    """share_rows of a file of 20 64 MiB KV pushes at gbps GB/s from prefill to decode;
+    flags: consistency flags (component, what) fabscope recorded on fh3."""
     run = SyntheticRun(path, nranks=4, ranks_per_host=ranks_per_host)
     run.add_hosts(inventory("1Gbit"))
+    if flags:
+        run.add_host_table("fh3", "consistency",
+                           [("warning", "fh3", c, what, "", "") for c, what in flags],
+                           ["severity", "host", "component", "what", "expected", "found"])
     add_kv(run, np.full(20, 64 * MIB / gbps), np.full(20, 1e4), nbytes=64 * MIB,
            prefill=prefill, decode=decode)
     run.close()
@@ -314,3 +319,14 @@ def test_rank_0_as_receiver_limits_the_path_and_two_receivers_sharing_a_nic_are_
                        ranks_per_host=2, gbps=0.05)
     assert shared.limiters == ["NIC count vs ranks: 2 receiving ranks share NIC eth0 on fh1 "
                                "(each gets about 1/2 of its line rate)"]
+
+
+def test_recorded_numa_flags_name_two_of_them_as_limiters(tmp_path):
+    """Three NUMA flags recorded on the receiving host: the limiter names the first two,
+    not a third."""
+    flags = [(f"net/eth{i}/numa_node", f"NIC eth{i} on another NUMA node than GPU {i}")
+             for i in range(3)]
+    [row] = kv_rows(tmp_path / "numa.h5", 0, 3, 1, 0.05, flags)
+    assert [t for t in row.limiters if t.startswith("PCIe/NUMA")] == [
+        f"PCIe/NUMA placement: fh3: NIC eth{i} on another NUMA node than GPU {i}"
+        for i in range(2)]
