@@ -562,6 +562,11 @@ def test_junit_marks_a_check_that_cannot_tell_skipped_with_its_reason(tmp_path):
     write_junit([long_reason], str(path), "fabscope")
     message = ET.parse(path).getroot().find("testsuite/testcase/skipped").get("message")
     assert message == long_reason.cannot_tell[:500] and len(message) == 500, len(message)
+    # and so is a long failure message (its whole text stays in the element's body)
+    long_failure = CheckResult(rule="latency", subject="test 0006", messages=[long_reason.cannot_tell])
+    write_junit([long_failure], str(path), "fabscope")
+    failure = ET.parse(path).getroot().find("testsuite/testcase/failure")
+    assert failure.get("message") == long_reason.cannot_tell[:500] and failure.text == long_reason.cannot_tell
 
 
 def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():

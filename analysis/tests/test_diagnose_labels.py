@@ -109,3 +109,11 @@ def test_near_and_far_host_pairs_must_stand_four_robust_spreads_apart():
             assert cut == pytest.approx((0.02 + far.min()) / 2), gaps
         else:
             assert cut is None, gaps
+
+
+def test_fewer_than_six_host_pairs_are_too_few_to_split_into_near_and_far():
+    """_split needs at least 6 host pairs: five that stand far apart (three near, two
+    far) give no threshold; a sixth, far, gives the one half-way across the gap."""
+    near, far = [0.0, 0.01, 0.02], [10.0, 10.01]
+    assert labels._split(np.array(near + far)) is None
+    assert labels._split(np.array(near + far + [10.02])) == pytest.approx(5.01)
