@@ -817,3 +817,8 @@ def test_a_retested_pairs_short_last_block_is_folded_into_the_one_before():
 
     assert level([1.0] * 15 + [0.0]) == 1.0
     assert level([1.0] * 15 + [0.0, 0.0]) == 0.0
+    # the fold leaves the other blocks as they were: a fast fourth block (iterations 9-11)
+    # before the fifth, into which the 16th is folded, is still the fastest
+    assert level([5.0] * 9 + [1.0] * 3 + [5.0] * 4) == 1.0
+    # and the fifth block (12-14) is the one the 16th joins: 1, 1, 1, 5 have the median 1
+    assert level([5.0] * 12 + [1.0] * 3 + [5.0]) == 1.0
