@@ -660,6 +660,11 @@ def test_pair_medians_and_their_errors_are_each_pairs_own():
         mad = np.median(np.abs(logs - np.median(logs)))
         se = 1.2533 * 1.4826 * mad / np.sqrt(len(logs)) if len(logs) >= 3 else np.inf
         assert row["se"] == pytest.approx(se, rel=1e-3), (rank, peer)
+    # a sample with no valid time (0 ns) is left out, its pair's others kept
+    zero = pd.DataFrame([{"rank": 0, "peer": 1, "latency_ns": 0.0}] +
+                        [{"rank": 0, "peer": 1, "latency_ns": t} for t in (100.0, 300.0, 200.0)])
+    got = pair_log_medians(zero, "latency")
+    assert list(got["samples"]) == [3] and got["log_time"].iloc[0] == pytest.approx(math.log(200.0))
 
 
 @pytest.mark.parametrize("pairs, slow_rank", [(((0, 1), (0, 2), (3, 1)), 0),
