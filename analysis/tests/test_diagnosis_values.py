@@ -822,3 +822,17 @@ def test_a_retested_pairs_short_last_block_is_folded_into_the_one_before():
     assert level([5.0] * 9 + [1.0] * 3 + [5.0] * 4) == 1.0
     # and the fifth block (12-14) is the one the 16th joins: 1, 1, 1, 5 have the median 1
     assert level([5.0] * 12 + [1.0] * 3 + [5.0]) == 1.0
+
+
+def test_a_pair_is_explained_by_its_senders_send_side_or_its_receivers_receive_side_or_either_both():
+    """_explained on a one-way test: a named (rank, side) explains the pair (s -> r) when it
+    is s sending, r receiving, or either on both sides; s receiving or r sending does not.
+    Ranks 0 and 2 on hosts a and b of one leaf, nothing else named."""
+    from fabscope_analysis.diagnosis.model import Layout
+    layout = Layout(8, np.repeat(np.arange(4), 2), np.repeat([0, 0, 1, 1], 2), list("abcd"), ["L0", "L1"], {}, {}, 2)
+    one_way = SimpleNamespace(fit=SimpleNamespace(data=SimpleNamespace(symmetric=False)))
+    explained = {side: rules._explained(layout, one_way, 0, 2, rules.Naming(sides={side}))
+                 for side in ((0, "send"), (0, "receive"), (0, "both"), (2, "send"), (2, "receive"),
+                              (2, "both"))}
+    assert explained == {(0, "send"): True, (0, "receive"): False, (0, "both"): True,
+                         (2, "send"): False, (2, "receive"): True, (2, "both"): True}
