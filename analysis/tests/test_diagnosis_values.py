@@ -836,3 +836,18 @@ def test_a_pair_is_explained_by_its_senders_send_side_or_its_receivers_receive_s
                               (2, "both"))}
     assert explained == {(0, "send"): True, (0, "receive"): False, (0, "both"): True,
                          (2, "send"): False, (2, "receive"): True, (2, "both"): True}
+
+
+def test_a_host_pair_made_of_links_takes_their_highest_confidence_and_score():
+    """_add_host_pair_from_links: the host pair replaces its links as one culprit, as
+    confident as the most confident link (the order low < medium < high, not the
+    alphabet's) and with the largest score."""
+    from fabscope_analysis.diagnosis.model import Layout
+    layout = Layout(8, np.repeat(np.arange(4), 2), np.repeat([0, 0, 1, 1], 2), list("abcd"), ["L0", "L1"], {}, {}, 2)
+    links = [SimpleNamespace(confidence=c, score=s, symptoms=[f"link {c}"], evidence=[f"why {c}"])
+             for c, s in (("medium", 3.0), ("high", 2.0), ("low", 5.0))]
+    out = rules.Naming(culprits=list(links))
+    rules._add_host_pair_from_links(layout, out, 0, 1, links, slow=3, measured=8, rest=None)
+    [pair] = out.culprits
+    assert (pair.host, pair.peer_host, pair.confidence, pair.score) == ("a", "b", "high", 5.0)
+    assert out.host_pairs == {(0, 1)}
