@@ -346,6 +346,14 @@ def test_incast_names_a_sender_at_half_the_median_rate_or_below():
     assert "50% of the median sender" in findings[0].symptom
     # two senders: no median to judge against
     assert supporting.incast([_Incast(_incast_frame({1: 0.4, 2: 0.1}))])[0] == []
+    # the rate is over each send's own time, posted to done: a sender that posted later
+    # (here 1 ms) is as fast as its time says, and half as fast when it took twice as long
+    later = _incast_frame({1: 0.4, 2: 0.4, 3: 0.4}).assign(t_post_ns=[0, 0, 10 ** 6])
+    later["t_done_ns"] += later["t_post_ns"]
+    assert supporting.incast([_Incast(later)])[0] == []
+    later.loc[2, "t_done_ns"] += 1000
+    findings, _ = supporting.incast([_Incast(later)])
+    assert [f.rank for f in findings] == [3] and findings[0].ratio == pytest.approx(2.0)
 
 
 # ------------------------------------------------------------------ collectives' last arrivals
