@@ -859,3 +859,21 @@ def test_a_host_pair_made_of_links_takes_their_highest_confidence_and_score():
     [pair] = out.culprits
     assert (pair.host, pair.peer_host, pair.confidence, pair.score) == ("a", "b", "high", 5.0)
     assert out.host_pairs == {(0, 1)}
+
+
+def _one_round(pairs, host):
+    """tail ranks' first round over one test of (sender, receiver, stalled, samples)."""
+    s, r, beyond, samples = (np.array(column, dtype=float) for column in zip(*pairs))
+    data = SimpleNamespace(s=s.astype(int), r=r.astype(int), beyond=beyond, samples=samples)
+    return tails._tail_ranks_round([SimpleNamespace(data=data)], np.asarray(host), set(), 0.05)
+
+
+def test_tail_ranks_need_four_ranks_and_count_a_single_samples_stall():
+    """_tail_ranks_round: fewer than 4 measured ranks give no finding and no candidate;
+    a rank whose one sample stalled has a stall rate of 1, the others' 0 (its candidate
+    stands however few samples it has: the count test, not the rate, judges it)."""
+    three = [(0, 1, 50, 100), (0, 2, 50, 100), (1, 2, 0, 100)]     # rank 0 at 50 %, the others 25 %
+    assert _one_round(three, [0, 1, 2]) == ([], {})
+    once = [(0, 1, 1, 1), (2, 3, 0, 100), (4, 5, 0, 100), (6, 7, 0, 100)]
+    _, candidates = _one_round(once, np.arange(8))
+    assert sorted(candidates) == [(0, "both"), (1, "both")]
