@@ -2,6 +2,7 @@ import math
 import os
 import textwrap
 import xml.etree.ElementTree as ET
+from types import SimpleNamespace
 
 import h5py
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 from fabscope_analysis import CriteriaError, open_result
 from fabscope_analysis.accept import evaluate
+from fabscope_analysis.accept_limits import Figures
 from fabscope_analysis.criteria import load_criteria, parse_criteria_text
 from helpers import ANALYSIS_DIR, run_cli
 from contracts import outcome_contract
@@ -729,3 +731,15 @@ def test_accepts_diagnosis_compares_with_the_first_baseline(tmp_path):
     for found in (failed(base), failed(base, slow)):
         assert [f.split(" | confidence")[0] for f in found] == expected, found
     assert failed(slow, base) == []
+
+
+def test_an_impact_without_a_quiet_partner_is_its_own_figure_with_no_interval():
+    """Figures: an impact figure that has no quiet instance to resample against (or no
+    finite value) is the point value three times: (value, low, high) all alike."""
+    analysis = SimpleNamespace(impacts=lambda inst, scope: (1.5, 2.0), quiet_partner=lambda inst: None,
+                               samples=lambda inst, scope: [],
+                               quiet_scope=lambda inst, scope: None)
+    figures = Figures(analysis)
+    inst, scope = SimpleNamespace(index=3), SimpleNamespace(name="all")
+    assert figures.interval(inst, scope, "impact_mean") == (1.5, 1.5, 1.5)
+    assert figures.interval(inst, scope, "impact_p99") == (2.0, 2.0, 2.0)
