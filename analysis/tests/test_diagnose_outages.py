@@ -195,3 +195,16 @@ def test_a_hole_with_no_sample_in_flight_is_the_whole_run_stopped(clean, tmp_pat
     assert abs(found[0].window_s[0] - (before - zero) / 1e9) < 1e-6, found[0].line()
     assert abs(found[0].window_s[1] - (resumed - zero) / 1e9) < 1e-6, found[0].line()
     assert "no sample was in flight on any rank" in found[0].symptoms[0]
+
+
+def test_a_hole_of_one_nanosecond_is_a_hole_of_the_timeline():
+    """_gaps: every span with nothing in flight counts, down to one nanosecond, and the
+    largest is reported beyond the median hole: holes of 1, 1 and 968 ns give the 968 ns
+    one as 967 ns beyond a typical 1 ns (from its last completion, 32, to the next post)."""
+    post = np.array([0, 11, 22, 1000], dtype=np.int64)
+    done = np.array([10, 21, 32, 1010], dtype=np.int64)
+    gaps = sorted(outages._gaps(post, done, "0001 lat", 0), key=lambda g: -g.excess_s)
+    assert len(gaps) == 3
+    big = gaps[0]
+    assert (big.rank, big.t_post_ns, big.t_done_ns, big.seen_up_ns) == (-1, 32, 1000, 32)
+    assert big.typical_s == pytest.approx(1e-9) and big.excess_s == pytest.approx(967e-9)
