@@ -208,3 +208,12 @@ def test_a_hole_of_one_nanosecond_is_a_hole_of_the_timeline():
     big = gaps[0]
     assert (big.rank, big.t_post_ns, big.t_done_ns, big.seen_up_ns) == (-1, 32, 1000, 32)
     assert big.typical_s == pytest.approx(1e-9) and big.excess_s == pytest.approx(967e-9)
+
+
+def test_a_stall_is_an_outage_from_50_ms_beyond_its_pairs_typical_time(clean, tmp_path):
+    """MIN_STALL_S: a sample stalled 70 ms (far beyond the run's tail, and past 50 ms) is
+    a link down; 30 ms, as far beyond the tail, is a hiccup and names nothing."""
+    for seconds, named in ((0.07, 1), (0.03, 0)):
+        _stall(clean, tmp_path / "short.h5", [(lambda r: len(r) // 2, seconds)])
+        d, _ = _diagnose(tmp_path / "short.h5")
+        assert len(_dated(d)) == named, (seconds, d.lines())
