@@ -89,6 +89,9 @@ def test_host_pair_power_when_no_block_size_searched_passes_needs_one_more_than_
     blocks = {(0, 1): 5, (0, 2): 5, (0, 3): 5, (1, 2): 5, (1, 3): 5, (2, 3): 5}
     fit, layout = _host_pair_fit(blocks, slow_share_blocks=(0, 1, 2))
     assert evidence.host_pair_power(fit, layout) == (6, 6, 6)
+    # a pair exactly at the margin is slow: the same answer with the slow ones at 1.25x
+    fit.resid = np.where(fit.resid > 0, math.log(evidence.MARGIN), 0.0)
+    assert evidence.host_pair_power(fit, layout) == (6, 6, 6)
 
 
 def test_host_pair_power_a_block_whose_all_slow_p_is_exactly_the_bar_passes():
