@@ -660,6 +660,8 @@ def test_host_pair_tails_measure_over_dispersion_from_each_pairs_distance_to_wha
     assert [e.key for e in found] == [(0, 1)], found
     assert found[0].ratio == pytest.approx(20 / expected[0]) and found[0].z == pytest.approx(float(norm.isf(p)))
     assert round(found[0].z, 2) == 4.36
+    # the typical host pair's stall rate: 3 of its 400 samples (one stalled block), a share
+    assert found[0].detail.endswith("typical host pair: 0.750% of samples)"), found[0].detail
 
 
 # ------------------------------------------------------------------ supporting counters
