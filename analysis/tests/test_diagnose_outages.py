@@ -14,6 +14,7 @@ import math
 
 import h5py
 import numpy as np
+import pandas as pd
 import pytest
 
 from fabscope_analysis.diagnose import diagnose
@@ -217,3 +218,31 @@ def test_a_stall_is_an_outage_from_50_ms_beyond_its_pairs_typical_time(clean, tm
         _stall(clean, tmp_path / "short.h5", [(lambda r: len(r) // 2, seconds)])
         d, _ = _diagnose(tmp_path / "short.h5")
         assert len(_dated(d)) == named, (seconds, d.lines())
+
+
+class _NoStartInstance:
+    """A test instance of a file without t_start_ns: pair (0, 1) from 0 ns, then pair
+    (2, 3), whose first sample (posted at 500 ns) stalls 1 ms."""
+    index = 1
+
+    def get(self, key, default=None):
+        return {"name": "lat"}.get(key, default)
+
+    def samples(self):
+        post = np.r_[np.arange(0, 500, 50), np.arange(500, 1500, 100)]
+        done = post + 40
+        done[10] += 1_000_000
+        rank, peer = np.r_[np.zeros(10), np.full(10, 2)], np.r_[np.ones(10), np.full(10, 3)]
+        return pd.DataFrame({"rank": rank.astype(int), "peer": peer.astype(int), "flags": 0,
+                             "bytes": 8, "t_post_ns": post, "t_done_ns": done})
+
+
+def test_without_a_test_start_a_stall_on_its_ends_first_sample_was_last_seen_up_at_the_first_post(monkeypatch):
+    """stalls_of: with no earlier completion on either end, a candidate's ends were last
+    known up when the test began; without t_start_ns that is its first sample's post (0),
+    not the stalled sample's own post (500)."""
+    monkeypatch.setattr(outages, "_pair_instances", lambda result: [_NoStartInstance()])
+    stalls, count, zero = outages.stalls_of(None)
+    top = stalls[0]
+    assert (top.rank, top.peer, top.t_post_ns, top.seen_up_ns) == (2, 3, 500, 0)
+    assert zero == 0 and count == 20 + 10    # 20 samples, and the 10 holes of 10 ns before the stall
