@@ -2,6 +2,7 @@ import math
 import os
 import textwrap
 import xml.etree.ElementTree as ET
+from types import SimpleNamespace
 
 import h5py
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 from fabscope_analysis import CriteriaError, open_result
 from fabscope_analysis.accept import evaluate
+from fabscope_analysis.accept_limits import Figures
 from fabscope_analysis.criteria import load_criteria, parse_criteria_text
 from helpers import ANALYSIS_DIR, run_cli
 from contracts import outcome_contract
@@ -562,6 +564,11 @@ def test_junit_marks_a_check_that_cannot_tell_skipped_with_its_reason(tmp_path):
     write_junit([long_reason], str(path), "fabscope")
     message = ET.parse(path).getroot().find("testsuite/testcase/skipped").get("message")
     assert message == long_reason.cannot_tell[:500] and len(message) == 500, len(message)
+    # and so is a long failure message (its whole text stays in the element's body)
+    long_failure = CheckResult(rule="latency", subject="test 0006", messages=[long_reason.cannot_tell])
+    write_junit([long_failure], str(path), "fabscope")
+    failure = ET.parse(path).getroot().find("testsuite/testcase/failure")
+    assert failure.get("message") == long_reason.cannot_tell[:500] and failure.text == long_reason.cannot_tell
 
 
 def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():
@@ -655,6 +662,11 @@ def test_pair_medians_and_their_errors_are_each_pairs_own():
         mad = np.median(np.abs(logs - np.median(logs)))
         se = 1.2533 * 1.4826 * mad / np.sqrt(len(logs)) if len(logs) >= 3 else np.inf
         assert row["se"] == pytest.approx(se, rel=1e-3), (rank, peer)
+    # a sample with no valid time (0 ns) is left out, its pair's others kept
+    zero = pd.DataFrame([{"rank": 0, "peer": 1, "latency_ns": 0.0}] +
+                        [{"rank": 0, "peer": 1, "latency_ns": t} for t in (100.0, 300.0, 200.0)])
+    got = pair_log_medians(zero, "latency")
+    assert list(got["samples"]) == [3] and got["log_time"].iloc[0] == pytest.approx(math.log(200.0))
 
 
 @pytest.mark.parametrize("pairs, slow_rank", [(((0, 1), (0, 2), (3, 1)), 0),
@@ -719,3 +731,15 @@ def test_accepts_diagnosis_compares_with_the_first_baseline(tmp_path):
     for found in (failed(base), failed(base, slow)):
         assert [f.split(" | confidence")[0] for f in found] == expected, found
     assert failed(slow, base) == []
+
+
+def test_an_impact_without_a_quiet_partner_is_its_own_figure_with_no_interval():
+    """Figures: an impact figure that has no quiet instance to resample against (or no
+    finite value) is the point value three times: (value, low, high) all alike."""
+    analysis = SimpleNamespace(impacts=lambda inst, scope: (1.5, 2.0), quiet_partner=lambda inst: None,
+                               samples=lambda inst, scope: [],
+                               quiet_scope=lambda inst, scope: None)
+    figures = Figures(analysis)
+    inst, scope = SimpleNamespace(index=3), SimpleNamespace(name="all")
+    assert figures.interval(inst, scope, "impact_mean") == (1.5, 1.5, 1.5)
+    assert figures.interval(inst, scope, "impact_p99") == (2.0, 2.0, 2.0)

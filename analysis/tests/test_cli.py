@@ -2,6 +2,7 @@
 splits its files into two sides around `--`. (The commands' outcomes and exit codes:
 test_contract_analysis.py; the real processes: test_verdict.py.)"""
 
+from fabscope_analysis.cli import build_parser
 from helpers import run_main
 
 
@@ -36,3 +37,10 @@ def test_compare_writes_its_differences_into_the_html_page(files, tmp_path):
     for stat in ("p50", "p99"):
         assert (f'<td class="l">pingpong</td><td>8 B</td><td class="l">quiet</td><td>{stat}</td>'
                 in page), stat
+
+
+def test_impact_counts_sixteen_tokens_a_kv_block_unless_told():
+    """impact's defaults are those its help names: 32 sequences a decode step, 8192
+    prompt tokens, 16 tokens a KV block."""
+    args = build_parser().parse_args(["impact", "run.h5"])
+    assert (args.decode_batch, args.prompt, args.block_tokens) == (32, 8192, 16)

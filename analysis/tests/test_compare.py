@@ -3,7 +3,8 @@ import pytest
 from scipy.stats import ttest_ind as student_t_test
 
 from fabscope_analysis import open_result
-from fabscope_analysis.compare import ONE_RUN_NOTE, context_frame, run_compare
+from fabscope_analysis.compare import ONE_RUN_NOTE, context_frame, run_compare, text_table
+from fabscope_analysis.compare_html import _context_section
 from fabscope_analysis.compare_stats import (ONE_RUN, RUNS_UNSURE, compare_figures,
                                              permutation_reaches, run_log_figures, runs_permutation_p)
 from fabscope_analysis.resampling import Unit
@@ -430,3 +431,21 @@ def test_a_case_measured_as_two_metrics_within_one_side_is_not_compared(tmp_path
     # across the sides, as before: the first runs differ
     lines, frame = _printed([paths[1], paths[2]])
     assert "note: lat/8 [quiet]: metric differs (bandwidth vs latency); not compared" in lines
+
+
+def test_the_side_by_side_facts_highlight_the_values_of_a_fact_that_differs():
+    """compare's HTML context table: the sides' cells of a fact a warning says differs are
+    marked bad; the fact's own name and the facts that agree are not."""
+    import pandas as pd
+    context = pd.DataFrame({"fact": ["ranks", "hosts"], "a.h5": ["4", "2"], "b.h5": ["8", "2"]})
+    rows = _context_section(context, ["ranks differs: 4 vs 8"]).split("<tr>")[2:]
+    assert rows[0].startswith('<td class="l">ranks</td><td class="l bad">4</td><td class="l bad">8</td>')
+    assert rows[1].startswith('<td class="l">hosts</td><td class="l">2</td><td class="l">2</td>')
+
+
+def test_each_other_file_is_printed_in_the_order_given_not_by_name(files):
+    """compare R X Y: X vs R before Y vs R, as the command line named them (here
+    slower before same, which the alphabet would turn round)."""
+    frame = _frame([files["standard"], files["slower"], files["same"]], resamples=20, seed=1)
+    heads = [line.split(";")[0] for line in text_table(frame).splitlines() if line.startswith("== ")]
+    assert heads == ["== slower.h5 vs standard.h5 (reference)", "== same.h5 vs standard.h5 (reference)"]

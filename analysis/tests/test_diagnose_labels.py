@@ -3,6 +3,7 @@
 
 import contextlib
 import io
+import math
 
 import numpy as np
 import pytest
@@ -109,3 +110,25 @@ def test_near_and_far_host_pairs_must_stand_four_robust_spreads_apart():
             assert cut == pytest.approx((0.02 + far.min()) / 2), gaps
         else:
             assert cut is None, gaps
+
+
+def test_fewer_than_six_host_pairs_are_too_few_to_split_into_near_and_far():
+    """_split needs at least 6 host pairs: five that stand far apart (three near, two
+    far) give no threshold; a sixth, far, gives the one half-way across the gap."""
+    near, far = [0.0, 0.01, 0.02], [10.0, 10.01]
+    assert labels._split(np.array(near + far)) is None
+    assert labels._split(np.array(near + far + [10.02])) == pytest.approx(5.01)
+
+
+def test_the_host_matrix_holds_each_host_pairs_median_on_both_sides_of_the_diagonal(tmp_path):
+    """_host_matrix: one cell per pair of hosts, either way round (a < b and b < a alike),
+    the median log round trip of the GPU pairs between them; a host with itself is NaN
+    (its pairs inside one host are not between hosts). Host 2 (ranks 4, 5) is planted 1.5x."""
+    path = tmp_path / "three-hosts.h5"
+    write_matrix_run(path, nranks=6, ranks_per_host=2, latency_host={4: 1.5, 5: 1.5})
+    with open_result(path) as result:
+        m = labels._host_matrix(result, Layout.of(result))
+    assert m.shape == (3, 3) and np.isnan(np.diag(m)).all()
+    off = ~np.eye(3, dtype=bool)
+    assert np.isfinite(m[off]).all() and np.array_equal(m, m.T, equal_nan=True)
+    assert m[0, 2] - m[0, 1] == pytest.approx(math.log(1.5), abs=0.05)

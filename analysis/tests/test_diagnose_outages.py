@@ -14,6 +14,7 @@ import math
 
 import h5py
 import numpy as np
+import pandas as pd
 import pytest
 
 from fabscope_analysis.diagnose import diagnose
@@ -195,3 +196,53 @@ def test_a_hole_with_no_sample_in_flight_is_the_whole_run_stopped(clean, tmp_pat
     assert abs(found[0].window_s[0] - (before - zero) / 1e9) < 1e-6, found[0].line()
     assert abs(found[0].window_s[1] - (resumed - zero) / 1e9) < 1e-6, found[0].line()
     assert "no sample was in flight on any rank" in found[0].symptoms[0]
+
+
+def test_a_hole_of_one_nanosecond_is_a_hole_of_the_timeline():
+    """_gaps: every span with nothing in flight counts, down to one nanosecond, and the
+    largest is reported beyond the median hole: holes of 1, 1 and 968 ns give the 968 ns
+    one as 967 ns beyond a typical 1 ns (from its last completion, 32, to the next post)."""
+    post = np.array([0, 11, 22, 1000], dtype=np.int64)
+    done = np.array([10, 21, 32, 1010], dtype=np.int64)
+    gaps = sorted(outages._gaps(post, done, "0001 lat", 0), key=lambda g: -g.excess_s)
+    assert len(gaps) == 3
+    big = gaps[0]
+    assert (big.rank, big.t_post_ns, big.t_done_ns, big.seen_up_ns) == (-1, 32, 1000, 32)
+    assert big.typical_s == pytest.approx(1e-9) and big.excess_s == pytest.approx(967e-9)
+
+
+def test_a_stall_is_an_outage_from_50_ms_beyond_its_pairs_typical_time(clean, tmp_path):
+    """MIN_STALL_S: a sample stalled 70 ms (far beyond the run's tail, and past 50 ms) is
+    a link down; 30 ms, as far beyond the tail, is a hiccup and names nothing."""
+    for seconds, named in ((0.07, 1), (0.03, 0)):
+        _stall(clean, tmp_path / "short.h5", [(lambda r: len(r) // 2, seconds)])
+        d, _ = _diagnose(tmp_path / "short.h5")
+        assert len(_dated(d)) == named, (seconds, d.lines())
+
+
+class _NoStartInstance:
+    """A test instance of a file without t_start_ns: pair (0, 1) from 0 ns, then pair
+    (2, 3), whose first sample (posted at 500 ns) stalls 1 ms."""
+    index = 1
+
+    def get(self, key, default=None):
+        return {"name": "lat"}.get(key, default)
+
+    def samples(self):
+        post = np.r_[np.arange(0, 500, 50), np.arange(500, 1500, 100)]
+        done = post + 40
+        done[10] += 1_000_000
+        rank, peer = np.r_[np.zeros(10), np.full(10, 2)], np.r_[np.ones(10), np.full(10, 3)]
+        return pd.DataFrame({"rank": rank.astype(int), "peer": peer.astype(int), "flags": 0,
+                             "bytes": 8, "t_post_ns": post, "t_done_ns": done})
+
+
+def test_without_a_test_start_a_stall_on_its_ends_first_sample_was_last_seen_up_at_the_first_post(monkeypatch):
+    """stalls_of: with no earlier completion on either end, a candidate's ends were last
+    known up when the test began; without t_start_ns that is its first sample's post (0),
+    not the stalled sample's own post (500)."""
+    monkeypatch.setattr(outages, "_pair_instances", lambda result: [_NoStartInstance()])
+    stalls, count, zero = outages.stalls_of(None)
+    top = stalls[0]
+    assert (top.rank, top.peer, top.t_post_ns, top.seen_up_ns) == (2, 3, 500, 0)
+    assert zero == 0 and count == 20 + 10    # 20 samples, and the 10 holes of 10 ns before the stall

@@ -266,6 +266,14 @@ def test_sides_slow_only_through_the_spine_are_scored_and_worded_like_the_other_
             [(SPINE_LINK, "leaf1", [37, 45], "receive")]
         assert (out.culprits[0].score, out.culprits[0].confidence) == expected, (z, q)
         assert list(by_host) == [6] and out.paths == {(1, "receive")}
+    # each rank's GPU from /ranks, -1 (as every finding writes it) for a rank without one
+    assert out.culprits[0].gpus == [5, 5]
+    unknown = Layout(lay.n, lay.host, lay.leaf, lay.host_names, lay.leaf_names,
+                     {r: g for r, g in lay.gpu.items() if r != 45}, lay.nic, lay.ranks_per_host)
+    out = rules.Naming()
+    paths.group_spine_sides(unknown, {4: {(37, "receive"): side(37, 8.75, 5e-5)},
+                                      5: {(45, "receive"): side(45, 1.0, 0.04)}}, out)
+    assert out.culprits[0].gpus == [5, -1]
 
 
 def test_a_leaf_direction_is_judged_at_whichever_of_its_two_bars_gives_the_smaller_p():

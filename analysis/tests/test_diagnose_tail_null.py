@@ -7,8 +7,11 @@ Hand-built files (synthetic.write_matrix_run) and the retest rule called directl
 import re
 
 import numpy as np
+import pytest
+from scipy.stats import norm
 
 from fabscope_analysis.diagnose import diagnose
+from fabscope_analysis.diagnosis.pair_null import null_p
 from fabscope_analysis.diagnosis.retest import CONFIRMED, judge_retest, pass_sigma
 from fabscope_analysis.reader import open_result
 from fabscope_analysis.tail_null import fast_side_df
@@ -130,3 +133,16 @@ def test_a_link_must_stand_out_beyond_the_margin_not_only_reach_it(tmp_path):
                      seed=3)
     d = _diagnose(beyond)
     assert [(c.component, sorted(c.ranks)) for c in d.culprits] == [("link", [0, 3])], d.lines()
+
+
+def test_the_null_p_without_kinds_is_the_less_favourable_of_the_two_nulls():
+    """null_p without a mask of kinds: one tail fitted on all values. At z = 0 both nulls
+    give 0.5; it equals the masked form with every pair of one kind; far out the p is the
+    larger (heavier-tailed) of the two, never below the normal's."""
+    rng = np.random.default_rng(3)
+    values = rng.standard_t(3, size=400)
+    z = np.linspace(0.0, 8.0, len(values))
+    p = null_p(z, values)
+    assert p.shape == z.shape and p[0] == pytest.approx(0.5)
+    assert np.array_equal(p, null_p(z, values, np.ones(len(values), dtype=bool)))
+    assert np.all(p >= norm.sf(z)) and p[-1] > 1000 * norm.sf(8.0)

@@ -89,6 +89,9 @@ def test_host_pair_power_when_no_block_size_searched_passes_needs_one_more_than_
     blocks = {(0, 1): 5, (0, 2): 5, (0, 3): 5, (1, 2): 5, (1, 3): 5, (2, 3): 5}
     fit, layout = _host_pair_fit(blocks, slow_share_blocks=(0, 1, 2))
     assert evidence.host_pair_power(fit, layout) == (6, 6, 6)
+    # a pair exactly at the margin is slow: the same answer with the slow ones at 1.25x
+    fit.resid = np.where(fit.resid > 0, math.log(evidence.MARGIN), 0.0)
+    assert evidence.host_pair_power(fit, layout) == (6, 6, 6)
 
 
 def test_host_pair_power_a_block_whose_all_slow_p_is_exactly_the_bar_passes():
@@ -346,6 +349,14 @@ def test_incast_names_a_sender_at_half_the_median_rate_or_below():
     assert "50% of the median sender" in findings[0].symptom
     # two senders: no median to judge against
     assert supporting.incast([_Incast(_incast_frame({1: 0.4, 2: 0.1}))])[0] == []
+    # the rate is over each send's own time, posted to done: a sender that posted later
+    # (here 1 ms) is as fast as its time says, and half as fast when it took twice as long
+    later = _incast_frame({1: 0.4, 2: 0.4, 3: 0.4}).assign(t_post_ns=[0, 0, 10 ** 6])
+    later["t_done_ns"] += later["t_post_ns"]
+    assert supporting.incast([_Incast(later)])[0] == []
+    later.loc[2, "t_done_ns"] += 1000
+    findings, _ = supporting.incast([_Incast(later)])
+    assert [f.rank for f in findings] == [3] and findings[0].ratio == pytest.approx(2.0)
 
 
 # ------------------------------------------------------------------ collectives' last arrivals
@@ -649,6 +660,8 @@ def test_host_pair_tails_measure_over_dispersion_from_each_pairs_distance_to_wha
     assert [e.key for e in found] == [(0, 1)], found
     assert found[0].ratio == pytest.approx(20 / expected[0]) and found[0].z == pytest.approx(float(norm.isf(p)))
     assert round(found[0].z, 2) == 4.36
+    # the typical host pair's stall rate: 3 of its 400 samples (one stalled block), a share
+    assert found[0].detail.endswith("typical host pair: 0.750% of samples)"), found[0].detail
 
 
 # ------------------------------------------------------------------ supporting counters
@@ -817,3 +830,55 @@ def test_a_retested_pairs_short_last_block_is_folded_into_the_one_before():
 
     assert level([1.0] * 15 + [0.0]) == 1.0
     assert level([1.0] * 15 + [0.0, 0.0]) == 0.0
+    # the fold leaves the other blocks as they were: a fast fourth block (iterations 9-11)
+    # before the fifth, into which the 16th is folded, is still the fastest
+    assert level([5.0] * 9 + [1.0] * 3 + [5.0] * 4) == 1.0
+    # and the fifth block (12-14) is the one the 16th joins: 1, 1, 1, 5 have the median 1
+    assert level([5.0] * 12 + [1.0] * 3 + [5.0]) == 1.0
+
+
+def test_a_pair_is_explained_by_its_senders_send_side_or_its_receivers_receive_side_or_either_both():
+    """_explained on a one-way test: a named (rank, side) explains the pair (s -> r) when it
+    is s sending, r receiving, or either on both sides; s receiving or r sending does not.
+    Ranks 0 and 2 on hosts a and b of one leaf, nothing else named."""
+    from fabscope_analysis.diagnosis.model import Layout
+    layout = Layout(8, np.repeat(np.arange(4), 2), np.repeat([0, 0, 1, 1], 2), list("abcd"), ["L0", "L1"], {}, {}, 2)
+    one_way = SimpleNamespace(fit=SimpleNamespace(data=SimpleNamespace(symmetric=False)))
+    explained = {side: rules._explained(layout, one_way, 0, 2, rules.Naming(sides={side}))
+                 for side in ((0, "send"), (0, "receive"), (0, "both"), (2, "send"), (2, "receive"),
+                              (2, "both"))}
+    assert explained == {(0, "send"): True, (0, "receive"): False, (0, "both"): True,
+                         (2, "send"): False, (2, "receive"): True, (2, "both"): True}
+
+
+def test_a_host_pair_made_of_links_takes_their_highest_confidence_and_score():
+    """_add_host_pair_from_links: the host pair replaces its links as one culprit, as
+    confident as the most confident link (the order low < medium < high, not the
+    alphabet's) and with the largest score."""
+    from fabscope_analysis.diagnosis.model import Layout
+    layout = Layout(8, np.repeat(np.arange(4), 2), np.repeat([0, 0, 1, 1], 2), list("abcd"), ["L0", "L1"], {}, {}, 2)
+    links = [SimpleNamespace(confidence=c, score=s, symptoms=[f"link {c}"], evidence=[f"why {c}"])
+             for c, s in (("medium", 3.0), ("high", 2.0), ("low", 5.0))]
+    out = rules.Naming(culprits=list(links))
+    rules._add_host_pair_from_links(layout, out, 0, 1, links, slow=3, measured=8, rest=None)
+    [pair] = out.culprits
+    assert (pair.host, pair.peer_host, pair.confidence, pair.score) == ("a", "b", "high", 5.0)
+    assert out.host_pairs == {(0, 1)}
+
+
+def _one_round(pairs, host):
+    """tail ranks' first round over one test of (sender, receiver, stalled, samples)."""
+    s, r, beyond, samples = (np.array(column, dtype=float) for column in zip(*pairs))
+    data = SimpleNamespace(s=s.astype(int), r=r.astype(int), beyond=beyond, samples=samples)
+    return tails._tail_ranks_round([SimpleNamespace(data=data)], np.asarray(host), set(), 0.05)
+
+
+def test_tail_ranks_need_four_ranks_and_count_a_single_samples_stall():
+    """_tail_ranks_round: fewer than 4 measured ranks give no finding and no candidate;
+    a rank whose one sample stalled has a stall rate of 1, the others' 0 (its candidate
+    stands however few samples it has: the count test, not the rate, judges it)."""
+    three = [(0, 1, 50, 100), (0, 2, 50, 100), (1, 2, 0, 100)]     # rank 0 at 50 %, the others 25 %
+    assert _one_round(three, [0, 1, 2]) == ([], {})
+    once = [(0, 1, 1, 1), (2, 3, 0, 100), (4, 5, 0, 100), (6, 7, 0, 100)]
+    _, candidates = _one_round(once, np.arange(8))
+    assert sorted(candidates) == [(0, "both"), (1, "both")]

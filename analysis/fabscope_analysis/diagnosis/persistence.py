@@ -38,8 +38,10 @@ def retest_levels(frame: pd.DataFrame) -> pd.Series:
         ordered = rows.sort_values("iter")["v"].to_numpy()
         length = block_length(len(ordered))
         blocks = [ordered[i:i + length] for i in range(0, len(ordered), length)]
-        # a last block shorter than half a block says less than the others: folded in
+        # a last block shorter than half a block says less than the others: folded into
+        # the one before (popped first: an index on the left is taken after the right side)
         if len(blocks) > 1 and len(blocks[-1]) * 2 < length:
-            blocks[-2] = list(blocks[-2]) + list(blocks.pop())
+            last = blocks.pop()
+            blocks[-1] = list(blocks[-1]) + list(last)
         out.loc[key] = min(float(pd.Series(b).median()) for b in blocks)
     return out
