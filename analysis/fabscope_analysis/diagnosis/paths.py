@@ -129,7 +129,6 @@ def leaf_paths(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: np.ndarray
     return out
 
 
-
 def collision_blind_spot(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: np.ndarray,
                          label: str) -> Optional[str]:
     """What the leaf-direction rule cannot see among the run's collisions, or None. A link
@@ -152,6 +151,7 @@ def collision_blind_spot(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: 
             f"pairs between leaves are at least {MARGIN:g}x slow under load (collisions), and such "
             f"a link slows 1/k of its leaf's flows, fewer than twice that share (a serial retest "
             "of the leaf's pairs between leaves, or a quieter pass, would tell)")
+
 
 def _leaf_direction(slow: np.ndarray, between: np.ndarray, pair_block, nl: int, x: int,
                     side: str) -> Optional[Tuple[int, int, float, float]]:

@@ -139,10 +139,15 @@ SIDE_WORDS = {"both": ": its KV requests, as prefill and as decode,",
               "receive": " (receive): the KV requests it receives as decode"}
 
 
+def _named_check(verdict: FitVerdict, name: str):
+    """The verdict's check of that name, or None where it did not run."""
+    return next((c for c in verdict.checks if c.name == name), None)
+
+
 def disagreements(verdict: FitVerdict, culprits) -> List[str]:
     """Why the per-node check, the per-group check and the diagnosis (what the run's
     closing verdict names) do not name the same hosts, where they do not."""
-    per_node = next((c for c in verdict.checks if c.name == NODES_CHECK), None)
+    per_node = _named_check(verdict, NODES_CHECK)
     by_kv = set(named_hosts(per_node))
     by_diagnosis = {c.host for c in culprits}
     notes = []
@@ -155,7 +160,7 @@ def disagreements(verdict: FitVerdict, culprits) -> List[str]:
         notes.append(f"the diagnosis names {', '.join(sorted(by_diagnosis - by_kv))}, the rotated "
                      "KV push does not (its requests through it stayed within the budget): fit "
                      "FAILs on the diagnosis, as the run's closing verdict does")
-    per_group = next((c for c in verdict.checks if c.name == GROUPS_CHECK), None)
+    per_group = _named_check(verdict, GROUPS_CHECK)
     by_groups = set(named_group_hosts(per_group)) - by_diagnosis
     if by_groups:
         notes.append(f"the rotated TP / EP collectives name {', '.join(sorted(by_groups))}, the "
@@ -195,15 +200,14 @@ def _judge_with_diagnosis(verdict, result, measured):
         verdict.checks.append(cluster_check(culprits, len(set(result.ranks()["host"])), measured))
         verdict.status = worst_status(c.status for c in verdict.checks)
     verdict.notes.extend(disagreements(verdict, culprits))
-    per_node = next((c for c in verdict.checks if c.name == NODES_CHECK), None)
+    named = {c.host for c in culprits}
+    per_node = _named_check(verdict, NODES_CHECK)
     sides = per_node.figures.get("sides", {}) if per_node is not None else {}
     verdict.to_fix[:0] = [f"host {h}{SIDE_WORDS[sides.get(h, 'both')]} miss the TTFT "
-                          "budget (the nodes check)" for h in named_hosts(per_node)
-                          if h not in {c.host for c in culprits}]
-    per_group = next((c for c in verdict.checks if c.name == GROUPS_CHECK), None)
+                          "budget (the nodes check)" for h in named_hosts(per_node) if h not in named]
     verdict.to_fix[:0] = [f"host {h}: the decode steps of its TP / EP group miss the ITL "
-                          "budget (the groups check)" for h in named_group_hosts(per_group)
-                          if h not in {c.host for c in culprits}]
+                          "budget (the groups check)"
+                          for h in named_group_hosts(_named_check(verdict, GROUPS_CHECK)) if h not in named]
     return culprits
 
 
