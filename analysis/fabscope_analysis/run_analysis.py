@@ -8,6 +8,7 @@ sites are never summarised together. A run without site labels has one scope.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from typing import Dict, List, Optional, Tuple
 
@@ -253,6 +254,22 @@ def format_bytes(n) -> str:
         if n >= size and n % size == 0:
             return f"{n // size} {unit}"
     return f"{n} B"
+
+
+def size_text(n: float) -> str:
+    """A byte count in the largest binary unit it reaches, cut (not rounded) to four
+    significant digits, so a size never reads larger than it is: a 1.5 MiB request reads
+    "1.5 MiB", a message of 63.94 KiB is not the 64 KiB it falls short of, and one byte
+    under 1 MiB reads "1023 KiB"."""
+    value, unit = float(n), "B"
+    for name, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            value, unit = n / size, name
+            break
+    if value >= 1:
+        scale = 10.0 ** (3 - math.floor(math.log10(value)))
+        value = math.floor(value * scale + 1e-9) / scale
+    return f"{value:.4g} {unit}"
 
 
 def metric_label(metric: str) -> str:

@@ -37,7 +37,7 @@ PLAIN = (int, float, str, bool, type(None))
 COMPUTING_MODULES = ("numpy", "fabscope_analysis.stats", "fabscope_analysis.reader",
                      "fabscope_analysis.run_analysis", "fabscope_analysis.resampling")
 # What of those a render function may use: formatting, and pandas to lay out a table.
-FORMATTING = {"format_number", "format_bytes"}
+FORMATTING = {"format_number", "format_bytes", "size_text"}
 
 
 def _plain(tp, seen=()) -> str:

@@ -9,6 +9,7 @@ from serving_files import add_kv
 from synthetic import SyntheticRun, bandwidth_entries, make_samples
 
 from fabscope_analysis import open_result
+from fabscope_analysis.run_analysis import size_text
 from fabscope_analysis.serving.line_rate import (ShareRow, headline, kv_headline, parse_tc_rate,
                                                  path_rate, rank_rates, share_rows)
 
@@ -278,7 +279,7 @@ def test_messages_just_under_64_kib_are_named_small_and_64_kib_is_not(tmp_path):
             kv = next(r for r in share_rows(result) if r.kind == "kvpush")
         texts[messages] = [t for t in kv.limiters if t.startswith("QP/slice settings")]
     assert texts == {1024: [], 1025: [
-        "QP/slice settings: 64 KiB per message (the request is cut into 1025 messages): "
+        "QP/slice settings: 63.93 KiB per message (the request is cut into 1025 messages): "
         "per-message overhead; raise the block or slice size or the messages in flight"]}
 
 
@@ -289,7 +290,7 @@ def test_kv_headline_names_a_request_of_exactly_1_mib_in_mib():
         "KV push at 50 % of line rate (10 GB/s per request p50 over 100 Gb/s (RDMA port); "
         "slowest path rank 0@a -> 1@b at 40 %) [kv-8k, 1 MiB per request, quiet]")
     row.bytes = MIB - 1
-    assert kv_headline([row]).endswith("[kv-8k, 1048575 B per request, quiet]")
+    assert kv_headline([row]).endswith("[kv-8k, 1023 KiB per request, quiet]")
 
 
 def kv_rows(path, prefill, decode, ranks_per_host, gbps, flags=()):
@@ -330,3 +331,10 @@ def test_recorded_numa_flags_name_two_of_them_as_limiters(tmp_path):
     assert [t for t in row.limiters if t.startswith("PCIe/NUMA")] == [
         f"PCIe/NUMA placement: fh3: NIC eth{i} on another NUMA node than GPU {i}"
         for i in range(2)]
+
+
+def test_sizes_are_cut_to_four_digits_in_the_largest_unit_and_never_read_larger():
+    assert [size_text(n) for n in (0, 1023.6, 1024, 1536, 64 * MIB / 1025, MIB - 1, MIB,
+                                   1.5 * MIB, 999.99 * MIB, 3 * (1 << 30) + 1)] == [
+        "0 B", "1023 B", "1 KiB", "1.5 KiB", "63.93 KiB", "1023 KiB", "1 MiB", "1.5 MiB",
+        "999.9 MiB", "3 GiB"]

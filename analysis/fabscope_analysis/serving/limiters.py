@@ -22,6 +22,7 @@ import numpy as np
 from ..inventory import inventory_frame, recorded_flags
 from ..kinds import analysis_of
 from ..reader import ResultFile
+from ..run_analysis import size_text
 
 SMALL_MESSAGE = 64 * 1024
 COPY_SHARE = 0.25
@@ -102,7 +103,7 @@ class RunKnowledge:
         if "messages" in req.columns and (req["messages"] > 0).all():
             per_message = float(np.median(req["bytes"] / req["messages"]))
             if per_message < SMALL_MESSAGE:
-                out.append(f"QP/slice settings: {per_message / 1024:.0f} KiB per message (the "
+                out.append(f"QP/slice settings: {size_text(per_message)} per message (the "
                            f"request is cut into {int(req['messages'].median())} messages): "
                            "per-message overhead; raise the block or slice size or the messages "
                            "in flight")

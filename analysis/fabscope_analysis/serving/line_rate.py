@@ -30,6 +30,7 @@ from ..inventory import inventory_frame
 from ..kinds import analysis_of
 from ..kinds.base import Transfers
 from ..reader import ResultFile
+from ..run_analysis import size_text
 from .limiters import RunKnowledge
 
 LIMITER_SHARE = 0.80          # below this share, at large transfers, a limiter is named
@@ -217,7 +218,7 @@ def kv_headline(rows: List[ShareRow]) -> Optional[str]:
         return None
     quiet = [r for r in kv if r.condition == "quiet"] or kv
     r = max(quiet, key=lambda r: (r.bytes, r.test))
-    size = f"{r.bytes / (1 << 20):.0f} MiB" if r.bytes >= 1 << 20 else f"{r.bytes} B"
+    size = size_text(r.bytes)
     if not np.isfinite(r.share_p50):
         return (f"KV push: {r.gbps_p50:.3g} GB/s per request (p50), line {r.rate} "
                 f"[{r.test}, {size} per request, {r.condition}]")

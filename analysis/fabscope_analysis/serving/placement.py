@@ -38,6 +38,7 @@ from typing import List, Optional
 
 from ..models import DTYPE_BYTES, LEADING_DENSE_LAYERS, ModelError, ModelSpec, allreduce_bytes, \
     dense_layers, kv_request_bytes, moe_dispatch_bytes_per_token, moe_layers
+from ..run_analysis import size_text
 
 NVLINK, FABRIC, FRONTEND = "NVLink", "fabric", "front-end"
 LINK_WORDS = {NVLINK: "NVLink, not this fabric", FABRIC: "this fabric",
@@ -62,7 +63,7 @@ class Operation:
     cls: str = ""      # the serving class fit measures it as: tp, moe, pp, kv, api
 
     def describe(self) -> str:
-        size = f" of {_bytes(self.bytes)}" if self.bytes else ""
+        size = f" of {size_text(self.bytes)}" if self.bytes else ""
         return (f"{self.count} x {self.name}{size} per {self.phase} over {self.group}: "
                 f"{LINK_WORDS[self.link]}")
 
@@ -275,14 +276,6 @@ class Placement:
             out.append(f"{self.model.name}: its dense layers are not known here: every layer "
                        "counted as an MoE layer (an upper bound on MoE rounds)")
         return out
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            value = n / size
-            return f"{value:.4g} {unit}"
-    return f"{n} B"
 
 
 def placement_of(deployment, pp: int = 1, dp_attention: bool = False,
