@@ -193,8 +193,9 @@ def accept_run(tmp, size, seed, fabric_seed, noise, iterations):
         os.remove(path)
     rules = [getattr(r, "rule", "") or getattr(r, "kind", "?")
              for r in getattr(verdict, "reasons", []) if getattr(r, "failing", True)]
+    blind = [c.rule for c in verdict.checks if c.label == "CANNOT TELL"]
     return {"size": size, "seed": seed, "noise": noise, "fabric_seed": fabric_seed,
-            "verdict": verdict_word(verdict) or "?", "failing": rules,
+            "verdict": verdict_word(verdict) or "?", "failing": rules, "cannot_tell": blind,
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
@@ -205,12 +206,16 @@ def summarise_accept(records):
         mine = [r for r in records if r["size"] == size]
         words = Counter(r["verdict"] for r in mine)
         rules = Counter(rule for r in mine for rule in r["failing"])
+        # Runs recorded before the field existed count as none.
+        blind = Counter(rule for r in mine for rule in dict.fromkeys(r.get("cannot_tell", [])))
         total, modal = len(mine), words.most_common(1)[0][1]
         rows.append({"size": size, "ranks": SIZES[size].ranks, "noise": mine[0]["noise"],
                      "runs": total, "PASS": words.get("PASS", 0), "FAIL": words.get("FAIL", 0),
                      "CANNOT TELL": words.get("CANNOT TELL", 0),
                      "same verdict": f"{100 * modal / total:.0f} %",
                      "failing rules": ", ".join(f"{r} x{n}" for r, n in rules.most_common(4)) or "-",
+                     "rules that cannot tell": ", ".join(
+                         f"{r} x{n}" for r, n in blind.most_common(4)) or "-",
                      "seconds": round(sum(r["seconds"] for r in mine), 1)})
     return rows
 
