@@ -16,8 +16,8 @@ import numpy as np
 
 from ..reader import (FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, FLAG_RETEST_SECOND_VISIT, ResultFile,
                       TestInstance)
-from . import (evidence, labels, leaf_rows, outages, pair_null, pair_tails, paths, persistence, supporting, systemic,
-               tails, validity)
+from . import (evidence, labels, leaf_rows, outages, pair_null, pair_tails, paths, persistence, supporting,
+               systemic, tails, validity)
 from ..tail_null import fast_side_df
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
