@@ -16,8 +16,8 @@ import numpy as np
 
 from ..reader import (FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, FLAG_RETEST_SECOND_VISIT, ResultFile,
                       TestInstance)
-from . import (evidence, labels, outages, pair_null, pair_tails, paths, persistence, supporting, systemic,
-               tails, validity)
+from . import (evidence, labels, leaf_rows, outages, pair_null, pair_tails, paths, persistence, supporting,
+               systemic, tails, validity)
 from ..tail_null import fast_side_df
 from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit, Diagnosis, Finding
@@ -86,7 +86,8 @@ class _Run:
                               host_pairs=evidence.host_pairs(f, self.layout, q),
                               leaves=evidence.leaves(f, self.layout, self.widen, q),
                               paths=evidence.leaf_path_effects(f, self.layout, q),
-                              local_ranks=systemic.local_ranks(f, self.layout, self.widen, q))
+                              local_ranks=systemic.local_ranks(f, self.layout, self.widen, q),
+                              leaf_rows=leaf_rows.raw_rows(f, self.layout, self.widen, q))
         self._path_blind(f, label)
         stalled = pair_tails.host_pair_tails(f, self.layout, q)
         quiet = pair_tails.without(f, self.layout, stalled)
@@ -289,7 +290,9 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
     culprits, withheld = validity.apply(culprits, run.validity)
     if run.widen > 1:
         notes.append(f"noise figures widened {run.widen:g}x for the validity findings on every host")
-    return _verdict(run, culprits, withheld, notes, naming.congestion)
+    verdict = _verdict(run, culprits, withheld, notes, naming.congestion)
+    verdict.cannot_tell_for += naming.cannot_tell
+    return verdict
 
 
 def _verdict(run: _Run, culprits, withheld, notes, congestion) -> Diagnosis:

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.stats import binom
 
 from ..inference import benjamini_hochberg
-from . import paths, systemic
+from . import leaf_rows, paths, systemic
 from .evidence import HOST_PAIR_SHARE, MARGIN, Q, Effect, block_rest_p
 from .model import Fit, Layout
 from .result import HOST, HOST_PAIR, LEAF, LINK, NIC, Congestion, Culprit
@@ -42,6 +42,8 @@ class TestEvidence:
     paths: List[Effect] = field(default_factory=list)    # leaf directions (paths.py)
     local_ranks: List[Effect] = field(default_factory=list)   # systemic.py
     retest: Dict[Tuple[int, int], RetestJudgement] = field(default_factory=dict)
+    # per side, each leaf's raw pairs with the other leaves (leaf_rows.py)
+    leaf_rows: Dict[str, Optional[leaf_rows.Rows]] = field(default_factory=dict)
     name: str = ""                                 # evidence over several tests: their label
 
     @property
@@ -61,6 +63,7 @@ class Naming:
     leaves: Set[int] = field(default_factory=set)
     paths: Set[Tuple[int, str]] = field(default_factory=set)   # (leaf, send | receive)
     local_ranks: Set[Tuple[int, str]] = field(default_factory=set)   # (local rank, side)
+    cannot_tell: List[str] = field(default_factory=list)   # blind spots of the naming
 
 
 def name_components(layout: Layout, tests: List[TestEvidence], q_family: float = Q) -> Naming:
@@ -127,7 +130,14 @@ def _sides(layout: Layout, tests: List[TestEvidence], out: Naming):
     whole_hosts = {h for h, flagged in by_host.items() if _whole_host(layout, h, flagged)}
     for leaf in _leaves_of_hosts(layout, whole_hosts):
         hosts = [h for h in whole_hosts if layout.leaf[layout.host == h][0] == leaf]
-        _add_leaf_from_hosts(layout, leaf, {h: by_host.pop(h) for h in hosts}, out)
+        flagged = {h: by_host.pop(h) for h in hosts}
+        if leaf_rows.confirmed(layout.leaf_names[leaf], leaf, flagged, out.notes, out.cannot_tell):
+            _add_leaf_from_hosts(layout, leaf, flagged, out)
+            continue
+        whole_hosts -= set(hosts)
+        for h, rest in leaf_rows.beyond_its_leaf(flagged).items():
+            by_host[h] = rest
+            whole_hosts |= {h} if _whole_host(layout, h, rest) else set()
     for h, flagged in sorted(by_host.items()):
         if h in whole_hosts:
             _add_side_culprit(layout, h, sorted({r for r, _ in flagged}), flagged, HOST, out)
