@@ -28,6 +28,8 @@ with h5py.File(sys.argv[1], "r") as f:
     assert len(recv) == 30 and set(recv["rank"]) == {a["receiver_rank"]}, len(recv)
     assert sorted(set(send["rank"])) == [2, 3] and len(send) == 60 and set(send["peer"]) == {0}
     assert len(probe) > 0 and set(probe["rank"]) == {1} and set(probe["peer"]) == {0}
+    # the probe is a ping-pong of 8-byte messages (docs/scenarios.md), whatever the test's sizes
+    assert set(probe["bytes"]) == {8}, set(probe["bytes"])
     # the attribute names the probe's rank, not the receiver's
     assert int(a["probe_rank"]) == 1 and int(a["receiver_rank"]) == 0, (a["probe_rank"], a["receiver_rank"])
     assert int(a["probe_samples"]) == len(probe) and int(a["senders"]) == 2

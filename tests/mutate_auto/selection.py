@@ -57,10 +57,13 @@ CPP_TESTS: List[CppTests] = [
              r"SummaryTable)\..*)$", (),
              "the runner: plans, runs, summary rows and the file's structure (mpi), its figures (unit)"),
     CppTests("src/kinds/kvpush/", ("fabscope", "fabscope_unit_tests"),
-             r"^(mpi\.kv_(push|conditions|one_sided)|KvPush[A-Za-z]*\..*)$", (),
-             "the KV push kind: its configuration and schedule (unit) and its runs (mpi)"),
-    CppTests("src/kinds/incast/", ("fabscope",), r"^mpi\.incast$", (),
-             "the incast kind's runs and per-sender bytes"),
+             r"^(mpi\.kv_(push|conditions|one_sided)|KvPush[A-Za-z]*\..*)$",
+             ("analysis/tests/test_documented_ranges.py",),
+             "the KV push kind: its configuration and schedule (unit), its runs (mpi) and its "
+             "keys' documented ranges"),
+    CppTests("src/kinds/incast/", ("fabscope",), r"^mpi\.incast$",
+             ("analysis/tests/test_documented_ranges.py",),
+             "the incast kind's runs and per-sender bytes, and its keys' documented ranges"),
 ]
 
 
