@@ -641,6 +641,74 @@ def test_a_straggler_is_printed_with_its_p99_and_the_medians_in_microseconds(fil
     assert p99 / median == pytest.approx(ratio, rel=0.02), line.group(0)
 
 
+class _Names:
+    """How accept names ranks and pairs, without a file (no serial retest)."""
+    retest_of: dict = {}
+
+    def rank(self, rank):
+        return f"rank {rank}"
+
+    def pair(self, rank, peer):
+        return f"rank {rank} -> rank {peer}"
+
+
+_LATENCY_TEST = SimpleNamespace(metric="latency", index=0, get=lambda key, default=None: default)
+
+
+def test_a_slow_ranks_p99_and_the_median_ranks_are_printed_in_microseconds():
+    """Nine ranks of 100 latencies, each 1.000 to 1.009 times its own base: 10 us for eight
+    of them, 50 us for rank 8; a p99 is 1.009 x the base: 50.45 us against 10.09 us."""
+    import pandas as pd
+    from fabscope_analysis.accept_outliers import check_ranks
+    from fabscope_analysis.accept_result import CheckResult
+    s = pd.DataFrame([{"rank": r, "peer": -1, "latency_ns": (50e3 if r == 8 else 10e3) * (1 + 0.001 * (i % 10))}
+                      for r in range(9) for i in range(100)])
+    result = CheckResult("no straggler", "test 0000")
+    check_ranks(_Names(), _LATENCY_TEST, s, 2.0, 0.05, result)
+    assert result.messages == ["rank 8: p99 50.45 us takes 5.0x the median rank's p99 time (median rank "
+                               "p99 10.09 us), required <= 2x"]
+
+
+def _pairs_family(log_time, se):
+    import pandas as pd
+    n = len(log_time)
+    return pd.DataFrame({"rank": range(n), "peer": [(r + 1) % n for r in range(n)],
+                         "log_time": np.asarray(log_time, dtype=np.float64), "se": se})
+
+
+def test_five_slow_pairs_are_all_named_and_no_more_are_counted():
+    """Fifteen pairs about the median and five at 20 to 40 % of it: MAX_NAMED is five, so
+    the five are named, slowest first, and no '... and 0 more' follows."""
+    from fabscope_analysis.accept_outliers import check_pairs
+    from fabscope_analysis.accept_result import CheckResult
+    slow = {16: 0.2, 18: 0.25, 15: 0.3, 17: 0.35, 19: 0.4}
+    family = _pairs_family([math.log(1 / slow[r]) if r in slow else 0.001 * r for r in range(20)], 0.01)
+    result = CheckResult("uniform pairs", "test 0000")
+    check_pairs(_Names(), _LATENCY_TEST, family, 0.5, 0.05, result)
+    assert [m.split(":")[0] for m in result.messages] == [f"pair rank {r} -> rank {(r + 1) % 20}"
+                                                        for r in (16, 18, 15, 17, 19)]
+
+
+def test_a_pairs_family_too_noisy_to_see_half_the_median_cannot_tell():
+    """Eight pairs spread 0.2 x (-2, -1, -1, 0, 0, 1, 1, 2) in log time, no error of their
+    own: sigma 1.4826 x MAD 0.2; BH's first step at q/8 needs z = 2.50, a slowdown of
+    exp(2.50 x 0.297) = 2.10x, beyond the 2x (50 %) the rule asks: cannot tell, not a pass."""
+    from scipy.stats import norm
+    from fabscope_analysis.accept_outliers import check_pairs
+    from fabscope_analysis.accept_result import CheckResult
+    family = _pairs_family(0.2 * np.array([-2, -1, -1, 0, 0, 1, 1, 2]), 0.0)
+    result = CheckResult("uniform pairs", "test 0000")
+    check_pairs(_Names(), _LATENCY_TEST, family, 0.5, 0.05, result)
+    sigma = 1.4826 * 0.2
+    detectable = math.exp(norm.isf(0.05 / 8) * sigma)
+    assert 2.0 < detectable < 2.2
+    assert (result.label, result.messages) == ("CANNOT TELL", [])
+    assert result.cannot_tell == (
+        f"pair_min_fraction_of_median: pairs vary {100 * sigma:.0f}% among themselves; among 8 pairs "
+        f"only one below {100 / detectable:.0f}% of the median pair can be told from that noise, the "
+        f"rule asks 50%")
+
+
 def test_pair_medians_and_their_errors_are_each_pairs_own():
     """pair_log_medians against numpy, pair by pair: odd and even sample counts (the
     midpoint rule), the MAD-based standard error 1.2533 x 1.4826 x MAD / sqrt(n), and no

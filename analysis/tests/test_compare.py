@@ -6,7 +6,7 @@ from fabscope_analysis import open_result
 from fabscope_analysis.compare import ONE_RUN_NOTE, context_frame, run_compare, text_table
 from fabscope_analysis.compare_html import _context_section
 from fabscope_analysis.compare_stats import (ONE_RUN, RUNS_UNSURE, compare_figures,
-                                             permutation_reaches, run_log_figures, runs_permutation_p)
+                                             difference_verdict, permutation_reaches, run_log_figures, runs_permutation_p)
 from fabscope_analysis.resampling import Unit
 from fabscope_analysis.resampling import bootstrap_quantile_diffs
 from helpers import run_cli
@@ -49,6 +49,15 @@ def test_one_run_per_side_cannot_tell_a_level_difference(files):
     assert row.relative > 0 and row.verdict != "worse"
     assert _verdict(frame, "allpairs-bw/1048576", "quiet", "p50").verdict in (
         "no clear difference", "negligible (<5%)")
+
+
+def test_a_difference_of_exactly_the_negligible_factor_is_a_difference():
+    """'negligible' is a real difference smaller than the factor: 4 against 5 (exactly 25 %
+    slower, log 1.25 to the last bit) is worse at 25 %; just under the factor, either way,
+    is negligible."""
+    assert difference_verdict("latency", 0.2, 0.3, 9, 9, 4.0, 5.0, 0.25) == "worse"
+    assert difference_verdict("latency", 0.2, 0.3, 9, 9, 4.0, 4.99, 0.25) == "negligible (<25%)"
+    assert difference_verdict("latency", -0.3, -0.2, 9, 9, 4.99, 4.0, 0.25) == "negligible (<25%)"
 
 
 def test_bootstrap_is_deterministic_and_bounded():

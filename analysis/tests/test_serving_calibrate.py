@@ -39,6 +39,17 @@ def test_rows_are_read_with_their_rounds_windows_and_sizes():
         assert row.seconds(loader) == pytest.approx(row.loader_s, rel=0.02)
     with pytest.raises(PlanError, match="expected a row"):
         parse_instances("0    x  latency  8 quiet\n")
+    # the probe's operations are the listing's too: 8 B x (2000 + 10), three instances of
+    # 10 and no warm-up (what separates an instance's cost), 1 MiB x (8 + 2), rounds of 2 + 1
+    assert [(t["iterations"], t["warmup"]) for t in calibration_scenario()["tests"]] == \
+        [(2000, 10)] + [(10, 0)] * 3 + [(8, 2), (2, 1)]
+    assert [r.operations for r in rows] == [2010, 10, 10, 10, 10, 3]
+    # and the plan's own defaults (plan.py), which a GPU path's probe copy, without a
+    # warm-up of its own, runs with as its planned test does
+    assert calibration_scenario()["defaults"] == {"warmup": 10, "timeout": "120s"}
+    # sizes in every unit the binary prints, GiB included
+    gib = parse_instances(PROBE_LISTING.replace(" 1MiB ", " 2GiB "))
+    assert [r.nbytes for r in gib] == [8] * 4 + [2 << 30, 8]
 
 
 TRUE = Calibration(message_s=90e-6, bytes_per_s=0.11e9, round_s=6e-3, instance_s=40e-3,

@@ -17,7 +17,7 @@ from fabscope_analysis.serving.compose import compose_step
 from fabscope_analysis.serving.fit import compose_verdict
 from fabscope_analysis.serving.measured import _hosts_of_ranks, measure
 from fabscope_analysis.serving.resample import REPLICATES, block_resample, judge, summed_quantile
-from fabscope_analysis.serving.slo import SloError, load_slo_file, parse_slo_text
+from fabscope_analysis.serving.slo import SloError, format_ms, load_slo_file, parse_slo_text
 
 LLAMA70 = models.preset("llama3-70b")
 
@@ -44,6 +44,11 @@ def test_slo_command_line_form_units_and_defaults():
                               "ttft_share=25%,cif_p99=1.5 (defaults: itl_share)")
     assert parse_slo_text(slo.describe().split(" (")[0]).targets_ms == slo.targets_ms
     assert parse_slo_text("ttft_p99=1500ms").describe().startswith("ttft_p99=1500ms,")
+    # a share may be the whole target; a time below 1 ms reads in us, from 1 ms in ms
+    whole = parse_slo_text("itl_p99=50ms,itl_share=100%,ttft_p99=2s,ttft_share=1")
+    assert (whole.itl_share, whole.ttft_share) == (1.0, 1.0)
+    assert [format_ms(ms) for ms in (0.8, 1.0, 999.0, 1000.0, 1500.0)] == \
+        ["800us", "1ms", "999ms", "1s", "1500ms"]
     for bad, why in (("itl_p99=50", "with its unit"), ("itl_p99=50ms,itl_share=120%", "at most"),
                      ("latency=5ms", "unknown objective"), ("itl_p99", "key=value"),
                      ("itl_p99=50ms,cif_p99=0.5", "below 1")):

@@ -11,6 +11,10 @@ from serving_files import add_collective, reopened, serving_file
 from synthetic import write_matrix_run
 
 from fabscope_analysis.cli import main
+from fabscope_analysis.diagnosis.result import Culprit
+from fabscope_analysis.serving.attribution import check_ranks, cluster_check
+from fabscope_analysis.serving.checks import FAIL, Check
+from fabscope_analysis.serving.measured import ClassSeries, Measured
 
 SHARED = [("*", "oversubscribed", 8.0, 2.0, "ranks share CPUs"),
           ("*", "busy_host", 2.0, 0.5, "other work kept the CPUs busy")]
@@ -39,8 +43,12 @@ def test_the_cost_line_names_the_host_on_the_failing_checks_ranks(tmp_path, caps
     assert len(cost) == 1, out
     assert cost[0].startswith("cost: fh1 (receive) carries the TP all-reduce of rank 1: "
                               "itl_p99 FAIL: "), cost
-    share = json.loads(out_json.read_text())["checks"][0]["figures"]["share_of_target"]
+    figures = json.loads(out_json.read_text())["checks"][0]["figures"]
+    share = figures["share_of_target"]
     assert f"= {100 * share:.3g} % of the 50ms ITL target (the fabric may take 10 %)" in cost[0]
+    # the share is the check's point over its target, both in ms
+    assert figures["target_ms"] == 50.0
+    assert share == pytest.approx(figures["point_ms"] / 50.0, rel=1e-12)
 
 
 def test_a_host_off_the_failing_checks_ranks_costs_nothing(tmp_path, capsys):
@@ -123,3 +131,35 @@ def test_a_host_named_anywhere_fails_the_deployment(tmp_path, capsys):
     assert main(["fit", clean, "--slo", "itl_p99=50ms,cif_p99=off"]) == 0
     assert "fix:" not in capsys.readouterr().out
     assert main(["fit", path, "--slo", "itl_p99=50ms,cif_p99=off", "--no-diagnose"]) == 0
+
+
+def test_a_ttft_check_is_made_of_the_kv_push_the_front_end_and_the_prefill_classes():
+    """A TTFT check's ranks are those of the KV transfer, the front end and the prefill's
+    collectives; an ITL check's those of the decode step's classes only."""
+    def series(cls, members):
+        return ClassSeries(cls, cls, 1, 0, members=set(members))
+    measured = Measured(classes={"kv": series("kv", (4, 5)), "api": series("api", (6,)),
+                                 "tp_prefill": series("tp_prefill", (0, 1)),
+                                 "tp": series("tp", (2, 3))},
+                        itl_classes=["tp"], prefill_classes=["tp_prefill"])
+    assert check_ranks(Check("ttft_p99", FAIL, ""), None, measured) == {0, 1, 4, 5, 6}
+    assert check_ranks(Check("itl_p99", FAIL, ""), None, measured) == {2, 3}
+
+
+def test_the_cluster_check_takes_the_rotated_kv_pushs_share_from_three_hosts_on():
+    """The KV push rotated over three hosts or more: the share of its requests with an end
+    on the named host (here 2 of 4); over two hosts it said nothing of the others: the
+    host's share of the cluster's hosts."""
+    culprit = Culprit("fh2", [2], [], [], "receive", [], [], "high", 1.0)
+
+    def measured(prefill, decode):
+        kv = ClassSeries("kv", "kv", 1, 0, hosts={"quiet": (np.array(prefill), np.array(decode))})
+        return Measured(classes={"kv": kv})
+    three = cluster_check([culprit], 6, measured(["fh0", "fh1", "fh2", "fh0"],
+                                                 ["fh1", "fh2", "fh0", "fh1"]))
+    assert three.figures["request_share"] == 0.5
+    assert "50 % of them (the KV push, rotated over every node, sent 2 of its 4 requests " \
+        "through it) meet it" in three.text
+    two = cluster_check([culprit], 6, measured(["fh2", "fh1"], ["fh1", "fh2"]))
+    assert two.figures["request_share"] == pytest.approx(1 / 6)
+    assert "about 16.7 % of them (1 of 6 hosts) meet it" in two.text

@@ -11,7 +11,12 @@ from serving_files import add_kv, reopened
 from synthetic import write_matrix_run
 
 from fabscope_analysis.cli import main
-from fabscope_analysis.serving.nodes import lower_bound, node_roles, stands_out
+from fabscope_analysis.diagnosis.result import Culprit
+from fabscope_analysis.serving.command import disagreements
+from fabscope_analysis.serving.fit import FitVerdict
+from fabscope_analysis.serving.measured import ClassSeries, Measured
+from fabscope_analysis.serving.nodes import lower_bound, node_roles, nodes_check, stands_out
+from fabscope_analysis.serving.slo import parse_slo_text
 
 NODES = 8
 PER_ROUND = 40   # 320 requests: a p99 with the rule of three's 1 % bound
@@ -195,3 +200,27 @@ def test_a_node_stands_out_by_fishers_exact_test_on_its_own_and_the_other_reques
     assert stands_out(2, 4, 0, 20, 0.025) and not stands_out(2, 4, 0, 20, 0.02)
     assert not stands_out(0, 10, 0, 30, 0.05)
     assert stands_out(1, 10, 0, 0, 0.05) and not stands_out(0, 10, 0, 0, 0.05)
+
+
+def test_a_node_slow_on_one_side_crosses_the_requests_of_that_side_only():
+    """a pushes 10 requests each to b, c and d, all over the 500 ms budget, and receives 5
+    from b, all within it; b, c and d push 30 each round a ring, within it. a is slow as
+    prefill with 3 partners: the node's send side; what crosses it there are the 30
+    requests it pushed of the 125, not the 5 it received. A host the diagnosis names and
+    the per-node check does not is said so; without a per-node check nothing is said."""
+    prefill = np.array(["a"] * 30 + ["b"] * 5 + ["b"] * 30 + ["c"] * 30 + ["d"] * 30)
+    decode = np.array(["b", "c", "d"] * 10 + ["a"] * 5 + ["c"] * 30 + ["d"] * 30 + ["b"] * 30)
+    times = np.where(np.arange(125) < 30, 1e9, 40e6)
+    kv = ClassSeries("kv", "kv-push", 1, 0, by_condition={"quiet": times},
+                     hosts={"quiet": (prefill, decode)})
+    slo = parse_slo_text("ttft_p99=2s,ttft_share=25%")
+    check = nodes_check("ttft_p99", slo, Measured(classes={"kv": kv}))
+    assert check.status == "FAIL" and check.figures["nodes_named"] == ["a"]
+    assert check.figures["sides"] == {"a": "send"} and check.figures["shares"] == {"a": 30 / 125}
+    assert "a (send): 30 of 30 as prefill, with 3 of 3 partners over [quiet]; 24 % of requests " \
+        "cross it there, 30 of 125" in check.text, check.text
+    named = [Culprit(host, [], [], [], "receive", [], [], "high", 1.0) for host in ("a", "e")]
+    assert disagreements(FitVerdict("d", slo, checks=[check]), named) == [
+        "the diagnosis names e, the rotated KV push does not (its requests through it stayed "
+        "within the budget): fit FAILs on the diagnosis, as the run's closing verdict does"]
+    assert disagreements(FitVerdict("d", slo, checks=[]), named) == []

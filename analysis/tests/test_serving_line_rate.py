@@ -253,8 +253,9 @@ def test_a_rank_without_a_nic_takes_its_hosts_only_interface_that_is_up(tmp_path
 
 def test_a_host_takes_the_rate_of_its_first_active_rdma_port(tmp_path):
     """fh1's port 1 is DOWN but still reports 400 Gb/s: its rate is port 2's (ACTIVE, 200),
-    the first port that carries traffic, not the first listed."""
-    run = SyntheticRun(tmp_path / "down.h5", nranks=2, ranks_per_host=1)
+    the first port that carries traffic, not the first listed. Any rate above 0 is one:
+    fh2's port of 1 Gb/s is its rate, not its interface's speed."""
+    run = SyntheticRun(tmp_path / "down.h5", nranks=3, ranks_per_host=1)
     nic = {"net/eth0/operstate": "up", "net/eth0/speed_mbps": "200000",
            "net/eth0/rdma_device": "mlx5_0"}
     run.add_hosts({"fh0": dict(nic, **{"rdma/mlx5_0/port/1/state": "ACTIVE",
@@ -262,12 +263,16 @@ def test_a_host_takes_the_rate_of_its_first_active_rdma_port(tmp_path):
                    "fh1": dict(nic, **{"rdma/mlx5_0/port/1/state": "DOWN",
                                        "rdma/mlx5_0/port/1/rate_gbps": "400",
                                        "rdma/mlx5_0/port/2/state": "ACTIVE",
-                                       "rdma/mlx5_0/port/2/rate_gbps": "200"})})
+                                       "rdma/mlx5_0/port/2/rate_gbps": "200"}),
+                   "fh2": dict(nic, **{"net/eth0/speed_mbps": "1000",
+                                       "rdma/mlx5_0/port/1/state": "ACTIVE",
+                                       "rdma/mlx5_0/port/1/rate_gbps": "1"})})
     run.close()
     with open_result(str(tmp_path / "down.h5")) as result:
         rates = rank_rates(result)
     assert (rates[0]["send"].gbps, rates[0]["send"].source) == (100.0, "RDMA port mlx5_0/1 rate")
     assert (rates[1]["send"].gbps, rates[1]["send"].source) == (200.0, "RDMA port mlx5_0/2 rate")
+    assert (rates[2]["send"].gbps, rates[2]["send"].source) == (1.0, "RDMA port mlx5_0/1 rate")
 
 
 def test_messages_just_under_64_kib_are_named_small_and_64_kib_is_not(tmp_path):

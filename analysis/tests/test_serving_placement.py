@@ -114,6 +114,9 @@ def test_nvlink_domains_unknown_shapes_and_kv_pairs():
     # shape not given: every group counted on the fabric (the old upper bound), said so
     unknown = Placement(DEEPSEEK, tp=8, ep=64)
     assert unknown.fabric_count("tp") == 64 and unknown.fabric_count("moe") == 58
+    # so is every stage boundary of PP 4: 3 on the fabric, none on NVLink
+    staged = Placement(LLAMA70, tp=8, pp=4)
+    assert (staged.fabric_count("pp"), staged.total_count("pp")) == (3, 3)
     assert unknown.statements()[0].startswith("cluster shape not given")
     # a prefill and a decode instance of TP 2 fit one 8-GPU node: the KV stays on NVLink
     small = Placement(models.preset("llama3-8b"), tp=2, gpus_per_node=8)
@@ -250,6 +253,12 @@ def test_impact_counts_a_step_as_fit_does(tmp_path, tp, dp_attention, allreduces
     with open_result(path) as result:
         impact = compute_impact(result, d, resamples=200)
         fit = measure(result, d, Placement(DEEPSEEK, tp, 1, 8, dp_attention))
+        # TP 1 without DP attention: no all-reduce at all, said so
+        tp_1 = measure(result, Deployment(DEEPSEEK, 1, ep=8), Placement(DEEPSEEK, 1, 1, 8)) \
+            if dp_attention else None
+    if tp_1 is not None:
+        assert [n for n in tp_1.notes if "no tensor-parallel" in n] == [
+            "TP1: no tensor-parallel all-reduces (tp = 1)"]
     assert [r["rounds_per_step"] for r in impact.moe_rows] == [58]
     assert fit.classes["moe"].per_step == 58
     assert impact.to_json()["allreduces_per_step"] == allreduces
@@ -260,6 +269,9 @@ def test_impact_counts_a_step_as_fit_does(tmp_path, tp, dp_attention, allreduces
         assert not impact.tp_rows and "tp" not in fit.classes
         assert any("DP attention" in n for n in impact.notes), impact.notes
     assert any("58 of deepseek-v3's 61 layers" in n for n in impact.notes), impact.notes
+    # TP 8 inside a node and DP attention both have all-reduces, off this fabric or none:
+    # neither is TP 1's "no tensor-parallel all-reduces"
+    assert not [n for n in fit.notes if "no tensor-parallel" in n], fit.notes
 
 
 def test_tp_1_has_no_tp_phrase_and_sizes_are_read_in_whole_units():

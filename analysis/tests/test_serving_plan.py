@@ -15,8 +15,8 @@ from fabscope_analysis.cli import build_parser, main
 from fabscope_analysis.reader import open_result
 from fabscope_analysis.serving.command import _slo_of
 from fabscope_analysis.serving.slo import SloError
-from fabscope_analysis.serving.plan import (Cluster, Knobs, PlanRequest, criteria_text,
-                                            fit_arguments, moe_tokens, probes_for, scenario_text)
+from fabscope_analysis.serving.plan import (Cluster, Knobs, PlanRequest, build_scenario,
+                                            criteria_text, fit_arguments, moe_tokens, probes_for, scenario_text)
 from fabscope_analysis.serving.plan_budget import fit_budget, size_for_tails, tail_notes
 from fabscope_analysis.serving.plan_command import command_of
 from fabscope_analysis.serving.plan_list import (ListAnswer, PlanError, layout_from_topology,
@@ -348,6 +348,14 @@ def test_kv_push_leaves_congestors_or_runs_quiet_on_its_own_ranks():
     # quiet on 8 nodes: every rank measures, the roles rotating over every node
     assert "ranks" not in quiet and quiet["role_rotation"] == "ring" and quiet["rotation_cycles"] == 4
     assert (quiet["prefill_ranks"], quiet["decode_ranks"]) == (8, 8)
+    # one node of 256 ranks whose instances (TP 8 x PP 32) fill it, quiet: 128 push to
+    # 128 (the KV pair crosses the fabric), one request each already more than the 120
+    # the KV push asks for
+    one = Cluster(256, ranks_per_node=256)
+    req = PlanRequest("llama3-70b", 8, None, one, 1800.0, "itl_p99=50ms", pp=32)
+    alone = [t for t in build_scenario(req, listing("llama3-70b"), k, "c.yaml", [])["tests"]
+             if t["name"] == "kv-push"][0]
+    assert (alone["ranks"], alone["prefill_ranks"], alone["iterations"]) == (256, 128, 1)
 
 
 def test_large_cluster_samples_instead_of_all_pairs_and_dense_models_have_no_moe():
