@@ -111,3 +111,105 @@ def test_blind_spots_name_cables_too_thin_only_when_every_test_is():
         "host pairs (cables): 3 of the 6 host pairs measured have fewer than the 4 GPU pairs a block "
         "needs for even all of them slow to stand out at the false-discovery bar (all-pairs, or a "
         "larger budget, measures more)"]
+
+
+# ------------------------------------------------------------------ retests
+
+def test_a_retested_pair_without_a_positive_finite_value_is_inconclusive():
+    """A retested pair measured 0, a negative or an infinite time says nothing of its
+    pair: inconclusive, no ratio, against ten usable controls (the bar is still given)."""
+    controls = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.03, 0.97, 1.01, 0.99]
+    judged = retest.judge_retest({"zero": 0.0, "negative": -1.0, "infinite": math.inf, "slow": 3.0},
+                                 controls, pool=100, bandwidth=False)
+    by_pair = {j.pair: j for j in judged}
+    for pair in ("zero", "negative", "infinite"):
+        assert by_pair[pair].outcome == retest.INCONCLUSIVE and math.isnan(by_pair[pair].ratio)
+    assert by_pair["slow"].outcome == retest.CONFIRMED and by_pair["slow"].ratio == pytest.approx(3.0)
+
+
+# ------------------------------------------------------------------ sides beyond their leaf
+
+def test_a_side_beyond_its_leaf_is_at_least_the_margin_past_its_leafs_median_and_significant():
+    """_beyond_leaf: five send sides of one leaf, four at 0 (log) and one at x, each with a
+    spread of 0.01: x = log 1.25 exactly is beyond (z 22), 0.01 under it is not (however
+    significant), and a side without four peers in its leaf is beyond by default."""
+    keys = [(r, "send") for r in range(5)]
+    leaf, scale = np.zeros(5, dtype=np.int64), np.full(5, 0.01)
+    at = np.array([0.0, 0.0, 0.0, 0.0, math.log(PRACTICAL_MARGIN)])
+    assert bool(evidence._beyond_leaf(4, keys, at, scale, leaf, 0.05)) is True
+    under = at - np.array([0, 0, 0, 0, 0.01])
+    assert bool(evidence._beyond_leaf(4, keys, under, scale, leaf, 0.05)) is False
+    assert evidence._beyond_leaf(2, keys[2:], under[2:], scale[2:], leaf, 0.05) is True
+
+
+# ------------------------------------------------------------------ host pairs (cables)
+
+def _cross_fit(sizes, slow_blocks=()):
+    """A fit of 2 ranks per host: host pair (0, i + 1) holds sizes[i] GPU pairs (rank 0 ->
+    rank 2 (i + 1), repeated), every one slow in the blocks listed in slow_blocks."""
+    s, r, resid = [], [], []
+    for i, size in enumerate(sizes):
+        s += [0] * size
+        r += [2 * (i + 1)] * size
+        resid += [math.log(PRACTICAL_MARGIN) + 1.0 if i in slow_blocks else 0.0] * size
+    hosts = len(sizes) + 1
+    fit = SimpleNamespace(data=SimpleNamespace(s=np.array(s), r=np.array(r)), resid=np.array(resid))
+    layout = _layout(2 * hosts, np.repeat(np.arange(hosts), 2), np.zeros(2 * hosts, dtype=np.int64),
+                     [f"h{h}" for h in range(hosts)], ["L0"], per_host=2)
+    return fit, layout
+
+
+def test_host_pair_power_without_slow_pairs_takes_half_a_pair_as_the_pooled_share():
+    """No slow pair among 8: the pooled share is 0.5 / 8 = 1/16, and at a bar of 2e-4 / 4
+    host pairs a block of 4 all slow ((1/16)^4 = 1.5e-5) would stand out: 4 pairs needed,
+    the three blocks of one pair are thin."""
+    fit, layout = _cross_fit([1, 1, 1, 5])
+    assert evidence.host_pair_power(fit, layout, 2e-4) == (3, 4, 4)
+
+
+def test_host_pair_power_with_every_pair_slow_caps_the_pooled_share_below_one():
+    """Every GPU pair slow: the pooled share is capped at 0.999, where a block of m all slow
+    has p 0.999^m; at 0.05 / 4 host pairs that takes m = 4,380 (a share of exactly 1 would
+    never let a block stand out)."""
+    need = math.ceil(math.log(0.05 / 4) / math.log(0.999))
+    assert need == 4380
+    fit, layout = _cross_fit([4400] * 4, slow_blocks=(0, 1, 2, 3))
+    assert evidence.host_pair_power(fit, layout) == (0, 4, need)
+
+
+def test_a_host_pair_all_slow_has_the_binomial_p_of_all_its_trials_slow():
+    """block_rest_p: host pair 0-1 has its 4 GPU pairs slow, the 4 other host pairs 1 of 4
+    each, 8 of 20 pooled (share 0.4); the blocks' Pearson terms (0.6^2 / 0.96 for the quiet
+    ones, the median) stay under 0.455, so no over-dispersion: all 4 trials slow, p 0.4^4."""
+    fit, layout = _cross_fit([4] * 5, slow_blocks=(0,))
+    fit.resid[4:] = 0.0
+    fit.resid[4::4] = math.log(PRACTICAL_MARGIN) + 1.0       # one pair of each other block
+    p, slow, measured = evidence.block_rest_p([fit], layout, (0, 1), set())
+    assert (slow, measured) == (4, 4)
+    assert p == pytest.approx(0.4 ** 4)
+    assert p == pytest.approx(float(binom.sf(3, 4, 0.4)))
+
+
+# ------------------------------------------------------------------ counters
+
+def test_a_physical_counter_under_twice_the_other_hosts_mean_names_nobody_however_unlikely():
+    """8 hosts: 180 symbol errors on one, 100 on each other: far beyond what the others'
+    rate explains (Poisson), but under the rule's factor 2 of their mean: nobody; 250 is."""
+    counts = {f"h{i}": (180 if i == 0 else 100) for i in range(8)}
+    assert counter_tests.standing_out({("port", "symbol_error"): counts}, 0.05) == {}
+    counts["h0"] = 250
+    assert counter_tests.standing_out({("port", "symbol_error"): counts}, 0.05) == {"h0": ["port symbol_error"]}
+
+
+def test_a_hosts_counter_finding_lists_its_first_four_counters():
+    layout = _layout(8, np.arange(8), np.zeros(8, dtype=np.int64), [f"h{h}" for h in range(8)], ["L0"])
+    moved = [("port", "link_downed", 4), ("port", "rx_crc_errors", 1), ("port", "symbol_error", 2),
+             ("port", "tx_discards", 3), ("port", "xmit_overrun", 5)]
+    frame = pd.DataFrame({"test": 0, "rank": 3, "source": [m[0] for m in moved], "name": [m[1] for m in moved],
+                          "delta": [m[2] for m in moved]})
+    findings, notes = supporting.counters(SimpleNamespace(all_counters=lambda: frame), layout)
+    assert notes == []
+    [f] = findings
+    assert (f.rank, f.side, f.primary) == (3, "both", False)
+    assert f.symptom == "errors: port link_downed +4, port rx_crc_errors +1, port symbol_error +2, " \
+        "port tx_discards +3"
