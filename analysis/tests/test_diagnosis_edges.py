@@ -213,3 +213,19 @@ def test_a_hosts_counter_finding_lists_its_first_four_counters():
     assert (f.rank, f.side, f.primary) == (3, "both", False)
     assert f.symptom == "errors: port link_downed +4, port rx_crc_errors +1, port symbol_error +2, " \
         "port tx_discards +3"
+
+
+# ------------------------------------------------------------------ the median polish's spread
+
+def test_a_class_of_one_pair_counts_as_a_fitted_term_of_the_spread():
+    """6 ranks on 3 hosts: every pair between hosts (24) and one inside a host (0 -> 1), the
+    only pair of its class. Fitted terms: 6 send, 6 receive and 2 class effects, so the
+    residuals' sigma is 1.4826 x their MAD x sqrt(25 / (25 - 14))."""
+    from fabscope_analysis.diagnosis.model import PairData, fit
+    layout = _layout(6, np.repeat(np.arange(3), 2), np.zeros(6, dtype=np.int64), "abc", [""], per_host=2)
+    pairs = [(i, j) for i in range(6) for j in range(6) if i // 2 != j // 2] + [(0, 1)]
+    s, r = np.array(pairs).T
+    assert np.bincount(layout.classes()[s, r]).tolist() == [1, 24]
+    y = -20.0 + 0.1 * np.arange(6)[s] + 0.05 * np.arange(6)[r] + np.random.default_rng(7).normal(0.0, 0.01, len(s))
+    f = fit(PairData(None, s, r, y, np.full(len(s), 50), np.zeros(len(s)), symmetric=False, bandwidth=False), layout)
+    assert f.sigma_e == pytest.approx(1.4826 * float(np.median(np.abs(f.resid))) * math.sqrt(25 / 11))
