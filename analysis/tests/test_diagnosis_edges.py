@@ -229,3 +229,23 @@ def test_a_class_of_one_pair_counts_as_a_fitted_term_of_the_spread():
     y = -20.0 + 0.1 * np.arange(6)[s] + 0.05 * np.arange(6)[r] + np.random.default_rng(7).normal(0.0, 0.01, len(s))
     f = fit(PairData(None, s, r, y, np.full(len(s), 50), np.zeros(len(s)), symmetric=False, bandwidth=False), layout)
     assert f.sigma_e == pytest.approx(1.4826 * float(np.median(np.abs(f.resid))) * math.sqrt(25 / 11))
+
+
+class _Instance(dict):
+    def __init__(self, index, **attrs):
+        super().__init__(attrs)
+        self.index = index
+
+
+def test_a_serial_retest_is_judged_against_the_parallel_pass_it_names_and_none_without_one(monkeypatch):
+    """_Run.retests: a serial retest is referred to the pass its retest_of names (test 0
+    here); one without retest_of belongs to no pass and is not judged, not test 0's."""
+    judged = []
+    monkeypatch.setattr(core, "_judge_retest", lambda inst, parent, *rest: judged.append((inst.index, parent)))
+    centre = SimpleNamespace(measure="centre", fit=SimpleNamespace(data=SimpleNamespace(inst=_Instance(0))),
+                             label="0000 bw")
+    run = SimpleNamespace(tests=[centre], widen=1.0, layout=None, notes=[], one_visit=[])
+    core._Run.retests(run, [_Instance(0, name="bw"), _Instance(5, name="retest", **{"pass": "serial-retest"})])
+    assert judged == [] and run.notes == []
+    core._Run.retests(run, [_Instance(6, name="retest", retest_of=0, **{"pass": "serial-retest"})])
+    assert judged == [(6, centre.fit)]
