@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import binom
 
-from fabscope_analysis.diagnosis import core, counter_tests, evidence, labels, paths, retest, rules, \
-    supporting, systemic
+from fabscope_analysis.diagnosis import core, counter_tests, evidence, retest, rules, supporting, systemic
 from fabscope_analysis.diagnosis.evidence import Effect
 from fabscope_analysis.diagnosis.model import Layout
 from fabscope_analysis.diagnosis.result import Finding
