@@ -132,3 +132,13 @@ def test_the_host_matrix_holds_each_host_pairs_median_on_both_sides_of_the_diago
     off = ~np.eye(3, dtype=bool)
     assert np.isfinite(m[off]).all() and np.array_equal(m, m.T, equal_nan=True)
     assert m[0, 2] - m[0, 1] == pytest.approx(math.log(1.5), abs=0.05)
+
+
+def test_labels_with_a_quarter_of_the_hosts_in_another_leaf_are_a_stale_inventory():
+    """_stale: as many labelled leaves as inferred, and at most a quarter of the hosts
+    (STALE_SHARE) in another leaf than most of their labelled leaf: 2 of 8 moved is stale,
+    3 of 8 is not, nor are labels of another number of leaves."""
+    labelled = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    assert labels._stale(labelled, np.array([0, 0, 0, 1, 1, 1, 1, 0])) is True
+    assert labels._stale(labelled, np.array([0, 0, 1, 1, 1, 1, 1, 0])) is False
+    assert labels._stale(labelled, np.array([0, 0, 0, 0, 1, 1, 2, 2])) is False

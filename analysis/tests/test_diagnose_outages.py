@@ -246,3 +246,32 @@ def test_without_a_test_start_a_stall_on_its_ends_first_sample_was_last_seen_up_
     top = stalls[0]
     assert (top.rank, top.peer, top.t_post_ns, top.seen_up_ns) == (2, 3, 500, 0)
     assert zero == 0 and count == 20 + 10    # 20 samples, and the 10 holes of 10 ns before the stall
+
+
+class _ThreePairsInstance:
+    """Pairs 4 -> 0 (1 us a sample), 0 -> 1 (100 ns) and 1 -> 3 (40 ns), 10 samples each,
+    one after the other. Peers up to 3: a pair's key rank x 4 + peer keeps 4 -> 0 (16)
+    and 0 -> 1 (1) apart, as rank / 4 + peer would not (1 both)."""
+    index = 1
+
+    def get(self, key, default=None):
+        return {"name": "lat"}.get(key, default)
+
+    def samples(self):
+        took = np.repeat([1000, 100, 40], 10)
+        post = np.r_[0, np.cumsum(took + 10)[:-1]]
+        rank, peer = np.repeat([4, 0, 1], 10), np.repeat([0, 1, 3], 10)
+        return pd.DataFrame({"rank": rank, "peer": peer, "flags": 0, "bytes": 8, "t_post_ns": post,
+                             "t_done_ns": post + took})
+
+
+def test_a_samples_stall_is_measured_from_its_own_pairs_median_time(monkeypatch):
+    """stalls_of: every sample of a pair that always takes the same time stalls by nothing,
+    its typical time its own pair's, never another pair's."""
+    monkeypatch.setattr(outages, "_pair_instances", lambda result: [_ThreePairsInstance()])
+    stalls, _, _ = outages.stalls_of(None)
+    own = {(4, 0): 1e-6, (0, 1): 1e-7, (1, 3): 4e-8}
+    samples = [x for x in stalls if x.rank >= 0]
+    assert samples
+    for x in samples:
+        assert (x.typical_s, x.excess_s) == (pytest.approx(own[(x.rank, x.peer)]), 0.0), x

@@ -14,6 +14,7 @@ matrices fitted by the real model: each runs in well under a second.
 import contextlib
 import io
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -345,3 +346,48 @@ def test_a_run_whose_collisions_hide_leaf_links_says_so_and_a_quiet_one_does_not
         said.append([b for b in d.cannot_tell_for if b.startswith("an uplink or spine -> leaf link")])
     assert len(said[0]) == 1 and " on a leaf of more than 3 link(s) to the spine: 0002 ap-bandwidth: " in said[0][0]
     assert said[1] == [], said[1]
+
+
+def test_a_leaf_direction_divides_its_trials_by_the_over_dispersion_of_the_other_blocks():
+    """Between leaves 1 and 2, 0 of 20 and 8 of 20 slow: share 0.2, each block expects 4,
+    Pearson terms 16 / 3.2 = 5 both, over-dispersion 5 / 0.455 = 11.0. Out of leaf 0, 18 of
+    40: 40 / 11.0 rounds to 4 trials, 18 / 11.0 up to 2 hits, p = P(2 or more of 4 at 0.2)."""
+    from scipy.stats import binom
+    slow, between, block = _blocks({(0, 1): (20, 10), (0, 2): (20, 8), (1, 2): (20, 0), (2, 1): (20, 8)})
+    k, m, share, p = paths._leaf_direction(slow, between, block, 3, 0, "send")
+    assert (k, m, share) == (18, 40, pytest.approx(0.2))
+    assert round(40 / (5 / 0.455)) == 4 and math.ceil(18 / (5 / 0.455)) == 2
+    assert p == pytest.approx(float(binom.sf(1, 4, 0.2)))
+
+
+def test_a_side_needs_eight_pairs_between_leaves_for_its_path_through_the_spine():
+    """between_leaves_p: rank 0 (leaf 0) with exactly 8 pairs to leaf 1, all 2x slow, against
+    2 of rank 1's 10 pairs between leaves (share 0.2): p = 0.2^8; 7 pairs are too few."""
+    from scipy.stats import binom
+    leaf = np.array([0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])
+    owner = np.array([0] * 8 + [1] * 10)
+    peer = np.array(list(range(2, 10)) + list(range(2, 12)))
+    own = np.array([math.log(2.0)] * 8 + [math.log(2.0)] * 2 + [0.0] * 8)
+    p, m = paths.between_leaves_p((None, None, owner, own, peer), 0, leaf, 0.0)
+    assert m == 8 and p == pytest.approx(float(binom.sf(7, 8, 0.2)))
+    assert p == pytest.approx(0.2 ** 8)
+    seven = np.arange(len(owner)) != 0
+    assert paths.between_leaves_p((None, None, owner[seven], own[seven], peer[seven]), 0, leaf, 0.0) is None
+
+
+def test_a_leaf_directions_ratio_is_its_slow_pairs_over_the_other_leaves_share_of_them(monkeypatch):
+    """leaf_path_effects turns each leaf direction (paths.leaf_paths) into evidence: 12 of
+    20 pairs slow where the pairs between two other leaves are slow at 0.1 is 12 / (0.1 x
+    20) = 6 times what collisions explain."""
+    found = [(1, "receive", 12, 20, 0.1, 4.5, 1e-3, 1.25)]
+    monkeypatch.setattr(paths, "leaf_paths", lambda *args: found)
+    data = SimpleNamespace(s=np.array([0]), r=np.array([1]), symmetric=False)
+    lay = _layout(hosts=4, gpus=1, leaves=2)
+    [e] = evidence.leaf_path_effects(SimpleNamespace(data=data, resid=np.zeros(1)), lay)
+    assert (e.kind, e.key, e.ratio, e.z, e.q, e.pairs) == ("path", (1, "receive"), pytest.approx(6.0), 4.5,
+                                                           1e-3, 20)
+    assert e.detail == "12/20 at least 1.25x slower than their ends predict, against 10.0 % of the pairs " \
+        "between two other leaves"
+    # a round trip cannot tell into a leaf from out of it: no path evidence
+    round_trip = SimpleNamespace(s=data.s, r=data.r, symmetric=True)
+    assert evidence.leaf_path_effects(SimpleNamespace(data=round_trip, resid=np.zeros(1)), lay) == []
