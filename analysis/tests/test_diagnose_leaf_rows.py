@@ -13,6 +13,8 @@ import dataclasses
 
 import numpy as np
 
+from diagnosis_layouts import AllPairsBandwidth, regular_layout
+
 from fabscope_analysis.diagnosis import evidence, leaf_rows, rules
 from fabscope_analysis.diagnosis.model import Layout, PairData, fit
 from fabscope_analysis.diagnosis.result import LEAF
@@ -20,19 +22,8 @@ from fabscope_analysis.diagnosis.result import LEAF
 Q = 0.01
 
 
-class _Inst:
-    index = 2
-
-    def get(self, key, default=None):
-        return "ap-bandwidth" if key == "name" else default
-
-
 def _layout(hosts=8, gpus=4, leaves=4) -> Layout:
-    n = hosts * gpus
-    host = np.arange(n) // gpus
-    return Layout(n, host, host // (hosts // leaves), [f"host{h:03d}" for h in range(hosts)],
-                  [f"leaf{x}" for x in range(leaves)], {r: r % gpus for r in range(n)},
-                  {r: f"mlx5_{r % gpus}" for r in range(n)}, gpus)
+    return regular_layout(hosts, gpus, leaves)
 
 
 def _data(lay: Layout, slow_senders_of_leaf0: float = 0.0, seed: int = 3) -> PairData:
@@ -44,7 +35,7 @@ def _data(lay: Layout, slow_senders_of_leaf0: float = 0.0, seed: int = 3) -> Pai
     rng = np.random.default_rng(seed)
     y = -20.0 - 0.6 * (lay.leaf[s] == lay.leaf[r]) + rng.normal(0.0, 0.02, len(s)) \
         + slow_senders_of_leaf0 * (lay.leaf[s] == 0)
-    return PairData(_Inst(), s, r, y, np.full(len(s), 20), np.zeros(len(s)), symmetric=False,
+    return PairData(AllPairsBandwidth(), s, r, y, np.full(len(s), 20), np.zeros(len(s)), symmetric=False,
                     bandwidth=True)
 
 

@@ -20,18 +20,13 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from diagnosis_layouts import AllPairsBandwidth, regular_layout
+
 from fabscope_analysis.diagnosis import diagnose, evidence, paths, rules, systemic
 from fabscope_analysis.diagnosis.model import Layout, PairData, fit
 from fabscope_analysis.diagnosis.result import LOCAL_RANK, NIC, SPINE_LINK, UPLINK
 from fabscope_analysis.reader import open_result
 from fabscope_analysis.synth import Cluster, generate
-
-
-class _Inst:
-    index = 2
-
-    def get(self, key, default=None):
-        return "ap-bandwidth" if key == "name" else default
 
 
 def _assert_score(culprit):
@@ -50,12 +45,7 @@ def _assert_score(culprit):
 
 
 def _layout(hosts=16, gpus=8, leaves=4) -> Layout:
-    n = hosts * gpus
-    host = np.arange(n) // gpus
-    leaf = host // (hosts // leaves)
-    return Layout(n, host, leaf, [f"host{h:03d}" for h in range(hosts)],
-                  [f"leaf{x}" for x in range(leaves)], {r: r % gpus for r in range(n)},
-                  {r: f"mlx5_{r % gpus}" for r in range(n)}, gpus)
+    return regular_layout(hosts, gpus, leaves)
 
 
 def _matrix(lay: Layout, seed: int, collisions: float = 0.03):
@@ -70,7 +60,7 @@ def _matrix(lay: Layout, seed: int, collisions: float = 0.03):
 
 
 def _evidence(lay, s, r, logt):
-    data = PairData(_Inst(), s, r, logt, np.full(len(s), 20.0), np.zeros(len(s)),
+    data = PairData(AllPairsBandwidth(), s, r, logt, np.full(len(s), 20.0), np.zeros(len(s)),
                     symmetric=False, bandwidth=True)
     f = fit(data, lay)
     q = 0.05 / 11
