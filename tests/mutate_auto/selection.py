@@ -6,7 +6,8 @@ imports a module directly, or through helpers and other modules; its distance is
 number of import steps. A mutant's tests are the test files at the smallest distance
 found and the test files named after the module's subsystem (test_diagnose*.py for
 diagnosis/, test_accept*.py for accept_*.py, so a module that one small test imports
-directly is still judged by the tests of the command that uses it), nearest first and at
+directly is still judged by the tests of the command that uses it), nearest first (after
+the files named after the module and the whole-output files, test_*_outputs.py) and at
 most MOST_TEST_FILES of them (on 2 shared cores a mutant that escapes runs them all): `pytest -x` stops at
 the first failure, so a caught mutant costs the nearest tests only. With the line map
 (the default) the cap applies after it: every such file that runs the mutant's statement
@@ -101,6 +102,11 @@ def _imports(tree: ast.AST, own: str, is_package: bool) -> Set[str]:
     return names
 
 
+def is_output_test(test: str) -> bool:
+    """A whole-output test file (analysis/tests/expected_outputs.py): test_<subsystem>_outputs.py."""
+    return Path(test).stem.startswith("test_") and Path(test).stem.endswith("_outputs")
+
+
 def affinity(path: str) -> str:
     """The word a module's own tests are named by: 'diagnos' for diagnosis/rules.py (test_diagnose*),
     'accept' for accept_limits.py, 'serving' for serving/plan.py."""
@@ -167,8 +173,10 @@ class ImportGraph:
         nearest = min(d for d, _ in found)
         family = affinity(path)
         own = Path(path).stem.split("_")[0]
-        # a test named after the module itself (test_serving_plan.py for plan_command.py) first
-        ranked = sorted(found, key=lambda f: (own not in Path(f[1]).stem, f))
+        # a test named after the module itself (test_serving_plan.py for plan_command.py) first,
+        # then the whole-output tests (test_*_outputs.py: a command's every figure and line on
+        # fixed inputs, seconds to run), then by distance
+        ranked = sorted(found, key=lambda f: (own not in Path(f[1]).stem, not is_output_test(f[1]), f))
         chosen = [test for d, test in ranked
                   if d == nearest or Path(test).stem[len("test_"):].startswith(family)]
         if most is None:   # for the line map: every other file that reaches it, after these
