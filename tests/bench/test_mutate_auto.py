@@ -164,6 +164,17 @@ def test_a_module_is_judged_by_the_tests_that_import_it(graph):
             assert graph.tests_for(path), f"no test file reaches {path}"
 
 
+def test_whole_output_tests_come_right_after_the_tests_named_for_the_module(graph):
+    """test_*_outputs.py holds a command's every figure and line on fixed inputs: it is
+    among the files a mutant is judged by, before nearer files the cap would keep instead."""
+    for module, first in (("accept_limits.py", "test_accept_outputs.py"),
+                          ("compare_stats.py", "test_compare_outputs.py"),
+                          ("verdict.py", "test_verdict_outputs.py")):
+        chosen = graph.tests_for(f"analysis/fabscope_analysis/{module}")
+        assert chosen[0] == f"analysis/tests/{first}", (module, chosen)
+    assert graph.tests_for("analysis/fabscope_analysis/cli.py", None)[0] == "analysis/tests/test_cli_outputs.py"
+
+
 def test_the_cap_of_test_files_comes_after_the_line_map(graph):
     """serving/command.py is reached by more serving test files than the cap: uncapped
     (for the line map to choose from) the list holds test_serving_placement.py, whose
