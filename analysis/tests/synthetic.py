@@ -413,6 +413,7 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
                      retest_burst: Optional[Dict[Tuple[int, int], int]] = None,
                      pair_tail_df: Optional[float] = None,
                      second_visit: Optional[Dict[Tuple[int, int], float]] = None,
+                     latency_link: Optional[Dict[Tuple[int, int], float]] = None,
                      ) -> SyntheticRun:
     """An all-pairs latency (8 B ping-pong) and bandwidth (1 MiB) run with planted culprits.
 
@@ -429,6 +430,8 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
     link_tail: (s, d) -> fraction of that pair's samples (both directions) hitting the 50x
     timeout, like `lossy` for one link.
     latency_host: rank -> time factor of every latency pair touching it (bandwidth as is).
+    latency_link: (s, d) -> time factor of that pair's round trips (both directions;
+    bandwidth as is): a cost per message, not per byte.
     stall_iters: (s, d) -> the iterations of that pair (both directions, both tests) that
     take 50x longer: stalls placed by hand (spread over the pass: a lossy path; in a row:
     one burst).
@@ -468,6 +471,9 @@ def write_matrix_run(path, nranks: int = 6, ranks_per_host: int = 1, *,
     for r, f in (latency_host or {}).items():
         lat_factor[r, :] *= f
         lat_factor[:, r] *= f
+    for (s, d), f in (latency_link or {}).items():
+        lat_factor[s, d] *= f
+        lat_factor[d, s] *= f
     lat = matrix_samples(nranks, iterations, 2 * 20_000, rng, lat_factor, 8, run.start_ns(),
                          jitter=jitter, tail=tail, symmetric=True)
     _stall(lat, stall_iters)

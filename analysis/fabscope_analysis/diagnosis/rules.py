@@ -6,7 +6,8 @@ In order, each step explaining what the next would otherwise name:
 2. a rank side: one NIC (send, receive, or both for a round trip), or the whole host
    when at least half of its ranks stand out on that side (a host of one rank is a host);
 3. a host pair (a cable or port between two hosts): the block of all their GPU pairs;
-4. single links whose residual stands out and that nothing above explains: named when
+4. single links whose residual stands out and that nothing above explains (at least
+   half of the GPU pairs inside one host: that host, once; host_inside.py): named when
    the serial retest confirmed them slow alone, or when no diffuse slowness comes with
    them (a sign test of the pairs the margin slow against those the margin fast, within
    leaves and between leaves apart: _unstructured); with it, they are congestion
@@ -24,7 +25,7 @@ import numpy as np
 from scipy.stats import binom
 
 from ..inference import benjamini_hochberg
-from . import leaf_rows, paths, systemic
+from . import host_inside, leaf_rows, paths, systemic
 from .evidence import HOST_PAIR_SHARE, MARGIN, Q, Effect, block_rest_p
 from .model import Fit, Layout
 from .result import HOST, HOST_PAIR, LEAF, LINK, NIC, Congestion, Culprit
@@ -76,6 +77,7 @@ def name_components(layout: Layout, tests: List[TestEvidence], q_family: float =
     for t in tests:
         _links(layout, t, out)
     _links_to_host_pairs(layout, tests, out, q_family)
+    host_inside.name_hosts_from_inside_links(layout, tests, out)
     out.culprits.sort(key=lambda c: (-c.score, c.subject()))
     return out
 
