@@ -11,6 +11,7 @@ import pytest
 from expected_outputs import check_expected, text_lines
 from fabscope_analysis.synth import Cluster, generate
 from helpers import ANALYSIS_DIR, run_main
+from synthetic import write_matrix_run
 
 SHIPPED = f"{ANALYSIS_DIR}/criteria/rack-acceptance.yaml"
 
@@ -86,6 +87,23 @@ def fabric_runs(tmp_path_factory):
     return {k: str(v) for k, v in runs.items()}
 
 
+@pytest.fixture(scope="module")
+def matrix_runs(tmp_path_factory):
+    """Hand-built all-pairs runs of 12 ranks on 6 hosts: one whose numbers are doubtful
+    (/validity: a busy host, ranks sharing CPUs), one with a lossy rank and a pair the
+    serial retest confirmed slow beside one it cleared."""
+    d = tmp_path_factory.mktemp("accept-matrix")
+    runs = {"doubtful": d / "doubtful.h5", "retested": d / "retested.h5"}
+    write_matrix_run(runs["doubtful"], nranks=12, ranks_per_host=2, seed=3, pair_noise=0.04,
+                     validity=[("fh1", "busy_host", 2.0, 0.5, "other work held the CPUs"),
+                               ("*", "oversubscribed", 6, 2, "ranks share CPUs")])
+    write_matrix_run(runs["retested"], nranks=12, ranks_per_host=2, seed=4, pair_noise=0.04,
+                     lossy={7: 0.05}, link={(2, 9): 0.5, (4, 11): 0.6},
+                     retest=[(2, 9), (4, 11)], controls=[(0, 3), (1, 5), (6, 8)],
+                     retest_factor={(4, 11): 1.0})
+    return {k: str(v) for k, v in runs.items()}
+
+
 def _criteria(tmp_path, text):
     path = tmp_path / "criteria.yaml"
     path.write_text(textwrap.dedent(text))
@@ -142,3 +160,9 @@ def test_accept_tolerance_from_known_good_runs(files, tmp_path, run):
 def test_accept_rack_criteria_on_a_fabric(fabric_runs, tmp_path, name):
     _accept(f"rack-{name}", fabric_runs, tmp_path, fabric_runs[name], "--criteria", SHIPPED,
             junit=True)
+
+
+@pytest.mark.parametrize("name", ["doubtful", "retested"])
+def test_accept_on_hand_built_matrices(matrix_runs, tmp_path, name):
+    _accept(f"matrix-{name}", matrix_runs, tmp_path, matrix_runs[name], "--criteria", SHIPPED,
+            junit=name == "doubtful")

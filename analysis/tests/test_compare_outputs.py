@@ -8,6 +8,7 @@ import pytest
 
 from expected_outputs import check_expected, text_lines
 from helpers import run_main
+from synthetic import write_standard_run
 
 CASES = {
     "same-fabric": (["standard", "same"], ["--resamples", "200"]),
@@ -40,3 +41,25 @@ def test_compare_with_an_aa_archive(files, tmp_path):
     replace[str(archive)] = "<archive>"
     check_expected("compare", "aa-archive", {"exit": out.returncode, "stdout": text_lines(out.stdout, replace),
                                              "stderr": text_lines(out.stderr, replace)})
+
+
+@pytest.fixture(scope="module")
+def more_runs(tmp_path_factory):
+    """Two more runs of the standard fabric and two 30 % slower: three runs a side."""
+    d = tmp_path_factory.mktemp("compare-runs")
+    out = {}
+    for name, seed, scale in (("a2", 12, 1.0), ("a3", 13, 1.0), ("b2", 14, 1.3), ("b3", 15, 1.3)):
+        out[name] = str(d / f"{name}.h5")
+        write_standard_run(out[name], seed=seed, latency_scale=scale, slow_pair=None, with_hosts=False)
+    return out
+
+
+def test_compare_three_runs_a_side(files, more_runs):
+    """3 vs 3: the runs' permutation test over every split."""
+    runs = dict(files, **more_runs)
+    out = run_main("compare", files["standard"], more_runs["a2"], more_runs["a3"], "--",
+                   files["slower"], more_runs["b2"], more_runs["b3"], "--resamples", "200")
+    replace = {str(p): f"<{name}>" for name, p in runs.items()}
+    check_expected("compare", "three-runs-a-side", {
+        "exit": out.returncode, "stdout": text_lines(out.stdout, replace),
+        "stderr": text_lines(out.stderr, replace)})
