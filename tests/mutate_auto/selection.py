@@ -49,22 +49,25 @@ class CppTests:
 CPP_TESTS: List[CppTests] = [
     CppTests("src/cli/", ("fabscope",),
              r"^mpi\.(cli|closing_verdict|bad_scenarios|launch_args)$",
-             ("analysis/tests/test_impact.py", "-k", "list_model"),
-             "the command line: options, list (and list --model, read by the analysis), exit codes, "
-             "the closing verdict"),
+             ("analysis/tests/test_binary_outputs.py", "analysis/tests/test_impact.py", "-k",
+              "list_model or fabscope_list"),
+             "the command line: options, list (and list --model, read by the analysis; list's whole "
+             "output for every shipped scenario), exit codes, the closing verdict"),
     CppTests("src/driver/", ("fabscope", "fabscope_unit_tests"),
              r"^(mpi\.(run_np2|run_np4|batch_figure|file_structure|progress|repeats|data_check)|"
              r"(BatchFigure|CounterSummary|InstanceAttributes|PatternBudget|ScopedStatistics|SiteScopes|"
-             r"SummaryTable)\..*)$", (),
-             "the runner: plans, runs, summary rows and the file's structure (mpi), its figures (unit)"),
+             r"SummaryTable)\..*)$", ("analysis/tests/test_binary_outputs.py",),
+             "the runner: plans (and list's whole output for every shipped scenario), runs, summary "
+             "rows and the file's structure (mpi), its figures (unit)"),
     CppTests("src/kinds/kvpush/", ("fabscope", "fabscope_unit_tests"),
              r"^(mpi\.kv_(push|conditions|one_sided)|KvPush[A-Za-z]*\..*)$",
-             ("analysis/tests/test_documented_ranges.py",),
-             "the KV push kind: its configuration and schedule (unit), its runs (mpi) and its "
-             "keys' documented ranges"),
+             ("analysis/tests/test_documented_ranges.py", "analysis/tests/test_binary_outputs.py"),
+             "the KV push kind: its configuration and schedule (unit), its runs (mpi), its "
+             "keys' documented ranges and the plans list prints"),
     CppTests("src/kinds/incast/", ("fabscope",), r"^mpi\.incast$",
-             ("analysis/tests/test_documented_ranges.py",),
-             "the incast kind's runs and per-sender bytes, and its keys' documented ranges"),
+             ("analysis/tests/test_documented_ranges.py", "analysis/tests/test_binary_outputs.py"),
+             "the incast kind's runs and per-sender bytes, its keys' documented ranges and the "
+             "plans list prints"),
 ]
 
 

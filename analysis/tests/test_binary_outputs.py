@@ -1,0 +1,49 @@
+"""The binary's plan as `fabscope list` prints it (every test instance, its size, rounds,
+memory, estimate and schedule) for every shipped scenario at a few cluster shapes, and
+the serving model listing, held against the recorded expectation (expected_outputs.py:
+a change detector for the runner's planning, the kinds' configuration and schedules;
+the promises are the C++ unit and MPI tests')."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from expected_outputs import check_expected, text_lines
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = sorted(p.name for p in (ROOT / "scenarios").glob("*.yaml"))
+# (ranks, ranks per node, nodes per leaf): two hosts on one leaf; 16 hosts in 4 leaves
+SHAPES = [(16, 8, 0), (128, 8, 4)]
+
+
+def _binary() -> str:
+    for candidate in (os.environ.get("FABSCOPE_BIN"), str(ROOT / "build" / "fabscope")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    pytest.skip("no fabscope binary (build/fabscope or FABSCOPE_BIN)")
+
+
+def _list(*args):
+    done = subprocess.run([_binary(), "list", *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, env=dict(os.environ, OMPI_MCA_plm="isolated"))
+    return {"exit": done.returncode, "stdout": text_lines(done.stdout), "stderr": text_lines(done.stderr)}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_fabscope_list(scenario):
+    held = {f"{n} ranks, {per_node} a node, {leaf} nodes a leaf": _list(
+        "--scenario", f"scenarios/{scenario}", "--ranks", n, "--ranks-per-node", per_node,
+        "--nodes-per-leaf", leaf) for n, per_node, leaf in SHAPES}
+    check_expected("binary", scenario[:-len(".yaml")], held)
+
+
+@pytest.mark.parametrize("model", ["llama3-8b", "llama3-70b", "deepseek-v3"])
+def test_fabscope_list_model(model):
+    check_expected("binary", f"model-{model}", {
+        "tp 8": _list("--model", model),
+        "tp 4, batches and prompts": _list("--model", model, "--tp", 4, "--decode-batch", 1, 7, 64,
+                                           "--prompt", 1000, 32768, "--block-tokens", 32),
+        "with a scenario": _list("--model", model, "--scenario", "scenarios/llama3-70b-serving.yaml",
+                                 "--ranks", 16)})
