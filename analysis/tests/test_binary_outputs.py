@@ -47,3 +47,29 @@ def test_fabscope_list_model(model):
                                            "--prompt", 1000, 32768, "--block-tokens", 32),
         "with a scenario": _list("--model", model, "--scenario", "scenarios/llama3-70b-serving.yaml",
                                  "--ranks", 16)})
+
+
+# One test of each kind with only the keys it cannot do without (and sizes): every other
+# value is the kind's default, which the shipped scenarios mostly set explicitly.
+MINIMAL = {
+    "latency": "", "bandwidth": "", "bibw": "", "incast": "", "allreduce": "", "alltoall": "",
+    "api": "", "example": "",
+    "kvpush": "",
+    "mix": "    layout: {prefill: 1, decode: 1, tp: 1, frontend: 5}\n    clients: 4\n",
+    "fault": "    fault: loss\n    transport: ucx\n    fault_command: 'true'\n",
+    "reference": "    tool: ib_write_bw\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MINIMAL))
+def test_fabscope_list_defaults(kind, tmp_path):
+    path = tmp_path / f"{kind}.yaml"
+    sizes = {"kvpush": "{derive: kv-request, block_tokens: 16, prompt_tokens: [2048]}",
+             "alltoall": "[59264]"}.get(kind, "[64KiB]")   # alltoall: 8 tokens of 7408 B
+    model = "deepseek-v3" if kind == "alltoall" else "llama3-8b"   # tokens routed to experts
+    path.write_text(f"name: defaults\nmodel: {model}\ntests:\n  - name: t\n    kind: {kind}\n"
+                    f"    sizes: {sizes}\n" + MINIMAL[kind])
+    held = _list("--scenario", path, "--ranks", 16)
+    held["stdout"] = [line.replace(str(tmp_path), "<dir>") for line in held["stdout"]]
+    held["stderr"] = [line.replace(str(tmp_path), "<dir>") for line in held["stderr"]]
+    check_expected("binary", f"defaults-{kind}", held)
