@@ -26,15 +26,20 @@ from expected_outputs import EXPECTED_DIR, RECORD, check_expected, text_lines
 from serving_files import add_collective, add_kv, reopened, serving_file
 from synthetic import SAMPLE_DTYPE, SyntheticRun, write_matrix_run
 from test_serving_calibrate import PROBE_LISTING, Calibration
+from test_serving_fit_groups import grouped_run
+from test_serving_fit_nodes import rotated_run
 from test_serving_line_rate import inventory
 
 from fabscope_analysis.cli import main
+from fabscope_analysis.reader import open_result
 from fabscope_analysis.serving import plan_command
 from fabscope_analysis.serving.calibrate import parse_instances
+from fabscope_analysis.serving.impact_text import compare_lines, impact_html, report_impact
 from fabscope_analysis.serving.plan_list import fabscope_binary, run_list
 
 GROUP = "serving"
 LISTINGS = EXPECTED_DIR / GROUP / "listings.json"
+_RECORDED = {}
 _TEMPORARY = re.compile(r"\.plan-\w+\.yaml")   # the plan's scenario as listed, a temporary file
 
 
@@ -87,17 +92,29 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("serving")
     chunk = {"chunk": 2048, "tp_us": 150.0}
     return d, {
-        "healthy": serving_file(d / "healthy.h5", iterations=6000, requests=320, prefill=chunk),
+        "healthy": serving_file(d / "healthy.h5", iterations=6000, requests=300, prefill=chunk),
         "slow": serving_file(d / "slow.h5", seed=2, tp_us=45.0, tp_loaded=(("incast", 2.4),
                              ("bidirectional", 1.05)), kv_ms=260.0,
-                             kv_loaded=(("incast", 3.1),), iterations=3000, requests=110),
+                             kv_loaded=(("incast", 3.1),), iterations=3000, requests=100),
         "moe": serving_file(d / "moe.h5", seed=3, model="deepseek-v3", moe_us=90.0,
                             iterations=3000, requests=60, api_ms=4.0,
                             prefill={"chunk": 1024, "tp_us": 120.0, "moe_us": 400.0}),
         "stalls": stall_file(d / "stalls.h5"),
         "line_rate": line_rate_file(d / "line_rate.h5"),
         "cluster": slow_cluster_file(d / "cluster.h5"),
+        "groups": grouped_run(d, slow_group=2, name="groups.h5"),
+        "groups_bursts": grouped_run(d, everywhere=0.004, bursts=((1, 3), (5, 0)), rounds=6,
+                                     name="bursts.h5", seed=8),
+        "nodes": rotated_run(d, slow_node=5, name="nodes.h5"),
+        "criteria": _write(d / "fit.criteria.yaml", "slo:\n  itl_p99: 60ms\n  ttft_p99: 2s\n"
+                                                    "  itl_share: 12%\n  cif_p99: 3\n"),
+        "bad_criteria": _write(d / "bad.criteria.yaml", "slo:\n  itl_p99: 60ms\n  ttft_p99: soon\n"),
     }
+
+
+def _write(path, text):
+    path.write_text(text)
+    return str(path)
 
 
 def _run(capsys, argv, replace):
@@ -121,6 +138,13 @@ FIT_CASES = {
     "stalls": ["stalls", "--slo", "itl_p99=20ms,ttft_p99=500ms", "--no-diagnose"],
     "line_rate": ["line_rate", "--slo", "ttft_p99=1s", "--no-diagnose", "--prompt", "4096"],
     "cluster_diagnosed": ["cluster", "--slo", "itl_p99=50ms"],
+    "groups_slow_group": ["groups", "--model", "llama3-8b", "--tp", "2", "--gpus-per-node", "1",
+                          "--decode-batch", "1", "--slo", "itl_p99=200ms,cif_p99=off", "--no-diagnose"],
+    "groups_bursts": ["groups_bursts", "--model", "llama3-8b", "--tp", "2", "--gpus-per-node",
+                      "1", "--decode-batch", "1", "--slo", "itl_p99=150ms", "--no-diagnose"],
+    "nodes_slow_node": ["nodes", "--slo", "ttft_p99=2s,cif_p99=off"],
+    "criteria_file": ["healthy", "--criteria", "<criteria>", "--slo", "ttft_p99=1s", "--no-diagnose"],
+    "bad_criteria_file": ["healthy", "--criteria", "<bad_criteria>"],
     "bad_slo": ["healthy", "--slo", "itl_p99=fast"],
 }
 
@@ -129,6 +153,7 @@ FIT_CASES = {
 def test_fit_text_and_json(files, tmp_path, capsys, case):
     d, paths = files
     which, *options = FIT_CASES[case]
+    options = [paths[o[1:-1]] if o.startswith("<") else o for o in options]
     out_json = tmp_path / "fit.json"
     got = _run(capsys, ["fit", paths[which], *options, "--json", str(out_json)],
                {str(d): "<dir>", str(tmp_path): "<out>"})
@@ -157,6 +182,19 @@ def test_impact_text_and_json(files, tmp_path, capsys, case):
     if out_json.exists():
         got["json"] = json.loads(out_json.read_text().replace(str(d), "<dir>"))
     check_expected(GROUP, f"impact_{case}", got)
+
+
+def test_impact_in_the_report_and_compare(files):
+    """The report's section (the headline lines) and compare's lines, from the same files."""
+    d, paths = files
+    opened = {name: open_result(paths[name]) for name in ("healthy", "slow", "moe")}
+    got = {name: impact_html(report_impact(r)).replace(str(d), "<dir>").split("<li")
+           for name, r in opened.items()}
+    got["unknown_model"] = impact_html(report_impact(opened["healthy"], "gpt-5"))
+    got["compare"] = compare_lines([opened["healthy"], opened["slow"]], ["A", "B"])
+    got["compare_reverse"] = compare_lines([opened["slow"], opened["healthy"]], ["B", "A"])
+    got["compare_models_differ"] = compare_lines([opened["healthy"], opened["moe"]], ["A", "M"])
+    check_expected(GROUP, "impact_report_compare", got)
 
 
 PLACEMENTS = {
@@ -205,7 +243,8 @@ def _listing_key(args, replace):
 @pytest.fixture
 def replayed_listings(monkeypatch, tmp_path):
     """`fabscope list` answered from listings.json (recorded from the binary)."""
-    store = json.loads(LISTINGS.read_text()) if LISTINGS.exists() else {}
+    # recording starts afresh (one process: not under -n), so no answer outlives its plan
+    store = _RECORDED if RECORD else json.loads(LISTINGS.read_text())
     replace = {str(tmp_path): "<dir>"}
 
     def listed(binary, args):
@@ -244,6 +283,27 @@ PLANS = {
     "llama405_nvl_domain": ["--model", "llama3-405b", "--pp", "2", "--ranks", "32",
                             "--ranks-per-node", "4", "--nodes-per-nvlink-domain", "2",
                             "--budget", "20m", "--slo", "itl_p99=80ms", "--paths", "host"],
+    "llama70_topology_gpu_paths": ["--model", "llama3-70b", "--ranks", "32", "--topology",
+                                   "<topology>", "--budget", "8m", "--slo",
+                                   "itl_p99=50ms,ttft_p50=800ms", "--paths", "gpu",
+                                   "--decode-batch", "4", "--prompt", "4096"],
+    "deepseek_ep32_tight_90s": ["--model", "deepseek-v3", "--ep", "32", "--ranks", "32",
+                                "--budget", "90s", "--slo", "itl_p99=50ms,ttft_p99=2s",
+                                "--paths", "host", "--conditions", "quiet,incast"],
+    "llama70_20_ranks_4_canaries": ["--model", "llama3-70b", "--tp", "4", "--ranks", "20",
+                                    "--ranks-per-node", "4", "--budget", "10m", "--slo",
+                                    "itl_p99=50ms", "--paths", "host", "--conditions",
+                                    "quiet,copy", "--prefill-chunk", "none"],
+    "llama70_128_ranks_all_pairs": ["--model", "llama3-70b", "--ranks", "128", "--budget", "30m",
+                                    "--slo", "ttft_p99=2s", "--paths", "host", "--conditions",
+                                    "quiet", "--prompt", "8192"],
+    "llama70_136_ranks_sampled": ["--model", "llama3-70b", "--ranks", "136", "--budget", "30m",
+                                  "--slo", "ttft_p99=2s", "--paths", "host", "--conditions",
+                                  "quiet", "--prompt", "8192"],
+    "refused_topology_pattern": ["--model", "llama3-70b", "--ranks", "16", "--topology",
+                                 "<pattern_topology>", "--slo", "itl_p99=50ms", "--paths", "host"],
+    "refused_conditions": ["--model", "llama3-70b", "--ranks", "16", "--slo", "itl_p99=50ms",
+                           "--conditions", "incast,quiet", "--paths", "host"],
     "refused_budget": ["--model", "llama3-70b", "--ranks", "16", "--budget", "1s", "--slo",
                        "itl_p99=50ms", "--paths", "host"],
     "refused_tp": ["--model", "llama3-70b", "--tp", "32", "--ranks", "16", "--slo", "itl_p99=50ms",
@@ -253,7 +313,17 @@ PLANS = {
 }
 
 
+TOPOLOGIES = {
+    "topology": "hosts:\n" + "".join(f"  n{i}: {{pod: p{i // 4}, leaf: l{i // 2}}}\n" for i in range(4)),
+    "pattern_topology": "hosts:\n  'n*': {pod: p0, leaf: l0}\n",
+}
+
+
 def _plan(capsys, tmp_path, argv, name="plan.yaml"):
+    for key, text in TOPOLOGIES.items():
+        if f"<{key}>" in argv:
+            (tmp_path / f"{key}.yaml").write_text(text)
+            argv = [str(tmp_path / f"{key}.yaml") if a == f"<{key}>" else a for a in argv]
     out = tmp_path / name
     got = _run(capsys, ["plan", *argv, "--output", str(out)], {str(tmp_path): "<dir>"})
     for written in (out, out.with_name(out.stem + ".criteria.yaml")):
@@ -290,6 +360,11 @@ def test_calibrated_plan_and_its_probe(replayed_listings, capsys):
                                   "--calibration-probe", str(tmp_path / "probe.yaml")],
                          {str(tmp_path): "<dir>"})}
     got["probe"]["probe.yaml"] = text_lines((tmp_path / "probe.yaml").read_text())
+    gpu = [w if w != "host" else "gpu" for w in common]
+    got["probe_gpu"] = _run(capsys, ["plan", *gpu, "--output", str(tmp_path / "x.yaml"),
+                                     "--calibration-probe", str(tmp_path / "probe-gpu.yaml")],
+                            {str(tmp_path): "<dir>"})
+    got["probe_gpu"]["probe.yaml"] = text_lines((tmp_path / "probe-gpu.yaml").read_text())
     slow = Calibration(500e-6, 0.05e9, 10e-3, 0.1, 0, 0, 0, 0)
     probe = _probe_result(tmp_path / "probe.h5", PROBE_LISTING, slow)
     got["calibrated"] = _plan(capsys, tmp_path, common + ["--calibration", probe,
