@@ -29,18 +29,19 @@ from test_serving_calibrate import PROBE_LISTING, Calibration
 from test_serving_fit_groups import grouped_run
 from test_serving_fit_nodes import rotated_run
 from test_serving_line_rate import inventory
+from test_mix import write_mix_file
 
 from fabscope_analysis.cli import main
 from fabscope_analysis.reader import open_result
 from fabscope_analysis.serving import plan_command
-from fabscope_analysis.serving.calibrate import parse_instances
+from fabscope_analysis.serving.calibrate import calibration_scenario, parse_instances
 from fabscope_analysis.serving.impact_text import compare_lines, impact_html, report_impact
 from fabscope_analysis.serving.plan_list import fabscope_binary, run_list
 
 GROUP = "serving"
 LISTINGS = EXPECTED_DIR / GROUP / "listings.json"
 _RECORDED = {}
-_TEMPORARY = re.compile(r"\.plan-\w+\.yaml")   # the plan's scenario as listed, a temporary file
+_TEMPORARY = re.compile(r"\.(plan|calibration)-\w+\.yaml")   # listed scenarios: temporary files
 
 
 def stall_file(path):
@@ -87,6 +88,23 @@ def slow_cluster_file(path):
     return run.path
 
 
+def mix_file(path):
+    """The serving mix (all-reduces doubled together, KV x1.5, the front end unchanged) and
+    two TP all-reduce series of one class, the faster named last: fit judges the one of the
+    lowest quiet median and names the other."""
+    close = SyntheticRun.close
+
+    def close_with_series(run, *args, **kwargs):
+        rng = np.random.default_rng(4)
+        for name, us in (("tp-allreduce", 30.0), ("tp-allreduce-tuned", 22.0)):
+            add_collective(run, "allreduce", us * 1e3 * rng.lognormal(0, 0.1, 2000), 32 * 8192 * 2,
+                           "quiet", name=name)
+        close(run, *args, **kwargs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SyntheticRun, "close", close_with_series)
+        return write_mix_file(path)
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("serving")
@@ -106,6 +124,7 @@ def files(tmp_path_factory):
         "groups_bursts": grouped_run(d, everywhere=0.004, bursts=((1, 3), (5, 0)), rounds=6,
                                      name="bursts.h5", seed=8),
         "nodes": rotated_run(d, slow_node=5, name="nodes.h5"),
+        "mix": mix_file(d / "mix.h5"),
         "criteria": _write(d / "fit.criteria.yaml", "slo:\n  itl_p99: 60ms\n  ttft_p99: 2s\n"
                                                     "  itl_share: 12%\n  cif_p99: 3\n"),
         "bad_criteria": _write(d / "bad.criteria.yaml", "slo:\n  itl_p99: 60ms\n  ttft_p99: soon\n"),
@@ -142,6 +161,7 @@ FIT_CASES = {
                           "--decode-batch", "1", "--slo", "itl_p99=200ms,cif_p99=off", "--no-diagnose"],
     "groups_bursts": ["groups_bursts", "--model", "llama3-8b", "--tp", "2", "--gpus-per-node",
                       "1", "--decode-batch", "1", "--slo", "itl_p99=150ms", "--no-diagnose"],
+    "mix_two_series": ["mix", "--tp", "8", "--slo", "itl_p99=50ms,ttft_p99=2s", "--no-diagnose"],
     "nodes_slow_node": ["nodes", "--slo", "ttft_p99=2s,cif_p99=off"],
     "criteria_file": ["healthy", "--criteria", "<criteria>", "--slo", "ttft_p99=1s", "--no-diagnose"],
     "bad_criteria_file": ["healthy", "--criteria", "<bad_criteria>"],
@@ -169,6 +189,7 @@ IMPACT_CASES = {
     "moe_dp_attention": ["moe", "--tp", "1", "--dp-attention", "--ep", "8"],
     "stalls": ["stalls", "--model", "llama3-8b", "--block-tokens", "32"],
     "line_rate": ["line_rate", "--prefill-ms", "1500"],
+    "mix_two_series": ["mix", "--tp", "8", "--prefill-ms", "400"],
 }
 
 
@@ -187,12 +208,13 @@ def test_impact_text_and_json(files, tmp_path, capsys, case):
 def test_impact_in_the_report_and_compare(files):
     """The report's section (the headline lines) and compare's lines, from the same files."""
     d, paths = files
-    opened = {name: open_result(paths[name]) for name in ("healthy", "slow", "moe")}
+    opened = {name: open_result(paths[name]) for name in ("healthy", "slow", "moe", "mix")}
     got = {name: impact_html(report_impact(r)).replace(str(d), "<dir>").split("<li")
            for name, r in opened.items()}
     got["unknown_model"] = impact_html(report_impact(opened["healthy"], "gpt-5"))
     got["compare"] = compare_lines([opened["healthy"], opened["slow"]], ["A", "B"])
     got["compare_reverse"] = compare_lines([opened["slow"], opened["healthy"]], ["B", "A"])
+    got["compare_mix"] = compare_lines([opened["mix"], opened["mix"]], ["A", "B"], tp=8)
     got["compare_models_differ"] = compare_lines([opened["healthy"], opened["moe"]], ["A", "M"])
     check_expected(GROUP, "impact_report_compare", got)
 
@@ -251,7 +273,7 @@ def replayed_listings(monkeypatch, tmp_path):
         key = _listing_key(args, replace)
         if RECORD:
             rc, out, err = run_list(fabscope_binary(), args)
-            store[key] = [rc] + [_TEMPORARY.sub(".plan-<tmp>.yaml", text.replace(str(tmp_path), "<dir>"))
+            store[key] = [rc] + [_TEMPORARY.sub(r".\1-<tmp>.yaml", text.replace(str(tmp_path), "<dir>"))
                                  for text in (out, err)]
             LISTINGS.write_text(json.dumps(dict(sorted(store.items())), indent=0) + "\n")
         assert key in store, (f"no recorded `fabscope list {key}`: the plan's scenario changed; "
@@ -377,6 +399,7 @@ def test_calibrated_plan_and_its_probe(replayed_listings, capsys):
                                                           "--calibration-wall", "30"], "cal.yaml")
     got["calibrated_file_times"] = _plan(capsys, tmp_path, common + ["--calibration", probe],
                                          "cal2.yaml")
+    got["probe_scenario_of_defaults"] = calibration_scenario()
     check_expected(GROUP, "plan_calibrated", got)
 
 
