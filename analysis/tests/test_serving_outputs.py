@@ -63,13 +63,14 @@ def stall_file(path):
 
 def line_rate_file(path):
     """KV requests between hosts of known line rate (fh0 10 Gb/s -> fh1 200 Gb/s RDMA),
-    at 1.1 GB/s: near the 10 Gb/s sender's line rate."""
+    at 0.9 GB/s: 72 % of the 10 Gb/s sender's line rate, below the share where the likely
+    limiters are named."""
     run = SyntheticRun(path, nranks=4, ranks_per_host=1)
     run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
     run.add_hosts(inventory())
     rng = np.random.default_rng(2)
     nbytes = 64 << 20
-    q = add_kv(run, nbytes / 1.1 * rng.lognormal(0, 0.02, 60), np.full(60, 1e4), nbytes=nbytes,
+    q = add_kv(run, nbytes / 0.9 * rng.lognormal(0, 0.02, 60), np.full(60, 1e4), nbytes=nbytes,
                prefill=0, decode=1, messages=4)
     add_kv(run, nbytes / 0.6 * rng.lognormal(0, 0.02, 60), np.full(60, 1e4), "bidirectional",
            nbytes=nbytes, prefill=0, decode=1, messages=4, quiet_index=q)
@@ -88,21 +89,34 @@ def slow_cluster_file(path):
     return run.path
 
 
-def mix_file(path):
-    """The serving mix (all-reduces doubled together, KV x1.5, the front end unchanged) and
-    two TP all-reduce series of one class, the faster named last: fit judges the one of the
-    lowest quiet median and names the other."""
+def with_more(build, more):
+    """What `build()` writes, with what `more(run)` adds just before the file is closed."""
     close = SyntheticRun.close
 
-    def close_with_series(run, *args, **kwargs):
-        rng = np.random.default_rng(4)
-        for name, us in (("tp-allreduce", 30.0), ("tp-allreduce-tuned", 22.0)):
-            add_collective(run, "allreduce", us * 1e3 * rng.lognormal(0, 0.1, 2000), 32 * 8192 * 2,
-                           "quiet", name=name)
+    def close_with_more(run, *args, **kwargs):
+        more(run)
         close(run, *args, **kwargs)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(SyntheticRun, "close", close_with_series)
-        return write_mix_file(path)
+        patch.setattr(SyntheticRun, "close", close_with_more)
+        return build()
+
+
+def two_series(run):
+    """Two TP all-reduce series of one class, the faster named last: fit judges the one of
+    the lowest quiet median and names the other."""
+    rng = np.random.default_rng(4)
+    for name, us in (("tp-allreduce", 30.0), ("tp-allreduce-tuned", 22.0)):
+        add_collective(run, "allreduce", us * 1e3 * rng.lognormal(0, 0.1, 2000), 32 * 8192 * 2,
+                       "quiet", name=name)
+
+
+def tp_only_conditions(run):
+    """The TP all-reduce alone under incast (the MoE rounds not), and 19 operations of it
+    under copy, one fewer than a composed step needs."""
+    rng = np.random.default_rng(6)
+    nbytes = 32 * 7168 * 2
+    add_collective(run, "allreduce", 25e3 * rng.lognormal(0, 0.1, 2000), nbytes, "incast")
+    add_collective(run, "allreduce", 25e3 * rng.lognormal(0, 0.1, 19), nbytes, "copy")
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +138,11 @@ def files(tmp_path_factory):
         "groups_bursts": grouped_run(d, everywhere=0.004, bursts=((1, 3), (5, 0)), rounds=6,
                                      name="bursts.h5", seed=8),
         "nodes": rotated_run(d, slow_node=5, name="nodes.h5"),
-        "mix": mix_file(d / "mix.h5"),
+        # the serving mix: all-reduces doubled together, KV x1.5, the front end unchanged
+        "mix": with_more(lambda: write_mix_file(d / "mix.h5"), two_series),
+        "moe_partial": with_more(lambda: serving_file(d / "moe_partial.h5", seed=9, model="deepseek-v3",
+                                                      moe_us=70.0, tp_loaded=(), iterations=2000,
+                                                      requests=30, tp_us=15.0), tp_only_conditions),
         "criteria": _write(d / "fit.criteria.yaml", "slo:\n  itl_p99: 60ms\n  ttft_p99: 2s\n"
                                                     "  itl_share: 12%\n  cif_p99: 3\n"),
         "bad_criteria": _write(d / "bad.criteria.yaml", "slo:\n  itl_p99: 60ms\n  ttft_p99: soon\n"),
@@ -162,6 +180,8 @@ FIT_CASES = {
     "groups_bursts": ["groups_bursts", "--model", "llama3-8b", "--tp", "2", "--gpus-per-node",
                       "1", "--decode-batch", "1", "--slo", "itl_p99=150ms", "--no-diagnose"],
     "mix_two_series": ["mix", "--tp", "8", "--slo", "itl_p99=50ms,ttft_p99=2s", "--no-diagnose"],
+    "moe_conditions_partial": ["moe_partial", "--slo", "itl_p99=80ms", "--ep", "16",
+                               "--no-diagnose"],
     "nodes_slow_node": ["nodes", "--slo", "ttft_p99=2s,cif_p99=off"],
     "criteria_file": ["healthy", "--criteria", "<criteria>", "--slo", "ttft_p99=1s", "--no-diagnose"],
     "bad_criteria_file": ["healthy", "--criteria", "<bad_criteria>"],
