@@ -145,6 +145,7 @@ def files(tmp_path_factory):
                                                       requests=30, tp_us=15.0), tp_only_conditions),
         "criteria": _write(d / "fit.criteria.yaml", "slo:\n  itl_p99: 60ms\n  ttft_p99: 2s\n"
                                                     "  itl_share: 12%\n  cif_p99: 3\n"),
+        "absent_criteria": str(d / "absent.criteria.yaml"),
         "bad_criteria": _write(d / "bad.criteria.yaml", "slo:\n  itl_p99: 60ms\n  ttft_p99: soon\n"),
     }
 
@@ -185,6 +186,9 @@ FIT_CASES = {
     "nodes_slow_node": ["nodes", "--slo", "ttft_p99=2s,cif_p99=off"],
     "criteria_file": ["healthy", "--criteria", "<criteria>", "--slo", "ttft_p99=1s", "--no-diagnose"],
     "bad_criteria_file": ["healthy", "--criteria", "<bad_criteria>"],
+    "absent_criteria_file": ["healthy", "--criteria", "<absent_criteria>"],
+    "healthy_colocated_ttft": ["healthy", "--slo", "ttft_p99=2s,ttft_p50=1s", "--colocated",
+                               "--prefill-chunk", "2048", "--no-diagnose"],
     "bad_slo": ["healthy", "--slo", "itl_p99=fast"],
 }
 
