@@ -70,6 +70,23 @@ def by_name(plan):
     return {t["name"]: t for t in plan.scenario["tests"]}
 
 
+def test_a_listing_without_tp_all_reduces_plans_attention_data_parallel():
+    """At tp 1 the binary prints no all-reduce size line (no TP all-reduce, tests/data as it
+    prints it): the listing is read with no decode batch and the DP-attention plan made
+    from it. A listing that counts all-reduces but prints none of their sizes is refused."""
+    with open(os.path.join(HERE, "data", "list-model-deepseek-v3-tp1.txt"), encoding="utf-8") as f:
+        sizes = parse_model_listing(f.read())
+    assert (sizes.allreduces_per_step, sizes.decode_batches, sizes.prompt_tokens,
+            sizes.has_experts) == (0, [], [2048, 8192], True)
+    dpa = fit_budget(PlanRequest("deepseek-v3", 1, 64, Cluster(128), 1800.0, "itl_p99=50ms",
+                                 dp_attention=True), sizes, knobs(), "c.yaml", fake_estimate)
+    assert "tp-allreduce" not in by_name(dpa) and "moe-dispatch-combine" in by_name(dpa)
+    with open(os.path.join(HERE, "data", "list-model-deepseek-v3-tp8.txt"), encoding="utf-8") as f:
+        text = "".join(line for line in f.readlines() if not line.startswith("  allreduce"))
+    with pytest.raises(PlanError, match="all-reduces per decode step"):
+        parse_model_listing(text)
+
+
 def test_model_listing_takes_prompt_lengths_from_kv_lines_and_batches_from_allreduce_lines_only():
     """A size line of either kind without the field that kind is read for adds nothing: a
     prefill all-reduce's prompt length is no KV request's, and a KV line without one names

@@ -94,7 +94,8 @@ def parse_model_listing(text: str) -> ModelSizes:
                 sizes.block_tokens = int(fields.get("block_tokens", sizes.block_tokens))
     if sizes is None:
         raise PlanError("fabscope list --model printed no 'model NAME: ...' line")
-    if steps is None or not sizes.decode_batches or not sizes.prompt_tokens:
+    # no TP all-reduce (tp 1: attention data parallel) prints no decode-batch size line
+    if steps is None or (steps and not sizes.decode_batches) or not sizes.prompt_tokens:
         raise PlanError(f"fabscope list --model {name}: expected a 'deployment: tp N; all-reduces per "
                         "decode step: K' line and 'allreduce'/'kvpush' size lines with 'derive:'")
     sizes.allreduces_per_step = steps
