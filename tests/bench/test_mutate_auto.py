@@ -180,14 +180,16 @@ def test_the_cap_of_test_files_comes_after_the_line_map(graph):
     (for the line map to choose from) the list holds test_serving_placement.py, whose
     tests fail on its mutants and which the capped list of the six nearest leaves out
     (test_serving_fit_nodes.py, once left out too, now imports command.py itself and comes
-    first); diagnosis/core.py's holds test_retest_visits.py,
+    right after the whole-output file); diagnosis/core.py's holds test_retest_visits.py,
     neither nearest nor named for its subsystem, whose tests fail on two of its mutants."""
     path = "analysis/fabscope_analysis/serving/command.py"
     capped, every = graph.tests_for(path), graph.tests_for(path, None)
     assert len(capped) == MOST_TEST_FILES and every[:MOST_TEST_FILES] == capped
     test = "analysis/tests/test_serving_placement.py"
     assert test in every and test not in capped, (test, capped)
-    assert capped[0] == "analysis/tests/test_serving_fit_nodes.py", capped
+    # the subsystem's whole-output file first, then the nearest (it imports command.py itself)
+    assert capped[:2] == ["analysis/tests/test_serving_outputs.py",
+                          "analysis/tests/test_serving_fit_nodes.py"], capped
     core = graph.tests_for("analysis/fabscope_analysis/diagnosis/core.py", None)
     assert "analysis/tests/test_retest_visits.py" in core
     assert "analysis/tests/test_retest_visits.py" not in graph.tests_for(
