@@ -10,7 +10,7 @@ from .placement import PREFILL
 from .plan import ALL_PAIRS, ALL_PAIRS_MAX_RANKS, MEMORY_CAP_MIB, P99_VALUES, Knobs, Plan, \
     SAMPLED_BLIND_SPOT, PlanRequest, build_scenario, sampled_probes
 from .plan_groups import group_count
-from .plan_list import ListAnswer, ModelSizes, PlanError, format_duration
+from .plan_list import ListAnswer, ModelSizes, PlanError, format_duration, smallest_estimate
 from .resample import operations_for_share, operations_to_tell
 
 
@@ -176,7 +176,6 @@ def fit_budget(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_name:
                 break
             step_index += 1
         else:
-            least = f"{format_duration(answer.estimate_s)}" if answer.ok else answer.error
             raise PlanError(f"no plan fits the budget of {format_duration(req.budget_s)}: the "
-                            f"smallest is {least}; give a larger --budget", "--budget")
+                            f"smallest is {smallest_estimate(answer)}; give a larger --budget", "--budget")
     raise PlanError("the plan did not settle within its bounded number of tries")

@@ -52,6 +52,8 @@ _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:([0-9.]+(?:e[-+]?\d+)?)s)?$")
 _MEMORY_REFUSAL = re.compile(r"needs about (\d+) MiB per rank for samples and buffers, more than "
                              r"max_memory_per_rank")
 _BUDGET_REFUSAL = re.compile(r"more than its budget of")
+# the loader's refusal names what the scenario needs at its smallest (one round an instance)
+_SMALLEST = re.compile(r"still (\S+) with one round per instance")
 
 
 def _derive_fields(text: str, line: str) -> Dict[str, str]:
@@ -129,6 +131,17 @@ class ListAnswer:
     error: str = ""
     text: str = ""
     loader_estimate_s: Optional[float] = None   # the loader's own figure, when calibrated
+
+
+def smallest_estimate(answer: ListAnswer) -> str:
+    """What the smallest plan would take, for a budget refusal: the estimate, or the
+    loader's figure at one round an instance, or (no figure) the loader's refusal."""
+    if answer.ok:
+        return format_duration(answer.estimate_s)
+    found = _SMALLEST.search(answer.error)
+    if found:
+        return f"{format_duration(parse_duration_s(found.group(1)))} (one round a test instance)"
+    return f"refused by the scenario loader: {answer.error}"
 
 
 def parse_scenario_listing(rc: int, out: str, err: str) -> ListAnswer:
