@@ -338,7 +338,7 @@ def build_scenario(req: PlanRequest, sizes: ModelSizes, knobs: Knobs, criteria_n
         notes.append("the KV transfer does not cross this fabric: not measured")
     apply_paths(tests, req.paths)
     if tests:
-        notes.append(req.paths.note())
+        notes.append(req.paths.note(tests))
     tests += gpcnet_tests(cluster, knobs, notes)
     tests += [_p2p_test(p, knobs) for p in knobs.probes]
     scenario = {"name": f"plan-{sizes.name}-tp{req.tp}-{cluster.ranks}",

@@ -37,6 +37,8 @@ PATH_MODES = ("auto", "gpu", "host")
 GPU, HOST = "gpu", "host"
 SERVING_TESTS = ("tp-allreduce", "moe-dispatch-combine", "pp-activation", "kv-push")
 GPU_KEYS = {"transport": "nccl", "memory": "cuda"}
+SERVING_WORDS = {"tp-allreduce": "the TP all-reduce", "moe-dispatch-combine": "the MoE rounds",
+                 "pp-activation": "the PP sends"}
 INVENTORY_TIMEOUT_S = 60
 
 
@@ -46,12 +48,20 @@ class DataPaths:
     why: str             # how it was decided, for the plan's notes
     required: bool = False
 
-    def note(self) -> str:
+    def note(self, tests: List[dict]) -> str:
+        """The plan's note on its data paths, naming the serving tests the plan holds."""
         if self.mode == GPU:
-            return ("paths: serving's GPU paths: the TP all-reduce, MoE rounds and PP sends over "
-                    "NCCL on GPU memory, the KV push GPU-direct over NCCL (" + self.why + ")")
+            names = {t["name"].removesuffix("-prefill") for t in tests}
+            collectives = [words for name, words in SERVING_WORDS.items() if name in names]
+            parts = ([_listed(collectives) + " over NCCL on GPU memory"] if collectives else []) \
+                + (["the KV push GPU-direct over NCCL"] if "kv-push" in names else [])
+            return f"paths: serving's GPU paths: {', '.join(parts)} ({self.why})"
         return ("paths: MPI through host memory, a stand-in for NCCL and GPU-direct RDMA (" + self.why
                 + "); fit says so in its verdict line")
+
+
+def _listed(words: List[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def detect_gpus(binary: str) -> Tuple[int, bool, str]:
