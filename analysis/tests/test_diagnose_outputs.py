@@ -164,6 +164,10 @@ CASES = {
     "small-side-powered": _matrix(nranks=16, receive={5: 0.9}, pair_noise=0.01, jitter=0.01, seed=2),
     "small-side-noisy": _matrix(nranks=16, receive={5: 0.9}, pair_noise=0.08, jitter=0.05, seed=2),
     "counter-errors": _counters({3: 40, 1: 1, 6: 1}),
+    # a counter every host bumps (about 20 each) and one host at 2.5x that
+    "counter-background": _counters({0: 20, 1: 22, 2: 18, 3: 21, 4: 19, 5: 23, 6: 20, 7: 50},
+                                    name="port_rcv_errors"),
+    "too-few-ranks": _matrix(nranks=3, send={1: 0.5}, seed=4),
     "counter-discards": _counters({3: 40, 1: 1, 6: 1}, name="port_rcv_discards"),
     "retest-confirmed": _matrix(nranks=8, link={(0, 3): 0.25}, seed=3, retest=[(0, 3)],
                                 controls=_RETEST_CONTROLS),
