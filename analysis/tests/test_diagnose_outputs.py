@@ -136,6 +136,12 @@ CASES = {
                                 noise="realistic-quiet"),
     "side-below-margin": _synth(SMALL, [f"slow-recv:host5/1:{BELOW}"], seed=11,
                                 noise="realistic-quiet"),
+    # every host of a leaf slow: the leaf (its raw pairs with the other leaves say so);
+    # the same on two leaves, where nothing compares them
+    "leaf-hosts-slow": _synth(SMALL, ["slow-recv:host2:2.0", "slow-recv:host3:2.0"], seed=21),
+    "lossy-host": _synth(SMALL, ["lossy:host4:0.03"], seed=22),
+    "two-leaves-leaf-hosts-slow": _synth(WIDE, ["slow-send:host0:1.8", "slow-send:host1:1.8"],
+                                         seed=23),
     "local-rank-everywhere": _local_rank_everywhere,
     "labels-missing": _relabel(_synth(SMALL, ["slow-send:host2/1"], seed=12), lambda h, leaf: ""),
     "labels-wrong": _relabel(_synth(SMALL, seed=13),
@@ -173,6 +179,13 @@ CASES = {
                                 controls=_RETEST_CONTROLS),
     "retest-burst": _matrix(nranks=8, link={(0, 3): 0.25}, seed=3, retest=[(0, 3)],
                             controls=_RETEST_CONTROLS, retest_burst={(0, 3): 8}),
+    # visited twice: slow on the first visit only (a transient), slow on both (confirmed)
+    "retest-transient": _matrix(nranks=8, link={(0, 3): 0.25}, seed=3, retest=[(0, 3)],
+                                controls=_RETEST_CONTROLS, second_visit={(0, 3): 1.0}),
+    "retest-twice-slow": _matrix(nranks=8, link={(0, 3): 0.25}, seed=3, retest=[(0, 3)],
+                                 controls=_RETEST_CONTROLS, second_visit={}),
+    "retest-two-controls": _matrix(nranks=8, link={(0, 3): 0.25}, seed=3, retest=[(0, 3)],
+                                   controls=_RETEST_CONTROLS[:2]),
     "lossy-matrix-latency-host": _matrix(nranks=12, ranks_per_host=2, lossy={4: 0.05},
                                          latency_host={9: 1.6}, seed=5),
     "validity-widened": _matrix(nranks=8, send={2: 0.6}, seed=7, validity=[
