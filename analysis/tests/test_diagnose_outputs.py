@@ -222,6 +222,17 @@ def test_diagnose_output_against_a_baseline(tmp_path):
                    _diagnose_outputs(tmp_path, good, "--baseline", other))
 
 
+def test_an_inconclusive_retest_is_not_counted_as_cleared_alone(tmp_path):
+    # two controls are too few to judge the retest: the congestion finding must not say the
+    # pair was as fast as the controls alone (it was 3.8x their time)
+    path = tmp_path / "two-controls.h5"
+    CASES["retest-two-controls"](path)
+    with open_result(path, warn_incomplete=False) as result:
+        d = diagnose(result)
+    found = [(c.cleared_alone, c.retested) for c in d.congestion]
+    assert found == [(0, 1)], d.lines()
+
+
 def _check(kind, name, messages=(), details=()):
     return {"kind": kind, "name": name, "messages": list(messages), "details": list(details)}
 
