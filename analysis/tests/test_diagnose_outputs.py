@@ -128,6 +128,9 @@ CASES = {
     "flapping-nic": _synth(SMALL, ["flapping:host6/0:0.1"], seed=4),
     "bad-gpu-pair": _synth(SMALL, ["bad-pair:host1/0-host4/2"], seed=5),
     "host-pair": _synth(SMALL, ["host-pair:host1-host6"], seed=6),
+    # inside a leaf of four hosts (with two a leaf, its class term takes the pair whole)
+    "host-pair-inside-leaf": _synth(Cluster(hosts=8, gpus=4, leaves=2), ["host-pair:host0-host1:2.0"],
+                                    seed=24),
     "slow-uplink": _synth(SMALL, ["slow-uplink:leaf1:2.0"], seed=7),
     "oversubscribed-uplink": _synth(SMALL, ["oversubscribed-uplink:leaf2:2.5"], seed=8),
     "load-only-nic": _synth(SMALL, ["slow-recv:host4/3:2.0@load"], seed=9),
@@ -143,6 +146,9 @@ CASES = {
     "two-leaves-leaf-hosts-slow": _synth(WIDE, ["slow-send:host0:1.8", "slow-send:host1:1.8"],
                                          seed=23),
     "local-rank-everywhere": _local_rank_everywhere,
+    # the same on hosts of two GPUs: two local ranks are too few to compare
+    "local-rank-two-gpus": _synth(Cluster(hosts=8, gpus=2, leaves=4), seed=25, noise="realistic-quiet",
+                                  faults=[f"slow-send:host{h}/1:1.6" for h in range(8)]),
     "labels-missing": _relabel(_synth(SMALL, ["slow-send:host2/1"], seed=12), lambda h, leaf: ""),
     "labels-wrong": _relabel(_synth(SMALL, seed=13),
                              lambda h, leaf: "leaf0" if h == 5 else leaf),
@@ -188,6 +194,8 @@ CASES = {
                                    controls=_RETEST_CONTROLS[:2]),
     "lossy-matrix-latency-host": _matrix(nranks=12, ranks_per_host=2, lossy={4: 0.05},
                                          latency_host={9: 1.6}, seed=5),
+    "validity-widened-link": _matrix(nranks=8, link={(1, 5): 0.6}, seed=7, validity=[
+        ("*", "oversubscribed", 8.0, 2.0, "8 ranks on 2 CPUs: scheduler slices in the times")]),
     "validity-widened": _matrix(nranks=8, send={2: 0.6}, seed=7, validity=[
         ("*", "oversubscribed", 8.0, 2.0, "8 ranks on 2 CPUs: scheduler slices in the times")]),
 }
