@@ -146,8 +146,9 @@ def test_every_cpp_mutant_is_one_change_on_one_line():
 
 def test_a_module_is_judged_by_the_tests_that_import_it(graph):
     rules = graph.tests_for("analysis/fabscope_analysis/diagnosis/rules.py")
-    # first, a test file that imports it directly
-    assert rules[0] in ("analysis/tests/test_diagnose_leaf_rows.py", "analysis/tests/test_diagnose_paths.py",
+    # first the subsystem's whole-output file, then a test file that imports it directly
+    assert rules[0] == "analysis/tests/test_diagnose_outputs.py", rules
+    assert rules[1] in ("analysis/tests/test_diagnose_leaf_rows.py", "analysis/tests/test_diagnose_paths.py",
                         "analysis/tests/test_diagnose_sparse.py"), rules
     assert "analysis/tests/test_diagnose.py" in rules                  # named for its subsystem
     assert not any("serving" in t for t in rules)
