@@ -14,7 +14,7 @@ from typing import List, Tuple
 import numpy as np
 from scipy.stats import binom, chi2, norm, poisson
 
-from ..inference import benjamini_hochberg
+from ..inference import benjamini_hochberg, robust_sigma
 from .evidence import Q, Effect, overdispersed_sf
 from .model import TAIL_FACTOR, Fit
 
@@ -27,6 +27,12 @@ TAIL_EXCESS_SHARE = 1e-3
 # lossy link) found with TAIL_POWER; below it the run cannot tell lossy NICs.
 TAIL_DETECT = 0.01
 TAIL_POWER = 0.8
+# A rank whose stalled pairs over what its references expect stand this many robust
+# sigmas (log ratio) beyond the median rank's is left out of the others' references
+# before the second round (not named by it): several lossy hosts are each other's
+# reference, and their stalls raise every other rank's expectation and the measured
+# over-dispersion until none of them passes.
+OUTLYING_Z = 4.0
 
 
 def tail_sides(fit: Fit, host: np.ndarray, q_family: float = Q) -> List[Effect]:
@@ -170,10 +176,26 @@ def tail_ranks(fits: List[Fit], host: np.ndarray, q_family: float = Q) -> List[E
     rounds, as tail_sides (victims of a lossy rank drop out; with none flagged in the
     first, the most stalled rank is left out of the others' references). Side `both`."""
     out, p_rank = _tail_ranks_round(fits, host, set(), q_family)
-    flagged = {e.key[0] for e in out} or {key[0] for key in _most_stalled(p_rank)}
+    flagged = ({e.key[0] for e in out} or _outlying(fits, host, p_rank)
+               or {key[0] for key in _most_stalled(p_rank)})
     if flagged:
         out, _ = _tail_ranks_round(fits, host, flagged, q_family)
     return out
+
+
+def _outlying(fits: List[Fit], host: np.ndarray, p_rank) -> set:
+    """The practical candidates whose log(stalled pairs / expected) stands OUTLYING_Z
+    robust sigmas beyond the median rank's, to be left out of the others' references."""
+    k, m, e, _, _ = _rank_counts(fits, host, set())
+    present = np.flatnonzero(m > 0)
+    if len(present) < 4:
+        return set()
+    x = np.log(np.maximum(k[present], 0.5) / np.maximum(e[present], 1e-12))
+    sigma = robust_sigma(x)
+    if sigma <= 0:
+        return set()
+    far = present[(x - np.median(x)) / sigma >= OUTLYING_Z]
+    return {int(r) for r in far if (int(r), "both") in p_rank}
 
 
 def tail_power(fits: List[Fit], n: int, q_family: float = Q) -> Tuple[float, float]:
@@ -205,7 +227,10 @@ def tail_power(fits: List[Fit], n: int, q_family: float = Q) -> Tuple[float, flo
     return float(binom.sf(int(reach[0]) - 1, int(round(m)), min(share + pooled, 1.0))), m
 
 
-def _tail_ranks_round(fits: List[Fit], host: np.ndarray, flagged: set, q_family: float):
+def _rank_counts(fits: List[Fit], host: np.ndarray, flagged: set):
+    """Per rank over every test and both directions, its pairs with the flagged ends left
+    out: (stalled pairs, pairs, stalled pairs expected from the references, stalled
+    samples, samples)."""
     n = len(host)
     k, m, e, stalls, samples = (np.zeros(n) for _ in range(5))
     keys = [(r, "both") for r in range(n)]
@@ -222,6 +247,14 @@ def _tail_ranks_round(fits: List[Fit], host: np.ndarray, flagged: set, q_family:
         samples += np.bincount(who[mine], weights=np.r_[d.samples, d.samples][mine], minlength=n)
         pooled = _pooled_without(f, keys, {(r, "both") for r in flagged}, host)
         e += np.minimum(pooled, 0.999) * pairs
+    return k, m, e, stalls, samples
+
+
+def _tail_ranks_round(fits: List[Fit], host: np.ndarray, flagged: set, q_family: float):
+    n = len(host)
+    keys = [(r, "both") for r in range(n)]
+    ends = np.array(sorted(flagged), dtype=np.int64)
+    k, m, e, stalls, samples = _rank_counts(fits, host, flagged)
     present = m > 0
     if present.sum() < 4:
         return [], {}
