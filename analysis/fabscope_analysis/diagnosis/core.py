@@ -364,6 +364,7 @@ def _blind_spots(run: _Run) -> List[str]:
     if run.heavy_links:
         out.append("single GPU pairs within the heavy tail of the healthy ones: "
                    + "; ".join(run.heavy_links))
+    out += _two_host_leaves(run.layout)
     if len(run.layout.leaf_names) == 2:
         out.append("leaf uplinks: with two leaves every pair between them crosses both uplinks, "
                    "and nothing in the run says how much slower than pairs inside a leaf they "
@@ -375,6 +376,22 @@ def _blind_spots(run: _Run) -> List[str]:
                    f"pairs per rank (80 % needed): measure more pairs per rank (all-pairs, a larger "
                    "budget) or more iterations")
     return out
+
+
+def _two_host_leaves(layout: Layout) -> List[str]:
+    """A host pair inside a leaf of two hosts is all of that leaf's pairs between hosts:
+    the leaf's class term inside it takes the pair's slowness, and nothing is left to
+    compare it with (a third host on the leaf would be)."""
+    if len(layout.leaf_names) < 2:
+        return []
+    hosts_of = [sorted({int(h) for h in layout.host[layout.leaf == x]}) for x in range(len(layout.leaf_names))]
+    two = [layout.leaf_names[x] for x, hosts in enumerate(hosts_of) if len(hosts) == 2]
+    if not two:
+        return []
+    return [f"host pairs (cables) inside a leaf of two hosts ({', '.join(two[:4])}"
+            + (f" and {len(two) - 4} more" if len(two) > 4 else "") + "): the pair is all of its "
+            "leaf's pairs between hosts, whose class term takes its slowness (a leaf of three "
+            "hosts or more compares them)"]
 
 
 def _supporting(result: ResultFile, instances, layout: Layout, q_family: float = evidence.Q
