@@ -49,6 +49,9 @@ def kv_file(path, gbps, receive="1Gbit", decode=3, messages=1, gather_ns=0, requ
 def test_tc_rates_and_sources():
     assert parse_tc_rate("1Gbit") == 1.0 and parse_tc_rate("500Mbit") == 0.5
     assert parse_tc_rate("125Mbps") == pytest.approx(1.0) and parse_tc_rate("fast") is None
+    # every prefix tc prints, each a factor 1000 (tc's units are decimal)
+    assert parse_tc_rate("800Kbit") == pytest.approx(8e-4) and parse_tc_rate("2Tbit") == pytest.approx(2000.0)
+    assert parse_tc_rate("1000bit") == pytest.approx(1e-6) and parse_tc_rate("100kbps") == pytest.approx(8e-4)
 
 
 def test_rank_rates_take_the_emulated_limit_then_rdma_then_speed(tmp_path):

@@ -419,6 +419,7 @@ def test_the_criteria_carry_the_slo_and_fit_reads_it_from_the_scenario(tmp_path)
     ("--slo", ["--slo", "itl_p99=fast"]), ("--conditions", ["--conditions", "incast"]),
     ("--ranks-per-node", ["--ranks-per-node", "7"]), ("--prompt", ["--prompt", "long"]),
     ("--nodes-per-leaf", ["--nodes-per-leaf", "4", "--leaves-per-pod", "-1"]),
+    ("--decode-batch", ["--decode-batch", "8,0"]), ("--prompt", ["--prompt", "0"]),
 ])
 def test_bad_input_exits_2_naming_the_option(tmp_path, capsys, option, bad):
     args = {"--model": "deepseek-v3", "--ranks": "64", "--slo": "itl_p99=50ms",
@@ -428,6 +429,14 @@ def test_bad_input_exits_2_naming_the_option(tmp_path, capsys, option, bad):
     # refused by the plan itself, before the binary's scenario loader sees it
     assert capsys.readouterr().err.startswith(f"error: {option}")
     assert not (tmp_path / "p.yaml").exists()
+
+
+def test_plan_without_an_slo_is_a_usage_error_naming_it(tmp_path, capsys):
+    """--slo is what the plan measures for: without it argparse refuses (exit 2)."""
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(["plan", "--model", "llama3-70b", "--ranks", "16",
+                                   "--output", str(tmp_path / "p.yaml")])
+    assert stopped.value.code == 2 and "--slo" in capsys.readouterr().err
 
 
 def fabscope_bin():
