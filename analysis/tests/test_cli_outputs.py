@@ -17,7 +17,7 @@ def _commands():
 
 
 def _minimal_args(command: str, p: argparse.ArgumentParser):
-    """The command with a placeholder for each required argument."""
+    """The command with a stand-in value for each required argument (its first choice, 1 for a typed one, else X)."""
     args = [command]
     for action in p._actions:
         value = str(sorted(action.choices)[0]) if action.choices else "1" if action.type else "X"
