@@ -12,11 +12,11 @@ namespace {
 // `n` back-to-back iterations of one rank with one peer: each `busy` ns long,
 // `gap` ns between them (posting the next receive, recording the sample).
 void loop(std::vector<output::SampleRecord>& out, int rank, int peer, int n, std::int64_t start, std::int64_t busy,
-          std::int64_t gap, std::int64_t bytes = 8) {
+          std::int64_t gap, std::int64_t bytes = 8, int firstIter = 0) {
   std::int64_t t = start;
   for (int i = 0; i < n; ++i) {
     output::SampleRecord r{};
-    r.rank = rank, r.peer = peer, r.iter = i, r.bytes = bytes, r.t_post_ns = t, r.t_done_ns = t + busy;
+    r.rank = rank, r.peer = peer, r.iter = firstIter + i, r.bytes = bytes, r.t_post_ns = t, r.t_done_ns = t + busy;
     out.push_back(r);
     t += busy + gap;
   }
@@ -49,6 +49,18 @@ TEST(BatchFigure, EachPairAndEachRoundIsItsOwnLoop) {
   const auto f = driver::batchFigure(s, 1, 0, 0.0);
   EXPECT_EQ(f.iterations, 30);
   EXPECT_DOUBLE_EQ(f.meanNs, (1000.0 + 3000.0 + 2000.0) / 30);
+}
+
+TEST(BatchFigure, APeerChangeEndsALoopEvenWhenTheIterationsRunOn) {
+  // A loop is one rank's run with one peer (BatchFigure.hpp). Today's kinds restart the
+  // numbering per peer; one that numbers its iterations across peers (peer 1 in 0-4,
+  // peer 2 in 5-9) must still get two loops, the idle time between them in neither.
+  std::vector<output::SampleRecord> s;
+  loop(s, 0, 1, 5, 0, 100, 0);
+  loop(s, 0, 2, 5, 1'000'000, 300, 0, 8, 5);
+  const auto f = driver::batchFigure(s, 1, 0, 0.0);
+  EXPECT_EQ(f.iterations, 10);
+  EXPECT_DOUBLE_EQ(f.meanNs, (500.0 + 1500.0) / 10);
 }
 
 TEST(BatchFigure, NoSamplesNoFigure) {

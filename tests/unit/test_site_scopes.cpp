@@ -162,8 +162,16 @@ TEST(ScopedStatistics, ImpactComparesTheSameScope) {
   EXPECT_EQ(rows[2].crosses_sites, 1);
   EXPECT_EQ(rows[2].samples, 8);
   EXPECT_NEAR(rows[0].impact_p99, 3.0, 1e-9);
+  EXPECT_NEAR(rows[0].impact_mean, 3.0, 1e-9);
+  EXPECT_NEAR(rows[1].impact_mean, 1.0, 1e-9);
   EXPECT_TRUE(std::isnan(rows[0].gbps_p50));  // a latency test
   EXPECT_EQ(driver::scopeList(congested), "site=A;site=B;inter-site A<->B");
+  // docs/file-format.md: a scope row's impact is NaN unless it was compared with the
+  // quiet instance's same scope; the quiet instance's own rows say so, not "0x".
+  for (const auto& row : driver::scopeRows(quiet)) {
+    EXPECT_TRUE(std::isnan(row.impact_mean)) << row.scope;
+    EXPECT_TRUE(std::isnan(row.impact_p99)) << row.scope;
+  }
 }
 
 TEST(ScopedStatistics, RankSummaryRowsOnePerScope) {
