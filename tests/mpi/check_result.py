@@ -26,6 +26,39 @@ def text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
+def check_impact(tests):
+    """Each congested instance against its quiet one (docs/file-format.md): `quiet_index`
+    names the quiet instance of the same case, replicate and pass, and `impact_mean` /
+    `impact_p99` are the two instances' own mean and p99 divided, to the last bits. A
+    quiet instance has neither, and its /scopes rows say NaN."""
+    by_index = {int(g.attrs["index"]): g for g in tests.values()}
+    for name in sorted(tests):
+        ga = tests[name].attrs
+        where = f"/tests/{name} ({text(ga['case'])}, {text(ga['condition'])})"
+        if text(ga["condition"]) == "quiet":
+            if "quiet_index" in ga or "impact_mean" in ga:
+                fail(f"{where}: a quiet instance with an impact")
+            if "scopes" in tests[name] and not np.all(np.isnan(tests[name]["scopes"]["impact_mean"])):
+                fail(f"{where}: a quiet instance's scope rows carry an impact")
+            continue
+        if "quiet_index" not in ga:
+            continue
+        quiet = by_index.get(int(ga["quiet_index"]))
+        if quiet is None:
+            fail(f"{where}: quiet_index {int(ga['quiet_index'])} names no instance")
+        qa = quiet.attrs
+        key = [(text(x["case"]), int(x.get("replicate", 0)), text(x["pass"]), text(x["condition"]))
+               for x in (ga, qa)]
+        if key[1] != key[0][:3] + ("quiet",):
+            fail(f"{where}: quiet_index {int(ga['quiet_index'])} is {key[1]}, expected the quiet "
+                 f"instance of {key[0][:3]}")
+        if "impact_mean" in ga:
+            for figure, attr in (("impact_mean", "mean_ns"), ("impact_p99", "p99_ns")):
+                want = float(ga[attr]) / float(qa[attr])
+                if abs(float(ga[figure]) - want) > 1e-12 * want:
+                    fail(f"{where}: {figure} {float(ga[figure])!r}, its {attr} over the quiet one's {want!r}")
+
+
 ap = argparse.ArgumentParser()
 ap.add_argument("file")
 ap.add_argument("nranks", type=int)
@@ -39,6 +72,10 @@ with h5py.File(a.file, "r") as f:
         fail("format/format_version wrong")
     if int(at["complete"]) != 1 or int(at["exit_code"]) != 0:
         fail(f"complete={at['complete']} exit_code={at['exit_code']}")
+    # Every instance must pass below, so none missed its deadline or was left unrun.
+    if int(at["missed_deadlines"]) != 0 or int(at["not_run_after_missed_deadlines"]) != 0:
+        fail(f"missed_deadlines={at['missed_deadlines']} not_run_after_missed_deadlines="
+             f"{at['not_run_after_missed_deadlines']} in a run whose every instance passed")
     if int(at["nranks"]) != a.nranks:
         fail(f"nranks {at['nranks']} != {a.nranks}")
     if a.mode and text(at["hdf5_mode"]) != a.mode:
@@ -139,9 +176,11 @@ with h5py.File(a.file, "r") as f:
             fail(f"{where}: sample counts {per_rank} are not multiples of {iters} iterations")
         pattern, pas = text(ga["pattern"]), text(ga["pass"])
         if pattern == "pairs" and pas == "parallel":
-            measuring = a.nranks // 2
-            if sorted(per_rank) != list(range(measuring)) or set(per_rank.values()) != {iters}:
-                fail(f"{where}: pairs pattern expects ranks 0..{measuring - 1} with {iters} samples each, got {per_rank}")
+            # the first half of the test's ranks measure (the canaries' under neighbour load)
+            members = [int(x) for x in text(ga["canaries"]).split(",") if x] or list(range(a.nranks))
+            measuring = members[:len(members) // 2]
+            if sorted(per_rank) != measuring or set(per_rank.values()) != {iters}:
+                fail(f"{where}: pairs pattern expects ranks {measuring} with {iters} samples each, got {per_rank}")
         if pattern == "all-pairs" and pas == "parallel":
             pairs = {(int(r), int(p)) for r, p in zip(s["rank"], s["peer"])}
             kind = text(ga["kind"])
@@ -164,4 +203,5 @@ with h5py.File(a.file, "r") as f:
         lat = (s["t_done_ns"] - s["t_post_ns"]) / int(ga["sample_divisor"])
         if abs(np.percentile(lat, 50) - float(ga["p50_ns"])) > 1e-6 * max(1.0, float(ga["p50_ns"])):
             fail(f"{where}: p50 attribute {ga['p50_ns']} != numpy {np.percentile(lat, 50)}")
+    check_impact(tests)
 print(f"check_result: {a.file}: ok")

@@ -29,6 +29,34 @@ def text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
+def check_derived(name, at, r):
+    """The instance's derived KV attributes, recomputed from its request rows: the
+    same integer sums and one division each, so equal to the last bit."""
+    n = len(r)
+    if n == 0:
+        return
+    total = int(r["bytes"].astype(np.int64).sum())
+    start, done = r["t_start_ns"].astype(np.int64), r["t_done_ns"].astype(np.int64)
+    span = int(done.max()) - int(start.min())
+    transfer = int((done - start).sum())
+    want = {
+        "requests_measured": n,
+        "requests_verified": int(r["verified"].astype(np.int64).sum()),
+        "kv_gbps_aggregate": total / span if span > 0 else 0.0,
+        "kv_gbps_per_request": total / transfer if transfer > 0 else 0.0,
+        "gather_ns_mean": int(r["gather_ns"].astype(np.int64).sum()) / n,
+        "scatter_ns_mean": int(r["scatter_ns"].astype(np.int64).sum()) / n,
+        "copy_ns_mean": int(r["copy_ns"].astype(np.int64).sum()) / n,
+    }
+    for key, value in want.items():
+        if key not in at:
+            fail(f"{name}: no attribute {key}")
+        if float(at[key]) != float(value):
+            fail(f"{name}: {key} {at[key]!r}, recomputed from the request rows {value!r}")
+    if not float(at["kv_gbps_aggregate"]) > 0:
+        fail(f"{name}: kv_gbps_aggregate {at['kv_gbps_aggregate']}")
+
+
 ap = argparse.ArgumentParser()
 ap.add_argument("file")
 ap.add_argument("--prefill", type=int, required=True)
@@ -109,8 +137,7 @@ with h5py.File(a.file, "r") as f:
             fail(f"{name}: memory cuda via {path} without host<->device copy times")
         if (memory != "cuda" or path == "gpu-direct") and np.any(r["copy_ns"] != 0):
             fail(f"{name}: copy times on {memory} memory ({path})")
-        if not float(at["kv_gbps_aggregate"]) > 0:
-            fail(f"{name}: kv_gbps_aggregate {at['kv_gbps_aggregate']}")
+        check_derived(name, at, r)
         bad = r[r["verified"] == 0]
         if a.expect_corrupt:
             if text(at["status"]) != "failed" or "expected" not in text(at["error"]):

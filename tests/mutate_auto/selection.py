@@ -54,11 +54,11 @@ CPP_TESTS: List[CppTests] = [
              "the command line: options, list (and list --model, read by the analysis; list's whole "
              "output for every shipped scenario), exit codes, the closing verdict"),
     CppTests("src/driver/", ("fabscope", "fabscope_unit_tests"),
-             r"^(mpi\.(run_np2|run_np4|batch_figure|file_structure|progress|repeats|data_check)|"
+             r"^(mpi\.(run_np2|run_np4|batch_figure|file_structure|progress|repeats|data_check|impact)|"
              r"(BatchFigure|CounterSummary|InstanceAttributes|PatternBudget|ScopedStatistics|SiteScopes|"
              r"SummaryTable)\..*)$", ("analysis/tests/test_binary_outputs.py",),
              "the runner: plans (and list's whole output for every shipped scenario), runs, summary "
-             "rows and the file's structure (mpi), its figures (unit)"),
+             "rows, impacts against the quiet instance and the file's structure (mpi), its figures (unit)"),
     CppTests("src/kinds/kvpush/", ("fabscope", "fabscope_unit_tests"),
              r"^(mpi\.kv_(push|conditions|one_sided)|KvPush[A-Za-z]*\..*)$",
              ("analysis/tests/test_documented_ranges.py", "analysis/tests/test_binary_outputs.py"),
