@@ -109,4 +109,28 @@ for spoiled in 0:0 0:1 1:2 2:4; do
   fi
   kv_check "$scratch/sweep.h5" --prefill 3 --decode 1 --expect-corrupt "$spoiled"
 done
+# A pool of one block (one prompt of one block, one request in flight, one prefill rank):
+# the spoiled byte is the pool's very first, which the self-test must reach too.
+cat > "$scratch/one-block.yaml" <<'YAML'
+name: kv-corrupt-one-block
+seed: 9
+model: llama3-8b
+parallel: {tp: 8}
+defaults: {transport: mpi, memory: host, timeout: 60s}
+tests:
+  - {name: one-block, kind: kvpush, strategy: per-block, prefill_ranks: 1, decode_ranks: 1,
+     sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [16]}, loop: {mode: closed, in_flight: 1},
+     iterations: 3, warmup_requests: 1, pool_blocks: 1}
+YAML
+set +e
+run_mpi -np 2 "$FABSCOPE_BIN" run --self-test "kv-corrupt=0:1" \
+  --scenario "$scratch/one-block.yaml" --output "$scratch/one-block.h5" --no-progress > "$scratch/one-block.out" 2>&1
+rc=$?
+set -e
+if [ "$rc" != 1 ]; then
+  cat "$scratch/one-block.out"
+  echo "kv_push: a spoiled first byte of a one-block pool gave exit code $rc, expected 1 (check failed)" >&2
+  exit 1
+fi
+kv_check "$scratch/one-block.h5" --prefill 1 --decode 1 --expect-corrupt 0:1
 echo "kv_push: ok"
