@@ -88,13 +88,19 @@ class Congestion:
     slow_pairs: int
     pairs: int
     cross_leaf_share: float   # of the slow pairs, the share between two leaves
-    cleared_alone: int        # retested pairs as fast as the controls alone
+    cleared_alone: int        # retested pairs not slow alone (cleared, or within selection)
     retested: int
     examples: List[str] = field(default_factory=list)
+    transient_alone: int = 0  # retested pairs slow alone on one of their two visits only
 
     def line(self) -> str:
-        alone = (f"; {self.cleared_alone}/{self.retested} retested alone were as fast as the "
-                 "controls: slow only under load" if self.retested else "")
+        alone = (f"; {self.cleared_alone}/{self.retested} retested alone were not slow "
+                 "(as fast as the controls, or within their noise)" if self.retested else "")
+        if self.retested and self.cleared_alone == self.retested:
+            alone += ": slow only under load"
+        if self.transient_alone:
+            alone += (f"; {self.transient_alone} slow alone on one visit only (a transient, "
+                      "not a fault)")
         return (f"congestion or routing in {self.test}: {self.slow_pairs}/{self.pairs} pairs "
                 f"({100.0 * self.slow_pairs / max(self.pairs, 1):.2f}%) significantly slow with no "
                 f"component explaining them ({100 * self.cross_leaf_share:.0f}% of them between "

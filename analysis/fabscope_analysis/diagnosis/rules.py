@@ -29,7 +29,7 @@ from . import host_inside, leaf_rows, paths, systemic
 from .evidence import HOST_PAIR_SHARE, MARGIN, Q, Effect, block_rest_p
 from .model import Fit, Layout
 from .result import HOST, HOST_PAIR, LEAF, LINK, NIC, Congestion, Culprit
-from .retest import INCONCLUSIVE, RetestJudgement
+from .retest import CLEARED, SELECTION, TRANSIENT, RetestJudgement
 
 @dataclass
 class TestEvidence:
@@ -384,11 +384,13 @@ def _congestion(layout: Layout, t: TestEvidence, loaded: List[Effect], out: Nami
     retested = [(e, j) for e, j in retested if j is not None]
     cross = sum(1 for e in loaded if layout.leaf[e.key[0]] != layout.leaf[e.key[1]])
     worst = sorted(loaded, key=lambda e: -e.ratio)[:3]
-    # an inconclusive retest (too few controls) says nothing about the pair alone
+    # an inconclusive retest (too few controls) says nothing about the pair alone, and a
+    # transient one was slow alone on one of its visits: neither was seen fast alone
     out.congestion.append(Congestion(
         test=t.label, slow_pairs=len(loaded), pairs=t.n_links,
         cross_leaf_share=cross / max(len(loaded), 1),
-        cleared_alone=sum(1 for _, j in retested if not j.slow and j.outcome != INCONCLUSIVE),
+        cleared_alone=sum(1 for _, j in retested if j.outcome in (CLEARED, SELECTION)),
+        transient_alone=sum(1 for _, j in retested if j.outcome == TRANSIENT),
         retested=len(retested),
         examples=[f"{layout.host_of(e.key[0])} -> {layout.host_of(e.key[1])} {e.ratio:.2f}x"
                   for e in worst]))
