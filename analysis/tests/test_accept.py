@@ -793,7 +793,7 @@ def test_accepts_diagnosis_compares_with_the_first_baseline(tmp_path):
         finally:
             for b in opened:
                 b.close()
-    expected = [f"diagnose: (all hosts) (rank , gpu -, nic -) both: the whole fabric: median pair "
+    expected = [f"diagnose: (all hosts): the whole fabric: median pair "
                 f"2.00x the baseline's time [{test}] | evidence: baseline {base}, same case"
                 for test in ("0000 ap-lat", "0001 ap-bw")]
     for found in (failed(base), failed(base, slow)):

@@ -70,13 +70,17 @@ class Culprit:
             who = f"link {self.host} -> {self.peer_host} (ranks {self.ranks[0]} -> {self.ranks[1]})"
         elif self.component in (HOST_PAIR, LEAF, UPLINK, SPINE_LINK, LOCAL_RANK):
             who = self.subject()
+        elif not self.ranks:  # the whole fabric against a baseline: no rank to name
+            who = self.host
         else:
             ranks = ",".join(str(r) for r in self.ranks)
             gpus = ",".join(str(g) for g in self.gpus if g >= 0) or "-"
             nics = ",".join(n for n in self.nics if n) or "-"
             what = "" if self.component in (HOST, FABRIC) else f" {self.component}"
             who = f"{self.host} (rank {ranks}, gpu {gpus}, nic {nics}){what} {self.direction}"
-        return (f"{who}: {'; '.join(self.symptoms)} | evidence: {'; '.join(self.evidence)}"
+        evidence = "; ".join(x for x in self.evidence if x)
+        evidence = f" | evidence: {evidence}" if evidence else ""
+        return (f"{who}: {'; '.join(self.symptoms)}{evidence}"
                 f" | confidence {self.confidence} ({self.score:.2f})")
 
 

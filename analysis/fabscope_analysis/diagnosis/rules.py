@@ -295,8 +295,9 @@ def _links(layout: Layout, t: TestEvidence, out: Naming):
             named.append((s, r, f"retest: {j.describe()}", e))
         elif j is not None:
             loaded.append(e)
+            alone = "" if j.outcome == TRANSIENT else "alone "  # its words start "slow alone on visit"
             out.notes.append(f"{layout.host_of(s)} -> {layout.host_of(r)} in {t.label}: "
-                             f"{e.ratio:.2f}x after its ends' effects; alone {j.describe()}")
+                             f"{e.ratio:.2f}x after its ends' effects; {alone}{j.describe()}")
         else:
             loaded.append(e)
     # pairs the retest confirmed that no significant link or component covers
