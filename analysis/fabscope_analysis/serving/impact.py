@@ -103,8 +103,11 @@ def deployment_from_run(result: ResultFile, model: Optional[str] = None,
         return None
     if tp is None:
         parallel = doc.get("parallel") or {}
-        tp = int(parallel.get("tp", parallel.get("tensor_parallel", 1))) \
-            if isinstance(parallel, dict) else 1
+        parallel = parallel if isinstance(parallel, dict) else {}
+        tp = int(parallel.get("tp", parallel.get("tensor_parallel", 1)))
+        if "tp" not in parallel and "tensor_parallel" not in parallel:
+            # said where the deployment is named, so TP1 is never read as measured
+            source += " (TP1 assumed: the scenario names no parallel.tp; give --tp)"
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     deployment = Deployment(spec, int(tp), source=source, **kwargs)
     check_deployment(deployment)
