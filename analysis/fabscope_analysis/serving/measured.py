@@ -294,6 +294,10 @@ def _api_class(analysis: RunAnalysis, measured: Measured) -> None:
     chosen = _choose(candidates, measured)
     if chosen is not None:
         measured.classes["api"] = chosen
+    elif any(series.cls == "mix/api" for series in measured.mix):
+        measured.missing.append("front-end API share of a request: no api test (the serving "
+                                "mix's API class is judged as a mix class only): not counted "
+                                "in TTFT")
     else:
         measured.missing.append("front-end API share of a request: not measured in this file "
                                 "(no api test): not counted in TTFT")
@@ -399,7 +403,7 @@ def measure(result: ResultFile, deployment, placement: Optional[Placement] = Non
         out.notes.append("KV transfer prefill -> decode: " + (
             f"{LINK_WORDS[kv[0].link]} ({kv[0].group})" if kv else
             "none (prefill and decode colocated)") + ": not counted in TTFT")
+    _mix_classes(result, out)   # first: the API line says whether a mix measured the API
     _api_class(analysis, out)
-    _mix_classes(result, out)
     _gpcnet_classes(analysis, out)
     return out
