@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -476,12 +476,22 @@ def side_power(power: Dict[str, float]) -> Tuple[bool, float]:
     return mde > DETECT, mde
 
 
-def leaf_path_effects(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
+def leaf_path_effects(fit: Fit, layout: Layout, q_family: float = Q,
+                      host_pairs: Sequence[Effect] = ()) -> List[Effect]:
     """The leaf directions of one fitted test (paths.leaf_paths) as evidence: each an
     Effect of kind path, key (leaf, side). A round trip cannot tell into from out of:
-    none for a latency test."""
+    none for a latency test. The GPU pairs of the host pairs the test found (host_pairs:
+    nearly every pair of their block slow) are left out: a cable or port between two
+    hosts of two leaves slows all their pairs, 2 x 16 of a leaf's 192 pairs to other
+    leaves on 8 hosts x 4 GPUs in 4 leaves, which the count of each leaf direction read
+    as both leaves' uplinks; a link to the spine slows flows to every leaf."""
     d = fit.data
-    found = paths.leaf_paths(fit.resid, d.s, d.r, layout.leaf, q_family) if not d.symmetric else []
+    nh = len(layout.host_names)
+    blocks = np.array([min(e.key) * nh + max(e.key) for e in host_pairs], dtype=np.int64)
+    a, b = layout.host[d.s], layout.host[d.r]
+    keep = ~np.isin(np.minimum(a, b) * nh + np.maximum(a, b), blocks)
+    found = paths.leaf_paths(fit.resid[keep], d.s[keep], d.r[keep], layout.leaf, q_family) \
+        if not d.symmetric else []
     return [Effect("path", (x, side), k / max(share * m, 1e-12), z, q, m,
                    f"{k}/{m} at least {bar:.2f}x slower than their ends predict, against "
                    f"{100 * share:.1f} % of the pairs between two other leaves")
