@@ -411,3 +411,25 @@ def test_diagnose_names_a_host_pair_between_leaves_alone(tmp_path):
     with open_result(path) as result, contextlib.redirect_stdout(io.StringIO()):
         culprits = diagnose(result).culprits
     assert [(c.component, c.host, c.peer_host) for c in culprits] == [("host-pair", "host1", "host6")]
+
+
+def test_a_local_rank_that_is_one_rail_says_its_leaf_too():
+    """On a rail-optimized fabric (NIC g of every host on leaf g) local rank 3's ranks
+    are all of leaf3 and only them: the finding names the leaf as well, as the pairs
+    cannot tell its switch from a placement. Where the leaf holds other local ranks too
+    (two rails a leaf), or the local rank spans leaves (leaf-spine), it does not."""
+    for leaf_of_local, said in ((lambda g: g, True), (lambda g: g // 2, False)):
+        lay = regular_layout(8, 8, 8)
+        lay.leaf = leaf_of_local(np.arange(lay.n) % 8)
+        [culprit] = _named("local_ranks", lay, [[_effect((3, "both"), 9.0, 1e-6)]])
+        leaf = lay.leaf_names[leaf_of_local(3)]
+        assert any(f"all of {leaf} and only them" in e for e in culprit.evidence) == said, culprit.evidence
+    [culprit] = _named("local_ranks", _layout(), [[_effect((3, "both"), 9.0, 1e-6)]])
+    assert not any("only them" in e for e in culprit.evidence), culprit.evidence
+    # local rank 3 over two leaves of 8 ranks each (with local rank 4): as many as either
+    lay = regular_layout(8, 8, 8)
+    local = np.arange(lay.n) % 8
+    lay.leaf = np.where((local == 3) | (local == 4), lay.host // 4, 2 + local)
+    lay.leaf_names = [f"leaf{x}" for x in range(10)]
+    [culprit] = _named("local_ranks", lay, [[_effect((3, "both"), 9.0, 1e-6)]])
+    assert not any("only them" in e for e in culprit.evidence), culprit.evidence
