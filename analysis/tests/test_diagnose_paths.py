@@ -381,3 +381,55 @@ def test_a_leaf_directions_ratio_is_its_slow_pairs_over_the_other_leaves_share_o
     # a round trip cannot tell into a leaf from out of it: no path evidence
     round_trip = SimpleNamespace(s=data.s, r=data.r, symmetric=True)
     assert evidence.leaf_path_effects(SimpleNamespace(data=round_trip, resid=np.zeros(1)), lay) == []
+
+
+def test_a_host_pair_between_leaves_is_no_uplink_of_either_leaf():
+    """A cable or port between host1 (leaf0) and host6 (leaf3) slows all 2 x 16 of their
+    GPU pairs 3x: that is 32 of each leaf's 2 x 192 pairs to other leaves, far more than
+    the collisions' 3 % explain, so counted as they are both leaves' directions read as
+    their uplinks. The host pair's block explains them (the host-pair test finds it) and
+    is left out of the count; nothing else is slow."""
+    lay = _layout(hosts=8, gpus=4, leaves=4)
+    s, r, logt = _matrix(lay, seed=5)
+    pair = ((lay.host[s] == 1) & (lay.host[r] == 6)) | ((lay.host[s] == 6) & (lay.host[r] == 1))
+    logt[pair] += math.log(3.0)
+    data = PairData(AllPairsBandwidth(), s, r, logt, np.full(len(s), 20.0), np.zeros(len(s)),
+                    symmetric=False, bandwidth=True)
+    f = fit(data, lay)
+    q = 0.05 / 11
+    host_pairs = evidence.host_pairs(f, lay, q)
+    assert [e.key for e in host_pairs] == [(1, 6)]
+    assert {e.key[0] for e in evidence.leaf_path_effects(f, lay, q)} == {0, 3}   # counted as they are
+    assert evidence.leaf_path_effects(f, lay, q, host_pairs) == []
+
+
+def test_diagnose_names_a_host_pair_between_leaves_alone(tmp_path):
+    """The same through diagnose, on a synthetic run (8 hosts x 4 GPUs in 4 leaves, the
+    realistic noise): the host pair, and no uplink of its leaves."""
+    path = str(tmp_path / "pair.h5")
+    generate(path, Cluster(hosts=8, gpus=4, leaves=4), faults=["host-pair:host1-host6:3.0"], seed=1)
+    with open_result(path) as result, contextlib.redirect_stdout(io.StringIO()):
+        culprits = diagnose(result).culprits
+    assert [(c.component, c.host, c.peer_host) for c in culprits] == [("host-pair", "host1", "host6")]
+
+
+def test_a_local_rank_that_is_one_rail_says_its_leaf_too():
+    """On a rail-optimized fabric (NIC g of every host on leaf g) local rank 3's ranks
+    are all of leaf3 and only them: the finding names the leaf as well, as the pairs
+    cannot tell its switch from a placement. Where the leaf holds other local ranks too
+    (two rails a leaf), or the local rank spans leaves (leaf-spine), it does not."""
+    for leaf_of_local, said in ((lambda g: g, True), (lambda g: g // 2, False)):
+        lay = regular_layout(8, 8, 8)
+        lay.leaf = leaf_of_local(np.arange(lay.n) % 8)
+        [culprit] = _named("local_ranks", lay, [[_effect((3, "both"), 9.0, 1e-6)]])
+        leaf = lay.leaf_names[leaf_of_local(3)]
+        assert any(f"all of {leaf} and only them" in e for e in culprit.evidence) == said, culprit.evidence
+    [culprit] = _named("local_ranks", _layout(), [[_effect((3, "both"), 9.0, 1e-6)]])
+    assert not any("only them" in e for e in culprit.evidence), culprit.evidence
+    # local rank 3 over two leaves of 8 ranks each (with local rank 4): as many as either
+    lay = regular_layout(8, 8, 8)
+    local = np.arange(lay.n) % 8
+    lay.leaf = np.where((local == 3) | (local == 4), lay.host // 4, 2 + local)
+    lay.leaf_names = [f"leaf{x}" for x in range(10)]
+    [culprit] = _named("local_ranks", lay, [[_effect((3, "both"), 9.0, 1e-6)]])
+    assert not any("only them" in e for e in culprit.evidence), culprit.evidence

@@ -82,10 +82,10 @@ class _Run:
         q = self.q_family
         sides, power = evidence.side_effects(f, self.widen, q, self.layout.leaf)
         links, n_links = evidence.links(f, self.widen, q, self.layout)
-        centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links,
-                              host_pairs=evidence.host_pairs(f, self.layout, q),
+        host_pairs = evidence.host_pairs(f, self.layout, q)
+        centre = TestEvidence(f, "centre", sides=sides, links=links, n_links=n_links, host_pairs=host_pairs,
                               leaves=evidence.leaves(f, self.layout, self.widen, q),
-                              paths=evidence.leaf_path_effects(f, self.layout, q),
+                              paths=evidence.leaf_path_effects(f, self.layout, q, host_pairs),
                               local_ranks=systemic.local_ranks(f, self.layout, self.widen, q),
                               leaf_rows=leaf_rows.raw_rows(f, self.layout, self.widen, q))
         self._path_blind(f, label)

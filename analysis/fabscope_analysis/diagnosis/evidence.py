@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -25,7 +25,7 @@ from scipy.stats import binom, chi2, norm
 from ..inference import PRACTICAL_MARGIN as MARGIN
 from ..inference import BANDWIDTH_SIDE_MARGIN, benjamini_hochberg, robust_sigma
 from . import paths
-from .model import Fit, Layout, raw_classes
+from .model import Fit, Layout, raw_class_means, raw_classes
 from .pair_null import null_p, same_host
 
 
@@ -394,7 +394,13 @@ def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[
     The same contrast of the raw class medians (before any rank's effect) must stand
     out too: in a sparse design the polish can put a class term far off (a ring's
     fifteen pairs inside a leaf, their ends' effects raised by collisions on their few
-    other pairs), and the raw medians do not depend on the ends' effects."""
+    other pairs), and the raw medians do not depend on the ends' effects. And so must the
+    contrast of the raw class means: where collisions slow about half of the pairs
+    between leaves (a rail-optimized fabric: nearly every such pair crosses a spine), a
+    class's median sits in the fast or the slow cluster as its share of collided pairs
+    falls either side of one half, and a leaf that drew a few more than the others read
+    1.3x by its medians; its mean moves with that share, a little. A slow leaf moves
+    every pair through it, and the mean with them."""
     nl = len(layout.leaf_names)
     if nl < 3:
         return []
@@ -406,9 +412,13 @@ def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[
     raw = raw_classes(d, layout)
     medians = np.full(nl * nl, np.nan)
     medians[:min(len(raw.median) - 1, nl * nl)] = raw.median[1:1 + nl * nl]
+    means, mean_var = raw_class_means(d, layout, nl)
     found = []
-    for terms, sigma in ((polished, fit.sigma_e), (medians, raw.sigma)):
-        values, ses = _leaf_contrasts(terms.reshape(nl, nl), counts, sigma)
+    # the means' route asks no margin: it says only that the shift is not a median's jump
+    for terms, sigma, class_var, margin in ((polished, fit.sigma_e, None, math.log(MARGIN)),
+                                            (medians, raw.sigma, None, math.log(MARGIN)),
+                                            (means, 1.0, mean_var.reshape(nl, nl), 0.0)):
+        values, ses = _leaf_contrasts(terms.reshape(nl, nl), counts, sigma, class_var)
         ok = np.isfinite(values)
         if ok.sum() < 3:
             return []
@@ -416,19 +426,22 @@ def leaves(fit: Fit, layout: Layout, widen: float, q_family: float = Q) -> List[
         rejected, q = benjamini_hochberg(norm.sf(z), q_family)
         index = np.flatnonzero(ok)
         found.append({int(index[i]): (math.exp(values[index[i]] - centre), float(z[i]), float(q[i]))
-                      for i in np.flatnonzero(rejected & (values[ok] - centre >= math.log(MARGIN)))})
-    polish, plain = found
-    return [Effect("leaf", (leaf,), ratio, z, max(q, plain[leaf][2]), int(counts.sum()))
-            for leaf, (ratio, z, q) in sorted(polish.items()) if leaf in plain]
+                      for i in np.flatnonzero(rejected & (values[ok] - centre >= margin))})
+    polish, plain, shifted = found
+    return [Effect("leaf", (leaf,), ratio, z, max(q, plain[leaf][2], shifted[leaf][2]), int(counts.sum()))
+            for leaf, (ratio, z, q) in sorted(polish.items()) if leaf in plain and leaf in shifted]
 
 
-def _leaf_contrasts(t: np.ndarray, counts: np.ndarray, sigma: float
+def _leaf_contrasts(t: np.ndarray, counts: np.ndarray, sigma: float, class_var: Optional[np.ndarray] = None
                     ) -> Tuple[np.ndarray, np.ndarray]:
     """(value, standard error) per leaf: half the median over the other leaves x of
-    C[L, x] = T[L, x] + T[x, L] - T[L, L] - T[x, x], from class terms t (leaves x leaves)."""
+    C[L, x] = T[L, x] + T[x, L] - T[L, L] - T[x, x], from class terms t (leaves x leaves):
+    medians of their pairs at spread sigma, or means whose variances class_var gives."""
     nl = len(t)
     t = np.where(counts > 0, t, np.nan)
     inv = np.where(counts > 0, 1.0 / np.maximum(counts, 1.0), np.nan)
+    if class_var is not None:   # in the units below, where 1.2533 sigma is 1
+        inv, sigma = np.where(counts > 0, class_var, np.nan) / 1.2533 ** 2, 1.0
     diag, inv_diag = np.diag(t), np.diag(inv)
     contrast = t + t.T - diag[:, None] - diag[None, :]
     var = inv + inv.T + inv_diag[:, None] + inv_diag[None, :]
@@ -463,12 +476,22 @@ def side_power(power: Dict[str, float]) -> Tuple[bool, float]:
     return mde > DETECT, mde
 
 
-def leaf_path_effects(fit: Fit, layout: Layout, q_family: float = Q) -> List[Effect]:
+def leaf_path_effects(fit: Fit, layout: Layout, q_family: float = Q,
+                      host_pairs: Sequence[Effect] = ()) -> List[Effect]:
     """The leaf directions of one fitted test (paths.leaf_paths) as evidence: each an
     Effect of kind path, key (leaf, side). A round trip cannot tell into from out of:
-    none for a latency test."""
+    none for a latency test. The GPU pairs of the host pairs the test found (host_pairs:
+    nearly every pair of their block slow) are left out: a cable or port between two
+    hosts of two leaves slows all their pairs, 2 x 16 of a leaf's 192 pairs to other
+    leaves on 8 hosts x 4 GPUs in 4 leaves, which the count of each leaf direction read
+    as both leaves' uplinks; a link to the spine slows flows to every leaf."""
     d = fit.data
-    found = paths.leaf_paths(fit.resid, d.s, d.r, layout.leaf, q_family) if not d.symmetric else []
+    nh = len(layout.host_names)
+    blocks = np.array([min(e.key) * nh + max(e.key) for e in host_pairs], dtype=np.int64)
+    a, b = layout.host[d.s], layout.host[d.r]
+    keep = ~np.isin(np.minimum(a, b) * nh + np.maximum(a, b), blocks)
+    found = paths.leaf_paths(fit.resid[keep], d.s[keep], d.r[keep], layout.leaf, q_family) \
+        if not d.symmetric else []
     return [Effect("path", (x, side), k / max(share * m, 1e-12), z, q, m,
                    f"{k}/{m} at least {bar:.2f}x slower than their ends predict, against "
                    f"{100 * share:.1f} % of the pairs between two other leaves")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -255,3 +255,22 @@ def raw_classes(data: PairData, layout: Layout) -> RawClasses:
     deviation = (y - median[cls])[: len(data.s)]
     sigma = 1.4826 * float(np.median(np.abs(deviation))) if len(deviation) else 0.0
     return RawClasses(median, np.bincount(cls, minlength=size), deviation, sigma)
+
+
+def raw_class_means(data: PairData, layout: Layout, nl: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Per class between hosts (1 .. nl * nl, as classes() numbers them, less one), the
+    mean log time of its pairs and the variance of that mean (their variance over their
+    count; NaN below 2 pairs). Where collisions slow about half of a class's pairs, its
+    median sits in one cluster or the other; the mean moves with the share between them."""
+    s, r, y = data.s, data.r, data.logt
+    if data.symmetric:
+        s, r, y = np.r_[s, r], np.r_[r, s], np.r_[y, y]
+    cls = layout.classes()[s, r]
+    size = 1 + nl * nl
+    n = np.bincount(cls, minlength=size)[:size].astype(np.float64)
+    mean = np.bincount(cls, weights=y, minlength=size)[:size] / np.maximum(n, 1.0)
+    centred = y - mean[cls]
+    var = np.bincount(cls, weights=centred * centred, minlength=size)[:size] / np.maximum(n - 1.0, 1.0)
+    return (np.where(n > 0, mean, np.nan)[1:],
+            np.where(n > 1, var / np.maximum(n, 1.0), np.nan)[1:])
+

@@ -110,8 +110,23 @@ def name_local_ranks(layout, tests, out) -> None:
                       "ranks'" for t, e in items]
             + [f"the same slot on {len(set(layout.host[ranks].tolist()))} hosts: a placement "
                "(GPU and NIC on different NUMA nodes or PCIe switches), a BIOS or image setting, "
-               "not each host's hardware"],
+               "not each host's hardware"] + _rail_word(layout, ranks),
             confidence=confidence, score=score, component=LOCAL_RANK))
+
+
+def _rail_word(layout, ranks: List[int]) -> List[str]:
+    """On a rail-optimized fabric (NIC g of every host on one leaf) a local rank's ranks
+    are one leaf's, all of them and only them: that leaf's switch slows them alike, and
+    nothing in the pairs tells it from a placement. Says so, naming the leaf."""
+    leaves = set(layout.leaf[ranks].tolist())
+    if len(layout.leaf_names) < 2 or len(leaves) != 1:
+        return []
+    leaf = leaves.pop()
+    if int((layout.leaf == leaf).sum()) != len(ranks):
+        return []
+    return [f"these ranks are all of {layout.leaf_names[leaf]} and only them (a rail-optimized "
+            f"fabric): {layout.leaf_names[leaf]}'s switch or its links slow them alike, which the "
+            "pairs cannot tell from a placement; check the leaf too"]
 
 
 def explains(layout, out, rank: int, side: str) -> bool:
