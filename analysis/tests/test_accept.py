@@ -11,7 +11,9 @@ import pytest
 from fabscope_analysis import CriteriaError, open_result
 from fabscope_analysis.accept import evaluate
 from fabscope_analysis.accept_limits import Figures
+from fabscope_analysis.accept_outliers import family_test
 from fabscope_analysis.criteria import load_criteria, parse_criteria_text
+from fabscope_analysis.stats import with_derived
 from helpers import ANALYSIS_DIR, run_cli
 from contracts import outcome_contract
 
@@ -174,6 +176,31 @@ def test_baseline_rules(files, tmp_path):
     out = run_cli("accept", files["slower"], "--criteria", _write(tmp_path, textwrap.dedent(text)),
                   "--baseline", files["standard"])
     assert out.returncode == 1
+
+
+def test_a_counted_figure_against_one_baseline_is_their_exact_ratio(files):
+    """max_us is a counted figure (the worst sample): against one baseline run its ratio is
+    this run's max over the baseline's, exactly, with no bootstrap interval around it."""
+    text = """\
+        fabscope_criteria: 1
+        allowed_status: null
+        rules:
+          - name: no worse worst case
+            match: {kind: latency, name: pingpong}
+            baseline: {max_us: {max_ratio: 100}}
+        """
+    criteria = parse_criteria_text(textwrap.dedent(text))
+    with open_result(files["slower"], warn_incomplete=False) as run, \
+            open_result(files["standard"]) as base:
+        checks = [c for c in evaluate(run, criteria, base) if c.instance is not None]
+        worst = [{i.index: float(with_derived(i.samples(), i.sample_divisor)["latency_ns"].max())
+                  for i in r.instances() if i.get("name") == "pingpong"} for r in (run, base)]
+    # the quiet and the incast pingpong: each against the baseline's own
+    assert [(c.instance, c.label) for c in checks] == [(0, "PASS"), (1, "PASS")]
+    for check in checks:
+        ratio = worst[0][check.instance] / worst[1][check.instance]
+        assert check.details == [f"max_us ratio to baseline = {ratio:.3f} [95% interval {ratio:.3f}, "
+                                 f"{ratio:.3f}] (counted figures)"]
 
 
 def test_incomplete_run_fails(files):
@@ -509,6 +536,17 @@ def test_a_units_spread_adds_its_own_error_to_the_familys():
     assert not test.discovered.any()
     log_time[3] += 1.0
     assert list(np.flatnonzero(family_test([(i,) for i in range(12)], log_time, se, 0.05).discovered)) == [3]
+
+
+def test_a_unit_at_the_familys_median_is_no_discovery_even_without_noise():
+    """Three units (too few for a spread: tau 0), two measured without noise (se 0): the one
+    at the median is not slower than the median, so it is no discovery and lends
+    Benjamini-Hochberg no step; the slow unit's z of 2 (p 0.023) is above the first step
+    (0.05 / 3) and is not one either."""
+    test = family_test([(0,), (1,), (2,)], np.array([0.0, -0.1, 0.2]), np.array([0.0, 0.0, 0.1]),
+                       0.05)
+    assert test.tau == 0.0 and list(test.sd) == [0.0, 0.0, pytest.approx(0.1)]
+    assert list(test.discovered) == [False, False, False]
 
 
 def test_the_families_spread_is_its_robust_sigma_less_the_typical_units_own_error():

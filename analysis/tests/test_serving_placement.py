@@ -130,6 +130,15 @@ def test_nvlink_domains_unknown_shapes_and_kv_pairs():
         Placement(DEEPSEEK, tp=8, ep=64, dp_attention=True)
 
 
+def test_pp_up_to_the_models_layers_is_a_placement_and_beyond_them_is_refused():
+    """docs/serving-fit.md refuses `--pp` beyond the layers: Llama-3-70B's 80 layers split
+    into 80 stages of one layer each (79 stage boundaries), not into 81."""
+    one_layer_each = Placement(LLAMA70, tp=8, pp=80)
+    assert one_layer_each.total_count("pp") == 79
+    with pytest.raises(PlacementError, match="^pp 81: llama3-70b has only 80 layers to split$"):
+        Placement(LLAMA70, tp=8, pp=81)
+
+
 def test_fit_counts_only_what_crosses_the_fabric_and_states_the_placement(tmp_path):
     """A TP all-reduce far over the ITL budget FAILs when TP crosses the fabric (shape not
     given, or TP over 2 nodes) and does not count when TP 8 stays inside a node; with PP 2
