@@ -1,3 +1,4 @@
+import io
 import math
 import os
 import textwrap
@@ -12,8 +13,11 @@ from fabscope_analysis import CriteriaError, open_result
 from fabscope_analysis.accept import evaluate
 from fabscope_analysis.accept_limits import Figures
 from fabscope_analysis.accept_outliers import family_test
+from fabscope_analysis.accept_result import CheckResult
+from fabscope_analysis.accept_text import print_checks, write_junit
 from fabscope_analysis.criteria import load_criteria, parse_criteria_text
 from fabscope_analysis.stats import with_derived
+from fabscope_analysis.verdict import Reason, Verdict
 from helpers import ANALYSIS_DIR, run_cli
 from contracts import outcome_contract
 
@@ -607,6 +611,30 @@ def test_junit_marks_a_check_that_cannot_tell_skipped_with_its_reason(tmp_path):
     write_junit([long_failure], str(path), "fabscope")
     failure = ET.parse(path).getroot().find("testsuite/testcase/failure")
     assert failure.get("message") == long_reason.cannot_tell[:500] and failure.text == long_reason.cannot_tell
+
+
+def test_the_count_line_tells_passed_failed_cannot_tell_and_skipped_apart_as_junit_does(tmp_path):
+    """A check that cannot tell, or was skipped, did not pass: accept's count line counts
+    each outcome apart, the same numbers as the JUnit suite's tests, failures and skipped."""
+    checks = [CheckResult(rule="latency", subject="test 0003"),
+              CheckResult(rule="latency", subject="test 0001", cannot_tell="p99_us: inside"),
+              CheckResult(rule="latency", subject="test 0004", messages=["p99_us = 30 us"]),
+              CheckResult(rule="status", subject="test 0002", instance=2, skipped="no tool")]
+    criteria = SimpleNamespace(path="c.yaml", rules=[SimpleNamespace(name="latency")])
+    for shown, line in ((checks, "accept: 1 of 4 checks passed, 1 failed, 1 cannot tell, 1 skipped "
+                                 "(c.yaml on x.h5) -> FAIL"),
+                        ([checks[0], checks[1]], "accept: 1 of 2 checks passed, 1 cannot tell "
+                                                 "(c.yaml on x.h5) -> CANNOT TELL"),
+                        ([checks[0]], "accept: 1 of 1 checks passed (c.yaml on x.h5) -> PASS")):
+        reasons = [Reason("check", "latency: test 0004: p99_us = 30 us", rule="latency")
+                   for c in shown if c.messages]
+        out = io.StringIO()
+        print_checks(Verdict(criteria, "given", "x.h5", shown, reasons), "x.h5", out)
+        assert line in out.getvalue().splitlines(), out.getvalue()
+        write_junit(shown, str(tmp_path / "j.xml"), "fabscope")
+        tests, failures, skipped = (int(ET.parse(tmp_path / "j.xml").getroot().find("testsuite").get(key))
+                                    for key in ("tests", "failures", "skipped"))
+        assert line.startswith(f"accept: {tests - failures - skipped} of {tests} checks passed")
 
 
 def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():
