@@ -54,10 +54,20 @@ def print_checks(verdict, result_path: str, stream: Optional[TextIO] = None) -> 
             print(f"      {msg}", file=stream)
     for reason in verdict.extra_reasons():
         print(f"{'FAIL' if reason.failing else 'NOTE'}  {reason.text}", file=stream)
-    print(f"\naccept: {verdict.passed_count()} of {len(verdict.checks)} checks passed"
-          f" ({verdict.criteria.path} on {result_path}) -> {verdict.status}",
-          file=stream)
+    print(f"\naccept: {count_text(verdict.checks)} ({verdict.criteria.path} on {result_path}) -> "
+          f"{verdict.status}", file=stream)
     print(verdict.line(), file=stream)
+
+
+def count_text(checks: Sequence[CheckResult]) -> str:
+    """'N of M checks passed' and, apart, those that failed, cannot tell or were skipped:
+    a check that cannot tell did not pass. The JUnit counts the same checks (tests,
+    failures, and skipped for the last two)."""
+    labels = [c.label for c in checks]
+    apart = [f"{labels.count(label)} {words}" for label, words in
+             (("FAIL", "failed"), ("CANNOT TELL", "cannot tell"), ("SKIP", "skipped"))
+             if label in labels]
+    return ", ".join([f"{labels.count('PASS')} of {len(checks)} checks passed"] + apart)
 
 
 def run_accept(result: ResultFile, criteria=None,

@@ -98,9 +98,6 @@ class Verdict:
     def passed(self) -> bool:
         return self.status == "PASS"
 
-    def passed_count(self) -> int:
-        return sum(1 for c in self.checks if c.passed)
-
     def add_reason(self, reason: Reason) -> None:
         """For other analyses (diagnose): append a reason; a failing one fails the run."""
         self.reasons.append(reason)

@@ -1,3 +1,4 @@
+import io
 import math
 import os
 import textwrap
@@ -11,7 +12,12 @@ import pytest
 from fabscope_analysis import CriteriaError, open_result
 from fabscope_analysis.accept import evaluate
 from fabscope_analysis.accept_limits import Figures
+from fabscope_analysis.accept_outliers import family_test
+from fabscope_analysis.accept_result import CheckResult
+from fabscope_analysis.accept_text import print_checks, write_junit
 from fabscope_analysis.criteria import load_criteria, parse_criteria_text
+from fabscope_analysis.stats import with_derived
+from fabscope_analysis.verdict import Reason, Verdict
 from helpers import ANALYSIS_DIR, run_cli
 from contracts import outcome_contract
 
@@ -174,6 +180,31 @@ def test_baseline_rules(files, tmp_path):
     out = run_cli("accept", files["slower"], "--criteria", _write(tmp_path, textwrap.dedent(text)),
                   "--baseline", files["standard"])
     assert out.returncode == 1
+
+
+def test_a_counted_figure_against_one_baseline_is_their_exact_ratio(files):
+    """max_us is a counted figure (the worst sample): against one baseline run its ratio is
+    this run's max over the baseline's, exactly, with no bootstrap interval around it."""
+    text = """\
+        fabscope_criteria: 1
+        allowed_status: null
+        rules:
+          - name: no worse worst case
+            match: {kind: latency, name: pingpong}
+            baseline: {max_us: {max_ratio: 100}}
+        """
+    criteria = parse_criteria_text(textwrap.dedent(text))
+    with open_result(files["slower"], warn_incomplete=False) as run, \
+            open_result(files["standard"]) as base:
+        checks = [c for c in evaluate(run, criteria, base) if c.instance is not None]
+        worst = [{i.index: float(with_derived(i.samples(), i.sample_divisor)["latency_ns"].max())
+                  for i in r.instances() if i.get("name") == "pingpong"} for r in (run, base)]
+    # the quiet and the incast pingpong: each against the baseline's own
+    assert [(c.instance, c.label) for c in checks] == [(0, "PASS"), (1, "PASS")]
+    for check in checks:
+        ratio = worst[0][check.instance] / worst[1][check.instance]
+        assert check.details == [f"max_us ratio to baseline = {ratio:.3f} [95% interval {ratio:.3f}, "
+                                 f"{ratio:.3f}] (counted figures)"]
 
 
 def test_incomplete_run_fails(files):
@@ -511,6 +542,17 @@ def test_a_units_spread_adds_its_own_error_to_the_familys():
     assert list(np.flatnonzero(family_test([(i,) for i in range(12)], log_time, se, 0.05).discovered)) == [3]
 
 
+def test_a_unit_at_the_familys_median_is_no_discovery_even_without_noise():
+    """Three units (too few for a spread: tau 0), two measured without noise (se 0): the one
+    at the median is not slower than the median, so it is no discovery and lends
+    Benjamini-Hochberg no step; the slow unit's z of 2 (p 0.023) is above the first step
+    (0.05 / 3) and is not one either."""
+    test = family_test([(0,), (1,), (2,)], np.array([0.0, -0.1, 0.2]), np.array([0.0, 0.0, 0.1]),
+                       0.05)
+    assert test.tau == 0.0 and list(test.sd) == [0.0, 0.0, pytest.approx(0.1)]
+    assert list(test.discovered) == [False, False, False]
+
+
 def test_the_families_spread_is_its_robust_sigma_less_the_typical_units_own_error():
     """tau^2 = robust_sigma(log times)^2 - median(se^2): with every se 0.1 and log times
     spread well beyond it, tau and the detectable ratio follow exactly."""
@@ -569,6 +611,30 @@ def test_junit_marks_a_check_that_cannot_tell_skipped_with_its_reason(tmp_path):
     write_junit([long_failure], str(path), "fabscope")
     failure = ET.parse(path).getroot().find("testsuite/testcase/failure")
     assert failure.get("message") == long_reason.cannot_tell[:500] and failure.text == long_reason.cannot_tell
+
+
+def test_the_count_line_tells_passed_failed_cannot_tell_and_skipped_apart_as_junit_does(tmp_path):
+    """A check that cannot tell, or was skipped, did not pass: accept's count line counts
+    each outcome apart, the same numbers as the JUnit suite's tests, failures and skipped."""
+    checks = [CheckResult(rule="latency", subject="test 0003"),
+              CheckResult(rule="latency", subject="test 0001", cannot_tell="p99_us: inside"),
+              CheckResult(rule="latency", subject="test 0004", messages=["p99_us = 30 us"]),
+              CheckResult(rule="status", subject="test 0002", instance=2, skipped="no tool")]
+    criteria = SimpleNamespace(path="c.yaml", rules=[SimpleNamespace(name="latency")])
+    for shown, line in ((checks, "accept: 1 of 4 checks passed, 1 failed, 1 cannot tell, 1 skipped "
+                                 "(c.yaml on x.h5) -> FAIL"),
+                        ([checks[0], checks[1]], "accept: 1 of 2 checks passed, 1 cannot tell "
+                                                 "(c.yaml on x.h5) -> CANNOT TELL"),
+                        ([checks[0]], "accept: 1 of 1 checks passed (c.yaml on x.h5) -> PASS")):
+        reasons = [Reason("check", "latency: test 0004: p99_us = 30 us", rule="latency")
+                   for c in shown if c.messages]
+        out = io.StringIO()
+        print_checks(Verdict(criteria, "given", "x.h5", shown, reasons), "x.h5", out)
+        assert line in out.getvalue().splitlines(), out.getvalue()
+        write_junit(shown, str(tmp_path / "j.xml"), "fabscope")
+        tests, failures, skipped = (int(ET.parse(tmp_path / "j.xml").getroot().find("testsuite").get(key))
+                                    for key in ("tests", "failures", "skipped"))
+        assert line.startswith(f"accept: {tests - failures - skipped} of {tests} checks passed")
 
 
 def test_the_ranks_spread_is_not_widened_by_a_group_one_fault_slowed():

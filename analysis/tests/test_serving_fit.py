@@ -3,6 +3,7 @@ distributions, its interval rule under an A/A pair, missing figures named, exit 
 
 import json
 
+import h5py
 import numpy as np
 import pandas as pd
 import pytest
@@ -160,6 +161,20 @@ def test_cli_exit_codes_and_json(tmp_path, capsys):
     assert "no latency target" in capsys.readouterr().err
     assert main(["fit", good, "--slo", "itl_p99=fast"]) == 2
     assert main(["fit", str(tmp_path / "absent.h5"), "--slo", "itl_p99=5ms"]) == 2
+
+
+def test_a_deployment_fit_cannot_size_exits_2_naming_what_to_give(tmp_path, capsys):
+    """design.md's exit 2 for bad usage: a deployment the model cannot take (TP 0) and a file
+    whose scenario names no model while no --model is given, each with its one error line."""
+    good = serving_file(tmp_path / "good.h5")
+    assert main(["fit", good, "--slo", "itl_p99=50ms", "--tp", "0"]) == 2
+    assert capsys.readouterr().err == ("error: tp, decode batch, prefill chunk, prompt and block "
+                                       "tokens must be at least 1\n")
+    with h5py.File(good, "r+") as f:
+        f.attrs["scenario_text"] = "name: s\nparallel: {tp: 8}\n"
+    assert main(["fit", good, "--slo", "itl_p99=50ms"]) == 2
+    assert capsys.readouterr().err == (f"error: {good}: the scenario names no model; give --model "
+                                       "(llama3-8b, llama3-70b, llama3-405b, deepseek-v3)\n")
 
 
 def test_on_fail_the_diagnosis_names_the_component_to_fix(tmp_path, capsys):

@@ -130,6 +130,33 @@ def test_nvlink_domains_unknown_shapes_and_kv_pairs():
         Placement(DEEPSEEK, tp=8, ep=64, dp_attention=True)
 
 
+def test_pp_up_to_the_models_layers_is_a_placement_and_beyond_them_is_refused():
+    """docs/serving-fit.md refuses `--pp` beyond the layers: Llama-3-70B's 80 layers split
+    into 80 stages of one layer each (79 stage boundaries), not into 81."""
+    one_layer_each = Placement(LLAMA70, tp=8, pp=80)
+    assert one_layer_each.total_count("pp") == 79
+    with pytest.raises(PlacementError, match="^pp 81: llama3-70b has only 80 layers to split$"):
+        Placement(LLAMA70, tp=8, pp=81)
+
+
+def test_colocated_ttft_without_a_prefill_chunk_cannot_tell_where_the_prefill_crosses(tmp_path,
+                                                                                      capsys):
+    """Colocated, TP 8 on a cluster whose shape is not given: each prefill chunk's TP
+    all-reduces cross this fabric, and without --prefill-chunk fit cannot size them. The
+    TTFT check lacks a part the request needs: CANNOT TELL naming it (as with the chunk
+    given and not measured), never PASS at 0. TP 8 inside each node: nothing crosses, PASS."""
+    path = serving_file(tmp_path / "kv.h5")
+    assert main(["fit", path, "--slo", "ttft_p99=2s,cif_p99=off", "--colocated",
+                 "--no-diagnose"]) == 1
+    out = capsys.readouterr().out
+    assert "  ttft_p99: a request's communication: CANNOT TELL (the prefill's TP all-reduce "\
+        "crosses this fabric: no --prefill-chunk given to size it)\n" in out
+    assert "(defaults: itl_share, ttft_share): CANNOT TELL: ttft_p99 [placement: " in out.splitlines()[0]
+    assert main(["fit", path, "--slo", "ttft_p99=2s,cif_p99=off", "--colocated",
+                 "--no-diagnose", "--gpus-per-node", "8"]) == 0
+    assert "  ttft_p99: no part of a request crosses this fabric" in capsys.readouterr().out
+
+
 def test_fit_counts_only_what_crosses_the_fabric_and_states_the_placement(tmp_path):
     """A TP all-reduce far over the ITL budget FAILs when TP crosses the fabric (shape not
     given, or TP over 2 nodes) and does not count when TP 8 stays inside a node; with PP 2

@@ -458,6 +458,19 @@ def test_a_model_the_binary_refuses_exits_2_quoting_its_refusal(tmp_path, capsys
     assert not (tmp_path / "p.yaml").exists()
 
 
+def test_an_output_that_cannot_be_written_exits_2_naming_it(tmp_path, capsys):
+    """A plan made (the binary loaded it) but --output a folder: exit 2 naming --output and
+    why, no plan printed as if written."""
+    binary = fabscope_bin()
+    folder = tmp_path / "plan.yaml"
+    folder.mkdir()
+    assert main(["plan", "--model", "llama3-70b", "--ranks", "16", "--slo", "itl_p99=50ms",
+                 "--paths", "host", "--fabscope", binary, "--output", str(folder)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"error: --output {folder}: cannot write it (Is a directory)\n"
+    assert captured.out == "" and not (tmp_path / "plan.criteria.yaml").exists()
+
+
 @outcome_contract("plan", 0, "—")
 def test_the_written_plan_loads_in_the_real_binary_within_its_budget(tmp_path, capsys):
     binary = fabscope_bin()

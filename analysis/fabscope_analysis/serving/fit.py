@@ -38,6 +38,7 @@ from . import resample as R
 from .checks import CANNOT_TELL, ORDER, PASS, Check, worst_status
 from .cif import CifRow, cif_check, cif_rows, gpcnet_rows
 from .measured import CLASS_TITLES, PREFILL_CLASSES, Measured
+from .placement import PREFILL
 from .groups import groups_check
 from .nodes import nodes_check
 from .paths import paths_of
@@ -247,24 +248,40 @@ def _request_counts(seqs, parts) -> List[Tuple[int, int]]:
     return [(len(s), 1) for s in seqs] + [(len(t), c) for t, c in parts]
 
 
+def _unsized_prefill(measured: Measured, prefill_chunk: Optional[int]) -> str:
+    """Why a request's prefill communication is not counted although the placement puts it
+    on this fabric (no chunk size given), or '' (a chunk given, or nothing of the prefill
+    crosses: how many operations cross does not depend on the chunk's size)."""
+    place = measured.placement
+    if prefill_chunk or place is None:
+        return ""
+    crossing = [CLASS_TITLES[c] for c in ("tp", "moe", "pp") if place.fabric_count(c, PREFILL)]
+    if not crossing:
+        return ""
+    return (f"the prefill's {' and '.join(crossing)} cross{'es' if len(crossing) == 1 else ''} "
+            f"this fabric: no --prefill-chunk given to size {'it' if len(crossing) == 1 else 'them'}")
+
+
 def _ttft_without_kv(key: str, slo: Slo, measured: Measured, prompt_tokens: int,
                      prefill_chunk: Optional[int]) -> Check:
     """TTFT where the placement keeps the KV off this fabric (colocated, or a prefill and a
     decode instance inside one NVLink domain): the prefill's fabric communication and the
-    front end, where measured; 0 and PASS when neither is part of a request."""
+    front end, where measured; 0 and PASS when neither is part of a request; CANNOT TELL
+    (at best) when the prefill crosses this fabric unsized (_unsized_prefill)."""
     q = _quantile_of(key)
     api = measured.classes.get("api")
     prefill = [measured.classes[c] for c in measured.prefill_classes if c in measured.classes]
     conditions = sorted(set(api.by_condition if api else {}).union(
         *(c.by_condition for c in prefill)), key=lambda c: (c != "quiet", c))
     where = next((n for n in measured.notes if n.startswith("KV transfer prefill")), "")
-    if api is None and not measured.prefill_classes:
+    unsized = _unsized_prefill(measured, prefill_chunk)
+    if api is None and not measured.prefill_classes and not unsized:
         return Check(key, PASS, f"no part of a request crosses this fabric ({where}): it adds "
                                 "nothing to the first token: PASS",
                      figures={"point_ms": 0.0, "low_ms": 0.0, "high_ms": 0.0,
                               "target_ms": slo.targets_ms[key],
                               "fabric_budget_ms": slo.fabric_budget_ms(key)})
-    checks, absent = [], []
+    checks, absent = [], [unsized] if unsized else []
     for condition in conditions or ["quiet"]:
         seqs = [api.by_condition[condition]] if api and condition in api.by_condition else []
         parts, prefill_what, why_not = _prefill_parts(measured, condition, prompt_tokens,
