@@ -1,12 +1,16 @@
-"""Stalled pairs per rank side (diagnosis/tails.py) on hand-built pair tables fitted by
-the real model: well under a second each."""
+"""Stalled pairs per rank side and per rank (diagnosis/tails.py) on hand-built pair
+tables fitted by the real model, well under a second each, and one small synthetic run
+through diagnose."""
 
 import numpy as np
 
 from diagnosis_layouts import AllPairsBandwidth, regular_layout
+from synthetic import write_matrix_run
 
+from fabscope_analysis.diagnose import diagnose
 from fabscope_analysis.diagnosis import tails
 from fabscope_analysis.diagnosis.model import PairData, fit
+from fabscope_analysis.reader import open_result
 
 Q = 0.01
 
@@ -44,3 +48,17 @@ def test_ranks_whose_every_peer_is_flagged_leave_the_typical_rate_at_zero():
     assert [e.key for e in named] == [(r, "both") for r in range(4)], [e.detail for e in named]
     assert all("32/32 of its pairs" in e.detail and "(16.0 expected" in e.detail
                and "5.00% of its samples (typical rank: 0.000%)" in e.detail for e in named), named[0].detail
+
+
+def test_two_nics_stalling_every_pair_are_both_named_though_the_healthy_ranks_are_all_alike(tmp_path):
+    """Ranks 0 and 4 of 8 (one a host) stall 30 % of the samples of every pair they are
+    in: each healthy rank then has exactly its pairs with them stalled, six ranks alike,
+    a robust sigma of 0. The two stand infinitely many sigmas beyond the median rank, are
+    left out of each other's references, and are both named (the second round of
+    tail_ranks had left out the most stalled one only, and named only the other)."""
+    path = tmp_path / "run.h5"
+    write_matrix_run(path, nranks=8, lossy={0: 0.3, 4: 0.3}, pair_noise=0.03, seed=3)
+    with open_result(path, warn_incomplete=False) as result:
+        d = diagnose(result)
+    assert sorted(c.host for c in d.culprits) == ["fh0", "fh4"], d.lines()
+    assert all(c.symptoms[0].startswith("tail: ") for c in d.culprits), d.lines()
