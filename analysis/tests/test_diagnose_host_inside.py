@@ -2,10 +2,17 @@
 host's inside GPU pairs slow is the host, once, not a link per pair; a latency-only
 slowness is said to be a cost per message."""
 
+import dataclasses
 import re
+from types import SimpleNamespace
+
+import numpy as np
+
+from diagnosis_layouts import regular_layout
 
 from fabscope_analysis.diagnose import diagnose
-from fabscope_analysis.diagnosis.result import HOST, LINK
+from fabscope_analysis.diagnosis.host_inside import name_hosts_from_inside_links
+from fabscope_analysis.diagnosis.result import HOST, LINK, Culprit
 from fabscope_analysis.reader import open_result
 from synthetic import write_matrix_run
 
@@ -32,6 +39,10 @@ def test_every_pair_inside_a_host_slow_in_latency_only_is_the_host_once(tmp_path
     assert 1.45 <= ratio <= 1.65, text   # planted 1.6x, less what the ranks' effects take
     assert "a cost per message on the host" in text and "bandwidth of its inside pairs typical" in text
     assert hosts[0].ranks == [4, 5, 6, 7] and hosts[0].direction == "both"
+    # the count alone is no evidence: the statistics of one of the host's links come with it
+    assert len(hosts[0].evidence) == 2, hosts[0].evidence
+    assert re.fullmatch(r"residual z=[\d.]+, q=\S+ after both ends' effects", hosts[0].evidence[1]), \
+        hosts[0].evidence
 
 
 def test_inside_pairs_slow_in_bandwidth_too_are_the_host_without_the_per_message_word(tmp_path):
@@ -50,3 +61,23 @@ def test_two_slow_pairs_inside_a_host_stay_links(tmp_path):
     links = sorted(tuple(sorted(c.ranks)) for c in d.culprits if c.component == LINK)
     assert links == [(4, 5), (6, 7)], d.lines()
     assert not [c for c in d.culprits if c.component == HOST]
+
+
+def test_the_host_lists_each_ranks_gpu_and_minus_one_for_a_rank_without_one():
+    """Three of host 1's GPU pairs named as links, of the three it measured: the host,
+    its ranks' GPUs from /ranks, -1 (as every finding writes it) for rank 5 whose GPU
+    /ranks does not give."""
+    full = regular_layout(4, 4, 1)
+    lay = dataclasses.replace(full, gpu={r: g for r, g in full.gpu.items() if r != 5})
+    pairs = [(4, 5), (4, 6), (5, 7)]
+    s, r = np.array(pairs).T
+    test = SimpleNamespace(measure="centre", label="0001 lat", fit=SimpleNamespace(
+        data=SimpleNamespace(s=s, r=r, bandwidth=False), resid=np.full(3, 0.5)))
+    links = [Culprit(host="host001", ranks=[a, b], gpus=[], nics=[], direction="link", symptoms=[],
+                     evidence=[f"residual of {a}-{b}"], confidence="medium", score=0.8, component=LINK)
+             for a, b in pairs]
+    out = SimpleNamespace(culprits=list(links), hosts=set())
+    name_hosts_from_inside_links(lay, [test], out)
+    [host] = out.culprits
+    assert (host.component, host.host, host.ranks, host.gpus) == (HOST, "host001", [4, 5, 6, 7], [0, -1, 2, 3])
+    assert host.evidence[1:] == ["residual of 4-5"] and out.hosts == {1}

@@ -12,6 +12,8 @@ here must name nothing; a leaf whose senders are slow in the raw pairs is the le
 import dataclasses
 
 import numpy as np
+import pytest
+from scipy.stats import norm
 
 from diagnosis_layouts import AllPairsBandwidth, regular_layout
 
@@ -94,3 +96,22 @@ def test_with_two_leaves_a_leaf_from_its_hosts_cannot_be_told():
     out = rules.name_components(lay, [t], Q)
     assert out.culprits == [], [c.subject() for c in out.culprits]
     assert len(out.cannot_tell) == 1 and "fewer than 3 leaves" in out.cannot_tell[0], out.cannot_tell
+
+
+def test_a_leafs_raw_figure_is_judged_by_the_error_of_a_median_of_block_medians():
+    """Four leaves, leaf 0's raw pairs to the others 0.06 (log) slower, the other leaves
+    alike (no spread among them, so the error is the standard error alone): a block of n
+    pairs has the median's error 1.2533 sigma / sqrt(n), the median of the leaf's k
+    blocks 1.2533 times that over sqrt(k). z and the smallest shift the comparison finds
+    (80 % power, Bonferroni over the leaves) follow from it."""
+    nl, n, sigma, shift = 4, 16, 0.1, 0.06
+    medians = np.zeros((nl, nl))
+    medians[0, 1:] = shift
+    counts = np.full((nl, nl), float(n))
+    rows = leaf_rows._judge_side(medians, counts, "send", sigma, np.log(1.1), 1.0, Q)
+    se = 1.2533 * (1.2533 * sigma / np.sqrt(n)) / np.sqrt(nl - 1)
+    ratio, z, _, stands_out, finds = rows[0]
+    assert ratio == pytest.approx(np.exp(shift)) and z == pytest.approx(shift / se), rows[0]
+    assert finds == pytest.approx(np.exp((norm.isf(Q / nl) + evidence.POWER_Z) * se)), rows[0]
+    assert not stands_out   # 1.06x: below the 1.1x margin whatever z says
+    assert all(rows[x][:2] == (1.0, 0.0) for x in (1, 2, 3)), rows

@@ -9,6 +9,7 @@ flapping NIC of that rank; the untouched run has no outage finding; and 60 stall
 make a tail in which the longest is no outage.
 """
 import contextlib
+import dataclasses
 import io
 import math
 
@@ -16,6 +17,8 @@ import h5py
 import numpy as np
 import pandas as pd
 import pytest
+
+from diagnosis_layouts import regular_layout
 
 from fabscope_analysis.diagnose import diagnose
 from fabscope_analysis.diagnosis import outages
@@ -275,3 +278,14 @@ def test_a_samples_stall_is_measured_from_its_own_pairs_median_time(monkeypatch)
     assert samples
     for x in samples:
         assert (x.typical_s, x.excess_s) == (pytest.approx(own[(x.rank, x.peer)]), 0.0), x
+
+
+def test_a_link_down_lists_each_ends_gpu_and_minus_one_for_an_end_without_one():
+    """One stalled pair (ranks 4 -> 9) is the link between them: both ends' GPUs from
+    /ranks, -1 (as every finding writes it) for rank 4 whose GPU /ranks does not give."""
+    full = regular_layout(8, 2, 2)
+    lay = dataclasses.replace(full, gpu={r: g for r, g in full.gpu.items() if r != 4})
+    stall = outages.Stall(4, 9, 3_000_000_000, 4_500_000_000, 1.5, 1e-5, "0001 bw", 2_900_000_000, p=1e-9)
+    c = outages._event_culprit([stall], lay, 1_000_000_000, None)
+    assert (c.component, c.ranks, c.gpus, c.nics) == ("link", [4, 9], [-1, 1], ["mlx5_0", "mlx5_1"])
+    assert (c.host, c.peer_host, c.window_s) == ("host002", "host004", [2.0, 3.5])

@@ -240,7 +240,8 @@ def test_a_leaf_path_and_a_local_rank_are_scored_by_their_largest_z_and_worded_b
 def test_sides_slow_only_through_the_spine_are_scored_and_worded_like_the_other_leaf_findings():
     """group_spine_sides: two receive sides of leaf 1 slow only from other leaves become its
     spine links, scored from the largest z and worded from the smallest q (q of exactly
-    1e-2 is 'low'); a side with other evidence stays with its host."""
+    1e-2 is 'low', of exactly 1e-4 'medium', as the other leaf findings); a side with other
+    evidence stays with its host."""
     from types import SimpleNamespace
     lay = _layout()
     t = SimpleNamespace(label="0002 ap-bandwidth")
@@ -248,7 +249,7 @@ def test_sides_slow_only_through_the_spine_are_scored_and_worded_like_the_other_
     def side(rank, z, q, spine=True):
         return [(t, SimpleNamespace(key=(rank, "receive"), z=z, q=q, pairs=120, through_spine=spine))]
     for (z, q), expected in (((7.77, 1e-2), (0.711, "low")), ((8.75, 5e-5), (0.75, "high")),
-                             ((30.0, 5e-3), (1.0, "medium"))):
+                             ((30.0, 5e-3), (1.0, "medium")), ((30.0, 1e-4), (1.0, "medium"))):
         by_host = {4: {(37, "receive"): side(37, z, q)}, 5: {(45, "receive"): side(45, 1.0, 0.04)},
                    6: {(50, "receive"): side(50, 9.0, 1e-6, spine=False)}}
         out = rules.Naming()
@@ -433,3 +434,20 @@ def test_a_local_rank_that_is_one_rail_says_its_leaf_too():
     lay.leaf_names = [f"leaf{x}" for x in range(10)]
     [culprit] = _named("local_ranks", lay, [[_effect((3, "both"), 9.0, 1e-6)]])
     assert not any("only them" in e for e in culprit.evidence), culprit.evidence
+
+
+def test_a_leaf_direction_is_judged_from_min_leaf_pairs_between_two_other_leaves():
+    """leaf_paths: leaf 0 (4 ranks), every pair into it 2x slow, against the pairs between
+    leaf 1 (2 ranks) and leaf 2 (4 ranks), none slow: with exactly MIN_LEAF_PAIRS of those
+    (docs/analysis.md: 16) its 24 slow pairs of 24 are the leaf's spine links in, against
+    a share of 0.5 / 16; one pair fewer and the leaf is not judged."""
+    leaf = np.array([0] * 4 + [1] * 2 + [2] * 4)
+    s, r = np.array([(i, j) for i in range(len(leaf)) for j in range(len(leaf)) if leaf[i] != leaf[j]]).T
+    resid = np.where(leaf[r] == 0, math.log(2.0), 0.0)
+    others = (leaf[s] != 0) & (leaf[r] != 0)
+    assert others.sum() == paths.MIN_LEAF_PAIRS
+    found = paths.leaf_paths(resid, s, r, leaf, 0.01)
+    assert [(x, side, k, m, share) for x, side, k, m, share, *_ in found] == \
+        [(0, "receive", 24, 24, 0.5 / paths.MIN_LEAF_PAIRS)], found
+    keep = np.arange(len(s)) != np.flatnonzero(others)[0]
+    assert paths.leaf_paths(resid[keep], s[keep], r[keep], leaf, 0.01) == []

@@ -191,10 +191,11 @@ def _outlying(fits: List[Fit], host: np.ndarray, p_rank) -> set:
     if len(present) < 4:
         return set()
     x = np.log(np.maximum(k[present], 0.5) / np.maximum(e[present], 1e-12))
-    sigma = robust_sigma(x)
-    if sigma <= 0:
-        return set()
-    far = present[(x - np.median(x)) / sigma >= OUTLYING_Z]
+    excess = x - np.median(x)
+    # a robust sigma of 0 (more than half the ranks alike: NICs stalling every pair leave
+    # each healthy rank exactly its pairs with them stalled) puts every rank beyond the
+    # median infinitely many sigmas out, not none
+    far = present[(excess > 0) & (excess >= OUTLYING_Z * robust_sigma(x))]
     return {int(r) for r in far if (int(r), "both") in p_rank}
 
 
