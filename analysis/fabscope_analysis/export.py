@@ -137,9 +137,11 @@ def _verdict_metrics(result: ResultFile, base: Dict[str, str], m: MetricSet,
     labels = {**base, "criteria": os.path.basename(verdict.criteria.path)}
     m.add("fabscope_verdict_passed", labels, verdict.passed)
     failed = [c for c in verdict.checks if not c.passed]
-    m.add("fabscope_verdict_checks", {**labels, "outcome": "passed"},
-          len(verdict.checks) - len(failed))
-    m.add("fabscope_verdict_checks", {**labels, "outcome": "failed"}, len(failed))
+    # the outcomes accept counts apart (a check that cannot tell did not pass)
+    outcomes = [c.label for c in verdict.checks]
+    for outcome, label in (("passed", "PASS"), ("failed", "FAIL"), ("cannot_tell", "CANNOT TELL"),
+                           ("skipped", "SKIP")):
+        m.add("fabscope_verdict_checks", {**labels, "outcome": outcome}, outcomes.count(label))
     per_rule: "OrderedDict[str, int]" = OrderedDict()
     for check in failed:
         per_rule[check.rule] = per_rule.get(check.rule, 0) + 1

@@ -115,7 +115,9 @@ class Verdict:
         failed = [c for c in self.checks if not c.passed]
         extra = [r for r in self.extra_reasons() if r.failing]
         culprits = [r.subject for r in self.culprits()]
-        what = f"{len(self.checks) - len(failed)} of {len(self.checks)} checks passed"
+        # a check that cannot tell, or a skipped instance's, did not pass (said below)
+        passed = sum(1 for c in self.checks if c.label == "PASS")
+        what = f"{passed} of {len(self.checks)} checks passed"
         if failed:
             rules = list(dict.fromkeys(c.rule if c.rule != "diagnose" or not culprits
                                        else "culprits " + ", ".join(culprits)

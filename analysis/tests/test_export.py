@@ -164,6 +164,11 @@ def test_figures_are_summarys_and_verdicts(files, exported):
     assert _one(series, "fabscope_verdict_passed", file="standard.h5") == int(verdict.passed)
     assert _one(series, "fabscope_verdict_checks", outcome="failed") == \
         sum(1 for c in verdict.checks if not c.passed)
+    # every check in exactly one outcome, as accept counts them (cannot tell is not passed)
+    counts = {o: _one(series, "fabscope_verdict_checks", outcome=o)
+              for o in ("passed", "failed", "cannot_tell", "skipped")}
+    assert sum(counts.values()) == len(verdict.checks), counts
+    assert counts["passed"] == sum(1 for c in verdict.checks if c.label == "PASS"), counts
     brief = run_cli("verdict", files["standard"], "--brief")
     assert brief.stdout.startswith("verdict: FAIL") and brief.returncode == 1
     assert _one(series, "fabscope_run_info", run_id=run_id, file="standard.h5") == 1
