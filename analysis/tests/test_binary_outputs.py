@@ -2,15 +2,19 @@
 memory, estimate and schedule) for every shipped scenario at a few cluster shapes, and
 the serving model listing, held against the recorded expectation (expected_outputs.py:
 a change detector for the runner's planning, the kinds' configuration and schedules;
-the promises are the C++ unit and MPI tests')."""
+the promises are the C++ unit and MPI tests'). And `fabscope inventory`, whose values
+are this machine's: its two forms read back, as `plan` reads the JSON one."""
 
+import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from expected_outputs import check_expected, text_lines
+from fabscope_analysis.serving.plan_paths import detect_gpus
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted(p.name for p in (ROOT / "scenarios").glob("*.yaml"))
@@ -73,3 +77,29 @@ def test_fabscope_list_defaults(kind, tmp_path):
     held["stdout"] = [line.replace(str(tmp_path), "<dir>") for line in held["stdout"]]
     held["stderr"] = [line.replace(str(tmp_path), "<dir>") for line in held["stderr"]]
     check_expected("binary", f"defaults-{kind}", held)
+
+
+# docs/inventory.md's parts, as `inventory --json` names them
+INVENTORY_KEYS = {"hostname", "rdma_devices", "interfaces", "gpus", "gpu_nic_affinity",
+                  "numa_source", "versions", "environment", "notes"}
+
+
+def test_fabscope_inventory_json_and_text():
+    """`inventory --json` is one JSON object with every documented part and this host's
+    name (what `plan --paths auto` reads through detect_gpus); plain `inventory` is the
+    text form, not JSON."""
+    binary = _binary()
+    as_json = subprocess.run([binary, "inventory", "--json"], capture_output=True, text=True,
+                             timeout=60, env=dict(os.environ, OMPI_MCA_plm="isolated"))
+    assert as_json.returncode == 0, as_json.stderr
+    doc = json.loads(as_json.stdout)
+    assert INVENTORY_KEYS <= set(doc), sorted(INVENTORY_KEYS - set(doc))
+    assert doc["hostname"] == socket.gethostname()
+    assert any(i["name"] == "lo" for i in doc["interfaces"]), doc["interfaces"]
+    gpus, _, where = detect_gpus(binary)
+    assert gpus == len(doc["gpus"]) and where.startswith(f"fabscope inventory on {doc['hostname']}:")
+    as_text = subprocess.run([binary, "inventory"], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, OMPI_MCA_plm="isolated"))
+    assert as_text.returncode == 0 and as_text.stdout.startswith(f"host {doc['hostname']}\n")
+    with pytest.raises(ValueError):
+        json.loads(as_text.stdout)

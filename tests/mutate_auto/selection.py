@@ -50,9 +50,10 @@ CPP_TESTS: List[CppTests] = [
     CppTests("src/cli/", ("fabscope",),
              r"^mpi\.(cli|closing_verdict|bad_scenarios|launch_args)$",
              ("analysis/tests/test_binary_outputs.py", "analysis/tests/test_impact.py", "-k",
-              "list_model or fabscope_list"),
+              "list_model or fabscope_list or fabscope_inventory"),
              "the command line: options, list (and list --model, read by the analysis; list's whole "
-             "output for every shipped scenario), exit codes, the closing verdict"),
+             "output for every shipped scenario; inventory's text and JSON), exit codes, the closing "
+             "verdict"),
     CppTests("src/driver/", ("fabscope", "fabscope_unit_tests"),
              r"^(mpi\.(run_np2|run_np4|batch_figure|file_structure|progress|repeats|data_check|impact)|"
              r"(BatchFigure|CounterSummary|InstanceAttributes|PatternBudget|ScopedStatistics|SiteScopes|"
