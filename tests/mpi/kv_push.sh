@@ -67,17 +67,21 @@ run_mpi -np 4 "$FABSCOPE_BIN" run --scenario "$scratch/subset.yaml" --output "$o
 check_result "$out" 4
 kv_check "$out" --prefill 2 --decode 1
 
+# A run whose KV self-test spoils one byte must fail with exit code 1 (check failed).
+# usage: spoiled_run NP SELF_TEST SCENARIO OUT
+spoiled_run() {
+  local rc=0
+  run_mpi -np "$1" "$FABSCOPE_BIN" run --self-test "$2" --scenario "$3" --output "$4" --overwrite \
+    --no-progress > "$4.out" 2>&1 || rc=$?
+  if [ "$rc" != 1 ]; then
+    cat "$4.out"
+    echo "kv_push: --self-test $2 on $(basename "$3") gave exit code $rc, expected 1 (check failed)" >&2
+    exit 1
+  fi
+}
+
 # Self-test of the checker: prefill rank 0 flips one byte of request 0.
-set +e
-run_mpi -np 4 "$FABSCOPE_BIN" run --self-test kv-corrupt \
-  --scenario "$scratch/many-to-one.yaml" --output "$scratch/corrupt.h5" --no-progress > "$scratch/corrupt.out" 2>&1
-rc=$?
-set -e
-if [ "$rc" != 1 ]; then
-  cat "$scratch/corrupt.out"
-  echo "kv_push: a corrupted byte gave exit code $rc, expected 1 (check failed)" >&2
-  exit 1
-fi
+spoiled_run 4 kv-corrupt "$scratch/many-to-one.yaml" "$scratch/corrupt.h5"
 kv_check "$scratch/corrupt.h5" --prefill 3 --decode 1 --expect-corrupt
 
 # The checker verifies every request, not only the first measured one: one
@@ -97,16 +101,7 @@ tests:
      iterations: 3, warmup_requests: 2}
 YAML
 for spoiled in 0:0 0:1 1:2 2:4; do
-  set +e
-  run_mpi -np 4 "$FABSCOPE_BIN" run --self-test "kv-corrupt=$spoiled" \
-    --scenario "$scratch/sweep.yaml" --output "$scratch/sweep.h5" --overwrite --no-progress > "$scratch/sweep.out" 2>&1
-  rc=$?
-  set -e
-  if [ "$rc" != 1 ]; then
-    cat "$scratch/sweep.out"
-    echo "kv_push: kv-corrupt=$spoiled gave exit code $rc, expected 1 (check failed)" >&2
-    exit 1
-  fi
+  spoiled_run 4 "kv-corrupt=$spoiled" "$scratch/sweep.yaml" "$scratch/sweep.h5"
   kv_check "$scratch/sweep.h5" --prefill 3 --decode 1 --expect-corrupt "$spoiled"
 done
 # A pool of one block (one prompt of one block, one request in flight, one prefill rank):
@@ -122,15 +117,6 @@ tests:
      sizes: {derive: kv-request, block_tokens: 16, prompt_tokens: [16]}, loop: {mode: closed, in_flight: 1},
      iterations: 3, warmup_requests: 1, pool_blocks: 1}
 YAML
-set +e
-run_mpi -np 2 "$FABSCOPE_BIN" run --self-test "kv-corrupt=0:1" \
-  --scenario "$scratch/one-block.yaml" --output "$scratch/one-block.h5" --no-progress > "$scratch/one-block.out" 2>&1
-rc=$?
-set -e
-if [ "$rc" != 1 ]; then
-  cat "$scratch/one-block.out"
-  echo "kv_push: a spoiled first byte of a one-block pool gave exit code $rc, expected 1 (check failed)" >&2
-  exit 1
-fi
+spoiled_run 2 kv-corrupt=0:1 "$scratch/one-block.yaml" "$scratch/one-block.h5"
 kv_check "$scratch/one-block.h5" --prefill 1 --decode 1 --expect-corrupt 0:1
 echo "kv_push: ok"
