@@ -5,10 +5,14 @@ usage: check_result.py FILE NRANKS [--mode parallel|serial-gather] [--transport 
 Exits 1 with a message naming what is wrong.
 """
 import argparse
+import os
 import sys
 
 import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import recompute  # noqa: E402  (every derived figure, recomputed from the raw rows)
 
 CONTROL_PAIR = 1 << 10  # sample flag: a serial retest's control pair
 SECOND_VISIT = 1 << 15  # sample flag: a serial retest's second visit of a retested pair
@@ -24,104 +28,6 @@ def fail(msg):
 
 def text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
-
-
-def close(got, want):
-    return abs(float(got) - want) <= 1e-9 * max(1.0, abs(want))
-
-
-def latency_figures(lat):
-    """What fabscope's statistics give for one set of sample times: numpy's default
-    (linear) percentiles, as src/stats/Statistics.hpp promises."""
-    return {"min_ns": float(lat.min()), "mean_ns": float(lat.mean()), "p50_ns": float(np.percentile(lat, 50)),
-            "p99_ns": float(np.percentile(lat, 99)), "p999_ns": float(np.percentile(lat, 99.9)),
-            "max_ns": float(lat.max())}
-
-
-def batch_mean(s, divisor, clock_read_ns):
-    """The batch figure (src/driver/BatchFigure.hpp): each run of one rank's samples
-    with one peer and consecutive iterations is a loop; its span less two clock reads
-    an iteration, never under its samples' own time, over all iterations."""
-    loop_ns, iterations, first = 0.0, 0, 0
-    for i in range(1, len(s) + 1):
-        if i < len(s) and s["rank"][i] == s["rank"][i - 1] and s["peer"][i] == s["peer"][i - 1] \
-                and s["iter"][i] == s["iter"][i - 1] + 1:
-            continue
-        part = s[first:i]
-        span = float(int(part["t_done_ns"][-1]) - int(part["t_post_ns"][0]))
-        timed = float((part["t_done_ns"].astype(np.int64) - part["t_post_ns"].astype(np.int64)).sum())
-        loop_ns += max(span - len(part) * 2 * clock_read_ns, timed)
-        iterations += len(part)
-        first = i
-    return loop_ns / iterations / divisor
-
-
-def check_figures(where, g, s, every):
-    """The instance's headline statistics and per-rank /summary rows, recomputed from its
-    headline samples `s` (one site scope only: with several the headline is NaN and
-    /scopes holds the figures), and its batch figure from `every` sample it recorded
-    (a serial retest's second visits and control pairs are loops too)."""
-    ga = g.attrs
-    if ";" in text(ga.get("site_scopes", "")):
-        return
-    divisor = int(ga["sample_divisor"])
-    took = (s["t_done_ns"].astype(np.int64) - s["t_post_ns"].astype(np.int64)).astype(np.float64)
-    lat = took / divisor
-    want = latency_figures(lat)
-    if text(ga["metric"]) == "bandwidth":
-        per_sample = float(s["bytes"].astype(np.float64).sum()) / len(s)
-        want.update(gbps_p50=per_sample / want["p50_ns"], gbps_p99=per_sample / want["p99_ns"],
-                    gbps_mean=float(s["bytes"].astype(np.float64).sum()) / float(took.sum()))
-    for key, value in want.items():
-        if key in ga and not close(ga[key], value):
-            fail(f"{where}: {key} {float(ga[key])!r}, recomputed from the samples {value!r}")
-    rows = g["summary"][()]
-    if len({text(x) for x in rows["scope"]}) > 1:
-        rows = rows[:0]  # a row per rank and scope: /scopes' own figures, not recomputed here
-    for row in rows:
-        mine = lat[s["rank"] == row["rank"]]
-        figures = latency_figures(mine)
-        figures.update(samples=len(mine), bytes=int(s["bytes"][s["rank"] == row["rank"]].astype(np.int64).sum()))
-        for key, value in figures.items():
-            if not close(row[key], value):
-                fail(f"{where}: rank {int(row['rank'])}'s summary {key} {row[key]!r}, recomputed {value!r}")
-    if "batch_mean_ns" in ga:
-        value = batch_mean(every, divisor, float(ga["clock_read_ns"]))
-        if not close(ga["batch_mean_ns"], value):
-            fail(f"{where}: batch_mean_ns {float(ga['batch_mean_ns'])!r}, recomputed from the samples {value!r}")
-
-
-def check_impact(tests):
-    """Each congested instance against its quiet one (docs/file-format.md): `quiet_index`
-    names the quiet instance of the same case, replicate and pass, and `impact_mean` /
-    `impact_p99` are the two instances' own mean and p99 divided, to the last bits. A
-    quiet instance has neither, and its /scopes rows say NaN."""
-    by_index = {int(g.attrs["index"]): g for g in tests.values()}
-    for name in sorted(tests):
-        ga = tests[name].attrs
-        where = f"/tests/{name} ({text(ga['case'])}, {text(ga['condition'])})"
-        if text(ga["condition"]) == "quiet":
-            if "quiet_index" in ga or "impact_mean" in ga:
-                fail(f"{where}: a quiet instance with an impact")
-            if "scopes" in tests[name] and not np.all(np.isnan(tests[name]["scopes"]["impact_mean"])):
-                fail(f"{where}: a quiet instance's scope rows carry an impact")
-            continue
-        if "quiet_index" not in ga:
-            continue
-        quiet = by_index.get(int(ga["quiet_index"]))
-        if quiet is None:
-            fail(f"{where}: quiet_index {int(ga['quiet_index'])} names no instance")
-        qa = quiet.attrs
-        key = [(text(x["case"]), int(x.get("replicate", 0)), text(x["pass"]), text(x["condition"]))
-               for x in (ga, qa)]
-        if key[1] != key[0][:3] + ("quiet",):
-            fail(f"{where}: quiet_index {int(ga['quiet_index'])} is {key[1]}, expected the quiet "
-                 f"instance of {key[0][:3]}")
-        if "impact_mean" in ga:
-            for figure, attr in (("impact_mean", "mean_ns"), ("impact_p99", "p99_ns")):
-                want = float(ga[attr]) / float(qa[attr])
-                if abs(float(ga[figure]) - want) > 1e-12 * want:
-                    fail(f"{where}: {figure} {float(ga[figure])!r}, its {attr} over the quiet one's {want!r}")
 
 
 ap = argparse.ArgumentParser()
@@ -167,7 +73,7 @@ with h5py.File(a.file, "r") as f:
             fail(f"{where}: status {text(ga['status'])}: {text(ga['error'])}")
         if text(ga["transport"]) != a.transport:
             fail(f"{where}: transport {text(ga['transport'])}")
-        s = every = g["samples"][()]
+        s = g["samples"][()]
         if len(s) == 0:
             fail(f"{where}: no samples")
         took = s["t_done_ns"].astype(np.int64) - s["t_post_ns"].astype(np.int64)
@@ -265,6 +171,7 @@ with h5py.File(a.file, "r") as f:
         if not any(text(x) for x in f["ranks"]["site"]):
             if any(text(x) for x in summ["scope"]) or "scopes" in g or "site_scopes" in ga:
                 fail(f"{where}: site scopes in a run without site labels")
-        check_figures(where, g, s, every)
-    check_impact(tests)
-print(f"check_result: {a.file}: ok")
+checked, found = recompute.mismatches(a.file)
+if found:
+    fail(f"{len(found)} figure(s) differ from the raw rows:\n  " + "\n  ".join(found))
+print(f"check_result: {a.file}: ok ({checked} instances' figures recomputed)")
