@@ -7,7 +7,7 @@ summary through verdict.Verdict) read these fields and nothing else.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from .run_analysis import format_number
 
@@ -50,3 +50,16 @@ def named_list(items, unit: str) -> str:
     if len(items) > MAX_NAMED:
         shown += f" and {len(items) - MAX_NAMED} more"
     return shown
+
+
+# A check's outcomes as accept prints them, and the word each is counted under.
+OUTCOMES = (("PASS", "passed"), ("FAIL", "failed"), ("CANNOT TELL", "cannot tell"),
+            ("SKIP", "skipped"))
+
+
+def outcome_counts(checks: Sequence[CheckResult]) -> Dict[str, int]:
+    """How many checks end in each outcome, by label: a check that cannot tell, or a
+    skipped instance's, did not pass. accept's count line, its JUnit, the verdict line and
+    the OpenMetrics export count from this."""
+    labels = [c.label for c in checks]
+    return {label: labels.count(label) for label, _ in OUTCOMES}

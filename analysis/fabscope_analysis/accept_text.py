@@ -10,7 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import List, Optional, Sequence, TextIO, Union
 
-from .accept_result import CheckResult
+from .accept_result import OUTCOMES, CheckResult, outcome_counts
 from .reader import ResultFile
 from .verdict import compute_verdict
 
@@ -60,14 +60,12 @@ def print_checks(verdict, result_path: str, stream: Optional[TextIO] = None) -> 
 
 
 def count_text(checks: Sequence[CheckResult]) -> str:
-    """'N of M checks passed' and, apart, those that failed, cannot tell or were skipped:
-    a check that cannot tell did not pass. The JUnit counts the same checks (tests,
-    failures, and skipped for the last two)."""
-    labels = [c.label for c in checks]
-    apart = [f"{labels.count(label)} {words}" for label, words in
-             (("FAIL", "failed"), ("CANNOT TELL", "cannot tell"), ("SKIP", "skipped"))
-             if label in labels]
-    return ", ".join([f"{labels.count('PASS')} of {len(checks)} checks passed"] + apart)
+    """'N of M checks passed' and, apart, those that failed, cannot tell or were skipped
+    (outcome_counts). The JUnit counts the same checks (tests, failures, and skipped for
+    the last two)."""
+    counts = outcome_counts(checks)
+    apart = [f"{counts[label]} {words}" for label, words in OUTCOMES[1:] if counts[label]]
+    return ", ".join([f"{counts['PASS']} of {len(checks)} checks passed"] + apart)
 
 
 def run_accept(result: ResultFile, criteria=None,

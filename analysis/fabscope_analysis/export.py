@@ -45,6 +45,7 @@ from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
+from .accept_result import OUTCOMES, outcome_counts
 from .errors import CriteriaError, ResultFileError
 from .export_format import DIAGNOSIS_ANSWERS, MetricSet
 from .kinds import compute_kinds
@@ -138,10 +139,10 @@ def _verdict_metrics(result: ResultFile, base: Dict[str, str], m: MetricSet,
     m.add("fabscope_verdict_passed", labels, verdict.passed)
     failed = [c for c in verdict.checks if not c.passed]
     # the outcomes accept counts apart (a check that cannot tell did not pass)
-    outcomes = [c.label for c in verdict.checks]
-    for outcome, label in (("passed", "PASS"), ("failed", "FAIL"), ("cannot_tell", "CANNOT TELL"),
-                           ("skipped", "SKIP")):
-        m.add("fabscope_verdict_checks", {**labels, "outcome": outcome}, outcomes.count(label))
+    counts = outcome_counts(verdict.checks)
+    for label, words in OUTCOMES:
+        m.add("fabscope_verdict_checks", {**labels, "outcome": words.replace(" ", "_")},
+              counts[label])
     per_rule: "OrderedDict[str, int]" = OrderedDict()
     for check in failed:
         per_rule[check.rule] = per_rule.get(check.rule, 0) + 1

@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Set, Tuple, Union
 import yaml
 
 from .accept import Baselines, CheckResult, baseline_list, evaluate
+from .accept_result import outcome_counts
 from .criteria import Criteria, load_criteria
 from .diagnose import diagnose
 from .errors import CriteriaError
@@ -116,8 +117,7 @@ class Verdict:
         extra = [r for r in self.extra_reasons() if r.failing]
         culprits = [r.subject for r in self.culprits()]
         # a check that cannot tell, or a skipped instance's, did not pass (said below)
-        passed = sum(1 for c in self.checks if c.label == "PASS")
-        what = f"{passed} of {len(self.checks)} checks passed"
+        what = f"{outcome_counts(self.checks)['PASS']} of {len(self.checks)} checks passed"
         if failed:
             rules = list(dict.fromkeys(c.rule if c.rule != "diagnose" or not culprits
                                        else "culprits " + ", ".join(culprits)
