@@ -23,7 +23,8 @@ import pandas as pd
 from scipy.stats import binom, chi2, norm
 
 from ..inference import PRACTICAL_MARGIN as MARGIN
-from ..inference import BANDWIDTH_SIDE_MARGIN, benjamini_hochberg, robust_sigma
+from ..inference import (BANDWIDTH_SIDE_MARGIN, MEDIAN_SE_FACTOR, benjamini_hochberg,
+                         robust_sigma)
 from . import paths
 from .model import Fit, Layout, raw_class_means, raw_classes
 from .pair_null import null_p, same_host
@@ -127,7 +128,7 @@ def side_effects(fit: Fit, widen: float, q_family: float = Q, leaf: Optional[np.
     if len(keys) < 4:
         return [], power
     values, counts = np.asarray(values), np.asarray(counts)
-    ses = 1.2533 * fit.sigma_e / np.sqrt(counts)
+    ses = MEDIAN_SE_FACTOR * fit.sigma_e / np.sqrt(counts)
     centre, z, tau, scale = standout(values, ses, widen)
     rejected, q = benjamini_hochberg(norm.sf(z), q_family)
     p_emp = np.array([_median_tail_p(null, (v - centre) / widen, m, key[0])
@@ -440,8 +441,8 @@ def _leaf_contrasts(t: np.ndarray, counts: np.ndarray, sigma: float, class_var: 
     nl = len(t)
     t = np.where(counts > 0, t, np.nan)
     inv = np.where(counts > 0, 1.0 / np.maximum(counts, 1.0), np.nan)
-    if class_var is not None:   # in the units below, where 1.2533 sigma is 1
-        inv, sigma = np.where(counts > 0, class_var, np.nan) / 1.2533 ** 2, 1.0
+    if class_var is not None:   # in the units below, where MEDIAN_SE_FACTOR sigma is 1
+        inv, sigma = np.where(counts > 0, class_var, np.nan) / MEDIAN_SE_FACTOR ** 2, 1.0
     diag, inv_diag = np.diag(t), np.diag(inv)
     contrast = t + t.T - diag[:, None] - diag[None, :]
     var = inv + inv.T + inv_diag[:, None] + inv_diag[None, :]
@@ -451,7 +452,7 @@ def _leaf_contrasts(t: np.ndarray, counts: np.ndarray, sigma: float, class_var: 
         ok = np.isfinite(contrast[leaf]) & np.isfinite(var[leaf])
         if ok.sum() >= 2:
             values[leaf] = 0.5 * float(np.median(contrast[leaf][ok]))
-            ses[leaf] = 0.5 * 1.2533 * sigma * math.sqrt(float(np.median(var[leaf][ok])))
+            ses[leaf] = 0.5 * MEDIAN_SE_FACTOR * sigma * math.sqrt(float(np.median(var[leaf][ok])))
     return values, ses
 
 

@@ -273,4 +273,3 @@ def raw_class_means(data: PairData, layout: Layout, nl: int) -> Tuple[np.ndarray
     var = np.bincount(cls, weights=centred * centred, minlength=size)[:size] / np.maximum(n - 1.0, 1.0)
     return (np.where(n > 0, mean, np.nan)[1:],
             np.where(n > 1, var / np.maximum(n, 1.0), np.nan)[1:])
-
