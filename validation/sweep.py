@@ -42,12 +42,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Dict, List
 
@@ -344,17 +345,33 @@ def main(argv=None) -> int:
     os.makedirs(work, exist_ok=True)
     print(f"# {len(jobs)} runs at {args.hosts}x{args.gpus}, seeds from {first} (--first-seed {first})",
           flush=True)
-    rows = []
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for row in pool.map(lambda j: one_run(j[0], j[1], args, work), jobs):
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    print(time_table(rows) if args.time else table(rows))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"hosts": args.hosts, "gpus": args.gpus, "hosts_per_leaf": args.hosts_per_leaf,
-                       "first_seed": first,
-                       "iterations": args.iterations, "rows": rows}, f, indent=1)
+    rows: List[Dict[str, object]] = []
+
+    def finish(stopped: bool) -> None:
+        """The table and the rows of the runs that finished (all, unless stopped by a limit)."""
+        if stopped:
+            print(f"# stopped at a time limit: {len(rows)} of {len(jobs)} runs finished", flush=True)
+        print(time_table(rows) if args.time else table(rows), flush=True)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump({"hosts": args.hosts, "gpus": args.gpus, "hosts_per_leaf": args.hosts_per_leaf,
+                           "first_seed": first, "iterations": args.iterations,
+                           "runs_asked": len(jobs), "rows": rows}, f, indent=1)
+
+    def stop(signum, frame):
+        # a sweep bounded by `timeout` keeps what finished; the running worlds are its
+        # children's, and go with the machine or the caller's process group
+        finish(stopped=True)
+        os._exit(124)
+
+    signal.signal(signal.SIGTERM, stop)
+    pool = ThreadPoolExecutor(max_workers=args.jobs)
+    # rows in the order they finish, so a limit loses only the runs still going
+    for done in as_completed([pool.submit(one_run, case, seed, args, work) for case, seed in jobs]):
+        rows.append(done.result())
+        print(json.dumps(rows[-1]), flush=True)
+    pool.shutdown()
+    finish(stopped=False)
     return 0
 
 
