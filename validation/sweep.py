@@ -291,6 +291,46 @@ def table(rows: List[Dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+def _share_interval(k: int, n: int) -> str:
+    """k of n with its exact (Clopper-Pearson) 95 % interval, in percent."""
+    from scipy.stats import beta   # only the summary needs scipy
+    lo = 0.0 if k == 0 else beta.ppf(0.025, k, n - k + 1)
+    hi = 1.0 if k == n else beta.ppf(0.975, k + 1, n - k)
+    return f"{k}/{n} = {100 * k / n:.1f} % [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def _rate_interval(k: int, n: int) -> str:
+    """k events over n runs, per 100 runs, with the exact Poisson 95 % interval."""
+    from scipy.stats import chi2
+    lo = 0.0 if k == 0 else chi2.ppf(0.025, 2 * k) / 2
+    hi = chi2.ppf(0.975, 2 * k + 2) / 2
+    return f"{k} in {n} runs = {100 * k / n:.1f} per 100 [{100 * lo / n:.1f}, {100 * hi / n:.1f}]"
+
+
+def summary(rows: List[Dict[str, object]]) -> str:
+    """The error rates the targets speak of, over every fabric drawn: clean runs (a case
+    named `clean...`) read `fit`, false culprits per run, and each case's planted faults
+    named exactly; 95 % intervals, exact for a share and for a Poisson count."""
+    ok = [r for r in rows if "error" not in r]
+    clean = [r for r in ok if r["case"].startswith("clean")]
+    faulty = [r for r in ok if not r["case"].startswith("clean")]
+    lines = ["| measure | runs | value [95 % interval] |", "|---|---|---|"]
+    if clean:
+        lines.append(f"| clean fabrics read `fit` | {len(clean)} | "
+                     f"{_share_interval(sum(r['verdict'] == 'fit' for r in clean), len(clean))} |")
+    if ok:
+        lines.append(f"| false culprits, every run | {len(ok)} | "
+                     f"{_rate_interval(sum(r['false'] for r in ok), len(ok))} |")
+    by_case = defaultdict(list)
+    for r in faulty:
+        by_case[r["case"]].append(r)
+    for case in [c for c in dict.fromkeys([*CASES, *BURST_CASES, *TIME_CASES, *by_case]) if c in by_case]:
+        outcomes = [o for r in by_case[case] for o in r["faults"]]
+        lines.append(f"| {case}: planted faults named exactly | {len(by_case[case])} | "
+                     f"{_share_interval(outcomes.count('exact'), len(outcomes))} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--hosts", type=int, default=16)
@@ -314,12 +354,27 @@ def main(argv=None) -> int:
     p.add_argument("--rescore", metavar="JSON",
                    help="diagnose again the runs a sweep kept (its --json rows; --keep names "
                         "their directory): today's diagnose on the same files, no simulation")
+    p.add_argument("--merge", nargs="+", metavar="JSON",
+                   help="print the table and the error-rate summary of several sweeps' rows "
+                        "(one size and case list), no simulation")
     p.add_argument("--analysis", metavar="DIR",
                    help="the analysis/ directory whose diagnose to run (default: this "
                         "checkout's): a before-and-after on the same files")
     args = p.parse_args(argv)
     args.case_list = TIME_CASES if args.time else BURST_CASES if args.burst_cases else CASES
     args.cases = args.cases or list(args.case_list)
+    if args.merge:
+        rows = []
+        for path in args.merge:
+            with open(path, encoding="utf-8") as f:
+                kept = json.load(f)
+            print(f"# {path}: {len(kept['rows'])} runs at {kept['hosts']}x{kept['gpus']}, "
+                  f"{kept['hosts_per_leaf']} hosts a leaf, seeds from {kept['first_seed']}")
+            rows += kept["rows"]
+        print(time_table(rows) if args.time else table(rows))
+        print()
+        print(summary(rows))
+        return 0
     if args.rescore:
         if not args.keep:
             p.error("--rescore needs --keep DIR, the directory of the kept runs")

@@ -272,3 +272,17 @@ def test_the_retest_visits_each_retested_pair_twice_apart_as_the_runner_does(tmp
                                str(tmp_path / "bad.h5"), *SMALL, "--seed", "1", "--burst-ms", bad],
                               cwd=ROOT, env=env, capture_output=True, text=True)
         assert done.returncode == 2 and "burst-ms" in done.stderr, done.stderr
+
+
+def test_the_summary_gives_exact_intervals_over_every_fabric_drawn():
+    from validation.sweep import summary
+    rows = ([{"case": "clean", "verdict": "fit", "faults": [], "false": 0}] * 9
+            + [{"case": "clean, drift", "verdict": "not fit", "faults": [], "false": 2}]
+            + [{"case": "nic send 0.5", "verdict": "not fit", "faults": ["exact"], "false": 0}] * 3
+            + [{"case": "nic send 0.5", "verdict": "fit", "faults": ["missed"], "false": 0}]
+            + [{"case": "clean", "error": "the world failed"}])
+    lines = summary(rows).splitlines()
+    # Clopper-Pearson for 9 of 10: [55.5, 99.7]; Garwood for 2 events: [0.242, 7.22] / 14 runs
+    assert "| clean fabrics read `fit` | 10 | 9/10 = 90.0 % [55.5, 99.7] |" in lines
+    assert "| false culprits, every run | 14 | 2 in 14 runs = 14.3 per 100 [1.7, 51.6] |" in lines
+    assert "| nic send 0.5: planted faults named exactly | 4 | 3/4 = 75.0 % [19.4, 99.4] |" in lines
