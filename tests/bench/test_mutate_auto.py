@@ -212,6 +212,9 @@ def test_every_cpp_target_folder_has_its_tests_in_the_table():
     assert re.search(kvpush.ctest, "mpi.kv_push") and re.search(kvpush.ctest, "KvPushConfig.ConditionErrors")
     assert not re.search(kvpush.ctest, "mpi.incast")
     assert re.search(cpp_tests_for("src/kinds/incast/IncastKind.cpp").ctest, "mpi.incast")
+    loss = cpp_tests_for("src/driver/RankLoss.cpp")
+    assert all(re.search(loss.ctest, t) for t in ("mpi.silent_rank", "mpi.stopped_after_test.closing"))
+    assert not re.search(loss.ctest, "mpi.run_np2") and cpp_tests_for("src/driver/Runner.cpp") != loss
     assert cpp_tests_for("src/transport/MpiTransport.cpp") is None
     assert len({row.prefix for row in CPP_TESTS}) == len(CPP_TESTS)
 

@@ -60,6 +60,10 @@ CPP_TESTS: List[CppTests] = [
              r"SummaryTable)\..*)$", ("analysis/tests/test_binary_outputs.py",),
              "the runner: plans (and list's whole output for every shipped scenario), runs, summary "
              "rows, impacts against the quiet instance and the file's structure (mpi), its figures (unit)"),
+    CppTests("src/driver/RankLoss", ("fabscope",),
+             r"^mpi\.(silent_rank|stopped_after_test\..*|mpi_blocking_waits|contract_outcomes)$",
+             why="a lost or silent rank: the loss round, the line naming the rank and its host, the "
+                 "file's lost ranks and the job's end (the runner's own tests never lose a rank)"),
     CppTests("src/kinds/kvpush/", ("fabscope", "fabscope_unit_tests"),
              r"^(mpi\.kv_(push|conditions|one_sided)|KvPush[A-Za-z]*\..*)$",
              ("analysis/tests/test_documented_ranges.py", "analysis/tests/test_binary_outputs.py"),
