@@ -35,6 +35,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 from scipy.stats import binom, norm
+from scipy.stats import t as t_dist
 
 from ..inference import PRACTICAL_MARGIN as MARGIN
 from ..inference import benjamini_hochberg
@@ -156,7 +157,20 @@ def collision_blind_spot(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: 
 def _leaf_direction(slow: np.ndarray, between: np.ndarray, pair_block, nl: int, x: int,
                     side: str) -> Optional[Tuple[int, int, float, float]]:
     """(slow pairs, pairs, share among the blocks between two other leaves, p) of leaf
-    x's pairs into it (receive) or out of it (send); None with too few pairs."""
+    x's pairs into it (receive) or out of it (send); None with too few pairs or blocks.
+
+    The unit is the block of pairs from one leaf to another, not the pair: collisions
+    come in bundles (in one round a leaf's flows to one other leaf, several on one link),
+    so a block's count varies far beyond its pairs' binomial draws, and one block can
+    hold most of a direction's slow pairs. A link to the spine slows the flows hashed
+    onto it from every other leaf: every block of the direction. The blocks are three
+    groups, each with its own share of slow pairs: the direction judged, the leaf's
+    other direction (an uplink slows both) and the blocks between two other leaves.
+    The over-dispersion phi is the Pearson statistic of every block around its group's
+    share over its degrees of freedom (blocks less the three shares), at least 1; the
+    direction's share is tested against the others' by its quasi-binomial Wald t, on
+    those degrees of freedom. One block of any count moves both the share and phi, and
+    alone cannot carry the test."""
     ls, lr = pair_block
     k_block = np.zeros((nl, nl))
     m_block = np.zeros((nl, nl))
@@ -170,16 +184,26 @@ def _leaf_direction(slow: np.ndarray, between: np.ndarray, pair_block, nl: int, 
     own &= m_block > 0
     rest = m_block > 0
     rest[x, :] = rest[:, x] = False
-    if own.sum() < 2 or rest.sum() < 2 or m_block[own].sum() < MIN_LEAF_PAIRS:
+    other_way = (m_block > 0) & ~own & ~rest
+    np.fill_diagonal(other_way, False)
+    groups = [g for g in (own, rest, other_way) if g.any()]
+    df = sum(int(g.sum()) for g in groups) - len(groups)
+    if own.sum() < 2 or rest.sum() < 2 or m_block[own].sum() < MIN_LEAF_PAIRS or df < 1:
         return None
     k, m = float(k_block[own].sum()), float(m_block[own].sum())
-    share = min(max(k_block[rest].sum() / m_block[rest].sum(), 0.5 / m_block[rest].sum()), 0.999)
-    expected = share * m_block[rest]
-    pearson = (k_block[rest] - expected) ** 2 / np.maximum(expected * (1 - share), 1e-12)
-    phi = max(1.0, float(np.median(pearson)) / 0.455)
-    trials = max(int(round(m / phi)), 1)
-    need = min(int(math.ceil(k / phi)), trials)
-    return int(k), int(m), share, float(binom.sf(need - 1, trials, share))
+    pearson = 0.0
+    shares = []
+    for g in groups:
+        total = m_block[g].sum()
+        share_g = min(max(k_block[g].sum() / total, 0.5 / total), 0.999)
+        shares.append(share_g)
+        expected = share_g * m_block[g]
+        pearson += float(np.sum((k_block[g] - expected) ** 2 / (expected * (1 - share_g))))
+    phi = max(1.0, pearson / df)
+    mine, share = shares[0], shares[1]
+    m_rest = float(m_block[rest].sum())
+    se = math.sqrt(phi * (mine * (1 - mine) / m + share * (1 - share) / m_rest))
+    return int(k), int(m), share, float(t_dist.sf((k / m - share) / se, df))
 
 
 def name_leaf_paths(layout, tests, out) -> None:
