@@ -121,10 +121,10 @@ def _blocks(counts):
 
 def test_a_leaf_direction_is_its_slow_pairs_against_the_share_between_two_other_leaves():
     """Out of leaf 0: 10 of 20 pairs to leaf 1 and 8 of 20 to leaf 2 slow (share 0.45),
-    against 2 of 20 each way between leaves 1 and 2 (share 0.1). Pearson terms: 1 / 4.95
-    for each block out of leaf 0, 0 between the others: 0.404 over 4 blocks less 2 shares,
-    under 1, so phi is 1; t = 0.35 / sqrt(0.45 x 0.55 / 40 + 0.1 x 0.9 / 40) on 2 degrees
-    of freedom. Its pairs to one other leaf only are too few blocks to judge."""
+    against 2 of 20 each way between leaves 1 and 2 (share 0.1). The blocks' shares vary
+    less than their pairs' draws would, so nothing is added to the binomial error: t =
+    0.35 / sqrt(0.45 x 0.55 / 40 + 0.1 x 0.9 / 40) on 4 blocks less 2 shares. Its pairs
+    to one other leaf only are too few blocks to judge."""
     from scipy.stats import t as t_dist
     slow, between, block = _blocks({(0, 1): (20, 10), (0, 2): (20, 8), (1, 2): (20, 2), (2, 1): (20, 2)})
     k, m, share, p = paths._leaf_direction(slow, between, block, 3, 0, "send")
@@ -156,15 +156,15 @@ def _rail(into_leaf0):
 
 def test_a_collision_bundle_in_one_block_is_no_spine_link_and_a_slow_link_in_every_block_is():
     """On a rail fabric a round's flows from one leaf go to one other leaf, and a bundle of
-    them hashed onto few links collides: 16 of the 64 pairs from leaf 7 into leaf 0 slow,
+    them hashed onto few links collides: 24 of the 64 pairs from leaf 7 into leaf 0 slow,
     its other six blocks 0 or 1 as everywhere (the shape of the clean rail runs that named
     `spine links into leaf leaf0`, 20 of its 448 pairs at 2.78x against 1.0 %). Counted
-    pair by pair that is 20 of 448 against 1.2 %, into leaf 0 and out of leaf 7; judged by
-    blocks, one block alone moves the share and the over-dispersion together: nothing
+    pair by pair that is 28 of 448 against 1.2 %, into leaf 0 and out of leaf 7; judged by
+    blocks, one block alone moves the share and the spread among blocks together: nothing
     named. A spine -> leaf link at a tenth of its speed slows the eighth of the flows
     hashed onto it from every other leaf: 8 of 64 in each block into leaf 0 is the leaf's
     spine links in."""
-    collided = {1: 0, 2: 1, 3: 1, 4: 0, 5: 1, 6: 1, 7: 16}
+    collided = {1: 0, 2: 1, 3: 1, 4: 0, 5: 1, 6: 1, 7: 24}
     resid, s, r, leaf = _rail(collided)
     q = 0.05 / 22
     assert paths.leaf_paths(resid, s, r, leaf, q) == []
@@ -380,18 +380,21 @@ def test_a_run_whose_collisions_hide_leaf_links_says_so_and_a_quiet_one_does_not
     assert said[1] == [], said[1]
 
 
-def test_a_leaf_directions_over_dispersion_is_every_blocks_pearson_around_its_groups_share():
-    """Out of leaf 0: 10 and 8 of 20 (share 0.45, Pearson 1 / 4.95 each); between leaves
-    1 and 2: 0 and 8 of 20 (share 0.2, each block expects 4: Pearson 16 / 3.2 = 5 each).
-    phi = 10.404 over 4 blocks less 2 shares = 5.202, which widens the Wald t of 0.45
-    against 0.2 on 2 degrees of freedom."""
+def test_a_leaf_directions_error_holds_the_spread_of_block_shares_beyond_their_pairs_draws():
+    """Out of leaf 0: 10 and 8 of 20 (share 0.45; block shares 0.5 and 0.4, squares 0.005
+    about it, where 20 pairs' draws expect 2 x 0.45 x 0.55 / 20 x (1 - 20/40)); between
+    leaves 1 and 2: 0 and 8 of 20 (share 0.2; squares 0.08, draws expect 2 x 0.2 x 0.8 / 20
+    x 0.5). What is left, over 4 blocks less 2 shares, is tau^2, the variance of a block's
+    share beyond its draws; each group's share gets tau^2 x the sum of its blocks' squared
+    weights (2 x 0.5^2) beside its binomial variance. Wald t on 2 degrees of freedom."""
     from scipy.stats import t as t_dist
     slow, between, block = _blocks({(0, 1): (20, 10), (0, 2): (20, 8), (1, 2): (20, 0), (2, 1): (20, 8)})
     k, m, share, p = paths._leaf_direction(slow, between, block, 3, 0, "send")
     assert (k, m, share) == (18, 40, pytest.approx(0.2))
-    phi = (2 / 4.95 + 10) / 2
-    t = 0.25 / math.sqrt(phi * (0.45 * 0.55 / 40 + 0.2 * 0.8 / 40))
-    assert p == pytest.approx(float(t_dist.sf(t, 2)))
+    beyond = (0.005 - 2 * 0.45 * 0.55 / 20 * 0.5) + (0.08 - 2 * 0.2 * 0.8 / 20 * 0.5)
+    tau2 = beyond / 2
+    var = 0.45 * 0.55 / 40 + 0.5 * tau2 + 0.2 * 0.8 / 40 + 0.5 * tau2
+    assert p == pytest.approx(float(t_dist.sf(0.25 / math.sqrt(var), 2)))
 
 
 def test_a_side_needs_eight_pairs_between_leaves_for_its_path_through_the_spine():
