@@ -122,15 +122,14 @@ def _blocks(counts):
 def test_a_leaf_direction_is_its_slow_pairs_against_the_share_between_two_other_leaves():
     """Out of leaf 0: 10 of 20 pairs to leaf 1 and 8 of 20 to leaf 2 slow (share 0.45),
     against 2 of 20 each way between leaves 1 and 2 (share 0.1). The blocks' shares vary
-    less than their pairs' draws would, so nothing is added to the binomial error: t =
-    0.35 / sqrt(0.45 x 0.55 / 40 + 0.1 x 0.9 / 40) on 4 blocks less 2 shares. Its pairs
-    to one other leaf only are too few blocks to judge."""
-    from scipy.stats import t as t_dist
+    less than their pairs' draws would, so nothing is added to the binomial error and
+    nothing of it is estimated from the blocks: 0.35 / sqrt(0.45 x 0.55 / 40 + 0.1 x 0.9
+    / 40) is normal. Its pairs to one other leaf only are too few blocks to judge."""
     slow, between, block = _blocks({(0, 1): (20, 10), (0, 2): (20, 8), (1, 2): (20, 2), (2, 1): (20, 2)})
     k, m, share, p = paths._leaf_direction(slow, between, block, 3, 0, "send")
     assert (k, m, share) == (18, 40, pytest.approx(0.1))
     t = 0.35 / math.sqrt(0.45 * 0.55 / 40 + 0.1 * 0.9 / 40)
-    assert p == pytest.approx(float(t_dist.sf(t, 2)))
+    assert p == pytest.approx(float(norm.sf(t)))
     assert paths._leaf_direction(slow, between, block, 3, 0, "receive") is None    # nothing into leaf 0
     slow, between, block = _blocks({(0, 1): (40, 18), (1, 2): (20, 2), (2, 1): (20, 2)})
     assert paths._leaf_direction(slow, between, block, 3, 0, "send") is None
@@ -386,7 +385,9 @@ def test_a_leaf_directions_error_holds_the_spread_of_block_shares_beyond_their_p
     leaves 1 and 2: 0 and 8 of 20 (share 0.2; squares 0.08, draws expect 2 x 0.2 x 0.8 / 20
     x 0.5). What is left, over 4 blocks less 2 shares, is tau^2, the variance of a block's
     share beyond its draws; each group's share gets tau^2 x the sum of its blocks' squared
-    weights (2 x 0.5^2) beside its binomial variance. Wald t on 2 degrees of freedom."""
+    weights (2 x 0.5^2) beside its binomial variance. The Wald t has the Welch-Satterthwaite
+    degrees of freedom, 2 x (variance / its tau^2 part)^2: only tau^2 is estimated from
+    the blocks."""
     from scipy.stats import t as t_dist
     slow, between, block = _blocks({(0, 1): (20, 10), (0, 2): (20, 8), (1, 2): (20, 0), (2, 1): (20, 8)})
     k, m, share, p = paths._leaf_direction(slow, between, block, 3, 0, "send")
@@ -394,7 +395,7 @@ def test_a_leaf_directions_error_holds_the_spread_of_block_shares_beyond_their_p
     beyond = (0.005 - 2 * 0.45 * 0.55 / 20 * 0.5) + (0.08 - 2 * 0.2 * 0.8 / 20 * 0.5)
     tau2 = beyond / 2
     var = 0.45 * 0.55 / 40 + 0.5 * tau2 + 0.2 * 0.8 / 40 + 0.5 * tau2
-    assert p == pytest.approx(float(t_dist.sf(0.25 / math.sqrt(var), 2)))
+    assert p == pytest.approx(float(t_dist.sf(0.25 / math.sqrt(var), 2 * (var / tau2) ** 2)))
 
 
 def test_a_side_needs_eight_pairs_between_leaves_for_its_path_through_the_spine():

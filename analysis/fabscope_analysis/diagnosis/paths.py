@@ -171,8 +171,10 @@ def _leaf_direction(slow: np.ndarray, between: np.ndarray, pair_block, nl: int, 
     degrees of freedom (blocks less the three shares; at least 0). A group's share (its
     blocks' shares weighted by their pairs) then has the error p (1 - p) / pairs + tau^2
     x the sum of its blocks' squared weights, and the direction's share is tested
-    against the others' by that Wald t, on those degrees of freedom. One block of any
-    count moves both the share and tau^2, and alone cannot carry the test."""
+    against the others' by that Wald t, on the Welch-Satterthwaite degrees of freedom
+    (only the tau^2 part is estimated from the blocks: normal when it is 0, those degrees
+    of freedom when it is all). One block of any count moves both the share and tau^2,
+    and alone cannot carry the test."""
     ls, lr = pair_block
     k_block = np.zeros((nl, nl))
     m_block = np.zeros((nl, nl))
@@ -206,8 +208,11 @@ def _leaf_direction(slow: np.ndarray, between: np.ndarray, pair_block, nl: int, 
     tau2 = max(0.0, beyond / df)
     mine, share = shares[0], shares[1]
     m_rest = float(m_block[rest].sum())
-    var = mine * (1 - mine) / m + tau2 * weights[0] + share * (1 - share) / m_rest + tau2 * weights[1]
-    return int(k), int(m), share, float(t_dist.sf((k / m - share) / math.sqrt(var), df))
+    spread = tau2 * (weights[0] + weights[1])
+    var = mine * (1 - mine) / m + share * (1 - share) / m_rest + spread
+    # Welch-Satterthwaite: only tau^2 is estimated from the blocks; the draws' part is not
+    dof = df * (var / spread) ** 2 if spread > 0 else math.inf
+    return int(k), int(m), share, float(t_dist.sf((k / m - share) / math.sqrt(var), dof))
 
 
 def name_leaf_paths(layout, tests, out) -> None:
