@@ -315,7 +315,6 @@ def test_a_leaf_direction_is_judged_at_whichever_of_its_two_bars_gives_the_small
     bar's p, the smaller, is the one judged (x 2, Bonferroni over the two bars)."""
     leaf = np.repeat(np.arange(4), 8)
     s, r = np.nonzero(leaf[:, None] != leaf[None, :])
-    into0 = leaf[r] == 0
     resid = np.zeros(len(s))
     for a, b in zip(*np.nonzero(~np.eye(4, dtype=bool))):   # the same in each block
         every3, every15 = (8, 3) if b == 0 else (50, 4)
