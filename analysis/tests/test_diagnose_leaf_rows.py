@@ -7,6 +7,8 @@ pairs between hosts alike. The polish can settle on such a split (the validation
 world's clean fabric oversubscribed 2:1 did, in 4 runs of 10): both hosts of the leaf
 then stand out while the leaf's raw pairs are typical. The same split applied by hand
 here must name nothing; a leaf whose senders are slow in the raw pairs is the leaf.
+Nor must collisions that slow just over half of one leaf's pairs and just under half of
+the others': the leaf's class medians jump to the slow cluster, its means do not.
 """
 
 import dataclasses
@@ -115,3 +117,35 @@ def test_a_leafs_raw_figure_is_judged_by_the_error_of_a_median_of_block_medians(
     assert finds == pytest.approx(np.exp((norm.isf(Q / nl) + evidence.POWER_Z) * se)), rows[0]
     assert not stands_out   # 1.06x: below the 1.1x margin whatever z says
     assert all(rows[x][:2] == (1.0, 0.0) for x in (1, 2, 3)), rows
+
+
+def _collided(lay: Layout, slow_of_leaf0: int, slow_of_others: int, leaf0_senders: float = 0.0) -> PairData:
+    """Every ordered pair between hosts, 2 % noise; of the pairs of each class between
+    leaves, the first slow_of_leaf0 (leaf 0's senders) or slow_of_others (the others')
+    2x slow (collisions under load); leaf 0's senders slowed by leaf0_senders (log)."""
+    s, r = np.array([(i, j) for i in range(lay.n) for j in range(lay.n)
+                     if lay.host[i] != lay.host[j]]).T
+    y = -20.0 + np.random.default_rng(5).normal(0.0, 0.02, len(s)) + leaf0_senders * (lay.leaf[s] == 0)
+    for a in range(len(lay.leaf_names)):
+        for b in range(len(lay.leaf_names)):
+            if a != b:
+                block = np.flatnonzero((lay.leaf[s] == a) & (lay.leaf[r] == b))
+                y[block[:slow_of_leaf0 if a == 0 else slow_of_others]] += np.log(2.0)
+    return PairData(AllPairsBandwidth(), s, r, y, np.full(len(s), 20), np.zeros(len(s)), symmetric=False,
+                    bandwidth=True)
+
+
+def test_a_leaf_whose_class_medians_jump_with_collisions_does_not_stand_out_but_a_slow_one_does():
+    """Four leaves of 2 hosts x 4 GPUs, 64 pairs a class between leaves: collisions slow 34
+    of each of leaf 0's send classes and 30 of the others'. Leaf 0's class medians sit in
+    the slow cluster (2x), the others' in the fast, and no spread among the other leaves:
+    by its medians alone leaf 0 stands out. Its class means are 0.06 x log 2 apart, within
+    their error: not the leaf. Its senders slowed 1.3x on every pair under the same
+    collisions (30 everywhere) move the means too: the leaf."""
+    lay = _layout()
+    f = fit(_collided(lay, 34, 30), lay)
+    ratio, _, _, stands_out, _ = leaf_rows.raw_rows(f, lay, 1.0, Q)["send"][0]
+    assert ratio > 1.8 and not stands_out, (ratio, stands_out)
+    f = fit(_collided(lay, 30, 30, leaf0_senders=np.log(1.3)), lay)
+    ratio, _, _, stands_out, _ = leaf_rows.raw_rows(f, lay, 1.0, Q)["send"][0]
+    assert ratio == pytest.approx(1.3, rel=0.03) and stands_out, (ratio, stands_out)

@@ -15,7 +15,12 @@ other leaves on that side (send: its row of raw class medians; receive: its colu
 both: the two pooled) also stands out of the other leaves' same figure, by the side's
 margin: standout over the leaves, so their spread among leaves (the collisions each
 leaf's pairs drew under load) joins the error, and Benjamini-Hochberg over the leaves.
-A slow leaf switch or a leaf of slow NICs slows those pairs; the polish's split does
+The same figure from the raw class *means* (each mean's own variance, no margin) must
+stand out too: where collisions slow about half of a class's pairs (a rail-optimized
+fabric), its median sits in the fast or the slow cluster as its collided share falls
+either side of one half, and a leaf whose classes drew a few more collisions reads far
+slower by its medians; its mean moves with that share, a little. A slow leaf switch or
+a leaf of slow NICs slows every pair, and the mean with them; the polish's split does
 not. Stalls (tail sides) are counted, not split, and stand as they are.
 
 Answers per side: None when fewer than 3 leaves have pairs with other leaves (nothing
@@ -30,9 +35,9 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 from scipy.stats import norm
 
-from ..inference import benjamini_hochberg
+from ..inference import MEDIAN_SE_FACTOR, benjamini_hochberg
 from .evidence import POWER_Z, side_margin, standout
-from .model import Fit, Layout, raw_classes
+from .model import Fit, Layout, raw_class_means, raw_classes
 
 # per leaf: (ratio of its raw figure to the leaves' centre, z, q, stands out, the
 # smallest ratio the comparison finds)
@@ -53,13 +58,29 @@ def raw_rows(fit: Fit, layout: Layout, widen: float, q_family: float
     medians[:min(len(raw.median) - 1, size)] = raw.median[1:1 + size]
     counts[:min(len(raw.count) - 1, size)] = raw.count[1:1 + size]
     medians, counts = medians.reshape(nl, nl), counts.reshape(nl, nl)
+    means, mean_var = raw_class_means(fit.data, layout, nl)
+    means, mean_var = means.reshape(nl, nl), mean_var.reshape(nl, nl)
     margin = math.log(side_margin(fit))
-    return {side: _judge_side(medians, counts, side, raw.sigma, margin, widen, q_family)
-            for side in sides}
+    out = {}
+    for side in sides:
+        plain = _judge_side(medians, counts, side, raw.sigma, margin, widen, q_family)
+        # the means' route asks no margin: it says only that the shift is not a median's jump
+        shifted = _judge_side(means, counts, side, 1.0, 0.0, widen, q_family, mean_var)
+        if plain is None:
+            out[side] = None
+            continue
+        by_mean = shifted or {}
+        out[side] = {leaf: (ratio, z, q, stands_out and leaf in by_mean and by_mean[leaf][3], mde)
+                     for leaf, (ratio, z, q, stands_out, mde) in plain.items()}
+    return out
 
 
 def _judge_side(medians: np.ndarray, counts: np.ndarray, side: str, sigma: float,
-                margin: float, widen: float, q_family: float) -> Optional[Rows]:
+                margin: float, widen: float, q_family: float,
+                class_var: Optional[np.ndarray] = None) -> Optional[Rows]:
+    """Each leaf's median of its blocks' figures (medians: class medians of their pairs at
+    spread sigma; with class_var, class means whose variances it gives) against the other
+    leaves'."""
     nl = len(medians)
     values, ses = np.full(nl, np.nan), np.full(nl, np.nan)
     for leaf in range(nl):
@@ -69,10 +90,17 @@ def _judge_side(medians: np.ndarray, counts: np.ndarray, side: str, sigma: float
         n = np.r_[counts[leaf, other], counts[other, leaf]] if side == "both" else \
             (counts[leaf, other] if side == "send" else counts[other, leaf])
         ok = np.isfinite(row) & (n > 0)
+        if class_var is not None:
+            var = np.r_[class_var[leaf, other], class_var[other, leaf]] if side == "both" else \
+                (class_var[leaf, other] if side == "send" else class_var[other, leaf])
+            ok &= np.isfinite(var)
         if ok.any():
             values[leaf] = float(np.median(row[ok]))
-            # a block's median over its n pairs, then the median of the leaf's blocks
-            ses[leaf] = 1.2533 ** 2 * sigma / math.sqrt(float(np.median(n[ok])) * ok.sum())
+            # a block's median over its n pairs (or its mean, at its own variance), then
+            # the median of the leaf's blocks
+            block_se = math.sqrt(float(np.median(var[ok]))) if class_var is not None else \
+                MEDIAN_SE_FACTOR * sigma / math.sqrt(float(np.median(n[ok])))
+            ses[leaf] = MEDIAN_SE_FACTOR * block_se / math.sqrt(ok.sum())
     ok = np.isfinite(values)
     if ok.sum() < 3:
         return None

@@ -16,14 +16,15 @@ carried by one switch, stay typical. Two shapes:
 - a leaf whose pairs between leaves, in one direction, are slow far more often than
   the other leaves' (an uplink or a spine -> leaf link at a fraction of its speed
   slows the flows ECMP hashes onto it: a share of the leaf's pairs, never its median).
-  Per leaf and direction (into the leaf: receive; out of it: send) the count of its
-  pairs between leaves at least the margin slower than their ends predict is tested
-  against the share among the pairs between two other leaves (binomial, over-dispersion
-  measured across those (source leaf, destination leaf) blocks: collisions cluster by
-  the hash, not per pair), at two bars (the margin, and the 99th percentile of the
-  other leaves' pairs: a link at a tenth of its speed, among collisions that slow a
-  fifth of all pairs past the margin), and must be at least twice that share and
-  MIN_PATH_SHARE. Both directions of one leaf name its uplinks; only into the leaf, its
+  Per leaf and direction (into the leaf: receive; out of it: send) the share of its
+  pairs between leaves at least the bar slower than their ends predict is tested
+  against the share among the pairs between two other leaves, the (source leaf,
+  destination leaf) blocks as units: collisions come in bundles of a round's flows
+  between two leaves, a link to the spine slows every block of its direction (Wald t,
+  the spread of block shares beyond their pairs' draws in the error; _leaf_direction).
+  Two bars (the margin, and the 99th percentile of the other leaves' pairs: a link at a
+  tenth of its speed, among collisions that slow a fifth of all pairs past the
+  margin); the share must be at least twice the other leaves' and MIN_PATH_SHARE. Both directions of one leaf name its uplinks; only into the leaf, its
   spine -> leaf links. Which of the k links carries it needs the flows' hashes, which
   the file does not hold: the finding says so.
 """
@@ -35,6 +36,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 from scipy.stats import binom, norm
+from scipy.stats import t as t_dist
 
 from ..inference import PRACTICAL_MARGIN as MARGIN
 from ..inference import benjamini_hochberg
@@ -84,10 +86,9 @@ def leaf_paths(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: np.ndarray
                q_family: float) -> List[Tuple[int, str, int, int, float, float, float, float]]:
     """(leaf, side, slow pairs, pairs, pooled share, z, q, bar) of each leaf direction whose
     pairs between leaves are slow more often than the other leaves'. side is receive
-    (pairs into the leaf) or send (pairs out of it). Over-dispersion phi is measured on
-    the counts of the (source leaf, destination leaf) blocks (median Pearson statistic
-    over its chi-square-1 median); the share and phi come from the blocks between two
-    other leaves (neither end on the tested leaf)."""
+    (pairs into the leaf) or send (pairs out of it), judged by its (source leaf,
+    destination leaf) blocks against the blocks between two other leaves (neither end on
+    the tested leaf): _leaf_direction."""
     nl = int(leaf.max()) + 1 if len(leaf) else 0
     ls, lr = leaf[s], leaf[r]
     between = ls != lr
@@ -156,7 +157,24 @@ def collision_blind_spot(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: 
 def _leaf_direction(slow: np.ndarray, between: np.ndarray, pair_block, nl: int, x: int,
                     side: str) -> Optional[Tuple[int, int, float, float]]:
     """(slow pairs, pairs, share among the blocks between two other leaves, p) of leaf
-    x's pairs into it (receive) or out of it (send); None with too few pairs."""
+    x's pairs into it (receive) or out of it (send); None with too few pairs or blocks.
+
+    The unit is the block of pairs from one leaf to another, not the pair: collisions
+    come in bundles (in one round a leaf's flows to one other leaf, several on one link),
+    so a block's share varies far beyond its pairs' binomial draws, and one block can
+    hold most of a direction's slow pairs. A link to the spine slows the flows hashed
+    onto it from every other leaf: every block of the direction. The blocks are three
+    groups, each with its own share of slow pairs: the direction judged, the leaf's
+    other direction (an uplink slows both) and the blocks between two other leaves.
+    tau^2, the variance of a block's share beyond its pairs' draws, is the squares of
+    every block's share about its group's, less what the draws explain, over the
+    degrees of freedom (blocks less the three shares; at least 0). A group's share (its
+    blocks' shares weighted by their pairs) then has the error p (1 - p) / pairs + tau^2
+    x the sum of its blocks' squared weights, and the direction's share is tested
+    against the others' by that Wald t, on the Welch-Satterthwaite degrees of freedom
+    (only the tau^2 part is estimated from the blocks: normal when it is 0, those degrees
+    of freedom when it is all). One block of any count moves both the share and tau^2,
+    and alone cannot carry the test."""
     ls, lr = pair_block
     k_block = np.zeros((nl, nl))
     m_block = np.zeros((nl, nl))
@@ -170,16 +188,31 @@ def _leaf_direction(slow: np.ndarray, between: np.ndarray, pair_block, nl: int, 
     own &= m_block > 0
     rest = m_block > 0
     rest[x, :] = rest[:, x] = False
-    if own.sum() < 2 or rest.sum() < 2 or m_block[own].sum() < MIN_LEAF_PAIRS:
+    other_way = (m_block > 0) & ~own & ~rest
+    np.fill_diagonal(other_way, False)
+    groups = [g for g in (own, rest, other_way) if g.any()]
+    df = sum(int(g.sum()) for g in groups) - len(groups)
+    if own.sum() < 2 or rest.sum() < 2 or m_block[own].sum() < MIN_LEAF_PAIRS or df < 1:
         return None
     k, m = float(k_block[own].sum()), float(m_block[own].sum())
-    share = min(max(k_block[rest].sum() / m_block[rest].sum(), 0.5 / m_block[rest].sum()), 0.999)
-    expected = share * m_block[rest]
-    pearson = (k_block[rest] - expected) ** 2 / np.maximum(expected * (1 - share), 1e-12)
-    phi = max(1.0, float(np.median(pearson)) / 0.455)
-    trials = max(int(round(m / phi)), 1)
-    need = min(int(math.ceil(k / phi)), trials)
-    return int(k), int(m), share, float(binom.sf(need - 1, trials, share))
+    # each group's share, and the spread of its blocks' shares beyond their pairs' draws
+    shares, beyond, weights = [], 0.0, []
+    for g in groups:
+        mb = m_block[g]
+        total = float(mb.sum())
+        share_g = min(max(k_block[g].sum() / total, 0.5 / total), 0.999)
+        shares.append(share_g)
+        beyond += float(np.sum((k_block[g] / mb - share_g) ** 2)
+                        - np.sum(share_g * (1 - share_g) / mb * (1 - mb / total)))
+        weights.append(float(np.sum((mb / total) ** 2)))
+    tau2 = max(0.0, beyond / df)
+    mine, share = shares[0], shares[1]
+    m_rest = float(m_block[rest].sum())
+    spread = tau2 * (weights[0] + weights[1])
+    var = mine * (1 - mine) / m + share * (1 - share) / m_rest + spread
+    # Welch-Satterthwaite: only tau^2 is estimated from the blocks; the draws' part is not
+    dof = df * (var / spread) ** 2 if spread > 0 else math.inf
+    return int(k), int(m), share, float(t_dist.sf((k / m - share) / math.sqrt(var), dof))
 
 
 def name_leaf_paths(layout, tests, out) -> None:
@@ -212,8 +245,8 @@ def name_leaf_paths(layout, tests, out) -> None:
             host=layout.leaf_names[x], ranks=[], gpus=[], nics=[], direction=direction,
             symptoms=[f"pairs {where[e.key[1]]}: {e.detail} [{t.label}]" for t, e in items],
             evidence=[f"{t.label}: z={e.z:.1f}, q={e.q:.2g} against the pairs between two other "
-                      "leaves (over-dispersion across their leaf blocks); pairs inside the leaf "
-                      "are not part of it" for t, e in items]
+                      "leaves (blocks of pairs between two leaves as units, their spread in the "
+                      "error); pairs inside the leaf are not part of it" for t, e in items]
             + ["which of the leaf's links to the spine carries it needs the flows' ECMP hashes, "
                "which the file does not hold: check each link's counters or speed, or retest "
                "its flows"],
