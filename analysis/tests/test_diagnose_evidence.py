@@ -39,3 +39,17 @@ def test_a_slow_uplink_is_found_when_the_last_leaf_holds_one_host():
     found = evidence.leaves(f, lay, 1.0, Q)
     assert [e.key for e in found] == [(0,)], [(e.key, e.ratio) for e in found]
     assert abs(found[0].ratio - np.exp(0.3)) < 0.03, found[0].ratio
+
+
+def test_a_class_measured_by_one_pair_counts_in_the_leaf_contrasts():
+    """Four leaves, every pair between leaf 0 and another leaf slow by log 0.3 (its uplink).
+    A sparse design (a ring, a thinned matrix) can measure a class by one pair; such a
+    class's term is its one pair, read like any other: leaf 0's contrast is the same 0.3
+    from one pair a class as from ten, and only its standard error grows (sqrt(10))."""
+    nl, shift, sigma = 4, 0.3, 0.05
+    t = np.zeros((nl, nl))
+    t[0, 1:] = t[1:, 0] = shift
+    many, ses_many = evidence._leaf_contrasts(t, np.full((nl, nl), 10.0), sigma)
+    one, ses_one = evidence._leaf_contrasts(t, np.ones((nl, nl)), sigma)
+    assert np.allclose(one, [shift, 0.0, 0.0, 0.0]) and np.allclose(many, one), (one, many)
+    assert np.allclose(ses_one, ses_many * np.sqrt(10.0)), (ses_one, ses_many)
