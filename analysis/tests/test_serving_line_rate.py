@@ -113,6 +113,20 @@ def test_unknown_rate_is_said_not_guessed(tmp_path):
     assert "line rate unknown: the file has no host inventory" in kv_headline(rows)
 
 
+def test_an_inventory_without_rates_names_the_hosts_whose_nics_have_none(tmp_path):
+    """A /hosts inventory that records no port rate, speed or emulated limit: the rate is
+    unknown, and the row names the hosts of the transfer's ranks (the prefill, rank 0 on
+    fh0, and the decode, rank 3 on fh3), not the others'."""
+    run = SyntheticRun(tmp_path / "norate.h5", nranks=4, ranks_per_host=1)
+    run.add_hosts({f"fh{h}": {"net/lo/operstate": "unknown"} for h in range(4)})
+    add_kv(run, np.full(20, 1e8), np.full(20, 1e4), nbytes=8 * MIB, prefill=0, decode=3)
+    run.close()
+    with open_result(str(tmp_path / "norate.h5")) as result:
+        kv = next(r for r in share_rows(result) if r.kind == "kvpush")
+    assert kv.rate == ("rate unknown: no RDMA port rate, interface speed or emulated limit "
+                       "recorded for the NICs of fh0, fh3"), kv.rate
+
+
 def test_p2p_bandwidth_share_per_pair(tmp_path):
     """Pairs at 1 GB/s: 40 % of fh2's 25 Gb/s send side when it sends to fh1 (200 Gb/s)."""
     run = SyntheticRun(tmp_path / "bw.h5", nranks=4, ranks_per_host=1)
