@@ -53,3 +53,19 @@ def test_a_class_measured_by_one_pair_counts_in_the_leaf_contrasts():
     one, ses_one = evidence._leaf_contrasts(t, np.ones((nl, nl)), sigma)
     assert np.allclose(one, [shift, 0.0, 0.0, 0.0]) and np.allclose(many, one), (one, many)
     assert np.allclose(ses_one, ses_many * np.sqrt(10.0)), (ses_one, ses_many)
+
+
+def test_a_sides_deviations_at_its_effect_all_count_toward_the_count_tail():
+    """The empirical test's count tail asks how many of a rank's deviations are at or above
+    the bar (its effect, when that is below the practical margin), the same 'at or above'
+    the null's share is counted with. A rank whose three pairs all deviate by exactly its
+    effect (0.1, quantized times do that) has three such deviations against a null share
+    at the floor (0.5 of the 20 others'): p = 2 x share^3, not the median tail's 2 x P(>= 2)."""
+    others = np.zeros(20)
+    mine = np.full(3, 0.1)
+    values = np.r_[others, mine]
+    owner = np.r_[np.zeros(20, dtype=np.int64), np.full(3, 5)]
+    null = (np.sort(values), values, owner)
+    share = 0.5 / 20
+    p = evidence._median_tail_p(null, 0.1, 3, 5)
+    assert np.isclose(p, 2 * share ** 3), p
