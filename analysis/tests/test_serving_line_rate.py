@@ -344,6 +344,28 @@ def test_rank_0_as_receiver_limits_the_path_and_two_receivers_sharing_a_nic_are_
                                "(each gets about 1/2 of its line rate)"]
 
 
+def test_a_senders_gpu_and_nic_on_different_numa_nodes_is_named_for_rank_0_too(tmp_path):
+    """Rank 0 (fh0, GPU 0) pushes to rank 1 at 0.1 GB/s, far below fh0's 10 Gb/s; fh0's
+    inventory puts GPU 0 and eth0 on different NUMA nodes (SYS): the limiter names rank 0's
+    placement (the first rank is a rank like the others)."""
+    import h5py
+    path = tmp_path / "numa.h5"
+    run = SyntheticRun(path, nranks=4, ranks_per_host=1)
+    hosts = inventory("1Gbit")
+    hosts["fh0"]["affinity/gpu0/eth0"] = "SYS"
+    run.add_hosts(hosts)
+    add_kv(run, np.full(20, 64 * MIB / 0.1), np.full(20, 1e4), nbytes=64 * MIB, prefill=0, decode=1)
+    run.close()
+    with h5py.File(path, "r+") as f:
+        ranks = f["ranks"][...]
+        ranks["gpu"] = 0
+        f["ranks"][...] = ranks
+    with open_result(str(path)) as result:
+        [kv] = share_rows(result)
+    assert "PCIe/NUMA placement: rank 0@fh0's GPU 0 and NIC eth0 are on different NUMA nodes " \
+        "(SYS)" in kv.limiters, kv.limiters
+
+
 def test_recorded_numa_flags_name_two_of_them_as_limiters(tmp_path):
     """Three NUMA flags recorded on the receiving host: the limiter names the first two,
     not a third."""
