@@ -181,6 +181,18 @@ def test_run_spread_never_below_what_each_run_measured():
     assert rows[0].low < 0 < rows[0].high
 
 
+def test_runs_without_any_spread_are_described_by_the_runs_not_a_larger_within_run_variance():
+    """Three runs a side whose every sample takes exactly 1 us (a timer's tick; the same
+    fabric on both sides): both variances are exactly 0, so the within-run one is not
+    larger than the runs' spread, and the method says the run-to-run variance was used,
+    on its 4 df."""
+    def run():
+        return [[Unit(np.full(40, 1000.0), np.full(40, 8.0)) for _ in range(2)]]
+    rows = compare_figures("latency", [run()] * 3, [run()] * 3, ("p50",), 20, 1)
+    assert "run-to-run variance pooled over the runs, 4 df" in rows[0].method, rows[0].method
+    assert "within-run variance" not in rows[0].method, rows[0].method
+
+
 def _level_runs(levels, seed=5):
     """Runs of one fabric (3 ranks, the same samples) at the given levels, with a 0.2 %
     jitter: each run's figure is its level, measured almost exactly."""

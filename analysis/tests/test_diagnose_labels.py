@@ -62,6 +62,18 @@ def test_one_fast_host_pair_among_noisy_ones_is_no_leaf_structure():
                                      for h in range(6)), found
 
 
+def test_a_leaf_whose_own_hosts_are_far_apart_is_no_leaf_structure():
+    """Two groups of four hosts, every pair between them far; inside the first, two of its
+    six host pairs (0-3, 1-2) as far as the pairs between the groups. The near pairs still
+    join its four hosts into one group, but a third of that group's pairs disagree with it
+    (inside the two groups 83 % of pairs near, under the 90 % both sides must show): no leaves, although
+    every pair between the groups agrees."""
+    m, _ = _matrix(1, leaves=(0,) * 4 + (1,) * 4)
+    m[0, 3] = m[3, 0] = m[0, 3] + 0.3
+    m[1, 2] = m[2, 1] = m[1, 2] + 0.3
+    assert labels.leaves_from_matrix(m) is None
+
+
 def test_missing_labels_are_inferred_and_said_wrong_ones_replaced_and_named(monkeypatch):
     m, leaf = _matrix(5)
     monkeypatch.setattr(labels, "_host_matrix", lambda result, layout: m)

@@ -289,3 +289,31 @@ def test_a_link_down_lists_each_ends_gpu_and_minus_one_for_an_end_without_one():
     c = outages._event_culprit([stall], lay, 1_000_000_000, None)
     assert (c.component, c.ranks, c.gpus, c.nics) == ("link", [4, 9], [-1, 1], ["mlx5_0", "mlx5_1"])
     assert (c.host, c.peer_host, c.window_s) == ("host002", "host004", [2.0, 3.5])
+
+
+def test_a_flapping_nic_lists_minus_one_for_a_rank_without_a_gpu():
+    """Rank 4 stalls with two peers: the NIC of rank 4, whose GPU /ranks does not give,
+    listed as -1 as every finding writes it; with the GPU given, that GPU."""
+    full = regular_layout(8, 2, 2)
+    lay = dataclasses.replace(full, gpu={r: g for r, g in full.gpu.items() if r != 4})
+    flap = [outages.Stall(4, peer, start, start + 500_000_000, 0.5, 1e-5, "0001 bw", start - 1, p=1e-9)
+            for peer, start in ((9, 3_000_000_000), (12, 5_000_000_000))]
+    c = outages._event_culprit(flap, lay, 1_000_000_000, None)
+    assert (c.component, c.ranks, c.gpus, c.nics) == ("nic", [4], [-1], ["mlx5_0"])
+    assert outages._event_culprit(flap, full, 1_000_000_000, None).gpus == [full.gpu[4]]
+
+
+def test_a_flap_is_one_event_while_each_stall_follows_the_last_within_the_gap():
+    """Rank 3's stalls with three peers, each posted 7 s after the one before it ended
+    (FLAP_GAP_S is 10 s), the last 16 s after the first ended: one flapping event of three,
+    the gap measured from the group's latest end, not its first."""
+    s = 1_000_000_000
+
+    def stall(peer, start_s):
+        return outages.Stall(3, peer, start_s * s, (start_s + 1) * s, 1.0, 1e-5, "t", start_s * s)
+
+    chain = [stall(1, 0), stall(5, 8), stall(6, 17)]
+    assert outages._events(chain) == [chain]
+    # the same stalls with the last one 11 s after the second ended: two events
+    apart = [stall(1, 0), stall(5, 8), stall(6, 20)]
+    assert outages._events(apart) == [apart[:2], apart[2:]]

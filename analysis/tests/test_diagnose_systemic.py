@@ -26,3 +26,24 @@ def test_with_one_rank_per_host_a_gpu_index_is_no_local_rank():
                      bandwidth=True), lay)
     assert np.allclose(f.send[[2, 5, 8]] - np.median(f.send), np.log(1 / 0.6), atol=0.05), f.send
     assert systemic.local_ranks(f, lay, 1.0, Q) == []
+
+
+
+def test_two_ranks_per_host_are_enough_for_a_local_rank_of_a_one_way_test():
+    """Nine ranks on five hosts of two slots (the last host holds one), every second rank
+    of a host sending at 60 %. A one-way test's effects are judged per side, two local
+    ranks a side: four groups, of which local rank 1's send stands out of the other three
+    (local rank 0 holds most ranks, so the median is its level). At two ranks a host the
+    placement is still one local-rank finding over its four hosts."""
+    hosts, per_host, n = 5, 2, 9
+    lay = Layout(n, np.arange(n) // per_host, np.zeros(n, dtype=np.int64),
+                 [f"host{h}" for h in range(hosts)], ["leaf0"],
+                 {r: r % per_host for r in range(n)}, {r: "mlx5_0" for r in range(n)}, per_host)
+    s, r = np.array([(i, j) for i in range(n) for j in range(n) if i != j]).T
+    rng = np.random.default_rng(2)
+    y = -20.0 + np.log(1 / 0.6) * (s % per_host == 1) + rng.normal(0.0, 0.02, len(s))
+    f = fit(PairData(AllPairsBandwidth(), s, r, y, np.full(len(s), 20), np.zeros(len(s)), symmetric=False,
+                     bandwidth=True), lay)
+    found = systemic.local_ranks(f, lay, 1.0, Q)
+    assert [e.key for e in found] == [(1, "send")], found
+    assert found[0].pairs == 4 and abs(found[0].ratio - 1 / 0.6) < 0.05, found

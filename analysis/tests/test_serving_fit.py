@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from serving_files import serving_file
+from serving_files import add_kv, serving_file
+from synthetic import SyntheticRun
 
 from fabscope_analysis import models, open_result
 from fabscope_analysis.cli import main
@@ -122,6 +123,24 @@ def test_an_interval_ending_at_the_limit():
     assert judge(2.0, 3.0, 2.0) == "CANNOT TELL"
     assert judge(2.0 + 1e-9, 3.0, 2.0) == "FAIL"
     assert judge(1.9, 2.0 + 1e-9, 2.0) == "CANNOT TELL"
+
+
+def test_a_kv_ttft_that_passes_where_measured_but_lacks_a_conditions_requests_says_cannot_tell(tmp_path):
+    """KV pushes quiet (300 requests, well within the budget) and under incast (40, too few
+    for a p99): the quiet figure alone would PASS, but the incast one could be what fails,
+    so the check is CANNOT TELL, and its text says so where it would have said PASS."""
+    rng = np.random.default_rng(1)
+    run = SyntheticRun(tmp_path / "kv.h5", nranks=4)
+    run.file.attrs["scenario_text"] = "name: s\nmodel: llama3-70b\nparallel: {tp: 8}\n"
+    kv_bytes = models.kv_request_bytes(LLAMA70, 8, 16, 8192)
+    quiet = add_kv(run, 40e6 * rng.lognormal(0, 0.05, 300), np.full(300, 1e5), nbytes=kv_bytes)
+    add_kv(run, 48e6 * rng.lognormal(0, 0.05, 40), np.full(40, 1e5), "incast", nbytes=kv_bytes,
+           quiet_index=quiet)
+    run.close()
+    ttft = check(verdict_of(str(tmp_path / "kv.h5"), "ttft_p99=2s"), "ttft_p99")
+    assert ttft.status == "CANNOT TELL", ttft.text
+    assert ttft.text.endswith("): CANNOT TELL [not measured: incast: 40 requests measured, a "
+                              "p99 needs at least 100]") and "PASS" not in ttft.text, ttft.text
 
 
 def test_missing_figures_are_named_not_guessed(tmp_path):

@@ -113,6 +113,20 @@ def test_unknown_rate_is_said_not_guessed(tmp_path):
     assert "line rate unknown: the file has no host inventory" in kv_headline(rows)
 
 
+def test_an_inventory_without_rates_names_the_hosts_whose_nics_have_none(tmp_path):
+    """A /hosts inventory that records no port rate, speed or emulated limit: the rate is
+    unknown, and the row names the hosts of the transfer's ranks (the prefill, rank 0 on
+    fh0, and the decode, rank 3 on fh3), not the others'."""
+    run = SyntheticRun(tmp_path / "norate.h5", nranks=4, ranks_per_host=1)
+    run.add_hosts({f"fh{h}": {"net/lo/operstate": "unknown"} for h in range(4)})
+    add_kv(run, np.full(20, 1e8), np.full(20, 1e4), nbytes=8 * MIB, prefill=0, decode=3)
+    run.close()
+    with open_result(str(tmp_path / "norate.h5")) as result:
+        kv = next(r for r in share_rows(result) if r.kind == "kvpush")
+    assert kv.rate == ("rate unknown: no RDMA port rate, interface speed or emulated limit "
+                       "recorded for the NICs of fh0, fh3"), kv.rate
+
+
 def test_p2p_bandwidth_share_per_pair(tmp_path):
     """Pairs at 1 GB/s: 40 % of fh2's 25 Gb/s send side when it sends to fh1 (200 Gb/s)."""
     run = SyntheticRun(tmp_path / "bw.h5", nranks=4, ranks_per_host=1)
@@ -328,6 +342,28 @@ def test_rank_0_as_receiver_limits_the_path_and_two_receivers_sharing_a_nic_are_
                        ranks_per_host=2, gbps=0.05)
     assert shared.limiters == ["NIC count vs ranks: 2 receiving ranks share NIC eth0 on fh1 "
                                "(each gets about 1/2 of its line rate)"]
+
+
+def test_a_senders_gpu_and_nic_on_different_numa_nodes_is_named_for_rank_0_too(tmp_path):
+    """Rank 0 (fh0, GPU 0) pushes to rank 1 at 0.1 GB/s, far below fh0's 10 Gb/s; fh0's
+    inventory puts GPU 0 and eth0 on different NUMA nodes (SYS): the limiter names rank 0's
+    placement (the first rank is a rank like the others)."""
+    import h5py
+    path = tmp_path / "numa.h5"
+    run = SyntheticRun(path, nranks=4, ranks_per_host=1)
+    hosts = inventory("1Gbit")
+    hosts["fh0"]["affinity/gpu0/eth0"] = "SYS"
+    run.add_hosts(hosts)
+    add_kv(run, np.full(20, 64 * MIB / 0.1), np.full(20, 1e4), nbytes=64 * MIB, prefill=0, decode=1)
+    run.close()
+    with h5py.File(path, "r+") as f:
+        ranks = f["ranks"][...]
+        ranks["gpu"] = 0
+        f["ranks"][...] = ranks
+    with open_result(str(path)) as result:
+        [kv] = share_rows(result)
+    assert "PCIe/NUMA placement: rank 0@fh0's GPU 0 and NIC eth0 are on different NUMA nodes " \
+        "(SYS)" in kv.limiters, kv.limiters
 
 
 def test_recorded_numa_flags_name_two_of_them_as_limiters(tmp_path):

@@ -17,3 +17,13 @@ def test_expert_parallel_width_is_taken_on_a_model_with_experts_only():
         Placement(DEEPSEEK, tp=1, ep=0, gpus_per_node=8)
     with pytest.raises(PlacementError, match="ep 8: llama3-70b has no experts"):
         Placement(LLAMA70, tp=8, ep=8, gpus_per_node=8)
+
+
+def test_tensor_and_pipeline_widths_below_1_are_refused_and_1_is_taken():
+    """`--tp 0` or `--pp 0` places nothing (no rank holds a layer): refused, naming both
+    widths; 1 is the smallest placement of either."""
+    assert (Placement(LLAMA70, tp=1, pp=1, gpus_per_node=8).tp,
+            Placement(LLAMA70, tp=1, pp=1, gpus_per_node=8).pp) == (1, 1)
+    for tp, pp in ((0, 1), (1, 0), (8, 0), (8, -1)):
+        with pytest.raises(PlacementError, match=f"tp and pp must be at least 1, got tp {tp}, pp {pp}"):
+            Placement(LLAMA70, tp=tp, pp=pp, gpus_per_node=8)

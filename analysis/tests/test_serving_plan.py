@@ -138,6 +138,15 @@ def test_topology_file_gives_nodes_per_leaf_and_leaves_per_pod(tmp_path):
     assert caught.value.option == "--topology"
 
 
+def test_a_topology_without_leaf_labels_leaves_the_layout_unknown(tmp_path):
+    """Hosts labelled with a site only: no leaf and no pod is counted, so the layout is
+    (0, 0), unknown, as when neither --nodes-per-leaf nor --leaves-per-pod is given; never
+    one node a leaf, which would plan every node pair as crossing leaves."""
+    topo = tmp_path / "topo.yaml"
+    topo.write_text("hosts:\n" + "".join(f"  n{i:02d}: {{site: dc1}}\n" for i in range(8)))
+    assert layout_from_topology(str(topo)) == (0, 0)
+
+
 def test_small_cluster_all_pairs_moe_and_kv_across_nodes():
     plan = plan_for("deepseek-v3", 64, ep=64)
     tests = by_name(plan)
