@@ -27,11 +27,14 @@ YAML
 (
   for _ in $(seq 1 100); do
     for host in fapi2 fapi3; do
-      ip netns exec "$host" ss -ltnH 2>/dev/null | awk '{print $4}' >>"$scratch/listeners"
+      # one look per host and round: what is recorded as seen is exactly what is tried
+      # (two looks let a server that started between them be reached but not recorded)
+      seen=$(ip netns exec "$host" ss -ltnH 2>/dev/null | awk '{print $4}')
+      [[ -n $seen ]] && printf '%s\n' "$seen" >>"$scratch/listeners"
       while read -r where; do
         [[ $where == 198.18.62.* ]] || continue
         timeout 1 bash -c "exec 3<>/dev/tcp/${where%:*}/${where##*:}; sleep 0.05" 2>/dev/null && echo "$where" >>"$scratch/connected" || true
-      done < <(ip netns exec "$host" ss -ltnH 2>/dev/null | awk '{print $4}')
+      done <<<"$seen"
     done
     # both server hosts reached (two lines from one host while the other's server was
     # still starting once ended the search early on a loaded machine)
