@@ -41,6 +41,10 @@ def _parser() -> argparse.ArgumentParser:
                         "scaled to a log sd of SPREAD")
     r.add_argument("--hiccups", type=float, default=1e-4, help="OS hiccups a sample")
     r.add_argument("--labels", default="true", help="leaf labels in /ranks: true, missing, wrong:S")
+    r.add_argument("--retry-ms", type=float, default=1.0,
+                   help="the transport's retransmission timeout: a message that meets a port "
+                        "down is sent again this long after (an RC queue pair's 4.096 us x "
+                        "2^timeout, 67 ms at timeout 14; UCX's default 1000)")
     r.add_argument("--iterations", type=int, default=20)
     r.add_argument("--retest-worst", type=int, default=3)
     r.add_argument("--retest-visits", type=int, choices=[1, 2], default=2,
@@ -88,6 +92,8 @@ def run(args) -> int:
                   nic_gbps=args.nic_gbps, software_s=args.software_us * 1e-6)
     if args.iterations < 3:
         raise WorldError(f"iterations {args.iterations}: expected at least 3")
+    if not 0 < args.retry_ms <= 60e3:
+        raise WorldError(f"retry-ms {args.retry_ms}: expected a timeout in (0, 60000] ms")
     if not 0 <= args.bursts < 1:
         raise WorldError(f"bursts {args.bursts}: expected a share in [0, 1)")
     f = fabric_mod.build(shape, args.seed)
@@ -100,7 +106,7 @@ def run(args) -> int:
     tests = [Test("latency", 8, 1, args.iterations, args.retest_worst, args.retest_visits),
              Test("bandwidth", 1 << 20, 4, args.iterations, args.retest_worst, args.retest_visits)]
     started = time.time()
-    world = World(f, planted, noise, args.seed)
+    world = World(f, planted, noise, args.seed, retry_s=args.retry_ms / 1e3)
     instances = world.run(tests)
     command = "python3 -m validation " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     truth = {"world": "validation-simgrid", "seed": args.seed,
@@ -113,6 +119,7 @@ def run(args) -> int:
                        "bursts": args.bursts, "burst_ms": args.burst_ms, "drift": args.drift,
                        "hiccups": args.hiccups,
                        **label_truth},
+             "transport": {"retry_ms": args.retry_ms},
              "faults": planted.truth, "events": world.events}
     write(args.out, f, leaf, instances, args.seed, command, truth)
     if not args.quiet:

@@ -109,10 +109,15 @@ def circle_rounds(n: int) -> List[List[Tuple[int, int]]]:
 class World:
     """The SimGrid platform of a fabric, and the actors that measure on it."""
 
-    def __init__(self, fabric: Fabric, planted: Planted, noise: Noise, seed: int):
+    def __init__(self, fabric: Fabric, planted: Planted, noise: Noise, seed: int,
+                 retry_s: float = 1e-3):
         import simgrid as sg  # only the simulation needs SimGrid
         self.sg = sg
         self.f, self.p, self.noise = fabric, planted, noise
+        # a message that meets a port down is sent again this long after (the transport's
+        # retransmission timeout: an RC queue pair's is 4.096 us x 2^timeout, UCX's 1 s by
+        # default, TCP's at least 200 ms)
+        self.retry_s = retry_s
         self.rng = np.random.default_rng([seed, 0x51D])
         self.engine = sg.Engine(["validation", "--cfg=network/model:CM02",
                                  "--cfg=network/crosstraffic:0", "--log=root.thres:critical",
@@ -195,7 +200,7 @@ class World:
                 break
             except sg.NetworkFailureException:
                 self.failed_at.append(sg.Engine.clock)
-                sg.this_actor.sleep_for(1e-3)
+                sg.this_actor.sleep_for(self.retry_s)
         losses = self.lossy_routes.get((s, d))
         if losses:
             packets = max(1, math.ceil(size / PACKET))

@@ -95,6 +95,9 @@ TIME_CASES: Dict[str, List[str]] = {
     "nic flap over 1 s": ["--fault", "flap:1s"],
     "nic flap over 3 s": ["--fault", "flap:3s"],
     "nic flap over 30 % of the pass": ["--fault", "flap:0.3"],
+    # the same outage under a transport that sends again only after an RC queue pair's
+    # retransmission timeout (4.096 us x 2^14 = 67 ms) instead of the world's 1 ms
+    "nic outage 3 % of the pass, 67 ms retry": ["--fault", "outage:0.03", "--retry-ms", "67"],
 }
 DATED_WITHIN_S = 1.0
 # --burst-cases: bursts that can outlast one visit of a serially retested pair (0.36 ms a

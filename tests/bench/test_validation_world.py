@@ -286,3 +286,30 @@ def test_the_summary_gives_exact_intervals_over_every_fabric_drawn():
     assert "| clean fabrics read `fit` | 10 | 9/10 = 90.0 % [55.5, 99.7] |" in lines
     assert "| false culprits, every run | 14 | 2 in 14 runs = 14.3 per 100 [1.7, 51.6] |" in lines
     assert "| nic send 0.5: planted faults named exactly | 4 | 3/4 = 75.0 % [19.4, 99.4] |" in lines
+
+
+@needs_simgrid
+def test_a_message_that_meets_a_port_down_is_sent_again_after_the_transports_timeout(tmp_path):
+    from fabscope_analysis.reader import open_result
+
+    def longest_and_failed(out):
+        with open_result(out) as run:
+            s = run.test(2).samples()                     # the bandwidth pass
+        truth = json.loads(Path(str(out)[:-3] + ".truth.json").read_text())
+        failed = sum(e["failed_messages"] for e in truth["events"] if e["event"] == "outage")
+        return float((s.t_done_ns - s.t_post_ns).max()) / 1e9, failed, truth["transport"]
+
+    # the same fabric and outage (30 % of the pass, a few ms here), two transports
+    quick, failed, transport = longest_and_failed(
+        simulate(tmp_path, "quick", "--seed", "3", "--fault", "outage:0.3@3"))
+    assert failed > 0 and transport == {"retry_ms": 1.0}
+    assert quick < 0.02, quick          # retried every 1 ms: the sample lasts the outage
+    slow, failed, transport = longest_and_failed(
+        simulate(tmp_path, "slow", "--seed", "3", "--fault", "outage:0.3@3", "--retry-ms", "67"))
+    assert failed > 0 and transport == {"retry_ms": 67.0}
+    assert 0.067 <= slow < 0.067 + 0.02, slow   # one timeout, then the port is back
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
+    done = subprocess.run([sys.executable, "-m", "validation", "run", "--quiet", "--out",
+                           str(tmp_path / "bad.h5"), *SMALL, "--seed", "1", "--retry-ms", "0"],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 2 and "retry-ms" in done.stderr, done.stderr
