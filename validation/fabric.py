@@ -175,16 +175,21 @@ def build(shape: Shape, seed: int) -> Fabric:
     k = shape.uplinks
     spine_cables = rng.uniform(5.0, 60.0, (f.leaves, k, 2))
     up_cap = _capacity_factors(rng, 2 * f.leaves * k).reshape(f.leaves, k, 2)
+    spine_ports = 0.0
     for leaf in range(f.leaves):
         f.add(Link(f"leaf/{leaf}", "leaf", ports[leaf] * nic * 2, leaf_latency[leaf], (leaf,)))
         per_uplink = ports[leaf] * nic / k / shape.oversubscription
+        spine_ports += 2 * per_uplink
         for j in range(k):
             f.add(Link(f"up/{leaf}/{j}", "up", per_uplink * up_cap[leaf, j, 0],
                        0.05e-6 + 5e-9 * spine_cables[leaf, j, 0], (leaf, j)))
             f.add(Link(f"down/{j}/{leaf}", "down", per_uplink * up_cap[leaf, j, 1],
                        0.05e-6 + 5e-9 * spine_cables[leaf, j, 1], (j, leaf)))
+    # a spine switches what its ports carry, as a leaf does: one port to each leaf, both
+    # directions at the uplink's nominal rate (healthy, its ports bind before it does; at
+    # a fraction F it carries F of them)
     for j in range(k):
-        f.add(Link(f"spine/{j}", "spine", n * nic * 2, rng.uniform(0.35e-6, 0.5e-6), (j,)))
+        f.add(Link(f"spine/{j}", "spine", spine_ports, rng.uniform(0.35e-6, 0.5e-6), (j,)))
     return f
 
 
