@@ -498,3 +498,25 @@ def test_a_leaf_direction_is_judged_from_min_leaf_pairs_between_two_other_leaves
         [(0, "receive", 24, 24, 0.5 / paths.MIN_LEAF_PAIRS)], found
     keep = np.arange(len(s)) != np.flatnonzero(others)[0]
     assert paths.leaf_paths(resid[keep], s[keep], r[keep], leaf, 0.01) == []
+
+
+def test_a_spine_is_a_blind_spot_said_with_each_tests_share_of_slow_pairs_between_leaves():
+    """A spine slows every leaf's flows through it alike: no leaf stands out, so the run
+    says it cannot tell, with the share of pairs between leaves slow under load that a
+    known-good run's same line can be held against. The share counts pairs between leaves
+    at least the margin slow (exactly 20 % here; pairs inside a leaf do not count), and
+    needs MIN_LEAF_PAIRS of them."""
+    s, r, leaf = _between_leaf_pairs(leaves=5)
+    between = np.flatnonzero(leaf[s] != leaf[r])
+    resid = np.zeros(len(s))
+    resid[between[: len(between) // 5]] = math.log(paths.MARGIN)   # on the margin: slow
+    resid[np.flatnonzero(leaf[s] == leaf[r])] = math.log(3.0)      # inside leaves: not counted
+    assert paths.slow_between_share(resid, s, r, leaf) == pytest.approx(0.2)
+    few = np.arange(paths.MIN_LEAF_PAIRS - 1)
+    assert paths.slow_between_share(resid[between[few]], s[between[few]], r[between[few]], leaf) is None
+    assert paths.spine_blind_spot([]) is None
+    said = paths.spine_blind_spot([("0002 bw", 0.2), ("0004 bw", 0.031)])
+    assert said.startswith("a spine, or its links into every leaf, slowing the flows hashed "
+                           "through it: "), said
+    assert "(0002 bw: 20.0 %, 0004 bw: 3.1 % of the pairs between leaves at least 1.25x slow " \
+        "under load)" in said and ";" not in said

@@ -78,7 +78,7 @@ def _run(n, host, leaf, leaf_names, measured, host_pair_power=()):
     layout = _layout(n, host, leaf, [f"h{h}" for h in range(max(host) + 1)], leaf_names)
     return SimpleNamespace(label_blind=[], one_visit=[], layout=layout, measured=np.asarray(measured),
                            host_pair_power=list(host_pair_power), small_sides=[], path_blind=[],
-                           heavy_links=[], tail_power=None)
+                           between_slow=[], heavy_links=[], tail_power=None)
 
 
 def test_blind_spots_name_host_pairs_only_when_one_was_never_measured():

@@ -59,6 +59,8 @@ class _Run:
         self.small_sides: List[Tuple[str, float, str]] = []
         self.heavy_links: List[str] = []   # per test: single pairs a heavy tail hides
         self.path_blind: List[str] = []    # per test: leaf links its collisions hide
+        # per one-way test with pairs between leaves: its share of them slow under load
+        self.between_slow: List[Tuple[str, float]] = []
         # GPU pairs a serial retest of one visit a pair confirmed (files from before the
         # second visit): a burst that lasted through the visit reads the same
         self.one_visit: List[str] = []
@@ -132,9 +134,13 @@ class _Run:
         """The leaf links a bandwidth test's collisions hide (a round trip cannot tell into
         a leaf from out of it: none for latency)."""
         d = f.data
-        blind = None if d.symmetric else paths.collision_blind_spot(f.resid, d.s, d.r, self.layout.leaf,
-                                                                   label)
+        if d.symmetric:
+            return
+        blind = paths.collision_blind_spot(f.resid, d.s, d.r, self.layout.leaf, label)
         self.path_blind += [blind] if blind else []
+        share = paths.slow_between_share(f.resid, d.s, d.r, self.layout.leaf)
+        if share is not None and len(self.layout.leaf_names) >= 2:
+            self.between_slow.append((label, share))
 
     def _heavy_tail(self, f: Fit, label: str):
         """A blind spot when the healthy pairs' tail raises the bar a single pair must
@@ -322,13 +328,7 @@ def _blind_spots(run: _Run) -> List[str]:
     pairs measured (rings, bisections, matchings, thinned matrices measure a share);
     a lossy or flapping NIC is outside what the run's tail test could find when its
     ranks have too few pairs (tails.tail_power)."""
-    out = list(run.label_blind)
-    if run.one_visit:
-        out.append(f"a transient from a fault on {len(run.one_visit)} GPU pair(s) a serial retest "
-                   f"confirmed slow alone ({', '.join(run.one_visit[:3])}): the file's runner "
-                   "measured each retested pair once, and a burst (another tenant, a pause) that "
-                   "lasted through that visit reads the same (a runner that visits each retested "
-                   "pair twice tells them apart)")
+    out = list(run.label_blind) + _one_visit(run)
     n = run.layout.n
     pairs = n * (n - 1) // 2
     if pairs and len(run.measured) < pairs:
@@ -361,6 +361,8 @@ def _blind_spots(run: _Run) -> List[str]:
             out.append(f"NIC sides slower by less than {100 * (1 - 1 / worst):.0f} % in {what}: "
                        + "; ".join(why for _, why in mine))
     out += run.path_blind
+    spine = paths.spine_blind_spot(run.between_slow)
+    out += [spine] if spine else []
     if run.heavy_links:
         out.append("single GPU pairs within the heavy tail of the healthy ones: "
                    + "; ".join(run.heavy_links))
@@ -376,6 +378,16 @@ def _blind_spots(run: _Run) -> List[str]:
                    f"pairs per rank (80 % needed): measure more pairs per rank (all-pairs, a larger "
                    "budget) or more iterations")
     return out
+
+
+def _one_visit(run: _Run) -> List[str]:
+    if not run.one_visit:
+        return []
+    return [f"a transient from a fault on {len(run.one_visit)} GPU pair(s) a serial retest "
+            f"confirmed slow alone ({', '.join(run.one_visit[:3])}): the file's runner "
+            "measured each retested pair once, and a burst (another tenant, a pause) that "
+            "lasted through that visit reads the same (a runner that visits each retested "
+            "pair twice tells them apart)"]
 
 
 def _two_host_leaves(layout: Layout) -> List[str]:

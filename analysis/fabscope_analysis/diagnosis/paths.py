@@ -130,6 +130,35 @@ def leaf_paths(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: np.ndarray
     return out
 
 
+def slow_between_share(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: np.ndarray
+                       ) -> Optional[float]:
+    """The share of the pairs between leaves at least MARGIN slow beside the test (under
+    load: collisions, or what slows flows between leaves); None with fewer than
+    MIN_LEAF_PAIRS of them."""
+    between = leaf[s] != leaf[r]
+    if between.sum() < MIN_LEAF_PAIRS:
+        return None
+    return float(np.mean(resid[between] >= math.log(MARGIN)))
+
+
+def spine_blind_spot(shares: List[Tuple[str, float]]) -> Optional[str]:
+    """What no leaf-path rule can see: a spine (or its links into every leaf) slowing the
+    flows hashed through it. Every leaf sends 1/k of its flows between leaves through
+    each of its k spines, so a slow spine slows every leaf alike and leaves compared with
+    each other show nothing; what rises is the share of pairs between leaves slow under
+    load, which ECMP collisions fill too. `shares`: (test, slow_between_share) of the
+    tests that measured pairs between leaves in one direction."""
+    if not shares:
+        return None
+    said = ", ".join(f"{label}: {100 * share:.1f} %" for label, share in shares)
+    return (f"a spine, or its links into every leaf, slowing the flows hashed through it: it "
+            f"slows every leaf's share of flows alike, so no leaf stands out of the others, and "
+            f"the pairs between leaves it slows read as ECMP collisions ({said} of the pairs "
+            f"between leaves at least {MARGIN:g}x slow under load), and the file holds no "
+            "flow's route (that share against the same line of a known-good run of this "
+            "fabric, or the spines' own counters, would tell)")
+
+
 def collision_blind_spot(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: np.ndarray,
                          label: str) -> Optional[str]:
     """What the leaf-direction rule cannot see among the run's collisions, or None. A link
@@ -139,12 +168,10 @@ def collision_blind_spot(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: 
     needs twice S: found only when k < (1 - S)/S. The file does not hold k (nor the
     hashes), so the limit is said in links per leaf, where it is below MAX_LINKS."""
     nl = int(leaf.max()) + 1 if len(leaf) else 0
+    share = slow_between_share(resid, s, r, leaf)
+    if nl < 3 or share is None or share <= 1.0 / (MAX_LINKS + 1):
+        return None
     between = leaf[s] != leaf[r]
-    if nl < 3 or between.sum() < MIN_LEAF_PAIRS:
-        return None
-    share = float(np.mean(resid[between] >= math.log(MARGIN)))
-    if share <= 1.0 / (MAX_LINKS + 1):
-        return None
     high = max(MARGIN, math.exp(float(np.quantile(resid[between], HIGH_QUANTILE))))
     most = int(math.ceil((1.0 - share) / share - 1e-9)) - 1   # k < (1 - S)/S is found
     return (f"an uplink or spine -> leaf link slowing its flows by less than {high:.2f}x on a leaf "
