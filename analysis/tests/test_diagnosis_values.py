@@ -318,6 +318,36 @@ def test_confidence_score_and_words_by_value():
     assert rules._confidence(_effects((1e-5, 8.75))) == ("high", 0.75)
 
 
+
+def test_a_link_only_the_serial_retest_found_is_named_at_medium_confidence_0_6():
+    """No residual effect in the parallel pass (e None), slow alone in the retest: a link
+    at the fixed medium confidence and score 0.6 (a score lies in 0..1, docs/analysis.md's
+    fabscope_culprit_score), its symptom and evidence the retest's."""
+    layout = SimpleNamespace(host_of=lambda r: f"h{r}", gpu={0: 1}, nic={3: "eth3"})
+    out = rules.Naming()
+    rules._add_link(layout, SimpleNamespace(label="0001 ap-bw"), 0, 3, "retest: slow alone", None, out)
+    c, = out.culprits
+    assert (c.component, c.host, c.peer_host, c.ranks, c.gpus, c.nics) == \
+        (rules.LINK, "h0", "h3", [0, 3], [1, -1], ["", "eth3"])
+    assert (c.confidence, c.score) == ("medium", 0.6)
+    assert c.symptoms == ["slow alone in the serial retest of 0001 ap-bw"] and c.evidence == ["retest: slow alone"]
+
+
+def test_a_host_pair_from_links_keeps_only_each_links_first_evidence_line():
+    """The host pair's evidence: why, then each link's first line (its residual), not the
+    retest or other tests' lines a link gathered; its confidence the links' highest."""
+    links = [rules.Culprit(host="h0", ranks=[i, 8 + i], gpus=[], nics=[], direction="link",
+                           symptoms=[f"link {i}"], evidence=[f"residual {i}", f"retest {i}"],
+                           confidence=conf, score=score, peer_host="h1", component=rules.LINK)
+             for i, conf, score in ((0, "low", 0.5), (1, "medium", 0.7))]
+    out = rules.Naming(culprits=list(links))
+    rules._add_host_pair_from_links(SimpleNamespace(host_names=["h0", "h1"]), out, 0, 1, links, 2, 2, None)
+    pair, = out.culprits
+    assert pair.evidence == ["2 slow GPU pairs between the two hosts, each a link by itself",
+                             "residual 0", "residual 1"]
+    assert (pair.confidence, pair.score) == ("medium", 0.7) and pair.symptoms[1:] == ["link 0", "link 1"]
+
+
 # ------------------------------------------------------------------ incast senders
 
 class _Incast:
@@ -411,7 +441,7 @@ def test_pair_data_takes_each_pairs_median_stalls_and_stalled_blocks_from_its_ow
     samples for an even count), its samples beyond 5x that median, and its blocks of
     consecutive iterations (block length round(8^(1/3)) = 2 for the median pair's 8
     samples) measured and stalled. Left out: auxiliary samples, no peer, a rank with
-    itself, a rank outside the run, no time, no bytes."""
+    itself, a rank or peer outside the run (5, or 3 of ranks 0-2), no time, no bytes."""
     rows = []
     for it, t in enumerate((100, 110, 120, 130, 140, 150, 160, 1000)):     # 1000 > 5 x 134.9
         rows.append((0, 1, it, 1000, 10_000 * it, 10_000 * it + t, 0))
@@ -420,7 +450,8 @@ def test_pair_data_takes_each_pairs_median_stalls_and_stalled_blocks_from_its_ow
     for it, t in enumerate((240, 200, 230, 210, 220)):
         rows.append((2, 0, it, 1000, 10_000 * it, 10_000 * it + t, 0))
     rows += [(0, 2, 0, 1000, 0, 500, 0x100), (0, -1, 0, 1000, 0, 500, 0), (1, 1, 0, 1000, 0, 500, 0),
-             (5, 0, 0, 1000, 0, 500, 0), (2, 1, 0, 1000, 700, 700, 0), (2, 1, 1, 0, 0, 500, 0)]
+             (5, 0, 0, 1000, 0, 500, 0), (3, 0, 0, 1000, 0, 500, 0), (0, 3, 0, 1000, 0, 500, 0),
+             (2, 1, 0, 1000, 700, 700, 0), (2, 1, 1, 0, 0, 500, 0)]
     d = model.pair_data(_Samples(rows), 3)
     assert (d.s.tolist(), d.r.tolist()) == ([0, 1, 2], [1, 0, 0])
     assert d.logt == pytest.approx([0.5 * (math.log(0.13) + math.log(0.14)), math.log(0.3), math.log(0.22)])
