@@ -877,3 +877,78 @@ def test_an_impact_without_a_quiet_partner_is_its_own_figure_with_no_interval():
     inst, scope = SimpleNamespace(index=3), SimpleNamespace(name="all")
     assert figures.interval(inst, scope, "impact_mean") == (1.5, 1.5, 1.5)
     assert figures.interval(inst, scope, "impact_p99") == (2.0, 2.0, 2.0)
+
+
+def test_a_unit_above_the_median_without_any_noise_is_a_discovery_however_small():
+    """Three units (tau 0), all measured without noise (se 0): the one 1.28x slower than the
+    median (log excess 0.25, below 1) has an infinite z, p 0, and is a discovery; the
+    others are not slower than the median."""
+    test = family_test([(0,), (1,), (2,)], np.array([0.0, -0.1, 0.25]), np.zeros(3), 0.05)
+    assert list(test.sd) == [0.0, 0.0, 0.0]
+    assert list(test.discovered) == [False, False, True]
+
+
+def test_named_list_counts_the_rest_only_beyond_the_five_it_names():
+    from fabscope_analysis.accept_result import MAX_NAMED, named_list
+    assert MAX_NAMED == 5
+    five = [(f"rank {r}", 10.0 * r) for r in range(1, 6)]
+    assert named_list(five, " us") == "rank 1 10 us, rank 2 20 us, rank 3 30 us, rank 4 40 us, rank 5 50 us"
+    assert named_list(five + [("rank 6", 60.0)], " us").endswith("rank 5 50 us and 1 more")
+
+
+def test_a_ratio_against_two_baseline_runs_is_the_t_interval_on_their_log_figures():
+    """docs/analysis.md: with 2+ baseline runs the ratio is this run against the baselines'
+    geometric mean, their spread the run-to-run variation. Baselines 100 and 400, the run
+    200: centre exactly 1, and with one degree of freedom (2 + 1 - 2) the t quantile at
+    97.5 % is tan(0.475 pi) (Cauchy), the standard error ln 2 sqrt(2 (1/2 + 1))."""
+    from fabscope_analysis.accept_limits import ratio_interval
+
+    def figures(value):
+        return SimpleNamespace(interval=lambda inst, scope, key: (value, value, value))
+    ev = SimpleNamespace(figures=figures(200.0))
+    bases = [(figures(100.0), None, None), (figures(400.0), None, None)]
+    (centre, low, high), method = ratio_interval(ev, None, None, "samples", bases)
+    half = math.tan(0.475 * math.pi) * math.log(2) * math.sqrt(3)
+    assert centre == pytest.approx(1.0, rel=1e-12)
+    assert (math.log(low), math.log(high)) == (pytest.approx(-half, rel=1e-9), pytest.approx(half, rel=1e-9))
+    assert method == "t interval on log figures against 2 baseline runs (1 df)"
+    # one baseline: a counted figure is the exact ratio
+    assert ratio_interval(ev, None, None, "samples", bases[:1]) == ((2.0, 2.0, 2.0), "counted figures")
+
+
+def _diagnose_check(path, value, diagnosis):
+    criteria = parse_criteria_text(textwrap.dedent(f"""\
+        fabscope_criteria: 1
+        allowed_status: null
+        diagnose: {value}
+        rules:
+          - name: measured
+            match: {{kind: "*"}}
+            limits: {{samples: {{min: 1}}}}
+        """))
+    with open_result(path, warn_incomplete=False) as run:
+        found = [c for c in evaluate(run, criteria, diagnosis=diagnosis) if c.rule == "diagnose"]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_a_diagnosis_that_cannot_tell_fails_accept_only_when_diagnose_is_strict(files):
+    """docs/analysis.md: `diagnose: true` fails on a culprit host, `strict` also when it
+    cannot tell; without strict the check passes and says why it was allowed."""
+    doubt = SimpleNamespace(culprits=[], verdict="cannot tell", notes=["a note"],
+                            first_line=lambda: "cannot tell: too few samples")
+    allowed = _diagnose_check(files["clean"], "true", doubt)
+    assert allowed.label == "PASS" and allowed.details == [
+        "cannot tell: too few samples (allowed: diagnose is not 'strict')", "a note"]
+    strict = _diagnose_check(files["clean"], "strict", doubt)
+    assert strict.label == "FAIL" and strict.messages == ["cannot tell: too few samples"]
+
+
+def test_the_outlier_rules_default_false_discovery_rate_is_5_percent(files, tmp_path):
+    """docs/analysis.md: Benjamini-Hochberg at `false_discovery_rate: q`, default 0.05."""
+    checks = _checks(files["clean"], OUTLIERS, tmp_path)
+    methods = [d for c in checks for d in c.details if "Benjamini-Hochberg" in d]
+    assert methods and all("Benjamini-Hochberg at q = 0.05 under" in d for d in methods), methods
+    given = _checks(files["clean"], OUTLIERS.replace(
+        "pair_min_fraction_of_median: 0.9", "pair_min_fraction_of_median: 0.9, false_discovery_rate: 0.01"), tmp_path)
+    assert any("q = 0.01 under" in d for c in given for d in c.details)

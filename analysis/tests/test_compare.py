@@ -122,9 +122,13 @@ def test_repeats_inside_one_file_are_not_runs():
                  for _ in range(4)] for _ in range(3)]   # 3 repeats x 4 ranks
     rows = compare_figures("latency", [run(1.0)], [run(1.3)], ("p50",), 50, 1)
     assert rows[0].verdict == ONE_RUN and rows[0].runs_a == 1 and rows[0].low > 0
+    # the method says what the one-run interval rests on (and what compare's notes read)
+    assert rows[0].method == ("hierarchical bootstrap within each run only (ranks, blocks of "
+                              "iterations): run-to-run variation unknown")
     rows = compare_figures("latency", [run(1.0) for _ in range(3)], [run(1.3) for _ in range(3)],
                            ("p50",), 50, 1)
     assert rows[0].verdict == "worse" and rows[0].runs_a == 3
+    assert rows[0].method.startswith("run-level t on log figures, 3 vs 3 runs; ")
 
 
 def test_error_rates_three_runs_a_side_seeded():

@@ -4,9 +4,11 @@ command-line, validity and retest promises on small hand-made files."""
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import h5py
 import numpy as np
+import pandas as pd
 import pytest
 
 from fabscope_analysis.diagnose import diagnose
@@ -466,3 +468,15 @@ def test_a_noise_free_fabric_of_four_hosts_is_fit_without_a_heavy_tail(tmp_path)
     assert d.cannot_tell_for == ["lossy or flapping NICs: a NIC stalling 1 % of its samples would be found with "
                                  "25 % power from 9 pairs per rank (80 % needed): measure more pairs per rank "
                                  "(all-pairs, a larger budget) or more iterations"], d.lines()
+
+
+def test_pair_data_leaves_out_a_sample_of_a_rank_or_peer_just_outside_the_run():
+    """Ranks of a run of n are 0 .. n-1: a sample naming rank or peer n (a file at odds with
+    its own rank count) is no pair of the run, as is one beyond it."""
+    rows = [(s, r, it, 1000, 10_000 * it, 10_000 * it + 100 + it) for s, r in ((0, 1), (1, 2), (2, 0))
+            for it in range(4)]
+    rows += [(3, 0, 0, 1000, 0, 500), (0, 3, 0, 1000, 0, 500), (4, 1, 0, 1000, 0, 500)]
+    frame = pd.DataFrame(rows, columns=["rank", "peer", "iter", "bytes", "t_post_ns", "t_done_ns"]).assign(flags=0)
+    inst = SimpleNamespace(metric="latency", samples=lambda: frame)
+    d = pair_data(inst, 3)
+    assert (d.s.tolist(), d.r.tolist(), d.samples.tolist()) == ([0, 1, 2], [1, 2, 0], [4, 4, 4])

@@ -132,6 +132,14 @@ def test_fewer_than_six_host_pairs_are_too_few_to_split_into_near_and_far():
     assert labels._split(np.array(near + far + [10.02])) == pytest.approx(5.01)
 
 
+def test_a_group_of_one_host_pair_near_or_far_still_splits():
+    """One near host pair among five far (two hosts of one leaf, the rest each alone), or
+    one far among five near: a group of one has no spread of its own (MAD 0), the other
+    group's sets the bar, and the threshold is half-way across the gap."""
+    assert labels._split(np.array([0.0, 10.0, 10.1, 10.2, 10.3, 10.4])) == pytest.approx(5.0)
+    assert labels._split(np.array([0.0, 0.1, 0.2, 0.3, 0.4, 10.0])) == pytest.approx(5.2)
+
+
 def test_the_host_matrix_holds_each_host_pairs_median_on_both_sides_of_the_diagonal(tmp_path):
     """_host_matrix: one cell per pair of hosts, either way round (a < b and b < a alike),
     the median log round trip of the GPU pairs between them; a host with itself is NaN

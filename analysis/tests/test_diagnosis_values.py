@@ -231,6 +231,23 @@ def test_tail_ranks_count_a_ranks_stalled_pairs_in_both_directions_against_the_p
 
 
 
+def test_a_rank_measured_in_a_single_pair_can_stand_out_of_the_others_references():
+    """A round-trip matching of 8 ranks on 8 hosts: each rank in one pair (M = 1), the
+    pair 0 <-> 1 stalled. Ranks 0 and 1: 1 stalled pair against 0.5 / 3 expected (none
+    stalled among the 3 pairs away from them, floored at half a pair), log 6; the other
+    six 0.5 against 1 / 3, log 1.5. Six alike leave a robust sigma of 0: both stand out,
+    those of them that are practical candidates (p_rank) returned."""
+    data = SimpleNamespace(s=np.array([0, 2, 4, 6]), r=np.array([1, 3, 5, 7]),
+                           beyond=np.array([3.0, 0.0, 0.0, 0.0]), samples=np.full(4, 100.0), symmetric=True)
+    fit = SimpleNamespace(data=data)
+    k, m, e, _, _ = tails._rank_counts([fit], np.arange(8), set())
+    assert m.tolist() == [1.0] * 8 and k.tolist() == [1.0, 1.0] + [0.0] * 6
+    assert e == pytest.approx([0.5 / 3] * 2 + [1 / 3] * 6)
+    p_rank = {(r, "both"): (0.01, 6.0, 1, "") for r in range(8)}
+    assert tails._outlying([fit], np.arange(8), p_rank) == {0, 1}
+    assert tails._outlying([fit], np.arange(8), {(1, "both"): (0.01, 6.0, 1, "")}) == {1}
+
+
 def test_a_lossy_rank_whose_stalls_fill_the_others_references_is_found():
     """Six emulated hosts, one dropping 3 % of its packets: its stalled pairs, as a run
     measured them (stalled samples per pair of a round-trip latency test of 100 and a
@@ -316,6 +333,62 @@ def test_confidence_score_and_words_by_value():
     assert rules._confidence(_effects((1e-4, 20.0))) == ("medium", 1.0)
     assert rules._confidence(_effects((1e-2, 20.0))) == ("low", 1.0)
     assert rules._confidence(_effects((1e-5, 8.75))) == ("high", 0.75)
+
+
+
+def test_a_link_only_the_serial_retest_found_is_named_at_medium_confidence_0_6():
+    """No residual effect in the parallel pass (e None), slow alone in the retest: a link
+    at the fixed medium confidence and score 0.6 (a score lies in 0..1, docs/analysis.md's
+    fabscope_culprit_score), its symptom and evidence the retest's."""
+    layout = SimpleNamespace(host_of=lambda r: f"h{r}", gpu={0: 1}, nic={3: "eth3"})
+    out = rules.Naming()
+    rules._add_link(layout, SimpleNamespace(label="0001 ap-bw"), 0, 3, "retest: slow alone", None, out)
+    c, = out.culprits
+    assert (c.component, c.host, c.peer_host, c.ranks, c.gpus, c.nics) == \
+        (rules.LINK, "h0", "h3", [0, 3], [1, -1], ["", "eth3"])
+    assert (c.confidence, c.score) == ("medium", 0.6)
+    assert c.symptoms == ["slow alone in the serial retest of 0001 ap-bw"] and c.evidence == ["retest: slow alone"]
+
+
+def test_a_host_pair_from_links_keeps_only_each_links_first_evidence_line():
+    """The host pair's evidence: why, then each link's first line (its residual), not the
+    retest or other tests' lines a link gathered; its confidence the links' highest."""
+    links = [rules.Culprit(host="h0", ranks=[i, 8 + i], gpus=[], nics=[], direction="link",
+                           symptoms=[f"link {i}"], evidence=[f"residual {i}", f"retest {i}"],
+                           confidence=conf, score=score, peer_host="h1", component=rules.LINK)
+             for i, conf, score in ((0, "low", 0.5), (1, "medium", 0.7))]
+    out = rules.Naming(culprits=list(links))
+    rules._add_host_pair_from_links(SimpleNamespace(host_names=["h0", "h1"]), out, 0, 1, links, 2, 2, None)
+    pair, = out.culprits
+    assert pair.evidence == ["2 slow GPU pairs between the two hosts, each a link by itself",
+                             "residual 0", "residual 1"]
+    assert (pair.confidence, pair.score) == ("medium", 0.7) and pair.symptoms[1:] == ["link 0", "link 1"]
+
+
+
+def test_a_test_has_the_power_a_fit_verdict_needs_only_with_a_detectable_side_of_1_5x_or_less():
+    """docs/analysis.md: fit needs a test that would have found a side 1.5x slow with 80 %
+    power; a test of fewer than 4 rank sides has no such figure and cannot give it."""
+    assert evidence.side_power({"sides": 3}) == (True, math.inf)
+    weak, mde = evidence.side_power({"sides": 8, "mde": math.log(1.5)})
+    assert not weak and mde == pytest.approx(1.5)
+    assert evidence.side_power({"sides": 8, "mde": math.log(1.51)})[0]
+
+
+
+def test_a_hosts_retransmission_rate_is_over_at_least_one_segment_sent():
+    """Retransmitted segments over the segments sent, per host (TCP counters' deltas): 1
+    of 1,000 on four hosts, 0.1 %; a fifth that counted 5 retransmissions and no segment
+    sent is read over one segment (500 %), a finite figure that stands out, not an
+    infinite one."""
+    rows = [(h, name, value) for h in ("a", "b", "c", "d")
+            for name, value in (("OutSegs", 1000), ("RetransSegs", 1))]
+    rows += [("e", "OutSegs", 0), ("e", "RetransSegs", 5)]
+    c = pd.DataFrame([dict(source="snmp:Tcp", host=h, name=n, delta=v) for h, n, v in rows])
+    found = supporting._retransmissions(c, {"e": 4})
+    assert [(f.rank, f.symptom) for f in found] == [
+        (4, "retransmissions 500.00% of its segments (median host 0.10%)")]
+    assert found[0].ratio == pytest.approx(5.0 / 0.001)
 
 
 # ------------------------------------------------------------------ incast senders

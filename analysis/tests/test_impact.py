@@ -497,3 +497,16 @@ def test_tp_and_sizes_must_be_positive(value, capsys):
             build_parser().parse_args(["impact", "x.h5", option, value])
         assert stopped.value.code == 2
         assert f"expected a positive integer, got {value}" in capsys.readouterr().err
+
+
+def test_a_deployments_sizes_are_refused_below_1_and_taken_at_1():
+    """tp, decode batch, prompt, block tokens and prefill chunk are counts: 0 of any is
+    refused (exit 2 on the command line), 1 of every one is a deployment."""
+    from fabscope_analysis.models import ModelError
+    from fabscope_analysis.serving.impact import check_deployment
+    ones = dict(decode_batch=1, prompt_tokens=1, block_tokens=1, prefill_chunk=1)
+    check_deployment(Deployment(LLAMA70, 1, **ones))
+    for field in ["tp"] + list(ones):
+        sizes = {**ones, "tp": 1, field: 0}
+        with pytest.raises(ModelError, match="must be at least 1"):
+            check_deployment(Deployment(LLAMA70, sizes.pop("tp"), **sizes))

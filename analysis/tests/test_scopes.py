@@ -247,6 +247,8 @@ def test_compare_matches_scope_with_scope(scoped):
     """The WAN twice as slow: worse between the sites, nothing inside them."""
     frame, notes = _compare(scoped, "long", "long-wan-slower")
     assert not notes
+    # B against the reference A only, never the reference against itself
+    assert set(frame["reference"]) == {"A"} and set(frame["other"]) == {"B"}
     for stat in ("p50", "p99"):
         rows = _rows_of(frame, stat)
         # one run per side: a difference the run sees is "cannot tell", never "worse"

@@ -215,3 +215,21 @@ def test_the_rule_names_six_rows_at_most_and_counts_the_rest():
     assert text.endswith(" and 2 more)"), text
     six = cif_check(rows[:6], nothing_quiet_only, 2.0).text
     assert six.count("[incast] x1.5") == 6 and six.endswith("1.25-1.75)"), six
+
+
+def test_a_percentile_of_the_cif_needs_its_count_of_values_on_the_smaller_side():
+    """resample.MIN_VALUES: a p99.9 needs 1,000 values on each side (fewer is their
+    maximum), a p99 100, a p50 10. Loaded exactly twice quiet: 2.0 wherever there are
+    enough; 999 values on the smaller side leave the p99.9 out, 1,000 give it."""
+    from fabscope_analysis.serving.cif import cif_quantiles
+    for n, p999 in ((999, None), (1000, 2.0)):
+        quiet = np.random.default_rng(n).lognormal(0.0, 0.3, n)
+        got = cif_quantiles(2.0 * quiet, quiet)
+        assert got["p50"] == pytest.approx(2.0) and got["p99"] == pytest.approx(2.0)
+        assert got["p99.9"] == (p999 if p999 is None else pytest.approx(p999)), n
+        # the smaller side counts: 1,000 loaded against `n` quiet
+        against = cif_quantiles(np.full(1000, 2.0), quiet)["p99.9"]
+        assert against == (None if n < 1000 else pytest.approx(2.0 / np.percentile(quiet, 99.9)))
+    few = cif_quantiles(np.full(99, 2.0), np.ones(99))
+    assert few == {"p50": 2.0, "p99": None, "p99.9": None}
+    assert cif_quantiles(np.full(9, 2.0), np.ones(9))["p50"] is None

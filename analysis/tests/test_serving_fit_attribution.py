@@ -66,6 +66,8 @@ def test_on_shared_cpus_an_unexplained_fail_cannot_tell(tmp_path, capsys):
     assert ": CANNOT TELL: itl_p99" in out.splitlines()[0], out
     assert "[held: the CPUs were shared (busy_host on every host; oversubscribed on every " \
            "host) and no component the diagnosis names lies on its ranks" in out
+    # the held check's own line says so too, not FAIL
+    assert "): CANNOT TELL [held: the CPUs were shared (" in out and ": FAIL" not in out, out
     # the same figures without the findings: FAIL
     plain = slow_allreduce_run(tmp_path, {}, name="plain.h5")
     assert main(["fit", plain, "--slo", "itl_p99=50ms"]) == 1

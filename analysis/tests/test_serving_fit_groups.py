@@ -212,3 +212,31 @@ def test_the_slowest_count_and_its_chance():
     assert slowest_counts([a, b]) == ([0, 1], 2)
     assert chance_of(6, 8, 4) == pytest.approx(0.004227, rel=1e-3)
     assert chance_of(8, 8, 2) == pytest.approx(1 / 256)
+
+
+def test_the_common_host_is_given_as_the_cause_only_of_several_slow_groups(monkeypatch):
+    """One slow group (h0, h1) beside a healthy one holding h1 names h0 (hosts_named), but
+    its text says `it` and gives no common cause: a host common to several slow groups is
+    the cause the text states, as h1 of the slow groups 0 and 1."""
+    from fabscope_analysis.serving import groups as G
+    from fabscope_analysis.serving.measured import ClassSeries, Measured
+    from fabscope_analysis.serving.slo import parse_slo_text
+    a = GroupSeries(0, [0, 1], ["h0", "h1"], np.ones(10))
+    b = GroupSeries(1, [1, 2], ["h1", "h2"], np.ones(10))
+    c = GroupSeries(2, [3, 4], ["h3", "h4"], np.ones(10))
+    m = Measured(classes={"tp": ClassSeries("tp", "s", 1, 1, groups={"quiet": [a, b, c]})})
+    slo = parse_slo_text("itl_p99=200ms")
+
+    def check_of(slow_series):
+        slow = [G.SlowGroup("tp", "quiet", G.GroupRow(g, 30e6, 25e6, 8, 8, 0.001), 3)
+                for g in slow_series]
+        monkeypatch.setattr(G, "_judge", lambda key, slo, measured: (slow, [("tp", "quiet", 3, 8)], []))
+        return G.groups_check("itl_p99", slo, m)
+    one = check_of([a])
+    assert one.status == "FAIL" and one.figures["hosts_named"] == ["h0"]
+    assert "): decode steps placed on it miss the target: FAIL" in one.text
+    assert "likely cause" not in one.text
+    two = check_of([a, b])
+    assert two.figures["hosts_named"] == ["h1"]
+    assert ": the host common to them, h1, is the likely cause: decode steps placed on them " \
+           "miss the target: FAIL" in two.text

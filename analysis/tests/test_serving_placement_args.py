@@ -27,3 +27,12 @@ def test_tensor_and_pipeline_widths_below_1_are_refused_and_1_is_taken():
     for tp, pp in ((0, 1), (1, 0), (8, 0), (8, -1)):
         with pytest.raises(PlacementError, match=f"tp and pp must be at least 1, got tp {tp}, pp {pp}"):
             Placement(LLAMA70, tp=tp, pp=pp, gpus_per_node=8)
+
+
+def test_an_nvlink_domain_of_fewer_than_one_node_is_refused_and_one_is_taken():
+    """`--nodes-per-nvlink-domain` (docs/serving-fit.md, default 1): 0 nodes share no
+    domain at all, refused naming the value; 1 is each node its own domain."""
+    assert Placement(LLAMA70, tp=8, gpus_per_node=8, nodes_per_nvlink_domain=1).nodes_per_nvlink_domain == 1
+    for nodes in (0, -1):
+        with pytest.raises(PlacementError, match=f"nodes per NVLink domain must be at least 1, got {nodes}$"):
+            Placement(LLAMA70, tp=8, gpus_per_node=8, nodes_per_nvlink_domain=nodes)

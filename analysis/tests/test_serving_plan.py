@@ -17,11 +17,13 @@ from fabscope_analysis.serving.command import _slo_of
 from fabscope_analysis.serving.slo import SloError
 from fabscope_analysis.serving.plan import (Cluster, Knobs, PlanRequest, build_scenario,
                                             criteria_text, fit_arguments, moe_tokens, probes_for, scenario_text)
+from fabscope_analysis.serving.plan import _canaries
 from fabscope_analysis.serving.plan_budget import fit_budget, size_for_tails, tail_notes
 from fabscope_analysis.serving.plan_command import command_of
 from fabscope_analysis.serving.plan_list import (ListAnswer, PlanError, layout_from_topology,
                                                  parse_duration_s,
-                                                 parse_model_listing, parse_scenario_listing)
+                                                 parse_model_listing, parse_scenario_listing,
+                                                 smallest_estimate)
 from fabscope_analysis.verdict import CRITERIA_DIR
 from serving_files import serving_file
 from contracts import outcome_contract
@@ -658,3 +660,21 @@ def test_the_command_stored_in_the_scenario_names_every_option_given_or_defaulte
         "--conditions", "quiet,incast,bidirectional,copy", "--decode-batch", "1,32",
         "--prefill-chunk", "2048", "--prompt", "2048,8192", "--paths", "auto", "--seed", "7",
         "--output", "s.yaml"]
+
+
+def test_a_measured_group_is_never_fewer_than_two_ranks():
+    """Under a neighbour condition at most half the ranks measure, so the rest congest; but
+    a collective of one rank crosses no fabric: 2 or 3 ranks still measure on 2."""
+    for ranks, measured in ((2, 2), (3, 2), (4, 2), (5, 2), (16, 8)):
+        assert _canaries(ranks, Cluster(ranks), ["quiet", "incast"]) == measured, ranks
+    assert _canaries(3, Cluster(3), ["quiet"]) == 3
+
+
+def test_a_budget_refusal_quotes_the_smallest_plans_figure_or_the_loaders_refusal():
+    """The budget error's "smallest is ...": the loader's estimate, else its figure at one
+    round an instance, else (no figure at all) the loader's own words."""
+    assert smallest_estimate(ListAnswer(True, estimate_s=90.0)) == "1 min 30 s"
+    assert smallest_estimate(ListAnswer(False, over_budget=True, error="over budget: still 2h with "
+                                        "one round per instance")) == "120 min 00 s (one round a test instance)"
+    assert smallest_estimate(ListAnswer(False, over_budget=True, error="no such model: gpt-x")) == \
+        "refused by the scenario loader: no such model: gpt-x"

@@ -25,7 +25,9 @@ def _with_hosts(files, tmp_path, hosts, scenario_text="name: synthetic\n"):   # 
 
 
 def test_shipped_default_by_the_files_host_count(files, tmp_path):
+    # a count of 0 (a file that wrote no hosts) says nothing of them: one host's too
     for hosts, name, why in ((None, "local.yaml", "shipped default for a run on one host"),
+                             (0, "local.yaml", "shipped default for a run on one host"),
                              (1, "local.yaml", "shipped default for a run on one host"),
                              (2, "rack-acceptance.yaml", "shipped default for a run on 2 hosts")):
         with open_result(_with_hosts(files, tmp_path, hosts)) as result:
