@@ -30,7 +30,9 @@ REVISIT_GAP_S after its first visit (flag bit 15), as the runner does.
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -106,17 +108,167 @@ def circle_rounds(n: int) -> List[List[Tuple[int, int]]]:
     return rounds
 
 
+class Scheduler:
+    """The measuring processes of a run, stepped by one SimGrid actor.
+
+    A process is a generator; it yields what it waits for and gets the answer back:
+      ("sleep", dt)              resumes dt later (at once when dt <= 0)
+      ("until", t)               resumes at simulated time t (at once when past)
+      ("send", src, dst, size)   a message between two SimGrid hosts, started now; resumes
+                                 True when it arrived, False when a link of its route was
+                                 down (SimGrid's NetworkFailureException)
+      ("all", [(src, dst, size), ...])  messages started together; resumes when all ended
+      ("join", [process, ...])   resumes when those processes have ended
+    Every message is a SimGrid communication (Comm.sendto_async) timed by the network model
+    and every wait a SimGrid wait, so SimGrid times everything as it would with one actor a
+    process; only the context switches between actors are gone. One actor is also what lets
+    SimGrid switch contexts by swapping stacks (contexts/factory:raw): with several actors
+    running Python, swapped stacks corrupt the interpreter's frame stack, so the Python
+    binding defaults to a system thread per actor, which costs far more per wait.
+    """
+
+    def __init__(self, sg):
+        self.sg = sg
+        self.timers: List[Tuple[float, int, object]] = []   # heap of (time, order, process)
+        self.order = 0
+        self.ready: deque = deque()                         # (process, value to send it)
+        self.comms: List[object] = []                       # pending SimGrid comms
+        self.owners: List[Tuple[object, Optional[list]]] = []  # per comm: (process, its group)
+        self.ended: set = set()
+        self.joiners: Dict[object, List[list]] = {}
+
+    def spawn(self, process):
+        self.ready.append((process, None))
+        return process
+
+    def _at(self, t: float, process) -> None:
+        heapq.heappush(self.timers, (t, self.order, process))
+        self.order += 1
+
+    def _start(self, process, src, dst, size: int, group) -> bool:
+        try:
+            comm = self.sg.Comm.sendto_async(src, dst, size)
+        except self.sg.NetworkFailureException:
+            return False
+        self.comms.append(comm)
+        self.owners.append((process, group))
+        return True
+
+    def _step(self, process, value) -> None:
+        try:
+            request = process.send(value)
+        except StopIteration:
+            self.ended.add(process)
+            for waiting in self.joiners.pop(process, []):
+                waiting[0] -= 1
+                if waiting[0] == 0:
+                    self.ready.append((waiting[1], None))
+            return
+        what = request[0]
+        if what == "sleep":
+            if request[1] > 0:
+                self._at(self.sg.Engine.clock + request[1], process)
+            else:
+                self.ready.append((process, None))
+        elif what == "send":
+            if not self._start(process, request[1], request[2], request[3], None):
+                self.ready.append((process, False))
+        elif what == "until":
+            if request[1] > self.sg.Engine.clock:
+                self._at(request[1], process)
+            else:
+                self.ready.append((process, None))
+        elif what == "all":
+            group = [0, process]
+            for src, dst, size in request[1]:
+                group[0] += self._start(process, src, dst, size, group)
+            if group[0] == 0:
+                self.ready.append((process, None))
+        elif what == "join":
+            waiting = [0, process]
+            for other in request[1]:
+                if other not in self.ended:
+                    waiting[0] += 1
+                    self.joiners.setdefault(other, []).append(waiting)
+            if waiting[0] == 0:
+                self.ready.append((process, None))
+        else:
+            raise ValueError(f"a process asked for {what!r}")
+
+    def _finished(self, index: int, arrived: bool) -> None:
+        # swap-remove: the list's order is only the order wait_any looks at
+        last = len(self.comms) - 1
+        process, group = self.owners[index]
+        self.comms[index], self.owners[index] = self.comms[last], self.owners[last]
+        self.comms.pop()
+        self.owners.pop()
+        if group is None:
+            self.ready.append((process, arrived))
+        else:
+            group[0] -= 1
+            if group[0] == 0:
+                self.ready.append((process, None))
+
+    def _wake_timers(self) -> None:
+        """Resume the processes whose time has come: the first timer's (the one waited for,
+        which SimGrid's clock may reach to within a rounding) and any at or before it."""
+        due = max(self.timers[0][0], self.sg.Engine.clock)
+        while self.timers and self.timers[0][0] <= due:
+            self.ready.append((heapq.heappop(self.timers)[2], None))
+
+    def run(self, main) -> None:
+        """Step every process until `main` has ended (the others are daemons: a drift or
+        an outage still to come, a burst still flowing; their messages are cancelled)."""
+        sg = self.sg
+        self.spawn(main)
+        while True:
+            while self.ready:
+                self._step(*self.ready.popleft())
+            if main in self.ended:
+                break
+            if self.timers and self.timers[0][0] <= sg.Engine.clock:
+                self._wake_timers()
+            elif self.comms:
+                try:
+                    if self.timers:
+                        index = sg.Comm.wait_any_for(self.comms, self.timers[0][0] - sg.Engine.clock)
+                    else:
+                        index = sg.Comm.wait_any(self.comms)
+                except sg.NetworkFailureException:
+                    failed = [i for i, c in enumerate(self.comms) if c.state_str == "FAILED"]
+                    if not failed:
+                        raise
+                    for i in reversed(failed):
+                        self._finished(i, False)
+                    continue
+                if index < 0:
+                    self._wake_timers()
+                else:
+                    self._finished(index, True)
+            elif self.timers:
+                sg.this_actor.sleep_until(self.timers[0][0])
+                self._wake_timers()
+            else:
+                raise RuntimeError("every process waits and nothing can wake one")
+        for comm in self.comms:
+            comm.cancel()
+        self.comms.clear()
+
+
 class World:
-    """The SimGrid platform of a fabric, and the actors that measure on it."""
+    """The SimGrid platform of a fabric, and the processes that measure on it."""
 
     def __init__(self, fabric: Fabric, planted: Planted, noise: Noise, seed: int):
         import simgrid as sg  # only the simulation needs SimGrid
         self.sg = sg
         self.f, self.p, self.noise = fabric, planted, noise
+        self.seed = seed
+        # the driver's draws (bursts, outage starts, control pairs): one stream, drawn in
+        # the driver's order; the measuring pairs and the drift draw from streams of their own
         self.rng = np.random.default_rng([seed, 0x51D])
         self.engine = sg.Engine(["validation", "--cfg=network/model:CM02",
-                                 "--cfg=network/crosstraffic:0", "--log=root.thres:critical",
-                                 "--log=xbt_cfg.thres:critical"])
+                                 "--cfg=network/crosstraffic:0", "--cfg=contexts/factory:raw",
+                                 "--log=root.thres:critical", "--log=xbt_cfg.thres:critical"])
         zone = sg.NetZone.create_full_zone("fabric")
         n = fabric.ranks
         self.hosts = [zone.create_host(f"r{r}", 1e9) for r in range(n)]
@@ -159,6 +311,7 @@ class World:
         self.instances: List[Instance] = []
         self.events: List[Dict[str, object]] = []
         self.failed_at: List[float] = []   # when a message failed on a port that was down
+        self.scheduler = Scheduler(sg)
 
     def _pair_factors(self, n: int) -> Optional[np.ndarray]:
         """Per ordered pair, a persistent time factor (the pair stage: what a flow's own
@@ -176,116 +329,153 @@ class World:
     def bandwidth(self, i: int) -> float:
         return self.f.links[i].bandwidth * self.p.capacity.get(i, 1.0) * self.drift_factor[i]
 
-    # -- the measuring actor's stages ------------------------------------------------
-    def software_time(self, s: int, d: int, ends: int) -> float:
+    # -- the measuring process's stages ------------------------------------------------
+    def visit_draws(self, test: Test, key: Tuple[int, ...], pairs: int) -> np.ndarray:
+        """The software stage's draws of `pairs` pairs visited together, per pair and
+        iteration: exponential jitter, a uniform that decides a hiccup, the hiccup's Pareto
+        draw. Drawn at once from a stream of the visit's own (key: instance, round or retest
+        visit), so no pair's draws depend on the order SimGrid wakes the pairs in."""
+        rng = np.random.default_rng([self.seed, 0x50F7, *key])
+        ends = 4 if test.kind == "latency" else 2
+        shape = (pairs, test.iterations)
+        return np.stack([rng.exponential(self.noise.jitter_s * ends, shape), rng.random(shape),
+                         rng.pareto(1.5, shape)], axis=-1)
+
+    def software_time(self, s: int, d: int, ends: int, draw) -> float:
+        """A sample's software time: the two hosts' per-message cost (drifting) over
+        `ends` message ends, the jitter, and now and then an OS hiccup."""
         hs, hd = self.f.host_of_rank[s], self.f.host_of_rank[d]
         base = (self.f.host_overhead_s[hs] * self.host_drift[hs]
                 + self.f.host_overhead_s[hd] * self.host_drift[hd]) * ends / 2
-        t = base + self.rng.exponential(self.noise.jitter_s * ends)
-        if self.rng.random() < self.noise.hiccup_rate:
-            t += min(20e-6 * (self.rng.pareto(1.5) + 1.0), 5e-3)
+        t = base + draw[0]
+        if draw[1] < self.noise.hiccup_rate:
+            t += min(20e-6 * (draw[2] + 1.0), 5e-3)
         return t
 
-    def send(self, s: int, d: int, size: int) -> None:
-        """One message s -> d, through the stages: outage retry, retransmit, queueing."""
+    def send(self, s: int, d: int, size: int, stream):
+        """One message s -> d, through the stages: outage retry, retransmit, queueing.
+        A process (yield from it); `stream()` gives the pair's generator for the draws of
+        the retransmit and queueing stages."""
         sg = self.sg
-        while True:
-            try:
-                sg.Comm.sendto_async(self.hosts[s], self.hosts[d], size).wait()
-                break
-            except sg.NetworkFailureException:
-                self.failed_at.append(sg.Engine.clock)
-                sg.this_actor.sleep_for(1e-3)
+        src, dst = self.hosts[s], self.hosts[d]
+        while not (yield ("send", src, dst, size)):
+            self.failed_at.append(sg.Engine.clock)
+            yield ("sleep", 1e-3)
         losses = self.lossy_routes.get((s, d))
         if losses:
             packets = max(1, math.ceil(size / PACKET))
             keep = 1.0
             for q in losses:
                 keep *= (1.0 - q) ** packets
-            if self.rng.random() >= keep:
-                if self.rng.random() < 0.7:  # NAK: a round trip, then the rest again
-                    sg.this_actor.sleep_for(2 * self.path_latency[(s, d)] + 1e-6)
-                    rest = int(size * self.rng.random())
-                    if rest > 0:
-                        sg.Comm.sendto_async(self.hosts[s], self.hosts[d], rest).wait()
+            rng = stream()
+            if rng.random() >= keep:
+                if rng.random() < 0.7:  # NAK: a round trip, then the rest again
+                    yield ("sleep", 2 * self.path_latency[(s, d)] + 1e-6)
+                    rest = int(size * rng.random())
+                    while rest > 0 and not (yield ("send", src, dst, rest)):
+                        self.failed_at.append(sg.Engine.clock)
+                        yield ("sleep", 1e-3)
                 else:                        # retransmission timeout
-                    sg.this_actor.sleep_for(self.rng.uniform(0.5e-3, 4e-3))
+                    yield ("sleep", rng.uniform(0.5e-3, 4e-3))
         if self.active_bursts and size <= 64:
             crossed = sum(1 for i in self.routes[(s, d)] if self.active_bursts.get(i))
             if crossed:
-                sg.this_actor.sleep_for(sum(self.rng.uniform(2e-6, 20e-6) for _ in range(crossed)))
+                rng = stream()
+                yield ("sleep", sum(rng.uniform(2e-6, 20e-6) for _ in range(crossed)))
 
-    def pair(self, inst: Instance, test: Test, s: int, d: int, flags: int) -> None:
+    def pair(self, inst: Instance, test: Test, s: int, d: int, flags: int, draws: np.ndarray,
+             key: Tuple[int, ...]):
+        """A pair's iterations back to back (a process). Each sample: the software time,
+        then the message(s); its end is the end of the last message (latency: the reply;
+        bandwidth: the window's last byte plus the 8 B acknowledgement, taken as its
+        route's latency, as SimGrid would time a message that small)."""
+        sg = self.sg
+        latency = test.kind == "latency"
+        ends = 4 if latency else 2
+        size = test.size if latency else test.sample_bytes
+        ack = 0.0 if latency else self.path_latency[(d, s)]
+        factor = 1.0
+        if self.pair_factor is not None:
+            a, b = (min(s, d), max(s, d)) if latency else (s, d)
+            factor = float(self.pair_factor[a, b])
+        generator: List[np.random.Generator] = []
+
+        def stream() -> np.random.Generator:   # made on first use: most pairs need none
+            if not generator:
+                generator.append(np.random.default_rng([self.seed, 0x5EED, *key, s, d]))
+            return generator[0]
+
+        t0 = sg.Engine.clock
+        yield ("sleep", self.software_time(s, d, ends, draws[0]))
         for it in range(test.iterations):
-            t0 = self.sg.Engine.clock
-            if test.kind == "latency":
-                self.sg.this_actor.sleep_for(self.software_time(s, d, 4))
-                self.send(s, d, test.size)
-                self.send(d, s, test.size)
-            else:
-                self.sg.this_actor.sleep_for(self.software_time(s, d, 2))
-                self.send(s, d, test.sample_bytes)
-                # The 8 B acknowledgement: its path's latency, as SimGrid would time it
-                # (its size is nothing beside the links' capacity), without a second message.
-                self.sg.this_actor.sleep_for(self.path_latency[(d, s)])
-            t1 = self.sg.Engine.clock
-            if self.pair_factor is not None:
-                a, b = (min(s, d), max(s, d)) if test.kind == "latency" else (s, d)
-                factor = float(self.pair_factor[a, b])
+            yield from self.send(s, d, size, stream)
+            if latency:
+                yield from self.send(d, s, size, stream)
+            now = sg.Engine.clock
+            t1 = now + ack
+            hold = 0.0
+            if factor != 1.0:
                 if factor > 1:   # the slower pair holds its slot longer
-                    self.sg.this_actor.sleep_for((t1 - t0) * (factor - 1))
+                    hold = (t1 - t0) * (factor - 1)
                 t1 = t0 + (t1 - t0) * factor
             inst.rows.append((s, it, d, test.sample_bytes, t0, t1, flags))
+            wait = ack + hold
+            if it + 1 < test.iterations:   # the next sample starts where this one ended
+                t0 = now + wait
+                wait += self.software_time(s, d, ends, draws[it + 1])
+            if wait > 0:
+                yield ("sleep", wait)
 
     # -- time-varying noise and faults ---------------------------------------------------
-    def burst(self, i: int, duration: float) -> None:
-        sg = self.sg
-        flows = int(self.rng.integers(4, 17))
+    def burst(self, i: int, duration: float, flows: int):
+        """Another tenant's flows across link i (a process)."""
         size = int(self.f.links[i].bandwidth * duration / flows)
         src, dst = self.tenants[i]
         self.active_bursts[i] = self.active_bursts.get(i, 0) + 1
-        comms = [sg.Comm.sendto_async(src, dst, size) for _ in range(flows)]
-        sg.Comm.wait_all(comms)
+        yield ("all", [(src, dst, size)] * flows)
         self.active_bursts[i] -= 1
-        self.events.append({"event": "burst", "link": self.f.links[i].name, "end_s": sg.Engine.clock,
-                            "duration_s": duration})
+        self.events.append({"event": "burst", "link": self.f.links[i].name,
+                            "end_s": self.sg.Engine.clock, "duration_s": duration})
 
     def start_round_bursts(self) -> None:
         if self.noise.bursts <= 0:
             return
         hit = self.rng.random(len(self.burst_links)) < self.noise.bursts
         for i in np.array(self.burst_links)[hit]:
-            actor = self.sg.Actor.create("burst", self.hosts[0], self.burst, int(i),
-                                         float(self.rng.uniform(*self.noise.burst_s)))
-            actor.daemonize()
+            duration = float(self.rng.uniform(*self.noise.burst_s))
+            self.scheduler.spawn(self.burst(int(i), duration, int(self.rng.integers(4, 17))))
 
-    def drift(self) -> None:
+    def drift(self):
         """Every 5 ms: each leaf's NIC ports and each host's software time take a step of
-        a bounded random walk (thermal, firmware, co-located load)."""
+        a bounded random walk (thermal, firmware, co-located load). A process, with a
+        stream of its own."""
+        rng = np.random.default_rng([self.seed, 0xD21F7])
         kinds = np.array([link.kind for link in self.f.links])
         nic_links = np.flatnonzero((kinds == "nic_tx") | (kinds == "nic_rx"))
         leaf_of_link = np.array([self.f.leaf_of_rank[self.f.links[i].owner[0]] for i in nic_links])
         leaf_walk = np.ones(self.f.leaves)
         while True:
-            self.sg.this_actor.sleep_for(5e-3)
-            leaf_walk = np.clip(leaf_walk * np.exp(self.rng.normal(0, 0.004, self.f.leaves)), 0.95, 1.0)
-            step = np.exp(self.rng.normal(0, 0.01, len(self.host_drift)))
+            yield ("sleep", 5e-3)
+            leaf_walk = np.clip(leaf_walk * np.exp(rng.normal(0, 0.004, self.f.leaves)), 0.95, 1.0)
+            step = np.exp(rng.normal(0, 0.01, len(self.host_drift)))
             self.host_drift = np.clip(self.host_drift * step, 0.8, 1.25)
-            for i, leaf in zip(nic_links, leaf_of_link):
-                self.drift_factor[i] = leaf_walk[leaf]
+            factors = leaf_walk[leaf_of_link]
+            changed = nic_links[factors != self.drift_factor[nic_links]]
+            self.drift_factor[nic_links] = factors
+            for i in changed:   # a link whose speed did not move keeps its SimGrid bandwidth
                 if self.links[i].is_on():
                     self.links[i].set_bandwidth(self.bandwidth(i))
 
-    def outage(self, kind: str, start: float, length: float, ids: List[int]) -> None:
-        sg = self.sg
-        sg.this_actor.sleep_until(start)
+    def outage(self, kind: str, start: float, length: float, ids: List[int]):
+        """A NIC port down (a process)."""
+        yield ("until", start)
         pieces = [(start, start + length)] if kind == "outage" else \
             [(start + k * length / 7, start + (k + 1) * length / 7) for k in range(0, 7, 2)]
         for a, b in pieces:
-            sg.this_actor.sleep_until(a)
+            yield ("until", a)
             for i in ids:
                 self.links[i].turn_off()
-            sg.this_actor.sleep_until(b)
+            yield ("until", b)
             for i in ids:
                 self.links[i].turn_on()
                 self.links[i].set_bandwidth(self.bandwidth(i))
@@ -296,8 +486,9 @@ class World:
                                 "start_s": a, "end_s": b, "failed_messages": failed})
 
     # -- the run ---------------------------------------------------------------------
-    def parallel_pass(self, test: Test, rounds: List[List[Tuple[int, int]]]) -> Instance:
+    def parallel_pass(self, test: Test, rounds: List[List[Tuple[int, int]]]):
         sg = self.sg
+        index = len(self.instances)
         inst = Instance(test, "parallel", sg.Engine.clock, 0.0, rounds=len(rounds))
         schedule = rounds if test.kind == "latency" else \
             [p if k % 2 == 0 else [(d, s) for s, d in p] for r in rounds for k, p in enumerate((r, r))]
@@ -305,13 +496,13 @@ class World:
         for number, pairs in enumerate(schedule):
             round_start = sg.Engine.clock
             self.start_round_bursts()
-            actors = [sg.Actor.create("pair", self.hosts[s], self.pair, inst, test, s, d, 0)
-                      for s, d in pairs]
-            for a in actors:
-                a.join()
+            draws = self.visit_draws(test, (index, number), len(pairs))
+            running = [self.scheduler.spawn(self.pair(inst, test, s, d, 0, draws[k], (index, number)))
+                       for k, (s, d) in enumerate(pairs)]
+            yield ("join", running)
             if number == 0 and test.kind == "bandwidth":
                 self.start_timed_faults(round_start, (sg.Engine.clock - round_start) * len(schedule))
-            sg.this_actor.sleep_for(20e-6)  # the round's synchronisation
+            yield ("sleep", 20e-6)  # the round's synchronisation
         inst.t_end = sg.Engine.clock
         return inst
 
@@ -319,9 +510,9 @@ class World:
         for kind, share, ids in self.p.timed:
             start = pass_start + self.rng.uniform(0.2, 0.7) * pass_estimate
             length = -share if share < 0 else share * pass_estimate  # < 0: seconds
-            self.sg.Actor.create(kind, self.hosts[0], self.outage, kind, start, length, ids).daemonize()
+            self.scheduler.spawn(self.outage(kind, start, length, ids))
 
-    def retest(self, parent: Instance, parent_index: int) -> Instance:
+    def retest(self, parent: Instance, parent_index: int):
         sg = self.sg
         test = parent.test
         med: Dict[Tuple[int, int], float] = {}
@@ -337,6 +528,7 @@ class World:
         pool = [p for p in middle if not suspects & set(p)] or middle
         count = min(len(pool), max(len(worst), MIN_CONTROL_PAIRS))
         controls = [pool[i] for i in self.rng.choice(len(pool), count, replace=False)]
+        index = len(self.instances)
         inst = Instance(test, "serial-retest", sg.Engine.clock, 0.0, retest_of=parent_index)
         order = []
         for i in range(max(len(worst), len(controls))):
@@ -345,13 +537,14 @@ class World:
         if test.retest_visits > 1:   # each retested pair again, after every other pair
             order += [(pair, FLAG_RETEST_SECOND_VISIT) for pair in worst]
         first_ended: Dict[Tuple[int, int], float] = {}
-        for (s, d), flags in order:
+        for visit, ((s, d), flags) in enumerate(order):
             if flags & FLAG_RETEST_SECOND_VISIT:   # its ranks wait out the rest of the gap
-                sg.this_actor.sleep_until(max(sg.Engine.clock, first_ended[(s, d)] + REVISIT_GAP_S))
+                yield ("until", first_ended[(s, d)] + REVISIT_GAP_S)
             self.start_round_bursts()
-            sg.Actor.create("retest", self.hosts[s], self.pair, inst, test, s, d, flags).join()
+            draws = self.visit_draws(test, (index, visit), 1)
+            yield from self.pair(inst, test, s, d, flags, draws[0], (index, visit))
             first_ended.setdefault((s, d), sg.Engine.clock)
-            sg.this_actor.sleep_for(20e-6)
+            yield ("sleep", 20e-6)
         inst.t_end = sg.Engine.clock
         return inst
 
@@ -361,12 +554,15 @@ class World:
 
         def driver():
             if self.noise.drift:
-                sg.Actor.create("drift", self.hosts[0], self.drift).daemonize()
+                self.scheduler.spawn(self.drift())
             for test in tests:
-                inst = self.parallel_pass(test, rounds)
+                inst = yield from self.parallel_pass(test, rounds)
                 self.instances.append(inst)
                 if test.retest_worst > 0:
-                    self.instances.append(self.retest(inst, len(self.instances) - 1))
-        sg.Actor.create("driver", self.hosts[0], driver)
+                    retest = yield from self.retest(inst, len(self.instances) - 1)
+                    self.instances.append(retest)
+
+        # the only actor of the simulation (contexts/factory:raw needs that: see Scheduler)
+        sg.Actor.create("driver", self.hosts[0], self.scheduler.run, driver())
         self.engine.run()
         return self.instances
