@@ -108,6 +108,42 @@ def circle_rounds(n: int) -> List[List[Tuple[int, int]]]:
     return rounds
 
 
+# bandwidth of a link that only carries a dropped switch's latency: no flow set reaches it
+HOP_BANDWIDTH = 1e18
+
+
+def never_binding(fabric: Fabric, planted: Planted) -> Tuple[set, Dict[Tuple[int, int], bool]]:
+    """The switches whose capacity no set of flows can reach, and where their latency goes.
+
+    A leaf switches twice its ports' speed: what crosses it enters or leaves by one of its
+    NIC ports, each at most the nominal speed (leaf spread, capacity spread, drift and slow
+    faults only lower it). A spine switches twice every NIC's speed, more than all the
+    uplinks into it carry; a host's switch as much as all its GPUs' ports. A constraint that
+    never binds does not change max-min fairness, but SimGrid's solver couples every flow
+    through it, so one flow ending recomputes every flow of the fabric. These switches are
+    left out of the routes and their latency kept, for each link a route crosses right
+    before one (key (before, switch)): added to that link (True) when every route through
+    it goes on into the switch and no tenant's burst crosses it (a NIC or NVLink port), or
+    else carried by a link of its own after it (False: after an uplink or a spine downlink,
+    which a burst crosses alone). A switch with a capacity fault stays in its routes."""
+    dropped = {i for i, link in enumerate(fabric.links)
+               if link.kind in ("leaf", "spine", "intra") and i not in planted.capacity}
+    after: Dict[int, set] = {}
+    for s in range(fabric.ranks):
+        for d in range(fabric.ranks):
+            if s != d:
+                route = fabric.route(s, d)
+                dropped.discard(route[0])   # a latency needs a link before it
+                for k in range(len(route) - 1):
+                    after.setdefault(route[k], set()).add(route[k + 1])
+    placement = {}
+    for before, nexts in after.items():
+        for i in nexts & dropped:
+            placement[(before, i)] = (nexts == {i} and
+                                      fabric.links[before].kind in ("nic_tx", "nvl_tx"))
+    return dropped, placement
+
+
 class Scheduler:
     """The measuring processes of a run, stepped by one SimGrid actor.
 
@@ -275,10 +311,18 @@ class World:
         self.links = []
         self.drift_factor = np.ones(len(fabric.links))
         self.host_drift = np.ones(fabric.shape.hosts)
+        latency = [link.latency + planted.latency_add.get(i, 0.0) for i, link in enumerate(fabric.links)]
+        dropped, placement = never_binding(fabric, planted)
+        for (before, i), folded in placement.items():
+            if folded:
+                latency[before] += latency[i]
         for i, link in enumerate(fabric.links):
             sl = zone.create_link(link.name, self.bandwidth(i))
-            sl.set_latency(link.latency + planted.latency_add.get(i, 0.0))
+            sl.set_latency(latency[i])
             self.links.append(sl.seal())
+        hops = {key: zone.create_link(f"hop/{fabric.links[key[0]].name}/{fabric.links[key[1]].name}",
+                                      HOP_BANDWIDTH).set_latency(latency[key[1]]).seal()
+                for key, folded in placement.items() if not folded}
         self.routes: Dict[Tuple[int, int], List[int]] = {}
         self.lossy_routes: Dict[Tuple[int, int], List[float]] = {}
         self.path_latency: Dict[Tuple[int, int], float] = {}
@@ -288,8 +332,11 @@ class World:
                     continue
                 route = fabric.route(s, d)
                 self.routes[(s, d)] = route
+                crossed = [self.links[i] if i not in dropped else hops.get((route[k - 1], i))
+                           for k, i in enumerate(route)]
                 zone.add_route(self.hosts[s].netpoint, self.hosts[d].netpoint, None, None,
-                               [sg.LinkInRoute(self.links[i]) for i in route], False)
+                               [sg.LinkInRoute(link) for link in crossed if link is not None],
+                               False)
                 losses = [planted.loss[i] for i in route if i in planted.loss]
                 if (s, d) in planted.path_loss:
                     losses.append(planted.path_loss[(s, d)])
