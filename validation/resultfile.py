@@ -20,7 +20,7 @@ import numpy as np
 from fabscope_analysis.reader import declared_dtype
 
 from .fabric import Fabric, host_name, nic_name
-from .simulate import Instance
+from .simulate import Instance, medians_by_key
 
 T0_NS = 50_000_000_000_000            # the global clock at simulated time 0 (ns)
 EPOCH_NS = 1_796_000_000_000_000_000  # UNIX ns of the global clock's zero
@@ -93,14 +93,15 @@ def _pair_matrix(s: np.ndarray, value: np.ndarray, n: int, latency: bool) -> np.
     """The driver's pair matrix: median one-way ns (latency, mirrored) or GB/s per pair."""
     m = np.full((n, n), np.nan)
     keys = s["rank"].astype(np.int64) * n + s["peer"]
-    for key in np.unique(keys):
-        sel = keys == key
-        a, b = divmod(int(key), n)
-        med = float(np.median(value[sel]))
+    unique, medians = medians_by_key(keys, value)
+    first = np.searchsorted(keys, unique, sorter=np.argsort(keys, kind="stable"))
+    first_bytes = s["bytes"][np.argsort(keys, kind="stable")[first]]
+    for key, med, size in zip(unique.tolist(), medians.tolist(), first_bytes.tolist()):
+        a, b = divmod(key, n)
         if latency:
             m[a, b] = m[b, a] = med
         else:
-            m[a, b] = float(s["bytes"][sel][0]) / med
+            m[a, b] = float(size) / med
     return m
 
 

@@ -92,6 +92,17 @@ class Instance:
     rounds: int = 0
 
 
+def medians_by_key(keys: np.ndarray, values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The distinct keys (ascending) and the median of each key's values, as np.median
+    gives it (the middle value, or the mean of the two middle values), in one sort."""
+    order = np.lexsort((values, keys))
+    keys, values = keys[order], values[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    counts = np.diff(np.r_[starts, len(keys)])
+    low, high = starts + (counts - 1) // 2, starts + counts // 2
+    return keys[starts], np.where(low == high, values[low], (values[low] + values[high]) / 2)
+
+
 def circle_rounds(n: int) -> List[List[Tuple[int, int]]]:
     """All unordered pairs of n ranks in n-1 (n even) rounds of disjoint pairs, the
     circle method as the driver's all-pairs schedule lays it out."""
@@ -562,12 +573,16 @@ class World:
     def retest(self, parent: Instance, parent_index: int):
         sg = self.sg
         test = parent.test
-        med: Dict[Tuple[int, int], float] = {}
-        groups: Dict[Tuple[int, int], List[float]] = {}
-        for s, _, d, _, t0, t1, _ in parent.rows:
-            groups.setdefault((s, d), []).append(t1 - t0)
-        for key, values in groups.items():
-            med[key] = float(np.median(values))
+        rows = np.array([(s, d, t0, t1) for s, _, d, _, t0, t1, _ in parent.rows], dtype=np.float64)
+        n = self.f.ranks
+        pair_key = rows[:, 0].astype(np.int64) * n + rows[:, 1].astype(np.int64)
+        keys, medians = medians_by_key(pair_key, rows[:, 3] - rows[:, 2])
+        first_seen = np.unique(pair_key, return_index=True)[1]
+        # pairs in the order they first appear in the samples, then by their median, slowest
+        # first (a stable sort: ties keep that order)
+        by_appearance = np.argsort(first_seen, kind="stable")
+        med = {(int(k) // n, int(k) % n): float(m) for k, m in zip(keys[by_appearance],
+                                                                  medians[by_appearance])}
         ranked = sorted(med, key=lambda key: -med[key])
         worst = ranked[:test.retest_worst]
         suspects = {r for pair in worst for r in pair}
