@@ -161,10 +161,12 @@ class Scheduler:
     A process is a generator; it yields what it waits for and gets the answer back:
       ("sleep", dt)              resumes dt later (at once when dt <= 0)
       ("until", t)               resumes at simulated time t (at once when past)
-      ("send", src, dst, size)   a message between two SimGrid hosts, started now; resumes
-                                 True when it arrived, False when a link of its route was
-                                 down (SimGrid's NetworkFailureException)
-      ("all", [(src, dst, size), ...])  messages started together; resumes when all ended
+      ("send", src, dst, size, shortest)  a message between two SimGrid hosts, started now,
+                                 that cannot take less than `shortest` seconds; resumes True
+                                 when it arrived, False when a link of its route was down
+                                 (SimGrid's NetworkFailureException)
+      ("all", [(src, dst, size, shortest), ...])  messages started together; resumes when
+                                 all ended
       ("join", [process, ...])   resumes when those processes have ended
     Every message is a SimGrid communication (Comm.sendto_async) timed by the network model
     and every wait a SimGrid wait, so SimGrid times everything as it would with one actor a
@@ -172,15 +174,27 @@ class Scheduler:
     SimGrid switch contexts by swapping stacks (contexts/factory:raw): with several actors
     running Python, swapped stacks corrupt the interpreter's frame stack, so the Python
     binding defaults to a system thread per actor, which costs far more per wait.
+
+    SimGrid's wait_any costs in the number of communications it is given, so a message
+    joins the waited set only from the earliest time it can end (its route's latency plus
+    its size at its route's least nominal bandwidth: sharing and drift only slow it), when
+    that comes before the next timer; a wait never lasts past the next timer, so no message
+    ends unwatched. While a link is down every message is watched (a failure can come at
+    any time); `watch_all` says so.
     """
+
+    # a message is watched from this share of its shortest time (a margin for rounding)
+    EARLIEST_SHARE = 0.999
 
     def __init__(self, sg):
         self.sg = sg
         self.timers: List[Tuple[float, int, object]] = []   # heap of (time, order, process)
         self.order = 0
         self.ready: deque = deque()                         # (process, value to send it)
-        self.comms: List[object] = []                       # pending SimGrid comms
-        self.owners: List[Tuple[object, Optional[list]]] = []  # per comm: (process, its group)
+        self.comms: List[object] = []                       # watched SimGrid comms
+        self.owners: List[Tuple[object, Optional[list]]] = []  # per watched comm: (process, group)
+        self.later: List[tuple] = []   # heap of (earliest end, order, comm, process, group)
+        self.watch_all = 0
         self.ended: set = set()
         self.joiners: Dict[object, List[list]] = {}
 
@@ -188,17 +202,18 @@ class Scheduler:
         self.ready.append((process, None))
         return process
 
-    def _at(self, t: float, process) -> None:
-        heapq.heappush(self.timers, (t, self.order, process))
-        self.order += 1
-
-    def _start(self, process, src, dst, size: int, group) -> bool:
+    def _start(self, process, src, dst, size: int, shortest: float, group) -> bool:
         try:
             comm = self.sg.Comm.sendto_async(src, dst, size)
         except self.sg.NetworkFailureException:
             return False
-        self.comms.append(comm)
-        self.owners.append((process, group))
+        if self.watch_all:
+            self.comms.append(comm)
+            self.owners.append((process, group))
+        else:
+            heapq.heappush(self.later, (self.sg.Engine.clock + self.EARLIEST_SHARE * shortest,
+                                        self.order, comm, process, group))
+            self.order += 1
         return True
 
     def _step(self, process, value) -> None:
@@ -206,29 +221,31 @@ class Scheduler:
             request = process.send(value)
         except StopIteration:
             self.ended.add(process)
-            for waiting in self.joiners.pop(process, []):
+            for waiting in self.joiners.pop(process, ()):
                 waiting[0] -= 1
                 if waiting[0] == 0:
                     self.ready.append((waiting[1], None))
             return
         what = request[0]
-        if what == "sleep":
+        if what == "send":
+            if not self._start(process, request[1], request[2], request[3], request[4], None):
+                self.ready.append((process, False))
+        elif what == "sleep":
             if request[1] > 0:
-                self._at(self.sg.Engine.clock + request[1], process)
+                heapq.heappush(self.timers, (self.sg.Engine.clock + request[1], self.order, process))
+                self.order += 1
             else:
                 self.ready.append((process, None))
-        elif what == "send":
-            if not self._start(process, request[1], request[2], request[3], None):
-                self.ready.append((process, False))
         elif what == "until":
             if request[1] > self.sg.Engine.clock:
-                self._at(request[1], process)
+                heapq.heappush(self.timers, (request[1], self.order, process))
+                self.order += 1
             else:
                 self.ready.append((process, None))
         elif what == "all":
             group = [0, process]
-            for src, dst, size in request[1]:
-                group[0] += self._start(process, src, dst, size, group)
+            for src, dst, size, shortest in request[1]:
+                group[0] += self._start(process, src, dst, size, shortest, group)
             if group[0] == 0:
                 self.ready.append((process, None))
         elif what == "join":
@@ -256,6 +273,14 @@ class Scheduler:
             if group[0] == 0:
                 self.ready.append((process, None))
 
+    def _watch(self, until: float) -> None:
+        """Watch the messages that can end by `until`."""
+        later = self.later
+        while later and later[0][0] <= until:
+            _, _, comm, process, group = heapq.heappop(later)
+            self.comms.append(comm)
+            self.owners.append((process, group))
+
     def _wake_timers(self) -> None:
         """Resume the processes whose time has come: the first timer's (the one waited for,
         which SimGrid's clock may reach to within a rounding) and any at or before it."""
@@ -267,20 +292,31 @@ class Scheduler:
         """Step every process until `main` has ended (the others are daemons: a drift or
         an outage still to come, a burst still flowing; their messages are cancelled)."""
         sg = self.sg
+        Comm = sg.Comm
+        ready, timers, step = self.ready, self.timers, self._step
         self.spawn(main)
         while True:
-            while self.ready:
-                self._step(*self.ready.popleft())
+            while ready:
+                step(*ready.popleft())
             if main in self.ended:
                 break
-            if self.timers and self.timers[0][0] <= sg.Engine.clock:
+            now = sg.Engine.clock
+            if timers and timers[0][0] <= now:
                 self._wake_timers()
-            elif self.comms:
+                continue
+            self._watch(timers[0][0] if timers and not self.watch_all else math.inf)
+            if not self.comms and self.later:
+                # a timer is waited for as a wait's timeout, not as a sleep, as long as any
+                # message is in flight: SimGrid ends a sleep to within its timing precision
+                # (1 ns), a timeout exactly, and the samples should not depend on which
+                # messages are watched
+                self._watch(self.later[0][0])
+            if self.comms:
                 try:
-                    if self.timers:
-                        index = sg.Comm.wait_any_for(self.comms, self.timers[0][0] - sg.Engine.clock)
+                    if timers:
+                        index = Comm.wait_any_for(self.comms, timers[0][0] - now)
                     else:
-                        index = sg.Comm.wait_any(self.comms)
+                        index = Comm.wait_any(self.comms)
                 except sg.NetworkFailureException:
                     failed = [i for i, c in enumerate(self.comms) if c.state_str == "FAILED"]
                     if not failed:
@@ -291,12 +327,16 @@ class Scheduler:
                 if index < 0:
                     self._wake_timers()
                 else:
+                    if self.comms[index].finish_time < sg.Engine.clock - 1e-12:
+                        raise RuntimeError("a message ended before it was watched: its shortest "
+                                           "time was not a lower bound")
                     self._finished(index, True)
-            elif self.timers:
-                sg.this_actor.sleep_until(self.timers[0][0])
+            elif timers:
+                sg.this_actor.sleep_until(timers[0][0])
                 self._wake_timers()
             else:
                 raise RuntimeError("every process waits and nothing can wake one")
+        self._watch(math.inf)
         for comm in self.comms:
             comm.cancel()
         self.comms.clear()
@@ -321,8 +361,13 @@ class World:
         self.hosts = [zone.create_host(f"r{r}", 1e9) for r in range(n)]
         self.links = []
         self.drift_factor = np.ones(len(fabric.links))
-        self.host_drift = np.ones(fabric.shape.hosts)
+        self.host_drift = [1.0] * fabric.shape.hosts
+        self.host_overhead = [float(x) for x in fabric.host_overhead_s]
         latency = [link.latency + planted.latency_add.get(i, 0.0) for i, link in enumerate(fabric.links)]
+        nominal = [self.bandwidth(i) for i in range(len(fabric.links))]   # drift only lowers it
+        # per route, the shortest time of a message: (SimGrid's latency, least nominal bandwidth)
+        self.fastest: Dict[Tuple[int, int], Tuple[float, float]] = {}
+        route_latency = list(latency)
         dropped, placement = never_binding(fabric, planted)
         for (before, i), folded in placement.items():
             if folded:
@@ -343,6 +388,8 @@ class World:
                     continue
                 route = fabric.route(s, d)
                 self.routes[(s, d)] = route
+                self.fastest[(s, d)] = (sum(route_latency[i] for i in route),
+                                        min(nominal[i] for i in route))
                 crossed = [self.links[i] if i not in dropped else hops.get((route[k - 1], i))
                            for k, i in enumerate(route)]
                 zone.add_route(self.hosts[s].netpoint, self.hosts[d].netpoint, None, None,
@@ -362,7 +409,7 @@ class World:
                 b = zone.create_host(f"tenant-dst/{i}", 1e9)
                 zone.add_route(a.netpoint, b.netpoint, None, None,
                                [sg.LinkInRoute(self.links[i])], False)
-                self.tenants[i] = (a, b)
+                self.tenants[i] = (a, b, latency[i], nominal[i])
         zone.seal()
         self.active_bursts: Dict[int, int] = {}
         self.pair_factor = self._pair_factors(n)
@@ -399,26 +446,27 @@ class World:
         return np.stack([rng.exponential(self.noise.jitter_s * ends, shape), rng.random(shape),
                          rng.pareto(1.5, shape)], axis=-1)
 
-    def software_time(self, s: int, d: int, ends: int, draw) -> float:
+    def software_time(self, hs: int, hd: int, ends: int, draw) -> float:
         """A sample's software time: the two hosts' per-message cost (drifting) over
         `ends` message ends, the jitter, and now and then an OS hiccup."""
-        hs, hd = self.f.host_of_rank[s], self.f.host_of_rank[d]
-        base = (self.f.host_overhead_s[hs] * self.host_drift[hs]
-                + self.f.host_overhead_s[hd] * self.host_drift[hd]) * ends / 2
-        t = base + draw[0]
+        overhead, drift = self.host_overhead, self.host_drift
+        t = (overhead[hs] * drift[hs] + overhead[hd] * drift[hd]) * ends / 2 + draw[0]
         if draw[1] < self.noise.hiccup_rate:
             t += min(20e-6 * (draw[2] + 1.0), 5e-3)
         return t
 
-    def send(self, s: int, d: int, size: int, stream):
-        """One message s -> d, through the stages: outage retry, retransmit, queueing.
-        A process (yield from it); `stream()` gives the pair's generator for the draws of
-        the retransmit and queueing stages."""
+    def send(self, s: int, d: int, size: int, stream, arrived: bool):
+        """The stages of one message s -> d after its first try (a process: yield from it,
+        when the try failed, the route is lossy or a burst is on): outage retry,
+        retransmit, queueing. `stream()` gives the pair's generator for the draws of the
+        retransmit and queueing stages."""
         sg = self.sg
         src, dst = self.hosts[s], self.hosts[d]
-        while not (yield ("send", src, dst, size)):
+        latency, bandwidth = self.fastest[(s, d)]
+        while not arrived:
             self.failed_at.append(sg.Engine.clock)
             yield ("sleep", 1e-3)
+            arrived = yield ("send", src, dst, size, latency + size / bandwidth)
         losses = self.lossy_routes.get((s, d))
         if losses:
             packets = max(1, math.ceil(size / PACKET))
@@ -430,7 +478,7 @@ class World:
                 if rng.random() < 0.7:  # NAK: a round trip, then the rest again
                     yield ("sleep", 2 * self.path_latency[(s, d)] + 1e-6)
                     rest = int(size * rng.random())
-                    while rest > 0 and not (yield ("send", src, dst, rest)):
+                    while rest > 0 and not (yield ("send", src, dst, rest, latency + rest / bandwidth)):
                         self.failed_at.append(sg.Engine.clock)
                         yield ("sleep", 1e-3)
                 else:                        # retransmission timeout
@@ -463,12 +511,23 @@ class World:
                 generator.append(np.random.default_rng([self.seed, 0x5EED, *key, s, d]))
             return generator[0]
 
+        hs, hd = int(self.f.host_of_rank[s]), int(self.f.host_of_rank[d])
+        draws = draws.tolist()
+        (forth_latency, forth_bandwidth), (back_latency, back_bandwidth) = \
+            self.fastest[(s, d)], self.fastest[(d, s)]
+        forth = (self.hosts[s], self.hosts[d], size, forth_latency + size / forth_bandwidth)
+        back = (self.hosts[d], self.hosts[s], size, back_latency + size / back_bandwidth)
+        lossy_forth, lossy_back = (s, d) in self.lossy_routes, (d, s) in self.lossy_routes
         t0 = sg.Engine.clock
-        yield ("sleep", self.software_time(s, d, ends, draws[0]))
+        yield ("sleep", self.software_time(hs, hd, ends, draws[0]))
         for it in range(test.iterations):
-            yield from self.send(s, d, size, stream)
+            arrived = yield ("send", *forth)
+            if not arrived or lossy_forth or (self.active_bursts and size <= 64):
+                yield from self.send(s, d, size, stream, arrived)
             if latency:
-                yield from self.send(d, s, size, stream)
+                arrived = yield ("send", *back)
+                if not arrived or lossy_back or (self.active_bursts and size <= 64):
+                    yield from self.send(d, s, size, stream, arrived)
             now = sg.Engine.clock
             t1 = now + ack
             hold = 0.0
@@ -480,7 +539,7 @@ class World:
             wait = ack + hold
             if it + 1 < test.iterations:   # the next sample starts where this one ended
                 t0 = now + wait
-                wait += self.software_time(s, d, ends, draws[it + 1])
+                wait += self.software_time(hs, hd, ends, draws[it + 1])
             if wait > 0:
                 yield ("sleep", wait)
 
@@ -488,9 +547,9 @@ class World:
     def burst(self, i: int, duration: float, flows: int):
         """Another tenant's flows across link i (a process)."""
         size = int(self.f.links[i].bandwidth * duration / flows)
-        src, dst = self.tenants[i]
+        src, dst, latency, bandwidth = self.tenants[i]
         self.active_bursts[i] = self.active_bursts.get(i, 0) + 1
-        yield ("all", [(src, dst, size)] * flows)
+        yield ("all", [(src, dst, size, latency + size / bandwidth)] * flows)
         self.active_bursts[i] -= 1
         self.events.append({"event": "burst", "link": self.f.links[i].name,
                             "end_s": self.sg.Engine.clock, "duration_s": duration})
@@ -516,7 +575,7 @@ class World:
             yield ("sleep", 5e-3)
             leaf_walk = np.clip(leaf_walk * np.exp(rng.normal(0, 0.004, self.f.leaves)), 0.95, 1.0)
             step = np.exp(rng.normal(0, 0.01, len(self.host_drift)))
-            self.host_drift = np.clip(self.host_drift * step, 0.8, 1.25)
+            self.host_drift = np.clip(np.array(self.host_drift) * step, 0.8, 1.25).tolist()
             factors = leaf_walk[leaf_of_link]
             changed = nic_links[factors != self.drift_factor[nic_links]]
             self.drift_factor[nic_links] = factors
@@ -531,12 +590,14 @@ class World:
             [(start + k * length / 7, start + (k + 1) * length / 7) for k in range(0, 7, 2)]
         for a, b in pieces:
             yield ("until", a)
+            self.scheduler.watch_all += 1   # a message may now fail at any time
             for i in ids:
                 self.links[i].turn_off()
             yield ("until", b)
             for i in ids:
                 self.links[i].turn_on()
                 self.links[i].set_bandwidth(self.bandwidth(i))
+            self.scheduler.watch_all -= 1
             # failures during [a, b]: a message crossed the port while it was down, so the
             # piece is observable in the samples (a piece no message tried to cross is not)
             failed = sum(1 for t in self.failed_at if a <= t <= b + 1e-9)
