@@ -5,7 +5,7 @@ pair a static route (the ECMP choice of its flow). A message is `Comm.sendto_asy
 between two hosts: SimGrid gives it the links' latencies plus its size over the share of
 bandwidth max-min fairness leaves it on the most contended link of its route (model
 CM02, no TCP correction factors: an RDMA fabric, not TCP). What SimGrid does not model
-is added by explicit, named stages of the measuring actor, so each is visible:
+is added by explicit, named stages of the measuring process, so each is visible:
 
   software   each message end costs its host's software time (a per-host gamma draw,
              drifting when drift is on) plus an exponential jitter, and now and then an
