@@ -183,8 +183,10 @@ class Scheduler:
     any time); `watch_all` says so.
     """
 
-    # a message is watched from this share of its shortest time (a margin for rounding)
+    # a message is watched from this share of its shortest time, less SimGrid's timing
+    # precision (precision/timing, 1 ns: events that close are one step) twice over
     EARLIEST_SHARE = 0.999
+    TIMING_PRECISION_S = 1e-9
 
     def __init__(self, sg):
         self.sg = sg
@@ -211,7 +213,8 @@ class Scheduler:
             self.comms.append(comm)
             self.owners.append((process, group))
         else:
-            heapq.heappush(self.later, (self.sg.Engine.clock + self.EARLIEST_SHARE * shortest,
+            earliest = self.sg.Engine.clock + self.EARLIEST_SHARE * shortest - 2 * self.TIMING_PRECISION_S
+            heapq.heappush(self.later, (earliest,
                                         self.order, comm, process, group))
             self.order += 1
         return True
@@ -327,7 +330,7 @@ class Scheduler:
                 if index < 0:
                     self._wake_timers()
                 else:
-                    if self.comms[index].finish_time < sg.Engine.clock - 1e-12:
+                    if self.comms[index].finish_time < sg.Engine.clock - self.TIMING_PRECISION_S:
                         raise RuntimeError("a message ended before it was watched: its shortest "
                                            "time was not a lower bound")
                     self._finished(index, True)
