@@ -197,6 +197,7 @@ class Scheduler:
         self.owners: List[Tuple[object, Optional[list]]] = []  # per watched comm: (process, group)
         self.later: List[tuple] = []   # heap of (earliest end, order, comm, process, group)
         self.watch_all = 0
+        self.now = 0.0   # SimGrid's clock, read after each wait (only a wait moves it)
         self.ended: set = set()
         self.joiners: Dict[object, List[list]] = {}
 
@@ -213,7 +214,7 @@ class Scheduler:
             self.comms.append(comm)
             self.owners.append((process, group))
         else:
-            earliest = self.sg.Engine.clock + self.EARLIEST_SHARE * shortest - 2 * self.TIMING_PRECISION_S
+            earliest = self.now + self.EARLIEST_SHARE * shortest - 2 * self.TIMING_PRECISION_S
             heapq.heappush(self.later, (earliest,
                                         self.order, comm, process, group))
             self.order += 1
@@ -235,12 +236,12 @@ class Scheduler:
                 self.ready.append((process, False))
         elif what == "sleep":
             if request[1] > 0:
-                heapq.heappush(self.timers, (self.sg.Engine.clock + request[1], self.order, process))
+                heapq.heappush(self.timers, (self.now + request[1], self.order, process))
                 self.order += 1
             else:
                 self.ready.append((process, None))
         elif what == "until":
-            if request[1] > self.sg.Engine.clock:
+            if request[1] > self.now:
                 heapq.heappush(self.timers, (request[1], self.order, process))
                 self.order += 1
             else:
@@ -287,7 +288,7 @@ class Scheduler:
     def _wake_timers(self) -> None:
         """Resume the processes whose time has come: the first timer's (the one waited for,
         which SimGrid's clock may reach to within a rounding) and any at or before it."""
-        due = max(self.timers[0][0], self.sg.Engine.clock)
+        due = max(self.timers[0][0], self.now)
         while self.timers and self.timers[0][0] <= due:
             self.ready.append((heapq.heappop(self.timers)[2], None))
 
@@ -295,33 +296,38 @@ class Scheduler:
         """Step every process until `main` has ended (the others are daemons: a drift or
         an outage still to come, a burst still flowing; their messages are cancelled)."""
         sg = self.sg
-        Comm = sg.Comm
-        ready, timers, step = self.ready, self.timers, self._step
+        wait_any_for, wait_any = sg.Comm.wait_any_for, sg.Comm.wait_any
+        ready, timers, later, comms, owners = self.ready, self.timers, self.later, self.comms, self.owners
+        step, ended, pop = self._step, self.ended, heapq.heappop
         self.spawn(main)
+        self.now = sg.Engine.clock
         while True:
             while ready:
                 step(*ready.popleft())
-            if main in self.ended:
+            if main in ended:
                 break
-            now = sg.Engine.clock
+            now = self.now
             if timers and timers[0][0] <= now:
                 self._wake_timers()
                 continue
-            self._watch(timers[0][0] if timers and not self.watch_all else math.inf)
-            if not self.comms and self.later:
+            until = timers[0][0] if timers and not self.watch_all else math.inf
+            while later and later[0][0] <= until:   # watch the messages that can end by then
+                _, _, comm, process, group = pop(later)
+                comms.append(comm)
+                owners.append((process, group))
+            if not comms and later:
                 # a timer is waited for as a wait's timeout, not as a sleep, as long as any
                 # message is in flight: SimGrid ends a sleep to within its timing precision
                 # (1 ns), a timeout exactly, and the samples should not depend on which
                 # messages are watched
-                self._watch(self.later[0][0])
-            if self.comms:
+                self._watch(later[0][0])
+            if comms:
                 try:
-                    if timers:
-                        index = Comm.wait_any_for(self.comms, timers[0][0] - now)
-                    else:
-                        index = Comm.wait_any(self.comms)
+                    index = wait_any_for(comms, timers[0][0] - now) if timers else wait_any(comms)
+                    self.now = sg.Engine.clock
                 except sg.NetworkFailureException:
-                    failed = [i for i, c in enumerate(self.comms) if c.state_str == "FAILED"]
+                    self.now = sg.Engine.clock
+                    failed = [i for i, c in enumerate(comms) if c.state_str == "FAILED"]
                     if not failed:
                         raise
                     for i in reversed(failed):
@@ -329,20 +335,31 @@ class Scheduler:
                     continue
                 if index < 0:
                     self._wake_timers()
+                    continue
+                if comms[index].finish_time < self.now - self.TIMING_PRECISION_S:
+                    raise RuntimeError("a message ended before it was watched: its shortest "
+                                       "time was not a lower bound")
+                # swap-remove (the list's order is only the order wait_any looks at)
+                process, group = owners[index]
+                comms[index], owners[index] = comms[-1], owners[-1]
+                comms.pop()
+                owners.pop()
+                if group is None:
+                    ready.append((process, True))
                 else:
-                    if self.comms[index].finish_time < sg.Engine.clock - self.TIMING_PRECISION_S:
-                        raise RuntimeError("a message ended before it was watched: its shortest "
-                                           "time was not a lower bound")
-                    self._finished(index, True)
+                    group[0] -= 1
+                    if group[0] == 0:
+                        ready.append((process, None))
             elif timers:
                 sg.this_actor.sleep_until(timers[0][0])
+                self.now = sg.Engine.clock
                 self._wake_timers()
             else:
                 raise RuntimeError("every process waits and nothing can wake one")
         self._watch(math.inf)
-        for comm in self.comms:
+        for comm in comms:
             comm.cancel()
-        self.comms.clear()
+        comms.clear()
 
 
 class World:
@@ -521,7 +538,8 @@ class World:
         forth = (self.hosts[s], self.hosts[d], size, forth_latency + size / forth_bandwidth)
         back = (self.hosts[d], self.hosts[s], size, back_latency + size / back_bandwidth)
         lossy_forth, lossy_back = (s, d) in self.lossy_routes, (d, s) in self.lossy_routes
-        t0 = sg.Engine.clock
+        scheduler = self.scheduler
+        t0 = scheduler.now
         yield ("sleep", self.software_time(hs, hd, ends, draws[0]))
         for it in range(test.iterations):
             arrived = yield ("send", *forth)
@@ -531,7 +549,7 @@ class World:
                 arrived = yield ("send", *back)
                 if not arrived or lossy_back or (self.active_bursts and size <= 64):
                     yield from self.send(d, s, size, stream, arrived)
-            now = sg.Engine.clock
+            now = scheduler.now
             t1 = now + ack
             hold = 0.0
             if factor != 1.0:
