@@ -95,7 +95,10 @@ def compare(old: str, new: str) -> Dict[str, object]:
             "old_p1_p50_p99": [round(float(x), 4) for x in np.percentile(va, [1, 50, 99])],
             "new_p1_p50_p99": [round(float(x), 4) for x in np.percentile(vb, [1, 50, 99])],
             "pair_ratio_p1_p50_p99": [round(float(x), 4) for x in np.percentile(ratio, [1, 50, 99])],
-            "pairs_off_by_5pct": int((np.abs(ratio - 1) > 0.05).sum())}
+            "pairs_off_by_5pct": int((np.abs(ratio - 1) > 0.05).sum()),
+            # a shift of the whole distribution: the mean log ratio and its standard error
+            "mean_log_ratio": round(float(np.log(ratio).mean()), 5),
+            "mean_log_ratio_se": round(float(np.log(ratio).std(ddof=1) / np.sqrt(len(ratio))), 5)}
     return result
 
 
