@@ -161,12 +161,13 @@ class Scheduler:
     A process is a generator; it yields what it waits for and gets the answer back:
       ("sleep", dt)              resumes dt later (at once when dt <= 0)
       ("until", t)               resumes at simulated time t (at once when past)
-      ("send", src, dst, size, shortest)  a message between two SimGrid hosts, started now,
-                                 that cannot take less than `shortest` seconds; resumes True
-                                 when it arrived, False when a link of its route was down
-                                 (SimGrid's NetworkFailureException)
-      ("all", [(src, dst, size, shortest), ...])  messages started together; resumes when
-                                 all ended
+      ("send", src, dst, size, shortest, fastest)  a message between two SimGrid hosts,
+                                 started now, that cannot take less than `shortest` seconds
+                                 nor move faster than `fastest` B/s; resumes True when it
+                                 arrived, False when a link of its route was down (SimGrid's
+                                 NetworkFailureException)
+      ("all", [(src, dst, size, shortest, fastest), ...])  messages started together;
+                                 resumes when all ended
       ("join", [process, ...])   resumes when those processes have ended
     Every message is a SimGrid communication (Comm.sendto_async) timed by the network model
     and every wait a SimGrid wait, so SimGrid times everything as it would with one actor a
@@ -179,8 +180,11 @@ class Scheduler:
     joins the waited set only from the earliest time it can end (its route's latency plus
     its size at its route's least nominal bandwidth: sharing and drift only slow it), when
     that comes before the next timer; a wait never lasts past the next timer, so no message
-    ends unwatched. While a link is down every message is watched (a failure can come at
-    any time); `watch_all` says so.
+    ends unwatched. A message slowed by sharing stays watched past that time, so when the
+    watched set has doubled since it was last pruned, each watched message's bound is
+    renewed from what it has left to send (at its route's least nominal bandwidth) and
+    those that cannot end soon leave it. While a link is down every message is watched (a
+    failure can come at any time); `watch_all` says so.
     """
 
     # a message is watched from this share of its shortest time, less SimGrid's timing
@@ -194,8 +198,10 @@ class Scheduler:
         self.order = 0
         self.ready: deque = deque()                         # (process, value to send it)
         self.comms: List[object] = []                       # watched SimGrid comms
-        self.owners: List[Tuple[object, Optional[list]]] = []  # per watched comm: (process, group)
-        self.later: List[tuple] = []   # heap of (earliest end, order, comm, process, group)
+        # per watched comm: (process, its group, the fastest it can move in B/s)
+        self.owners: List[Tuple[object, Optional[list], float]] = []
+        self.later: List[tuple] = []   # heap of (earliest end, order, comm, process, group, fastest)
+        self.pruned_at = 0             # watched messages left after the last pruning
         self.watch_all = 0
         self.now = 0.0   # SimGrid's clock, read after each wait (only a wait moves it)
         self.ended: set = set()
@@ -205,18 +211,17 @@ class Scheduler:
         self.ready.append((process, None))
         return process
 
-    def _start(self, process, src, dst, size: int, shortest: float, group) -> bool:
+    def _start(self, process, src, dst, size: int, shortest: float, fastest: float, group) -> bool:
         try:
             comm = self.sg.Comm.sendto_async(src, dst, size)
         except self.sg.NetworkFailureException:
             return False
         if self.watch_all:
             self.comms.append(comm)
-            self.owners.append((process, group))
+            self.owners.append((process, group, fastest))
         else:
             earliest = self.now + self.EARLIEST_SHARE * shortest - 2 * self.TIMING_PRECISION_S
-            heapq.heappush(self.later, (earliest,
-                                        self.order, comm, process, group))
+            heapq.heappush(self.later, (earliest, self.order, comm, process, group, fastest))
             self.order += 1
         return True
 
@@ -232,7 +237,7 @@ class Scheduler:
             return
         what = request[0]
         if what == "send":
-            if not self._start(process, request[1], request[2], request[3], request[4], None):
+            if not self._start(process, *request[1:], None):
                 self.ready.append((process, False))
         elif what == "sleep":
             if request[1] > 0:
@@ -248,8 +253,8 @@ class Scheduler:
                 self.ready.append((process, None))
         elif what == "all":
             group = [0, process]
-            for src, dst, size, shortest in request[1]:
-                group[0] += self._start(process, src, dst, size, shortest, group)
+            for message in request[1]:
+                group[0] += self._start(process, *message, group)
             if group[0] == 0:
                 self.ready.append((process, None))
         elif what == "join":
@@ -266,7 +271,7 @@ class Scheduler:
     def _finished(self, index: int, arrived: bool) -> None:
         # swap-remove: the list's order is only the order wait_any looks at
         last = len(self.comms) - 1
-        process, group = self.owners[index]
+        process, group, _ = self.owners[index]
         self.comms[index], self.owners[index] = self.comms[last], self.owners[last]
         self.comms.pop()
         self.owners.pop()
@@ -281,9 +286,28 @@ class Scheduler:
         """Watch the messages that can end by `until`."""
         later = self.later
         while later and later[0][0] <= until:
-            _, _, comm, process, group = heapq.heappop(later)
+            _, _, comm, process, group, fastest = heapq.heappop(later)
             self.comms.append(comm)
-            self.owners.append((process, group))
+            self.owners.append((process, group, fastest))
+
+    def _prune(self) -> None:
+        """Renew each watched message's earliest end from what it has left to send; those
+        that cannot end before the next timer go back to wait for it."""
+        horizon = self.timers[0][0] if self.timers else math.inf
+        comms, owners = self.comms, self.owners
+        keep = 0
+        for i in range(len(comms)):
+            comm, (process, group, fastest) = comms[i], owners[i]
+            earliest = self.now + self.EARLIEST_SHARE * comm.remaining / fastest \
+                - 2 * self.TIMING_PRECISION_S
+            if earliest > horizon:
+                heapq.heappush(self.later, (earliest, self.order, comm, process, group, fastest))
+                self.order += 1
+            else:
+                comms[keep], owners[keep] = comm, owners[i]
+                keep += 1
+        del comms[keep:], owners[keep:]
+        self.pruned_at = keep
 
     def _wake_timers(self) -> None:
         """Resume the processes whose time has come: the first timer's (the one waited for,
@@ -312,9 +336,9 @@ class Scheduler:
                 continue
             until = timers[0][0] if timers and not self.watch_all else math.inf
             while later and later[0][0] <= until:   # watch the messages that can end by then
-                _, _, comm, process, group = pop(later)
+                _, _, comm, process, group, fastest = pop(later)
                 comms.append(comm)
-                owners.append((process, group))
+                owners.append((process, group, fastest))
             if not comms and later:
                 # a timer is waited for as a wait's timeout, not as a sleep, as long as any
                 # message is in flight: SimGrid ends a sleep to within its timing precision
@@ -335,15 +359,19 @@ class Scheduler:
                     continue
                 if index < 0:
                     self._wake_timers()
+                    if len(comms) > 2 * self.pruned_at + 8 and not self.watch_all:
+                        self._prune()
                     continue
                 if comms[index].finish_time < self.now - self.TIMING_PRECISION_S:
                     raise RuntimeError("a message ended before it was watched: its shortest "
                                        "time was not a lower bound")
                 # swap-remove (the list's order is only the order wait_any looks at)
-                process, group = owners[index]
+                process, group, _ = owners[index]
                 comms[index], owners[index] = comms[-1], owners[-1]
                 comms.pop()
                 owners.pop()
+                if len(comms) < self.pruned_at:   # doubling is counted from the fewest since
+                    self.pruned_at = len(comms)
                 if group is None:
                     ready.append((process, True))
                 else:
@@ -486,7 +514,7 @@ class World:
         while not arrived:
             self.failed_at.append(sg.Engine.clock)
             yield ("sleep", 1e-3)
-            arrived = yield ("send", src, dst, size, latency + size / bandwidth)
+            arrived = yield ("send", src, dst, size, latency + size / bandwidth, bandwidth)
         losses = self.lossy_routes.get((s, d))
         if losses:
             packets = max(1, math.ceil(size / PACKET))
@@ -498,7 +526,8 @@ class World:
                 if rng.random() < 0.7:  # NAK: a round trip, then the rest again
                     yield ("sleep", 2 * self.path_latency[(s, d)] + 1e-6)
                     rest = int(size * rng.random())
-                    while rest > 0 and not (yield ("send", src, dst, rest, latency + rest / bandwidth)):
+                    while rest > 0 and not (yield ("send", src, dst, rest, latency + rest / bandwidth,
+                                                   bandwidth)):
                         self.failed_at.append(sg.Engine.clock)
                         yield ("sleep", 1e-3)
                 else:                        # retransmission timeout
@@ -535,8 +564,10 @@ class World:
         draws = draws.tolist()
         (forth_latency, forth_bandwidth), (back_latency, back_bandwidth) = \
             self.fastest[(s, d)], self.fastest[(d, s)]
-        forth = (self.hosts[s], self.hosts[d], size, forth_latency + size / forth_bandwidth)
-        back = (self.hosts[d], self.hosts[s], size, back_latency + size / back_bandwidth)
+        forth = (self.hosts[s], self.hosts[d], size, forth_latency + size / forth_bandwidth,
+                 forth_bandwidth)
+        back = (self.hosts[d], self.hosts[s], size, back_latency + size / back_bandwidth,
+                back_bandwidth)
         lossy_forth, lossy_back = (s, d) in self.lossy_routes, (d, s) in self.lossy_routes
         scheduler = self.scheduler
         t0 = scheduler.now
@@ -570,7 +601,7 @@ class World:
         size = int(self.f.links[i].bandwidth * duration / flows)
         src, dst, latency, bandwidth = self.tenants[i]
         self.active_bursts[i] = self.active_bursts.get(i, 0) + 1
-        yield ("all", [(src, dst, size, latency + size / bandwidth)] * flows)
+        yield ("all", [(src, dst, size, latency + size / bandwidth, bandwidth)] * flows)
         self.active_bursts[i] -= 1
         self.events.append({"event": "burst", "link": self.f.links[i].name,
                             "end_s": self.sg.Engine.clock, "duration_s": duration})
