@@ -166,6 +166,7 @@ class Scheduler:
                                  nor move faster than `fastest` B/s; resumes True when it
                                  arrived, False when a link of its route was down (SimGrid's
                                  NetworkFailureException)
+      ("send after", dt, src, dst, size, shortest, fastest)  the same message dt later
       ("all", [(src, dst, size, shortest, fastest), ...])  messages started together;
                                  resumes when all ended
       ("join", [process, ...])   resumes when those processes have ended
@@ -194,7 +195,8 @@ class Scheduler:
 
     def __init__(self, sg):
         self.sg = sg
-        self.timers: List[Tuple[float, int, object]] = []   # heap of (time, order, process)
+        # heap of (time, order, process or (process, message to start then))
+        self.timers: List[Tuple[float, int, object]] = []
         self.order = 0
         self.ready: deque = deque()                         # (process, value to send it)
         self.comms: List[object] = []                       # watched SimGrid comms
@@ -238,6 +240,12 @@ class Scheduler:
         what = request[0]
         if what == "send":
             if not self._start(process, *request[1:], None):
+                self.ready.append((process, False))
+        elif what == "send after":
+            if request[1] > 0:
+                heapq.heappush(self.timers, (self.now + request[1], self.order, (process, request[2:])))
+                self.order += 1
+            elif not self._start(process, *request[2:], None):
                 self.ready.append((process, False))
         elif what == "sleep":
             if request[1] > 0:
@@ -314,7 +322,12 @@ class Scheduler:
         which SimGrid's clock may reach to within a rounding) and any at or before it."""
         due = max(self.timers[0][0], self.now)
         while self.timers and self.timers[0][0] <= due:
-            self.ready.append((heapq.heappop(self.timers)[2], None))
+            waiting = heapq.heappop(self.timers)[2]
+            if type(waiting) is tuple:   # a message to start: the process waits for its end
+                if not self._start(waiting[0], *waiting[1], None):
+                    self.ready.append((waiting[0], False))
+            else:
+                self.ready.append((waiting, None))
 
     def run(self, main) -> None:
         """Step every process until `main` has ended (the others are daemons: a drift or
@@ -544,7 +557,6 @@ class World:
         then the message(s); its end is the end of the last message (latency: the reply;
         bandwidth: the window's last byte plus the 8 B acknowledgement, taken as its
         route's latency, as SimGrid would time a message that small)."""
-        sg = self.sg
         latency = test.kind == "latency"
         ends = 4 if latency else 2
         size = test.size if latency else test.sample_bytes
@@ -571,9 +583,9 @@ class World:
         lossy_forth, lossy_back = (s, d) in self.lossy_routes, (d, s) in self.lossy_routes
         scheduler = self.scheduler
         t0 = scheduler.now
-        yield ("sleep", self.software_time(hs, hd, ends, draws[0]))
+        wait = self.software_time(hs, hd, ends, draws[0])
         for it in range(test.iterations):
-            arrived = yield ("send", *forth)
+            arrived = yield ("send after", wait, *forth)
             if not arrived or lossy_forth or (self.active_bursts and size <= 64):
                 yield from self.send(s, d, size, stream, arrived)
             if latency:
@@ -592,8 +604,8 @@ class World:
             if it + 1 < test.iterations:   # the next sample starts where this one ended
                 t0 = now + wait
                 wait += self.software_time(hs, hd, ends, draws[it + 1])
-            if wait > 0:
-                yield ("sleep", wait)
+        if wait > 0:   # the last sample's acknowledgement, and its pair's hold
+            yield ("sleep", wait)
 
     # -- time-varying noise and faults ---------------------------------------------------
     def burst(self, i: int, duration: float, flows: int):
