@@ -79,13 +79,15 @@ def _samples_table(inst: Instance, f: Fabric, leaf: List[str]) -> np.ndarray:
 
 
 def _summary_table(s: np.ndarray, value: np.ndarray) -> np.ndarray:
-    ranks = np.unique(s["rank"])
+    order = np.argsort(s["rank"], kind="stable")   # each rank's samples in their order
+    ranks, starts = np.unique(s["rank"][order], return_index=True)
+    ends = np.r_[starts[1:], len(order)]
     out = np.zeros(len(ranks), dtype=declared_dtype("summary"))
     for i, r in enumerate(ranks):
-        v = value[s["rank"] == r]
+        v = value[order[starts[i]:ends[i]]]
         p50, p99, p999 = np.percentile(v, [50, 99, 99.9])
         out[i] = (r, len(v), v.min(), v.mean(), p50, p99, p999, v.max(),
-                  int(s["bytes"][s["rank"] == r].sum()), 0, b"")
+                  int(s["bytes"][order[starts[i]:ends[i]]].sum()), 0, b"")
     return out
 
 

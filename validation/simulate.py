@@ -123,7 +123,8 @@ def circle_rounds(n: int) -> List[List[Tuple[int, int]]]:
 HOP_BANDWIDTH = 1e18
 
 
-def never_binding(fabric: Fabric, planted: Planted) -> Tuple[set, Dict[Tuple[int, int], bool]]:
+def never_binding(fabric: Fabric, planted: Planted, routes: Optional[Dict[Tuple[int, int], List[int]]] = None
+                  ) -> Tuple[set, Dict[Tuple[int, int], bool]]:
     """The switches whose capacity no set of flows can reach, and where their latency goes.
 
     A leaf switches twice its ports' speed: what crosses it enters or leaves by one of its
@@ -140,13 +141,13 @@ def never_binding(fabric: Fabric, planted: Planted) -> Tuple[set, Dict[Tuple[int
     dropped = {i for i, link in enumerate(fabric.links)
                if link.kind in ("leaf", "spine", "intra") and i not in planted.capacity}
     after: Dict[int, set] = {}
-    for s in range(fabric.ranks):
-        for d in range(fabric.ranks):
-            if s != d:
-                route = fabric.route(s, d)
-                dropped.discard(route[0])   # a latency needs a link before it
-                for k in range(len(route) - 1):
-                    after.setdefault(route[k], set()).add(route[k + 1])
+    if routes is None:
+        routes = {(s, d): fabric.route(s, d) for s in range(fabric.ranks) for d in range(fabric.ranks)
+                  if s != d}
+    for route in routes.values():
+        dropped.discard(route[0])   # a latency needs a link before it
+        for k in range(len(route) - 1):
+            after.setdefault(route[k], set()).add(route[k + 1])
     placement = {}
     for before, nexts in after.items():
         for i in nexts & dropped:
@@ -429,7 +430,9 @@ class World:
         # per route, the shortest time of a message: (SimGrid's latency, least nominal bandwidth)
         self.fastest: Dict[Tuple[int, int], Tuple[float, float]] = {}
         route_latency = list(latency)
-        dropped, placement = never_binding(fabric, planted)
+        self.routes: Dict[Tuple[int, int], List[int]] = {
+            (s, d): fabric.route(s, d) for s in range(n) for d in range(n) if s != d}
+        dropped, placement = never_binding(fabric, planted, self.routes)
         for (before, i), folded in placement.items():
             if folded:
                 latency[before] += latency[i]
@@ -440,15 +443,13 @@ class World:
         hops = {key: zone.create_link(f"hop/{fabric.links[key[0]].name}/{fabric.links[key[1]].name}",
                                       HOP_BANDWIDTH).set_latency(latency[key[1]]).seal()
                 for key, folded in placement.items() if not folded}
-        self.routes: Dict[Tuple[int, int], List[int]] = {}
         self.lossy_routes: Dict[Tuple[int, int], List[float]] = {}
         self.path_latency: Dict[Tuple[int, int], float] = {}
         for s in range(n):
             for d in range(n):
                 if s == d:
                     continue
-                route = fabric.route(s, d)
-                self.routes[(s, d)] = route
+                route = self.routes[(s, d)]
                 self.fastest[(s, d)] = (sum(route_latency[i] for i in route),
                                         min(nominal[i] for i in route))
                 crossed = [self.links[i] if i not in dropped else hops.get((route[k - 1], i))
