@@ -123,7 +123,8 @@ def circle_rounds(n: int) -> List[List[Tuple[int, int]]]:
 HOP_BANDWIDTH = 1e18
 
 
-def never_binding(fabric: Fabric, planted: Planted, routes: Optional[Dict[Tuple[int, int], List[int]]] = None
+def never_binding(fabric: Fabric, planted: Planted,
+                  routes: Optional[Dict[Tuple[int, int], List[int]]] = None,
                   ) -> Tuple[set, Dict[Tuple[int, int], bool]]:
     """The switches whose capacity no set of flows can reach, and where their latency goes.
 
