@@ -9,6 +9,7 @@ reads only the file-format contract (fabscope_analysis.reader's schema declarati
 
     python3 -m validation run --hosts 16 --gpus 8 --fault nic-rx-slow:0.5 --seed 7 --out x.h5
     python3 validation/sweep.py --help        (a benchmark, not a suite stage)
+    python3 validation/compare_worlds.py --help   (this world against another commit's)
 
 docs/validation-world.md says what it models and what it does not.
 """

@@ -20,7 +20,7 @@ import numpy as np
 from fabscope_analysis.reader import declared_dtype
 
 from .fabric import Fabric, host_name, nic_name
-from .simulate import Instance
+from .simulate import Instance, medians_by_key
 
 T0_NS = 50_000_000_000_000            # the global clock at simulated time 0 (ns)
 EPOCH_NS = 1_796_000_000_000_000_000  # UNIX ns of the global clock's zero
@@ -79,13 +79,15 @@ def _samples_table(inst: Instance, f: Fabric, leaf: List[str]) -> np.ndarray:
 
 
 def _summary_table(s: np.ndarray, value: np.ndarray) -> np.ndarray:
-    ranks = np.unique(s["rank"])
+    order = np.argsort(s["rank"], kind="stable")   # each rank's samples in their order
+    ranks, starts = np.unique(s["rank"][order], return_index=True)
+    ends = np.r_[starts[1:], len(order)]
     out = np.zeros(len(ranks), dtype=declared_dtype("summary"))
     for i, r in enumerate(ranks):
-        v = value[s["rank"] == r]
+        v = value[order[starts[i]:ends[i]]]
         p50, p99, p999 = np.percentile(v, [50, 99, 99.9])
         out[i] = (r, len(v), v.min(), v.mean(), p50, p99, p999, v.max(),
-                  int(s["bytes"][s["rank"] == r].sum()), 0, b"")
+                  int(s["bytes"][order[starts[i]:ends[i]]].sum()), 0, b"")
     return out
 
 
@@ -93,14 +95,15 @@ def _pair_matrix(s: np.ndarray, value: np.ndarray, n: int, latency: bool) -> np.
     """The driver's pair matrix: median one-way ns (latency, mirrored) or GB/s per pair."""
     m = np.full((n, n), np.nan)
     keys = s["rank"].astype(np.int64) * n + s["peer"]
-    for key in np.unique(keys):
-        sel = keys == key
-        a, b = divmod(int(key), n)
-        med = float(np.median(value[sel]))
+    unique, medians = medians_by_key(keys, value)
+    first = np.searchsorted(keys, unique, sorter=np.argsort(keys, kind="stable"))
+    first_bytes = s["bytes"][np.argsort(keys, kind="stable")[first]]
+    for key, med, size in zip(unique.tolist(), medians.tolist(), first_bytes.tolist()):
+        a, b = divmod(key, n)
         if latency:
             m[a, b] = m[b, a] = med
         else:
-            m[a, b] = float(s["bytes"][sel][0]) / med
+            m[a, b] = float(size) / med
     return m
 
 

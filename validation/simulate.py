@@ -5,7 +5,7 @@ pair a static route (the ECMP choice of its flow). A message is `Comm.sendto_asy
 between two hosts: SimGrid gives it the links' latencies plus its size over the share of
 bandwidth max-min fairness leaves it on the most contended link of its route (model
 CM02, no TCP correction factors: an RDMA fabric, not TCP). What SimGrid does not model
-is added by explicit, named stages of the measuring actor, so each is visible:
+is added by explicit, named stages of the measuring process, so each is visible:
 
   software   each message end costs its host's software time (a per-host gamma draw,
              drifting when drift is on) plus an exponential jitter, and now and then an
@@ -30,7 +30,9 @@ REVISIT_GAP_S after its first visit (flag bit 15), as the runner does.
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -90,6 +92,17 @@ class Instance:
     rounds: int = 0
 
 
+def medians_by_key(keys: np.ndarray, values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The distinct keys (ascending) and the median of each key's values, as np.median
+    gives it (the middle value, or the mean of the two middle values), in one sort."""
+    order = np.lexsort((values, keys))
+    keys, values = keys[order], values[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    counts = np.diff(np.r_[starts, len(keys)])
+    low, high = starts + (counts - 1) // 2, starts + counts // 2
+    return keys[starts], np.where(low == high, values[low], (values[low] + values[high]) / 2)
+
+
 def circle_rounds(n: int) -> List[List[Tuple[int, int]]]:
     """All unordered pairs of n ranks in n-1 (n even) rounds of disjoint pairs, the
     circle method as the driver's all-pairs schedule lays it out."""
@@ -106,8 +119,294 @@ def circle_rounds(n: int) -> List[List[Tuple[int, int]]]:
     return rounds
 
 
+# bandwidth of a link that only carries a dropped switch's latency: no flow set reaches it
+HOP_BANDWIDTH = 1e18
+
+
+def never_binding(fabric: Fabric, planted: Planted,
+                  routes: Optional[Dict[Tuple[int, int], List[int]]] = None,
+                  ) -> Tuple[set, Dict[Tuple[int, int], bool]]:
+    """The switches whose capacity no set of flows can reach, and where their latency goes.
+
+    A leaf switches twice its ports' speed: what crosses it enters or leaves by one of its
+    NIC ports, each at most the nominal speed (leaf spread, capacity spread, drift and slow
+    faults only lower it). A spine too (one uplink's worth to and from each leaf), twice what
+    the uplinks into it carry; a host's switch as much as all its GPUs' ports. A constraint that
+    never binds does not change max-min fairness, but SimGrid's solver couples every flow
+    through it, so one flow ending recomputes every flow of the fabric. These switches are
+    left out of the routes and their latency kept, for each link a route crosses right
+    before one (key (before, switch)): added to that link (True) when every route through
+    it goes on into the switch and no tenant's burst crosses it (a NIC or NVLink port), or
+    else carried by a link of its own after it (False: after an uplink or a spine downlink,
+    which a burst crosses alone). A switch with a capacity fault stays in its routes."""
+    dropped = {i for i, link in enumerate(fabric.links)
+               if link.kind in ("leaf", "spine", "intra") and i not in planted.capacity}
+    after: Dict[int, set] = {}
+    if routes is None:
+        routes = {(s, d): fabric.route(s, d) for s in range(fabric.ranks) for d in range(fabric.ranks)
+                  if s != d}
+    for route in routes.values():
+        dropped.discard(route[0])   # a latency needs a link before it
+        for k in range(len(route) - 1):
+            after.setdefault(route[k], set()).add(route[k + 1])
+    placement = {}
+    for before, nexts in after.items():
+        for i in nexts & dropped:
+            placement[(before, i)] = (nexts == {i} and
+                                      fabric.links[before].kind in ("nic_tx", "nvl_tx"))
+    return dropped, placement
+
+
+class Scheduler:
+    """The measuring processes of a run, stepped by one SimGrid actor.
+
+    A process is a generator; it yields what it waits for and gets the answer back:
+      ("sleep", dt)              resumes dt later (at once when dt <= 0)
+      ("until", t)               resumes at simulated time t (at once when past)
+      ("send", src, dst, size, shortest, fastest)  a message between two SimGrid hosts,
+                                 started now, that cannot take less than `shortest` seconds
+                                 nor move faster than `fastest` B/s; resumes True when it
+                                 arrived, False when a link of its route was down (SimGrid's
+                                 NetworkFailureException)
+      ("send after", dt, src, dst, size, shortest, fastest)  the same message dt later
+      ("all", [(src, dst, size, shortest, fastest), ...])  messages started together;
+                                 resumes when all ended
+      ("join", [process, ...])   resumes when those processes have ended
+    Every message is a SimGrid communication (Comm.sendto_async) timed by the network model
+    and every wait a SimGrid wait, so SimGrid times everything as it would with one actor a
+    process; only the context switches between actors are gone. One actor is also what lets
+    SimGrid switch contexts by swapping stacks (contexts/factory:raw): with several actors
+    running Python, swapped stacks corrupt the interpreter's frame stack, so the Python
+    binding defaults to a system thread per actor, which costs far more per wait.
+
+    SimGrid's wait_any costs in the number of communications it is given, so a message
+    joins the waited set only from the earliest time it can end (its route's latency plus
+    its size at its route's least nominal bandwidth: sharing and drift only slow it), when
+    that comes before the next timer; a wait never lasts past the next timer, so no message
+    ends unwatched. A message slowed by sharing stays watched past that time, so when the
+    watched set has doubled since it was last pruned, each watched message's bound is
+    renewed from what it has left to send (at its route's least nominal bandwidth) and
+    those that cannot end soon leave it. While a link is down every message is watched (a
+    failure can come at any time); `watch_all` says so.
+    """
+
+    # a message is watched from this share of its shortest time, less SimGrid's timing
+    # precision (precision/timing, 1 ns: events that close are one step) twice over
+    EARLIEST_SHARE = 0.999
+    TIMING_PRECISION_S = 1e-9
+
+    def __init__(self, sg):
+        self.sg = sg
+        # heap of (time, order, process or (process, message to start then))
+        self.timers: List[Tuple[float, int, object]] = []
+        self.order = 0
+        self.ready: deque = deque()                         # (process, value to send it)
+        self.comms: List[object] = []                       # watched SimGrid comms
+        # per watched comm: (process, its group, the fastest it can move in B/s)
+        self.owners: List[Tuple[object, Optional[list], float]] = []
+        self.later: List[tuple] = []   # heap of (earliest end, order, comm, process, group, fastest)
+        self.pruned_at = 0             # watched messages left after the last pruning
+        self.watch_all = 0
+        self.now = 0.0   # SimGrid's clock, read after each wait (only a wait moves it)
+        self.ended: set = set()
+        self.joiners: Dict[object, List[list]] = {}
+
+    def spawn(self, process):
+        self.ready.append((process, None))
+        return process
+
+    def _start(self, process, src, dst, size: int, shortest: float, fastest: float, group) -> bool:
+        try:
+            comm = self.sg.Comm.sendto_async(src, dst, size)
+        except self.sg.NetworkFailureException:
+            return False
+        if self.watch_all:
+            self.comms.append(comm)
+            self.owners.append((process, group, fastest))
+        else:
+            earliest = self.now + self.EARLIEST_SHARE * shortest - 2 * self.TIMING_PRECISION_S
+            heapq.heappush(self.later, (earliest, self.order, comm, process, group, fastest))
+            self.order += 1
+        return True
+
+    def _step(self, process, value) -> None:
+        try:
+            request = process.send(value)
+        except StopIteration:
+            self.ended.add(process)
+            for waiting in self.joiners.pop(process, ()):
+                waiting[0] -= 1
+                if waiting[0] == 0:
+                    self.ready.append((waiting[1], None))
+            return
+        what = request[0]
+        if what == "send":
+            if not self._start(process, *request[1:], None):
+                self.ready.append((process, False))
+        elif what == "send after":
+            if request[1] > 0:
+                heapq.heappush(self.timers, (self.now + request[1], self.order, (process, request[2:])))
+                self.order += 1
+            elif not self._start(process, *request[2:], None):
+                self.ready.append((process, False))
+        elif what == "sleep":
+            if request[1] > 0:
+                heapq.heappush(self.timers, (self.now + request[1], self.order, process))
+                self.order += 1
+            else:
+                self.ready.append((process, None))
+        elif what == "until":
+            if request[1] > self.now:
+                heapq.heappush(self.timers, (request[1], self.order, process))
+                self.order += 1
+            else:
+                self.ready.append((process, None))
+        elif what == "all":
+            group = [0, process]
+            for message in request[1]:
+                group[0] += self._start(process, *message, group)
+            if group[0] == 0:
+                self.ready.append((process, None))
+        elif what == "join":
+            waiting = [0, process]
+            for other in request[1]:
+                if other not in self.ended:
+                    waiting[0] += 1
+                    self.joiners.setdefault(other, []).append(waiting)
+            if waiting[0] == 0:
+                self.ready.append((process, None))
+        else:
+            raise ValueError(f"a process asked for {what!r}")
+
+    def _finished(self, index: int, arrived: bool) -> None:
+        # swap-remove: the list's order is only the order wait_any looks at
+        last = len(self.comms) - 1
+        process, group, _ = self.owners[index]
+        self.comms[index], self.owners[index] = self.comms[last], self.owners[last]
+        self.comms.pop()
+        self.owners.pop()
+        if group is None:
+            self.ready.append((process, arrived))
+        else:
+            group[0] -= 1
+            if group[0] == 0:
+                self.ready.append((process, None))
+
+    def _watch(self, until: float) -> None:
+        """Watch the messages that can end by `until`."""
+        later = self.later
+        while later and later[0][0] <= until:
+            _, _, comm, process, group, fastest = heapq.heappop(later)
+            self.comms.append(comm)
+            self.owners.append((process, group, fastest))
+
+    def _prune(self) -> None:
+        """Renew each watched message's earliest end from what it has left to send; those
+        that cannot end before the next timer go back to wait for it."""
+        horizon = self.timers[0][0] if self.timers else math.inf
+        comms, owners = self.comms, self.owners
+        keep = 0
+        for i in range(len(comms)):
+            comm, (process, group, fastest) = comms[i], owners[i]
+            earliest = self.now + self.EARLIEST_SHARE * comm.remaining / fastest \
+                - 2 * self.TIMING_PRECISION_S
+            if earliest > horizon:
+                heapq.heappush(self.later, (earliest, self.order, comm, process, group, fastest))
+                self.order += 1
+            else:
+                comms[keep], owners[keep] = comm, owners[i]
+                keep += 1
+        del comms[keep:], owners[keep:]
+        self.pruned_at = keep
+
+    def _wake_timers(self) -> None:
+        """Resume the processes whose time has come: the first timer's (the one waited for,
+        which SimGrid's clock may reach to within a rounding) and any at or before it."""
+        due = max(self.timers[0][0], self.now)
+        while self.timers and self.timers[0][0] <= due:
+            waiting = heapq.heappop(self.timers)[2]
+            if type(waiting) is tuple:   # a message to start: the process waits for its end
+                if not self._start(waiting[0], *waiting[1], None):
+                    self.ready.append((waiting[0], False))
+            else:
+                self.ready.append((waiting, None))
+
+    def run(self, main) -> None:
+        """Step every process until `main` has ended (the others are daemons: a drift or
+        an outage still to come, a burst still flowing; their messages are cancelled)."""
+        sg = self.sg
+        wait_any_for, wait_any = sg.Comm.wait_any_for, sg.Comm.wait_any
+        ready, timers, later, comms, owners = self.ready, self.timers, self.later, self.comms, self.owners
+        step, ended, pop = self._step, self.ended, heapq.heappop
+        self.spawn(main)
+        self.now = sg.Engine.clock
+        while True:
+            while ready:
+                step(*ready.popleft())
+            if main in ended:
+                break
+            now = self.now
+            if timers and timers[0][0] <= now:
+                self._wake_timers()
+                continue
+            until = timers[0][0] if timers and not self.watch_all else math.inf
+            while later and later[0][0] <= until:   # watch the messages that can end by then
+                _, _, comm, process, group, fastest = pop(later)
+                comms.append(comm)
+                owners.append((process, group, fastest))
+            if not comms and later:
+                # a timer is waited for as a wait's timeout, not as a sleep, as long as any
+                # message is in flight: SimGrid ends a sleep to within its timing precision
+                # (1 ns), a timeout exactly, and the samples should not depend on which
+                # messages are watched
+                self._watch(later[0][0])
+            if comms:
+                try:
+                    index = wait_any_for(comms, timers[0][0] - now) if timers else wait_any(comms)
+                    self.now = sg.Engine.clock
+                except sg.NetworkFailureException:
+                    self.now = sg.Engine.clock
+                    failed = [i for i, c in enumerate(comms) if c.state_str == "FAILED"]
+                    if not failed:
+                        raise
+                    for i in reversed(failed):
+                        self._finished(i, False)
+                    continue
+                if index < 0:
+                    self._wake_timers()
+                    if len(comms) > 2 * self.pruned_at + 8 and not self.watch_all:
+                        self._prune()
+                    continue
+                if comms[index].finish_time < self.now - self.TIMING_PRECISION_S:
+                    raise RuntimeError("a message ended before it was watched: its shortest "
+                                       "time was not a lower bound")
+                # swap-remove (the list's order is only the order wait_any looks at)
+                process, group, _ = owners[index]
+                comms[index], owners[index] = comms[-1], owners[-1]
+                comms.pop()
+                owners.pop()
+                if len(comms) < self.pruned_at:   # doubling is counted from the fewest since
+                    self.pruned_at = len(comms)
+                if group is None:
+                    ready.append((process, True))
+                else:
+                    group[0] -= 1
+                    if group[0] == 0:
+                        ready.append((process, None))
+            elif timers:
+                sg.this_actor.sleep_until(timers[0][0])
+                self.now = sg.Engine.clock
+                self._wake_timers()
+            else:
+                raise RuntimeError("every process waits and nothing can wake one")
+        self._watch(math.inf)
+        for comm in comms:
+            comm.cancel()
+        comms.clear()
+
+
 class World:
-    """The SimGrid platform of a fabric, and the actors that measure on it."""
+    """The SimGrid platform of a fabric, and the processes that measure on it."""
 
     def __init__(self, fabric: Fabric, planted: Planted, noise: Noise, seed: int,
                  retry_s: float = 1e-3):
@@ -118,31 +417,52 @@ class World:
         # retransmission timeout: an RC queue pair's is 4.096 us x 2^timeout, UCX's 1 s by
         # default, TCP's at least 200 ms)
         self.retry_s = retry_s
+        self.seed = seed
+        # the driver's draws (bursts, outage starts, control pairs): one stream, drawn in
+        # the driver's order; the measuring pairs and the drift draw from streams of their own
         self.rng = np.random.default_rng([seed, 0x51D])
         self.engine = sg.Engine(["validation", "--cfg=network/model:CM02",
-                                 "--cfg=network/crosstraffic:0", "--log=root.thres:critical",
-                                 "--log=xbt_cfg.thres:critical"])
+                                 "--cfg=network/crosstraffic:0", "--cfg=contexts/factory:raw",
+                                 "--log=root.thres:critical", "--log=xbt_cfg.thres:critical"])
         zone = sg.NetZone.create_full_zone("fabric")
         n = fabric.ranks
         self.hosts = [zone.create_host(f"r{r}", 1e9) for r in range(n)]
         self.links = []
         self.drift_factor = np.ones(len(fabric.links))
-        self.host_drift = np.ones(fabric.shape.hosts)
+        self.host_drift = [1.0] * fabric.shape.hosts
+        self.host_overhead = [float(x) for x in fabric.host_overhead_s]
+        latency = [link.latency + planted.latency_add.get(i, 0.0) for i, link in enumerate(fabric.links)]
+        nominal = [self.bandwidth(i) for i in range(len(fabric.links))]   # drift only lowers it
+        # per route, the shortest time of a message: (SimGrid's latency, least nominal bandwidth)
+        self.fastest: Dict[Tuple[int, int], Tuple[float, float]] = {}
+        route_latency = list(latency)
+        self.routes: Dict[Tuple[int, int], List[int]] = {
+            (s, d): fabric.route(s, d) for s in range(n) for d in range(n) if s != d}
+        dropped, placement = never_binding(fabric, planted, self.routes)
+        for (before, i), folded in placement.items():
+            if folded:
+                latency[before] += latency[i]
         for i, link in enumerate(fabric.links):
             sl = zone.create_link(link.name, self.bandwidth(i))
-            sl.set_latency(link.latency + planted.latency_add.get(i, 0.0))
+            sl.set_latency(latency[i])
             self.links.append(sl.seal())
-        self.routes: Dict[Tuple[int, int], List[int]] = {}
+        hops = {key: zone.create_link(f"hop/{fabric.links[key[0]].name}/{fabric.links[key[1]].name}",
+                                      HOP_BANDWIDTH).set_latency(latency[key[1]]).seal()
+                for key, folded in placement.items() if not folded}
         self.lossy_routes: Dict[Tuple[int, int], List[float]] = {}
         self.path_latency: Dict[Tuple[int, int], float] = {}
         for s in range(n):
             for d in range(n):
                 if s == d:
                     continue
-                route = fabric.route(s, d)
-                self.routes[(s, d)] = route
+                route = self.routes[(s, d)]
+                self.fastest[(s, d)] = (sum(route_latency[i] for i in route),
+                                        min(nominal[i] for i in route))
+                crossed = [self.links[i] if i not in dropped else hops.get((route[k - 1], i))
+                           for k, i in enumerate(route)]
                 zone.add_route(self.hosts[s].netpoint, self.hosts[d].netpoint, None, None,
-                               [sg.LinkInRoute(self.links[i]) for i in route], False)
+                               [sg.LinkInRoute(link) for link in crossed if link is not None],
+                               False)
                 losses = [planted.loss[i] for i in route if i in planted.loss]
                 if (s, d) in planted.path_loss:
                     losses.append(planted.path_loss[(s, d)])
@@ -157,13 +477,14 @@ class World:
                 b = zone.create_host(f"tenant-dst/{i}", 1e9)
                 zone.add_route(a.netpoint, b.netpoint, None, None,
                                [sg.LinkInRoute(self.links[i])], False)
-                self.tenants[i] = (a, b)
+                self.tenants[i] = (a, b, latency[i], nominal[i])
         zone.seal()
         self.active_bursts: Dict[int, int] = {}
         self.pair_factor = self._pair_factors(n)
         self.instances: List[Instance] = []
         self.events: List[Dict[str, object]] = []
         self.failed_at: List[float] = []   # when a message failed on a port that was down
+        self.scheduler = Scheduler(sg)
 
     def _pair_factors(self, n: int) -> Optional[np.ndarray]:
         """Per ordered pair, a persistent time factor (the pair stage: what a flow's own
@@ -181,119 +502,173 @@ class World:
     def bandwidth(self, i: int) -> float:
         return self.f.links[i].bandwidth * self.p.capacity.get(i, 1.0) * self.drift_factor[i]
 
-    # -- the measuring actor's stages ------------------------------------------------
-    def software_time(self, s: int, d: int, ends: int) -> float:
-        hs, hd = self.f.host_of_rank[s], self.f.host_of_rank[d]
-        base = (self.f.host_overhead_s[hs] * self.host_drift[hs]
-                + self.f.host_overhead_s[hd] * self.host_drift[hd]) * ends / 2
-        t = base + self.rng.exponential(self.noise.jitter_s * ends)
-        if self.rng.random() < self.noise.hiccup_rate:
-            t += min(20e-6 * (self.rng.pareto(1.5) + 1.0), 5e-3)
+    # -- the measuring process's stages ------------------------------------------------
+    def visit_draws(self, test: Test, key: Tuple[int, ...], pairs: int) -> np.ndarray:
+        """The software stage's draws of `pairs` pairs visited together, per pair and
+        iteration: exponential jitter, a uniform that decides a hiccup, the hiccup's Pareto
+        draw. Drawn at once from a stream of the visit's own (key: instance, round or retest
+        visit), so no pair's draws depend on the order SimGrid wakes the pairs in."""
+        rng = np.random.default_rng([self.seed, 0x50F7, *key])
+        ends = 4 if test.kind == "latency" else 2
+        shape = (pairs, test.iterations)
+        return np.stack([rng.exponential(self.noise.jitter_s * ends, shape), rng.random(shape),
+                         rng.pareto(1.5, shape)], axis=-1)
+
+    def software_time(self, hs: int, hd: int, ends: int, draw) -> float:
+        """A sample's software time: the two hosts' per-message cost (drifting) over
+        `ends` message ends, the jitter, and now and then an OS hiccup."""
+        overhead, drift = self.host_overhead, self.host_drift
+        t = (overhead[hs] * drift[hs] + overhead[hd] * drift[hd]) * ends / 2 + draw[0]
+        if draw[1] < self.noise.hiccup_rate:
+            t += min(20e-6 * (draw[2] + 1.0), 5e-3)
         return t
 
-    def send(self, s: int, d: int, size: int) -> None:
-        """One message s -> d, through the stages: outage retry, retransmit, queueing."""
+    def send(self, s: int, d: int, size: int, stream, arrived: bool):
+        """The stages of one message s -> d after its first try (a process: yield from it,
+        when the try failed, the route is lossy or a burst is on): outage retry,
+        retransmit, queueing. `stream()` gives the pair's generator for the draws of the
+        retransmit and queueing stages."""
         sg = self.sg
-        while True:
-            try:
-                sg.Comm.sendto_async(self.hosts[s], self.hosts[d], size).wait()
-                break
-            except sg.NetworkFailureException:
-                self.failed_at.append(sg.Engine.clock)
-                sg.this_actor.sleep_for(self.retry_s)
+        src, dst = self.hosts[s], self.hosts[d]
+        latency, bandwidth = self.fastest[(s, d)]
+        while not arrived:
+            self.failed_at.append(sg.Engine.clock)
+            yield ("sleep", self.retry_s)
+            arrived = yield ("send", src, dst, size, latency + size / bandwidth, bandwidth)
         losses = self.lossy_routes.get((s, d))
         if losses:
             packets = max(1, math.ceil(size / PACKET))
             keep = 1.0
             for q in losses:
                 keep *= (1.0 - q) ** packets
-            if self.rng.random() >= keep:
-                if self.rng.random() < 0.7:  # NAK: a round trip, then the rest again
-                    sg.this_actor.sleep_for(2 * self.path_latency[(s, d)] + 1e-6)
-                    rest = int(size * self.rng.random())
-                    if rest > 0:
-                        sg.Comm.sendto_async(self.hosts[s], self.hosts[d], rest).wait()
+            rng = stream()
+            if rng.random() >= keep:
+                if rng.random() < 0.7:  # NAK: a round trip, then the rest again
+                    yield ("sleep", 2 * self.path_latency[(s, d)] + 1e-6)
+                    rest = int(size * rng.random())
+                    while rest > 0 and not (yield ("send", src, dst, rest, latency + rest / bandwidth,
+                                                   bandwidth)):
+                        self.failed_at.append(sg.Engine.clock)
+                        yield ("sleep", self.retry_s)
                 else:                        # retransmission timeout
-                    sg.this_actor.sleep_for(self.rng.uniform(0.5e-3, 4e-3))
+                    yield ("sleep", rng.uniform(0.5e-3, 4e-3))
         if self.active_bursts and size <= 64:
             crossed = sum(1 for i in self.routes[(s, d)] if self.active_bursts.get(i))
             if crossed:
-                sg.this_actor.sleep_for(sum(self.rng.uniform(2e-6, 20e-6) for _ in range(crossed)))
+                rng = stream()
+                yield ("sleep", sum(rng.uniform(2e-6, 20e-6) for _ in range(crossed)))
 
-    def pair(self, inst: Instance, test: Test, s: int, d: int, flags: int) -> None:
+    def pair(self, inst: Instance, test: Test, s: int, d: int, flags: int, draws: np.ndarray,
+             key: Tuple[int, ...]):
+        """A pair's iterations back to back (a process). Each sample: the software time,
+        then the message(s); its end is the end of the last message (latency: the reply;
+        bandwidth: the window's last byte plus the 8 B acknowledgement, taken as its
+        route's latency, as SimGrid would time a message that small)."""
+        latency = test.kind == "latency"
+        ends = 4 if latency else 2
+        size = test.size if latency else test.sample_bytes
+        ack = 0.0 if latency else self.path_latency[(d, s)]
+        factor = 1.0
+        if self.pair_factor is not None:
+            a, b = (min(s, d), max(s, d)) if latency else (s, d)
+            factor = float(self.pair_factor[a, b])
+        generator: List[np.random.Generator] = []
+
+        def stream() -> np.random.Generator:   # made on first use: most pairs need none
+            if not generator:
+                generator.append(np.random.default_rng([self.seed, 0x5EED, *key, s, d]))
+            return generator[0]
+
+        hs, hd = int(self.f.host_of_rank[s]), int(self.f.host_of_rank[d])
+        draws = draws.tolist()
+        (forth_latency, forth_bandwidth), (back_latency, back_bandwidth) = \
+            self.fastest[(s, d)], self.fastest[(d, s)]
+        forth = (self.hosts[s], self.hosts[d], size, forth_latency + size / forth_bandwidth,
+                 forth_bandwidth)
+        back = (self.hosts[d], self.hosts[s], size, back_latency + size / back_bandwidth,
+                back_bandwidth)
+        lossy_forth, lossy_back = (s, d) in self.lossy_routes, (d, s) in self.lossy_routes
+        scheduler = self.scheduler
+        t0 = scheduler.now
+        wait = self.software_time(hs, hd, ends, draws[0])
         for it in range(test.iterations):
-            t0 = self.sg.Engine.clock
-            if test.kind == "latency":
-                self.sg.this_actor.sleep_for(self.software_time(s, d, 4))
-                self.send(s, d, test.size)
-                self.send(d, s, test.size)
-            else:
-                self.sg.this_actor.sleep_for(self.software_time(s, d, 2))
-                self.send(s, d, test.sample_bytes)
-                # The 8 B acknowledgement: its path's latency, as SimGrid would time it
-                # (its size is nothing beside the links' capacity), without a second message.
-                self.sg.this_actor.sleep_for(self.path_latency[(d, s)])
-            t1 = self.sg.Engine.clock
-            if self.pair_factor is not None:
-                a, b = (min(s, d), max(s, d)) if test.kind == "latency" else (s, d)
-                factor = float(self.pair_factor[a, b])
+            arrived = yield ("send after", wait, *forth)
+            if not arrived or lossy_forth or (self.active_bursts and size <= 64):
+                yield from self.send(s, d, size, stream, arrived)
+            if latency:
+                arrived = yield ("send", *back)
+                if not arrived or lossy_back or (self.active_bursts and size <= 64):
+                    yield from self.send(d, s, size, stream, arrived)
+            now = scheduler.now
+            t1 = now + ack
+            hold = 0.0
+            if factor != 1.0:
                 if factor > 1:   # the slower pair holds its slot longer
-                    self.sg.this_actor.sleep_for((t1 - t0) * (factor - 1))
+                    hold = (t1 - t0) * (factor - 1)
                 t1 = t0 + (t1 - t0) * factor
             inst.rows.append((s, it, d, test.sample_bytes, t0, t1, flags))
+            wait = ack + hold
+            if it + 1 < test.iterations:   # the next sample starts where this one ended
+                t0 = now + wait
+                wait += self.software_time(hs, hd, ends, draws[it + 1])
+        if wait > 0:   # the last sample's acknowledgement, and its pair's hold
+            yield ("sleep", wait)
 
     # -- time-varying noise and faults ---------------------------------------------------
-    def burst(self, i: int, duration: float) -> None:
-        sg = self.sg
-        flows = int(self.rng.integers(4, 17))
+    def burst(self, i: int, duration: float, flows: int):
+        """Another tenant's flows across link i (a process)."""
         size = int(self.f.links[i].bandwidth * duration / flows)
-        src, dst = self.tenants[i]
+        src, dst, latency, bandwidth = self.tenants[i]
         self.active_bursts[i] = self.active_bursts.get(i, 0) + 1
-        comms = [sg.Comm.sendto_async(src, dst, size) for _ in range(flows)]
-        sg.Comm.wait_all(comms)
+        yield ("all", [(src, dst, size, latency + size / bandwidth, bandwidth)] * flows)
         self.active_bursts[i] -= 1
-        self.events.append({"event": "burst", "link": self.f.links[i].name, "end_s": sg.Engine.clock,
-                            "duration_s": duration})
+        self.events.append({"event": "burst", "link": self.f.links[i].name,
+                            "end_s": self.sg.Engine.clock, "duration_s": duration})
 
     def start_round_bursts(self) -> None:
         if self.noise.bursts <= 0:
             return
         hit = self.rng.random(len(self.burst_links)) < self.noise.bursts
         for i in np.array(self.burst_links)[hit]:
-            actor = self.sg.Actor.create("burst", self.hosts[0], self.burst, int(i),
-                                         float(self.rng.uniform(*self.noise.burst_s)))
-            actor.daemonize()
+            duration = float(self.rng.uniform(*self.noise.burst_s))
+            self.scheduler.spawn(self.burst(int(i), duration, int(self.rng.integers(4, 17))))
 
-    def drift(self) -> None:
+    def drift(self):
         """Every 5 ms: each leaf's NIC ports and each host's software time take a step of
-        a bounded random walk (thermal, firmware, co-located load)."""
+        a bounded random walk (thermal, firmware, co-located load). A process, with a
+        stream of its own."""
+        rng = np.random.default_rng([self.seed, 0xD21F7])
         kinds = np.array([link.kind for link in self.f.links])
         nic_links = np.flatnonzero((kinds == "nic_tx") | (kinds == "nic_rx"))
         leaf_of_link = np.array([self.f.leaf_of_rank[self.f.links[i].owner[0]] for i in nic_links])
         leaf_walk = np.ones(self.f.leaves)
         while True:
-            self.sg.this_actor.sleep_for(5e-3)
-            leaf_walk = np.clip(leaf_walk * np.exp(self.rng.normal(0, 0.004, self.f.leaves)), 0.95, 1.0)
-            step = np.exp(self.rng.normal(0, 0.01, len(self.host_drift)))
-            self.host_drift = np.clip(self.host_drift * step, 0.8, 1.25)
-            for i, leaf in zip(nic_links, leaf_of_link):
-                self.drift_factor[i] = leaf_walk[leaf]
+            yield ("sleep", 5e-3)
+            leaf_walk = np.clip(leaf_walk * np.exp(rng.normal(0, 0.004, self.f.leaves)), 0.95, 1.0)
+            step = np.exp(rng.normal(0, 0.01, len(self.host_drift)))
+            self.host_drift = np.clip(np.array(self.host_drift) * step, 0.8, 1.25).tolist()
+            factors = leaf_walk[leaf_of_link]
+            changed = nic_links[factors != self.drift_factor[nic_links]]
+            self.drift_factor[nic_links] = factors
+            for i in changed:   # a link whose speed did not move keeps its SimGrid bandwidth
                 if self.links[i].is_on():
                     self.links[i].set_bandwidth(self.bandwidth(i))
 
-    def outage(self, kind: str, start: float, length: float, ids: List[int]) -> None:
-        sg = self.sg
-        sg.this_actor.sleep_until(start)
+    def outage(self, kind: str, start: float, length: float, ids: List[int]):
+        """A NIC port down (a process)."""
+        yield ("until", start)
         pieces = [(start, start + length)] if kind == "outage" else \
             [(start + k * length / 7, start + (k + 1) * length / 7) for k in range(0, 7, 2)]
         for a, b in pieces:
-            sg.this_actor.sleep_until(a)
+            yield ("until", a)
+            self.scheduler.watch_all += 1   # a message may now fail at any time
             for i in ids:
                 self.links[i].turn_off()
-            sg.this_actor.sleep_until(b)
+            yield ("until", b)
             for i in ids:
                 self.links[i].turn_on()
                 self.links[i].set_bandwidth(self.bandwidth(i))
+            self.scheduler.watch_all -= 1
             # failures during [a, b]: a message crossed the port while it was down, so the
             # piece is observable in the samples (a piece no message tried to cross is not)
             failed = sum(1 for t in self.failed_at if a <= t <= b + 1e-9)
@@ -301,8 +676,9 @@ class World:
                                 "start_s": a, "end_s": b, "failed_messages": failed})
 
     # -- the run ---------------------------------------------------------------------
-    def parallel_pass(self, test: Test, rounds: List[List[Tuple[int, int]]]) -> Instance:
+    def parallel_pass(self, test: Test, rounds: List[List[Tuple[int, int]]]):
         sg = self.sg
+        index = len(self.instances)
         inst = Instance(test, "parallel", sg.Engine.clock, 0.0, rounds=len(rounds))
         schedule = rounds if test.kind == "latency" else \
             [p if k % 2 == 0 else [(d, s) for s, d in p] for r in rounds for k, p in enumerate((r, r))]
@@ -310,13 +686,13 @@ class World:
         for number, pairs in enumerate(schedule):
             round_start = sg.Engine.clock
             self.start_round_bursts()
-            actors = [sg.Actor.create("pair", self.hosts[s], self.pair, inst, test, s, d, 0)
-                      for s, d in pairs]
-            for a in actors:
-                a.join()
+            draws = self.visit_draws(test, (index, number), len(pairs))
+            running = [self.scheduler.spawn(self.pair(inst, test, s, d, 0, draws[k], (index, number)))
+                       for k, (s, d) in enumerate(pairs)]
+            yield ("join", running)
             if number == 0 and test.kind == "bandwidth":
                 self.start_timed_faults(round_start, (sg.Engine.clock - round_start) * len(schedule))
-            sg.this_actor.sleep_for(20e-6)  # the round's synchronisation
+            yield ("sleep", 20e-6)  # the round's synchronisation
         inst.t_end = sg.Engine.clock
         return inst
 
@@ -324,17 +700,21 @@ class World:
         for kind, share, ids in self.p.timed:
             start = pass_start + self.rng.uniform(0.2, 0.7) * pass_estimate
             length = -share if share < 0 else share * pass_estimate  # < 0: seconds
-            self.sg.Actor.create(kind, self.hosts[0], self.outage, kind, start, length, ids).daemonize()
+            self.scheduler.spawn(self.outage(kind, start, length, ids))
 
-    def retest(self, parent: Instance, parent_index: int) -> Instance:
+    def retest(self, parent: Instance, parent_index: int):
         sg = self.sg
         test = parent.test
-        med: Dict[Tuple[int, int], float] = {}
-        groups: Dict[Tuple[int, int], List[float]] = {}
-        for s, _, d, _, t0, t1, _ in parent.rows:
-            groups.setdefault((s, d), []).append(t1 - t0)
-        for key, values in groups.items():
-            med[key] = float(np.median(values))
+        rows = np.array([(s, d, t0, t1) for s, _, d, _, t0, t1, _ in parent.rows], dtype=np.float64)
+        n = self.f.ranks
+        pair_key = rows[:, 0].astype(np.int64) * n + rows[:, 1].astype(np.int64)
+        keys, medians = medians_by_key(pair_key, rows[:, 3] - rows[:, 2])
+        first_seen = np.unique(pair_key, return_index=True)[1]
+        # pairs in the order they first appear in the samples, then by their median, slowest
+        # first (a stable sort: ties keep that order)
+        by_appearance = np.argsort(first_seen, kind="stable")
+        med = {(int(k) // n, int(k) % n): float(m) for k, m in zip(keys[by_appearance],
+                                                                  medians[by_appearance])}
         ranked = sorted(med, key=lambda key: -med[key])
         worst = ranked[:test.retest_worst]
         suspects = {r for pair in worst for r in pair}
@@ -342,6 +722,7 @@ class World:
         pool = [p for p in middle if not suspects & set(p)] or middle
         count = min(len(pool), max(len(worst), MIN_CONTROL_PAIRS))
         controls = [pool[i] for i in self.rng.choice(len(pool), count, replace=False)]
+        index = len(self.instances)
         inst = Instance(test, "serial-retest", sg.Engine.clock, 0.0, retest_of=parent_index)
         order = []
         for i in range(max(len(worst), len(controls))):
@@ -350,13 +731,14 @@ class World:
         if test.retest_visits > 1:   # each retested pair again, after every other pair
             order += [(pair, FLAG_RETEST_SECOND_VISIT) for pair in worst]
         first_ended: Dict[Tuple[int, int], float] = {}
-        for (s, d), flags in order:
+        for visit, ((s, d), flags) in enumerate(order):
             if flags & FLAG_RETEST_SECOND_VISIT:   # its ranks wait out the rest of the gap
-                sg.this_actor.sleep_until(max(sg.Engine.clock, first_ended[(s, d)] + REVISIT_GAP_S))
+                yield ("until", first_ended[(s, d)] + REVISIT_GAP_S)
             self.start_round_bursts()
-            sg.Actor.create("retest", self.hosts[s], self.pair, inst, test, s, d, flags).join()
+            draws = self.visit_draws(test, (index, visit), 1)
+            yield from self.pair(inst, test, s, d, flags, draws[0], (index, visit))
             first_ended.setdefault((s, d), sg.Engine.clock)
-            sg.this_actor.sleep_for(20e-6)
+            yield ("sleep", 20e-6)
         inst.t_end = sg.Engine.clock
         return inst
 
@@ -366,12 +748,15 @@ class World:
 
         def driver():
             if self.noise.drift:
-                sg.Actor.create("drift", self.hosts[0], self.drift).daemonize()
+                self.scheduler.spawn(self.drift())
             for test in tests:
-                inst = self.parallel_pass(test, rounds)
+                inst = yield from self.parallel_pass(test, rounds)
                 self.instances.append(inst)
                 if test.retest_worst > 0:
-                    self.instances.append(self.retest(inst, len(self.instances) - 1))
-        sg.Actor.create("driver", self.hosts[0], driver)
+                    retest = yield from self.retest(inst, len(self.instances) - 1)
+                    self.instances.append(retest)
+
+        # the only actor of the simulation (contexts/factory:raw needs that: see Scheduler)
+        sg.Actor.create("driver", self.hosts[0], self.scheduler.run, driver())
         self.engine.run()
         return self.instances

@@ -313,3 +313,37 @@ def test_a_message_that_meets_a_port_down_is_sent_again_after_the_transports_tim
                            str(tmp_path / "bad.h5"), *SMALL, "--seed", "1", "--retry-ms", "0"],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 2 and "retry-ms" in done.stderr, done.stderr
+
+
+def test_switches_no_flow_set_can_saturate_leave_the_routes_with_their_latency():
+    from validation.simulate import never_binding
+    f = fabric.build(fabric.Shape(hosts=4, gpus=2, hosts_per_leaf=2, uplinks=2), 1)
+    rng = np.random.default_rng(0)
+    p = plant(f, ["leaf-slow:0.5@1"], rng)
+    dropped, placement = never_binding(f, p)
+    kinds = {f.links[i].kind for i in dropped}
+    assert kinds == {"leaf", "spine", "intra"} and f.link_id("leaf/1") not in dropped  # its fault binds
+    for (before, i), folded in placement.items():   # a tenant's burst crosses up/down alone
+        assert folded == (f.links[before].kind in ("nic_tx", "nvl_tx")), (f.links[before].name, folded)
+    latency = [x.latency for x in f.links]
+    for (before, i), folded in placement.items():
+        if folded:
+            latency[before] += latency[i]
+    for s in range(f.ranks):                        # every route keeps its latency
+        for d in range(f.ranks):
+            if s != d:
+                route = f.route(s, d)
+                kept = sum(latency[i] for i in route if i not in dropped)
+                kept += sum(latency[i] for k, i in enumerate(route)
+                            if i in dropped and not placement[(route[k - 1], i)])
+                assert abs(kept - sum(x.latency for x in map(f.links.__getitem__, route))) < 1e-15
+
+
+def test_medians_by_key_are_numpys_medians():
+    from validation.simulate import medians_by_key
+    rng = np.random.default_rng(1)
+    keys = rng.integers(0, 40, 500)
+    values = rng.exponential(1.0, 500)
+    got_keys, got = medians_by_key(keys, values)
+    assert got_keys.tolist() == sorted(set(keys.tolist()))
+    assert got.tolist() == [float(np.median(values[keys == k])) for k in got_keys]
