@@ -139,8 +139,7 @@ class _Run:
         blind = paths.collision_blind_spot(f.resid, d.s, d.r, self.layout.leaf, label)
         self.path_blind += [blind] if blind else []
         share = paths.slow_between_share(f.resid, d.s, d.r, self.layout.leaf)
-        if share is not None and len(self.layout.leaf_names) >= 2:
-            self.between_slow.append((label, share))
+        self.between_slow += [(label, share)] if share is not None else []   # None: one leaf
 
     def _heavy_tail(self, f: Fit, label: str):
         """A blind spot when the healthy pairs' tail raises the bar a single pair must
