@@ -347,3 +347,31 @@ def test_medians_by_key_are_numpys_medians():
     got_keys, got = medians_by_key(keys, values)
     assert got_keys.tolist() == sorted(set(keys.tolist()))
     assert got.tolist() == [float(np.median(values[keys == k])) for k in got_keys]
+
+
+@needs_simgrid
+def test_a_slow_spine_slows_only_flows_between_leaves_and_only_some_of_them(tmp_path):
+    """A spine switches what its ports carry (one uplink's worth to and from each leaf,
+    2 x 2 x 100 GB/s here): at a quarter of that (100 GB/s) three flows of 50 GB/s hashed
+    onto it are slowed, while a spine switching twice every NIC would still carry all it
+    can be sent (its two uplinks' 200 GB/s). Flows inside a leaf are untouched. Same
+    seed, same fabric and routes, with and without it (seed 4 hashes three flows of a
+    round onto spine 0; a seed that never does shows nothing, rightly)."""
+    from fabscope_analysis.reader import open_result
+    f = fabric.build(fabric.Shape(hosts=4, gpus=2, hosts_per_leaf=2, uplinks=2), 4)
+    # each leaf: 4 NIC ports of 50 GB/s over 2 uplinks, 100 GB/s each, to and from a spine
+    assert [x.bandwidth for x in f.links if x.kind == "spine"] == pytest.approx([2 * 2 * 100e9] * 2)
+
+    def pair_medians(out):
+        with open_result(out) as run:
+            s = run.test(2).samples()                     # the bandwidth pass
+        return (s.t_done_ns - s.t_post_ns).groupby([s["rank"], s.peer]).median()
+
+    clean = pair_medians(simulate(tmp_path, "clean", "--seed", "4"))
+    slow = pair_medians(simulate(tmp_path, "spine", "--seed", "4", "--fault", "spine-slow:0.25@0"))
+    ratio = (slow / clean).to_numpy()
+    senders = np.array(clean.index.get_level_values(0))
+    receivers = np.array(clean.index.get_level_values(1))
+    between = (senders // 4) != (receivers // 4)          # 2 hosts x 2 GPUs a leaf
+    assert np.all(np.abs(ratio[~between] - 1.0) < 0.02), ratio[~between]
+    assert (ratio[between] > 1.2).any() and (ratio[between] < 1.02).any(), ratio[between]
