@@ -1,7 +1,8 @@
 """An independent validation world for fabscope's verdicts, on SimGrid.
 
 A fabric of components (validation/fabric.py), faults planted in components
-(faults.py), flows timed by SimGrid's flow-level network model (simulate.py), written
+(faults.py), flows timed by SimGrid's flow-level network model (simulate.py, its processes
+stepped by one SimGrid actor: scheduler.py), written
 as the file `fabscope run` writes (resultfile.py). It shares no code with the analysis'
 diagnosis or its synthetic generator (fabscope_analysis.diagnosis, .synth): a structure
 check (tests/structure/check_validation_independent.py) fails if it imports them. It
