@@ -81,3 +81,45 @@ def test_the_host_lists_each_ranks_gpu_and_minus_one_for_a_rank_without_one():
     [host] = out.culprits
     assert (host.component, host.host, host.ranks, host.gpus) == (HOST, "host001", [4, 5, 6, 7], [0, -1, 2, 3])
     assert host.evidence[1:] == ["residual of 4-5"] and out.hosts == {1}
+
+
+# 12 hosts x 4 GPUs; hosts differ in their cost per message: each host's inside pairs
+# slower by its own factor, the slowest host's 1.45x about two of the hosts' spreads
+# out (a fleet, not a fault)
+HOST_LEVEL = [0.8, 0.85, 0.9, 0.95, 1.0, 1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.45]
+
+
+def _fleet(tmp_path, level, extra=None):
+    inside = {}
+    for h, f in enumerate(level):
+        for a in range(4 * h, 4 * h + 4):
+            for b in range(a + 1, 4 * h + 4):
+                inside[(a, b)] = f * (extra or {}).get((a, b), 1.0)
+    path = tmp_path / "fleet.h5"
+    write_matrix_run(path, nranks=48, ranks_per_host=4, pair_noise=0.03, seed=7, iterations=10,
+                     latency_link=inside)
+    with open_result(path, warn_incomplete=False) as result:
+        return diagnose(result)
+
+
+def test_a_host_within_the_spread_of_hosts_inside_levels_is_not_named_its_bad_pair_is(tmp_path):
+    """The slowest host of a spread fleet is a note with its level against the hosts',
+    not a host or six links; a pair slower than its own host's inside pairs (ranks 12-13
+    on host 3, 2.2x its host) is still a link. Without the hosts' spread the slowest hosts
+    are named, host by host."""
+    d = _fleet(tmp_path, HOST_LEVEL, extra={(12, 13): 2.2})
+    hosts = [c.host for c in d.culprits if c.component == HOST]
+    assert not hosts, d.lines()
+    links = sorted(tuple(sorted(c.ranks)) for c in d.culprits if c.component == LINK)
+    assert links == [(12, 13)], d.lines()
+    [note] = [n for n in d.notes if n.startswith("fh11: ")]
+    level = float(re.search(r"their level ([\d.]+)x the typical host's in \S+ ap-lat", note).group(1))
+    assert 1.3 <= level <= 1.5, note      # 1.45 over the fleet's typical 1.0-1.05
+    assert "over the 12 hosts" in note and "not named" in note
+
+
+def test_a_host_far_outside_the_spread_of_hosts_inside_levels_is_named_once(tmp_path):
+    d = _fleet(tmp_path, HOST_LEVEL[:-1] + [2.6])
+    hosts = [c for c in d.culprits if c.component == HOST]
+    assert [c.host for c in hosts] == ["fh11"], d.lines()
+    assert not [c for c in d.culprits if c.component == LINK], d.lines()

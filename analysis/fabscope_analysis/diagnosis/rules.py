@@ -77,7 +77,7 @@ def name_components(layout: Layout, tests: List[TestEvidence], q_family: float =
     for t in tests:
         _links(layout, t, out)
     _links_to_host_pairs(layout, tests, out, q_family)
-    host_inside.name_hosts_from_inside_links(layout, tests, out)
+    host_inside.name_hosts_from_inside_links(layout, tests, out, q_family)
     out.culprits.sort(key=lambda c: (-c.score, c.subject()))
     return out
 
