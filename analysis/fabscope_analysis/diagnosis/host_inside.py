@@ -61,16 +61,10 @@ def _inside_pairs(tests, layout, h: int) -> Set[frozenset]:
     return out
 
 
-def _inside_ratios(tests, layout, h: int) -> List[tuple]:
-    """Per fitted test (centre), the median time of the host's inside pairs against what
+def _inside_ratios(levels: List[tuple], h: int) -> List[tuple]:
+    """Per fitted test (centre), the median time of host h's inside pairs against what
     their ends predict: (bandwidth test?, ratio, label)."""
-    out = []
-    for t in tests:
-        d = t.fit.data
-        mine = (layout.host[d.s] == h) & (layout.host[d.r] == h)
-        if t.measure == "centre" and mine.any():
-            out.append((bool(d.bandwidth), math.exp(float(np.median(t.fit.resid[mine]))), t.label))
-    return out
+    return [(bw, math.exp(lv[h]), label) for label, bw, lv in levels if h in lv]
 
 
 def _symptoms(ratios: List[tuple]) -> List[str]:
@@ -86,8 +80,8 @@ def _symptoms(ratios: List[tuple]) -> List[str]:
 
 
 def _host_levels(tests, layout) -> List[tuple]:
-    """Per centre test, (its label, each host's inside level: the median log residual of
-    its measured inside pairs)."""
+    """Per centre test, (its label, whether it measures bandwidth, each host's inside
+    level: the median log residual of its measured inside pairs)."""
     out = []
     for t in tests:
         if t.measure != "centre":
@@ -96,7 +90,8 @@ def _host_levels(tests, layout) -> List[tuple]:
         inside = layout.host[d.s] == layout.host[d.r]
         hosts = layout.host[d.s][inside]
         resid = np.asarray(t.fit.resid)[inside]
-        out.append((t.label, {int(h): float(np.median(resid[hosts == h])) for h in np.unique(hosts)}))
+        out.append((t.label, bool(d.bandwidth),
+                    {int(h): float(np.median(resid[hosts == h])) for h in np.unique(hosts)}))
     return out
 
 
@@ -107,7 +102,7 @@ def _outliers(levels: List[tuple], q: float):
     typical host's, its robust z and the hosts' spread), or None when too few hosts
     measured inside pairs to have a spread."""
     keys, p, size, detail = [], [], [], {}
-    for label, lv in levels:
+    for label, _, lv in levels:
         if len(lv) < PEER_HOSTS:
             continue
         v = np.array(list(lv.values()))
@@ -132,7 +127,7 @@ def _slower_than_its_host(c: Culprit, tests, layout, levels) -> bool:
     some centre test."""
     s, r = c.ranks
     h = int(layout.host[s])
-    for t, (_, lv) in zip([t for t in tests if t.measure == "centre"], levels):
+    for t, (_, _, lv) in zip([t for t in tests if t.measure == "centre"], levels):
         d = t.fit.data
         mine = (d.s == s) & (d.r == r)
         if mine.any() and h in lv and math.exp(float(np.max(np.asarray(t.fit.resid)[mine])) - lv[h]) >= MARGIN:
@@ -162,10 +157,10 @@ def name_hosts_from_inside_links(layout, tests, out, q_family: float = Q) -> Non
             _within_the_hosts_spread(layout, tests, out, h, links, levels, peers[1].get(h, []))
             continue
         past_margin = peers is not None and any(
-            not bw and r >= MARGIN for bw, r, _ in _inside_ratios(tests, layout, h))
+            not bw and r >= MARGIN for bw, r, _ in _inside_ratios(levels, h))
         if len(named) < MIN_LINKS or (len(named) < SHARE * len(measured) and not past_margin):
             continue
-        _name_host(layout, tests, out, h, links, named, measured)
+        _name_host(layout, out, h, links, named, measured, levels)
 
 
 def _within_the_hosts_spread(layout, tests, out, h, links, levels, detail) -> None:
@@ -173,7 +168,7 @@ def _within_the_hosts_spread(layout, tests, out, h, links, levels, detail) -> No
     if not dropped:
         return
     out.culprits = [c for c in out.culprits if not any(c is x for x in dropped)]
-    hosts = max(len(lv) for _, lv in levels)
+    hosts = max(len(lv) for _, _, lv in levels)
     out.notes.append(
         f"{layout.host_names[h]}: {len(dropped)} GPU pair(s) inside the host slow against "
         f"their ends, as its inside pairs are as a whole: their level {'; '.join(detail)}; "
@@ -181,7 +176,7 @@ def _within_the_hosts_spread(layout, tests, out, h, links, levels, detail) -> No
         "within how much hosts differ in their cost per message, not named")
 
 
-def _name_host(layout, tests, out, h, links, named, measured) -> None:
+def _name_host(layout, out, h, links, named, measured, levels) -> None:
     out.culprits = [c for c in out.culprits if not any(c is x for x in links)]
     out.hosts.add(h)
     ranks = [int(r) for r in np.flatnonzero(layout.host == h)]
@@ -189,7 +184,7 @@ def _name_host(layout, tests, out, h, links, named, measured) -> None:
         host=layout.host_names[h], ranks=ranks, gpus=[layout.gpu.get(r, -1) for r in ranks],
         nics=[layout.nic.get(r, "") for r in ranks], direction="both", component=HOST,
         symptoms=[f"{len(named)} of the {len(measured)} GPU pairs inside the host slow"]
-        + _symptoms(_inside_ratios(tests, layout, h)),
+        + _symptoms(_inside_ratios(levels, h)),
         evidence=[f"{len(named)} GPU pairs inside one host, each a link by itself: the "
                   "host's inside path explains them"] + [e for c in links[:1] for e in c.evidence[:1]],
         confidence=max((c.confidence for c in links), key=["low", "medium", "high"].index),
