@@ -33,9 +33,9 @@ def kind_dfs(values: np.ndarray, inside: np.ndarray) -> Tuple[float, float]:
     hosts). Pairs between hosts are judged against their own tail: the software spread
     of the pairs inside hosts is not theirs. Pairs inside a host are judged against the
     heavier of their own tail and that of the pairs between hosts: every pair carries
-    its own effect (queue pairs, firmware, its route), and inside a host the hosts'
-    software time adds a wider spread on top of it, so the fit of their few hundred
-    values reads the bulk of that spread and not the pair effects' tail (validation
+    its own effect (queue pairs, firmware; between hosts its route), and inside a host
+    the hosts' software time adds a wider spread on top of it, so the fit of their few
+    hundred values reads the bulk of that spread and not the pair effects' tail (validation
     world, pair effects a Student-t of 3 degrees of freedom: the fast side of the pairs
     inside hosts read as 10 degrees of freedom or the normal in latency, those between
     hosts as 3; one pair of the 448 inside hosts drawn 4x slow was then named). What the
