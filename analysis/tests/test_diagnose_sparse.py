@@ -265,6 +265,26 @@ def test_pairs_inside_a_host_have_their_own_tail():
     assert [e.key for e in links] == [(int(s[bad]), int(r[bad]))], links
 
 
+def test_a_pair_inside_a_host_is_judged_against_the_pair_effects_tail_the_hosts_spread_hides():
+    """Every pair carries its own effect, a Student-t of 3 degrees of freedom here; inside a
+    host the hosts' software time adds a wider normal spread, whose bulk the fit of the
+    448 pairs inside hosts reads (a light tail) while the pairs between hosts show the
+    pair effects' tail. One pair inside a host drawn 4x slow is within that tail: not a
+    link. Where the pairs between hosts are normal, the same pair is still named."""
+    lay = _layout(hosts=8, gpus=8, leaves=1)
+    s, r = np.nonzero(~np.eye(lay.n, dtype=bool))
+    rng = np.random.default_rng(11)
+    inside = lay.host[s] == lay.host[r]
+    software = np.where(inside, rng.normal(0.0, 0.12, len(s)), 0.0)
+    drawn = int(np.flatnonzero(inside)[200])
+    for effects, named in ((0.06 * rng.standard_t(3, len(s)), []),
+                           (rng.normal(0.0, 0.06, len(s)), [(int(s[drawn]), int(r[drawn]))])):
+        resid = effects + software
+        resid[drawn] = math.log(4.0)
+        links, _ = evidence.links(_fit(s, r, resid, resid, lay.n), 1.0, 0.002, lay)
+        assert [e.key for e in links] == named, links
+
+
 def test_a_link_confirmed_alone_keeps_its_confidence_and_a_weak_one_is_raised_to_medium():
     """Two slow pairs inside a leaf, both confirmed by the serial retest: the strong one
     (z 10, q 1e-9) stays 'high' (0.8), the weak one (z 2, q 0.02: 'low') is raised to
