@@ -51,6 +51,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="visits of each retested pair (2: as the runner; 1: as runners before "
                         "the second visit)")
     r.add_argument("--seed", type=int, required=True, help="draws the fabric, the faults' targets, the noise")
+    r.add_argument("--noise-seed", type=int, default=None,
+                   help="draws the run apart from its fabric: software times, hiccups, bursts, "
+                        "drift and the flows' ECMP hashes (default: --seed); the same --seed "
+                        "under another --noise-seed is the same fabric measured again")
     r.add_argument("--out", required=True, help="the result file (.h5); the truth goes beside it")
     r.add_argument("--quiet", action="store_true")
     return p
@@ -106,10 +110,12 @@ def run(args) -> int:
     tests = [Test("latency", 8, 1, args.iterations, args.retest_worst, args.retest_visits),
              Test("bandwidth", 1 << 20, 4, args.iterations, args.retest_worst, args.retest_visits)]
     started = time.time()
-    world = World(f, planted, noise, args.seed, retry_s=args.retry_ms / 1e3)
+    noise_seed = args.seed if args.noise_seed is None else args.noise_seed
+    f.flow_salt = noise_seed
+    world = World(f, planted, noise, noise_seed, retry_s=args.retry_ms / 1e3)
     instances = world.run(tests)
     command = "python3 -m validation " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    truth = {"world": "validation-simgrid", "seed": args.seed,
+    truth = {"world": "validation-simgrid", "seed": args.seed, "noise_seed": noise_seed,
              "cluster": {"hosts": shape.hosts, "gpus": shape.gpus, "topology": shape.topology,
                          "leaves": f.leaves, "uplinks": shape.uplinks,
                          "leaf_of_host": {fabric_mod.host_name(h): fabric_mod.leaf_name(
@@ -121,7 +127,7 @@ def run(args) -> int:
                        **label_truth},
              "transport": {"retry_ms": args.retry_ms},
              "faults": planted.truth, "events": world.events}
-    write(args.out, f, leaf, instances, args.seed, command, truth)
+    write(args.out, f, leaf, instances, noise_seed, command, truth)
     if not args.quiet:
         print(f"{args.out}: {f.ranks} ranks, {f.leaves} leaves, {len(instances)} instances, "
               f"simulated {instances[-1].t_end:.3f} s in {time.time() - started:.1f} s; "

@@ -25,7 +25,7 @@ hash(seed, s, d) % k, the same for all its messages, so collisions are per flow.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -95,6 +95,10 @@ class Fabric:
     local_of_rank: np.ndarray = None
     leaves: int = 0
     host_overhead_s: np.ndarray = None  # per host: software time of one message end (s)
+    # what the flows' ECMP hashes mix in beside the ranks: a connection's source port,
+    # new each run; None: the fabric's seed (a run of this fabric measured again under
+    # another salt sees other flows collide)
+    flow_salt: Optional[int] = None
 
     @property
     def ranks(self) -> int:
@@ -113,7 +117,8 @@ class Fabric:
 
     def uplink_of_flow(self, s: int, d: int) -> int:
         """ECMP: the uplink (and spine) a flow s -> d hashes to."""
-        return mix64((self.seed << 40) ^ (s << 20) ^ d) % self.shape.uplinks
+        salt = self.seed if self.flow_salt is None else self.flow_salt
+        return mix64((salt << 40) ^ (s << 20) ^ d) % self.shape.uplinks
 
     def route(self, s: int, d: int) -> List[int]:
         """Link ids a message from rank s to rank d crosses, in order."""

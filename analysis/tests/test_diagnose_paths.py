@@ -14,6 +14,7 @@ matrices fitted by the real model: each runs in well under a second.
 import contextlib
 import io
 import math
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -520,3 +521,46 @@ def test_a_spine_is_a_blind_spot_said_with_each_tests_share_of_slow_pairs_betwee
                            "through it: "), said
     assert "(0002 bw: 20.0 %, 0004 bw: 3.1 % of the pairs between leaves at least 1.25x slow " \
         "under load)" in said and ";" not in said
+
+
+def test_the_spine_comparison_is_a_signed_rank_over_the_blocks_of_pairs_between_leaves():
+    """Every block of pairs from one leaf to another higher than the known-good run's is
+    p = 1/2^blocks one-sided; blocks up and down alike are not; too few blocks in common
+    cannot tell."""
+    leaves = [f"leaf{i}" for i in range(4)]
+    keys = [(a, b) for a in leaves for b in leaves if a != b]
+    before = {k: (2, 64) for k in keys}
+    share, base, p, blocks = paths.spine_against_baseline({k: (9, 64) for k in keys}, before)
+    assert (blocks, round(share, 4), round(base, 4)) == (12, round(9 / 64, 4), round(2 / 64, 4))
+    assert p == pytest.approx(1 / 2 ** 12)
+    mixed = {k: (3 if i % 2 else 1, 64) for i, k in enumerate(keys)}
+    assert paths.spine_against_baseline(mixed, before)[2] > 0.3
+    assert paths.spine_against_baseline({k: (9, 64) for k in keys[:5]}, before) is None
+
+
+def test_a_spine_is_named_against_a_known_good_run_of_the_fabric_and_the_fabric_again_is_not(tmp_path):
+    """The same fabric (fabric_seed) measured three times: twice healthy, once with
+    collisions on twice the pairs between leaves, as a slow spine makes them. Against the
+    first, the second is a note (`not a spine`); the third is the spines, with both
+    shares. Without a baseline none of it is said."""
+    cluster = Cluster(hosts=8, gpus=4, leaves=4)
+    runs = {}
+    for name, noise, seed in (("base", "realistic", 1), ("again", "realistic", 2),
+                              ("spine", "realistic+ecmp_share=0.4", 3)):
+        runs[name] = tmp_path / f"{name}.h5"
+        generate(runs[name], cluster, noise=noise, seed=seed, fabric_seed=7, controls=10)
+
+    def against_base(name):
+        with open_result(runs[name], warn_incomplete=False) as r, \
+                open_result(runs["base"], warn_incomplete=False) as b:
+            return diagnose(r, baseline=b)
+
+    again = against_base("again")
+    assert not [c for c in again.culprits if c.host == "(the spines)"], again.lines()
+    assert [n for n in again.notes if n.startswith("spine against the baseline: ") and
+            n.endswith("not a spine")], again.notes
+    spine = against_base("spine")
+    [found] = [c for c in spine.culprits if c.host == "(the spines)"]
+    now, before = (float(x) for x in re.findall(r"([\d.]+) %", found.symptoms[0]))
+    assert now >= 2 * before > 0, found.symptoms
+    assert "signed rank over 12 blocks" in found.evidence[0]

@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..inference import benjamini_hochberg
 from ..reader import (FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, FLAG_RETEST_SECOND_VISIT, ResultFile,
                       TestInstance)
 from . import (evidence, labels, leaf_rows, outages, pair_null, pair_tails, paths, persistence, supporting,
@@ -32,6 +33,8 @@ FAMILIES_PER_TEST = 9
 # tails of each rank over every test; host pairs holding a named link; error counters;
 # outages and flaps (the run's longest stalls against its own tail of stalls)
 RUN_FAMILIES = 4
+# with a known-good run: the spine comparison over the one-way tests
+BASELINE_FAMILIES = 1
 
 
 class _Run:
@@ -273,7 +276,8 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
     fitted = fitted_instances(result)
     # BH within each family (a test's rank sides, tails, links, host pairs, leaves),
     # the run's false discovery rate split evenly over its families
-    run.q_family = evidence.Q / max(FAMILIES_PER_TEST * len(fitted) + RUN_FAMILIES, 1)
+    run.q_family = evidence.Q / max(FAMILIES_PER_TEST * len(fitted) + RUN_FAMILIES
+                                    + (BASELINE_FAMILIES if baseline is not None else 0), 1)
     for inst in fitted:
         run.judge(inst)
     run.combined_tails()
@@ -289,7 +293,7 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
     notes += down_notes
     _attach_support(run.layout, support, culprits)
     if baseline is not None:
-        extra, fabric = _baseline(result, baseline)
+        extra, fabric = _baseline(result, baseline, run.layout, run.q_family)
         notes += extra
         culprits += fabric
     culprits, withheld = validity.apply(culprits, run.validity)
@@ -440,12 +444,18 @@ def _attach_support(layout: Layout, support: List[Finding], culprits: List[Culpr
                 c.evidence.append(f.symptom)
 
 
-def _baseline(result: ResultFile, baseline: ResultFile) -> Tuple[List[str], List[Culprit]]:
+def _baseline(result: ResultFile, baseline: ResultFile, layout: Layout, q: float
+              ) -> Tuple[List[str], List[Culprit]]:
     """A fabric uniformly slower has no culprit inside the run, only against a
-    known-good run of the same scenario: its median pair against the baseline's."""
-    notes, fabric = [], []
+    known-good run of the same scenario: its median pair against the baseline's. And a
+    spine slowing its flows from every leaf alike, which no leaf shows: each one-way
+    test's share of pairs between leaves slow under load against the baseline's, block
+    by block (paths.spine_against_baseline), Benjamini-Hochberg over the tests at the
+    family's level."""
+    notes, fabric, spine = [], [], []
     base = {(str(i.get("case")), str(i.get("condition")), str(i.get("pass"))): i
             for i in baseline.instances()}
+    base_layout = None
     for inst in fitted_instances(result):
         b = base.get((str(inst.get("case")), str(inst.get("condition")), str(inst.get("pass"))))
         if b is None:
@@ -463,4 +473,42 @@ def _baseline(result: ResultFile, baseline: ResultFile) -> Tuple[List[str], List
                                             f"baseline's time [{name}]"],
                                   evidence=[f"baseline {baseline.path}, same case"],
                                   confidence="medium", score=0.5, component=FABRIC))
-    return notes, fabric
+        if not now.symmetric and len(layout.leaf_names) > 2:
+            if base_layout is None:
+                base_layout = labels.resolve(baseline, Layout.of(baseline))[0]
+            spine.append((name, _spine_blocks(inst, layout), _spine_blocks(b, base_layout)))
+    return notes + _spine_notes(spine, q, fabric, baseline), fabric
+
+
+def _spine_blocks(inst: TestInstance, layout: Layout):
+    data = pair_data(inst, layout.n)
+    if data is None:
+        return {}
+    f = fit(data, layout)
+    return paths.between_blocks(f.resid, data.s, data.r, layout.leaf, layout.leaf_names)
+
+
+def _spine_notes(spine, q: float, fabric: List[Culprit], baseline: ResultFile) -> List[str]:
+    """The spine comparison's line per test; a culprit where it is significant and the
+    share at least paths.SPINE_SHARE_RATIO times the known-good run's."""
+    tested = [(name, paths.spine_against_baseline(now, before)) for name, now, before in spine]
+    tested = [(name, t) for name, t in tested if t is not None]
+    if not tested:
+        return []
+    rejected, adjusted = benjamini_hochberg([t[2] for _, t in tested], q)
+    notes = []
+    for (name, (share, before, p, blocks)), hit, qv in zip(tested, rejected, adjusted):
+        said = (f"{100 * share:.1f} % of the pairs between leaves at least {evidence.MARGIN:g}x slow "
+                f"under load against {100 * before:.1f} % in the baseline [{name}]")
+        if hit and share >= paths.SPINE_SHARE_RATIO * before:
+            fabric.append(Culprit(
+                host="(the spines)", ranks=[], gpus=[], nics=[], direction="both",
+                symptoms=[f"a spine, or its links into every leaf: {said}"],
+                evidence=[f"signed rank over {blocks} blocks of pairs from one leaf to another, "
+                          f"p={p:.2g}, q={qv:.2g}; baseline {baseline.path}, same case (the file "
+                          "holds no flow's route: which spine, its counters tell)"],
+                confidence="medium", score=0.5, component=FABRIC))
+        else:
+            notes.append(f"spine against the baseline: {said}; signed rank over {blocks} blocks "
+                         f"p={p:.2g}: not a spine")
+    return notes

@@ -32,10 +32,10 @@ carried by one switch, stay typical. Two shapes:
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
-from scipy.stats import binom, norm
+from scipy.stats import binom, norm, wilcoxon
 from scipy.stats import t as t_dist
 
 from ..inference import PRACTICAL_MARGIN as MARGIN
@@ -157,6 +157,53 @@ def spine_blind_spot(shares: List[Tuple[str, float]]) -> Optional[str]:
             f"between leaves at least {MARGIN:g}x slow under load), and the file holds no "
             "flow's route (that share against the same line of a known-good run of this "
             "fabric, or the spines' own counters, would tell)")
+
+
+def between_blocks(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: np.ndarray,
+                   leaf_names: List[str]) -> Dict[Tuple[str, str], Tuple[int, int]]:
+    """Per ordered pair of leaves, by their names: (pairs at least MARGIN slow, pairs)."""
+    out: Dict[Tuple[str, str], Tuple[int, int]] = {}
+    between = leaf[s] != leaf[r]
+    slow = resid >= math.log(MARGIN)
+    for a, b, hit in zip(leaf[s][between], leaf[r][between], slow[between]):
+        key = (leaf_names[a], leaf_names[b])
+        k, m = out.get(key, (0, 0))
+        out[key] = (k + int(hit), m + 1)
+    return out
+
+
+# Fewer ordered pairs of leaves in common with the known-good run give a signed-rank
+# test that cannot reach significance (6 blocks all higher: p = 1/64)
+SPINE_MIN_BLOCKS = 6
+# The share of pairs between leaves slow under load must at least double against the
+# known-good run's: collisions move it from run to run (another hash of the flows); a
+# spine at a tenth of its capacity quadrupled it in the validation world
+SPINE_SHARE_RATIO = 2.0
+
+
+def spine_against_baseline(now: Dict[Tuple[str, str], Tuple[int, int]],
+                           before: Dict[Tuple[str, str], Tuple[int, int]]
+                           ) -> Optional[Tuple[float, float, float, int]]:
+    """(share of pairs between leaves slow now, in the known-good run, one-sided p,
+    blocks) of one test against the same test of a known-good run of the same fabric,
+    or None with fewer than SPINE_MIN_BLOCKS blocks in common. A slow spine (or its links
+    into every leaf) slows the flows hashed through it from every leaf to every other:
+    the share rises in every block of pairs from one leaf to another, where collisions
+    of another hash of the flows move blocks up and down. The unit is the block, not the
+    pair (collisions come in bundles); the test is Wilcoxon's signed rank over the
+    blocks' differences, one-sided."""
+    common = sorted(k for k in now if k in before and now[k][1] >= 2 and before[k][1] >= 2)
+    if len(common) < SPINE_MIN_BLOCKS:
+        return None
+    d = np.array([now[k][0] / now[k][1] - before[k][0] / before[k][1] for k in common])
+    share_now = sum(now[k][0] for k in common) / sum(now[k][1] for k in common)
+    share_before = sum(before[k][0] for k in common) / sum(before[k][1] for k in common)
+    # blocks alike in both runs split their ranks between the signs; the exact
+    # distribution has no ties, so with any the normal approximation
+    method = "approx" if np.any(d == 0) else "auto"
+    p = 1.0 if not np.any(d) else float(wilcoxon(d, alternative="greater", zero_method="zsplit",
+                                                 method=method).pvalue)
+    return share_now, share_before, p, len(common)
 
 
 def collision_blind_spot(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: np.ndarray,
