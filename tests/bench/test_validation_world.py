@@ -375,3 +375,28 @@ def test_a_slow_spine_slows_only_flows_between_leaves_and_only_some_of_them(tmp_
     between = (senders // 4) != (receivers // 4)          # 2 hosts x 2 GPUs a leaf
     assert np.all(np.abs(ratio[~between] - 1.0) < 0.02), ratio[~between]
     assert (ratio[between] > 1.2).any() and (ratio[between] < 1.02).any(), ratio[between]
+
+
+@needs_simgrid
+def test_a_noise_seed_measures_the_same_fabric_again(tmp_path):
+    """--noise-seed draws the run apart from its fabric: the same seed under another
+    noise seed keeps every link's capacity and the pair factors, and hashes the flows
+    onto other uplinks and draws other samples; equal to --seed it changes nothing."""
+    shape = fabric.Shape(hosts=8, gpus=8, hosts_per_leaf=2, uplinks=4)
+    a, b = fabric.build(shape, 3), fabric.build(shape, 3)
+    b.flow_salt = 4
+    pairs = [(s, d) for s in range(a.ranks) for d in range(a.ranks) if a.leaf_of_rank[s] != a.leaf_of_rank[d]]
+    assert [x.bandwidth for x in a.links] == [x.bandwidth for x in b.links]
+    assert [a.uplink_of_flow(s, d) for s, d in pairs] != [b.uplink_of_flow(s, d) for s, d in pairs]
+
+    def samples(path):
+        with h5py.File(path, "r") as h5:
+            return np.asarray(h5["/tests/0002/samples"]["t_done_ns"]) - np.asarray(h5["/tests/0002/samples"]["t_post_ns"])
+
+    plain = samples(simulate(tmp_path, "plain", "--seed", "3", "--pair-tail", "0.1:3"))
+    same = samples(simulate(tmp_path, "same", "--seed", "3", "--noise-seed", "3", "--pair-tail", "0.1:3"))
+    other_path = simulate(tmp_path, "other", "--seed", "3", "--noise-seed", "4", "--pair-tail", "0.1:3")
+    assert np.array_equal(plain, same)
+    assert not np.array_equal(plain, samples(other_path))
+    truth = json.loads(Path(str(other_path)[:-3] + ".truth.json").read_text())
+    assert (truth["seed"], truth["noise_seed"]) == (3, 4)
