@@ -14,15 +14,15 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..inference import benjamini_hochberg
 from ..reader import (FLAG_AUXILIARY_MASK, FLAG_CONTROL_PAIR, FLAG_RETEST_SECOND_VISIT, ResultFile,
                       TestInstance)
 from . import (evidence, labels, leaf_rows, outages, pair_null, pair_tails, paths, persistence, supporting,
                systemic, tails, validity)
 from ..tail_null import fast_side_df
 from .model import Fit, Layout, fit, fitted_instances, pair_data
-from .result import FABRIC, Culprit, Diagnosis, Finding
+from .result import Culprit, Diagnosis, Finding
 from .retest import RetestJudgement, judge_retest_visits, pass_sigma
+from .baseline import against_baseline
 from .rules import TestEvidence, name_components
 
 # Below this many ranks in a test a slow pair cannot be pinned on one end.
@@ -293,7 +293,7 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
     notes += down_notes
     _attach_support(run.layout, support, culprits)
     if baseline is not None:
-        extra, fabric = _baseline(result, baseline, run.layout, run.q_family)
+        extra, fabric = against_baseline(result, baseline, run.layout, run.q_family)
         notes += extra
         culprits += fabric
     culprits, withheld = validity.apply(culprits, run.validity)
@@ -442,73 +442,3 @@ def _attach_support(layout: Layout, support: List[Finding], culprits: List[Culpr
         for c in by_host.get(layout.host_of(f.rank), []):
             if f.symptom not in c.symptoms and f.symptom not in c.evidence:
                 c.evidence.append(f.symptom)
-
-
-def _baseline(result: ResultFile, baseline: ResultFile, layout: Layout, q: float
-              ) -> Tuple[List[str], List[Culprit]]:
-    """A fabric uniformly slower has no culprit inside the run, only against a
-    known-good run of the same scenario: its median pair against the baseline's. And a
-    spine slowing its flows from every leaf alike, which no leaf shows: each one-way
-    test's share of pairs between leaves slow under load against the baseline's, block
-    by block (paths.spine_against_baseline), Benjamini-Hochberg over the tests at the
-    family's level."""
-    notes, fabric, spine = [], [], []
-    base = {(str(i.get("case")), str(i.get("condition")), str(i.get("pass"))): i
-            for i in baseline.instances()}
-    base_layout = None
-    for inst in fitted_instances(result):
-        b = base.get((str(inst.get("case")), str(inst.get("condition")), str(inst.get("pass"))))
-        if b is None:
-            notes.append(f"baseline has no instance like {inst.index:04d} {inst.get('name')}")
-            continue
-        now, before = pair_data(inst, 1 << 20), pair_data(b, 1 << 20)
-        if now is None or before is None:
-            continue
-        slower = math.exp(float(np.median(now.logt)) - float(np.median(before.logt)))
-        name = f"{inst.index:04d} {inst.get('name')}"
-        notes.append(f"{name}: median pair {slower:.2f}x the baseline's time")
-        if slower >= evidence.MARGIN:
-            fabric.append(Culprit(host="(all hosts)", ranks=[], gpus=[], nics=[], direction="both",
-                                  symptoms=[f"the whole fabric: median pair {slower:.2f}x the "
-                                            f"baseline's time [{name}]"],
-                                  evidence=[f"baseline {baseline.path}, same case"],
-                                  confidence="medium", score=0.5, component=FABRIC))
-        if not now.symmetric and len(layout.leaf_names) > 2:
-            if base_layout is None:
-                base_layout = labels.resolve(baseline, Layout.of(baseline))[0]
-            spine.append((name, _spine_blocks(inst, layout), _spine_blocks(b, base_layout)))
-    return notes + _spine_notes(spine, q, fabric, baseline), fabric
-
-
-def _spine_blocks(inst: TestInstance, layout: Layout):
-    data = pair_data(inst, layout.n)
-    if data is None:
-        return {}
-    f = fit(data, layout)
-    return paths.between_blocks(f.resid, data.s, data.r, layout.leaf, layout.leaf_names)
-
-
-def _spine_notes(spine, q: float, fabric: List[Culprit], baseline: ResultFile) -> List[str]:
-    """The spine comparison's line per test; a culprit where it is significant and the
-    share at least paths.SPINE_SHARE_RATIO times the known-good run's."""
-    tested = [(name, paths.spine_against_baseline(now, before)) for name, now, before in spine]
-    tested = [(name, t) for name, t in tested if t is not None]
-    if not tested:
-        return []
-    rejected, adjusted = benjamini_hochberg([t[2] for _, t in tested], q)
-    notes = []
-    for (name, (share, before, p, blocks)), hit, qv in zip(tested, rejected, adjusted):
-        said = (f"{100 * share:.1f} % of the pairs between leaves at least {evidence.MARGIN:g}x slow "
-                f"under load against {100 * before:.1f} % in the baseline [{name}]")
-        if hit and share >= paths.SPINE_SHARE_RATIO * before:
-            fabric.append(Culprit(
-                host="(the spines)", ranks=[], gpus=[], nics=[], direction="both",
-                symptoms=[f"a spine, or its links into every leaf: {said}"],
-                evidence=[f"signed rank over {blocks} blocks of pairs from one leaf to another, "
-                          f"p={p:.2g}, q={qv:.2g}; baseline {baseline.path}, same case (the file "
-                          "holds no flow's route: which spine, its counters tell)"],
-                confidence="medium", score=0.5, component=FABRIC))
-        else:
-            notes.append(f"spine against the baseline: {said}; signed rank over {blocks} blocks "
-                         f"p={p:.2g}: not a spine")
-    return notes

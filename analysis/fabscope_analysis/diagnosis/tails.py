@@ -193,7 +193,8 @@ def tail_ranks(fits: List[Fit], host: np.ndarray, q_family: float = Q) -> List[E
     return out
 
 
-def _outlying(fits: List[Fit], host: np.ndarray, p_rank, flagged: set, q_family: float = Q) -> set:
+def _outlying(fits: List[Fit], host: np.ndarray, p_rank, flagged: frozenset = frozenset(),
+              q_family: float = Q) -> set:
     """The practical candidates to be left out of the others' references (not named by
     it), among the ranks not flagged yet, their references without the flagged ones:
     those whose log(stalled pairs / expected) stands OUTLYING_Z robust sigmas beyond the
