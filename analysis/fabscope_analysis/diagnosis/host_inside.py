@@ -130,6 +130,8 @@ def _slower_than_its_host(c: Culprit, tests, layout, levels) -> bool:
     for t, (_, _, lv) in zip([t for t in tests if t.measure == "centre"], levels):
         d = t.fit.data
         mine = (d.s == s) & (d.r == r)
+        if d.symmetric:   # a round trip is kept under one order
+            mine |= (d.s == r) & (d.r == s)
         if mine.any() and h in lv and math.exp(float(np.max(np.asarray(t.fit.resid)[mine])) - lv[h]) >= MARGIN:
             return True
     return False
