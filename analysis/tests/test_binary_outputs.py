@@ -53,6 +53,20 @@ def test_fabscope_list_model(model):
                                  "--ranks", 16)})
 
 
+def test_fabscope_list_model_counts_refused_below_1_and_taken_at_1():
+    """--tp, --decode-batch, --prompt and --block-tokens are counts: 1 of every one is a
+    deployment (as the analysis's impact takes it), 0 of any one is refused (exit 2)."""
+    ones = {"--tp": 1, "--decode-batch": 1, "--prompt": 1, "--block-tokens": 1}
+    taken = _list("--model", "llama3-8b", *[str(v) for item in ones.items() for v in item])
+    assert taken["exit"] == 0, taken
+    assert "derive: kv-request, block_tokens: 1, prompt_tokens: 1" in "\n".join(taken["stdout"])
+    for option in ones:
+        sizes = {**ones, option: 0}
+        refused = _list("--model", "llama3-8b", *[str(v) for item in sizes.items() for v in item])
+        assert refused["exit"] == 2, (option, refused)
+        assert any("must be at least 1" in line for line in refused["stderr"]), (option, refused)
+
+
 # One test of each kind with only the keys it cannot do without (and sizes): every other
 # value is the kind's default, which the shipped scenarios mostly set explicitly.
 MINIMAL = {

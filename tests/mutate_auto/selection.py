@@ -55,11 +55,12 @@ CPP_TESTS: List[CppTests] = [
              "output for every shipped scenario; inventory's text and JSON), exit codes, the closing "
              "verdict"),
     CppTests("src/driver/", ("fabscope", "fabscope_unit_tests"),
-             r"^(mpi\.(run_np2|run_np4|batch_figure|file_structure|progress|repeats|data_check|impact)|"
-             r"(BatchFigure|CounterSummary|InstanceAttributes|PatternBudget|ScopedStatistics|SiteScopes|"
-             r"SummaryTable)\..*)$", ("analysis/tests/test_binary_outputs.py",),
+             r"^(mpi\.(allreduce|run_np2|run_np4|batch_figure|file_structure|progress|repeats|data_check|impact)|"
+             r"(BatchFigure|CounterSummary|CounterWindow|InstanceAttributes|PatternBudget|ProgressWatch|"
+             r"ScopedStatistics|SiteScopes|SummaryTable)\..*)$", ("analysis/tests/test_binary_outputs.py",),
              "the runner: plans (and list's whole output for every shipped scenario), runs, summary "
-             "rows, impacts against the quiet instance and the file's structure (mpi), its figures (unit)"),
+             "rows, impacts against the quiet instance and the file's structure, a run of one rank (mpi), "
+             "its figures, its progress lines and its counter window (unit)"),
     CppTests("src/driver/RankLoss", ("fabscope",),
              r"^mpi\.(silent_rank|stopped_after_test\..*|mpi_blocking_waits|contract_outcomes)$",
              why="a lost or silent rank: the loss round, the line naming the rank and its host, the "

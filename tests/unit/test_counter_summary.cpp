@@ -1,11 +1,20 @@
-// The closing summary names the known counters that moved during a test.
+// The closing summary names the known counters that moved during a test; the
+// window around a test keeps every counter that moved.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "driver/CounterSummary.hpp"
+#include "driver/FabricRecorder.hpp"
 #include "driver/SummaryTable.hpp"
+#include "inventory/Counters.hpp"
 
 using namespace fabscope;
 
@@ -60,4 +69,56 @@ TEST(CounterSummary, PrintedUnderTheTestWithTheirMeaning) {
   std::free(buffer);
   EXPECT_NE(text.find("~ counters moved: RetransSegs +12 (b snmp:Tcp)"), std::string::npos) << text;
   EXPECT_NE(text.find("~ RetransSegs: TCP segments retransmitted"), std::string::npos) << text;
+}
+
+TEST(CounterSummary, AReaderOutsideTheHostListIsNamedByItsRank) {
+  const std::vector<output::CounterRecord> rows = {row(2, "snmp:Tcp", "RetransSegs", 4),
+                                                   row(7, "snmp:Tcp", "RetransSegs", 9)};
+  for (const auto& only : rows) {
+    const auto notes = driver::movedKnownCounters(std::span(&only, 1), {"a", "b"});
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_EQ(notes[0].largestWhere, "rank " + std::to_string(only.rank) + " snmp:Tcp");
+  }
+}
+
+namespace {
+
+// One datagram through the loopback interface: this namespace's UDP counters move.
+void sendOneDatagramToMyself() {
+  const int in = socket(AF_INET, SOCK_DGRAM, 0), out = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(in, 0);
+  ASSERT_GE(out, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(in, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+  socklen_t length = sizeof at;
+  ASSERT_EQ(getsockname(in, reinterpret_cast<sockaddr*>(&at), &length), 0);
+  const char byte = 1;
+  ASSERT_EQ(sendto(out, &byte, 1, 0, reinterpret_cast<sockaddr*>(&at), sizeof at), 1);
+  char got = 0;
+  ASSERT_EQ(recv(in, &got, 1, 0), 1);
+  close(in);
+  close(out);
+}
+
+}  // namespace
+
+TEST(CounterWindow, KeepsEveryCounterThatMovedAndOfTheRestOnlyTheKnownOnes) {
+  driver::CounterWindow window(true);
+  sendOneDatagramToMyself();
+  window.finish();
+  const auto rows = window.rows(3);
+  bool sawSentDatagrams = false;
+  for (const auto& r : rows) {
+    const std::string source(r.source, strnlen(r.source, sizeof r.source)),
+        name(r.name, strnlen(r.name, sizeof r.name));
+    EXPECT_EQ(r.rank, 3) << source << " " << name;
+    if (r.delta == 0) {
+      EXPECT_TRUE(inventory::isKnownCounter(name)) << "an unknown counter that did not move: " << name;
+    }
+    sawSentDatagrams = sawSentDatagrams || (source == "snmp:Udp" && name == "OutDatagrams" && r.delta >= 1);
+  }
+  EXPECT_TRUE(sawSentDatagrams) << "the datagram sent inside the window is not among the " << rows.size() << " rows";
+  EXPECT_TRUE(driver::CounterWindow(false).rows(3).empty()) << "a rank that reads no counters has rows";
 }

@@ -3,6 +3,7 @@
 // (driver/InstanceAttributes.hpp), through the real loader and planner.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -138,6 +139,24 @@ TEST(InstanceAttributes, RankZerosResultHoldsTheSameCoreFacts) {
     EXPECT_EQ(result.bytes, std::get<std::int64_t>(core.at("bytes")));
     EXPECT_EQ(result.replicate, p.instance.replicate);
     EXPECT_EQ(result.repeats, p.instance.spec->repeats);
+  }
+}
+
+// A skipped instance's result is this core and nothing else: nothing measured, no
+// site scopes (a run without site labels must not grow a scope column for a skipped
+// row), no impact, no batch figure, no counters.
+TEST(InstanceAttributes, RankZerosCoreResultHoldsNothingMeasured) {
+  const auto& plan = planned();
+  for (int index = 0; index < static_cast<int>(plan.size()); ++index) {
+    const auto result = driver::coreInstanceResult(index, plan[static_cast<std::size_t>(index)]);
+    EXPECT_FALSE(result.labelled) << index;
+    EXPECT_TRUE(result.scopes.empty()) << index;
+    EXPECT_TRUE(result.spansSites.empty()) << index;
+    EXPECT_TRUE(result.counters.empty()) << index;
+    EXPECT_TRUE(result.status.empty() && result.error.empty()) << index;
+    EXPECT_EQ(result.impactMean, 0.0) << index;
+    EXPECT_EQ(result.impactP99, 0.0) << index;
+    EXPECT_TRUE(std::isnan(result.batchMeanNs) && std::isnan(result.batchGbps)) << index;
   }
 }
 
