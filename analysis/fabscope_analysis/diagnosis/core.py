@@ -293,7 +293,8 @@ def diagnose(result: ResultFile, baseline: Optional[ResultFile] = None) -> Diagn
     notes += down_notes
     _attach_support(run.layout, support, culprits)
     if baseline is not None:
-        extra, fabric = against_baseline(result, baseline, run.layout, run.q_family)
+        fits = {t.label: t.fit for t in run.tests if t.measure == "centre"}
+        extra, fabric = against_baseline(result, baseline, run.layout, fits, run.q_family)
         notes += extra
         culprits += fabric
     culprits, withheld = validity.apply(culprits, run.validity)

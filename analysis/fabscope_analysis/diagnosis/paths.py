@@ -162,14 +162,13 @@ def spine_blind_spot(shares: List[Tuple[str, float]]) -> Optional[str]:
 def between_blocks(resid: np.ndarray, s: np.ndarray, r: np.ndarray, leaf: np.ndarray,
                    leaf_names: List[str]) -> Dict[Tuple[str, str], Tuple[int, int]]:
     """Per ordered pair of leaves, by their names: (pairs at least MARGIN slow, pairs)."""
-    out: Dict[Tuple[str, str], Tuple[int, int]] = {}
+    nl = len(leaf_names)
     between = leaf[s] != leaf[r]
-    slow = resid >= math.log(MARGIN)
-    for a, b, hit in zip(leaf[s][between], leaf[r][between], slow[between]):
-        key = (leaf_names[a], leaf_names[b])
-        k, m = out.get(key, (0, 0))
-        out[key] = (k + int(hit), m + 1)
-    return out
+    block = (leaf[s] * nl + leaf[r])[between]
+    slow = np.bincount(block, weights=(resid[between] >= math.log(MARGIN)), minlength=nl * nl)
+    pairs = np.bincount(block, minlength=nl * nl)
+    return {(leaf_names[b // nl], leaf_names[b % nl]): (int(slow[b]), int(pairs[b]))
+            for b in np.flatnonzero(pairs)}
 
 
 # Fewer ordered pairs of leaves in common with the known-good run give a signed-rank
