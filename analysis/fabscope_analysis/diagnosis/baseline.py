@@ -5,25 +5,26 @@ alike (docs/analysis.md)."""
 from __future__ import annotations
 
 import math
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
 from ..inference import benjamini_hochberg
 from ..reader import ResultFile, TestInstance
 from . import evidence, labels, paths
-from .model import Layout, fit, fitted_instances, pair_data
+from .model import Fit, Layout, fit, fitted_instances, pair_data
 from .result import FABRIC, Culprit
 
 
-def against_baseline(result: ResultFile, baseline: ResultFile, layout: Layout, q: float
-              ) -> Tuple[List[str], List[Culprit]]:
+def against_baseline(result: ResultFile, baseline: ResultFile, layout: Layout, fits: Dict[str, Fit],
+                     q: float) -> Tuple[List[str], List[Culprit]]:
     """A fabric uniformly slower has no culprit inside the run, only against a
     known-good run of the same scenario: its median pair against the baseline's. And a
     spine slowing its flows from every leaf alike, which no leaf shows: each one-way
     test's share of pairs between leaves slow under load against the baseline's, block
     by block (paths.spine_against_baseline), Benjamini-Hochberg over the tests at the
-    family's level."""
+    family's level. `fits`: the run's own fit of each test, by label (only the
+    baseline's tests are fitted here)."""
     notes, fabric, spine = [], [], []
     base = {(str(i.get("case")), str(i.get("condition")), str(i.get("pass"))): i
             for i in baseline.instances()}
@@ -45,19 +46,21 @@ def against_baseline(result: ResultFile, baseline: ResultFile, layout: Layout, q
                                             f"baseline's time [{name}]"],
                                   evidence=[f"baseline {baseline.path}, same case"],
                                   confidence="medium", score=0.5, component=FABRIC))
-        if not now.symmetric and len(layout.leaf_names) > 2:
+        if not now.symmetric and len(layout.leaf_names) > 2 and name in fits:
             if base_layout is None:
                 base_layout = labels.resolve(baseline, Layout.of(baseline))[0]
-            spine.append((name, _spine_blocks(inst, layout), _spine_blocks(b, base_layout)))
+            spine.append((name, _blocks(fits[name], layout), _baseline_blocks(b, base_layout)))
     return notes + _spine_notes(spine, q, fabric, baseline), fabric
 
 
-def _spine_blocks(inst: TestInstance, layout: Layout):
+def _blocks(f: Fit, layout: Layout):
+    d = f.data
+    return paths.between_blocks(f.resid, d.s, d.r, layout.leaf, layout.leaf_names)
+
+
+def _baseline_blocks(inst: TestInstance, layout: Layout):
     data = pair_data(inst, layout.n)
-    if data is None:
-        return {}
-    f = fit(data, layout)
-    return paths.between_blocks(f.resid, data.s, data.r, layout.leaf, layout.leaf_names)
+    return {} if data is None else _blocks(fit(data, layout), layout)
 
 
 def _spine_notes(spine, q: float, fabric: List[Culprit], baseline: ResultFile) -> List[str]:
